@@ -1,0 +1,22 @@
+/* dsim command-line tool: shared declarations for its subcommands. */
+#ifndef DSIM_CLI_H
+#define DSIM_CLI_H
+
+/* Exit codes (documented in the README and `dsim --help`). */
+enum {
+  DS_EXIT_OK = 0,          /* success */
+  DS_EXIT_FAILURE = 1,     /* the job failed at run time (divergence, I/O) */
+  DS_EXIT_USAGE = 2,       /* bad command line: unknown command or flag */
+  DS_EXIT_INPUT = 3,       /* bad input file: config, mesh, run log */
+  DS_EXIT_INTERRUPTED = 130 /* stopped by SIGINT after a clean close */
+};
+
+typedef struct dsCliCommand {
+  const char* name;
+  const char* summary;
+  int (*fn)(int argc, char** argv); /* argv[0] is the command name */
+} dsCliCommand;
+
+int ds_cli_info(int argc, char** argv);
+
+#endif

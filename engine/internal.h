@@ -1,0 +1,68 @@
+/* Internal helpers shared across library files (ds__ prefix): allocation
+ * through the replaceable allocator, error messages kept on objects, the log
+ * hook, and assertions. Not installed. */
+#ifndef DSIM_ENGINE_INTERNAL_H
+#define DSIM_ENGINE_INTERNAL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+
+#include "dsim/base.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Allocation: every library allocation uses these (see ds_replace_allocator). */
+void* ds__malloc(size_t size);
+void* ds__calloc(size_t count, size_t size);
+void* ds__realloc(void* ptr, size_t size);
+void ds__free(void* ptr);
+/* Duplicate a string with ds__malloc; NULL on failure. */
+char* ds__strdup(const char* s);
+
+/* Error detail kept on an object: the code and a message naming what failed
+ * (file, key path, element, substep, value). */
+#define DS_ERRMSG_LEN 512
+typedef struct dsErrBuf {
+  int code;
+  char msg[DS_ERRMSG_LEN];
+} dsErrBuf;
+
+/* Record code and a printf-style message in eb (eb may be NULL); returns code
+ * so callers can write `return ds__seterr(eb, DS_ERR_MESH, "...", ...);`. */
+int ds__seterr(dsErrBuf* eb, int code, const char* fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+int ds__vseterr(dsErrBuf* eb, int code, const char* fmt, va_list ap);
+/* Clear the error. */
+void ds__clearerr(dsErrBuf* eb);
+/* The message, or "" when none. */
+const char* ds__errmsg(const dsErrBuf* eb);
+
+/* Send a message to the log hook (no output when none is set). */
+void ds__log(dsLogLevel level, const char* fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* Internal consistency check, compiled in with --enable-asserts. A failure is
+ * a bug in dsim: it is logged and aborts. Never used for input validation. */
+#ifdef DS_ENABLE_ASSERTS
+void ds__assert_fail(const char* expr, const char* file, int line);
+#  define DS_ASSERT(e) ((e) ? (void)0 : ds__assert_fail(#e, __FILE__, __LINE__))
+#else
+#  define DS_ASSERT(e) ((void)0)
+#endif
+
+/* Versions of the I/O libraries (io/libinfo.c: the only place that includes
+ * their headers). Each buffer gets "" when the library is not built. */
+void ds__io_lib_versions(char hdf5[32], char cjson[32], char png[32]);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

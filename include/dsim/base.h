@@ -1,0 +1,146 @@
+/* dsim base: precision, export macro, error codes, version and build
+ * information, allocator and log hooks, threads. Every other public header
+ * includes this one. */
+#ifndef DSIM_BASE_H
+#define DSIM_BASE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dsim/build_config.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Public symbols are exported; everything else in the library is built with
+ * -fvisibility=hidden. */
+#if defined(_WIN32)
+#  define DS_API
+#elif defined(__GNUC__) || defined(__clang__)
+#  define DS_API __attribute__((visibility("default")))
+#else
+#  define DS_API
+#endif
+
+/* Scalar type of every physical quantity. double by default (gradient checks
+ * need it); float with ./configure --enable-single. */
+#if DS_SINGLE
+typedef float dsReal;
+#  define DS_REAL_EPS 1.1920929e-07f
+#else
+typedef double dsReal;
+#  define DS_REAL_EPS 2.220446049250313e-16
+#endif
+
+/* ---- errors ---------------------------------------------------------------
+ * Fallible functions return 0 (DS_OK) or one of these negative codes. The
+ * details (file, key path, element, substep, value) are kept on the object
+ * that failed and read with its last-error function. One list gives the
+ * enum, ds_err_name() and ds_strerror(). */
+#define DS_ERRNO_MAP(X)                                                         \
+  X(OK,          0,   "success")                                                \
+  X(NOMEM,      -1,   "out of memory")                                          \
+  X(INVALID,    -2,   "invalid argument")                                       \
+  X(IO,         -3,   "input/output error")                                     \
+  X(PARSE,      -4,   "cannot parse input")                                     \
+  X(CONFIG,     -5,   "invalid configuration")                                  \
+  X(MESH,       -6,   "invalid mesh")                                           \
+  X(DIVERGED,   -7,   "simulation diverged (NaN or Inf)")                       \
+  X(INVERTED,   -8,   "element inverted")                                       \
+  X(RANGE,      -9,   "value out of range")                                     \
+  X(UNSUPPORTED,-10,  "not supported by this build")                            \
+  X(ARENA,      -11,  "scratch arena exhausted")                                \
+  X(STATE,      -12,  "call not valid in the current state")                    \
+  X(NOTFOUND,   -13,  "no such name")                                           \
+  X(CUDA,       -14,  "CUDA runtime error")                                     \
+  X(FORMAT,     -15,  "file is corrupt or of a foreign format")                 \
+  X(INTERRUPTED,-16,  "interrupted")
+
+typedef enum dsErr {
+#define DS__ERR_ENUM(name, val, msg) DS_##name = (val),
+  DS_ERRNO_MAP(DS__ERR_ENUM)
+#undef DS__ERR_ENUM
+  DS_ERR_COUNT_ = 17
+} dsErr;
+
+/* Convenience aliases in the DS_ERR_* spelling used throughout the docs. */
+#define DS_ERR_NOMEM DS_NOMEM
+#define DS_ERR_INVALID DS_INVALID
+#define DS_ERR_IO DS_IO
+#define DS_ERR_PARSE DS_PARSE
+#define DS_ERR_CONFIG DS_CONFIG
+#define DS_ERR_MESH DS_MESH
+#define DS_ERR_DIVERGED DS_DIVERGED
+#define DS_ERR_INVERTED DS_INVERTED
+#define DS_ERR_RANGE DS_RANGE
+#define DS_ERR_UNSUPPORTED DS_UNSUPPORTED
+#define DS_ERR_ARENA DS_ARENA
+#define DS_ERR_STATE DS_STATE
+#define DS_ERR_NOTFOUND DS_NOTFOUND
+#define DS_ERR_CUDA DS_CUDA
+#define DS_ERR_FORMAT DS_FORMAT
+#define DS_ERR_INTERRUPTED DS_INTERRUPTED
+
+/* "DS_ERR_DIVERGED" etc.; "DS_ERR_UNKNOWN" for a code not in the list. */
+DS_API const char* ds_err_name(int code);
+/* Human-readable message for a code. */
+DS_API const char* ds_strerror(int code);
+
+/* ---- version and build ----------------------------------------------------*/
+DS_API const char* ds_version_string(void);
+/* major*10000 + minor*100 + patch */
+DS_API int ds_version_number(void);
+
+typedef struct dsBuildInfo {
+  const char* version;        /* dsim version, "0.1.0" */
+  int real_bytes;             /* sizeof(dsReal): 8 (double) or 4 (float) */
+  int openmp;                 /* 1 when built with OpenMP */
+  int max_threads;            /* threads a parallel region will use now */
+  int cuda;                   /* 1 when built with --enable-cuda */
+  int cuda_devices;           /* visible CUDA devices (0 without a GPU) */
+  int hdf5;                   /* 1 when HDF5 run logs are built */
+  int gif;                    /* 1 when GIF export is built */
+  char hdf5_version[32];      /* "1.10.8" or "" */
+  char cjson_version[32];     /* "1.7.15" */
+  char png_version[32];       /* "1.6.39" */
+  const char* options;        /* configure options summary */
+} dsBuildInfo;
+
+/* Fills *info. Never fails. */
+DS_API void ds_build_info(dsBuildInfo* info);
+
+/* ---- threads ---------------------------------------------------------------
+ * Thin wrappers over OpenMP (no-ops in a build without it). Results never
+ * depend on the thread count. */
+DS_API void ds_set_num_threads(int n);
+DS_API int ds_get_max_threads(void);
+
+/* ---- CUDA ------------------------------------------------------------------
+ * Number of visible CUDA devices: 0 with no GPU or no driver, and 0 in a build
+ * without --enable-cuda. */
+DS_API int ds_cuda_device_count(void);
+/* 1 when the library was built with the CUDA backend. */
+DS_API int ds_cuda_built(void);
+
+/* ---- allocator -------------------------------------------------------------
+ * Every allocation the library makes goes through these. Replace them before
+ * creating any object (e.g. to count allocations or inject failures). Passing
+ * NULL for all restores the C library's. Returns DS_ERR_INVALID when only
+ * some are NULL. */
+typedef void* (*dsMallocFn)(size_t size);
+typedef void* (*dsReallocFn)(void* ptr, size_t size);
+typedef void* (*dsCallocFn)(size_t count, size_t size);
+typedef void (*dsFreeFn)(void* ptr);
+DS_API int ds_replace_allocator(dsMallocFn m, dsReallocFn r, dsCallocFn c, dsFreeFn f);
+
+/* ---- log hook --------------------------------------------------------------
+ * The library never prints. Diagnostics go to this hook (none by default). */
+typedef enum dsLogLevel { DS_LOG_DEBUG = 0, DS_LOG_INFO = 1, DS_LOG_WARN = 2, DS_LOG_ERROR = 3 } dsLogLevel;
+typedef void (*dsLogFn)(dsLogLevel level, const char* msg, void* user);
+DS_API void ds_set_log_hook(dsLogFn fn, void* user);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

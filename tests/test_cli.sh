@@ -1,0 +1,34 @@
+#!/bin/sh
+# The dsim command line: version, help, info, and usage errors with their
+# documented exit codes.
+set -u
+fail=0
+check() { # description, expected status, command...
+  desc=$1; want=$2; shift 2
+  out=$("$@" 2>&1); got=$?
+  if [ "$got" != "$want" ]; then
+    echo "FAIL: $desc: exit $got, expected $want"; echo "$out" | sed 's/^/  | /'; fail=1
+  fi
+  LAST=$out
+}
+expect() { # description, substring
+  case $LAST in *"$2"*) ;; *) echo "FAIL: $1: output lacks '$2'"; echo "$LAST" | sed 's/^/  | /'; fail=1 ;; esac
+}
+: "${DSIM:?DSIM must name the dsim binary}"
+
+check "--version" 0 "$DSIM" --version;         expect "--version" "dsim "
+check "--help" 0 "$DSIM" --help;               expect "--help" "usage: dsim"
+expect "--help lists info" "info"
+check "info" 0 "$DSIM" info;                   expect "info" "precision:"
+expect "info OpenMP line" "OpenMP:"
+expect "info CUDA line" "CUDA:"
+expect "info cJSON line" "cJSON:      1."
+expect "info libpng line" "libpng:     1."
+check "info --help" 0 "$DSIM" info --help;     expect "info --help" "usage: dsim info"
+check "no arguments" 2 "$DSIM";                expect "no arguments" "usage: dsim"
+check "unknown command" 2 "$DSIM" frobnicate;  expect "unknown command" "unknown command 'frobnicate'"
+check "unknown flag" 2 "$DSIM" --frob;         expect "unknown flag" "unknown option '--frob'"
+check "info extra arg" 2 "$DSIM" info extra;   expect "info extra arg" "unexpected argument 'extra'"
+OMP_NUM_THREADS=2 check "info threads" 0 "$DSIM" info
+if "$DSIM" info | grep -q "OpenMP:     on"; then expect "info threads" "2 threads"; fi
+exit $fail
