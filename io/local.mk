@@ -1,6 +1,14 @@
 # I/O layer: configs (cJSON). io/ is the only code that includes cJSON.h,
 # hdf5.h and png.h.
-libdsim_core_la_SOURCES += io/config.c io/config.h
+libdsim_core_la_SOURCES += io/cfg.c io/cfg.h
 check_PROGRAMS += tests/test_config
 tests_test_config_SOURCES = tests/test_config.c
 TESTS += tests/test_config
+
+# HDF5 run logs
+libdsim_core_la_SOURCES += io/runlog.c
+dsiminclude_HEADERS += include/dsim/runlog.h
+check_PROGRAMS += tests/test_runlog
+tests_test_runlog_SOURCES = tests/test_runlog.c
+tests_test_runlog_CPPFLAGS = $(AM_CPPFLAGS) $(HDF5_CFLAGS)
+TESTS += tests/test_runlog

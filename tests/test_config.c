@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "io/config.h"
+#include "io/cfg.h"
 #include "tests/dstest.h"
 
 typedef struct Cfg {

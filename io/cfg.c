@@ -8,7 +8,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "io/config.h"
+#include "io/cfg.h"
 
 #define PATH_MAX_LEN 256
 

@@ -8,8 +8,8 @@
  *   walker.json: unknown key "contact.kee" (did you mean "contact.ke"?)
  *   walker.json:3:17: invalid JSON (unexpected character near '}')
  */
-#ifndef DSIM_IO_CONFIG_H
-#define DSIM_IO_CONFIG_H
+#ifndef DSIM_IO_CFG_H
+#define DSIM_IO_CFG_H
 
 #include <stddef.h>
 

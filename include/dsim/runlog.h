@@ -1,0 +1,102 @@
+/* Run logs: one HDF5 file per `dsim run`, readable by h5py, h5dump and
+ * MATLAB, flushed after every iteration so that a killed run leaves a file
+ * with every completed iteration. The schema is documented in README.md
+ * ("Run log schema"). In a build --without-hdf5 every function returns
+ * DS_ERR_UNSUPPORTED. */
+#ifndef DSIM_RUNLOG_H
+#define DSIM_RUNLOG_H
+
+#include <stdint.h>
+
+#include "dsim/base.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The value of /meta's "format" attribute; files without it are refused. */
+#define DS_RUNLOG_FORMAT "dsim-run-1"
+
+typedef struct dsRunLog dsRunLog;
+
+typedef struct dsRunLogDef {
+  const char* config_text;   /* the JSON config used (stored as /config) */
+  const char* env;           /* environment name, e.g. "control-fem" */
+  const char* method;        /* "image", "state", "random", "cem", ... */
+  uint64_t seed;             /* run seed */
+  int threads;               /* OpenMP threads used */
+  int nparams;               /* length of the per-iteration parameter vector (0: none) */
+  int substep_stride;        /* store every k-th substep of trajectories (>= 1; the last is always stored) */
+  int compression;           /* gzip level 0..9 for frames and trajectories */
+} dsRunLogDef;
+
+DS_API dsRunLogDef ds_default_runlog_def(void);
+
+typedef struct dsRunIteration {
+  double loss;               /* optimised loss */
+  double metric;             /* task metric (e.g. final centre-of-mass error, m^2) */
+  double wall_time;          /* seconds since the start of the run */
+  double grad_norm;          /* norm of the parameter gradient */
+  const double* params;      /* nparams controller or identified parameters (may be NULL) */
+} dsRunIteration;
+
+typedef struct dsRunEpisode {
+  int iteration;             /* optimisation iteration that produced it */
+  double loss, metric;
+  double dt;                 /* physics substep, s */
+  int control_interval;      /* substeps per control step */
+  int render_interval;       /* substeps per rendered frame */
+  int nsubsteps;             /* T: rows of positions/velocities given (substeps 0..T-1) */
+  int nparticles;            /* N */
+  const float* positions;    /* T x N x 3, m (NULL: not stored) */
+  const float* velocities;   /* T x N x 3, m/s (NULL: not stored) */
+  int nsteps, action_dim;    /* S x A actions (NULL: not stored) */
+  const float* actions;
+  int nframes, height, width;   /* F x H x W x 4 RGBA frames (NULL: not stored) */
+  const uint8_t* frames;
+  const uint8_t* goal;       /* H x W x 4 goal image (NULL: not stored) */
+} dsRunEpisode;
+
+/* Create (truncate) path and write /config and /meta. err gets a message
+ * naming the file on failure. */
+DS_API int ds_runlog_create(const char* path, const dsRunLogDef* def, dsRunLog** out, char* err, size_t errlen);
+/* Append one iteration to /iterations and flush the file. */
+DS_API int ds_runlog_append_iteration(dsRunLog* log, const dsRunIteration* it);
+/* Write (or replace) /episodes/<which>, which is "first", "best" or "last"; flushes. */
+DS_API int ds_runlog_write_episode(dsRunLog* log, const char* which, const dsRunEpisode* ep);
+/* Record the end state ("completed", "interrupted", "failed: ...") in /meta and close. NULL-safe. */
+DS_API int ds_runlog_close(dsRunLog* log, const char* status);
+DS_API const char* ds_runlog_last_error(const dsRunLog* log);
+
+/* ---- reading ------------------------------------------------------------- */
+typedef struct dsRunSummary {
+  char version[32];          /* dsim version that wrote it */
+  char env[64];
+  char method[32];
+  char status[128];          /* "running" when the writer never closed it (killed) */
+  char start_time[32];       /* ISO 8601 UTC */
+  uint64_t seed;
+  int threads;
+  int niterations;           /* completed iterations */
+  int nparams;
+  double first_loss, last_loss, best_loss, first_metric, last_metric, best_metric;
+  int best_iteration;        /* iteration with the lowest metric, -1 when none */
+  double wall_time;          /* wall time of the last iteration, s */
+  int has_episode[3];        /* first, best, last */
+} dsRunSummary;
+
+DS_API int ds_runlog_read_summary(const char* path, dsRunSummary* s, char* err, size_t errlen);
+/* The per-iteration series (each an array of *n doubles, free with ds_runlog_free). */
+DS_API int ds_runlog_read_iterations(const char* path, int* n, double** loss, double** metric, double** wall_time,
+                                     double** grad_norm, char* err, size_t errlen);
+/* The frames of /episodes/<which>: *rgba is F x H x W x 4 (free with ds_runlog_free). */
+DS_API int ds_runlog_read_frames(const char* path, const char* which, int* nframes, int* height, int* width,
+                                 uint8_t** rgba, char* err, size_t errlen);
+/* The config text (free with ds_runlog_free). */
+DS_API int ds_runlog_read_config(const char* path, char** text, char* err, size_t errlen);
+DS_API void ds_runlog_free(void* p);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

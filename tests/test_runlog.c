@@ -1,0 +1,227 @@
+/* Run logs: write then read back, episode replacement and striding, refusal
+ * of missing / truncated / non-HDF5 / foreign-HDF5 files, bad arguments. */
+#include "config.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "dsim/runlog.h"
+#include "tests/dstest.h"
+#ifdef DS_HAVE_HDF5
+#  include <hdf5.h>
+#endif
+
+static char g_dir[2048];
+
+static const char* tmp_path(const char* name) {
+  static char buf[4][2300];
+  static int k = 0;
+  k = (k + 1) % 4;
+  snprintf(buf[k], sizeof buf[k], "%s/%s", g_dir, name);
+  return buf[k];
+}
+
+int main(void) {
+#ifndef DS_HAVE_HDF5
+  char err[256];
+  dsRunLog* log = NULL;
+  dsRunLogDef def = ds_default_runlog_def();
+  CHECK_INT_EQ(ds_runlog_create("x.h5", &def, &log, err, sizeof err), DS_ERR_UNSUPPORTED);
+  CHECK_STR_CONTAINS(err, "--without-hdf5");
+  if (dst_failures) return DST_RESULT();
+  DST_SKIP("built --without-hdf5");
+#else
+  const char* bdir = getenv("DS_BUILDDIR");
+  snprintf(g_dir, sizeof g_dir, "%s/tests", bdir ? bdir : ".");
+  char err[512];
+  const char* path = tmp_path("test_runlog_tmp.h5");
+
+  dsRunLogDef def = ds_default_runlog_def();
+  def.config_text = "{\"env\": \"control-fem\"}";
+  def.env = "control-fem";
+  def.method = "image";
+  def.seed = 1234567890123ULL;
+  def.threads = 2;
+  def.nparams = 3;
+  def.substep_stride = 4;
+  dsRunLog* log = NULL;
+  CHECK_INT_EQ(ds_runlog_create(path, &def, &log, err, sizeof err), DS_OK);
+  if (!log) return DST_RESULT();
+
+  /* iterations */
+  const double losses[5] = {4.0, 3.0, 1.0, 2.0, 0.5};
+  const double metrics[5] = {4.5, 3.5, 0.2, 0.9, 0.3};
+  for (int i = 0; i < 5; i++) {
+    double p[3] = {i, 2.0 * i, -i};
+    dsRunIteration it = {losses[i], metrics[i], 0.5 * (i + 1), 10.0 - i, p};
+    CHECK_INT_EQ(ds_runlog_append_iteration(log, &it), DS_OK);
+  }
+  dsRunIteration noparams = {1, 1, 1, 1, NULL};
+  CHECK_INT_EQ(ds_runlog_append_iteration(log, &noparams), DS_ERR_INVALID);
+  CHECK_STR_CONTAINS(ds_runlog_last_error(log), "iteration 5: 3 parameters expected");
+
+  /* episodes: T = 10 substeps (stride 4 stores 0, 4, 8, 9), 2 particles, 3 frames of 4 x 5 */
+  enum { T = 10, N = 2, F = 3, H = 4, W = 5 };
+  static float pos[T * N * 3], vel[T * N * 3], act[2 * 6];
+  static uint8_t frames[F * H * W * 4], goal[H * W * 4];
+  for (int i = 0; i < T * N * 3; i++) {
+    pos[i] = (float)i;
+    vel[i] = (float)-i;
+  }
+  for (int i = 0; i < F * H * W * 4; i++) frames[i] = (uint8_t)(i * 7);
+  for (int i = 0; i < H * W * 4; i++) goal[i] = (uint8_t)(255 - i);
+  dsRunEpisode ep = {0};
+  ep.iteration = 0;
+  ep.loss = 4.0;
+  ep.metric = 4.5;
+  ep.dt = 1.0 / 1920;
+  ep.control_interval = 32;
+  ep.render_interval = 60;
+  ep.nsubsteps = T;
+  ep.nparticles = N;
+  ep.positions = pos;
+  ep.velocities = vel;
+  ep.nsteps = 2;
+  ep.action_dim = 6;
+  ep.actions = act;
+  ep.nframes = F;
+  ep.height = H;
+  ep.width = W;
+  ep.frames = frames;
+  ep.goal = goal;
+  CHECK_INT_EQ(ds_runlog_write_episode(log, "first", &ep), DS_OK);
+  CHECK_INT_EQ(ds_runlog_write_episode(log, "best", &ep), DS_OK);
+  frames[0] = 99;
+  ep.iteration = 2;
+  CHECK_INT_EQ(ds_runlog_write_episode(log, "best", &ep), DS_OK); /* replaced */
+  CHECK_INT_EQ(ds_runlog_write_episode(log, "worst", &ep), DS_ERR_INVALID);
+  CHECK_STR_CONTAINS(ds_runlog_last_error(log), "expected first, best or last");
+  CHECK_INT_EQ(ds_runlog_close(log, "completed"), DS_OK);
+
+  /* read back */
+  dsRunSummary s;
+  CHECK_INT_EQ(ds_runlog_read_summary(path, &s, err, sizeof err), DS_OK);
+  CHECK_INT_EQ(s.niterations, 5);
+  CHECK_INT_EQ(s.nparams, 3);
+  CHECK_STR_EQ(s.env, "control-fem");
+  CHECK_STR_EQ(s.method, "image");
+  CHECK_STR_EQ(s.status, "completed");
+  CHECK_STR_EQ(s.version, ds_version_string());
+  CHECK(s.seed == 1234567890123ULL);
+  CHECK_INT_EQ(s.threads, 2);
+  CHECK_INT_EQ(s.best_iteration, 2);
+  CHECK_CLOSE(s.best_metric, 0.2, 0, 0);
+  CHECK_CLOSE(s.first_loss, 4.0, 0, 0);
+  CHECK_CLOSE(s.last_loss, 0.5, 0, 0);
+  CHECK_CLOSE(s.wall_time, 2.5, 0, 0);
+  CHECK_INT_EQ(s.has_episode[0], 1);
+  CHECK_INT_EQ(s.has_episode[1], 1);
+  CHECK_INT_EQ(s.has_episode[2], 0);
+
+  int n = 0;
+  double *loss = NULL, *metric = NULL, *wall = NULL, *gn = NULL;
+  CHECK_INT_EQ(ds_runlog_read_iterations(path, &n, &loss, &metric, &wall, &gn, err, sizeof err), DS_OK);
+  CHECK_INT_EQ(n, 5);
+  for (int i = 0; i < n && loss; i++) {
+    CHECK_CLOSE(loss[i], losses[i], 0, 0);
+    CHECK_CLOSE(metric[i], metrics[i], 0, 0);
+    CHECK_CLOSE(gn[i], 10.0 - i, 0, 0);
+  }
+  ds_runlog_free(loss);
+  ds_runlog_free(metric);
+  ds_runlog_free(wall);
+  ds_runlog_free(gn);
+
+  int nf = 0, h = 0, w = 0;
+  uint8_t* rgba = NULL;
+  CHECK_INT_EQ(ds_runlog_read_frames(path, "best", &nf, &h, &w, &rgba, err, sizeof err), DS_OK);
+  CHECK_INT_EQ(nf, F);
+  CHECK_INT_EQ(h, H);
+  CHECK_INT_EQ(w, W);
+  if (rgba) CHECK(memcmp(rgba, frames, sizeof frames) == 0);
+  ds_runlog_free(rgba);
+  rgba = NULL;
+  CHECK_INT_EQ(ds_runlog_read_frames(path, "first", &nf, &h, &w, &rgba, err, sizeof err), DS_OK);
+  if (rgba) CHECK_INT_EQ(rgba[0], 0); /* the first episode kept its own frames */
+  ds_runlog_free(rgba);
+  CHECK_INT_EQ(ds_runlog_read_frames(path, "last", &nf, &h, &w, &rgba, err, sizeof err), DS_ERR_NOTFOUND);
+  CHECK_STR_CONTAINS(err, "no frames for episode \"last\"");
+
+  char* cfg = NULL;
+  CHECK_INT_EQ(ds_runlog_read_config(path, &cfg, err, sizeof err), DS_OK);
+  CHECK_STR_EQ(cfg, "{\"env\": \"control-fem\"}");
+  ds_runlog_free(cfg);
+
+  /* the strided trajectory: rows 0, 4, 8, 9 with a substep attribute */
+  {
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    hid_t d = H5Dopen2(f, "/episodes/first/positions", H5P_DEFAULT);
+    hid_t sp = H5Dget_space(d);
+    hsize_t dims[3];
+    CHECK_INT_EQ(H5Sget_simple_extent_dims(sp, dims, NULL), 3);
+    CHECK_INT_EQ(dims[0], 4);
+    CHECK_INT_EQ(dims[1], N);
+    float got[4 * N * 3];
+    CHECK(H5Dread(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, got) >= 0);
+    CHECK_CLOSE(got[N * 3 * 1], pos[N * 3 * 4], 0, 0);
+    CHECK_CLOSE(got[N * 3 * 3], pos[N * 3 * 9], 0, 0);
+    int sub[4] = {0};
+    hid_t a = H5Aopen(d, "substep", H5P_DEFAULT);
+    CHECK(H5Aread(a, H5T_NATIVE_INT, sub) >= 0);
+    CHECK_INT_EQ(sub[3], 9);
+    H5Aclose(a);
+    H5Sclose(sp);
+    H5Dclose(d);
+    H5Fclose(f);
+  }
+
+  /* bad files: missing, not HDF5, truncated, HDF5 but foreign */
+  CHECK_INT_EQ(ds_runlog_read_summary(tmp_path("nonexistent.h5"), &s, err, sizeof err), DS_ERR_IO);
+  CHECK_STR_CONTAINS(err, "nonexistent.h5: cannot open: No such file or directory");
+  const char* txt = tmp_path("test_runlog_text.h5");
+  FILE* fp = fopen(txt, "w");
+  fputs("this is not an HDF5 file\n", fp);
+  fclose(fp);
+  CHECK_INT_EQ(ds_runlog_read_summary(txt, &s, err, sizeof err), DS_ERR_FORMAT);
+  CHECK_STR_CONTAINS(err, "test_runlog_text.h5: not an HDF5 file (or truncated)");
+  {
+    const char* tr = tmp_path("test_runlog_trunc.h5");
+    FILE* in = fopen(path, "rb");
+    FILE* out = fopen(tr, "wb");
+    char buf[1500];
+    size_t k = fread(buf, 1, sizeof buf, in);
+    fwrite(buf, 1, k, out);
+    fclose(in);
+    fclose(out);
+    CHECK_INT_EQ(ds_runlog_read_summary(tr, &s, err, sizeof err), DS_ERR_FORMAT);
+    CHECK_STR_CONTAINS(err, "test_runlog_trunc.h5: ");
+    remove(tr);
+  }
+  {
+    const char* foreign = tmp_path("test_runlog_foreign.h5");
+    hid_t f = H5Fcreate(foreign, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    hid_t g = H5Gcreate2(f, "data", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    H5Gclose(g);
+    H5Fclose(f);
+    CHECK_INT_EQ(ds_runlog_read_summary(foreign, &s, err, sizeof err), DS_ERR_FORMAT);
+    CHECK_STR_CONTAINS(err, "an HDF5 file but not a dsim run log");
+    remove(foreign);
+  }
+  remove(txt);
+
+  /* bad definitions and unwritable paths */
+  dsRunLogDef bad = ds_default_runlog_def();
+  bad.substep_stride = 0;
+  CHECK_INT_EQ(ds_runlog_create(tmp_path("x.h5"), &bad, &log, err, sizeof err), DS_ERR_INVALID);
+  CHECK_STR_CONTAINS(err, "substep_stride 0 >= 1");
+  bad = ds_default_runlog_def();
+  CHECK_INT_EQ(ds_runlog_create("/nonexistent-dir/run.h5", &bad, &log, err, sizeof err), DS_ERR_IO);
+  CHECK_STR_CONTAINS(err, "/nonexistent-dir/run.h5: cannot create the run log");
+  CHECK(log == NULL);
+  CHECK_INT_EQ(ds_runlog_close(NULL, "x"), DS_OK);
+
+  remove(path);
+  return DST_RESULT();
+#endif
+}
