@@ -7,7 +7,8 @@
 #include "cli/cli.h"
 
 static const dsCliCommand commands[] = {
-    {"info", "print version, precision, threads, CUDA devices and library versions", ds_cli_info},
+    {"info", "print the build (version, precision, threads, CUDA, libraries), or summarise a run log", ds_cli_info},
+    {"export", "turn a run log into PNG frames, an animated GIF or a CSV of metrics", ds_cli_export},
 };
 enum { NCOMMANDS = sizeof commands / sizeof commands[0] };
 
@@ -25,36 +26,6 @@ static void usage(FILE* out) {
           "\n"
           "exit status: 0 success, 1 run-time failure, 2 usage error, 3 bad input file,\n"
           "130 interrupted.\n");
-}
-
-int ds_cli_info(int argc, char** argv) {
-  for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-      printf("usage: dsim info\n\nPrints the version, precision, OpenMP threads, CUDA devices and the\n"
-             "versions of the libraries dsim was built with.\n");
-      return DS_EXIT_OK;
-    }
-    fprintf(stderr, "dsim info: unexpected argument '%s'\n", argv[i]);
-    return DS_EXIT_USAGE;
-  }
-  dsBuildInfo bi;
-  ds_build_info(&bi);
-  printf("dsim %s\n", bi.version);
-  printf("precision:  %s (dsReal is %d bytes)\n", bi.real_bytes == 8 ? "double" : "single", bi.real_bytes);
-  if (bi.openmp)
-    printf("OpenMP:     on, %d thread%s\n", bi.max_threads, bi.max_threads == 1 ? "" : "s");
-  else
-    printf("OpenMP:     off (single-threaded build)\n");
-  if (bi.cuda)
-    printf("CUDA:       on, %d visible device%s\n", bi.cuda_devices, bi.cuda_devices == 1 ? "" : "s");
-  else
-    printf("CUDA:       off (configure --enable-cuda to build it)\n");
-  printf("HDF5:       %s\n", bi.hdf5 ? bi.hdf5_version : "off (built --without-hdf5)");
-  printf("cJSON:      %s\n", bi.cjson_version);
-  printf("libpng:     %s\n", bi.png_version);
-  printf("giflib:     %s\n", bi.gif ? "on" : "off");
-  printf("build:      %s\n", bi.options);
-  return DS_EXIT_OK;
 }
 
 int main(int argc, char** argv) {
@@ -80,3 +51,5 @@ int main(int argc, char** argv) {
   fprintf(stderr, "Run 'dsim --help' for the list of commands.\n");
   return DS_EXIT_USAGE;
 }
+
+int ds_cli_is_help(const char* arg) { return !strcmp(arg, "--help") || !strcmp(arg, "-h"); }

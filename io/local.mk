@@ -12,3 +12,10 @@ check_PROGRAMS += tests/test_runlog
 tests_test_runlog_SOURCES = tests/test_runlog.c
 tests_test_runlog_CPPFLAGS = $(AM_CPPFLAGS) $(HDF5_CFLAGS)
 TESTS += tests/test_runlog
+check_PROGRAMS += tests/runlog_writer
+tests_runlog_writer_SOURCES = tests/runlog_writer.c
+TESTS += tests/test_runlog_kill.sh
+EXTRA_DIST += tests/test_runlog_kill.sh
+
+# GIF export
+libdsim_core_la_SOURCES += io/gif.c io/gif.h

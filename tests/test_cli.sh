@@ -28,7 +28,10 @@ check "info --help" 0 "$DSIM" info --help;     expect "info --help" "usage: dsim
 check "no arguments" 2 "$DSIM";                expect "no arguments" "usage: dsim"
 check "unknown command" 2 "$DSIM" frobnicate;  expect "unknown command" "unknown command 'frobnicate'"
 check "unknown flag" 2 "$DSIM" --frob;         expect "unknown flag" "unknown option '--frob'"
-check "info extra arg" 2 "$DSIM" info extra;   expect "info extra arg" "unexpected argument 'extra'"
+check "info two args" 2 "$DSIM" info a.h5 b.h5; expect "info two args" "unexpected argument 'b.h5'"
+check "info bad flag" 2 "$DSIM" info --frob;   expect "info bad flag" "unknown option '--frob'"
+check "info missing run" 3 "$DSIM" info /nonexistent/run.h5
+expect "info missing run" "/nonexistent/run.h5: cannot open: No such file or directory"
 OMP_NUM_THREADS=2 check "info threads" 0 "$DSIM" info
 if "$DSIM" info | grep -q "OpenMP:     on"; then expect "info threads" "2 threads"; fi
 exit $fail

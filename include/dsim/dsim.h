@@ -4,5 +4,10 @@
 #define DSIM_DSIM_H
 
 #include "dsim/base.h"
+#include "dsim/engine.h"
+#include "dsim/fd.h"
+#include "dsim/mesh.h"
+#include "dsim/raster.h"
+#include "dsim/runlog.h"
 
 #endif

@@ -1,0 +1,80 @@
+/* `dsim info [RUN.h5]`: the build, or a summary of a run log. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "dsim/dsim.h"
+#include "dsim/runlog.h"
+
+static int info_build(void) {
+  dsBuildInfo bi;
+  ds_build_info(&bi);
+  printf("dsim %s\n", bi.version);
+  printf("precision:  %s (dsReal is %d bytes)\n", bi.real_bytes == 8 ? "double" : "single", bi.real_bytes);
+  if (bi.openmp)
+    printf("OpenMP:     on, %d thread%s\n", bi.max_threads, bi.max_threads == 1 ? "" : "s");
+  else
+    printf("OpenMP:     off (single-threaded build)\n");
+  if (bi.cuda)
+    printf("CUDA:       on, %d visible device%s\n", bi.cuda_devices, bi.cuda_devices == 1 ? "" : "s");
+  else
+    printf("CUDA:       off (configure --enable-cuda to build it)\n");
+  printf("HDF5:       %s\n", bi.hdf5 ? bi.hdf5_version : "off (built --without-hdf5)");
+  printf("cJSON:      %s\n", bi.cjson_version);
+  printf("libpng:     %s\n", bi.png_version);
+  printf("giflib:     %s\n", bi.gif ? "on" : "off");
+  printf("build:      %s\n", bi.options);
+  return DS_EXIT_OK;
+}
+
+static int info_run(const char* path) {
+  dsRunSummary s;
+  char err[1024];
+  int rc = ds_runlog_read_summary(path, &s, err, sizeof err);
+  if (rc) {
+    fprintf(stderr, "dsim info: %s\n", err);
+    return rc == DS_ERR_UNSUPPORTED ? DS_EXIT_FAILURE : DS_EXIT_INPUT;
+  }
+  printf("run:        %s\n", path);
+  printf("written by: dsim %s\n", s.version);
+  printf("env:        %s\n", s.env);
+  printf("method:     %s\n", s.method);
+  printf("seed:       %llu\n", (unsigned long long)s.seed);
+  printf("threads:    %d\n", s.threads);
+  printf("started:    %s\n", s.start_time);
+  printf("status:     %s\n", s.status);
+  printf("iterations: %d\n", s.niterations);
+  if (s.niterations > 0) {
+    printf("loss:       %.6g -> %.6g (best %.6g)\n", s.first_loss, s.last_loss, s.best_loss);
+    printf("metric:     %.6g -> %.6g (best %.6g at iteration %d)\n", s.first_metric, s.last_metric, s.best_metric,
+           s.best_iteration);
+    printf("wall time:  %.3f s\n", s.wall_time);
+  }
+  printf("parameters: %d per iteration\n", s.nparams);
+  printf("episodes:  %s%s%s%s\n", s.has_episode[0] ? " first" : "", s.has_episode[1] ? " best" : "",
+         s.has_episode[2] ? " last" : "", (s.has_episode[0] | s.has_episode[1] | s.has_episode[2]) ? "" : " none");
+  return DS_EXIT_OK;
+}
+
+int ds_cli_info(int argc, char** argv) {
+  const char* path = NULL;
+  for (int i = 1; i < argc; i++) {
+    if (ds_cli_is_help(argv[i])) {
+      printf("usage: dsim info [RUN.h5]\n\n"
+             "Without an argument: the version, precision, OpenMP threads, CUDA devices and the\n"
+             "versions of the libraries dsim was built with. With a run log: its summary\n"
+             "(environment, method, seed, status, iterations, loss and metric, episodes).\n");
+      return DS_EXIT_OK;
+    }
+    if (argv[i][0] == '-') {
+      fprintf(stderr, "dsim info: unknown option '%s'\n", argv[i]);
+      return DS_EXIT_USAGE;
+    }
+    if (path) {
+      fprintf(stderr, "dsim info: unexpected argument '%s'\n", argv[i]);
+      return DS_EXIT_USAGE;
+    }
+    path = argv[i];
+  }
+  return path ? info_run(path) : info_build();
+}

@@ -1,0 +1,151 @@
+/* dsData: per-episode state, external forces and activations, adjoint
+ * buffers, the tape (every state, or every K-th state plus a recompute
+ * segment; activations and external forces recorded only when they change)
+ * and the scratch arena. Every array comes from the DS_DATA_ARRAYS list and
+ * is allocated here, once: step and backward allocate nothing. */
+#include "config.h"
+
+#include <string.h>
+
+#include "dsim/engine.h"
+#include "engine/engine_priv.h"
+
+#define DS__ALIGN 64
+
+dsDataDef ds_default_data_def(void) {
+  dsDataDef def;
+  memset(&def, 0, sizeof def);
+  def.max_substeps = 0;
+  def.checkpoint_every = 1;
+  return def;
+}
+
+/* ---- arena -----------------------------------------------------------------*/
+static size_t align_up(size_t n) { return (n + DS__ALIGN - 1) & ~(size_t)(DS__ALIGN - 1); }
+
+size_t ds__arena_need(const dsModel* m) {
+  size_t r = sizeof(dsReal), n3 = 3 * (size_t)m->nparticle, s3 = 3 * (size_t)m->nslot;
+  /* step: ef, J. backward: the recompute (ef, J) is released before
+   * av, adj_f, adj_ex, adj_ev, aero and contact partials are taken. */
+  size_t step = align_up(s3 * r) + align_up((size_t)m->ntet * r);
+  size_t back = 2 * align_up(n3 * r) + 2 * align_up(s3 * r) + align_up(2 * (size_t)m->ntri * r) +
+                align_up(5 * (size_t)m->nparticle * r);
+  return (step > back ? step : back) + 4 * DS__ALIGN;
+}
+
+void* ds__arena_alloc(dsData* d, size_t bytes, const char* caller) {
+  size_t base = (size_t)(uintptr_t)d->arena;
+  size_t start = align_up(base + d->arena_top) - base;
+  if (bytes > d->arena_size || start > d->arena_size - bytes) {
+    ds__seterr((dsErrBuf*)d->err_, DS_ERR_ARENA, "%s: scratch arena exhausted (need %zu bytes, %zu of %zu free)",
+               caller, bytes, d->arena_size > start ? d->arena_size - start : (size_t)0, d->arena_size);
+    return NULL;
+  }
+  d->arena_top = start + bytes;
+  if (d->arena_top > d->arena_peak) d->arena_peak = d->arena_top;
+  return d->arena + start;
+}
+
+size_t ds__arena_mark(const dsData* d) { return d->arena_top; }
+
+void ds__arena_free(dsData* d, size_t mark) { d->arena_top = mark; }
+
+dsErrBuf* ds__data_err(dsData* d) { return (dsErrBuf*)d->err_; }
+
+/* ---- create / free ------------------------------------------------------------*/
+void ds_data_free(dsData* d) {
+  if (!d) return;
+#define DS__FREE(field, type, count, name) ds__free(d->field);
+  DS_DATA_ARRAYS(DS__FREE)
+#undef DS__FREE
+  ds__free(d->err_);
+  ds__free(d);
+}
+
+int ds_data_create(const dsModel* m, const dsDataDef* def, dsData** out) {
+  if (!m || !out) return DS_ERR_INVALID;
+  *out = NULL;
+  dsDataDef dd = def ? *def : ds_default_data_def();
+  if (dd.max_substeps < 0 || dd.checkpoint_every < 0 || dd.act_records < 0 || dd.fext_records < 0)
+    return DS_ERR_INVALID;
+  dsData* d = (dsData*)ds__calloc(1, sizeof *d);
+  if (!d) return DS_ERR_NOMEM;
+  d->err_ = ds__calloc(1, sizeof(dsErrBuf));
+  if (!d->err_) {
+    ds__free(d);
+    return DS_ERR_NOMEM;
+  }
+  int T = dd.max_substeps, K = dd.checkpoint_every > 1 ? dd.checkpoint_every : 1;
+  if (K > T && T > 0) K = T;
+  d->max_substeps = T;
+  d->ckpt = K;
+  d->nstore = T == 0 ? 0 : (K == 1 ? T : (T + K - 1) / K);
+  d->nseg = (T > 0 && K > 1) ? K + 1 : 0;
+  d->act_cap = (T == 0 || m->nact == 0) ? 0 : (dd.act_records ? (dd.act_records < T ? dd.act_records : T) : T);
+  d->fext_cap = T == 0 ? 0 : (dd.fext_records ? (dd.fext_records < T ? dd.fext_records : T) : T);
+  d->arena_size = dd.arena_bytes ? dd.arena_bytes : ds__arena_need(m);
+  const dsModel* m_ = m;
+  const dsData* d_ = d;
+#define DS__ALLOC(field, type, count, name)                   \
+  {                                                           \
+    size_t n_ = (size_t)(count);                              \
+    if (n_) {                                                 \
+      d->field = (type*)ds__calloc(n_, sizeof(type));         \
+      if (!d->field) goto nomem;                              \
+    }                                                         \
+  }
+  DS_DATA_ARRAYS(DS__ALLOC)
+#undef DS__ALLOC
+  (void)d_;
+  (void)m_;
+  ds_data_reset(m, d);
+  *out = d;
+  return 0;
+nomem:
+  ds_data_free(d);
+  return DS_ERR_NOMEM;
+}
+
+size_t ds_data_bytes(const dsModel* m, const dsData* d) {
+  if (!m || !d) return 0;
+  const dsModel* m_ = m;
+  const dsData* d_ = d;
+  size_t total = sizeof *d;
+#define DS__BYTES(field, type, count, name) total += (size_t)(count) * sizeof(type);
+  DS_DATA_ARRAYS(DS__BYTES)
+#undef DS__BYTES
+  return total;
+}
+
+int ds_data_reset(const dsModel* m, dsData* d) {
+  if (!m || !d) return DS_ERR_INVALID;
+  size_t n3 = 3 * (size_t)m->nparticle;
+  memcpy(d->x, m->x0, n3 * sizeof(dsReal));
+  memcpy(d->v, m->v0, n3 * sizeof(dsReal));
+  memset(d->f, 0, n3 * sizeof(dsReal));
+  memset(d->f_ext, 0, n3 * sizeof(dsReal));
+  memset(d->adj_x, 0, n3 * sizeof(dsReal));
+  memset(d->adj_v, 0, n3 * sizeof(dsReal));
+  if (m->nact) memset(d->act, 0, (size_t)m->nact * sizeof(dsReal));
+  d->t = 0;
+  d->bt = -1;
+  d->act_n = 0;
+  d->fext_n = 0;
+  d->seg_start = -1;
+  d->failed = 0;
+  d->arena_top = 0;
+  ds__clearerr(ds__data_err(d));
+  return 0;
+}
+
+int ds_data_set_state(const dsModel* m, dsData* d, const dsReal* x, const dsReal* v) {
+  if (!m || !d) return DS_ERR_INVALID;
+  if (d->t != 0)
+    return ds__seterr(ds__data_err(d), DS_ERR_STATE, "state can only be set at substep 0 (now %d)", d->t);
+  size_t n3 = 3 * (size_t)m->nparticle;
+  if (x) memcpy(d->x, x, n3 * sizeof(dsReal));
+  if (v) memcpy(d->v, v, n3 * sizeof(dsReal));
+  return 0;
+}
+
+const char* ds_data_last_error(const dsData* d) { return d ? ds__errmsg((const dsErrBuf*)d->err_) : ""; }

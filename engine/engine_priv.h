@@ -1,0 +1,37 @@
+/* Engine internals shared by model.c, data.c, step.c and grad.c: the
+ * scratch arena of a dsData, error buffers kept on model and data, and the
+ * forward force/integration core used by both ds_step and the checkpoint
+ * recompute. Not installed. */
+#ifndef DSIM_ENGINE_ENGINE_PRIV_H
+#define DSIM_ENGINE_ENGINE_PRIV_H
+
+#include "dsim/engine.h"
+#include "engine/internal.h"
+
+/* Slot bases (in element-force slots; a slot is 3 reals). */
+#define DS__SLOT_SPRING(m) 0
+#define DS__SLOT_TRI(m) (2 * (m)->nspring)
+#define DS__SLOT_BEND(m) (DS__SLOT_TRI(m) + 3 * (m)->ntri)
+#define DS__SLOT_TET(m) (DS__SLOT_BEND(m) + 4 * (m)->nbend)
+
+/* ---- arena ------------------------------------------------------------------
+ * A bump allocator over d->arena, sized at creation. ds__arena_alloc returns
+ * 64-byte aligned memory or NULL after recording DS_ERR_ARENA on d with the
+ * caller's name; ds__arena_free(d, mark) releases everything allocated
+ * since ds__arena_mark(d). */
+void* ds__arena_alloc(dsData* d, size_t bytes, const char* caller);
+size_t ds__arena_mark(const dsData* d);
+void ds__arena_free(dsData* d, size_t mark);
+/* Bytes step + backward need from the arena for model m. */
+size_t ds__arena_need(const dsModel* m);
+
+dsErrBuf* ds__data_err(dsData* d);
+
+/* ---- forward core (step.c) --------------------------------------------------
+ * One substep from (x, v) with activations act and external force fext:
+ * element forces into ef (nslot x 3), tet J into J (ntet), total force into
+ * f (may be NULL), new state into (xo, vo), which may alias (x, v). */
+void ds__substep(const dsModel* m, const dsReal* x, const dsReal* v, const dsReal* act, const dsReal* fext,
+                 dsReal* ef, dsReal* J, dsReal* f, dsReal* xo, dsReal* vo, int integrate);
+
+#endif

@@ -1,0 +1,122 @@
+/* Lift and drag on a triangle (p, q, r); x = [p, q, r]. Coefficients are not
+ * area-scaled (the current area enters the formula).
+ *
+ *   vb = (vp + vq + vr)/3,  n = (q-p) x (r-p),  A = |n|/2,  n^ = n/|n|
+ *   D = k_drag A |n^.vb| vb
+ *   L = k_lift A (pi/2 - acos(n^.vb^)) |vb|^2 n^
+ *   f_p = f_q = f_r = -(D + L)       (full force on each vertex, as the
+ *                                     original; the total is 3x the formula)
+ * Computed without normalising anything (A n^ = n/2, and the angle of vb
+ * above the face is scale-free in n and vb):
+ *   un = n.vb,  m = n x vb,  ut = |m|,  th = atan2(un, ut)  (= pi/2 - acos(n^.vb^))
+ *   D = (k_drag/2) |un| vb,   L = (k_lift/2) th |vb|^2 n
+ * th |vb|^2 is bounded by (pi/2)|vb|^2 and its gradient by O(|vb|), so at
+ * vb = 0 the force and its gradient are zero without a guard constant; the
+ * atan2 derivative dth = (ut dun - un dut)/(un^2 + ut^2) is applied as
+ * (ut dun - un dut) |vb|^2/(|n|^2 |vb|^2) = (ut dun - un dut)/|n|^2 (the
+ * |vb|^2 of L cancels the denominator's, so nothing divides by |vb|).
+ *
+ * Adjoint (G = -(adj_f_p + adj_f_q + adj_f_r), the adjoint of D + L):
+ *   adj_k_drag += |un|/2 (G.vb),   adj_vb += (k_drag/2)|un| G,
+ *   adj_un += (k_drag/2) sgn(un) (G.vb)
+ *   adj_k_lift += th |vb|^2/2 (G.n), adj_n += (k_lift/2) th |vb|^2 G,
+ *   adj_vb += k_lift th (G.n) vb,
+ *   with R = (k_lift/2)(G.n)/|n|^2: adj_un += R ut,  adj_ut = -R un,
+ *   adj_m = adj_ut m/|m|,  m = n x vb and un = n.vb back to n and vb,
+ *   n = (q-p) x (r-p) back to x; each v gets adj_vb/3.
+ *
+ * Non-smooth points, one-sided choices:
+ *   un = 0 (vb parallel to the face): sgn(0) = 0 (the symmetric subgradient
+ *     of |un|; central differences give the same);
+ *   ut = 0 (vb along the normal, the cone tip of th): the ut term's
+ *     gradient is taken as zero;
+ *   n = 0 (collapsed triangle) or vb = 0: force zero, the th-gradient is zero. */
+#ifndef DSIM_ENGINE_FORCE_AERO_H
+#define DSIM_ENGINE_FORCE_AERO_H
+
+#include "engine/dsmath.h"
+
+typedef struct dsAeroParam {
+  dsReal k_lift; /* lift coefficient, kg/m^3 (force / (area speed^2)) */
+  dsReal k_drag; /* drag coefficient, kg/m^3 */
+} dsAeroParam;
+
+DS_HD DS_INLINE void ds_aero_fwd(const dsReal x[9], const dsReal v[9], const dsAeroParam* p,
+                                 dsReal f[9]) {
+  dsReal eq[3], er[3], n[3], m[3], vb[3];
+  dsu_sub3(eq, x + 3, x);
+  dsu_sub3(er, x + 6, x);
+  dsu_cross3(n, eq, er);
+  const dsReal third = (dsReal)1 / 3;
+  for (int c = 0; c < 3; c++) vb[c] = (v[c] + v[3 + c] + v[6 + c]) * third;
+  dsReal un = dsu_dot3(n, vb);
+  dsu_cross3(m, n, vb);
+  dsReal th = ds_atan2(un, dsu_norm3(m));
+  dsReal sd = (dsReal)0.5 * p->k_drag * ds_fabs(un);
+  dsReal sl = (dsReal)0.5 * p->k_lift * th * dsu_dot3(vb, vb);
+  for (int c = 0; c < 3; c++) {
+    dsReal fc = -(sd * vb[c] + sl * n[c]);
+    f[c] = fc;
+    f[3 + c] = fc;
+    f[6 + c] = fc;
+  }
+}
+
+DS_HD DS_INLINE void ds_aero_bwd(const dsReal x[9], const dsReal v[9], const dsAeroParam* p,
+                                 const dsReal adj_f[9], dsReal adj_x[9], dsReal adj_v[9],
+                                 dsAeroParam* adj_p) {
+  dsReal eq[3], er[3], n[3], m[3], vb[3], G[3];
+  dsu_sub3(eq, x + 3, x);
+  dsu_sub3(er, x + 6, x);
+  dsu_cross3(n, eq, er);
+  const dsReal third = (dsReal)1 / 3;
+  for (int c = 0; c < 3; c++) {
+    vb[c] = (v[c] + v[3 + c] + v[6 + c]) * third;
+    G[c] = -(adj_f[c] + adj_f[3 + c] + adj_f[6 + c]);
+  }
+  dsReal un = dsu_dot3(n, vb);
+  dsu_cross3(m, n, vb);
+  dsReal ut = dsu_norm3(m);
+  dsReal th = ds_atan2(un, ut);
+  dsReal vv = dsu_dot3(vb, vb), nn = dsu_dot3(n, n);
+  dsReal Gv = dsu_dot3(G, vb), Gn = dsu_dot3(G, n);
+  dsReal sgn = un > 0 ? (dsReal)1 : (un < 0 ? (dsReal)-1 : (dsReal)0);
+
+  dsReal an[3], avb[3], am[3];
+  /* drag: D = (k_drag/2)|un| vb */
+  adj_p->k_drag += (dsReal)0.5 * ds_fabs(un) * Gv;
+  dsu_scl3(avb, G, (dsReal)0.5 * p->k_drag * ds_fabs(un));
+  dsReal aun = (dsReal)0.5 * p->k_drag * sgn * Gv;
+  /* lift: L = (k_lift/2) th |vb|^2 n */
+  adj_p->k_lift += (dsReal)0.5 * th * vv * Gn;
+  dsu_scl3(an, G, (dsReal)0.5 * p->k_lift * th * vv);
+  dsu_addtoscl3(avb, vb, p->k_lift * th * Gn);
+  dsReal aut = 0;
+  if (nn > DSU_TINY2) {
+    dsReal R = (dsReal)0.5 * p->k_lift * Gn / nn;
+    aun += R * ut;
+    aut = -R * un;
+  }
+  /* ut = |m|, m = n x vb */
+  if (ut > 0) {
+    dsu_scl3(am, m, aut / ut);
+    dsu_cross3_bwd(n, vb, am, an, avb);
+  }
+  /* un = n . vb */
+  dsu_addtoscl3(an, vb, aun);
+  dsu_addtoscl3(avb, n, aun);
+  /* n = eq x er */
+  dsReal aeq[3] = {0, 0, 0}, aer[3] = {0, 0, 0};
+  dsu_cross3_bwd(eq, er, an, aeq, aer);
+  for (int c = 0; c < 3; c++) {
+    adj_x[3 + c] += aeq[c];
+    adj_x[6 + c] += aer[c];
+    adj_x[c] -= aeq[c] + aer[c];
+    dsReal a = avb[c] * third;
+    adj_v[c] += a;
+    adj_v[3 + c] += a;
+    adj_v[6 + c] += a;
+  }
+}
+
+#endif

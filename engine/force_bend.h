@@ -1,0 +1,229 @@
+/* Dihedral bending across edge x3-x4 with opposite vertices x1, x2;
+ * x = [x1, x2, x3, x4] (element-local order 0..3 = FORMULAS' 1..4).
+ *
+ *   n1 = (x3-x1) x (x4-x1),  n2 = (x4-x2) x (x3-x2),  e = x4-x3,  e^ = e/|e|
+ *   theta = atan2((n2^ x n1^) . e^, n1^ . n2^)
+ *         = atan2((n2 x n1) . e, (n1 . n2) |e|)   (positive factors cancel;
+ *                                                  used: no normalisation)
+ *   u1 = n1/|n1|^2,  u2 = n2/|n2|^2
+ *   d1 = |e| u1,  d2 = |e| u2
+ *   d3 = ((x1-x4).e^) u1 + ((x2-x4).e^) u2
+ *   d4 = ((x3-x1).e^) u1 + ((x3-x2).e^) u2
+ *   s  = -|e| (ke (theta - theta0) + kd (d1.v1 + d2.v2 + d3.v3 + d4.v4))
+ *   f_i = s d_i
+ * d_i = d theta / d x_i exactly, so the elastic part is minus the gradient of
+ * ke |e|/2 (theta - theta0)^2 with |e| held fixed.
+ *
+ * Adjoint: adj_s = sum_i adj_f_i . d_i, adj_d_i = s adj_f_i + adj_dd v_i
+ * (adj_dd = -|e| kd adj_s), adj_theta = -|e| ke adj_s, then back through
+ * u = n/|n|^2 (adj_n += adj_u/|n|^2 - 2 n (n.adj_u)/|n|^4), the projections
+ * onto e^, e^ = e/|e|, the atan2 (adj_Y = adj_theta X/(X^2+Y^2),
+ * adj_X = -adj_theta Y/(X^2+Y^2)), the triple product and the cross products.
+ *
+ * Non-smooth / degenerate: if |e| = 0 or a wing is collapsed (x1 or x2 on the
+ * edge line: |n| <= 256 eps |a| |b| for n = a x b, where the cross product has
+ * lost its precision) the hinge has no angle: force zero, gradient zero. theta jumps from pi
+ * to -pi when the hinge folds through itself (the atan2 branch cut); the
+ * gradient is that of the side the configuration is on. */
+#ifndef DSIM_ENGINE_FORCE_BEND_H
+#define DSIM_ENGINE_FORCE_BEND_H
+
+#include "engine/dsmath.h"
+
+typedef struct dsBendParam {
+  dsReal ke;   /* bending stiffness: energy ke |e|/2 (theta-theta0)^2, N/rad^2 */
+  dsReal kd;   /* bending damping (rate of theta), N s/rad^2 */
+  dsReal rest; /* rest angle theta0, rad */
+} dsBendParam;
+
+/* Hinge geometry shared by the functions below. */
+typedef struct dsBend__Geo {
+  dsReal a1[3], b1[3], a2[3], b2[3]; /* n1 = a1 x b1, n2 = a2 x b2 */
+  dsReal n1[3], n2[3], e[3], eh[3], le, nn1, nn2; /* nn = |n|^2 */
+  dsReal Y, X;                                    /* theta = atan2(Y, X) */
+} dsBend__Geo;
+
+/* Fills g; returns 0 when the hinge is degenerate. */
+DS_HD DS_INLINE int ds__bend_geo(const dsReal x[12], dsBend__Geo* g) {
+  const dsReal *x1 = x, *x2 = x + 3, *x3 = x + 6, *x4 = x + 9;
+  dsReal t[3];
+  dsu_sub3(g->a1, x3, x1);
+  dsu_sub3(g->b1, x4, x1);
+  dsu_sub3(g->a2, x4, x2);
+  dsu_sub3(g->b2, x3, x2);
+  dsu_cross3(g->n1, g->a1, g->b1);
+  dsu_cross3(g->n2, g->a2, g->b2);
+  dsu_sub3(g->e, x4, x3);
+  g->le = dsu_normalize3(g->eh, g->e);
+  g->nn1 = dsu_dot3(g->n1, g->n1);
+  g->nn2 = dsu_dot3(g->n2, g->n2);
+  dsu_cross3(t, g->n2, g->n1);
+  g->Y = dsu_dot3(t, g->e);
+  g->X = dsu_dot3(g->n1, g->n2) * g->le;
+  /* a wing is collapsed when sin(a, b) <= 256 eps: n = a x b has lost its
+   * relative precision (theta would be wrong by ~1/256 rad or more) */
+  const dsReal tol = 256 * DS_REAL_EPS;
+  return g->le > 0 && g->nn1 > DSU_TINY2 && g->nn2 > DSU_TINY2 &&
+         g->nn1 > tol * tol * dsu_norm3sq(g->a1) * dsu_norm3sq(g->b1) &&
+         g->nn2 > tol * tol * dsu_norm3sq(g->a2) * dsu_norm3sq(g->b2);
+}
+
+/* theta of FORMULAS (atan2 form), in (-pi, pi]; 0 for a degenerate hinge. */
+DS_HD DS_INLINE dsReal ds_bend_angle(const dsReal x[12]) {
+  dsBend__Geo g;
+  if (!ds__bend_geo(x, &g)) return 0;
+  return ds_atan2(g.Y, g.X);
+}
+
+/* d_i (dtheta/dx_i) into d[12]. */
+DS_HD DS_INLINE void ds__bend_dirs(const dsReal x[12], const dsBend__Geo* g, dsReal d[12]) {
+  const dsReal *x1 = x, *x2 = x + 3, *x3 = x + 6, *x4 = x + 9;
+  dsReal u1[3], u2[3], t[3];
+  dsu_scl3(u1, g->n1, 1 / g->nn1);
+  dsu_scl3(u2, g->n2, 1 / g->nn2);
+  dsu_scl3(d, u1, g->le);
+  dsu_scl3(d + 3, u2, g->le);
+  dsu_sub3(t, x1, x4);
+  dsReal a13 = dsu_dot3(t, g->eh);
+  dsu_sub3(t, x2, x4);
+  dsReal a23 = dsu_dot3(t, g->eh);
+  dsu_sub3(t, x3, x1);
+  dsReal b14 = dsu_dot3(t, g->eh);
+  dsu_sub3(t, x3, x2);
+  dsReal b24 = dsu_dot3(t, g->eh);
+  for (int c = 0; c < 3; c++) {
+    d[6 + c] = a13 * u1[c] + a23 * u2[c];
+    d[9 + c] = b14 * u1[c] + b24 * u2[c];
+  }
+}
+
+DS_HD DS_INLINE void ds_bend_fwd(const dsReal x[12], const dsReal v[12], const dsBendParam* p,
+                                 dsReal f[12]) {
+  dsBend__Geo g;
+  if (!ds__bend_geo(x, &g)) {
+    for (int k = 0; k < 12; k++) f[k] = 0;
+    return;
+  }
+  dsReal d[12], dd = 0;
+  ds__bend_dirs(x, &g, d);
+  for (int k = 0; k < 12; k++) dd += d[k] * v[k];
+  dsReal th = ds_atan2(g.Y, g.X);
+  dsReal s = -g.le * (p->ke * (th - p->rest) + p->kd * dd);
+  for (int k = 0; k < 12; k++) f[k] = s * d[k];
+}
+
+DS_HD DS_INLINE void ds_bend_bwd(const dsReal x[12], const dsReal v[12], const dsBendParam* p,
+                                 const dsReal adj_f[12], dsReal adj_x[12], dsReal adj_v[12],
+                                 dsBendParam* adj_p) {
+  dsBend__Geo g;
+  if (!ds__bend_geo(x, &g)) return;
+  const dsReal *x1 = x, *x2 = x + 3, *x3 = x + 6, *x4 = x + 9;
+  dsReal d[12], dd = 0, as = 0;
+  ds__bend_dirs(x, &g, d);
+  for (int k = 0; k < 12; k++) {
+    dd += d[k] * v[k];
+    as += adj_f[k] * d[k];
+  }
+  dsReal th = ds_atan2(g.Y, g.X);
+  dsReal el = p->ke * (th - p->rest) + p->kd * dd;
+  dsReal s = -g.le * el;
+
+  adj_p->ke -= g.le * (th - p->rest) * as;
+  adj_p->kd -= g.le * dd * as;
+  adj_p->rest += g.le * p->ke * as;
+  dsReal ath = -g.le * p->ke * as;
+  dsReal add = -g.le * p->kd * as;
+  dsReal ale = -el * as;
+
+  dsReal ad[12];
+  for (int k = 0; k < 12; k++) {
+    ad[k] = s * adj_f[k] + add * v[k];
+    adj_v[k] += add * d[k];
+  }
+
+  /* d_i back to u1, u2, le and the four projections onto e^ */
+  dsReal u1[3], u2[3], t[3];
+  dsu_scl3(u1, g.n1, 1 / g.nn1);
+  dsu_scl3(u2, g.n2, 1 / g.nn2);
+  dsu_sub3(t, x1, x4);
+  dsReal a13 = dsu_dot3(t, g.eh);
+  dsu_sub3(t, x2, x4);
+  dsReal a23 = dsu_dot3(t, g.eh);
+  dsu_sub3(t, x3, x1);
+  dsReal b14 = dsu_dot3(t, g.eh);
+  dsu_sub3(t, x3, x2);
+  dsReal b24 = dsu_dot3(t, g.eh);
+  dsReal au1[3], au2[3];
+  for (int c = 0; c < 3; c++) {
+    au1[c] = g.le * ad[c] + a13 * ad[6 + c] + b14 * ad[9 + c];
+    au2[c] = g.le * ad[3 + c] + a23 * ad[6 + c] + b24 * ad[9 + c];
+  }
+  ale += dsu_dot3(ad, u1) + dsu_dot3(ad + 3, u2);
+  dsReal aa13 = dsu_dot3(ad + 6, u1), aa23 = dsu_dot3(ad + 6, u2);
+  dsReal ab14 = dsu_dot3(ad + 9, u1), ab24 = dsu_dot3(ad + 9, u2);
+  dsReal aeh[3] = {0, 0, 0};
+  /* a13 = (x1-x4).e^ etc. */
+  dsu_sub3(t, x1, x4);
+  dsu_addtoscl3(aeh, t, aa13);
+  dsu_addtoscl3(adj_x, g.eh, aa13);
+  dsu_addtoscl3(adj_x + 9, g.eh, -aa13);
+  dsu_sub3(t, x2, x4);
+  dsu_addtoscl3(aeh, t, aa23);
+  dsu_addtoscl3(adj_x + 3, g.eh, aa23);
+  dsu_addtoscl3(adj_x + 9, g.eh, -aa23);
+  dsu_sub3(t, x3, x1);
+  dsu_addtoscl3(aeh, t, ab14);
+  dsu_addtoscl3(adj_x + 6, g.eh, ab14);
+  dsu_addtoscl3(adj_x, g.eh, -ab14);
+  dsu_sub3(t, x3, x2);
+  dsu_addtoscl3(aeh, t, ab24);
+  dsu_addtoscl3(adj_x + 6, g.eh, ab24);
+  dsu_addtoscl3(adj_x + 3, g.eh, -ab24);
+
+  /* u = n/|n|^2: adj_n = adj_u/|n|^2 - 2 n (n.adj_u)/|n|^4 */
+  dsReal an1[3], an2[3];
+  dsReal i1 = 1 / g.nn1, i2 = 1 / g.nn2;
+  dsu_scl3(an1, au1, i1);
+  dsu_addtoscl3(an1, g.n1, -2 * dsu_dot3(g.n1, au1) * i1 * i1);
+  dsu_scl3(an2, au2, i2);
+  dsu_addtoscl3(an2, g.n2, -2 * dsu_dot3(g.n2, au2) * i2 * i2);
+
+  /* theta = atan2(Y, X), Y = (n2 x n1).e, X = (n1.n2) |e| */
+  dsReal r2 = g.X * g.X + g.Y * g.Y;
+  dsReal ae[3] = {0, 0, 0};
+  if (r2 > 0) {
+    dsReal aY = ath * g.X / r2, aX = -ath * g.Y / r2;
+    dsu_cross3(t, g.n2, g.n1);
+    dsu_addtoscl3(ae, t, aY);
+    dsu_cross3(t, g.n1, g.e);
+    dsu_addtoscl3(an2, t, aY);
+    dsu_cross3(t, g.e, g.n2);
+    dsu_addtoscl3(an1, t, aY);
+    dsu_addtoscl3(an1, g.n2, aX * g.le);
+    dsu_addtoscl3(an2, g.n1, aX * g.le);
+    ale += aX * dsu_dot3(g.n1, g.n2);
+  }
+
+  /* e^ = e/|e|, |e| */
+  dsu_normalize3_bwd(g.eh, g.le, aeh, ae);
+  dsu_addtoscl3(ae, g.eh, ale);
+  dsu_addto3(adj_x + 9, ae);
+  dsu_subfrom3(adj_x + 6, ae);
+
+  /* n1 = (x3-x1) x (x4-x1), n2 = (x4-x2) x (x3-x2) */
+  dsReal aa[3] = {0, 0, 0}, ab[3] = {0, 0, 0};
+  dsu_cross3_bwd(g.a1, g.b1, an1, aa, ab);
+  dsu_addto3(adj_x + 6, aa);
+  dsu_addto3(adj_x + 9, ab);
+  dsu_subfrom3(adj_x, aa);
+  dsu_subfrom3(adj_x, ab);
+  dsu_zero3(aa);
+  dsu_zero3(ab);
+  dsu_cross3_bwd(g.a2, g.b2, an2, aa, ab);
+  dsu_addto3(adj_x + 9, aa);
+  dsu_addto3(adj_x + 6, ab);
+  dsu_subfrom3(adj_x + 3, aa);
+  dsu_subfrom3(adj_x + 3, ab);
+}
+
+#endif

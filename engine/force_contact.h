@@ -1,0 +1,106 @@
+/* Penalty contact of one particle with the ground plane y = 0 (normal
+ * n = (0, 1, 0)), contact skin r.
+ *
+ *   c  = min(y - r, 0)                      penetration (<= 0)
+ *   vn = v_y,  vt = (v_x, 0, v_z)
+ *   fn = -ke c - kd min(vn, 0)              push out + damp approach only
+ *   ft = -vt^ min(kf |vt|, mu fn)           Coulomb-capped viscous friction
+ *   f  = fn n + ft  when c < 0, else 0
+ *
+ * Friction regimes:
+ *   sticking (kf |vt| <= mu fn):  ft = -kf vt         (smooth, fine at vt = 0)
+ *   sliding  (kf |vt| >  mu fn):  ft = -mu fn vt^
+ * (parameters assumed >= 0; the regime test compares kf^2 |vt|^2 with
+ * (mu fn)^2, mu fn >= 0, so the common path has no square root.)
+ * The ratio form -kf vt avoids vt^ in the sticking regime, so |vt| = 0 never
+ * divides; in the sliding regime |vt| > 0 unless mu fn < 0 (non-physical
+ * parameters), which is guarded (ft = 0).
+ *
+ * Adjoint (G = adj_f):  adj_fn = G_y (+ friction part), then
+ *   sticking: adj_kf -= G . vt,          adj_vt = -kf G
+ *   sliding:  adj_mu -= fn (G . vt^),     adj_fn -= mu (G . vt^),
+ *             adj_vt = -mu fn (G - vt^ (vt^ . G)) / |vt|
+ *   adj_ke -= adj_fn c,  adj_kd -= adj_fn min(vn, 0),
+ *   adj_y  += -ke adj_fn,  adj_skin += ke adj_fn,
+ *   adj_vy += -kd adj_fn when vn < 0.
+ *
+ * Non-smooth points, one-sided choices (the gradient is that of the branch
+ * named here, i.e. of the side the point belongs to):
+ *   c = 0 (y = r exactly):        out of contact (strict y - r < 0 needed) -> zero
+ *   vn = 0:                        separating side (no damping term)
+ *   kf |vt| = mu fn:               sticking branch
+ *   |vt| = 0:                      sticking branch (gradient -kf for vt, exact) */
+#ifndef DSIM_ENGINE_FORCE_CONTACT_H
+#define DSIM_ENGINE_FORCE_CONTACT_H
+
+#include "engine/dsmath.h"
+
+typedef struct dsContactParam {
+  dsReal ke;   /* normal stiffness, N/m */
+  dsReal kd;   /* normal damping (approach only), N s/m */
+  dsReal kf;   /* viscous friction coefficient, N s/m */
+  dsReal mu;   /* Coulomb friction coefficient, dimensionless */
+  dsReal skin; /* contact skin r: contact starts at y < r, m */
+} dsContactParam;
+
+DS_HD DS_INLINE void ds_contact_fwd(const dsReal x[3], const dsReal v[3], const dsContactParam* p,
+                                    dsReal f[3]) {
+  dsReal c = x[1] - p->skin;
+  if (!(c < 0)) {
+    f[0] = 0; f[1] = 0; f[2] = 0;
+    return;
+  }
+  dsReal vn = v[1];
+  dsReal fn = -p->ke * c - p->kd * (vn < 0 ? vn : 0);
+  dsReal vt2 = v[0] * v[0] + v[2] * v[2];
+  dsReal cap = p->mu * fn;
+  dsReal ft0, ft2;
+  if (p->kf * p->kf * vt2 <= cap * cap && cap >= 0) { /* kf |vt| <= mu fn (kf >= 0) */
+    ft0 = -p->kf * v[0];
+    ft2 = -p->kf * v[2];
+  } else if (vt2 > DSU_TINY2) {
+    dsReal s = -cap / ds_sqrt(vt2);
+    ft0 = s * v[0];
+    ft2 = s * v[2];
+  } else {
+    ft0 = 0;
+    ft2 = 0;
+  }
+  f[0] = ft0;
+  f[1] = fn;
+  f[2] = ft2;
+}
+
+DS_HD DS_INLINE void ds_contact_bwd(const dsReal x[3], const dsReal v[3], const dsContactParam* p,
+                                    const dsReal adj_f[3], dsReal adj_x[3], dsReal adj_v[3],
+                                    dsContactParam* adj_p) {
+  dsReal c = x[1] - p->skin;
+  if (!(c < 0)) return;
+  dsReal vn = v[1];
+  dsReal vnm = vn < 0 ? vn : 0;
+  dsReal fn = -p->ke * c - p->kd * vnm;
+  dsReal vt2 = v[0] * v[0] + v[2] * v[2];
+  dsReal cap = p->mu * fn;
+  dsReal adj_fn = adj_f[1];
+  if (p->kf * p->kf * vt2 <= cap * cap && cap >= 0) {
+    adj_p->kf -= adj_f[0] * v[0] + adj_f[2] * v[2];
+    adj_v[0] -= p->kf * adj_f[0];
+    adj_v[2] -= p->kf * adj_f[2];
+  } else if (vt2 > DSU_TINY2) {
+    dsReal l = ds_sqrt(vt2), il = 1 / l;
+    dsReal t0 = v[0] * il, t2 = v[2] * il;
+    dsReal gt = adj_f[0] * t0 + adj_f[2] * t2; /* G . vt^ */
+    adj_p->mu -= fn * gt;
+    adj_fn -= p->mu * gt;
+    dsReal s = -cap * il;                      /* d(-cap vt^)/dvt = s (I - vt^ vt^T) */
+    adj_v[0] += s * (adj_f[0] - t0 * gt);
+    adj_v[2] += s * (adj_f[2] - t2 * gt);
+  }
+  adj_p->ke -= adj_fn * c;
+  adj_p->kd -= adj_fn * vnm;
+  adj_x[1] -= p->ke * adj_fn;
+  adj_p->skin += p->ke * adj_fn;
+  if (vn < 0) adj_v[1] -= p->kd * adj_fn;
+}
+
+#endif

@@ -1,0 +1,72 @@
+/* Damped spring between particles i and j (element-local: x = [x_i, x_j]).
+ *
+ *   d = x_i - x_j,  l = |d|,  d^ = d / l,  c = l - L,  cdot = d^ . (v_i - v_j)
+ *   s = ke c + kd cdot,   F = s d^,   f_i = -F,  f_j = +F
+ *
+ * Elastic part: f = -grad of E = ke/2 (l - L)^2.
+ *
+ * Adjoint (G = adj_f_j - adj_f_i is the adjoint of F):
+ *   adj_s = G . d^,   adj_d^ = s G + kd adj_s dv      (dv = v_i - v_j)
+ *   adj_ke += adj_s c,  adj_kd += adj_s cdot,  adj_rest -= ke adj_s
+ *   adj_d  = ke adj_s d^ + (adj_d^ - d^ (d^ . adj_d^)) / l
+ *   adj_x_i += adj_d, adj_x_j -= adj_d;  adj_v_i += kd adj_s d^, adj_v_j -= same
+ *
+ * Non-smooth point: zero length (l^2 <= DSU_TINY2): d^ is undefined; the
+ * force is zero and the gradient is zero (a one-sided choice: the limit
+ * depends on the direction of approach). */
+#ifndef DSIM_ENGINE_FORCE_SPRING_H
+#define DSIM_ENGINE_FORCE_SPRING_H
+
+#include "engine/dsmath.h"
+
+typedef struct dsSpringParam {
+  dsReal ke;   /* stiffness, N/m */
+  dsReal kd;   /* damping, N s/m */
+  dsReal rest; /* rest length L, m */
+} dsSpringParam;
+
+DS_HD DS_INLINE void ds_spring_fwd(const dsReal x[6], const dsReal v[6], const dsSpringParam* p,
+                                   dsReal f[6]) {
+  dsReal d[3], dh[3], dv[3];
+  dsu_sub3(d, x, x + 3);
+  dsReal l = dsu_normalize3(dh, d);
+  if (l == 0) {
+    for (int k = 0; k < 6; k++) f[k] = 0;
+    return;
+  }
+  dsu_sub3(dv, v, v + 3);
+  dsReal s = p->ke * (l - p->rest) + p->kd * dsu_dot3(dh, dv);
+  dsu_scl3(f + 3, dh, s);
+  dsu_scl3(f, dh, -s);
+}
+
+DS_HD DS_INLINE void ds_spring_bwd(const dsReal x[6], const dsReal v[6], const dsSpringParam* p,
+                                   const dsReal adj_f[6], dsReal adj_x[6], dsReal adj_v[6],
+                                   dsSpringParam* adj_p) {
+  dsReal d[3], dh[3], dv[3], G[3], adj_dh[3], adj_d[3];
+  dsu_sub3(d, x, x + 3);
+  dsReal l = dsu_normalize3(dh, d);
+  if (l == 0) return;
+  dsu_sub3(dv, v, v + 3);
+  dsReal c = l - p->rest, cdot = dsu_dot3(dh, dv);
+  dsReal s = p->ke * c + p->kd * cdot;
+
+  dsu_sub3(G, adj_f + 3, adj_f);
+  dsReal adj_s = dsu_dot3(G, dh);
+  adj_p->ke += adj_s * c;
+  adj_p->kd += adj_s * cdot;
+  adj_p->rest -= p->ke * adj_s;
+
+  dsReal adj_cdot = p->kd * adj_s;
+  dsu_scl3(adj_dh, G, s);
+  dsu_addtoscl3(adj_dh, dv, adj_cdot);
+  dsu_scl3(adj_d, dh, p->ke * adj_s); /* through l = |d| */
+  dsu_normalize3_bwd(dh, l, adj_dh, adj_d);
+
+  dsu_addto3(adj_x, adj_d);
+  dsu_subfrom3(adj_x + 3, adj_d);
+  dsu_addtoscl3(adj_v, dh, adj_cdot);
+  dsu_addtoscl3(adj_v + 3, dh, -adj_cdot);
+}
+
+#endif

@@ -1,0 +1,197 @@
+/* Triangle membrane FEM (p, q, r) with activation a; x = [p, q, r].
+ *
+ * Rest (ds_tri_rest): e1 = (q-p)/|q-p|, n = unit((q-p) x (r-p)), e2 = n x e1;
+ * D = [[(q-p).e1, (r-p).e1], [0, (r-p).e2]] (columns: 2-D coordinates of
+ * q-p and r-p); Dm = D^-1; A0 = det D / 2.
+ *
+ * Forward (eq = q-p, er = r-p, wq = vq-vp, wr = vr-vp; kmu = k_mu A0,
+ * klam = k_lambda A0, kd = k_damp A0; alpha = 1 + k_mu/k_lambda):
+ *   F  = [eq, er] Dm,   Fd = [wq, wr] Dm                         (3x2)
+ *   P  = kmu F + kd Fd,  H = P Dm^T,  gq = H[:,0], gr = H[:,1]
+ *   n  = eq x er,  A = |n|/2,  n^ = n/|n|,  c = A/A0 - alpha + a
+ *   dc/dq = (er x n^)/(2 A0),  dc/dr = (n^ x eq)/(2 A0)
+ *   cd = dc/dq . wq + dc/dr . wr
+ *   s  = klam c + kd cd  =  k_lambda (A - A0 + a A0) - k_mu A0 + kd cd
+ *   gq += dc/dq s,  gr += dc/dr s;   f_q = -gq, f_r = -gr, f_p = gq + gr
+ * The second form of s is used: equal to the first, but finite (and
+ * differentiable) at k_lambda = 0, and free of a division.
+ * Without damping this is minus the gradient of
+ *   E = A0 [k_mu/2 |F|^2 + k_lambda/2 c^2];
+ * at rest with a = 0 the k_mu F term and the -alpha term cancel: f = 0.
+ *
+ * Adjoint: adj_gq = adj_f_p - adj_f_q, adj_gr = adj_f_p - adj_f_r, then the
+ * chain above in reverse (adj_P = adj_H Dm, adj_F = kmu adj_P, adj_Fd =
+ * kd adj_P, adj_eq += adj_F Dm[0,:]^T, ...; adj_A = k_lambda adj_s;
+ * n^ and the cross products through dsu_normalize3_bwd / dsu_cross3_bwd).
+ *
+ * Non-smooth point: a collapsed current triangle (|n|^2 <= DSU_TINY2) has no
+ * normal, so dc/dq and dc/dr are undefined: they are taken as zero there (the
+ * area term drops out of f and of the gradient; f is the F term alone). */
+#ifndef DSIM_ENGINE_FORCE_TRI_H
+#define DSIM_ENGINE_FORCE_TRI_H
+
+#include "engine/dsmath.h"
+
+typedef struct dsTriRest {
+  dsReal Dm[4]; /* inverse 2x2 rest matrix, row-major */
+  dsReal area;  /* rest area A0 > 0, m^2 */
+} dsTriRest;
+
+typedef struct dsTriParam {
+  dsReal k_mu;     /* shear stiffness density, N/m (times A0 -> N m) */
+  dsReal k_lambda; /* area stiffness density, N/m */
+  dsReal k_damp;   /* strain-rate damping density, N s/m */
+  dsReal act;      /* activation a (dimensionless; a > 0 contracts) */
+} dsTriParam;
+
+/* Rest data from rest positions x0 = [p, q, r]. Returns 0, or DS_ERR_MESH when
+ * the rest triangle is degenerate: 2 A0 <= 64 eps (|q-p|^2 + |r-p|^2), or a
+ * non-finite coordinate. */
+DS_HD DS_INLINE int ds_tri_rest(const dsReal x0[9], dsTriRest* r) {
+  dsReal eq[3], er[3], n[3], e1[3], e2[3];
+  dsu_sub3(eq, x0 + 3, x0);
+  dsu_sub3(er, x0 + 6, x0);
+  dsu_cross3(n, eq, er);
+  dsReal twoA = dsu_norm3(n);
+  dsReal scale = dsu_dot3(eq, eq) + dsu_dot3(er, er);
+  if (!(twoA > 64 * DS_REAL_EPS * scale) || !(scale - scale == 0)) return DS_ERR_MESH; /* NaN, Inf */
+  dsReal lq = dsu_normalize3(e1, eq);
+  dsu_scl3(n, n, 1 / twoA);
+  dsu_cross3(e2, n, e1);
+  dsReal D[4] = {lq, dsu_dot3(er, e1), 0, dsu_dot3(er, e2)};
+  if (dsu_mat2_inv(r->Dm, D) == 0) return DS_ERR_MESH;
+  r->area = (dsReal)0.5 * D[0] * D[3];
+  if (!(r->area > 0)) return DS_ERR_MESH;
+  return 0;
+}
+
+DS_HD DS_INLINE void ds_tri_fwd(const dsReal x[9], const dsReal v[9], const dsTriRest* r,
+                                const dsTriParam* p, dsReal f[9]) {
+  const dsReal* Dm = r->Dm;
+  dsReal A0 = r->area;
+  dsReal kmu = p->k_mu * A0, kd = p->k_damp * A0;
+  dsReal eq[3], er[3], wq[3], wr[3], P0[3], P1[3], gq[3], gr[3];
+  dsu_sub3(eq, x + 3, x);
+  dsu_sub3(er, x + 6, x);
+  dsu_sub3(wq, v + 3, v);
+  dsu_sub3(wr, v + 6, v);
+  /* P columns: P_j = kmu F_j + kd Fd_j, F_j = eq Dm[0][j] + er Dm[1][j] */
+  for (int c = 0; c < 3; c++) {
+    P0[c] = kmu * (eq[c] * Dm[0] + er[c] * Dm[2]) + kd * (wq[c] * Dm[0] + wr[c] * Dm[2]);
+    P1[c] = kmu * (eq[c] * Dm[1] + er[c] * Dm[3]) + kd * (wq[c] * Dm[1] + wr[c] * Dm[3]);
+  }
+  /* H = P Dm^T */
+  for (int c = 0; c < 3; c++) {
+    gq[c] = P0[c] * Dm[0] + P1[c] * Dm[1];
+    gr[c] = P0[c] * Dm[2] + P1[c] * Dm[3];
+  }
+  dsReal n[3], nh[3], dcq[3], dcr[3];
+  dsu_cross3(n, eq, er);
+  dsReal ln = dsu_normalize3(nh, n);
+  if (ln > 0) {
+    dsReal i2A0 = 1 / (2 * A0);
+    dsu_cross3(dcq, er, nh);
+    dsu_scl3(dcq, dcq, i2A0);
+    dsu_cross3(dcr, nh, eq);
+    dsu_scl3(dcr, dcr, i2A0);
+    dsReal cd = dsu_dot3(dcq, wq) + dsu_dot3(dcr, wr);
+    dsReal s = p->k_lambda * ((dsReal)0.5 * ln - A0 + p->act * A0) - kmu + kd * cd;
+    dsu_addtoscl3(gq, dcq, s);
+    dsu_addtoscl3(gr, dcr, s);
+  }
+  for (int c = 0; c < 3; c++) {
+    f[3 + c] = -gq[c];
+    f[6 + c] = -gr[c];
+    f[c] = gq[c] + gr[c];
+  }
+}
+
+DS_HD DS_INLINE void ds_tri_bwd(const dsReal x[9], const dsReal v[9], const dsTriRest* r,
+                                const dsTriParam* p, const dsReal adj_f[9], dsReal adj_x[9],
+                                dsReal adj_v[9], dsTriParam* adj_p) {
+  const dsReal* Dm = r->Dm;
+  dsReal A0 = r->area;
+  dsReal kmu = p->k_mu * A0, kd = p->k_damp * A0;
+  dsReal eq[3], er[3], wq[3], wr[3];
+  dsu_sub3(eq, x + 3, x);
+  dsu_sub3(er, x + 6, x);
+  dsu_sub3(wq, v + 3, v);
+  dsu_sub3(wr, v + 6, v);
+
+  dsReal agq[3], agr[3]; /* adjoints of gq, gr */
+  for (int c = 0; c < 3; c++) {
+    agq[c] = adj_f[c] - adj_f[3 + c];
+    agr[c] = adj_f[c] - adj_f[6 + c];
+  }
+  dsReal aeq[3] = {0, 0, 0}, aer[3] = {0, 0, 0}, awq[3] = {0, 0, 0}, awr[3] = {0, 0, 0};
+
+  /* ---- area term: g += dc s ---- */
+  dsReal n[3], nh[3];
+  dsu_cross3(n, eq, er);
+  dsReal ln = dsu_normalize3(nh, n);
+  if (ln > 0) {
+    dsReal i2A0 = 1 / (2 * A0);
+    dsReal dcq[3], dcr[3];
+    dsu_cross3(dcq, er, nh);
+    dsu_scl3(dcq, dcq, i2A0);
+    dsu_cross3(dcr, nh, eq);
+    dsu_scl3(dcr, dcr, i2A0);
+    dsReal cd = dsu_dot3(dcq, wq) + dsu_dot3(dcr, wr);
+    dsReal carea = (dsReal)0.5 * ln - A0 + p->act * A0; /* A - A0 + a A0 */
+    dsReal s = p->k_lambda * carea - kmu + kd * cd;
+
+    dsReal as = dsu_dot3(agq, dcq) + dsu_dot3(agr, dcr);
+    adj_p->k_lambda += carea * as;
+    adj_p->act += p->k_lambda * A0 * as;
+    adj_p->k_mu -= A0 * as;
+    adj_p->k_damp += A0 * cd * as;
+    dsReal acd = kd * as;
+    dsReal aA = p->k_lambda * as; /* A = ln/2 */
+
+    /* adjoints of dcq, dcr (from g += dc s and cd = dc . w) */
+    dsReal adcq[3], adcr[3];
+    for (int c = 0; c < 3; c++) {
+      adcq[c] = (s * agq[c] + acd * wq[c]) * i2A0; /* pre-scaled: dc = cross / (2 A0) */
+      adcr[c] = (s * agr[c] + acd * wr[c]) * i2A0;
+    }
+    dsu_addtoscl3(awq, dcq, acd);
+    dsu_addtoscl3(awr, dcr, acd);
+
+    dsReal anh[3] = {0, 0, 0}, an[3];
+    dsu_cross3_bwd(er, nh, adcq, aer, anh);
+    dsu_cross3_bwd(nh, eq, adcr, anh, aeq);
+    dsu_scl3(an, nh, (dsReal)0.5 * aA);
+    dsu_normalize3_bwd(nh, ln, anh, an);
+    dsu_cross3_bwd(eq, er, an, aeq, aer);
+  }
+
+  /* ---- F term: g = P Dm^T, P = kmu F + kd Fd ---- */
+  dsReal aP0[3], aP1[3], P0F = 0, P1F = 0, P0Fd = 0, P1Fd = 0;
+  for (int c = 0; c < 3; c++) {
+    aP0[c] = agq[c] * Dm[0] + agr[c] * Dm[2]; /* adj_P = adj_H Dm */
+    aP1[c] = agq[c] * Dm[1] + agr[c] * Dm[3];
+    dsReal F0 = eq[c] * Dm[0] + er[c] * Dm[2], F1 = eq[c] * Dm[1] + er[c] * Dm[3];
+    dsReal Fd0 = wq[c] * Dm[0] + wr[c] * Dm[2], Fd1 = wq[c] * Dm[1] + wr[c] * Dm[3];
+    P0F += aP0[c] * F0;
+    P1F += aP1[c] * F1;
+    P0Fd += aP0[c] * Fd0;
+    P1Fd += aP1[c] * Fd1;
+    aeq[c] += kmu * (aP0[c] * Dm[0] + aP1[c] * Dm[1]);
+    aer[c] += kmu * (aP0[c] * Dm[2] + aP1[c] * Dm[3]);
+    awq[c] += kd * (aP0[c] * Dm[0] + aP1[c] * Dm[1]);
+    awr[c] += kd * (aP0[c] * Dm[2] + aP1[c] * Dm[3]);
+  }
+  adj_p->k_mu += A0 * (P0F + P1F);
+  adj_p->k_damp += A0 * (P0Fd + P1Fd);
+
+  for (int c = 0; c < 3; c++) {
+    adj_x[3 + c] += aeq[c];
+    adj_x[6 + c] += aer[c];
+    adj_x[c] -= aeq[c] + aer[c];
+    adj_v[3 + c] += awq[c];
+    adj_v[6 + c] += awr[c];
+    adj_v[c] -= awq[c] + awr[c];
+  }
+}
+
+#endif

@@ -1,0 +1,143 @@
+/* The gear of SCENES.md control-fem: profile -> triangulate -> extrude in
+ * layers -> split prisms into tets.
+ *
+ * Profile (xy plane), a polar grid with M = 2*teeth angular positions
+ * phi_a = 2*pi*a/M:
+ *   ring rows q = 0, 1, 2 at radii r_h + q*(r_r - r_h)/2, all M positions;
+ *   tooth rows q = 3, 4 at radii r_r + (q - 2)*(r_o - r_r)/2, only at the two
+ *   positions a = 2t, 2t+1 of tooth t (teeth on the even sectors).
+ * Profile vertices P = 3M + 4*teeth = 10*teeth. Every grid cell (rows q, q+1,
+ * positions a, a+1) present is split into two counter-clockwise triangles:
+ * ring 2*M cells, teeth 2*teeth cells -> 12*teeth triangles.
+ * Profile area (straight chords, s = sin(2*pi/M)/2):
+ *   A = M*s*(r_r^2 - r_h^2) + teeth*s*(r_o^2 - r_r^2).
+ *
+ * Extrusion: layers L, z_l = -h + l*2h/L, vertex (l, p) at index l*P + p.
+ * Each prism (triangle with profile indices a < b < c, bottom A B C, top
+ * A' B' C') is split into (A,B,C,A'), (B,C,A',B'), (C,A',B',C'): every
+ * quad side is cut by the diagonal from the bottom of its higher-index
+ * vertex to the top of its lower-index one, a rule that depends only on the
+ * shared edge, so neighbouring prisms conform. Tets of negative orientation
+ * get two vertices swapped. Tets: 3*L*12*teeth.
+ *
+ * Defaults: teeth 16, r_o = 1.84, r_r = 1.50, h = 1.14, L = 2, and r_h solved
+ * from A*2h = 9.68 m^3 (the original's volume): r_h = 1.207334 m. This gives
+ * 480 vertices and 1,152 tets as the original, and 896 boundary triangles
+ * (original 960). */
+#include "config.h"
+
+#include <limits.h>
+#include <math.h>
+
+#include "dsim/mesh.h"
+#include "engine/internal.h"
+#include "engine/mesh_internal.h"
+
+dsGearDef ds_default_gear_def(void) {
+  dsGearDef d;
+  d.teeth = 16;
+  d.outer_radius = (dsReal)1.84;
+  d.root_radius = (dsReal)1.50;
+  /* r_h^2 = r_r^2 - (9.68/(2h) - T*s*(r_o^2 - r_r^2)) / (M*s), s = sin(pi/16)/2 */
+  d.hub_radius = (dsReal)1.2073340;
+  d.half_thickness = (dsReal)1.14;
+  d.layers = 2;
+  return d;
+}
+
+static void sort3i(int* k) {
+  int t;
+  if (k[0] > k[1]) t = k[0], k[0] = k[1], k[1] = t;
+  if (k[1] > k[2]) t = k[1], k[1] = k[2], k[2] = t;
+  if (k[0] > k[1]) t = k[0], k[0] = k[1], k[1] = t;
+}
+
+int ds_mesh_gear(const dsGearDef* def, dsMesh* out) {
+  if (!def || !out) return DS_ERR_INVALID;
+  const int T = def->teeth, L = def->layers;
+  const double ro = (double)def->outer_radius, rr = (double)def->root_radius, rh = (double)def->hub_radius,
+               h = (double)def->half_thickness;
+  if (T < 3 || L < 1 || !(rh > 0) || !(rh < rr) || !(rr < ro) || !(h > 0) || !isfinite(ro) || !isfinite(h))
+    return DS_ERR_INVALID;
+  if (T > 100000 || L > 100000) return DS_ERR_INVALID;
+  const int M = 2 * T, P = 10 * T, NT = 12 * T;
+  long long nv = (long long)P * (L + 1), ntet = 3LL * NT * L;
+  if (nv > INT_MAX / 3 || ntet > INT_MAX / 4) return DS_ERR_INVALID;
+
+  /* profile triangles */
+  int* ptri = (int*)ds__malloc((size_t)NT * 3 * sizeof(int));
+  if (!ptri) return DS_ERR_NOMEM;
+  int nt = 0;
+  /* index of the profile vertex at row q, angular position a (a mod M) */
+#define RING(q, a) ((q) * M + ((a) % M))
+#define TOOTH(q, a) (3 * M + ((a) / 2) * 4 + ((q) - 3) * 2 + ((a) % 2))
+#define PV(q, a) ((q) < 3 ? RING(q, a) : TOOTH(q, a))
+  for (int q = 0; q < 2; q++)
+    for (int a = 0; a < M; a++) {
+      int p00 = RING(q, a), p01 = RING(q, a + 1), p10 = RING(q + 1, a), p11 = RING(q + 1, a + 1);
+      /* (radial, angular) is right-handed like (x, y): counter-clockwise */
+      int* f = ptri + 3 * nt;
+      f[0] = p00, f[1] = p10, f[2] = p11;
+      f[3] = p00, f[4] = p11, f[5] = p01;
+      nt += 2;
+    }
+  for (int t = 0; t < T; t++)
+    for (int q = 2; q < 4; q++) {
+      int a = 2 * t;
+      int p00 = PV(q, a), p01 = PV(q, a + 1), p10 = PV(q + 1, a), p11 = PV(q + 1, a + 1);
+      int* f = ptri + 3 * nt;
+      f[0] = p00, f[1] = p10, f[2] = p11;
+      f[3] = p00, f[4] = p11, f[5] = p01;
+      nt += 2;
+    }
+
+  dsMesh m;
+  int rc = ds__mesh_alloc(&m, (int)nv, 0, (int)ntet);
+  if (rc) {
+    ds__free(ptri);
+    return rc;
+  }
+  for (int l = 0; l <= L; l++) {
+    double z = -h + (2.0 * h * l) / L;
+    if (l == L) z = h; /* exact end face */
+    for (int q = 0; q < 5; q++)
+      for (int a = 0; a < M; a++) {
+        /* tooth rows exist at a = 2t and 2t+1 for every t, i.e. at every a */
+        double r = q < 3 ? rh + q * (rr - rh) / 2.0 : rr + (q - 2) * (ro - rr) / 2.0;
+        double phi = 2.0 * 3.14159265358979323846 * a / M;
+        dsReal* p = m.x + 3 * (l * P + PV(q, a));
+        p[0] = (dsReal)(r * cos(phi));
+        p[1] = (dsReal)(r * sin(phi));
+        p[2] = (dsReal)z;
+      }
+  }
+#undef PV
+#undef TOOTH
+#undef RING
+  int* e = m.tet;
+  for (int l = 0; l < L; l++)
+    for (int k = 0; k < NT; k++) {
+      int s[3] = {ptri[3 * k], ptri[3 * k + 1], ptri[3 * k + 2]};
+      sort3i(s);
+      int A = l * P + s[0], B = l * P + s[1], C = l * P + s[2];
+      int A1 = A + P, B1 = B + P, C1 = C + P;
+      const int tets[3][4] = {{A, B, C, A1}, {B, C, A1, B1}, {C, A1, B1, C1}};
+      for (int j = 0; j < 3; j++) {
+        for (int v = 0; v < 4; v++) e[v] = tets[j][v];
+        if (ds__tet_volume(m.x + 3 * e[0], m.x + 3 * e[1], m.x + 3 * e[2], m.x + 3 * e[3]) < 0) {
+          int tmp = e[2];
+          e[2] = e[3];
+          e[3] = tmp;
+        }
+        e += 4;
+      }
+    }
+  ds__free(ptri);
+  rc = ds_mesh_extract_boundary(&m);
+  if (rc) {
+    ds_mesh_free(&m);
+    return rc;
+  }
+  *out = m;
+  return 0;
+}

@@ -1,0 +1,584 @@
+/* Model building and named parameters.
+ *
+ * A dsBuilder collects particles and elements in growable arrays; the
+ * finalize step validates everything (indices, masses, degenerate or
+ * inverted rest elements, dt, parameters), computes rest shapes (triangle
+ * Dm^-1 and area, tet Dm^-1 and volume, bending rest angles) and the
+ * particle -> incident element slot lists used by the deterministic gather,
+ * and copies the result into a dsModel whose arrays come from the
+ * DS_MODEL_ARRAYS list. */
+#include "config.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "dsim/engine.h"
+#include "dsim/mesh.h"
+#include "engine/engine_priv.h"
+#include "engine/force_bend.h"
+#include "engine/force_tet.h"
+#include "engine/force_tri.h"
+
+/* ---- builder ----------------------------------------------------------------*/
+struct dsBuilder {
+  dsErrBuf err;
+  int np, cap_p;
+  dsReal *x, *v, *mass;
+  int ns, cap_s;
+  int* s_idx;
+  dsReal *s_ke, *s_kd, *s_rest;
+  int nt, cap_t;
+  int* t_idx;
+  dsReal *t_mu, *t_lam, *t_damp;
+  int nb, cap_b;
+  int* b_idx;
+  dsReal *b_ke, *b_kd;
+  int ntet, cap_tet;
+  int* te_idx;
+  dsReal *te_mu, *te_lam, *te_damp;
+  int nf, cap_f;
+  int* f_idx;
+  dsReal gravity[3], dt;
+  int ground;
+  dsGroundDef gd;
+  int aero;
+  dsReal lift, drag;
+};
+
+/* Grow every array of a group to hold n+1 elements. The sizes in bytes of
+ * one element of each array are given; capacity doubles. On failure the
+ * arrays that did grow stay valid (they are only larger). */
+static int reserve(dsBuilder* b, int n, int* cap, int narr, void** arrs[], const size_t* elsize) {
+  if (n < *cap) return 0;
+  if (n >= (1 << 28)) return ds__seterr(&b->err, DS_ERR_RANGE, "too many elements (%d)", n);
+  int nc = *cap ? 2 * *cap : 16;
+  for (int i = 0; i < narr; i++) {
+    void* p = ds__realloc(*arrs[i], (size_t)nc * elsize[i]);
+    if (!p) return ds__seterr(&b->err, DS_ERR_NOMEM, "out of memory growing the builder to %d elements", nc);
+    *arrs[i] = p;
+  }
+  *cap = nc;
+  return 0;
+}
+
+int ds_builder_create(dsBuilder** out) {
+  if (!out) return DS_ERR_INVALID;
+  *out = NULL;
+  dsBuilder* b = (dsBuilder*)ds__calloc(1, sizeof *b);
+  if (!b) return DS_ERR_NOMEM;
+  b->gravity[1] = (dsReal)-9.8;
+  b->dt = (dsReal)(1.0 / 1920.0);
+  ds__clearerr(&b->err);
+  *out = b;
+  return 0;
+}
+
+void ds_builder_free(dsBuilder* b) {
+  if (!b) return;
+  void* ps[] = {b->x, b->v, b->mass, b->s_idx, b->s_ke, b->s_kd, b->s_rest, b->t_idx, b->t_mu, b->t_lam,
+                b->t_damp, b->b_idx, b->b_ke, b->b_kd, b->te_idx, b->te_mu, b->te_lam, b->te_damp, b->f_idx};
+  for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++) ds__free(ps[i]);
+  ds__free(b);
+}
+
+const char* ds_builder_last_error(const dsBuilder* b) { return b ? ds__errmsg(&b->err) : ""; }
+
+static int finite3(const dsReal* a) { return isfinite(a[0]) && isfinite(a[1]) && isfinite(a[2]); }
+
+int ds_builder_add_particle(dsBuilder* b, const dsReal x[3], const dsReal v[3], dsReal mass) {
+  if (!b || !x) return DS_ERR_INVALID;
+  if (!finite3(x) || (v && !finite3(v)))
+    return ds__seterr(&b->err, DS_ERR_INVALID, "particle %d: position or velocity not finite", b->np);
+  if (!(mass >= 0) || !isfinite(mass))
+    return ds__seterr(&b->err, DS_ERR_INVALID, "particle %d: mass %g (must be >= 0, 0 = fixed)", b->np,
+                      (double)mass);
+  void** arrs[] = {(void**)&b->x, (void**)&b->v, (void**)&b->mass};
+  const size_t sz[] = {3 * sizeof(dsReal), 3 * sizeof(dsReal), sizeof(dsReal)};
+  int rc = reserve(b, b->np, &b->cap_p, 3, arrs, sz);
+  if (rc) return rc;
+  int i = b->np++;
+  for (int k = 0; k < 3; k++) {
+    b->x[3 * i + k] = x[k];
+    b->v[3 * i + k] = v ? v[k] : 0;
+  }
+  b->mass[i] = mass;
+  return i;
+}
+
+/* Indices in range and pairwise distinct. */
+static int check_idx(dsBuilder* b, const char* what, int e, const int* idx, int n) {
+  for (int a = 0; a < n; a++) {
+    if (idx[a] < 0 || idx[a] >= b->np)
+      return ds__seterr(&b->err, DS_ERR_INVALID, "%s %d: particle index %d out of range (0..%d)", what, e,
+                        idx[a], b->np - 1);
+    for (int c = 0; c < a; c++)
+      if (idx[a] == idx[c])
+        return ds__seterr(&b->err, DS_ERR_INVALID, "%s %d: particle %d repeated", what, e, idx[a]);
+  }
+  return 0;
+}
+
+static int check_finite(dsBuilder* b, const char* what, int e, const dsReal* p, int n) {
+  for (int k = 0; k < n; k++)
+    if (!isfinite(p[k])) return ds__seterr(&b->err, DS_ERR_INVALID, "%s %d: parameter not finite", what, e);
+  return 0;
+}
+
+int ds_builder_add_spring(dsBuilder* b, int i, int j, dsReal ke, dsReal kd, dsReal rest) {
+  if (!b) return DS_ERR_INVALID;
+  int idx[2] = {i, j};
+  dsReal pr[3] = {ke, kd, rest};
+  int rc = check_idx(b, "spring", b->ns, idx, 2);
+  if (!rc) rc = check_finite(b, "spring", b->ns, pr, 3);
+  if (rc) return rc;
+  if (rest < 0) {
+    dsReal d2 = 0;
+    for (int k = 0; k < 3; k++) {
+      dsReal dk = b->x[3 * i + k] - b->x[3 * j + k];
+      d2 += dk * dk;
+    }
+    rest = (dsReal)sqrt((double)d2);
+  }
+  void** arrs[] = {(void**)&b->s_idx, (void**)&b->s_ke, (void**)&b->s_kd, (void**)&b->s_rest};
+  const size_t sz[] = {2 * sizeof(int), sizeof(dsReal), sizeof(dsReal), sizeof(dsReal)};
+  if ((rc = reserve(b, b->ns, &b->cap_s, 4, arrs, sz))) return rc;
+  int e = b->ns++;
+  b->s_idx[2 * e] = i;
+  b->s_idx[2 * e + 1] = j;
+  b->s_ke[e] = ke;
+  b->s_kd[e] = kd;
+  b->s_rest[e] = rest;
+  return e;
+}
+
+int ds_builder_add_tri(dsBuilder* b, int i, int j, int k, const dsTriMaterial* mat) {
+  if (!b || !mat) return DS_ERR_INVALID;
+  int idx[3] = {i, j, k};
+  dsReal pr[3] = {mat->k_mu, mat->k_lambda, mat->k_damp};
+  int rc = check_idx(b, "tri", b->nt, idx, 3);
+  if (!rc) rc = check_finite(b, "tri", b->nt, pr, 3);
+  if (rc) return rc;
+  void** arrs[] = {(void**)&b->t_idx, (void**)&b->t_mu, (void**)&b->t_lam, (void**)&b->t_damp};
+  const size_t sz[] = {3 * sizeof(int), sizeof(dsReal), sizeof(dsReal), sizeof(dsReal)};
+  if ((rc = reserve(b, b->nt, &b->cap_t, 4, arrs, sz))) return rc;
+  int e = b->nt++;
+  memcpy(b->t_idx + 3 * e, idx, sizeof idx);
+  b->t_mu[e] = mat->k_mu;
+  b->t_lam[e] = mat->k_lambda;
+  b->t_damp[e] = mat->k_damp;
+  return e;
+}
+
+int ds_builder_add_bend(dsBuilder* b, int i1, int i2, int i3, int i4, const dsBendMaterial* mat) {
+  if (!b || !mat) return DS_ERR_INVALID;
+  int idx[4] = {i1, i2, i3, i4};
+  dsReal pr[2] = {mat->ke, mat->kd};
+  int rc = check_idx(b, "bend", b->nb, idx, 4);
+  if (!rc) rc = check_finite(b, "bend", b->nb, pr, 2);
+  if (rc) return rc;
+  void** arrs[] = {(void**)&b->b_idx, (void**)&b->b_ke, (void**)&b->b_kd};
+  const size_t sz[] = {4 * sizeof(int), sizeof(dsReal), sizeof(dsReal)};
+  if ((rc = reserve(b, b->nb, &b->cap_b, 3, arrs, sz))) return rc;
+  int e = b->nb++;
+  memcpy(b->b_idx + 4 * e, idx, sizeof idx);
+  b->b_ke[e] = mat->ke;
+  b->b_kd[e] = mat->kd;
+  return e;
+}
+
+int ds_builder_add_tet(dsBuilder* b, int i, int j, int k, int l, const dsTetMaterial* mat) {
+  if (!b || !mat) return DS_ERR_INVALID;
+  int idx[4] = {i, j, k, l};
+  dsReal pr[3] = {mat->k_mu, mat->k_lambda, mat->k_damp};
+  int rc = check_idx(b, "tet", b->ntet, idx, 4);
+  if (!rc) rc = check_finite(b, "tet", b->ntet, pr, 3);
+  if (rc) return rc;
+  void** arrs[] = {(void**)&b->te_idx, (void**)&b->te_mu, (void**)&b->te_lam, (void**)&b->te_damp};
+  const size_t sz[] = {4 * sizeof(int), sizeof(dsReal), sizeof(dsReal), sizeof(dsReal)};
+  if ((rc = reserve(b, b->ntet, &b->cap_tet, 4, arrs, sz))) return rc;
+  int e = b->ntet++;
+  memcpy(b->te_idx + 4 * e, idx, sizeof idx);
+  b->te_mu[e] = mat->k_mu;
+  b->te_lam[e] = mat->k_lambda;
+  b->te_damp[e] = mat->k_damp;
+  return e;
+}
+
+int ds_builder_add_face(dsBuilder* b, int i, int j, int k) {
+  if (!b) return DS_ERR_INVALID;
+  int idx[3] = {i, j, k};
+  int rc = check_idx(b, "face", b->nf, idx, 3);
+  if (rc) return rc;
+  void** arrs[] = {(void**)&b->f_idx};
+  const size_t sz[] = {3 * sizeof(int)};
+  if ((rc = reserve(b, b->nf, &b->cap_f, 1, arrs, sz))) return rc;
+  int e = b->nf++;
+  memcpy(b->f_idx + 3 * e, idx, sizeof idx);
+  return e;
+}
+
+int ds_builder_add_bending_from_tris(dsBuilder* b, int tri_begin, int tri_end, const dsBendMaterial* mat) {
+  if (!b || !mat) return DS_ERR_INVALID;
+  if (tri_begin < 0 || tri_end > b->nt || tri_begin > tri_end)
+    return ds__seterr(&b->err, DS_ERR_INVALID, "triangle range [%d, %d) outside [0, %d)", tri_begin, tri_end,
+                      b->nt);
+  /* A view of the builder's triangles as a mesh (nothing is copied). */
+  dsMesh view;
+  memset(&view, 0, sizeof view);
+  view.nvert = b->np;
+  view.x = b->x;
+  view.ntri = tri_end - tri_begin;
+  view.tri = b->t_idx ? b->t_idx + 3 * tri_begin : NULL;
+  int nedge = 0, *edges = NULL;
+  if (view.ntri == 0) return 0;
+  int rc = ds_mesh_bending_edges_err(&view, &nedge, &edges, b->err.msg, sizeof b->err.msg);
+  if (rc) {
+    b->err.code = rc;
+    return rc;
+  }
+  int added = 0;
+  for (int e = 0; e < nedge && rc >= 0; e++) {
+    rc = ds_builder_add_bend(b, edges[4 * e], edges[4 * e + 1], edges[4 * e + 2], edges[4 * e + 3], mat);
+    if (rc >= 0) added++;
+  }
+  ds_mesh_free_ints(edges);
+  return rc < 0 ? rc : added;
+}
+
+int ds_builder_add_cloth_grid(dsBuilder* b, int nx, int ny, dsReal cell, const dsReal origin[3],
+                              dsReal particle_mass, const dsReal v[3], const dsTriMaterial* mat,
+                              const dsBendMaterial* bend) {
+  if (!b || !mat) return DS_ERR_INVALID;
+  dsMesh mesh;
+  memset(&mesh, 0, sizeof mesh);
+  int rc = ds_mesh_cloth_grid(nx, ny, cell, &mesh);
+  if (rc) return ds__seterr(&b->err, rc, "cloth grid %d x %d, cell %g: %s", nx, ny, (double)cell, ds_strerror(rc));
+  if (origin) ds_mesh_translate(&mesh, origin);
+  int p0 = b->np, t0 = b->nt;
+  for (int i = 0; i < mesh.nvert && rc >= 0; i++) rc = ds_builder_add_particle(b, mesh.x + 3 * i, v, particle_mass);
+  for (int e = 0; e < mesh.ntri && rc >= 0; e++) {
+    const int* t = mesh.tri + 3 * e;
+    rc = ds_builder_add_tri(b, p0 + t[0], p0 + t[1], p0 + t[2], mat);
+    if (rc >= 0) rc = ds_builder_add_face(b, p0 + t[0], p0 + t[1], p0 + t[2]);
+  }
+  if (rc >= 0 && bend) rc = ds_builder_add_bending_from_tris(b, t0, b->nt, bend);
+  ds_mesh_free(&mesh);
+  return rc < 0 ? rc : p0;
+}
+
+int ds_builder_add_soft_mesh(dsBuilder* b, const dsMesh* mesh, dsReal density, const dsReal v[3],
+                             const dsTetMaterial* mat) {
+  if (!b || !mesh || !mat) return DS_ERR_INVALID;
+  if (mesh->ntet <= 0 || !mesh->tet || !mesh->x)
+    return ds__seterr(&b->err, DS_ERR_MESH, "soft mesh has no tets");
+  if (!(density > 0) || !isfinite(density))
+    return ds__seterr(&b->err, DS_ERR_INVALID, "soft mesh: density %g (must be > 0)", (double)density);
+  int rc = ds_mesh_validate(mesh, b->err.msg, sizeof b->err.msg);
+  if (rc) {
+    b->err.code = rc;
+    return rc;
+  }
+  /* Boundary faces: the mesh's own triangles when present, else extracted
+   * (outward) from the tets into a view that shares x and tet. */
+  dsMesh view = *mesh;
+  int own_tri = 0;
+  if (view.ntri == 0) {
+    view.tri = NULL;
+    rc = ds_mesh_extract_boundary_err(&view, b->err.msg, sizeof b->err.msg);
+    if (rc) {
+      b->err.code = rc;
+      return rc;
+    }
+    own_tri = 1;
+  }
+  dsReal* mass = (dsReal*)ds__malloc((size_t)mesh->nvert * sizeof(dsReal));
+  if (!mass) {
+    if (own_tri) ds_mesh_free_ints(view.tri);
+    return ds__seterr(&b->err, DS_ERR_NOMEM, "soft mesh: out of memory");
+  }
+  rc = ds_mesh_lumped_mass(mesh, density, mass);
+  if (rc) rc = ds__seterr(&b->err, rc, "soft mesh: lumped mass failed (%s)", ds_strerror(rc));
+  int p0 = b->np;
+  for (int i = 0; i < mesh->nvert && rc >= 0; i++) rc = ds_builder_add_particle(b, mesh->x + 3 * i, v, mass[i]);
+  for (int e = 0; e < mesh->ntet && rc >= 0; e++) {
+    const int* t = mesh->tet + 4 * e;
+    rc = ds_builder_add_tet(b, p0 + t[0], p0 + t[1], p0 + t[2], p0 + t[3], mat);
+  }
+  for (int e = 0; e < view.ntri && rc >= 0; e++) {
+    const int* t = view.tri + 3 * e;
+    rc = ds_builder_add_face(b, p0 + t[0], p0 + t[1], p0 + t[2]);
+  }
+  ds__free(mass);
+  if (own_tri) ds_mesh_free_ints(view.tri);
+  return rc < 0 ? rc : p0;
+}
+
+int ds_builder_add_tet_grid(dsBuilder* b, int nx, int ny, int nz, dsReal hx, dsReal hy, dsReal hz,
+                            const dsReal origin[3], dsReal density, const dsReal v[3], const dsTetMaterial* mat) {
+  if (!b || !mat) return DS_ERR_INVALID;
+  dsMesh mesh;
+  memset(&mesh, 0, sizeof mesh);
+  int rc = ds_mesh_tet_grid(nx, ny, nz, hx, hy, hz, &mesh);
+  if (rc) return ds__seterr(&b->err, rc, "tet grid %d x %d x %d: %s", nx, ny, nz, ds_strerror(rc));
+  if (origin) ds_mesh_translate(&mesh, origin);
+  rc = ds_builder_add_soft_mesh(b, &mesh, density, v, mat);
+  ds_mesh_free(&mesh);
+  return rc;
+}
+
+void ds_builder_set_gravity(dsBuilder* b, dsReal gx, dsReal gy, dsReal gz) {
+  if (!b) return;
+  b->gravity[0] = gx;
+  b->gravity[1] = gy;
+  b->gravity[2] = gz;
+}
+
+void ds_builder_set_dt(dsBuilder* b, dsReal dt) {
+  if (b) b->dt = dt;
+}
+
+void ds_builder_set_ground(dsBuilder* b, const dsGroundDef* def) {
+  if (!b) return;
+  b->ground = def != NULL;
+  if (def) b->gd = *def;
+}
+
+void ds_builder_set_aero(dsBuilder* b, dsReal k_lift, dsReal k_drag) {
+  if (!b) return;
+  b->aero = 1;
+  b->lift = k_lift;
+  b->drag = k_drag;
+}
+
+/* ---- model ------------------------------------------------------------------*/
+static size_t model_count(const dsModel* m_, int which) {
+  int i = 0;
+#define DS__COUNT(field, type, count, diff, name) \
+  if (i++ == which) return (size_t)(count);
+  DS_MODEL_ARRAYS(DS__COUNT)
+#undef DS__COUNT
+  return 0;
+}
+
+void ds_model_free(dsModel* m) {
+  if (!m) return;
+#define DS__FREE(field, type, count, diff, name) ds__free(m->field);
+  DS_MODEL_ARRAYS(DS__FREE)
+#undef DS__FREE
+  ds__free(m->err_);
+  ds__free(m);
+}
+
+/* Allocates every array of m for its counts (zeroed; NULL for count 0). */
+static int model_alloc(dsModel* m) {
+  int which = 0;
+#define DS__ALLOC(field, type, count, diff, name)                          \
+  {                                                                        \
+    size_t n_ = model_count(m, which++);                                   \
+    if (n_) {                                                              \
+      m->field = (type*)ds__calloc(n_, sizeof(type));                      \
+      if (!m->field) return DS_ERR_NOMEM;                                  \
+    }                                                                      \
+  }
+  DS_MODEL_ARRAYS(DS__ALLOC)
+#undef DS__ALLOC
+  m->err_ = ds__calloc(1, sizeof(dsErrBuf));
+  return m->err_ ? 0 : DS_ERR_NOMEM;
+}
+
+static int finalize_check(dsBuilder* b) {
+  if (!(b->dt > 0) || !isfinite(b->dt))
+    return ds__seterr(&b->err, DS_ERR_INVALID, "dt %g (must be > 0)", (double)b->dt);
+  if (!finite3(b->gravity)) return ds__seterr(&b->err, DS_ERR_INVALID, "gravity not finite");
+  if (b->ground) {
+    const dsGroundDef* g = &b->gd;
+    dsReal p[5] = {g->ke, g->kd, g->kf, g->mu, g->skin};
+    for (int k = 0; k < 5; k++)
+      if (!isfinite(p[k])) return ds__seterr(&b->err, DS_ERR_INVALID, "ground contact parameter not finite");
+    if (g->ke < 0 || g->kd < 0 || g->kf < 0 || g->mu < 0)
+      return ds__seterr(&b->err, DS_ERR_INVALID, "ground contact ke, kd, kf, mu must be >= 0");
+  }
+  if (b->aero && (!isfinite(b->lift) || !isfinite(b->drag)))
+    return ds__seterr(&b->err, DS_ERR_INVALID, "lift/drag coefficient not finite");
+  if (b->np == 0) return ds__seterr(&b->err, DS_ERR_INVALID, "model has no particles");
+  return 0;
+}
+
+int ds_builder_finalize(dsBuilder* b, dsModel** out) {
+  if (!b || !out) return DS_ERR_INVALID;
+  *out = NULL;
+  int rc = finalize_check(b);
+  if (rc) return rc;
+  long long nslot = 2LL * b->ns + 3LL * b->nt + 4LL * b->nb + 4LL * b->ntet;
+  if (nslot > (1 << 30)) return ds__seterr(&b->err, DS_ERR_RANGE, "model too large (%lld slots)", nslot);
+  dsModel* m = (dsModel*)ds__calloc(1, sizeof *m);
+  if (!m) return ds__seterr(&b->err, DS_ERR_NOMEM, "out of memory");
+  m->nparticle = b->np;
+  m->nspring = b->ns;
+  m->ntri = b->nt;
+  m->nbend = b->nb;
+  m->ntet = b->ntet;
+  m->nface = b->nf;
+  m->nslot = (int)nslot;
+  m->nact = b->nt + b->ntet;
+  m->dt = b->dt;
+  m->ground = b->ground;
+  m->aero = b->aero;
+  if ((rc = model_alloc(m))) {
+    ds_model_free(m);
+    return ds__seterr(&b->err, DS_ERR_NOMEM, "out of memory allocating the model");
+  }
+  int np = b->np;
+  memcpy(m->x0, b->x, 3 * (size_t)np * sizeof(dsReal));
+  memcpy(m->v0, b->v, 3 * (size_t)np * sizeof(dsReal));
+  for (int i = 0; i < np; i++) {
+    m->mass[i] = b->mass[i];
+    m->inv_mass[i] = b->mass[i] > 0 ? 1 / b->mass[i] : 0;
+  }
+  if (b->ns) {
+    memcpy(m->spring_idx, b->s_idx, 2 * (size_t)b->ns * sizeof(int));
+    memcpy(m->spring_ke, b->s_ke, (size_t)b->ns * sizeof(dsReal));
+    memcpy(m->spring_kd, b->s_kd, (size_t)b->ns * sizeof(dsReal));
+    memcpy(m->spring_rest, b->s_rest, (size_t)b->ns * sizeof(dsReal));
+  }
+  for (int e = 0; e < b->nt; e++) {
+    dsReal x[9];
+    dsTriRest r;
+    for (int a = 0; a < 3; a++) memcpy(x + 3 * a, b->x + 3 * b->t_idx[3 * e + a], 3 * sizeof(dsReal));
+    if (ds_tri_rest(x, &r)) {
+      ds_model_free(m);
+      return ds__seterr(&b->err, DS_ERR_MESH, "tri %d (particles %d, %d, %d): degenerate rest triangle", e,
+                        b->t_idx[3 * e], b->t_idx[3 * e + 1], b->t_idx[3 * e + 2]);
+    }
+    memcpy(m->tri_Dm + 4 * e, r.Dm, 4 * sizeof(dsReal));
+    m->tri_area[e] = r.area;
+    memcpy(m->tri_idx + 3 * e, b->t_idx + 3 * e, 3 * sizeof(int));
+    m->tri_k_mu[e] = b->t_mu[e];
+    m->tri_k_lambda[e] = b->t_lam[e];
+    m->tri_k_damp[e] = b->t_damp[e];
+  }
+  for (int e = 0; e < b->nb; e++) {
+    dsReal x[12];
+    for (int a = 0; a < 4; a++) memcpy(x + 3 * a, b->x + 3 * b->b_idx[4 * e + a], 3 * sizeof(dsReal));
+    dsReal th = ds_bend_angle(x);
+    if (!isfinite(th)) {
+      ds_model_free(m);
+      return ds__seterr(&b->err, DS_ERR_MESH, "bend %d: rest angle undefined (degenerate adjacent triangle)", e);
+    }
+    memcpy(m->bend_idx + 4 * e, b->b_idx + 4 * e, 4 * sizeof(int));
+    m->bend_ke[e] = b->b_ke[e];
+    m->bend_kd[e] = b->b_kd[e];
+    m->bend_rest[e] = th;
+  }
+  for (int e = 0; e < b->ntet; e++) {
+    dsReal x[12];
+    dsTetRest r;
+    for (int a = 0; a < 4; a++) memcpy(x + 3 * a, b->x + 3 * b->te_idx[4 * e + a], 3 * sizeof(dsReal));
+    if (ds_tet_rest(x, &r)) {
+      dsReal c[3][3];
+      for (int a = 0; a < 3; a++)
+        for (int k = 0; k < 3; k++) c[a][k] = x[3 * (a + 1) + k] - x[k];
+      double vol = ((double)c[0][0] * (c[1][1] * c[2][2] - c[1][2] * c[2][1]) -
+                    (double)c[0][1] * (c[1][0] * c[2][2] - c[1][2] * c[2][0]) +
+                    (double)c[0][2] * (c[1][0] * c[2][1] - c[1][1] * c[2][0])) / 6.0;
+      ds_model_free(m);
+      return ds__seterr(&b->err, DS_ERR_MESH, "tet %d (particles %d, %d, %d, %d): %s rest tet (signed volume %g)",
+                        e, b->te_idx[4 * e], b->te_idx[4 * e + 1], b->te_idx[4 * e + 2], b->te_idx[4 * e + 3],
+                        vol < 0 ? "inverted" : "flat", vol);
+    }
+    memcpy(m->tet_B + 9 * e, r.B, 9 * sizeof(dsReal));
+    m->tet_vol[e] = r.vol;
+    memcpy(m->tet_idx + 4 * e, b->te_idx + 4 * e, 4 * sizeof(int));
+    m->tet_k_mu[e] = b->te_mu[e];
+    m->tet_k_lambda[e] = b->te_lam[e];
+    m->tet_k_damp[e] = b->te_damp[e];
+  }
+  if (b->nf) memcpy(m->face_idx, b->f_idx, 3 * (size_t)b->nf * sizeof(int));
+  memcpy(m->gravity, b->gravity, 3 * sizeof(dsReal));
+  if (b->ground) {
+    m->contact_ke[0] = b->gd.ke;
+    m->contact_kd[0] = b->gd.kd;
+    m->contact_kf[0] = b->gd.kf;
+    m->contact_mu[0] = b->gd.mu;
+    m->contact_skin[0] = b->gd.skin;
+  }
+  if (b->aero) {
+    m->aero_lift[0] = b->lift;
+    m->aero_drag[0] = b->drag;
+  }
+  /* Incidence (CSR). The slots are numbered in the order of the
+   * concatenation spring_idx | tri_idx | bend_idx | tet_idx, so slot s
+   * belongs to particle cat[s]. Filling in ascending s gives every
+   * particle its slots in ascending order: the fixed gather order. */
+  int* cnt = m->inc_start;
+  const int* parts[4] = {m->spring_idx, m->tri_idx, m->bend_idx, m->tet_idx};
+  const int lens[4] = {2 * m->nspring, 3 * m->ntri, 4 * m->nbend, 4 * m->ntet};
+  for (int p = 0; p < 4; p++)
+    for (int s = 0; s < lens[p]; s++) cnt[parts[p][s] + 1]++;
+  for (int i = 0; i < np; i++) cnt[i + 1] += cnt[i];
+  int* fill = (int*)ds__malloc(((size_t)np + 1) * sizeof(int));
+  if (!fill) {
+    ds_model_free(m);
+    return ds__seterr(&b->err, DS_ERR_NOMEM, "out of memory");
+  }
+  memcpy(fill, cnt, (size_t)np * sizeof(int));
+  int slot = 0;
+  for (int p = 0; p < 4; p++)
+    for (int s = 0; s < lens[p]; s++, slot++) m->inc_slot[fill[parts[p][s]]++] = slot;
+  ds__free(fill);
+  *out = m;
+  ds__clearerr(&b->err);
+  return 0;
+}
+
+/* ---- named parameters --------------------------------------------------------*/
+#define DS__NAMEOF_1(name) name,
+#define DS__NAMEOF_0(name)
+#define DS__NAME_IF_DIFF(field, type, count, diff, name) DS__NAMEOF_##diff(name)
+static const char* const g_param_names[] = {DS_MODEL_ARRAYS(DS__NAME_IF_DIFF)};
+#undef DS__NAME_IF_DIFF
+
+int ds_param_count(void) { return (int)(sizeof g_param_names / sizeof g_param_names[0]); }
+
+const char* ds_param_name(int i) { return (i >= 0 && i < ds_param_count()) ? g_param_names[i] : NULL; }
+
+int ds_model_param(const dsModel* m, const char* name, const dsReal** ptr, int* count) {
+  if (!m || !name) return DS_ERR_INVALID;
+  const dsModel* m_ = m;
+#define DS__LOOK(field, type, cnt, diff, nm)                                              \
+  if (strcmp(name, nm) == 0) {                                                            \
+    if (!_Generic(m->field, dsReal*: 1, default: 0)) return DS_ERR_INVALID;               \
+    if (ptr) *ptr = (const dsReal*)(const void*)m->field;                                 \
+    if (count) *count = (int)(cnt);                                                       \
+    return 0;                                                                             \
+  }
+  DS_MODEL_ARRAYS(DS__LOOK)
+#undef DS__LOOK
+  return DS_ERR_NOTFOUND;
+}
+
+const char* ds_model_last_error(const dsModel* m) { return m ? ds__errmsg((const dsErrBuf*)m->err_) : ""; }
+
+int ds_model_set_param(dsModel* m, const char* name, const dsReal* values, int count) {
+  if (!m || !name || (!values && count)) return DS_ERR_INVALID;
+  dsErrBuf* eb = (dsErrBuf*)m->err_;
+  int is_diff = 0;
+  for (int i = 0; i < ds_param_count(); i++)
+    if (strcmp(g_param_names[i], name) == 0) is_diff = 1;
+  if (!is_diff) return ds__seterr(eb, DS_ERR_NOTFOUND, "\"%s\" is not a differentiable parameter", name);
+  const dsReal* cur;
+  int n;
+  ds_model_param(m, name, &cur, &n);
+  if (count != n) return ds__seterr(eb, DS_ERR_INVALID, "\"%s\": %d values given, %d expected", name, count, n);
+  for (int i = 0; i < n; i++) {
+    if (!isfinite(values[i])) return ds__seterr(eb, DS_ERR_INVALID, "\"%s\"[%d] not finite", name, i);
+    if (strcmp(name, "particle.mass") == 0 && values[i] < 0)
+      return ds__seterr(eb, DS_ERR_INVALID, "\"%s\"[%d] = %g < 0", name, i, (double)values[i]);
+  }
+  if (n) memcpy((void*)cur, values, (size_t)n * sizeof(dsReal));
+  if (strcmp(name, "particle.mass") == 0)
+    for (int i = 0; i < m->nparticle; i++) m->inv_mass[i] = m->mass[i] > 0 ? 1 / m->mass[i] : 0;
+  ds__clearerr(eb);
+  return 0;
+}

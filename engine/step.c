@@ -1,0 +1,508 @@
+/* The semi-implicit Euler step over every force model, and its adjoint.
+ *
+ * Forward (one substep, activations a and external forces f_ext held):
+ *   ef_e   = element forces of element e on its vertices (per element, no sharing)
+ *   f_i    = f_ext_i + sum over i's incident slots s (ascending) of ef[s] + contact_i
+ *   v'_i   = v_i + dt (w_i f_i + g [w_i > 0]),   x'_i = x_i + dt v'_i
+ * Elements write only their own slots and each particle sums its own list in
+ * a fixed order, so the result does not depend on the thread count.
+ *
+ * Backward (adjoints X' = dL/dx', V' = dL/dv' given):
+ *   A_i     = V'_i + dt X'_i                        (total adjoint of v'_i)
+ *   adj f_i = dt w_i A_i                            (= dL/d f_ext_i)
+ *   dL/dg  += dt sum_{w_i > 0} A_i
+ *   dL/dm_i += -w_i (v'_i - v_i - dt g) . A_i       (w > 0; from dL/dw_i = dt f_i . A_i
+ *                                                    with dt w f = v' - v - dt g, dw/dm = -w^2;
+ *                                                    fixed particles: 0)
+ *   X_i = X'_i + sum_e (d ef_e/d x_i)^T adj f_e,  V_i = A_i + sum_e (d ef_e/d v_i)^T adj f_e
+ * where the element terms come from each kernel's _bwd on the element's
+ * local adj f, written per slot and gathered like the forward. Scalar
+ * parameters shared by all elements (contact, lift/drag, gravity) collect
+ * per-element partials that are summed serially in element order. Element
+ * parameters receive their gradient per element (no sharing, no race).
+ * The mass gradient uses the taped v' instead of recomputing forces. */
+#include "config.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "dsim/engine.h"
+#include "engine/engine_priv.h"
+#include "engine/force_aero.h"
+#include "engine/force_bend.h"
+#include "engine/force_contact.h"
+#include "engine/force_spring.h"
+#include "engine/force_tet.h"
+#include "engine/force_tri.h"
+
+/* Below this many slots + particles a substep runs on one thread: the
+ * fork/join would cost more than the work. */
+#define DS__PAR_MIN 4096
+
+/* out[3k+c] = a[3 idx[k] + c], k < n */
+static inline void gather3(dsReal* out, const dsReal* a, const int* idx, int n) {
+  for (int k = 0; k < n; k++) {
+    const dsReal* p = a + 3 * (size_t)idx[k];
+    out[3 * k] = p[0];
+    out[3 * k + 1] = p[1];
+    out[3 * k + 2] = p[2];
+  }
+}
+
+static inline dsContactParam contact_param(const dsModel* m) {
+  dsContactParam cp = {m->contact_ke[0], m->contact_kd[0], m->contact_kf[0], m->contact_mu[0], m->contact_skin[0]};
+  return cp;
+}
+
+void ds__substep(const dsModel* m, const dsReal* x, const dsReal* v, const dsReal* act, const dsReal* fext,
+                 dsReal* ef, dsReal* J, dsReal* f, dsReal* xo, dsReal* vo, int integrate) {
+  const int ns = m->nspring, nt = m->ntri, nb = m->nbend, ntet = m->ntet, np = m->nparticle;
+  dsReal* ef_tri = ef + 3 * (size_t)DS__SLOT_TRI(m);
+  dsReal* ef_bend = ef + 3 * (size_t)DS__SLOT_BEND(m);
+  dsReal* ef_tet = ef + 3 * (size_t)DS__SLOT_TET(m);
+  const dsAeroParam ap = {m->aero_lift[0], m->aero_drag[0]};
+  const dsContactParam cp = contact_param(m);
+  const dsReal dt = m->dt, g0 = m->gravity[0], g1 = m->gravity[1], g2 = m->gravity[2];
+  const int aero = m->aero, ground = m->ground;
+  const int par = m->nslot + np >= DS__PAR_MIN;
+  (void)par;
+#pragma omp parallel if (par)
+  {
+#pragma omp for schedule(static) nowait
+    for (int e = 0; e < ns; e++) {
+      dsReal xl[6], vl[6];
+      const int* idx = m->spring_idx + 2 * e;
+      dsSpringParam p = {m->spring_ke[e], m->spring_kd[e], m->spring_rest[e]};
+      gather3(xl, x, idx, 2);
+      gather3(vl, v, idx, 2);
+      ds_spring_fwd(xl, vl, &p, ef + 6 * (size_t)e);
+    }
+#pragma omp for schedule(static) nowait
+    for (int e = 0; e < nt; e++) {
+      dsReal xl[9], vl[9];
+      const int* idx = m->tri_idx + 3 * e;
+      dsTriRest r;
+      memcpy(r.Dm, m->tri_Dm + 4 * e, 4 * sizeof(dsReal));
+      r.area = m->tri_area[e];
+      dsTriParam p = {m->tri_k_mu[e], m->tri_k_lambda[e], m->tri_k_damp[e], act ? act[e] : 0};
+      gather3(xl, x, idx, 3);
+      gather3(vl, v, idx, 3);
+      dsReal* fe = ef_tri + 9 * (size_t)e;
+      ds_tri_fwd(xl, vl, &r, &p, fe);
+      if (aero) {
+        dsReal fa[9];
+        ds_aero_fwd(xl, vl, &ap, fa);
+        for (int k = 0; k < 9; k++) fe[k] += fa[k];
+      }
+    }
+#pragma omp for schedule(static) nowait
+    for (int e = 0; e < nb; e++) {
+      dsReal xl[12], vl[12];
+      const int* idx = m->bend_idx + 4 * e;
+      dsBendParam p = {m->bend_ke[e], m->bend_kd[e], m->bend_rest[e]};
+      gather3(xl, x, idx, 4);
+      gather3(vl, v, idx, 4);
+      ds_bend_fwd(xl, vl, &p, ef_bend + 12 * (size_t)e);
+    }
+#pragma omp for schedule(static)
+    for (int e = 0; e < ntet; e++) {
+      dsReal xl[12], vl[12];
+      const int* idx = m->tet_idx + 4 * e;
+      dsTetRest r;
+      memcpy(r.B, m->tet_B + 9 * e, 9 * sizeof(dsReal));
+      r.vol = m->tet_vol[e];
+      dsTetParam p = {m->tet_k_mu[e], m->tet_k_lambda[e], m->tet_k_damp[e], act ? act[nt + e] : 0};
+      gather3(xl, x, idx, 4);
+      gather3(vl, v, idx, 4);
+      ds_tet_fwd(xl, vl, &r, &p, ef_tet + 12 * (size_t)e, J + e);
+    }
+    /* gather in a fixed order, contact, integrate */
+#pragma omp for schedule(static)
+    for (int i = 0; i < np; i++) {
+      dsReal fi[3] = {0, 0, 0};
+      if (fext) {
+        fi[0] = fext[3 * i];
+        fi[1] = fext[3 * i + 1];
+        fi[2] = fext[3 * i + 2];
+      }
+      for (int s = m->inc_start[i]; s < m->inc_start[i + 1]; s++) {
+        const dsReal* fs = ef + 3 * (size_t)m->inc_slot[s];
+        fi[0] += fs[0];
+        fi[1] += fs[1];
+        fi[2] += fs[2];
+      }
+      if (ground) {
+        dsReal fc[3];
+        ds_contact_fwd(x + 3 * i, v + 3 * i, &cp, fc);
+        fi[0] += fc[0];
+        fi[1] += fc[1];
+        fi[2] += fc[2];
+      }
+      if (f) {
+        f[3 * i] = fi[0];
+        f[3 * i + 1] = fi[1];
+        f[3 * i + 2] = fi[2];
+      }
+      if (integrate) {
+        const dsReal w = m->inv_mass[i], gm = w > 0 ? 1 : 0;
+        const dsReal v0 = v[3 * i] + dt * (w * fi[0] + g0 * gm);
+        const dsReal v1 = v[3 * i + 1] + dt * (w * fi[1] + g1 * gm);
+        const dsReal v2 = v[3 * i + 2] + dt * (w * fi[2] + g2 * gm);
+        const dsReal x0 = x[3 * i] + dt * v0, x1 = x[3 * i + 1] + dt * v1, x2 = x[3 * i + 2] + dt * v2;
+        vo[3 * i] = v0;
+        vo[3 * i + 1] = v1;
+        vo[3 * i + 2] = v2;
+        xo[3 * i] = x0;
+        xo[3 * i + 1] = x1;
+        xo[3 * i + 2] = x2;
+      }
+    }
+  }
+}
+
+/* ---- forward ------------------------------------------------------------------*/
+/* Index of the record holding cur (appending it when it differs from the
+ * last one); -1 when the tape is full. n: records used; cap: capacity. */
+static int record(dsReal* tape, int* n, int cap, const dsReal* cur, size_t len) {
+  if (*n > 0 && memcmp(tape + (size_t)(*n - 1) * len, cur, len * sizeof(dsReal)) == 0) return *n - 1;
+  if (*n >= cap) return -1;
+  memcpy(tape + (size_t)(*n) * len, cur, len * sizeof(dsReal));
+  return (*n)++;
+}
+
+static int needs_record(const dsReal* tape, int n, const dsReal* cur, size_t len) {
+  return n == 0 || memcmp(tape + (size_t)(n - 1) * len, cur, len * sizeof(dsReal)) != 0;
+}
+
+int ds_step(const dsModel* m, dsData* d) {
+  if (!m || !d) return DS_ERR_INVALID;
+  dsErrBuf* eb = ds__data_err(d);
+  if (d->failed) return ds__seterr(eb, DS_ERR_STATE, "substep %d: the data diverged; reset it first", d->t);
+  const int t = d->t, T = d->max_substeps, np = m->nparticle;
+  const size_t n3 = 3 * (size_t)np;
+  d->bt = -1;
+  if (T > 0) {
+    if (t >= T) return ds__seterr(eb, DS_ERR_STATE, "substep %d: tape full (max_substeps %d)", t, T);
+    if (m->nact && d->act_n >= d->act_cap && needs_record(d->act_tape, d->act_n, d->act, (size_t)m->nact))
+      return ds__seterr(eb, DS_ERR_RANGE, "substep %d: activation tape full (%d records)", t, d->act_cap);
+    if (d->fext_n >= d->fext_cap && needs_record(d->fext_tape, d->fext_n, d->f_ext, n3))
+      return ds__seterr(eb, DS_ERR_RANGE, "substep %d: external-force tape full (%d records)", t, d->fext_cap);
+    if (d->ckpt == 1 || t % d->ckpt == 0) {
+      size_t slot = (size_t)(d->ckpt == 1 ? t : t / d->ckpt);
+      memcpy(d->tape_x + slot * n3, d->x, n3 * sizeof(dsReal));
+      memcpy(d->tape_v + slot * n3, d->v, n3 * sizeof(dsReal));
+    }
+    if (m->nact) d->act_rec[t] = record(d->act_tape, &d->act_n, d->act_cap, d->act, (size_t)m->nact);
+    d->fext_rec[t] = record(d->fext_tape, &d->fext_n, d->fext_cap, d->f_ext, n3);
+    d->seg_start = -1;
+  }
+  size_t mark = ds__arena_mark(d);
+  dsReal* ef = (dsReal*)ds__arena_alloc(d, 3 * (size_t)m->nslot * sizeof(dsReal), "ds_step");
+  dsReal* J = ef ? (dsReal*)ds__arena_alloc(d, (size_t)m->ntet * sizeof(dsReal), "ds_step") : NULL;
+  if (!ef || !J) {
+    ds__arena_free(d, mark);
+    return DS_ERR_ARENA;
+  }
+  ds__substep(m, d->x, d->v, d->act, d->f_ext, ef, J, d->f, d->x, d->v, 1);
+  int rc = 0;
+  for (int e = 0; e < m->ntet; e++)
+    if (!(J[e] > 0)) {
+      rc = ds__seterr(eb, DS_ERR_INVERTED, "substep %d: tet %d inverted (J = %g)", t, e, (double)J[e]);
+      break;
+    }
+  ds__arena_free(d, mark);
+  DS_ASSERT(d->arena_top == 0);
+  for (size_t k = 0; k < n3 && !rc; k++) {
+    if (!isfinite(d->x[k]))
+      rc = ds__seterr(eb, DS_ERR_DIVERGED, "substep %d: particle %d position is %s", t, (int)(k / 3),
+                      isnan(d->x[k]) ? "NaN" : "Inf");
+    else if (!isfinite(d->v[k]))
+      rc = ds__seterr(eb, DS_ERR_DIVERGED, "substep %d: particle %d velocity is %s", t, (int)(k / 3),
+                      isnan(d->v[k]) ? "NaN" : "Inf");
+  }
+  if (rc) {
+    d->failed = 1;
+    return rc;
+  }
+  d->t = t + 1;
+  return 0;
+}
+
+int ds_compute_forces(const dsModel* m, dsData* d) {
+  if (!m || !d) return DS_ERR_INVALID;
+  size_t mark = ds__arena_mark(d);
+  dsReal* ef = (dsReal*)ds__arena_alloc(d, 3 * (size_t)m->nslot * sizeof(dsReal), "ds_compute_forces");
+  dsReal* J = ef ? (dsReal*)ds__arena_alloc(d, (size_t)m->ntet * sizeof(dsReal), "ds_compute_forces") : NULL;
+  if (!ef || !J) {
+    ds__arena_free(d, mark);
+    return DS_ERR_ARENA;
+  }
+  ds__substep(m, d->x, d->v, d->act, d->f_ext, ef, J, d->f, NULL, NULL, 0);
+  ds__arena_free(d, mark);
+  return 0;
+}
+
+/* ---- backward -----------------------------------------------------------------*/
+int ds_backward_begin(const dsModel* m, dsData* d) {
+  if (!m || !d) return DS_ERR_INVALID;
+  dsErrBuf* eb = ds__data_err(d);
+  if (d->max_substeps == 0) return ds__seterr(eb, DS_ERR_STATE, "backward: the data has no tape (max_substeps 0)");
+  if (d->failed) return ds__seterr(eb, DS_ERR_STATE, "backward: the episode diverged");
+  size_t n3 = 3 * (size_t)m->nparticle;
+  memset(d->adj_x, 0, n3 * sizeof(dsReal));
+  memset(d->adj_v, 0, n3 * sizeof(dsReal));
+  d->bt = d->t;
+  d->seg_start = -1;
+  return 0;
+}
+
+/* Checkpointed tape: make seg_x/seg_v hold states s .. e of the segment
+ * containing substep t (s = K floor(t/K), e = min(s + K, d->t)) by
+ * re-running the same forward core from the checkpoint at s. */
+static int load_segment(const dsModel* m, dsData* d, int t) {
+  const int K = d->ckpt, s = (t / K) * K, e = s + K < d->t ? s + K : d->t;
+  if (d->seg_start == s) return 0;
+  const size_t n3 = 3 * (size_t)m->nparticle;
+  size_t mark = ds__arena_mark(d);
+  dsReal* ef = (dsReal*)ds__arena_alloc(d, 3 * (size_t)m->nslot * sizeof(dsReal), "ds_backward_step");
+  dsReal* J = ef ? (dsReal*)ds__arena_alloc(d, (size_t)m->ntet * sizeof(dsReal), "ds_backward_step") : NULL;
+  if (!ef || !J) {
+    ds__arena_free(d, mark);
+    return DS_ERR_ARENA;
+  }
+  memcpy(d->seg_x, d->tape_x + (size_t)(s / K) * n3, n3 * sizeof(dsReal));
+  memcpy(d->seg_v, d->tape_v + (size_t)(s / K) * n3, n3 * sizeof(dsReal));
+  for (int j = s; j < e; j++) {
+    const size_t o = (size_t)(j - s) * n3;
+    const dsReal* act = m->nact ? d->act_tape + (size_t)d->act_rec[j] * m->nact : NULL;
+    const dsReal* fext = d->fext_tape + (size_t)d->fext_rec[j] * n3;
+    ds__substep(m, d->seg_x + o, d->seg_v + o, act, fext, ef, J, NULL, d->seg_x + o + n3, d->seg_v + o + n3, 1);
+  }
+  ds__arena_free(d, mark);
+  d->seg_start = s;
+  return 0;
+}
+
+int ds_backward_step(const dsModel* m, dsData* d, dsGrad* g, dsReal* adj_act, dsReal* adj_fext) {
+  if (!m || !d || !g || g->model != m) return DS_ERR_INVALID;
+  dsErrBuf* eb = ds__data_err(d);
+  if (d->bt <= 0) return ds__seterr(eb, DS_ERR_STATE, "backward: no substep to pop (bt = %d)", d->bt);
+  const int t = d->bt - 1, np = m->nparticle, ns = m->nspring, nt = m->ntri, nb = m->nbend, ntet = m->ntet;
+  const size_t n3 = 3 * (size_t)np;
+  const dsReal *xt, *vt, *vt1;
+  if (d->ckpt > 1) {
+    int rc = load_segment(m, d, t);
+    if (rc) return rc;
+    xt = d->seg_x + (size_t)(t - d->seg_start) * n3;
+    vt = d->seg_v + (size_t)(t - d->seg_start) * n3;
+    vt1 = vt + n3;
+  } else {
+    xt = d->tape_x + (size_t)t * n3;
+    vt = d->tape_v + (size_t)t * n3;
+    vt1 = t + 1 == d->t ? d->v : vt + n3;
+  }
+  const dsReal* act = m->nact ? d->act_tape + (size_t)d->act_rec[t] * m->nact : NULL;
+
+  size_t mark = ds__arena_mark(d);
+  const size_t r = sizeof(dsReal), s3 = 3 * (size_t)m->nslot;
+  dsReal* av = (dsReal*)ds__arena_alloc(d, n3 * r, "ds_backward_step");
+  dsReal* af = av ? (dsReal*)ds__arena_alloc(d, n3 * r, "ds_backward_step") : NULL;
+  dsReal* aex = af ? (dsReal*)ds__arena_alloc(d, s3 * r, "ds_backward_step") : NULL;
+  dsReal* aev = aex ? (dsReal*)ds__arena_alloc(d, s3 * r, "ds_backward_step") : NULL;
+  dsReal* aaero = aev ? (dsReal*)ds__arena_alloc(d, 2 * (size_t)nt * r, "ds_backward_step") : NULL;
+  dsReal* acon = aaero ? (dsReal*)ds__arena_alloc(d, 5 * (size_t)np * r, "ds_backward_step") : NULL;
+  if (!acon) {
+    ds__arena_free(d, mark);
+    return DS_ERR_ARENA;
+  }
+  const dsReal dt = m->dt;
+  const dsReal gv[3] = {m->gravity[0], m->gravity[1], m->gravity[2]};
+  const dsAeroParam ap = {m->aero_lift[0], m->aero_drag[0]};
+  const dsContactParam cp = contact_param(m);
+  const int aero = m->aero, ground = m->ground;
+  const size_t bt = (size_t)DS__SLOT_TRI(m), bb = (size_t)DS__SLOT_BEND(m), btet = (size_t)DS__SLOT_TET(m);
+  const int par = m->nslot + np >= DS__PAR_MIN;
+  (void)par;
+#pragma omp parallel if (par)
+  {
+    /* A: through the integrator */
+#pragma omp for schedule(static)
+    for (int i = 0; i < np; i++) {
+      const dsReal w = m->inv_mass[i];
+      dsReal dm = 0;
+      for (int c = 0; c < 3; c++) {
+        const size_t k = 3 * (size_t)i + c;
+        const dsReal a = d->adj_v[k] + dt * d->adj_x[k];
+        av[k] = a;
+        af[k] = dt * w * a;
+        if (adj_fext) adj_fext[k] = af[k];
+        dm += (vt1[k] - vt[k] - dt * gv[c]) * a;
+      }
+      if (w > 0) g->mass[i] += -w * dm;
+    }
+    /* B: element adjoints, per element into its own slots */
+#pragma omp for schedule(static) nowait
+    for (int e = 0; e < ns; e++) {
+      dsReal xl[6], vl[6], al[6], ax[6] = {0}, avl[6] = {0};
+      const int* idx = m->spring_idx + 2 * e;
+      dsSpringParam p = {m->spring_ke[e], m->spring_kd[e], m->spring_rest[e]}, ap_ = {0, 0, 0};
+      gather3(xl, xt, idx, 2);
+      gather3(vl, vt, idx, 2);
+      gather3(al, af, idx, 2);
+      ds_spring_bwd(xl, vl, &p, al, ax, avl, &ap_);
+      memcpy(aex + 6 * (size_t)e, ax, sizeof ax);
+      memcpy(aev + 6 * (size_t)e, avl, sizeof avl);
+      g->spring_ke[e] += ap_.ke;
+      g->spring_kd[e] += ap_.kd;
+      g->spring_rest[e] += ap_.rest;
+    }
+#pragma omp for schedule(static) nowait
+    for (int e = 0; e < nt; e++) {
+      dsReal xl[9], vl[9], al[9], ax[9] = {0}, avl[9] = {0};
+      const int* idx = m->tri_idx + 3 * e;
+      dsTriRest rr;
+      memcpy(rr.Dm, m->tri_Dm + 4 * e, 4 * sizeof(dsReal));
+      rr.area = m->tri_area[e];
+      dsTriParam p = {m->tri_k_mu[e], m->tri_k_lambda[e], m->tri_k_damp[e], act ? act[e] : 0};
+      dsTriParam ap_ = {0, 0, 0, 0};
+      gather3(xl, xt, idx, 3);
+      gather3(vl, vt, idx, 3);
+      gather3(al, af, idx, 3);
+      ds_tri_bwd(xl, vl, &rr, &p, al, ax, avl, &ap_);
+      if (aero) {
+        dsAeroParam aa = {0, 0};
+        ds_aero_bwd(xl, vl, &ap, al, ax, avl, &aa);
+        aaero[2 * e] = aa.k_lift;
+        aaero[2 * e + 1] = aa.k_drag;
+      }
+      memcpy(aex + 3 * (bt + 3 * (size_t)e), ax, sizeof ax);
+      memcpy(aev + 3 * (bt + 3 * (size_t)e), avl, sizeof avl);
+      g->tri_k_mu[e] += ap_.k_mu;
+      g->tri_k_lambda[e] += ap_.k_lambda;
+      g->tri_k_damp[e] += ap_.k_damp;
+      if (adj_act) adj_act[e] = ap_.act;
+    }
+#pragma omp for schedule(static) nowait
+    for (int e = 0; e < nb; e++) {
+      dsReal xl[12], vl[12], al[12], ax[12] = {0}, avl[12] = {0};
+      const int* idx = m->bend_idx + 4 * e;
+      dsBendParam p = {m->bend_ke[e], m->bend_kd[e], m->bend_rest[e]}, ap_ = {0, 0, 0};
+      gather3(xl, xt, idx, 4);
+      gather3(vl, vt, idx, 4);
+      gather3(al, af, idx, 4);
+      ds_bend_bwd(xl, vl, &p, al, ax, avl, &ap_);
+      memcpy(aex + 3 * (bb + 4 * (size_t)e), ax, sizeof ax);
+      memcpy(aev + 3 * (bb + 4 * (size_t)e), avl, sizeof avl);
+      g->bend_ke[e] += ap_.ke;
+      g->bend_kd[e] += ap_.kd;
+      g->bend_rest[e] += ap_.rest;
+    }
+#pragma omp for schedule(static)
+    for (int e = 0; e < ntet; e++) {
+      dsReal xl[12], vl[12], al[12], ax[12] = {0}, avl[12] = {0};
+      const int* idx = m->tet_idx + 4 * e;
+      dsTetRest rr;
+      memcpy(rr.B, m->tet_B + 9 * e, 9 * sizeof(dsReal));
+      rr.vol = m->tet_vol[e];
+      dsTetParam p = {m->tet_k_mu[e], m->tet_k_lambda[e], m->tet_k_damp[e], act ? act[nt + e] : 0};
+      dsTetParam ap_ = {0, 0, 0, 0};
+      gather3(xl, xt, idx, 4);
+      gather3(vl, vt, idx, 4);
+      gather3(al, af, idx, 4);
+      ds_tet_bwd(xl, vl, &rr, &p, al, ax, avl, &ap_);
+      memcpy(aex + 3 * (btet + 4 * (size_t)e), ax, sizeof ax);
+      memcpy(aev + 3 * (btet + 4 * (size_t)e), avl, sizeof avl);
+      g->tet_k_mu[e] += ap_.k_mu;
+      g->tet_k_lambda[e] += ap_.k_lambda;
+      g->tet_k_damp[e] += ap_.k_damp;
+      if (adj_act) adj_act[nt + e] = ap_.act;
+    }
+    /* C: gather element adjoints per particle in the forward's order; contact */
+#pragma omp for schedule(static)
+    for (int i = 0; i < np; i++) {
+      dsReal ax[3] = {0, 0, 0}, avl[3] = {0, 0, 0};
+      for (int s = m->inc_start[i]; s < m->inc_start[i + 1]; s++) {
+        const size_t o = 3 * (size_t)m->inc_slot[s];
+        ax[0] += aex[o];
+        ax[1] += aex[o + 1];
+        ax[2] += aex[o + 2];
+        avl[0] += aev[o];
+        avl[1] += aev[o + 1];
+        avl[2] += aev[o + 2];
+      }
+      if (ground) {
+        dsContactParam ac = {0, 0, 0, 0, 0};
+        ds_contact_bwd(xt + 3 * i, vt + 3 * i, &cp, af + 3 * i, ax, avl, &ac);
+        dsReal* a5 = acon + 5 * (size_t)i;
+        a5[0] = ac.ke;
+        a5[1] = ac.kd;
+        a5[2] = ac.kf;
+        a5[3] = ac.mu;
+        a5[4] = ac.skin;
+      }
+      for (int c = 0; c < 3; c++) {
+        d->adj_x[3 * i + c] += ax[c];
+        d->adj_v[3 * i + c] = av[3 * i + c] + avl[c];
+      }
+    }
+  }
+  /* shared scalars: serial sums in element order */
+  dsReal sg[3] = {0, 0, 0};
+  for (int i = 0; i < np; i++)
+    if (m->inv_mass[i] > 0)
+      for (int c = 0; c < 3; c++) sg[c] += av[3 * i + c];
+  for (int c = 0; c < 3; c++) g->gravity[c] += dt * sg[c];
+  if (ground) {
+    dsReal sc[5] = {0, 0, 0, 0, 0};
+    for (int i = 0; i < np; i++)
+      for (int k = 0; k < 5; k++) sc[k] += acon[5 * (size_t)i + k];
+    g->contact_ke[0] += sc[0];
+    g->contact_kd[0] += sc[1];
+    g->contact_kf[0] += sc[2];
+    g->contact_mu[0] += sc[3];
+    g->contact_skin[0] += sc[4];
+  }
+  if (aero) {
+    dsReal sl = 0, sd = 0;
+    for (int e = 0; e < nt; e++) {
+      sl += aaero[2 * e];
+      sd += aaero[2 * e + 1];
+    }
+    g->aero_lift[0] += sl;
+    g->aero_drag[0] += sd;
+  }
+  ds__arena_free(d, mark);
+  d->bt = t;
+  return 0;
+}
+
+int ds_backward_finish(const dsModel* m, dsData* d, dsGrad* g) {
+  if (!m || !d || !g || g->model != m) return DS_ERR_INVALID;
+  if (d->bt != 0)
+    return ds__seterr(ds__data_err(d), DS_ERR_STATE, "backward: finish at substep %d (must be 0)", d->bt);
+  const size_t n3 = 3 * (size_t)m->nparticle;
+  for (size_t k = 0; k < n3; k++) {
+    g->x0[k] += d->adj_x[k];
+    g->v0[k] += d->adj_v[k];
+  }
+  d->bt = -1;
+  return 0;
+}
+
+int ds_backward(const dsModel* m, dsData* d, dsGrad* g, const dsReal* adj_xT, const dsReal* adj_vT, dsReal* adj_act,
+                dsReal* adj_fext) {
+  if (!m || !d || !g) return DS_ERR_INVALID;
+  int rc = ds_backward_begin(m, d);
+  if (rc) return rc;
+  const size_t n3 = 3 * (size_t)m->nparticle;
+  for (size_t k = 0; k < n3; k++) {
+    if (adj_xT) d->adj_x[k] += adj_xT[k];
+    if (adj_vT) d->adj_v[k] += adj_vT[k];
+  }
+  while (d->bt > 0) {
+    const size_t t = (size_t)d->bt - 1;
+    rc = ds_backward_step(m, d, g, adj_act ? adj_act + t * m->nact : NULL, adj_fext ? adj_fext + t * n3 : NULL);
+    if (rc) return rc;
+  }
+  return ds_backward_finish(m, d, g);
+}

@@ -1,0 +1,278 @@
+/* dsim engine: model (immutable after build), data (per episode or thread),
+ * gradient (one adjoint per differentiable parameter), the semi-implicit
+ * Euler step, the tape and the backward pass through an episode.
+ *
+ * Usage (MuJoCo style: functions take the read-only model and a data):
+ *
+ *   dsBuilder* b; ds_builder_create(&b);
+ *   ... ds_builder_add_particle / add_tri / add_tet / set_ground ...
+ *   dsModel* m; ds_builder_finalize(b, &m); ds_builder_free(b);
+ *   dsDataDef dd = ds_default_data_def(); dd.max_substeps = T;
+ *   dsData* d; ds_data_create(m, &dd, &d);
+ *   dsGrad* g; ds_grad_create(m, &g);
+ *   ds_data_reset(m, d);
+ *   for (t = 0; t < T; t++) { set d->act, d->f_ext; ds_step(m, d); }
+ *   ds_backward_begin(m, d);           // d->adj_x, d->adj_v = 0 at substep T
+ *   add dL/dx_T into d->adj_x, dL/dv_T into d->adj_v;
+ *   while (d->bt > 0) {
+ *     ds_backward_step(m, d, g, adj_act, adj_fext);   // pops substep bt-1
+ *     optionally add dL/dx_bt, dL/dv_bt into d->adj_x, d->adj_v;
+ *   }
+ *   ds_backward_finish(m, d, g);       // adds d->adj_x/adj_v to the initial-state gradient
+ *
+ * Units: SI, y up. Ground plane y = 0 when enabled. */
+#ifndef DSIM_ENGINE_H
+#define DSIM_ENGINE_H
+
+#include "dsim/base.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- model ------------------------------------------------------------------
+ * One list is the single source of truth for the model's arrays:
+ *   X(field, type, count, differentiable, name)
+ * count is an expression in m_ (a const dsModel*). It drives the struct
+ * fields, allocation, freeing, the dsGrad mirror (differentiable rows only)
+ * and the name lookup of ds_model_param / ds_grad_param. Scalars (gravity,
+ * contact and aerodynamic coefficients) are arrays of 1 or 3 so that every
+ * parameter is addressed the same way. Element force slots: springs first
+ * (2 per spring), then triangles (3), bending edges (4), tets (4). */
+#define DS_MODEL_ARRAYS(X)                                                              \
+  /* particles */                                                                       \
+  X(x0, dsReal, 3 * (m_)->nparticle, 1, "initial_position") /* nparticle x 3, m */      \
+  X(v0, dsReal, 3 * (m_)->nparticle, 1, "initial_velocity") /* nparticle x 3, m/s */    \
+  X(mass, dsReal, (m_)->nparticle, 1, "particle.mass")      /* kg; 0 = fixed */         \
+  X(inv_mass, dsReal, (m_)->nparticle, 0, "particle.inv_mass") /* 1/kg; 0 = fixed */    \
+  /* springs */                                                                         \
+  X(spring_idx, int, 2 * (m_)->nspring, 0, "spring.idx")    /* nspring x 2 */           \
+  X(spring_ke, dsReal, (m_)->nspring, 1, "spring.ke")       /* N/m */                   \
+  X(spring_kd, dsReal, (m_)->nspring, 1, "spring.kd")       /* N s/m */                 \
+  X(spring_rest, dsReal, (m_)->nspring, 1, "spring.rest")   /* m */                     \
+  /* triangle membranes (also the aerodynamic faces when aero is on) */                 \
+  X(tri_idx, int, 3 * (m_)->ntri, 0, "tri.idx")             /* ntri x 3 */              \
+  X(tri_Dm, dsReal, 4 * (m_)->ntri, 0, "tri.Dm")            /* ntri x 2x2, 1/m */       \
+  X(tri_area, dsReal, (m_)->ntri, 0, "tri.area")            /* rest area, m^2 */        \
+  X(tri_k_mu, dsReal, (m_)->ntri, 1, "tri.k_mu")            /* Pa m (per rest area) */  \
+  X(tri_k_lambda, dsReal, (m_)->ntri, 1, "tri.k_lambda")                                \
+  X(tri_k_damp, dsReal, (m_)->ntri, 1, "tri.k_damp")                                    \
+  /* dihedral bending edges: x1, x2 opposite vertices, x3-x4 the shared edge */         \
+  X(bend_idx, int, 4 * (m_)->nbend, 0, "bend.idx")          /* nbend x 4 */             \
+  X(bend_ke, dsReal, (m_)->nbend, 1, "bend.ke")                                         \
+  X(bend_kd, dsReal, (m_)->nbend, 1, "bend.kd")                                         \
+  X(bend_rest, dsReal, (m_)->nbend, 1, "bend.rest")         /* rest angle, rad */       \
+  /* tets (stable Neo-Hookean) */                                                       \
+  X(tet_idx, int, 4 * (m_)->ntet, 0, "tet.idx")             /* ntet x 4 */              \
+  X(tet_B, dsReal, 9 * (m_)->ntet, 0, "tet.B")              /* ntet x 3x3 Dm^-1, 1/m */ \
+  X(tet_vol, dsReal, (m_)->ntet, 0, "tet.vol")              /* rest volume, m^3 */      \
+  X(tet_k_mu, dsReal, (m_)->ntet, 1, "tet.k_mu")            /* Pa (per rest volume) */  \
+  X(tet_k_lambda, dsReal, (m_)->ntet, 1, "tet.k_lambda")                                \
+  X(tet_k_damp, dsReal, (m_)->ntet, 1, "tet.k_damp")                                    \
+  /* render-only faces (boundary of tet meshes, cloth triangles) */                     \
+  X(face_idx, int, 3 * (m_)->nface, 0, "face.idx")          /* nface x 3 */             \
+  /* global parameters */                                                               \
+  X(gravity, dsReal, 3, 1, "gravity")                       /* m/s^2 */                 \
+  X(contact_ke, dsReal, 1, 1, "contact.ke")                 /* N/m */                   \
+  X(contact_kd, dsReal, 1, 1, "contact.kd")                 /* N s/m */                 \
+  X(contact_kf, dsReal, 1, 1, "contact.kf")                 /* N s/m */                 \
+  X(contact_mu, dsReal, 1, 1, "contact.mu")                 /* Coulomb coefficient */   \
+  X(contact_skin, dsReal, 1, 1, "contact.skin")             /* m */                     \
+  X(aero_lift, dsReal, 1, 1, "aero.lift")                                               \
+  X(aero_drag, dsReal, 1, 1, "aero.drag")                                               \
+  /* particle -> incident element slots (CSR, ascending slot order) */                  \
+  X(inc_start, int, (m_)->nparticle + 1, 0, "incidence.start")                          \
+  X(inc_slot, int, (m_)->nslot, 0, "incidence.slot")
+
+typedef struct dsModel {
+  int nparticle;   /* particles */
+  int nspring;     /* springs */
+  int ntri;        /* membrane triangles */
+  int nbend;       /* bending edges */
+  int ntet;        /* tetrahedra */
+  int nface;       /* render faces */
+  int nslot;       /* element force slots: 2*nspring + 3*ntri + 4*nbend + 4*ntet */
+  int nact;        /* activations per substep: ntri (triangles first) + ntet */
+  dsReal dt;       /* substep, s */
+  int ground;      /* 1: ground-plane contact at y = 0 */
+  int aero;        /* 1: lift and drag on every triangle */
+#define DS__MODEL_FIELD(field, type, count, diff, name) type* field;
+  DS_MODEL_ARRAYS(DS__MODEL_FIELD)
+#undef DS__MODEL_FIELD
+  void* err_;      /* internal: error buffer of ds_model_set_param */
+} dsModel;
+
+/* ---- building a model ------------------------------------------------------ */
+typedef struct dsBuilder dsBuilder;
+
+typedef struct dsTriMaterial { dsReal k_mu, k_lambda, k_damp; } dsTriMaterial;   /* densities per rest area */
+typedef struct dsTetMaterial { dsReal k_mu, k_lambda, k_damp; } dsTetMaterial;   /* densities per rest volume */
+typedef struct dsBendMaterial { dsReal ke, kd; } dsBendMaterial;
+typedef struct dsGroundDef { dsReal ke, kd, kf, mu, skin; } dsGroundDef;
+
+DS_API int ds_builder_create(dsBuilder** out);
+DS_API void ds_builder_free(dsBuilder* b);
+/* Message of the last failed builder call ("" when none). */
+DS_API const char* ds_builder_last_error(const dsBuilder* b);
+
+/* Each add returns the new element's index (>= 0) or a negative DS_ERR_*.
+ * mass 0 makes a fixed particle (inverse mass 0, no gravity). v may be NULL. */
+DS_API int ds_builder_add_particle(dsBuilder* b, const dsReal x[3], const dsReal v[3], dsReal mass);
+/* rest < 0: the distance between the particles' positions. */
+DS_API int ds_builder_add_spring(dsBuilder* b, int i, int j, dsReal ke, dsReal kd, dsReal rest);
+DS_API int ds_builder_add_tri(dsBuilder* b, int i, int j, int k, const dsTriMaterial* mat);
+/* Rest angle from the particles' positions. */
+DS_API int ds_builder_add_bend(dsBuilder* b, int i1, int i2, int i3, int i4, const dsBendMaterial* mat);
+/* Bending edges for every interior edge shared by two of triangles
+ * [tri_begin, tri_end); returns the number added. */
+DS_API int ds_builder_add_bending_from_tris(dsBuilder* b, int tri_begin, int tri_end, const dsBendMaterial* mat);
+DS_API int ds_builder_add_tet(dsBuilder* b, int i, int j, int k, int l, const dsTetMaterial* mat);
+DS_API int ds_builder_add_face(dsBuilder* b, int i, int j, int k);
+/* Cloth: nx x ny cells of size cell in the xy plane, shifted by origin; every
+ * particle gets mass particle_mass and velocity v (may be NULL); triangles
+ * are also render faces; bending edges when bend != NULL. Returns the first
+ * particle's index. */
+DS_API int ds_builder_add_cloth_grid(dsBuilder* b, int nx, int ny, dsReal cell, const dsReal origin[3],
+                                     dsReal particle_mass, const dsReal v[3], const dsTriMaterial* mat,
+                                     const dsBendMaterial* bend);
+/* Box of nx x ny x nz cells of size hx, hy, hz with its minimum corner at
+ * origin; mass lumped from density (V/4 per tet vertex); boundary faces
+ * extracted with outward orientation. Returns the first particle's index. */
+DS_API int ds_builder_add_tet_grid(dsBuilder* b, int nx, int ny, int nz, dsReal hx, dsReal hy, dsReal hz,
+                                   const dsReal origin[3], dsReal density, const dsReal v[3],
+                                   const dsTetMaterial* mat);
+/* Soft body from a tet mesh (struct dsMesh of dsim/mesh.h: nvert, x, ntet,
+ * tet); as the tet grid. Returns the first particle's index. */
+struct dsMesh;
+DS_API int ds_builder_add_soft_mesh(dsBuilder* b, const struct dsMesh* mesh, dsReal density, const dsReal v[3],
+                                    const dsTetMaterial* mat);
+DS_API void ds_builder_set_gravity(dsBuilder* b, dsReal gx, dsReal gy, dsReal gz);
+DS_API void ds_builder_set_dt(dsBuilder* b, dsReal dt);
+/* Ground-plane contact on (def != NULL) or off (NULL). */
+DS_API void ds_builder_set_ground(dsBuilder* b, const dsGroundDef* def);
+/* Lift and drag on every triangle (on when called). */
+DS_API void ds_builder_set_aero(dsBuilder* b, dsReal k_lift, dsReal k_drag);
+/* Validates (indices, masses, degenerate or inverted elements, dt) and builds
+ * the model: rest shapes, rest angles, incidence lists. Errors name the
+ * element. The builder stays usable. */
+DS_API int ds_builder_finalize(dsBuilder* b, dsModel** out);
+
+DS_API void ds_model_free(dsModel* m);
+/* Any model array by name (see DS_MODEL_ARRAYS): pointer and element count.
+ * DS_ERR_NOTFOUND for an unknown name. */
+DS_API int ds_model_param(const dsModel* m, const char* name, const dsReal** ptr, int* count);
+/* Replace a differentiable parameter between episodes (system
+ * identification). count must match; values are validated (mass >= 0,
+ * finite). Rest shapes do not follow a new initial_position. */
+DS_API int ds_model_set_param(dsModel* m, const char* name, const dsReal* values, int count);
+DS_API const char* ds_model_last_error(const dsModel* m);
+/* Differentiable parameter names, i = 0 .. ds_param_count()-1. */
+DS_API int ds_param_count(void);
+DS_API const char* ds_param_name(int i);
+
+/* ---- data ----------------------------------------------------------------- */
+typedef struct dsDataDef {
+  int max_substeps;     /* tape capacity T (substeps per episode); 0: no tape, forward only */
+  int checkpoint_every; /* 0 or 1: store every state; K > 1: every K-th, recompute segments */
+  int act_records;      /* distinct activation vectors the tape holds; 0: max_substeps */
+  int fext_records;     /* distinct external-force fields the tape holds; 0: max_substeps */
+  size_t arena_bytes;   /* scratch arena; 0: what step and backward need */
+} dsDataDef;
+DS_API dsDataDef ds_default_data_def(void);
+
+/* Arrays of a data, X(field, type, count, name), count in m_ (model) and
+ * d_ (data). The first rows are the public state; the rest is the tape. */
+#define DS_DATA_ARRAYS(X)                                                                  \
+  X(x, dsReal, 3 * (size_t)(m_)->nparticle, "x")               /* positions, nparticle x 3 */   \
+  X(v, dsReal, 3 * (size_t)(m_)->nparticle, "v")               /* velocities */                 \
+  X(f, dsReal, 3 * (size_t)(m_)->nparticle, "f")               /* total force of the last step */ \
+  X(f_ext, dsReal, 3 * (size_t)(m_)->nparticle, "f_ext")       /* external force, N, set per substep */ \
+  X(act, dsReal, (size_t)(m_)->nact, "act")                    /* activations [tri | tet] */    \
+  X(adj_x, dsReal, 3 * (size_t)(m_)->nparticle, "adj_x")       /* dL/dx at substep bt */        \
+  X(adj_v, dsReal, 3 * (size_t)(m_)->nparticle, "adj_v")       /* dL/dv at substep bt */        \
+  X(tape_x, dsReal, (size_t)(d_)->nstore * 3 * (m_)->nparticle, "tape_x")                        \
+  X(tape_v, dsReal, (size_t)(d_)->nstore * 3 * (m_)->nparticle, "tape_v")                        \
+  X(seg_x, dsReal, (size_t)(d_)->nseg * 3 * (m_)->nparticle, "seg_x")                            \
+  X(seg_v, dsReal, (size_t)(d_)->nseg * 3 * (m_)->nparticle, "seg_v")                            \
+  X(act_tape, dsReal, (size_t)(d_)->act_cap * (m_)->nact, "act_tape")                            \
+  X(act_rec, int, (size_t)(d_)->max_substeps, "act_rec")                                         \
+  X(fext_tape, dsReal, (size_t)(d_)->fext_cap * 3 * (m_)->nparticle, "fext_tape")                \
+  X(fext_rec, int, (size_t)(d_)->max_substeps, "fext_rec")                                       \
+  X(arena, unsigned char, (d_)->arena_size, "arena")
+
+typedef struct dsData {
+  int t;              /* substeps taken since reset */
+  int bt;             /* backward: adj_x/adj_v are adjoints of the state at substep bt; -1 outside */
+  int max_substeps;   /* tape capacity (0: no tape) */
+  int ckpt;           /* K: checkpoint interval (1 = full tape) */
+  int nstore;         /* states the tape holds */
+  int nseg;           /* states of the recompute segment (K+1 in checkpointed mode) */
+  int act_cap, act_n; /* activation records: capacity, used */
+  int fext_cap, fext_n;
+  int seg_start;      /* first substep held in seg_x/seg_v (-1: none) */
+  int failed;         /* 1 after a divergence until reset */
+  size_t arena_size, arena_top, arena_peak; /* bytes */
+#define DS__DATA_FIELD(field, type, count, name) type* field;
+  DS_DATA_ARRAYS(DS__DATA_FIELD)
+#undef DS__DATA_FIELD
+  void* err_;         /* internal: error buffer */
+} dsData;
+
+DS_API int ds_data_create(const dsModel* m, const dsDataDef* def, dsData** out);
+DS_API void ds_data_free(dsData* d);
+/* x = x0, v = v0, t = 0, act = f_ext = 0, tape and adjoints cleared. */
+DS_API int ds_data_reset(const dsModel* m, dsData* d);
+/* Replace the state; only at t = 0 (DS_ERR_STATE otherwise). x or v may be NULL. */
+DS_API int ds_data_set_state(const dsModel* m, dsData* d, const dsReal* x, const dsReal* v);
+/* "substep 123: tet 45 inverted (J = -0.02)", or "" when none. */
+DS_API const char* ds_data_last_error(const dsData* d);
+/* Bytes held by the data (arrays, tape, arena). */
+DS_API size_t ds_data_bytes(const dsModel* m, const dsData* d);
+
+/* ---- step ------------------------------------------------------------------
+ * One semi-implicit Euler substep with d->act and d->f_ext held over it:
+ *   f  = f_ext + sum of element forces + contact
+ *   v' = v + dt*(w*f + g*[w > 0]),  x' = x + dt*v'
+ * Records the tape. DS_ERR_INVERTED when a tet has J <= 0 at the start of
+ * the substep, DS_ERR_DIVERGED when x' or v' is not finite (the data must
+ * then be reset), DS_ERR_STATE when the tape is full. */
+DS_API int ds_step(const dsModel* m, dsData* d);
+/* Forces at the current state into d->f (no integration, no tape). */
+DS_API int ds_compute_forces(const dsModel* m, dsData* d);
+
+/* ---- gradient ------------------------------------------------------------- */
+#define DS__GRAD_IF_1(x) x
+#define DS__GRAD_IF_0(x)
+typedef struct dsGrad {
+  const dsModel* model; /* the model it mirrors (must outlive the gradient) */
+#define DS__GRAD_FIELD(field, type, count, diff, name) DS__GRAD_IF_##diff(dsReal* field;)
+  DS_MODEL_ARRAYS(DS__GRAD_FIELD)
+#undef DS__GRAD_FIELD
+} dsGrad;
+
+DS_API int ds_grad_create(const dsModel* m, dsGrad** out);
+DS_API void ds_grad_free(dsGrad* g);
+DS_API void ds_grad_zero(dsGrad* g);
+DS_API int ds_grad_param(const dsGrad* g, const char* name, dsReal** ptr, int* count);
+
+/* ---- backward --------------------------------------------------------------
+ * Reverse mode through the taped episode. Gradients accumulate (+=) into g. */
+/* bt = t; adj_x = adj_v = 0. */
+DS_API int ds_backward_begin(const dsModel* m, dsData* d);
+/* Pops substep bt-1: turns the adjoints of state bt into those of state
+ * bt-1, accumulates parameter gradients into g, and writes (overwrites)
+ * dL/d(act over that substep) into adj_act (nact) and dL/d(f_ext over that
+ * substep) into adj_fext (nparticle x 3) when they are not NULL. */
+DS_API int ds_backward_step(const dsModel* m, dsData* d, dsGrad* g, dsReal* adj_act, dsReal* adj_fext);
+/* At bt = 0: adds adj_x, adj_v to g->x0, g->v0; ends the backward. */
+DS_API int ds_backward_finish(const dsModel* m, dsData* d, dsGrad* g);
+/* Whole episode from dL/dx_T, dL/dv_T (either may be NULL); adj_act
+ * (t x nact) and adj_fext (t x nparticle x 3) receive every substep's
+ * control gradients when not NULL. */
+DS_API int ds_backward(const dsModel* m, dsData* d, dsGrad* g, const dsReal* adj_xT, const dsReal* adj_vT,
+                       dsReal* adj_act, dsReal* adj_fext);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,184 @@
+/* dsim soft rasterizer (SoftRas-style) and image losses.
+ *
+ * A differentiable renderer of triangle meshes: every pixel's colour and
+ * alpha are smooth functions of the vertex positions and colours, and the
+ * backward pass gives the exact adjoint of the forward (up to rounding).
+ * The math is written out at the top of engine/raster.c and in
+ * FORMULAS.md ("Soft rasterizer").
+ *
+ * Images are dsReal RGBA, row-major, (height x width x 4), row 0 at the top,
+ * every value in [0, 1]. Loss functions take and return the same layout.
+ *
+ * Typical use:
+ *   dsRenderSettings s = ds_render_settings_default();
+ *   ds_camera_look_at(&s.camera, 13, 30, 0);
+ *   dsRaster* r; ds_raster_create(&r, &s, max_faces, max_verts);
+ *   dsRasterMesh m = {verts, nvert, faces, nface, colors, DS_COLOR_FACE};
+ *   ds_raster_render(r, &m, image);                  // image: h*w*4
+ *   ds_raster_backward(r, &m, d_image, d_verts, d_colors);  // accumulates
+ */
+#ifndef DSIM_RASTER_H
+#define DSIM_RASTER_H
+
+#include "dsim/base.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- camera -----------------------------------------------------------------
+ * Look-at camera, y up. z_c = unit(at - eye), x_c = unit(up x z_c),
+ * y_c = z_c x x_c. A point p has camera coordinates
+ * (X, Y, Z) = ((p-eye).x_c, (p-eye).y_c, (p-eye).z_c) and normalised device
+ * coordinates (X/(Z t a), Y/(Z t)) with t = tan(fov/2), a = width/height
+ * (perspective) or (X/(h a), Y/h) with h = ortho_height (orthographic). */
+typedef struct dsCamera {
+  dsReal eye[3];       /* camera position, m */
+  dsReal at[3];        /* point looked at, m */
+  dsReal up[3];        /* up direction (any length, not parallel to at - eye) */
+  dsReal fov_deg;      /* vertical field of view, degrees (perspective) */
+  dsReal znear;        /* near plane: depth Z below it is not drawn, m (> 0) */
+  dsReal zfar;         /* far plane, m (> znear) */
+  int orthographic;    /* 0: perspective, 1: orthographic */
+  dsReal ortho_height; /* orthographic: half the visible height, m */
+} dsCamera;
+
+/* Perspective, fov 30 deg, near 1, far 100, looking at the origin from
+ * distance 13, elevation 30 deg, azimuth 0 (the gear scene). */
+DS_API dsCamera ds_camera_default(void);
+
+/* eye = (d cos e sin a, d sin e, -d cos e cos a), at = origin, up = +y.
+ * Angles in degrees. DS_ERR_INVALID for d <= 0 or when the view is
+ * vertical (|e| = 90 deg: up parallel to the view axis). */
+DS_API int ds_camera_look_at(dsCamera* cam, dsReal distance, dsReal elevation_deg,
+                             dsReal azimuth_deg);
+
+/* Explicit eye, target and up vector. DS_ERR_INVALID when eye == at or up is
+ * parallel to the view axis. */
+DS_API int ds_camera_set_eye(dsCamera* cam, const dsReal eye[3], const dsReal at[3],
+                             const dsReal up[3]);
+
+/* Projects world point p for an image of width x height: ndc[0], ndc[1] in
+ * normalised device coordinates ([-1, 1] across the image, y up), ndc[2] the
+ * camera depth Z (m). DS_ERR_INVALID for a degenerate camera; DS_ERR_RANGE
+ * when p is not in front of the camera (Z <= 0, perspective). */
+DS_API int ds_camera_project(const dsCamera* cam, int width, int height, const dsReal p[3],
+                             dsReal ndc[3]);
+
+/* ---- render settings ----------------------------------------------------- */
+typedef struct dsRenderSettings {
+  int width, height;      /* output image size, pixels */
+  int supersample;        /* k >= 1: render kW x kH, average k x k blocks */
+  dsReal sigma;           /* coverage sharpness sigma, NDC units squared */
+  dsReal gamma;           /* depth-softmax temperature, normalised depth units */
+  dsReal eps;             /* background's normalised depth in the softmax */
+  dsReal background[4];   /* RGBA of the background */
+  dsReal ambient;         /* ambient light factor k_amb */
+  dsReal directional;     /* directional light factor k_dir */
+  dsReal light_dir[3];    /* direction towards the light (normalised internally) */
+  dsCamera camera;
+} dsRenderSettings;
+
+/* SCENES.md "Common rendering": 256 x 256, supersampling 2, sigma 1e-5,
+ * gamma 1e-4, eps 1e-3, background (0,0,0,0), 0.5 ambient + 0.5
+ * directional along +y, ds_camera_default(). */
+DS_API dsRenderSettings ds_render_settings_default(void);
+
+/* ---- meshes -------------------------------------------------------------- */
+typedef enum dsColorMode {
+  DS_COLOR_FACE = 0,   /* colors: nface x 3, flat per face */
+  DS_COLOR_VERTEX = 1  /* colors: nvert x 3, interpolated perspective-correctly */
+} dsColorMode;
+
+typedef struct dsRasterMesh {
+  const dsReal* verts;  /* vertex positions (nvert x 3), world, m */
+  int nvert;
+  const int* faces;     /* vertex indices (nface x 3); either winding (double-sided) */
+  int nface;
+  const dsReal* colors; /* base RGB in [0,1], per face or per vertex (see color_mode) */
+  int color_mode;       /* dsColorMode */
+} dsRasterMesh;
+
+/* ---- renderer ------------------------------------------------------------
+ * Created once for an image size and the largest mesh it will draw; holds
+ * every buffer, so render and backward allocate nothing. One renderer must
+ * not be used from two threads at once (it uses OpenMP inside). */
+typedef struct dsRaster dsRaster;
+
+/* DS_ERR_INVALID for bad sizes or settings (message on *out is not
+ * available: the reason is logged through the log hook), DS_ERR_NOMEM. */
+DS_API int ds_raster_create(dsRaster** out, const dsRenderSettings* s, int max_faces,
+                            int max_verts);
+DS_API void ds_raster_destroy(dsRaster* r);
+
+/* Changes sigma, gamma, lights, background, camera (not the image size or
+ * supersampling: DS_ERR_INVALID). Invalidates the state kept for backward. */
+DS_API int ds_raster_set_settings(dsRaster* r, const dsRenderSettings* s);
+DS_API int ds_raster_set_camera(dsRaster* r, const dsCamera* cam);
+DS_API const dsRenderSettings* ds_raster_settings(const dsRaster* r);
+/* Message for the last error of a call on r ("" after a success). */
+DS_API const char* ds_raster_last_error(const dsRaster* r);
+
+/* Renders the mesh into image (height x width x 4, may be NULL to only
+ * prepare backward). Faces with a vertex nearer than znear are culled (not
+ * clipped). Keeps the per-pixel state that ds_raster_backward needs.
+ * Errors: DS_ERR_INVALID (NULL arrays, sizes above the renderer's maxima),
+ * DS_ERR_MESH (vertex index out of range), DS_ERR_DIVERGED (NaN/Inf vertex). */
+DS_API int ds_raster_render(dsRaster* r, const dsRasterMesh* mesh, dsReal* image);
+
+/* Adjoint of the last ds_raster_render, which must have been called with the
+ * same mesh and settings (DS_ERR_STATE when no render precedes it or the
+ * sizes differ). d_image: dL/d(image), same layout as the image. ACCUMULATES
+ * dL/d(verts) into d_verts (nvert x 3) and dL/d(colors) into d_colors (same
+ * shape as mesh->colors); either may be NULL. */
+DS_API int ds_raster_backward(dsRaster* r, const dsRasterMesh* mesh, const dsReal* d_image,
+                              dsReal* d_verts, dsReal* d_colors);
+
+/* The same adjoint without relying on an earlier render: re-renders the mesh
+ * first (so nothing need be kept between frames; costs one more forward). */
+DS_API int ds_raster_render_backward(dsRaster* r, const dsRasterMesh* mesh, const dsReal* d_image,
+                                     dsReal* d_verts, dsReal* d_colors);
+
+/* ---- image losses -----------------------------------------------------------
+ * All losses compare RGBA images img and goal (h x w x 4, all four channels)
+ * and write dL/d(img) into grad (same layout, overwritten; may be NULL). */
+
+/* mean over all 4wh values of (img - goal)^2 */
+DS_API int ds_loss_mse(const dsReal* img, const dsReal* goal, int w, int h, dsReal* loss,
+                       dsReal* grad);
+/* mean of |img - goal|; the gradient is 0 where they are equal */
+DS_API int ds_loss_l1(const dsReal* img, const dsReal* goal, int w, int h, dsReal* loss,
+                      dsReal* grad);
+
+typedef enum dsLossKind { DS_LOSS_MSE = 0, DS_LOSS_L1 = 1, DS_LOSS_DSSIM = 2 } dsLossKind;
+
+#define DS_LOSS_MAX_LEVELS 8
+typedef struct dsLossDef {
+  int kind;            /* dsLossKind applied at every level */
+  int levels;          /* 1 = single scale; up to DS_LOSS_MAX_LEVELS pyramid levels */
+  dsReal weights[DS_LOSS_MAX_LEVELS]; /* per level (level 0 = full resolution) */
+  dsReal ssim_sigma;   /* D-SSIM Gaussian window sigma, pixels (1.5) */
+  int ssim_radius;     /* D-SSIM window radius, pixels (5: an 11 x 11 window) */
+  dsReal ssim_c1, ssim_c2; /* (0.01)^2, (0.03)^2 (data range 1) */
+} dsLossDef;
+
+/* kind MSE, 1 level, weights all 1, SSIM window 11 x 11 sigma 1.5,
+ * C1 = 1e-4, C2 = 9e-4. */
+DS_API dsLossDef ds_loss_def_default(void);
+
+/* D-SSIM: (1 - mean SSIM)/2 over pixels and the 4 channels; SSIM with a
+ * Gaussian window normalised over the in-image part near borders.
+ * Multi-scale: L = sum_l weights[l] * loss(P_l(img), P_l(goal)) where P_0 is
+ * the image and P_{l+1} blurs P_l with the 5-tap binomial [1 4 6 4 1]/16
+ * (normalised at borders) and keeps every other pixel (size ceil(n/2)). */
+typedef struct dsImageLoss dsImageLoss;
+DS_API int ds_image_loss_create(dsImageLoss** out, const dsLossDef* def, int w, int h);
+DS_API void ds_image_loss_destroy(dsImageLoss* l);
+/* Allocation-free evaluation; grad may be NULL. */
+DS_API int ds_image_loss_eval(dsImageLoss* l, const dsReal* img, const dsReal* goal, dsReal* loss,
+                              dsReal* grad);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,192 @@
+/* Tet stable Neo-Hookean kernel: rest data (and rejection of inverted or
+ * flat rest shapes), zero force at rest, J = det F, force vs -dE/dx,
+ * adjoint vs central differences on random, nearly inverted and activated
+ * states. */
+#include "config.h"
+
+#include "engine/force_tet.h"
+#include "tests/forcecheck.h"
+
+#if DS_SINGLE
+int main(void) { DST_SKIP("gradient checks need double precision"); }
+#else
+
+static void fwd(const double* x, const double* v, const double* p, double* f, const void* ctx) {
+  dsTetParam tp = {p[0], p[1], p[2], p[3]};
+  ds_tet_fwd(x, v, (const dsTetRest*)ctx, &tp, f, NULL);
+}
+
+static void bwd(const double* x, const double* v, const double* p, const double* af, double* ax,
+                double* av, double* ap, const void* ctx) {
+  dsTetParam tp = {p[0], p[1], p[2], p[3]};
+  dsTetParam a = {ap[0], ap[1], ap[2], ap[3]};
+  ds_tet_bwd(x, v, (const dsTetRest*)ctx, &tp, af, ax, av, &a);
+  ap[0] = a.k_mu;
+  ap[1] = a.k_lambda;
+  ap[2] = a.k_damp;
+  ap[3] = a.act;
+}
+
+/* F = Ds B (row-major) */
+static void defgrad(const double* x, const dsTetRest* r, double F[9]) {
+  double Ds[9];
+  for (int i = 0; i < 3; i++)
+    for (int c = 0; c < 3; c++) Ds[3 * c + i] = x[3 * (i + 1) + c] - x[c];
+  for (int a = 0; a < 3; a++)
+    for (int b = 0; b < 3; b++)
+      F[3 * a + b] = Ds[3 * a] * r->B[b] + Ds[3 * a + 1] * r->B[3 + b] + Ds[3 * a + 2] * r->B[6 + b];
+}
+
+static double det3(const double* A) {
+  return A[0] * (A[4] * A[8] - A[5] * A[7]) - A[1] * (A[3] * A[8] - A[5] * A[6]) +
+         A[2] * (A[3] * A[7] - A[4] * A[6]);
+}
+
+typedef struct {
+  dsTetRest r;
+  dsTetParam p;
+} EnergyCtx;
+
+/* E = V0 [mu/2 (Ic - 3) - mu/2 log(Ic + 1) + lambda/2 (J - alpha + a)^2],
+ * alpha = 1 + 0.75 mu/lambda */
+static double energy(const double* x, int n, void* user) {
+  const EnergyCtx* e = (const EnergyCtx*)user;
+  double F[9], Ic = 0;
+  (void)n;
+  defgrad(x, &e->r, F);
+  for (int k = 0; k < 9; k++) Ic += F[k] * F[k];
+  double J = det3(F), mu = e->p.k_mu, lam = e->p.k_lambda;
+  double c = J - (1 + 0.75 * mu / lam) + e->p.act;
+  return e->r.vol * (0.5 * mu * (Ic - 3) - 0.5 * mu * log(Ic + 1) + 0.5 * lam * c * c);
+}
+
+static void rand_tet(double* x0, double size) {
+  /* a jittered regular-ish tet, positively oriented */
+  const double base[12] = {0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1};
+  for (int i = 0; i < 12; i++) x0[i] = size * (base[i] + fc_unif(-0.25, 0.25));
+}
+
+static void deform(const double* x0, double* x, double amp) {
+  double M[9], t[3];
+  for (int i = 0; i < 9; i++) M[i] = (i % 4 == 0 ? 1 : 0) + fc_unif(-amp, amp);
+  for (int c = 0; c < 3; c++) t[c] = fc_unif(-0.5, 0.5);
+  for (int k = 0; k < 4; k++)
+    for (int c = 0; c < 3; c++)
+      x[3 * k + c] = t[c] + M[3 * c] * x0[3 * k] + M[3 * c + 1] * x0[3 * k + 1] +
+                     M[3 * c + 2] * x0[3 * k + 2] + fc_unif(-0.02, 0.02);
+}
+
+int main(void) {
+  dsTetRest r;
+  char label[80];
+
+  /* rest data of a known tet */
+  {
+    double x0[12] = {1, 1, 1, 1.5, 1, 1, 1, 1.2, 1, 1, 1, 1.1};
+    CHECK_INT_EQ(ds_tet_rest(x0, &r), 0);
+    CHECK_CLOSE(r.vol, 0.5 * 0.2 * 0.1 / 6, 1e-14, 0);
+    CHECK_CLOSE(r.B[0], 2, 1e-14, 0);
+    CHECK_CLOSE(r.B[4], 5, 1e-14, 0);
+    CHECK_CLOSE(r.B[8], 10, 1e-14, 0);
+    CHECK_CLOSE(r.B[1], 0, 0, 1e-14);
+    /* inverted (two vertices swapped), flat, coincident, non-finite */
+    double inv[12] = {1, 1, 1, 1, 1.2, 1, 1.5, 1, 1, 1, 1, 1.1};
+    double flat[12] = {0, 0, 0, 1, 0, 0, 0, 1, 0, 0.3, 0.3, 0};
+    double nearflat[12] = {0, 0, 0, 1, 0, 0, 0, 1, 0, 0.3, 0.3, 1e-15};
+    double same[12] = {0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1};
+    double bad[12] = {0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, NAN};
+    CHECK_INT_EQ(ds_tet_rest(inv, &r), DS_ERR_MESH);
+    CHECK_INT_EQ(ds_tet_rest(flat, &r), DS_ERR_MESH);
+    CHECK_INT_EQ(ds_tet_rest(nearflat, &r), DS_ERR_MESH);
+    CHECK_INT_EQ(ds_tet_rest(same, &r), DS_ERR_MESH);
+    CHECK_INT_EQ(ds_tet_rest(bad, &r), DS_ERR_MESH);
+    double thin[12] = {0, 0, 0, 1, 0, 0, 0, 1, 0, 0.3, 0.3, 1e-6};
+    CHECK_INT_EQ(ds_tet_rest(thin, &r), 0);
+  }
+
+  fc_seed(5);
+  /* zero force at rest with a = 0, also under rigid rotation + translation
+   * and a uniform velocity */
+  for (int t = 0; t < 10; t++) {
+    double x0[12], x[12], v[12], f[12], J = 0;
+    rand_tet(x0, fc_unif(0.2, 1));
+    CHECK_INT_EQ(ds_tet_rest(x0, &r), 0);
+    double ang = fc_unif(0, 6.28), ca = cos(ang), sa = sin(ang);
+    for (int k = 0; k < 4; k++) {
+      x[3 * k] = ca * x0[3 * k] - sa * x0[3 * k + 2] + 0.3;
+      x[3 * k + 1] = x0[3 * k + 1] - 2;
+      x[3 * k + 2] = sa * x0[3 * k] + ca * x0[3 * k + 2];
+      v[3 * k] = 1.5, v[3 * k + 1] = -0.3, v[3 * k + 2] = 0.7;
+    }
+    dsTetParam p = {fc_unif(1e2, 1e4), fc_unif(1e3, 1e4), 1, 0};
+    ds_tet_fwd(x, v, &r, &p, f, &J);
+    double fmax = 0, L = cbrt(6 * r.vol);
+    for (int i = 0; i < 12; i++) fmax = fmax > fabs(f[i]) ? fmax : fabs(f[i]);
+    CHECK(fmax < 1e-9 * p.k_mu * L * L);
+    CHECK_CLOSE(J, 1, 1e-12, 0);
+  }
+
+  const fcKernel K = {12, 4, fwd, bwd, &r};
+  double z[28];
+  for (int t = 0; t < 24; t++) {
+    double x0[12], F[9], f[12], J = 0;
+    rand_tet(x0, fc_unif(0.2, 1));
+    CHECK_INT_EQ(ds_tet_rest(x0, &r), 0);
+    deform(x0, z, 0.3);
+    for (int i = 0; i < 12; i++) z[12 + i] = fc_unif(-1.5, 1.5);
+    z[24] = fc_unif(1e2, 1e4);  /* k_mu */
+    z[25] = fc_unif(1e3, 1e4);  /* k_lambda */
+    z[26] = fc_unif(0, 10);     /* k_damp */
+    z[27] = fc_unif(-0.3, 0.3); /* act */
+    snprintf(label, sizeof label, "tet random %d", t);
+    fc_check(&K, z, 1e-6, 1e-6, 1e-8, label);
+
+    /* J = det F */
+    dsTetParam p = {z[24], z[25], z[26], z[27]};
+    ds_tet_fwd(z, z + 12, &r, &p, f, &J);
+    defgrad(z, &r, F);
+    CHECK_CLOSE(J, det3(F), 1e-12, 1e-14);
+
+    /* force (without damping) is -dE/dx */
+    EnergyCtx e = {r, {z[24], z[25], 0, z[27]}};
+    ds_tet_fwd(z, z + 12, &r, &e.p, f, NULL);
+    fc_energy_check(energy, &e, z, 12, f, 1e-6, 1e-6, 1e-8, label);
+  }
+
+  /* nearly inverted: vertex 3 pushed almost into the face (x0, x1, x2),
+   * J small positive; and one slightly inverted (J < 0, still finite) */
+  for (int t = 0; t < 6; t++) {
+    double x0[12] = {0, 0, 0, 0.5, 0, 0, 0, 0.5, 0, 0, 0, 0.5}, f[12], J = 0;
+    CHECK_INT_EQ(ds_tet_rest(x0, &r), 0);
+    /* base stays in the plane z = 0 so J = (in-plane area ratio) (z3 / 0.5) */
+    for (int i = 0; i < 12; i++) z[i] = x0[i] + (i % 3 == 2 ? 0 : fc_unif(-0.01, 0.01));
+    z[9] = 0.1, z[10] = 0.1;
+    z[11] = (t < 5 ? 1 : -1) * 0.5 * pow(10.0, -1 - t % 5); /* J ~ 1e-1 .. 1e-5, then < 0 */
+    for (int i = 0; i < 12; i++) z[12 + i] = fc_unif(-1, 1);
+    z[24] = 1e3, z[25] = 1e3, z[26] = 1, z[27] = 0.2;
+    dsTetParam p = {z[24], z[25], z[26], z[27]};
+    ds_tet_fwd(z, z + 12, &r, &p, f, &J);
+    dst_checks++;
+    if (!(t < 5 ? (J > 0 && J < 0.25) : J < 0)) DST_FAIL_AT("nearly inverted %d: J = %g", t, J);
+    snprintf(label, sizeof label, "tet nearly inverted %d (J %.2g)", t, J);
+    fc_check(&K, z, 1e-8, 1e-6, 1e-8, label);
+    EnergyCtx e = {r, {z[24], z[25], 0, z[27]}};
+    ds_tet_fwd(z, z + 12, &r, &e.p, f, NULL);
+    fc_energy_check(energy, &e, z, 12, f, 1e-8, 1e-6, 1e-8, label);
+  }
+
+  /* activation contracts the volume: a > 0 at rest pushes x3 toward the base */
+  {
+    double x0[12] = {0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1}, v[12] = {0}, f[12];
+    CHECK_INT_EQ(ds_tet_rest(x0, &r), 0);
+    dsTetParam p = {1e3, 1e3, 1, 0.3};
+    ds_tet_fwd(x0, v, &r, &p, f, NULL);
+    CHECK(f[11] < 0);
+    double sum[3] = {0, 0, 0};
+    for (int k = 0; k < 4; k++)
+      for (int c = 0; c < 3; c++) sum[c] += f[3 * k + c];
+    for (int c = 0; c < 3; c++) CHECK_CLOSE(sum[c], 0, 0, 1e-10);
+  }
+  return DST_RESULT();
+}
+#endif

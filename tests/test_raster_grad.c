@@ -1,0 +1,271 @@
+/* Soft rasterizer adjoint vs central finite differences: every vertex
+ * coordinate and every colour component of small random meshes (faces
+ * crossing tile borders, faces partly behind others), perspective and
+ * orthographic, flat and per-vertex colours, with supersampling. The loss is
+ * L = sum_p R_p image_p with random R, so dL/d(image) = R. Each comparison is
+ * also run on a deliberately perturbed adjoint, which must be rejected. */
+#include "config.h"
+
+#include <stdint.h>
+
+#include "dsim/raster.h"
+#include "tests/dstest.h"
+
+static uint64_t g_rng = 0x9E3779B97F4A7C15ull;
+static double urand(void) {
+  g_rng ^= g_rng << 13;
+  g_rng ^= g_rng >> 7;
+  g_rng ^= g_rng << 17;
+  return (double)(g_rng >> 11) / 9007199254740992.0;
+}
+static double urange(double a, double b) { return a + (b - a) * urand(); }
+
+#define NV 12
+#define NF 9
+
+typedef struct Case {
+  const char* name;
+  dsRenderSettings s;
+  dsReal verts[NV * 3];
+  int faces[NF * 3];
+  dsReal colors[NV * 3]; /* NF*3 used in face mode */
+  int mode;
+  dsReal* R;             /* dL/d(image) weights */
+} Case;
+
+static double loss_of(dsRaster* r, const Case* c, dsReal* img) {
+  dsRasterMesh m = {c->verts, NV, c->faces, NF, c->colors, c->mode};
+  size_t n = (size_t)c->s.width * c->s.height * 4, i;
+  double L = 0;
+  if (ds_raster_render(r, &m, img) != DS_OK) return NAN;
+  for (i = 0; i < n; i++) L += (double)c->R[i] * img[i];
+  return L;
+}
+
+/* Number of components where |fd - an| > atol + rtol |fd|, atol relative to
+ * the largest analytic component; prints the first few. */
+static int compare(const char* what, const double* fd, const double* an, int n, int verbose) {
+  double scale = 0;
+  int i, bad = 0;
+  double worst = 0;
+  for (i = 0; i < n; i++) scale = fmax(scale, fabs(an[i]));
+  for (i = 0; i < n; i++) worst = fmax(worst, fabs(fd[i] - an[i]) / scale);
+  if (verbose) fprintf(stderr, "  %s: max |fd - analytic| / max|analytic| = %.3g (max %.3g)\n", what, worst, scale);
+  for (i = 0; i < n; i++) {
+    double tol = 1e-7 * scale + 1e-6 * fabs(fd[i]);
+    if (!(fabs(fd[i] - an[i]) <= tol)) {
+      if (verbose && bad < 5)
+        fprintf(stderr, "  %s[%d]: fd %.10g analytic %.10g (diff %.3g, tol %.3g)\n", what, i, fd[i],
+                an[i], fabs(fd[i] - an[i]), tol);
+      bad++;
+    }
+  }
+  return bad;
+}
+
+static void check_case(Case* c) {
+  dsRaster* r = NULL;
+  int W = c->s.width, H = c->s.height, i;
+  int nc = (c->mode == DS_COLOR_VERTEX ? NV : NF) * 3;
+  size_t n = (size_t)W * H * 4;
+  dsReal* img = (dsReal*)malloc(n * sizeof(dsReal));
+  dsReal gv[NV * 3], gc[NV * 3], gv2[NV * 3], gc2[NV * 3];
+  double fdv[NV * 3], fdc[NV * 3], anv[NV * 3], anc[NV * 3];
+  dsRasterMesh m = {c->verts, NV, c->faces, NF, c->colors, c->mode};
+  int rc;
+  const double h = 1e-6;
+
+  c->R = (dsReal*)malloc(n * sizeof(dsReal));
+  for (i = 0; i < (int)n; i++) c->R[i] = (dsReal)urange(-1, 1);
+  CHECK_INT_EQ(ds_raster_create(&r, &c->s, NF, NV), DS_OK);
+  if (!r) return;
+  /* the image covers some pixels partly (coverage strictly between 0 and 1) */
+  loss_of(r, c, img);
+  {
+    int partial = 0, covered = 0;
+    for (i = 0; i < W * H; i++) {
+      partial += img[4 * i + 3] > 0.01 && img[4 * i + 3] < 0.99;
+      covered += img[4 * i + 3] > 0.99;
+    }
+    fprintf(stderr, "%s: %d partial, %d covered of %d pixels\n", c->name, partial, covered, W * H);
+    CHECK(partial > 10);
+    CHECK(covered > 10);
+  }
+
+  memset(gv, 0, sizeof gv);
+  memset(gc, 0, sizeof gc);
+  rc = ds_raster_backward(r, &m, c->R, gv, gc);
+  CHECK_INT_EQ(rc, DS_OK);
+  /* accumulation: a second backward adds the same again */
+  memcpy(gv2, gv, sizeof gv);
+  memcpy(gc2, gc, sizeof gc);
+  CHECK_INT_EQ(ds_raster_backward(r, &m, c->R, gv2, gc2), DS_OK);
+  for (i = 0; i < NV * 3; i++) CHECK_CLOSE(gv2[i], 2 * gv[i], 1e-13, 1e-300);
+  for (i = 0; i < nc; i++) CHECK_CLOSE(gc2[i], 2 * gc[i], 1e-13, 1e-300);
+  /* re-render contract: identical bits */
+  memset(gv2, 0, sizeof gv2);
+  memset(gc2, 0, sizeof gc2);
+  CHECK_INT_EQ(ds_raster_render_backward(r, &m, c->R, gv2, gc2), DS_OK);
+  CHECK(memcmp(gv, gv2, sizeof gv) == 0);
+  CHECK(memcmp(gc, gc2, nc * sizeof(dsReal)) == 0);
+
+  for (i = 0; i < NV * 3; i++) {
+    dsReal v0 = c->verts[i];
+    double lp, lm;
+    c->verts[i] = v0 + h;
+    lp = loss_of(r, c, img);
+    c->verts[i] = v0 - h;
+    lm = loss_of(r, c, img);
+    c->verts[i] = v0;
+    fdv[i] = (lp - lm) / (2 * h);
+    anv[i] = gv[i];
+  }
+  for (i = 0; i < nc; i++) {
+    dsReal v0 = c->colors[i];
+    double lp, lm;
+    c->colors[i] = v0 + h;
+    lp = loss_of(r, c, img);
+    c->colors[i] = v0 - h;
+    lm = loss_of(r, c, img);
+    c->colors[i] = v0;
+    fdc[i] = (lp - lm) / (2 * h);
+    anc[i] = gc[i];
+  }
+  {
+    int bv = compare("d_verts", fdv, anv, NV * 3, 1), bc = compare("d_colors", fdc, anc, nc, 1);
+    int imax = 0, cmax = 0;
+    if (bv || bc) fprintf(stderr, "%s: %d vertex and %d colour mismatches\n", c->name, bv, bc);
+    CHECK_INT_EQ(bv, 0);
+    CHECK_INT_EQ(bc, 0);
+    /* perturbed adjoints are rejected: largest component x1.01, or one colour
+     * component's sign flipped */
+    for (i = 0; i < NV * 3; i++)
+      if (fabs(anv[i]) > fabs(anv[imax])) imax = i;
+    for (i = 0; i < nc; i++)
+      if (fabs(anc[i]) > fabs(anc[cmax])) cmax = i;
+    CHECK(fabs(anv[imax]) > 0);
+    anv[imax] *= 1.01;
+    CHECK(compare("perturbed d_verts", fdv, anv, NV * 3, 0) > 0);
+    anc[cmax] = -anc[cmax];
+    CHECK(compare("perturbed d_colors", fdc, anc, nc, 0) > 0);
+    /* and a vertex gradient in a single small component: x1.01 on each of
+     * them must be caught whenever the component is not tiny */
+    anv[imax] /= 1.01;
+    {
+      int caught = 0, tried = 0;
+      for (i = 0; i < NV * 3; i++) {
+        double keep = anv[i];
+        if (fabs(keep) < 0.05 * fabs(anv[imax])) continue;
+        tried++;
+        anv[i] = keep * 1.01;
+        caught += compare("x", fdv, anv, NV * 3, 0) > 0;
+        anv[i] = keep;
+      }
+      CHECK(tried > 5);
+      CHECK_INT_EQ(caught, tried);
+    }
+  }
+  ds_raster_destroy(r);
+  free(img);
+  free(c->R);
+}
+
+/* Two large triangles at different depths overlapping on screen (partial
+ * occlusion), then random ones. */
+static void random_mesh(Case* c) {
+  static const double big[6][3] = {{-1.3, -1.0, -0.5}, {1.0, -0.9, -0.45}, {0.1, 1.1, -0.55},
+                                   {-0.6, -1.3, 0.5},  {1.4, 0.2, 0.4},    {-0.8, 1.2, 0.6}};
+  int i, k;
+  for (i = 6; i < NV; i++) {
+    c->verts[3 * i] = (dsReal)urange(-1.2, 1.2);
+    c->verts[3 * i + 1] = (dsReal)urange(-1.2, 1.2);
+    c->verts[3 * i + 2] = (dsReal)urange(-0.8, 0.8);
+  }
+  for (i = 0; i < 6; i++)
+    for (k = 0; k < 3; k++) c->verts[3 * i + k] = (dsReal)(big[i][k] + urange(-0.1, 0.1));
+  for (i = 0; i < 2; i++)
+    for (k = 0; k < 3; k++) c->faces[3 * i + k] = 3 * i + k;
+  for (i = 2; i < NF; i++) {
+    int a = (int)(urand() * NV), b, d;
+    do b = (int)(urand() * NV); while (b == a);
+    do d = (int)(urand() * NV); while (d == a || d == b);
+    c->faces[3 * i] = a;
+    c->faces[3 * i + 1] = b;
+    c->faces[3 * i + 2] = d;
+  }
+  for (i = 0; i < NV * 3; i++) c->colors[i] = (dsReal)urange(0.1, 0.9);
+}
+
+int main(void) {
+  Case c;
+  if (DS_SINGLE) DST_SKIP("finite-difference checks need double precision");
+
+  /* perspective, flat colours, 2x supersampling: 40 x 40 internal, 9 tiles */
+  memset(&c, 0, sizeof c);
+  c.name = "perspective/flat/ss2";
+  c.s = ds_render_settings_default();
+  c.s.width = c.s.height = 20;
+  c.s.supersample = 2;
+  c.s.sigma = 2e-3;
+  c.s.gamma = 5e-2;
+  c.s.camera.fov_deg = 45;
+  ds_camera_look_at(&c.s.camera, 4, 20, 30);
+  c.mode = DS_COLOR_FACE;
+  random_mesh(&c);
+  check_case(&c);
+
+  /* perspective, per-vertex colours, non-square, light from an oblique
+   * direction, grey background with some alpha */
+  memset(&c, 0, sizeof c);
+  c.name = "perspective/vertex/24x18";
+  c.s = ds_render_settings_default();
+  c.s.width = 24;
+  c.s.height = 18;
+  c.s.supersample = 1;
+  c.s.sigma = 1e-3;
+  c.s.gamma = 2e-2;
+  c.s.background[0] = 0.2;
+  c.s.background[1] = 0.3;
+  c.s.background[2] = 0.4;
+  c.s.background[3] = 0.25;
+  c.s.light_dir[0] = 0.3;
+  c.s.light_dir[1] = 1;
+  c.s.light_dir[2] = -0.5;
+  c.s.camera.fov_deg = 50;
+  ds_camera_look_at(&c.s.camera, 3.5, -15, -40);
+  c.mode = DS_COLOR_VERTEX;
+  random_mesh(&c);
+  check_case(&c);
+
+  /* orthographic, flat colours, supersampling 3 */
+  memset(&c, 0, sizeof c);
+  c.name = "ortho/flat/ss3";
+  c.s = ds_render_settings_default();
+  c.s.width = c.s.height = 14;
+  c.s.supersample = 3;
+  c.s.sigma = 3e-3;
+  c.s.gamma = 3e-2;
+  c.s.camera.orthographic = 1;
+  c.s.camera.ortho_height = 1.5;
+  ds_camera_look_at(&c.s.camera, 6, 35, 10);
+  c.mode = DS_COLOR_FACE;
+  random_mesh(&c);
+  check_case(&c);
+
+  /* orthographic, per-vertex colours */
+  memset(&c, 0, sizeof c);
+  c.name = "ortho/vertex";
+  c.s = ds_render_settings_default();
+  c.s.width = c.s.height = 16;
+  c.s.supersample = 2;
+  c.s.sigma = 2e-3;
+  c.s.gamma = 1e-1;
+  c.s.camera.orthographic = 1;
+  c.s.camera.ortho_height = 1.4;
+  ds_camera_look_at(&c.s.camera, 5, 60, 120);
+  c.mode = DS_COLOR_VERTEX;
+  random_mesh(&c);
+  check_case(&c);
+
+  return DST_RESULT();
+}
