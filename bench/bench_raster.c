@@ -5,7 +5,7 @@
  *   cloth - a 64 x 64 grid (8,192 triangles) 8 m across, distance 15
  * with 1 and 2 threads; median of 5 runs after a warm-up. The upstream
  * gradient is nonzero at every pixel (the worst case for backward).
- * Usage: bench_raster [repeats] */
+ * Usage: bench_raster [repeats [gear|cloth]] */
 #include "config.h"
 
 #include <math.h>
@@ -188,8 +188,8 @@ int main(int argc, char** argv) {
   Mesh c = cloth_mesh(64, 8.0);
   if (reps < 1) reps = 1;
   printf("bench_raster: 256x256, supersampling 2, sigma 1e-5, gamma 1e-4, median of %d\n", reps);
-  run("gear", &g, 13, 30, reps);
-  run("cloth", &c, 15, 0, reps);
+  if (argc <= 2 || strcmp(argv[2], "gear") == 0) run("gear", &g, 13, 30, reps);
+  if (argc <= 2 || strcmp(argv[2], "cloth") == 0) run("cloth", &c, 15, 0, reps);
   free(g.v), free(g.f), free(g.c);
   free(c.v), free(c.f), free(c.c);
   return 0;

@@ -387,6 +387,29 @@ static int model_alloc(dsModel* m) {
   return m->err_ ? 0 : DS_ERR_NOMEM;
 }
 
+int ds_model_copy(const dsModel* src, dsModel** out) {
+  if (!src || !out) return DS_ERR_INVALID;
+  *out = NULL;
+  dsModel* m = (dsModel*)ds__malloc(sizeof *m);
+  if (!m) return DS_ERR_NOMEM;
+  *m = *src;
+#define DS__NULL(field, type, count, diff, name) m->field = NULL;
+  DS_MODEL_ARRAYS(DS__NULL)
+#undef DS__NULL
+  m->err_ = NULL;
+  if (model_alloc(m)) {
+    ds_model_free(m);
+    return DS_ERR_NOMEM;
+  }
+  const dsModel* m_ = src;
+#define DS__COPY(field, type, count, diff, name) \
+  if ((count) > 0) memcpy(m->field, src->field, (size_t)(count) * sizeof(type));
+  DS_MODEL_ARRAYS(DS__COPY)
+#undef DS__COPY
+  *out = m;
+  return 0;
+}
+
 static int finalize_check(dsBuilder* b) {
   if (!(b->dt > 0) || !isfinite(b->dt))
     return ds__seterr(&b->err, DS_ERR_INVALID, "dt %g (must be > 0)", (double)b->dt);
@@ -461,10 +484,12 @@ int ds_builder_finalize(dsBuilder* b, dsModel** out) {
   for (int e = 0; e < b->nb; e++) {
     dsReal x[12];
     for (int a = 0; a < 4; a++) memcpy(x + 3 * a, b->x + 3 * b->b_idx[4 * e + a], 3 * sizeof(dsReal));
+    dsBend__Geo geo;
     dsReal th = ds_bend_angle(x);
-    if (!isfinite(th)) {
+    if (!ds__bend_geo(x, &geo) || !isfinite(th)) {
       ds_model_free(m);
-      return ds__seterr(&b->err, DS_ERR_MESH, "bend %d: rest angle undefined (degenerate adjacent triangle)", e);
+      return ds__seterr(&b->err, DS_ERR_MESH, "bend %d (particles %d, %d, %d, %d): degenerate hinge (no rest angle)",
+                        e, b->b_idx[4 * e], b->b_idx[4 * e + 1], b->b_idx[4 * e + 2], b->b_idx[4 * e + 3]);
     }
     memcpy(m->bend_idx + 4 * e, b->b_idx + 4 * e, 4 * sizeof(int));
     m->bend_ke[e] = b->b_ke[e];

@@ -27,12 +27,24 @@
  *   (envelope theorem), Zp and colours through the barycentrics
  *   (engine/raster_kernel.h), then the projection and the normal.
  *
+ * d is the distance to the triangle's boundary (its nearest edge segment),
+ * with delta = +1 inside: D -> 1 deep inside, 1/2 on the edges, -> 0 outside
+ * (SoftRas; FORMULAS.md's "(0 inside)" would give D = 1/2 everywhere inside).
+ *
+ * Numerical cuts, applied identically in forward and adjoint (so the adjoint
+ * is exact for the function computed): D = 1, q = 0 for x > 40
+ * (q < 4.3e-18); softmax terms with e_j - m < -40 (< 4.3e-18 of the largest)
+ * are dropped; exp is dsr_exp (within 2 ulp on [-41, 0], the only range
+ * used). Faces with a vertex nearer than znear are culled, not clipped.
+ *
  * Parallel structure (deterministic for any thread count):
- *   forward  - faces are binned into 16 x 16-pixel tiles by their
- *              sigma-expanded bounding boxes (faces spanning more than
- *              DSR_BIG_TILES tiles go to one list every tile scans); tiles
- *              run in parallel and own their pixels; within a tile faces are
- *              visited in ascending index.
+ *   forward  - faces are binned into tiles (about 32 x 32 internal pixels, a
+ *              multiple of k) by their sigma-expanded bounding boxes (faces
+ *              spanning more than DSR_BIG_TILES tiles go to one list every
+ *              tile scans); tiles run in parallel and own their pixels; in a
+ *              tile faces are visited in ascending index, each over the
+ *              columns of each row where it can contribute (dsr_row_span);
+ *              the tile then writes its output pixels.
  *   backward - faces run in parallel, each over the pixels of its own
  *              bounding box, reading the per-pixel totals (m, S, T, rgb) the
  *              forward kept; each face's gradient goes to its own slot and
@@ -47,7 +59,7 @@
 #include "engine/internal.h"
 #include "engine/raster_kernel.h"
 
-#define DSR_TILE 16
+#define DSR_TILE 32
 #define DSR_BIG_TILES 64
 /* softmax terms exp(e_j - m) < exp(-40) ~ 4e-18 are dropped (forward and adjoint) */
 #define DSR_SOFTMAX_CUT 40.0
@@ -204,7 +216,9 @@ struct dsRaster {
   dsRenderSettings s;
   int W, H, k;        /* output size, supersampling */
   int Wi, Hi;         /* internal size kW x kH */
+  double iWi;         /* 1/Wi: column c has centre x = (2c + 1 - Wi)/Wi */
   int max_faces, max_verts;
+  int tile;           /* tile side in internal pixels: a multiple of k near DSR_TILE */
   int ntx, nty, ntiles;
   dsrFrame fr;
   dsrConst c;
@@ -278,10 +292,12 @@ int ds_raster_create(dsRaster** out, const dsRenderSettings* s, int max_faces, i
   r->k = s->supersample;
   r->Wi = r->W * r->k;
   r->Hi = r->H * r->k;
+  r->iWi = 1.0 / r->Wi;
   r->max_faces = max_faces;
   r->max_verts = max_verts;
-  r->ntx = (r->Wi + DSR_TILE - 1) / DSR_TILE;
-  r->nty = (r->Hi + DSR_TILE - 1) / DSR_TILE;
+  r->tile = r->k * (DSR_TILE / r->k > 0 ? DSR_TILE / r->k : 1);
+  r->ntx = (r->Wi + r->tile - 1) / r->tile;
+  r->nty = (r->Hi + r->tile - 1) / r->tile;
   r->ntiles = r->ntx * r->nty;
   r->bin_cap = DSR_BIG_TILES * (max_faces > 0 ? max_faces : 1);
   npix = (size_t)r->Wi * (size_t)r->Hi;
@@ -365,7 +381,7 @@ static int check_mesh(dsRaster* r, const dsRasterMesh* m) {
   if (m->color_mode != DS_COLOR_FACE && m->color_mode != DS_COLOR_VERTEX)
     return ds__seterr(&r->err, DS_ERR_INVALID, "mesh: color_mode %d is neither DS_COLOR_FACE nor "
                       "DS_COLOR_VERTEX", m->color_mode);
-  if (m->nface > 0 && (!m->verts || !m->faces || !m->colors))
+  if ((m->nface > 0 && (!m->faces || !m->colors)) || (m->nvert > 0 && !m->verts))
     return ds__seterr(&r->err, DS_ERR_INVALID, "mesh: verts, faces and colors must not be NULL");
   for (j = 0; j < 3 * m->nface; j++)
     if (m->faces[j] < 0 || m->faces[j] >= m->nvert)
@@ -475,7 +491,10 @@ static void setup_faces(dsRaster* r, const dsRasterMesh* m) {
       f->ec[i] = ax * by - ay * bx;
       f->en[i] = (f->A > 0 ? 1.0 : -1.0) / len;
       f->il2[i] = 1.0 / (len * len);
+      f->tux[i] = (bx - ax) * f->il2[i];
+      f->tuy[i] = (by - ay) * f->il2[i];
     }
+    dsr_span_setup(f, rr);
     face_world(m, j, p);
     f->light = face_light(r, p, n, &nn, &sg, &lit);
     if (m->color_mode == DS_COLOR_VERTEX) {
@@ -504,10 +523,10 @@ static void setup_faces(dsRaster* r, const dsRasterMesh* m) {
       f->x1 = (int)c1;
       f->y0 = (int)r0;
       f->y1 = (int)r1;
-      ft[0] = f->x0 / DSR_TILE;
-      ft[1] = f->x1 / DSR_TILE;
-      ft[2] = f->y0 / DSR_TILE;
-      ft[3] = f->y1 / DSR_TILE;
+      ft[0] = f->x0 / r->tile;
+      ft[1] = f->x1 / r->tile;
+      ft[2] = f->y0 / r->tile;
+      ft[3] = f->y1 / r->tile;
     }
   }
 }
@@ -542,53 +561,75 @@ static void bin_faces(dsRaster* r, int nf) {
 
 /* Adds face f to the pixels of rectangle [x0,x1] x [y0,y1] (already
  * intersected with its bounding box): T *= q, online softmax. */
+/* T *= q and the online softmax update of pixel state ps with one face */
+static inline void accumulate(const dsrFace* f, const dsrConst* c, double* ps, double D, double q,
+                              double e, const double bp[3]) {
+  double E, w, C[3];
+  ps[2] *= q;
+  if (e > ps[0]) {
+    double sc = ps[0] - e < -DSR_SOFTMAX_CUT ? 0.0 : dsr_exp(ps[0] - e);
+    ps[1] *= sc;
+    ps[3] *= sc;
+    ps[4] *= sc;
+    ps[5] *= sc;
+    ps[0] = e;
+    E = 1.0;
+  } else {
+    /* terms below exp(-DSR_SOFTMAX_CUT) of the largest are dropped */
+    double de = e - ps[0];
+    if (de < -DSR_SOFTMAX_CUT) return;
+    E = dsr_exp(de);
+  }
+  if (c->vertex_color) {
+    int k;
+    for (k = 0; k < 3; k++)
+      C[k] = f->light * (bp[0] * f->vc[0][k] + bp[1] * f->vc[1][k] + bp[2] * f->vc[2][k]);
+  } else {
+    C[0] = f->col[0];
+    C[1] = f->col[1];
+    C[2] = f->col[2];
+  }
+  w = D * E;
+  ps[1] += w;
+  ps[3] += w * C[0];
+  ps[4] += w * C[1];
+  ps[5] += w * C[2];
+}
+
+/* Adds face f to the pixels of rectangle [x0,x1] x [y0,y1] (already
+ * intersected with its bounding box). */
 static void raster_face_rect(const dsRaster* r, const dsrFace* f, int x0, int x1, int y0, int y1) {
   const dsrConst* c = &r->c;
   int row, col, c0, c1;
   for (row = y0; row <= y1; row++) {
-    double y = (double)(r->Hi - 1 - 2 * row) / r->Hi;
+    const double y = (double)(r->Hi - 1 - 2 * row) / r->Hi;
     double* px = r->pix + 6 * ((size_t)row * r->Wi);
-    dsr_row_span(f, c, y, r->Wi, x0, x1, &c0, &c1);
-    for (col = c0; col <= c1; col++) {
-      double x = (double)(2 * col + 1 - r->Wi) / r->Wi;
-      double* ps = px + 6 * col;
+    dsr_row_span(f, y, r->Wi, x0, x1, &c0, &c1);
+    col = c0;
+    for (; col <= c1; col++) {
+      const double x = (double)(2 * col + 1 - r->Wi) * r->iWi;
       dsrEval ev;
-      double E, w;
-      if (!dsr_eval(f, c, x, y, &ev, 0)) continue;
-      ps[2] *= ev.q;
-      if (ev.e > ps[0]) {
-        double sc = exp(ps[0] - ev.e);
-        ps[1] *= sc;
-        ps[3] *= sc;
-        ps[4] *= sc;
-        ps[5] *= sc;
-        ps[0] = ev.e;
-        E = 1.0;
-      } else {
-        /* terms below exp(-DSR_SOFTMAX_CUT) of the largest are dropped */
-        double de = ev.e - ps[0];
-        if (de < -DSR_SOFTMAX_CUT) continue;
-        E = exp(de);
-      }
-      w = ev.D * E;
-      ps[1] += w;
-      ps[3] += w * ev.C[0];
-      ps[4] += w * ev.C[1];
-      ps[5] += w * ev.C[2];
+      if (dsr_eval(f, c, x, y, &ev, 0)) accumulate(f, c, px + 6 * col, ev.D, ev.q, ev.e, ev.bp);
     }
   }
 }
 
-static void render_tiles(dsRaster* r) {
+/* Renders every tile; each tile then turns its numerators into colours and,
+ * when image is not NULL, writes its output pixels (mean of k x k blocks;
+ * tiles are multiples of k, so a block never straddles two tiles). */
+static void render_tiles(dsRaster* r, dsReal* image) {
   int t;
   const double m0 = (double)r->s.eps / (double)r->s.gamma;
+  const double abg = r->s.background[3];
+  const int k = r->k;
+  const double ik2 = 1.0 / ((double)k * k);
 #ifdef _OPENMP
 #pragma omp parallel for schedule(dynamic, 1)
 #endif
   for (t = 0; t < r->ntiles; t++) {
     int tx = t % r->ntx, ty = t / r->ntx;
-    int x0 = tx * DSR_TILE, y0 = ty * DSR_TILE;
-    int x1 = x0 + DSR_TILE - 1, y1 = y0 + DSR_TILE - 1;
+    int x0 = tx * r->tile, y0 = ty * r->tile;
+    int x1 = x0 + r->tile - 1, y1 = y0 + r->tile - 1;
     int row, col, e;
     if (x1 >= r->Wi) x1 = r->Wi - 1;
     if (y1 >= r->Hi) y1 = r->Hi - 1;
@@ -621,31 +662,22 @@ static void render_tiles(dsRaster* r) {
         ps[4] *= inv;
         ps[5] *= inv;
       }
-  }
-}
-
-/* Output pixel = mean of its k x k block. */
-static void downsample(const dsRaster* r, dsReal* image) {
-  const int k = r->k;
-  const double inv = 1.0 / ((double)k * k), abg = r->s.background[3];
-  int orow;
-#ifdef _OPENMP
-#pragma omp parallel for schedule(static)
-#endif
-  for (orow = 0; orow < r->H; orow++) {
-    int ocol;
-    for (ocol = 0; ocol < r->W; ocol++) {
-      double acc[4] = {0, 0, 0, 0};
-      int a, b, ch;
-      for (a = 0; a < k; a++)
-        for (b = 0; b < k; b++) {
-          const double* ps = r->pix + 6 * ((size_t)(orow * k + a) * r->Wi + (size_t)(ocol * k + b));
-          acc[0] += ps[3];
-          acc[1] += ps[4];
-          acc[2] += ps[5];
-          acc[3] += 1.0 - (1.0 - abg) * ps[2];
+    if (image) {
+      int orow, ocol;
+      for (orow = y0 / k; orow <= y1 / k; orow++)
+        for (ocol = x0 / k; ocol <= x1 / k; ocol++) {
+          double acc[4] = {0, 0, 0, 0};
+          int a, b, ch;
+          for (a = 0; a < k; a++)
+            for (b = 0; b < k; b++) {
+              const double* ps = r->pix + 6 * ((size_t)(orow * k + a) * r->Wi + (size_t)(ocol * k + b));
+              acc[0] += ps[3];
+              acc[1] += ps[4];
+              acc[2] += ps[5];
+              acc[3] += 1.0 - (1.0 - abg) * ps[2];
+            }
+          for (ch = 0; ch < 4; ch++) image[4 * ((size_t)orow * r->W + ocol) + ch] = (dsReal)(acc[ch] * ik2);
         }
-      for (ch = 0; ch < 4; ch++) image[4 * ((size_t)orow * r->W + ocol) + ch] = (dsReal)(acc[ch] * inv);
     }
   }
 }
@@ -658,8 +690,7 @@ int ds_raster_render(dsRaster* r, const dsRasterMesh* mesh, dsReal* image) {
   if (rc) return rc;
   setup_faces(r, mesh);
   bin_faces(r, mesh->nface);
-  render_tiles(r);
-  if (image) downsample(r, image);
+  render_tiles(r, image);
   r->rendered = 1;
   r->r_nvert = mesh->nvert;
   r->r_nface = mesh->nface;
@@ -679,6 +710,9 @@ static void face_finish(dsRaster* r, const dsRasterMesh* m, int j, const dsrFace
   double* cout = r->fcgrad + 9 * (size_t)j;
   double gL = 0.0, p[3][3], n[3], nn, sg;
   int i, k, lit;
+  dsrFaceGrad gg = *g;
+  dsr_face_grad_finish(f, &gg);
+  g = &gg;
   for (i = 0; i < 3; i++) {
     double gX, gY, gZ;
     if (fr->ortho) {
@@ -743,24 +777,26 @@ static void backward_faces(dsRaster* r, const dsRasterMesh* m, const dsReal* d_i
     for (row = f->y0; row <= f->y1; row++) {
       double y = (double)(r->Hi - 1 - 2 * row) / r->Hi;
       const dsReal* grow = d_image + 4 * (size_t)(row / k) * r->W;
-      dsr_row_span(f, c, y, r->Wi, f->x0, f->x1, &c0, &c1);
+      dsr_row_span(f, y, r->Wi, f->x0, f->x1, &c0, &c1);
       for (col = c0; col <= c1; col++) {
         const dsReal* gp = grow + 4 * (col / k);
         const double* ps;
         double x, g4[4], E, u, gq, gu, gD, ge, gC[3];
         dsrEval ev;
         if (gp[0] == 0 && gp[1] == 0 && gp[2] == 0 && gp[3] == 0) continue;
-        x = (double)(2 * col + 1 - r->Wi) / r->Wi;
+        x = (double)(2 * col + 1 - r->Wi) * r->iWi;
         if (!dsr_eval(f, c, x, y, &ev, 1)) continue;
+        dsr_color(f, c, &ev, ev.C);
         ps = r->pix + 6 * ((size_t)row * r->Wi + col);
         g4[0] = gp[0] * ik2;
         g4[1] = gp[1] * ik2;
         g4[2] = gp[2] * ik2;
         g4[3] = gp[3] * ik2;
-        E = ev.e - ps[0] < -DSR_SOFTMAX_CUT ? 0.0 : exp(ev.e - ps[0]);
-        if (E == 0.0 && ev.q == 0.0) continue;
-        u = ev.D * E;
+        E = ev.e - ps[0] < -DSR_SOFTMAX_CUT ? 0.0 : dsr_exp(ev.e - ps[0]);
         gq = ev.q > 0.0 ? -g4[3] * (1.0 - abg) * ps[2] / ev.q : 0.0;
+        /* neither the softmax nor alpha sees this face here */
+        if (E == 0.0 && gq == 0.0) continue;
+        u = ev.D * E;
         gu = (g4[0] * (ev.C[0] - ps[3]) + g4[1] * (ev.C[1] - ps[4]) + g4[2] * (ev.C[2] - ps[5])) / ps[1];
         gD = gu * E - gq;
         ge = gu * u;

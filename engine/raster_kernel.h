@@ -15,8 +15,17 @@
 #define DSIM_ENGINE_RASTER_KERNEL_H
 
 #include <math.h>
+#include <string.h>
 
 #include "engine/hd.h"
+
+/* The per-pixel functions must inline into their loops (the `full` flag of
+ * dsr_eval is then resolved at compile time). */
+#if defined(__GNUC__) && !defined(__CUDACC__)
+#  define DSR_INLINE static inline __attribute__((always_inline))
+#else
+#  define DSR_INLINE DS_INLINE
+#endif
 
 /* Per-frame constants. */
 typedef struct dsrConst {
@@ -37,9 +46,12 @@ typedef struct dsrFace {
   double ea[3], eb[3], ec[3];/* edge functions E_k = ea x + eb y + ec */
   double en[3];              /* sign(A)/|edge k|: s_k = E_k en_k */
   double il2[3];             /* 1/|edge k|^2 */
+  double tux[3], tuy[3];     /* (b - a)/|b - a|^2 of edge k: t_k = (p - a).(tux, tuy) */
   double light;              /* lighting factor L = k_amb + k_dir max(0, n.l) */
   double col[3];             /* flat: base colour times L; vertex mode: unused */
   double vc[3][3];           /* vertex mode: base colour of each vertex */
+  double sl[3], si[3];       /* edge k admits x >= or <= sl_k y + si_k (s_k >= -r) */
+  int sk[3];                 /* 1: lower bound, -1: upper bound, 0: none, 2: never */
   int x0, x1, y0, y1;        /* internal-pixel bounding box, inclusive; x0 > x1: none */
 } dsrFace;
 
@@ -52,7 +64,7 @@ typedef struct dsrEval {
   double Zp;         /* interpolated depth, m */
   double e;          /* softmax exponent (far - Zp)/((far - near) gamma) */
   double D, q;       /* coverage D = sigmoid(x) and q = 1 - D, x = delta d^2/sigma */
-  double C[3];       /* face colour at the pixel (lit) */
+  double C[3];       /* face colour at the pixel (lit), from dsr_color */
   double cx, cy;     /* closest boundary point */
   double t;          /* its parameter on edge `edge` */
   int edge;          /* edge holding the closest boundary point */
@@ -65,48 +77,108 @@ typedef struct dsrFaceGrad {
   double gcol[3];    /* flat: dL/d(lit colour) */
   double gvc[3][3];  /* vertex mode: dL/d(base vertex colour) */
   double gL;         /* vertex mode: dL/d(light factor) */
+  double gE[3], gEx[3], gEy[3]; /* sums over pixels of dL/dE_k, times x, times y */
+  double gA;         /* sum over pixels of dL/dA */
 } dsrFaceGrad;
 
-/* D = sigmoid(x), q = 1 - D without cancellation. For x > 40, q < 4.3e-18 is
- * flushed to 0 (and D = 1): saves the exp deep inside faces; the forward and
- * the adjoint use the same values, so the adjoint stays exact for them. */
-DS_HD DS_INLINE void dsr_sigmoid(double x, double* D, double* q) {
-  if (x > 40.0) {
-    *D = 1.0;
-    *q = 0.0;
-  } else if (x >= 0.0) {
-    double ex = exp(-x);
-    *D = 1.0 / (1.0 + ex);
-    *q = ex / (1.0 + ex);
-  } else {
-    double ex = exp(x);
-    *q = 1.0 / (1.0 + ex);
-    *D = ex / (1.0 + ex);
+/* Adds the edge-function and area parts to the vertex gradients of g:
+ * E_k = cross(a - p, b - p) (a = v_{k+1}, b = v_{k+2}) has
+ * dE/da = (b.y - p.y, -(b.x - p.x)), dE/db = (-(a.y - p.y), a.x - p.x), so
+ * sum_p gE_k(p) dE/da = (b.y G - Gy, -(b.x G - Gx)) with G = sum gE_k,
+ * Gx = sum gE_k x, Gy = sum gE_k y; A = cross(v1 - v0, v2 - v0). */
+DS_HD DSR_INLINE void dsr_face_grad_finish(const dsrFace* f, dsrFaceGrad* g) {
+  int k;
+  for (k = 0; k < 3; k++) {
+    const int ia = k == 2 ? 0 : k + 1, ib = k == 0 ? 2 : k - 1;
+    const double G = g->gE[k], Gx = g->gEx[k], Gy = g->gEy[k];
+    g->gpx[ia] += f->py[ib] * G - Gy;
+    g->gpy[ia] -= f->px[ib] * G - Gx;
+    g->gpx[ib] -= f->py[ia] * G - Gy;
+    g->gpy[ib] += f->px[ia] * G - Gx;
+  }
+  {
+    const double gA = g->gA;
+    const double e1x = f->px[1] - f->px[0], e1y = f->py[1] - f->py[0];
+    const double e2x = f->px[2] - f->px[0], e2y = f->py[2] - f->py[0];
+    const double g1x = gA * e2y, g1y = -gA * e2x, g2x = -gA * e1y, g2y = gA * e1x;
+    g->gpx[1] += g1x;
+    g->gpy[1] += g1y;
+    g->gpx[2] += g2x;
+    g->gpy[2] += g2y;
+    g->gpx[0] -= g1x + g2x;
+    g->gpy[0] -= g1y + g2y;
   }
 }
 
+/* exp(x) for x in [-41, 0], the only range the rasterizer needs (sigmoid
+ * tails and softmax terms are cut at exp(-40)). x = n ln2/8 + r with
+ * |r| <= ln2/16 (ln2/8 split in two so n ln2/8 is exact), e^r by its degree-8
+ * Taylor polynomial (truncation < 2e-18), 2^(n/8) = 2^k T[j] from a table and
+ * the exponent bits: within a few ulp of exp, the same bits on every platform,
+ * short dependency chains, no libm call. */
+/* 2^(j/8), j = 0..7 and 2^-k, k = 0..63 */
+static const double dsr_exp_t8[8] = {
+    0x1.0000000000000p+0, 0x1.172b83c7d517bp+0, 0x1.306fe0a31b715p+0, 0x1.4bfdad5362a27p+0,
+    0x1.6a09e667f3bcdp+0, 0x1.8ace5422aa0dbp+0, 0x1.ae89f995ad3adp+0, 0x1.d5818dcfba487p+0};
+static const double dsr_exp_p2[64] = {
+    0x1p-0, 0x1p-1, 0x1p-2, 0x1p-3, 0x1p-4, 0x1p-5, 0x1p-6, 0x1p-7, 0x1p-8, 0x1p-9, 0x1p-10,
+    0x1p-11, 0x1p-12, 0x1p-13, 0x1p-14, 0x1p-15, 0x1p-16, 0x1p-17, 0x1p-18, 0x1p-19, 0x1p-20,
+    0x1p-21, 0x1p-22, 0x1p-23, 0x1p-24, 0x1p-25, 0x1p-26, 0x1p-27, 0x1p-28, 0x1p-29, 0x1p-30,
+    0x1p-31, 0x1p-32, 0x1p-33, 0x1p-34, 0x1p-35, 0x1p-36, 0x1p-37, 0x1p-38, 0x1p-39, 0x1p-40,
+    0x1p-41, 0x1p-42, 0x1p-43, 0x1p-44, 0x1p-45, 0x1p-46, 0x1p-47, 0x1p-48, 0x1p-49, 0x1p-50,
+    0x1p-51, 0x1p-52, 0x1p-53, 0x1p-54, 0x1p-55, 0x1p-56, 0x1p-57, 0x1p-58, 0x1p-59, 0x1p-60,
+    0x1p-61, 0x1p-62, 0x1p-63};
+
+DS_HD DSR_INLINE double dsr_exp(double x0) {
+  const double hi = 6.93147180369123816490e-01 / 8, lo = 1.90821492927058770002e-10 / 8;
+  /* clamped into the domain (NaN -> -41) so a misuse can never index out of
+   * the tables */
+  const double xc = x0 >= -41.0 ? x0 : -41.0;
+  const double x = xc <= 0.0 ? xc : 0.0;
+  /* n = round(8 x/ln2) in [-474, 0] by one truncating conversion; m = -n */
+  const int m = (int)(0.5 - x * 11.541560327111707);
+  const double dn = (double)(-m);
+  const double r = (x - dn * hi) - dn * lo;
+  const double r2 = r * r, r4 = r2 * r2;
+  /* Estrin: (1 + r) + r^2 (1/2 + r/6) + r^4 ((1/24 + r/120) + r^2 (1/720 + r/5040) + r^4/40320) */
+  const double p01 = 1.0 + r, p23 = 0.5 + r * (1.0 / 6.0), p45 = 1.0 / 24.0 + r * (1.0 / 120.0);
+  const double p67 = 1.0 / 720.0 + r * (1.0 / 5040.0);
+  const double p = p01 + r2 * p23 + r4 * (p45 + r2 * p67 + r4 * (1.0 / 40320.0));
+  /* 2^(-m/8) = 2^-k 2^(j/8) with m = 8k - j, 0 <= j < 8 */
+  const int k = (m + 7) >> 3, j = 8 * k - m;
+  return p * (dsr_exp_t8[j] * dsr_exp_p2[k]);
+}
+
+/* D = sigmoid(x), q = 1 - D without cancellation, branch-free. For |x| > 40
+ * the tail (< 4.3e-18) is flushed to 0: saves nothing but keeps dsr_exp in
+ * range; the forward and the adjoint use the same values, so the adjoint
+ * stays exact for them. */
+DS_HD DSR_INLINE void dsr_sigmoid(double x, double* D, double* q) {
+  const double ax = fabs(x);
+  const double e0 = dsr_exp(ax < 40.5 ? -ax : -40.5);
+  const double ex = ax > 40.0 ? 0.0 : e0;
+  const double a = 1.0 / (1.0 + ex), b = ex * a;
+  *D = x >= 0.0 ? a : b;
+  *q = x >= 0.0 ? b : a;
+}
+
 /* Columns [*c0, *c1] of the row at NDC height y where face f can contribute
- * (s_k >= -r for every edge; one column of margin against rounding; the
- * per-pixel test stays exact), intersected with [lo, hi]. Wi: image width,
- * column c has centre x = (2c + 1 - Wi)/Wi. */
-DS_HD DS_INLINE void dsr_row_span(const dsrFace* f, const dsrConst* c, double y, int Wi, int lo,
-                                  int hi, int* c0, int* c1) {
-  double xl = -1e30, xh = 1e30, a, b;
+ * (s_k >= -r for every edge), intersected with [lo, hi]. The bounds are
+ * widened by 1e-9 NDC against rounding (far below a pixel); the per-pixel
+ * test stays the exact criterion. Wi: image width, column c has centre
+ * x = (2c + 1 - Wi)/Wi. The lines come from dsr_span_setup. */
+DS_HD DSR_INLINE void dsr_row_span(const dsrFace* f, double y, int Wi, int lo, int hi, int* c0,
+                                   int* c1) {
+  double xl = -1e30, xh = 1e30;
   int k;
   for (k = 0; k < 3; k++) {
-    a = f->ea[k] * f->en[k];
-    b = (f->eb[k] * y + f->ec[k]) * f->en[k] + c->r;
-    /* a x + b >= 0 */
-    if (a > 1e-300) {
-      double v = -b / a;
+    double v = f->sl[k] * y + f->si[k];
+    if (f->sk[k] == 1) {
       if (v > xl) xl = v;
-    } else if (a < -1e-300) {
-      double v = -b / a;
+    } else if (f->sk[k] == -1) {
       if (v < xh) xh = v;
-    } else if (b < 0.0) {
-      *c0 = 1;
-      *c1 = 0;
-      return;
+    } else if (f->sk[k] == 2) {
+      xl = 1e30;
     }
   }
   if (!(xl <= xh)) {
@@ -114,119 +186,147 @@ DS_HD DS_INLINE void dsr_row_span(const dsrFace* f, const dsrConst* c, double y,
     *c1 = 0;
     return;
   }
-  xl = floor((xl * Wi + Wi - 1) * 0.5) - 1.0;
-  xh = ceil((xh * Wi + Wi - 1) * 0.5) + 1.0;
+  xl = ceil(((xl - 1e-9) * Wi + Wi - 1) * 0.5);
+  xh = floor(((xh + 1e-9) * Wi + Wi - 1) * 0.5);
   *c0 = xl > (double)lo ? (int)xl : lo;
   *c1 = xh < (double)hi ? (int)xh : hi;
 }
 
-/* Closest point of segment k (from v_{k+1} to v_{k+2}) to (x, y): returns the
- * squared distance, the parameter t and the point. */
-DS_HD DS_INLINE double dsr_seg(const dsrFace* f, int k, double x, double y, double* t, double* qx,
-                               double* qy) {
-  const int ia = k == 2 ? 0 : k + 1, ib = k == 0 ? 2 : k - 1;
-  const double ax = f->px[ia], ay = f->py[ia];
-  const double ux = f->px[ib] - ax, uy = f->py[ib] - ay;
-  double tt = ((x - ax) * ux + (y - ay) * uy) * f->il2[k];
-  if (tt < 0.0) tt = 0.0;
-  if (tt > 1.0) tt = 1.0;
-  *t = tt;
-  *qx = ax + tt * ux;
-  *qy = ay + tt * uy;
-  return (x - *qx) * (x - *qx) + (y - *qy) * (y - *qy);
+/* Sets up the row-span lines of face f: s_k = en_k (ea_k x + eb_k y + ec_k)
+ * >= -r is a x + b y + c >= 0 with a = en ea, b = en eb, c = en ec + r. A
+ * nearly horizontal edge (|a| tiny) gives no bound on x (the per-pixel test
+ * still decides). */
+DS_HD DSR_INLINE void dsr_span_setup(dsrFace* f, double r) {
+  int k;
+  for (k = 0; k < 3; k++) {
+    double a = f->ea[k] * f->en[k], b = f->eb[k] * f->en[k], cc = f->ec[k] * f->en[k] + r;
+    if (a > 1e-12 || a < -1e-12) {
+      f->sl[k] = -b / a;
+      f->si[k] = -cc / a;
+      f->sk[k] = a > 0 ? 1 : -1;
+    } else {
+      f->sl[k] = f->si[k] = 0.0;
+      f->sk[k] = 0;
+    }
+  }
 }
 
-/* Forward for face f at pixel centre (x, y). Returns 0 when the face does not
- * contribute there (outside by more than the cut-off, so D < 1e-4; or its
- * depth at the pixel is outside [near, far]). full = 1 also fills what the
- * adjoint needs (closest point, perspective barycentrics); every value the
- * forward uses is computed the same way either way. */
-DS_HD DS_INLINE int dsr_eval(const dsrFace* f, const dsrConst* c, double x, double y,
+/* Forward for face f at pixel centre (x, y), essentially without branches.
+ * Returns 0 when the face does not contribute there (outside by more than
+ * the cut-off, so D < 1e-4; or its depth at the pixel is outside
+ * [near, far]). full = 1 also fills what the adjoint needs (closest boundary
+ * point, barycentrics); every value the forward uses is computed identically
+ * either way.
+ *   distance: for edge k from a to b, t_k = (p - a).(b - a)/|b - a|^2; the
+ *     squared distance to the segment is |p - a|^2 (t_k <= 0), |p - b|^2
+ *     (t_k >= 1) or s_k^2 (the line distance); d^2 = min over k.
+ *   depth: with c_k = max(b_k, 0), bt_k = c_k / sum c, the perspective depth
+ *     1/(sum_k bt_k / Z_k) = (sum c)/(sum_k c_k / Z_k) (one division). */
+DS_HD DSR_INLINE int dsr_eval(const dsrFace* f, const dsrConst* c, double x, double y,
                              dsrEval* ev, int full) {
-  const double E0 = f->ea[0] * x + f->eb[0] * y + f->ec[0];
-  const double E1 = f->ea[1] * x + f->eb[1] * y + f->ec[1];
-  const double E2 = f->ea[2] * x + f->eb[2] * y + f->ec[2];
+  const double E0 = f->ea[0] * x + (f->eb[0] * y + f->ec[0]);
+  const double E1 = f->ea[1] * x + (f->eb[1] * y + f->ec[1]);
+  const double E2 = f->ea[2] * x + (f->eb[2] * y + f->ec[2]);
   const double s0 = E0 * f->en[0], s1 = E1 * f->en[1], s2 = E2 * f->en[2];
   const double nr = -c->r;
-  double d2;
-  int k;
-  if (s0 < nr || s1 < nr || s2 < nr) return 0;
-  ev->inside = (s0 >= 0.0 && s1 >= 0.0 && s2 >= 0.0);
-  if (ev->inside) {
-    /* For a point inside a convex polygon the nearest boundary point is the
-     * foot of the perpendicular on the nearest edge line, which lies on the
-     * edge itself. */
-    int kk = 0;
-    double sm = s0;
-    if (s1 < sm) sm = s1, kk = 1;
-    if (s2 < sm) sm = s2, kk = 2;
-    d2 = sm * sm;
-    if (full) {
-      ev->edge = kk;
-      dsr_seg(f, kk, x, y, &ev->t, &ev->cx, &ev->cy);
+  const int near_ok = (s0 >= nr) & (s1 >= nr) & (s2 >= nr);
+  const int inside = (s0 >= 0.0) & (s1 >= 0.0) & (s2 >= 0.0);
+  double d2, t0, t1, t2;
+  int ok;
+  ev->inside = inside;
+  {
+    /* squared distances to the vertices, then to each edge segment
+     * (edge 0: v1 -> v2, edge 1: v2 -> v0, edge 2: v0 -> v1) */
+    const double dx0 = x - f->px[0], dx1 = x - f->px[1], dx2 = x - f->px[2];
+    const double dy0 = y - f->py[0], dy1 = y - f->py[1], dy2 = y - f->py[2];
+    const double v0 = dx0 * dx0 + dy0 * dy0, v1 = dx1 * dx1 + dy1 * dy1, v2 = dx2 * dx2 + dy2 * dy2;
+    double e0, e1, e2;
+    t0 = dx1 * f->tux[0] + dy1 * f->tuy[0];
+    t1 = dx2 * f->tux[1] + dy2 * f->tuy[1];
+    t2 = dx0 * f->tux[2] + dy0 * f->tuy[2];
+    e0 = s0 * s0;
+    e1 = s1 * s1;
+    e2 = s2 * s2;
+    e0 = t0 >= 1.0 ? v2 : e0;
+    e0 = t0 <= 0.0 ? v1 : e0;
+    e1 = t1 >= 1.0 ? v0 : e1;
+    e1 = t1 <= 0.0 ? v2 : e1;
+    e2 = t2 >= 1.0 ? v1 : e2;
+    e2 = t2 <= 0.0 ? v0 : e2;
+    {
+      const int k01 = e1 < e0;
+      const double d01 = k01 ? e1 : e0;
+      const int k2 = e2 < d01;
+      d2 = k2 ? e2 : d01;
+      if (full) {
+        const int kk = k2 ? 2 : k01;
+        const int ia = kk == 2 ? 0 : kk + 1, ib = kk == 0 ? 2 : kk - 1;
+        double t = kk == 0 ? t0 : kk == 1 ? t1 : t2;
+        t = t < 0.0 ? 0.0 : t;
+        t = t > 1.0 ? 1.0 : t;
+        ev->edge = kk;
+        ev->t = t;
+        ev->cx = f->px[ia] + t * (f->px[ib] - f->px[ia]);
+        ev->cy = f->py[ia] + t * (f->py[ib] - f->py[ia]);
+      }
     }
-  } else {
-    /* Outside: the nearest boundary point lies on an edge whose line has p
-     * on its outer side (s_k < 0); take the nearest such segment. */
-    double t, qx, qy, dd;
-    d2 = 1e300;
-    ev->edge = -1;
-    if (s0 < 0.0) {
-      dd = dsr_seg(f, 0, x, y, &t, &qx, &qy);
-      if (dd < d2) d2 = dd, ev->t = t, ev->cx = qx, ev->cy = qy, ev->edge = 0;
-    }
-    if (s1 < 0.0) {
-      dd = dsr_seg(f, 1, x, y, &t, &qx, &qy);
-      if (dd < d2) d2 = dd, ev->t = t, ev->cx = qx, ev->cy = qy, ev->edge = 1;
-    }
-    if (s2 < 0.0) {
-      dd = dsr_seg(f, 2, x, y, &t, &qx, &qy);
-      if (dd < d2) d2 = dd, ev->t = t, ev->cx = qx, ev->cy = qy, ev->edge = 2;
-    }
-    if (!(d2 <= c->r2)) return 0;
   }
+  ok = near_ok & (inside | (d2 <= c->r2));
+  if (!ok) return 0;
 
-  /* barycentrics, clamped outside the face */
+  /* barycentrics clamped to >= 0; depth */
   {
     const double b0 = E0 * f->invA, b1 = E1 * f->invA, b2 = E2 * f->invA;
     const double c0 = b0 > 0.0 ? b0 : 0.0, c1 = b1 > 0.0 ? b1 : 0.0, c2 = b2 > 0.0 ? b2 : 0.0;
-    const double sum = c0 + c1 + c2, is = 1.0 / sum;
-    ev->b[0] = b0;
-    ev->b[1] = b1;
-    ev->b[2] = b2;
-    ev->bsum = sum;
-    ev->bt[0] = c0 * is;
-    ev->bt[1] = c1 * is;
-    ev->bt[2] = c2 * is;
+    const double sum = c0 + c1 + c2;
+    double zp;
+    if (c->ortho)
+      zp = (c0 * f->Z[0] + c1 * f->Z[1] + c2 * f->Z[2]) / sum;
+    else
+      zp = sum / (c0 * f->iz[0] + c1 * f->iz[1] + c2 * f->iz[2]);
+    ev->Zp = zp;
+    ok = ok & (zp >= c->znear) & (zp <= c->zfar);
+    if (full || c->vertex_color) {
+      const double is = 1.0 / sum;
+      ev->b[0] = b0;
+      ev->b[1] = b1;
+      ev->b[2] = b2;
+      ev->bsum = sum;
+      ev->bt[0] = c0 * is;
+      ev->bt[1] = c1 * is;
+      ev->bt[2] = c2 * is;
+      if (c->ortho) {
+        ev->bp[0] = ev->bt[0];
+        ev->bp[1] = ev->bt[1];
+        ev->bp[2] = ev->bt[2];
+      } else {
+        ev->bp[0] = ev->bt[0] * f->iz[0] * zp;
+        ev->bp[1] = ev->bt[1] * f->iz[1] * zp;
+        ev->bp[2] = ev->bt[2] * f->iz[2] * zp;
+      }
+    }
   }
-  if (c->ortho) {
-    ev->Zp = ev->bt[0] * f->Z[0] + ev->bt[1] * f->Z[1] + ev->bt[2] * f->Z[2];
-    if (full || c->vertex_color)
-      for (k = 0; k < 3; k++) ev->bp[k] = ev->bt[k];
-  } else {
-    ev->Zp = 1.0 / (ev->bt[0] * f->iz[0] + ev->bt[1] * f->iz[1] + ev->bt[2] * f->iz[2]);
-    if (full || c->vertex_color)
-      for (k = 0; k < 3; k++) ev->bp[k] = ev->bt[k] * f->iz[k] * ev->Zp;
-  }
-  if (ev->Zp < c->znear || ev->Zp > c->zfar) return 0;
   ev->e = (c->zfar - ev->Zp) * c->zscale;
-  dsr_sigmoid((ev->inside ? d2 : -d2) * c->isigma, &ev->D, &ev->q);
+  dsr_sigmoid((inside ? d2 : -d2) * c->isigma, &ev->D, &ev->q);
+  return ok;
+}
+
+/* Colour of face f at the pixel of ev (lit). */
+DS_HD DSR_INLINE void dsr_color(const dsrFace* f, const dsrConst* c, const dsrEval* ev,
+                                double C[3]) {
+  int k;
   if (c->vertex_color) {
     for (k = 0; k < 3; k++)
-      ev->C[k] = f->light * (ev->bp[0] * f->vc[0][k] + ev->bp[1] * f->vc[1][k] +
-                             ev->bp[2] * f->vc[2][k]);
+      C[k] = f->light * (ev->bp[0] * f->vc[0][k] + ev->bp[1] * f->vc[1][k] + ev->bp[2] * f->vc[2][k]);
   } else {
-    ev->C[0] = f->col[0];
-    ev->C[1] = f->col[1];
-    ev->C[2] = f->col[2];
+    for (k = 0; k < 3; k++) C[k] = f->col[k];
   }
-  return 1;
 }
 
 /* Adjoint of dsr_eval at pixel (x, y): given dL/dD (total, including the
  * alpha path through q = 1 - D), dL/de and dL/dC, accumulates the face's
  * screen-space gradient into g. */
-DS_HD DS_INLINE void dsr_eval_bwd(const dsrFace* f, const dsrConst* c, double x, double y,
+DS_HD DSR_INLINE void dsr_eval_bwd(const dsrFace* f, const dsrConst* c, double x, double y,
                                   const dsrEval* ev, double gD, double ge, const double gC[3],
                                   dsrFaceGrad* g) {
   double gbp[3] = {0.0, 0.0, 0.0}, gbt[3], gb[3], gZp;
@@ -274,33 +374,18 @@ DS_HD DS_INLINE void dsr_eval_bwd(const dsrFace* f, const dsrConst* c, double x,
     double dot = gbt[0] * ev->bt[0] + gbt[1] * ev->bt[1] + gbt[2] * ev->bt[2];
     for (k = 0; k < 3; k++) gb[k] = ev->b[k] > 0.0 ? (gbt[k] - dot) / ev->bsum : 0.0;
   }
-  /* b_k = E_k / A */
+  /* b_k = E_k / A. The edge functions are linear in p, so their gradients
+   * are kept as per-face sums (gE_k, gE_k x, gE_k y) and gA, turned into
+   * vertex gradients once per face by dsr_face_grad_finish. */
   {
     double gA = -(gb[0] * ev->b[0] + gb[1] * ev->b[1] + gb[2] * ev->b[2]) * f->invA;
     for (k = 0; k < 3; k++) {
-      /* E_k = cross(a - p, b - p), a = v_{k+1}, b = v_{k+2};
-       * d cross(u, w)/du = (w.y, -w.x), d/dw = (-u.y, u.x) */
-      int ia = k == 2 ? 0 : k + 1, ib = k == 0 ? 2 : k - 1;
       double gE = gb[k] * f->invA;
-      double ux = f->px[ia] - x, uy = f->py[ia] - y;
-      double wx = f->px[ib] - x, wy = f->py[ib] - y;
-      g->gpx[ia] += gE * wy;
-      g->gpy[ia] -= gE * wx;
-      g->gpx[ib] -= gE * uy;
-      g->gpy[ib] += gE * ux;
+      g->gE[k] += gE;
+      g->gEx[k] += gE * x;
+      g->gEy[k] += gE * y;
     }
-    /* A = cross(v1 - v0, v2 - v0) */
-    {
-      double e1x = f->px[1] - f->px[0], e1y = f->py[1] - f->py[0];
-      double e2x = f->px[2] - f->px[0], e2y = f->py[2] - f->py[0];
-      double g1x = gA * e2y, g1y = -gA * e2x, g2x = -gA * e1y, g2y = gA * e1x;
-      g->gpx[1] += g1x;
-      g->gpy[1] += g1y;
-      g->gpx[2] += g2x;
-      g->gpy[2] += g2y;
-      g->gpx[0] -= g1x + g2x;
-      g->gpy[0] -= g1y + g2y;
-    }
+    g->gA += gA;
   }
 
 coverage:
@@ -320,5 +405,7 @@ coverage:
     }
   }
 }
+
+
 
 #endif

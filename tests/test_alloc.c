@@ -1,7 +1,7 @@
 /* Allocation: step, compute_forces and backward (full and checkpointed
  * tape) allocate nothing once data and gradient exist (counting allocator),
  * the arena is empty after every call, and every creation path (builder,
- * mesh helpers, finalize, data, gradient) fails cleanly with DS_ERR_NOMEM
+ * mesh helpers, finalize, model copy, data, gradient) fails cleanly with DS_ERR_NOMEM
  * when any one allocation fails (LeakSanitizer checks nothing leaks). */
 #include "config.h"
 
@@ -57,6 +57,11 @@ static int build_all(void) {
   dd.checkpoint_every = 3;
   if (!rc) rc = ds_data_create(m, &dd, &d);
   if (!rc) rc = ds_grad_create(m, &g);
+  if (!rc) {
+    dsModel* c = NULL;
+    rc = ds_model_copy(m, &c);
+    ds_model_free(c);
+  }
   if (!rc) {
     for (int t = 0; t < 10 && !rc; t++) rc = ds_step(m, d);
     if (!rc) rc = ds_backward(m, d, g, m->x0, NULL, NULL, NULL);

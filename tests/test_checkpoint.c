@@ -1,5 +1,5 @@
 /* The checkpointed tape (every K-th state stored, segments recomputed in
- * backward) gives gradients bitwise identical to the full tape, for K that
+ * backward) gives gradients bitwise identical (memcmp) to the full tape, for K that
  * divides T and K that does not; the tape records activations and external
  * forces compactly; the whole-episode ds_backward equals the step-by-step
  * backward; running backward twice gives the same result. */
@@ -8,18 +8,38 @@
 #include "tests/dstest.h"
 #include "tests/enginetest.h"
 
-/* Hash of every gradient array, the per-substep control gradients and the
- * final state. */
-static uint64_t grad_hash(const etScene* s) {
+/* Every gradient array, the per-substep control gradients, flattened into
+ * one malloc'd byte buffer (compared with memcmp). */
+static unsigned char* grad_bytes(const etScene* s, size_t* len) {
   const dsModel* m_ = s->m;
   const dsGrad* g = s->g;
-  uint64_t h = 0;
-#define H(field, type, count, diff, name) DS__GRAD_IF_##diff(h = et_hash(h, g->field, (size_t)(count) * sizeof(dsReal));)
-  DS_MODEL_ARRAYS(H)
-#undef H
-  h = et_hash(h, s->gact, (size_t)s->T * m_->nact * sizeof(dsReal));
-  h = et_hash(h, s->gfext, (size_t)s->T * 3 * m_->nparticle * sizeof(dsReal));
-  return h;
+  size_t n = 0;
+#define SZ(field, type, count, diff, name) DS__GRAD_IF_##diff(n += (size_t)(count) * sizeof(dsReal);)
+  DS_MODEL_ARRAYS(SZ)
+#undef SZ
+  size_t na = (size_t)s->T * m_->nact * sizeof(dsReal), nf = (size_t)s->T * 3 * m_->nparticle * sizeof(dsReal);
+  unsigned char* buf = (unsigned char*)malloc(n + na + nf + 1);
+  size_t o = 0;
+#define CP(field, type, count, diff, name)                               \
+  DS__GRAD_IF_##diff(if ((count) > 0) {                                  \
+    memcpy(buf + o, g->field, (size_t)(count) * sizeof(dsReal));         \
+    o += (size_t)(count) * sizeof(dsReal);                               \
+  })
+  DS_MODEL_ARRAYS(CP)
+#undef CP
+  memcpy(buf + o, s->gact, na);
+  memcpy(buf + o + na, s->gfext, nf);
+  *len = o + na + nf;
+  return buf;
+}
+
+/* 1 when the gradients of s equal ref (len bytes) bit for bit. */
+static int same_grad(const etScene* s, const unsigned char* ref, size_t len) {
+  size_t n;
+  unsigned char* b = grad_bytes(s, &n);
+  int same = n == len && memcmp(b, ref, len) == 0;
+  free(b);
+  return same;
 }
 
 static uint64_t state_hash(const etScene* s) {
@@ -29,7 +49,9 @@ static uint64_t state_hash(const etScene* s) {
 
 static void compare_modes(dsModel* m, int T, dsReal act_amp, dsReal fext_amp, const char* label) {
   const int Ks[] = {1, 7, 16, T, 3 * T};
-  uint64_t h_ref = 0, s_ref = 0;
+  unsigned char* ref = NULL;
+  size_t ref_len = 0;
+  uint64_t s_ref = 0;
   for (size_t i = 0; i < sizeof Ks / sizeof Ks[0]; i++) {
     et_rng = 12345; /* same schedules and weights for every K */
     etScene s;
@@ -37,9 +59,8 @@ static void compare_modes(dsModel* m, int T, dsReal act_amp, dsReal fext_amp, co
     et_rollout(&s);
     uint64_t sh = state_hash(&s);
     et_backward(&s);
-    uint64_t gh = grad_hash(&s);
     if (i == 0) {
-      h_ref = gh;
+      ref = grad_bytes(&s, &ref_len);
       s_ref = sh;
       /* compact control records: activations change every 25 substeps,
        * external forces every 40 */
@@ -47,15 +68,26 @@ static void compare_modes(dsModel* m, int T, dsReal act_amp, dsReal fext_amp, co
       CHECK_INT_EQ(s.d->fext_n, (T + 39) / 40);
       /* a second backward over the same tape gives the same gradient */
       et_backward(&s);
-      CHECK(grad_hash(&s) == gh);
+      CHECK(same_grad(&s, ref, ref_len));
     } else {
-      if (gh != h_ref) fprintf(stderr, "%s: K = %d gradient differs from the full tape\n", label, Ks[i]);
-      CHECK(gh == h_ref);
+      int same = same_grad(&s, ref, ref_len);
+      if (!same) fprintf(stderr, "%s: K = %d gradient differs from the full tape\n", label, Ks[i]);
+      CHECK(same);
       CHECK(sh == s_ref);
       CHECK(s.d->nstore < T || Ks[i] == 1);
     }
     et_scene_free(&s);
   }
+  /* the comparison sees a one-ulp change */
+  ref[ref_len / 2] ^= 1;
+  et_rng = 12345;
+  etScene s;
+  et_scene_init(&s, m, T, 1, act_amp, fext_amp);
+  et_rollout(&s);
+  et_backward(&s);
+  CHECK(!same_grad(&s, ref, ref_len));
+  et_scene_free(&s);
+  free(ref);
 }
 
 /* ds_backward (whole episode) == begin/step/finish without injections. */
@@ -66,10 +98,12 @@ static void check_convenience(dsModel* m, int T) {
   memset(s.cmid, 0, 3 * (size_t)m->nparticle * sizeof(dsReal));
   et_rollout(&s);
   et_backward(&s);
-  uint64_t h1 = grad_hash(&s);
+  size_t len;
+  unsigned char* ref = grad_bytes(&s, &len);
   ds_grad_zero(s.g);
   CHECK_INT_EQ(ds_backward(m, s.d, s.g, s.cx, s.cv, s.gact, s.gfext), 0);
-  CHECK(grad_hash(&s) == h1);
+  CHECK(same_grad(&s, ref, len));
+  free(ref);
   /* state errors */
   CHECK_INT_EQ(ds_backward_finish(m, s.d, s.g), DS_ERR_STATE);
   CHECK_INT_EQ(ds_backward_step(m, s.d, s.g, NULL, NULL), DS_ERR_STATE);

@@ -44,6 +44,16 @@ static void test_errors(void) {
   CHECK_STR_CONTAINS(ds_builder_last_error(b), "tet 0 (particles 0, 1, 2, 3): inverted rest tet (signed volume -0.16");
   ds_builder_free(b);
 
+  /* a hinge whose wing is collapsed (x1 on the edge line) */
+  ds_builder_create(&b);
+  dsReal h[4][3] = {{0.5, 0, 0}, {0, 1, 1}, {0, 0, 0}, {1, 0, 0}};
+  for (int i = 0; i < 4; i++) ds_builder_add_particle(b, h[i], NULL, 1);
+  dsBendMaterial bm = {1, 0};
+  CHECK_INT_EQ(ds_builder_add_bend(b, 0, 1, 2, 3, &bm), 0);
+  CHECK_INT_EQ(ds_builder_finalize(b, &m), DS_ERR_MESH);
+  CHECK_STR_CONTAINS(ds_builder_last_error(b), "bend 0 (particles 0, 1, 2, 3): degenerate hinge");
+  ds_builder_free(b);
+
   ds_builder_create(&b);
   ds_builder_add_particle(b, y[0], NULL, 1);
   ds_builder_set_dt(b, 0);
@@ -186,6 +196,19 @@ static void test_names(void) {
   CHECK(m->gravity[1] == (dsReal)-1.6);
   g3[0] = INFINITY;
   CHECK_INT_EQ(ds_model_set_param(m, "gravity", g3, 3), DS_ERR_INVALID);
+  /* deep copy: equal arrays, independent storage */
+  dsModel* c;
+  CHECK_INT_EQ(ds_model_copy(m, &c), 0);
+  CHECK(c->nparticle == m->nparticle && c->nslot == m->nslot && c->dt == m->dt && c->aero == m->aero);
+  CHECK(c->x0 != m->x0 && memcmp(c->x0, m->x0, 3 * (size_t)m->nparticle * sizeof(dsReal)) == 0);
+  CHECK(memcmp(c->inc_slot, m->inc_slot, (size_t)m->nslot * sizeof(int)) == 0);
+  CHECK(memcmp(c->tri_Dm, m->tri_Dm, 4 * (size_t)m->ntri * sizeof(dsReal)) == 0);
+  CHECK(c->inv_mass[3] == 0 && c->gravity[1] == (dsReal)-1.6);
+  g3[0] = 0;
+  g3[1] = -9.8;
+  ds_model_set_param(c, "gravity", g3, 3);
+  CHECK(m->gravity[1] == (dsReal)-1.6);
+  ds_model_free(c);
   ds_grad_free(g);
   ds_model_free(m);
 }

@@ -179,6 +179,10 @@ int main(void) {
     for (int i = 0; i < m->nparticle; i++) ymin = fmin(ymin, s.d->x[3 * i + 1]);
     CHECK(ymin < m->contact_skin[0]);
     run_scene(&s, names, (int)(sizeof names / sizeof names[0]), 1e-5);
+    /* both friction regimes occur: sliding (mu matters) and sticking (kf) */
+    CHECK(fabs(s.g->contact_mu[0]) > 1e-3);
+    CHECK(fabs(s.g->contact_kf[0]) > 1e-6);
+    fprintf(stderr, "soft: dL/dmu %.4g, dL/dkf %.4g\n", s.g->contact_mu[0], s.g->contact_kf[0]);
     et_scene_free(&s);
     ds_model_free(m);
   }

@@ -5,6 +5,7 @@
 
 #include "dsim/base.h"
 #include "dsim/engine.h"
+#include "dsim/env.h"
 #include "dsim/fd.h"
 #include "dsim/mesh.h"
 #include "dsim/raster.h"

@@ -121,7 +121,7 @@ DS_API int ds_builder_add_particle(dsBuilder* b, const dsReal x[3], const dsReal
 /* rest < 0: the distance between the particles' positions. */
 DS_API int ds_builder_add_spring(dsBuilder* b, int i, int j, dsReal ke, dsReal kd, dsReal rest);
 DS_API int ds_builder_add_tri(dsBuilder* b, int i, int j, int k, const dsTriMaterial* mat);
-/* Rest angle from the particles' positions. */
+/* Rest angle from the particles' positions (computed at finalize). */
 DS_API int ds_builder_add_bend(dsBuilder* b, int i1, int i2, int i3, int i4, const dsBendMaterial* mat);
 /* Bending edges for every interior edge shared by two of triangles
  * [tri_begin, tri_end); returns the number added. */
@@ -158,6 +158,8 @@ DS_API void ds_builder_set_aero(dsBuilder* b, dsReal k_lift, dsReal k_drag);
 DS_API int ds_builder_finalize(dsBuilder* b, dsModel** out);
 
 DS_API void ds_model_free(dsModel* m);
+/* Deep copy (e.g. one model per system-identification instance). */
+DS_API int ds_model_copy(const dsModel* src, dsModel** out);
 /* Any model array by name (see DS_MODEL_ARRAYS): pointer and element count.
  * DS_ERR_NOTFOUND for an unknown name. */
 DS_API int ds_model_param(const dsModel* m, const char* name, const dsReal** ptr, int* count);
@@ -181,7 +183,11 @@ typedef struct dsDataDef {
 DS_API dsDataDef ds_default_data_def(void);
 
 /* Arrays of a data, X(field, type, count, name), count in m_ (model) and
- * d_ (data). The first rows are the public state; the rest is the tape. */
+ * d_ (data). The first rows are the public state; the rest is the tape.
+ * Between substeps a caller writes act and f_ext (and, during backward,
+ * adds to adj_x/adj_v); x and v are read-only once the episode has started
+ * (the tape and the mass gradient rely on them; use ds_data_set_state at
+ * substep 0). The tape records act and f_ext only when they change. */
 #define DS_DATA_ARRAYS(X)                                                                  \
   X(x, dsReal, 3 * (size_t)(m_)->nparticle, "x")               /* positions, nparticle x 3 */   \
   X(v, dsReal, 3 * (size_t)(m_)->nparticle, "v")               /* velocities */                 \

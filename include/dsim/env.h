@@ -113,8 +113,10 @@ typedef struct dsEnvDef {
   /* contact with the ground */
   dsReal contact_ke, contact_kd, contact_kf, contact_mu, contact_skin;
   /* scene placement */
-  dsReal start[3];         /* position of the body's centroid at substep 0, m
-                              (cloth: plus (0, h, 0), h ~ U[height_min, height_max)) */
+  dsReal start[3];         /* translation at substep 0, m: walker and walker-springs
+                              as generated (feet near y = 0); gear and cloth centred on
+                              their vertex centroid first (cloth: rotated, then placed
+                              at start + (0, h, 0), h ~ U[height_min, height_max)) */
   dsReal velocity[3];      /* initial velocity of every particle, m/s */
   dsReal height_min, height_max; /* cloth: drop height range, m */
   int size_min, size_max;  /* cloth: cells per side D ~ U{size_min..size_max} */
@@ -139,8 +141,8 @@ typedef struct dsEnvDef {
   int obs_image;           /* 1: image observation at every step */
   /* loss */
   int loss_kind;           /* dsEnvLossKind */
-  int image_loss;          /* dsLossKind (MSE, L1, DSSIM) of each frame */
-  int loss_levels;         /* image pyramid levels (1: single scale) */
+  int image_loss;          /* dsLossKind of each frame: MSE, L1, DSSIM (dsim/raster.h) */
+  int loss_levels;         /* image pyramid levels (1: single scale; weights 1) */
   /* controller settings carried for drivers (the env does not use them) */
   int ctrl_phases;         /* sinusoid inputs P */
   dsReal ctrl_omega;       /* rad/s */
@@ -161,7 +163,7 @@ DS_API const char* ds_env_kind_name(int kind);
  * DS_ERR_INVALID/RANGE for a bad definition, DS_ERR_MESH, DS_ERR_NOMEM. */
 DS_API int ds_env_create(const dsEnvDef* def, dsEnv** out, char* err, size_t errlen);
 /* From a JSON config whose "env" key names the kind; every other key is a
- * dsEnvDef field (see configs/ *.json for the full list and `ds_env_config_keys`).
+ * dsEnvDef field (the files in configs/ list them all with their defaults).
  * Errors name the file, key path and expected value (DS_ERR_IO, DS_ERR_PARSE,
  * DS_ERR_CONFIG). */
 DS_API int ds_env_create_from_config(const char* path, dsEnv** out, char* err, size_t errlen);
@@ -212,8 +214,11 @@ DS_API int ds_env_backward_adjoints(dsEnv* env, const dsReal* adj_obs, const dsR
 
 /* ---- parameters (engine names) ------------------------------------------- */
 DS_API int ds_env_param(const dsEnv* env, const char* name, const dsReal** values, int* count);
-/* Only between episodes (right after reset or before any step: DS_ERR_STATE
- * otherwise); initial_position / initial_velocity then apply at once. */
+/* Only before the first step of an episode (DS_ERR_STATE otherwise);
+ * initial_position / initial_velocity then apply at once. A reset keeps the
+ * values, except that control-cloth re-places its sheet (initial_position)
+ * and rebuilds its model (all values back to the definition's) when the
+ * seed draws a new size. */
 DS_API int ds_env_set_param(dsEnv* env, const char* name, const dsReal* values, int count);
 /* Gradient of the last backward. */
 DS_API int ds_env_param_grad(const dsEnv* env, const char* name, const dsReal** grad, int* count);
@@ -233,9 +238,10 @@ DS_API int ds_env_render(dsEnv* env, dsReal* image);
 DS_API const dsReal* ds_env_goal_image(const dsEnv* env);
 /* Target centroid of the current episode (m). */
 DS_API int ds_env_target(const dsEnv* env, dsReal target[3]);
-/* SCENES.md metric of the current state: walker: centre-of-mass x
- * displacement since substep 0; control-fem and control-cloth (and
- * walker-springs): squared distance of the centre of mass to the target. */
+/* SCENES.md metric of the current state: walker and walker-springs:
+ * centre-of-mass x displacement since substep 0 (the goal offset is
+ * def->goal_x_min); control-fem and control-cloth: squared distance of the
+ * centre of mass to the target (ds_env_target). */
 DS_API int ds_env_metric(const dsEnv* env, dsReal* value);
 
 #ifdef __cplusplus

@@ -1,0 +1,342 @@
+/* Image losses on RGBA images (h x w x 4, all four channels) with their
+ * gradients: MSE, L1, D-SSIM and a multi-scale (Gaussian pyramid) variant.
+ *
+ * MSE  = (1/n) sum (a - b)^2                    dL/da = 2 (a - b)/n
+ * L1   = (1/n) sum |a - b|                      dL/da = sign(a - b)/n
+ * D-SSIM = (1 - (1/n) sum_p s_p)/2 with, per pixel and channel, G the
+ *   Gaussian window (normalised over its in-image part near borders):
+ *     mx = G a, my = G b, Sxx = G a^2, Syy = G b^2, Sxy = G ab
+ *     A1 = 2 mx my + C1, A2 = 2 (Sxy - mx my) + C2
+ *     B1 = mx^2 + my^2 + C1, B2 = (Sxx - mx^2) + (Syy - my^2) + C2
+ *     s  = A1 A2 / (B1 B2)
+ *   ds/dmx  = 2 my (A2 - A1)/(B1 B2) + 2 mx s (1/B2 - 1/B1)
+ *   ds/dSxx = -s/B2,  ds/dSxy = 2 A1/(B1 B2)
+ *   dL/da = G^T(dL/dmx) + 2 a G^T(dL/dSxx) + b G^T(dL/dSxy)
+ * Multi-scale: P_0 = image, P_{l+1} = every other pixel of B P_l, with B the
+ *   separable binomial [1 4 6 4 1]/16 normalised at borders;
+ *   L = sum_l w_l base(P_l a, P_l b); the gradient runs back down the
+ *   pyramid with the transposed operators.
+ * n is the number of values compared (4 w h at that level). All arithmetic
+ * is double, in a fixed order (no threads), so results are reproducible.
+ */
+#include "config.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "dsim/raster.h"
+#include "engine/internal.h"
+
+#define NC 4 /* channels */
+
+static int check_args(const void* a, const void* b, int w, int h, const void* loss) {
+  if (!a || !b || !loss || w <= 0 || h <= 0) return DS_ERR_INVALID;
+  return DS_OK;
+}
+
+int ds_loss_mse(const dsReal* img, const dsReal* goal, int w, int h, dsReal* loss, dsReal* grad) {
+  size_t n, i;
+  double acc = 0, sc;
+  if (check_args(img, goal, w, h, loss)) return DS_ERR_INVALID;
+  n = (size_t)w * h * NC;
+  sc = 2.0 / (double)n;
+  for (i = 0; i < n; i++) {
+    double d = (double)img[i] - (double)goal[i];
+    acc += d * d;
+    if (grad) grad[i] = (dsReal)(sc * d);
+  }
+  *loss = (dsReal)(acc / (double)n);
+  return DS_OK;
+}
+
+int ds_loss_l1(const dsReal* img, const dsReal* goal, int w, int h, dsReal* loss, dsReal* grad) {
+  size_t n, i;
+  double acc = 0, sc;
+  if (check_args(img, goal, w, h, loss)) return DS_ERR_INVALID;
+  n = (size_t)w * h * NC;
+  sc = 1.0 / (double)n;
+  for (i = 0; i < n; i++) {
+    double d = (double)img[i] - (double)goal[i];
+    acc += fabs(d);
+    if (grad) grad[i] = (dsReal)(d > 0 ? sc : d < 0 ? -sc : 0.0);
+  }
+  *loss = (dsReal)(acc / (double)n);
+  return DS_OK;
+}
+
+dsLossDef ds_loss_def_default(void) {
+  dsLossDef d;
+  int i;
+  memset(&d, 0, sizeof d);
+  d.kind = DS_LOSS_MSE;
+  d.levels = 1;
+  for (i = 0; i < DS_LOSS_MAX_LEVELS; i++) d.weights[i] = 1;
+  d.ssim_sigma = (dsReal)1.5;
+  d.ssim_radius = 5;
+  d.ssim_c1 = (dsReal)1e-4;
+  d.ssim_c2 = (dsReal)9e-4;
+  return d;
+}
+
+/* ---- separable filters with border-normalised weights ------------------------
+ * 1-D filter of radius R and weights k[0..R] (symmetric): at position i,
+ * out_i = sum_{|j| <= R, 0 <= i+j < n} k[|j|] in_{i+j} / norm_i. Applied along
+ * x (stride NC) or y (stride w NC) to all NC channels. The transpose scatters
+ * g_i k[|j|]/norm_i to position i + j. */
+#define MAXR 16
+
+static double norm_at(const double* k, int R, int i, int n) {
+  double s = 0;
+  int j;
+  for (j = -R; j <= R; j++)
+    if (i + j >= 0 && i + j < n) s += k[j < 0 ? -j : j];
+  return s;
+}
+
+/* out = F_x in (axis 0) or F_y in (axis 1); out must not alias in */
+static void filt(const double* in, double* out, int w, int h, const double* k, int R, int axis) {
+  int x, y, c, j;
+  for (y = 0; y < h; y++)
+    for (x = 0; x < w; x++) {
+      int i = axis ? y : x, n = axis ? h : w;
+      double inv = 1.0 / norm_at(k, R, i, n), acc[NC] = {0, 0, 0, 0};
+      for (j = -R; j <= R; j++) {
+        const double* p;
+        if (i + j < 0 || i + j >= n) continue;
+        p = axis ? in + ((size_t)(y + j) * w + x) * NC : in + ((size_t)y * w + x + j) * NC;
+        for (c = 0; c < NC; c++) acc[c] += k[j < 0 ? -j : j] * p[c];
+      }
+      for (c = 0; c < NC; c++) out[((size_t)y * w + x) * NC + c] = acc[c] * inv;
+    }
+}
+
+/* out += F^T g (out must not alias g) */
+static void filt_T(const double* g, double* out, int w, int h, const double* k, int R, int axis) {
+  int x, y, c, j;
+  for (y = 0; y < h; y++)
+    for (x = 0; x < w; x++) {
+      int i = axis ? y : x, n = axis ? h : w;
+      double inv = 1.0 / norm_at(k, R, i, n);
+      const double* gp = g + ((size_t)y * w + x) * NC;
+      for (j = -R; j <= R; j++) {
+        double* p;
+        double kk;
+        if (i + j < 0 || i + j >= n) continue;
+        p = axis ? out + ((size_t)(y + j) * w + x) * NC : out + ((size_t)y * w + x + j) * NC;
+        kk = k[j < 0 ? -j : j] * inv;
+        for (c = 0; c < NC; c++) p[c] += kk * gp[c];
+      }
+    }
+}
+
+/* ---- loss object ------------------------------------------------------------- */
+struct dsImageLoss {
+  dsLossDef def;
+  int w, h, levels;
+  int lw[DS_LOSS_MAX_LEVELS], lh[DS_LOSS_MAX_LEVELS];
+  size_t off[DS_LOSS_MAX_LEVELS]; /* offsets (values) of each level in the pyramids */
+  double* pa;   /* pyramid of img */
+  double* pb;   /* pyramid of goal */
+  double* pg;   /* pyramid of dL/d(img) */
+  double* t0;   /* scratch, w h NC each */
+  double* t1;
+  double* ss;   /* D-SSIM maps: mx my sxx syy sxy (5 w h NC) */
+  double gk[MAXR + 1]; /* SSIM Gaussian half-window */
+  double bk[3];        /* binomial half-window 6/16, 4/16, 1/16 */
+};
+
+int ds_image_loss_create(dsImageLoss** out, const dsLossDef* def, int w, int h) {
+  dsImageLoss* l;
+  size_t tot = 0, n;
+  int i;
+  if (!out) return DS_ERR_INVALID;
+  *out = NULL;
+  if (!def || w <= 0 || h <= 0 || w > 65536 || h > 65536) return DS_ERR_INVALID;
+  if (def->kind != DS_LOSS_MSE && def->kind != DS_LOSS_L1 && def->kind != DS_LOSS_DSSIM)
+    return DS_ERR_INVALID;
+  if (def->levels < 1 || def->levels > DS_LOSS_MAX_LEVELS) return DS_ERR_INVALID;
+  for (i = 0; i < def->levels; i++)
+    if (!isfinite((double)def->weights[i])) return DS_ERR_INVALID;
+  if (def->kind == DS_LOSS_DSSIM &&
+      (!(def->ssim_sigma > 0) || def->ssim_radius < 1 || def->ssim_radius > MAXR ||
+       !(def->ssim_c1 > 0) || !(def->ssim_c2 > 0)))
+    return DS_ERR_INVALID;
+  l = (dsImageLoss*)ds__calloc(1, sizeof *l);
+  if (!l) return DS_ERR_NOMEM;
+  l->def = *def;
+  l->w = w;
+  l->h = h;
+  l->levels = def->levels;
+  for (i = 0; i < l->levels; i++) {
+    l->lw[i] = i ? (l->lw[i - 1] + 1) / 2 : w;
+    l->lh[i] = i ? (l->lh[i - 1] + 1) / 2 : h;
+    l->off[i] = tot;
+    tot += (size_t)l->lw[i] * l->lh[i] * NC;
+  }
+  n = (size_t)w * h * NC;
+  l->pa = (double*)ds__malloc(sizeof(double) * tot);
+  l->pb = (double*)ds__malloc(sizeof(double) * tot);
+  l->pg = (double*)ds__malloc(sizeof(double) * tot);
+  l->t0 = (double*)ds__malloc(sizeof(double) * n);
+  l->t1 = (double*)ds__malloc(sizeof(double) * n);
+  l->ss = def->kind == DS_LOSS_DSSIM ? (double*)ds__malloc(sizeof(double) * 5 * n) : NULL;
+  if (!l->pa || !l->pb || !l->pg || !l->t0 || !l->t1 || (def->kind == DS_LOSS_DSSIM && !l->ss)) {
+    ds_image_loss_destroy(l);
+    return DS_ERR_NOMEM;
+  }
+  for (i = 0; i <= MAXR; i++) {
+    double s = def->ssim_sigma > 0 ? (double)def->ssim_sigma : 1.0;
+    l->gk[i] = exp(-0.5 * i * i / (s * s));
+  }
+  l->bk[0] = 6.0 / 16;
+  l->bk[1] = 4.0 / 16;
+  l->bk[2] = 1.0 / 16;
+  *out = l;
+  return DS_OK;
+}
+
+void ds_image_loss_destroy(dsImageLoss* l) {
+  if (!l) return;
+  ds__free(l->pa);
+  ds__free(l->pb);
+  ds__free(l->pg);
+  ds__free(l->t0);
+  ds__free(l->t1);
+  ds__free(l->ss);
+  ds__free(l);
+}
+
+/* dst (level l+1) = decimate(B src); t0, t1 scratch */
+static void pyr_down(dsImageLoss* l, int lv, double* pyr) {
+  const double* src = pyr + l->off[lv];
+  double* dst = pyr + l->off[lv + 1];
+  int w = l->lw[lv], h = l->lh[lv], W = l->lw[lv + 1], H = l->lh[lv + 1], x, y, c;
+  filt(src, l->t0, w, h, l->bk, 2, 0);
+  filt(l->t0, l->t1, w, h, l->bk, 2, 1);
+  for (y = 0; y < H; y++)
+    for (x = 0; x < W; x++)
+      for (c = 0; c < NC; c++) dst[((size_t)y * W + x) * NC + c] = l->t1[((size_t)(2 * y) * w + 2 * x) * NC + c];
+}
+
+/* pyr level lv gradient += (decimate B)^T (level lv+1 gradient) */
+static void pyr_down_T(dsImageLoss* l, int lv, double* pyr) {
+  const double* g = pyr + l->off[lv + 1];
+  double* dst = pyr + l->off[lv];
+  int w = l->lw[lv], h = l->lh[lv], W = l->lw[lv + 1], H = l->lh[lv + 1], x, y, c;
+  size_t n = (size_t)w * h * NC;
+  memset(l->t1, 0, sizeof(double) * n);
+  for (y = 0; y < H; y++)
+    for (x = 0; x < W; x++)
+      for (c = 0; c < NC; c++) l->t1[((size_t)(2 * y) * w + 2 * x) * NC + c] = g[((size_t)y * W + x) * NC + c];
+  memset(l->t0, 0, sizeof(double) * n);
+  filt_T(l->t1, l->t0, w, h, l->bk, 2, 1);
+  filt_T(l->t0, dst, w, h, l->bk, 2, 0);
+}
+
+/* G applied to in -> out (t0 scratch) */
+static void gauss(dsImageLoss* l, const double* in, double* out, int w, int h) {
+  filt(in, l->t0, w, h, l->gk, l->def.ssim_radius, 0);
+  filt(l->t0, out, w, h, l->gk, l->def.ssim_radius, 1);
+}
+
+/* out += G^T in (t0 scratch) */
+static void gauss_T(dsImageLoss* l, const double* in, double* out, int w, int h) {
+  memset(l->t0, 0, sizeof(double) * (size_t)w * h * NC);
+  filt_T(in, l->t0, w, h, l->gk, l->def.ssim_radius, 1);
+  filt_T(l->t0, out, w, h, l->gk, l->def.ssim_radius, 0);
+}
+
+/* D-SSIM of a (img) vs b (goal) at one level; g += wgt dL/da (g may be NULL) */
+static double dssim_level(dsImageLoss* l, const double* a, const double* b, int w, int h, double wgt,
+                          double* g) {
+  size_t n = (size_t)w * h * NC, i;
+  double *mx = l->ss, *my = mx + n, *sxx = my + n, *syy = sxx + n, *sxy = syy + n;
+  const double C1 = l->def.ssim_c1, C2 = l->def.ssim_c2;
+  double acc = 0, dLds;
+  gauss(l, a, mx, w, h);
+  gauss(l, b, my, w, h);
+  for (i = 0; i < n; i++) l->t1[i] = a[i] * a[i];
+  gauss(l, l->t1, sxx, w, h);
+  for (i = 0; i < n; i++) l->t1[i] = b[i] * b[i];
+  gauss(l, l->t1, syy, w, h);
+  for (i = 0; i < n; i++) l->t1[i] = a[i] * b[i];
+  gauss(l, l->t1, sxy, w, h);
+  dLds = -0.5 / (double)n;
+  for (i = 0; i < n; i++) {
+    double A1 = 2 * mx[i] * my[i] + C1, A2 = 2 * (sxy[i] - mx[i] * my[i]) + C2;
+    double B1 = mx[i] * mx[i] + my[i] * my[i] + C1;
+    double B2 = (sxx[i] - mx[i] * mx[i]) + (syy[i] - my[i] * my[i]) + C2;
+    double iB = 1.0 / (B1 * B2), s = A1 * A2 * iB;
+    acc += s;
+    if (g) {
+      double c = wgt * dLds;
+      /* reuse the maps: mx <- dL/dmx, sxx <- dL/dSxx, sxy <- dL/dSxy */
+      double dmx = 2 * my[i] * (A2 - A1) * iB + 2 * mx[i] * s * (1.0 / B2 - 1.0 / B1);
+      double dsxx = -s / B2, dsxy = 2 * A1 * iB;
+      mx[i] = c * dmx;
+      sxx[i] = c * dsxx;
+      sxy[i] = c * dsxy;
+    }
+  }
+  if (g) {
+    /* g += G^T dmx + 2 a G^T dsxx + b G^T dsxy; syy and my are free scratch */
+    gauss_T(l, mx, g, w, h);
+    memset(my, 0, sizeof(double) * n);
+    gauss_T(l, sxx, my, w, h);
+    memset(syy, 0, sizeof(double) * n);
+    gauss_T(l, sxy, syy, w, h);
+    for (i = 0; i < n; i++) g[i] += 2 * a[i] * my[i] + b[i] * syy[i];
+  }
+  return 0.5 * (1.0 - acc / (double)n);
+}
+
+static double base_level(dsImageLoss* l, int lv, double wgt, int want_grad) {
+  const double* a = l->pa + l->off[lv];
+  const double* b = l->pb + l->off[lv];
+  double* g = want_grad ? l->pg + l->off[lv] : NULL;
+  int w = l->lw[lv], h = l->lh[lv];
+  size_t n = (size_t)w * h * NC, i;
+  double acc = 0;
+  if (l->def.kind == DS_LOSS_DSSIM) return dssim_level(l, a, b, w, h, wgt, g);
+  for (i = 0; i < n; i++) {
+    double d = a[i] - b[i];
+    if (l->def.kind == DS_LOSS_MSE) {
+      acc += d * d;
+      if (g) g[i] += wgt * 2.0 * d / (double)n;
+    } else {
+      acc += fabs(d);
+      if (g) g[i] += wgt * (d > 0 ? 1.0 : d < 0 ? -1.0 : 0.0) / (double)n;
+    }
+  }
+  return acc / (double)n;
+}
+
+int ds_image_loss_eval(dsImageLoss* l, const dsReal* img, const dsReal* goal, dsReal* loss,
+                       dsReal* grad) {
+  size_t n, i;
+  double total = 0;
+  int lv;
+  if (!l || !img || !goal || !loss) return DS_ERR_INVALID;
+  n = (size_t)l->w * l->h * NC;
+  for (i = 0; i < n; i++) {
+    l->pa[i] = img[i];
+    l->pb[i] = goal[i];
+  }
+  for (lv = 0; lv + 1 < l->levels; lv++) {
+    pyr_down(l, lv, l->pa);
+    pyr_down(l, lv, l->pb);
+  }
+  if (grad) memset(l->pg, 0, sizeof(double) * (l->off[l->levels - 1] +
+                                               (size_t)l->lw[l->levels - 1] * l->lh[l->levels - 1] * NC));
+  for (lv = 0; lv < l->levels; lv++) {
+    double wgt = l->def.weights[lv];
+    if (wgt == 0) continue;
+    total += wgt * base_level(l, lv, wgt, grad != NULL);
+  }
+  if (grad) {
+    for (lv = l->levels - 2; lv >= 0; lv--) pyr_down_T(l, lv, l->pg);
+    for (i = 0; i < n; i++) grad[i] = (dsReal)l->pg[i];
+  }
+  *loss = (dsReal)total;
+  return DS_OK;
+}

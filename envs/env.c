@@ -1,0 +1,792 @@
+/* Environments: episode (reset/step), observations, rewards, the built-in
+ * losses and the backward pass through the engine tape and the renderer.
+ *
+ * Forward. Step k covers substeps [kC, min((k+1)C, T)) with the action held:
+ * walker/control-fem write it into the activations d->act; walker-springs
+ * turns it into external forces (below); control-cloth adds the first
+ * step's action to every particle's velocity at substep 0. After substep s
+ * the state is x_{s}; a frame is rendered at every scheduled s (0 at reset)
+ * and its image loss l_f = loss(render(x_s), goal) kept; the positions of
+ * frames and step ends are kept so backward can re-render (images are not
+ * stored).
+ *
+ * walker-springs actuation. A spring (i, j) of stiffness ke and rest L with
+ * action a has rest L (1 + a); its force differs from the engine's
+ * (rest L) by ke L a along d^ = (x_i - x_j)/|x_i - x_j|:
+ *   f_i += u d^,  f_j -= u d^,  u = ke L a
+ * applied as external force from the state at the start of each substep.
+ * Adjoint with g = adj_f_i - adj_f_j (dL/df_ext of that substep), l = |d|:
+ *   dL/du = g.d^,  dL/da = ke L g.d^,  dL/dke += L a g.d^,  dL/dL += ke a g.d^
+ *   dL/dx_i += u (g - (g.d^) d^)/l,  dL/dx_j -= same
+ *
+ * Backward. Any loss here is a sum of terms, each a function of the state at
+ * one substep s: frame losses w_f l_f(x_s), centre-of-mass terms
+ * w |com(x_s) - target|^2 and observation terms. Popping substeps from the
+ * engine tape from t down to 0, the adjoints of the terms at s are added
+ * into d->adj_x / d->adj_v right after the pop that made them the adjoints
+ * of state s; frames are re-rendered from the kept positions and
+ * backpropagated through ds_raster_backward. dL/d(action of step k) is the
+ * sum over the step's substeps of the engine's dL/d(act) (or of the
+ * actuation adjoint above); control-cloth's is sum_i dL/dv_i(0).
+ *
+ * Centre of mass: com = sum_i m_i x_i / M, so dcom/dx_i = m_i/M and
+ * dcom/dm_i = (x_i - com)/M (added to the particle.mass gradient). */
+#include "config.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "envs/env_priv.h"
+#include "io/cfg.h"
+
+/* ---- small helpers ---------------------------------------------------------- */
+static void com_of(const dsModel* m, const dsReal* x, dsReal c[3]) {
+  double s[3] = {0, 0, 0}, M = 0;
+  for (int i = 0; i < m->nparticle; i++) {
+    const double mi = m->mass[i];
+    M += mi;
+    for (int k = 0; k < 3; k++) s[k] += mi * x[3 * i + k];
+  }
+  for (int k = 0; k < 3; k++) c[k] = (dsReal)(M > 0 ? s[k] / M : 0);
+}
+
+static dsReal total_mass(const dsModel* m) {
+  double M = 0;
+  for (int i = 0; i < m->nparticle; i++) M += m->mass[i];
+  return (dsReal)M;
+}
+
+/* adj_x_i += w_c m_i/M, g_mass_i += w_c.(x_i - com)/M  (w: dL/dcom) */
+static void com_bwd(const dsModel* m, dsGrad* g, const dsReal* x, const dsReal w[3], dsReal* adj_x) {
+  dsReal c[3];
+  com_of(m, x, c);
+  const dsReal M = total_mass(m);
+  if (!(M > 0)) return;
+  for (int i = 0; i < m->nparticle; i++) {
+    const dsReal mi = m->mass[i] / M;
+    dsReal gm = 0;
+    for (int k = 0; k < 3; k++) {
+      adj_x[3 * i + k] += w[k] * mi;
+      gm += w[k] * (x[3 * i + k] - c[k]);
+    }
+    g->mass[i] += gm / M;
+  }
+}
+
+static dsReal com_loss(const dsEnv* e, const dsReal* x) {
+  dsReal c[3];
+  com_of(e->m, x, c);
+  dsReal s = 0;
+  for (int k = 0; k < 3; k++) s += (c[k] - e->target[k]) * (c[k] - e->target[k]);
+  return s;
+}
+
+static int step_end(const dsEnv* e, int k) { return (k + 1) * e->C < e->T ? (k + 1) * e->C : e->T; }
+
+static dsRasterMesh raster_mesh(const dsEnv* e, const dsReal* x) {
+  dsRasterMesh rm;
+  rm.verts = x;
+  rm.nvert = e->np;
+  rm.faces = e->m->face_idx;
+  rm.nface = e->m->nface;
+  rm.colors = e->face_colors;
+  rm.color_mode = DS_COLOR_FACE;
+  return rm;
+}
+
+static int render_x(dsEnv* e, const dsReal* x, dsReal* image) {
+  dsRasterMesh rm = raster_mesh(e, x);
+  int rc = ds_raster_render(e->r, &rm, image);
+  if (rc) return ds__seterr(&e->err, rc, "render: %s", ds_raster_last_error(e->r));
+  return 0;
+}
+
+static void write_obs(const dsEnv* e, const dsReal* x, const dsReal* v, dsReal* obs) {
+  if (!obs) return;
+  if (e->def.obs_state == DS_OBS_STATE_FULL) {
+    memcpy(obs, x, (size_t)e->n3 * sizeof(dsReal));
+    memcpy(obs + e->n3, v, (size_t)e->n3 * sizeof(dsReal));
+  } else if (e->def.obs_state == DS_OBS_STATE_COM) {
+    com_of(e->m, x, obs);
+    com_of(e->m, v, obs + 3);
+  }
+}
+
+/* ---- build / free ----------------------------------------------------------- */
+static void free_sized(dsEnv* e) {
+  ds_data_free(e->d);
+  ds_grad_free(e->g);
+  ds_model_free(e->m);
+  ds_raster_destroy(e->r);
+  e->d = NULL;
+  e->g = NULL;
+  e->m = NULL;
+  e->r = NULL;
+  dsReal** bufs[] = {&e->cloth_base, &e->face_colors, &e->goal_x, &e->frame_x, &e->frame_loss, &e->step_x, &e->step_v,
+                     &e->actions,     &e->sub_x,  &e->adj_act, &e->adj_fext,   &e->tmp3};
+  for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
+    ds__free(*bufs[i]);
+    *bufs[i] = NULL;
+  }
+}
+
+static dsReal* alloc_reals(size_t n) { return (dsReal*)ds__calloc(n ? n : 1, sizeof(dsReal)); }
+
+/* Model, data, gradient, renderer and every buffer sized by the model. */
+static int build_sized(dsEnv* e, int cloth_D, dsReal cloth_h) {
+  const dsEnvDef* def = &e->def;
+  free_sized(e);
+  int rc = ds__env_build_model(e, cloth_D, cloth_h, &e->m);
+  if (rc) return rc;
+  const dsModel* m = e->m;
+  e->cloth_D = cloth_D;
+  e->np = m->nparticle;
+  e->n3 = 3 * m->nparticle;
+  switch (def->kind) {
+    case DS_ENV_WALKER: e->adim = m->ntri; break;
+    case DS_ENV_CONTROL_FEM: e->adim = m->ntet; break;
+    case DS_ENV_CONTROL_CLOTH: e->adim = 3; break;
+    default: e->adim = m->nspring; break;
+  }
+  e->odim = def->obs_state == DS_OBS_STATE_FULL ? 2 * e->n3 : def->obs_state == DS_OBS_STATE_COM ? 6 : 0;
+  dsDataDef dd = ds_default_data_def();
+  dd.max_substeps = e->T;
+  dd.checkpoint_every = def->checkpoint_every;
+  dd.act_records = e->nstep + 1;
+  dd.fext_records = def->kind == DS_ENV_WALKER_SPRINGS ? e->T : 1;
+  rc = ds_data_create(m, &dd, &e->d);
+  if (rc) return ds__seterr(&e->err, rc, "cannot create the simulation data (%s)", ds_strerror(rc));
+  rc = ds_grad_create(m, &e->g);
+  if (rc) return ds__seterr(&e->err, rc, "cannot create the gradient (%s)", ds_strerror(rc));
+  dsRenderSettings s = ds_render_settings_default();
+  s.width = def->width;
+  s.height = def->height;
+  s.supersample = def->supersample;
+  s.sigma = def->sigma;
+  s.gamma = def->gamma;
+  s.ambient = def->ambient;
+  s.directional = def->directional;
+  rc = ds_camera_look_at(&s.camera, def->cam_distance, def->cam_elevation, def->cam_azimuth);
+  if (rc) return ds__seterr(&e->err, rc, "camera: invalid view (distance %g, elevation %g)", (double)def->cam_distance,
+                            (double)def->cam_elevation);
+  s.camera.fov_deg = def->cam_fov;
+  s.camera.znear = def->cam_near;
+  s.camera.zfar = def->cam_far;
+  rc = ds_raster_create(&e->r, &s, m->nface, m->nparticle);
+  if (rc) return ds__seterr(&e->err, rc, "cannot create the renderer (%s)", ds_strerror(rc));
+  const size_t n3 = (size_t)e->n3;
+  e->face_colors = alloc_reals(3 * (size_t)m->nface);
+  e->goal_x = alloc_reals(n3);
+  e->frame_x = alloc_reals((size_t)e->nframe * n3);
+  e->frame_loss = alloc_reals((size_t)e->nframe);
+  e->step_x = alloc_reals((size_t)e->nstep * n3);
+  e->step_v = alloc_reals((size_t)e->nstep * n3);
+  e->actions = alloc_reals((size_t)e->nstep * (size_t)e->adim);
+  if (def->kind == DS_ENV_WALKER_SPRINGS) e->sub_x = alloc_reals((size_t)e->T * n3);
+  e->adj_act = alloc_reals((size_t)m->nact);
+  e->adj_fext = alloc_reals(n3);
+  e->tmp3 = alloc_reals(n3);
+  if (def->kind == DS_ENV_CONTROL_CLOTH) {
+    e->cloth_base = alloc_reals(n3);
+    if (!e->cloth_base) return ds__seterr(&e->err, DS_ERR_NOMEM, "out of memory");
+    rc = ds__env_cloth_positions(def, cloth_D, 0, e->cloth_base);
+    if (rc) return ds__seterr(&e->err, rc, "cloth placement failed (%s)", ds_strerror(rc));
+  }
+  if (!e->face_colors || !e->goal_x || !e->frame_x || !e->frame_loss || !e->step_x || !e->step_v || !e->actions ||
+      (def->kind == DS_ENV_WALKER_SPRINGS && !e->sub_x) || !e->adj_act || !e->adj_fext || !e->tmp3)
+    return ds__seterr(&e->err, DS_ERR_NOMEM, "out of memory");
+  for (int f = 0; f < m->nface; f++)
+    for (int k = 0; k < 3; k++) e->face_colors[3 * f + k] = def->color[k];
+  e->have_goal = 0;
+  e->have_episode = 0;
+  return 0;
+}
+
+void ds_env_destroy(dsEnv* e) {
+  if (!e) return;
+  free_sized(e);
+  ds_image_loss_destroy(e->il);
+  ds__free(e->goal_img);
+  ds__free(e->img);
+  ds__free(e->img_grad);
+  ds__free(e->frame_at);
+  ds__free(e->frame_t);
+  ds__free(e->config_text);
+  ds__free(e);
+}
+
+static void copy_err(char* err, size_t errlen, const char* msg) {
+  if (err && errlen) snprintf(err, errlen, "%s", msg);
+}
+
+/* Takes ownership of text (may be NULL: generated from def). */
+static int env_create(const dsEnvDef* def, char* text, dsEnv** out, char* err, size_t errlen) {
+  dsErrBuf eb;
+  ds__clearerr(&eb);
+  copy_err(err, errlen, "");
+  if (!def || !out) {
+    ds__free(text);
+    return DS_ERR_INVALID;
+  }
+  *out = NULL;
+  int rc = ds__env_validate_def(def, &eb);
+  if (rc) {
+    ds__free(text);
+    copy_err(err, errlen, ds__errmsg(&eb));
+    return rc;
+  }
+  dsEnv* e = (dsEnv*)ds__calloc(1, sizeof *e);
+  if (!e) {
+    ds__free(text);
+    copy_err(err, errlen, "out of memory");
+    return DS_ERR_NOMEM;
+  }
+  e->def = *def;
+  e->config_text = text;
+  if (!e->config_text) {
+    int need = ds_env_def_to_json(def, NULL, 0);
+    e->config_text = need >= 0 ? (char*)ds__malloc((size_t)need + 1) : NULL;
+    if (e->config_text) ds_env_def_to_json(def, e->config_text, (size_t)need + 1);
+  }
+  e->T = def->substeps;
+  e->C = def->control_interval;
+  e->R = def->render_interval;
+  e->nstep = (e->T + e->C - 1) / e->C;
+  e->frame_at = (int*)ds__malloc(((size_t)e->T + 1) * sizeof(int));
+  e->frame_t = (int*)ds__malloc(((size_t)e->T + 2) * sizeof(int));
+  const size_t npix = 4 * (size_t)def->width * (size_t)def->height;
+  e->goal_img = alloc_reals(npix);
+  e->img = alloc_reals(npix);
+  e->img_grad = alloc_reals(npix);
+  if (!e->config_text || !e->frame_at || !e->frame_t || !e->goal_img || !e->img || !e->img_grad) {
+    rc = ds__seterr(&e->err, DS_ERR_NOMEM, "out of memory");
+    goto fail;
+  }
+  e->nframe = 0;
+  for (int s = 0; s <= e->T; s++) {
+    e->frame_at[s] = -1;
+    if ((s < e->T && s % e->R == 0) || (s == e->T && def->render_last)) {
+      e->frame_at[s] = e->nframe;
+      e->frame_t[e->nframe++] = s;
+    }
+  }
+  dsLossDef ld = ds_loss_def_default();
+  ld.kind = def->image_loss;
+  ld.levels = def->loss_levels;
+  rc = ds_image_loss_create(&e->il, &ld, def->width, def->height);
+  if (rc) {
+    ds__seterr(&e->err, rc, "cannot create the image loss (%s)", ds_strerror(rc));
+    goto fail;
+  }
+  rc = build_sized(e, def->size_min, def->height_min);
+  if (rc) goto fail;
+  *out = e;
+  return 0;
+fail:
+  copy_err(err, errlen, ds__errmsg(&e->err));
+  ds_env_destroy(e);
+  return rc;
+}
+
+int ds_env_create(const dsEnvDef* def, dsEnv** out, char* err, size_t errlen) {
+  return env_create(def, NULL, out, err, errlen);
+}
+
+int ds_env_create_from_text(const char* name, const char* text, dsEnv** out, char* err, size_t errlen) {
+  dsEnvDef def;
+  copy_err(err, errlen, "");
+  if (!name || !text || !out) return DS_ERR_INVALID;
+  *out = NULL;
+  int rc = ds_env_def_from_text(name, text, &def, err, errlen);
+  if (rc) return rc;
+  char* copy = ds__strdup(text);
+  if (!copy) {
+    copy_err(err, errlen, "out of memory");
+    return DS_ERR_NOMEM;
+  }
+  char msg[DS_ERRMSG_LEN];
+  rc = env_create(&def, copy, out, msg, sizeof msg);
+  /* creation-time messages are prefixed with the config's name */
+  if (rc && err && errlen) snprintf(err, errlen, "%s: %s", name, msg);
+  return rc;
+}
+
+int ds_env_create_from_config(const char* path, dsEnv** out, char* err, size_t errlen) {
+  dsErrBuf eb;
+  ds__clearerr(&eb);
+  copy_err(err, errlen, "");
+  if (!path || !out) return DS_ERR_INVALID;
+  *out = NULL;
+  char* text = NULL;
+  size_t len = 0;
+  int rc = ds__read_text_file(path, &text, &len, &eb);
+  if (rc) {
+    copy_err(err, errlen, ds__errmsg(&eb));
+    return rc;
+  }
+  rc = ds_env_create_from_text(path, text, out, err, errlen);
+  ds__free(text);
+  return rc;
+}
+
+/* ---- queries ------------------------------------------------------------------ */
+const char* ds_env_last_error(const dsEnv* e) { return e ? ds__errmsg(&e->err) : ""; }
+const char* ds_env_config_text(const dsEnv* e) { return e ? e->config_text : NULL; }
+const dsEnvDef* ds_env_def(const dsEnv* e) { return e ? &e->def : NULL; }
+int ds_env_obs_size(const dsEnv* e) { return e ? e->odim : DS_ERR_INVALID; }
+int ds_env_action_size(const dsEnv* e) { return e ? e->adim : DS_ERR_INVALID; }
+void ds_env_image_size(const dsEnv* e, int* w, int* h) {
+  if (w) *w = e ? e->def.width : 0;
+  if (h) *h = e ? e->def.height : 0;
+}
+int ds_env_num_steps(const dsEnv* e) { return e ? e->nstep : DS_ERR_INVALID; }
+int ds_env_steps_taken(const dsEnv* e) {
+  if (!e) return DS_ERR_INVALID;
+  return e->have_episode ? (e->d->t + e->C - 1) / e->C : 0;
+}
+int ds_env_num_particles(const dsEnv* e) { return e ? e->np : DS_ERR_INVALID; }
+int ds_env_state_size(const dsEnv* e) { return e ? 1 + 2 * e->n3 : DS_ERR_INVALID; }
+const dsReal* ds_env_positions(const dsEnv* e) { return e ? e->d->x : NULL; }
+const dsReal* ds_env_goal_image(const dsEnv* e) { return e && e->have_goal ? e->goal_img : NULL; }
+
+int ds_env_target(const dsEnv* e, dsReal target[3]) {
+  if (!e || !target) return DS_ERR_INVALID;
+  if (!e->have_episode) return DS_ERR_STATE;
+  memcpy(target, e->target, sizeof e->target);
+  return 0;
+}
+
+int ds_env_metric(const dsEnv* e, dsReal* value) {
+  if (!e || !value) return DS_ERR_INVALID;
+  if (!e->have_episode) return DS_ERR_STATE;
+  if (e->def.kind == DS_ENV_WALKER || e->def.kind == DS_ENV_WALKER_SPRINGS) {
+    dsReal c[3];
+    com_of(e->m, e->d->x, c);
+    *value = c[0] - e->com0[0];
+  } else {
+    *value = com_loss(e, e->d->x);
+  }
+  return 0;
+}
+
+int ds_env_render(dsEnv* e, dsReal* image) {
+  if (!e || !image) return DS_ERR_INVALID;
+  return render_x(e, e->d->x, image);
+}
+
+/* ---- reset ----------------------------------------------------------------------- */
+/* Frames rendered by substep t. */
+static int frames_done(const dsEnv* e, int t) {
+  int n = 0;
+  while (n < e->nframe && e->frame_t[n] <= t) n++;
+  return n;
+}
+
+static int render_frame(dsEnv* e, int f, const dsReal* x) {
+  memcpy(e->frame_x + (size_t)f * e->n3, x, (size_t)e->n3 * sizeof(dsReal));
+  int rc = render_x(e, x, e->img);
+  if (rc) return rc;
+  dsReal l = 0;
+  rc = ds_image_loss_eval(e->il, e->img, e->goal_img, &l, NULL);
+  if (rc) return ds__seterr(&e->err, rc, "image loss failed (%s)", ds_strerror(rc));
+  e->frame_loss[f] = l;
+  return 0;
+}
+
+int ds_env_reset(dsEnv* e, uint64_t seed, dsReal* obs, dsReal* image) {
+  if (!e) return DS_ERR_INVALID;
+  ds__clearerr(&e->err);
+  const dsEnvDef* def = &e->def;
+  dsEnvRng rng = {seed};
+  /* draws, in a fixed order: goal x, then (cloth) size and height */
+  const dsReal xt = (dsReal)(def->goal_x_min + (def->goal_x_max - def->goal_x_min) * ds__rng_uniform(&rng));
+  int rc = 0;
+  if (def->kind == DS_ENV_CONTROL_CLOTH) {
+    const int D = def->size_min + (int)(ds__rng_next(&rng) % (uint64_t)(def->size_max - def->size_min + 1));
+    const dsReal h = (dsReal)(def->height_min + (def->height_max - def->height_min) * ds__rng_uniform(&rng));
+    if (D != e->cloth_D) {
+      rc = build_sized(e, D, h);
+      if (rc) return rc;
+    }
+    /* the sheet lifted to its height, computed the same way whether or not
+     * the model was just rebuilt (same seed, same bits; no allocation) */
+    for (int i = 0; i < e->np; i++)
+      for (int c = 0; c < 3; c++) e->tmp3[3 * i + c] = e->cloth_base[3 * i + c] + (c == 1 ? h : 0);
+    rc = ds_model_set_param(e->m, "initial_position", e->tmp3, e->n3);
+    if (rc) return ds__seterr(&e->err, rc, "cloth placement failed (%s)", ds_strerror(rc));
+    e->cloth_h = h;
+  }
+  const dsModel* m = e->m;
+  dsData* d = e->d;
+  ds_data_reset(m, d);
+  e->failed = 0;
+  e->did_backward = 0;
+  com_of(m, m->x0, e->com0);
+  const dsReal rel[3] = {def->goal_relative ? e->com0[0] : 0, def->goal_relative ? e->com0[1] : 0,
+                         def->goal_relative ? e->com0[2] : 0};
+  e->target[0] = rel[0] + xt;
+  e->target[1] = rel[1] + def->goal_y;
+  e->target[2] = rel[2] + def->goal_z;
+  /* goal state: the rest shape moved so that its centre of mass is the target */
+  if (!e->have_goal || e->goal_seed != seed) {
+    for (int i = 0; i < e->np; i++)
+      for (int k = 0; k < 3; k++) e->goal_x[3 * i + k] = m->x0[3 * i + k] + (e->target[k] - e->com0[k]);
+    rc = render_x(e, e->goal_x, e->goal_img);
+    if (rc) return rc;
+    e->have_goal = 1;
+    e->goal_seed = seed;
+  }
+  e->have_episode = 1;
+  if (e->frame_at[0] >= 0) {
+    rc = render_frame(e, e->frame_at[0], d->x);
+    if (rc) return rc;
+  }
+  write_obs(e, d->x, d->v, obs);
+  if (image && def->obs_image) {
+    rc = render_x(e, d->x, image);
+    if (rc) return rc;
+  }
+  return 0;
+}
+
+/* ---- step ------------------------------------------------------------------------ */
+/* walker-springs: external forces of the actuation a (nspring) at x */
+static void spring_act_fwd(const dsEnv* e, const dsReal* a, const dsReal* x, dsReal* fext) {
+  const dsModel* m = e->m;
+  memset(fext, 0, (size_t)e->n3 * sizeof(dsReal));
+  for (int s = 0; s < m->nspring; s++) {
+    const int i = m->spring_idx[2 * s], j = m->spring_idx[2 * s + 1];
+    dsReal dv[3], l2 = 0;
+    for (int k = 0; k < 3; k++) {
+      dv[k] = x[3 * i + k] - x[3 * j + k];
+      l2 += dv[k] * dv[k];
+    }
+    if (!(l2 > 0)) continue; /* zero length: no direction, no force (as the engine's spring) */
+    const dsReal l = sqrt(l2), u = m->spring_ke[s] * m->spring_rest[s] * a[s];
+    for (int k = 0; k < 3; k++) {
+      fext[3 * i + k] += u * dv[k] / l;
+      fext[3 * j + k] -= u * dv[k] / l;
+    }
+  }
+}
+
+static void spring_act_bwd(dsEnv* e, const dsReal* a, const dsReal* x, const dsReal* adj_f, dsReal* adj_a,
+                           dsReal* adj_x) {
+  const dsModel* m = e->m;
+  dsGrad* g = e->g;
+  for (int s = 0; s < m->nspring; s++) {
+    const int i = m->spring_idx[2 * s], j = m->spring_idx[2 * s + 1];
+    dsReal dv[3], gv[3], l2 = 0;
+    for (int k = 0; k < 3; k++) {
+      dv[k] = x[3 * i + k] - x[3 * j + k];
+      gv[k] = adj_f[3 * i + k] - adj_f[3 * j + k];
+      l2 += dv[k] * dv[k];
+    }
+    if (!(l2 > 0)) continue;
+    const dsReal l = sqrt(l2), ke = m->spring_ke[s], L = m->spring_rest[s], u = ke * L * a[s];
+    dsReal gd = 0;
+    for (int k = 0; k < 3; k++) gd += gv[k] * dv[k] / l;
+    adj_a[s] += ke * L * gd;
+    g->spring_ke[s] += L * a[s] * gd;
+    g->spring_rest[s] += ke * a[s] * gd;
+    for (int k = 0; k < 3; k++) {
+      const dsReal t = u * (gv[k] - gd * dv[k] / l) / l;
+      adj_x[3 * i + k] += t;
+      adj_x[3 * j + k] -= t;
+    }
+  }
+}
+
+int ds_env_step(dsEnv* e, const dsReal* action, dsReal* obs, dsReal* image, dsReal* reward, int* done) {
+  if (!e) return DS_ERR_INVALID;
+  if (!action && e->adim > 0) return ds__seterr(&e->err, DS_ERR_INVALID, "step: action is NULL");
+  if (!e->have_episode) return ds__seterr(&e->err, DS_ERR_STATE, "step: reset the env first");
+  if (e->failed) return ds__seterr(&e->err, DS_ERR_STATE, "step: the episode diverged; reset the env");
+  const dsModel* m = e->m;
+  dsData* d = e->d;
+  const int s0 = d->t;
+  if (s0 >= e->T) return ds__seterr(&e->err, DS_ERR_STATE, "step: the episode is done (%d substeps)", e->T);
+  const int k = s0 / e->C, s1 = step_end(e, k);
+  for (int i = 0; i < e->adim; i++)
+    if (!isfinite(action[i]))
+      return ds__seterr(&e->err, DS_ERR_RANGE, "step %d: action[%d] is not finite", k, i);
+  memcpy(e->actions + (size_t)k * e->adim, action, (size_t)e->adim * sizeof(dsReal));
+  e->did_backward = 0;
+  switch (e->def.kind) {
+    case DS_ENV_WALKER:
+      memcpy(d->act, action, (size_t)m->ntri * sizeof(dsReal));
+      break;
+    case DS_ENV_CONTROL_FEM:
+      memcpy(d->act + m->ntri, action, (size_t)m->ntet * sizeof(dsReal));
+      break;
+    case DS_ENV_CONTROL_CLOTH:
+      if (s0 == 0)
+        for (int i = 0; i < e->np; i++)
+          for (int c = 0; c < 3; c++) d->v[3 * i + c] += action[c];
+      break;
+    default:
+      break;
+  }
+  dsReal r = 0;
+  int rc = 0;
+  for (int s = s0; s < s1; s++) {
+    if (e->def.kind == DS_ENV_WALKER_SPRINGS) {
+      memcpy(e->sub_x + (size_t)s * e->n3, d->x, (size_t)e->n3 * sizeof(dsReal));
+      spring_act_fwd(e, action, d->x, d->f_ext);
+    }
+    rc = ds_step(m, d);
+    if (rc) {
+      e->failed = 1;
+      return ds__seterr(&e->err, rc, "step %d: %s", k, ds_data_last_error(d));
+    }
+    const int f = e->frame_at[s + 1];
+    if (f >= 0) {
+      rc = render_frame(e, f, d->x);
+      if (rc) return rc;
+      if (e->def.loss_kind == DS_ENV_LOSS_IMAGE_SUM || (e->def.loss_kind == DS_ENV_LOSS_IMAGE_LAST && f == e->nframe - 1))
+        r -= e->frame_loss[f];
+    }
+  }
+  if (s1 == e->T && e->def.loss_kind == DS_ENV_LOSS_COM) r -= com_loss(e, d->x);
+  memcpy(e->step_x + (size_t)k * e->n3, d->x, (size_t)e->n3 * sizeof(dsReal));
+  memcpy(e->step_v + (size_t)k * e->n3, d->v, (size_t)e->n3 * sizeof(dsReal));
+  write_obs(e, d->x, d->v, obs);
+  if (image && e->def.obs_image) {
+    rc = render_x(e, d->x, image);
+    if (rc) return rc;
+  }
+  if (reward) *reward = r;
+  if (done) *done = s1 == e->T;
+  return 0;
+}
+
+/* ---- losses and backward ------------------------------------------------------------ */
+int ds_env_loss(const dsEnv* e, dsReal* loss) {
+  if (!e || !loss) return DS_ERR_INVALID;
+  if (!e->have_episode) return DS_ERR_STATE;
+  const int nf = frames_done(e, e->d->t);
+  dsReal l = 0;
+  switch (e->def.loss_kind) {
+    case DS_ENV_LOSS_IMAGE_LAST:
+      l = nf > 0 ? e->frame_loss[nf - 1] : 0;
+      break;
+    case DS_ENV_LOSS_IMAGE_SUM:
+      for (int f = 0; f < nf; f++) l += e->frame_loss[f];
+      break;
+    default:
+      l = com_loss(e, e->d->x);
+  }
+  *loss = l;
+  return 0;
+}
+
+typedef struct BwdSpec {
+  int builtin;
+  const dsReal* adj_obs;
+  const dsReal* adj_image;
+  const dsReal* adj_reward;
+} BwdSpec;
+
+/* Adds dL/d(state s) of every term at substep s into d->adj_x / d->adj_v. */
+static int add_terms(dsEnv* e, const BwdSpec* sp, int s, int t, int nf) {
+  const dsModel* m = e->m;
+  dsData* d = e->d;
+  const int lk = e->def.loss_kind, steps = (t + e->C - 1) / e->C;
+  const size_t n3 = (size_t)e->n3, npix = 4 * (size_t)e->def.width * e->def.height;
+  int rc = 0;
+  /* frame terms */
+  const int f = e->frame_at[s];
+  if (f >= 0 && f < nf) {
+    dsReal w = 0;
+    if (sp->builtin) w += (lk == DS_ENV_LOSS_IMAGE_SUM || (lk == DS_ENV_LOSS_IMAGE_LAST && f == nf - 1)) ? 1 : 0;
+    if (sp->adj_reward && s > 0 &&
+        (lk == DS_ENV_LOSS_IMAGE_SUM || (lk == DS_ENV_LOSS_IMAGE_LAST && f == e->nframe - 1)))
+      w -= sp->adj_reward[(s - 1) / e->C];
+    if (w != 0) {
+      const dsReal* x = e->frame_x + (size_t)f * n3;
+      dsRasterMesh rm = raster_mesh(e, x);
+      rc = ds_raster_render(e->r, &rm, e->img);
+      dsReal l;
+      if (!rc) rc = ds_image_loss_eval(e->il, e->img, e->goal_img, &l, e->img_grad);
+      if (!rc) {
+        for (size_t p = 0; p < npix; p++) e->img_grad[p] *= w;
+        rc = ds_raster_backward(e->r, &rm, e->img_grad, d->adj_x, NULL);
+      }
+      if (rc) return ds__seterr(&e->err, rc, "backward: frame %d: %s", f, ds_raster_last_error(e->r));
+    }
+  }
+  /* centre-of-mass terms: w |com - target|^2 */
+  {
+    dsReal w = 0;
+    if (sp->builtin && lk == DS_ENV_LOSS_COM && s == t) w += 1;
+    if (sp->adj_reward && lk == DS_ENV_LOSS_COM && s == e->T && t == e->T) w -= sp->adj_reward[e->nstep - 1];
+    if (w != 0) {
+      const dsReal* x = s == t ? d->x : e->step_x + (size_t)(e->nstep - 1) * n3;
+      dsReal c[3], wc[3];
+      com_of(m, x, c);
+      for (int k = 0; k < 3; k++) wc[k] = 2 * w * (c[k] - e->target[k]);
+      com_bwd(m, e->g, x, wc, d->adj_x);
+    }
+  }
+  /* observation terms at step ends */
+  if (s > 0 && (s % e->C == 0 || s == e->T)) {
+    const int k = (s - 1) / e->C;
+    if (k < steps) {
+      const dsReal* x = e->step_x + (size_t)k * n3;
+      const dsReal* v = e->step_v + (size_t)k * n3;
+      if (sp->adj_obs && e->odim > 0) {
+        const dsReal* ao = sp->adj_obs + (size_t)k * e->odim;
+        if (e->def.obs_state == DS_OBS_STATE_FULL) {
+          for (size_t q = 0; q < n3; q++) {
+            d->adj_x[q] += ao[q];
+            d->adj_v[q] += ao[n3 + q];
+          }
+        } else {
+          com_bwd(m, e->g, x, ao, d->adj_x);
+          com_bwd(m, e->g, v, ao + 3, d->adj_v);
+        }
+      }
+      if (sp->adj_image) {
+        dsRasterMesh rm = raster_mesh(e, x);
+        rc = ds_raster_render(e->r, &rm, NULL);
+        if (!rc) rc = ds_raster_backward(e->r, &rm, sp->adj_image + (size_t)k * npix, d->adj_x, NULL);
+        if (rc) return ds__seterr(&e->err, rc, "backward: image of step %d: %s", k, ds_raster_last_error(e->r));
+      }
+    }
+  }
+  return 0;
+}
+
+static int env_backward(dsEnv* e, const BwdSpec* sp, dsReal* grad_actions) {
+  if (!e->have_episode) return ds__seterr(&e->err, DS_ERR_STATE, "backward: reset the env first");
+  if (e->failed) return ds__seterr(&e->err, DS_ERR_STATE, "backward: the episode diverged");
+  if (sp->adj_image && !e->def.obs_image)
+    return ds__seterr(&e->err, DS_ERR_INVALID, "backward: image adjoints need observation.image");
+  const dsModel* m = e->m;
+  dsData* d = e->d;
+  const int t = d->t, steps = (t + e->C - 1) / e->C, nf = frames_done(e, t), A = e->adim;
+  if (grad_actions) memset(grad_actions, 0, (size_t)steps * A * sizeof(dsReal));
+  ds_grad_zero(e->g);
+  int rc = ds_backward_begin(m, d);
+  if (rc) return ds__seterr(&e->err, rc, "backward: %s", ds_data_last_error(d));
+  rc = add_terms(e, sp, t, t, nf);
+  if (rc) return rc;
+  for (int s = t - 1; s >= 0; s--) {
+    rc = ds_backward_step(m, d, e->g, m->nact ? e->adj_act : NULL, e->adj_fext);
+    if (rc) return ds__seterr(&e->err, rc, "backward: %s", ds_data_last_error(d));
+    const int k = s / e->C;
+    dsReal* ga = grad_actions ? grad_actions + (size_t)k * A : NULL;
+    switch (e->def.kind) {
+      case DS_ENV_WALKER:
+        if (ga)
+          for (int i = 0; i < A; i++) ga[i] += e->adj_act[i];
+        break;
+      case DS_ENV_CONTROL_FEM:
+        if (ga)
+          for (int i = 0; i < A; i++) ga[i] += e->adj_act[m->ntri + i];
+        break;
+      case DS_ENV_WALKER_SPRINGS: {
+        /* the actuation adjoint needs a sink for dL/da even without grad_actions */
+        dsReal* sink = ga ? ga : e->tmp3;
+        if (!ga) memset(e->tmp3, 0, (size_t)e->n3 * sizeof(dsReal));
+        spring_act_bwd(e, e->actions + (size_t)k * A, e->sub_x + (size_t)s * e->n3, e->adj_fext, sink, d->adj_x);
+        break;
+      }
+      default:
+        break;
+    }
+    rc = add_terms(e, sp, s, t, nf);
+    if (rc) return rc;
+  }
+  if (e->def.kind == DS_ENV_CONTROL_CLOTH && t > 0 && grad_actions)
+    for (int i = 0; i < e->np; i++)
+      for (int c = 0; c < 3; c++) grad_actions[c] += d->adj_v[3 * i + c];
+  rc = ds_backward_finish(m, d, e->g);
+  if (rc) return ds__seterr(&e->err, rc, "backward: %s", ds_data_last_error(d));
+  e->did_backward = 1;
+  return 0;
+}
+
+int ds_env_backward_loss(dsEnv* e, dsReal* loss, dsReal* grad_actions) {
+  if (!e) return DS_ERR_INVALID;
+  BwdSpec sp = {1, NULL, NULL, NULL};
+  int rc = env_backward(e, &sp, grad_actions);
+  if (!rc && loss) rc = ds_env_loss(e, loss);
+  return rc;
+}
+
+int ds_env_backward_adjoints(dsEnv* e, const dsReal* adj_obs, const dsReal* adj_image, const dsReal* adj_reward,
+                             dsReal* grad_actions) {
+  if (!e) return DS_ERR_INVALID;
+  BwdSpec sp = {0, adj_obs, adj_image, adj_reward};
+  return env_backward(e, &sp, grad_actions);
+}
+
+/* ---- parameters ------------------------------------------------------------------- */
+int ds_env_param(const dsEnv* e, const char* name, const dsReal** values, int* count) {
+  if (!e || !name) return DS_ERR_INVALID;
+  return ds_model_param(e->m, name, values, count);
+}
+
+int ds_env_set_param(dsEnv* e, const char* name, const dsReal* values, int count) {
+  if (!e || !name || !values) return DS_ERR_INVALID;
+  if (e->have_episode && e->d->t > 0)
+    return ds__seterr(&e->err, DS_ERR_STATE, "set_param %s: only between episodes (now at substep %d)", name, e->d->t);
+  int rc = ds_model_set_param(e->m, name, values, count);
+  if (rc) return ds__seterr(&e->err, rc, "set_param: %s", ds_model_last_error(e->m));
+  if (e->have_episode) {
+    /* before the first step: the state follows new initial values */
+    memcpy(e->d->x, e->m->x0, (size_t)e->n3 * sizeof(dsReal));
+    memcpy(e->d->v, e->m->v0, (size_t)e->n3 * sizeof(dsReal));
+    if (e->frame_at[0] >= 0) rc = render_frame(e, e->frame_at[0], e->d->x);
+  }
+  return rc;
+}
+
+int ds_env_param_grad(const dsEnv* e, const char* name, const dsReal** grad, int* count) {
+  if (!e || !name) return DS_ERR_INVALID;
+  dsReal* p = NULL;
+  int rc = ds_grad_param(e->g, name, &p, count);
+  if (grad) *grad = p;
+  return rc;
+}
+
+/* ---- state --------------------------------------------------------------------------- */
+int ds_env_get_state(const dsEnv* e, dsReal* state, int n) {
+  if (!e || !state) return DS_ERR_INVALID;
+  if (n != 1 + 2 * e->n3) return DS_ERR_RANGE;
+  state[0] = (dsReal)e->d->t;
+  memcpy(state + 1, e->d->x, (size_t)e->n3 * sizeof(dsReal));
+  memcpy(state + 1 + e->n3, e->d->v, (size_t)e->n3 * sizeof(dsReal));
+  return 0;
+}
+
+int ds_env_set_state(dsEnv* e, const dsReal* state, int n) {
+  if (!e || !state) return DS_ERR_INVALID;
+  if (n != 1 + 2 * e->n3)
+    return ds__seterr(&e->err, DS_ERR_RANGE, "set_state: %d values, expected %d", n, 1 + 2 * e->n3);
+  if (!e->have_episode) return ds__seterr(&e->err, DS_ERR_STATE, "set_state: reset the env first");
+  const double sv = (double)state[0];
+  const int s = (int)sv;
+  if (!(sv >= 0 && sv <= e->T) || (double)s != sv || (s % e->C != 0 && s != e->T))
+    return ds__seterr(&e->err, DS_ERR_RANGE, "set_state: substep %g is not a step boundary in [0, %d]", sv, e->T);
+  if (s > e->d->t)
+    return ds__seterr(&e->err, DS_ERR_RANGE, "set_state: substep %d is ahead of the episode (%d)", s, e->d->t);
+  for (int q = 1; q < n; q++)
+    if (!isfinite(state[q])) return ds__seterr(&e->err, DS_ERR_RANGE, "set_state: value %d is not finite", q);
+  dsData* d = e->d;
+  /* rewind the engine tape to s: the records before s stay valid */
+  d->t = s;
+  d->bt = -1;
+  d->seg_start = -1;
+  d->failed = 0;
+  if (e->m->nact) d->act_n = s > 0 ? d->act_rec[s - 1] + 1 : 0;
+  d->fext_n = s > 0 ? d->fext_rec[s - 1] + 1 : 0;
+  memcpy(d->x, state + 1, (size_t)e->n3 * sizeof(dsReal));
+  memcpy(d->v, state + 1 + e->n3, (size_t)e->n3 * sizeof(dsReal));
+  e->failed = 0;
+  e->did_backward = 0;
+  if (e->frame_at[s] >= 0) return render_frame(e, e->frame_at[s], d->x);
+  return 0;
+}

@@ -1,0 +1,310 @@
+/* PNG read/write through libpng (8-bit RGBA). libpng reports errors by
+ * longjmp; every buffer that can be live at that point is reachable from the
+ * context struct, which the error branch frees, so a corrupt or truncated
+ * file never leaks or crashes. libpng's own allocations go through the
+ * library allocator. */
+#include "config.h"
+
+#include <errno.h>
+#include <png.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "dsim/image.h"
+#include "engine/internal.h"
+
+typedef struct PngCtx {
+  const char* path;
+  FILE* fp;
+  int truncated;      /* the read function hit end of file */
+  int io_error;       /* the read/write function failed */
+  int nomem;          /* our allocation failed inside the libpng session */
+  char msg[200];      /* libpng's message */
+  uint8_t* buf;       /* image being read (owned until returned) */
+  png_bytep* rows;    /* row pointers */
+} PngCtx;
+
+static int seterr(char* err, size_t errlen, int code, const char* fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+static int seterr(char* err, size_t errlen, int code, const char* fmt, ...) {
+  if (err && errlen) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+  }
+  return code;
+}
+
+static void png_err_cb(png_structp png, png_const_charp msg) {
+  PngCtx* c = (PngCtx*)png_get_error_ptr(png);
+  snprintf(c->msg, sizeof c->msg, "%s", msg ? msg : "unknown error");
+  png_longjmp(png, 1);
+}
+
+static void png_warn_cb(png_structp png, png_const_charp msg) {
+  (void)png;
+  (void)msg;
+}
+
+static png_voidp png_malloc_cb(png_structp png, png_alloc_size_t n) {
+  void* p = ds__malloc((size_t)n);
+  if (!p) {
+    PngCtx* c = (PngCtx*)png_get_mem_ptr(png);
+    if (c) c->nomem = 1;
+  }
+  return p;
+}
+
+static void png_free_cb(png_structp png, png_voidp p) {
+  (void)png;
+  ds__free(p);
+}
+
+static void png_read_cb(png_structp png, png_bytep data, size_t len) {
+  PngCtx* c = (PngCtx*)png_get_io_ptr(png);
+  if (fread(data, 1, len, c->fp) != len) {
+    if (ferror(c->fp)) {
+      c->io_error = 1;
+      png_error(png, "read error");
+    }
+    c->truncated = 1;
+    png_error(png, "unexpected end of file");
+  }
+}
+
+static void png_write_cb(png_structp png, png_bytep data, size_t len) {
+  PngCtx* c = (PngCtx*)png_get_io_ptr(png);
+  if (fwrite(data, 1, len, c->fp) != len) {
+    c->io_error = 1;
+    png_error(png, strerror(errno));
+  }
+}
+
+static void png_flush_cb(png_structp png) {
+  PngCtx* c = (PngCtx*)png_get_io_ptr(png);
+  if (fflush(c->fp) != 0) {
+    c->io_error = 1;
+    png_error(png, strerror(errno));
+  }
+}
+
+/* The libpng session of a read; returns 0 with c->buf holding the image, or
+ * a DS_ERR code (the caller writes the message). */
+static int read_session(PngCtx* c, int* width, int* height) {
+  png_structp png;
+  png_infop info;
+  png_uint_32 w, h, y;
+  int depth, ctype;
+  png = png_create_read_struct_2(PNG_LIBPNG_VER_STRING, c, png_err_cb, png_warn_cb, c,
+                                 png_malloc_cb, png_free_cb);
+  if (!png) return DS_ERR_NOMEM;
+  info = png_create_info_struct(png);
+  if (!info) {
+    png_destroy_read_struct(&png, NULL, NULL);
+    return DS_ERR_NOMEM;
+  }
+  if (setjmp(png_jmpbuf(png))) {
+    png_destroy_read_struct(&png, &info, NULL);
+    ds__free(c->rows);
+    c->rows = NULL;
+    ds__free(c->buf);
+    c->buf = NULL;
+    if (c->nomem) return DS_ERR_NOMEM;
+    if (c->io_error) return DS_ERR_IO;
+    return DS_ERR_FORMAT;
+  }
+  png_set_read_fn(png, c, png_read_cb);
+  png_set_sig_bytes(png, 8);
+  png_read_info(png, info);
+  w = png_get_image_width(png, info);
+  h = png_get_image_height(png, info);
+  depth = png_get_bit_depth(png, info);
+  ctype = png_get_color_type(png, info);
+  if (w == 0 || h == 0 || w > DS_PNG_MAX_SIDE || h > DS_PNG_MAX_SIDE) {
+    png_destroy_read_struct(&png, &info, NULL);
+    *width = (int)(w > 0x7fffffff ? 0x7fffffff : w);
+    *height = (int)(h > 0x7fffffff ? 0x7fffffff : h);
+    return DS_ERR_RANGE;
+  }
+  /* everything to 8-bit RGBA */
+  if (ctype == PNG_COLOR_TYPE_PALETTE) png_set_palette_to_rgb(png);
+  if (ctype == PNG_COLOR_TYPE_GRAY && depth < 8) png_set_expand_gray_1_2_4_to_8(png);
+  if (png_get_valid(png, info, PNG_INFO_tRNS)) png_set_tRNS_to_alpha(png);
+  if (depth == 16) png_set_strip_16(png);
+  if (ctype == PNG_COLOR_TYPE_GRAY || ctype == PNG_COLOR_TYPE_GRAY_ALPHA) png_set_gray_to_rgb(png);
+  if (!(ctype & PNG_COLOR_MASK_ALPHA) && !png_get_valid(png, info, PNG_INFO_tRNS))
+    png_set_filler(png, 0xFF, PNG_FILLER_AFTER);
+  png_set_interlace_handling(png);
+  png_read_update_info(png, info);
+  if (png_get_rowbytes(png, info) != (size_t)w * 4) png_error(png, "unsupported pixel layout");
+  c->buf = (uint8_t*)ds__malloc((size_t)w * h * 4);
+  c->rows = (png_bytep*)ds__malloc(sizeof(png_bytep) * h);
+  if (!c->buf || !c->rows) {
+    c->nomem = 1;
+    png_error(png, "out of memory");
+  }
+  for (y = 0; y < h; y++) c->rows[y] = c->buf + (size_t)y * w * 4;
+  png_read_image(png, c->rows);
+  png_read_end(png, NULL);
+  png_destroy_read_struct(&png, &info, NULL);
+  ds__free(c->rows);
+  c->rows = NULL;
+  *width = (int)w;
+  *height = (int)h;
+  return DS_OK;
+}
+
+int ds_png_read(const char* path, uint8_t** rgba, int* width, int* height, char* err,
+                size_t errlen) {
+  PngCtx c;
+  unsigned char sig[8];
+  size_t nsig;
+  int rc, w = 0, h = 0;
+  if (err && errlen) err[0] = '\0';
+  if (rgba) *rgba = NULL;
+  if (!path || !rgba || !width || !height)
+    return seterr(err, errlen, DS_ERR_INVALID, "ds_png_read: NULL argument");
+  memset(&c, 0, sizeof c);
+  c.path = path;
+  c.fp = fopen(path, "rb");
+  if (!c.fp) return seterr(err, errlen, DS_ERR_IO, "%s: cannot open (%s)", path, strerror(errno));
+  nsig = fread(sig, 1, 8, c.fp);
+  if (nsig < 8 || png_sig_cmp(sig, 0, 8) != 0) {
+    int ioerr = ferror(c.fp);
+    fclose(c.fp);
+    if (ioerr) return seterr(err, errlen, DS_ERR_IO, "%s: read error", path);
+    if (nsig > 0 && png_sig_cmp(sig, 0, nsig) == 0)
+      return seterr(err, errlen, DS_ERR_FORMAT, "%s: truncated (%u bytes, inside the PNG signature)",
+                    path, (unsigned)nsig);
+    return seterr(err, errlen, DS_ERR_FORMAT, "%s: not a PNG file", path);
+  }
+  rc = read_session(&c, &w, &h);
+  fclose(c.fp);
+  switch (rc) {
+    case DS_OK:
+      *rgba = c.buf;
+      *width = w;
+      *height = h;
+      return DS_OK;
+    case DS_ERR_NOMEM:
+      return seterr(err, errlen, rc, "%s: out of memory", path);
+    case DS_ERR_RANGE:
+      return seterr(err, errlen, rc, "%s: %dx%d image: each side must be 1..%d pixels", path, w, h,
+                    DS_PNG_MAX_SIDE);
+    case DS_ERR_IO:
+      return seterr(err, errlen, rc, "%s: read error (libpng: %s)", path, c.msg);
+    default:
+      if (c.truncated) return seterr(err, errlen, DS_ERR_FORMAT, "%s: truncated (libpng: %s)", path, c.msg);
+      return seterr(err, errlen, DS_ERR_FORMAT, "%s: corrupt PNG (libpng: %s)", path, c.msg);
+  }
+}
+
+static int write_session(PngCtx* c, const uint8_t* rgba, int w, int h) {
+  png_structp png;
+  png_infop info;
+  int y;
+  png = png_create_write_struct_2(PNG_LIBPNG_VER_STRING, c, png_err_cb, png_warn_cb, c,
+                                  png_malloc_cb, png_free_cb);
+  if (!png) return DS_ERR_NOMEM;
+  info = png_create_info_struct(png);
+  if (!info) {
+    png_destroy_write_struct(&png, NULL);
+    return DS_ERR_NOMEM;
+  }
+  if (setjmp(png_jmpbuf(png))) {
+    png_destroy_write_struct(&png, &info);
+    if (c->nomem) return DS_ERR_NOMEM;
+    return c->io_error ? DS_ERR_IO : DS_ERR_FORMAT;
+  }
+  png_set_write_fn(png, c, png_write_cb, png_flush_cb);
+  png_set_IHDR(png, info, (png_uint_32)w, (png_uint_32)h, 8, PNG_COLOR_TYPE_RGB_ALPHA,
+               PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+  png_write_info(png, info);
+  for (y = 0; y < h; y++) png_write_row(png, (png_const_bytep)(rgba + (size_t)y * w * 4));
+  png_write_end(png, NULL);
+  png_destroy_write_struct(&png, &info);
+  return DS_OK;
+}
+
+int ds_png_write(const char* path, const uint8_t* rgba, int width, int height, char* err,
+                 size_t errlen) {
+  PngCtx c;
+  int rc;
+  if (err && errlen) err[0] = '\0';
+  if (!path || !rgba) return seterr(err, errlen, DS_ERR_INVALID, "ds_png_write: NULL argument");
+  if (width <= 0 || height <= 0 || width > DS_PNG_MAX_SIDE || height > DS_PNG_MAX_SIDE)
+    return seterr(err, errlen, DS_ERR_RANGE, "%s: %dx%d image: each side must be 1..%d pixels", path,
+                  width, height, DS_PNG_MAX_SIDE);
+  memset(&c, 0, sizeof c);
+  c.path = path;
+  c.fp = fopen(path, "wb");
+  if (!c.fp) return seterr(err, errlen, DS_ERR_IO, "%s: cannot create (%s)", path, strerror(errno));
+  rc = write_session(&c, rgba, width, height);
+  if (fclose(c.fp) != 0 && rc == DS_OK) {
+    rc = DS_ERR_IO;
+    snprintf(c.msg, sizeof c.msg, "%s", strerror(errno));
+  }
+  if (rc != DS_OK) {
+    remove(path);
+    if (rc == DS_ERR_NOMEM) return seterr(err, errlen, rc, "%s: out of memory", path);
+    return seterr(err, errlen, rc, "%s: write failed (%s)", path, c.msg);
+  }
+  return DS_OK;
+}
+
+void ds_image_free(void* p) { ds__free(p); }
+
+void ds_image_to_u8(const dsReal* img, int width, int height, uint8_t* out) {
+  size_t n = (size_t)(width > 0 ? width : 0) * (size_t)(height > 0 ? height : 0) * 4, i;
+  for (i = 0; i < n; i++) {
+    double v = img[i];
+    if (!(v > 0)) v = 0; /* NaN -> 0 */
+    if (v > 1) v = 1;
+    out[i] = (uint8_t)(v * 255.0 + 0.5);
+  }
+}
+
+void ds_image_from_u8(const uint8_t* in, int width, int height, dsReal* img) {
+  size_t n = (size_t)(width > 0 ? width : 0) * (size_t)(height > 0 ? height : 0) * 4, i;
+  for (i = 0; i < n; i++) img[i] = (dsReal)(in[i] / 255.0);
+}
+
+int ds_png_read_real(const char* path, dsReal** img, int* width, int* height, char* err,
+                     size_t errlen) {
+  uint8_t* b = NULL;
+  int rc;
+  if (img) *img = NULL;
+  if (!img) return seterr(err, errlen, DS_ERR_INVALID, "ds_png_read_real: NULL argument");
+  rc = ds_png_read(path, &b, width, height, err, errlen);
+  if (rc) return rc;
+  *img = (dsReal*)ds__malloc(sizeof(dsReal) * (size_t)*width * (size_t)*height * 4);
+  if (!*img) {
+    ds__free(b);
+    return seterr(err, errlen, DS_ERR_NOMEM, "%s: out of memory", path);
+  }
+  ds_image_from_u8(b, *width, *height, *img);
+  ds__free(b);
+  return DS_OK;
+}
+
+int ds_png_write_real(const char* path, const dsReal* img, int width, int height, char* err,
+                      size_t errlen) {
+  uint8_t* b;
+  int rc;
+  if (!img || !path) return seterr(err, errlen, DS_ERR_INVALID, "ds_png_write_real: NULL argument");
+  if (width <= 0 || height <= 0 || width > DS_PNG_MAX_SIDE || height > DS_PNG_MAX_SIDE)
+    return seterr(err, errlen, DS_ERR_RANGE, "%s: %dx%d image: each side must be 1..%d pixels", path,
+                  width, height, DS_PNG_MAX_SIDE);
+  b = (uint8_t*)ds__malloc((size_t)width * height * 4);
+  if (!b) return seterr(err, errlen, DS_ERR_NOMEM, "%s: out of memory", path);
+  ds_image_to_u8(img, width, height, b);
+  rc = ds_png_write(path, b, width, height, err, errlen);
+  ds__free(b);
+  return rc;
+}
