@@ -10,6 +10,7 @@
 
 #include "cli/cli.h"
 #include "dsim/dsim.h"
+#include "dsim/image.h"
 #include "dsim/runlog.h"
 #include "io/gif.h"
 
@@ -75,11 +76,29 @@ static int write_gif(const char* out, const uint8_t* rgba, int nf, int h, int w,
   return DS_EXIT_OK;
 }
 
-/* TEMPORARY until io/png lands (same session): replaced below. */
-static int ds__cli_export_frames_png(const char* dir, const uint8_t* rgba, int nf, int h, int w) {
-  (void)rgba; (void)nf; (void)h; (void)w;
-  fprintf(stderr, "dsim export: %s: PNG export is not built yet\n", dir);
-  return DS_EXIT_FAILURE;
+/* DIR/frame_0000.png ... one RGBA PNG per frame; DIR is created if missing. */
+static int export_frames_png(const char* dir, const uint8_t* rgba, int nf, int h, int w) {
+  struct stat st;
+  if (stat(dir, &st) != 0) {
+    if (mkdir(dir, 0777) != 0) {
+      fprintf(stderr, "dsim export: %s: cannot create the directory: %s\n", dir, strerror(errno));
+      return DS_EXIT_FAILURE;
+    }
+  } else if (!S_ISDIR(st.st_mode)) {
+    fprintf(stderr, "dsim export: %s: exists and is not a directory\n", dir);
+    return DS_EXIT_FAILURE;
+  }
+  char path[4200], err[1024];
+  size_t frame_bytes = (size_t)h * (size_t)w * 4;
+  for (int f = 0; f < nf; f++) {
+    snprintf(path, sizeof path, "%s/frame_%04d.png", dir, f);
+    if (ds_png_write(path, rgba + frame_bytes * (size_t)f, w, h, err, sizeof err)) {
+      fprintf(stderr, "dsim export: %s\n", err);
+      return DS_EXIT_FAILURE;
+    }
+  }
+  printf("wrote %d frames (%d x %d) to %s/\n", nf, w, h, dir);
+  return DS_EXIT_OK;
 }
 
 int ds_cli_export(int argc, char** argv) {
@@ -153,7 +172,7 @@ int ds_cli_export(int argc, char** argv) {
       fprintf(stderr, "dsim export: %s\n", err);
       return DS_EXIT_INPUT;
     }
-    if (frames) status = ds__cli_export_frames_png(frames, rgba, nf, h, w);
+    if (frames) status = export_frames_png(frames, rgba, nf, h, w);
     if (status == DS_EXIT_OK && gif) status = write_gif(gif, rgba, nf, h, w, fps);
     ds_runlog_free(rgba);
   }

@@ -472,10 +472,11 @@ static void setup_faces(dsRaster* r, const dsRasterMesh* m) {
     }
     f->A = (f->px[1] - f->px[0]) * (f->py[2] - f->py[0]) - (f->py[1] - f->py[0]) * (f->px[2] - f->px[0]);
     if (!(f->A != 0.0) || !isfinite(1.0 / f->A)) ok = 0;
-    f->x0 = 1;
+    f->x0 = 1; /* empty box: an invalid face touches no pixel */
     f->x1 = 0;
     f->y0 = 1;
     f->y1 = 0;
+    f->light = 0.0;
     ft[0] = 1;
     ft[1] = 0;
     ft[2] = 1;
@@ -711,6 +712,12 @@ static void face_finish(dsRaster* r, const dsRasterMesh* m, int j, const dsrFace
   double gL = 0.0, p[3][3], n[3], nn, sg;
   int i, k, lit;
   dsrFaceGrad gg = *g;
+  if (f->x0 > f->x1 || f->y0 > f->y1) {
+    /* culled or degenerate: no pixel saw it */
+    memset(out, 0, 9 * sizeof(double));
+    memset(cout, 0, 9 * sizeof(double));
+    return;
+  }
   dsr_face_grad_finish(f, &gg);
   g = &gg;
   for (i = 0; i < 3; i++) {

@@ -19,3 +19,9 @@ EXTRA_DIST += tests/test_runlog_kill.sh
 
 # GIF export
 libdsim_core_la_SOURCES += io/gif.c io/gif.h
+
+# run-log export through the CLI (dsim export)
+check_PROGRAMS += tests/test_export_decode
+tests_test_export_decode_SOURCES = tests/test_export_decode.c
+TESTS += tests/test_export.sh
+EXTRA_DIST += tests/test_export.sh

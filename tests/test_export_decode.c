@@ -32,11 +32,11 @@ int main(int argc, char** argv) {
     snprintf(path, sizeof path, "%s/frames/frame_%04d.png", dir, f);
     int pw = 0, ph = 0;
     uint8_t* px = NULL;
-    CHECK_INT_EQ(ds_png_read_rgba8(path, &pw, &ph, &px, err, sizeof err), DS_OK);
+    CHECK_INT_EQ(ds_png_read(path, &px, &pw, &ph, err, sizeof err), DS_OK);
     CHECK_INT_EQ(pw, w);
     CHECK_INT_EQ(ph, h);
     if (px && pw == w && ph == h) CHECK(memcmp(px, frames + (size_t)f * h * w * 4, (size_t)h * w * 4) == 0);
-    ds__free(px);
+    ds_image_free(px);
   }
   snprintf(path, sizeof path, "%s/frames/frame_%04d.png", dir, nf);
   FILE* extra = fopen(path, "rb");
