@@ -53,6 +53,16 @@ int ds__seterr(dsErrBuf* eb, int code, const char* fmt, ...) {
   return code;
 }
 
+int ds__puterr(char* err, size_t errlen, int code, const char* fmt, ...) {
+  if (err && errlen) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+  }
+  return code;
+}
+
 void ds__clearerr(dsErrBuf* eb) {
   if (eb) {
     eb->code = 0;

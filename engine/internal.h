@@ -42,6 +42,15 @@ void ds__clearerr(dsErrBuf* eb);
 /* The message, or "" when none. */
 const char* ds__errmsg(const dsErrBuf* eb);
 
+/* printf-style message into a caller's (err, errlen) buffer (err may be
+ * NULL); returns code. For functions that report through a char buffer
+ * rather than an object. */
+int ds__puterr(char* err, size_t errlen, int code, const char* fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+
 /* Send a message to the log hook (no output when none is set). */
 void ds__log(dsLogLevel level, const char* fmt, ...)
 #if defined(__GNUC__)

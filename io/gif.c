@@ -8,30 +8,16 @@
 #include "engine/internal.h"
 #include "io/gif.h"
 
-static int gif_err(char* err, size_t errlen, int code, const char* fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 4, 5)))
-#endif
-    ;
-static int gif_err(char* err, size_t errlen, int code, const char* fmt, ...) {
-  if (err && errlen) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-  }
-  return code;
-}
 
 #ifndef DS_HAVE_GIF
 int ds__gif_write(const char* path, const uint8_t* rgba, int nframes, int h, int w, int delay_cs, char* err,
                  size_t errlen) {
   (void)rgba; (void)nframes; (void)h; (void)w; (void)delay_cs;
-  return gif_err(err, errlen, DS_ERR_UNSUPPORTED, "%s: dsim was built without giflib: no GIF export", path);
+  return ds__puterr(err, errlen, DS_ERR_UNSUPPORTED, "%s: dsim was built without giflib: no GIF export", path);
 }
 int ds__gif_read(const char* path, int* nframes, int* h, int* w, uint8_t** rgb, char* err, size_t errlen) {
   (void)nframes; (void)h; (void)w; (void)rgb;
-  return gif_err(err, errlen, DS_ERR_UNSUPPORTED, "%s: dsim was built without giflib", path);
+  return ds__puterr(err, errlen, DS_ERR_UNSUPPORTED, "%s: dsim was built without giflib", path);
 }
 #else
 
@@ -40,16 +26,16 @@ int ds__gif_read(const char* path, int* nframes, int* h, int* w, uint8_t** rgb, 
 int ds__gif_write(const char* path, const uint8_t* rgba, int nframes, int h, int w, int delay_cs, char* err,
                  size_t errlen) {
   if (!rgba || nframes < 1 || h < 1 || w < 1 || h > 65535 || w > 65535 || delay_cs < 0)
-    return gif_err(err, errlen, DS_ERR_INVALID, "%s: cannot write %d frames of %d x %d as a GIF", path, nframes, h, w);
+    return ds__puterr(err, errlen, DS_ERR_INVALID, "%s: cannot write %d frames of %d x %d as a GIF", path, nframes, h, w);
   size_t npix = (size_t)h * (size_t)w;
   uint8_t* planes = (uint8_t*)ds__malloc(npix * 4);
-  if (!planes) return gif_err(err, errlen, DS_ERR_NOMEM, "%s: out of memory", path);
+  if (!planes) return ds__puterr(err, errlen, DS_ERR_NOMEM, "%s: out of memory", path);
   uint8_t *r = planes, *g = planes + npix, *b = planes + 2 * npix, *idx = planes + 3 * npix;
   int gerr = 0;
   GifFileType* gif = EGifOpenFileName(path, false, &gerr);
   if (!gif) {
     ds__free(planes);
-    return gif_err(err, errlen, DS_ERR_IO, "%s: cannot create: %s", path, GifErrorString(gerr));
+    return ds__puterr(err, errlen, DS_ERR_IO, "%s: cannot create: %s", path, GifErrorString(gerr));
   }
   EGifSetGifVersion(gif, true);
   int ok = EGifPutScreenDesc(gif, w, h, 8, 0, NULL) == GIF_OK;
@@ -90,30 +76,30 @@ int ds__gif_write(const char* path, const uint8_t* rgba, int nframes, int h, int
   int closed = EGifCloseFile(gif, &cerr) == GIF_OK;
   ds__free(planes);
   if (!ok || !closed)
-    return gif_err(err, errlen, DS_ERR_IO, "%s: cannot write the GIF: %s", path, GifErrorString(ok ? cerr : werr));
+    return ds__puterr(err, errlen, DS_ERR_IO, "%s: cannot write the GIF: %s", path, GifErrorString(ok ? cerr : werr));
   return DS_OK;
 }
 
 int ds__gif_read(const char* path, int* nframes, int* h, int* w, uint8_t** rgb, char* err, size_t errlen) {
   int gerr = 0;
   GifFileType* gif = DGifOpenFileName(path, &gerr);
-  if (!gif) return gif_err(err, errlen, DS_ERR_IO, "%s: cannot open as GIF: %s", path, GifErrorString(gerr));
+  if (!gif) return ds__puterr(err, errlen, DS_ERR_IO, "%s: cannot open as GIF: %s", path, GifErrorString(gerr));
   int rc = DS_OK;
   if (DGifSlurp(gif) != GIF_OK) {
-    rc = gif_err(err, errlen, DS_ERR_FORMAT, "%s: corrupt GIF: %s", path, GifErrorString(gif->Error));
+    rc = ds__puterr(err, errlen, DS_ERR_FORMAT, "%s: corrupt GIF: %s", path, GifErrorString(gif->Error));
   } else if (gif->ImageCount < 1) {
-    rc = gif_err(err, errlen, DS_ERR_FORMAT, "%s: GIF has no frames", path);
+    rc = ds__puterr(err, errlen, DS_ERR_FORMAT, "%s: GIF has no frames", path);
   } else {
     int W = gif->SWidth, H = gif->SHeight, n = gif->ImageCount;
     size_t npix = (size_t)W * (size_t)H;
     uint8_t* out = (uint8_t*)ds__malloc(npix * 3 * (size_t)n);
-    if (!out) rc = gif_err(err, errlen, DS_ERR_NOMEM, "%s: out of memory", path);
+    if (!out) rc = ds__puterr(err, errlen, DS_ERR_NOMEM, "%s: out of memory", path);
     for (int f = 0; out && rc == DS_OK && f < n; f++) {
       const SavedImage* im = &gif->SavedImages[f];
       const ColorMapObject* map = im->ImageDesc.ColorMap ? im->ImageDesc.ColorMap : gif->SColorMap;
       if (!map || im->ImageDesc.Left != 0 || im->ImageDesc.Top != 0 || im->ImageDesc.Width != W ||
           im->ImageDesc.Height != H) {
-        rc = gif_err(err, errlen, DS_ERR_FORMAT, "%s: frame %d does not cover the canvas", path, f);
+        rc = ds__puterr(err, errlen, DS_ERR_FORMAT, "%s: frame %d does not cover the canvas", path, f);
         break;
       }
       for (size_t i = 0; i < npix; i++) {

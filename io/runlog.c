@@ -33,20 +33,6 @@ dsRunLogDef ds_default_runlog_def(void) {
 
 void ds_runlog_free(void* p) { ds__free(p); }
 
-static int put_err(char* err, size_t errlen, int code, const char* fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 4, 5)))
-#endif
-    ;
-static int put_err(char* err, size_t errlen, int code, const char* fmt, ...) {
-  if (err && errlen) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-  }
-  return code;
-}
 
 #ifndef DS_HAVE_HDF5
 
@@ -56,25 +42,25 @@ struct dsRunLog {
 int ds_runlog_create(const char* path, const dsRunLogDef* def, dsRunLog** out, char* err, size_t errlen) {
   (void)def;
   *out = NULL;
-  return put_err(err, errlen, DS_ERR_UNSUPPORTED, "%s: dsim was built --without-hdf5: no run logs", path);
+  return ds__puterr(err, errlen, DS_ERR_UNSUPPORTED, "%s: dsim was built --without-hdf5: no run logs", path);
 }
 int ds_runlog_append_iteration(dsRunLog* log, const dsRunIteration* it) { return DS_ERR_UNSUPPORTED; }
 int ds_runlog_write_episode(dsRunLog* log, const char* which, const dsRunEpisode* ep) { return DS_ERR_UNSUPPORTED; }
 int ds_runlog_close(dsRunLog* log, const char* status) { return log ? DS_ERR_UNSUPPORTED : DS_OK; }
 const char* ds_runlog_last_error(const dsRunLog* log) { return "dsim was built --without-hdf5"; }
 int ds_runlog_read_summary(const char* path, dsRunSummary* s, char* err, size_t errlen) {
-  return put_err(err, errlen, DS_ERR_UNSUPPORTED, "%s: dsim was built --without-hdf5: cannot read run logs", path);
+  return ds__puterr(err, errlen, DS_ERR_UNSUPPORTED, "%s: dsim was built --without-hdf5: cannot read run logs", path);
 }
 int ds_runlog_read_iterations(const char* path, int* n, double** loss, double** metric, double** wall_time,
                               double** grad_norm, char* err, size_t errlen) {
-  return put_err(err, errlen, DS_ERR_UNSUPPORTED, "%s: dsim was built --without-hdf5: cannot read run logs", path);
+  return ds__puterr(err, errlen, DS_ERR_UNSUPPORTED, "%s: dsim was built --without-hdf5: cannot read run logs", path);
 }
 int ds_runlog_read_frames(const char* path, const char* which, int* nframes, int* height, int* width,
                           uint8_t** rgba, char* err, size_t errlen) {
-  return put_err(err, errlen, DS_ERR_UNSUPPORTED, "%s: dsim was built --without-hdf5: cannot read run logs", path);
+  return ds__puterr(err, errlen, DS_ERR_UNSUPPORTED, "%s: dsim was built --without-hdf5: cannot read run logs", path);
 }
 int ds_runlog_read_config(const char* path, char** text, char* err, size_t errlen) {
-  return put_err(err, errlen, DS_ERR_UNSUPPORTED, "%s: dsim was built --without-hdf5: cannot read run logs", path);
+  return ds__puterr(err, errlen, DS_ERR_UNSUPPORTED, "%s: dsim was built --without-hdf5: cannot read run logs", path);
 }
 
 #else /* DS_HAVE_HDF5 */
@@ -218,14 +204,14 @@ static void iso_now(char* buf, size_t n) {
 /* ---- writer --------------------------------------------------------------- */
 int ds_runlog_create(const char* path, const dsRunLogDef* def, dsRunLog** out, char* err, size_t errlen) {
   *out = NULL;
-  if (!def || !path) return put_err(err, errlen, DS_ERR_INVALID, "run log: path and definition are required");
+  if (!def || !path) return ds__puterr(err, errlen, DS_ERR_INVALID, "run log: path and definition are required");
   if (def->nparams < 0 || def->substep_stride < 1 || def->compression < 0 || def->compression > 9)
-    return put_err(err, errlen, DS_ERR_INVALID,
+    return ds__puterr(err, errlen, DS_ERR_INVALID,
                    "%s: bad run log definition (nparams %d >= 0, substep_stride %d >= 1, compression %d in 0..9)",
                    path, def->nparams, def->substep_stride, def->compression);
   quiet_hdf5();
   dsRunLog* log = (dsRunLog*)ds__calloc(1, sizeof *log);
-  if (!log) return put_err(err, errlen, DS_ERR_NOMEM, "%s: out of memory", path);
+  if (!log) return ds__puterr(err, errlen, DS_ERR_NOMEM, "%s: out of memory", path);
   log->d_loss = log->d_metric = log->d_wall = log->d_gnorm = log->d_params = -1;
   log->nparams = def->nparams;
   log->stride = def->substep_stride;
@@ -235,7 +221,7 @@ int ds_runlog_create(const char* path, const dsRunLogDef* def, dsRunLog** out, c
   if (log->file < 0) {
     int e = errno;
     ds__free(log);
-    return put_err(err, errlen, DS_ERR_IO, "%s: cannot create the run log%s%s", path, e ? ": " : "",
+    return ds__puterr(err, errlen, DS_ERR_IO, "%s: cannot create the run log%s%s", path, e ? ": " : "",
                    e ? strerror(e) : "");
   }
   hid_t meta = H5Gcreate2(log->file, "meta", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
@@ -274,7 +260,7 @@ int ds_runlog_create(const char* path, const dsRunLogDef* def, dsRunLog** out, c
   if (ok) ok = H5Fflush(log->file, H5F_SCOPE_GLOBAL) >= 0;
   if (!ok) {
     ds_runlog_close(log, NULL);
-    return put_err(err, errlen, DS_ERR_IO, "%s: cannot write the run log header", path);
+    return ds__puterr(err, errlen, DS_ERR_IO, "%s: cannot write the run log header", path);
   }
   *out = log;
   return DS_OK;
@@ -402,11 +388,11 @@ const char* ds_runlog_last_error(const dsRunLog* log) { return log ? ds__errmsg(
 static int open_run(const char* path, hid_t* file, char* err, size_t errlen) {
   struct stat st;
   quiet_hdf5();
-  if (stat(path, &st) != 0) return put_err(err, errlen, DS_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+  if (stat(path, &st) != 0) return ds__puterr(err, errlen, DS_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
   if (H5Fis_hdf5(path) <= 0)
-    return put_err(err, errlen, DS_ERR_FORMAT, "%s: not an HDF5 file (or truncated)", path);
+    return ds__puterr(err, errlen, DS_ERR_FORMAT, "%s: not an HDF5 file (or truncated)", path);
   hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-  if (f < 0) return put_err(err, errlen, DS_ERR_FORMAT, "%s: HDF5 file is corrupt or truncated", path);
+  if (f < 0) return ds__puterr(err, errlen, DS_ERR_FORMAT, "%s: HDF5 file is corrupt or truncated", path);
   char fmt[64] = "";
   hid_t a = H5Aexists_by_name(f, "meta", "format", H5P_DEFAULT) > 0
                 ? H5Aopen_by_name(f, "meta", "format", H5P_DEFAULT, H5P_DEFAULT)
@@ -423,7 +409,7 @@ static int open_run(const char* path, hid_t* file, char* err, size_t errlen) {
   }
   if (strcmp(fmt, DS_RUNLOG_FORMAT) != 0) {
     H5Fclose(f);
-    return put_err(err, errlen, DS_ERR_FORMAT, "%s: an HDF5 file but not a dsim run log (/meta format is \"%s\", expected \"%s\")",
+    return ds__puterr(err, errlen, DS_ERR_FORMAT, "%s: an HDF5 file but not a dsim run log (/meta format is \"%s\", expected \"%s\")",
                    path, fmt, DS_RUNLOG_FORMAT);
   }
   *file = f;
@@ -491,7 +477,7 @@ int ds_runlog_read_iterations(const char* path, int* n, double** loss, double** 
   int counts[4] = {0, 0, 0, 0};
   for (int i = 0; i < 4 && rc == DS_OK; i++)
     if (read_series(f, names[i], &counts[i], &got[i]) != 0)
-      rc = put_err(err, errlen, DS_ERR_FORMAT, "%s: cannot read %s", path, names[i]);
+      rc = ds__puterr(err, errlen, DS_ERR_FORMAT, "%s: cannot read %s", path, names[i]);
   /* A run killed mid-iteration may have extended some series and not others:
    * only rows present in all of them are complete. */
   int m = counts[0];
@@ -574,7 +560,7 @@ int ds_runlog_read_frames(const char* path, const char* which, int* nframes, int
     snprintf(dp, sizeof dp, levels[i], which);
     if (H5Lexists(f, dp, H5P_DEFAULT) <= 0) {
       H5Fclose(f);
-      return put_err(err, errlen, DS_ERR_NOTFOUND, "%s: no frames for episode \"%s\" (%s is missing)", path, which, dp);
+      return ds__puterr(err, errlen, DS_ERR_NOTFOUND, "%s: no frames for episode \"%s\" (%s is missing)", path, which, dp);
     }
   }
   hid_t d = H5Dopen2(f, dp, H5P_DEFAULT);
@@ -582,15 +568,15 @@ int ds_runlog_read_frames(const char* path, const char* which, int* nframes, int
   hsize_t dims[4] = {0, 0, 0, 0};
   int rank = H5Sget_simple_extent_dims(s, dims, NULL);
   if (rank != 4 || dims[3] != 4) {
-    rc = put_err(err, errlen, DS_ERR_FORMAT, "%s: %s: expected F x H x W x 4 frames", path, dp);
+    rc = ds__puterr(err, errlen, DS_ERR_FORMAT, "%s: %s: expected F x H x W x 4 frames", path, dp);
   } else {
     size_t bytes = (size_t)(dims[0] * dims[1] * dims[2] * 4);
     uint8_t* buf = (uint8_t*)ds__malloc(bytes ? bytes : 1);
     if (!buf) {
-      rc = put_err(err, errlen, DS_ERR_NOMEM, "%s: out of memory reading %s", path, dp);
+      rc = ds__puterr(err, errlen, DS_ERR_NOMEM, "%s: out of memory reading %s", path, dp);
     } else if (H5Dread(d, H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) {
       ds__free(buf);
-      rc = put_err(err, errlen, DS_ERR_FORMAT, "%s: cannot read %s (corrupt?)", path, dp);
+      rc = ds__puterr(err, errlen, DS_ERR_FORMAT, "%s: cannot read %s (corrupt?)", path, dp);
     } else {
       *nframes = (int)dims[0];
       *height = (int)dims[1];
@@ -614,7 +600,7 @@ int ds_runlog_read_config(const char* path, char** text, char* err, size_t errle
   char* buf = (t >= 0 && !H5Tis_variable_str(t)) ? (char*)ds__malloc(n + 1) : NULL;
   if (!buf || H5Dread(d, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) {
     ds__free(buf);
-    rc = put_err(err, errlen, DS_ERR_FORMAT, "%s: cannot read /config", path);
+    rc = ds__puterr(err, errlen, DS_ERR_FORMAT, "%s: cannot read /config", path);
   } else {
     buf[n] = '\0';
     *text = buf;
