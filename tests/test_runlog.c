@@ -35,7 +35,8 @@ int main(void) {
   const char* bdir = getenv("DS_BUILDDIR");
   snprintf(g_dir, sizeof g_dir, "%s/tests", bdir ? bdir : ".");
   char err[512];
-  const char* path = tmp_path("test_runlog_tmp.h5");
+  char path[2400]; /* tmp_path's buffers rotate: keep a copy */
+  snprintf(path, sizeof path, "%s", tmp_path("test_runlog_tmp.h5"));
 
   dsRunLogDef def = ds_default_runlog_def();
   def.config_text = "{\"env\": \"control-fem\"}";
@@ -179,7 +180,8 @@ int main(void) {
   /* bad files: missing, not HDF5, truncated, HDF5 but foreign */
   CHECK_INT_EQ(ds_runlog_read_summary(tmp_path("nonexistent.h5"), &s, err, sizeof err), DS_ERR_IO);
   CHECK_STR_CONTAINS(err, "nonexistent.h5: cannot open: No such file or directory");
-  const char* txt = tmp_path("test_runlog_text.h5");
+  char txt[2400];
+  snprintf(txt, sizeof txt, "%s", tmp_path("test_runlog_text.h5"));
   FILE* fp = fopen(txt, "w");
   fputs("this is not an HDF5 file\n", fp);
   fclose(fp);
