@@ -81,8 +81,9 @@ dsLossDef ds_loss_def_default(void) {
 /* ---- separable filters with border-normalised weights ------------------------
  * 1-D filter of radius R and weights k[0..R] (symmetric): at position i,
  * out_i = sum_{|j| <= R, 0 <= i+j < n} k[|j|] in_{i+j} / norm_i. Applied along
- * x (stride NC) or y (stride w NC) to all NC channels. The transpose scatters
- * g_i k[|j|]/norm_i to position i + j. */
+ * x or y to all NC channels. The transpose is written as a gather too,
+ * (F^T g)_j = sum_i k[|j - i|] g_i / norm_i, so rows run in parallel and every
+ * output is summed in a fixed order (bitwise the same for any thread count). */
 #define MAXR 16
 
 static double norm_at(const double* k, int R, int i, int n) {
@@ -93,40 +94,56 @@ static double norm_at(const double* k, int R, int i, int n) {
   return s;
 }
 
-/* out = F_x in (axis 0) or F_y in (axis 1); out must not alias in */
+/* 1/norm_i: the full-window value away from the borders */
+static double inv_norm(const double* k, int R, int i, int n, double inv_full) {
+  return (i >= R && i < n - R) ? inv_full : 1.0 / norm_at(k, R, i, n);
+}
+
+/* out = F in along axis (0: x, 1: y); out must not alias in */
 static void filt(const double* in, double* out, int w, int h, const double* k, int R, int axis) {
-  int x, y, c, j;
-  for (y = 0; y < h; y++)
+  const double inv_full = 1.0 / norm_at(k, R, R, 2 * R + 1);
+  int y;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) if ((size_t)w * h >= 16384)
+#endif
+  for (y = 0; y < h; y++) {
+    int x, c, j;
     for (x = 0; x < w; x++) {
       int i = axis ? y : x, n = axis ? h : w;
-      double inv = 1.0 / norm_at(k, R, i, n), acc[NC] = {0, 0, 0, 0};
-      for (j = -R; j <= R; j++) {
-        const double* p;
-        if (i + j < 0 || i + j >= n) continue;
-        p = axis ? in + ((size_t)(y + j) * w + x) * NC : in + ((size_t)y * w + x + j) * NC;
-        for (c = 0; c < NC; c++) acc[c] += k[j < 0 ? -j : j] * p[c];
+      double inv = inv_norm(k, R, i, n, inv_full), acc[NC] = {0, 0, 0, 0};
+      int j0 = i - R < 0 ? -i : -R, j1 = i + R >= n ? n - 1 - i : R;
+      for (j = j0; j <= j1; j++) {
+        const double* p = axis ? in + ((size_t)(y + j) * w + x) * NC : in + ((size_t)y * w + x + j) * NC;
+        const double kk = k[j < 0 ? -j : j];
+        for (c = 0; c < NC; c++) acc[c] += kk * p[c];
       }
       for (c = 0; c < NC; c++) out[((size_t)y * w + x) * NC + c] = acc[c] * inv;
     }
+  }
 }
 
-/* out += F^T g (out must not alias g) */
+/* out += F^T g along axis (out must not alias g) */
 static void filt_T(const double* g, double* out, int w, int h, const double* k, int R, int axis) {
-  int x, y, c, j;
-  for (y = 0; y < h; y++)
+  const double inv_full = 1.0 / norm_at(k, R, R, 2 * R + 1);
+  int y;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) if ((size_t)w * h >= 16384)
+#endif
+  for (y = 0; y < h; y++) {
+    int x, c, j;
     for (x = 0; x < w; x++) {
       int i = axis ? y : x, n = axis ? h : w;
-      double inv = 1.0 / norm_at(k, R, i, n);
-      const double* gp = g + ((size_t)y * w + x) * NC;
-      for (j = -R; j <= R; j++) {
-        double* p;
-        double kk;
-        if (i + j < 0 || i + j >= n) continue;
-        p = axis ? out + ((size_t)(y + j) * w + x) * NC : out + ((size_t)y * w + x + j) * NC;
-        kk = k[j < 0 ? -j : j] * inv;
-        for (c = 0; c < NC; c++) p[c] += kk * gp[c];
+      double acc[NC] = {0, 0, 0, 0};
+      int j0 = i - R < 0 ? -i : -R, j1 = i + R >= n ? n - 1 - i : R;
+      for (j = j0; j <= j1; j++) {
+        /* source position i + j contributes k[|j|] g / norm_{i+j} */
+        const double* p = axis ? g + ((size_t)(y + j) * w + x) * NC : g + ((size_t)y * w + x + j) * NC;
+        const double kk = k[j < 0 ? -j : j] * inv_norm(k, R, i + j, n, inv_full);
+        for (c = 0; c < NC; c++) acc[c] += kk * p[c];
       }
+      for (c = 0; c < NC; c++) out[((size_t)y * w + x) * NC + c] += acc[c];
     }
+  }
 }
 
 /* ---- loss object ------------------------------------------------------------- */

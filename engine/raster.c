@@ -44,11 +44,15 @@
  *              tile scans); tiles run in parallel and own their pixels; in a
  *              tile faces are visited in ascending index, each over the
  *              columns of each row where it can contribute (dsr_row_span);
- *              the tile then writes its output pixels.
+ *              the tile then writes its output pixels. A tile no face
+ *              reaches just writes the background and keeps no state.
  *   backward - faces run in parallel, each over the pixels of its own
  *              bounding box, reading the per-pixel totals (m, S, T, rgb) the
- *              forward kept; each face's gradient goes to its own slot and
- *              slots are summed into vertices serially in face order.
+ *              forward kept (only pixels some face reached are read); each
+ *              face's gradient goes to its own slot and slots are summed into
+ *              vertices serially in face order. The camera adjoint sums
+ *              per-face parts the same way, then runs through the look-at
+ *              frame once (camera_adjoint).
  */
 #include "config.h"
 
@@ -60,14 +64,20 @@
 #include "engine/raster_kernel.h"
 
 #define DSR_TILE 32
-#define DSR_BIG_TILES 64
+#define DSR_BIG_TILES 16
 /* softmax terms exp(e_j - m) < exp(-40) ~ 4e-18 are dropped (forward and adjoint) */
 #define DSR_SOFTMAX_CUT 40.0
+/* per-face camera adjoint: dL/dx_c, dL/dy_c, dL/dz_c (frame vectors), direct
+ * dL/d(eye), dL/d(ay) */
+#define DSR_NCAM 13
 #define DSR_PI 3.14159265358979323846
 
 /* ---- camera ------------------------------------------------------------- */
 typedef struct dsrFrame {
   double eye[3], xc[3], yc[3], zc[3];
+  double up[3];   /* as given */
+  double vn, wn;  /* |at - eye| and |up x z_c| (for the camera adjoint) */
+  double fov;     /* vertical field of view, radians (perspective) */
   double ax, ay; /* NDC = (X ax / Z, Y ay / Z) (perspective) or (X ax, Y ay) */
   int ortho;
 } dsrFrame;
@@ -120,10 +130,13 @@ static int camera_frame(const dsCamera* cam, int width, int height, dsrFrame* fr
   }
   n = sqrt(dot3(fr->zc, fr->zc));
   if (!(n > 0) || !isfinite(n)) return DS_ERR_INVALID;
+  fr->vn = n;
   for (i = 0; i < 3; i++) fr->zc[i] /= n;
+  for (i = 0; i < 3; i++) fr->up[i] = up[i];
   cross3(fr->xc, up, fr->zc);
   n = sqrt(dot3(fr->xc, fr->xc));
   if (!(n > 1e-12 * sqrt(dot3(up, up))) || !isfinite(n)) return DS_ERR_INVALID;
+  fr->wn = n;
   for (i = 0; i < 3; i++) fr->xc[i] /= n;
   cross3(fr->yc, fr->zc, fr->xc);
   if (width <= 0 || height <= 0) return DS_ERR_INVALID;
@@ -137,6 +150,7 @@ static int camera_frame(const dsCamera* cam, int width, int height, dsrFrame* fr
     } else {
       double fov = cam->fov_deg * DSR_PI / 180.0;
       if (!(fov > 0) || !(fov < DSR_PI)) return DS_ERR_INVALID;
+      fr->fov = fov;
       fr->ay = 1.0 / tan(0.5 * fov);
     }
     fr->ax = fr->ay / aspect;
@@ -235,6 +249,8 @@ struct dsRaster {
   double* pix;        /* per internal pixel: m, S, T, r, g, b (Wi Hi x 6) */
   double* fgrad;      /* per face: world-space gradient of its 3 vertices (max_faces x 9) */
   double* fcgrad;     /* per face: colour gradient (max_faces x 9) */
+  double* fcam;       /* per face: camera adjoint parts (max_faces x DSR_NCAM) */
+  int want_cam;       /* the running backward also wants dL/d(camera) */
   int rendered;       /* a render's state is held for backward */
   int r_nvert, r_nface, r_mode;
   dsErrBuf err;
@@ -311,8 +327,9 @@ int ds_raster_create(dsRaster** out, const dsRenderSettings* s, int max_faces, i
   r->pix = (double*)ds__malloc(sizeof(double) * 6 * npix);
   r->fgrad = (double*)ds__malloc(sizeof(double) * 9 * (size_t)(max_faces + 1));
   r->fcgrad = (double*)ds__malloc(sizeof(double) * 9 * (size_t)(max_faces + 1));
+  r->fcam = (double*)ds__malloc(sizeof(double) * DSR_NCAM * (size_t)(max_faces + 1));
   if (!r->vproj || !r->faces || !r->ftile || !r->bin_start || !r->bin_fill || !r->bins || !r->big ||
-      !r->pix || !r->fgrad || !r->fcgrad) {
+      !r->pix || !r->fgrad || !r->fcgrad || !r->fcam) {
     ds_raster_destroy(r);
     return DS_ERR_NOMEM;
   }
@@ -334,6 +351,7 @@ void ds_raster_destroy(dsRaster* r) {
   ds__free(r->pix);
   ds__free(r->fgrad);
   ds__free(r->fcgrad);
+  ds__free(r->fcam);
   ds__free(r);
 }
 
@@ -440,7 +458,7 @@ static void setup_faces(dsRaster* r, const dsRasterMesh* m) {
   int nv = m->nvert, nf = m->nface, v, j;
   r->c.vertex_color = m->color_mode == DS_COLOR_VERTEX;
 #ifdef _OPENMP
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (nv >= 1024)
 #endif
   for (v = 0; v < nv; v++) {
     double p[3] = {m->verts[3 * v], m->verts[3 * v + 1], m->verts[3 * v + 2]}, X, Y, Z;
@@ -455,7 +473,7 @@ static void setup_faces(dsRaster* r, const dsRasterMesh* m) {
     r->vproj[3 * v + 2] = Z;
   }
 #ifdef _OPENMP
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (nf >= 256)
 #endif
   for (j = 0; j < nf; j++) {
     dsrFace* f = &r->faces[j];
@@ -491,9 +509,8 @@ static void setup_faces(dsRaster* r, const dsRasterMesh* m) {
       f->eb[i] = bx - ax;
       f->ec[i] = ax * by - ay * bx;
       f->en[i] = (f->A > 0 ? 1.0 : -1.0) / len;
-      f->il2[i] = 1.0 / (len * len);
-      f->tux[i] = (bx - ax) * f->il2[i];
-      f->tuy[i] = (by - ay) * f->il2[i];
+      f->tux[i] = (bx - ax) / (len * len);
+      f->tuy[i] = (by - ay) / (len * len);
     }
     dsr_span_setup(f, rr);
     face_world(m, j, p);
@@ -625,15 +642,38 @@ static void render_tiles(dsRaster* r, dsReal* image) {
   const int k = r->k;
   const double ik2 = 1.0 / ((double)k * k);
 #ifdef _OPENMP
-#pragma omp parallel for schedule(dynamic, 1)
+#pragma omp parallel for schedule(dynamic, 1) if (r->ntiles > 1)
 #endif
   for (t = 0; t < r->ntiles; t++) {
     int tx = t % r->ntx, ty = t / r->ntx;
     int x0 = tx * r->tile, y0 = ty * r->tile;
     int x1 = x0 + r->tile - 1, y1 = y0 + r->tile - 1;
-    int row, col, e;
+    int row, col, e, busy = r->bin_start[t + 1] > r->bin_start[t];
     if (x1 >= r->Wi) x1 = r->Wi - 1;
     if (y1 >= r->Hi) y1 = r->Hi - 1;
+    for (e = 0; e < r->nbig && !busy; e++) {
+      const dsrFace* f = &r->faces[r->big[e]];
+      busy = f->x0 <= x1 && f->x1 >= x0 && f->y0 <= y1 && f->y1 >= y0;
+    }
+    if (!busy) {
+      /* No face can reach this tile: its pixels are the background (the
+       * same arithmetic as below, with S = T = 1). Their state is not
+       * stored: backward only reads pixels that some face reached. */
+      if (image) {
+        int orow, ocol, a, ch;
+        double acc[4] = {0, 0, 0, 0};
+        for (a = 0; a < k * k; a++) {
+          acc[0] += r->s.background[0];
+          acc[1] += r->s.background[1];
+          acc[2] += r->s.background[2];
+          acc[3] += 1.0 - (1.0 - abg) * 1.0;
+        }
+        for (orow = y0 / k; orow <= y1 / k; orow++)
+          for (ocol = x0 / k; ocol <= x1 / k; ocol++)
+            for (ch = 0; ch < 4; ch++) image[4 * ((size_t)orow * r->W + ocol) + ch] = (dsReal)(acc[ch] * ik2);
+      }
+      continue;
+    }
     for (row = y0; row <= y1; row++)
       for (col = x0; col <= x1; col++) {
         double* ps = r->pix + 6 * ((size_t)row * r->Wi + col);
@@ -658,10 +698,12 @@ static void render_tiles(dsRaster* r, dsReal* image) {
     for (row = y0; row <= y1; row++)
       for (col = x0; col <= x1; col++) {
         double* ps = r->pix + 6 * ((size_t)row * r->Wi + col);
-        double inv = 1.0 / ps[1];
-        ps[3] *= inv;
-        ps[4] *= inv;
-        ps[5] *= inv;
+        if (ps[1] != 1.0) { /* S = 1: nothing to normalise (exactly) */
+          double inv = 1.0 / ps[1];
+          ps[3] *= inv;
+          ps[4] *= inv;
+          ps[5] *= inv;
+        }
       }
     if (image) {
       int orow, ocol;
@@ -712,6 +754,8 @@ static void face_finish(dsRaster* r, const dsRasterMesh* m, int j, const dsrFace
   double gL = 0.0, p[3][3], n[3], nn, sg;
   int i, k, lit;
   dsrFaceGrad gg = *g;
+  double* cam = r->fcam + DSR_NCAM * (size_t)j;
+  if (r->want_cam) memset(cam, 0, DSR_NCAM * sizeof(double));
   if (f->x0 > f->x1 || f->y0 > f->y1) {
     /* culled or degenerate: no pixel saw it */
     memset(out, 0, 9 * sizeof(double));
@@ -720,6 +764,7 @@ static void face_finish(dsRaster* r, const dsRasterMesh* m, int j, const dsrFace
   }
   dsr_face_grad_finish(f, &gg);
   g = &gg;
+  face_world(m, j, p);
   for (i = 0; i < 3; i++) {
     double gX, gY, gZ;
     if (fr->ortho) {
@@ -733,6 +778,18 @@ static void face_finish(dsRaster* r, const dsRasterMesh* m, int j, const dsrFace
       gZ = g->gZ[i] - (g->gpx[i] * f->px[i] + g->gpy[i] * f->py[i]) * f->iz[i];
     }
     for (k = 0; k < 3; k++) out[3 * i + k] = gX * fr->xc[k] + gY * fr->yc[k] + gZ * fr->zc[k];
+    if (r->want_cam) {
+      /* X = (p - eye).x_c etc.: dL/dx_c += gX (p - eye), dL/d(eye) -= the
+       * projection part of dL/dp; px, py are proportional to ay */
+      for (k = 0; k < 3; k++) {
+        double d = p[i][k] - fr->eye[k];
+        cam[k] += gX * d;
+        cam[3 + k] += gY * d;
+        cam[6 + k] += gZ * d;
+        cam[9 + k] -= out[3 * i + k];
+      }
+      cam[12] += (g->gpx[i] * f->px[i] + g->gpy[i] * f->py[i]) / fr->ay;
+    }
   }
   if (m->color_mode == DS_COLOR_VERTEX) {
     for (i = 0; i < 3; i++)
@@ -745,7 +802,6 @@ static void face_finish(dsRaster* r, const dsRasterMesh* m, int j, const dsrFace
     }
   }
   if (gL == 0.0) return;
-  face_world(m, j, p);
   face_light(r, p, n, &nn, &sg, &lit);
   if (!lit) return;
   {
@@ -774,7 +830,7 @@ static void backward_faces(dsRaster* r, const dsRasterMesh* m, const dsReal* d_i
   const double ik2 = 1.0 / ((double)k * k), abg = r->s.background[3];
   int j;
 #ifdef _OPENMP
-#pragma omp parallel for schedule(dynamic, 8)
+#pragma omp parallel for schedule(dynamic, 8) if (m->nface >= 32)
 #endif
   for (j = 0; j < m->nface; j++) {
     const dsrFace* f = &r->faces[j];
@@ -788,7 +844,7 @@ static void backward_faces(dsRaster* r, const dsRasterMesh* m, const dsReal* d_i
       for (col = c0; col <= c1; col++) {
         const dsReal* gp = grow + 4 * (col / k);
         const double* ps;
-        double x, g4[4], E, u, gq, gu, gD, ge, gC[3];
+        double x, g4[4], E, u, w, gq, gu, gD, ge, gC[3];
         dsrEval ev;
         if (gp[0] == 0 && gp[1] == 0 && gp[2] == 0 && gp[3] == 0) continue;
         x = (double)(2 * col + 1 - r->Wi) * r->iWi;
@@ -804,12 +860,13 @@ static void backward_faces(dsRaster* r, const dsRasterMesh* m, const dsReal* d_i
         /* neither the softmax nor alpha sees this face here */
         if (E == 0.0 && gq == 0.0) continue;
         u = ev.D * E;
+        w = u / ps[1]; /* the face's softmax weight */
         gu = (g4[0] * (ev.C[0] - ps[3]) + g4[1] * (ev.C[1] - ps[4]) + g4[2] * (ev.C[2] - ps[5])) / ps[1];
         gD = gu * E - gq;
         ge = gu * u;
-        gC[0] = g4[0] * u / ps[1];
-        gC[1] = g4[1] * u / ps[1];
-        gC[2] = g4[2] * u / ps[1];
+        gC[0] = g4[0] * w;
+        gC[1] = g4[1] * w;
+        gC[2] = g4[2] * w;
         dsr_eval_bwd(f, c, x, y, &ev, gD, ge, gC, &g);
       }
     }
@@ -834,8 +891,55 @@ static void gather(const dsRaster* r, const dsRasterMesh* m, dsReal* d_verts, ds
   }
 }
 
+/* Sums the per-face camera parts (face order) and runs them back through
+ * the frame: y_c = z_c x x_c, x_c = unit(w), w = up x z_c, z_c = unit(v),
+ * v = at - eye; ay = 1/tan(fov/2) (perspective) or 1/h (orthographic).
+ * d(a x b) with dL/d(a x b) = g: dL/da = b x g, dL/db = g x a;
+ * d unit(v): dL/dv = (g - u (u.g))/|v|. */
+static void camera_adjoint(const dsRaster* r, int nface, dsCamera* dc) {
+  const dsrFrame* fr = &r->fr;
+  double acc[DSR_NCAM], gxc[3], gyc[3], gzc[3], gw[3], gv[3], t[3], dot;
+  int j, k;
+  memset(acc, 0, sizeof acc);
+  for (j = 0; j < nface; j++)
+    for (k = 0; k < DSR_NCAM; k++) acc[k] += r->fcam[DSR_NCAM * (size_t)j + k];
+  for (k = 0; k < 3; k++) {
+    gxc[k] = acc[k];
+    gyc[k] = acc[3 + k];
+    gzc[k] = acc[6 + k];
+  }
+  cross3(t, fr->xc, gyc); /* y_c = z_c x x_c */
+  for (k = 0; k < 3; k++) gzc[k] += t[k];
+  cross3(t, gyc, fr->zc);
+  for (k = 0; k < 3; k++) gxc[k] += t[k];
+  dot = dot3(fr->xc, gxc); /* x_c = unit(w) */
+  for (k = 0; k < 3; k++) gw[k] = (gxc[k] - fr->xc[k] * dot) / fr->wn;
+  cross3(t, fr->zc, gw); /* w = up x z_c */
+  for (k = 0; k < 3; k++) dc->up[k] += (dsReal)t[k];
+  cross3(t, gw, fr->up);
+  for (k = 0; k < 3; k++) gzc[k] += t[k];
+  dot = dot3(fr->zc, gzc); /* z_c = unit(at - eye) */
+  for (k = 0; k < 3; k++) gv[k] = (gzc[k] - fr->zc[k] * dot) / fr->vn;
+  for (k = 0; k < 3; k++) {
+    dc->at[k] += (dsReal)gv[k];
+    dc->eye[k] += (dsReal)(acc[9 + k] - gv[k]);
+  }
+  if (fr->ortho) {
+    double h = r->s.camera.ortho_height; /* ay = 1/h */
+    dc->ortho_height += (dsReal)(-acc[12] / (h * h));
+  } else {
+    double sh = sin(0.5 * fr->fov); /* ay = 1/tan(fov/2), fov = deg pi/180 */
+    dc->fov_deg += (dsReal)(-acc[12] * 0.5 / (sh * sh) * DSR_PI / 180.0);
+  }
+}
+
 int ds_raster_backward(dsRaster* r, const dsRasterMesh* mesh, const dsReal* d_image, dsReal* d_verts,
                        dsReal* d_colors) {
+  return ds_raster_backward_camera(r, mesh, d_image, d_verts, d_colors, NULL);
+}
+
+int ds_raster_backward_camera(dsRaster* r, const dsRasterMesh* mesh, const dsReal* d_image,
+                              dsReal* d_verts, dsReal* d_colors, dsCamera* d_camera) {
   int rc;
   if (!r) return DS_ERR_INVALID;
   if (!d_image) return ds__seterr(&r->err, DS_ERR_INVALID, "backward: d_image is NULL");
@@ -849,8 +953,11 @@ int ds_raster_backward(dsRaster* r, const dsRasterMesh* mesh, const dsReal* d_im
   /* The face setup is recomputed from the inputs (cheap), so the forward need
    * keep only the per-pixel totals. */
   setup_faces(r, mesh);
+  r->want_cam = d_camera != NULL;
   backward_faces(r, mesh, d_image);
   gather(r, mesh, d_verts, d_colors);
+  if (d_camera) camera_adjoint(r, mesh->nface, d_camera);
+  r->want_cam = 0;
   ds__clearerr(&r->err);
   return DS_OK;
 }

@@ -15,7 +15,6 @@
 #define DSIM_ENGINE_RASTER_KERNEL_H
 
 #include <math.h>
-#include <string.h>
 
 #include "engine/hd.h"
 
@@ -45,7 +44,6 @@ typedef struct dsrFace {
   double A, invA;            /* signed doubled area and its inverse */
   double ea[3], eb[3], ec[3];/* edge functions E_k = ea x + eb y + ec */
   double en[3];              /* sign(A)/|edge k|: s_k = E_k en_k */
-  double il2[3];             /* 1/|edge k|^2 */
   double tux[3], tuy[3];     /* (b - a)/|b - a|^2 of edge k: t_k = (p - a).(tux, tuy) */
   double light;              /* lighting factor L = k_amb + k_dir max(0, n.l) */
   double col[3];             /* flat: base colour times L; vertex mode: unused */
@@ -110,12 +108,6 @@ DS_HD DSR_INLINE void dsr_face_grad_finish(const dsrFace* f, dsrFaceGrad* g) {
   }
 }
 
-/* exp(x) for x in [-41, 0], the only range the rasterizer needs (sigmoid
- * tails and softmax terms are cut at exp(-40)). x = n ln2/8 + r with
- * |r| <= ln2/16 (ln2/8 split in two so n ln2/8 is exact), e^r by its degree-8
- * Taylor polynomial (truncation < 2e-18), 2^(n/8) = 2^k T[j] from a table and
- * the exponent bits: within a few ulp of exp, the same bits on every platform,
- * short dependency chains, no libm call. */
 /* 2^(j/8), j = 0..7 and 2^-k, k = 0..63 */
 static const double dsr_exp_t8[8] = {
     0x1.0000000000000p+0, 0x1.172b83c7d517bp+0, 0x1.306fe0a31b715p+0, 0x1.4bfdad5362a27p+0,
@@ -129,6 +121,13 @@ static const double dsr_exp_p2[64] = {
     0x1p-51, 0x1p-52, 0x1p-53, 0x1p-54, 0x1p-55, 0x1p-56, 0x1p-57, 0x1p-58, 0x1p-59, 0x1p-60,
     0x1p-61, 0x1p-62, 0x1p-63};
 
+/* exp(x) for x in [-41, 0], the only range the rasterizer needs (sigmoid
+ * tails and softmax terms are cut at exp(-40)). x = n ln2/8 + r with
+ * |r| <= ln2/16 (ln2/8 split in two so n ln2/8 is exact), e^r by its degree-8
+ * Taylor polynomial (truncation < 2e-18), 2^(n/8) = 2^-k 2^(j/8) from two
+ * tables: within 2 ulp of exp, the same bits on every platform,
+ * short dependency chains, no libm call. (A CUDA port needs the tables in
+ * __constant__ memory.) */
 DS_HD DSR_INLINE double dsr_exp(double x0) {
   const double hi = 6.93147180369123816490e-01 / 8, lo = 1.90821492927058770002e-10 / 8;
   /* clamped into the domain (NaN -> -41) so a misuse can never index out of

@@ -26,20 +26,6 @@ typedef struct PngCtx {
   png_bytep* rows;    /* row pointers */
 } PngCtx;
 
-static int seterr(char* err, size_t errlen, int code, const char* fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 4, 5)))
-#endif
-    ;
-static int seterr(char* err, size_t errlen, int code, const char* fmt, ...) {
-  if (err && errlen) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-  }
-  return code;
-}
 
 static void png_err_cb(png_structp png, png_const_charp msg) {
   PngCtx* c = (PngCtx*)png_get_error_ptr(png);
@@ -169,20 +155,20 @@ int ds_png_read(const char* path, uint8_t** rgba, int* width, int* height, char*
   if (err && errlen) err[0] = '\0';
   if (rgba) *rgba = NULL;
   if (!path || !rgba || !width || !height)
-    return seterr(err, errlen, DS_ERR_INVALID, "ds_png_read: NULL argument");
+    return ds__puterr(err, errlen, DS_ERR_INVALID, "ds_png_read: NULL argument");
   memset(&c, 0, sizeof c);
   c.path = path;
   c.fp = fopen(path, "rb");
-  if (!c.fp) return seterr(err, errlen, DS_ERR_IO, "%s: cannot open (%s)", path, strerror(errno));
+  if (!c.fp) return ds__puterr(err, errlen, DS_ERR_IO, "%s: cannot open (%s)", path, strerror(errno));
   nsig = fread(sig, 1, 8, c.fp);
   if (nsig < 8 || png_sig_cmp(sig, 0, 8) != 0) {
     int ioerr = ferror(c.fp);
     fclose(c.fp);
-    if (ioerr) return seterr(err, errlen, DS_ERR_IO, "%s: read error", path);
+    if (ioerr) return ds__puterr(err, errlen, DS_ERR_IO, "%s: read error", path);
     if (nsig > 0 && png_sig_cmp(sig, 0, nsig) == 0)
-      return seterr(err, errlen, DS_ERR_FORMAT, "%s: truncated (%u bytes, inside the PNG signature)",
+      return ds__puterr(err, errlen, DS_ERR_FORMAT, "%s: truncated (%u bytes, inside the PNG signature)",
                     path, (unsigned)nsig);
-    return seterr(err, errlen, DS_ERR_FORMAT, "%s: not a PNG file", path);
+    return ds__puterr(err, errlen, DS_ERR_FORMAT, "%s: not a PNG file", path);
   }
   rc = read_session(&c, &w, &h);
   fclose(c.fp);
@@ -193,15 +179,15 @@ int ds_png_read(const char* path, uint8_t** rgba, int* width, int* height, char*
       *height = h;
       return DS_OK;
     case DS_ERR_NOMEM:
-      return seterr(err, errlen, rc, "%s: out of memory", path);
+      return ds__puterr(err, errlen, rc, "%s: out of memory", path);
     case DS_ERR_RANGE:
-      return seterr(err, errlen, rc, "%s: %dx%d image: each side must be 1..%d pixels", path, w, h,
+      return ds__puterr(err, errlen, rc, "%s: %dx%d image: each side must be 1..%d pixels", path, w, h,
                     DS_PNG_MAX_SIDE);
     case DS_ERR_IO:
-      return seterr(err, errlen, rc, "%s: read error (libpng: %s)", path, c.msg);
+      return ds__puterr(err, errlen, rc, "%s: read error (libpng: %s)", path, c.msg);
     default:
-      if (c.truncated) return seterr(err, errlen, DS_ERR_FORMAT, "%s: truncated (libpng: %s)", path, c.msg);
-      return seterr(err, errlen, DS_ERR_FORMAT, "%s: corrupt PNG (libpng: %s)", path, c.msg);
+      if (c.truncated) return ds__puterr(err, errlen, DS_ERR_FORMAT, "%s: truncated (libpng: %s)", path, c.msg);
+      return ds__puterr(err, errlen, DS_ERR_FORMAT, "%s: corrupt PNG (libpng: %s)", path, c.msg);
   }
 }
 
@@ -237,14 +223,14 @@ int ds_png_write(const char* path, const uint8_t* rgba, int width, int height, c
   PngCtx c;
   int rc;
   if (err && errlen) err[0] = '\0';
-  if (!path || !rgba) return seterr(err, errlen, DS_ERR_INVALID, "ds_png_write: NULL argument");
+  if (!path || !rgba) return ds__puterr(err, errlen, DS_ERR_INVALID, "ds_png_write: NULL argument");
   if (width <= 0 || height <= 0 || width > DS_PNG_MAX_SIDE || height > DS_PNG_MAX_SIDE)
-    return seterr(err, errlen, DS_ERR_RANGE, "%s: %dx%d image: each side must be 1..%d pixels", path,
+    return ds__puterr(err, errlen, DS_ERR_RANGE, "%s: %dx%d image: each side must be 1..%d pixels", path,
                   width, height, DS_PNG_MAX_SIDE);
   memset(&c, 0, sizeof c);
   c.path = path;
   c.fp = fopen(path, "wb");
-  if (!c.fp) return seterr(err, errlen, DS_ERR_IO, "%s: cannot create (%s)", path, strerror(errno));
+  if (!c.fp) return ds__puterr(err, errlen, DS_ERR_IO, "%s: cannot create (%s)", path, strerror(errno));
   rc = write_session(&c, rgba, width, height);
   if (fclose(c.fp) != 0 && rc == DS_OK) {
     rc = DS_ERR_IO;
@@ -252,8 +238,8 @@ int ds_png_write(const char* path, const uint8_t* rgba, int width, int height, c
   }
   if (rc != DS_OK) {
     remove(path);
-    if (rc == DS_ERR_NOMEM) return seterr(err, errlen, rc, "%s: out of memory", path);
-    return seterr(err, errlen, rc, "%s: write failed (%s)", path, c.msg);
+    if (rc == DS_ERR_NOMEM) return ds__puterr(err, errlen, rc, "%s: out of memory", path);
+    return ds__puterr(err, errlen, rc, "%s: write failed (%s)", path, c.msg);
   }
   return DS_OK;
 }
@@ -280,13 +266,13 @@ int ds_png_read_real(const char* path, dsReal** img, int* width, int* height, ch
   uint8_t* b = NULL;
   int rc;
   if (img) *img = NULL;
-  if (!img) return seterr(err, errlen, DS_ERR_INVALID, "ds_png_read_real: NULL argument");
+  if (!img) return ds__puterr(err, errlen, DS_ERR_INVALID, "ds_png_read_real: NULL argument");
   rc = ds_png_read(path, &b, width, height, err, errlen);
   if (rc) return rc;
   *img = (dsReal*)ds__malloc(sizeof(dsReal) * (size_t)*width * (size_t)*height * 4);
   if (!*img) {
     ds__free(b);
-    return seterr(err, errlen, DS_ERR_NOMEM, "%s: out of memory", path);
+    return ds__puterr(err, errlen, DS_ERR_NOMEM, "%s: out of memory", path);
   }
   ds_image_from_u8(b, *width, *height, *img);
   ds__free(b);
@@ -297,12 +283,12 @@ int ds_png_write_real(const char* path, const dsReal* img, int width, int height
                       size_t errlen) {
   uint8_t* b;
   int rc;
-  if (!img || !path) return seterr(err, errlen, DS_ERR_INVALID, "ds_png_write_real: NULL argument");
+  if (!img || !path) return ds__puterr(err, errlen, DS_ERR_INVALID, "ds_png_write_real: NULL argument");
   if (width <= 0 || height <= 0 || width > DS_PNG_MAX_SIDE || height > DS_PNG_MAX_SIDE)
-    return seterr(err, errlen, DS_ERR_RANGE, "%s: %dx%d image: each side must be 1..%d pixels", path,
+    return ds__puterr(err, errlen, DS_ERR_RANGE, "%s: %dx%d image: each side must be 1..%d pixels", path,
                   width, height, DS_PNG_MAX_SIDE);
   b = (uint8_t*)ds__malloc((size_t)width * height * 4);
-  if (!b) return seterr(err, errlen, DS_ERR_NOMEM, "%s: out of memory", path);
+  if (!b) return ds__puterr(err, errlen, DS_ERR_NOMEM, "%s: out of memory", path);
   ds_image_to_u8(img, width, height, b);
   rc = ds_png_write(path, b, width, height, err, errlen);
   ds__free(b);

@@ -310,6 +310,20 @@ int main(void) {
     ds_camera_look_at(&s.camera, 0.5, 0, 0); /* square at depth 0.5 < near = 1 */
     img = render(&s, v, 4, f, 2, col, DS_COLOR_FACE);
     CHECK(alpha_sum(img, 64, 64) == 0);
+    {
+      /* culled faces get exactly zero gradients (never NaN) */
+      dsRaster* r = NULL;
+      dsRasterMesh m = {v, 4, f, 2, col, DS_COLOR_FACE};
+      dsReal gv[12], gc[6];
+      for (i = 0; i < 64 * 64 * 4; i++) img[i] = 1;
+      for (i = 0; i < 12; i++) gv[i] = 0;
+      for (i = 0; i < 6; i++) gc[i] = 0;
+      CHECK_INT_EQ(ds_raster_create(&r, &s, 2, 4), DS_OK);
+      CHECK_INT_EQ(ds_raster_render_backward(r, &m, img, gv, gc), DS_OK);
+      for (i = 0; i < 12; i++) CHECK(gv[i] == 0);
+      for (i = 0; i < 6; i++) CHECK(gc[i] == 0);
+      ds_raster_destroy(r);
+    }
     free(img);
   }
 
@@ -321,6 +335,7 @@ int main(void) {
     dsRaster* r = NULL;
     dsRasterMesh m = {v, NV, f, NF, col, DS_COLOR_FACE};
     dsReal *img1, *img2, *gimg, gv1[NV * 3], gv2[NV * 3], gc1[NF * 3], gc2[NF * 3];
+    dsCamera dc1, dc2;
     size_t n;
     for (i = 0; i < NV * 3; i++) v[i] = (dsReal)(3 * urand() - 1.5);
     for (i = 0; i < NF; i++) {
@@ -347,16 +362,19 @@ int main(void) {
     ds_set_num_threads(1);
     memset(gv1, 0, sizeof gv1), memset(gc1, 0, sizeof gc1);
     memset(gv2, 0, sizeof gv2), memset(gc2, 0, sizeof gc2);
+    memset(&dc1, 0, sizeof dc1), memset(&dc2, 0, sizeof dc2);
     CHECK_INT_EQ(ds_raster_render(r, &m, img1), DS_OK);
-    CHECK_INT_EQ(ds_raster_backward(r, &m, gimg, gv1, gc1), DS_OK);
+    CHECK_INT_EQ(ds_raster_backward_camera(r, &m, gimg, gv1, gc1, &dc1), DS_OK);
     ds_set_num_threads(2);
     CHECK_INT_EQ(ds_raster_render(r, &m, img2), DS_OK);
-    CHECK_INT_EQ(ds_raster_backward(r, &m, gimg, gv2, gc2), DS_OK);
+    CHECK_INT_EQ(ds_raster_backward_camera(r, &m, gimg, gv2, gc2, &dc2), DS_OK);
     CHECK_INT_EQ(g_nalloc, 0);
     ds_replace_allocator(NULL, NULL, NULL, NULL);
     CHECK(memcmp(img1, img2, n * sizeof(dsReal)) == 0);
     CHECK(memcmp(gv1, gv2, sizeof gv1) == 0);
     CHECK(memcmp(gc1, gc2, sizeof gc1) == 0);
+    CHECK(memcmp(&dc1, &dc2, sizeof dc1) == 0);
+    CHECK(dc1.eye[0] != 0 && dc1.fov_deg != 0);
     CHECK(alpha_sum(img1, 96, 96) > 500);
     {
       double gmax = 0;

@@ -1,7 +1,8 @@
 /* Soft rasterizer adjoint vs central finite differences: every vertex
  * coordinate and every colour component of small random meshes (faces
  * crossing tile borders, faces partly behind others), perspective and
- * orthographic, flat and per-vertex colours, with supersampling. The loss is
+ * orthographic, flat and per-vertex colours, with supersampling, and the
+ * camera (eye, target, up, field of view / orthographic height). The loss is
  * L = sum_p R_p image_p with random R, so dL/d(image) = R. Each comparison is
  * also run on a deliberately perturbed adjoint, which must be rejected. */
 #include "config.h"
@@ -165,6 +166,47 @@ static void check_case(Case* c) {
       CHECK_INT_EQ(caught, tried);
     }
   }
+  /* camera: eye, at, up and fov (perspective) or ortho_height */
+  {
+    dsCamera dc, cam = c->s.camera;
+    dsReal* fields[10];
+    double fdc2[10], anc2[10];
+    int nf = 0, imax = 0;
+    memset(&dc, 0, sizeof dc);
+    CHECK_INT_EQ(ds_raster_set_camera(r, &cam), DS_OK);
+    loss_of(r, c, img);
+    CHECK_INT_EQ(ds_raster_backward_camera(r, &m, c->R, NULL, NULL, &dc), DS_OK);
+    for (i = 0; i < 3; i++) {
+      fields[nf] = &cam.eye[i], anc2[nf++] = dc.eye[i];
+      fields[nf] = &cam.at[i], anc2[nf++] = dc.at[i];
+      fields[nf] = &cam.up[i], anc2[nf++] = dc.up[i];
+    }
+    if (cam.orthographic)
+      fields[nf] = &cam.ortho_height, anc2[nf++] = dc.ortho_height;
+    else
+      fields[nf] = &cam.fov_deg, anc2[nf++] = dc.fov_deg;
+    for (i = 0; i < nf; i++) {
+      dsReal v0 = *fields[i];
+      double lp, lm;
+      *fields[i] = v0 + h;
+      ds_raster_set_camera(r, &cam);
+      lp = loss_of(r, c, img);
+      *fields[i] = v0 - h;
+      ds_raster_set_camera(r, &cam);
+      lm = loss_of(r, c, img);
+      *fields[i] = v0;
+      fdc2[i] = (lp - lm) / (2 * h);
+    }
+    ds_raster_set_camera(r, &cam);
+    CHECK_INT_EQ(compare("d_camera", fdc2, anc2, nf, 1), 0);
+    for (i = 0; i < nf; i++)
+      if (fabs(anc2[i]) > fabs(anc2[imax])) imax = i;
+    anc2[imax] *= 1.01;
+    CHECK(compare("perturbed d_camera", fdc2, anc2, nf, 0) > 0);
+    anc2[imax] /= 1.01;
+    anc2[nf - 1] *= -1; /* fov / ortho height sign flipped */
+    CHECK(compare("perturbed d_camera", fdc2, anc2, nf, 0) > 0);
+  }
   ds_raster_destroy(r);
   free(img);
   free(c->R);
@@ -264,6 +306,21 @@ int main(void) {
   c.s.camera.ortho_height = 1.4;
   ds_camera_look_at(&c.s.camera, 5, 60, 120);
   c.mode = DS_COLOR_VERTEX;
+  random_mesh(&c);
+  check_case(&c);
+
+  /* larger image: the two big triangles span more than 16 tiles and take
+   * the renderer's big-face path */
+  memset(&c, 0, sizeof c);
+  c.name = "perspective/flat/big faces";
+  c.s = ds_render_settings_default();
+  c.s.width = c.s.height = 96;
+  c.s.supersample = 2;
+  c.s.sigma = 1e-3;
+  c.s.gamma = 5e-2;
+  c.s.camera.fov_deg = 45;
+  ds_camera_look_at(&c.s.camera, 4, 20, 30);
+  c.mode = DS_COLOR_FACE;
   random_mesh(&c);
   check_case(&c);
 

@@ -7,6 +7,7 @@
 #include "dsim/engine.h"
 #include "dsim/env.h"
 #include "dsim/fd.h"
+#include "dsim/image.h"
 #include "dsim/mesh.h"
 #include "dsim/raster.h"
 #include "dsim/runlog.h"

@@ -134,6 +134,14 @@ DS_API int ds_raster_render(dsRaster* r, const dsRasterMesh* mesh, dsReal* image
 DS_API int ds_raster_backward(dsRaster* r, const dsRasterMesh* mesh, const dsReal* d_image,
                               dsReal* d_verts, dsReal* d_colors);
 
+/* ds_raster_backward that also ACCUMULATES dL/d(camera) into d_camera
+ * (may be NULL): eye, at, up (3 each) and fov_deg (perspective) or
+ * ortho_height (orthographic); its other fields are left alone. The
+ * camera's influence through which side of a face is lit (piecewise
+ * constant) and the near/far planes has no gradient. */
+DS_API int ds_raster_backward_camera(dsRaster* r, const dsRasterMesh* mesh, const dsReal* d_image,
+                                     dsReal* d_verts, dsReal* d_colors, dsCamera* d_camera);
+
 /* The same adjoint without relying on an earlier render: re-renders the mesh
  * first (so nothing need be kept between frames; costs one more forward). */
 DS_API int ds_raster_render_backward(dsRaster* r, const dsRasterMesh* mesh, const dsReal* d_image,

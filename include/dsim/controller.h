@@ -1,0 +1,213 @@
+/* dsim controllers: the sinusoid network, optimisers (Adam, SGD with
+ * momentum), whole-episode optimisation, receding-horizon MPC, the baselines
+ * (random, 3-D state loss, CEM) and an episode recorder for run logs. They use
+ * only the public environment API (dsim/env.h).
+ *
+ *   dsTrainerDef td = ds_default_trainer_def(env);   // controller keys of the config
+ *   td.method = DS_METHOD_IMAGE;
+ *   dsTrainer* tr; ds_trainer_create(env, &td, &tr, err, sizeof err);
+ *   for (int i = 0; i < 40; i++) { dsTrainerIter it; ds_trainer_iterate(tr, &it); }
+ *   ds_trainer_destroy(tr);
+ *
+ * Time of a control step. The action of step k is held over substeps
+ * kC .. (k+1)C - 1, so the network is evaluated at the step's start,
+ * t_k = k C dt (C: control interval, dt: substep).
+ *
+ * Controller parameters, gradients and optimiser state are double in every
+ * build (they are small); actions are dsReal like the env's. Every buffer is
+ * allocated at create; iterate allocates nothing. */
+#ifndef DSIM_CONTROLLER_H
+#define DSIM_CONTROLLER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dsim/base.h"
+#include "dsim/env.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- sinusoid network --------------------------------------------------------
+ * a_i(t) = strength * tanh( sum_p W_ip s_p(t) ),  s_p(t) = sin(omega t + p phi),
+ * p = 0..P-1 (the phase p phi is added, not multiplied by omega), i = 0..A-1:
+ * one fully connected layer without bias. W (A x P, row-major) is drawn
+ * W_ip ~ U(-b, b) from the seed, b = init_scale, or 1/sqrt(P) when
+ * init_scale is 0 (the usual fan-in bound of a linear layer). */
+typedef struct dsSinNetDef {
+  int phases;          /* P, sinusoid inputs */
+  int outputs;         /* A, actuated elements (the env's action size) */
+  double omega;        /* rad/s */
+  double phase_step;   /* phi, rad */
+  double strength;     /* output scale (activation units) */
+  double init_scale;   /* b of the uniform init; 0: 1/sqrt(P) */
+  uint64_t seed;       /* init seed */
+} dsSinNetDef;
+
+typedef struct dsSinNet dsSinNet;
+
+DS_API dsSinNetDef ds_default_sinnet_def(void);
+DS_API int ds_sinnet_create(const dsSinNetDef* def, dsSinNet** out);
+DS_API void ds_sinnet_destroy(dsSinNet* net);
+DS_API int ds_sinnet_num_params(const dsSinNet* net);      /* A * P */
+DS_API double* ds_sinnet_params(dsSinNet* net);            /* W, A x P row-major (writable) */
+/* Redraw W from seed (same distribution as create). */
+DS_API int ds_sinnet_init(dsSinNet* net, uint64_t seed);
+/* action (A) at time t, s. */
+DS_API int ds_sinnet_forward(dsSinNet* net, double t, dsReal* action);
+/* grad_params (A x P) += d(L)/dW given grad_action = d(L)/d(action at t):
+ * dL/dW_ip = g_i * strength * (1 - tanh^2(z_i)) * s_p(t). */
+DS_API int ds_sinnet_backward(dsSinNet* net, double t, const dsReal* grad_action, double* grad_params);
+
+/* ---- optimisers ------------------------------------------------------------
+ * Step k (k = 0, 1, ...) with gradient g:
+ *   clipping:  g <- g * min(1, clip_norm / |g|)   (clip_norm 0: off)
+ *   schedule:  lr_k = lr * decay_factor^floor(k / decay_every) (decay_every 0: constant)
+ *   Adam:      m <- b1 m + (1-b1) g; v <- b2 v + (1-b2) g^2;
+ *              x <- x - lr_k (m / (1-b1^(k+1))) / (sqrt(v / (1-b2^(k+1))) + eps)
+ *   SGD:       u <- momentum u + g; x <- x - lr_k u */
+typedef enum dsOptimKind { DS_OPTIM_ADAM = 0, DS_OPTIM_SGD = 1 } dsOptimKind;
+
+typedef struct dsOptimDef {
+  int kind;             /* dsOptimKind */
+  double lr;            /* learning rate */
+  double beta1, beta2, eps; /* Adam */
+  double momentum;      /* SGD */
+  double clip_norm;     /* gradient-norm clipping threshold (0: off) */
+  int decay_every;      /* step decay period in steps (0: no decay) */
+  double decay_factor;  /* multiplier per period */
+} dsOptimDef;
+
+typedef struct dsOptim dsOptim;
+
+DS_API dsOptimDef ds_default_optim_def(int kind);
+DS_API int ds_optim_create(const dsOptimDef* def, int n, dsOptim** out);
+DS_API void ds_optim_destroy(dsOptim* opt);
+/* Forget the moments and the step count. */
+DS_API void ds_optim_reset(dsOptim* opt);
+/* One step on x (n values) with gradient g; *grad_norm (may be NULL) gets |g|
+ * before clipping. */
+DS_API int ds_optim_step(dsOptim* opt, double* x, const double* g, double* grad_norm);
+/* Learning rate the next step will use. */
+DS_API double ds_optim_lr(const dsOptim* opt);
+
+/* ---- trainer: whole-episode optimisation, MPC and baselines ----------------
+ * Methods (every iteration costs one rollout of the episode from reset(env_seed)):
+ *   IMAGE   the env's built-in loss (the config's loss.kind: image loss of the
+ *           bundled configs); one rollout, one backward, one optimiser step.
+ *   STATE   3-D state loss |com_T - target|^2 (com from the env's COM
+ *           observation, target from ds_env_target) instead of the built-in
+ *           loss; needs obs_state COM.
+ *   RANDOM  a fresh parameter draw from the init distribution per iteration
+ *           (forward only).
+ *   CEM     cross-entropy method over the same parameters, one sample per
+ *           iteration (so the same number of rollouts as the gradient methods):
+ *           generations of cem_population samples, then mean and std from the
+ *           cem_elite lowest-loss ones (std floored at cem_min_std). The first
+ *           sample is the mean (the gradient methods' initial parameters).
+ * The loss CEM and RANDOM rank by is the built-in loss.
+ * Iteration 0 of IMAGE, STATE and CEM evaluates the same initial parameters.
+ *
+ * Policies: SINNET (the sinusoid network, the muscle envs) or CONSTANT (one
+ * action vector for every step: control-cloth's initial velocity, initialised
+ * from the definition's ctrl_init). AUTO picks CONSTANT for control-cloth.
+ *
+ * MPC (mpc = 1, IMAGE or STATE): one iteration is one receding-horizon pass over
+ * the episode: from the executed state at step j, roll out the window
+ * j .. j+H-1 mpc_inner times (each: loss at the window's end, backward, one
+ * optimiser step; the env's IMAGE_LAST loss is that of the last frame rendered
+ * so far), then execute steps j .. j+E-1 with the updated parameters and shift
+ * j += E. Parameters and optimiser moments carry over (warm start) to the next
+ * window and the next pass. The reported loss and metric are those of the
+ * executed episode. Cost: the env's backward runs from the window's end to
+ * substep 0, so a pass costs about mpc_inner * (S/E) * (H + (S/2 + H)*b) steps
+ * (b: backward/forward cost ratio). */
+typedef enum dsMethod { DS_METHOD_IMAGE = 0, DS_METHOD_STATE = 1, DS_METHOD_RANDOM = 2, DS_METHOD_CEM = 3 } dsMethod;
+typedef enum dsPolicyKind { DS_POLICY_AUTO = 0, DS_POLICY_SINNET = 1, DS_POLICY_CONSTANT = 2 } dsPolicyKind;
+
+typedef struct dsTrainerDef {
+  int method;            /* dsMethod */
+  int policy;            /* dsPolicyKind */
+  uint64_t seed;         /* parameter init, random draws, CEM samples */
+  uint64_t env_seed;     /* ds_env_reset seed (goal) of every rollout */
+  dsSinNetDef net;       /* outputs is set from the env */
+  double const_init[3];  /* CONSTANT: initial action (first min(3, A) values, rest 0) */
+  double random_scale;   /* RANDOM / CONSTANT: half-width of the uniform draw; 0: the net's init bound */
+  dsOptimDef optim;
+  int mpc;               /* 0: whole episode; 1: receding horizon */
+  int mpc_horizon;       /* H, control steps (0: ceil(S/4)) */
+  int mpc_execute;       /* E, control steps executed per window (0: ceil(H/2)) */
+  int mpc_inner;         /* optimiser steps per window (>= 1) */
+  int cem_population;    /* samples per generation (>= 2) */
+  int cem_elite;         /* elites per generation (1 .. population) */
+  double cem_init_std;   /* initial std (0: the net's init bound; CONSTANT: 1) */
+  double cem_min_std;    /* std floor */
+} dsTrainerDef;
+
+/* Defaults from the env's definition (ctrl_* keys, seed). */
+DS_API dsTrainerDef ds_default_trainer_def(const dsEnv* env);
+/* "image", "state", "random", "cem" (NULL otherwise); parse: the dsMethod or -1. */
+DS_API const char* ds_method_name(int method);
+DS_API int ds_method_parse(const char* name);
+
+typedef struct dsTrainer dsTrainer;
+
+typedef struct dsTrainerIter {
+  int iteration;          /* 0-based */
+  double loss;            /* the optimised loss of the evaluated episode */
+  double metric;          /* ds_env_metric at the episode's end */
+  double grad_norm;       /* |dL/dparams| (0 for RANDOM, CEM; MPC: mean over the pass's windows) */
+  double lr;              /* learning rate used by the step (0 when none) */
+  const double* params;   /* nparams: the parameters that produced the episode */
+  int nparams;
+  const dsReal* actions;  /* nsteps x action_dim: the executed actions */
+  int nsteps, action_dim;
+} dsTrainerIter;
+
+/* The trainer drives env (which it does not own; keep env alive). */
+DS_API int ds_trainer_create(dsEnv* env, const dsTrainerDef* def, dsTrainer** out, char* err, size_t errlen);
+DS_API void ds_trainer_destroy(dsTrainer* tr);
+/* One iteration (see above). Pointers in *it stay valid until the next call.
+ * Env failures (DS_ERR_DIVERGED, ...) are returned with a message. */
+DS_API int ds_trainer_iterate(dsTrainer* tr, dsTrainerIter* it);
+DS_API const char* ds_trainer_last_error(const dsTrainer* tr);
+DS_API int ds_trainer_num_params(const dsTrainer* tr);
+/* Current parameters (writable: the optimiser's iterate / CEM mean). */
+DS_API double* ds_trainer_params(dsTrainer* tr);
+
+/* ---- episode recorder ------------------------------------------------------
+ * Replays an action sequence (S x A of the source env) from reset(seed) in a
+ * private env built from the source's definition with the control interval
+ * g = gcd(C, R, stride) (each action repeated C/g times, the same trajectory)
+ * and sqrt(T) checkpointing (no backward), to store what a run log needs:
+ * positions and velocities at every stride-th substep and the last (rows of
+ * a (T+1) x N x 3 array; the other rows are zero), RGBA frames as uint8 at the
+ * env's render schedule (substeps 0, R, 2R, ... < T, plus T with render_last),
+ * the goal image, the actions, and the loss and metric. */
+typedef struct dsEpisodeRecord {
+  double loss, metric;
+  double dt;
+  int control_interval, render_interval, stride;
+  int nsubsteps, nparticles;   /* T + 1 rows */
+  float* positions;            /* (T+1) x N x 3, m: rows 0, stride, 2 stride, ..., T filled */
+  float* velocities;           /* same, m/s */
+  int nsteps, action_dim;
+  float* actions;              /* S x A */
+  int nframes, height, width;
+  uint8_t* frames;             /* F x H x W x 4 */
+  uint8_t* goal;               /* H x W x 4 */
+} dsEpisodeRecord;
+
+typedef struct dsRecorder dsRecorder;
+
+DS_API int ds_recorder_create(const dsEnv* src, int stride, dsRecorder** out, char* err, size_t errlen);
+DS_API void ds_recorder_destroy(dsRecorder* rec);
+/* Record one episode; *out stays valid until the next call. */
+DS_API int ds_recorder_record(dsRecorder* rec, uint64_t seed, const dsReal* actions, const dsEpisodeRecord** out);
+DS_API const char* ds_recorder_last_error(const dsRecorder* rec);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,334 @@
+/* Controllers: the sinusoid network's parameter gradient against central
+ * finite differences; the trainer's whole-episode parameter gradient (image
+ * loss, 3-D state loss, constant cloth policy) through shortened envs against
+ * FD of the rollout loss; the episode recorder reproduces the trainer's
+ * episode; the baselines start from the same parameters and are seeded.
+ * Every FD comparison also shows that the same check rejects the analytic
+ * gradient with its largest component scaled by 1.01.
+ *
+ * The trainer's gradient is read back through the public API by one SGD step
+ * with lr 1 and no momentum: theta_new = theta - dL/dtheta. */
+#include "config.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dsim/controller.h"
+#include "dsim/env.h"
+#include "tests/dstest.h"
+
+#define SEED 11u
+
+/* passes when |a - f| <= rtol |f| + atol max|f| for every component */
+static int grad_ok(const double* a, const double* f, int n, double rtol, double atol, double* worst) {
+  double fmax = 0, w = 0;
+  for (int i = 0; i < n; i++) fmax = fmax > fabs(f[i]) ? fmax : fabs(f[i]);
+  for (int i = 0; i < n; i++) {
+    const double r = fabs(a[i] - f[i]) / (rtol * fabs(f[i]) + atol * fmax + 1e-300);
+    if (r > w) w = r;
+  }
+  if (worst) *worst = w;
+  return w <= 1 && fmax > 0;
+}
+
+static void check_grad(const char* what, const double* a, const double* f, int n, double rtol, double atol) {
+  double w;
+  int ok = grad_ok(a, f, n, rtol, atol, &w);
+  printf("  %s: %d components, worst ratio %.3g\n", what, n, w);
+  if (!ok)
+    for (int i = 0; i < n && i < 8; i++) printf("    [%d] analytic %.10g fd %.10g\n", i, a[i], f[i]);
+  CHECK(ok);
+  double* p = (double*)malloc(sizeof(double) * (size_t)n);
+  memcpy(p, a, sizeof(double) * (size_t)n);
+  int imax = 0;
+  for (int i = 1; i < n; i++)
+    if (fabs(p[i]) > fabs(p[imax])) imax = i;
+  p[imax] *= 1.01;
+  CHECK(!grad_ok(p, f, n, rtol, atol, NULL));
+  free(p);
+}
+
+/* ---- 1. the network alone: L(W) = sum_k g_k . a(t_k) ------------------------ */
+static double net_loss(dsSinNet* net, const double* times, int nt, const dsReal* g, int A, dsReal* a) {
+  double L = 0;
+  for (int k = 0; k < nt; k++) {
+    ds_sinnet_forward(net, times[k], a);
+    for (int i = 0; i < A; i++) L += (double)g[k * A + i] * (double)a[i];
+  }
+  return L;
+}
+
+static void test_sinnet_grad(void) {
+  dsSinNetDef d = ds_default_sinnet_def();
+  d.phases = 5;
+  d.outputs = 7;
+  d.omega = 3.0;
+  d.phase_step = 1.1;
+  d.strength = 0.4;
+  d.init_scale = 1.2; /* reach the curved part of tanh */
+  d.seed = 3;
+  dsSinNet* net = NULL;
+  CHECK_INT_EQ(ds_sinnet_create(&d, &net), 0);
+  const int A = 7, P = 5, n = A * P, nt = 6;
+  CHECK_INT_EQ(ds_sinnet_num_params(net), n);
+  double times[6] = {0.0, 0.13, 0.4, 0.77, 1.5, 2.2};
+  dsReal g[6 * 7], a[7];
+  for (int i = 0; i < nt * A; i++) g[i] = (dsReal)sin(1.7 * i + 0.3);
+  /* forward formula spot check: a_i(t) = s tanh(sum_p W_ip sin(w t + p phi)) */
+  double* W = ds_sinnet_params(net);
+  ds_sinnet_forward(net, 0.4, a);
+  double z = 0;
+  for (int p = 0; p < P; p++) z += W[2 * P + p] * sin(3.0 * 0.4 + p * 1.1);
+  CHECK_CLOSE(a[2], 0.4 * tanh(z), 1e-12, 1e-15);
+  /* analytic */
+  double an[35], fd[35];
+  memset(an, 0, sizeof an);
+  for (int k = 0; k < nt; k++) ds_sinnet_backward(net, times[k], g + k * A, an);
+  for (int q = 0; q < n; q++) {
+    const double w0 = W[q], h = 1e-6;
+    W[q] = w0 + h;
+    double lp = net_loss(net, times, nt, g, A, a);
+    W[q] = w0 - h;
+    double lm = net_loss(net, times, nt, g, A, a);
+    W[q] = w0;
+    fd[q] = (lp - lm) / (2 * h);
+  }
+  check_grad("sinnet dL/dW", an, fd, n, 1e-7, 1e-9);
+  /* seeded init: same seed, same W; other seed, other W; |W| <= bound */
+  dsSinNet* net2 = NULL;
+  CHECK_INT_EQ(ds_sinnet_create(&d, &net2), 0);
+  CHECK(!memcmp(ds_sinnet_params(net2), W, sizeof(double) * (size_t)n));
+  ds_sinnet_init(net2, 4);
+  CHECK(memcmp(ds_sinnet_params(net2), W, sizeof(double) * (size_t)n) != 0);
+  for (int q = 0; q < n; q++) CHECK(fabs(ds_sinnet_params(net2)[q]) <= 1.2);
+  ds_sinnet_destroy(net2);
+  ds_sinnet_destroy(net);
+}
+
+/* ---- 2. the trainer's gradient through an env ---------------------------- */
+static dsEnvDef small_def(int kind, int substeps, int C) {
+  dsEnvDef d = ds_default_env_def(kind);
+  d.substeps = substeps;
+  d.control_interval = C;
+  d.render_interval = substeps / 2;
+  d.width = d.height = 24;
+  d.supersample = 1;
+  d.sigma = 1e-4;
+  d.seed = (int)SEED;
+  if (kind == DS_ENV_CONTROL_CLOTH) { /* a small sheet inside the view */
+    d.size_min = d.size_max = 4;
+    d.start[0] = -1;
+  }
+  return d;
+}
+
+typedef struct Fd {
+  dsEnv* env;
+  dsTrainerDef td;
+  dsSinNet* net; /* SINNET: a network of the same def, W overwritten */
+  int S, A, method;
+  double step_dt;
+  dsReal *act, *obs;
+} Fd;
+
+/* loss of a rollout with parameters x (the trainer's policy convention) */
+static double fd_loss(Fd* f, const double* x, int np) {
+  CHECK_INT_EQ(ds_env_reset(f->env, f->td.env_seed, NULL, NULL), 0);
+  if (f->net) memcpy(ds_sinnet_params(f->net), x, sizeof(double) * (size_t)np);
+  const int od = ds_env_obs_size(f->env);
+  for (int k = 0; k < f->S; k++) {
+    if (f->net)
+      ds_sinnet_forward(f->net, k * f->step_dt, f->act);
+    else
+      for (int i = 0; i < f->A; i++) f->act[i] = (dsReal)x[i];
+    int done;
+    CHECK_INT_EQ(ds_env_step(f->env, f->act, f->obs, NULL, NULL, &done), 0);
+  }
+  (void)od;
+  if (f->method == DS_METHOD_STATE) {
+    dsReal tg[3];
+    ds_env_target(f->env, tg);
+    double l = 0;
+    for (int j = 0; j < 3; j++) l += ((double)f->obs[j] - tg[j]) * ((double)f->obs[j] - tg[j]);
+    return l;
+  }
+  dsReal l;
+  CHECK_INT_EQ(ds_env_loss(f->env, &l), 0);
+  return (double)l;
+}
+
+static void trainer_grad_case(const char* what, int kind, int substeps, int C, int method, double h, double rtol,
+                              double atol, int phases) {
+  dsEnvDef d = small_def(kind, substeps, C);
+  char err[512];
+  dsEnv* env = NULL;
+  int rc = ds_env_create(&d, &env, err, sizeof err);
+  CHECK_INT_EQ(rc, 0);
+  if (rc) {
+    printf("%s\n", err);
+    return;
+  }
+  dsTrainerDef td = ds_default_trainer_def(env);
+  td.method = method;
+  td.net.phases = phases;
+  td.net.init_scale = 0.8;
+  td.optim = ds_default_optim_def(DS_OPTIM_SGD);
+  td.optim.lr = 1;
+  td.optim.momentum = 0;
+  dsTrainer* tr = NULL;
+  rc = ds_trainer_create(env, &td, &tr, err, sizeof err);
+  CHECK_INT_EQ(rc, 0);
+  if (rc) {
+    printf("%s\n", err);
+    ds_env_destroy(env);
+    return;
+  }
+  const int np = ds_trainer_num_params(tr);
+  double* x0 = (double*)malloc(sizeof(double) * (size_t)np);
+  double* an = (double*)malloc(sizeof(double) * (size_t)np);
+  double* fd = (double*)malloc(sizeof(double) * (size_t)np);
+  memcpy(x0, ds_trainer_params(tr), sizeof(double) * (size_t)np);
+  dsTrainerIter it;
+  CHECK_INT_EQ(ds_trainer_iterate(tr, &it), 0);
+  for (int q = 0; q < np; q++) an[q] = x0[q] - ds_trainer_params(tr)[q];
+  double n2 = 0;
+  for (int q = 0; q < np; q++) n2 += an[q] * an[q];
+  CHECK_CLOSE(it.grad_norm, sqrt(n2), 1e-9, 1e-300);
+  Fd f;
+  memset(&f, 0, sizeof f);
+  f.env = env;
+  f.td = td;
+  f.S = ds_env_num_steps(env);
+  f.A = ds_env_action_size(env);
+  f.method = method;
+  f.step_dt = (double)d.control_interval * (double)d.dt;
+  f.act = (dsReal*)calloc((size_t)f.A, sizeof(dsReal));
+  f.obs = (dsReal*)calloc(6, sizeof(dsReal));
+  if (kind != DS_ENV_CONTROL_CLOTH) {
+    dsSinNetDef nd = td.net;
+    nd.outputs = f.A;
+    CHECK_INT_EQ(ds_sinnet_create(&nd, &f.net), 0);
+  }
+  /* the loss reported is that of x0 */
+  CHECK_CLOSE(fd_loss(&f, x0, np), it.loss, 1e-12, 1e-300);
+  double* x = (double*)malloc(sizeof(double) * (size_t)np);
+  memcpy(x, x0, sizeof(double) * (size_t)np);
+  for (int q = 0; q < np; q++) {
+    x[q] = x0[q] + h;
+    double lp = fd_loss(&f, x, np);
+    x[q] = x0[q] - h;
+    double lm = fd_loss(&f, x, np);
+    x[q] = x0[q];
+    fd[q] = (lp - lm) / (2 * h);
+  }
+  check_grad(what, an, fd, np, rtol, atol);
+  ds_sinnet_destroy(f.net);
+  free(f.act);
+  free(f.obs);
+  free(x);
+  free(x0);
+  free(an);
+  free(fd);
+  ds_trainer_destroy(tr);
+  ds_env_destroy(env);
+}
+
+/* ---- 3. recorder and baselines ---------------------------------------------- */
+static void test_recorder_and_baselines(void) {
+  dsEnvDef d = small_def(DS_ENV_WALKER, 240, 16);
+  d.render_interval = 40; /* not a multiple of C: the replay steps by gcd = 8 */
+  d.render_last = 1;
+  char err[512];
+  dsEnv* env = NULL;
+  CHECK_INT_EQ(ds_env_create(&d, &env, err, sizeof err), 0);
+  dsTrainerDef td = ds_default_trainer_def(env);
+  td.net.init_scale = 1.0;
+  dsTrainer* tr = NULL;
+  CHECK_INT_EQ(ds_trainer_create(env, &td, &tr, err, sizeof err), 0);
+  dsTrainerIter it;
+  CHECK_INT_EQ(ds_trainer_iterate(tr, &it), 0);
+  const int N = ds_env_num_particles(env), S = ds_env_num_steps(env), A = ds_env_action_size(env);
+  CHECK_INT_EQ(it.nsteps, S);
+  CHECK_INT_EQ(it.action_dim, A);
+  const dsReal* xend = ds_env_positions(env);
+  dsRecorder* rec = NULL;
+  CHECK_INT_EQ(ds_recorder_create(env, 40, &rec, err, sizeof err), 0);
+  const dsEpisodeRecord* r = NULL;
+  CHECK_INT_EQ(ds_recorder_record(rec, td.env_seed, it.actions, &r), 0);
+  if (r) {
+    CHECK_CLOSE(r->metric, it.metric, 1e-10, 1e-12);
+    CHECK_CLOSE(r->loss, it.loss, 1e-10, 1e-12);
+    CHECK_INT_EQ(r->nsubsteps, 241);
+    CHECK_INT_EQ(r->nframes, 7); /* substeps 0, 40, ..., 200 and the last (240) */
+    CHECK_INT_EQ(r->nparticles, N);
+    double worst = 0;
+    for (int i = 0; i < 3 * N; i++) {
+      double e = fabs((double)r->positions[(size_t)240 * 3 * N + i] - (double)xend[i]);
+      if (e > worst) worst = e;
+    }
+    CHECK(worst < 1e-5); /* float storage */
+    /* a stored row that is not a step boundary of the source (substep 40) is filled */
+    double s40 = 0;
+    for (int i = 0; i < 3 * N; i++) s40 += fabs(r->positions[(size_t)40 * 3 * N + i]);
+    CHECK(s40 > 0);
+    int lit = 0;
+    for (int i = 0; i < r->width * r->height * 4; i++) lit += r->frames[i] > 0;
+    CHECK(lit > 0);
+    CHECK((double)r->actions[5] == (double)(float)it.actions[5]);
+  }
+  ds_recorder_destroy(rec);
+  const double m0 = it.metric, l0 = it.loss;
+  ds_trainer_destroy(tr);
+  /* RANDOM and CEM evaluate the same initial parameters at iteration 0, then differ; seeded */
+  double lc[2][6];
+  for (int rep = 0; rep < 2; rep++)
+    for (int method = DS_METHOD_RANDOM; method <= DS_METHOD_CEM; method++) {
+      dsTrainerDef t2 = td;
+      t2.method = method;
+      t2.cem_population = 3;
+      t2.cem_elite = 1;
+      CHECK_INT_EQ(ds_trainer_create(env, &t2, &tr, err, sizeof err), 0);
+      for (int i = 0; i < 3; i++) {
+        CHECK_INT_EQ(ds_trainer_iterate(tr, &it), 0);
+        if (i == 0) {
+          CHECK(it.metric == m0);
+          CHECK(it.loss == l0);
+        }
+        if (rep == 0) lc[method - DS_METHOD_RANDOM][i] = it.loss;
+        if (rep == 1) CHECK(it.loss == lc[method - DS_METHOD_RANDOM][i]);
+        CHECK(it.grad_norm == 0);
+      }
+      CHECK(lc[method - DS_METHOD_RANDOM][1] != l0);
+      ds_trainer_destroy(tr);
+    }
+  /* bad combinations are refused with a message */
+  dsTrainerDef bad = td;
+  bad.method = DS_METHOD_CEM;
+  bad.mpc = 1;
+  CHECK_INT_EQ(ds_trainer_create(env, &bad, &tr, err, sizeof err), DS_ERR_INVALID);
+  CHECK_STR_CONTAINS(err, "MPC");
+  bad = td;
+  bad.method = DS_METHOD_CEM;
+  bad.cem_elite = 0;
+  CHECK_INT_EQ(ds_trainer_create(env, &bad, &tr, err, sizeof err), DS_ERR_RANGE);
+  CHECK_STR_EQ(ds_method_name(DS_METHOD_STATE), "state");
+  CHECK_INT_EQ(ds_method_parse("cem"), DS_METHOD_CEM);
+  CHECK_INT_EQ(ds_method_parse("nope"), -1);
+  ds_env_destroy(env);
+}
+
+int main(void) {
+  test_sinnet_grad();
+  if (DS_SINGLE) {
+    printf("single precision: the env gradient checks need double\n");
+    return DST_RESULT();
+  }
+  trainer_grad_case("walker image loss dL/dW", DS_ENV_WALKER, 128, 16, DS_METHOD_IMAGE, 1e-6, 1e-5, 1e-6, 4);
+  trainer_grad_case("walker-springs state loss dL/dW", DS_ENV_WALKER_SPRINGS, 128, 16, DS_METHOD_STATE, 1e-6, 1e-5,
+                    1e-6, 4);
+  trainer_grad_case("cloth image loss dL/dv0", DS_ENV_CONTROL_CLOTH, 60, 20, DS_METHOD_IMAGE, 1e-6, 1e-5, 1e-6, 4);
+  test_recorder_and_baselines();
+  return DST_RESULT();
+}
