@@ -15,6 +15,7 @@ struct dsRecorder {
   dsEnv* env;         /* replay env */
   dsErrBuf eb;
   int C, R, g, T, S, A, N, W, H, render_last, ssz;
+  int capN, capS;     /* allocated particles and state values */
   dsEpisodeRecord rec;
   dsReal* img;        /* W x H x 4 */
   dsReal* state;      /* ssz */
@@ -96,6 +97,8 @@ int ds_recorder_create(const dsEnv* src, int stride, dsRecorder** out, char* err
   q->goal = (uint8_t*)ds__calloc(px, 1);
   r->img = (dsReal*)ds__calloc(px, sizeof(dsReal));
   r->state = (dsReal*)ds__calloc((size_t)r->ssz, sizeof(dsReal));
+  r->capN = r->N;
+  r->capS = r->ssz;
   if (!q->positions || !q->velocities || !q->actions || !q->frames || !q->goal || !r->img || !r->state) {
     ds_recorder_destroy(r);
     return ds__puterr(err, errlen, DS_ERR_NOMEM, "recorder: out of memory");
@@ -136,6 +139,23 @@ int ds_recorder_record(dsRecorder* r, uint64_t seed, const dsReal* actions, cons
   const size_t px = (size_t)r->W * (size_t)r->H * 4;
   int rc = ds_env_reset(r->env, seed, NULL, NULL);
   if (rc) return ds__seterr(&r->eb, rc, "recorder: reset: %s", ds_env_last_error(r->env));
+  /* control-cloth draws its sheet size from the seed: grow the buffers once */
+  const int N = ds_env_num_particles(r->env), ssz = ds_env_state_size(r->env);
+  if (N > r->capN || ssz > r->capS) {
+    const size_t rows = (size_t)(r->T + 1) * (size_t)N * 3;
+    float* p = (float*)ds__realloc(q->positions, rows * sizeof(float));
+    if (p) q->positions = p;
+    float* v = p ? (float*)ds__realloc(q->velocities, rows * sizeof(float)) : NULL;
+    if (v) q->velocities = v;
+    dsReal* st = v ? (dsReal*)ds__realloc(r->state, (size_t)ssz * sizeof(dsReal)) : NULL;
+    if (st) r->state = st;
+    if (!st) return ds__seterr(&r->eb, DS_ERR_NOMEM, "recorder: out of memory for %d particles", N);
+    r->capN = N;
+    r->capS = ssz;
+  }
+  r->N = N;
+  r->ssz = ssz;
+  q->nparticles = N;
   const dsReal* goal = ds_env_goal_image(r->env);
   if (goal) rgba8(q->goal, goal, px);
   for (size_t i = 0; i < (size_t)r->S * (size_t)r->A; i++) q->actions[i] = (float)actions[i];

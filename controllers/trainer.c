@@ -23,7 +23,7 @@ struct dsTrainer {
   dsEnv* env;
   dsTrainerDef def;
   dsErrBuf eb;
-  int S, A, odim, ssz, policy, np, iter;
+  int S, A, odim, ssz, cap_ssz, policy, np, iter;
   double step_dt;   /* C dt, s */
   double init_b;    /* half-width of the parameter init draw */
   dsSinNet* net;    /* SINNET */
@@ -183,6 +183,7 @@ int ds_trainer_create(dsEnv* env, const dsTrainerDef* def, dsTrainer** out, char
   tr->obs = (dsReal*)ds__calloc(SO, sizeof(dsReal));
   tr->adj = (dsReal*)ds__calloc(SO, sizeof(dsReal));
   tr->state = (dsReal*)ds__calloc((size_t)tr->ssz, sizeof(dsReal));
+  tr->cap_ssz = tr->ssz;
   int ok = tr->theta && tr->eval && tr->grad && tr->act && tr->gact && tr->obs && tr->adj && tr->state;
   if (ok && def->method == DS_METHOD_CEM) {
     const size_t K = (size_t)def->cem_population;
@@ -312,6 +313,14 @@ static int whole_episode(dsTrainer* tr, dsTrainerIter* it, int grad) {
 static int mpc_pass(dsTrainer* tr, dsTrainerIter* it) {
   const int S = tr->S, H = tr->def.mpc_horizon, E = tr->def.mpc_execute;
   int rc = reset_env(tr);
+  const int ssz = ds_env_state_size(tr->env);
+  if (!rc && ssz > tr->cap_ssz) { /* control-cloth: the seed drew a larger sheet (once per seed) */
+    dsReal* st = (dsReal*)ds__realloc(tr->state, (size_t)ssz * sizeof(dsReal));
+    if (!st) return ds__seterr(&tr->eb, DS_ERR_NOMEM, "MPC: out of memory for a state of %d values", ssz);
+    tr->state = st;
+    tr->cap_ssz = ssz;
+  }
+  tr->ssz = ssz;
   double gn = 0, gsum = 0;
   int nopt = 0;
   for (int j = 0; !rc && j < S;) {

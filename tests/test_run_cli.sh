@@ -1,0 +1,113 @@
+#!/bin/sh
+# `dsim run`: flags and their errors (exit codes of cli/cli.h), config lookup
+# by env name (through $DS_SRCDIR/configs), short runs of every method and of
+# MPC on shortened scenes, the run log they leave, and SIGINT: the current
+# iteration finishes, the log is closed as "interrupted", exit status 130.
+set -u
+: "${DSIM:?DSIM must name the dsim binary}" "${DS_BUILDDIR:?}"
+fail=0
+check() { # description, expected status, command...
+  desc=$1; want=$2; shift 2
+  out=$("$@" 2>&1); got=$?
+  if [ "$got" != "$want" ]; then
+    echo "FAIL: $desc: exit $got, expected $want"; echo "$out" | sed 's/^/  | /'; fail=1
+  fi
+  LAST=$out
+}
+expect() { # description, substring
+  case $LAST in *"$2"*) ;; *) echo "FAIL: $1: output lacks '$2'"; echo "$LAST" | sed 's/^/  | /'; fail=1 ;; esac
+}
+dir=$(mktemp -d "$DS_BUILDDIR/tests/runcli.XXXXXX")
+trap 'rm -rf "$dir"' EXIT
+hdf5=1
+"$DSIM" info | grep -q "HDF5:       off" && hdf5=0
+
+# shortened scenes, found by name through $DS_SRCDIR/configs
+mkdir -p "$dir/src/configs"
+cat >"$dir/src/configs/walker.json" <<'JSON'
+{ "env": "walker", "seed": 3,
+  "physics": {"substeps": 256, "control_interval": 16, "render_interval": 64, "render_last": true},
+  "render": {"width": 24, "height": 24, "supersample": 1, "sigma": 1e-4},
+  "controller": {"lr": 0.05, "iterations": 3} }
+JSON
+cat >"$dir/src/configs/control-fem.json" <<'JSON'
+{ "env": "control-fem",
+  "physics": {"substeps": 128, "control_interval": 32, "render_interval": 64},
+  "render": {"width": 24, "height": 24, "supersample": 1, "sigma": 1e-4},
+  "controller": {"lr": 0.05, "iterations": 2} }
+JSON
+cat >"$dir/bad.json" <<'JSON'
+{ "env": "walker", "physics": {"substeps": "many"} }
+JSON
+W="$dir/src/configs/walker.json"
+
+check "run --help" 0 "$DSIM" run --help;                   expect "run --help" "usage: dsim run"
+expect "run --help exit codes" "130 interrupted"
+check "dsim --help lists run" 0 "$DSIM" --help;            expect "dsim --help lists run" "run "
+check "unknown flag" 2 "$DSIM" run "$W" --frob;            expect "unknown flag" "unknown option '--frob'"
+check "bad iterations" 2 "$DSIM" run "$W" --iterations abc; expect "bad iterations" "--iterations: expected an integer"
+check "zero iterations" 2 "$DSIM" run "$W" --iterations 0; expect "zero iterations" "--iterations"
+check "bad lr" 2 "$DSIM" run "$W" --lr=-1;                 expect "bad lr" "--lr: expected a positive number, got '-1'"
+check "bad method" 2 "$DSIM" run "$W" --method foo;        expect "bad method" "--method: expected image, state, random or cem, got 'foo'"
+check "mpc with cem" 2 "$DSIM" run "$W" --mpc --method cem; expect "mpc with cem" "--mpc needs --method image or state"
+check "missing value" 2 "$DSIM" run "$W" --out;            expect "missing value" "option '--out' needs a value"
+check "two configs" 2 "$DSIM" run "$W" "$W";               expect "two configs" "unexpected argument"
+check "bad threads" 2 "$DSIM" run "$W" --threads 0;        expect "bad threads" "--threads"
+check "missing config" 3 "$DSIM" run "$dir/none.json";     expect "missing config" "none.json: cannot open"
+check "unknown env" 3 env DS_SRCDIR="$dir/src" "$DSIM" run frobnicator; expect "unknown env" "'frobnicator' is neither"
+check "bad config" 3 "$DSIM" run "$dir/bad.json" --out "$dir/bad.h5"; expect "bad config" "physics.substeps"
+
+# by env name, default output path (runs/ in the current directory), the config's iterations
+( cd "$dir" && DS_SRCDIR="$dir/src" "$DSIM" run walker ) >"$dir/name.txt" 2>&1; st=$?
+LAST=$(cat "$dir/name.txt")
+[ "$st" = 0 ] || { echo "FAIL: run walker by name: exit $st"; sed 's/^/  | /' "$dir/name.txt"; fail=1; }
+expect "by name: progress lines" "iteration 3/3 loss"
+expect "by name: summary" "metric: initial"
+expect "by name: wall time" "wall time:"
+expect "by name: seed from the config" "seed 3"
+if [ "$hdf5" = 1 ]; then
+  [ -f "$dir/runs/walker-image-s3.h5" ] || { echo "FAIL: default run log runs/walker-image-s3.h5 missing"; ls -R "$dir" | head; fail=1; }
+  check "info of the run" 0 "$DSIM" info "$dir/runs/walker-image-s3.h5"
+  expect "info: completed" "status:     completed"
+  expect "info: iterations" "iterations: 3"
+  expect "info: episodes" "episodes:   first best last"
+  expect "info: parameters" "parameters: 416 per iteration"
+fi
+
+# no argument: the bundled control-fem config
+check "default config" 0 env DS_SRCDIR="$dir/src" "$DSIM" run --out "$dir/fem.h5" --threads 1
+expect "default config" "control-fem"
+expect "default config: threads" "1 thread,"
+
+# every method, and MPC
+for m in state random cem; do
+  check "method $m" 0 "$DSIM" run "$W" --method $m --iterations 3 --seed 4 --out "$dir/$m.h5" --population 2 --elite 1
+  expect "method $m" "method $m, seed 4"
+done
+check "mpc" 0 "$DSIM" run "$W" --mpc --horizon 4 --execute 2 --inner 2 --iterations 2 --out "$dir/mpc.h5"
+expect "mpc" "method image-mpc"
+check "sgd, clip, decay" 0 "$DSIM" run "$W" --optimizer sgd --lr 0.5 --clip 0.1 --decay-every 1 --decay-factor 0.5 \
+  --iterations 3 --out "$dir/sgd.h5"
+expect "sgd decay" "lr 0.125"
+[ "$hdf5" = 1 ] && { "$DSIM" info "$dir/mpc.h5" | grep -q "method:     image-mpc" || { echo "FAIL: mpc log method"; fail=1; }; }
+
+# SIGINT after a few iterations: clean close, exit 130
+"$DSIM" run "$W" --iterations 1000000 --out "$dir/int.h5" >"$dir/int.txt" 2>&1 &
+pid=$!
+n=0; tries=0
+while [ "$n" -lt 3 ] && [ "$tries" -lt 600 ]; do
+  n=$(grep -c '^iteration' "$dir/int.txt" 2>/dev/null || true); n=${n:-0}
+  tries=$((tries + 1)); sleep 0.05
+done
+kill -INT "$pid"; wait "$pid"; st=$?
+[ "$st" = 130 ] || { echo "FAIL: SIGINT: exit $st, expected 130"; sed 's/^/  | /' "$dir/int.txt"; fail=1; }
+grep -q "interrupted after" "$dir/int.txt" || { echo "FAIL: SIGINT: no 'interrupted after' line"; fail=1; }
+if [ "$hdf5" = 1 ]; then
+  LAST=$("$DSIM" info "$dir/int.h5" 2>&1)
+  expect "SIGINT: status" "status:     interrupted"
+  expect "SIGINT: episodes" "episodes:   first best last"
+  done_its=$(grep -c '^iteration' "$dir/int.txt")
+  got=$(echo "$LAST" | sed -n 's/^iterations: *\([0-9]*\).*/\1/p')
+  [ "${got:-0}" = "$done_its" ] || { echo "FAIL: SIGINT: log holds ${got:-?} iterations, printed $done_its"; fail=1; }
+fi
+exit $fail
