@@ -108,7 +108,9 @@ dsEnvDef ds_default_env_def(int kind) {
       set3(d.color, 1, 1, 0);
       d.cam_distance = 13;
       d.cam_elevation = 30;
-      d.ctrl_lr = 10;
+      /* gradSim used 10 on unscaled network outputs; ours are strength * tanh(.),
+         which lr 10 saturates after one step (the controllers work found 0.1 best). */
+      d.ctrl_lr = 0.1;
       break;
     case DS_ENV_CONTROL_CLOTH:
       d.dt = (dsReal)(1.0 / 960.0);

@@ -527,7 +527,6 @@ int ds_runlog_read_summary(const char* path, dsRunSummary* s, char* err, size_t 
         snprintf(gp, sizeof gp, "/episodes/%s", g_episode_names[i]);
         s->has_episode[i] = H5Lexists(f, gp, H5P_DEFAULT) > 0;
       }
-    H5Fclose(f);
     s->niterations = n;
     if (n > 0) {
       s->first_loss = loss[0];
@@ -535,12 +534,22 @@ int ds_runlog_read_summary(const char* path, dsRunSummary* s, char* err, size_t 
       s->first_metric = metric[0];
       s->last_metric = metric[n - 1];
       s->wall_time = wall[n - 1];
-      s->best_iteration = 0;
-      for (int i = 1; i < n; i++)
-        if (metric[i] < metric[s->best_iteration]) s->best_iteration = i;
+      /* The writer knows what "best" means for its task (the walkers'
+       * metric is a displacement to bring to a goal, not a cost): take the
+       * iteration of the logged best episode, else the lowest metric. */
+      int logged = -1;
+      if (s->has_episode[1] && read_num_attr(f, "/episodes/best", "iteration", H5T_NATIVE_INT, &logged) == 0 &&
+          logged >= 0 && logged < n) {
+        s->best_iteration = logged;
+      } else {
+        s->best_iteration = 0;
+        for (int i = 1; i < n; i++)
+          if (metric[i] < metric[s->best_iteration]) s->best_iteration = i;
+      }
       s->best_loss = loss[s->best_iteration];
       s->best_metric = metric[s->best_iteration];
     }
+    H5Fclose(f);
   }
   ds__free(loss);
   ds__free(metric);
