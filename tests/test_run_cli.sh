@@ -110,4 +110,24 @@ if [ "$hdf5" = 1 ]; then
   got=$(echo "$LAST" | sed -n 's/^iterations: *\([0-9]*\).*/\1/p')
   [ "${got:-0}" = "$done_its" ] || { echo "FAIL: SIGINT: log holds ${got:-?} iterations, printed $done_its"; fail=1; }
 fi
+# SIGKILL mid-run: the log keeps every iteration the run had printed (each
+# is flushed before its line is printed) and h5dump and dsim info read it
+if [ "$hdf5" = 1 ]; then
+  "$DSIM" run "$W" --iterations 1000000 --out "$dir/kill.h5" >"$dir/kill.txt" 2>&1 &
+  pid=$!
+  n=0; tries=0
+  while [ "$n" -lt 4 ] && [ "$tries" -lt 600 ]; do
+    n=$(grep -c '^iteration' "$dir/kill.txt" 2>/dev/null || true); n=${n:-0}
+    tries=$((tries + 1)); sleep 0.05
+  done
+  kill -KILL "$pid"; wait "$pid" 2>/dev/null
+  printed=$(grep -c '^iteration' "$dir/kill.txt")
+  LAST=$("$DSIM" info "$dir/kill.h5" 2>&1) || { echo "FAIL: SIGKILL: dsim info cannot read the log"; echo "$LAST"; fail=1; }
+  expect "SIGKILL: status" "status:     running"
+  got=$(echo "$LAST" | sed -n 's/^iterations: *\([0-9]*\).*/\1/p')
+  [ "${got:-0}" -ge "$printed" ] || { echo "FAIL: SIGKILL: log holds ${got:-?} iterations, printed $printed"; fail=1; }
+  if command -v h5dump >/dev/null 2>&1; then
+    h5dump -H "$dir/kill.h5" >/dev/null 2>&1 || { echo "FAIL: SIGKILL: h5dump cannot read the log"; fail=1; }
+  fi
+fi
 exit $fail
