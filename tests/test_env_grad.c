@@ -15,6 +15,7 @@
 #include "dsim/env.h"
 #include "dsim/raster.h"
 #include "tests/dstest.h"
+#include "tests/gradcheck.h"
 
 #define SEED 7u
 
@@ -22,37 +23,6 @@
  * numbers (centre of mass ~4 m moved by ~1e-9 m) */
 static double g_act_h = 1e-6;
 
-/* A gradient passes when every component satisfies
- * |a - f| <= rtol |f| + atol * max_j |f_j|. */
-static int grad_ok(const double* a, const double* f, int n, double rtol, double atol, double* worst) {
-  double fmax = 0, w = 0;
-  for (int i = 0; i < n; i++) fmax = fmax > fabs(f[i]) ? fmax : fabs(f[i]);
-  for (int i = 0; i < n; i++) {
-    const double r = fabs(a[i] - f[i]) / (rtol * fabs(f[i]) + atol * fmax + 1e-300);
-    if (r > w) w = r;
-  }
-  if (worst) *worst = w;
-  return w <= 1 && fmax > 0;
-}
-
-/* checks a vs f, then that the largest component scaled by 1.01 is rejected */
-static void check_grad(const char* what, const double* a, const double* f, int n, double rtol, double atol) {
-  double w;
-  int ok = grad_ok(a, f, n, rtol, atol, &w);
-  if (!ok) {
-    printf("  %s: worst ratio %.3g\n", what, w);
-    for (int i = 0; i < n && i < 8; i++) printf("    [%d] analytic %.10g fd %.10g\n", i, a[i], f[i]);
-  }
-  CHECK(ok);
-  double* p = (double*)malloc(sizeof(double) * (size_t)n);
-  memcpy(p, a, sizeof(double) * (size_t)n);
-  int imax = 0;
-  for (int i = 1; i < n; i++)
-    if (fabs(p[i]) > fabs(p[imax])) imax = i;
-  p[imax] *= 1.01;
-  CHECK(!grad_ok(p, f, n, rtol, atol, NULL));
-  free(p);
-}
 
 typedef struct Run {
   dsEnv* env;
