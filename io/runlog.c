@@ -83,14 +83,22 @@ struct dsRunLog {
 static void quiet_hdf5(void) { H5Eset_auto2(H5E_DEFAULT, NULL, NULL); }
 
 /* ---- small writers -------------------------------------------------------- */
-static herr_t write_str_attr(hid_t loc, const char* name, const char* value) {
-  hid_t t = H5Tcopy(H5T_C_S1), s = H5Screate(H5S_SCALAR), a = -1;
-  herr_t rc = -1;
-  size_t len = strlen(value);
-  if (t < 0 || s < 0) goto out;
+/* Fixed-length, NUL-padded UTF-8 string type of len bytes (at least 1), the
+ * form h5py, h5dump and MATLAB all read. */
+static hid_t utf8_type(size_t len) {
+  hid_t t = H5Tcopy(H5T_C_S1);
+  if (t < 0) return t;
   H5Tset_size(t, len ? len : 1);
   H5Tset_strpad(t, H5T_STR_NULLPAD);
   H5Tset_cset(t, H5T_CSET_UTF8);
+  return t;
+}
+
+static herr_t write_str_attr(hid_t loc, const char* name, const char* value) {
+  size_t len = strlen(value);
+  hid_t t = utf8_type(len), s = H5Screate(H5S_SCALAR), a = -1;
+  herr_t rc = -1;
+  if (t < 0 || s < 0) goto out;
   if (H5Aexists(loc, name) > 0) H5Adelete(loc, name);
   a = H5Acreate2(loc, name, t, s, H5P_DEFAULT, H5P_DEFAULT);
   if (a < 0) goto out;
@@ -122,13 +130,10 @@ static herr_t write_int_attr(hid_t loc, const char* name, int v) {
 
 /* Fixed-length string dataset (scalar). */
 static herr_t write_str_dataset(hid_t loc, const char* name, const char* text) {
-  hid_t t = H5Tcopy(H5T_C_S1), s = H5Screate(H5S_SCALAR), d = -1;
-  herr_t rc = -1;
   size_t len = strlen(text);
+  hid_t t = utf8_type(len), s = H5Screate(H5S_SCALAR), d = -1;
+  herr_t rc = -1;
   if (t < 0 || s < 0) goto out;
-  H5Tset_size(t, len ? len : 1);
-  H5Tset_strpad(t, H5T_STR_NULLPAD);
-  H5Tset_cset(t, H5T_CSET_UTF8);
   d = H5Dcreate2(loc, name, t, s, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
   if (d < 0) goto out;
   rc = H5Dwrite(d, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, len ? text : "");

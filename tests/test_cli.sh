@@ -3,17 +3,7 @@
 # documented exit codes.
 set -u
 fail=0
-check() { # description, expected status, command...
-  desc=$1; want=$2; shift 2
-  out=$("$@" 2>&1); got=$?
-  if [ "$got" != "$want" ]; then
-    echo "FAIL: $desc: exit $got, expected $want"; echo "$out" | sed 's/^/  | /'; fail=1
-  fi
-  LAST=$out
-}
-expect() { # description, substring
-  case $LAST in *"$2"*) ;; *) echo "FAIL: $1: output lacks '$2'"; echo "$LAST" | sed 's/^/  | /'; fail=1 ;; esac
-}
+. "$DS_SRCDIR/tests/clicheck.sh"
 : "${DSIM:?DSIM must name the dsim binary}"
 
 check "--version" 0 "$DSIM" --version;         expect "--version" "dsim "
