@@ -533,8 +533,11 @@ int ds_cli_run(int argc, char** argv) {
       printf("\r%5ld/%ld [%s] loss %.4g  metric %.4g  %.2f s/it  ETA %s   ", i + 1, iterations, bar, it.loss,
              it.metric, per, eta);
     } else {
-      printf("iteration %ld/%ld loss %.6g metric %.6g grad_norm %.4g lr %.4g time %.2f s\n", i + 1, iterations,
+      printf("iteration %ld/%ld loss %.6g metric %.6g grad_norm %.4g lr %.4g time %.2f s", i + 1, iterations,
              it.loss, it.metric, it.grad_norm, it.lr, now_s() - t0);
+      if (it.backtracks) printf(" (step halved %d time%s: the longer step diverged)", it.backtracks,
+                                it.backtracks == 1 ? "" : "s");
+      printf("\n");
     }
     fflush(stdout);
     if (g_interrupts) {

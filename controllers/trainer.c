@@ -31,6 +31,8 @@ struct dsTrainer {
   double* own;      /* CONSTANT storage of theta */
   double* eval;     /* np: parameters that produced the last episode */
   double* grad;     /* np */
+  double* prev;     /* np: parameters before the last optimiser step (IMAGE, STATE) */
+  int have_prev;
   dsOptim* opt;
   dsReal* act;      /* S x A executed actions */
   dsReal* gact;     /* S x A d(loss)/d(actions) */
@@ -78,6 +80,7 @@ dsTrainerDef ds_default_trainer_def(const dsEnv* env) {
   t.cem_population = 8;
   t.cem_elite = 2;
   t.cem_min_std = 1e-3;
+  t.max_backtracks = 6;
   return t;
 }
 
@@ -88,6 +91,7 @@ void ds_trainer_destroy(dsTrainer* tr) {
   ds__free(tr->own);
   ds__free(tr->eval);
   ds__free(tr->grad);
+  ds__free(tr->prev);
   ds__free(tr->act);
   ds__free(tr->gact);
   ds__free(tr->obs);
@@ -129,6 +133,8 @@ int ds_trainer_create(dsEnv* env, const dsTrainerDef* def, dsTrainer** out, char
   if (def->mpc && (def->mpc_horizon < 0 || def->mpc_execute < 0 || def->mpc_inner < 1))
     return ds__puterr(err, errlen, DS_ERR_RANGE, "trainer: MPC horizon %d, execute %d (>= 0), inner %d (>= 1)",
                       def->mpc_horizon, def->mpc_execute, def->mpc_inner);
+  if (def->max_backtracks < 0 || def->max_backtracks > 60)
+    return ds__puterr(err, errlen, DS_ERR_RANGE, "trainer: max_backtracks %d (0..60)", def->max_backtracks);
   if (def->method == DS_METHOD_CEM &&
       (def->cem_population < 2 || def->cem_elite < 1 || def->cem_elite > def->cem_population ||
        !(def->cem_init_std >= 0) || !(def->cem_min_std >= 0)))
@@ -178,13 +184,14 @@ int ds_trainer_create(dsEnv* env, const dsTrainerDef* def, dsTrainer** out, char
   const size_t SA = (size_t)tr->S * (size_t)tr->A, SO = (size_t)tr->S * (size_t)(tr->odim > 0 ? tr->odim : 1);
   tr->eval = (double*)ds__calloc((size_t)tr->np, sizeof(double));
   tr->grad = (double*)ds__calloc((size_t)tr->np, sizeof(double));
+  tr->prev = (double*)ds__calloc((size_t)tr->np, sizeof(double));
   tr->act = (dsReal*)ds__calloc(SA, sizeof(dsReal));
   tr->gact = (dsReal*)ds__calloc(SA, sizeof(dsReal));
   tr->obs = (dsReal*)ds__calloc(SO, sizeof(dsReal));
   tr->adj = (dsReal*)ds__calloc(SO, sizeof(dsReal));
   tr->state = (dsReal*)ds__calloc((size_t)tr->ssz, sizeof(dsReal));
   tr->cap_ssz = tr->ssz;
-  int ok = tr->theta && tr->eval && tr->grad && tr->act && tr->gact && tr->obs && tr->adj && tr->state;
+  int ok = tr->theta && tr->eval && tr->grad && tr->prev && tr->act && tr->gact && tr->obs && tr->adj && tr->state;
   if (ok && def->method == DS_METHOD_CEM) {
     const size_t K = (size_t)def->cem_population;
     tr->mu = (double*)ds__calloc((size_t)tr->np, sizeof(double));
@@ -391,7 +398,18 @@ int ds_trainer_iterate(dsTrainer* tr, dsTrainerIter* it) {
       }
       memcpy(tr->eval, tr->theta, sizeof(double) * (size_t)np);
       rc = whole_episode(tr, it, 1);
+      /* a step that made the rollout diverge or invert an element is halved
+       * (towards the last parameters that ran) and the episode run again */
+      while ((rc == DS_ERR_DIVERGED || rc == DS_ERR_INVERTED) && tr->have_prev &&
+             it->backtracks < tr->def.max_backtracks) {
+        for (int q = 0; q < np; q++) tr->theta[q] = tr->prev[q] + 0.5 * (tr->theta[q] - tr->prev[q]);
+        memcpy(tr->eval, tr->theta, sizeof(double) * (size_t)np);
+        it->backtracks++;
+        rc = whole_episode(tr, it, 1);
+      }
       if (!rc) {
+        memcpy(tr->prev, tr->theta, sizeof(double) * (size_t)np);
+        tr->have_prev = 1;
         it->lr = ds_optim_lr(tr->opt);
         rc = ds_optim_step(tr->opt, tr->theta, tr->grad, &it->grad_norm);
         if (rc) rc = ds__seterr(&tr->eb, rc, "optimiser: gradient not finite at iteration %d", tr->iter);

@@ -16,6 +16,13 @@
  *   separable binomial [1 4 6 4 1]/16 normalised at borders;
  *   L = sum_l w_l base(P_l a, P_l b); the gradient runs back down the
  *   pyramid with the transposed operators.
+ * Moments term, on the alpha channel a_p of the full-resolution images (N = w h
+ *   pixels), pixel centres (x_p, y_p) in normalised device coordinates, eps = 1e-3:
+ *   m = sum_p a_p + eps,  c = sum_p a_p (x_p, y_p) / m,  s = 2 sqrt(m/N)
+ *   (likewise m_g, c_g, s_g of the goal)
+ *   L_m = w (|c - c_g|^2 + (s - s_g)^2)
+ *   dL_m/da_p = 2 w [(c - c_g) . ((x_p, y_p) - c) / m + (s - s_g) / sqrt(m N)]
+ *   (eps keeps it smooth when nothing is visible: then c = 0, gradient finite).
  * n is the number of values compared (4 w h at that level). All arithmetic
  * is double, in a fixed order (no threads), so results are reproducible.
  */
@@ -174,6 +181,7 @@ int ds_image_loss_create(dsImageLoss** out, const dsLossDef* def, int w, int h) 
   if (def->levels < 1 || def->levels > DS_LOSS_MAX_LEVELS) return DS_ERR_INVALID;
   for (i = 0; i < def->levels; i++)
     if (!isfinite((double)def->weights[i])) return DS_ERR_INVALID;
+  if (!(def->moments_weight >= 0) || !isfinite((double)def->moments_weight)) return DS_ERR_INVALID;
   if (def->kind == DS_LOSS_DSSIM &&
       (!(def->ssim_sigma > 0) || def->ssim_radius < 1 || def->ssim_radius > MAXR ||
        !(def->ssim_c1 > 0) || !(def->ssim_c2 > 0)))
@@ -328,6 +336,49 @@ static double base_level(dsImageLoss* l, int lv, double wgt, int want_grad) {
   return acc / (double)n;
 }
 
+#define MOMENTS_EPS 1e-3
+/* alpha mass m (with eps) and centroid c of an RGBA image; pixel centres in
+ * normalised device coordinates, row 0 at the top */
+static void alpha_centroid(const dsReal* img, int w, int h, double* m, double c[2]) {
+  double s = 0, sx = 0, sy = 0;
+  for (int r = 0; r < h; r++) {
+    const double y = (double)(2 * (h - 1 - r) + 1 - h) / h;
+    double rs = 0, rx = 0;
+    for (int k = 0; k < w; k++) {
+      const double a = img[((size_t)r * w + k) * NC + 3];
+      rs += a;
+      rx += a * ((double)(2 * k + 1 - w) / w);
+    }
+    s += rs;
+    sx += rx;
+    sy += rs * y;
+  }
+  *m = s + MOMENTS_EPS;
+  c[0] = sx / *m;
+  c[1] = sy / *m;
+}
+
+/* the moments term; its gradient is added into g (full resolution) */
+static double moments_term(const dsImageLoss* l, const dsReal* img, const dsReal* goal, double* g) {
+  const int w = l->w, h = l->h;
+  const double wt = (double)l->def.moments_weight, N = (double)w * (double)h;
+  double m, mg, c[2], cg[2];
+  alpha_centroid(img, w, h, &m, c);
+  alpha_centroid(goal, w, h, &mg, cg);
+  const double dx = c[0] - cg[0], dy = c[1] - cg[1], ds = 2 * sqrt(m / N) - 2 * sqrt(mg / N);
+  if (g) {
+    const double sx = 2 * wt * dx / m, sy = 2 * wt * dy / m, s0 = 2 * wt * ds / sqrt(m * N);
+    for (int r = 0; r < h; r++) {
+      const double y = (double)(2 * (h - 1 - r) + 1 - h) / h;
+      for (int k = 0; k < w; k++) {
+        const double x = (double)(2 * k + 1 - w) / w;
+        g[((size_t)r * w + k) * NC + 3] += sx * (x - c[0]) + sy * (y - c[1]) + s0;
+      }
+    }
+  }
+  return wt * (dx * dx + dy * dy + ds * ds);
+}
+
 int ds_image_loss_eval(dsImageLoss* l, const dsReal* img, const dsReal* goal, dsReal* loss,
                        dsReal* grad) {
   size_t n, i;
@@ -350,10 +401,11 @@ int ds_image_loss_eval(dsImageLoss* l, const dsReal* img, const dsReal* goal, ds
     if (wgt == 0) continue;
     total += wgt * base_level(l, lv, wgt, grad != NULL);
   }
-  if (grad) {
+  if (grad)
     for (lv = l->levels - 2; lv >= 0; lv--) pyr_down_T(l, lv, l->pg);
+  if (l->def.moments_weight > 0) total += moments_term(l, img, goal, grad ? l->pg : NULL);
+  if (grad)
     for (i = 0; i < n; i++) grad[i] = (dsReal)l->pg[i];
-  }
   *loss = (dsReal)total;
   return DS_OK;
 }

@@ -274,6 +274,7 @@ static int env_create(const dsEnvDef* def, char* text, dsEnv** out, char* err, s
   dsLossDef ld = ds_loss_def_default();
   ld.kind = def->image_loss;
   ld.levels = def->loss_levels;
+  ld.moments_weight = def->loss_moments;
   rc = ds_image_loss_create(&e->il, &ld, def->width, def->height);
   if (rc) {
     ds__seterr(&e->err, rc, "cannot create the image loss (%s)", ds_strerror(rc));
@@ -365,7 +366,7 @@ int ds_env_metric(const dsEnv* e, dsReal* value) {
     com_of(e->m, e->d->x, c);
     *value = c[0] - e->com0[0];
   } else {
-    *value = com_loss(e, e->d->x);
+    *value = com_loss(e, e->d->x) / 3; /* mean over the 3 coordinates */
   }
   return 0;
 }

@@ -109,8 +109,11 @@ dsEnvDef ds_default_env_def(int kind) {
       d.cam_distance = 13;
       d.cam_elevation = 30;
       /* gradSim used 10 on unscaled network outputs; ours are strength * tanh(.),
-         which lr 10 saturates after one step (the controllers work found 0.1 best). */
-      d.ctrl_lr = 0.1;
+         which lr 10 saturates after one step. With the moments term (which
+         pulls the gear towards a goal it does not overlap, where the MSE only
+         shrinks it) 0.5 measured best of 0.1 and 0.5 (issue 6's note). */
+      d.ctrl_lr = 0.5;
+      d.loss_moments = 5;
       break;
     case DS_ENV_CONTROL_CLOTH:
       d.dt = (dsReal)(1.0 / 960.0);
@@ -139,12 +142,18 @@ dsEnvDef ds_default_env_def(int kind) {
       set3(d.color, 0, 1, 0);
       d.cam_distance = 15;
       d.cam_elevation = 0;
-      d.loss_kind = DS_ENV_LOSS_IMAGE_SUM;
+      /* SCENES.md sums the MSE over all frames; that sum is lowest when the
+         sheet leaves the view early, and it drove the sheet away (metric
+         16 -> 30 over seeds 0-2). The last frame with the moments term tracks
+         the metric, which is measured on the last frame. image_sum remains
+         available. */
+      d.loss_kind = DS_ENV_LOSS_IMAGE_LAST;
+      d.loss_moments = 5;
       d.ctrl_phases = 0;
       d.ctrl_omega = 0;
       d.ctrl_phase_step = 0;
       d.ctrl_strength = 0;
-      d.ctrl_lr = 0.1;
+      d.ctrl_lr = 0.3;
       set3(d.ctrl_init, 1, 0, 0);
       break;
     case DS_ENV_WALKER_SPRINGS:
@@ -199,6 +208,8 @@ int ds__env_validate_def(const dsEnvDef* f, dsErrBuf* eb) {
   if (f->image_loss < 0 || f->image_loss > 2) return ds__seterr(eb, DS_ERR_RANGE, "loss.image: unknown kind");
   if (f->loss_levels < 1 || f->loss_levels > DS_LOSS_MAX_LEVELS)
     return ds__seterr(eb, DS_ERR_RANGE, "loss.levels: must be in [1, %d]", DS_LOSS_MAX_LEVELS);
+  if (!(f->loss_moments >= 0 && f->loss_moments <= 1e6))
+    return ds__seterr(eb, DS_ERR_RANGE, "loss.moments: must be in [0, 1e6]");
   switch (f->kind) {
     case DS_ENV_WALKER:
     case DS_ENV_CONTROL_CLOTH:

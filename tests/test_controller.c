@@ -332,6 +332,50 @@ static void test_cloth_sizes(void) {
   ds_env_destroy(env);
 }
 
+/* Backtracking: on control-fem with strong muscles (strength 3, so that a
+ * saturated activation inverts tets) a long SGD step makes the next rollout
+ * invert an element; the trainer halves the step until the episode runs, and
+ * without backtracking the same step is an error naming the element. */
+static void test_backtracking(void) {
+  dsEnvDef d = small_def(DS_ENV_CONTROL_FEM, 240, 16);
+  d.ctrl_strength = 3;
+  char err[512];
+  dsEnv* env = NULL;
+  CHECK_INT_EQ(ds_env_create(&d, &env, err, sizeof err), 0);
+  if (!env) return;
+  for (int allow = 0; allow < 2; allow++) {
+    dsTrainerDef td = ds_default_trainer_def(env);
+    td.net.init_scale = 0.01;
+    td.optim = ds_default_optim_def(DS_OPTIM_SGD);
+    td.optim.lr = 1e4;
+    td.max_backtracks = allow ? 30 : 0;
+    dsTrainer* tr = NULL;
+    CHECK_INT_EQ(ds_trainer_create(env, &td, &tr, err, sizeof err), 0);
+    if (!tr) continue;
+    dsTrainerIter it;
+    CHECK_INT_EQ(ds_trainer_iterate(tr, &it), 0); /* small activations: runs */
+    CHECK_INT_EQ(it.backtracks, 0);
+    const double l0 = it.loss;
+    int rc = ds_trainer_iterate(tr, &it);
+    if (allow) {
+      CHECK_INT_EQ(rc, 0);
+      CHECK(it.backtracks > 0);
+      CHECK(isfinite(it.loss) && isfinite(it.metric));
+      printf("  backtracking: %d halvings, loss %.6g -> %.6g\n", it.backtracks, l0, it.loss);
+    } else {
+      CHECK_INT_EQ(rc, DS_ERR_INVERTED);
+      CHECK(strstr(ds_trainer_last_error(tr), "tet") != NULL);
+      printf("  without backtracking: %s\n", ds_trainer_last_error(tr));
+    }
+    ds_trainer_destroy(tr);
+  }
+  dsTrainerDef bad = ds_default_trainer_def(env);
+  bad.max_backtracks = -1;
+  dsTrainer* tr = NULL;
+  CHECK_INT_EQ(ds_trainer_create(env, &bad, &tr, err, sizeof err), DS_ERR_RANGE);
+  ds_env_destroy(env);
+}
+
 int main(void) {
   if (DS_SINGLE) { /* actions are float: finite differences would measure rounding */
     printf("single precision: gradient checks skipped (they need double)\n");
@@ -346,5 +390,6 @@ int main(void) {
   trainer_grad_case("cloth image loss dL/dv0", DS_ENV_CONTROL_CLOTH, 60, 20, DS_METHOD_IMAGE, 1e-6, 1e-5, 1e-6, 4);
   test_recorder_and_baselines();
   test_cloth_sizes();
+  test_backtracking();
   return DST_RESULT();
 }

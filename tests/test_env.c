@@ -260,9 +260,22 @@ int main(void) {
       const dsReal* g;
       CHECK_INT_EQ(ds_env_param_grad(env, "initial_velocity", &g, &n), 0);
       CHECK_INT_EQ(n, 3 * np);
-      dsReal m;
+      dsReal m, tg[3], c[3] = {0, 0, 0};
       CHECK_INT_EQ(ds_env_metric(env, &m), 0);
       CHECK(isfinite(m));
+      if (kind == DS_ENV_CONTROL_FEM || kind == DS_ENV_CONTROL_CLOTH) {
+        /* the metric: mean over x, y, z of the squared centre-of-mass error */
+        const dsReal* x = ds_env_positions(env);
+        double mt = 0;
+        CHECK_INT_EQ(ds_env_target(env, tg), 0);
+        for (int i = 0; i < np; i++) {
+          mt += p[i];
+          for (int k = 0; k < 3; k++) c[k] += p[i] * x[3 * i + k];
+        }
+        double e2 = 0;
+        for (int k = 0; k < 3; k++) e2 += (c[k] / mt - tg[k]) * (c[k] / mt - tg[k]);
+        CHECK_CLOSE(m, e2 / 3, DS_SINGLE ? 1e-4 : 1e-10, 1e-12);
+      }
       dsReal* img = (dsReal*)calloc((size_t)4 * w * h, sizeof(dsReal));
       CHECK_INT_EQ(ds_env_render(env, img), 0);
       CHECK(ds_env_goal_image(env) != NULL);

@@ -1,8 +1,9 @@
 /* Image losses: values on known inputs, every gradient component against
- * central finite differences (MSE, L1, D-SSIM, multi-scale MSE and D-SSIM),
- * perturbed gradients rejected, allocation-free evaluation, and the
- * multi-scale loss's wider basin when the object and the goal do not
- * overlap. */
+ * central finite differences (MSE, L1, D-SSIM, multi-scale MSE and D-SSIM,
+ * the alpha-moments term alone, with MSE and with nothing visible),
+ * perturbed gradients rejected, allocation-free evaluation, and the wider
+ * basins of the multi-scale loss and of the moments term when the object
+ * and the goal do not overlap. */
 #include "config.h"
 
 #include <stdint.h>
@@ -176,6 +177,46 @@ int main(void) {
   CHECK_INT_EQ(ds_image_loss_create(&obj, &def, 9, 9), DS_OK);
   fd_check("multiscale l1", fn_obj, obj, 9, 9);
   ds_image_loss_destroy(obj);
+  /* the alpha-moments term, alone and on top of a multi-scale MSE */
+  def = ds_loss_def_default();
+  def.weights[0] = 0;
+  def.moments_weight = 3;
+  CHECK_INT_EQ(ds_image_loss_create(&obj, &def, 11, 7), DS_OK);
+  fd_check("moments", fn_obj, obj, 11, 7);
+  ds_image_loss_destroy(obj);
+  def = ds_loss_def_default();
+  def.levels = 3;
+  def.moments_weight = (dsReal)0.7;
+  CHECK_INT_EQ(ds_image_loss_create(&obj, &def, 10, 9), DS_OK);
+  fd_check("multiscale mse + moments", fn_obj, obj, 10, 9);
+  ds_image_loss_destroy(obj);
+  /* degenerate: nothing visible in either image (alpha 0): the term is 0
+   * with a finite gradient that matches finite differences */
+  {
+    int w = 6, h = 5, n = w * h * 4, i;
+    dsReal a[120], b[120], g[120], L, lp, lm;
+    memset(a, 0, sizeof a);
+    memset(b, 0, sizeof b);
+    def = ds_loss_def_default();
+    def.weights[0] = 0;
+    def.moments_weight = 1;
+    b[4 * (2 * w + 5) + 3] = 1; /* goal: one opaque pixel at the right */
+    CHECK_INT_EQ(ds_image_loss_create(&obj, &def, w, h), DS_OK);
+    CHECK_INT_EQ(ds_image_loss_eval(obj, a, b, &L, g), DS_OK);
+    CHECK(isfinite(L) && L > 0);
+    for (i = 3; i < n; i += 4) {
+      const dsReal hh = (dsReal)1e-7;
+      a[i] = hh;
+      ds_image_loss_eval(obj, a, b, &lp, NULL);
+      a[i] = -hh;
+      ds_image_loss_eval(obj, a, b, &lm, NULL);
+      a[i] = 0;
+      CHECK_CLOSE(g[i], ((double)lp - (double)lm) / (2 * hh), 1e-5, 1e-6);
+    }
+    for (i = 0; i < n; i++)
+      if (i % 4 != 3) CHECK(g[i] == 0);
+    ds_image_loss_destroy(obj);
+  }
 
   /* single-scale MSE with level 0 only equals ds_loss_mse */
   {
@@ -199,6 +240,12 @@ int main(void) {
   CHECK_INT_EQ(ds_image_loss_create(&obj, &def, 8, 8), DS_ERR_INVALID);
   def = ds_loss_def_default();
   def.kind = 7;
+  CHECK_INT_EQ(ds_image_loss_create(&obj, &def, 8, 8), DS_ERR_INVALID);
+  CHECK(obj == NULL);
+  def = ds_loss_def_default();
+  def.moments_weight = -1;
+  CHECK_INT_EQ(ds_image_loss_create(&obj, &def, 8, 8), DS_ERR_INVALID);
+  def.moments_weight = (dsReal)NAN;
   CHECK_INT_EQ(ds_image_loss_create(&obj, &def, 8, 8), DS_ERR_INVALID);
   CHECK(obj == NULL);
 
@@ -246,6 +293,23 @@ int main(void) {
     }
     CHECK(flat);
     CHECK(mono);
+    ds_image_loss_destroy(ms);
+    /* the moments term falls at every step toward the goal, from where
+     * the per-pixel losses are flat, down to 0 on it */
+    def = ds_loss_def_default();
+    def.weights[0] = 0;
+    def.moments_weight = 1;
+    CHECK_INT_EQ(ds_image_loss_create(&ms, &def, w, h), DS_OK);
+    mono = 1;
+    Lprev = 1e30;
+    for (x = 6; x <= 44; x += 2) {
+      square(a, w, h, x, 8);
+      ds_image_loss_eval(ms, a, goal, &Lms, NULL);
+      if (!(Lms < Lprev)) mono = 0;
+      Lprev = Lms;
+    }
+    CHECK(mono);
+    CHECK_CLOSE(Lprev, 0, 0, 1e-12); /* on the goal */
     ds_image_loss_destroy(ms);
     free(a), free(goal);
   }

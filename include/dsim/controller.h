@@ -107,6 +107,12 @@ DS_API double ds_optim_lr(const dsOptim* opt);
  *           cem_elite lowest-loss ones (std floored at cem_min_std). The first
  *           sample is the mean (the gradient methods' initial parameters).
  * The loss CEM and RANDOM rank by is the built-in loss.
+ * Backtracking (IMAGE, STATE, whole episode): when the rollout after an
+ * optimiser step diverges or inverts an element, the step is halved towards
+ * the parameters of the previous (successful) episode and the episode run
+ * again, up to max_backtracks times; the iteration reports how many. The
+ * optimiser's moments are kept. The first iteration has nothing to fall back
+ * on, so its failure is returned.
  * Iteration 0 of IMAGE, STATE and CEM evaluates the same initial parameters.
  *
  * Policies: SINNET (the sinusoid network, the muscle envs) or CONSTANT (one
@@ -143,6 +149,7 @@ typedef struct dsTrainerDef {
   int cem_elite;         /* elites per generation (1 .. population) */
   double cem_init_std;   /* initial std (0: the net's init bound; CONSTANT: 1) */
   double cem_min_std;    /* std floor */
+  int max_backtracks;    /* IMAGE/STATE whole episode: halvings of a step whose rollout diverged (6) */
 } dsTrainerDef;
 
 /* Defaults from the env's definition (ctrl_* keys, seed). */
@@ -163,6 +170,7 @@ typedef struct dsTrainerIter {
   int nparams;
   const dsReal* actions;  /* nsteps x action_dim: the executed actions */
   int nsteps, action_dim;
+  int backtracks;         /* step halvings this iteration needed (see Backtracking) */
 } dsTrainerIter;
 
 /* The trainer drives env (which it does not own; keep env alive). */

@@ -143,6 +143,7 @@ typedef struct dsEnvDef {
   int loss_kind;           /* dsEnvLossKind */
   int image_loss;          /* dsLossKind of each frame: MSE, L1, DSSIM (dsim/raster.h) */
   int loss_levels;         /* image pyramid levels (1: single scale; weights 1) */
+  dsReal loss_moments;    /* weight of the image loss's alpha-moments term (0: off) */
   /* controller settings carried for drivers (the env does not use them) */
   int ctrl_phases;         /* sinusoid inputs P */
   dsReal ctrl_omega;       /* rad/s */
@@ -240,8 +241,10 @@ DS_API const dsReal* ds_env_goal_image(const dsEnv* env);
 DS_API int ds_env_target(const dsEnv* env, dsReal target[3]);
 /* SCENES.md metric of the current state: walker and walker-springs:
  * centre-of-mass x displacement since substep 0 (the goal offset is
- * def->goal_x_min); control-fem and control-cloth: squared distance of the
- * centre of mass to the target (ds_env_target). */
+ * def->goal_x_min); control-fem and control-cloth: mean over x, y, z of the
+ * squared error of the centre of mass to the target (ds_env_target), i.e.
+ * |com - target|^2 / 3, gradSim's measure (a mean squared error over the
+ * three coordinates), so that its published figures compare directly. */
 DS_API int ds_env_metric(const dsEnv* env, dsReal* value);
 
 #ifdef __cplusplus

@@ -168,17 +168,26 @@ typedef struct dsLossDef {
   dsReal ssim_sigma;   /* D-SSIM Gaussian window sigma, pixels (1.5) */
   int ssim_radius;     /* D-SSIM window radius, pixels (5: an 11 x 11 window) */
   dsReal ssim_c1, ssim_c2; /* (0.01)^2, (0.03)^2 (data range 1) */
+  dsReal moments_weight;   /* weight of the alpha-moments term (0: off), see below */
 } dsLossDef;
 
 /* kind MSE, 1 level, weights all 1, SSIM window 11 x 11 sigma 1.5,
- * C1 = 1e-4, C2 = 9e-4. */
+ * C1 = 1e-4, C2 = 9e-4, no moments term. */
 DS_API dsLossDef ds_loss_def_default(void);
 
 /* D-SSIM: (1 - mean SSIM)/2 over pixels and the 4 channels; SSIM with a
  * Gaussian window normalised over the in-image part near borders.
  * Multi-scale: L = sum_l weights[l] * loss(P_l(img), P_l(goal)) where P_0 is
  * the image and P_{l+1} blurs P_l with the 5-tap binomial [1 4 6 4 1]/16
- * (normalised at borders) and keeps every other pixel (size ceil(n/2)). */
+ * (normalised at borders) and keeps every other pixel (size ceil(n/2)).
+ * Moments term (moments_weight w > 0), from the alpha channel: the centroid
+ * c = sum_p alpha_p (x_p, y_p) / m in normalised device coordinates (pixel
+ * centres, x right, y up, both in (-1, 1)), m = sum_p alpha_p + 1e-3, and the
+ * apparent size s = 2 sqrt(m / (w h)) (the side, in the same units, of a
+ * square of that area); adds w (|c(img) - c(goal)|^2 + (s(img) - s(goal))^2).
+ * Its gradient reaches across the whole frame, so it pulls an object towards
+ * a goal it does not overlap, where the per-pixel losses can only shrink it;
+ * the size part tells depth from sideways motion under perspective. */
 typedef struct dsImageLoss dsImageLoss;
 DS_API int ds_image_loss_create(dsImageLoss** out, const dsLossDef* def, int w, int h);
 DS_API void ds_image_loss_destroy(dsImageLoss* l);
