@@ -16,13 +16,16 @@
  *   separable binomial [1 4 6 4 1]/16 normalised at borders;
  *   L = sum_l w_l base(P_l a, P_l b); the gradient runs back down the
  *   pyramid with the transposed operators.
- * Moments term, on the alpha channel a_p of the full-resolution images (N = w h
- *   pixels), pixel centres (x_p, y_p) in normalised device coordinates, eps = 1e-3:
- *   m = sum_p a_p + eps,  c = sum_p a_p (x_p, y_p) / m,  s = 2 sqrt(m/N)
- *   (likewise m_g, c_g, s_g of the goal)
- *   L_m = w (|c - c_g|^2 + (s - s_g)^2)
- *   dL_m/da_p = 2 w [(c - c_g) . ((x_p, y_p) - c) / m + (s - s_g) / sqrt(m N)]
- *   (eps keeps it smooth when nothing is visible: then c = 0, gradient finite).
+ * Moments term, on the alpha channel a_p of the full-resolution images,
+ *   pixel centres (x_p, y_p) in normalised device coordinates, eps = 1 (one
+ *   opaque pixel's worth):
+ *   m = sum_p a_p + eps,  c = sum_p a_p (x_p, y_p) / m   (likewise m_g, c_g)
+ *   r = ln(m/m_g)/2  (the log ratio of the apparent sizes sqrt(m), sqrt(m_g))
+ *   L_m = w (|c - c_g|^2 + r^2)
+ *   dL_m/da_p = w [2 (c - c_g) . ((x_p, y_p) - c) + r] / m
+ *   (eps keeps it smooth and bounded when little or nothing is visible; the
+ *   log ratio weighs depth as the centroid weighs sideways motion: under
+ *   perspective both change by about their value times dZ/Z).
  * n is the number of values compared (4 w h at that level). All arithmetic
  * is double, in a fixed order (no threads), so results are reproducible.
  */
@@ -336,7 +339,7 @@ static double base_level(dsImageLoss* l, int lv, double wgt, int want_grad) {
   return acc / (double)n;
 }
 
-#define MOMENTS_EPS 1e-3
+#define MOMENTS_EPS 1.0
 /* alpha mass m (with eps) and centroid c of an RGBA image; pixel centres in
  * normalised device coordinates, row 0 at the top */
 static void alpha_centroid(const dsReal* img, int w, int h, double* m, double c[2]) {
@@ -361,13 +364,13 @@ static void alpha_centroid(const dsReal* img, int w, int h, double* m, double c[
 /* the moments term; its gradient is added into g (full resolution) */
 static double moments_term(const dsImageLoss* l, const dsReal* img, const dsReal* goal, double* g) {
   const int w = l->w, h = l->h;
-  const double wt = (double)l->def.moments_weight, N = (double)w * (double)h;
+  const double wt = (double)l->def.moments_weight;
   double m, mg, c[2], cg[2];
   alpha_centroid(img, w, h, &m, c);
   alpha_centroid(goal, w, h, &mg, cg);
-  const double dx = c[0] - cg[0], dy = c[1] - cg[1], ds = 2 * sqrt(m / N) - 2 * sqrt(mg / N);
+  const double dx = c[0] - cg[0], dy = c[1] - cg[1], lr = 0.5 * log(m / mg);
   if (g) {
-    const double sx = 2 * wt * dx / m, sy = 2 * wt * dy / m, s0 = 2 * wt * ds / sqrt(m * N);
+    const double sx = 2 * wt * dx / m, sy = 2 * wt * dy / m, s0 = wt * lr / m;
     for (int r = 0; r < h; r++) {
       const double y = (double)(2 * (h - 1 - r) + 1 - h) / h;
       for (int k = 0; k < w; k++) {
@@ -376,7 +379,7 @@ static double moments_term(const dsImageLoss* l, const dsReal* img, const dsReal
       }
     }
   }
-  return wt * (dx * dx + dy * dy + ds * ds);
+  return wt * (dx * dx + dy * dy + lr * lr);
 }
 
 int ds_image_loss_eval(dsImageLoss* l, const dsReal* img, const dsReal* goal, dsReal* loss,

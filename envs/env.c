@@ -429,6 +429,8 @@ int ds_env_reset(dsEnv* e, uint64_t seed, dsReal* obs, dsReal* image) {
   e->target[0] = rel[0] + xt;
   e->target[1] = rel[1] + def->goal_y;
   e->target[2] = rel[2] + def->goal_z;
+  if (def->kind == DS_ENV_CONTROL_CLOTH && def->anchor == 1) /* the point places the corner */
+    for (int k = 0; k < 3; k++) e->target[k] += e->com0[k] - m->x0[k];
   /* goal state: the rest shape moved so that its centre of mass is the target */
   if (!e->have_goal || e->goal_seed != seed) {
     for (int i = 0; i < e->np; i++)

@@ -72,7 +72,9 @@
   {"scene.size_max", DS_CFG_INT, O(size_max), 1, 512, NULL, 0, "cells per side"},                      \
   {"scene.cell", DS_CFG_REAL, O(cell), 1e-6, 1e3, NULL, 0, "cell size, m"},                            \
   {"scene.axis", DS_CFG_VEC3, O(axis), -1e6, 1e6, NULL, 0, "rotation axis (normalised)"},               \
-  {"scene.angle", DS_CFG_REAL, O(angle), -100, 100, NULL, 0, "rotation angle, rad"},
+  {"scene.angle", DS_CFG_REAL, O(angle), -100, 100, NULL, 0, "rotation angle, rad"},                   \
+  {"scene.anchor", DS_CFG_ENUM, O(anchor), 0, 0, "centroid|corner", 0,                                 \
+   "what start and the goal point place: the centroid or the grid corner"},
 #define F_SPRINGSCENE {"scene.legs", DS_CFG_BOOL, O(legs), 0, 1, NULL, 0, "two legs under the body"},
 
 #define F_GEAR                                                                                         \

@@ -123,10 +123,15 @@ typedef struct dsEnvDef {
   dsReal cell;             /* cloth: cell size, m */
   dsReal axis[3];          /* cloth: rotation axis (normalised inside) */
   dsReal angle;            /* cloth: rotation angle about axis, rad */
+  int anchor;              /* cloth: what start (and the goal's (x_t, goal_y, goal_z)) places:
+                              0 = the vertex centroid, 1 = the grid's corner vertex 0
+                              (gradSim's placement; the default) */
   dsGearDef gear;          /* control-fem: gear shape */
   int legs;                /* walker-springs: 1 = two legs under the body */
   /* goal: target centroid = (x_t, goal_y, goal_z), x_t ~ U[goal_x_min, goal_x_max);
-     relative: all relative to the start centroid (walker: +2 m in x) */
+     relative: all relative to the start centroid (walker: +2 m in x); cloth with
+     anchor 1: that point places the goal sheet's corner, and the target is the
+     goal sheet's centroid */
   dsReal goal_x_min, goal_x_max, goal_y, goal_z;
   int goal_relative;
   /* rendering (SCENES.md "Common rendering") */

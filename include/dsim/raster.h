@@ -182,9 +182,9 @@ DS_API dsLossDef ds_loss_def_default(void);
  * (normalised at borders) and keeps every other pixel (size ceil(n/2)).
  * Moments term (moments_weight w > 0), from the alpha channel: the centroid
  * c = sum_p alpha_p (x_p, y_p) / m in normalised device coordinates (pixel
- * centres, x right, y up, both in (-1, 1)), m = sum_p alpha_p + 1e-3, and the
- * apparent size s = 2 sqrt(m / (w h)) (the side, in the same units, of a
- * square of that area); adds w (|c(img) - c(goal)|^2 + (s(img) - s(goal))^2).
+ * centres, x right, y up, both in (-1, 1)), m = sum_p alpha_p + 1 (the alpha
+ * mass, plus one pixel), and the apparent size sqrt(m); adds
+ * w (|c(img) - c(goal)|^2 + (ln(m(img)/m(goal))/2)^2).
  * Its gradient reaches across the whole frame, so it pulls an object towards
  * a goal it does not overlap, where the per-pixel losses can only shrink it;
  * the size part tells depth from sideways motion under perspective. */
