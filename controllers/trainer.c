@@ -277,18 +277,19 @@ static int state_loss(dsTrainer* tr, int k, double* loss, int adjoint) {
   return DS_OK;
 }
 
-/* loss of the steps taken so far (k1 of them) and, with grad, d/d(actions) */
-static int episode_loss(dsTrainer* tr, int k1, double* loss, int grad) {
+/* loss of the steps taken so far (k1 of them) and, with grad, d/d(actions)
+ * of steps first.. (the backward stops at the start of step first) */
+static int episode_loss(dsTrainer* tr, int k1, double* loss, int grad, int first) {
   int rc;
   if (tr->def.method == DS_METHOD_STATE) {
     rc = state_loss(tr, k1 - 1, loss, grad);
     if (rc) return rc;
-    if (grad && (rc = ds_env_backward_adjoints(tr->env, tr->adj, NULL, NULL, tr->gact)))
+    if (grad && (rc = ds_env_backward_adjoints_from(tr->env, first, tr->adj, NULL, NULL, tr->gact)))
       return env_fail(tr, rc, "env backward", k1);
     return DS_OK;
   }
   dsReal l = 0;
-  rc = grad ? ds_env_backward_loss(tr->env, &l, tr->gact) : ds_env_loss(tr->env, &l);
+  rc = grad ? ds_env_backward_loss_from(tr->env, first, &l, tr->gact) : ds_env_loss(tr->env, &l);
   if (rc) return env_fail(tr, rc, grad ? "env backward" : "env loss", k1);
   *loss = (double)l;
   return DS_OK;
@@ -311,7 +312,7 @@ static int metric(dsTrainer* tr, double* m) {
 static int whole_episode(dsTrainer* tr, dsTrainerIter* it, int grad) {
   int rc = reset_env(tr);
   if (!rc) rc = run_steps(tr, 0, tr->S);
-  if (!rc) rc = episode_loss(tr, tr->S, &it->loss, grad);
+  if (!rc) rc = episode_loss(tr, tr->S, &it->loss, grad, 0);
   if (!rc) rc = metric(tr, &it->metric);
   if (!rc && grad) policy_backward(tr, 0, tr->S);
   return rc;
@@ -338,7 +339,7 @@ static int mpc_pass(dsTrainer* tr, dsTrainerIter* it) {
       if ((rc = ds_env_set_state(tr->env, tr->state, tr->ssz))) return env_fail(tr, rc, "env set_state", j);
       double wl;
       if ((rc = run_steps(tr, j, hend))) return rc;
-      if ((rc = episode_loss(tr, hend, &wl, 1))) return rc;
+      if ((rc = episode_loss(tr, hend, &wl, 1, j))) return rc;
       policy_backward(tr, j, hend);
       it->lr = ds_optim_lr(tr->opt);
       if ((rc = ds_optim_step(tr->opt, tr->theta, tr->grad, &gn)))
@@ -351,7 +352,7 @@ static int mpc_pass(dsTrainer* tr, dsTrainerIter* it) {
     if ((rc = run_steps(tr, j, eend))) return rc;
     j = eend;
   }
-  if (!rc) rc = episode_loss(tr, S, &it->loss, 0);
+  if (!rc) rc = episode_loss(tr, S, &it->loss, 0, 0);
   if (!rc) rc = metric(tr, &it->metric);
   it->grad_norm = nopt ? gsum / nopt : 0;
   memcpy(tr->eval, tr->theta, sizeof(double) * (size_t)tr->np);

@@ -661,7 +661,8 @@ static int add_terms(dsEnv* e, const BwdSpec* sp, int s, int t, int nf) {
   return 0;
 }
 
-static int env_backward(dsEnv* e, const BwdSpec* sp, dsReal* grad_actions) {
+/* Backward down to the start of step first (0: the whole episode). */
+static int env_backward(dsEnv* e, const BwdSpec* sp, int first, dsReal* grad_actions) {
   if (!e->have_episode) return ds__seterr(&e->err, DS_ERR_STATE, "backward: reset the env first");
   if (e->failed) return ds__seterr(&e->err, DS_ERR_STATE, "backward: the episode diverged");
   if (sp->adj_image && !e->def.obs_image)
@@ -669,13 +670,16 @@ static int env_backward(dsEnv* e, const BwdSpec* sp, dsReal* grad_actions) {
   const dsModel* m = e->m;
   dsData* d = e->d;
   const int t = d->t, steps = (t + e->C - 1) / e->C, nf = frames_done(e, t), A = e->adim;
+  if (first < 0 || first > steps)
+    return ds__seterr(&e->err, DS_ERR_RANGE, "backward: first step %d outside [0, %d]", first, steps);
+  const int s_stop = first * e->C < t ? first * e->C : t;
   if (grad_actions) memset(grad_actions, 0, (size_t)steps * A * sizeof(dsReal));
   ds_grad_zero(e->g);
   int rc = ds_backward_begin(m, d);
   if (rc) return ds__seterr(&e->err, rc, "backward: %s", ds_data_last_error(d));
   rc = add_terms(e, sp, t, t, nf);
   if (rc) return rc;
-  for (int s = t - 1; s >= 0; s--) {
+  for (int s = t - 1; s >= s_stop; s--) {
     rc = ds_backward_step(m, d, e->g, m->nact ? e->adj_act : NULL, e->adj_fext);
     if (rc) return ds__seterr(&e->err, rc, "backward: %s", ds_data_last_error(d));
     const int k = s / e->C;
@@ -702,28 +706,39 @@ static int env_backward(dsEnv* e, const BwdSpec* sp, dsReal* grad_actions) {
     rc = add_terms(e, sp, s, t, nf);
     if (rc) return rc;
   }
-  if (e->def.kind == DS_ENV_CONTROL_CLOTH && t > 0 && grad_actions)
-    for (int i = 0; i < e->np; i++)
-      for (int c = 0; c < 3; c++) grad_actions[c] += d->adj_v[3 * i + c];
-  rc = ds_backward_finish(m, d, e->g);
-  if (rc) return ds__seterr(&e->err, rc, "backward: %s", ds_data_last_error(d));
+  if (s_stop == 0) { /* the initial state's adjoints: control-cloth's action, parameter gradients */
+    if (e->def.kind == DS_ENV_CONTROL_CLOTH && t > 0 && grad_actions)
+      for (int i = 0; i < e->np; i++)
+        for (int c = 0; c < 3; c++) grad_actions[c] += d->adj_v[3 * i + c];
+    rc = ds_backward_finish(m, d, e->g);
+    if (rc) return ds__seterr(&e->err, rc, "backward: %s", ds_data_last_error(d));
+  }
   e->did_backward = 1;
   return 0;
 }
 
-int ds_env_backward_loss(dsEnv* e, dsReal* loss, dsReal* grad_actions) {
+int ds_env_backward_loss_from(dsEnv* e, int first_step, dsReal* loss, dsReal* grad_actions) {
   if (!e) return DS_ERR_INVALID;
   BwdSpec sp = {1, NULL, NULL, NULL};
-  int rc = env_backward(e, &sp, grad_actions);
+  int rc = env_backward(e, &sp, first_step, grad_actions);
   if (!rc && loss) rc = ds_env_loss(e, loss);
   return rc;
 }
 
-int ds_env_backward_adjoints(dsEnv* e, const dsReal* adj_obs, const dsReal* adj_image, const dsReal* adj_reward,
-                             dsReal* grad_actions) {
+int ds_env_backward_loss(dsEnv* e, dsReal* loss, dsReal* grad_actions) {
+  return ds_env_backward_loss_from(e, 0, loss, grad_actions);
+}
+
+int ds_env_backward_adjoints_from(dsEnv* e, int first_step, const dsReal* adj_obs, const dsReal* adj_image,
+                                  const dsReal* adj_reward, dsReal* grad_actions) {
   if (!e) return DS_ERR_INVALID;
   BwdSpec sp = {0, adj_obs, adj_image, adj_reward};
-  return env_backward(e, &sp, grad_actions);
+  return env_backward(e, &sp, first_step, grad_actions);
+}
+
+int ds_env_backward_adjoints(dsEnv* e, const dsReal* adj_obs, const dsReal* adj_image, const dsReal* adj_reward,
+                             dsReal* grad_actions) {
+  return ds_env_backward_adjoints_from(e, 0, adj_obs, adj_image, adj_reward, grad_actions);
 }
 
 /* ---- parameters ------------------------------------------------------------------- */

@@ -244,6 +244,37 @@ int main(void) {
       free(o2);
       free(ga);
     }
+    /* windowed backward: rows from the window's first step equal the whole
+     * backward's bit for bit, earlier rows are 0; the built-in loss and the
+     * adjoint form, for every first step */
+    {
+      const int S = ds_env_num_steps(env), A = ds_env_action_size(env), O = ds_env_obs_size(env);
+      dsReal* full = (dsReal*)calloc((size_t)S * A, sizeof(dsReal));
+      dsReal* win = (dsReal*)calloc((size_t)S * A, sizeof(dsReal));
+      dsReal* adj = (dsReal*)calloc((size_t)S * O, sizeof(dsReal));
+      for (int i = 0; i < S * O; i++) adj[i] = (dsReal)cos(0.7 * i);
+      episode(env, 4, &a);
+      dsReal lf, lw;
+      for (int form = 0; form < 2; form++) {
+        CHECK_INT_EQ(form ? ds_env_backward_adjoints(env, adj, NULL, NULL, full) : ds_env_backward_loss(env, &lf, full), 0);
+        for (int first = 0; first <= S; first++) {
+          CHECK_INT_EQ(form ? ds_env_backward_adjoints_from(env, first, adj, NULL, NULL, win)
+                            : ds_env_backward_loss_from(env, first, &lw, win), 0);
+          if (!form) CHECK(lw == lf);
+          int zero = 1;
+          for (int i = 0; i < first * A && i < S * A; i++) zero &= win[i] == 0;
+          CHECK(zero);
+          /* control-cloth's action enters at substep 0 only */
+          if (kind != DS_ENV_CONTROL_CLOTH && first < S)
+            CHECK(!memcmp(win + (size_t)first * A, full + (size_t)first * A, (size_t)(S - first) * A * sizeof(dsReal)));
+        }
+      }
+      CHECK_INT_EQ(ds_env_backward_loss_from(env, S + 1, &lw, win), DS_ERR_RANGE);
+      CHECK_INT_EQ(ds_env_backward_loss_from(env, -1, &lw, win), DS_ERR_RANGE);
+      free(full);
+      free(win);
+      free(adj);
+    }
     /* threads: 1 vs 2, bitwise */
     ds_set_num_threads(1);
     episode(env, 3, &a);

@@ -126,9 +126,9 @@ DS_API double ds_optim_lr(const dsOptim* opt);
  * so far), then execute steps j .. j+E-1 with the updated parameters and shift
  * j += E. Parameters and optimiser moments carry over (warm start) to the next
  * window and the next pass. The reported loss and metric are those of the
- * executed episode. Cost: the env's backward runs from the window's end to
- * substep 0, so a pass costs about mpc_inner * (S/E) * (H + (S/2 + H)*b) steps
- * (b: backward/forward cost ratio). */
+ * executed episode. The backward of a window stops at its start
+ * (ds_env_backward_loss_from), so a pass costs about
+ * S + mpc_inner * (S/E) * H * (1 + b) steps (b: backward/forward cost ratio). */
 typedef enum dsMethod { DS_METHOD_IMAGE = 0, DS_METHOD_STATE = 1, DS_METHOD_RANDOM = 2, DS_METHOD_CEM = 3 } dsMethod;
 typedef enum dsPolicyKind { DS_POLICY_AUTO = 0, DS_POLICY_SINNET = 1, DS_POLICY_CONSTANT = 2 } dsPolicyKind;
 

@@ -217,6 +217,15 @@ DS_API int ds_env_backward_loss(dsEnv* env, dsReal* loss, dsReal* grad_actions);
  * returned by step k). Any adjoint may be NULL; adj_image needs obs_image. */
 DS_API int ds_env_backward_adjoints(dsEnv* env, const dsReal* adj_obs, const dsReal* adj_image,
                                     const dsReal* adj_reward, dsReal* grad_actions);
+/* The same two, back to the start of step first_step only (0 .. steps_taken):
+ * the state there is held fixed. Rows first_step.. of grad_actions equal
+ * those of the whole backward (bit for bit); earlier rows are 0; parameter
+ * gradients cover the window only (and none of the initial state's). Cost:
+ * the window's substeps, not the episode's (receding-horizon MPC). */
+DS_API int ds_env_backward_loss_from(dsEnv* env, int first_step, dsReal* loss, dsReal* grad_actions);
+DS_API int ds_env_backward_adjoints_from(dsEnv* env, int first_step, const dsReal* adj_obs,
+                                         const dsReal* adj_image, const dsReal* adj_reward,
+                                         dsReal* grad_actions);
 
 /* ---- parameters (engine names) ------------------------------------------- */
 DS_API int ds_env_param(const dsEnv* env, const char* name, const dsReal** values, int* count);
