@@ -21,8 +21,8 @@
  *   opaque pixel's worth):
  *   m = sum_p a_p + eps,  c = sum_p a_p (x_p, y_p) / m   (likewise m_g, c_g)
  *   r = ln(m/m_g)/2  (the log ratio of the apparent sizes sqrt(m), sqrt(m_g))
- *   L_m = w (|c - c_g|^2 + r^2)
- *   dL_m/da_p = w [2 (c - c_g) . ((x_p, y_p) - c) + r] / m
+ *   L_m = w (|c - c_g|^2 + q r^2)   (q: the size part's relative weight)
+ *   dL_m/da_p = w [2 (c - c_g) . ((x_p, y_p) - c) + q r] / m
  *   (eps keeps it smooth and bounded when little or nothing is visible; the
  *   log ratio weighs depth as the centroid weighs sideways motion: under
  *   perspective both change by about their value times dZ/Z).
@@ -85,6 +85,7 @@ dsLossDef ds_loss_def_default(void) {
   d.ssim_radius = 5;
   d.ssim_c1 = (dsReal)1e-4;
   d.ssim_c2 = (dsReal)9e-4;
+  d.moments_size = 1;
   return d;
 }
 
@@ -185,6 +186,7 @@ int ds_image_loss_create(dsImageLoss** out, const dsLossDef* def, int w, int h) 
   for (i = 0; i < def->levels; i++)
     if (!isfinite((double)def->weights[i])) return DS_ERR_INVALID;
   if (!(def->moments_weight >= 0) || !isfinite((double)def->moments_weight)) return DS_ERR_INVALID;
+  if (!(def->moments_size >= 0) || !isfinite((double)def->moments_size)) return DS_ERR_INVALID;
   if (def->kind == DS_LOSS_DSSIM &&
       (!(def->ssim_sigma > 0) || def->ssim_radius < 1 || def->ssim_radius > MAXR ||
        !(def->ssim_c1 > 0) || !(def->ssim_c2 > 0)))
@@ -364,13 +366,13 @@ static void alpha_centroid(const dsReal* img, int w, int h, double* m, double c[
 /* the moments term; its gradient is added into g (full resolution) */
 static double moments_term(const dsImageLoss* l, const dsReal* img, const dsReal* goal, double* g) {
   const int w = l->w, h = l->h;
-  const double wt = (double)l->def.moments_weight;
+  const double wt = (double)l->def.moments_weight, q = (double)l->def.moments_size;
   double m, mg, c[2], cg[2];
   alpha_centroid(img, w, h, &m, c);
   alpha_centroid(goal, w, h, &mg, cg);
   const double dx = c[0] - cg[0], dy = c[1] - cg[1], lr = 0.5 * log(m / mg);
   if (g) {
-    const double sx = 2 * wt * dx / m, sy = 2 * wt * dy / m, s0 = wt * lr / m;
+    const double sx = 2 * wt * dx / m, sy = 2 * wt * dy / m, s0 = wt * q * lr / m;
     for (int r = 0; r < h; r++) {
       const double y = (double)(2 * (h - 1 - r) + 1 - h) / h;
       for (int k = 0; k < w; k++) {
@@ -379,7 +381,7 @@ static double moments_term(const dsImageLoss* l, const dsReal* img, const dsReal
       }
     }
   }
-  return wt * (dx * dx + dy * dy + lr * lr);
+  return wt * (dx * dx + dy * dy + q * lr * lr);
 }
 
 int ds_image_loss_eval(dsImageLoss* l, const dsReal* img, const dsReal* goal, dsReal* loss,

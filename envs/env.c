@@ -275,6 +275,7 @@ static int env_create(const dsEnvDef* def, char* text, dsEnv** out, char* err, s
   ld.kind = def->image_loss;
   ld.levels = def->loss_levels;
   ld.moments_weight = def->loss_moments;
+  ld.moments_size = def->loss_moments_size;
   rc = ds_image_loss_create(&e->il, &ld, def->width, def->height);
   if (rc) {
     ds__seterr(&e->err, rc, "cannot create the image loss (%s)", ds_strerror(rc));

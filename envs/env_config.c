@@ -119,7 +119,8 @@
   {"loss.kind", DS_CFG_ENUM, O(loss_kind), 0, 0, "image_last|image_sum|com", 0, "built-in loss"},      \
   {"loss.image", DS_CFG_ENUM, O(image_loss), 0, 0, "mse|l1|dssim", 0, "per-frame image loss"},         \
   {"loss.levels", DS_CFG_INT, O(loss_levels), 1, DS_LOSS_MAX_LEVELS, NULL, 0, "image pyramid levels"},     \
-  {"loss.moments", DS_CFG_REAL, O(loss_moments), 0, 1e6, NULL, 0, "weight of the alpha-moments (centroid and size) term"},
+  {"loss.moments", DS_CFG_REAL, O(loss_moments), 0, 1e6, NULL, 0, "weight of the alpha-moments (centroid and size) term"}, \
+  {"loss.moments_size", DS_CFG_REAL, O(loss_moments_size), 0, 1e6, NULL, 0, "relative weight of its size part"},
 
 #define F_CTRL                                                                                         \
   {"controller.phases", DS_CFG_INT, O(ctrl_phases), 0, 1024, NULL, 0, "sinusoid inputs"},              \

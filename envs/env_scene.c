@@ -66,6 +66,7 @@ dsEnvDef ds_default_env_def(int kind) {
   d.loss_kind = DS_ENV_LOSS_IMAGE_LAST;
   d.image_loss = DS_LOSS_MSE;
   d.loss_levels = 1;
+  d.loss_moments_size = 1;
   d.ctrl_phases = 8;
   d.ctrl_omega = 2.5;
   d.ctrl_phase_step = (dsReal)(DS_PI / 4);
@@ -221,6 +222,8 @@ int ds__env_validate_def(const dsEnvDef* f, dsErrBuf* eb) {
     return ds__seterr(eb, DS_ERR_RANGE, "loss.levels: must be in [1, %d]", DS_LOSS_MAX_LEVELS);
   if (!(f->loss_moments >= 0 && f->loss_moments <= 1e6))
     return ds__seterr(eb, DS_ERR_RANGE, "loss.moments: must be in [0, 1e6]");
+  if (!(f->loss_moments_size >= 0 && f->loss_moments_size <= 1e6))
+    return ds__seterr(eb, DS_ERR_RANGE, "loss.moments_size: must be in [0, 1e6]");
   switch (f->kind) {
     case DS_ENV_WALKER:
     case DS_ENV_CONTROL_CLOTH:

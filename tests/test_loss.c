@@ -187,6 +187,7 @@ int main(void) {
   def = ds_loss_def_default();
   def.levels = 3;
   def.moments_weight = (dsReal)0.7;
+  def.moments_size = (dsReal)0.3;
   CHECK_INT_EQ(ds_image_loss_create(&obj, &def, 10, 9), DS_OK);
   fd_check("multiscale mse + moments", fn_obj, obj, 10, 9);
   ds_image_loss_destroy(obj);
@@ -246,6 +247,9 @@ int main(void) {
   def.moments_weight = -1;
   CHECK_INT_EQ(ds_image_loss_create(&obj, &def, 8, 8), DS_ERR_INVALID);
   def.moments_weight = (dsReal)NAN;
+  CHECK_INT_EQ(ds_image_loss_create(&obj, &def, 8, 8), DS_ERR_INVALID);
+  def.moments_weight = 1;
+  def.moments_size = -1;
   CHECK_INT_EQ(ds_image_loss_create(&obj, &def, 8, 8), DS_ERR_INVALID);
   CHECK(obj == NULL);
 

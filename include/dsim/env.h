@@ -149,6 +149,7 @@ typedef struct dsEnvDef {
   int image_loss;          /* dsLossKind of each frame: MSE, L1, DSSIM (dsim/raster.h) */
   int loss_levels;         /* image pyramid levels (1: single scale; weights 1) */
   dsReal loss_moments;    /* weight of the image loss's alpha-moments term (0: off) */
+  dsReal loss_moments_size; /* relative weight of the moments term's size part */
   /* controller settings carried for drivers (the env does not use them) */
   int ctrl_phases;         /* sinusoid inputs P */
   dsReal ctrl_omega;       /* rad/s */

@@ -169,10 +169,11 @@ typedef struct dsLossDef {
   int ssim_radius;     /* D-SSIM window radius, pixels (5: an 11 x 11 window) */
   dsReal ssim_c1, ssim_c2; /* (0.01)^2, (0.03)^2 (data range 1) */
   dsReal moments_weight;   /* weight of the alpha-moments term (0: off), see below */
+  dsReal moments_size;     /* relative weight of its size part (1) */
 } dsLossDef;
 
 /* kind MSE, 1 level, weights all 1, SSIM window 11 x 11 sigma 1.5,
- * C1 = 1e-4, C2 = 9e-4, no moments term. */
+ * C1 = 1e-4, C2 = 9e-4, no moments term (size part 1). */
 DS_API dsLossDef ds_loss_def_default(void);
 
 /* D-SSIM: (1 - mean SSIM)/2 over pixels and the 4 channels; SSIM with a
@@ -184,7 +185,7 @@ DS_API dsLossDef ds_loss_def_default(void);
  * c = sum_p alpha_p (x_p, y_p) / m in normalised device coordinates (pixel
  * centres, x right, y up, both in (-1, 1)), m = sum_p alpha_p + 1 (the alpha
  * mass, plus one pixel), and the apparent size sqrt(m); adds
- * w (|c(img) - c(goal)|^2 + (ln(m(img)/m(goal))/2)^2).
+ * w (|c(img) - c(goal)|^2 + q (ln(m(img)/m(goal))/2)^2), q = moments_size.
  * Its gradient reaches across the whole frame, so it pulls an object towards
  * a goal it does not overlap, where the per-pixel losses can only shrink it;
  * the size part tells depth from sideways motion under perspective. */
