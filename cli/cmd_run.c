@@ -85,6 +85,7 @@ static void usage(FILE* out) {
           "  --optimizer O   adam or sgd (default: controller.optimizer)\n"
           "  --clip X        gradient-norm clipping threshold (default 0: off)\n"
           "  --decay-every N, --decay-factor F   step-decay learning-rate schedule\n"
+          "                  (default: controller.decay_every, controller.decay_factor)\n"
           "  --population K  CEM samples per generation (default 8); --elite E (default 2)\n"
           "  --seed S        goal and controller seed (default: the config's seed)\n"
           "  --threads T     OpenMP threads (default: OMP_NUM_THREADS or all cores)\n"
@@ -251,8 +252,8 @@ int ds_cli_run(int argc, char** argv) {
   const char* target = NULL;
   const char* out = NULL;
   long iterations = -1, threads = 0, seed = -1, horizon = 0, execute = 0, inner = 1, population = 8, elite = 2;
-  long decay_every = 0;
-  double lr = 0, clip = 0, decay_factor = 1;
+  long decay_every = -1;
+  double lr = 0, clip = 0, decay_factor = -1;
   int method = DS_METHOD_IMAGE, mpc = 0, optimizer = -1;
   for (int i = 1; i < argc; i++) {
     const char* a = argv[i];
@@ -383,14 +384,16 @@ int ds_cli_run(int argc, char** argv) {
   td.mpc_execute = (int)execute;
   td.mpc_inner = (int)inner;
   if (optimizer >= 0) {
-    double keep = td.optim.lr;
+    const dsOptimDef keep = td.optim;
     td.optim = ds_default_optim_def(optimizer);
-    td.optim.lr = keep;
+    td.optim.lr = keep.lr;
+    td.optim.decay_every = keep.decay_every;
+    td.optim.decay_factor = keep.decay_factor;
   }
   if (lr > 0) td.optim.lr = lr;
   td.optim.clip_norm = clip;
-  td.optim.decay_every = (int)decay_every;
-  td.optim.decay_factor = decay_factor;
+  if (decay_every >= 0) td.optim.decay_every = (int)decay_every; /* else the config's */
+  if (decay_factor >= 0) td.optim.decay_factor = decay_factor;
   td.cem_population = (int)population;
   td.cem_elite = (int)elite;
   if (iterations < 0) iterations = ed->ctrl_iterations > 0 ? ed->ctrl_iterations : 40;

@@ -129,6 +129,9 @@
   {"controller.strength", DS_CFG_REAL, O(ctrl_strength), 0, 1e6, NULL, 0, "output scale"},             \
   {"controller.optimizer", DS_CFG_ENUM, O(ctrl_optimizer), 0, 0, "adam|sgd", 0, "optimiser"},          \
   {"controller.lr", DS_CFG_REAL, O(ctrl_lr), 0, 1e6, NULL, 0, "learning rate"},                        \
+  {"controller.decay_every", DS_CFG_INT, O(ctrl_decay_every), 0, 100000000, NULL, 0,                    \
+   "step decay: multiply the learning rate by decay_factor every N iterations (0: off)"},              \
+  {"controller.decay_factor", DS_CFG_REAL, O(ctrl_decay_factor), 0, 1, NULL, 0, "step decay factor"},  \
   {"controller.iterations", DS_CFG_INT, O(ctrl_iterations), 0, 100000000, NULL, 0, "optimisation iterations"},
 #define F_CTRL_CLOTH {"controller.initial_velocity", DS_CFG_VEC3, O(ctrl_init), -1e6, 1e6, NULL, 0, "initial guess of the velocity action, m/s"},
 

@@ -376,11 +376,32 @@ static void test_backtracking(void) {
   ds_env_destroy(env);
 }
 
+/* the config's learning-rate schedule reaches the trainer's defaults */
+static void test_config_schedule(void) {
+  dsEnvDef d = ds_default_env_def(DS_ENV_WALKER);
+  d.substeps = 64;
+  dsEnv* env = NULL;
+  char err[512];
+  CHECK_INT_EQ(ds_env_create(&d, &env, err, sizeof err), 0);
+  if (!env) return;
+  dsTrainerDef td = ds_default_trainer_def(env);
+  CHECK_CLOSE(td.optim.lr, 0.05, 1e-7, 0);
+  CHECK_INT_EQ(td.optim.decay_every, 10);
+  CHECK_CLOSE(td.optim.decay_factor, 0.5, 1e-7, 0);
+  ds_env_destroy(env);
+  d = ds_default_env_def(DS_ENV_CONTROL_FEM);
+  d.ctrl_decay_every = 3;
+  d.ctrl_decay_factor = 0;
+  CHECK_INT_EQ(ds_env_create(&d, &env, err, sizeof err), DS_ERR_RANGE);
+  CHECK(strstr(err, "controller.decay_factor") != NULL);
+}
+
 int main(void) {
   if (DS_SINGLE) { /* actions are float: finite differences would measure rounding */
     printf("single precision: gradient checks skipped (they need double)\n");
     test_recorder_and_baselines();
     test_cloth_sizes();
+    test_config_schedule();
     return DST_RESULT();
   }
   test_sinnet_grad();
@@ -391,5 +412,6 @@ int main(void) {
   test_recorder_and_baselines();
   test_cloth_sizes();
   test_backtracking();
+  test_config_schedule();
   return DST_RESULT();
 }

@@ -157,6 +157,8 @@ typedef struct dsEnvDef {
   dsReal ctrl_strength;    /* output scale */
   int ctrl_optimizer;      /* 0 adam, 1 sgd */
   dsReal ctrl_lr;
+  int ctrl_decay_every;     /* step decay: lr *= ctrl_decay_factor every N iterations (0: off) */
+  dsReal ctrl_decay_factor;
   int ctrl_iterations;
   dsReal ctrl_init[3];     /* cloth: initial guess of the velocity action, m/s */
 } dsEnvDef;
