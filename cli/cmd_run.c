@@ -83,7 +83,8 @@ static void usage(FILE* out) {
           "  --inner K       MPC optimiser steps per window (default 1)\n"
           "  --lr X          learning rate (default: controller.lr)\n"
           "  --optimizer O   adam or sgd (default: controller.optimizer)\n"
-          "  --clip X        gradient-norm clipping threshold (default 0: off)\n"
+          "  --clip X        gradient-norm clipping threshold, 0: off (default: controller.clip)\n"
+          "  --momentum M    SGD heavy-ball momentum in [0, 1) (default: controller.momentum)\n"
           "  --decay-every N, --decay-factor F   step-decay learning-rate schedule\n"
           "                  (default: controller.decay_every, controller.decay_factor)\n"
           "  --population K  CEM samples per generation (default 8); --elite E (default 2)\n"
@@ -253,7 +254,7 @@ int ds_cli_run(int argc, char** argv) {
   const char* out = NULL;
   long iterations = -1, threads = 0, seed = -1, horizon = 0, execute = 0, inner = 1, population = 8, elite = 2;
   long decay_every = -1;
-  double lr = 0, clip = 0, decay_factor = -1;
+  double lr = 0, clip = -1, decay_factor = -1, momentum = -1;
   int method = DS_METHOD_IMAGE, mpc = 0, optimizer = -1;
   for (int i = 1; i < argc; i++) {
     const char* a = argv[i];
@@ -287,7 +288,8 @@ int ds_cli_run(int argc, char** argv) {
     }
     static const char* const valued[] = {"--iterations", "--method",     "--lr",       "--seed",         "--threads",
                                          "--out",        "--horizon",    "--execute",  "--inner",        "--optimizer",
-                                         "--clip",       "--decay-every", "--decay-factor", "--population", "--elite"};
+                                         "--clip",       "--decay-every", "--decay-factor", "--population", "--elite",
+                                         "--momentum"};
     int known = 0;
     for (size_t q = 0; q < sizeof valued / sizeof valued[0]; q++) known |= !strcmp(flag, valued[q]);
     if (!known) {
@@ -327,6 +329,10 @@ int ds_cli_run(int argc, char** argv) {
       if (optimizer < 0) e = bad_value(flag, "adam or sgd", val);
     } else if (!strcmp(flag, "--clip"))
       e = parse_real(flag, val, 0, 0, &clip);
+    else if (!strcmp(flag, "--momentum")) {
+      e = parse_real(flag, val, 0, 0, &momentum);
+      if (!e && !(momentum < 1)) e = bad_value(flag, "a number in [0, 1)", val);
+    }
     else if (!strcmp(flag, "--decay-every"))
       e = parse_int(flag, val, 0, 100000000, &decay_every);
     else if (!strcmp(flag, "--decay-factor"))
@@ -389,9 +395,11 @@ int ds_cli_run(int argc, char** argv) {
     td.optim.lr = keep.lr;
     td.optim.decay_every = keep.decay_every;
     td.optim.decay_factor = keep.decay_factor;
+    td.optim.clip_norm = keep.clip_norm;
   }
   if (lr > 0) td.optim.lr = lr;
-  td.optim.clip_norm = clip;
+  if (clip >= 0) td.optim.clip_norm = clip; /* else the config's */
+  if (momentum >= 0) td.optim.momentum = momentum;
   if (decay_every >= 0) td.optim.decay_every = (int)decay_every; /* else the config's */
   if (decay_factor >= 0) td.optim.decay_factor = decay_factor;
   td.cem_population = (int)population;

@@ -74,6 +74,8 @@ dsTrainerDef ds_default_trainer_def(const dsEnv* env) {
     for (int i = 0; i < 3; i++) t.const_init[i] = (double)d->ctrl_init[i];
     t.optim = ds_default_optim_def(d->ctrl_optimizer == 1 ? DS_OPTIM_SGD : DS_OPTIM_ADAM);
     if (d->ctrl_lr > 0) t.optim.lr = (double)d->ctrl_lr;
+    if (t.optim.kind == DS_OPTIM_SGD) t.optim.momentum = (double)d->ctrl_momentum;
+    t.optim.clip_norm = (double)d->ctrl_clip;
     if (d->ctrl_decay_every > 0) {
       t.optim.decay_every = d->ctrl_decay_every;
       t.optim.decay_factor = (double)d->ctrl_decay_factor;

@@ -132,6 +132,8 @@
   {"controller.decay_every", DS_CFG_INT, O(ctrl_decay_every), 0, 100000000, NULL, 0,                    \
    "step decay: multiply the learning rate by decay_factor every N iterations (0: off)"},              \
   {"controller.decay_factor", DS_CFG_REAL, O(ctrl_decay_factor), 0, 1, NULL, 0, "step decay factor"},  \
+  {"controller.momentum", DS_CFG_REAL, O(ctrl_momentum), 0, 0.999999, NULL, 0, "SGD momentum"},         \
+  {"controller.clip", DS_CFG_REAL, O(ctrl_clip), 0, 1e30, NULL, 0, "gradient-norm clipping (0: off)"},   \
   {"controller.iterations", DS_CFG_INT, O(ctrl_iterations), 0, 100000000, NULL, 0, "optimisation iterations"},
 #define F_CTRL_CLOTH {"controller.initial_velocity", DS_CFG_VEC3, O(ctrl_init), -1e6, 1e6, NULL, 0, "initial guess of the velocity action, m/s"},
 

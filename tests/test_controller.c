@@ -376,7 +376,8 @@ static void test_backtracking(void) {
   ds_env_destroy(env);
 }
 
-/* the config's learning-rate schedule reaches the trainer's defaults */
+/* the config's optimiser settings (schedule, momentum, clipping) reach the
+ * trainer's defaults */
 static void test_config_schedule(void) {
   dsEnvDef d = ds_default_env_def(DS_ENV_WALKER);
   d.substeps = 64;
@@ -388,6 +389,17 @@ static void test_config_schedule(void) {
   CHECK_CLOSE(td.optim.lr, 0.05, 1e-7, 0);
   CHECK_INT_EQ(td.optim.decay_every, 10);
   CHECK_CLOSE(td.optim.decay_factor, 0.5, 1e-7, 0);
+  CHECK_CLOSE(td.optim.clip_norm, 0, 0, 0);
+  ds_env_destroy(env);
+  d = ds_default_env_def(DS_ENV_CONTROL_CLOTH);
+  d.substeps = 60;
+  CHECK_INT_EQ(ds_env_create(&d, &env, err, sizeof err), 0);
+  if (!env) return;
+  td = ds_default_trainer_def(env);
+  CHECK_INT_EQ(td.optim.kind, DS_OPTIM_SGD);
+  CHECK_CLOSE(td.optim.lr, 0.3, 1e-7, 0);
+  CHECK_CLOSE(td.optim.momentum, 0.5, 1e-7, 0);
+  CHECK_CLOSE(td.optim.clip_norm, 1, 1e-7, 0);
   ds_env_destroy(env);
   d = ds_default_env_def(DS_ENV_CONTROL_FEM);
   d.ctrl_decay_every = 3;

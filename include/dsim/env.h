@@ -159,6 +159,8 @@ typedef struct dsEnvDef {
   dsReal ctrl_lr;
   int ctrl_decay_every;     /* step decay: lr *= ctrl_decay_factor every N iterations (0: off) */
   dsReal ctrl_decay_factor;
+  dsReal ctrl_momentum;     /* SGD heavy-ball momentum */
+  dsReal ctrl_clip;         /* gradient-norm clipping threshold (0: off) */
   int ctrl_iterations;
   dsReal ctrl_init[3];     /* cloth: initial guess of the velocity action, m/s */
 } dsEnvDef;
