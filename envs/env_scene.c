@@ -241,13 +241,15 @@ int ds__env_validate_def(const dsEnvDef* f, dsErrBuf* eb) {
     return ds__seterr(eb, DS_ERR_RANGE, "loss.levels: must be in [1, %d]", DS_LOSS_MAX_LEVELS);
   if (!(f->loss_moments >= 0 && f->loss_moments <= 1e6))
     return ds__seterr(eb, DS_ERR_RANGE, "loss.moments: must be in [0, 1e6]");
+  if (!(f->loss_moments_size >= 0 && f->loss_moments_size <= 1e6))
+    return ds__seterr(eb, DS_ERR_RANGE, "loss.moments_size: must be in [0, 1e6]");
   if (!(f->ctrl_momentum >= 0 && f->ctrl_momentum < 1))
     return ds__seterr(eb, DS_ERR_RANGE, "controller.momentum: must be in [0, 1), got %g", (double)f->ctrl_momentum);
   if (!(f->ctrl_clip >= 0)) return ds__seterr(eb, DS_ERR_RANGE, "controller.clip: must be >= 0, got %g", (double)f->ctrl_clip);
-  if (f->ctrl_decay_every < 0 || !(f->ctrl_decay_factor > 0 && f->ctrl_decay_factor <= 1))
+  if (f->ctrl_decay_every < 0)
+    return ds__seterr(eb, DS_ERR_RANGE, "controller.decay_every: must be >= 0, got %d", f->ctrl_decay_every);
+  if (!(f->ctrl_decay_factor > 0 && f->ctrl_decay_factor <= 1))
     return ds__seterr(eb, DS_ERR_RANGE, "controller.decay_factor: must be in (0, 1], got %g", (double)f->ctrl_decay_factor);
-  if (!(f->loss_moments_size >= 0 && f->loss_moments_size <= 1e6))
-    return ds__seterr(eb, DS_ERR_RANGE, "loss.moments_size: must be in [0, 1e6]");
   switch (f->kind) {
     case DS_ENV_WALKER:
     case DS_ENV_CONTROL_CLOTH:
@@ -298,10 +300,9 @@ static int cloth_mesh(const dsEnvDef* def, int D, dsReal h, dsMesh* mesh) {
     ds_mesh_free(mesh);
     return rc;
   }
-  /* anchor 1: the corner (vertex 0) goes to start, else the centroid */
-  const dsReal* c0 = def->anchor == 1 ? mesh->x : NULL;
-  const dsReal t[3] = {def->start[0] - (c0 ? c0[0] : 0), def->start[1] + h - (c0 ? c0[1] : 0),
-                       def->start[2] - (c0 ? c0[2] : 0)};
+  /* anchor 1: the corner (vertex 0) goes to start, else the centroid (at 0) */
+  const dsReal zero[3] = {0, 0, 0}, *a = def->anchor == 1 ? mesh->x : zero;
+  const dsReal t[3] = {def->start[0] - a[0], def->start[1] + h - a[1], def->start[2] - a[2]};
   ds_mesh_translate(mesh, t);
   return 0;
 }
