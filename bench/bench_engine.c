@@ -17,6 +17,7 @@
 
 #include "dsim/engine.h"
 #include "dsim/mesh.h"
+#include "dsim/scenes.h"
 
 static double now(void) {
   struct timespec ts;

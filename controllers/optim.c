@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "dsim/controller.h"
-#include "engine/internal.h"
+#include "base/internal.h"
 
 struct dsOptim {
   dsOptimDef def;

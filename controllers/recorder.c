@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "dsim/controller.h"
-#include "engine/internal.h"
+#include "base/internal.h"
 
 struct dsRecorder {
   dsEnv* env;         /* replay env */

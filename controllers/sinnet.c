@@ -9,9 +9,9 @@
 #include <math.h>
 #include <string.h>
 
-#include "controllers/ctrl_rng.h"
+#include "base/rng.h"
 #include "dsim/controller.h"
-#include "engine/internal.h"
+#include "base/internal.h"
 
 struct dsSinNet {
   dsSinNetDef def;
@@ -68,10 +68,10 @@ double* ds_sinnet_params(dsSinNet* net) { return net ? net->W : NULL; }
 int ds_sinnet_init(dsSinNet* net, uint64_t seed) {
   if (!net) return DS_ERR_INVALID;
   const double b = net->def.init_scale > 0 ? net->def.init_scale : 1.0 / sqrt((double)net->P);
-  dsCtrlRng r;
-  ctrl_rng_seed(&r, seed);
+  dsRng r;
+  ds__rng_seed(&r, seed);
   const size_t n = (size_t)net->A * (size_t)net->P;
-  for (size_t i = 0; i < n; i++) net->W[i] = b * (2.0 * ctrl_rng_uniform(&r) - 1.0);
+  for (size_t i = 0; i < n; i++) net->W[i] = b * (2.0 * ds__rng_uniform(&r) - 1.0);
   return DS_OK;
 }
 

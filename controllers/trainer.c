@@ -15,9 +15,9 @@
 #include <math.h>
 #include <string.h>
 
-#include "controllers/ctrl_rng.h"
+#include "base/rng.h"
 #include "dsim/controller.h"
-#include "engine/internal.h"
+#include "base/internal.h"
 
 struct dsTrainer {
   dsEnv* env;
@@ -42,7 +42,7 @@ struct dsTrainer {
   /* CEM */
   double *mu, *sd, *samples, *losses;
   int* order;
-  dsCtrlRng rng;
+  dsRng rng;
 };
 
 static const char* const g_methods[] = {"image", "state", "random", "cem"};
@@ -117,10 +117,10 @@ double* ds_trainer_params(dsTrainer* tr) { return tr ? tr->theta : NULL; }
 
 static void draw_params(dsTrainer* tr, double* x) {
   if (tr->policy == DS_POLICY_SINNET) {
-    for (int i = 0; i < tr->np; i++) x[i] = tr->init_b * (2.0 * ctrl_rng_uniform(&tr->rng) - 1.0);
+    for (int i = 0; i < tr->np; i++) x[i] = tr->init_b * (2.0 * ds__rng_uniform(&tr->rng) - 1.0);
   } else {
     for (int i = 0; i < tr->np; i++)
-      x[i] = (i < 3 ? tr->def.const_init[i] : 0.0) + tr->init_b * (2.0 * ctrl_rng_uniform(&tr->rng) - 1.0);
+      x[i] = (i < 3 ? tr->def.const_init[i] : 0.0) + tr->init_b * (2.0 * ds__rng_uniform(&tr->rng) - 1.0);
   }
 }
 
@@ -164,7 +164,7 @@ int ds_trainer_create(dsEnv* env, const dsTrainerDef* def, dsTrainer** out, char
     if (tr->def.mpc_execute <= 0) tr->def.mpc_execute = (tr->def.mpc_horizon + 1) / 2;
     if (tr->def.mpc_execute > tr->def.mpc_horizon) tr->def.mpc_execute = tr->def.mpc_horizon;
   }
-  ctrl_rng_seed(&tr->rng, def->seed ^ 0x5eedc0de12345678ull);
+  ds__rng_seed(&tr->rng, def->seed ^ 0x5eedc0de12345678ull);
   int rc = DS_OK;
   if (tr->policy == DS_POLICY_SINNET) {
     dsSinNetDef nd = def->net;
@@ -431,7 +431,7 @@ int ds_trainer_iterate(dsTrainer* tr, dsTrainerIter* it) {
       const int K = tr->def.cem_population, g = tr->iter % K;
       if (g == 0 && tr->iter > 0) cem_update(tr);
       for (int q = 0; q < np; q++)
-        tr->theta[q] = tr->iter == 0 ? tr->mu[q] : tr->mu[q] + tr->sd[q] * ctrl_rng_normal(&tr->rng);
+        tr->theta[q] = tr->iter == 0 ? tr->mu[q] : tr->mu[q] + tr->sd[q] * ds__rng_normal(&tr->rng);
       memcpy(tr->eval, tr->theta, sizeof(double) * (size_t)np);
       rc = whole_episode(tr, it, 0);
       if (!rc) {

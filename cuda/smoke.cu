@@ -5,6 +5,7 @@
 
 extern "C" {
 #include "dsim/base.h"
+#include "cuda/smoke.h"
 }
 
 __global__ void ds_cuda_axpy_kernel(int n, double a, const double* x, double* y) {
@@ -25,7 +26,7 @@ extern "C" DS_API int ds_cuda_device_count(void) {
 
 // y += a*x on the device for n elements (host arrays). Returns 0 or
 // DS_ERR_CUDA; used by the smoke test to check the kernel really runs.
-extern "C" DS_API int ds_cuda_smoke_axpy(int n, double a, const double* x, double* y) {
+extern "C" int ds__cuda_smoke_axpy(int n, double a, const double* x, double* y) {
   double *dx = nullptr, *dy = nullptr;
   size_t bytes = (size_t)n * sizeof(double);
   int rc = DS_ERR_CUDA;

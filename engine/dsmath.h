@@ -14,7 +14,7 @@
 #include <math.h>
 
 #include "dsim/base.h"
-#include "engine/hd.h"
+#include "base/hd.h"
 
 /* ---- scalar functions following dsReal ---------------------------------- */
 #if DS_SINGLE

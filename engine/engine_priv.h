@@ -6,7 +6,7 @@
 #define DSIM_ENGINE_ENGINE_PRIV_H
 
 #include "dsim/engine.h"
-#include "engine/internal.h"
+#include "base/internal.h"
 
 /* Slot bases (in element-force slots; a slot is 3 reals). */
 #define DS__SLOT_SPRING(m) 0

@@ -1,18 +1,37 @@
-# Engine core: model/data/gradient structures, builders, the step and its
-# adjoint, the tape (full or checkpointed).
-libdsim_core_la_SOURCES += engine/model.c engine/data.c engine/grad.c engine/step.c engine/engine_priv.h
-dsiminclude_HEADERS += include/dsim/engine.h
+# engine/: physics only. Model/data/gradient structures, builders, the force
+# models (forward + adjoint side by side, one header each, also compiled by
+# the CUDA kernels), the step and its adjoint, the tape, meshes as geometry,
+# and the public finite-difference utility.
+libdsim_core_la_SOURCES += engine/dsmath.h engine/force_spring.h engine/force_contact.h \
+  engine/force_tri.h engine/force_tet.h engine/force_bend.h engine/force_aero.h \
+  engine/fd.c engine/model.c engine/data.c engine/grad.c engine/step.c engine/engine_priv.h \
+  engine/mesh.c
+dsiminclude_HEADERS += include/dsim/engine.h include/dsim/fd.h include/dsim/mesh.h
 
-# Engine tests (one per engine file) and the engine benchmark.
-EXTRA_DIST += tests/enginetest.h
-check_PROGRAMS += tests/test_model tests/test_step tests/test_rollout_grad tests/test_checkpoint tests/test_determinism tests/test_alloc
+# One test per force model (adjoint vs central differences, forward vs energy
+# or reference; forcecheck.h is the shared harness), one per engine file.
+EXTRA_DIST += tests/forcecheck.h tests/enginetest.h
+check_PROGRAMS += tests/test_force_spring tests/test_force_contact tests/test_force_tri \
+  tests/test_force_tet tests/test_force_bend tests/test_force_aero tests/test_fd \
+  tests/test_model tests/test_step tests/test_rollout_grad tests/test_checkpoint tests/test_determinism \
+  tests/test_alloc tests/test_mesh
+tests_test_force_spring_SOURCES = tests/test_force_spring.c
+tests_test_force_contact_SOURCES = tests/test_force_contact.c
+tests_test_force_tri_SOURCES = tests/test_force_tri.c
+tests_test_force_tet_SOURCES = tests/test_force_tet.c
+tests_test_force_bend_SOURCES = tests/test_force_bend.c
+tests_test_force_aero_SOURCES = tests/test_force_aero.c
+tests_test_fd_SOURCES = tests/test_fd.c
 tests_test_model_SOURCES = tests/test_model.c
 tests_test_step_SOURCES = tests/test_step.c
 tests_test_rollout_grad_SOURCES = tests/test_rollout_grad.c
 tests_test_checkpoint_SOURCES = tests/test_checkpoint.c
 tests_test_determinism_SOURCES = tests/test_determinism.c
-TESTS += tests/test_model tests/test_step tests/test_rollout_grad tests/test_checkpoint tests/test_determinism \
-  tests/test_alloc
 tests_test_alloc_SOURCES = tests/test_alloc.c
+tests_test_mesh_SOURCES = tests/test_mesh.c
+TESTS += tests/test_force_spring tests/test_force_contact tests/test_force_tri \
+  tests/test_force_tet tests/test_force_bend tests/test_force_aero tests/test_fd \
+  tests/test_model tests/test_step tests/test_rollout_grad tests/test_checkpoint tests/test_determinism \
+  tests/test_alloc tests/test_mesh
 BENCH_PROGS += bench/bench_engine
 bench_bench_engine_SOURCES = bench/bench_engine.c

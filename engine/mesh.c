@@ -18,22 +18,11 @@
 #include <string.h>
 
 #include "dsim/mesh.h"
-#include "engine/internal.h"
-#include "engine/mesh_internal.h"
+#include "base/internal.h"
 
 /* ---- shared helpers ---------------------------------------------------------*/
 
-int ds__mesh_err(char* err, size_t errlen, int code, const char* fmt, ...) {
-  if (err && errlen > 0) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-  }
-  return code;
-}
-
-int ds__mesh_alloc(dsMesh* m, int nvert, int ntri, int ntet) {
+int ds_mesh_alloc(dsMesh* m, int nvert, int ntri, int ntet) {
   memset(m, 0, sizeof *m);
   if (nvert < 0 || ntri < 0 || ntet < 0) return DS_ERR_INVALID;
   /* sizes in elements must fit an int index space times the arity */
@@ -55,7 +44,7 @@ nomem:
   return DS_ERR_NOMEM;
 }
 
-double ds__tet_volume(const dsReal* a, const dsReal* b, const dsReal* c, const dsReal* d) {
+double ds_tet_signed_volume(const dsReal a[3], const dsReal b[3], const dsReal c[3], const dsReal d[3]) {
   double u[3], v[3], w[3];
   for (int k = 0; k < 3; k++) {
     u[k] = (double)b[k] - (double)a[k];
@@ -68,7 +57,7 @@ double ds__tet_volume(const dsReal* a, const dsReal* b, const dsReal* c, const d
          6.0;
 }
 
-double ds__tri_area2(const dsReal* a, const dsReal* b, const dsReal* c) {
+double ds_tri_area2(const dsReal a[3], const dsReal b[3], const dsReal c[3]) {
   double u[3], v[3];
   for (int k = 0; k < 3; k++) {
     u[k] = (double)b[k] - (double)a[k];
@@ -78,7 +67,7 @@ double ds__tri_area2(const dsReal* a, const dsReal* b, const dsReal* c) {
   return sqrt(n0 * n0 + n1 * n1 + n2 * n2);
 }
 
-double ds__bbox_diag2(const dsReal* x, int nvert) {
+double ds_bbox_diag2(const dsReal* x, int nvert) {
   if (nvert <= 0) return 0.0;
   double lo[3], hi[3];
   for (int k = 0; k < 3; k++) lo[k] = hi[k] = (double)x[k];
@@ -106,49 +95,49 @@ void ds_mesh_free(dsMesh* m) {
 void ds_mesh_free_ints(int* p) { ds__free(p); }
 
 int ds_mesh_validate(const dsMesh* m, char* err, size_t errlen) {
-  if (!m) return ds__mesh_err(err, errlen, DS_ERR_INVALID, "mesh is NULL");
+  if (!m) return ds__puterr(err, errlen, DS_ERR_INVALID, "mesh is NULL");
   if (m->nvert < 0 || m->ntri < 0 || m->ntet < 0)
-    return ds__mesh_err(err, errlen, DS_ERR_MESH, "negative count (nvert %d, ntri %d, ntet %d)", m->nvert,
+    return ds__puterr(err, errlen, DS_ERR_MESH, "negative count (nvert %d, ntri %d, ntet %d)", m->nvert,
                         m->ntri, m->ntet);
   if ((m->nvert > 0 && !m->x) || (m->ntri > 0 && !m->tri) || (m->ntet > 0 && !m->tet))
-    return ds__mesh_err(err, errlen, DS_ERR_MESH, "missing array for a non-zero count");
+    return ds__puterr(err, errlen, DS_ERR_MESH, "missing array for a non-zero count");
   for (int i = 0; i < m->nvert; i++)
     for (int k = 0; k < 3; k++)
       if (!isfinite((double)m->x[3 * i + k]))
-        return ds__mesh_err(err, errlen, DS_ERR_MESH, "vertex %d: coordinate %d is %g (not finite)", i, k,
+        return ds__puterr(err, errlen, DS_ERR_MESH, "vertex %d: coordinate %d is %g (not finite)", i, k,
                             (double)m->x[3 * i + k]);
-  const double diag2 = ds__bbox_diag2(m->x, m->nvert);
+  const double diag2 = ds_bbox_diag2(m->x, m->nvert);
   for (int t = 0; t < m->ntri; t++) {
     const int* f = m->tri + 3 * t;
     for (int a = 0; a < 3; a++) {
       if (f[a] < 0 || f[a] >= m->nvert)
-        return ds__mesh_err(err, errlen, DS_ERR_MESH, "triangle %d: vertex index %d out of range (0..%d)", t,
+        return ds__puterr(err, errlen, DS_ERR_MESH, "triangle %d: vertex index %d out of range (0..%d)", t,
                             f[a], m->nvert - 1);
       for (int b = 0; b < a; b++)
         if (f[a] == f[b])
-          return ds__mesh_err(err, errlen, DS_ERR_MESH, "triangle %d: vertex %d repeated (%d, %d, %d)", t,
+          return ds__puterr(err, errlen, DS_ERR_MESH, "triangle %d: vertex %d repeated (%d, %d, %d)", t,
                               f[a], f[0], f[1], f[2]);
     }
     /* area <= 1e-12 * bbox^2, with area = |n|/2 */
-    double area = 0.5 * ds__tri_area2(m->x + 3 * f[0], m->x + 3 * f[1], m->x + 3 * f[2]);
+    double area = 0.5 * ds_tri_area2(m->x + 3 * f[0], m->x + 3 * f[1], m->x + 3 * f[2]);
     if (!(area > 1e-12 * diag2))
-      return ds__mesh_err(err, errlen, DS_ERR_MESH, "triangle %d (%d, %d, %d): degenerate, area %g", t, f[0],
+      return ds__puterr(err, errlen, DS_ERR_MESH, "triangle %d (%d, %d, %d): degenerate, area %g", t, f[0],
                           f[1], f[2], area);
   }
   for (int t = 0; t < m->ntet; t++) {
     const int* e = m->tet + 4 * t;
     for (int a = 0; a < 4; a++) {
       if (e[a] < 0 || e[a] >= m->nvert)
-        return ds__mesh_err(err, errlen, DS_ERR_MESH, "tet %d: vertex index %d out of range (0..%d)", t, e[a],
+        return ds__puterr(err, errlen, DS_ERR_MESH, "tet %d: vertex index %d out of range (0..%d)", t, e[a],
                             m->nvert - 1);
       for (int b = 0; b < a; b++)
         if (e[a] == e[b])
-          return ds__mesh_err(err, errlen, DS_ERR_MESH, "tet %d: vertex %d repeated (%d, %d, %d, %d)", t, e[a],
+          return ds__puterr(err, errlen, DS_ERR_MESH, "tet %d: vertex %d repeated (%d, %d, %d, %d)", t, e[a],
                               e[0], e[1], e[2], e[3]);
     }
-    double vol = ds__tet_volume(m->x + 3 * e[0], m->x + 3 * e[1], m->x + 3 * e[2], m->x + 3 * e[3]);
+    double vol = ds_tet_signed_volume(m->x + 3 * e[0], m->x + 3 * e[1], m->x + 3 * e[2], m->x + 3 * e[3]);
     if (!(vol > 0.0))
-      return ds__mesh_err(err, errlen, DS_ERR_MESH, "tet %d (%d, %d, %d, %d): signed volume %g <= 0", t, e[0],
+      return ds__puterr(err, errlen, DS_ERR_MESH, "tet %d (%d, %d, %d, %d): signed volume %g <= 0", t, e[0],
                           e[1], e[2], e[3], vol);
   }
   return 0;
@@ -161,7 +150,7 @@ int ds_mesh_cloth_grid(int nx, int ny, dsReal cell, dsMesh* out) {
   long long nv = (long long)(nx + 1LL) * (ny + 1LL), nt = 2LL * nx * ny;
   if (nv > INT_MAX / 3 || nt > INT_MAX / 3) return DS_ERR_INVALID;
   dsMesh m;
-  int rc = ds__mesh_alloc(&m, (int)nv, (int)nt, 0);
+  int rc = ds_mesh_alloc(&m, (int)nv, (int)nt, 0);
   if (rc) return rc;
   for (int j = 0; j <= ny; j++)
     for (int i = 0; i <= nx; i++) {
@@ -193,7 +182,7 @@ int ds_mesh_tet_grid(int nx, int ny, int nz, dsReal hx, dsReal hy, dsReal hz, ds
   long long nv = (nx + 1LL) * (ny + 1LL) * (nz + 1LL), nt = 6LL * nx * ny * nz;
   if (nv > INT_MAX / 3 || nt > INT_MAX / 4) return DS_ERR_INVALID;
   dsMesh m;
-  int rc = ds__mesh_alloc(&m, (int)nv, 0, (int)nt);
+  int rc = ds_mesh_alloc(&m, (int)nv, 0, (int)nt);
   if (rc) return rc;
   const int sx = 1, sy = nx + 1, sz = (nx + 1) * (ny + 1);
   for (int k = 0; k <= nz; k++)
@@ -262,17 +251,17 @@ static void sort3(int* k) {
 static const int k_tet_face[4][3] = {{1, 2, 3}, {0, 3, 2}, {0, 1, 3}, {0, 2, 1}};
 
 int ds_mesh_extract_boundary_err(dsMesh* m, char* err, size_t errlen) {
-  if (!m || m->ntet < 0 || (m->ntet > 0 && !m->tet)) return ds__mesh_err(err, errlen, DS_ERR_INVALID, "bad mesh");
-  if ((size_t)m->ntet > (size_t)INT_MAX / 4) return ds__mesh_err(err, errlen, DS_ERR_INVALID, "too many tets");
+  if (!m || m->ntet < 0 || (m->ntet > 0 && !m->tet)) return ds__puterr(err, errlen, DS_ERR_INVALID, "bad mesh");
+  if ((size_t)m->ntet > (size_t)INT_MAX / 4) return ds__puterr(err, errlen, DS_ERR_INVALID, "too many tets");
   for (int t = 0; t < m->ntet; t++)
     for (int a = 0; a < 4; a++)
       if (m->tet[4 * t + a] < 0 || m->tet[4 * t + a] >= m->nvert)
-        return ds__mesh_err(err, errlen, DS_ERR_MESH, "tet %d: vertex index %d out of range (0..%d)", t,
+        return ds__puterr(err, errlen, DS_ERR_MESH, "tet %d: vertex index %d out of range (0..%d)", t,
                             m->tet[4 * t + a], m->nvert - 1);
   const int nface = 4 * m->ntet;
   FaceRec* rec = NULL;
   if (nface > 0 && !(rec = (FaceRec*)ds__malloc((size_t)nface * sizeof *rec)))
-    return ds__mesh_err(err, errlen, DS_ERR_NOMEM, "out of memory");
+    return ds__puterr(err, errlen, DS_ERR_NOMEM, "out of memory");
   for (int t = 0; t < m->ntet; t++)
     for (int f = 0; f < 4; f++) {
       FaceRec* r = rec + 4 * t + f;
@@ -285,14 +274,14 @@ int ds_mesh_extract_boundary_err(dsMesh* m, char* err, size_t errlen) {
   unsigned char* once = NULL;
   if (nface > 0 && !(once = (unsigned char*)ds__calloc((size_t)nface, 1))) {
     ds__free(rec);
-    return ds__mesh_err(err, errlen, DS_ERR_NOMEM, "out of memory");
+    return ds__puterr(err, errlen, DS_ERR_NOMEM, "out of memory");
   }
   int nb = 0;
   for (int i = 0; i < nface;) {
     int j = i + 1;
     while (j < nface && memcmp(rec[j].k, rec[i].k, sizeof rec[i].k) == 0) j++;
     if (j - i >= 3) {
-      int rc = ds__mesh_err(err, errlen, DS_ERR_MESH, "face (%d, %d, %d) is shared by %d tets (%d, %d, %d, ...)",
+      int rc = ds__puterr(err, errlen, DS_ERR_MESH, "face (%d, %d, %d) is shared by %d tets (%d, %d, %d, ...)",
                             rec[i].k[0], rec[i].k[1], rec[i].k[2], j - i, rec[i].id / 4, rec[i + 1].id / 4,
                             rec[i + 2].id / 4);
       ds__free(once);
@@ -309,7 +298,7 @@ int ds_mesh_extract_boundary_err(dsMesh* m, char* err, size_t errlen) {
   int* tri = NULL;
   if (nb > 0 && !(tri = (int*)ds__malloc((size_t)nb * 3 * sizeof(int)))) {
     ds__free(once);
-    return ds__mesh_err(err, errlen, DS_ERR_NOMEM, "out of memory");
+    return ds__puterr(err, errlen, DS_ERR_NOMEM, "out of memory");
   }
   /* in id order: by tet, then by local face */
   int* f = tri;
@@ -344,7 +333,7 @@ int ds_mesh_lumped_mass(const dsMesh* m, dsReal density, dsReal* mass) {
   /* in tet order: deterministic sums */
   for (int t = 0; t < m->ntet; t++) {
     const int* e = m->tet + 4 * t;
-    double v = ds__tet_volume(m->x + 3 * e[0], m->x + 3 * e[1], m->x + 3 * e[2], m->x + 3 * e[3]);
+    double v = ds_tet_signed_volume(m->x + 3 * e[0], m->x + 3 * e[1], m->x + 3 * e[2], m->x + 3 * e[3]);
     if (!(v > 0.0)) {
       ds__log(DS_LOG_ERROR, "ds_mesh_lumped_mass: tet %d: signed volume %g <= 0", t, v);
       return DS_ERR_MESH;
@@ -372,21 +361,21 @@ static int cmp_edge(const void* pa, const void* pb) {
 
 int ds_mesh_bending_edges_err(const dsMesh* m, int* nedge, int** edges, char* err, size_t errlen) {
   if (!m || !nedge || !edges || m->ntri < 0 || (m->ntri > 0 && !m->tri))
-    return ds__mesh_err(err, errlen, DS_ERR_INVALID, "bad arguments");
-  if ((size_t)m->ntri > (size_t)INT_MAX / 3) return ds__mesh_err(err, errlen, DS_ERR_INVALID, "too many triangles");
+    return ds__puterr(err, errlen, DS_ERR_INVALID, "bad arguments");
+  if ((size_t)m->ntri > (size_t)INT_MAX / 3) return ds__puterr(err, errlen, DS_ERR_INVALID, "too many triangles");
   for (int t = 0; t < m->ntri; t++) {
     const int* f = m->tri + 3 * t;
     for (int a = 0; a < 3; a++)
       if (f[a] < 0 || f[a] >= m->nvert)
-        return ds__mesh_err(err, errlen, DS_ERR_MESH, "triangle %d: vertex index %d out of range (0..%d)", t, f[a],
+        return ds__puterr(err, errlen, DS_ERR_MESH, "triangle %d: vertex index %d out of range (0..%d)", t, f[a],
                             m->nvert - 1);
     if (f[0] == f[1] || f[1] == f[2] || f[0] == f[2])
-      return ds__mesh_err(err, errlen, DS_ERR_MESH, "triangle %d: repeated vertex (%d, %d, %d)", t, f[0], f[1], f[2]);
+      return ds__puterr(err, errlen, DS_ERR_MESH, "triangle %d: repeated vertex (%d, %d, %d)", t, f[0], f[1], f[2]);
   }
   const int nrec = 3 * m->ntri;
   EdgeRec* rec = NULL;
   if (nrec > 0 && !(rec = (EdgeRec*)ds__malloc((size_t)nrec * sizeof *rec)))
-    return ds__mesh_err(err, errlen, DS_ERR_NOMEM, "out of memory");
+    return ds__puterr(err, errlen, DS_ERR_NOMEM, "out of memory");
   for (int t = 0; t < m->ntri; t++)
     for (int a = 0; a < 3; a++) {
       int u = m->tri[3 * t + a], v = m->tri[3 * t + (a + 1) % 3];
@@ -402,7 +391,7 @@ int ds_mesh_bending_edges_err(const dsMesh* m, int* nedge, int** edges, char* er
     int j = i + 1;
     while (j < nrec && rec[j].lo == rec[i].lo && rec[j].hi == rec[i].hi) j++;
     if (j - i >= 3) {
-      int rc = ds__mesh_err(err, errlen, DS_ERR_MESH, "edge (%d, %d) is shared by %d triangles (%d, %d, %d, ...)",
+      int rc = ds__puterr(err, errlen, DS_ERR_MESH, "edge (%d, %d) is shared by %d triangles (%d, %d, %d, ...)",
                             rec[i].lo, rec[i].hi, j - i, rec[i].t, rec[i + 1].t, rec[i + 2].t);
       ds__free(rec);
       return rc;
@@ -413,7 +402,7 @@ int ds_mesh_bending_edges_err(const dsMesh* m, int* nedge, int** edges, char* er
   int* out = NULL;
   if (n > 0 && !(out = (int*)ds__malloc((size_t)n * 4 * sizeof(int)))) {
     ds__free(rec);
-    return ds__mesh_err(err, errlen, DS_ERR_NOMEM, "out of memory");
+    return ds__puterr(err, errlen, DS_ERR_NOMEM, "out of memory");
   }
   int* o = out;
   for (int i = 0; i < nrec;) {

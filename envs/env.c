@@ -400,13 +400,13 @@ int ds_env_reset(dsEnv* e, uint64_t seed, dsReal* obs, dsReal* image) {
   if (!e) return DS_ERR_INVALID;
   ds__clearerr(&e->err);
   const dsEnvDef* def = &e->def;
-  dsEnvRng rng = {seed};
+  uint64_t rng = seed;
   /* draws, in a fixed order: goal x, then (cloth) size and height */
-  const dsReal xt = (dsReal)(def->goal_x_min + (def->goal_x_max - def->goal_x_min) * ds__rng_uniform(&rng));
+  const dsReal xt = (dsReal)(def->goal_x_min + (def->goal_x_max - def->goal_x_min) * ds__splitmix64_uniform(&rng));
   int rc = 0;
   if (def->kind == DS_ENV_CONTROL_CLOTH) {
-    const int D = def->size_min + (int)(ds__rng_next(&rng) % (uint64_t)(def->size_max - def->size_min + 1));
-    const dsReal h = (dsReal)(def->height_min + (def->height_max - def->height_min) * ds__rng_uniform(&rng));
+    const int D = def->size_min + (int)(ds__splitmix64(&rng) % (uint64_t)(def->size_max - def->size_min + 1));
+    const dsReal h = (dsReal)(def->height_min + (def->height_max - def->height_min) * ds__splitmix64_uniform(&rng));
     if (D != e->cloth_D) {
       rc = build_sized(e, D, h);
       if (rc) return rc;

@@ -9,23 +9,8 @@
 #include "dsim/engine.h"
 #include "dsim/env.h"
 #include "dsim/raster.h"
-#include "engine/internal.h"
-
-/* splitmix64 (Steele, Lea, Flood 2014): a 64-bit state advanced by the
- * golden-ratio increment and mixed by two xor-shift-multiply rounds. Enough
- * for the few draws of an episode; the same seed gives the same episode. */
-typedef struct dsEnvRng {
-  uint64_t s;
-} dsEnvRng;
-
-static inline uint64_t ds__rng_next(dsEnvRng* r) {
-  uint64_t z = (r->s += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-/* uniform in [0, 1) from the top 53 bits */
-static inline double ds__rng_uniform(dsEnvRng* r) { return (double)(ds__rng_next(r) >> 11) * (1.0 / 9007199254740992.0); }
+#include "base/internal.h"
+#include "base/rng.h"
 
 struct dsEnv {
   dsEnvDef def;

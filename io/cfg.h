@@ -14,7 +14,7 @@
 #include <stddef.h>
 
 #include "dsim/base.h"
-#include "engine/internal.h"
+#include "base/internal.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "engine/internal.h"
+#include "base/internal.h"
 #include "io/gif.h"
 
 

@@ -1,27 +1,27 @@
-# I/O layer: configs (cJSON). io/ is the only code that includes cJSON.h,
-# hdf5.h and png.h.
-libdsim_core_la_SOURCES += io/cfg.c io/cfg.h
-check_PROGRAMS += tests/test_config
-tests_test_config_SOURCES = tests/test_config.c
-TESTS += tests/test_config
-
-# HDF5 run logs
-libdsim_core_la_SOURCES += io/runlog.c
+# io/: config text (cJSON), HDF5 run logs, PNG and GIF, mesh readers, and the
+# library versions of `dsim info`. The only area that includes cJSON.h,
+# hdf5.h, png.h and gif_lib.h.
+libdsim_core_la_SOURCES += io/cfg.c io/cfg.h io/runlog.c io/gif.c io/gif.h io/png.c io/libinfo.c \
+  io/mesh_obj.c io/mesh_tetgen.c io/mesh_read.h
 dsiminclude_HEADERS += include/dsim/runlog.h
-check_PROGRAMS += tests/test_runlog
+check_PROGRAMS += tests/test_config tests/test_runlog tests/runlog_writer tests/test_png tests/test_mesh_io
+tests_test_config_SOURCES = tests/test_config.c
 tests_test_runlog_SOURCES = tests/test_runlog.c
 tests_test_runlog_CPPFLAGS = $(AM_CPPFLAGS) $(HDF5_CFLAGS)
-TESTS += tests/test_runlog
-check_PROGRAMS += tests/runlog_writer
 tests_runlog_writer_SOURCES = tests/runlog_writer.c
-TESTS += tests/test_runlog_kill.sh
-EXTRA_DIST += tests/test_runlog_kill.sh
-
-# GIF export
-libdsim_core_la_SOURCES += io/gif.c io/gif.h
-
-# run-log export through the CLI (dsim export)
-check_PROGRAMS += tests/test_export_decode
-tests_test_export_decode_SOURCES = tests/test_export_decode.c
-TESTS += tests/test_export.sh
-EXTRA_DIST += tests/test_export.sh
+tests_test_png_SOURCES = tests/test_png.c
+tests_test_mesh_io_SOURCES = tests/test_mesh_io.c
+TESTS += tests/test_config tests/test_runlog tests/test_runlog_kill.sh tests/test_png tests/test_mesh_io
+EXTRA_DIST += tests/test_runlog_kill.sh \
+  tests/data/cube.obj tests/data/cube_crlf.obj tests/data/empty.obj \
+  tests/data/bad_index.obj tests/data/bad_negative.obj tests/data/bad_zero.obj \
+  tests/data/bad_token.obj tests/data/bad_face_token.obj tests/data/bad_keyword.obj \
+  tests/data/bad_huge.obj tests/data/bad_dup.obj tests/data/bad_short_face.obj \
+  tests/data/degenerate.obj tests/data/truncated.obj \
+  tests/data/bipyramid.node tests/data/bipyramid.ele \
+  tests/data/bipyramid0.node tests/data/bipyramid0.ele \
+  tests/data/bad_dim.node tests/data/bad_count.node tests/data/bad_token.node \
+  tests/data/bad_gap.node tests/data/bad_fields.node \
+  tests/data/bad_extra.ele tests/data/bad_truncated.ele tests/data/bad_inverted.ele \
+  tests/data/bad_index.ele tests/data/bad_zero.ele tests/data/bad_dup.ele \
+  tests/data/bad_quadratic.ele

@@ -15,8 +15,8 @@
 #include <string.h>
 
 #include "dsim/mesh.h"
-#include "engine/internal.h"
-#include "engine/mesh_internal.h"
+#include "base/internal.h"
+#include "io/mesh_read.h"
 
 /* ---- shared reader helpers ------------------------------------------------------*/
 
@@ -25,9 +25,9 @@
 int ds__lines_open(dsMeshLines* r, const char* path, char* err, size_t errlen) {
   memset(r, 0, sizeof *r);
   r->path = path ? path : "(null)";
-  if (!path) return ds__mesh_err(err, errlen, DS_ERR_INVALID, "no file name");
+  if (!path) return ds__puterr(err, errlen, DS_ERR_INVALID, "no file name");
   FILE* f = fopen(path, "rb");
-  if (!f) return ds__mesh_err(err, errlen, DS_ERR_IO, "%s: cannot open (%s)", path, strerror(errno));
+  if (!f) return ds__puterr(err, errlen, DS_ERR_IO, "%s: cannot open (%s)", path, strerror(errno));
   r->f = f;
   return 0;
 }
@@ -50,23 +50,23 @@ int ds__lines_next(dsMeshLines* r, char** line, char* err, size_t errlen) {
     if (c == '\0') nul = 1;
     if (n + 1 >= r->cap) {
       if (r->cap >= DS_MESH_MAX_LINE)
-        return ds__mesh_err(err, errlen, DS_ERR_PARSE, "%s:%ld: line longer than %zu bytes", r->path,
+        return ds__puterr(err, errlen, DS_ERR_PARSE, "%s:%ld: line longer than %zu bytes", r->path,
                             r->lineno + 1, DS_MESH_MAX_LINE);
       size_t cap = r->cap ? 2 * r->cap : 256;
       char* nb = (char*)ds__realloc(r->buf, cap);
-      if (!nb) return ds__mesh_err(err, errlen, DS_ERR_NOMEM, "%s:%ld: out of memory", r->path, r->lineno + 1);
+      if (!nb) return ds__puterr(err, errlen, DS_ERR_NOMEM, "%s:%ld: out of memory", r->path, r->lineno + 1);
       r->buf = nb;
       r->cap = cap;
     }
     r->buf[n++] = (char)c;
   }
-  if (ferror(f)) return ds__mesh_err(err, errlen, DS_ERR_IO, "%s:%ld: read error", r->path, r->lineno + 1);
+  if (ferror(f)) return ds__puterr(err, errlen, DS_ERR_IO, "%s:%ld: read error", r->path, r->lineno + 1);
   if (!got) return 0;
   r->lineno++;
-  if (nul) return ds__mesh_err(err, errlen, DS_ERR_PARSE, "%s:%ld: NUL byte (binary file?)", r->path, r->lineno);
+  if (nul) return ds__puterr(err, errlen, DS_ERR_PARSE, "%s:%ld: NUL byte (binary file?)", r->path, r->lineno);
   if (!r->buf) { /* empty first line: make a buffer */
     r->buf = (char*)ds__malloc(16);
-    if (!r->buf) return ds__mesh_err(err, errlen, DS_ERR_NOMEM, "%s:%ld: out of memory", r->path, r->lineno);
+    if (!r->buf) return ds__puterr(err, errlen, DS_ERR_NOMEM, "%s:%ld: out of memory", r->path, r->lineno);
     r->cap = 16;
   }
   r->buf[n] = '\0';
@@ -167,7 +167,7 @@ static char* face_vertex_part(char* tok) {
 }
 
 int ds_mesh_read_obj(const char* path, dsMesh* out, char* err, size_t errlen) {
-  if (!out) return ds__mesh_err(err, errlen, DS_ERR_INVALID, "output mesh is NULL");
+  if (!out) return ds__puterr(err, errlen, DS_ERR_INVALID, "output mesh is NULL");
   dsMeshLines rd;
   int rc = ds__lines_open(&rd, path, err, errlen);
   if (rc) return rc;
@@ -182,18 +182,18 @@ int ds_mesh_read_obj(const char* path, dsMesh* out, char* err, size_t errlen) {
     long L = rd.lineno;
     if (strcmp(kw, "v") == 0) {
       if (b.nv >= INT_MAX / 3) {
-        rc = ds__mesh_err(err, errlen, DS_ERR_PARSE, "%s:%ld: too many vertices", P, L);
+        rc = ds__puterr(err, errlen, DS_ERR_PARSE, "%s:%ld: too many vertices", P, L);
         goto fail;
       }
       if (ds__mesh_grow((void**)&b.x, &b.capx, 3 * (size_t)b.nv + 3, sizeof(dsReal))) goto nomem;
       for (int k = 0; k < 3; k++) {
         char* tok = ds__mesh_token(&cur);
         if (!tok) {
-          rc = ds__mesh_err(err, errlen, DS_ERR_PARSE, "%s:%ld: vertex needs 3 coordinates, found %d", P, L, k);
+          rc = ds__puterr(err, errlen, DS_ERR_PARSE, "%s:%ld: vertex needs 3 coordinates, found %d", P, L, k);
           goto fail;
         }
         if (ds__mesh_parse_real(tok, &b.x[3 * (size_t)b.nv + k])) {
-          rc = ds__mesh_err(err, errlen, DS_ERR_PARSE, "%s:%ld: cannot parse '%.40s' as a finite coordinate", P,
+          rc = ds__puterr(err, errlen, DS_ERR_PARSE, "%s:%ld: cannot parse '%.40s' as a finite coordinate", P,
                             L, tok);
           goto fail;
         }
@@ -207,22 +207,22 @@ int ds_mesh_read_obj(const char* path, dsMesh* out, char* err, size_t errlen) {
         long idx;
         int pr = vp ? ds__mesh_parse_long(vp, &idx) : -1;
         if (pr == -1) {
-          rc = ds__mesh_err(err, errlen, DS_ERR_PARSE, "%s:%ld: cannot parse '%.40s' as a face index", P, L,
+          rc = ds__puterr(err, errlen, DS_ERR_PARSE, "%s:%ld: cannot parse '%.40s' as a face index", P, L,
                             vp ? vp : tok);
           goto fail;
         }
         if (pr == 0 && idx == 0) {
-          rc = ds__mesh_err(err, errlen, DS_ERR_PARSE, "%s:%ld: face index 0 is invalid (OBJ indices start at 1)",
+          rc = ds__puterr(err, errlen, DS_ERR_PARSE, "%s:%ld: face index 0 is invalid (OBJ indices start at 1)",
                             P, L);
           goto fail;
         }
         /* positive: 1..nv; negative: relative to the last vertex, -1..-nv */
         if (pr == -2 || idx > b.nv || idx < -(long)b.nv) {
           if (pr == -2 ? vp[0] != '-' : idx > 0)
-            rc = ds__mesh_err(err, errlen, DS_ERR_PARSE, "%s:%ld: face index %.40s out of range (1..%d)", P, L, vp,
+            rc = ds__puterr(err, errlen, DS_ERR_PARSE, "%s:%ld: face index %.40s out of range (1..%d)", P, L, vp,
                               b.nv);
           else
-            rc = ds__mesh_err(err, errlen, DS_ERR_PARSE, "%s:%ld: face index %.40s out of range (-%d..-1)", P, L,
+            rc = ds__puterr(err, errlen, DS_ERR_PARSE, "%s:%ld: face index %.40s out of range (-%d..-1)", P, L,
                               vp, b.nv);
           goto fail;
         }
@@ -230,12 +230,12 @@ int ds_mesh_read_obj(const char* path, dsMesh* out, char* err, size_t errlen) {
         b.poly[np++] = idx > 0 ? (int)(idx - 1) : (int)(b.nv + idx);
       }
       if (np < 3) {
-        rc = ds__mesh_err(err, errlen, DS_ERR_PARSE, "%s:%ld: face has %zu vertices, needs at least 3", P, L, np);
+        rc = ds__puterr(err, errlen, DS_ERR_PARSE, "%s:%ld: face has %zu vertices, needs at least 3", P, L, np);
         goto fail;
       }
       /* fan (p0, p_i, p_i+1), i = 1..np-2 */
       if ((size_t)b.nt + (np - 2) > (size_t)INT_MAX / 3) {
-        rc = ds__mesh_err(err, errlen, DS_ERR_PARSE, "%s:%ld: too many triangles", P, L);
+        rc = ds__puterr(err, errlen, DS_ERR_PARSE, "%s:%ld: too many triangles", P, L);
         goto fail;
       }
       size_t need = (size_t)b.nt + (np - 2);
@@ -245,7 +245,7 @@ int ds_mesh_read_obj(const char* path, dsMesh* out, char* err, size_t errlen) {
         int a = b.poly[0], c = b.poly[i], d = b.poly[i + 1];
         if (a == c || a == d || c == d) {
           int rep = (a == c || a == d) ? a : c;
-          rc = ds__mesh_err(err, errlen, DS_ERR_MESH, "%s:%ld: face repeats vertex %d", P, L, rep + 1);
+          rc = ds__puterr(err, errlen, DS_ERR_MESH, "%s:%ld: face repeats vertex %d", P, L, rep + 1);
           goto fail;
         }
         int* f = b.tri + 3 * (size_t)b.nt;
@@ -257,23 +257,23 @@ int ds_mesh_read_obj(const char* path, dsMesh* out, char* err, size_t errlen) {
                strcmp(kw, "mtllib") == 0 || strcmp(kw, "l") == 0 || strcmp(kw, "p") == 0) {
       continue;
     } else {
-      rc = ds__mesh_err(err, errlen, DS_ERR_PARSE, "%s:%ld: unknown statement '%.40s'", P, L, kw);
+      rc = ds__puterr(err, errlen, DS_ERR_PARSE, "%s:%ld: unknown statement '%.40s'", P, L, kw);
       goto fail;
     }
   }
   if (rc < 0) goto fail;
   if (b.nv == 0) {
-    rc = ds__mesh_err(err, errlen, DS_ERR_PARSE, "%s: no vertices", P);
+    rc = ds__puterr(err, errlen, DS_ERR_PARSE, "%s: no vertices", P);
     goto fail;
   }
   {
     /* degenerate triangles, named by their line */
-    double diag2 = ds__bbox_diag2(b.x, b.nv);
+    double diag2 = ds_bbox_diag2(b.x, b.nv);
     for (int t = 0; t < b.nt; t++) {
       const int* f = b.tri + 3 * (size_t)t;
-      double area = 0.5 * ds__tri_area2(b.x + 3 * f[0], b.x + 3 * f[1], b.x + 3 * f[2]);
+      double area = 0.5 * ds_tri_area2(b.x + 3 * f[0], b.x + 3 * f[1], b.x + 3 * f[2]);
       if (!(area > 1e-12 * diag2)) {
-        rc = ds__mesh_err(err, errlen, DS_ERR_MESH, "%s:%ld: degenerate triangle (%d, %d, %d), area %g", P,
+        rc = ds__puterr(err, errlen, DS_ERR_MESH, "%s:%ld: degenerate triangle (%d, %d, %d), area %g", P,
                           b.tline[t], f[0] + 1, f[1] + 1, f[2] + 1, area);
         goto fail;
       }
@@ -290,7 +290,7 @@ int ds_mesh_read_obj(const char* path, dsMesh* out, char* err, size_t errlen) {
   out->tet = NULL;
   return 0;
 nomem:
-  rc = ds__mesh_err(err, errlen, DS_ERR_NOMEM, "%s:%ld: out of memory", P, rd.lineno);
+  rc = ds__puterr(err, errlen, DS_ERR_NOMEM, "%s:%ld: out of memory", P, rd.lineno);
 fail:
   ds__lines_close(&rd);
   obj_free(&b);

@@ -17,8 +17,8 @@
 #include <string.h>
 
 #include "dsim/mesh.h"
-#include "engine/internal.h"
-#include "engine/mesh_internal.h"
+#include "base/internal.h"
+#include "io/mesh_read.h"
 
 /* Next non-blank line split into at most `max` tokens: returns the token
  * count (0 at end of file; more than max means "too many") or a negative
@@ -44,10 +44,10 @@ static int parse_int(const dsMeshLines* rd, const char* tok, long lo, long hi, c
                      size_t errlen) {
   int pr = ds__mesh_parse_long(tok, v);
   if (pr == -1)
-    return ds__mesh_err(err, errlen, DS_ERR_PARSE, "%s:%ld: cannot parse '%.40s' as %s", rd->path, rd->lineno, tok,
+    return ds__puterr(err, errlen, DS_ERR_PARSE, "%s:%ld: cannot parse '%.40s' as %s", rd->path, rd->lineno, tok,
                         what);
   if (pr == -2 || *v < lo || *v > hi)
-    return ds__mesh_err(err, errlen, DS_ERR_PARSE, "%s:%ld: %s %.40s out of range (%ld..%ld)", rd->path, rd->lineno,
+    return ds__puterr(err, errlen, DS_ERR_PARSE, "%s:%ld: %s %.40s out of range (%ld..%ld)", rd->path, rd->lineno,
                         what, tok, lo, hi);
   return 0;
 }
@@ -68,11 +68,11 @@ static int read_node(const char* path, dsReal** px, int* pn, int* pbase, char* e
     goto fail;
   }
   if (nf == 0) {
-    rc = ds__mesh_err(err, errlen, DS_ERR_PARSE, "%s: empty file (no header)", rd.path);
+    rc = ds__puterr(err, errlen, DS_ERR_PARSE, "%s: empty file (no header)", rd.path);
     goto fail;
   }
   if (nf != 4) {
-    rc = ds__mesh_err(err, errlen, DS_ERR_PARSE,
+    rc = ds__puterr(err, errlen, DS_ERR_PARSE,
                       "%s:%ld: header has %d fields, expected 4 (points, dimension, attributes, markers)", rd.path,
                       rd.lineno, nf);
     goto fail;
@@ -80,7 +80,7 @@ static int read_node(const char* path, dsReal** px, int* pn, int* pbase, char* e
   if ((rc = parse_int(&rd, tok[0], 1, INT_MAX / 3, "node count", &n, err, errlen))) goto fail;
   if ((rc = parse_int(&rd, tok[1], 0, INT_MAX, "dimension", &dim, err, errlen))) goto fail;
   if (dim != 3) {
-    rc = ds__mesh_err(err, errlen, DS_ERR_PARSE, "%s:%ld: dimension %ld, expected 3", rd.path, rd.lineno, dim);
+    rc = ds__puterr(err, errlen, DS_ERR_PARSE, "%s:%ld: dimension %ld, expected 3", rd.path, rd.lineno, dim);
     goto fail;
   }
   if ((rc = parse_int(&rd, tok[2], 0, MAXF - 5, "attribute count", &nattr, err, errlen))) goto fail;
@@ -93,12 +93,12 @@ static int read_node(const char* path, dsReal** px, int* pn, int* pbase, char* e
       goto fail;
     }
     if (nf == 0) {
-      rc = ds__mesh_err(err, errlen, DS_ERR_PARSE, "%s:%ld: file ends after %ld of %ld nodes", rd.path, rd.lineno, i,
+      rc = ds__puterr(err, errlen, DS_ERR_PARSE, "%s:%ld: file ends after %ld of %ld nodes", rd.path, rd.lineno, i,
                         n);
       goto fail;
     }
     if (nf != want) {
-      rc = ds__mesh_err(err, errlen, DS_ERR_PARSE, "%s:%ld: node line has %d fields, expected %d", rd.path, rd.lineno,
+      rc = ds__puterr(err, errlen, DS_ERR_PARSE, "%s:%ld: node line has %d fields, expected %d", rd.path, rd.lineno,
                         nf, want);
       goto fail;
     }
@@ -109,7 +109,7 @@ static int read_node(const char* path, dsReal** px, int* pn, int* pbase, char* e
     } else {
       if ((rc = parse_int(&rd, tok[0], LONG_MIN, LONG_MAX, "node number", &num, err, errlen))) goto fail;
       if (num != base + i) {
-        rc = ds__mesh_err(err, errlen, DS_ERR_PARSE, "%s:%ld: node number %ld, expected %ld", rd.path, rd.lineno, num,
+        rc = ds__puterr(err, errlen, DS_ERR_PARSE, "%s:%ld: node number %ld, expected %ld", rd.path, rd.lineno, num,
                           base + i);
         goto fail;
       }
@@ -117,7 +117,7 @@ static int read_node(const char* path, dsReal** px, int* pn, int* pbase, char* e
     if (ds__mesh_grow((void**)&x, &cap, 3 * (size_t)(i + 1), sizeof(dsReal))) goto nomem;
     for (int k = 0; k < 3; k++)
       if (ds__mesh_parse_real(tok[1 + k], &x[3 * i + k])) {
-        rc = ds__mesh_err(err, errlen, DS_ERR_PARSE, "%s:%ld: cannot parse '%.40s' as a finite coordinate", rd.path,
+        rc = ds__puterr(err, errlen, DS_ERR_PARSE, "%s:%ld: cannot parse '%.40s' as a finite coordinate", rd.path,
                           rd.lineno, tok[1 + k]);
         goto fail;
       }
@@ -128,7 +128,7 @@ static int read_node(const char* path, dsReal** px, int* pn, int* pbase, char* e
     goto fail;
   }
   if (nf > 0) {
-    rc = ds__mesh_err(err, errlen, DS_ERR_PARSE, "%s:%ld: data after the %ld nodes the header announces", rd.path,
+    rc = ds__puterr(err, errlen, DS_ERR_PARSE, "%s:%ld: data after the %ld nodes the header announces", rd.path,
                       rd.lineno, n);
     goto fail;
   }
@@ -138,7 +138,7 @@ static int read_node(const char* path, dsReal** px, int* pn, int* pbase, char* e
   *pbase = (int)base;
   return 0;
 nomem:
-  rc = ds__mesh_err(err, errlen, DS_ERR_NOMEM, "%s:%ld: out of memory", rd.path, rd.lineno);
+  rc = ds__puterr(err, errlen, DS_ERR_NOMEM, "%s:%ld: out of memory", rd.path, rd.lineno);
 fail:
   ds__lines_close(&rd);
   ds__free(x);
@@ -160,11 +160,11 @@ static int read_ele(const char* path, const dsReal* x, int nv, int base, int** p
     goto fail;
   }
   if (nf == 0) {
-    rc = ds__mesh_err(err, errlen, DS_ERR_PARSE, "%s: empty file (no header)", rd.path);
+    rc = ds__puterr(err, errlen, DS_ERR_PARSE, "%s: empty file (no header)", rd.path);
     goto fail;
   }
   if (nf != 3) {
-    rc = ds__mesh_err(err, errlen, DS_ERR_PARSE,
+    rc = ds__puterr(err, errlen, DS_ERR_PARSE,
                       "%s:%ld: header has %d fields, expected 3 (tetrahedra, nodes per tet, attributes)", rd.path,
                       rd.lineno, nf);
     goto fail;
@@ -172,7 +172,7 @@ static int read_ele(const char* path, const dsReal* x, int nv, int base, int** p
   if ((rc = parse_int(&rd, tok[0], 1, INT_MAX / 4, "tetrahedron count", &n, err, errlen))) goto fail;
   if ((rc = parse_int(&rd, tok[1], 0, INT_MAX, "nodes per tetrahedron", &npt, err, errlen))) goto fail;
   if (npt != 4) {
-    rc = ds__mesh_err(err, errlen, npt == 10 ? DS_ERR_UNSUPPORTED : DS_ERR_PARSE,
+    rc = ds__puterr(err, errlen, npt == 10 ? DS_ERR_UNSUPPORTED : DS_ERR_PARSE,
                       "%s:%ld: %ld nodes per tetrahedron, expected 4 (linear tets)", rd.path, rd.lineno, npt);
     goto fail;
   }
@@ -185,12 +185,12 @@ static int read_ele(const char* path, const dsReal* x, int nv, int base, int** p
       goto fail;
     }
     if (nf == 0) {
-      rc = ds__mesh_err(err, errlen, DS_ERR_PARSE, "%s:%ld: file ends after %ld of %ld tetrahedra", rd.path,
+      rc = ds__puterr(err, errlen, DS_ERR_PARSE, "%s:%ld: file ends after %ld of %ld tetrahedra", rd.path,
                         rd.lineno, i, n);
       goto fail;
     }
     if (nf != want) {
-      rc = ds__mesh_err(err, errlen, DS_ERR_PARSE, "%s:%ld: tetrahedron line has %d fields, expected %d", rd.path,
+      rc = ds__puterr(err, errlen, DS_ERR_PARSE, "%s:%ld: tetrahedron line has %d fields, expected %d", rd.path,
                         rd.lineno, nf, want);
       goto fail;
     }
@@ -200,7 +200,7 @@ static int read_ele(const char* path, const dsReal* x, int nv, int base, int** p
       goto fail;
     if (i == 0) first = num;
     if (num != first + i) {
-      rc = ds__mesh_err(err, errlen, DS_ERR_PARSE, "%s:%ld: tetrahedron number %ld, expected %ld", rd.path, rd.lineno,
+      rc = ds__puterr(err, errlen, DS_ERR_PARSE, "%s:%ld: tetrahedron number %ld, expected %ld", rd.path, rd.lineno,
                         num, first + i);
       goto fail;
     }
@@ -210,25 +210,25 @@ static int read_ele(const char* path, const dsReal* x, int nv, int base, int** p
       long v;
       int pr = ds__mesh_parse_long(tok[1 + k], &v);
       if (pr == -1) {
-        rc = ds__mesh_err(err, errlen, DS_ERR_PARSE, "%s:%ld: tet %ld: cannot parse '%.40s' as a node number",
+        rc = ds__puterr(err, errlen, DS_ERR_PARSE, "%s:%ld: tet %ld: cannot parse '%.40s' as a node number",
                           rd.path, rd.lineno, num, tok[1 + k]);
         goto fail;
       }
       if (pr == -2 || v < base || v > (long)base + nv - 1) {
-        rc = ds__mesh_err(err, errlen, DS_ERR_PARSE, "%s:%ld: tet %ld: node %.40s out of range (%d..%d)", rd.path,
+        rc = ds__puterr(err, errlen, DS_ERR_PARSE, "%s:%ld: tet %ld: node %.40s out of range (%d..%d)", rd.path,
                           rd.lineno, num, tok[1 + k], base, base + nv - 1);
         goto fail;
       }
       e[k] = (int)(v - base);
       for (int j = 0; j < k; j++)
         if (e[j] == e[k]) {
-          rc = ds__mesh_err(err, errlen, DS_ERR_MESH, "%s:%ld: tet %ld repeats node %ld", rd.path, rd.lineno, num, v);
+          rc = ds__puterr(err, errlen, DS_ERR_MESH, "%s:%ld: tet %ld repeats node %ld", rd.path, rd.lineno, num, v);
           goto fail;
         }
     }
-    double vol = ds__tet_volume(x + 3 * e[0], x + 3 * e[1], x + 3 * e[2], x + 3 * e[3]);
+    double vol = ds_tet_signed_volume(x + 3 * e[0], x + 3 * e[1], x + 3 * e[2], x + 3 * e[3]);
     if (!(vol > 0.0)) {
-      rc = ds__mesh_err(err, errlen, DS_ERR_MESH, "%s:%ld: tet %ld is inverted (signed volume %g <= 0)", rd.path,
+      rc = ds__puterr(err, errlen, DS_ERR_MESH, "%s:%ld: tet %ld is inverted (signed volume %g <= 0)", rd.path,
                         rd.lineno, num, vol);
       goto fail;
     }
@@ -239,7 +239,7 @@ static int read_ele(const char* path, const dsReal* x, int nv, int base, int** p
     goto fail;
   }
   if (nf > 0) {
-    rc = ds__mesh_err(err, errlen, DS_ERR_PARSE, "%s:%ld: data after the %ld tetrahedra the header announces",
+    rc = ds__puterr(err, errlen, DS_ERR_PARSE, "%s:%ld: data after the %ld tetrahedra the header announces",
                       rd.path, rd.lineno, n);
     goto fail;
   }
@@ -248,7 +248,7 @@ static int read_ele(const char* path, const dsReal* x, int nv, int base, int** p
   *pnt = (int)n;
   return 0;
 nomem:
-  rc = ds__mesh_err(err, errlen, DS_ERR_NOMEM, "%s:%ld: out of memory", rd.path, rd.lineno);
+  rc = ds__puterr(err, errlen, DS_ERR_NOMEM, "%s:%ld: out of memory", rd.path, rd.lineno);
 fail:
   ds__lines_close(&rd);
   ds__free(tet);
@@ -256,7 +256,7 @@ fail:
 }
 
 int ds_mesh_read_tetgen(const char* node_path, const char* ele_path, dsMesh* out, char* err, size_t errlen) {
-  if (!out || !node_path || !ele_path) return ds__mesh_err(err, errlen, DS_ERR_INVALID, "NULL argument");
+  if (!out || !node_path || !ele_path) return ds__puterr(err, errlen, DS_ERR_INVALID, "NULL argument");
   dsReal* x = NULL;
   int* tet = NULL;
   int nv = 0, nt = 0, base = 0;

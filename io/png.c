@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "dsim/image.h"
-#include "engine/internal.h"
+#include "base/internal.h"
 
 typedef struct PngCtx {
   const char* path;

@@ -17,7 +17,7 @@
 #include <time.h>
 
 #include "dsim/runlog.h"
-#include "engine/internal.h"
+#include "base/internal.h"
 
 dsRunLogDef ds_default_runlog_def(void) {
   dsRunLogDef d;

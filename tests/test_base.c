@@ -4,7 +4,7 @@
 #include <stdlib.h>
 
 #include "dsim/dsim.h"
-#include "engine/internal.h"
+#include "base/internal.h"
 #include "tests/dstest.h"
 
 static size_t g_nalloc = 0;

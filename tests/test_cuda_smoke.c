@@ -6,7 +6,7 @@
 #include "dsim/dsim.h"
 #include "tests/dstest.h"
 #ifdef DS_HAVE_CUDA
-#  include "dsim/cuda.h"
+#  include "cuda/smoke.h"
 #endif
 
 int main(void) {
@@ -25,7 +25,7 @@ int main(void) {
     x[i] = i * 0.5;
     y[i] = 1.0;
   }
-  CHECK_INT_EQ(ds_cuda_smoke_axpy(N, 2.0, x, y), DS_OK);
+  CHECK_INT_EQ(ds__cuda_smoke_axpy(N, 2.0, x, y), DS_OK);
   for (int i = 0; i < N; i += 97) CHECK_CLOSE(y[i], 1.0 + 2.0 * i * 0.5, 0, 0);
   return DST_RESULT();
 #endif

@@ -9,7 +9,7 @@
 
 #include "dsim/image.h"
 #include "dsim/runlog.h"
-#include "engine/internal.h"
+#include "base/internal.h"
 #include "io/gif.h"
 #include "tests/dstest.h"
 

@@ -10,7 +10,7 @@
 
 #include "dsim/dsim.h"
 #include "dsim/mesh.h"
-#include "engine/internal.h"
+#include "base/internal.h"
 #include "tests/dstest.h"
 
 /* tolerance on geometric sums: tight in double, loose in float */

@@ -8,6 +8,7 @@
 #include <math.h>
 
 #include "dsim/mesh.h"
+#include "dsim/scenes.h"
 #include "tests/dstest.h"
 #include "tests/enginetest.h"
 

@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 #include "dsim/raster.h"
-#include "engine/raster_kernel.h"
+#include "render/raster_kernel.h"
 #include "tests/dstest.h"
 
 #define DS_TEST_PI 3.14159265358979323846

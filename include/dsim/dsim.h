@@ -12,5 +12,6 @@
 #include "dsim/mesh.h"
 #include "dsim/raster.h"
 #include "dsim/runlog.h"
+#include "dsim/scenes.h"
 
 #endif

@@ -65,7 +65,7 @@
 #include <stdint.h>
 
 #include "dsim/base.h"
-#include "dsim/mesh.h"
+#include "dsim/scenes.h"
 
 #ifdef __cplusplus
 extern "C" {

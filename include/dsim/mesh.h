@@ -28,6 +28,20 @@ typedef struct dsMesh {
 
 /* Frees the arrays (allocated with the library allocator) and zeroes *m. NULL-safe. */
 DS_API void ds_mesh_free(dsMesh* m);
+/* Allocate zero-filled x (nvert x 3), tri (ntri x 3) and tet (ntet x 4) into
+ * *m (zero counts give NULL arrays) and set the counts: the start of a mesh
+ * built in code. On failure frees what it allocated, leaves *m zeroed and
+ * returns DS_ERR_NOMEM (DS_ERR_INVALID for negative counts or sizes that
+ * overflow). */
+DS_API int ds_mesh_alloc(dsMesh* m, int nvert, int ntri, int ntet);
+/* Signed volume of the tet (a, b, c, d): ((b-a)x(c-a)).(d-a) / 6, in double
+ * (positive for the orientation the engine expects). */
+DS_API double ds_tet_signed_volume(const dsReal a[3], const dsReal b[3], const dsReal c[3], const dsReal d[3]);
+/* Twice the area of the triangle (a, b, c): |(b-a)x(c-a)|, in double. */
+DS_API double ds_tri_area2(const dsReal a[3], const dsReal b[3], const dsReal c[3]);
+/* Squared diagonal of the bounding box of the nvert points x (0 when empty):
+ * the scale against which degenerate elements are judged. */
+DS_API double ds_bbox_diag2(const dsReal* x, int nvert);
 
 /* Validation: counts >= 0 and arrays present, indices in range, no repeated
  * index inside an element, finite coordinates, no degenerate triangle
@@ -124,36 +138,6 @@ DS_API void ds_mesh_translate(dsMesh* m, const dsReal t[3]);
 DS_API int ds_mesh_rotate(dsMesh* m, const dsReal axis[3], dsReal angle);
 /* Mean of the vertices ((0,0,0) for an empty mesh). */
 DS_API void ds_mesh_centroid(const dsMesh* m, dsReal c[3]);
-
-/* Gear of SCENES.md control-fem: a toothed ring in the xy plane centred at
- * the origin, extruded along z over [-half_thickness, half_thickness].
- * Profile (polar grid with 2*teeth angular sectors): a ring from hub_radius
- * to root_radius (2 radial cells), and on every other sector a tooth from
- * root_radius to outer_radius (2 radial cells); the profile is triangulated,
- * extruded in `layers` layers and each prism split into 3 tets with
- * conforming faces. Vertices: 2*teeth*5*(layers+1); tets: 3*layers*12*teeth.
- * The defaults (16 teeth, radii 1.84/1.50/1.2073, half thickness 1.14,
- * 2 layers) give 480 vertices, 1,152 tets, volume 9.68 m^3 and |x|,|y| <= 1.84,
- * |z| <= 1.14 (original: 480 / 1,152, 9.68 m^3). tri = outward boundary.
- * DS_ERR_INVALID unless teeth >= 3, layers >= 1 and
- * 0 < hub_radius < root_radius < outer_radius, half_thickness > 0. */
-typedef struct dsGearDef {
-  int teeth;                  /* number of teeth */
-  dsReal outer_radius;        /* tooth tip radius, m */
-  dsReal root_radius;         /* tooth root radius (outer edge of the ring), m */
-  dsReal hub_radius;          /* radius of the central hole, m */
-  dsReal half_thickness;      /* half the extent along z, m */
-  int layers;                 /* prism layers along z */
-} dsGearDef;
-DS_API dsGearDef ds_default_gear_def(void);
-DS_API int ds_mesh_gear(const dsGearDef* def, dsMesh* out);
-
-/* Walker of SCENES.md: lattice spacing h = 2/9 m, x in [-1, 1] in the z = 0
- * plane; a body of 5 rows x 10 vertices on top of two legs (the 3 leftmost
- * and 3 rightmost columns) 4 rows down; lowest row at y = 0.057. Vertices
- * row by row from the bottom, x increasing in a row. Exactly 74 vertices and
- * 104 triangles, each of rest area h^2/2, counter-clockwise seen from +z. */
-DS_API int ds_mesh_walker(dsMesh* out);
 
 #ifdef __cplusplus
 }

@@ -10,7 +10,7 @@
 #endif
 
 #include "dsim/base.h"
-#include "engine/internal.h"
+#include "base/internal.h"
 
 /* ---- errors ---------------------------------------------------------------*/
 const char* ds_err_name(int code) {
@@ -166,23 +166,3 @@ int ds_get_max_threads(void) {
 int ds_cuda_device_count(void) { return 0; }
 int ds_cuda_built(void) { return 0; }
 #endif
-
-void ds_build_info(dsBuildInfo* info) {
-  memset(info, 0, sizeof *info);
-  info->version = DS_VERSION_STRING;
-  info->real_bytes = (int)sizeof(dsReal);
-#ifdef _OPENMP
-  info->openmp = 1;
-#endif
-  info->max_threads = ds_get_max_threads();
-  info->cuda = ds_cuda_built();
-  info->cuda_devices = ds_cuda_device_count();
-#ifdef DS_HAVE_HDF5
-  info->hdf5 = 1;
-#endif
-#ifdef DS_HAVE_GIF
-  info->gif = 1;
-#endif
-  ds__io_lib_versions(info->hdf5_version, info->cjson_version, info->png_version);
-  info->options = DS_BUILD_OPTIONS;
-}

@@ -35,7 +35,7 @@
 #include <string.h>
 
 #include "dsim/raster.h"
-#include "engine/internal.h"
+#include "base/internal.h"
 
 #define NC 4 /* channels */
 

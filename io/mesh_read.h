@@ -1,7 +1,7 @@
-/* Helpers shared by the mesh files (engine/mesh*.c, io/mesh_*.c). Not
+/* Helpers of the mesh readers (io/mesh_obj.c, io/mesh_tetgen.c). Not
  * installed. */
-#ifndef DSIM_ENGINE_MESH_INTERNAL_H
-#define DSIM_ENGINE_MESH_INTERNAL_H
+#ifndef DSIM_IO_MESH_READ_H
+#define DSIM_IO_MESH_READ_H
 
 #include <stddef.h>
 
@@ -11,30 +11,7 @@
 extern "C" {
 #endif
 
-/* Allocate zero-filled x (nvert x 3), tri (ntri x 3) and tet (ntet x 4) into
- * *m (zero counts give NULL arrays) and set the counts. On failure frees what
- * it allocated, leaves *m zeroed and returns DS_ERR_NOMEM (DS_ERR_INVALID for
- * negative counts or sizes that overflow). */
-int ds__mesh_alloc(dsMesh* m, int nvert, int ntri, int ntet);
-
-/* Signed volume of the tet (a, b, c, d): ((b-a)x(c-a)).(d-a) / 6, computed in
- * double. */
-double ds__tet_volume(const dsReal* a, const dsReal* b, const dsReal* c, const dsReal* d);
-
-/* Twice the area of the triangle (a, b, c): |(b-a)x(c-a)|, in double. */
-double ds__tri_area2(const dsReal* a, const dsReal* b, const dsReal* c);
-
-/* Squared diagonal of the bounding box of the nvert points x (0 when empty). */
-double ds__bbox_diag2(const dsReal* x, int nvert);
-
-/* snprintf into err (errlen bytes; err may be NULL or errlen 0); returns code. */
-int ds__mesh_err(char* err, size_t errlen, int code, const char* fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 4, 5)))
-#endif
-    ;
-
-/* ---- reader helpers (io/mesh_obj.c) ----------------------------------------
+/* ---- reader helpers (defined in io/mesh_obj.c) ----------------------------------------
  * A line reader over stdio that accepts any line length (buffer grown with
  * the library allocator), LF or CRLF endings, a last line without newline. */
 typedef struct dsMeshLines {

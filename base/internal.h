@@ -1,8 +1,8 @@
 /* Internal helpers shared across library files (ds__ prefix): allocation
  * through the replaceable allocator, error messages kept on objects, the log
  * hook, and assertions. Not installed. */
-#ifndef DSIM_ENGINE_INTERNAL_H
-#define DSIM_ENGINE_INTERNAL_H
+#ifndef DSIM_BASE_INTERNAL_H
+#define DSIM_BASE_INTERNAL_H
 
 #include <stdarg.h>
 #include <stddef.h>
@@ -66,10 +66,6 @@ void ds__assert_fail(const char* expr, const char* file, int line);
 #else
 #  define DS_ASSERT(e) ((void)0)
 #endif
-
-/* Versions of the I/O libraries (io/libinfo.c: the only place that includes
- * their headers). Each buffer gets "" when the library is not built. */
-void ds__io_lib_versions(char hdf5[32], char cjson[32], char png[32]);
 
 #ifdef __cplusplus
 }

@@ -12,9 +12,8 @@
  * 104 triangles. */
 #include "config.h"
 
-#include "dsim/mesh.h"
-#include "engine/internal.h"
-#include "engine/mesh_internal.h"
+#include "dsim/scenes.h"
+#include "base/internal.h"
 
 #define WALKER_COLS 10
 #define WALKER_ROWS 9
@@ -37,7 +36,7 @@ int ds_mesh_walker(dsMesh* out) {
     for (int c = 0; c + 1 < WALKER_COLS; c++)
       if (walker_has(r, c) && walker_has(r, c + 1) && walker_has(r + 1, c) && walker_has(r + 1, c + 1)) nt += 2;
   dsMesh m;
-  int rc = ds__mesh_alloc(&m, nv, nt, 0);
+  int rc = ds_mesh_alloc(&m, nv, nt, 0);
   if (rc) return rc;
   for (int r = 0; r < WALKER_ROWS; r++)
     for (int c = 0; c < WALKER_COLS; c++)

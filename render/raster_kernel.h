@@ -11,12 +11,12 @@
  * b_k = E_k / A with A = cross(v1 - v0, v2 - v0), and
  * s_k = E_k sign(A)/|b - a| is the signed distance of p to the line of edge
  * k, positive inside. */
-#ifndef DSIM_ENGINE_RASTER_KERNEL_H
-#define DSIM_ENGINE_RASTER_KERNEL_H
+#ifndef DSIM_RENDER_RASTER_KERNEL_H
+#define DSIM_RENDER_RASTER_KERNEL_H
 
 #include <math.h>
 
-#include "engine/hd.h"
+#include "base/hd.h"
 
 /* The per-pixel functions must inline into their loops (the `full` flag of
  * dsr_eval is then resolved at compile time). */

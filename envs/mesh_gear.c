@@ -29,9 +29,8 @@
 #include <limits.h>
 #include <math.h>
 
-#include "dsim/mesh.h"
-#include "engine/internal.h"
-#include "engine/mesh_internal.h"
+#include "dsim/scenes.h"
+#include "base/internal.h"
 
 dsGearDef ds_default_gear_def(void) {
   dsGearDef d;
@@ -92,7 +91,7 @@ int ds_mesh_gear(const dsGearDef* def, dsMesh* out) {
     }
 
   dsMesh m;
-  int rc = ds__mesh_alloc(&m, (int)nv, 0, (int)ntet);
+  int rc = ds_mesh_alloc(&m, (int)nv, 0, (int)ntet);
   if (rc) {
     ds__free(ptri);
     return rc;
@@ -124,7 +123,7 @@ int ds_mesh_gear(const dsGearDef* def, dsMesh* out) {
       const int tets[3][4] = {{A, B, C, A1}, {B, C, A1, B1}, {C, A1, B1, C1}};
       for (int j = 0; j < 3; j++) {
         for (int v = 0; v < 4; v++) e[v] = tets[j][v];
-        if (ds__tet_volume(m.x + 3 * e[0], m.x + 3 * e[1], m.x + 3 * e[2], m.x + 3 * e[3]) < 0) {
+        if (ds_tet_signed_volume(m.x + 3 * e[0], m.x + 3 * e[1], m.x + 3 * e[2], m.x + 3 * e[3]) < 0) {
           int tmp = e[2];
           e[2] = e[3];
           e[3] = tmp;

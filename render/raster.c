@@ -60,8 +60,8 @@
 #include <string.h>
 
 #include "dsim/raster.h"
-#include "engine/internal.h"
-#include "engine/raster_kernel.h"
+#include "base/internal.h"
+#include "render/raster_kernel.h"
 
 #define DSR_TILE 32
 #define DSR_BIG_TILES 16

@@ -1,7 +1,7 @@
 /* DS_HD marks inline per-element math that compiles both as C (the CPU
  * engine) and as CUDA C++ (cuda/ kernels): one definition, two backends. */
-#ifndef DSIM_ENGINE_HD_H
-#define DSIM_ENGINE_HD_H
+#ifndef DSIM_BASE_HD_H
+#define DSIM_BASE_HD_H
 
 #if defined(__CUDACC__)
 #  define DS_HD __host__ __device__

@@ -1,0 +1,81 @@
+#!/bin/sh
+# Include order of the areas (ARCHITECTURE.md): every `#include "..."` of the
+# library's sources and public headers must point at the same area or one
+# below it:
+#
+#   base  <-  engine, render  <-  envs  <-  controllers  <-  cli
+#   io (configs, logs, images, meshes) may use base, engine and render types
+#   and is used by envs and cli only; cuda may use base, engine and render.
+#
+# Public headers belong to an area: include/dsim/base.h (and the generated
+# build_config.h) to base; engine.h, fd.h, mesh.h to engine; raster.h,
+# image.h to render; runlog.h to io; env.h, scenes.h to envs; controller.h
+# to controllers; the umbrella dsim.h to cli. Only io/ may include the
+# headers of cJSON, HDF5, libpng and giflib. Prints every violation.
+set -u
+top=${DS_SRCDIR:-$(cd "$(dirname "$0")/.." && pwd)}
+cd "$top" || exit 99
+
+area_of_header() { # include path -> area ("" when unknown)
+  case $1 in
+    dsim/base.h|dsim/build_config.h) echo base ;;
+    dsim/engine.h|dsim/fd.h|dsim/mesh.h) echo engine ;;
+    dsim/raster.h|dsim/image.h) echo render ;;
+    dsim/runlog.h) echo io ;;
+    dsim/env.h|dsim/scenes.h) echo envs ;;
+    dsim/controller.h) echo controllers ;;
+    dsim/dsim.h) echo cli ;;
+    base/*|engine/*|render/*|io/*|envs/*|controllers/*|cli/*|cuda/*) echo "${1%%/*}" ;;
+    *) echo "" ;;
+  esac
+}
+
+allowed() { # area -> the areas it may include
+  case $1 in
+    base) echo "base" ;;
+    engine) echo "base engine" ;;
+    render) echo "base render" ;;
+    io) echo "base engine render io" ;;
+    envs) echo "base engine render io envs" ;;
+    controllers) echo "base envs controllers" ;;
+    cli) echo "base engine render io envs controllers cli" ;;
+    cuda) echo "base engine render cuda" ;;
+  esac
+}
+
+fail=0 checked=0
+files=$(find base engine render io envs controllers cli cuda include/dsim \
+  \( -name '*.c' -o -name '*.h' -o -name '*.cu' -o -name '*.h.in' \) 2>/dev/null | sort)
+for f in $files; do
+  case $f in
+    include/dsim/*) from=$(area_of_header "dsim/${f#include/dsim/}"); from=${from:-base} ;;
+    *) from=${f%%/*} ;;
+  esac
+  ok=$(allowed "$from")
+  # quoted includes
+  for inc in $(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$f"); do
+    [ "$inc" = config.h ] && continue
+    checked=$((checked + 1))
+    to=$(area_of_header "$inc")
+    if [ -z "$to" ]; then
+      echo "$f: includes \"$inc\", which belongs to no area"
+      fail=1
+      continue
+    fi
+    case " $ok " in
+      *" $to "*) ;;
+      *) echo "$f: includes \"$inc\" ($to), but $from may include only: $ok"; fail=1 ;;
+    esac
+  done
+  # third-party I/O libraries: io/ only
+  if [ "$from" != io ] && grep -Eq '^[[:space:]]*#[[:space:]]*include[[:space:]]*<(cjson/cJSON|hdf5|png|gif_lib)\.h>' "$f"; then
+    echo "$f: includes an I/O library header (cJSON, HDF5, libpng, giflib); only io/ may"
+    fail=1
+  fi
+done
+if [ "$checked" -lt 50 ]; then
+  echo "test_includes: only $checked includes found under $top: wrong directory?"
+  exit 99
+fi
+[ "$fail" -eq 0 ] && echo "test_includes: $checked includes in $(echo "$files" | wc -l) files follow the area order"
+exit "$fail"
