@@ -9,6 +9,7 @@
 
 #include "dsim/engine.h"
 #include "engine/engine_priv.h"
+#include "engine/forces.h"
 
 #define DS__ALIGN 64
 
@@ -25,11 +26,12 @@ static size_t align_up(size_t n) { return (n + DS__ALIGN - 1) & ~(size_t)(DS__AL
 
 size_t ds__arena_need(const dsModel* m) {
   size_t r = sizeof(dsReal), n3 = 3 * (size_t)m->nparticle, s3 = 3 * (size_t)m->nslot;
+  dsForceLayout L;
+  ds__force_layout(m, &L);
   /* step: ef, J. backward: the recompute (ef, J) is released before
-   * av, adj_f, adj_ex, adj_ev, aero and contact partials are taken. */
+   * av, adj_f, adj_ex, adj_ev and the force models' scratch are taken. */
   size_t step = align_up(s3 * r) + align_up((size_t)m->ntet * r);
-  size_t back = 2 * align_up(n3 * r) + 2 * align_up(s3 * r) + align_up(2 * (size_t)m->ntri * r) +
-                align_up(5 * (size_t)m->nparticle * r);
+  size_t back = 2 * align_up(n3 * r) + 2 * align_up(s3 * r) + align_up(L.nscratch * r);
   return (step > back ? step : back) + 4 * DS__ALIGN;
 }
 

@@ -8,11 +8,8 @@
 #include "dsim/engine.h"
 #include "base/internal.h"
 
-/* Slot bases (in element-force slots; a slot is 3 reals). */
-#define DS__SLOT_SPRING(m) 0
-#define DS__SLOT_TRI(m) (2 * (m)->nspring)
-#define DS__SLOT_BEND(m) (DS__SLOT_TRI(m) + 3 * (m)->ntri)
-#define DS__SLOT_TET(m) (DS__SLOT_BEND(m) + 4 * (m)->nbend)
+/* Slot bases, nslot, nact and the scratch sizes come from the force table
+ * (engine/forces.h, ds__force_layout). */
 
 /* ---- arena ------------------------------------------------------------------
  * A bump allocator over d->arena, sized at creation. ds__arena_alloc returns

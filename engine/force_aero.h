@@ -35,6 +35,7 @@
 #define DSIM_ENGINE_FORCE_AERO_H
 
 #include "engine/dsmath.h"
+#include "engine/force_loop.h"
 
 typedef struct dsAeroParam {
   dsReal k_lift; /* lift coefficient, kg/m^3 (force / (area speed^2)) */
@@ -118,5 +119,70 @@ DS_HD DS_INLINE void ds_aero_bwd(const dsReal x[9], const dsReal v[9], const dsA
     adj_v[6 + c] += a;
   }
 }
+
+/* ---- loop over the model's triangles (when aero is on) ----------------------------
+ * No slots of its own: triangle e's lift/drag is added into triangle e's
+ * three slots (into = tri), after the membrane force the tri loop wrote
+ * there (forward: slot += f_aero; backward: slot adjoints += aero adjoints,
+ * the same operations in the same order as when the two were one loop).
+ * Scratch: [dL/dk_lift, dL/dk_drag] per triangle, summed in triangle order. */
+static inline int ds__aero_count(const dsModel* m) { return m->aero ? m->ntri : 0; }
+
+static inline void ds__aero_fwd_loop(const dsModel* m, const dsForceFwd* a) {
+  const int n = ds__aero_count(m);
+  const dsAeroParam p = {m->aero_lift[0], m->aero_drag[0]};
+#pragma omp for schedule(static) nowait
+  for (int e = 0; e < n; e++) {
+    dsReal xl[9], vl[9], fa[9];
+    const int* idx = m->tri_idx + 3 * e;
+    ds__gather3(xl, a->x, idx, 3);
+    ds__gather3(vl, a->v, idx, 3);
+    ds_aero_fwd(xl, vl, &p, fa);
+    dsReal* fe = a->ef + 9 * (size_t)e;
+    for (int k = 0; k < 9; k++) fe[k] += fa[k];
+  }
+}
+
+static inline void ds__aero_bwd_loop(const dsModel* m, const dsForceBwd* a) {
+  const int n = ds__aero_count(m);
+  const dsAeroParam p = {m->aero_lift[0], m->aero_drag[0]};
+#pragma omp for schedule(static) nowait
+  for (int e = 0; e < n; e++) {
+    dsReal xl[9], vl[9], al[9], ax[9], avl[9];
+    const int* idx = m->tri_idx + 3 * e;
+    dsReal* sx = a->aex + 9 * (size_t)e;
+    dsReal* sv = a->aev + 9 * (size_t)e;
+    for (int k = 0; k < 9; k++) {
+      ax[k] = sx[k];
+      avl[k] = sv[k];
+    }
+    ds__gather3(xl, a->x, idx, 3);
+    ds__gather3(vl, a->v, idx, 3);
+    ds__gather3(al, a->af, idx, 3);
+    dsAeroParam ap = {0, 0};
+    ds_aero_bwd(xl, vl, &p, al, ax, avl, &ap);
+    for (int k = 0; k < 9; k++) {
+      sx[k] = ax[k];
+      sv[k] = avl[k];
+    }
+    a->scratch[2 * (size_t)e] = ap.k_lift;
+    a->scratch[2 * (size_t)e + 1] = ap.k_drag;
+  }
+}
+
+static inline void ds__aero_reduce(const dsModel* m, const dsReal* s, dsGrad* g) {
+  const int n = ds__aero_count(m);
+  dsReal sl = 0, sd = 0;
+  for (int e = 0; e < n; e++) {
+    sl += s[2 * (size_t)e];
+    sd += s[2 * (size_t)e + 1];
+  }
+  g->aero_lift[0] += sl;
+  g->aero_drag[0] += sd;
+}
+
+#define DS__FORCE_AERO                                                                          \
+  {.name = "aero", .count = ds__aero_count, .into = DS__F_TRI, .scratch = 2,                   \
+   .fwd = ds__aero_fwd_loop, .bwd = ds__aero_bwd_loop, .reduce = ds__aero_reduce}
 
 #endif

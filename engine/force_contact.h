@@ -34,6 +34,7 @@
 #define DSIM_ENGINE_FORCE_CONTACT_H
 
 #include "engine/dsmath.h"
+#include "engine/force_loop.h"
 
 typedef struct dsContactParam {
   dsReal ke;   /* normal stiffness, N/m */
@@ -102,5 +103,59 @@ DS_HD DS_INLINE void ds_contact_bwd(const dsReal x[3], const dsReal v[3], const 
   adj_p->skin += p->ke * adj_fn;
   if (vn < 0) adj_v[1] -= p->kd * adj_fn;
 }
+
+/* ---- per particle, inside the gather (when the ground is on) ------------------------
+ * No slots: a contact force acts on one particle, so it is added to that
+ * particle's force right after the particle sums its slots (and its adjoint
+ * is accumulated right after the slot adjoints are summed), in the
+ * gather loop itself. A separate stage writing a per-particle buffer would
+ * cost a pass and a buffer, and adding the buffer would not round the same
+ * way (f += contact on the slot sum, not slot sum + (0 + contact)).
+ * Scratch: [dL/dke, kd, kf, mu, skin] per particle, summed in particle order. */
+static inline int ds__contact_count(const dsModel* m) { return m->ground ? m->nparticle : 0; }
+
+static inline dsContactParam ds__contact_param(const dsModel* m) {
+  dsContactParam cp = {m->contact_ke[0], m->contact_kd[0], m->contact_kf[0], m->contact_mu[0], m->contact_skin[0]};
+  return cp;
+}
+
+static inline void ds__contact_pfwd(const dsModel* m, int i, const dsReal* x, const dsReal* v, dsReal f[3]) {
+  const dsContactParam cp = ds__contact_param(m);
+  dsReal fc[3];
+  ds_contact_fwd(x + 3 * (size_t)i, v + 3 * (size_t)i, &cp, fc);
+  f[0] += fc[0];
+  f[1] += fc[1];
+  f[2] += fc[2];
+}
+
+static inline void ds__contact_pbwd(const dsModel* m, int i, const dsReal* x, const dsReal* v, const dsReal* af,
+                                    dsReal ax[3], dsReal av[3], dsReal* scratch) {
+  const dsContactParam cp = ds__contact_param(m);
+  dsContactParam ac = {0, 0, 0, 0, 0};
+  const size_t o = 3 * (size_t)i;
+  ds_contact_bwd(x + o, v + o, &cp, af + o, ax, av, &ac);
+  dsReal* a5 = scratch + 5 * (size_t)i;
+  a5[0] = ac.ke;
+  a5[1] = ac.kd;
+  a5[2] = ac.kf;
+  a5[3] = ac.mu;
+  a5[4] = ac.skin;
+}
+
+static inline void ds__contact_reduce(const dsModel* m, const dsReal* s, dsGrad* g) {
+  const int n = ds__contact_count(m);
+  dsReal sc[5] = {0, 0, 0, 0, 0};
+  for (int i = 0; i < n; i++)
+    for (int k = 0; k < 5; k++) sc[k] += s[5 * (size_t)i + k];
+  g->contact_ke[0] += sc[0];
+  g->contact_kd[0] += sc[1];
+  g->contact_kf[0] += sc[2];
+  g->contact_mu[0] += sc[3];
+  g->contact_skin[0] += sc[4];
+}
+
+#define DS__FORCE_CONTACT                                                                       \
+  {.name = "contact", .count = ds__contact_count, .scratch = 5, .pfwd = ds__contact_pfwd,       \
+   .pbwd = ds__contact_pbwd, .reduce = ds__contact_reduce}
 
 #endif

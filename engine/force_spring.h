@@ -18,6 +18,7 @@
 #define DSIM_ENGINE_FORCE_SPRING_H
 
 #include "engine/dsmath.h"
+#include "engine/force_loop.h"
 
 typedef struct dsSpringParam {
   dsReal ke;   /* stiffness, N/m */
@@ -68,5 +69,49 @@ DS_HD DS_INLINE void ds_spring_bwd(const dsReal x[6], const dsReal v[6], const d
   dsu_addtoscl3(adj_v, dh, adj_cdot);
   dsu_addtoscl3(adj_v + 3, dh, -adj_cdot);
 }
+
+/* ---- loop over the model's springs -------------------------------------------
+ * Slots: 2 per spring, [i, j] = [f_i, f_j]. */
+static inline int ds__spring_count(const dsModel* m) { return m->nspring; }
+static inline const int* ds__spring_idx(const dsModel* m) { return m->spring_idx; }
+
+static inline void ds__spring_fwd_loop(const dsModel* m, const dsForceFwd* a) {
+  const int n = m->nspring;
+#pragma omp for schedule(static) nowait
+  for (int e = 0; e < n; e++) {
+    dsReal xl[6], vl[6];
+    const int* idx = m->spring_idx + 2 * e;
+    dsSpringParam p = {m->spring_ke[e], m->spring_kd[e], m->spring_rest[e]};
+    ds__gather3(xl, a->x, idx, 2);
+    ds__gather3(vl, a->v, idx, 2);
+    ds_spring_fwd(xl, vl, &p, a->ef + 6 * (size_t)e);
+  }
+}
+
+static inline void ds__spring_bwd_loop(const dsModel* m, const dsForceBwd* a) {
+  const int n = m->nspring;
+  dsGrad* g = a->g;
+#pragma omp for schedule(static) nowait
+  for (int e = 0; e < n; e++) {
+    dsReal xl[6], vl[6], al[6], ax[6] = {0}, avl[6] = {0};
+    const int* idx = m->spring_idx + 2 * e;
+    dsSpringParam p = {m->spring_ke[e], m->spring_kd[e], m->spring_rest[e]}, ap = {0, 0, 0};
+    ds__gather3(xl, a->x, idx, 2);
+    ds__gather3(vl, a->v, idx, 2);
+    ds__gather3(al, a->af, idx, 2);
+    ds_spring_bwd(xl, vl, &p, al, ax, avl, &ap);
+    for (int k = 0; k < 6; k++) {
+      a->aex[6 * (size_t)e + k] = ax[k];
+      a->aev[6 * (size_t)e + k] = avl[k];
+    }
+    g->spring_ke[e] += ap.ke;
+    g->spring_kd[e] += ap.kd;
+    g->spring_rest[e] += ap.rest;
+  }
+}
+
+#define DS__FORCE_SPRING                                                                        \
+  {.name = "spring", .count = ds__spring_count, .nvert = 2, .idx = ds__spring_idx,              \
+   .fwd = ds__spring_fwd_loop, .bwd = ds__spring_bwd_loop}
 
 #endif

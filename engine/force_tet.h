@@ -28,6 +28,7 @@
 #define DSIM_ENGINE_FORCE_TET_H
 
 #include "engine/dsmath.h"
+#include "engine/force_loop.h"
 
 typedef struct dsTetRest {
   dsReal B[9]; /* Dm^-1, row-major */
@@ -179,5 +180,60 @@ DS_HD DS_INLINE void ds_tet_bwd(const dsReal x[12], const dsReal v[12], const ds
       adj_v[c] -= av;
     }
 }
+
+/* ---- loop over the model's tets --------------------------------------------------
+ * Slots: 4 per tet, [x0, x1, x2, x3]; activation: one per tet (block 2 of
+ * d->act); J = det F per tet into a->J (ds_step reports J <= 0). */
+static inline int ds__tet_count(const dsModel* m) { return m->ntet; }
+static inline const int* ds__tet_idx(const dsModel* m) { return m->tet_idx; }
+
+static inline void ds__tet_fwd_loop(const dsModel* m, const dsForceFwd* a) {
+  const int n = m->ntet;
+  const dsReal* act = a->act;
+#pragma omp for schedule(static) nowait
+  for (int e = 0; e < n; e++) {
+    dsReal xl[12], vl[12];
+    const int* idx = m->tet_idx + 4 * e;
+    dsTetRest r;
+    for (int k = 0; k < 9; k++) r.B[k] = m->tet_B[9 * (size_t)e + k];
+    r.vol = m->tet_vol[e];
+    dsTetParam p = {m->tet_k_mu[e], m->tet_k_lambda[e], m->tet_k_damp[e], act ? act[e] : 0};
+    ds__gather3(xl, a->x, idx, 4);
+    ds__gather3(vl, a->v, idx, 4);
+    ds_tet_fwd(xl, vl, &r, &p, a->ef + 12 * (size_t)e, a->J + e);
+  }
+}
+
+static inline void ds__tet_bwd_loop(const dsModel* m, const dsForceBwd* a) {
+  const int n = m->ntet;
+  const dsReal* act = a->act;
+  dsGrad* g = a->g;
+#pragma omp for schedule(static) nowait
+  for (int e = 0; e < n; e++) {
+    dsReal xl[12], vl[12], al[12], ax[12] = {0}, avl[12] = {0};
+    const int* idx = m->tet_idx + 4 * e;
+    dsTetRest r;
+    for (int k = 0; k < 9; k++) r.B[k] = m->tet_B[9 * (size_t)e + k];
+    r.vol = m->tet_vol[e];
+    dsTetParam p = {m->tet_k_mu[e], m->tet_k_lambda[e], m->tet_k_damp[e], act ? act[e] : 0};
+    dsTetParam ap = {0, 0, 0, 0};
+    ds__gather3(xl, a->x, idx, 4);
+    ds__gather3(vl, a->v, idx, 4);
+    ds__gather3(al, a->af, idx, 4);
+    ds_tet_bwd(xl, vl, &r, &p, al, ax, avl, &ap);
+    for (int k = 0; k < 12; k++) {
+      a->aex[12 * (size_t)e + k] = ax[k];
+      a->aev[12 * (size_t)e + k] = avl[k];
+    }
+    g->tet_k_mu[e] += ap.k_mu;
+    g->tet_k_lambda[e] += ap.k_lambda;
+    g->tet_k_damp[e] += ap.k_damp;
+    if (a->adj_act) a->adj_act[e] = ap.act;
+  }
+}
+
+#define DS__FORCE_TET                                                                           \
+  {.name = "tet", .count = ds__tet_count, .nvert = 4, .idx = ds__tet_idx, .act_order = 2,      \
+   .fwd = ds__tet_fwd_loop, .bwd = ds__tet_bwd_loop}
 
 #endif

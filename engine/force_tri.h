@@ -31,6 +31,7 @@
 #define DSIM_ENGINE_FORCE_TRI_H
 
 #include "engine/dsmath.h"
+#include "engine/force_loop.h"
 
 typedef struct dsTriRest {
   dsReal Dm[4]; /* inverse 2x2 rest matrix, row-major */
@@ -193,5 +194,60 @@ DS_HD DS_INLINE void ds_tri_bwd(const dsReal x[9], const dsReal v[9], const dsTr
     adj_v[c] -= awq[c] + awr[c];
   }
 }
+
+/* ---- loop over the model's triangles ------------------------------------------
+ * Slots: 3 per triangle, [p, q, r]; activation: one per triangle (block 1
+ * of d->act). */
+static inline int ds__tri_count(const dsModel* m) { return m->ntri; }
+static inline const int* ds__tri_idx(const dsModel* m) { return m->tri_idx; }
+
+static inline void ds__tri_fwd_loop(const dsModel* m, const dsForceFwd* a) {
+  const int n = m->ntri;
+  const dsReal* act = a->act;
+#pragma omp for schedule(static) nowait
+  for (int e = 0; e < n; e++) {
+    dsReal xl[9], vl[9];
+    const int* idx = m->tri_idx + 3 * e;
+    dsTriRest r;
+    for (int k = 0; k < 4; k++) r.Dm[k] = m->tri_Dm[4 * (size_t)e + k];
+    r.area = m->tri_area[e];
+    dsTriParam p = {m->tri_k_mu[e], m->tri_k_lambda[e], m->tri_k_damp[e], act ? act[e] : 0};
+    ds__gather3(xl, a->x, idx, 3);
+    ds__gather3(vl, a->v, idx, 3);
+    ds_tri_fwd(xl, vl, &r, &p, a->ef + 9 * (size_t)e);
+  }
+}
+
+static inline void ds__tri_bwd_loop(const dsModel* m, const dsForceBwd* a) {
+  const int n = m->ntri;
+  const dsReal* act = a->act;
+  dsGrad* g = a->g;
+#pragma omp for schedule(static) nowait
+  for (int e = 0; e < n; e++) {
+    dsReal xl[9], vl[9], al[9], ax[9] = {0}, avl[9] = {0};
+    const int* idx = m->tri_idx + 3 * e;
+    dsTriRest r;
+    for (int k = 0; k < 4; k++) r.Dm[k] = m->tri_Dm[4 * (size_t)e + k];
+    r.area = m->tri_area[e];
+    dsTriParam p = {m->tri_k_mu[e], m->tri_k_lambda[e], m->tri_k_damp[e], act ? act[e] : 0};
+    dsTriParam ap = {0, 0, 0, 0};
+    ds__gather3(xl, a->x, idx, 3);
+    ds__gather3(vl, a->v, idx, 3);
+    ds__gather3(al, a->af, idx, 3);
+    ds_tri_bwd(xl, vl, &r, &p, al, ax, avl, &ap);
+    for (int k = 0; k < 9; k++) {
+      a->aex[9 * (size_t)e + k] = ax[k];
+      a->aev[9 * (size_t)e + k] = avl[k];
+    }
+    g->tri_k_mu[e] += ap.k_mu;
+    g->tri_k_lambda[e] += ap.k_lambda;
+    g->tri_k_damp[e] += ap.k_damp;
+    if (a->adj_act) a->adj_act[e] = ap.act;
+  }
+}
+
+#define DS__FORCE_TRI                                                                           \
+  {.name = "tri", .count = ds__tri_count, .nvert = 3, .idx = ds__tri_idx, .act_order = 1,      \
+   .fwd = ds__tri_fwd_loop, .bwd = ds__tri_bwd_loop}
 
 #endif

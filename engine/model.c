@@ -16,9 +16,7 @@
 #include "dsim/engine.h"
 #include "dsim/mesh.h"
 #include "engine/engine_priv.h"
-#include "engine/force_bend.h"
-#include "engine/force_tet.h"
-#include "engine/force_tri.h"
+#include "engine/forces.h"
 
 /* ---- builder ----------------------------------------------------------------*/
 struct dsBuilder {
@@ -433,21 +431,25 @@ int ds_builder_finalize(dsBuilder* b, dsModel** out) {
   *out = NULL;
   int rc = finalize_check(b);
   if (rc) return rc;
-  long long nslot = 2LL * b->ns + 3LL * b->nt + 4LL * b->nb + 4LL * b->ntet;
-  if (nslot > (1 << 30)) return ds__seterr(&b->err, DS_ERR_RANGE, "model too large (%lld slots)", nslot);
+  dsModel counts;
+  memset(&counts, 0, sizeof counts);
+  counts.nparticle = b->np;
+  counts.nspring = b->ns;
+  counts.ntri = b->nt;
+  counts.nbend = b->nb;
+  counts.ntet = b->ntet;
+  counts.nface = b->nf;
+  counts.dt = b->dt;
+  counts.ground = b->ground;
+  counts.aero = b->aero;
+  dsForceLayout L;
+  ds__force_layout(&counts, &L);
+  if (L.nslot > (1 << 30)) return ds__seterr(&b->err, DS_ERR_RANGE, "model too large (%lld slots)", L.nslot);
+  counts.nslot = (int)L.nslot;
+  counts.nact = L.nact;
   dsModel* m = (dsModel*)ds__calloc(1, sizeof *m);
   if (!m) return ds__seterr(&b->err, DS_ERR_NOMEM, "out of memory");
-  m->nparticle = b->np;
-  m->nspring = b->ns;
-  m->ntri = b->nt;
-  m->nbend = b->nb;
-  m->ntet = b->ntet;
-  m->nface = b->nf;
-  m->nslot = (int)nslot;
-  m->nact = b->nt + b->ntet;
-  m->dt = b->dt;
-  m->ground = b->ground;
-  m->aero = b->aero;
+  *m = counts;
   if ((rc = model_alloc(m))) {
     ds_model_free(m);
     return ds__seterr(&b->err, DS_ERR_NOMEM, "out of memory allocating the model");
@@ -532,15 +534,19 @@ int ds_builder_finalize(dsBuilder* b, dsModel** out) {
     m->aero_lift[0] = b->lift;
     m->aero_drag[0] = b->drag;
   }
-  /* Incidence (CSR). The slots are numbered in the order of the
-   * concatenation spring_idx | tri_idx | bend_idx | tet_idx, so slot s
-   * belongs to particle cat[s]. Filling in ascending s gives every
-   * particle its slots in ascending order: the fixed gather order. */
+  /* Incidence (CSR). The slots are numbered in the order of the force
+   * table's element models (spring_idx | tri_idx | bend_idx | tet_idx), so
+   * slot s belongs to the s-th entry of that concatenation. Filling in
+   * ascending s gives every particle its slots in ascending order: the
+   * fixed gather order. */
   int* cnt = m->inc_start;
-  const int* parts[4] = {m->spring_idx, m->tri_idx, m->bend_idx, m->tet_idx};
-  const int lens[4] = {2 * m->nspring, 3 * m->ntri, 4 * m->nbend, 4 * m->ntet};
-  for (int p = 0; p < 4; p++)
-    for (int s = 0; s < lens[p]; s++) cnt[parts[p][s] + 1]++;
+  for (int k = 0; k < DS__NFORCE; k++) {
+    const dsForceModel* F = &ds__forces[k];
+    if (F->nvert == 0) continue;
+    const int* idx = F->idx(m);
+    const size_t len = (size_t)F->nvert * L.count[k];
+    for (size_t s = 0; s < len; s++) cnt[idx[s] + 1]++;
+  }
   for (int i = 0; i < np; i++) cnt[i + 1] += cnt[i];
   int* fill = (int*)ds__malloc(((size_t)np + 1) * sizeof(int));
   if (!fill) {
@@ -548,9 +554,13 @@ int ds_builder_finalize(dsBuilder* b, dsModel** out) {
     return ds__seterr(&b->err, DS_ERR_NOMEM, "out of memory");
   }
   memcpy(fill, cnt, (size_t)np * sizeof(int));
-  int slot = 0;
-  for (int p = 0; p < 4; p++)
-    for (int s = 0; s < lens[p]; s++, slot++) m->inc_slot[fill[parts[p][s]]++] = slot;
+  for (int k = 0; k < DS__NFORCE; k++) {
+    const dsForceModel* F = &ds__forces[k];
+    if (F->nvert == 0) continue;
+    const int* idx = F->idx(m);
+    const size_t len = (size_t)F->nvert * L.count[k];
+    for (size_t s = 0; s < len; s++) m->inc_slot[fill[idx[s]]++] = L.slot[k] + (int)s;
+  }
   ds__free(fill);
   *out = m;
   ds__clearerr(&b->err);

@@ -20,7 +20,13 @@
  * parameters shared by all elements (contact, lift/drag, gravity) collect
  * per-element partials that are summed serially in element order. Element
  * parameters receive their gradient per element (no sharing, no race).
- * The mass gradient uses the taped v' instead of recomputing forces. */
+ * The mass gradient uses the taped v' instead of recomputing forces.
+ *
+ * The force models are not named here: both passes run the force table of
+ * engine/forces.h in list order (element loops, one barrier, then the
+ * per-particle gather with the per-particle models such as contact; the
+ * backward adds the serial `reduce` of each model's scratch at the end).
+ * The integrator and gravity are the step's own. */
 #include "config.h"
 
 #include <math.h>
@@ -28,95 +34,41 @@
 
 #include "dsim/engine.h"
 #include "engine/engine_priv.h"
-#include "engine/force_aero.h"
-#include "engine/force_bend.h"
-#include "engine/force_contact.h"
-#include "engine/force_spring.h"
-#include "engine/force_tet.h"
-#include "engine/force_tri.h"
+#include "engine/forces.h"
 
 /* Below this many slots + particles a substep runs on one thread: the
  * fork/join would cost more than the work. */
 #define DS__PAR_MIN 4096
 
-/* out[3k+c] = a[3 idx[k] + c], k < n */
-static inline void gather3(dsReal* out, const dsReal* a, const int* idx, int n) {
-  for (int k = 0; k < n; k++) {
-    const dsReal* p = a + 3 * (size_t)idx[k];
-    out[3 * k] = p[0];
-    out[3 * k + 1] = p[1];
-    out[3 * k + 2] = p[2];
-  }
-}
-
-static inline dsContactParam contact_param(const dsModel* m) {
-  dsContactParam cp = {m->contact_ke[0], m->contact_kd[0], m->contact_kf[0], m->contact_mu[0], m->contact_skin[0]};
-  return cp;
+/* The per-particle models (contact) that are on, in list order. */
+static int particle_stages(const dsForceLayout* L, int* ids) {
+  int n = 0;
+  for (int k = 0; k < DS__NFORCE; k++)
+    if (ds__forces[k].pfwd && L->count[k]) ids[n++] = k;
+  return n;
 }
 
 void ds__substep(const dsModel* m, const dsReal* x, const dsReal* v, const dsReal* act, const dsReal* fext,
                  dsReal* ef, dsReal* J, dsReal* f, dsReal* xo, dsReal* vo, int integrate) {
-  const int ns = m->nspring, nt = m->ntri, nb = m->nbend, ntet = m->ntet, np = m->nparticle;
-  dsReal* ef_tri = ef + 3 * (size_t)DS__SLOT_TRI(m);
-  dsReal* ef_bend = ef + 3 * (size_t)DS__SLOT_BEND(m);
-  dsReal* ef_tet = ef + 3 * (size_t)DS__SLOT_TET(m);
-  const dsAeroParam ap = {m->aero_lift[0], m->aero_drag[0]};
-  const dsContactParam cp = contact_param(m);
+  const int np = m->nparticle;
+  dsForceLayout L;
+  ds__force_layout(m, &L);
+  int pst[DS__NFORCE];
+  const int npst = particle_stages(&L, pst);
   const dsReal dt = m->dt, g0 = m->gravity[0], g1 = m->gravity[1], g2 = m->gravity[2];
-  const int aero = m->aero, ground = m->ground;
   const int par = m->nslot + np >= DS__PAR_MIN;
   (void)par;
 #pragma omp parallel if (par)
   {
-#pragma omp for schedule(static) nowait
-    for (int e = 0; e < ns; e++) {
-      dsReal xl[6], vl[6];
-      const int* idx = m->spring_idx + 2 * e;
-      dsSpringParam p = {m->spring_ke[e], m->spring_kd[e], m->spring_rest[e]};
-      gather3(xl, x, idx, 2);
-      gather3(vl, v, idx, 2);
-      ds_spring_fwd(xl, vl, &p, ef + 6 * (size_t)e);
+    /* element models in list order, each into its own slots */
+    for (int k = 0; k < DS__NFORCE; k++) {
+      const dsForceModel* F = &ds__forces[k];
+      if (!F->fwd || !L.count[k]) continue;
+      const dsForceFwd a = {x, v, act && L.act[k] >= 0 ? act + L.act[k] : NULL, ef + 3 * (size_t)L.slot[k], J};
+      F->fwd(m, &a);
     }
-#pragma omp for schedule(static) nowait
-    for (int e = 0; e < nt; e++) {
-      dsReal xl[9], vl[9];
-      const int* idx = m->tri_idx + 3 * e;
-      dsTriRest r;
-      memcpy(r.Dm, m->tri_Dm + 4 * e, 4 * sizeof(dsReal));
-      r.area = m->tri_area[e];
-      dsTriParam p = {m->tri_k_mu[e], m->tri_k_lambda[e], m->tri_k_damp[e], act ? act[e] : 0};
-      gather3(xl, x, idx, 3);
-      gather3(vl, v, idx, 3);
-      dsReal* fe = ef_tri + 9 * (size_t)e;
-      ds_tri_fwd(xl, vl, &r, &p, fe);
-      if (aero) {
-        dsReal fa[9];
-        ds_aero_fwd(xl, vl, &ap, fa);
-        for (int k = 0; k < 9; k++) fe[k] += fa[k];
-      }
-    }
-#pragma omp for schedule(static) nowait
-    for (int e = 0; e < nb; e++) {
-      dsReal xl[12], vl[12];
-      const int* idx = m->bend_idx + 4 * e;
-      dsBendParam p = {m->bend_ke[e], m->bend_kd[e], m->bend_rest[e]};
-      gather3(xl, x, idx, 4);
-      gather3(vl, v, idx, 4);
-      ds_bend_fwd(xl, vl, &p, ef_bend + 12 * (size_t)e);
-    }
-#pragma omp for schedule(static)
-    for (int e = 0; e < ntet; e++) {
-      dsReal xl[12], vl[12];
-      const int* idx = m->tet_idx + 4 * e;
-      dsTetRest r;
-      memcpy(r.B, m->tet_B + 9 * e, 9 * sizeof(dsReal));
-      r.vol = m->tet_vol[e];
-      dsTetParam p = {m->tet_k_mu[e], m->tet_k_lambda[e], m->tet_k_damp[e], act ? act[nt + e] : 0};
-      gather3(xl, x, idx, 4);
-      gather3(vl, v, idx, 4);
-      ds_tet_fwd(xl, vl, &r, &p, ef_tet + 12 * (size_t)e, J + e);
-    }
-    /* gather in a fixed order, contact, integrate */
+#pragma omp barrier
+    /* gather in a fixed order, per-particle models (contact), integrate */
 #pragma omp for schedule(static)
     for (int i = 0; i < np; i++) {
       dsReal fi[3] = {0, 0, 0};
@@ -131,13 +83,7 @@ void ds__substep(const dsModel* m, const dsReal* x, const dsReal* v, const dsRea
         fi[1] += fs[1];
         fi[2] += fs[2];
       }
-      if (ground) {
-        dsReal fc[3];
-        ds_contact_fwd(x + 3 * i, v + 3 * i, &cp, fc);
-        fi[0] += fc[0];
-        fi[1] += fc[1];
-        fi[2] += fc[2];
-      }
+      for (int q = 0; q < npst; q++) ds__forces[pst[q]].pfwd(m, i, x, v, fi);
       if (f) {
         f[3 * i] = fi[0];
         f[3 * i + 1] = fi[1];
@@ -287,7 +233,7 @@ int ds_backward_step(const dsModel* m, dsData* d, dsGrad* g, dsReal* adj_act, ds
   if (!m || !d || !g || g->model != m) return DS_ERR_INVALID;
   dsErrBuf* eb = ds__data_err(d);
   if (d->bt <= 0) return ds__seterr(eb, DS_ERR_STATE, "backward: no substep to pop (bt = %d)", d->bt);
-  const int t = d->bt - 1, np = m->nparticle, ns = m->nspring, nt = m->ntri, nb = m->nbend, ntet = m->ntet;
+  const int t = d->bt - 1, np = m->nparticle;
   const size_t n3 = 3 * (size_t)np;
   const dsReal *xt, *vt, *vt1;
   if (d->ckpt > 1) {
@@ -303,24 +249,23 @@ int ds_backward_step(const dsModel* m, dsData* d, dsGrad* g, dsReal* adj_act, ds
   }
   const dsReal* act = m->nact ? d->act_tape + (size_t)d->act_rec[t] * m->nact : NULL;
 
+  dsForceLayout L;
+  ds__force_layout(m, &L);
+  int pst[DS__NFORCE];
+  const int npst = particle_stages(&L, pst);
   size_t mark = ds__arena_mark(d);
   const size_t r = sizeof(dsReal), s3 = 3 * (size_t)m->nslot;
   dsReal* av = (dsReal*)ds__arena_alloc(d, n3 * r, "ds_backward_step");
   dsReal* af = av ? (dsReal*)ds__arena_alloc(d, n3 * r, "ds_backward_step") : NULL;
   dsReal* aex = af ? (dsReal*)ds__arena_alloc(d, s3 * r, "ds_backward_step") : NULL;
   dsReal* aev = aex ? (dsReal*)ds__arena_alloc(d, s3 * r, "ds_backward_step") : NULL;
-  dsReal* aaero = aev ? (dsReal*)ds__arena_alloc(d, 2 * (size_t)nt * r, "ds_backward_step") : NULL;
-  dsReal* acon = aaero ? (dsReal*)ds__arena_alloc(d, 5 * (size_t)np * r, "ds_backward_step") : NULL;
-  if (!acon) {
+  dsReal* scr = aev ? (dsReal*)ds__arena_alloc(d, L.nscratch * r, "ds_backward_step") : NULL;
+  if (!scr) {
     ds__arena_free(d, mark);
     return DS_ERR_ARENA;
   }
   const dsReal dt = m->dt;
   const dsReal gv[3] = {m->gravity[0], m->gravity[1], m->gravity[2]};
-  const dsAeroParam ap = {m->aero_lift[0], m->aero_drag[0]};
-  const dsContactParam cp = contact_param(m);
-  const int aero = m->aero, ground = m->ground;
-  const size_t bt = (size_t)DS__SLOT_TRI(m), bb = (size_t)DS__SLOT_BEND(m), btet = (size_t)DS__SLOT_TET(m);
   const int par = m->nslot + np >= DS__PAR_MIN;
   (void)par;
 #pragma omp parallel if (par)
@@ -340,84 +285,24 @@ int ds_backward_step(const dsModel* m, dsData* d, dsGrad* g, dsReal* adj_act, ds
       }
       if (w > 0) g->mass[i] += -w * dm;
     }
-    /* B: element adjoints, per element into its own slots */
-#pragma omp for schedule(static) nowait
-    for (int e = 0; e < ns; e++) {
-      dsReal xl[6], vl[6], al[6], ax[6] = {0}, avl[6] = {0};
-      const int* idx = m->spring_idx + 2 * e;
-      dsSpringParam p = {m->spring_ke[e], m->spring_kd[e], m->spring_rest[e]}, ap_ = {0, 0, 0};
-      gather3(xl, xt, idx, 2);
-      gather3(vl, vt, idx, 2);
-      gather3(al, af, idx, 2);
-      ds_spring_bwd(xl, vl, &p, al, ax, avl, &ap_);
-      memcpy(aex + 6 * (size_t)e, ax, sizeof ax);
-      memcpy(aev + 6 * (size_t)e, avl, sizeof avl);
-      g->spring_ke[e] += ap_.ke;
-      g->spring_kd[e] += ap_.kd;
-      g->spring_rest[e] += ap_.rest;
+    /* B: element adjoints, per element into its own slots, in list order */
+    for (int k = 0; k < DS__NFORCE; k++) {
+      const dsForceModel* F = &ds__forces[k];
+      if (!F->bwd || !L.count[k]) continue;
+      const int ab = L.act[k];
+      const dsForceBwd a = {xt,
+                            vt,
+                            act && ab >= 0 ? act + ab : NULL,
+                            af,
+                            aex + 3 * (size_t)L.slot[k],
+                            aev + 3 * (size_t)L.slot[k],
+                            g,
+                            adj_act && ab >= 0 ? adj_act + ab : NULL,
+                            scr + L.scratch[k]};
+      F->bwd(m, &a);
     }
-#pragma omp for schedule(static) nowait
-    for (int e = 0; e < nt; e++) {
-      dsReal xl[9], vl[9], al[9], ax[9] = {0}, avl[9] = {0};
-      const int* idx = m->tri_idx + 3 * e;
-      dsTriRest rr;
-      memcpy(rr.Dm, m->tri_Dm + 4 * e, 4 * sizeof(dsReal));
-      rr.area = m->tri_area[e];
-      dsTriParam p = {m->tri_k_mu[e], m->tri_k_lambda[e], m->tri_k_damp[e], act ? act[e] : 0};
-      dsTriParam ap_ = {0, 0, 0, 0};
-      gather3(xl, xt, idx, 3);
-      gather3(vl, vt, idx, 3);
-      gather3(al, af, idx, 3);
-      ds_tri_bwd(xl, vl, &rr, &p, al, ax, avl, &ap_);
-      if (aero) {
-        dsAeroParam aa = {0, 0};
-        ds_aero_bwd(xl, vl, &ap, al, ax, avl, &aa);
-        aaero[2 * e] = aa.k_lift;
-        aaero[2 * e + 1] = aa.k_drag;
-      }
-      memcpy(aex + 3 * (bt + 3 * (size_t)e), ax, sizeof ax);
-      memcpy(aev + 3 * (bt + 3 * (size_t)e), avl, sizeof avl);
-      g->tri_k_mu[e] += ap_.k_mu;
-      g->tri_k_lambda[e] += ap_.k_lambda;
-      g->tri_k_damp[e] += ap_.k_damp;
-      if (adj_act) adj_act[e] = ap_.act;
-    }
-#pragma omp for schedule(static) nowait
-    for (int e = 0; e < nb; e++) {
-      dsReal xl[12], vl[12], al[12], ax[12] = {0}, avl[12] = {0};
-      const int* idx = m->bend_idx + 4 * e;
-      dsBendParam p = {m->bend_ke[e], m->bend_kd[e], m->bend_rest[e]}, ap_ = {0, 0, 0};
-      gather3(xl, xt, idx, 4);
-      gather3(vl, vt, idx, 4);
-      gather3(al, af, idx, 4);
-      ds_bend_bwd(xl, vl, &p, al, ax, avl, &ap_);
-      memcpy(aex + 3 * (bb + 4 * (size_t)e), ax, sizeof ax);
-      memcpy(aev + 3 * (bb + 4 * (size_t)e), avl, sizeof avl);
-      g->bend_ke[e] += ap_.ke;
-      g->bend_kd[e] += ap_.kd;
-      g->bend_rest[e] += ap_.rest;
-    }
-#pragma omp for schedule(static)
-    for (int e = 0; e < ntet; e++) {
-      dsReal xl[12], vl[12], al[12], ax[12] = {0}, avl[12] = {0};
-      const int* idx = m->tet_idx + 4 * e;
-      dsTetRest rr;
-      memcpy(rr.B, m->tet_B + 9 * e, 9 * sizeof(dsReal));
-      rr.vol = m->tet_vol[e];
-      dsTetParam p = {m->tet_k_mu[e], m->tet_k_lambda[e], m->tet_k_damp[e], act ? act[nt + e] : 0};
-      dsTetParam ap_ = {0, 0, 0, 0};
-      gather3(xl, xt, idx, 4);
-      gather3(vl, vt, idx, 4);
-      gather3(al, af, idx, 4);
-      ds_tet_bwd(xl, vl, &rr, &p, al, ax, avl, &ap_);
-      memcpy(aex + 3 * (btet + 4 * (size_t)e), ax, sizeof ax);
-      memcpy(aev + 3 * (btet + 4 * (size_t)e), avl, sizeof avl);
-      g->tet_k_mu[e] += ap_.k_mu;
-      g->tet_k_lambda[e] += ap_.k_lambda;
-      g->tet_k_damp[e] += ap_.k_damp;
-      if (adj_act) adj_act[nt + e] = ap_.act;
-    }
-    /* C: gather element adjoints per particle in the forward's order; contact */
+#pragma omp barrier
+    /* C: gather element adjoints per particle in the forward's order; per-particle models */
 #pragma omp for schedule(static)
     for (int i = 0; i < np; i++) {
       dsReal ax[3] = {0, 0, 0}, avl[3] = {0, 0, 0};
@@ -430,16 +315,7 @@ int ds_backward_step(const dsModel* m, dsData* d, dsGrad* g, dsReal* adj_act, ds
         avl[1] += aev[o + 1];
         avl[2] += aev[o + 2];
       }
-      if (ground) {
-        dsContactParam ac = {0, 0, 0, 0, 0};
-        ds_contact_bwd(xt + 3 * i, vt + 3 * i, &cp, af + 3 * i, ax, avl, &ac);
-        dsReal* a5 = acon + 5 * (size_t)i;
-        a5[0] = ac.ke;
-        a5[1] = ac.kd;
-        a5[2] = ac.kf;
-        a5[3] = ac.mu;
-        a5[4] = ac.skin;
-      }
+      for (int q = 0; q < npst; q++) ds__forces[pst[q]].pbwd(m, i, xt, vt, af, ax, avl, scr + L.scratch[pst[q]]);
       for (int c = 0; c < 3; c++) {
         d->adj_x[3 * i + c] += ax[c];
         d->adj_v[3 * i + c] = av[3 * i + c] + avl[c];
@@ -452,25 +328,8 @@ int ds_backward_step(const dsModel* m, dsData* d, dsGrad* g, dsReal* adj_act, ds
     if (m->inv_mass[i] > 0)
       for (int c = 0; c < 3; c++) sg[c] += av[3 * i + c];
   for (int c = 0; c < 3; c++) g->gravity[c] += dt * sg[c];
-  if (ground) {
-    dsReal sc[5] = {0, 0, 0, 0, 0};
-    for (int i = 0; i < np; i++)
-      for (int k = 0; k < 5; k++) sc[k] += acon[5 * (size_t)i + k];
-    g->contact_ke[0] += sc[0];
-    g->contact_kd[0] += sc[1];
-    g->contact_kf[0] += sc[2];
-    g->contact_mu[0] += sc[3];
-    g->contact_skin[0] += sc[4];
-  }
-  if (aero) {
-    dsReal sl = 0, sd = 0;
-    for (int e = 0; e < nt; e++) {
-      sl += aaero[2 * e];
-      sd += aaero[2 * e + 1];
-    }
-    g->aero_lift[0] += sl;
-    g->aero_drag[0] += sd;
-  }
+  for (int k = 0; k < DS__NFORCE; k++)
+    if (ds__forces[k].reduce && L.count[k]) ds__forces[k].reduce(m, scr + L.scratch[k], g);
   ds__arena_free(d, mark);
   d->bt = t;
   return 0;

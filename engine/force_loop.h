@@ -1,0 +1,88 @@
+/* What a force model gives the step (engine/forces.h lists them; step.c
+ * runs them): its element count, its vertex lists, where its activations
+ * sit, and its forward and backward loops over the model.
+ *
+ * Slots. A slot is 3 reals: the force (forward) or the adjoints (backward)
+ * of one element on one of its vertices. An element model with nvert
+ * vertices per element owns nvert slots per element, element-major
+ * (slot base + nvert e + k for vertex k of element e); the bases follow the
+ * list order. A model with nvert = 0 owns no slots: as an element model it
+ * adds into the slots of the model named by `into` (aero into tri: the
+ * lift/drag of triangle e lands in triangle e's three slots); as a
+ * per-particle model (contact) it runs inside the per-particle gather.
+ *
+ * Threads. fwd and bwd are called by every thread of the step's parallel
+ * region and share the work with an orphaned `omp for schedule(static)
+ * nowait` over the elements; step.c puts the barrier after the last element
+ * loop. An element writes only its own slots (or, for an `into` model, the
+ * slots of its owner's element with the same index: the static schedule
+ * gives both loops the same iteration-to-thread map, because they have the
+ * same count and bind to the same parallel region, so the owner's write is
+ * this thread's own earlier write). Element parameters get their gradient
+ * per element; shared scalars (lift/drag, contact) write per-element
+ * partials into scratch, which `reduce` sums serially in element order
+ * after the parallel region. Nothing is summed across threads, so every
+ * thread count gives the same bits. */
+#ifndef DSIM_ENGINE_FORCE_LOOP_H
+#define DSIM_ENGINE_FORCE_LOOP_H
+
+#include <stddef.h>
+
+#include "dsim/engine.h"
+#include "engine/dsmath.h"
+
+/* Forward inputs of one model's loop. Pointers are already offset to the
+ * model's block. */
+typedef struct dsForceFwd {
+  const dsReal* x;   /* positions at the substep start, nparticle x 3 */
+  const dsReal* v;   /* velocities */
+  const dsReal* act; /* the model's activations (count), NULL: all 0 */
+  dsReal* ef;        /* the model's (or its owner's) first slot */
+  dsReal* J;         /* tet: det F per element (ntet), checked by ds_step */
+} dsForceFwd;
+
+/* Backward inputs of one model's loop (pointers offset as above). */
+typedef struct dsForceBwd {
+  const dsReal* x;   /* taped state at the substep start */
+  const dsReal* v;
+  const dsReal* act; /* the model's activations, NULL: all 0 */
+  const dsReal* af;  /* dL/d(total force) per particle, nparticle x 3 */
+  dsReal* aex;       /* the model's first slot of element dL/dx */
+  dsReal* aev;       /* ... of element dL/dv */
+  dsGrad* g;         /* element parameters: += per element */
+  dsReal* adj_act;   /* the model's block of dL/d(act), overwritten; NULL: not wanted */
+  dsReal* scratch;   /* the model's per-element partials of shared scalars */
+} dsForceBwd;
+
+typedef struct dsForceModel {
+  const char* name;
+  int (*count)(const dsModel* m);      /* elements (particles for a per-particle model); 0: off */
+  int nvert;                           /* vertices = owned slots per element; 0: none */
+  const int* (*idx)(const dsModel* m); /* vertex lists (count x nvert) when nvert > 0 */
+  int into;                            /* nvert = 0 element model: the list entry whose slots it adds into */
+  int act_order;                       /* 1-based position of its block in d->act; 0: no activation */
+  size_t scratch;                      /* backward partials of shared scalars, reals per element */
+  /* element loops (orphaned omp for nowait); NULL for a per-particle model */
+  void (*fwd)(const dsModel* m, const dsForceFwd* a);
+  void (*bwd)(const dsModel* m, const dsForceBwd* a);
+  /* per-particle model, called in the gather after particle i's slot sum:
+   * adds its force into f; backward accumulates into ax, av and writes its
+   * partials to scratch (its block, `scratch` reals per particle) */
+  void (*pfwd)(const dsModel* m, int i, const dsReal* x, const dsReal* v, dsReal f[3]);
+  void (*pbwd)(const dsModel* m, int i, const dsReal* x, const dsReal* v, const dsReal* af, dsReal ax[3],
+               dsReal av[3], dsReal* scratch);
+  /* serial sum of the scratch block (count x scratch reals) into g; may be NULL */
+  void (*reduce)(const dsModel* m, const dsReal* scratch, dsGrad* g);
+} dsForceModel;
+
+/* out[3k+c] = a[3 idx[k] + c], k < n */
+DS_HD DS_INLINE void ds__gather3(dsReal* out, const dsReal* a, const int* idx, int n) {
+  for (int k = 0; k < n; k++) {
+    const dsReal* p = a + 3 * (size_t)idx[k];
+    out[3 * k] = p[0];
+    out[3 * k + 1] = p[1];
+    out[3 * k + 2] = p[2];
+  }
+}
+
+#endif
