@@ -1,13 +1,18 @@
-/* Damped spring between particles i and j (element-local: x = [x_i, x_j]).
+/* Damped, actuated spring between particles i and j (element-local:
+ * x = [x_i, x_j]) with activation a: rest length L (1 + a) (a < 0 shortens
+ * the spring, a = -1 makes its rest length zero).
  *
- *   d = x_i - x_j,  l = |d|,  d^ = d / l,  c = l - L,  cdot = d^ . (v_i - v_j)
+ *   d = x_i - x_j,  l = |d|,  d^ = d / l,  c = l - L (1 + a),  cdot = d^ . (v_i - v_j)
  *   s = ke c + kd cdot,   F = s d^,   f_i = -F,  f_j = +F
  *
- * Elastic part: f = -grad of E = ke/2 (l - L)^2.
+ * Elastic part: f = -grad of E = ke/2 (l - L (1 + a))^2. At a = 0 the rest
+ * length L (1 + 0) = L exactly (1 + 0 = 1 and L * 1 = L in IEEE
+ * arithmetic), so a passive spring is bit for bit the unactuated one.
  *
  * Adjoint (G = adj_f_j - adj_f_i is the adjoint of F):
  *   adj_s = G . d^,   adj_d^ = s G + kd adj_s dv      (dv = v_i - v_j)
- *   adj_ke += adj_s c,  adj_kd += adj_s cdot,  adj_rest -= ke adj_s
+ *   adj_ke += adj_s c,  adj_kd += adj_s cdot,
+ *   adj_rest -= ke (1 + a) adj_s,  adj_a -= ke L adj_s
  *   adj_d  = ke adj_s d^ + (adj_d^ - d^ (d^ . adj_d^)) / l
  *   adj_x_i += adj_d, adj_x_j -= adj_d;  adj_v_i += kd adj_s d^, adj_v_j -= same
  *
@@ -23,7 +28,8 @@
 typedef struct dsSpringParam {
   dsReal ke;   /* stiffness, N/m */
   dsReal kd;   /* damping, N s/m */
-  dsReal rest; /* rest length L, m */
+  dsReal rest; /* rest length L, m (of the passive spring) */
+  dsReal act;  /* activation a: rest length L (1 + a); dimensionless */
 } dsSpringParam;
 
 DS_HD DS_INLINE void ds_spring_fwd(const dsReal x[6], const dsReal v[6], const dsSpringParam* p,
@@ -36,7 +42,7 @@ DS_HD DS_INLINE void ds_spring_fwd(const dsReal x[6], const dsReal v[6], const d
     return;
   }
   dsu_sub3(dv, v, v + 3);
-  dsReal s = p->ke * (l - p->rest) + p->kd * dsu_dot3(dh, dv);
+  dsReal s = p->ke * (l - p->rest * (1 + p->act)) + p->kd * dsu_dot3(dh, dv);
   dsu_scl3(f + 3, dh, s);
   dsu_scl3(f, dh, -s);
 }
@@ -49,14 +55,15 @@ DS_HD DS_INLINE void ds_spring_bwd(const dsReal x[6], const dsReal v[6], const d
   dsReal l = dsu_normalize3(dh, d);
   if (l == 0) return;
   dsu_sub3(dv, v, v + 3);
-  dsReal c = l - p->rest, cdot = dsu_dot3(dh, dv);
+  dsReal c = l - p->rest * (1 + p->act), cdot = dsu_dot3(dh, dv);
   dsReal s = p->ke * c + p->kd * cdot;
 
   dsu_sub3(G, adj_f + 3, adj_f);
   dsReal adj_s = dsu_dot3(G, dh);
   adj_p->ke += adj_s * c;
   adj_p->kd += adj_s * cdot;
-  adj_p->rest -= p->ke * adj_s;
+  adj_p->rest -= p->ke * (1 + p->act) * adj_s;
+  adj_p->act -= p->ke * p->rest * adj_s;
 
   dsReal adj_cdot = p->kd * adj_s;
   dsu_scl3(adj_dh, G, s);
@@ -71,17 +78,19 @@ DS_HD DS_INLINE void ds_spring_bwd(const dsReal x[6], const dsReal v[6], const d
 }
 
 /* ---- loop over the model's springs -------------------------------------------
- * Slots: 2 per spring, [i, j] = [f_i, f_j]. */
+ * Slots: 2 per spring, [i, j] = [f_i, f_j]; activation: one per spring
+ * (block 3 of d->act, after the triangles' and the tets'). */
 static inline int ds__spring_count(const dsModel* m) { return m->nspring; }
 static inline const int* ds__spring_idx(const dsModel* m) { return m->spring_idx; }
 
 static inline void ds__spring_fwd_loop(const dsModel* m, const dsForceFwd* a) {
   const int n = m->nspring;
+  const dsReal* act = a->act;
 #pragma omp for schedule(static) nowait
   for (int e = 0; e < n; e++) {
     dsReal xl[6], vl[6];
     const int* idx = m->spring_idx + 2 * e;
-    dsSpringParam p = {m->spring_ke[e], m->spring_kd[e], m->spring_rest[e]};
+    dsSpringParam p = {m->spring_ke[e], m->spring_kd[e], m->spring_rest[e], act ? act[e] : 0};
     ds__gather3(xl, a->x, idx, 2);
     ds__gather3(vl, a->v, idx, 2);
     ds_spring_fwd(xl, vl, &p, a->ef + 6 * (size_t)e);
@@ -90,12 +99,14 @@ static inline void ds__spring_fwd_loop(const dsModel* m, const dsForceFwd* a) {
 
 static inline void ds__spring_bwd_loop(const dsModel* m, const dsForceBwd* a) {
   const int n = m->nspring;
+  const dsReal* act = a->act;
   dsGrad* g = a->g;
 #pragma omp for schedule(static) nowait
   for (int e = 0; e < n; e++) {
     dsReal xl[6], vl[6], al[6], ax[6] = {0}, avl[6] = {0};
     const int* idx = m->spring_idx + 2 * e;
-    dsSpringParam p = {m->spring_ke[e], m->spring_kd[e], m->spring_rest[e]}, ap = {0, 0, 0};
+    dsSpringParam p = {m->spring_ke[e], m->spring_kd[e], m->spring_rest[e], act ? act[e] : 0};
+    dsSpringParam ap = {0, 0, 0, 0};
     ds__gather3(xl, a->x, idx, 2);
     ds__gather3(vl, a->v, idx, 2);
     ds__gather3(al, a->af, idx, 2);
@@ -107,11 +118,12 @@ static inline void ds__spring_bwd_loop(const dsModel* m, const dsForceBwd* a) {
     g->spring_ke[e] += ap.ke;
     g->spring_kd[e] += ap.kd;
     g->spring_rest[e] += ap.rest;
+    if (a->adj_act) a->adj_act[e] = ap.act;
   }
 }
 
 #define DS__FORCE_SPRING                                                                        \
-  {.name = "spring", .count = ds__spring_count, .nvert = 2, .idx = ds__spring_idx,              \
+  {.name = "spring", .count = ds__spring_count, .nvert = 2, .idx = ds__spring_idx, .act_order = 3, \
    .fwd = ds__spring_fwd_loop, .bwd = ds__spring_bwd_loop}
 
 #endif

@@ -92,7 +92,7 @@ typedef struct dsModel {
   int ntet;        /* tetrahedra */
   int nface;       /* render faces */
   int nslot;       /* element force slots: 2*nspring + 3*ntri + 4*nbend + 4*ntet */
-  int nact;        /* activations per substep: ntri (triangles first) + ntet */
+  int nact;        /* activations per substep: [tri | tet | spring] = ntri + ntet + nspring */
   dsReal dt;       /* substep, s */
   int ground;      /* 1: ground-plane contact at y = 0 */
   int aero;        /* 1: lift and drag on every triangle */
@@ -118,7 +118,9 @@ DS_API const char* ds_builder_last_error(const dsBuilder* b);
 /* Each add returns the new element's index (>= 0) or a negative DS_ERR_*.
  * mass 0 makes a fixed particle (inverse mass 0, no gravity). v may be NULL. */
 DS_API int ds_builder_add_particle(dsBuilder* b, const dsReal x[3], const dsReal v[3], dsReal mass);
-/* rest < 0: the distance between the particles' positions. */
+/* rest < 0: the distance between the particles' positions. The spring's
+ * activation a (its entry in the spring block of d->act) makes its rest
+ * length rest (1 + a); a = 0 is the passive spring. */
 DS_API int ds_builder_add_spring(dsBuilder* b, int i, int j, dsReal ke, dsReal kd, dsReal rest);
 DS_API int ds_builder_add_tri(dsBuilder* b, int i, int j, int k, const dsTriMaterial* mat);
 /* Rest angle from the particles' positions (computed at finalize). */
@@ -193,7 +195,7 @@ DS_API dsDataDef ds_default_data_def(void);
   X(v, dsReal, 3 * (size_t)(m_)->nparticle, "v")               /* velocities */                 \
   X(f, dsReal, 3 * (size_t)(m_)->nparticle, "f")               /* total force of the last step */ \
   X(f_ext, dsReal, 3 * (size_t)(m_)->nparticle, "f_ext")       /* external force, N, set per substep */ \
-  X(act, dsReal, (size_t)(m_)->nact, "act")                    /* activations [tri | tet] */    \
+  X(act, dsReal, (size_t)(m_)->nact, "act")                    /* activations [tri | tet | spring] */ \
   X(adj_x, dsReal, 3 * (size_t)(m_)->nparticle, "adj_x")       /* dL/dx at substep bt */        \
   X(adj_v, dsReal, 3 * (size_t)(m_)->nparticle, "adj_v")       /* dL/dv at substep bt */        \
   X(tape_x, dsReal, (size_t)(d_)->nstore * 3 * (m_)->nparticle, "tape_x")                        \
@@ -267,8 +269,9 @@ DS_API int ds_grad_param(const dsGrad* g, const char* name, dsReal** ptr, int* c
 DS_API int ds_backward_begin(const dsModel* m, dsData* d);
 /* Pops substep bt-1: turns the adjoints of state bt into those of state
  * bt-1, accumulates parameter gradients into g, and writes (overwrites)
- * dL/d(act over that substep) into adj_act (nact) and dL/d(f_ext over that
- * substep) into adj_fext (nparticle x 3) when they are not NULL. */
+ * dL/d(act over that substep) into adj_act (nact, laid out as d->act:
+ * [tri | tet | spring]) and dL/d(f_ext over that substep) into adj_fext
+ * (nparticle x 3) when they are not NULL. */
 DS_API int ds_backward_step(const dsModel* m, dsData* d, dsGrad* g, dsReal* adj_act, dsReal* adj_fext);
 /* At bt = 0: adds adj_x, adj_v to g->x0, g->v0; ends the backward. */
 DS_API int ds_backward_finish(const dsModel* m, dsData* d, dsGrad* g);
