@@ -93,6 +93,40 @@ static inline dsModel* et_soft_model(int n, dsReal dt) {
   return m;
 }
 
+/* Spring truss: a 3 x 2 x 2 lattice (cell 0.1 m, 0.05 kg per particle)
+ * with a spring between every two particles at most a cell diagonal apart,
+ * just above the ground skin and falling onto it with a sideways velocity:
+ * the first substeps are out of contact, the rest in contact. Springs only,
+ * so its activations are the spring block alone. */
+static inline dsModel* et_truss_model(dsReal dt) {
+  dsBuilder* b;
+  dsModel* m;
+  if (ds_builder_create(&b)) et_fail("builder", DS_ERR_NOMEM, "");
+  const int nx = 3, ny = 2, nz = 2;
+  const dsReal h = 0.1;
+  int rc = 0;
+  for (int k = 0; k < nz; k++)
+    for (int j = 0; j < ny; j++)
+      for (int i = 0; i < nx; i++) {
+        dsReal x[3] = {h * i, 0.03 + h * j, h * k}, v[3] = {0.5, -0.4, 0.1 * (i - 1)};
+        if ((rc = ds_builder_add_particle(b, x, v, 0.05)) < 0) et_fail("particle", rc, ds_builder_last_error(b));
+      }
+  const int n = nx * ny * nz;
+  for (int p = 0; p < n; p++)
+    for (int q = p + 1; q < n; q++) {
+      int di = p % nx - q % nx, dj = (p / nx) % ny - (q / nx) % ny, dk = p / (nx * ny) - q / (nx * ny);
+      if (di * di + dj * dj + dk * dk <= 3 && (rc = ds_builder_add_spring(b, p, q, 2e3, 2, -1)) < 0)
+        et_fail("spring", rc, ds_builder_last_error(b));
+    }
+  dsGroundDef gd = {1e4, 20, 30, 0.5, 0.01};
+  ds_builder_set_ground(b, &gd);
+  ds_builder_set_dt(b, dt);
+  rc = ds_builder_finalize(b, &m);
+  if (rc) et_fail("finalize", rc, ds_builder_last_error(b));
+  ds_builder_free(b);
+  return m;
+}
+
 /* Random schedules (activations change every 25 substeps, external forces
  * every 40) and loss weights. */
 static inline void et_scene_init(etScene* s, dsModel* m, int T, int ckpt, dsReal act_amp, dsReal fext_amp) {

@@ -1,7 +1,9 @@
 /* Multi-step gradients vs central finite differences: 240 substeps of a
  * small cloth (membrane, springs, bending, lift/drag, gravity, a fixed
- * corner, activations, external forces) and of a small soft box in contact
- * with the ground (sliding then sticking friction). The loss is a weighted
+ * corner, activations of triangles and springs, external forces), of a
+ * small soft box in contact with the ground (sliding then sticking
+ * friction) and of a spring truss actuated through its springs' rest
+ * lengths, falling onto the ground (out of, then in contact). The loss is a weighted
  * sum of the final positions and velocities plus the positions at an
  * intermediate substep (injected into the adjoint during backward). Every
  * parameter class is compared on a few random components, and a perturbed
@@ -138,6 +140,32 @@ static void check_control(etScene* s, int which, double rtol) {
   check_perturbed_fails(name, a, fd, NPICK, rtol);
 }
 
+/* Spring activations (the spring block of act): at substeps ts[j], a random
+ * spring each; activations change every 25 substeps, so these are
+ * time-varying controls. */
+static void check_spring_act(etScene* s, const int ts[NPICK], double rtol) {
+  const dsModel* m = s->m;
+  const size_t na = (size_t)m->nact, base = (size_t)(m->ntri + m->ntet);
+  CHECK(m->nspring > 0 && na == base + (size_t)m->nspring);
+  double a[NPICK], fd[NPICK];
+  for (int j = 0; j < NPICK; j++) {
+    const size_t k = base + (size_t)et_unif(0, m->nspring), o = (size_t)ts[j] * na + k;
+    const dsReal p0 = s->act[o];
+    const double h = 100 * step_for(p0);
+    s->act[o] = p0 + h;
+    double lp = et_rollout(s);
+    s->act[o] = p0 - h;
+    double lm = et_rollout(s);
+    s->act[o] = p0;
+    fd[j] = (lp - lm) / (2 * h);
+    a[j] = s->gact[o];
+  }
+  int bad = compare("spring activation", a, fd, NPICK, rtol);
+  if (bad) fprintf(stderr, "gradient of the spring activations disagrees with finite differences\n");
+  CHECK(!bad);
+  check_perturbed_fails("spring activation", a, fd, NPICK, rtol);
+}
+
 static void run_scene(etScene* s, const char* const* names, int nnames, double rtol) {
   et_rollout(s);
   et_backward(s);
@@ -159,6 +187,11 @@ int main(void) {
                                         "spring.rest",      "bend.ke",          "bend.kd",       "bend.rest",
                                         "aero.lift",        "aero.drag",        "gravity"};
     run_scene(&s, names, (int)(sizeof names / sizeof names[0]), 1e-5);
+    /* out of contact (no ground): spring activations early, mid, late */
+    static const int ts[NPICK] = {0, 60, 130, 239};
+    et_rollout(&s);
+    et_backward(&s);
+    check_spring_act(&s, ts, 1e-5);
     et_scene_free(&s);
     ds_model_free(m);
   }
@@ -183,6 +216,41 @@ int main(void) {
     CHECK(fabs(s.g->contact_mu[0]) > 1e-3);
     CHECK(fabs(s.g->contact_kf[0]) > 1e-6);
     fprintf(stderr, "soft: dL/dmu %.4g, dL/dkf %.4g\n", s.g->contact_mu[0], s.g->contact_kf[0]);
+    et_scene_free(&s);
+    ds_model_free(m);
+  }
+  {
+    dsModel* m = et_truss_model(1e-3);
+    CHECK(m->nspring > 0 && m->ntri == 0 && m->ntet == 0 && m->nact == m->nspring && m->ground == 1);
+    etScene s;
+    et_scene_init(&s, m, 240, 1, 0.1, 0.05);
+    g_hrel = 1e-6;
+    g_hfloor = 0.1;
+    static const char* const names[] = {"initial_position", "initial_velocity", "particle.mass", "spring.ke",
+                                        "spring.kd",        "spring.rest",      "contact.ke",    "contact.kd",
+                                        "contact.kf",       "contact.mu",       "contact.skin",  "gravity"};
+    /* out of contact for the first substeps, then (mostly) in contact */
+    ds_data_reset(m, s.d);
+    int first = -1, last = -1, ncontact = 0;
+    for (int t = 0; t < s.T; t++) {
+      memcpy(s.d->act, s.act + (size_t)t * m->nact, (size_t)m->nact * sizeof(dsReal));
+      memcpy(s.d->f_ext, s.fext + (size_t)t * 3 * m->nparticle, 3 * (size_t)m->nparticle * sizeof(dsReal));
+      int touch = 0;
+      for (int i = 0; i < m->nparticle; i++) touch |= s.d->x[3 * i + 1] < m->contact_skin[0];
+      CHECK_INT_EQ(ds_step(m, s.d), 0);
+      if (touch) { /* substep t starts in contact */
+        if (first < 0) first = t;
+        last = t;
+        ncontact++;
+      }
+    }
+    fprintf(stderr, "truss: substeps %d..%d touch the ground (%d of %d)\n", first, last, ncontact, s.T);
+    CHECK(first > 20 && first < 120 && ncontact > 60);
+    run_scene(&s, names, (int)(sizeof names / sizeof names[0]), 1e-5);
+    /* spring activations before the first contact and in contact */
+    const int ts[NPICK] = {0, first / 2, first + 5, last};
+    check_spring_act(&s, ts, 1e-5);
+    CHECK(fabs(s.g->contact_ke[0]) > 0);
     et_scene_free(&s);
     ds_model_free(m);
   }
