@@ -11,6 +11,7 @@
 #include "dsim/scenes.h"
 #include "tests/dstest.h"
 #include "tests/enginetest.h"
+#include "engine/forces.h"
 
 static void test_errors(void) {
   dsBuilder* b;
@@ -112,6 +113,56 @@ static void test_cloth_and_csr(void) {
   CHECK(ok);
   free(seen);
   free(owner);
+  ds_model_free(m);
+}
+
+/* The force table's layout: slot bases are running sums in list order
+ * (springs, triangles, bending edges, tets; aero writes into the
+ * triangles' slots), activation blocks are [tri | tet | spring], and the
+ * per-particle and scratch sizes follow the flags. */
+static void test_force_layout(void) {
+  dsBuilder* b;
+  ds_builder_create(&b);
+  dsTriMaterial tm = {10, 100, 1};
+  dsBendMaterial bm = {1, 0.1};
+  dsTetMaterial te = {1e3, 1e3, 1};
+  dsReal o[3] = {0, 1, 0}, o2[3] = {2, 1, 0};
+  CHECK(ds_builder_add_cloth_grid(b, 2, 2, 0.25, o, 1, NULL, &tm, &bm) >= 0);
+  CHECK(ds_builder_add_spring(b, 0, 8, 5, 0, -1) >= 0);
+  CHECK(ds_builder_add_spring(b, 1, 7, 5, 0, -1) >= 0);
+  CHECK(ds_builder_add_tet_grid(b, 1, 1, 1, 0.1, 0.1, 0.1, o2, 1000, NULL, &te) >= 0);
+  dsModel* m;
+  CHECK_INT_EQ(ds_builder_finalize(b, &m), 0);
+  dsForceLayout L;
+  ds__force_layout(m, &L);
+  CHECK_INT_EQ(L.slot[DS__F_SPRING], 0);
+  CHECK_INT_EQ(L.slot[DS__F_TRI], 2 * m->nspring);
+  CHECK_INT_EQ(L.slot[DS__F_BEND], 2 * m->nspring + 3 * m->ntri);
+  CHECK_INT_EQ(L.slot[DS__F_TET], 2 * m->nspring + 3 * m->ntri + 4 * m->nbend);
+  CHECK(L.nslot == m->nslot && m->nslot == 2 * m->nspring + 3 * m->ntri + 4 * m->nbend + 4 * m->ntet);
+  CHECK_INT_EQ(L.act[DS__F_TRI], 0);
+  CHECK_INT_EQ(L.act[DS__F_TET], m->ntri);
+  CHECK_INT_EQ(L.act[DS__F_SPRING], m->ntri + m->ntet);
+  CHECK_INT_EQ(L.act[DS__F_BEND], -1);
+  CHECK(L.nact == m->nact && m->nact == m->ntri + m->ntet + m->nspring);
+  CHECK_INT_EQ(L.count[DS__F_AERO], 0);
+  CHECK_INT_EQ(L.count[DS__F_CONTACT], 0);
+  CHECK(L.nscratch == 0);
+  ds_model_free(m);
+  /* aero and ground on: aero adds into the triangles' slots; scratch 2 per
+   * triangle and 5 per particle; slots and activations unchanged */
+  ds_builder_set_aero(b, 0.5, 0.2);
+  dsGroundDef gd = {1e3, 1, 1, 0.5, 0.01};
+  ds_builder_set_ground(b, &gd);
+  CHECK_INT_EQ(ds_builder_finalize(b, &m), 0);
+  ds_builder_free(b);
+  dsForceLayout L2;
+  ds__force_layout(m, &L2);
+  CHECK_INT_EQ(L2.count[DS__F_AERO], m->ntri);
+  CHECK_INT_EQ(L2.slot[DS__F_AERO], L.slot[DS__F_TRI]);
+  CHECK_INT_EQ(L2.count[DS__F_CONTACT], m->nparticle);
+  CHECK(L2.nscratch == 2 * (size_t)m->ntri + 5 * (size_t)m->nparticle);
+  CHECK(L2.nslot == L.nslot && L2.nact == L.nact);
   ds_model_free(m);
 }
 
@@ -218,6 +269,7 @@ int main(void) {
   if (DS_SINGLE) DST_SKIP("exact comparisons assume double precision");
   test_errors();
   test_cloth_and_csr();
+  test_force_layout();
   test_soft();
   test_names();
   return DST_RESULT();
