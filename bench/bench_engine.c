@@ -2,7 +2,7 @@
  * tet FEM (forward; forward + backward) at ~1,000 and ~20,000 tets and of
  * the cloth (membrane + bending + lift/drag; element = triangle) on 32x32
  * and 64x64 grids, with 1 and 2 threads, median of 5 runs; then the gear
- * scene of SCENES.md (control-fem: ~480 particles, ~1,150 tets, 5,760
+ * scene of docs/scenes.md (control-fem: ~480 particles, ~1,150 tets, 5,760
  * substeps, ground contact, activations changing every 32 substeps)
  * forward + backward in seconds, median of 3, with the full tape and with
  * a checkpoint every ~sqrt(T) substeps.

@@ -136,7 +136,7 @@ static Mesh cloth_mesh(int n, double L) {
 }
 
 static void run(const char* name, const Mesh* mesh, double dist, double elev, int reps) {
-  dsRenderSettings s = ds_render_settings_default();
+  dsRenderSettings s = ds_default_render_settings();
   dsRaster* r = NULL;
   dsRasterMesh m = {mesh->v, mesh->nv, mesh->f, mesh->nf, mesh->c, DS_COLOR_FACE};
   size_t n = (size_t)s.width * s.height * 4, i;

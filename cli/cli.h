@@ -20,6 +20,7 @@ typedef struct dsCliCommand {
 int ds_cli_info(int argc, char** argv);
 int ds_cli_export(int argc, char** argv);
 int ds_cli_run(int argc, char** argv);
+int ds_cli_config(int argc, char** argv);
 
 /* 1 when argv[i] is --help or -h. */
 int ds_cli_is_help(const char* arg);

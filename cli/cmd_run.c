@@ -1,6 +1,13 @@
 /* `dsim run [CONFIG|ENV-NAME] [options]`: optimise a controller against the
  * env's goal (dsim/controller.h) and log the run (dsim/runlog.h).
  *
+ * A run config has three sections, each read by its owner: "env"
+ * (ds_env_def_from_text), "controller" (ds_trainer_def_from_text) and "run"
+ * (ds_run_def_from_text). Every flag is a key of one of them and is checked
+ * by the same key table as the file (`--lr X` is controller.lr; `--set
+ * SECTION.KEY=VALUE` reaches any key), so a flag accepts exactly what a
+ * config accepts.
+ *
  * Config search (ENV-NAME or no argument = "control-fem"): an argument that
  * names an existing file is that file; otherwise NAME.json is looked up in
  *   1. $DS_SRCDIR/configs            (set by `make check`)
@@ -12,9 +19,9 @@
  * recorded (a second SIGINT skips that), the log is closed with status
  * "interrupted" and the exit status is 130.
  *
- * The best episode is the iteration with the lowest metric (control-fem,
- * control-cloth: squared distance to the target) or, for the walkers (metric:
- * displacement), the one closest to the goal offset. */
+ * The best episode is the iteration whose metric is closest to the env's
+ * metric goal (ds_env_metric_goal: 0 for a squared distance to the target,
+ * the goal offset for a displacement). */
 #define _POSIX_C_SOURCE 200809L /* sigaction, readlink */
 #include "config.h"
 
@@ -28,15 +35,9 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#ifdef _OPENMP
-#  include <omp.h>
-#endif
 
 #include "cli/cli.h"
-#include "dsim/controller.h"
 #include "dsim/dsim.h"
-#include "dsim/env.h"
-#include "dsim/runlog.h"
 
 #ifndef DS_CONFIGS_SRCDIR
 #  define DS_CONFIGS_SRCDIR ""
@@ -47,6 +48,7 @@
 
 /* parameters logged per iteration at most (the first ones of the flattened W) */
 #define RUN_MAX_LOGGED_PARAMS 65536
+#define RUN_MAX_OVERRIDES 128
 
 static volatile sig_atomic_t g_interrupts = 0;
 
@@ -64,34 +66,34 @@ static double now_s(void) {
 static void usage(FILE* out) {
   fprintf(out,
           "usage: dsim run [CONFIG|ENV-NAME] [--iterations N] [--method image|state|random|cem] [--mpc]\n"
-          "                [--lr X] [--seed S] [--threads T] [--out RUN.h5] [options]\n"
+          "                [--lr X] [--seed S] [--threads T] [--out RUN.h5] [--set KEY=VALUE] [options]\n"
           "\n"
           "Optimise the controller of an environment against its goal and log the run.\n"
-          "CONFIG is a JSON config; ENV-NAME (walker, control-fem, control-cloth, walker-springs)\n"
-          "picks that env's bundled config; without either, the bundled control-fem config.\n"
-          "Bundled configs are searched in $DS_SRCDIR/configs, the source tree's configs/, next\n"
-          "to the executable (configs, ../configs, ../share/dsim/configs), then the installed\n"
-          "share/dsim/configs.\n"
+          "CONFIG is a JSON run config (sections env, controller, run); ENV-NAME (walker,\n"
+          "control-fem, control-cloth, walker-springs, or a registered class) picks that env's\n"
+          "bundled config; without either, the bundled control-fem config. Bundled configs are\n"
+          "searched in $DS_SRCDIR/configs, the source tree's configs/, next to the executable\n"
+          "(configs, ../configs, ../share/dsim/configs), then the installed share/dsim/configs.\n"
           "\n"
-          "  --iterations N  optimisation iterations, one rollout each (default: controller.iterations)\n"
-          "  --method M      image: the config's loss (an image loss in the bundled configs);\n"
-          "                  state: 3-D centre-of-mass loss; random: random parameters;\n"
-          "                  cem: cross-entropy method (default image)\n"
-          "  --mpc           receding-horizon MPC (image or state): an iteration is one pass\n"
-          "  --horizon H     MPC window, control steps (default: a quarter of the episode)\n"
-          "  --execute E     MPC steps executed per window (default: half the window)\n"
-          "  --inner K       MPC optimiser steps per window (default 1)\n"
-          "  --lr X          learning rate (default: controller.lr)\n"
-          "  --optimizer O   adam or sgd (default: controller.optimizer)\n"
-          "  --clip X        gradient-norm clipping threshold, 0: off (default: controller.clip)\n"
-          "  --momentum M    SGD heavy-ball momentum in [0, 1) (default: controller.momentum)\n"
-          "  --decay-every N, --decay-factor F   step-decay learning-rate schedule\n"
-          "                  (default: controller.decay_every, controller.decay_factor)\n"
-          "  --population K  CEM samples per generation (default 8); --elite E (default 2)\n"
-          "  --seed S        goal and controller seed (default: the config's seed)\n"
-          "  --threads T     OpenMP threads (default: OMP_NUM_THREADS or all cores)\n"
-          "  --out FILE      run log (default runs/ENV-METHOD[-mpc]-sSEED.h5; directories are\n"
-          "                  created; an existing file is overwritten)\n"
+          "Each flag sets one config key and is checked like it (default: the config's value):\n"
+          "  --iterations N  run.iterations: optimisation iterations, one rollout each\n"
+          "  --method M      run.method: image (the env's loss: an image loss in the bundled\n"
+          "                  configs), state (3-D centre-of-mass loss), random, cem\n"
+          "  --seed S        run.seed: goal and controller seed\n"
+          "  --threads T     run.threads: OpenMP threads (0: OMP_NUM_THREADS or all cores)\n"
+          "  --out FILE      run.out: run log (default runs/ENV-METHOD[-mpc]-sSEED.h5; directories\n"
+          "                  are created; an existing file is overwritten)\n"
+          "  --mpc           controller.mpc: receding-horizon MPC (image or state): an iteration\n"
+          "                  is one pass; --horizon H, --execute E, --inner K: controller.horizon,\n"
+          "                  .execute, .inner (window, steps executed per window, optimiser steps)\n"
+          "  --lr X          controller.lr: learning rate\n"
+          "  --optimizer O   controller.optimizer: adam or sgd\n"
+          "  --clip X        controller.clip: gradient-norm clipping threshold (0: off)\n"
+          "  --momentum M    controller.momentum: SGD heavy-ball momentum in [0, 1)\n"
+          "  --decay-every N, --decay-factor F   controller.decay_every, .decay_factor: step decay\n"
+          "  --population K, --elite E           controller.population, .elite: CEM\n"
+          "  --set KEY=VALUE any key, e.g. --set env.physics.substeps=600,\n"
+          "                  --set controller.phases=4, --set run.seed=2\n"
           "\n"
           "Output: a progress bar on a terminal, else one line per iteration; then a summary\n"
           "(initial and final metric, best iteration, wall time). Ctrl-C stops after the\n"
@@ -100,34 +102,133 @@ static void usage(FILE* out) {
           "3 bad config, 130 interrupted.\n");
 }
 
-static int bad_value(const char* flag, const char* what, const char* got) {
-  fprintf(stderr, "dsim run: %s: expected %s, got '%s'\nRun 'dsim run --help' for the options.\n", flag, what, got);
+/* ---- parse ------------------------------------------------------------------- */
+typedef struct Flag {
+  const char* flag;
+  const char* section; /* "run", "controller" */
+  const char* key;
+  const char* fixed;   /* value of a flag without one (--mpc) */
+} Flag;
+
+static const Flag g_flags[] = {
+    {"--iterations", "run", "iterations", NULL},     {"--method", "run", "method", NULL},
+    {"--seed", "run", "seed", NULL},                 {"--threads", "run", "threads", NULL},
+    {"--out", "run", "out", NULL},                   {"--mpc", "controller", "mpc", "true"},
+    {"--horizon", "controller", "horizon", NULL},    {"--execute", "controller", "execute", NULL},
+    {"--inner", "controller", "inner", NULL},        {"--lr", "controller", "lr", NULL},
+    {"--optimizer", "controller", "optimizer", NULL}, {"--clip", "controller", "clip", NULL},
+    {"--momentum", "controller", "momentum", NULL},  {"--decay-every", "controller", "decay_every", NULL},
+    {"--decay-factor", "controller", "decay_factor", NULL}, {"--population", "controller", "population", NULL},
+    {"--elite", "controller", "elite", NULL},
+};
+#define NFLAGS (sizeof g_flags / sizeof g_flags[0])
+
+/* One key set on the command line. */
+typedef struct Override {
+  char source[80];   /* "--lr" or "--set" */
+  char section[16];  /* "env", "controller", "run" */
+  char key[128];
+  const char* value;
+} Override;
+
+typedef struct RunArgs {
+  const char* target;  /* config file or env name (NULL: control-fem) */
+  Override ov[RUN_MAX_OVERRIDES];
+  int nov;
+  int run_flags;       /* controller/run keys were given (their errors are usage errors) */
+} RunArgs;
+
+static int usage_error(const char* fmt, const char* a, const char* b) {
+  fprintf(stderr, "dsim run: ");
+  fprintf(stderr, fmt, a, b);
+  fprintf(stderr, "\nRun 'dsim run --help' for the options.\n");
   return DS_EXIT_USAGE;
 }
 
-static int parse_int(const char* flag, const char* s, long lo, long hi, long* out) {
-  char* end = NULL;
-  errno = 0;
-  long v = strtol(s, &end, 10);
-  if (!*s || *end || errno || v < lo || v > hi) {
-    char what[96];
-    snprintf(what, sizeof what, "an integer in %ld..%ld", lo, hi);
-    return bad_value(flag, what, s);
+/* Apply one override to the controller/run definitions; 0 or the code. */
+static int apply_run_override(const Override* o, dsTrainerDef* td, dsRunDef* rd, char* err, size_t errlen) {
+  if (!strcmp(o->section, "controller"))
+    return ds_config_set(o->source, "controller", ds_trainer_keys(), td, sizeof *td, o->key, o->value, err, errlen);
+  return ds_config_set(o->source, "run", ds_run_keys(), rd, sizeof *rd, o->key, o->value, err, errlen);
+}
+
+static int add_override(RunArgs* a, const char* source, const char* section, const char* key, const char* value) {
+  if (a->nov >= RUN_MAX_OVERRIDES) return usage_error("too many options (%s%s)", source, "");
+  Override* o = &a->ov[a->nov++];
+  snprintf(o->source, sizeof o->source, "%s", source);
+  snprintf(o->section, sizeof o->section, "%s", section);
+  snprintf(o->key, sizeof o->key, "%s", key);
+  o->value = value;
+  if (strcmp(section, "env")) {
+    a->run_flags = 1;
+    /* checked at once against the defaults: a bad value is a usage error
+     * whatever the config says */
+    dsTrainerDef td = ds_default_trainer_def();
+    dsRunDef rd = ds_default_run_def();
+    char err[1024];
+    if (apply_run_override(o, &td, &rd, err, sizeof err)) return usage_error("%s%s", err, "");
   }
-  *out = v;
   return 0;
 }
 
-static int parse_real(const char* flag, const char* s, double lo, int lo_open, double* out) {
-  char* end = NULL;
-  errno = 0;
-  double v = strtod(s, &end);
-  if (!*s || *end || errno || !isfinite(v) || v < lo || (lo_open && v == lo))
-    return bad_value(flag, lo_open ? "a positive number" : "a number >= 0", s);
-  *out = v;
-  return 0;
+/* --set SECTION.KEY=VALUE */
+static int parse_set(RunArgs* a, const char* kv) {
+  const char* eq = strchr(kv, '=');
+  const char* dot = strchr(kv, '.');
+  if (!eq || !dot || dot > eq || eq == dot + 1)
+    return usage_error("--set: expected SECTION.KEY=VALUE (sections env, controller, run), got '%s'%s", kv, "");
+  char section[16];
+  snprintf(section, sizeof section, "%.*s", (int)(dot - kv), kv);
+  if (strcmp(section, "env") && strcmp(section, "controller") && strcmp(section, "run"))
+    return usage_error("--set: unknown section '%s' (expected env, controller or run)%s", section, "");
+  char key[128];
+  snprintf(key, sizeof key, "%.*s", (int)(eq - dot - 1), dot + 1);
+  return add_override(a, "--set", section, key, eq + 1);
 }
 
+/* Command line -> RunArgs; DS_EXIT_OK to go on, -1 after --help, else an exit code. */
+static int parse_args(int argc, char** argv, RunArgs* a) {
+  memset(a, 0, sizeof *a);
+  for (int i = 1; i < argc; i++) {
+    const char* arg = argv[i];
+    if (ds_cli_is_help(arg)) {
+      usage(stdout);
+      return -1;
+    }
+    if (arg[0] != '-' || !arg[1]) {
+      if (a->target) return usage_error("unexpected argument '%s'%s", arg, "");
+      a->target = arg;
+      continue;
+    }
+    /* --flag VALUE or --flag=VALUE */
+    char flag[64];
+    const char* val = NULL;
+    const char* eq = strchr(arg, '=');
+    if (eq && (size_t)(eq - arg) < sizeof flag) {
+      memcpy(flag, arg, (size_t)(eq - arg));
+      flag[eq - arg] = 0;
+      val = eq + 1;
+    } else {
+      snprintf(flag, sizeof flag, "%s", arg);
+    }
+    const Flag* f = NULL;
+    for (size_t q = 0; q < NFLAGS; q++)
+      if (!strcmp(flag, g_flags[q].flag)) f = &g_flags[q];
+    if (!f && strcmp(flag, "--set")) return usage_error("unknown option '%s'%s", flag, "");
+    if (f && f->fixed) {
+      if (val) return usage_error("%s: takes no value, got '%s'", flag, val);
+      val = f->fixed;
+    } else if (!val) {
+      if (i + 1 >= argc) return usage_error("option '%s' needs a value%s", flag, "");
+      val = argv[++i];
+    }
+    int rc = f ? add_override(a, flag, f->section, f->key, val) : parse_set(a, val);
+    if (rc) return rc;
+  }
+  return DS_EXIT_OK;
+}
+
+/* ---- set-up -------------------------------------------------------------------- */
 static int is_file(const char* p) {
   struct stat st;
   return stat(p, &st) == 0 && S_ISREG(st.st_mode);
@@ -184,59 +285,6 @@ static int make_parent_dirs(const char* path) {
   return 0;
 }
 
-typedef struct RunState {
-  dsEnv* env;
-  dsTrainer* tr;
-  dsRunLog* log;
-  dsRecorder* rec;
-  uint64_t seed;
-  int S, A, nlog;
-  dsReal *best_act, *last_act;
-  int best_it, last_it, have;
-  double best_metric, first_metric, last_metric, first_loss, last_loss;
-} RunState;
-
-static int write_episode(RunState* r, const char* which, int iteration, const dsReal* actions) {
-  if (!r->log) return 0;
-  const dsEpisodeRecord* e = NULL;
-  int rc = ds_recorder_record(r->rec, r->seed, actions, &e);
-  if (rc) {
-    fprintf(stderr, "dsim run: recording the %s episode: %s\n", which, ds_recorder_last_error(r->rec));
-    return rc;
-  }
-  dsRunEpisode ep;
-  memset(&ep, 0, sizeof ep);
-  ep.iteration = iteration;
-  ep.loss = e->loss;
-  ep.metric = e->metric;
-  ep.dt = e->dt;
-  ep.control_interval = e->control_interval;
-  ep.render_interval = e->render_interval;
-  ep.nsubsteps = e->nsubsteps;
-  ep.nparticles = e->nparticles;
-  ep.positions = e->positions;
-  ep.velocities = e->velocities;
-  ep.nsteps = e->nsteps;
-  ep.action_dim = e->action_dim;
-  ep.actions = e->actions;
-  ep.nframes = e->nframes;
-  ep.height = e->height;
-  ep.width = e->width;
-  ep.frames = e->frames;
-  ep.goal = e->goal;
-  rc = ds_runlog_write_episode(r->log, which, &ep);
-  if (rc) fprintf(stderr, "dsim run: %s\n", ds_runlog_last_error(r->log));
-  return rc;
-}
-
-/* Lower is better: the metric itself (squared distance to the target), or
- * for the walkers (metric = centre-of-mass displacement, goal offset
- * goal_x_min) the distance |metric - offset|. */
-static double score(const dsEnvDef* d, double metric) {
-  if (d->kind == DS_ENV_WALKER || d->kind == DS_ENV_WALKER_SPRINGS) return fabs(metric - (double)d->goal_x_min);
-  return metric;
-}
-
 static void fmt_time(double s, char* buf, size_t n) {
   if (!(s >= 0) || s > 1e7) {
     snprintf(buf, n, "?");
@@ -249,352 +297,314 @@ static void fmt_time(double s, char* buf, size_t n) {
     snprintf(buf, n, "%ld:%02ld", t / 60, t % 60);
 }
 
-int ds_cli_run(int argc, char** argv) {
-  const char* target = NULL;
-  const char* out = NULL;
-  long iterations = -1, threads = 0, seed = -1, horizon = 0, execute = 0, inner = 1, population = 8, elite = 2;
-  long decay_every = -1;
-  double lr = 0, clip = -1, decay_factor = -1, momentum = -1;
-  int method = DS_METHOD_IMAGE, mpc = 0, optimizer = -1;
-  for (int i = 1; i < argc; i++) {
-    const char* a = argv[i];
-    if (ds_cli_is_help(a)) {
-      usage(stdout);
-      return DS_EXIT_OK;
-    }
-    if (a[0] != '-' || !a[1]) {
-      if (target) {
-        fprintf(stderr, "dsim run: unexpected argument '%s'\nRun 'dsim run --help' for the options.\n", a);
-        return DS_EXIT_USAGE;
-      }
-      target = a;
-      continue;
-    }
-    /* --flag VALUE or --flag=VALUE */
-    char flag[64];
-    const char* val = NULL;
-    const char* eq = strchr(a, '=');
-    if (eq && (size_t)(eq - a) < sizeof flag) {
-      memcpy(flag, a, (size_t)(eq - a));
-      flag[eq - a] = 0;
-      val = eq + 1;
-    } else {
-      snprintf(flag, sizeof flag, "%s", a);
-    }
-    if (!strcmp(flag, "--mpc")) {
-      if (val) return bad_value("--mpc", "no value", val);
-      mpc = 1;
-      continue;
-    }
-    static const char* const valued[] = {"--iterations", "--method",     "--lr",       "--seed",         "--threads",
-                                         "--out",        "--horizon",    "--execute",  "--inner",        "--optimizer",
-                                         "--clip",       "--decay-every", "--decay-factor", "--population", "--elite",
-                                         "--momentum"};
-    int known = 0;
-    for (size_t q = 0; q < sizeof valued / sizeof valued[0]; q++) known |= !strcmp(flag, valued[q]);
-    if (!known) {
-      fprintf(stderr, "dsim run: unknown option '%s'\nRun 'dsim run --help' for the options.\n", flag);
-      return DS_EXIT_USAGE;
-    }
-    if (!val) {
-      if (i + 1 >= argc) {
-        fprintf(stderr, "dsim run: option '%s' needs a value\nRun 'dsim run --help' for the options.\n", flag);
-        return DS_EXIT_USAGE;
-      }
-      val = argv[++i];
-    }
-    int e = 0;
-    if (!strcmp(flag, "--iterations"))
-      e = parse_int(flag, val, 1, 100000000, &iterations);
-    else if (!strcmp(flag, "--method")) {
-      method = ds_method_parse(val);
-      if (method < 0) e = bad_value(flag, "image, state, random or cem", val);
-    } else if (!strcmp(flag, "--lr"))
-      e = parse_real(flag, val, 0, 1, &lr);
-    else if (!strcmp(flag, "--seed"))
-      e = parse_int(flag, val, 0, 2147483647L, &seed);
-    else if (!strcmp(flag, "--threads"))
-      e = parse_int(flag, val, 1, 4096, &threads);
-    else if (!strcmp(flag, "--out")) {
-      if (!*val) e = bad_value(flag, "a file name", val);
-      out = val;
-    } else if (!strcmp(flag, "--horizon"))
-      e = parse_int(flag, val, 1, 100000000, &horizon);
-    else if (!strcmp(flag, "--execute"))
-      e = parse_int(flag, val, 1, 100000000, &execute);
-    else if (!strcmp(flag, "--inner"))
-      e = parse_int(flag, val, 1, 1000000, &inner);
-    else if (!strcmp(flag, "--optimizer")) {
-      optimizer = !strcmp(val, "adam") ? DS_OPTIM_ADAM : !strcmp(val, "sgd") ? DS_OPTIM_SGD : -1;
-      if (optimizer < 0) e = bad_value(flag, "adam or sgd", val);
-    } else if (!strcmp(flag, "--clip"))
-      e = parse_real(flag, val, 0, 0, &clip);
-    else if (!strcmp(flag, "--momentum")) {
-      e = parse_real(flag, val, 0, 0, &momentum);
-      if (!e && !(momentum < 1)) e = bad_value(flag, "a number in [0, 1)", val);
-    }
-    else if (!strcmp(flag, "--decay-every"))
-      e = parse_int(flag, val, 0, 100000000, &decay_every);
-    else if (!strcmp(flag, "--decay-factor"))
-      e = parse_real(flag, val, 0, 1, &decay_factor);
-    else if (!strcmp(flag, "--population"))
-      e = parse_int(flag, val, 2, 1000000, &population);
-    else if (!strcmp(flag, "--elite"))
-      e = parse_int(flag, val, 1, 1000000, &elite);
-    if (e) return e;
-  }
-  if (mpc && method != DS_METHOD_IMAGE && method != DS_METHOD_STATE) {
-    fprintf(stderr, "dsim run: --mpc needs --method image or state, not %s\n", ds_method_name(method));
-    return DS_EXIT_USAGE;
-  }
-  if (method == DS_METHOD_CEM && elite > population) {
-    fprintf(stderr, "dsim run: --elite %ld exceeds --population %ld\n", elite, population);
-    return DS_EXIT_USAGE;
-  }
+typedef struct Run {
+  char path[4096];      /* the config file */
+  char* text;           /* its text */
+  dsEnv* env;
+  dsTrainerDef td;
+  dsRunDef rd;
+  dsTrainer* tr;
+  dsRunLog* log;
+  dsRecorder* rec;
+  char out[4096];       /* the run log's path */
+  char mname[32];       /* "image", "image-mpc", ... */
+  int nthreads, S, A, np, nlog;
+  /* the loop's results */
+  dsReal *best_act, *last_act;
+  int best_it, last_it, have, done_its;
+  double best_metric, first_metric, last_metric, first_loss, last_loss, t_iter, wall;
+  char status[600];
+} Run;
 
-  /* config */
-  char path[4096];
+/* Locate the config of target (a file or an env name). */
+static int locate_config(const char* target, char* path, size_t len) {
   const char* name = target ? target : "control-fem";
   if (is_file(name)) {
-    snprintf(path, sizeof path, "%s", name);
-  } else if (strchr(name, '/') || strstr(name, ".json")) {
+    snprintf(path, len, "%s", name);
+    return 0;
+  }
+  if (strchr(name, '/') || strstr(name, ".json")) {
     fprintf(stderr, "dsim run: %s: cannot open: No such file\n", name);
     return DS_EXIT_INPUT;
-  } else if (find_config(name, path, sizeof path) != 0) {
-    fprintf(stderr,
-            "dsim run: '%s' is neither a config file nor a bundled environment config "
-            "(walker, control-fem, control-cloth, walker-springs)\n",
-            name);
+  }
+  if (find_config(name, path, len) == 0) return 0;
+  char names[512] = "";
+  for (int i = 0; i < ds_env_class_count(); i++) {
+    size_t k = strlen(names);
+    snprintf(names + k, sizeof names - k, "%s%s", i ? ", " : "", ds_env_class_at(i)->name);
+  }
+  fprintf(stderr, "dsim run: '%s' is neither a config file nor a bundled environment config (%s)\n", name, names);
+  return DS_EXIT_INPUT;
+}
+
+/* Config -> env, controller and run definitions with the command line's
+ * keys applied; the env, the trainer, the recorder and the log. */
+static int setup(const RunArgs* a, Run* r) {
+  char err[1024];
+  int rc = locate_config(a->target, r->path, sizeof r->path);
+  if (rc) return rc;
+  if (ds_config_read_file(r->path, &r->text, err, sizeof err)) {
+    fprintf(stderr, "dsim run: %s\n", err);
     return DS_EXIT_INPUT;
   }
-#ifdef _OPENMP
-  if (threads > 0) omp_set_num_threads((int)threads);
-  const int nthreads = omp_get_max_threads();
-#else
-  const int nthreads = 1;
-#endif
-  char err[1024];
-  dsEnv* env = NULL;
-  int rc = ds_env_create_from_config(path, &env, err, sizeof err);
+  dsEnvDef ed;
+  if ((rc = ds_env_def_from_text(r->path, r->text, &ed, err, sizeof err))) {
+    fprintf(stderr, "dsim run: %s\n", err);
+    return rc == DS_ERR_NOMEM ? DS_EXIT_FAILURE : DS_EXIT_INPUT;
+  }
+  r->td = ds_default_trainer_def();
+  r->rd = ds_default_run_def();
+  if (ds_trainer_def_from_text(r->path, r->text, &r->td, err, sizeof err) ||
+      ds_run_def_from_text(r->path, r->text, &r->rd, err, sizeof err)) {
+    fprintf(stderr, "dsim run: %s\n", err);
+    return DS_EXIT_INPUT;
+  }
+  for (int i = 0; i < a->nov; i++) {
+    const Override* o = &a->ov[i];
+    rc = !strcmp(o->section, "env") ? ds_env_def_set(&ed, o->key, o->value, err, sizeof err)
+                                    : apply_run_override(o, &r->td, &r->rd, err, sizeof err);
+    if (rc) {
+      fprintf(stderr, "dsim run: %s: %s\n", o->source, err);
+      return DS_EXIT_USAGE;
+    }
+  }
+  r->td.method = r->rd.method;
+  r->td.seed = r->td.env_seed = r->td.net.seed = r->rd.seed;
+  if ((rc = ds_trainer_def_validate(&r->td, err, sizeof err))) {
+    fprintf(stderr, "dsim run: %s: %s\n", a->run_flags ? "options" : r->path, err);
+    return a->run_flags ? DS_EXIT_USAGE : DS_EXIT_INPUT;
+  }
+  if (r->rd.threads > 0) ds_set_num_threads(r->rd.threads);
+  r->nthreads = ds_get_max_threads();
+  rc = a->nov ? ds_env_create(&ed, &r->env, err, sizeof err) : ds_env_create_from_text(r->path, r->text, &r->env, err, sizeof err);
   if (rc) {
     fprintf(stderr, "dsim run: %s\n", err);
     return rc == DS_ERR_NOMEM ? DS_EXIT_FAILURE : DS_EXIT_INPUT;
   }
-  const dsEnvDef* ed = ds_env_def(env);
-  const char* envname = ds_env_kind_name(ed->kind);
-  dsTrainerDef td = ds_default_trainer_def(env);
-  if (seed >= 0) td.seed = td.env_seed = td.net.seed = (uint64_t)seed;
-  td.method = method;
-  td.mpc = mpc;
-  td.mpc_horizon = (int)horizon;
-  td.mpc_execute = (int)execute;
-  td.mpc_inner = (int)inner;
-  if (optimizer >= 0) {
-    const dsOptimDef keep = td.optim;
-    td.optim = ds_default_optim_def(optimizer);
-    td.optim.lr = keep.lr;
-    td.optim.decay_every = keep.decay_every;
-    td.optim.decay_factor = keep.decay_factor;
-    td.optim.clip_norm = keep.clip_norm;
-  }
-  if (lr > 0) td.optim.lr = lr;
-  if (clip >= 0) td.optim.clip_norm = clip; /* else the config's */
-  if (momentum >= 0) td.optim.momentum = momentum;
-  if (decay_every >= 0) td.optim.decay_every = (int)decay_every; /* else the config's */
-  if (decay_factor >= 0) td.optim.decay_factor = decay_factor;
-  td.cem_population = (int)population;
-  td.cem_elite = (int)elite;
-  if (iterations < 0) iterations = ed->ctrl_iterations > 0 ? ed->ctrl_iterations : 40;
-  RunState r;
-  memset(&r, 0, sizeof r);
-  r.env = env;
-  r.seed = td.env_seed;
-  rc = ds_trainer_create(env, &td, &r.tr, err, sizeof err);
-  if (rc) {
-    fprintf(stderr, "dsim run: %s: %s\n", path, err);
-    ds_env_destroy(env);
+  if ((rc = ds_trainer_create(r->env, &r->td, &r->tr, err, sizeof err))) {
+    fprintf(stderr, "dsim run: %s: %s\n", r->path, err);
     return rc == DS_ERR_NOMEM ? DS_EXIT_FAILURE : DS_EXIT_INPUT;
   }
-  r.S = ds_env_num_steps(env);
-  r.A = ds_env_action_size(env);
-  const size_t SA = (size_t)r.S * (size_t)r.A;
-  r.best_act = (dsReal*)calloc(SA, sizeof(dsReal));
-  r.last_act = (dsReal*)calloc(SA, sizeof(dsReal));
-  int exitc = DS_EXIT_OK;
-  if (!r.best_act || !r.last_act) {
+  r->S = ds_env_num_steps(r->env);
+  r->A = ds_env_action_size(r->env);
+  const size_t SA = (size_t)r->S * (size_t)r->A;
+  r->best_act = (dsReal*)calloc(SA + 1, sizeof(dsReal));
+  r->last_act = (dsReal*)calloc(SA + 1, sizeof(dsReal));
+  if (!r->best_act || !r->last_act) {
     fprintf(stderr, "dsim run: out of memory\n");
-    exitc = DS_EXIT_FAILURE;
-    goto done;
+    return DS_EXIT_FAILURE;
   }
-
   /* run log */
-  char outbuf[4096];
-  char mname[32];
-  snprintf(mname, sizeof mname, "%s%s", ds_method_name(method), mpc ? "-mpc" : "");
-  if (!out) {
-    snprintf(outbuf, sizeof outbuf, "runs/%s-%s-s%llu.h5", envname, mname, (unsigned long long)td.seed);
-    out = outbuf;
-  }
-  const int np = ds_trainer_num_params(r.tr);
-  r.nlog = np < RUN_MAX_LOGGED_PARAMS ? np : RUN_MAX_LOGGED_PARAMS;
+  snprintf(r->mname, sizeof r->mname, "%s%s", ds_method_name(r->td.method), r->td.mpc ? "-mpc" : "");
+  if (r->rd.out[0])
+    snprintf(r->out, sizeof r->out, "%s", r->rd.out);
+  else
+    snprintf(r->out, sizeof r->out, "runs/%s-%s-s%llu.h5", ds_env_name(r->env), r->mname,
+             (unsigned long long)r->td.seed);
+  r->np = ds_trainer_num_params(r->tr);
+  r->nlog = r->np < RUN_MAX_LOGGED_PARAMS ? r->np : RUN_MAX_LOGGED_PARAMS;
   dsRunLogDef ld = ds_default_runlog_def();
-  ld.config_text = ds_env_config_text(env);
-  ld.env = envname;
-  ld.method = mname;
-  ld.seed = td.seed;
-  ld.threads = nthreads;
-  ld.nparams = r.nlog;
-  ld.substep_stride = ed->render_interval;
-  if (make_parent_dirs(out) != 0) {
-    fprintf(stderr, "dsim run: %s: cannot create its directory: %s\n", out, strerror(errno));
-    exitc = DS_EXIT_FAILURE;
-    goto done;
+  ld.config_text = r->text;
+  ld.env = ds_env_name(r->env);
+  ld.method = r->mname;
+  ld.seed = r->td.seed;
+  ld.threads = r->nthreads;
+  ld.nparams = r->nlog;
+  ld.substep_stride = ds_env_def(r->env)->render_interval;
+  if (make_parent_dirs(r->out) != 0) {
+    fprintf(stderr, "dsim run: %s: cannot create its directory: %s\n", r->out, strerror(errno));
+    return DS_EXIT_FAILURE;
   }
-  rc = ds_runlog_create(out, &ld, &r.log, err, sizeof err);
+  rc = ds_runlog_create(r->out, &ld, &r->log, err, sizeof err);
   if (rc == DS_ERR_UNSUPPORTED) {
     fprintf(stderr, "dsim run: warning: no run log (dsim was built --without-hdf5)\n");
-    r.log = NULL;
+    r->log = NULL;
   } else if (rc) {
     fprintf(stderr, "dsim run: %s\n", err);
-    exitc = DS_EXIT_FAILURE;
-    goto done;
+    return DS_EXIT_FAILURE;
   }
-  if (r.log) {
-    rc = ds_recorder_create(env, ed->render_interval, &r.rec, err, sizeof err);
-    if (rc) {
-      fprintf(stderr, "dsim run: %s\n", err);
-      exitc = DS_EXIT_FAILURE;
-      goto done;
-    }
+  if (r->log && (rc = ds_recorder_create(r->env, ld.substep_stride, &r->rec, err, sizeof err))) {
+    fprintf(stderr, "dsim run: %s\n", err);
+    return DS_EXIT_FAILURE;
   }
+  return DS_EXIT_OK;
+}
 
-  const int tty = isatty(STDOUT_FILENO);
-  printf("dsim run: %s (%s), method %s, seed %llu, %d thread%s, %ld iterations, %d parameters, lr %g\n", envname,
-         path, mname, (unsigned long long)td.seed, nthreads, nthreads == 1 ? "" : "s", iterations, np,
-         method <= DS_METHOD_STATE ? td.optim.lr : 0.0);
-  printf("run log: %s%s\n", r.log ? out : "(none)", r.log ? "" : " (built --without-hdf5)");
+/* ---- loop ------------------------------------------------------------------------ */
+static int write_episode(Run* r, const char* which, int iteration, const dsReal* actions) {
+  if (!r->log) return 0;
+  const dsEpisodeRecord* e = NULL;
+  int rc = ds_recorder_record(r->rec, r->td.env_seed, iteration, actions, &e);
+  if (rc) {
+    fprintf(stderr, "dsim run: recording the %s episode: %s\n", which, ds_recorder_last_error(r->rec));
+    return rc;
+  }
+  rc = ds_runlog_write_episode(r->log, which, e);
+  if (rc) fprintf(stderr, "dsim run: %s\n", ds_runlog_last_error(r->log));
+  return rc;
+}
+
+/* Lower is better: the distance of the metric to the env's metric goal. */
+static double score(const Run* r, double metric) { return fabs(metric - ds_env_metric_goal(r->env)); }
+
+static void progress(const Run* r, long i, const dsTrainerIter* it, double t0) {
+  const long n = r->rd.iterations;
+  const double per = r->t_iter / (double)(i + 1);
+  if (isatty(STDOUT_FILENO)) {
+    char eta[32], bar[32];
+    fmt_time(per * (double)(n - i - 1), eta, sizeof eta);
+    const int width = 24, fill = (int)((double)width * (double)(i + 1) / (double)n);
+    for (int q = 0; q < width; q++) bar[q] = q < fill ? '#' : '.';
+    bar[width] = 0;
+    printf("\r%5ld/%ld [%s] loss %.4g  metric %.4g  %.2f s/it  ETA %s   ", i + 1, n, bar, it->loss, it->metric, per,
+           eta);
+  } else {
+    printf("iteration %ld/%ld loss %.6g metric %.6g grad_norm %.4g lr %.4g time %.2f s", i + 1, n, it->loss,
+           it->metric, it->grad_norm, it->lr, now_s() - t0);
+    if (it->backtracks)
+      printf(" (step halved %d time%s: the longer step diverged)", it->backtracks, it->backtracks == 1 ? "" : "s");
+    printf("\n");
+  }
   fflush(stdout);
+}
 
-  struct sigaction sa, old;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_sigint;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, &old);
-  g_interrupts = 0;
-
+/* The optimisation iterations; returns the exit code. */
+static int loop(Run* r) {
+  const size_t SA = (size_t)r->S * (size_t)r->A;
   const double t0 = now_s();
-  double t_iter = 0;
-  char status[600] = "completed";
-  int done_its = 0;
-  r.best_metric = INFINITY;
-  for (long i = 0; i < iterations; i++) {
+  snprintf(r->status, sizeof r->status, "completed");
+  r->best_metric = INFINITY;
+  int exitc = DS_EXIT_OK;
+  for (long i = 0; i < r->rd.iterations; i++) {
     const double ti = now_s();
     dsTrainerIter it;
-    rc = ds_trainer_iterate(r.tr, &it);
-    t_iter += now_s() - ti;
+    int rc = ds_trainer_iterate(r->tr, &it);
+    r->t_iter += now_s() - ti;
     if (rc) {
-      if (tty) printf("\n");
-      fprintf(stderr, "dsim run: iteration %ld failed: %s\n", i, ds_trainer_last_error(r.tr));
-      snprintf(status, sizeof status, "failed: iteration %ld: %s", i, ds_trainer_last_error(r.tr));
-      exitc = DS_EXIT_FAILURE;
-      break;
+      if (isatty(STDOUT_FILENO)) printf("\n");
+      fprintf(stderr, "dsim run: iteration %ld failed: %s\n", i, ds_trainer_last_error(r->tr));
+      snprintf(r->status, sizeof r->status, "failed: iteration %ld: %s", i, ds_trainer_last_error(r->tr));
+      return DS_EXIT_FAILURE;
     }
-    done_its++;
-    memcpy(r.last_act, it.actions, SA * sizeof(dsReal));
-    r.last_it = (int)i;
-    r.last_metric = it.metric;
-    r.last_loss = it.loss;
+    r->done_its++;
+    memcpy(r->last_act, it.actions, SA * sizeof(dsReal));
+    r->last_it = (int)i;
+    r->last_metric = it.metric;
+    r->last_loss = it.loss;
     if (i == 0) {
-      r.first_metric = it.metric;
-      r.first_loss = it.loss;
+      r->first_metric = it.metric;
+      r->first_loss = it.loss;
     }
-    if (!r.have || score(ed, it.metric) < score(ed, r.best_metric)) {
-      r.best_metric = it.metric;
-      r.best_it = (int)i;
-      memcpy(r.best_act, it.actions, SA * sizeof(dsReal));
+    if (!r->have || score(r, it.metric) < score(r, r->best_metric)) {
+      r->best_metric = it.metric;
+      r->best_it = (int)i;
+      memcpy(r->best_act, it.actions, SA * sizeof(dsReal));
     }
-    r.have = 1;
-    if (r.log) {
+    r->have = 1;
+    if (r->log) {
       dsRunIteration ri;
       ri.loss = it.loss;
       ri.metric = it.metric;
       ri.wall_time = now_s() - t0;
       ri.grad_norm = it.grad_norm;
       ri.params = it.params;
-      if (ds_runlog_append_iteration(r.log, &ri)) {
-        fprintf(stderr, "dsim run: %s\n", ds_runlog_last_error(r.log));
-        snprintf(status, sizeof status, "failed: %s", ds_runlog_last_error(r.log));
-        exitc = DS_EXIT_FAILURE;
-        break;
+      if (ds_runlog_append_iteration(r->log, &ri)) {
+        fprintf(stderr, "dsim run: %s\n", ds_runlog_last_error(r->log));
+        snprintf(r->status, sizeof r->status, "failed: %s", ds_runlog_last_error(r->log));
+        return DS_EXIT_FAILURE;
       }
-      if (i == 0 && write_episode(&r, "first", 0, it.actions)) {
-        snprintf(status, sizeof status, "failed: cannot record the first episode");
-        exitc = DS_EXIT_FAILURE;
-        break;
+      if (i == 0 && write_episode(r, "first", 0, it.actions)) {
+        snprintf(r->status, sizeof r->status, "failed: cannot record the first episode");
+        return DS_EXIT_FAILURE;
       }
     }
-    const double per = t_iter / (double)(i + 1);
-    if (tty) {
-      char eta[32];
-      fmt_time(per * (double)(iterations - i - 1), eta, sizeof eta);
-      const int width = 24, fill = (int)((double)width * (double)(i + 1) / (double)iterations);
-      char bar[32];
-      for (int q = 0; q < width; q++) bar[q] = q < fill ? '#' : '.';
-      bar[width] = 0;
-      printf("\r%5ld/%ld [%s] loss %.4g  metric %.4g  %.2f s/it  ETA %s   ", i + 1, iterations, bar, it.loss,
-             it.metric, per, eta);
-    } else {
-      printf("iteration %ld/%ld loss %.6g metric %.6g grad_norm %.4g lr %.4g time %.2f s", i + 1, iterations,
-             it.loss, it.metric, it.grad_norm, it.lr, now_s() - t0);
-      if (it.backtracks) printf(" (step halved %d time%s: the longer step diverged)", it.backtracks,
-                                it.backtracks == 1 ? "" : "s");
-      printf("\n");
-    }
-    fflush(stdout);
+    progress(r, i, &it, t0);
     if (g_interrupts) {
-      snprintf(status, sizeof status, "interrupted");
+      snprintf(r->status, sizeof r->status, "interrupted");
       exitc = DS_EXIT_INTERRUPTED;
       break;
     }
   }
-  if (tty) printf("\n");
-  if (exitc == DS_EXIT_INTERRUPTED) printf("interrupted after %d iteration%s\n", done_its, done_its == 1 ? "" : "s");
-  fflush(stdout);
-  /* best and last episodes (skipped on a second Ctrl-C) */
-  if (r.log && r.have && g_interrupts < 2) {
-    int e1 = write_episode(&r, "best", r.best_it, r.best_act);
-    int e2 = 0;
-    if (g_interrupts < 2) e2 = write_episode(&r, "last", r.last_it, r.last_act);
-    if ((e1 || e2) && exitc == DS_EXIT_OK) {
-      snprintf(status, sizeof status, "failed: cannot record the best/last episodes");
-      exitc = DS_EXIT_FAILURE;
-    }
-  }
-  const double wall = now_s() - t0;
-  sigaction(SIGINT, &old, NULL);
-  if (r.log) {
-    if (ds_runlog_close(r.log, status) && exitc == DS_EXIT_OK) {
-      fprintf(stderr, "dsim run: %s: cannot close the run log\n", out);
-      exitc = DS_EXIT_FAILURE;
-    }
-    r.log = NULL;
-  }
-  if (r.have) {
-    printf("summary: %s %s seed %llu: %d iteration%s, status %s\n", envname, mname, (unsigned long long)td.seed,
-           done_its, done_its == 1 ? "" : "s", status);
-    printf("  metric: initial %.6g -> final %.6g (best %.6g at iteration %d)\n", r.first_metric, r.last_metric,
-           r.best_metric, r.best_it);
-    printf("  loss:   initial %.6g -> final %.6g\n", r.first_loss, r.last_loss);
-    printf("  wall time: %.2f s (%.3f s per iteration)\n", wall, t_iter / (double)done_its);
-  }
-  fflush(stdout);
+  return exitc;
+}
 
-done:
-  if (r.log) ds_runlog_close(r.log, "failed: setup");
-  ds_recorder_destroy(r.rec);
-  ds_trainer_destroy(r.tr);
-  ds_env_destroy(env);
-  free(r.best_act);
-  free(r.last_act);
+/* ---- summary ------------------------------------------------------------------------ */
+/* Best and last episodes, the log's status; returns the final exit code. */
+static int finish(Run* r, int exitc) {
+  if (isatty(STDOUT_FILENO)) printf("\n");
+  if (exitc == DS_EXIT_INTERRUPTED)
+    printf("interrupted after %d iteration%s\n", r->done_its, r->done_its == 1 ? "" : "s");
+  fflush(stdout);
+  if (r->log && r->have && g_interrupts < 2) { /* a second Ctrl-C skips the episodes */
+    int e1 = write_episode(r, "best", r->best_it, r->best_act);
+    int e2 = g_interrupts < 2 ? write_episode(r, "last", r->last_it, r->last_act) : 0;
+    if ((e1 || e2) && exitc == DS_EXIT_OK) {
+      snprintf(r->status, sizeof r->status, "failed: cannot record the best/last episodes");
+      exitc = DS_EXIT_FAILURE;
+    }
+  }
+  if (r->log) {
+    if (ds_runlog_close(r->log, r->status) && exitc == DS_EXIT_OK) {
+      fprintf(stderr, "dsim run: %s: cannot close the run log\n", r->out);
+      exitc = DS_EXIT_FAILURE;
+    }
+    r->log = NULL;
+  }
+  return exitc;
+}
+
+static void summary(const Run* r) {
+  if (!r->have) return;
+  const char* env = ds_env_name(r->env);
+  printf("summary: %s %s seed %llu: %d iteration%s, status %s\n", env, r->mname, (unsigned long long)r->td.seed,
+         r->done_its, r->done_its == 1 ? "" : "s", r->status);
+  printf("  metric: initial %.6g -> final %.6g (best %.6g at iteration %d)\n", r->first_metric, r->last_metric,
+         r->best_metric, r->best_it);
+  printf("  loss:   initial %.6g -> final %.6g\n", r->first_loss, r->last_loss);
+  printf("  wall time: %.2f s (%.3f s per iteration)\n", r->wall, r->t_iter / (double)r->done_its);
+  fflush(stdout);
+}
+
+static void cleanup(Run* r) {
+  if (r->log) ds_runlog_close(r->log, "failed: setup");
+  ds_recorder_destroy(r->rec);
+  ds_trainer_destroy(r->tr);
+  ds_env_destroy(r->env);
+  ds_config_free_text(r->text);
+  free(r->best_act);
+  free(r->last_act);
+}
+
+int ds_cli_run(int argc, char** argv) {
+  static RunArgs args; /* large (the overrides): not on the stack */
+  int rc = parse_args(argc, argv, &args);
+  if (rc) return rc < 0 ? DS_EXIT_OK : rc;
+  Run* r = (Run*)calloc(1, sizeof *r);
+  if (!r) {
+    fprintf(stderr, "dsim run: out of memory\n");
+    return DS_EXIT_FAILURE;
+  }
+  int exitc = setup(&args, r);
+  if (exitc == DS_EXIT_OK) {
+    printf("dsim run: %s (%s), method %s, seed %llu, %d thread%s, %d iterations, %d parameters, lr %g\n",
+           ds_env_name(r->env), r->path, r->mname, (unsigned long long)r->td.seed, r->nthreads,
+           r->nthreads == 1 ? "" : "s", r->rd.iterations, r->np,
+           r->td.method <= DS_METHOD_STATE ? r->td.optim.lr : 0.0);
+    printf("run log: %s%s\n", r->log ? r->out : "(none)", r->log ? "" : " (built --without-hdf5)");
+    fflush(stdout);
+    struct sigaction sa, old;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_sigint;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old);
+    g_interrupts = 0;
+    const double t0 = now_s();
+    exitc = finish(r, loop(r));
+    r->wall = now_s() - t0;
+    sigaction(SIGINT, &old, NULL);
+    summary(r);
+  }
+  cleanup(r);
+  free(r);
   return exitc;
 }

@@ -4,7 +4,7 @@
 # exports only the DS_API symbols. Bundled configs are looked up in the source
 # tree and the installed $(pkgdatadir)/configs (cli/cmd_run.c has the order).
 bin_PROGRAMS = dsim
-dsim_SOURCES = cli/main.c cli/cli.h cli/cmd_info.c cli/cmd_export.c cli/cmd_run.c
+dsim_SOURCES = cli/main.c cli/cli.h cli/cmd_info.c cli/cmd_export.c cli/cmd_run.c cli/cmd_config.c
 dsim_LDADD = libdsim_core.la
 dsim_CPPFLAGS = $(AM_CPPFLAGS) -DDS_CONFIGS_SRCDIR='"$(abs_top_srcdir)/configs"' \
   -DDS_CONFIGS_DATADIR='"$(pkgdatadir)/configs"'

@@ -132,10 +132,12 @@ static int store_row(dsRecorder* r, int s) {
   return DS_OK;
 }
 
-int ds_recorder_record(dsRecorder* r, uint64_t seed, const dsReal* actions, const dsEpisodeRecord** out) {
+int ds_recorder_record(dsRecorder* r, uint64_t seed, int iteration, const dsReal* actions,
+                       const dsEpisodeRecord** out) {
   if (!r || !actions || !out) return DS_ERR_INVALID;
   *out = NULL;
   dsEpisodeRecord* q = &r->rec;
+  q->iteration = iteration;
   const size_t px = (size_t)r->W * (size_t)r->H * 4;
   int rc = ds_env_reset(r->env, seed, NULL, NULL);
   if (rc) return ds__seterr(&r->eb, rc, "recorder: reset: %s", ds_env_last_error(r->env));

@@ -13,6 +13,7 @@
 #include "config.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "base/rng.h"
@@ -56,38 +57,130 @@ int ds_method_parse(const char* name) {
   return -1;
 }
 
-dsTrainerDef ds_default_trainer_def(const dsEnv* env) {
+dsTrainerDef ds_default_trainer_def(void) {
   dsTrainerDef t;
   memset(&t, 0, sizeof t);
-  const dsEnvDef* d = env ? ds_env_def(env) : NULL;
   t.method = DS_METHOD_IMAGE;
   t.policy = DS_POLICY_AUTO;
   t.net = ds_default_sinnet_def();
   t.optim = ds_default_optim_def(DS_OPTIM_ADAM);
-  if (d) {
-    t.seed = (uint64_t)(d->seed >= 0 ? d->seed : 0);
-    t.env_seed = t.seed;
-    if (d->ctrl_phases > 0) t.net.phases = d->ctrl_phases;
-    t.net.omega = (double)d->ctrl_omega;
-    t.net.phase_step = (double)d->ctrl_phase_step;
-    t.net.strength = (double)d->ctrl_strength;
-    for (int i = 0; i < 3; i++) t.const_init[i] = (double)d->ctrl_init[i];
-    t.optim = ds_default_optim_def(d->ctrl_optimizer == 1 ? DS_OPTIM_SGD : DS_OPTIM_ADAM);
-    if (d->ctrl_lr > 0) t.optim.lr = (double)d->ctrl_lr;
-    if (t.optim.kind == DS_OPTIM_SGD) t.optim.momentum = (double)d->ctrl_momentum;
-    t.optim.clip_norm = (double)d->ctrl_clip;
-    if (d->ctrl_decay_every > 0) {
-      t.optim.decay_every = d->ctrl_decay_every;
-      t.optim.decay_factor = (double)d->ctrl_decay_factor;
-    }
-  }
-  t.net.seed = t.seed;
   t.mpc_inner = 1;
   t.cem_population = 8;
   t.cem_elite = 2;
   t.cem_min_std = 1e-3;
   t.max_backtracks = 6;
   return t;
+}
+
+#define T(f) offsetof(dsTrainerDef, f)
+static const dsConfigKey g_trainer_keys[] = {
+    {"policy", DS_KEY_ENUM, T(policy), 0, 0, "auto|sinnet|constant", 0,
+     "sinusoid network, or one constant action (auto: constant for an initial action)"},
+    {"phases", DS_KEY_INT, T(net.phases), 1, 1024, NULL, 0, "sinusoid inputs P"},
+    {"omega", DS_KEY_DOUBLE, T(net.omega), 0, 1e6, NULL, 0, "angular frequency, rad/s"},
+    {"phase_step", DS_KEY_DOUBLE, T(net.phase_step), -100, 100, NULL, 0, "phase offset between inputs, rad"},
+    {"strength", DS_KEY_DOUBLE, T(net.strength), 0, 1e6, NULL, 0, "output scale"},
+    {"init_scale", DS_KEY_DOUBLE, T(net.init_scale), 0, 1e6, NULL, 0, "weight init half-width (0: 1/sqrt(P))"},
+    {"initial_action", DS_KEY_DVEC3, T(const_init), -1e6, 1e6, NULL, 0,
+     "constant policy: initial action (first 3 values; control-cloth: velocity, m/s)"},
+    {"random_scale", DS_KEY_DOUBLE, T(random_scale), 0, 1e6, NULL, 0,
+     "random / constant draws: half-width (0: the init bound)"},
+    {"optimizer", DS_KEY_ENUM, T(optim.kind), 0, 0, "adam|sgd", 0, "optimiser"},
+    {"lr", DS_KEY_DOUBLE, T(optim.lr), 0, 1e6, NULL, 0, "learning rate"},
+    {"beta1", DS_KEY_DOUBLE, T(optim.beta1), 0, 0.999999, NULL, 0, "Adam first-moment decay"},
+    {"beta2", DS_KEY_DOUBLE, T(optim.beta2), 0, 0.999999999, NULL, 0, "Adam second-moment decay"},
+    {"eps", DS_KEY_DOUBLE, T(optim.eps), 0, 1, NULL, 0, "Adam epsilon"},
+    {"momentum", DS_KEY_DOUBLE, T(optim.momentum), 0, 0.999999, NULL, 0, "SGD heavy-ball momentum"},
+    {"clip", DS_KEY_DOUBLE, T(optim.clip_norm), 0, 1e30, NULL, 0, "gradient-norm clipping (0: off)"},
+    {"decay_every", DS_KEY_INT, T(optim.decay_every), 0, 100000000, NULL, 0,
+     "step decay: multiply the learning rate by decay_factor every N iterations (0: off)"},
+    {"decay_factor", DS_KEY_DOUBLE, T(optim.decay_factor), 0, 1, NULL, 0, "step decay factor, (0, 1]"},
+    {"mpc", DS_KEY_BOOL, T(mpc), 0, 1, NULL, 0, "receding-horizon MPC (image or state method)"},
+    {"horizon", DS_KEY_INT, T(mpc_horizon), 0, 100000000, NULL, 0, "MPC window, control steps (0: a quarter)"},
+    {"execute", DS_KEY_INT, T(mpc_execute), 0, 100000000, NULL, 0, "MPC steps executed per window (0: half)"},
+    {"inner", DS_KEY_INT, T(mpc_inner), 1, 1000000, NULL, 0, "MPC optimiser steps per window"},
+    {"population", DS_KEY_INT, T(cem_population), 2, 1000000, NULL, 0, "CEM samples per generation"},
+    {"elite", DS_KEY_INT, T(cem_elite), 1, 1000000, NULL, 0, "CEM elites per generation"},
+    {"cem_init_std", DS_KEY_DOUBLE, T(cem_init_std), 0, 1e6, NULL, 0, "CEM initial std (0: the init bound)"},
+    {"cem_min_std", DS_KEY_DOUBLE, T(cem_min_std), 0, 1e6, NULL, 0, "CEM std floor"},
+    {"max_backtracks", DS_KEY_INT, T(max_backtracks), 0, 60, NULL, 0,
+     "halvings of a step whose rollout diverged"},
+    {NULL, DS_KEY_REAL, 0, 0, 0, NULL, 0, NULL}};
+#undef T
+
+const dsConfigKey* ds_trainer_keys(void) { return g_trainer_keys; }
+
+int ds_trainer_def_validate(const dsTrainerDef* def, char* err, size_t errlen) {
+  if (!def) return ds__puterr(err, errlen, DS_ERR_INVALID, "trainer: NULL definition");
+  if (def->method < 0 || def->method > DS_METHOD_CEM)
+    return ds__puterr(err, errlen, DS_ERR_RANGE, "trainer: unknown method %d", def->method);
+  if (def->policy < DS_POLICY_AUTO || def->policy > DS_POLICY_CONSTANT)
+    return ds__puterr(err, errlen, DS_ERR_RANGE, "controller.policy: unknown policy %d", def->policy);
+  if (def->mpc && def->method != DS_METHOD_IMAGE && def->method != DS_METHOD_STATE)
+    return ds__puterr(err, errlen, DS_ERR_INVALID, "controller.mpc: MPC needs a gradient method (image or state), not %s",
+                      ds_method_name(def->method));
+  if (def->mpc && (def->mpc_horizon < 0 || def->mpc_execute < 0 || def->mpc_inner < 1))
+    return ds__puterr(err, errlen, DS_ERR_RANGE, "controller: MPC horizon %d, execute %d (>= 0), inner %d (>= 1)",
+                      def->mpc_horizon, def->mpc_execute, def->mpc_inner);
+  if (def->max_backtracks < 0 || def->max_backtracks > 60)
+    return ds__puterr(err, errlen, DS_ERR_RANGE, "controller.max_backtracks: %d, expected 0..60", def->max_backtracks);
+  if (def->method == DS_METHOD_CEM &&
+      (def->cem_population < 2 || def->cem_elite < 1 || def->cem_elite > def->cem_population ||
+       !(def->cem_init_std >= 0) || !(def->cem_min_std >= 0)))
+    return ds__puterr(err, errlen, DS_ERR_RANGE,
+                      "controller: CEM population %d (>= 2), elite %d (1..population)", def->cem_population,
+                      def->cem_elite);
+  const dsOptimDef* o = &def->optim;
+  if (!(o->decay_factor > 0 && o->decay_factor <= 1))
+    return ds__puterr(err, errlen, DS_ERR_RANGE, "controller.decay_factor: expected a number in (0, 1], got %g",
+                      o->decay_factor);
+  if (!(o->momentum >= 0 && o->momentum < 1))
+    return ds__puterr(err, errlen, DS_ERR_RANGE, "controller.momentum: expected a number in [0, 1), got %g", o->momentum);
+  if (!(o->lr >= 0) || !isfinite(o->lr) || !(o->clip_norm >= 0) || o->decay_every < 0)
+    return ds__puterr(err, errlen, DS_ERR_RANGE, "controller: lr %g, clip %g (>= 0), decay_every %d (>= 0)", o->lr,
+                      o->clip_norm, o->decay_every);
+  return 0;
+}
+
+int ds_trainer_def_from_text(const char* name, const char* text, dsTrainerDef* def, char* err, size_t errlen) {
+  if (!def) return ds__puterr(err, errlen, DS_ERR_INVALID, "trainer: NULL definition");
+  dsTrainerDef t = *def;
+  int rc = ds_config_parse_section(name, text, "controller", g_trainer_keys, &t, sizeof t, err, errlen);
+  if (rc) return rc;
+  char msg[512];
+  rc = ds_trainer_def_validate(&t, msg, sizeof msg);
+  if (rc) return ds__puterr(err, errlen, DS_ERR_CONFIG, "%s: %s", name, msg);
+  *def = t;
+  return 0;
+}
+
+dsRunDef ds_default_run_def(void) {
+  dsRunDef r;
+  memset(&r, 0, sizeof r);
+  r.seed = 0;
+  r.iterations = 40;
+  r.method = DS_METHOD_IMAGE;
+  r.threads = 0;
+  return r;
+}
+
+#define R(f) offsetof(dsRunDef, f)
+static const dsConfigKey g_run_keys[] = {
+    {"seed", DS_KEY_U64, R(seed), 0, 2147483647.0, NULL, 0, "goal and controller seed"},
+    {"iterations", DS_KEY_INT, R(iterations), 1, 100000000, NULL, 0, "optimisation iterations, one rollout each"},
+    {"method", DS_KEY_ENUM, R(method), 0, 0, "image|state|random|cem", 0,
+     "image: the env's loss; state: 3-D centre-of-mass loss; random; cem"},
+    {"threads", DS_KEY_INT, R(threads), 0, 4096, NULL, 0, "OpenMP threads (0: OMP_NUM_THREADS or all cores)"},
+    {"out", DS_KEY_STRING, R(out), 0, DS_RUN_OUT_MAX, NULL, 0,
+     "run log (\"\": runs/ENV-METHOD[-mpc]-sSEED.h5)"},
+    {NULL, DS_KEY_REAL, 0, 0, 0, NULL, 0, NULL}};
+#undef R
+
+const dsConfigKey* ds_run_keys(void) { return g_run_keys; }
+
+int ds_run_def_from_text(const char* name, const char* text, dsRunDef* def, char* err, size_t errlen) {
+  if (!def) return ds__puterr(err, errlen, DS_ERR_INVALID, "run: NULL definition");
+  return ds_config_parse_section(name, text, "run", g_run_keys, def, sizeof *def, err, errlen);
 }
 
 void ds_trainer_destroy(dsTrainer* tr) {
@@ -128,24 +221,12 @@ int ds_trainer_create(dsEnv* env, const dsTrainerDef* def, dsTrainer** out, char
   if (!env || !def || !out) return ds__puterr(err, errlen, DS_ERR_INVALID, "trainer: NULL argument");
   *out = NULL;
   const dsEnvDef* ed = ds_env_def(env);
-  if (def->method < 0 || def->method > DS_METHOD_CEM)
-    return ds__puterr(err, errlen, DS_ERR_RANGE, "trainer: unknown method %d", def->method);
-  if (def->mpc && def->method != DS_METHOD_IMAGE && def->method != DS_METHOD_STATE)
-    return ds__puterr(err, errlen, DS_ERR_INVALID, "trainer: MPC needs a gradient method (image or state), not %s",
-                      ds_method_name(def->method));
+  char msg[512];
+  int vrc = ds_trainer_def_validate(def, msg, sizeof msg);
+  if (vrc) return ds__puterr(err, errlen, vrc, "trainer: %s", msg);
   if (def->method == DS_METHOD_STATE && ds_env_obs_size(env) != 6)
     return ds__puterr(err, errlen, DS_ERR_INVALID,
                       "trainer: the state loss needs the centre-of-mass observation (observation.state \"com\")");
-  if (def->mpc && (def->mpc_horizon < 0 || def->mpc_execute < 0 || def->mpc_inner < 1))
-    return ds__puterr(err, errlen, DS_ERR_RANGE, "trainer: MPC horizon %d, execute %d (>= 0), inner %d (>= 1)",
-                      def->mpc_horizon, def->mpc_execute, def->mpc_inner);
-  if (def->max_backtracks < 0 || def->max_backtracks > 60)
-    return ds__puterr(err, errlen, DS_ERR_RANGE, "trainer: max_backtracks %d (0..60)", def->max_backtracks);
-  if (def->method == DS_METHOD_CEM &&
-      (def->cem_population < 2 || def->cem_elite < 1 || def->cem_elite > def->cem_population ||
-       !(def->cem_init_std >= 0) || !(def->cem_min_std >= 0)))
-    return ds__puterr(err, errlen, DS_ERR_RANGE, "trainer: CEM population %d (>= 2), elite %d (1..population)",
-                      def->cem_population, def->cem_elite);
   dsTrainer* tr = (dsTrainer*)ds__calloc(1, sizeof *tr);
   if (!tr) return ds__puterr(err, errlen, DS_ERR_NOMEM, "trainer: out of memory");
   tr->env = env;
@@ -157,7 +238,7 @@ int ds_trainer_create(dsEnv* env, const dsTrainerDef* def, dsTrainer** out, char
   tr->step_dt = (double)ed->control_interval * (double)ed->dt;
   tr->policy = def->policy;
   if (tr->policy == DS_POLICY_AUTO)
-    tr->policy = ed->kind == DS_ENV_CONTROL_CLOTH ? DS_POLICY_CONSTANT : DS_POLICY_SINNET;
+    tr->policy = ds_env_action_kind(env) == DS_ACTION_INITIAL ? DS_POLICY_CONSTANT : DS_POLICY_SINNET;
   if (tr->def.mpc) {
     if (tr->def.mpc_horizon <= 0) tr->def.mpc_horizon = (tr->S + 3) / 4;
     if (tr->def.mpc_horizon > tr->S) tr->def.mpc_horizon = tr->S;

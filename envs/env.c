@@ -1,23 +1,19 @@
 /* Environments: episode (reset/step), observations, rewards, the built-in
  * losses and the backward pass through the engine tape and the renderer.
  *
+ * This file is the part every environment shares; what differs (the scene,
+ * how an action enters the physics and its adjoint, the metric) is the
+ * class's (dsEnvClass, one file each: envs/walker.c, control_fem.c,
+ * control_cloth.c, walker_springs.c; registry in envs/env_def.c).
+ *
  * Forward. Step k covers substeps [kC, min((k+1)C, T)) with the action held:
- * walker/control-fem write it into the activations d->act; walker-springs
- * turns it into external forces (below); control-cloth adds the first
- * step's action to every particle's velocity at substep 0. After substep s
+ * before each substep s the class's action_fwd writes it into the data
+ * (activations, external forces or, for an initial action, the state at
+ * s = 0). After substep s
  * the state is x_{s}; a frame is rendered at every scheduled s (0 at reset)
  * and its image loss l_f = loss(render(x_s), goal) kept; the positions of
  * frames and step ends are kept so backward can re-render (images are not
  * stored).
- *
- * walker-springs actuation. A spring (i, j) of stiffness ke and rest L with
- * action a has rest L (1 + a); its force differs from the engine's
- * (rest L) by ke L a along d^ = (x_i - x_j)/|x_i - x_j|:
- *   f_i += u d^,  f_j -= u d^,  u = ke L a
- * applied as external force from the state at the start of each substep.
- * Adjoint with g = adj_f_i - adj_f_j (dL/df_ext of that substep), l = |d|:
- *   dL/du = g.d^,  dL/da = ke L g.d^,  dL/dke += L a g.d^,  dL/dL += ke a g.d^
- *   dL/dx_i += u (g - (g.d^) d^)/l,  dL/dx_j -= same
  *
  * Backward. Any loss here is a sum of terms, each a function of the state at
  * one substep s: frame losses w_f l_f(x_s), centre-of-mass terms
@@ -26,8 +22,8 @@
  * into d->adj_x / d->adj_v right after the pop that made them the adjoints
  * of state s; frames are re-rendered from the kept positions and
  * backpropagated through ds_raster_backward. dL/d(action of step k) is the
- * sum over the step's substeps of the engine's dL/d(act) (or of the
- * actuation adjoint above); control-cloth's is sum_i dL/dv_i(0).
+ * sum over the step's substeps of what the class's action_bwd takes from the
+ * engine's adjoints after each pop (dL/d(act), dL/d(f_ext), dL/d(state)).
  *
  * Centre of mass: com = sum_i m_i x_i / M, so dcom/dx_i = m_i/M and
  * dcom/dm_i = (x_i - com)/M (added to the particle.mass gradient). */
@@ -41,7 +37,7 @@
 #include "io/cfg.h"
 
 /* ---- small helpers ---------------------------------------------------------- */
-static void com_of(const dsModel* m, const dsReal* x, dsReal c[3]) {
+void ds__env_com(const dsModel* m, const dsReal* x, dsReal c[3]) {
   double s[3] = {0, 0, 0}, M = 0;
   for (int i = 0; i < m->nparticle; i++) {
     const double mi = m->mass[i];
@@ -49,6 +45,15 @@ static void com_of(const dsModel* m, const dsReal* x, dsReal c[3]) {
     for (int k = 0; k < 3; k++) s[k] += mi * x[3 * i + k];
   }
   for (int k = 0; k < 3; k++) c[k] = (dsReal)(M > 0 ? s[k] / M : 0);
+}
+
+void ds__mesh_center(dsMesh* mesh) {
+  dsReal c[3];
+  ds_mesh_centroid(mesh, c);
+  c[0] = -c[0];
+  c[1] = -c[1];
+  c[2] = -c[2];
+  ds_mesh_translate(mesh, c);
 }
 
 static dsReal total_mass(const dsModel* m) {
@@ -60,7 +65,7 @@ static dsReal total_mass(const dsModel* m) {
 /* adj_x_i += w_c m_i/M, g_mass_i += w_c.(x_i - com)/M  (w: dL/dcom) */
 static void com_bwd(const dsModel* m, dsGrad* g, const dsReal* x, const dsReal w[3], dsReal* adj_x) {
   dsReal c[3];
-  com_of(m, x, c);
+  ds__env_com(m, x, c);
   const dsReal M = total_mass(m);
   if (!(M > 0)) return;
   for (int i = 0; i < m->nparticle; i++) {
@@ -76,7 +81,7 @@ static void com_bwd(const dsModel* m, dsGrad* g, const dsReal* x, const dsReal w
 
 static dsReal com_loss(const dsEnv* e, const dsReal* x) {
   dsReal c[3];
-  com_of(e->m, x, c);
+  ds__env_com(e->m, x, c);
   dsReal s = 0;
   for (int k = 0; k < 3; k++) s += (c[k] - e->target[k]) * (c[k] - e->target[k]);
   return s;
@@ -108,8 +113,8 @@ static void write_obs(const dsEnv* e, const dsReal* x, const dsReal* v, dsReal* 
     memcpy(obs, x, (size_t)e->n3 * sizeof(dsReal));
     memcpy(obs + e->n3, v, (size_t)e->n3 * sizeof(dsReal));
   } else if (e->def.obs_state == DS_OBS_STATE_COM) {
-    com_of(e->m, x, obs);
-    com_of(e->m, v, obs + 3);
+    ds__env_com(e->m, x, obs);
+    ds__env_com(e->m, v, obs + 3);
   }
 }
 
@@ -123,8 +128,8 @@ static void free_sized(dsEnv* e) {
   e->g = NULL;
   e->m = NULL;
   e->r = NULL;
-  dsReal** bufs[] = {&e->cloth_base, &e->face_colors, &e->goal_x, &e->frame_x, &e->frame_loss, &e->step_x, &e->step_v,
-                     &e->actions,     &e->sub_x,  &e->adj_act, &e->adj_fext,   &e->tmp3};
+  dsReal** bufs[] = {&e->face_colors, &e->goal_x,  &e->frame_x, &e->frame_loss, &e->step_x,
+                     &e->step_v,      &e->actions, &e->adj_act, &e->adj_fext,   &e->sink};
   for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
     ds__free(*bufs[i]);
     *bufs[i] = NULL;
@@ -133,33 +138,54 @@ static void free_sized(dsEnv* e) {
 
 static dsReal* alloc_reals(size_t n) { return (dsReal*)ds__calloc(n ? n : 1, sizeof(dsReal)); }
 
+/* The class's model: its build, then dt, gravity and ground contact. */
+static int build_model(dsEnv* e, dsModel** out) {
+  const dsEnvDef* def = &e->def;
+  dsBuilder* b = NULL;
+  int rc = ds_builder_create(&b);
+  if (rc) return ds__seterr(&e->err, rc, "cannot create the model builder");
+  rc = e->cls->build(e, b);
+  if (rc >= 0) {
+    ds_builder_set_gravity(b, def->gravity[0], def->gravity[1], def->gravity[2]);
+    ds_builder_set_dt(b, def->dt);
+    if (def->ground) {
+      const dsGroundDef gd = {def->contact_ke, def->contact_kd, def->contact_kf, def->contact_mu, def->contact_skin};
+      ds_builder_set_ground(b, &gd);
+    } else {
+      ds_builder_set_ground(b, NULL);
+    }
+    rc = ds_builder_finalize(b, out);
+  }
+  if (rc < 0 && !e->err.code) {
+    const char* msg = ds_builder_last_error(b);
+    ds__seterr(&e->err, rc, "%s: cannot build the model: %s", e->cls->name, msg && *msg ? msg : ds_strerror(rc));
+  }
+  ds_builder_free(b);
+  return rc < 0 ? rc : 0;
+}
+
 /* Model, data, gradient, renderer and every buffer sized by the model. */
-static int build_sized(dsEnv* e, int cloth_D, dsReal cloth_h) {
+static int build_sized(dsEnv* e) {
   const dsEnvDef* def = &e->def;
   free_sized(e);
-  int rc = ds__env_build_model(e, cloth_D, cloth_h, &e->m);
+  int rc = build_model(e, &e->m);
   if (rc) return rc;
   const dsModel* m = e->m;
-  e->cloth_D = cloth_D;
   e->np = m->nparticle;
   e->n3 = 3 * m->nparticle;
-  switch (def->kind) {
-    case DS_ENV_WALKER: e->adim = m->ntri; break;
-    case DS_ENV_CONTROL_FEM: e->adim = m->ntet; break;
-    case DS_ENV_CONTROL_CLOTH: e->adim = 3; break;
-    default: e->adim = m->nspring; break;
-  }
+  e->adim = e->cls->action_size(e);
+  if (e->adim < 0) return ds__seterr(&e->err, DS_ERR_INVALID, "%s: bad action size %d", e->cls->name, e->adim);
   e->odim = def->obs_state == DS_OBS_STATE_FULL ? 2 * e->n3 : def->obs_state == DS_OBS_STATE_COM ? 6 : 0;
   dsDataDef dd = ds_default_data_def();
   dd.max_substeps = e->T;
   dd.checkpoint_every = def->checkpoint_every;
   dd.act_records = e->nstep + 1;
-  dd.fext_records = def->kind == DS_ENV_WALKER_SPRINGS ? e->T : 1;
+  dd.fext_records = e->cls->uses_external_force ? e->T : 1;
   rc = ds_data_create(m, &dd, &e->d);
   if (rc) return ds__seterr(&e->err, rc, "cannot create the simulation data (%s)", ds_strerror(rc));
   rc = ds_grad_create(m, &e->g);
   if (rc) return ds__seterr(&e->err, rc, "cannot create the gradient (%s)", ds_strerror(rc));
-  dsRenderSettings s = ds_render_settings_default();
+  dsRenderSettings s = ds_default_render_settings();
   s.width = def->width;
   s.height = def->height;
   s.supersample = def->supersample;
@@ -183,29 +209,29 @@ static int build_sized(dsEnv* e, int cloth_D, dsReal cloth_h) {
   e->step_x = alloc_reals((size_t)e->nstep * n3);
   e->step_v = alloc_reals((size_t)e->nstep * n3);
   e->actions = alloc_reals((size_t)e->nstep * (size_t)e->adim);
-  if (def->kind == DS_ENV_WALKER_SPRINGS) e->sub_x = alloc_reals((size_t)e->T * n3);
   e->adj_act = alloc_reals((size_t)m->nact);
   e->adj_fext = alloc_reals(n3);
-  e->tmp3 = alloc_reals(n3);
-  if (def->kind == DS_ENV_CONTROL_CLOTH) {
-    e->cloth_base = alloc_reals(n3);
-    if (!e->cloth_base) return ds__seterr(&e->err, DS_ERR_NOMEM, "out of memory");
-    rc = ds__env_cloth_positions(def, cloth_D, 0, e->cloth_base);
-    if (rc) return ds__seterr(&e->err, rc, "cloth placement failed (%s)", ds_strerror(rc));
-  }
+  e->sink = alloc_reals((size_t)e->adim);
   if (!e->face_colors || !e->goal_x || !e->frame_x || !e->frame_loss || !e->step_x || !e->step_v || !e->actions ||
-      (def->kind == DS_ENV_WALKER_SPRINGS && !e->sub_x) || !e->adj_act || !e->adj_fext || !e->tmp3)
+      !e->adj_act || !e->adj_fext || !e->sink)
     return ds__seterr(&e->err, DS_ERR_NOMEM, "out of memory");
   for (int f = 0; f < m->nface; f++)
     for (int k = 0; k < 3; k++) e->face_colors[3 * f + k] = def->color[k];
+  if (e->cls->built) {
+    rc = e->cls->built(e);
+    if (rc) return e->err.code ? rc : ds__seterr(&e->err, rc, "%s: %s", e->cls->name, ds_strerror(rc));
+  }
   e->have_goal = 0;
   e->have_episode = 0;
   return 0;
 }
 
+int ds_env_rebuild(dsEnv* e) { return e ? build_sized(e) : DS_ERR_INVALID; }
+
 void ds_env_destroy(dsEnv* e) {
   if (!e) return;
   free_sized(e);
+  if (e->cls && e->cls->destroy) e->cls->destroy(e->cstate);
   ds_image_loss_destroy(e->il);
   ds__free(e->goal_img);
   ds__free(e->img);
@@ -243,6 +269,7 @@ static int env_create(const dsEnvDef* def, char* text, dsEnv** out, char* err, s
     return DS_ERR_NOMEM;
   }
   e->def = *def;
+  e->cls = def->cls;
   e->config_text = text;
   if (!e->config_text) {
     int need = ds_env_def_to_json(def, NULL, 0);
@@ -271,7 +298,7 @@ static int env_create(const dsEnvDef* def, char* text, dsEnv** out, char* err, s
       e->frame_t[e->nframe++] = s;
     }
   }
-  dsLossDef ld = ds_loss_def_default();
+  dsLossDef ld = ds_default_loss_def();
   ld.kind = def->image_loss;
   ld.levels = def->loss_levels;
   ld.moments_weight = def->loss_moments;
@@ -281,7 +308,14 @@ static int env_create(const dsEnvDef* def, char* text, dsEnv** out, char* err, s
     ds__seterr(&e->err, rc, "cannot create the image loss (%s)", ds_strerror(rc));
     goto fail;
   }
-  rc = build_sized(e, def->size_min, def->height_min);
+  if (e->cls->create) {
+    rc = e->cls->create(e, &e->cstate);
+    if (rc) {
+      ds__seterr(&e->err, rc, "%s: cannot create the class state (%s)", e->cls->name, ds_strerror(rc));
+      goto fail;
+    }
+  }
+  rc = build_sized(e);
   if (rc) goto fail;
   *out = e;
   return 0;
@@ -336,6 +370,19 @@ int ds_env_create_from_config(const char* path, dsEnv** out, char* err, size_t e
 const char* ds_env_last_error(const dsEnv* e) { return e ? ds__errmsg(&e->err) : ""; }
 const char* ds_env_config_text(const dsEnv* e) { return e ? e->config_text : NULL; }
 const dsEnvDef* ds_env_def(const dsEnv* e) { return e ? &e->def : NULL; }
+const char* ds_env_name(const dsEnv* e) { return e ? e->cls->name : NULL; }
+int ds_env_action_kind(const dsEnv* e) { return e ? e->cls->action_kind : DS_ERR_INVALID; }
+double ds_env_metric_goal(const dsEnv* e) {
+  return e && e->cls->metric_kind == DS_METRIC_DISPLACEMENT ? (double)e->def.goal_x_min : 0.0;
+}
+const dsModel* ds_env_model(const dsEnv* e) { return e ? e->m : NULL; }
+dsData* ds_env_data(dsEnv* e) { return e ? e->d : NULL; }
+dsGrad* ds_env_grad(dsEnv* e) { return e ? e->g : NULL; }
+const void* ds_env_params(const dsEnv* e) { return e ? e->def.params.bytes : NULL; }
+void* ds_env_class_state(dsEnv* e) { return e ? e->cstate : NULL; }
+int ds_env_set_error(dsEnv* e, int code, const char* msg) {
+  return e ? ds__seterr(&e->err, code, "%s", msg ? msg : ds_strerror(code)) : code;
+}
 int ds_env_obs_size(const dsEnv* e) { return e ? e->odim : DS_ERR_INVALID; }
 int ds_env_action_size(const dsEnv* e) { return e ? e->adim : DS_ERR_INVALID; }
 void ds_env_image_size(const dsEnv* e, int* w, int* h) {
@@ -362,9 +409,9 @@ int ds_env_target(const dsEnv* e, dsReal target[3]) {
 int ds_env_metric(const dsEnv* e, dsReal* value) {
   if (!e || !value) return DS_ERR_INVALID;
   if (!e->have_episode) return DS_ERR_STATE;
-  if (e->def.kind == DS_ENV_WALKER || e->def.kind == DS_ENV_WALKER_SPRINGS) {
+  if (e->cls->metric_kind == DS_METRIC_DISPLACEMENT) {
     dsReal c[3];
-    com_of(e->m, e->d->x, c);
+    ds__env_com(e->m, e->d->x, c);
     *value = c[0] - e->com0[0];
   } else {
     *value = com_loss(e, e->d->x) / 3; /* mean over the 3 coordinates */
@@ -404,34 +451,22 @@ int ds_env_reset(dsEnv* e, uint64_t seed, dsReal* obs, dsReal* image) {
   /* draws, in a fixed order: goal x, then (cloth) size and height */
   const dsReal xt = (dsReal)(def->goal_x_min + (def->goal_x_max - def->goal_x_min) * ds__splitmix64_uniform(&rng));
   int rc = 0;
-  if (def->kind == DS_ENV_CONTROL_CLOTH) {
-    const int D = def->size_min + (int)(ds__splitmix64(&rng) % (uint64_t)(def->size_max - def->size_min + 1));
-    const dsReal h = (dsReal)(def->height_min + (def->height_max - def->height_min) * ds__splitmix64_uniform(&rng));
-    if (D != e->cloth_D) {
-      rc = build_sized(e, D, h);
-      if (rc) return rc;
-    }
-    /* the sheet lifted to its height, computed the same way whether or not
-     * the model was just rebuilt (same seed, same bits; no allocation) */
-    for (int i = 0; i < e->np; i++)
-      for (int c = 0; c < 3; c++) e->tmp3[3 * i + c] = e->cloth_base[3 * i + c] + (c == 1 ? h : 0);
-    rc = ds_model_set_param(e->m, "initial_position", e->tmp3, e->n3);
-    if (rc) return ds__seterr(&e->err, rc, "cloth placement failed (%s)", ds_strerror(rc));
-    e->cloth_h = h;
+  if (e->cls->reset) {
+    rc = e->cls->reset(e, &rng);
+    if (rc) return e->err.code ? rc : ds__seterr(&e->err, rc, "%s: reset: %s", e->cls->name, ds_strerror(rc));
   }
   const dsModel* m = e->m;
   dsData* d = e->d;
   ds_data_reset(m, d);
   e->failed = 0;
   e->did_backward = 0;
-  com_of(m, m->x0, e->com0);
+  ds__env_com(m, m->x0, e->com0);
   const dsReal rel[3] = {def->goal_relative ? e->com0[0] : 0, def->goal_relative ? e->com0[1] : 0,
                          def->goal_relative ? e->com0[2] : 0};
   e->target[0] = rel[0] + xt;
   e->target[1] = rel[1] + def->goal_y;
   e->target[2] = rel[2] + def->goal_z;
-  if (def->kind == DS_ENV_CONTROL_CLOTH && def->anchor == 1) /* the point places the corner */
-    for (int k = 0; k < 3; k++) e->target[k] += e->com0[k] - m->x0[k];
+  if (e->cls->target) e->cls->target(e, e->target);
   /* goal state: the rest shape moved so that its centre of mass is the target */
   if (!e->have_goal || e->goal_seed != seed) {
     for (int i = 0; i < e->np; i++)
@@ -455,53 +490,6 @@ int ds_env_reset(dsEnv* e, uint64_t seed, dsReal* obs, dsReal* image) {
 }
 
 /* ---- step ------------------------------------------------------------------------ */
-/* walker-springs: external forces of the actuation a (nspring) at x */
-static void spring_act_fwd(const dsEnv* e, const dsReal* a, const dsReal* x, dsReal* fext) {
-  const dsModel* m = e->m;
-  memset(fext, 0, (size_t)e->n3 * sizeof(dsReal));
-  for (int s = 0; s < m->nspring; s++) {
-    const int i = m->spring_idx[2 * s], j = m->spring_idx[2 * s + 1];
-    dsReal dv[3], l2 = 0;
-    for (int k = 0; k < 3; k++) {
-      dv[k] = x[3 * i + k] - x[3 * j + k];
-      l2 += dv[k] * dv[k];
-    }
-    if (!(l2 > 0)) continue; /* zero length: no direction, no force (as the engine's spring) */
-    const dsReal l = sqrt(l2), u = m->spring_ke[s] * m->spring_rest[s] * a[s];
-    for (int k = 0; k < 3; k++) {
-      fext[3 * i + k] += u * dv[k] / l;
-      fext[3 * j + k] -= u * dv[k] / l;
-    }
-  }
-}
-
-static void spring_act_bwd(dsEnv* e, const dsReal* a, const dsReal* x, const dsReal* adj_f, dsReal* adj_a,
-                           dsReal* adj_x) {
-  const dsModel* m = e->m;
-  dsGrad* g = e->g;
-  for (int s = 0; s < m->nspring; s++) {
-    const int i = m->spring_idx[2 * s], j = m->spring_idx[2 * s + 1];
-    dsReal dv[3], gv[3], l2 = 0;
-    for (int k = 0; k < 3; k++) {
-      dv[k] = x[3 * i + k] - x[3 * j + k];
-      gv[k] = adj_f[3 * i + k] - adj_f[3 * j + k];
-      l2 += dv[k] * dv[k];
-    }
-    if (!(l2 > 0)) continue;
-    const dsReal l = sqrt(l2), ke = m->spring_ke[s], L = m->spring_rest[s], u = ke * L * a[s];
-    dsReal gd = 0;
-    for (int k = 0; k < 3; k++) gd += gv[k] * dv[k] / l;
-    adj_a[s] += ke * L * gd;
-    g->spring_ke[s] += L * a[s] * gd;
-    g->spring_rest[s] += ke * a[s] * gd;
-    for (int k = 0; k < 3; k++) {
-      const dsReal t = u * (gv[k] - gd * dv[k] / l) / l;
-      adj_x[3 * i + k] += t;
-      adj_x[3 * j + k] -= t;
-    }
-  }
-}
-
 int ds_env_step(dsEnv* e, const dsReal* action, dsReal* obs, dsReal* image, dsReal* reward, int* done) {
   if (!e) return DS_ERR_INVALID;
   if (!action && e->adim > 0) return ds__seterr(&e->err, DS_ERR_INVALID, "step: action is NULL");
@@ -517,28 +505,10 @@ int ds_env_step(dsEnv* e, const dsReal* action, dsReal* obs, dsReal* image, dsRe
       return ds__seterr(&e->err, DS_ERR_RANGE, "step %d: action[%d] is not finite", k, i);
   memcpy(e->actions + (size_t)k * e->adim, action, (size_t)e->adim * sizeof(dsReal));
   e->did_backward = 0;
-  switch (e->def.kind) {
-    case DS_ENV_WALKER:
-      memcpy(d->act, action, (size_t)m->ntri * sizeof(dsReal));
-      break;
-    case DS_ENV_CONTROL_FEM:
-      memcpy(d->act + m->ntri, action, (size_t)m->ntet * sizeof(dsReal));
-      break;
-    case DS_ENV_CONTROL_CLOTH:
-      if (s0 == 0)
-        for (int i = 0; i < e->np; i++)
-          for (int c = 0; c < 3; c++) d->v[3 * i + c] += action[c];
-      break;
-    default:
-      break;
-  }
   dsReal r = 0;
   int rc = 0;
   for (int s = s0; s < s1; s++) {
-    if (e->def.kind == DS_ENV_WALKER_SPRINGS) {
-      memcpy(e->sub_x + (size_t)s * e->n3, d->x, (size_t)e->n3 * sizeof(dsReal));
-      spring_act_fwd(e, action, d->x, d->f_ext);
-    }
+    e->cls->action_fwd(e, k, s, action);
     rc = ds_step(m, d);
     if (rc) {
       e->failed = 1;
@@ -628,7 +598,7 @@ static int add_terms(dsEnv* e, const BwdSpec* sp, int s, int t, int nf) {
     if (w != 0) {
       const dsReal* x = s == t ? d->x : e->step_x + (size_t)(e->nstep - 1) * n3;
       dsReal c[3], wc[3];
-      com_of(m, x, c);
+      ds__env_com(m, x, c);
       for (int k = 0; k < 3; k++) wc[k] = 2 * w * (c[k] - e->target[k]);
       com_bwd(m, e->g, x, wc, d->adj_x);
     }
@@ -685,32 +655,12 @@ static int env_backward(dsEnv* e, const BwdSpec* sp, int first, dsReal* grad_act
     if (rc) return ds__seterr(&e->err, rc, "backward: %s", ds_data_last_error(d));
     const int k = s / e->C;
     dsReal* ga = grad_actions ? grad_actions + (size_t)k * A : NULL;
-    switch (e->def.kind) {
-      case DS_ENV_WALKER:
-        if (ga)
-          for (int i = 0; i < A; i++) ga[i] += e->adj_act[i];
-        break;
-      case DS_ENV_CONTROL_FEM:
-        if (ga)
-          for (int i = 0; i < A; i++) ga[i] += e->adj_act[m->ntri + i];
-        break;
-      case DS_ENV_WALKER_SPRINGS: {
-        /* the actuation adjoint needs a sink for dL/da even without grad_actions */
-        dsReal* sink = ga ? ga : e->tmp3;
-        if (!ga) memset(e->tmp3, 0, (size_t)e->n3 * sizeof(dsReal));
-        spring_act_bwd(e, e->actions + (size_t)k * A, e->sub_x + (size_t)s * e->n3, e->adj_fext, sink, d->adj_x);
-        break;
-      }
-      default:
-        break;
-    }
+    if (!ga) memset(e->sink, 0, (size_t)A * sizeof(dsReal)); /* dL/da nobody asked for */
+    e->cls->action_bwd(e, k, s, e->actions + (size_t)k * A, e->adj_act, e->adj_fext, ga ? ga : e->sink);
     rc = add_terms(e, sp, s, t, nf);
     if (rc) return rc;
   }
-  if (s_stop == 0) { /* the initial state's adjoints: control-cloth's action, parameter gradients */
-    if (e->def.kind == DS_ENV_CONTROL_CLOTH && t > 0 && grad_actions)
-      for (int i = 0; i < e->np; i++)
-        for (int c = 0; c < 3; c++) grad_actions[c] += d->adj_v[3 * i + c];
+  if (s_stop == 0) { /* the initial state's adjoints: parameter gradients */
     rc = ds_backward_finish(m, d, e->g);
     if (rc) return ds__seterr(&e->err, rc, "backward: %s", ds_data_last_error(d));
   }

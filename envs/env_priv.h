@@ -14,10 +14,12 @@
 
 struct dsEnv {
   dsEnvDef def;
+  const dsEnvClass* cls;
+  void* cstate;         /* the class's state (create hook) */
   dsErrBuf err;
   char* config_text;  /* JSON the env was made from */
 
-  /* sized objects (rebuilt together for a new cloth size) */
+  /* sized objects (rebuilt together when a reset changes the scene) */
   dsModel* m;
   dsData* d;
   dsGrad* g;
@@ -30,12 +32,9 @@ struct dsEnv {
   dsReal* step_x;       /* positions at every step end, nstep x n3 */
   dsReal* step_v;       /* velocities at every step end, nstep x n3 */
   dsReal* actions;      /* nstep x adim */
-  dsReal* sub_x;        /* walker-springs: positions at the start of every substep, T x n3 */
   dsReal* adj_act;      /* scratch: nact */
   dsReal* adj_fext;     /* scratch: n3 */
-  dsReal* tmp3;         /* scratch: n3 */
-  dsReal* cloth_base;   /* cloth: rest positions at drop height 0, n3 */
-  int cloth_D;          /* cells per side of the built cloth */
+  dsReal* sink;         /* scratch: adim (action adjoints nobody asked for) */
 
   /* size-independent buffers */
   dsReal* goal_img;     /* h x w x 4 */
@@ -53,19 +52,26 @@ struct dsEnv {
   int failed;           /* the simulation diverged: reset needed */
   dsReal target[3];     /* target centre of mass, m */
   dsReal com0[3];       /* centre of mass at substep 0 */
-  dsReal cloth_h;       /* drawn drop height */
   int did_backward;
 };
 
-/* env_scene.c: build the model of the definition (cloth: D cells per side,
- * drop height h) and the per-kind rest placement; fills e->m. */
-int ds__env_build_model(dsEnv* e, int cloth_D, dsReal cloth_h, dsModel** out);
-/* Cloth rest positions for size D, height h into x ((D+1)^2 x 3). */
-int ds__env_cloth_positions(const dsEnvDef* def, int D, dsReal h, dsReal* x);
-/* Validate cross-field constraints; message into eb. */
+/* env_def.c: the env section's key table (common keys, then the class's, in
+ * group order) for def->cls, into tab (cap entries, NULL-terminated), with
+ * offsets into a dsEnvParse; returns the count or a negative code. */
+typedef struct dsEnvParse {
+  dsEnvDef def;
+  char name[64];
+} dsEnvParse;
+int ds__env_key_table(const dsEnvClass* cls, dsConfigKey* tab, int cap);
+#define DS__ENV_MAX_KEYS 192
+/* Common and class checks of a definition; message into eb. */
 int ds__env_validate_def(const dsEnvDef* def, dsErrBuf* eb);
+/* The registered bundled classes (envs/walker.c, ...). */
+extern const dsEnvClass ds__walker_class, ds__control_fem_class, ds__control_cloth_class, ds__walker_springs_class;
 
-/* env_config.c */
-int ds__env_parse(const char* name, const char* text, dsEnvDef* def, dsErrBuf* eb);
+/* Centre of mass of positions x (mass-weighted). */
+void ds__env_com(const dsModel* m, const dsReal* x, dsReal c[3]);
+/* Translate a mesh so that its vertex centroid is at the origin. */
+void ds__mesh_center(dsMesh* mesh);
 
 #endif

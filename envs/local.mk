@@ -1,6 +1,7 @@
 # envs/: environments behind the step/reset/gradient API of
 # include/dsim/env.h, their scene generators and the bundled configs.
-libdsim_core_la_SOURCES += envs/env.c envs/env_scene.c envs/env_config.c envs/env_priv.h \
+libdsim_core_la_SOURCES += envs/env.c envs/env_def.c envs/env_priv.h envs/walker.c envs/control_fem.c \
+  envs/control_cloth.c envs/walker_springs.c \
   envs/mesh_gear.c envs/mesh_walker.c
 dsiminclude_HEADERS += include/dsim/env.h include/dsim/scenes.h
 dist_configs_DATA += configs/walker.json configs/control-fem.json configs/control-cloth.json \
@@ -12,3 +13,8 @@ tests_test_env_SOURCES = tests/test_env.c
 TESTS += tests/test_env_grad tests/test_env_config tests/test_env
 BENCH_PROGS += bench/bench_env
 bench_bench_env_SOURCES = bench/bench_env.c
+# A user-written env class registered through ds_env_register: registry,
+# config keys, gradients vs central differences, the trainer.
+check_PROGRAMS += tests/test_env_register
+tests_test_env_register_SOURCES = tests/test_env_register.c
+TESTS += tests/test_env_register

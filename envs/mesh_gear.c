@@ -1,4 +1,4 @@
-/* The gear of SCENES.md control-fem: profile -> triangulate -> extrude in
+/* The gear of docs/scenes.md control-fem: profile -> triangulate -> extrude in
  * layers -> split prisms into tets.
  *
  * Profile (xy plane), a polar grid with M = 2*teeth angular positions

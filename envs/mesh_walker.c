@@ -1,4 +1,4 @@
-/* The walker of SCENES.md: a 2-D lattice soft body in the z = 0 plane.
+/* The walker of docs/scenes.md: a 2-D lattice soft body in the z = 0 plane.
  *
  * Lattice spacing h = 2/9 m, columns c = 0..9 at x = -1 + c*h (x in [-1, 1]),
  * rows r = 0..8 at y = y0 + r*h with y0 = 0.057 m. Rows 0..3 are the legs:

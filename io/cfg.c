@@ -1,9 +1,10 @@
-/* Strict table-driven JSON config loading (see io/config.h). */
+/* Strict table-driven JSON config loading (see io/cfg.h). */
 #include "config.h"
 
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <string.h>
 
 #include <cjson/cJSON.h>
@@ -111,14 +112,22 @@ static int edit_distance(const char* a, const char* b) {
 
 typedef struct Ctx {
   const char* file;
-  const dsCfgField* fields;
+  const char* section; /* prefix of key paths in messages ("" for none) */
+  const dsConfigKey* fields;
   char* target;
   dsErrBuf* eb;
 } Ctx;
 
-static int is_prefix_of_some_field(const dsCfgField* fields, const char* path) {
+/* "section.path" for messages */
+static const char* shown(const Ctx* c, const char* path, char* buf, size_t n) {
+  if (!c->section[0]) return path;
+  snprintf(buf, n, "%s.%s", c->section, path);
+  return buf;
+}
+
+static int is_prefix_of_some_field(const dsConfigKey* fields, const char* path) {
   size_t n = strlen(path);
-  for (const dsCfgField* f = fields; f->path; f++)
+  for (const dsConfigKey* f = fields; f->path; f++)
     if (!strncmp(f->path, path, n) && f->path[n] == '.') return 1;
   return 0;
 }
@@ -126,42 +135,62 @@ static int is_prefix_of_some_field(const dsCfgField* fields, const char* path) {
 static int unknown_key(Ctx* c, const char* path) {
   const char* best = NULL;
   int bestd = 1 << 30;
-  for (const dsCfgField* f = c->fields; f->path; f++) {
+  for (const dsConfigKey* f = c->fields; f->path; f++) {
     int d = edit_distance(path, f->path);
     if (d < bestd) {
       bestd = d;
       best = f->path;
     }
   }
+  char b1[PATH_MAX_LEN + 64], b2[PATH_MAX_LEN + 64];
   if (best && bestd <= 3)
-    return ds__seterr(c->eb, DS_ERR_CONFIG, "%s: unknown key \"%s\" (did you mean \"%s\"?)", c->file, path, best);
-  return ds__seterr(c->eb, DS_ERR_CONFIG, "%s: unknown key \"%s\"", c->file, path);
+    return ds__seterr(c->eb, DS_ERR_CONFIG, "%s: unknown key \"%s\" (did you mean \"%s\"?)", c->file,
+                      shown(c, path, b1, sizeof b1), shown(c, best, b2, sizeof b2));
+  return ds__seterr(c->eb, DS_ERR_CONFIG, "%s: unknown key \"%s\"", c->file, shown(c, path, b1, sizeof b1));
 }
 
-static int range_error(Ctx* c, const char* path, const dsCfgField* f, const cJSON* v, const char* what) {
+static int range_error(Ctx* c, const char* path, const dsConfigKey* f, const cJSON* v, const char* what) {
   char got[96];
+  char b1[PATH_MAX_LEN + 64];
   describe(v, got, sizeof got);
-  return ds__seterr(c->eb, DS_ERR_CONFIG, "%s: %s: expected %s in [%g, %g], got %s", c->file, path, what,
-                    f->min, f->max, got);
+  return ds__seterr(c->eb, DS_ERR_CONFIG, "%s: %s: expected %s in [%g, %g], got %s", c->file,
+                    shown(c, path, b1, sizeof b1), what, f->min, f->max, got);
 }
 
 static int type_error(Ctx* c, const char* path, const char* expected, const cJSON* v) {
   char got[96];
+  char b1[PATH_MAX_LEN + 64];
   describe(v, got, sizeof got);
-  return ds__seterr(c->eb, DS_ERR_CONFIG, "%s: %s: expected %s, got %s", c->file, path, expected, got);
+  return ds__seterr(c->eb, DS_ERR_CONFIG, "%s: %s: expected %s, got %s", c->file, shown(c, path, b1, sizeof b1),
+                    expected, got);
 }
 
-static int apply(Ctx* c, const dsCfgField* f, const char* path, const cJSON* v) {
+static int apply(Ctx* c, const dsConfigKey* f, const char* path, const cJSON* v) {
   char* dst = c->target + f->offset;
   switch (f->type) {
-    case DS_CFG_REAL: {
+    case DS_KEY_REAL: {
       if (!cJSON_IsNumber(v)) return type_error(c, path, "a number", v);
       double x = v->valuedouble;
       if (!isfinite(x) || x < f->min || x > f->max) return range_error(c, path, f, v, "a number");
       *(dsReal*)dst = (dsReal)x;
       return DS_OK;
     }
-    case DS_CFG_INT: {
+    case DS_KEY_DOUBLE: {
+      if (!cJSON_IsNumber(v)) return type_error(c, path, "a number", v);
+      double x = v->valuedouble;
+      if (!isfinite(x) || x < f->min || x > f->max) return range_error(c, path, f, v, "a number");
+      *(double*)dst = x;
+      return DS_OK;
+    }
+    case DS_KEY_U64: {
+      if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble))
+        return type_error(c, path, "an integer", v);
+      double x = v->valuedouble;
+      if (x < f->min || x > f->max) return range_error(c, path, f, v, "an integer");
+      *(uint64_t*)dst = (uint64_t)x;
+      return DS_OK;
+    }
+    case DS_KEY_INT: {
       if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble))
         return type_error(c, path, "an integer", v);
       double x = v->valuedouble;
@@ -169,20 +198,23 @@ static int apply(Ctx* c, const dsCfgField* f, const char* path, const cJSON* v) 
       *(int*)dst = (int)x;
       return DS_OK;
     }
-    case DS_CFG_BOOL:
+    case DS_KEY_BOOL:
       if (!cJSON_IsBool(v)) return type_error(c, path, "true or false", v);
       *(int*)dst = cJSON_IsTrue(v) ? 1 : 0;
       return DS_OK;
-    case DS_CFG_STRING: {
+    case DS_KEY_STRING: {
       if (!cJSON_IsString(v)) return type_error(c, path, "a string", v);
       size_t cap = (size_t)f->max;
       if (strlen(v->valuestring) + 1 > cap)
+      {
+        char b1[PATH_MAX_LEN + 64];
         return ds__seterr(c->eb, DS_ERR_CONFIG, "%s: %s: expected a string of at most %zu characters", c->file,
-                          path, cap - 1);
+                          shown(c, path, b1, sizeof b1), cap - 1);
+      }
       memcpy(dst, v->valuestring, strlen(v->valuestring) + 1);
       return DS_OK;
     }
-    case DS_CFG_ENUM: {
+    case DS_KEY_ENUM: {
       if (cJSON_IsString(v)) {
         const char* s = f->choices;
         size_t want = strlen(v->valuestring);
@@ -202,9 +234,10 @@ static int apply(Ctx* c, const dsCfgField* f, const char* path, const cJSON* v) 
         if (*p == '|') *p = ',';
       return type_error(c, path, expected, v);
     }
-    case DS_CFG_VEC3: {
+    case DS_KEY_VEC3:
+    case DS_KEY_DVEC3: {
       if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) != 3) return type_error(c, path, "an array of 3 numbers", v);
-      dsReal tmp[3];
+      double tmp[3];
       for (int i = 0; i < 3; i++) {
         const cJSON* e = cJSON_GetArrayItem(v, i);
         char ipath[PATH_MAX_LEN + 8];
@@ -212,20 +245,25 @@ static int apply(Ctx* c, const dsCfgField* f, const char* path, const cJSON* v) 
         if (!cJSON_IsNumber(e)) return type_error(c, ipath, "a number", e);
         if (!isfinite(e->valuedouble) || e->valuedouble < f->min || e->valuedouble > f->max)
           return range_error(c, ipath, f, e, "a number");
-        tmp[i] = (dsReal)e->valuedouble;
+        tmp[i] = e->valuedouble;
       }
-      memcpy(dst, tmp, sizeof tmp);
+      for (int i = 0; i < 3; i++) {
+        if (f->type == DS_KEY_VEC3)
+          ((dsReal*)dst)[i] = (dsReal)tmp[i];
+        else
+          ((double*)dst)[i] = tmp[i];
+      }
       return DS_OK;
     }
-    case DS_CFG_REALS: {
+    case DS_KEY_REALS: {
       int n = cJSON_IsArray(v) ? cJSON_GetArraySize(v) : -1;
-      if (n < 1 || n > (int)f->max || n > DS_CFG_MAX_REALS) {
+      if (n < 1 || n > (int)f->max || n > DS_KEY_MAX_REALS) {
         char expected[96];
         snprintf(expected, sizeof expected, "an array of 1 to %d numbers",
-                 (int)f->max < DS_CFG_MAX_REALS ? (int)f->max : DS_CFG_MAX_REALS);
+                 (int)f->max < DS_KEY_MAX_REALS ? (int)f->max : DS_KEY_MAX_REALS);
         return type_error(c, path, expected, v);
       }
-      dsReal tmp[DS_CFG_MAX_REALS];
+      dsReal tmp[DS_KEY_MAX_REALS];
       for (int i = 0; i < n; i++) {
         const cJSON* e = cJSON_GetArrayItem(v, i);
         char ipath[PATH_MAX_LEN + 8];
@@ -234,8 +272,9 @@ static int apply(Ctx* c, const dsCfgField* f, const char* path, const cJSON* v) 
         if (!isfinite(e->valuedouble) || e->valuedouble < f->min) {
           char got[96];
           describe(e, got, sizeof got);
-          return ds__seterr(c->eb, DS_ERR_CONFIG, "%s: %s: expected a number >= %g, got %s", c->file, ipath,
-                            f->min, got);
+          char b1[PATH_MAX_LEN + 64];
+          return ds__seterr(c->eb, DS_ERR_CONFIG, "%s: %s: expected a number >= %g, got %s", c->file,
+                            shown(c, ipath, b1, sizeof b1), f->min, got);
         }
         tmp[i] = (dsReal)e->valuedouble;
       }
@@ -256,9 +295,12 @@ static int walk(Ctx* c, const cJSON* obj, const char* prefix) {
       return ds__seterr(c->eb, DS_ERR_CONFIG, "%s: key path too long: \"%.60s...\"", c->file, path);
     for (const cJSON* o = obj->child; o != ch; o = o->next)
       if (!strcmp(o->string, ch->string))
-        return ds__seterr(c->eb, DS_ERR_CONFIG, "%s: key \"%s\" appears twice", c->file, path);
-    const dsCfgField* f = NULL;
-    for (const dsCfgField* g = c->fields; g->path; g++)
+      {
+        char b1[PATH_MAX_LEN + 64];
+        return ds__seterr(c->eb, DS_ERR_CONFIG, "%s: key \"%s\" appears twice", c->file, shown(c, path, b1, sizeof b1));
+      }
+    const dsConfigKey* f = NULL;
+    for (const dsConfigKey* g = c->fields; g->path; g++)
       if (!strcmp(g->path, path)) {
         f = g;
         break;
@@ -275,8 +317,8 @@ static int walk(Ctx* c, const cJSON* obj, const char* prefix) {
   return DS_OK;
 }
 
-int ds__cfg_parse(const char* file, const char* text, const dsCfgField* fields, void* target,
-                  size_t target_size, dsErrBuf* eb) {
+/* Parse text; on invalid JSON set the message and return NULL. */
+static cJSON* parse_json(const char* file, const char* text, dsErrBuf* eb, int* rc) {
   const char* end = NULL;
   cJSON* root = cJSON_ParseWithOpts(text, &end, 1);
   if (!root) {
@@ -284,7 +326,10 @@ int ds__cfg_parse(const char* file, const char* text, const dsCfgField* fields, 
     if (!end) end = text;
     line_col(text, end, &line, &col);
     if (!*end)
-      return ds__seterr(eb, DS_ERR_PARSE, "%s:%d:%d: invalid JSON (unexpected end of file)", file, line, col);
+    {
+      *rc = ds__seterr(eb, DS_ERR_PARSE, "%s:%d:%d: invalid JSON (unexpected end of file)", file, line, col);
+      return NULL;
+    }
     /* Context: up to 10 characters either side of the error, within its line,
      * without surrounding blanks. */
     char near[24];
@@ -295,13 +340,34 @@ int ds__cfg_parse(const char* file, const char* text, const dsCfgField* fields, 
     for (const char* p = a; *p && *p != '\n' && *p != '\r' && k < sizeof near - 1 && p < end + 10; p++) near[k++] = *p;
     while (k > 0 && (near[k - 1] == ' ' || near[k - 1] == '\t')) k--;
     near[k] = '\0';
-    return ds__seterr(eb, DS_ERR_PARSE, "%s:%d:%d: invalid JSON near '%s'", file, line, col, near);
+    *rc = ds__seterr(eb, DS_ERR_PARSE, "%s:%d:%d: invalid JSON near '%s'", file, line, col, near);
+    return NULL;
   }
-  int rc = DS_OK;
-  char* scratch = NULL;
   if (!cJSON_IsObject(root)) {
-    rc = ds__seterr(eb, DS_ERR_CONFIG, "%s: expected a JSON object at the top level, got %s", file, json_kind(root));
-    goto done;
+    *rc = ds__seterr(eb, DS_ERR_CONFIG, "%s: expected a JSON object at the top level, got %s", file, json_kind(root));
+    cJSON_Delete(root);
+    return NULL;
+  }
+  *rc = 0;
+  return root;
+}
+
+int ds__cfg_parse(const char* file, const char* text, const char* section, const dsConfigKey* fields,
+                  void* target, size_t target_size, dsErrBuf* eb) {
+  int rc = DS_OK;
+  cJSON* root = parse_json(file, text, eb, &rc);
+  if (!root) return rc;
+  char* scratch = NULL;
+  const cJSON* obj = root;
+  if (section) {
+    obj = cJSON_GetObjectItemCaseSensitive(root, section);
+    if (!obj) goto done; /* absent: the defaults */
+    if (!cJSON_IsObject(obj)) {
+      char got[96];
+      describe(obj, got, sizeof got);
+      rc = ds__seterr(eb, DS_ERR_CONFIG, "%s: %s: expected an object, got %s", file, section, got);
+      goto done;
+    }
   }
   scratch = (char*)ds__malloc(target_size);
   if (!scratch) {
@@ -309,8 +375,8 @@ int ds__cfg_parse(const char* file, const char* text, const dsCfgField* fields, 
     goto done;
   }
   memcpy(scratch, target, target_size);
-  Ctx c = {file, fields, scratch, eb};
-  rc = walk(&c, root, "");
+  Ctx c = {file, section ? section : "", fields, scratch, eb};
+  rc = walk(&c, obj, "");
   if (rc == DS_OK) memcpy(target, scratch, target_size);
 done:
   ds__free(scratch);
@@ -318,20 +384,74 @@ done:
   return rc;
 }
 
-int ds__cfg_load(const char* path, const dsCfgField* fields, void* target, size_t target_size, dsErrBuf* eb) {
-  char* text = NULL;
-  int rc = ds__read_text_file(path, &text, NULL, eb);
-  if (rc) return rc;
-  rc = ds__cfg_parse(path, text, fields, target, target_size, eb);
-  ds__free(text);
+int ds__cfg_check_top(const char* file, const char* text, const char* allowed, dsErrBuf* eb) {
+  int rc = DS_OK;
+  cJSON* root = parse_json(file, text, eb, &rc);
+  if (!root) return rc;
+  for (const cJSON* ch = root->child; ch && !rc; ch = ch->next) {
+    const char* best = NULL;
+    int bestd = 1 << 30, found = 0;
+    char name[64];
+    for (const char* s = allowed; *s;) {
+      const char* bar = strchr(s, '|');
+      size_t len = bar ? (size_t)(bar - s) : strlen(s);
+      snprintf(name, sizeof name, "%.*s", (int)len, s);
+      if (!strcmp(name, ch->string)) found = 1;
+      int d = edit_distance(ch->string, name);
+      if (d < bestd) {
+        bestd = d;
+        best = s;
+      }
+      s = bar ? bar + 1 : s + len;
+    }
+    if (found) continue;
+    char expected[128];
+    snprintf(expected, sizeof expected, "%s", allowed);
+    for (char* p = expected; *p; p++)
+      if (*p == '|') *p = ',';
+    if (best && bestd <= 3) {
+      const char* bar = strchr(best, '|');
+      rc = ds__seterr(eb, DS_ERR_CONFIG, "%s: unknown section \"%s\" (did you mean \"%.*s\"? sections: %s)", file,
+                      ch->string, (int)(bar ? (size_t)(bar - best) : strlen(best)), best, expected);
+    } else {
+      rc = ds__seterr(eb, DS_ERR_CONFIG, "%s: unknown section \"%s\" (sections: %s)", file, ch->string, expected);
+    }
+  }
+  cJSON_Delete(root);
   return rc;
 }
 
-int ds__cfg_peek_string(const char* text, const char* key, char* out, size_t outlen) {
+int ds__cfg_set(const char* source, const char* section, const dsConfigKey* fields, void* target,
+                size_t target_size, const char* path, const char* value, dsErrBuf* eb) {
+  const dsConfigKey* f = NULL;
+  for (const dsConfigKey* g = fields; g->path; g++)
+    if (!strcmp(g->path, path)) f = g;
+  char* scratch = (char*)ds__malloc(target_size);
+  if (!scratch) return ds__seterr(eb, DS_ERR_NOMEM, "%s: out of memory", source);
+  memcpy(scratch, target, target_size);
+  Ctx c = {source, section ? section : "", fields, scratch, eb};
+  int rc;
+  if (!f) {
+    rc = unknown_key(&c, path);
+  } else {
+    /* strings and enum names may be given bare (a file name, "adam") */
+    const int bare = (f->type == DS_KEY_STRING || f->type == DS_KEY_ENUM) && value[0] != '"';
+    cJSON* v = bare ? NULL : cJSON_Parse(value);
+    if (!v) v = cJSON_CreateString(value); /* a bare word */
+    rc = v ? apply(&c, f, path, v) : ds__seterr(eb, DS_ERR_NOMEM, "%s: out of memory", source);
+    cJSON_Delete(v);
+  }
+  if (!rc) memcpy(target, scratch, target_size);
+  ds__free(scratch);
+  return rc;
+}
+
+int ds__cfg_peek_string(const char* text, const char* section, const char* key, char* out, size_t outlen) {
   cJSON* root = cJSON_Parse(text);
   if (!root) return DS_ERR_PARSE;
   int rc = DS_ERR_NOTFOUND;
-  const cJSON* v = cJSON_IsObject(root) ? cJSON_GetObjectItemCaseSensitive(root, key) : NULL;
+  const cJSON* obj = section ? cJSON_GetObjectItemCaseSensitive(root, section) : root;
+  const cJSON* v = cJSON_IsObject(obj) ? cJSON_GetObjectItemCaseSensitive(obj, key) : NULL;
   if (cJSON_IsString(v) && strlen(v->valuestring) < outlen) {
     memcpy(out, v->valuestring, strlen(v->valuestring) + 1);
     rc = DS_OK;

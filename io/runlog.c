@@ -45,7 +45,7 @@ int ds_runlog_create(const char* path, const dsRunLogDef* def, dsRunLog** out, c
   return ds__puterr(err, errlen, DS_ERR_UNSUPPORTED, "%s: dsim was built --without-hdf5: no run logs", path);
 }
 int ds_runlog_append_iteration(dsRunLog* log, const dsRunIteration* it) { return DS_ERR_UNSUPPORTED; }
-int ds_runlog_write_episode(dsRunLog* log, const char* which, const dsRunEpisode* ep) { return DS_ERR_UNSUPPORTED; }
+int ds_runlog_write_episode(dsRunLog* log, const char* which, const dsEpisodeRecord* ep) { return DS_ERR_UNSUPPORTED; }
 int ds_runlog_close(dsRunLog* log, const char* status) { return log ? DS_ERR_UNSUPPORTED : DS_OK; }
 const char* ds_runlog_last_error(const dsRunLog* log) { return "dsim was built --without-hdf5"; }
 int ds_runlog_read_summary(const char* path, dsRunSummary* s, char* err, size_t errlen) {
@@ -321,7 +321,7 @@ static int write_traj(dsRunLog* log, hid_t g, const char* name, const float* src
   return rc;
 }
 
-int ds_runlog_write_episode(dsRunLog* log, const char* which, const dsRunEpisode* ep) {
+int ds_runlog_write_episode(dsRunLog* log, const char* which, const dsEpisodeRecord* ep) {
   if (!log || !ep || !which) return DS_ERR_INVALID;
   int known = 0;
   for (int i = 0; i < 3; i++) known |= !strcmp(which, g_episode_names[i]);

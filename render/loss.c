@@ -74,7 +74,7 @@ int ds_loss_l1(const dsReal* img, const dsReal* goal, int w, int h, dsReal* loss
   return DS_OK;
 }
 
-dsLossDef ds_loss_def_default(void) {
+dsLossDef ds_default_loss_def(void) {
   dsLossDef d;
   int i;
   memset(&d, 0, sizeof d);

@@ -209,7 +209,7 @@ int ds_camera_project(const dsCamera* cam, int width, int height, const dsReal p
 }
 
 /* ---- settings -------------------------------------------------------------- */
-dsRenderSettings ds_render_settings_default(void) {
+dsRenderSettings ds_default_render_settings(void) {
   dsRenderSettings s;
   memset(&s, 0, sizeof s);
   s.width = 256;

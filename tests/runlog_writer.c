@@ -37,7 +37,7 @@ int main(int argc, char** argv) {
       return 1;
     }
     for (int k = 0; k < F * H * W * 4; k++) frames[k] = (unsigned char)(k + i);
-    dsRunEpisode ep = {0};
+    dsEpisodeRecord ep = {0};
     ep.iteration = i;
     ep.nframes = F;
     ep.height = H;

@@ -24,4 +24,20 @@ check "info missing run" 3 "$DSIM" info /nonexistent/run.h5
 expect "info missing run" "/nonexistent/run.h5: cannot open: No such file or directory"
 OMP_NUM_THREADS=2 check "info threads" 0 "$DSIM" info
 if "$DSIM" info | grep -q "OpenMP:     on"; then expect "info threads" "2 threads"; fi
+# dsim config: complete configs and the key list, from the same tables as the files
+check "config --keys" 0 "$DSIM" config --keys control-fem; expect "config --keys" "env.gear.hub_radius"
+expect "config --keys: controller" "controller.decay_factor"
+expect "config --keys: run" "run.iterations"
+check "config unknown env" 2 "$DSIM" config --keys frob; expect "config unknown env" "unknown environment 'frob'"
+check "config bad option" 2 "$DSIM" config --frob; expect "config bad option" "unknown option '--frob'"
+# every bundled config lists every key: `dsim config FILE` (the file with its
+# missing keys filled in) gives the file back unchanged
+for c in "$DS_SRCDIR"/configs/*.json; do
+  out=$("$DSIM" config "$c" 2>&1)
+  if [ "$out" != "$(cat "$c")" ]; then
+    echo "FAIL: $c is not complete and canonical (diff against dsim config):"
+    printf '%s\n' "$out" | diff "$c" - | sed 's/^/  | /' | head -20
+    fail=1
+  fi
+done
 exit $fail

@@ -81,20 +81,49 @@ static void test_sinnet_grad(void) {
 }
 
 /* ---- 2. the trainer's gradient through an env ---------------------------- */
-static dsEnvDef small_def(int kind, int substeps, int C) {
-  dsEnvDef d = ds_default_env_def(kind);
+static dsEnvDef small_def(const char* name, int substeps, int C) {
+  dsEnvDef d = ds_default_env_def(name);
+  CHECK(d.cls != NULL);
   d.substeps = substeps;
   d.control_interval = C;
   d.render_interval = substeps / 2;
   d.width = d.height = 24;
   d.supersample = 1;
   d.sigma = 1e-4;
-  d.seed = (int)SEED;
-  if (kind == DS_ENV_CONTROL_CLOTH) { /* a small sheet inside the view */
-    d.size_min = d.size_max = 4;
+  if (!strcmp(name, "control-cloth")) { /* a small sheet inside the view */
+    dsControlClothParams* p = (dsControlClothParams*)ds_env_def_params(&d);
+    p->size_min = p->size_max = 4;
     d.start[0] = -1;
   }
   return d;
+}
+
+/* The trainer settings of the bundled configs' "controller" sections
+ * (configs/NAME.json, what `dsim run NAME` uses), written out here so that
+ * the checks do not move with the configs; seeds SEED. */
+static dsTrainerDef ctrl_def(const char* name) {
+  dsTrainerDef td = ds_default_trainer_def();
+  td.seed = td.env_seed = td.net.seed = SEED;
+  if (!strcmp(name, "walker") || !strcmp(name, "walker-springs")) {
+    td.net.phases = 4;
+    td.net.omega = 20;
+    td.net.phase_step = 2 * 3.14159265358979323846 / 4;
+    td.net.strength = 0.2;
+  }
+  if (!strcmp(name, "walker")) {
+    td.optim.lr = 0.05;
+    td.optim.decay_every = 10;
+    td.optim.decay_factor = 0.5;
+  }
+  if (!strcmp(name, "control-fem")) td.optim.lr = 0.5;
+  if (!strcmp(name, "control-cloth")) {
+    td.optim = ds_default_optim_def(DS_OPTIM_SGD);
+    td.optim.lr = 0.3;
+    td.optim.momentum = 0.5;
+    td.optim.clip_norm = 1;
+    td.const_init[0] = 1;
+  }
+  return td;
 }
 
 typedef struct Fd {
@@ -132,9 +161,9 @@ static double fd_loss(Fd* f, const double* x, int np) {
   return (double)l;
 }
 
-static void trainer_grad_case(const char* what, int kind, int substeps, int C, int method, double h, double rtol,
+static void trainer_grad_case(const char* what, const char* name, int substeps, int C, int method, double h, double rtol,
                               double atol, int phases) {
-  dsEnvDef d = small_def(kind, substeps, C);
+  dsEnvDef d = small_def(name, substeps, C);
   char err[512];
   dsEnv* env = NULL;
   int rc = ds_env_create(&d, &env, err, sizeof err);
@@ -143,7 +172,7 @@ static void trainer_grad_case(const char* what, int kind, int substeps, int C, i
     printf("%s\n", err);
     return;
   }
-  dsTrainerDef td = ds_default_trainer_def(env);
+  dsTrainerDef td = ctrl_def(name);
   td.method = method;
   td.net.phases = phases;
   td.net.init_scale = 0.8;
@@ -179,7 +208,7 @@ static void trainer_grad_case(const char* what, int kind, int substeps, int C, i
   f.step_dt = (double)d.control_interval * (double)d.dt;
   f.act = (dsReal*)calloc((size_t)f.A, sizeof(dsReal));
   f.obs = (dsReal*)calloc(6, sizeof(dsReal));
-  if (kind != DS_ENV_CONTROL_CLOTH) {
+  if (strcmp(name, "control-cloth")) {
     dsSinNetDef nd = td.net;
     nd.outputs = f.A;
     CHECK_INT_EQ(ds_sinnet_create(&nd, &f.net), 0);
@@ -210,13 +239,13 @@ static void trainer_grad_case(const char* what, int kind, int substeps, int C, i
 
 /* ---- 3. recorder and baselines ---------------------------------------------- */
 static void test_recorder_and_baselines(void) {
-  dsEnvDef d = small_def(DS_ENV_WALKER, 240, 16);
+  dsEnvDef d = small_def("walker", 240, 16);
   d.render_interval = 40; /* not a multiple of C: the replay steps by gcd = 8 */
   d.render_last = 1;
   char err[512];
   dsEnv* env = NULL;
   CHECK_INT_EQ(ds_env_create(&d, &env, err, sizeof err), 0);
-  dsTrainerDef td = ds_default_trainer_def(env);
+  dsTrainerDef td = ctrl_def("walker");
   td.net.init_scale = 1.0;
   dsTrainer* tr = NULL;
   CHECK_INT_EQ(ds_trainer_create(env, &td, &tr, err, sizeof err), 0);
@@ -229,8 +258,9 @@ static void test_recorder_and_baselines(void) {
   dsRecorder* rec = NULL;
   CHECK_INT_EQ(ds_recorder_create(env, 40, &rec, err, sizeof err), 0);
   const dsEpisodeRecord* r = NULL;
-  CHECK_INT_EQ(ds_recorder_record(rec, td.env_seed, it.actions, &r), 0);
+  CHECK_INT_EQ(ds_recorder_record(rec, td.env_seed, it.iteration, it.actions, &r), 0);
   if (r) {
+    CHECK_INT_EQ(r->iteration, it.iteration);
     CHECK_CLOSE(r->metric, it.metric, DS_SINGLE ? 1e-4 : 1e-10, DS_SINGLE ? 1e-6 : 1e-12);
     CHECK_CLOSE(r->loss, it.loss, DS_SINGLE ? 1e-4 : 1e-10, DS_SINGLE ? 1e-6 : 1e-12);
     CHECK_INT_EQ(r->nsubsteps, 241);
@@ -294,9 +324,10 @@ static void test_recorder_and_baselines(void) {
 
 /* control-cloth draws its sheet size from the seed: recorder and MPC follow */
 static void test_cloth_sizes(void) {
-  dsEnvDef d = small_def(DS_ENV_CONTROL_CLOTH, 60, 20);
-  d.size_min = 3;
-  d.size_max = 9;
+  dsEnvDef d = small_def("control-cloth", 60, 20);
+  dsControlClothParams* cp = (dsControlClothParams*)ds_env_def_params(&d);
+  cp->size_min = 3;
+  cp->size_max = 9;
   char err[512];
   dsEnv* env = NULL;
   CHECK_INT_EQ(ds_env_create(&d, &env, err, sizeof err), 0);
@@ -305,7 +336,7 @@ static void test_cloth_sizes(void) {
   CHECK_INT_EQ(ds_recorder_create(env, 20, &rec, err, sizeof err), 0);
   int sizes[3];
   for (uint64_t seed = 1; seed <= 3; seed++) {
-    dsTrainerDef td = ds_default_trainer_def(env);
+    dsTrainerDef td = ctrl_def("control-cloth");
     td.env_seed = seed;
     td.mpc = 1;
     td.mpc_horizon = 2;
@@ -319,9 +350,10 @@ static void test_cloth_sizes(void) {
     if (rc) printf("  %s\n", ds_trainer_last_error(tr));
     sizes[seed - 1] = ds_env_num_particles(env);
     const dsEpisodeRecord* r = NULL;
-    rc = ds_recorder_record(rec, seed, it.actions, &r);
+    rc = ds_recorder_record(rec, seed, 7 + (int)seed, it.actions, &r);
     CHECK_INT_EQ(rc, 0);
     if (r) {
+      CHECK_INT_EQ(r->iteration, 7 + (int)seed);
       CHECK_INT_EQ(r->nparticles, sizes[seed - 1]);
       CHECK_CLOSE(r->metric, it.metric, DS_SINGLE ? 1e-4 : 1e-10, 1e-12);
     }
@@ -337,14 +369,14 @@ static void test_cloth_sizes(void) {
  * invert an element; the trainer halves the step until the episode runs, and
  * without backtracking the same step is an error naming the element. */
 static void test_backtracking(void) {
-  dsEnvDef d = small_def(DS_ENV_CONTROL_FEM, 240, 16);
-  d.ctrl_strength = 3;
+  dsEnvDef d = small_def("control-fem", 240, 16);
   char err[512];
   dsEnv* env = NULL;
   CHECK_INT_EQ(ds_env_create(&d, &env, err, sizeof err), 0);
   if (!env) return;
   for (int allow = 0; allow < 2; allow++) {
-    dsTrainerDef td = ds_default_trainer_def(env);
+    dsTrainerDef td = ctrl_def("control-fem");
+    td.net.strength = 3;
     td.net.init_scale = 0.01;
     td.optim = ds_default_optim_def(DS_OPTIM_SGD);
     td.optim.lr = 1e4;
@@ -369,43 +401,138 @@ static void test_backtracking(void) {
     }
     ds_trainer_destroy(tr);
   }
-  dsTrainerDef bad = ds_default_trainer_def(env);
+  dsTrainerDef bad = ctrl_def("control-fem");
   bad.max_backtracks = -1;
   dsTrainer* tr = NULL;
   CHECK_INT_EQ(ds_trainer_create(env, &bad, &tr, err, sizeof err), DS_ERR_RANGE);
   ds_env_destroy(env);
 }
 
-/* the config's optimiser settings (schedule, momentum, clipping) reach the
- * trainer's defaults */
+/* the config's "controller" section (optimiser, schedule, momentum,
+ * clipping, initial action) reaches the trainer definition; bad values are
+ * refused with a message naming the key; the bundled configs carry the
+ * settings the environments were tuned with */
 static void test_config_schedule(void) {
-  dsEnvDef d = ds_default_env_def(DS_ENV_WALKER);
-  d.substeps = 64;
-  dsEnv* env = NULL;
   char err[512];
-  CHECK_INT_EQ(ds_env_create(&d, &env, err, sizeof err), 0);
-  if (!env) return;
-  dsTrainerDef td = ds_default_trainer_def(env);
-  CHECK_CLOSE(td.optim.lr, 0.05, 1e-7, 0);
-  CHECK_INT_EQ(td.optim.decay_every, 10);
-  CHECK_CLOSE(td.optim.decay_factor, 0.5, 1e-7, 0);
-  CHECK_CLOSE(td.optim.clip_norm, 0, 0, 0);
-  ds_env_destroy(env);
-  d = ds_default_env_def(DS_ENV_CONTROL_CLOTH);
-  d.substeps = 60;
-  CHECK_INT_EQ(ds_env_create(&d, &env, err, sizeof err), 0);
-  if (!env) return;
-  td = ds_default_trainer_def(env);
-  CHECK_INT_EQ(td.optim.kind, DS_OPTIM_SGD);
-  CHECK_CLOSE(td.optim.lr, 0.3, 1e-7, 0);
-  CHECK_CLOSE(td.optim.momentum, 0.5, 1e-7, 0);
-  CHECK_CLOSE(td.optim.clip_norm, 1, 1e-7, 0);
-  ds_env_destroy(env);
-  d = ds_default_env_def(DS_ENV_CONTROL_FEM);
-  d.ctrl_decay_every = 3;
-  d.ctrl_decay_factor = 0;
-  CHECK_INT_EQ(ds_env_create(&d, &env, err, sizeof err), DS_ERR_RANGE);
-  CHECK(strstr(err, "controller.decay_factor") != NULL);
+  const dsTrainerDef def = ds_default_trainer_def();
+  /* the generic defaults */
+  CHECK_INT_EQ(def.method, DS_METHOD_IMAGE);
+  CHECK_INT_EQ(def.policy, DS_POLICY_AUTO);
+  CHECK_INT_EQ(def.net.phases, 8);
+  CHECK_CLOSE(def.net.omega, 2.5, 1e-15, 0);
+  CHECK_CLOSE(def.net.phase_step, 3.14159265358979323846 / 4, 1e-15, 0);
+  CHECK_CLOSE(def.net.strength, 0.3, 1e-15, 0);
+  CHECK_INT_EQ(def.optim.kind, DS_OPTIM_ADAM);
+  CHECK_CLOSE(def.optim.lr, 1e-2, 1e-15, 0);
+  CHECK(def.seed == 0 && def.env_seed == 0 && def.net.seed == 0);
+  CHECK_INT_EQ(ds_trainer_def_validate(&def, err, sizeof err), 0);
+  /* a section */
+  {
+    dsTrainerDef td = def;
+    const char* t = "{\"env\": {\"name\": \"walker\"}, \"controller\": {\"optimizer\": \"sgd\", \"lr\": 0.3,"
+                    " \"decay_every\": 3, \"decay_factor\": 0.5}}";
+    CHECK_INT_EQ(ds_trainer_def_from_text("c.json", t, &td, err, sizeof err), 0);
+    CHECK_INT_EQ(td.optim.kind, DS_OPTIM_SGD);
+    CHECK_CLOSE(td.optim.lr, 0.3, 1e-15, 0);
+    CHECK_INT_EQ(td.optim.decay_every, 3);
+    CHECK_CLOSE(td.optim.decay_factor, 0.5, 1e-15, 0);
+    /* absent keys keep their values */
+    CHECK(td.optim.momentum == def.optim.momentum && td.net.phases == def.net.phases && td.mpc == def.mpc);
+    /* the schedule reaches the optimiser: lr 0.3 for 3 steps, then 0.15 */
+    dsOptim* opt = NULL;
+    CHECK_INT_EQ(ds_optim_create(&td.optim, 1, &opt), 0);
+    if (opt) {
+      double x = 0, g = 1;
+      for (int k = 0; k < 3; k++) {
+        CHECK_CLOSE(ds_optim_lr(opt), 0.3, 1e-15, 0);
+        ds_optim_step(opt, &x, &g, NULL);
+      }
+      CHECK_CLOSE(ds_optim_lr(opt), 0.15, 1e-15, 0);
+      ds_optim_destroy(opt);
+    }
+    /* no controller section: the definition is left as it was */
+    dsTrainerDef t2 = def;
+    CHECK_INT_EQ(ds_trainer_def_from_text("n.json", "{\"env\": {\"name\": \"walker\"}}", &t2, err, sizeof err), 0);
+    CHECK(t2.optim.kind == def.optim.kind && t2.optim.lr == def.optim.lr && t2.net.phases == def.net.phases);
+  }
+  /* bad values: refused, naming the key; the definition unchanged */
+  {
+    static const char* const bad[] = {
+        "{\"env\": {\"name\": \"walker\"}, \"controller\": {\"decay_every\": 3, \"decay_factor\": 0}}",
+        "{\"env\": {\"name\": \"walker\"}, \"controller\": {\"decay_every\": 3, \"decay_factor\": 1.5}}",
+    };
+    for (int i = 0; i < 2; i++) {
+      dsTrainerDef td = def;
+      err[0] = '\0';
+      CHECK_INT_EQ(ds_trainer_def_from_text("b.json", bad[i], &td, err, sizeof err), DS_ERR_CONFIG);
+      CHECK_STR_CONTAINS(err, "b.json: ");
+      CHECK_STR_CONTAINS(err, "controller.decay_factor");
+      CHECK(!memcmp(&td, &def, sizeof td));
+    }
+    dsTrainerDef td = def;
+    CHECK_INT_EQ(ds_trainer_def_from_text("b.json", "{\"controller\": {\"lrr\": 0.1}}", &td, err, sizeof err),
+                 DS_ERR_CONFIG);
+    CHECK_STR_CONTAINS(err, "\"controller.lrr\"");
+    CHECK_INT_EQ(ds_trainer_def_from_text("b.json", "{\"controller\": {\"optimizer\": \"adamw\"}}", &td, err,
+                                          sizeof err),
+                 DS_ERR_CONFIG);
+    CHECK_STR_CONTAINS(err, "controller.optimizer");
+    CHECK_INT_EQ(ds_trainer_def_from_text("b.json", "{\"controler\": {\"lr\": 0.1}}", &td, err, sizeof err),
+                 DS_ERR_CONFIG);
+    CHECK_STR_CONTAINS(err, "controler");
+    /* the cross-field checks, and the trainer refuses what they refuse */
+    td = def;
+    td.optim.decay_every = 3;
+    td.optim.decay_factor = 0;
+    CHECK_INT_EQ(ds_trainer_def_validate(&td, err, sizeof err), DS_ERR_RANGE);
+    CHECK_STR_CONTAINS(err, "controller.decay_factor");
+    td.optim.decay_factor = 1.5;
+    CHECK_INT_EQ(ds_trainer_def_validate(&td, err, sizeof err), DS_ERR_RANGE);
+    CHECK_STR_CONTAINS(err, "controller.decay_factor");
+    dsEnvDef d = small_def("walker", 64, 16);
+    dsEnv* env = NULL;
+    CHECK_INT_EQ(ds_env_create(&d, &env, err, sizeof err), 0);
+    if (env) {
+      dsTrainer* tr = NULL;
+      CHECK_INT_EQ(ds_trainer_create(env, &td, &tr, err, sizeof err), DS_ERR_RANGE);
+      CHECK_STR_CONTAINS(err, "controller.decay_factor");
+      CHECK(tr == NULL);
+      ds_env_destroy(env);
+    }
+  }
+  /* the bundled configs' sections: the settings ctrl_def writes out */
+  {
+    const char* src = getenv("DS_SRCDIR");
+    static const char* const names[] = {"walker", "control-fem", "control-cloth", "walker-springs"};
+    for (int k = 0; k < 4; k++) {
+      char path[4096];
+      snprintf(path, sizeof path, "%s/configs/%s.json", src ? src : "..", names[k]);
+      char* text = NULL;
+      int rc = ds_config_read_file(path, &text, err, sizeof err);
+      CHECK_INT_EQ(rc, 0);
+      if (rc) {
+        printf("%s\n", err);
+        continue;
+      }
+      dsTrainerDef td = ds_default_trainer_def();
+      rc = ds_trainer_def_from_text(path, text, &td, err, sizeof err);
+      CHECK_INT_EQ(rc, 0);
+      if (rc) printf("%s\n", err);
+      dsTrainerDef want = ctrl_def(names[k]);
+      CHECK_INT_EQ(td.optim.kind, want.optim.kind);
+      CHECK_CLOSE(td.optim.lr, want.optim.lr, 1e-15, 0);
+      CHECK_INT_EQ(td.optim.decay_every, want.optim.decay_every);
+      CHECK_CLOSE(td.optim.decay_factor, want.optim.decay_factor, 1e-15, 0);
+      CHECK_CLOSE(td.optim.clip_norm, want.optim.clip_norm, 1e-15, 0);
+      if (td.optim.kind == DS_OPTIM_SGD) CHECK_CLOSE(td.optim.momentum, want.optim.momentum, 1e-15, 0);
+      CHECK_INT_EQ(td.net.phases, want.net.phases);
+      CHECK_CLOSE(td.net.omega, want.net.omega, 1e-15, 0);
+      CHECK_CLOSE(td.net.phase_step, want.net.phase_step, 1e-15, 0);
+      CHECK_CLOSE(td.net.strength, want.net.strength, 1e-15, 0);
+      for (int i = 0; i < 3; i++) CHECK(td.const_init[i] == want.const_init[i]);
+      ds_config_free_text(text);
+    }
+  }
 }
 
 int main(void) {
@@ -417,10 +544,10 @@ int main(void) {
     return DST_RESULT();
   }
   test_sinnet_grad();
-  trainer_grad_case("walker image loss dL/dW", DS_ENV_WALKER, 128, 16, DS_METHOD_IMAGE, 1e-6, 1e-5, 1e-6, 4);
-  trainer_grad_case("walker-springs state loss dL/dW", DS_ENV_WALKER_SPRINGS, 128, 16, DS_METHOD_STATE, 1e-6, 1e-5,
+  trainer_grad_case("walker image loss dL/dW", "walker", 128, 16, DS_METHOD_IMAGE, 1e-6, 1e-5, 1e-6, 4);
+  trainer_grad_case("walker-springs state loss dL/dW", "walker-springs", 128, 16, DS_METHOD_STATE, 1e-6, 1e-5,
                     1e-6, 4);
-  trainer_grad_case("cloth image loss dL/dv0", DS_ENV_CONTROL_CLOTH, 60, 20, DS_METHOD_IMAGE, 1e-6, 1e-5, 1e-6, 4);
+  trainer_grad_case("cloth image loss dL/dv0", "control-cloth", 60, 20, DS_METHOD_IMAGE, 1e-6, 1e-5, 1e-6, 4);
   test_recorder_and_baselines();
   test_cloth_sizes();
   test_backtracking();

@@ -29,8 +29,12 @@ static void* c_calloc(size_t c, size_t n) {
 }
 static void c_free(void* p) { free(p); }
 
-static dsEnvDef short_def(int kind) {
-  dsEnvDef d = ds_default_env_def(kind);
+static const char* const kNames[] = {"walker", "control-fem", "control-cloth", "walker-springs"};
+#define NKIND ((int)(sizeof kNames / sizeof kNames[0]))
+
+static dsEnvDef short_def(const char* name) {
+  dsEnvDef d = ds_default_env_def(name);
+  CHECK(d.cls != NULL);
   d.substeps = 96;
   d.control_interval = 16;
   d.render_interval = 32;
@@ -42,13 +46,15 @@ static dsEnvDef short_def(int kind) {
   d.obs_state = DS_OBS_STATE_FULL;
   d.obs_image = 1;
   d.loss_kind = DS_ENV_LOSS_IMAGE_SUM;
-  if (kind == DS_ENV_CONTROL_FEM) {
-    d.gear.teeth = 4;
-    d.gear.layers = 1;
+  if (!strcmp(name, "control-fem")) {
+    dsControlFemParams* p = (dsControlFemParams*)ds_env_def_params(&d);
+    p->gear.teeth = 4;
+    p->gear.layers = 1;
   }
-  if (kind == DS_ENV_CONTROL_CLOTH) {
+  if (!strcmp(name, "control-cloth")) {
     /* fixed size: a random size changes the particle count at reset */
-    d.size_min = d.size_max = 4;
+    dsControlClothParams* p = (dsControlClothParams*)ds_env_def_params(&d);
+    p->size_min = p->size_max = 4;
   }
   return d;
 }
@@ -132,12 +138,14 @@ static int same_ep(dsEnv* env, const Episode* a, const Episode* b) {
 
 int main(void) {
   CHECK_INT_EQ(ds_replace_allocator(c_malloc, c_realloc, c_calloc, c_free), 0);
-  for (int kind = 0; kind < DS_ENV_KIND_COUNT; kind++) {
-    dsEnvDef d = short_def(kind);
+  for (int kind = 0; kind < NKIND; kind++) {
+    const char* name = kNames[kind];
+    dsEnvDef d = short_def(name);
     dsEnv* env = NULL;
     char err[512];
     CHECK_INT_EQ(ds_env_create(&d, &env, err, sizeof err), 0);
     if (!env) continue;
+    CHECK_STR_EQ(ds_env_name(env), name);
     /* sizes */
     CHECK_INT_EQ(ds_env_num_steps(env), 6);
     const int np = ds_env_num_particles(env);
@@ -146,8 +154,8 @@ int main(void) {
     int w, h;
     ds_env_image_size(env, &w, &h);
     CHECK(w == 16 && h == 16);
-    if (kind == DS_ENV_WALKER) CHECK_INT_EQ(ds_env_action_size(env), 104);
-    if (kind == DS_ENV_CONTROL_CLOTH) CHECK_INT_EQ(ds_env_action_size(env), 3);
+    if (!strcmp(name, "walker")) CHECK_INT_EQ(ds_env_action_size(env), 104);
+    if (!strcmp(name, "control-cloth")) CHECK_INT_EQ(ds_env_action_size(env), 3);
     CHECK(ds_env_action_size(env) > 0);
     /* misuse */
     dsReal dummy[2048] = {0};
@@ -203,7 +211,7 @@ int main(void) {
       ds_env_target(env, t11);
       ds_env_reset(env, 12345, NULL, NULL);
       ds_env_target(env, t12);
-      if (kind == DS_ENV_CONTROL_FEM || kind == DS_ENV_CONTROL_CLOTH) CHECK(t11[0] != t12[0]);
+      if (!strcmp(name, "control-fem") || !strcmp(name, "control-cloth")) CHECK(t11[0] != t12[0]);
     }
     /* state save at step 2, run on, restore, replay: bitwise */
     {
@@ -265,7 +273,7 @@ int main(void) {
           for (int i = 0; i < first * A && i < S * A; i++) zero &= win[i] == 0;
           CHECK(zero);
           /* control-cloth's action enters at substep 0 only */
-          if (kind != DS_ENV_CONTROL_CLOTH && first < S)
+          if (strcmp(name, "control-cloth") && first < S)
             CHECK(!memcmp(win + (size_t)first * A, full + (size_t)first * A, (size_t)(S - first) * A * sizeof(dsReal)));
         }
       }
@@ -294,7 +302,7 @@ int main(void) {
       dsReal m, tg[3], c[3] = {0, 0, 0};
       CHECK_INT_EQ(ds_env_metric(env, &m), 0);
       CHECK(isfinite(m));
-      if (kind == DS_ENV_CONTROL_FEM || kind == DS_ENV_CONTROL_CLOTH) {
+      if (!strcmp(name, "control-fem") || !strcmp(name, "control-cloth")) {
         /* the metric: mean over x, y, z of the squared centre-of-mass error */
         const dsReal* x = ds_env_positions(env);
         double mt = 0;
@@ -318,7 +326,7 @@ int main(void) {
   }
   /* distinct envs on distinct threads at once: the same bits as alone */
   {
-    dsEnvDef d = short_def(DS_ENV_WALKER);
+    dsEnvDef d = short_def("walker");
     dsEnv* ev[2] = {NULL, NULL};
     CHECK_INT_EQ(ds_env_create(&d, &ev[0], NULL, 0), 0);
     CHECK_INT_EQ(ds_env_create(&d, &ev[1], NULL, 0), 0);
@@ -339,8 +347,8 @@ int main(void) {
     ds_env_destroy(ev[1]);
   }
   /* checkpointed tape (every 5th state, recomputed in backward): same bits */
-  for (int kind = 0; kind < DS_ENV_KIND_COUNT; kind++) {
-    dsEnvDef d = short_def(kind);
+  for (int kind = 0; kind < NKIND; kind++) {
+    dsEnvDef d = short_def(kNames[kind]);
     dsEnv *e1 = NULL, *e5 = NULL;
     CHECK_INT_EQ(ds_env_create(&d, &e1, NULL, 0), 0);
     d.checkpoint_every = 5;
@@ -358,9 +366,10 @@ int main(void) {
   }
   /* control-cloth with a random size: the model follows the seed */
   {
-    dsEnvDef d = short_def(DS_ENV_CONTROL_CLOTH);
-    d.size_min = 3;
-    d.size_max = 5;
+    dsEnvDef d = short_def("control-cloth");
+    dsControlClothParams* cp = (dsControlClothParams*)ds_env_def_params(&d);
+    cp->size_min = 3;
+    cp->size_max = 5;
     d.obs_state = DS_OBS_STATE_COM;
     dsEnv* env = NULL;
     CHECK_INT_EQ(ds_env_create(&d, &env, NULL, 0), 0);
@@ -383,7 +392,7 @@ int main(void) {
   }
   /* image_last rewards: zero except in the step that renders the last frame */
   {
-    dsEnvDef d = short_def(DS_ENV_WALKER);
+    dsEnvDef d = short_def("walker");
     d.loss_kind = DS_ENV_LOSS_IMAGE_LAST;
     dsEnv* env = NULL;
     CHECK_INT_EQ(ds_env_create(&d, &env, NULL, 0), 0);

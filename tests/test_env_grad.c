@@ -201,7 +201,7 @@ int main(void) {
 
   /* ---- walker: airborne image loss, every action and triangle parameter */
   {
-    dsEnvDef d = ds_default_env_def(DS_ENV_WALKER);
+    dsEnvDef d = ds_default_env_def("walker");
     d.substeps = 48;
     d.control_interval = 16;
     d.render_interval = 24;
@@ -227,7 +227,7 @@ int main(void) {
   }
   /* ---- walker, D-SSIM image loss on a 2-level pyramid */
   {
-    dsEnvDef d = ds_default_env_def(DS_ENV_WALKER);
+    dsEnvDef d = ds_default_env_def("walker");
     d.substeps = 32;
     d.control_interval = 16;
     d.render_interval = 32;
@@ -248,7 +248,7 @@ int main(void) {
   }
   /* ---- walker in ground contact, centre-of-mass loss: contact parameters */
   {
-    dsEnvDef d = ds_default_env_def(DS_ENV_WALKER);
+    dsEnvDef d = ds_default_env_def("walker");
     d.substeps = 40;
     d.control_interval = 20;
     d.render_interval = 40;
@@ -273,15 +273,16 @@ int main(void) {
   }
   /* ---- control-fem: a small gear, image loss of the last frame */
   {
-    dsEnvDef d = ds_default_env_def(DS_ENV_CONTROL_FEM);
-    d.gear.teeth = 4;
-    d.gear.layers = 1;
+    dsEnvDef d = ds_default_env_def("control-fem");
+    dsControlFemParams* fp = (dsControlFemParams*)ds_env_def_params(&d);
+    fp->gear.teeth = 4;
+    fp->gear.layers = 1;
     d.substeps = 40;
     d.control_interval = 20;
     d.render_interval = 20;
     d.render_last = 1;
-    d.k_lambda = 100;
-    d.k_mu = 100;
+    fp->k_lambda = 100;
+    fp->k_mu = 100;
     d.goal_x_min = -3.5;
     d.goal_x_max = -3.4;
     d.cam_distance = 9;
@@ -301,9 +302,10 @@ int main(void) {
   }
   /* ---- control-cloth: initial-velocity action, image sum, aero and bending */
   {
-    dsEnvDef d = ds_default_env_def(DS_ENV_CONTROL_CLOTH);
-    d.size_min = d.size_max = 4;
-    d.cell = 0.5;
+    dsEnvDef d = ds_default_env_def("control-cloth");
+    dsControlClothParams* cp = (dsControlClothParams*)ds_env_def_params(&d);
+    cp->size_min = cp->size_max = 4;
+    cp->cell = 0.5;
     d.substeps = 60;
     d.control_interval = 30;
     d.render_interval = 30;
@@ -354,7 +356,7 @@ int main(void) {
   }
   /* ---- walker-springs: actuation through external forces */
   {
-    dsEnvDef d = ds_default_env_def(DS_ENV_WALKER_SPRINGS);
+    dsEnvDef d = ds_default_env_def("walker-springs");
     d.substeps = 64;
     d.control_interval = 16;
     d.render_interval = 32;
@@ -377,7 +379,7 @@ int main(void) {
   /* ---- caller-supplied adjoints: state, image and reward (walker-springs,
    *      full state + image observations; control-fem, centre of mass) */
   {
-    dsEnvDef d = ds_default_env_def(DS_ENV_WALKER_SPRINGS);
+    dsEnvDef d = ds_default_env_def("walker-springs");
     d.substeps = 48;
     d.control_interval = 16;
     d.render_interval = 16;
@@ -410,16 +412,17 @@ int main(void) {
     }
   }
   {
-    dsEnvDef d = ds_default_env_def(DS_ENV_CONTROL_FEM);
-    d.gear.teeth = 3;
-    d.gear.layers = 1;
+    dsEnvDef d = ds_default_env_def("control-fem");
+    dsControlFemParams* fp = (dsControlFemParams*)ds_env_def_params(&d);
+    fp->gear.teeth = 3;
+    fp->gear.layers = 1;
     d.substeps = 30;
     d.control_interval = 10;
     d.render_interval = 30;
     d.loss_kind = DS_ENV_LOSS_COM;
     d.obs_state = DS_OBS_STATE_COM;
-    d.k_lambda = 100;
-    d.k_mu = 100;
+    fp->k_lambda = 100;
+    fp->k_mu = 100;
     d.start[1] = 1.8;
     d.velocity[1] = -1;
     d.contact_kf = 1e4;

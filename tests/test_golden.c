@@ -74,17 +74,33 @@ typedef struct Result {
   double loss[ITERS];
 } Result;
 
+/* What `dsim run NAME` does with the config: the env from its "env"
+ * section, the trainer from the generic defaults and its "controller"
+ * section, method and seeds from its "run" section. */
 static int run_config(const char* path, int threads, Result* res) {
   char err[1024];
   dsEnv* env = NULL;
   dsTrainer* tr = NULL;
-  int rc = ds_env_create_from_config(path, &env, err, sizeof err);
+  char* text = NULL;
+  int rc = ds_config_read_file(path, &text, err, sizeof err);
   if (rc) {
-    fprintf(stderr, "%s: %s\n", path, err);
+    fprintf(stderr, "%s\n", err);
     return rc;
   }
+  dsTrainerDef td = ds_default_trainer_def();
+  dsRunDef rd = ds_default_run_def();
+  rc = ds_env_create_from_text(path, text, &env, err, sizeof err);
+  if (!rc) rc = ds_trainer_def_from_text(path, text, &td, err, sizeof err);
+  if (!rc) rc = ds_run_def_from_text(path, text, &rd, err, sizeof err);
+  ds_config_free_text(text);
+  if (rc) {
+    fprintf(stderr, "%s: %s\n", path, err);
+    ds_env_destroy(env);
+    return rc;
+  }
+  td.method = rd.method;
+  td.seed = td.env_seed = td.net.seed = rd.seed;
   ds_set_num_threads(threads);
-  dsTrainerDef td = ds_default_trainer_def(env);
   rc = ds_trainer_create(env, &td, &tr, err, sizeof err);
   if (rc) {
     fprintf(stderr, "%s: trainer: %s\n", path, err);

@@ -132,7 +132,7 @@ int main(void) {
     dsReal L;
     double gmax = 0;
     for (i = 0; i < n; i++) a[i] = (dsReal)urand();
-    def = ds_loss_def_default();
+    def = ds_default_loss_def();
     def.kind = DS_LOSS_DSSIM;
     CHECK_INT_EQ(ds_image_loss_create(&obj, &def, w, h), DS_OK);
     CHECK_INT_EQ(ds_image_loss_eval(obj, a, a, &L, g), DS_OK);
@@ -152,12 +152,12 @@ int main(void) {
   H_ = 5;
   fd_check("mse", fn_mse, NULL, W_, H_);
   fd_check("l1", fn_l1, NULL, W_, H_);
-  def = ds_loss_def_default();
+  def = ds_default_loss_def();
   def.kind = DS_LOSS_DSSIM;
   CHECK_INT_EQ(ds_image_loss_create(&obj, &def, 13, 11), DS_OK);
   fd_check("dssim", fn_obj, obj, 13, 11);
   ds_image_loss_destroy(obj);
-  def = ds_loss_def_default();
+  def = ds_default_loss_def();
   def.kind = DS_LOSS_MSE;
   def.levels = 4;
   def.weights[0] = 1;
@@ -178,13 +178,13 @@ int main(void) {
   fd_check("multiscale l1", fn_obj, obj, 9, 9);
   ds_image_loss_destroy(obj);
   /* the alpha-moments term, alone and on top of a multi-scale MSE */
-  def = ds_loss_def_default();
+  def = ds_default_loss_def();
   def.weights[0] = 0;
   def.moments_weight = 3;
   CHECK_INT_EQ(ds_image_loss_create(&obj, &def, 11, 7), DS_OK);
   fd_check("moments", fn_obj, obj, 11, 7);
   ds_image_loss_destroy(obj);
-  def = ds_loss_def_default();
+  def = ds_default_loss_def();
   def.levels = 3;
   def.moments_weight = (dsReal)0.7;
   def.moments_size = (dsReal)0.3;
@@ -198,7 +198,7 @@ int main(void) {
     dsReal a[120], b[120], g[120], L, lp, lm;
     memset(a, 0, sizeof a);
     memset(b, 0, sizeof b);
-    def = ds_loss_def_default();
+    def = ds_default_loss_def();
     def.weights[0] = 0;
     def.moments_weight = 1;
     b[4 * (2 * w + 5) + 3] = 1; /* goal: one opaque pixel at the right */
@@ -224,7 +224,7 @@ int main(void) {
     int n = 6 * 5 * 4, i;
     dsReal a[120], b[120], g1[120], g2[120], L1, L2;
     for (i = 0; i < n; i++) a[i] = (dsReal)urand(), b[i] = (dsReal)urand();
-    def = ds_loss_def_default();
+    def = ds_default_loss_def();
     CHECK_INT_EQ(ds_image_loss_create(&obj, &def, 6, 5), DS_OK);
     CHECK_INT_EQ(ds_image_loss_eval(obj, a, b, &L1, g1), DS_OK);
     ds_loss_mse(a, b, 6, 5, &L2, g2);
@@ -234,16 +234,16 @@ int main(void) {
   }
 
   /* invalid definitions */
-  def = ds_loss_def_default();
+  def = ds_default_loss_def();
   def.levels = 0;
   CHECK_INT_EQ(ds_image_loss_create(&obj, &def, 8, 8), DS_ERR_INVALID);
   def.levels = DS_LOSS_MAX_LEVELS + 1;
   CHECK_INT_EQ(ds_image_loss_create(&obj, &def, 8, 8), DS_ERR_INVALID);
-  def = ds_loss_def_default();
+  def = ds_default_loss_def();
   def.kind = 7;
   CHECK_INT_EQ(ds_image_loss_create(&obj, &def, 8, 8), DS_ERR_INVALID);
   CHECK(obj == NULL);
-  def = ds_loss_def_default();
+  def = ds_default_loss_def();
   def.moments_weight = -1;
   CHECK_INT_EQ(ds_image_loss_create(&obj, &def, 8, 8), DS_ERR_INVALID);
   def.moments_weight = (dsReal)NAN;
@@ -260,7 +260,7 @@ int main(void) {
     dsReal* g = (dsReal*)malloc(sizeof(dsReal) * n);
     dsReal L;
     for (i = 0; i < n; i++) a[i] = (dsReal)urand();
-    def = ds_loss_def_default();
+    def = ds_default_loss_def();
     def.kind = DS_LOSS_DSSIM;
     def.levels = 3;
     CHECK_INT_EQ(ds_image_loss_create(&obj, &def, w, h), DS_OK);
@@ -282,7 +282,7 @@ int main(void) {
     dsReal *a = (dsReal*)malloc(sizeof(dsReal) * w * h * 4), *goal = (dsReal*)malloc(sizeof(dsReal) * w * h * 4);
     dsReal Lms, Lprev = 1e30, Lmse, Lmse0 = -1;
     dsImageLoss* ms = NULL;
-    def = ds_loss_def_default();
+    def = ds_default_loss_def();
     def.levels = 6;
     CHECK_INT_EQ(ds_image_loss_create(&ms, &def, w, h), DS_OK);
     square(goal, w, h, 44, 8);
@@ -300,7 +300,7 @@ int main(void) {
     ds_image_loss_destroy(ms);
     /* the moments term falls at every step toward the goal, from where
      * the per-pixel losses are flat, down to 0 on it */
-    def = ds_loss_def_default();
+    def = ds_default_loss_def();
     def.weights[0] = 0;
     def.moments_weight = 1;
     CHECK_INT_EQ(ds_image_loss_create(&ms, &def, w, h), DS_OK);

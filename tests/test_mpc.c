@@ -12,8 +12,8 @@
 #include "dsim/env.h"
 #include "tests/dstest.h"
 
-static dsEnv* make_env(int kind, int substeps, int C) {
-  dsEnvDef d = ds_default_env_def(kind);
+static dsEnv* make_env(const char* name, int substeps, int C) {
+  dsEnvDef d = ds_default_env_def(name);
   d.substeps = substeps;
   d.control_interval = C;
   d.render_interval = 2 * C;
@@ -21,7 +21,6 @@ static dsEnv* make_env(int kind, int substeps, int C) {
   d.width = d.height = 24;
   d.supersample = 1;
   d.sigma = 1e-4;
-  d.seed = 5;
   dsEnv* env = NULL;
   char err[512];
   int rc = ds_env_create(&d, &env, err, sizeof err);
@@ -30,12 +29,27 @@ static dsEnv* make_env(int kind, int substeps, int C) {
   return env;
 }
 
+/* The walker's controller settings (configs/walker.json "controller"),
+ * seeds 5. */
+static dsTrainerDef walker_trainer_def(void) {
+  dsTrainerDef td = ds_default_trainer_def();
+  td.net.phases = 4;
+  td.net.omega = 20;
+  td.net.phase_step = 2 * 3.14159265358979323846 / 4;
+  td.net.strength = 0.2;
+  td.optim.lr = 0.05;
+  td.optim.decay_every = 10;
+  td.optim.decay_factor = 0.5;
+  td.seed = td.env_seed = td.net.seed = 5;
+  return td;
+}
+
 /* H = E = S, one inner step: the pass's loss is that of the parameters after
  * one whole-episode step */
 static void test_full_window(void) {
-  dsEnv* env = make_env(DS_ENV_WALKER, 256, 16);
+  dsEnv* env = make_env("walker", 256, 16);
   if (!env) return;
-  dsTrainerDef td = ds_default_trainer_def(env);
+  dsTrainerDef td = walker_trainer_def();
   td.optim.lr = 0.05;
   char err[512];
   dsTrainer *a = NULL, *b = NULL;
@@ -59,10 +73,10 @@ static void test_full_window(void) {
   ds_env_destroy(env);
 }
 
-static void test_short_window(const char* what, int kind, int method, double lr, int passes, double factor) {
-  dsEnv* env = make_env(kind, 256, 16);
+static void test_short_window(const char* what, const char* name, int method, double lr, int passes, double factor) {
+  dsEnv* env = make_env(name, 256, 16);
   if (!env) return;
-  dsTrainerDef td = ds_default_trainer_def(env);
+  dsTrainerDef td = walker_trainer_def();
   td.method = method;
   td.mpc = 1;
   td.mpc_horizon = 4;
@@ -121,7 +135,7 @@ static void test_short_window(const char* what, int kind, int method, double lr,
 int main(void) {
   if (DS_SINGLE) DST_SKIP("exact-equality checks need double precision");
   test_full_window();
-  test_short_window("walker image MPC", DS_ENV_WALKER, DS_METHOD_IMAGE, 0.1, 4, 0.95);
-  test_short_window("walker state MPC", DS_ENV_WALKER, DS_METHOD_STATE, 0.1, 4, 0.995); /* 0.13 s: the body moves ~cm */
+  test_short_window("walker image MPC", "walker", DS_METHOD_IMAGE, 0.1, 4, 0.95);
+  test_short_window("walker state MPC", "walker", DS_METHOD_STATE, 0.1, 4, 0.995); /* 0.13 s: the body moves ~cm */
   return DST_RESULT();
 }

@@ -80,8 +80,8 @@ int main(void) {
     CHECK(dsr_exp(3.0) == 1.0);
   }
 
-  /* ---- defaults (SCENES.md) ---- */
-  s = ds_render_settings_default();
+  /* ---- defaults (docs/scenes.md) ---- */
+  s = ds_default_render_settings();
   CHECK_INT_EQ(s.width, 256);
   CHECK_INT_EQ(s.height, 256);
   CHECK_INT_EQ(s.supersample, 2);
@@ -144,7 +144,7 @@ int main(void) {
     int f[3] = {0, 1, 2};
     dsReal col[3] = {1, 1, 0};
     double P[3][3], area;
-    s = ds_render_settings_default();
+    s = ds_default_render_settings();
     s.width = s.height = 128;
     ds_camera_look_at(&s.camera, 9, 25, 20);
     for (i = 0; i < 3; i++) {
@@ -199,7 +199,7 @@ int main(void) {
     int f[3] = {0, 1, 2};
     dsReal col[3] = {0.2, 0.4, 0.6}, vcol[9] = {0.2, 0.4, 0.6, 0.2, 0.4, 0.6, 0.2, 0.4, 0.6};
     int c = 32 * 64 + 32; /* centre pixel of 64 x 64 */
-    s = ds_render_settings_default();
+    s = ds_default_render_settings();
     s.width = s.height = 64;
     ds_camera_look_at(&s.camera, 8, 40, 0); /* from above: lit, L = 0.5 + 0.5 cos(0) = 1 */
     img = render(&s, v, 3, f, 1, col, DS_COLOR_FACE);
@@ -244,7 +244,7 @@ int main(void) {
     int f[6] = {0, 1, 2, 3, 4, 5}, g[6] = {3, 4, 5, 0, 1, 2};
     dsReal col[6] = {1, 0, 0, 0, 0, 1}, colg[6] = {0, 0, 1, 1, 0, 0};
     int c = 32 * 64 + 32;
-    s = ds_render_settings_default();
+    s = ds_default_render_settings();
     s.width = s.height = 64;
     ds_camera_look_at(&s.camera, 10, 0, 0);
     img = render(&s, v, 6, f, 2, col, DS_COLOR_FACE);
@@ -266,7 +266,7 @@ int main(void) {
     dsReal col[3] = {0.3, 0.7, 0.9};
     dsReal *a, *b;
     double dmax = 0;
-    s = ds_render_settings_default();
+    s = ds_default_render_settings();
     s.sigma = 1e-4;
     s.width = s.height = 20;
     s.supersample = 3;
@@ -293,7 +293,7 @@ int main(void) {
     dsReal v[12] = {-0.5, -0.5, 0, 0.5, -0.5, 0, -0.5, 0.5, 0, 0.5, 0.5, 0};
     int f[6] = {0, 1, 2, 1, 3, 2};
     dsReal col[6] = {1, 1, 1, 1, 1, 1};
-    s = ds_render_settings_default();
+    s = ds_default_render_settings();
     s.width = s.height = 64;
     s.camera.orthographic = 1;
     s.camera.ortho_height = 1;
@@ -346,7 +346,7 @@ int main(void) {
     }
     f[0] = 0, f[1] = 100, f[2] = 200; /* some big faces */
     for (i = 0; i < NF * 3; i++) col[i] = (dsReal)urand();
-    s = ds_render_settings_default();
+    s = ds_default_render_settings();
     s.width = s.height = 96;
     s.sigma = 3e-4;
     s.gamma = 1e-3;
@@ -433,14 +433,14 @@ int main(void) {
     ds_raster_destroy(r);
     {
       dsRaster* r2 = (dsRaster*)1;
-      dsRenderSettings s3 = ds_render_settings_default();
+      dsRenderSettings s3 = ds_default_render_settings();
       s3.sigma = 0;
       CHECK_INT_EQ(ds_raster_create(&r2, &s3, 10, 10), DS_ERR_INVALID);
       CHECK(r2 == NULL);
-      s3 = ds_render_settings_default();
+      s3 = ds_default_render_settings();
       s3.camera.znear = 0;
       CHECK_INT_EQ(ds_raster_create(&r2, &s3, 10, 10), DS_ERR_INVALID);
-      s3 = ds_render_settings_default();
+      s3 = ds_default_render_settings();
       CHECK_INT_EQ(ds_raster_create(&r2, &s3, -1, 10), DS_ERR_INVALID);
     }
     free(img1), free(img2), free(gimg);
@@ -449,7 +449,7 @@ int main(void) {
   /* ---- allocation failure at every point of create: clean error, no leak ---- */
   {
     int k, ok = 0;
-    s = ds_render_settings_default();
+    s = ds_default_render_settings();
     s.width = s.height = 16;
     for (k = 0; k < 16; k++) {
       dsRaster* r = NULL;

@@ -245,7 +245,7 @@ int main(void) {
   /* perspective, flat colours, 2x supersampling: 40 x 40 internal, 9 tiles */
   memset(&c, 0, sizeof c);
   c.name = "perspective/flat/ss2";
-  c.s = ds_render_settings_default();
+  c.s = ds_default_render_settings();
   c.s.width = c.s.height = 20;
   c.s.supersample = 2;
   c.s.sigma = 2e-3;
@@ -260,7 +260,7 @@ int main(void) {
    * direction, grey background with some alpha */
   memset(&c, 0, sizeof c);
   c.name = "perspective/vertex/24x18";
-  c.s = ds_render_settings_default();
+  c.s = ds_default_render_settings();
   c.s.width = 24;
   c.s.height = 18;
   c.s.supersample = 1;
@@ -282,7 +282,7 @@ int main(void) {
   /* orthographic, flat colours, supersampling 3 */
   memset(&c, 0, sizeof c);
   c.name = "ortho/flat/ss3";
-  c.s = ds_render_settings_default();
+  c.s = ds_default_render_settings();
   c.s.width = c.s.height = 14;
   c.s.supersample = 3;
   c.s.sigma = 3e-3;
@@ -297,7 +297,7 @@ int main(void) {
   /* orthographic, per-vertex colours */
   memset(&c, 0, sizeof c);
   c.name = "ortho/vertex";
-  c.s = ds_render_settings_default();
+  c.s = ds_default_render_settings();
   c.s.width = c.s.height = 16;
   c.s.supersample = 2;
   c.s.sigma = 2e-3;
@@ -313,7 +313,7 @@ int main(void) {
    * the renderer's big-face path */
   memset(&c, 0, sizeof c);
   c.name = "perspective/flat/big faces";
-  c.s = ds_render_settings_default();
+  c.s = ds_default_render_settings();
   c.s.width = c.s.height = 96;
   c.s.supersample = 2;
   c.s.sigma = 1e-3;

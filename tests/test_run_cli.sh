@@ -15,19 +15,24 @@ hdf5=1
 # shortened scenes, found by name through $DS_SRCDIR/configs
 mkdir -p "$dir/src/configs"
 cat >"$dir/src/configs/walker.json" <<'JSON'
-{ "env": "walker", "seed": 3,
-  "physics": {"substeps": 256, "control_interval": 16, "render_interval": 64, "render_last": true},
-  "render": {"width": 24, "height": 24, "supersample": 1, "sigma": 1e-4},
-  "controller": {"lr": 0.05, "iterations": 3} }
+{ "env": { "name": "walker",
+    "physics": {"substeps": 256, "control_interval": 16, "render_interval": 64, "render_last": true},
+    "render": {"width": 24, "height": 24, "supersample": 1, "sigma": 1e-4} },
+  "controller": {"lr": 0.05, "phases": 4},
+  "run": {"seed": 3, "iterations": 3} }
 JSON
 cat >"$dir/src/configs/control-fem.json" <<'JSON'
-{ "env": "control-fem",
-  "physics": {"substeps": 128, "control_interval": 32, "render_interval": 64},
-  "render": {"width": 24, "height": 24, "supersample": 1, "sigma": 1e-4},
-  "controller": {"lr": 0.05, "iterations": 2} }
+{ "env": { "name": "control-fem",
+    "physics": {"substeps": 128, "control_interval": 32, "render_interval": 64},
+    "render": {"width": 24, "height": 24, "supersample": 1, "sigma": 1e-4} },
+  "controller": {"lr": 0.05},
+  "run": {"iterations": 2} }
 JSON
 cat >"$dir/bad.json" <<'JSON'
-{ "env": "walker", "physics": {"substeps": "many"} }
+{ "env": {"name": "walker", "physics": {"substeps": "many"}} }
+JSON
+cat >"$dir/badsec.json" <<'JSON'
+{ "env": {"name": "walker"}, "controler": {"lr": 0.1} }
 JSON
 W="$dir/src/configs/walker.json"
 
@@ -35,17 +40,22 @@ check "run --help" 0 "$DSIM" run --help;                   expect "run --help" "
 expect "run --help exit codes" "130 interrupted"
 check "dsim --help lists run" 0 "$DSIM" --help;            expect "dsim --help lists run" "run "
 check "unknown flag" 2 "$DSIM" run "$W" --frob;            expect "unknown flag" "unknown option '--frob'"
-check "bad iterations" 2 "$DSIM" run "$W" --iterations abc; expect "bad iterations" "--iterations: expected an integer"
+check "bad iterations" 2 "$DSIM" run "$W" --iterations abc; expect "bad iterations" "--iterations: run.iterations: expected an integer"
 check "zero iterations" 2 "$DSIM" run "$W" --iterations 0; expect "zero iterations" "--iterations"
-check "bad lr" 2 "$DSIM" run "$W" --lr=-1;                 expect "bad lr" "--lr: expected a positive number, got '-1'"
-check "bad method" 2 "$DSIM" run "$W" --method foo;        expect "bad method" "--method: expected image, state, random or cem, got 'foo'"
-check "mpc with cem" 2 "$DSIM" run "$W" --mpc --method cem; expect "mpc with cem" "--mpc needs --method image or state"
+check "bad lr" 2 "$DSIM" run "$W" --lr=-1;                 expect "bad lr" "--lr: controller.lr: expected a number in [0, 1e+06], got -1"
+check "bad method" 2 "$DSIM" run "$W" --method foo;        expect "bad method" "--method: run.method: expected one of \"image,state,random,cem\", got \"foo\""
+check "mpc with cem" 2 "$DSIM" run "$W" --mpc --method cem; expect "mpc with cem" "controller.mpc: MPC needs a gradient method (image or state), not cem"
 check "missing value" 2 "$DSIM" run "$W" --out;            expect "missing value" "option '--out' needs a value"
+check "decay factor out of range" 2 "$DSIM" run "$W" --decay-factor 1.5; expect "decay factor out of range" "controller.decay_factor: expected a number in [0, 1], got 1.5"
+check "set: unknown key" 2 "$DSIM" run "$W" --set env.physic.substeps=9; expect "set: unknown key" "did you mean \"env.physics.substeps\""
+check "set: bad value" 2 "$DSIM" run "$W" --set controller.phases=0; expect "set: bad value" "controller.phases: expected an integer in [1, 1024], got 0"
+check "set: no section" 2 "$DSIM" run "$W" --set lr=3; expect "set: no section" "--set: expected SECTION.KEY=VALUE"
+check "config: unknown section" 3 "$DSIM" run "$dir/badsec.json"; expect "config: unknown section" "unknown section \"controler\" (did you mean \"controller\"?"
 check "two configs" 2 "$DSIM" run "$W" "$W";               expect "two configs" "unexpected argument"
-check "bad threads" 2 "$DSIM" run "$W" --threads 0;        expect "bad threads" "--threads"
+check "bad threads" 2 "$DSIM" run "$W" --threads -1;       expect "bad threads" "--threads: run.threads: expected an integer in [0, 4096]"
 check "missing config" 3 "$DSIM" run "$dir/none.json";     expect "missing config" "none.json: cannot open"
 check "unknown env" 3 env DS_SRCDIR="$dir/src" "$DSIM" run frobnicator; expect "unknown env" "'frobnicator' is neither"
-check "bad config" 3 "$DSIM" run "$dir/bad.json" --out "$dir/bad.h5"; expect "bad config" "physics.substeps"
+check "bad config" 3 "$DSIM" run "$dir/bad.json" --out "$dir/bad.h5"; expect "bad config" "env.physics.substeps: expected an integer"
 
 # by env name, default output path (runs/ in the current directory), the config's iterations
 ( cd "$dir" && DS_SRCDIR="$dir/src" "$DSIM" run walker ) >"$dir/name.txt" 2>&1; st=$?

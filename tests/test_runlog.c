@@ -72,7 +72,7 @@ int main(void) {
   }
   for (int i = 0; i < F * H * W * 4; i++) frames[i] = (uint8_t)(i * 7);
   for (int i = 0; i < H * W * 4; i++) goal[i] = (uint8_t)(255 - i);
-  dsRunEpisode ep = {0};
+  dsEpisodeRecord ep = {0};
   ep.iteration = 0;
   ep.loss = 4.0;
   ep.metric = 4.5;

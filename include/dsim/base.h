@@ -134,6 +134,57 @@ typedef void* (*dsCallocFn)(size_t count, size_t size);
 typedef void (*dsFreeFn)(void* ptr);
 DS_API int ds_replace_allocator(dsMallocFn m, dsReallocFn r, dsCallocFn c, dsFreeFn f);
 
+/* ---- config keys -----------------------------------------------------------
+ * A config section (env, controller, run) is described by one table of
+ * dotted key paths with the type, the range and the offset of the target
+ * field in a definition struct; the table is the single place a key's type,
+ * range and documentation live, whether the value comes from a config file
+ * (ds_config_parse_section, dsim/env.h) or a command-line flag
+ * (ds_config_set). Tables end with an entry whose path is NULL. */
+typedef enum dsConfigType {
+  DS_KEY_REAL,   /* JSON number -> dsReal, within [min, max] */
+  DS_KEY_INT,    /* JSON integer -> int, within [min, max] */
+  DS_KEY_BOOL,   /* true/false -> int 0/1 */
+  DS_KEY_STRING, /* JSON string -> char[max] (max: buffer size), must fit */
+  DS_KEY_ENUM,   /* JSON string, one of `choices` ("a|b|c") -> int index */
+  DS_KEY_VEC3,   /* array of 3 numbers -> dsReal[3], each within [min, max] */
+  DS_KEY_REALS,  /* array of 1..max numbers (max <= 16) -> dsReal[16], count in the int at aux_offset */
+  DS_KEY_DOUBLE, /* JSON number -> double, within [min, max] */
+  DS_KEY_DVEC3,  /* array of 3 numbers -> double[3], each within [min, max] */
+  DS_KEY_U64     /* JSON integer -> uint64_t, within [min, max] */
+} dsConfigType;
+
+typedef struct dsConfigKey {
+  const char* path;     /* dotted key path within the section, e.g. "contact.ke" */
+  dsConfigType type;
+  size_t offset;        /* offset of the target field in the definition struct */
+  double min, max;      /* inclusive range (DS_KEY_STRING: max = buffer size) */
+  const char* choices;  /* DS_KEY_ENUM: "adam|sgd" */
+  size_t aux_offset;    /* DS_KEY_REALS: offset of the int count */
+  const char* doc;      /* one line, units included (`dsim config --keys` lists them) */
+} dsConfigKey;
+
+/* ---- episode record ----------------------------------------------------------
+ * One episode's trajectory as the recorder fills it (ds_recorder_record,
+ * dsim/controller.h) and a run log stores it (ds_runlog_write_episode,
+ * dsim/runlog.h): one type, passed as is. */
+typedef struct dsEpisodeRecord {
+  int iteration;               /* optimisation iteration that produced it */
+  double loss, metric;
+  double dt;                   /* physics substep, s */
+  int control_interval;        /* substeps per control step */
+  int render_interval;         /* substeps per rendered frame */
+  int stride;                  /* positions/velocities kept every stride-th substep and the last */
+  int nsubsteps, nparticles;   /* rows of positions/velocities (T + 1: substeps 0..T), N */
+  float* positions;            /* nsubsteps x N x 3, m (NULL: not stored; unkept rows are 0) */
+  float* velocities;           /* same, m/s */
+  int nsteps, action_dim;      /* S x A actions (NULL: not stored) */
+  float* actions;
+  int nframes, height, width;  /* F x H x W x 4 RGBA frames (NULL: not stored) */
+  uint8_t* frames;
+  uint8_t* goal;               /* H x W x 4 goal image (NULL: not stored) */
+} dsEpisodeRecord;
+
 /* ---- log hook --------------------------------------------------------------
  * The library never prints. Diagnostics go to this hook (none by default). */
 typedef enum dsLogLevel { DS_LOG_DEBUG = 0, DS_LOG_INFO = 1, DS_LOG_WARN = 2, DS_LOG_ERROR = 3 } dsLogLevel;

@@ -3,7 +3,7 @@
  * (random, 3-D state loss, CEM) and an episode recorder for run logs. They use
  * only the public environment API (dsim/env.h).
  *
- *   dsTrainerDef td = ds_default_trainer_def(env);   // controller keys of the config
+ *   dsTrainerDef td = ds_default_trainer_def();        // or ds_trainer_def_from_text(...)
  *   td.method = DS_METHOD_IMAGE;
  *   dsTrainer* tr; ds_trainer_create(env, &td, &tr, err, sizeof err);
  *   for (int i = 0; i < 40; i++) { dsTrainerIter it; ds_trainer_iterate(tr, &it); }
@@ -152,8 +152,37 @@ typedef struct dsTrainerDef {
   int max_backtracks;    /* IMAGE/STATE whole episode: halvings of a step whose rollout diverged (6) */
 } dsTrainerDef;
 
-/* Defaults from the env's definition (ctrl_* keys, seed). */
-DS_API dsTrainerDef ds_default_trainer_def(const dsEnv* env);
+/* The defaults (the only place they are defined): image method, automatic
+ * policy, ds_default_sinnet_def(), ds_default_optim_def(DS_OPTIM_ADAM), whole
+ * episode, CEM population 8 / elite 2, 6 backtracks, seed 0. */
+DS_API dsTrainerDef ds_default_trainer_def(void);
+/* Keys of a config's "controller" section (NULL-terminated; offsets into a
+ * dsTrainerDef): policy, phases, omega, phase_step, strength, init_scale,
+ * initial_action, random_scale, optimizer, lr, beta1, beta2, eps, momentum,
+ * clip, decay_every, decay_factor, mpc, horizon, execute, inner, population,
+ * elite, cem_init_std, cem_min_std, max_backtracks. */
+DS_API const dsConfigKey* ds_trainer_keys(void);
+/* Parse the "controller" section of a run config into *def (starting from
+ * *def: pass the defaults); errors name the file and "controller.key". The
+ * cross-field checks are ds_trainer_def_validate's. */
+DS_API int ds_trainer_def_from_text(const char* name, const char* text, dsTrainerDef* def, char* err, size_t errlen);
+/* Cross-field checks (also done by ds_trainer_create). */
+DS_API int ds_trainer_def_validate(const dsTrainerDef* def, char* err, size_t errlen);
+
+/* ---- run settings: a config's "run" section ----------------------------------
+ * What one `dsim run` does with the env and the controller. */
+#define DS_RUN_OUT_MAX 1024
+typedef struct dsRunDef {
+  uint64_t seed;        /* goal (env reset) and controller seed */
+  int iterations;       /* optimisation iterations, one rollout each (40) */
+  int method;           /* dsMethod (image) */
+  int threads;          /* OpenMP threads; 0: OMP_NUM_THREADS or all cores */
+  char out[DS_RUN_OUT_MAX]; /* run log; "": runs/ENV-METHOD[-mpc]-sSEED.h5 */
+} dsRunDef;
+DS_API dsRunDef ds_default_run_def(void);
+/* Keys of the "run" section: seed, iterations, method, threads, out. */
+DS_API const dsConfigKey* ds_run_keys(void);
+DS_API int ds_run_def_from_text(const char* name, const char* text, dsRunDef* def, char* err, size_t errlen);
 /* "image", "state", "random", "cem" (NULL otherwise); parse: the dsMethod or -1. */
 DS_API const char* ds_method_name(int method);
 DS_API int ds_method_parse(const char* name);
@@ -193,26 +222,16 @@ DS_API double* ds_trainer_params(dsTrainer* tr);
  * a (T+1) x N x 3 array; the other rows are zero), RGBA frames as uint8 at the
  * env's render schedule (substeps 0, R, 2R, ... < T, plus T with render_last),
  * the goal image, the actions, and the loss and metric. */
-typedef struct dsEpisodeRecord {
-  double loss, metric;
-  double dt;
-  int control_interval, render_interval, stride;
-  int nsubsteps, nparticles;   /* T + 1 rows */
-  float* positions;            /* (T+1) x N x 3, m: rows 0, stride, 2 stride, ..., T filled */
-  float* velocities;           /* same, m/s */
-  int nsteps, action_dim;
-  float* actions;              /* S x A */
-  int nframes, height, width;
-  uint8_t* frames;             /* F x H x W x 4 */
-  uint8_t* goal;               /* H x W x 4 */
-} dsEpisodeRecord;
+/* The record type, dsEpisodeRecord, is in dsim/base.h: run logs store it as is. */
 
 typedef struct dsRecorder dsRecorder;
 
 DS_API int ds_recorder_create(const dsEnv* src, int stride, dsRecorder** out, char* err, size_t errlen);
 DS_API void ds_recorder_destroy(dsRecorder* rec);
-/* Record one episode; *out stays valid until the next call. */
-DS_API int ds_recorder_record(dsRecorder* rec, uint64_t seed, const dsReal* actions, const dsEpisodeRecord** out);
+/* Record one episode (of optimisation iteration `iteration`, kept in the
+ * record); *out stays valid until the next call. */
+DS_API int ds_recorder_record(dsRecorder* rec, uint64_t seed, int iteration, const dsReal* actions,
+                              const dsEpisodeRecord** out);
 DS_API const char* ds_recorder_last_error(const dsRecorder* rec);
 
 #ifdef __cplusplus

@@ -1,8 +1,11 @@
-/* dsim environments: walker, control-fem, control-cloth and walker-springs
- * behind one step/reset/gradient API (opaque dsEnv).
+/* dsim environments behind one step/reset/gradient API (opaque dsEnv).
+ * An environment is a class (dsEnvClass below): the bundled walker,
+ * control-fem, control-cloth and walker-springs (docs/scenes.md), or one a
+ * user registers from C with ds_env_register.
  *
- *   dsEnvDef def = ds_default_env_def(DS_ENV_CONTROL_FEM);
- *   def.substeps = 600;                         // shorten the episode
+ *   dsEnvDef def = ds_default_env_def("control-fem");
+ *   def.substeps = 600;                                      // shorten the episode
+ *   ds_env_def_set(&def, "gear.teeth", "12", err, sizeof err); // a class key
  *   dsEnv* env; ds_env_create(&def, &env, err, sizeof err);
  *   ds_env_reset(env, seed, obs, NULL);
  *   while (!done) ds_env_step(env, action, obs, NULL, &reward, &done);
@@ -18,13 +21,13 @@
  * render_last is set (walker: 41 frames, gear: 96, cloth: 25 with the
  * defaults). The frame at substep 0 is rendered at reset.
  *
- * Actions (ds_env_action_size values per step):
+ * Actions (ds_env_action_size values per step), by class:
  *   walker          one activation per triangle (104); a > 0 contracts.
  *   control-fem     one activation per tet; a > 0 contracts.
  *   control-cloth   a velocity 3-vector (m/s) added to every particle at
  *                   substep 0: only the action of the first step after
  *                   reset is used (later actions are ignored and get zero
- *                   gradient). This is the seed's "initial velocity" control.
+ *                   gradient; ds_env_action_kind is DS_ACTION_INITIAL).
  *   walker-springs  one per spring: the spring's rest length is L (1 + a).
  *
  * Observations. The state vector (ds_env_obs_size values) is, per
@@ -54,10 +57,11 @@
  * "tet.k_mu", "tri.k_lambda", "contact.mu", "initial_velocity",
  * "initial_position", "spring.rest", "gravity", ...
  *
- * Every buffer is allocated at create (control-cloth with a random size
- * rebuilds its model at a reset that draws a new size); step and backward
- * allocate nothing. Distinct envs may be used from distinct threads at
- * once; one env must not be used by two threads at a time. */
+ * Every buffer is allocated at create (a class whose reset changes the scene,
+ * like control-cloth drawing a new size, rebuilds its model at that reset);
+ * step and backward allocate nothing. Distinct envs may be used from
+ * distinct threads at once; one env must not be used by two threads at a
+ * time. */
 #ifndef DSIM_ENV_H
 #define DSIM_ENV_H
 
@@ -67,19 +71,16 @@
 #include "dsim/base.h"
 #include "dsim/scenes.h"
 
+struct dsModel;
+struct dsData;
+struct dsGrad;
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 typedef struct dsEnv dsEnv;
-
-typedef enum dsEnvKind {
-  DS_ENV_WALKER = 0,
-  DS_ENV_CONTROL_FEM = 1,
-  DS_ENV_CONTROL_CLOTH = 2,
-  DS_ENV_WALKER_SPRINGS = 3,
-  DS_ENV_KIND_COUNT = 4
-} dsEnvKind;
+typedef struct dsEnvClass dsEnvClass;
 
 typedef enum dsEnvObsState { DS_OBS_STATE_NONE = 0, DS_OBS_STATE_FULL = 1, DS_OBS_STATE_COM = 2 } dsEnvObsState;
 
@@ -91,9 +92,18 @@ typedef enum dsEnvLossKind {
 
 /* Image loss applied to frames: dsLossKind of dsim/raster.h (MSE, L1, DSSIM). */
 
+/* Bytes a class's own parameter struct may take inside a dsEnvDef. */
+#define DS_ENV_PARAMS_MAX 512
+
+/* Definition of an environment: the fields every environment shares (time,
+ * contact, placement, goal, rendering, observation, loss) and the class's own
+ * parameters (material, mesh, scene draws) in `params`, a struct of the class
+ * (dsWalkerParams, dsControlFemParams, ... of dsim/scenes.h; read and write
+ * it through ds_env_def_params or by key with ds_env_def_set). A value: copy
+ * it freely. Config keys (section "env"): the common ones of
+ * ds_env_common_keys() and the class's dsEnvClass.keys. */
 typedef struct dsEnvDef {
-  int kind;                /* dsEnvKind */
-  int seed;                /* default seed for drivers (the CLI); reset takes its own */
+  const dsEnvClass* cls;   /* the environment class (ds_env_class_find) */
   /* physics */
   dsReal dt;               /* substep, s */
   int substeps;            /* episode horizon, substeps */
@@ -103,38 +113,16 @@ typedef struct dsEnvDef {
   dsReal gravity[3];       /* m/s^2 */
   int ground;              /* 1: ground-plane contact at y = 0 */
   int checkpoint_every;    /* engine tape: 1 = every state, K > 1 = every K-th (O(sqrt T) memory) */
-  /* material */
-  dsReal particle_mass;    /* kg per particle (walker, cloth, walker-springs) */
-  dsReal density;          /* kg/m^3 (control-fem; lumped V/4 per tet vertex) */
-  dsReal k_mu, k_lambda, k_damp; /* triangle (per rest area) or tet (per rest volume) densities */
-  dsReal bend_ke, bend_kd; /* cloth dihedral bending */
-  dsReal lift, drag;       /* cloth aerodynamics (0, 0: off) */
-  dsReal spring_ke, spring_kd; /* walker-springs springs, N/m and N s/m */
   /* contact with the ground */
   dsReal contact_ke, contact_kd, contact_kf, contact_mu, contact_skin;
   /* scene placement */
-  dsReal start[3];         /* translation at substep 0, m: walker and walker-springs
-                              as generated (feet near y = 0); gear and cloth centred on
-                              their vertex centroid first (cloth: rotated, then placed
-                              at start + (0, h, 0), h ~ U[height_min, height_max)) */
+  dsReal start[3];         /* translation at substep 0, m (each class says of what) */
   dsReal velocity[3];      /* initial velocity of every particle, m/s */
-  dsReal height_min, height_max; /* cloth: drop height range, m */
-  int size_min, size_max;  /* cloth: cells per side D ~ U{size_min..size_max} */
-  dsReal cell;             /* cloth: cell size, m */
-  dsReal axis[3];          /* cloth: rotation axis (normalised inside) */
-  dsReal angle;            /* cloth: rotation angle about axis, rad */
-  int anchor;              /* cloth: what start (and the goal's (x_t, goal_y, goal_z)) places:
-                              0 = the vertex centroid, 1 = the grid's corner vertex 0
-                              (gradSim's placement; the default) */
-  dsGearDef gear;          /* control-fem: gear shape */
-  int legs;                /* walker-springs: 1 = two legs under the body */
   /* goal: target centroid = (x_t, goal_y, goal_z), x_t ~ U[goal_x_min, goal_x_max);
-     relative: all relative to the start centroid (walker: +2 m in x); cloth with
-     anchor 1: that point places the goal sheet's corner, and the target is the
-     goal sheet's centroid */
+     relative: all relative to the start centroid (walker: +2 m in x) */
   dsReal goal_x_min, goal_x_max, goal_y, goal_z;
   int goal_relative;
-  /* rendering (SCENES.md "Common rendering") */
+  /* rendering (docs/scenes.md "Common settings") */
   int width, height, supersample;
   dsReal sigma, gamma;     /* SoftRas sharpness (NDC^2) and depth temperature */
   dsReal color[3];         /* face base colour RGB */
@@ -148,42 +136,115 @@ typedef struct dsEnvDef {
   int loss_kind;           /* dsEnvLossKind */
   int image_loss;          /* dsLossKind of each frame: MSE, L1, DSSIM (dsim/raster.h) */
   int loss_levels;         /* image pyramid levels (1: single scale; weights 1) */
-  dsReal loss_moments;    /* weight of the image loss's alpha-moments term (0: off) */
+  dsReal loss_moments;     /* weight of the image loss's alpha-moments term (0: off) */
   dsReal loss_moments_size; /* relative weight of the moments term's size part */
-  /* controller settings carried for drivers (the env does not use them) */
-  int ctrl_phases;         /* sinusoid inputs P */
-  dsReal ctrl_omega;       /* rad/s */
-  dsReal ctrl_phase_step;  /* phase offset between inputs, rad */
-  dsReal ctrl_strength;    /* output scale */
-  int ctrl_optimizer;      /* 0 adam, 1 sgd */
-  dsReal ctrl_lr;
-  int ctrl_decay_every;     /* step decay: lr *= ctrl_decay_factor every N iterations (0: off) */
-  dsReal ctrl_decay_factor;
-  dsReal ctrl_momentum;     /* SGD heavy-ball momentum */
-  dsReal ctrl_clip;         /* gradient-norm clipping threshold (0: off) */
-  int ctrl_iterations;
-  dsReal ctrl_init[3];     /* cloth: initial guess of the velocity action, m/s */
+  /* the class's own parameters */
+  union {
+    double align_;
+    unsigned char bytes[DS_ENV_PARAMS_MAX];
+  } params;
 } dsEnvDef;
 
-/* SCENES.md defaults for a kind (DS_ENV_CONTROL_FEM for an unknown kind). */
-DS_API dsEnvDef ds_default_env_def(int kind);
-/* "walker", "control-fem", "control-cloth", "walker-springs" (NULL otherwise). */
-DS_API const char* ds_env_kind_name(int kind);
+/* ---- environment classes ---------------------------------------------------
+ * An environment is a class: its name, its parameter struct with defaults,
+ * its config keys, how it builds the model, how its action enters the
+ * physics (forward and adjoint) and what its metric measures. The bundled
+ * classes (walker, control-fem, control-cloth, walker-springs) are
+ * registered at start; ds_env_register adds one written in C, which then
+ * works with the trainer, `dsim run` (its config's env.name) and every
+ * binding, like the bundled ones. Hooks get the env and use the accessors
+ * below (ds_env_model, ds_env_data, ds_env_grad, ds_env_params,
+ * ds_env_class_state). */
+typedef enum dsActionKind {
+  DS_ACTION_PER_STEP = 0,  /* a new action every step, held over its substeps */
+  DS_ACTION_INITIAL = 1    /* only the first step's action is used (an initial condition) */
+} dsActionKind;
+
+typedef enum dsMetricKind {
+  DS_METRIC_TARGET = 0,       /* |com - target|^2 / 3 (gradSim's measure); goal 0 */
+  DS_METRIC_DISPLACEMENT = 1  /* com x - com x at substep 0; goal def->goal_x_min */
+} dsMetricKind;
+
+typedef struct dsBuilder dsBuilder;
+
+struct dsEnvClass {
+  const char* name;        /* "walker": config env.name, CLI argument */
+  const char* doc;         /* one line */
+  size_t params_size;      /* bytes of the class's parameter struct (<= DS_ENV_PARAMS_MAX) */
+  const dsConfigKey* keys; /* its config keys (offsets into the parameter struct); may be NULL */
+  /* Defaults: def holds the common defaults; set the class's parameters and
+   * any common field the class changes (horizon, camera, goal, ...). */
+  void (*defaults)(dsEnvDef* def);
+  /* Optional: cross-field checks of the parameters; message into err. */
+  int (*validate)(const dsEnvDef* def, char* err, size_t errlen);
+  /* Optional: allocate the class's state (*state; ds_env_class_state) before
+   * the first build, and free it. */
+  int (*create)(dsEnv* env, void** state);
+  void (*destroy)(void* state);
+  /* Add particles, elements and render faces (dsim/engine.h builder); dt,
+   * gravity and ground contact are set from the definition afterwards. */
+  int (*build)(dsEnv* env, dsBuilder* b);
+  /* Optional: after every build (buffers sized by the model). */
+  int (*built)(dsEnv* env);
+  /* Action values per step, for the built model. */
+  int (*action_size)(const dsEnv* env);
+  int action_kind;         /* dsActionKind */
+  /* Apply action (held over step `step`) before substep s: write the data's
+   * activations, external forces or state. Must not allocate. */
+  void (*action_fwd)(dsEnv* env, int step, int s, const dsReal* action);
+  /* After substep s was popped in backward: grad (action_size values, the
+   * step's row) += d(loss)/d(action) through substep s, from adj_act
+   * (nact), adj_fext (nparticle x 3) and the data's adjoints (for an
+   * INITIAL action, those of the state at s = 0). May add to the parameter
+   * gradients. Must not allocate. */
+  void (*action_bwd)(dsEnv* env, int step, int s, const dsReal* action, const dsReal* adj_act,
+                     const dsReal* adj_fext, dsReal* grad);
+  int metric_kind;         /* dsMetricKind */
+  /* 1: action_fwd writes the data's external forces (the tape then keeps one
+   * record of them per substep); 0: it does not (one record). */
+  int uses_external_force;
+  /* Optional: the episode's own draws from the seed's stream, after the
+   * goal's (cloth: size, height); may rebuild the model (ds_env_rebuild). */
+  int (*reset)(dsEnv* env, uint64_t* rng);
+  /* Optional: adjust the drawn target centroid (cloth: placed by a corner). */
+  void (*target)(const dsEnv* env, dsReal target[3]);
+};
+
+/* Registers cls (kept by pointer: static storage). DS_ERR_INVALID for a
+ * missing name or hook, or params_size over DS_ENV_PARAMS_MAX; DS_ERR_STATE
+ * when the name is taken. Not thread-safe: register before creating envs. */
+DS_API int ds_env_register(const dsEnvClass* cls);
+DS_API const dsEnvClass* ds_env_class_find(const char* name);   /* NULL when unknown */
+DS_API int ds_env_class_count(void);
+DS_API const dsEnvClass* ds_env_class_at(int i);
+/* Config keys every environment shares (section "env", NULL-terminated). */
+DS_API const dsConfigKey* ds_env_common_keys(void);
+
+/* Defaults of the class `name` (def.cls NULL when unknown: create fails). */
+DS_API dsEnvDef ds_default_env_def(const char* name);
+/* The class's parameter struct inside def. */
+DS_API void* ds_env_def_params(dsEnvDef* def);
+/* Set one env key (common or the class's) from text, checked as in a config:
+ * ds_env_def_set(&def, "material.k_mu", "1000", err, sizeof err). */
+DS_API int ds_env_def_set(dsEnvDef* def, const char* key, const char* value, char* err, size_t errlen);
 
 /* Creation errors are written into err (errlen bytes, may be NULL):
  * DS_ERR_INVALID/RANGE for a bad definition, DS_ERR_MESH, DS_ERR_NOMEM. */
 DS_API int ds_env_create(const dsEnvDef* def, dsEnv** out, char* err, size_t errlen);
-/* From a JSON config whose "env" key names the kind; every other key is a
- * dsEnvDef field (the files in configs/ list them all with their defaults).
- * Errors name the file, key path and expected value (DS_ERR_IO, DS_ERR_PARSE,
- * DS_ERR_CONFIG). */
+/* From a run config (JSON): its "env" section, whose "name" picks the class;
+ * every other key is a definition field (configs/ lists them all with their
+ * defaults). The sections "controller" and "run" belong to their owners
+ * (dsim/controller.h) and are not read here; any other top-level key is an
+ * error. Errors name the file, key path and expected value (DS_ERR_IO,
+ * DS_ERR_PARSE, DS_ERR_CONFIG). */
 DS_API int ds_env_create_from_config(const char* path, dsEnv** out, char* err, size_t errlen);
 /* Same from text; `name` is used in messages. */
 DS_API int ds_env_create_from_text(const char* name, const char* text, dsEnv** out, char* err, size_t errlen);
-/* Parse a config into *def (without creating an env). */
+/* Parse a config's env section into *def (without creating an env). */
 DS_API int ds_env_def_from_text(const char* name, const char* text, dsEnvDef* def, char* err, size_t errlen);
-/* Writes the definition as a JSON config (every key) into buf (NUL-terminated);
- * returns the length it needs (excluding the NUL), or a negative code. */
+/* Writes the definition as a run config with its "env" section (every key)
+ * into buf (NUL-terminated); returns the length it needs (excluding the NUL),
+ * or a negative code. */
 DS_API int ds_env_def_to_json(const dsEnvDef* def, char* buf, size_t buflen);
 DS_API void ds_env_destroy(dsEnv* env);
 
@@ -192,6 +253,40 @@ DS_API const char* ds_env_last_error(const dsEnv* env);
  * ds_env_create). */
 DS_API const char* ds_env_config_text(const dsEnv* env);
 DS_API const dsEnvDef* ds_env_def(const dsEnv* env);
+DS_API const char* ds_env_name(const dsEnv* env);   /* its class's name */
+DS_API int ds_env_action_kind(const dsEnv* env);    /* dsActionKind */
+/* The metric's goal value: the score of a metric m is |m - goal| (lower is
+ * better): 0 for DS_METRIC_TARGET, goal_x_min for DS_METRIC_DISPLACEMENT. */
+DS_API double ds_env_metric_goal(const dsEnv* env);
+
+/* ---- for class hooks -------------------------------------------------------- */
+DS_API const struct dsModel* ds_env_model(const dsEnv* env);
+DS_API struct dsData* ds_env_data(dsEnv* env);
+DS_API struct dsGrad* ds_env_grad(dsEnv* env);
+DS_API const void* ds_env_params(const dsEnv* env);  /* the class's parameter struct */
+DS_API void* ds_env_class_state(dsEnv* env);          /* what create stored */
+/* Rebuild the model (reset hooks: a draw changed the scene); sized buffers follow. */
+DS_API int ds_env_rebuild(dsEnv* env);
+/* Record an error on the env (hooks); returns code. */
+DS_API int ds_env_set_error(dsEnv* env, int code, const char* msg);
+
+/* ---- config sections (the io layer, for every owner of a section) -----------
+ * Parse `section` ("env", "controller", "run") of a config text into target
+ * (which holds the defaults) by the key table; absent keys keep their values;
+ * messages name the file and "section.key". check_top: fail on a top-level
+ * key outside "env|controller|run". */
+DS_API int ds_config_parse_section(const char* name, const char* text, const char* section, const dsConfigKey* keys,
+                                   void* target, size_t target_size, char* err, size_t errlen);
+/* One key of `section` from text (a command-line flag), checked as in a
+ * config; messages read "SOURCE: section.key: expected ...". */
+DS_API int ds_config_set(const char* source, const char* section, const dsConfigKey* keys, void* target,
+                         size_t target_size, const char* key, const char* value, char* err, size_t errlen);
+/* Read a whole text file (free it with ds_config_free_text). */
+DS_API int ds_config_read_file(const char* path, char** text, char* err, size_t errlen);
+DS_API void ds_config_free_text(char* text);
+/* Write the section's values as a JSON object body: key tree of the table,
+ * indented by `indent` spaces; returns the length needed (snprintf-like). */
+DS_API int ds_config_write_section(const dsConfigKey* keys, const void* source, int indent, char* buf, size_t buflen);
 
 /* ---- sizes ---------------------------------------------------------------- */
 DS_API int ds_env_obs_size(const dsEnv* env);
@@ -258,12 +353,12 @@ DS_API int ds_env_render(dsEnv* env, dsReal* image);
 DS_API const dsReal* ds_env_goal_image(const dsEnv* env);
 /* Target centroid of the current episode (m). */
 DS_API int ds_env_target(const dsEnv* env, dsReal target[3]);
-/* SCENES.md metric of the current state: walker and walker-springs:
- * centre-of-mass x displacement since substep 0 (the goal offset is
- * def->goal_x_min); control-fem and control-cloth: mean over x, y, z of the
- * squared error of the centre of mass to the target (ds_env_target), i.e.
- * |com - target|^2 / 3, gradSim's measure (a mean squared error over the
- * three coordinates), so that its published figures compare directly. */
+/* The metric of the current state, by the class's dsMetricKind:
+ * DISPLACEMENT (walker, walker-springs): centre-of-mass x displacement since
+ * substep 0 (its goal is def->goal_x_min); TARGET (control-fem,
+ * control-cloth): mean over x, y, z of the squared error of the centre of
+ * mass to the target (ds_env_target), i.e. |com - target|^2 / 3, gradSim's
+ * measure, so that its published figures compare directly (docs/scenes.md). */
 DS_API int ds_env_metric(const dsEnv* env, dsReal* value);
 
 #ifdef __cplusplus

@@ -132,7 +132,7 @@ DS_API void ds_mesh_free_ints(int* p);
 
 /* Rigid placement. Rotation is about the origin (apply it before
  * ds_mesh_translate to place a mesh built around the origin), by `angle`
- * (rad, right-handed) about `axis`, which is normalised inside (the SCENES.md
+ * (rad, right-handed) about `axis`, which is normalised inside (the docs/scenes.md
  * fix). DS_ERR_INVALID for a zero or non-finite axis. */
 DS_API void ds_mesh_translate(dsMesh* m, const dsReal t[3]);
 DS_API int ds_mesh_rotate(dsMesh* m, const dsReal axis[3], dsReal angle);

@@ -10,7 +10,7 @@
  * every value in [0, 1]. Loss functions take and return the same layout.
  *
  * Typical use:
- *   dsRenderSettings s = ds_render_settings_default();
+ *   dsRenderSettings s = ds_default_render_settings();
  *   ds_camera_look_at(&s.camera, 13, 30, 0);
  *   dsRaster* r; ds_raster_create(&r, &s, max_faces, max_verts);
  *   dsRasterMesh m = {verts, nvert, faces, nface, colors, DS_COLOR_FACE};
@@ -79,10 +79,10 @@ typedef struct dsRenderSettings {
   dsCamera camera;
 } dsRenderSettings;
 
-/* SCENES.md "Common rendering": 256 x 256, supersampling 2, sigma 1e-5,
+/* docs/scenes.md "Common rendering": 256 x 256, supersampling 2, sigma 1e-5,
  * gamma 1e-4, eps 1e-3, background (0,0,0,0), 0.5 ambient + 0.5
  * directional along +y, ds_camera_default(). */
-DS_API dsRenderSettings ds_render_settings_default(void);
+DS_API dsRenderSettings ds_default_render_settings(void);
 
 /* ---- meshes -------------------------------------------------------------- */
 typedef enum dsColorMode {
@@ -174,7 +174,7 @@ typedef struct dsLossDef {
 
 /* kind MSE, 1 level, weights all 1, SSIM window 11 x 11 sigma 1.5,
  * C1 = 1e-4, C2 = 9e-4, no moments term (size part 1). */
-DS_API dsLossDef ds_loss_def_default(void);
+DS_API dsLossDef ds_default_loss_def(void);
 
 /* D-SSIM: (1 - mean SSIM)/2 over pixels and the 4 channels; SSIM with a
  * Gaussian window normalised over the in-image part near borders.

@@ -40,22 +40,7 @@ typedef struct dsRunIteration {
   const double* params;      /* nparams controller or identified parameters (may be NULL) */
 } dsRunIteration;
 
-typedef struct dsRunEpisode {
-  int iteration;             /* optimisation iteration that produced it */
-  double loss, metric;
-  double dt;                 /* physics substep, s */
-  int control_interval;      /* substeps per control step */
-  int render_interval;       /* substeps per rendered frame */
-  int nsubsteps;             /* T: rows of positions/velocities given (substeps 0..T-1) */
-  int nparticles;            /* N */
-  const float* positions;    /* T x N x 3, m (NULL: not stored) */
-  const float* velocities;   /* T x N x 3, m/s (NULL: not stored) */
-  int nsteps, action_dim;    /* S x A actions (NULL: not stored) */
-  const float* actions;
-  int nframes, height, width;   /* F x H x W x 4 RGBA frames (NULL: not stored) */
-  const uint8_t* frames;
-  const uint8_t* goal;       /* H x W x 4 goal image (NULL: not stored) */
-} dsRunEpisode;
+/* Episodes are dsEpisodeRecord (dsim/base.h). */
 
 /* Create (truncate) path and write /config and /meta. err gets a message
  * naming the file on failure. */
@@ -63,7 +48,7 @@ DS_API int ds_runlog_create(const char* path, const dsRunLogDef* def, dsRunLog**
 /* Append one iteration to /iterations and flush the file. */
 DS_API int ds_runlog_append_iteration(dsRunLog* log, const dsRunIteration* it);
 /* Write (or replace) /episodes/<which>, which is "first", "best" or "last"; flushes. */
-DS_API int ds_runlog_write_episode(dsRunLog* log, const char* which, const dsRunEpisode* ep);
+DS_API int ds_runlog_write_episode(dsRunLog* log, const char* which, const dsEpisodeRecord* ep);
 /* Record the end state ("completed", "interrupted", "failed: ...") in /meta and close. NULL-safe. */
 DS_API int ds_runlog_close(dsRunLog* log, const char* status);
 DS_API const char* ds_runlog_last_error(const dsRunLog* log);

@@ -1,6 +1,8 @@
-/* Scene generators of the bundled environments (SCENES.md, docs/scenes.md):
- * the control-fem gear and the walker lattice, as meshes (dsim/mesh.h).
- * They live with the environments (envs/), not in the engine. */
+/* The bundled environments' own parameters (the `params` of a dsEnvDef of
+ * that class, dsim/env.h) and their scene generators: the control-fem gear
+ * and the walker lattice as meshes (dsim/mesh.h). They live with the
+ * environments (envs/), not in the engine. Values, sources and departures
+ * from gradSim: docs/scenes.md. */
 #ifndef DSIM_SCENES_H
 #define DSIM_SCENES_H
 
@@ -11,7 +13,7 @@
 extern "C" {
 #endif
 
-/* Gear of SCENES.md control-fem: a toothed ring in the xy plane centred at
+/* Gear of docs/scenes.md control-fem: a toothed ring in the xy plane centred at
  * the origin, extruded along z over [-half_thickness, half_thickness].
  * Profile (polar grid with 2*teeth angular sectors): a ring from hub_radius
  * to root_radius (2 radial cells), and on every other sector a tooth from
@@ -34,12 +36,54 @@ typedef struct dsGearDef {
 DS_API dsGearDef ds_default_gear_def(void);
 DS_API int ds_mesh_gear(const dsGearDef* def, dsMesh* out);
 
-/* Walker of SCENES.md: lattice spacing h = 2/9 m, x in [-1, 1] in the z = 0
+/* Walker of docs/scenes.md: lattice spacing h = 2/9 m, x in [-1, 1] in the z = 0
  * plane; a body of 5 rows x 10 vertices on top of two legs (the 3 leftmost
  * and 3 rightmost columns) 4 rows down; lowest row at y = 0.057. Vertices
  * row by row from the bottom, x increasing in a row. Exactly 74 vertices and
  * 104 triangles, each of rest area h^2/2, counter-clockwise seen from +z. */
 DS_API int ds_mesh_walker(dsMesh* out);
+
+/* ---- parameters of the bundled classes (config keys in brackets) ---------- */
+/* walker: a triangle-FEM lattice (ds_mesh_walker) translated by start; one
+ * activation per triangle. */
+typedef struct dsWalkerParams {
+  dsReal particle_mass;           /* kg per particle [material.particle_mass] */
+  dsReal k_mu, k_lambda, k_damp;  /* per rest area, Pa m [material.*] */
+} dsWalkerParams;
+
+/* control-fem: the gear (ds_mesh_gear) centred on its vertex centroid, then
+ * translated by start; one activation per tet. */
+typedef struct dsControlFemParams {
+  dsReal density;                 /* kg/m^3, lumped V/4 per vertex [material.density] */
+  dsReal k_mu, k_lambda, k_damp;  /* per rest volume, Pa [material.*] */
+  dsGearDef gear;                 /* [gear.*] */
+} dsControlFemParams;
+
+/* control-cloth: a D x D grid of cell size `cell`, centred, rotated by angle
+ * about axis, placed at start + (0, h, 0) by its centroid or (anchor 1) its
+ * corner vertex; D ~ U{size_min..size_max}, h ~ U[height_min, height_max)
+ * per episode. Action: a velocity added to every particle at substep 0. */
+typedef struct dsControlClothParams {
+  dsReal particle_mass;           /* kg per particle [material.particle_mass] */
+  dsReal k_mu, k_lambda, k_damp;  /* per rest area [material.*] */
+  dsReal bend_ke, bend_kd;        /* dihedral bending [material.bend_*] */
+  dsReal lift, drag;              /* aerodynamics (0, 0: off) [material.lift, material.drag] */
+  dsReal height_min, height_max;  /* drop height range, m [scene.height_*] */
+  int size_min, size_max;         /* cells per side [scene.size_*] */
+  dsReal cell;                    /* cell size, m [scene.cell] */
+  dsReal axis[3];                 /* rotation axis (normalised inside) [scene.axis] */
+  dsReal angle;                   /* rad [scene.angle] */
+  int anchor;                     /* 0: centroid, 1: corner vertex 0 (gradSim's) [scene.anchor] */
+} dsControlClothParams;
+
+/* walker-springs: a mass-spring lattice (spacing 0.1 m, a 2 x 6 cell body on
+ * two 1 x 2 cell legs, feet at y = 0.02) translated by start; one action per
+ * spring: its rest length is L (1 + a). */
+typedef struct dsWalkerSpringsParams {
+  dsReal particle_mass;           /* kg per particle [material.particle_mass] */
+  dsReal spring_ke, spring_kd;    /* N/m, N s/m [material.spring_*] */
+  int legs;                       /* 1: two legs under the body [scene.legs] */
+} dsWalkerSpringsParams;
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,165 @@
+/* `dsim config [ENV-NAME|CONFIG]`: the complete run config (every key of
+ * the env, controller and run sections with its value), from an env class's
+ * defaults or a config file with its missing keys filled in; a starting
+ * point for a new config, and a way to see what a config resolves to.
+ * `dsim config --keys [ENV-NAME]`: every key with its type, range, default
+ * and description, from the same key tables that check config files and
+ * command-line flags. */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli/cli.h"
+#include "dsim/dsim.h"
+
+static void usage(FILE* out) {
+  fprintf(out,
+          "usage: dsim config [ENV-NAME|CONFIG]\n"
+          "       dsim config --keys [ENV-NAME]\n"
+          "\n"
+          "Print the complete run config (sections env, controller, run; every key with its\n"
+          "value): the defaults of ENV-NAME (default control-fem), or CONFIG with the keys it\n"
+          "leaves out filled in. --keys lists every key with its type, range, default and\n"
+          "meaning. Environments: ");
+  for (int i = 0; i < ds_env_class_count(); i++) fprintf(out, "%s%s", i ? ", " : "", ds_env_class_at(i)->name);
+  fprintf(out, ".\n");
+}
+
+/* "real in [0, 1e+12]" etc. */
+static void describe_type(const dsConfigKey* k, char* buf, size_t n) {
+  switch (k->type) {
+    case DS_KEY_REAL:
+    case DS_KEY_DOUBLE: snprintf(buf, n, "number in [%.10g, %.10g]", k->min, k->max); break;
+    case DS_KEY_INT:
+    case DS_KEY_U64: snprintf(buf, n, "integer in [%.10g, %.10g]", k->min, k->max); break;
+    case DS_KEY_BOOL: snprintf(buf, n, "true|false"); break;
+    case DS_KEY_STRING: snprintf(buf, n, "string (< %g characters)", k->max); break;
+    case DS_KEY_ENUM: snprintf(buf, n, "%s", k->choices); break;
+    case DS_KEY_VEC3:
+    case DS_KEY_DVEC3: snprintf(buf, n, "[x, y, z], each in [%g, %g]", k->min, k->max); break;
+    case DS_KEY_REALS: snprintf(buf, n, "1 to %g numbers >= %g", k->max, k->min); break;
+  }
+}
+
+/* The value of one key of src as JSON text (through the section writer). */
+static void value_text(const dsConfigKey* k, const void* src, char* buf, size_t n) {
+  dsConfigKey one[2];
+  one[0] = *k;
+  one[0].path = "v";
+  memset(&one[1], 0, sizeof one[1]);
+  char tmp[512];
+  ds_config_write_section(one, src, 0, tmp, sizeof tmp);
+  const char* colon = strchr(tmp, ':');
+  snprintf(buf, n, "%s", colon ? colon + 2 : tmp);
+}
+
+static void list_keys(const char* section, const dsConfigKey* keys, const void* src, size_t offset) {
+  for (const dsConfigKey* k = keys; k && k->path; k++) {
+    dsConfigKey shifted = *k;
+    shifted.offset += offset;
+    if (shifted.type == DS_KEY_REALS) shifted.aux_offset += offset;
+    char type[128], val[512];
+    describe_type(k, type, sizeof type);
+    value_text(&shifted, src, val, sizeof val);
+    char full[160];
+    snprintf(full, sizeof full, "%s.%s", section, k->path);
+    printf("%-34s %-38s default %-12s %s\n", full, type, val, k->doc ? k->doc : "");
+  }
+}
+
+static int print_keys(const char* name) {
+  dsEnvDef def = ds_default_env_def(name);
+  if (!def.cls) {
+    fprintf(stderr, "dsim config: unknown environment '%s'\n", name);
+    return DS_EXIT_USAGE;
+  }
+  printf("# %s: %s\n", def.cls->name, def.cls->doc ? def.cls->doc : "");
+  printf("%-34s %-38s default \"%s\"\n", "env.name", "environment class", def.cls->name);
+  list_keys("env", ds_env_common_keys(), &def, 0);
+  list_keys("env", def.cls->keys, &def, offsetof(dsEnvDef, params));
+  const dsTrainerDef td = ds_default_trainer_def();
+  list_keys("controller", ds_trainer_keys(), &td, 0);
+  const dsRunDef rd = ds_default_run_def();
+  list_keys("run", ds_run_keys(), &rd, 0);
+  return DS_EXIT_OK;
+}
+
+static int print_config(const char* arg) {
+  char err[1024];
+  dsEnvDef def;
+  dsTrainerDef td = ds_default_trainer_def();
+  dsRunDef rd = ds_default_run_def();
+  struct stat st;
+  if (stat(arg, &st) == 0 && S_ISREG(st.st_mode)) {
+    char* text = NULL;
+    int rc = ds_config_read_file(arg, &text, err, sizeof err);
+    if (!rc) rc = ds_env_def_from_text(arg, text, &def, err, sizeof err);
+    if (!rc) rc = ds_trainer_def_from_text(arg, text, &td, err, sizeof err);
+    if (!rc) rc = ds_run_def_from_text(arg, text, &rd, err, sizeof err);
+    ds_config_free_text(text);
+    if (rc) {
+      fprintf(stderr, "dsim config: %s\n", err);
+      return DS_EXIT_INPUT;
+    }
+  } else {
+    def = ds_default_env_def(arg);
+    if (!def.cls) {
+      fprintf(stderr, "dsim config: '%s' is neither a config file nor an environment\n", arg);
+      return DS_EXIT_USAGE;
+    }
+  }
+  int n = ds_env_def_to_json(&def, NULL, 0);
+  char* env = n > 0 ? (char*)malloc((size_t)n + 1) : NULL;
+  char* ctrl = NULL;
+  char* run = NULL;
+  int nc = ds_config_write_section(ds_trainer_keys(), &td, 4, NULL, 0);
+  int nr = ds_config_write_section(ds_run_keys(), &rd, 4, NULL, 0);
+  if (env && nc > 0 && nr > 0) {
+    ctrl = (char*)malloc((size_t)nc + 1);
+    run = (char*)malloc((size_t)nr + 1);
+  }
+  if (!env || !ctrl || !run) {
+    fprintf(stderr, "dsim config: out of memory\n");
+    free(env);
+    free(ctrl);
+    return DS_EXIT_FAILURE;
+  }
+  ds_env_def_to_json(&def, env, (size_t)n + 1);
+  ds_config_write_section(ds_trainer_keys(), &td, 4, ctrl, (size_t)nc + 1);
+  ds_config_write_section(ds_run_keys(), &rd, 4, run, (size_t)nr + 1);
+  /* env's text ends in "\n  }\n}\n": continue the object after its section */
+  char* tail = strstr(env, "\n  }\n}\n");
+  if (tail) tail[4] = '\0';
+  printf("%s,\n  \"controller\": {%s\n  },\n  \"run\": {%s\n  }\n}\n", env, ctrl, run);
+  free(env);
+  free(ctrl);
+  free(run);
+  return DS_EXIT_OK;
+}
+
+int ds_cli_config(int argc, char** argv) {
+  int keys = 0;
+  const char* arg = NULL;
+  for (int i = 1; i < argc; i++) {
+    if (ds_cli_is_help(argv[i])) {
+      usage(stdout);
+      return DS_EXIT_OK;
+    }
+    if (!strcmp(argv[i], "--keys")) {
+      keys = 1;
+    } else if (argv[i][0] == '-') {
+      fprintf(stderr, "dsim config: unknown option '%s'\nRun 'dsim config --help' for the options.\n", argv[i]);
+      return DS_EXIT_USAGE;
+    } else if (arg) {
+      fprintf(stderr, "dsim config: unexpected argument '%s'\n", argv[i]);
+      return DS_EXIT_USAGE;
+    } else {
+      arg = argv[i];
+    }
+  }
+  if (!arg) arg = "control-fem";
+  return keys ? print_keys(arg) : print_config(arg);
+}

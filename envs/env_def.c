@@ -1,0 +1,489 @@
+/* Environment definitions: the registry of classes, the common defaults and
+ * config keys every environment shares, validation, and the env section of a
+ * config (parse, set by key, write back). The classes themselves are one file
+ * each (envs/walker.c, control_fem.c, control_cloth.c, walker_springs.c).
+ *
+ * The env section's key table is the common table merged with the class's,
+ * group by group ("physics", "material", "contact", "scene", "gear", "goal",
+ * "render", "camera", "observation", "loss", then any group only the class
+ * has), so that the written JSON has one object per group. */
+#include "config.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "envs/env_priv.h"
+#include "io/cfg.h"
+
+/* ---- registry ------------------------------------------------------------------ */
+#define MAX_CLASSES 64
+static const dsEnvClass* g_classes[MAX_CLASSES] = {&ds__walker_class, &ds__control_fem_class, &ds__control_cloth_class,
+                                                   &ds__walker_springs_class};
+static int g_nclass = 4;
+
+int ds_env_register(const dsEnvClass* c) {
+  if (!c || !c->name || !c->name[0] || strlen(c->name) >= sizeof(((dsEnvParse*)0)->name) || !c->defaults ||
+      !c->build || !c->action_size || !c->action_fwd || !c->action_bwd || c->params_size > DS_ENV_PARAMS_MAX ||
+      (c->action_kind != DS_ACTION_PER_STEP && c->action_kind != DS_ACTION_INITIAL) ||
+      (c->metric_kind != DS_METRIC_TARGET && c->metric_kind != DS_METRIC_DISPLACEMENT) || (!c->create != !c->destroy))
+    return DS_ERR_INVALID;
+  if (ds_env_class_find(c->name)) return DS_ERR_STATE;
+  if (g_nclass >= MAX_CLASSES) return DS_ERR_RANGE;
+  g_classes[g_nclass++] = c;
+  return 0;
+}
+
+const dsEnvClass* ds_env_class_find(const char* name) {
+  if (!name) return NULL;
+  for (int i = 0; i < g_nclass; i++)
+    if (!strcmp(g_classes[i]->name, name)) return g_classes[i];
+  return NULL;
+}
+
+int ds_env_class_count(void) { return g_nclass; }
+const dsEnvClass* ds_env_class_at(int i) { return i >= 0 && i < g_nclass ? g_classes[i] : NULL; }
+
+/* ---- common keys ------------------------------------------------------------------ */
+#define O(f) offsetof(dsEnvDef, f)
+#define BIG 1e12
+#define END {NULL, DS_KEY_REAL, 0, 0, 0, NULL, 0, NULL}
+
+static const dsConfigKey g_common[] = {
+    {"physics.dt", DS_KEY_REAL, O(dt), 1e-7, 0.1, NULL, 0, "substep, s"},
+    {"physics.substeps", DS_KEY_INT, O(substeps), 1, 10000000, NULL, 0, "episode horizon, substeps"},
+    {"physics.control_interval", DS_KEY_INT, O(control_interval), 1, 10000000, NULL, 0,
+     "substeps per step (the action is held)"},
+    {"physics.render_interval", DS_KEY_INT, O(render_interval), 1, 10000000, NULL, 0, "substeps between rendered frames"},
+    {"physics.render_last", DS_KEY_BOOL, O(render_last), 0, 1, NULL, 0, "also render the final substep"},
+    {"physics.gravity", DS_KEY_VEC3, O(gravity), -1e4, 1e4, NULL, 0, "gravity, m/s^2"},
+    {"physics.ground", DS_KEY_BOOL, O(ground), 0, 1, NULL, 0, "ground-plane contact at y = 0"},
+    {"physics.checkpoint_every", DS_KEY_INT, O(checkpoint_every), 0, 1000000, NULL, 0,
+     "tape: 1 = every state, K > 1 = every K-th state (recompute in backward)"},
+    {"contact.ke", DS_KEY_REAL, O(contact_ke), 0, BIG, NULL, 0, "normal stiffness, N/m"},
+    {"contact.kd", DS_KEY_REAL, O(contact_kd), 0, BIG, NULL, 0, "normal damping, N s/m"},
+    {"contact.kf", DS_KEY_REAL, O(contact_kf), 0, BIG, NULL, 0, "friction viscosity, N s/m"},
+    {"contact.mu", DS_KEY_REAL, O(contact_mu), 0, 100, NULL, 0, "Coulomb coefficient"},
+    {"contact.skin", DS_KEY_REAL, O(contact_skin), 0, 10, NULL, 0, "contact skin, m"},
+    {"scene.start", DS_KEY_VEC3, O(start), -1e6, 1e6, NULL, 0, "translation of the body at substep 0, m"},
+    {"scene.velocity", DS_KEY_VEC3, O(velocity), -1e6, 1e6, NULL, 0, "initial velocity, m/s"},
+    {"goal.x_min", DS_KEY_REAL, O(goal_x_min), -1e6, 1e6, NULL, 0, "target x ~ U[x_min, x_max), m"},
+    {"goal.x_max", DS_KEY_REAL, O(goal_x_max), -1e6, 1e6, NULL, 0, "m"},
+    {"goal.y", DS_KEY_REAL, O(goal_y), -1e6, 1e6, NULL, 0, "target y, m"},
+    {"goal.z", DS_KEY_REAL, O(goal_z), -1e6, 1e6, NULL, 0, "target z, m"},
+    {"goal.relative", DS_KEY_BOOL, O(goal_relative), 0, 1, NULL, 0, "target relative to the start centre of mass"},
+    {"render.width", DS_KEY_INT, O(width), 1, 8192, NULL, 0, "image width, pixels"},
+    {"render.height", DS_KEY_INT, O(height), 1, 8192, NULL, 0, "image height, pixels"},
+    {"render.supersample", DS_KEY_INT, O(supersample), 1, 8, NULL, 0, "supersampling factor"},
+    {"render.sigma", DS_KEY_REAL, O(sigma), 1e-12, 10, NULL, 0, "SoftRas sharpness, NDC^2"},
+    {"render.gamma", DS_KEY_REAL, O(gamma), 1e-12, 10, NULL, 0, "SoftRas depth temperature"},
+    {"render.color", DS_KEY_VEC3, O(color), 0, 1, NULL, 0, "face colour RGB"},
+    {"render.ambient", DS_KEY_REAL, O(ambient), 0, 10, NULL, 0, "ambient light"},
+    {"render.directional", DS_KEY_REAL, O(directional), 0, 10, NULL, 0, "directional light along +y"},
+    {"camera.distance", DS_KEY_REAL, O(cam_distance), 1e-6, 1e6, NULL, 0, "eye distance to the origin, m"},
+    {"camera.elevation", DS_KEY_REAL, O(cam_elevation), -89.9, 89.9, NULL, 0, "degrees"},
+    {"camera.azimuth", DS_KEY_REAL, O(cam_azimuth), -360, 360, NULL, 0, "degrees"},
+    {"camera.fov", DS_KEY_REAL, O(cam_fov), 1e-3, 179, NULL, 0, "vertical field of view, degrees"},
+    {"camera.near", DS_KEY_REAL, O(cam_near), 1e-6, 1e6, NULL, 0, "near plane, m"},
+    {"camera.far", DS_KEY_REAL, O(cam_far), 1e-6, 1e9, NULL, 0, "far plane, m"},
+    {"observation.state", DS_KEY_ENUM, O(obs_state), 0, 0, "none|full|com", 0,
+     "state vector: none, positions+velocities, centre of mass+mean velocity"},
+    {"observation.image", DS_KEY_BOOL, O(obs_image), 0, 1, NULL, 0, "RGBA image at every step"},
+    {"loss.kind", DS_KEY_ENUM, O(loss_kind), 0, 0, "image_last|image_sum|com", 0, "built-in loss"},
+    {"loss.image", DS_KEY_ENUM, O(image_loss), 0, 0, "mse|l1|dssim", 0, "per-frame image loss"},
+    {"loss.levels", DS_KEY_INT, O(loss_levels), 1, DS_LOSS_MAX_LEVELS, NULL, 0, "image pyramid levels"},
+    {"loss.moments", DS_KEY_REAL, O(loss_moments), 0, 1e6, NULL, 0,
+     "weight of the alpha-moments (centroid and size) term"},
+    {"loss.moments_size", DS_KEY_REAL, O(loss_moments_size), 0, 1e6, NULL, 0, "relative weight of its size part"},
+    END};
+
+const dsConfigKey* ds_env_common_keys(void) { return g_common; }
+
+/* The fields every class starts from (docs/scenes.md "Common settings"). */
+static void common_defaults(dsEnvDef* d) {
+  memset(d, 0, sizeof *d);
+  d->dt = (dsReal)(1.0 / 1920.0);
+  d->substeps = 1920;
+  d->control_interval = 32;
+  d->render_interval = 60;
+  d->render_last = 0;
+  d->gravity[1] = (dsReal)-9.8;
+  d->ground = 1;
+  d->checkpoint_every = 1;
+  d->contact_ke = 1e4;
+  d->contact_kd = 1e3;
+  d->contact_kf = 1e3;
+  d->contact_mu = 0.5;
+  d->contact_skin = 0.01;
+  d->width = d->height = 256;
+  d->supersample = 2;
+  d->sigma = 1e-5;
+  d->gamma = 1e-4;
+  d->color[0] = d->color[1] = d->color[2] = 0.5;
+  d->ambient = 0.5;
+  d->directional = 0.5;
+  d->cam_distance = 10;
+  d->cam_elevation = 30;
+  d->cam_fov = 30;
+  d->cam_near = 1;
+  d->cam_far = 100;
+  d->obs_state = DS_OBS_STATE_COM;
+  d->obs_image = 0;
+  d->loss_kind = DS_ENV_LOSS_IMAGE_LAST;
+  d->image_loss = DS_LOSS_MSE;
+  d->loss_levels = 1;
+  d->loss_moments = 0;
+  d->loss_moments_size = 1;
+}
+
+dsEnvDef ds_default_env_def(const char* name) {
+  dsEnvDef d;
+  common_defaults(&d);
+  d.cls = ds_env_class_find(name);
+  if (d.cls) d.cls->defaults(&d);
+  return d;
+}
+
+void* ds_env_def_params(dsEnvDef* def) { return def ? def->params.bytes : NULL; }
+
+/* ---- key table ------------------------------------------------------------------------ */
+static int group_len(const char* path) {
+  const char* dot = strchr(path, '.');
+  return dot ? (int)(dot - path) : 0;
+}
+
+static int in_group(const char* path, const char* group, int glen) {
+  return group_len(path) == glen && !strncmp(path, group, (size_t)glen);
+}
+
+int ds__env_key_table(const dsEnvClass* cls, dsConfigKey* tab, int cap) {
+  static const char* const order[] = {"physics", "material", "contact", "scene", "gear", "goal",
+                                      "render",  "camera",   "observation", "loss"};
+  const size_t poff = offsetof(dsEnvDef, params);
+  const dsConfigKey* ck = cls ? cls->keys : NULL;
+  int n = 0;
+  if (n >= cap) return DS_ERR_RANGE;
+  tab[n++] = (dsConfigKey){"name", DS_KEY_STRING, offsetof(dsEnvParse, name), 0, 64, NULL, 0, "environment class"};
+  /* groups in the fixed order, then the class's other groups by first use */
+  const char* groups[64];
+  int glens[64], ng = 0;
+  for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
+    groups[ng] = order[i];
+    glens[ng++] = (int)strlen(order[i]);
+  }
+  for (const dsConfigKey* k = ck; k && k->path; k++) {
+    int gl = group_len(k->path), seen = 0;
+    for (int g = 0; g < ng; g++) seen |= glens[g] == gl && !strncmp(groups[g], k->path, (size_t)gl);
+    if (!seen && ng < 64) {
+      groups[ng] = k->path;
+      glens[ng++] = gl;
+    }
+  }
+  for (int g = 0; g < ng; g++) {
+    for (const dsConfigKey* k = g_common; k->path; k++)
+      if (in_group(k->path, groups[g], glens[g])) {
+        if (n + 1 >= cap) return DS_ERR_RANGE;
+        tab[n++] = *k;
+      }
+    for (const dsConfigKey* k = ck; k && k->path; k++)
+      if (in_group(k->path, groups[g], glens[g])) {
+        if (n + 1 >= cap) return DS_ERR_RANGE;
+        tab[n] = *k;
+        tab[n].offset += poff;
+        if (k->type == DS_KEY_REALS) tab[n].aux_offset += poff;
+        n++;
+      }
+  }
+  tab[n] = (dsConfigKey){NULL, DS_KEY_REAL, 0, 0, 0, NULL, 0, NULL};
+  return n;
+}
+
+/* ---- validation ------------------------------------------------------------------------ */
+static int finite3(const dsReal* v) { return isfinite(v[0]) && isfinite(v[1]) && isfinite(v[2]); }
+
+/* Constraints the per-key ranges cannot express (a definition made in code
+ * never went through the ranges, so the basic ones are checked again). */
+int ds__env_validate_def(const dsEnvDef* f, dsErrBuf* eb) {
+  if (!f->cls) return ds__seterr(eb, DS_ERR_INVALID, "env: no environment class (unknown name?)");
+  if (!(f->dt > 0) || !isfinite(f->dt)) return ds__seterr(eb, DS_ERR_RANGE, "physics.dt: must be > 0, got %g", (double)f->dt);
+  if (f->substeps < 1) return ds__seterr(eb, DS_ERR_RANGE, "physics.substeps: must be >= 1, got %d", f->substeps);
+  if (f->control_interval < 1)
+    return ds__seterr(eb, DS_ERR_RANGE, "physics.control_interval: must be >= 1, got %d", f->control_interval);
+  if (f->render_interval < 1)
+    return ds__seterr(eb, DS_ERR_RANGE, "physics.render_interval: must be >= 1, got %d", f->render_interval);
+  if (f->checkpoint_every < 0)
+    return ds__seterr(eb, DS_ERR_RANGE, "physics.checkpoint_every: must be >= 0, got %d", f->checkpoint_every);
+  if (!finite3(f->gravity) || !finite3(f->start) || !finite3(f->velocity))
+    return ds__seterr(eb, DS_ERR_RANGE, "physics.gravity, scene.start, scene.velocity: must be finite");
+  if (f->goal_x_max < f->goal_x_min)
+    return ds__seterr(eb, DS_ERR_RANGE, "goal.x_max: must be >= goal.x_min (%g), got %g", (double)f->goal_x_min,
+                      (double)f->goal_x_max);
+  if (f->width < 1 || f->height < 1 || f->supersample < 1)
+    return ds__seterr(eb, DS_ERR_RANGE, "render: width, height and supersample must be >= 1");
+  if (!(f->sigma > 0) || !(f->gamma > 0)) return ds__seterr(eb, DS_ERR_RANGE, "render: sigma and gamma must be > 0");
+  if (!(f->cam_distance > 0)) return ds__seterr(eb, DS_ERR_RANGE, "camera.distance: must be > 0");
+  if (!(f->cam_near > 0) || !(f->cam_far > f->cam_near))
+    return ds__seterr(eb, DS_ERR_RANGE, "camera.far: must be > camera.near > 0");
+  if (f->obs_state < 0 || f->obs_state > 2) return ds__seterr(eb, DS_ERR_RANGE, "observation.state: unknown mode");
+  if (f->loss_kind < 0 || f->loss_kind > 2) return ds__seterr(eb, DS_ERR_RANGE, "loss.kind: unknown kind");
+  if (f->image_loss < 0 || f->image_loss > 2) return ds__seterr(eb, DS_ERR_RANGE, "loss.image: unknown kind");
+  if (f->loss_levels < 1 || f->loss_levels > DS_LOSS_MAX_LEVELS)
+    return ds__seterr(eb, DS_ERR_RANGE, "loss.levels: must be in [1, %d]", DS_LOSS_MAX_LEVELS);
+  if (!(f->loss_moments >= 0 && f->loss_moments <= 1e6))
+    return ds__seterr(eb, DS_ERR_RANGE, "loss.moments: must be in [0, 1e6]");
+  if (!(f->loss_moments_size >= 0 && f->loss_moments_size <= 1e6))
+    return ds__seterr(eb, DS_ERR_RANGE, "loss.moments_size: must be in [0, 1e6]");
+  if (f->cls->validate) {
+    char msg[DS_ERRMSG_LEN] = "";
+    int rc = f->cls->validate(f, msg, sizeof msg);
+    if (rc) return ds__seterr(eb, rc, "%s", msg[0] ? msg : ds_strerror(rc));
+  }
+  return 0;
+}
+
+/* ---- parsing ------------------------------------------------------------------------------ */
+static int class_names(char* out, size_t n) {
+  size_t k = 0;
+  out[0] = '\0';
+  for (int i = 0; i < g_nclass; i++) {
+    int w = snprintf(out + k, n - k, "%s%s", i ? ", " : "", g_classes[i]->name);
+    if (w < 0 || (size_t)w >= n - k) break;
+    k += (size_t)w;
+  }
+  return 0;
+}
+
+static int env_parse(const char* file, const char* text, dsEnvDef* def, dsErrBuf* eb) {
+  int rc = ds__cfg_check_top(file, text, "env|controller|run", eb);
+  if (rc) return rc;
+  char name[64];
+  rc = ds__cfg_peek_string(text, "env", "name", name, sizeof name);
+  if (rc == DS_ERR_PARSE) return ds__seterr(eb, DS_ERR_PARSE, "%s: invalid JSON", file);
+  char names[512];
+  class_names(names, sizeof names);
+  if (rc) return ds__seterr(eb, DS_ERR_CONFIG, "%s: missing key \"env.name\" (expected one of: %s)", file, names);
+  const dsEnvClass* cls = ds_env_class_find(name);
+  if (!cls)
+    return ds__seterr(eb, DS_ERR_CONFIG, "%s: env.name: unknown environment \"%s\" (expected one of: %s)", file, name,
+                      names);
+  dsConfigKey tab[DS__ENV_MAX_KEYS];
+  if (ds__env_key_table(cls, tab, DS__ENV_MAX_KEYS) < 0)
+    return ds__seterr(eb, DS_ERR_RANGE, "%s: environment %s has too many keys", file, name);
+  dsEnvParse p;
+  memset(&p, 0, sizeof p);
+  p.def = ds_default_env_def(name);
+  snprintf(p.name, sizeof p.name, "%s", name);
+  rc = ds__cfg_parse(file, text, "env", tab, &p, sizeof p, eb);
+  if (rc) return rc;
+  rc = ds__env_validate_def(&p.def, eb);
+  if (rc) {
+    char msg[DS_ERRMSG_LEN];
+    snprintf(msg, sizeof msg, "%s", ds__errmsg(eb));
+    return ds__seterr(eb, DS_ERR_CONFIG, "%s: env.%s", file, msg);
+  }
+  *def = p.def;
+  return 0;
+}
+
+int ds_env_def_from_text(const char* name, const char* text, dsEnvDef* def, char* err, size_t errlen) {
+  if (err && errlen) err[0] = '\0';
+  if (!name || !text || !def) return DS_ERR_INVALID;
+  dsErrBuf eb;
+  ds__clearerr(&eb);
+  int rc = env_parse(name, text, def, &eb);
+  if (rc && err && errlen) snprintf(err, errlen, "%s", ds__errmsg(&eb));
+  return rc;
+}
+
+int ds_env_def_set(dsEnvDef* def, const char* key, const char* value, char* err, size_t errlen) {
+  if (err && errlen) err[0] = '\0';
+  if (!def || !key || !value) return DS_ERR_INVALID;
+  dsErrBuf eb;
+  ds__clearerr(&eb);
+  dsConfigKey tab[DS__ENV_MAX_KEYS];
+  if (ds__env_key_table(def->cls, tab, DS__ENV_MAX_KEYS) < 0) return DS_ERR_RANGE;
+  dsEnvParse p;
+  memset(&p, 0, sizeof p);
+  p.def = *def;
+  if (def->cls) snprintf(p.name, sizeof p.name, "%s", def->cls->name);
+  int rc = !strcmp(key, "name") ? ds__seterr(&eb, DS_ERR_CONFIG, "env.name: the class is chosen by ds_default_env_def")
+                                : ds__cfg_set("env", "env", tab + 1, &p, sizeof p, key, value, &eb);
+  if (!rc) *def = p.def;
+  /* the message names the key path already ("env.material.k_mu: ..."): drop the source */
+  const char* msg = ds__errmsg(&eb);
+  if (!strncmp(msg, "env: ", 5)) msg += 5;
+  if (rc && err && errlen) snprintf(err, errlen, "%s", msg);
+  return rc;
+}
+
+/* ---- the io layer for the other sections' owners ------------------------------------------- */
+int ds_config_parse_section(const char* name, const char* text, const char* section, const dsConfigKey* keys,
+                            void* target, size_t target_size, char* err, size_t errlen) {
+  if (err && errlen) err[0] = '\0';
+  if (!name || !text || !section || !keys || !target) return DS_ERR_INVALID;
+  dsErrBuf eb;
+  ds__clearerr(&eb);
+  int rc = ds__cfg_check_top(name, text, "env|controller|run", &eb);
+  if (!rc) rc = ds__cfg_parse(name, text, section, keys, target, target_size, &eb);
+  if (rc && err && errlen) snprintf(err, errlen, "%s", ds__errmsg(&eb));
+  return rc;
+}
+
+int ds_config_set(const char* source, const char* section, const dsConfigKey* keys, void* target, size_t target_size,
+                  const char* key, const char* value, char* err, size_t errlen) {
+  if (err && errlen) err[0] = '\0';
+  if (!source || !keys || !target || !key || !value) return DS_ERR_INVALID;
+  dsErrBuf eb;
+  ds__clearerr(&eb);
+  int rc = ds__cfg_set(source, section, keys, target, target_size, key, value, &eb);
+  if (rc && err && errlen) snprintf(err, errlen, "%s", ds__errmsg(&eb));
+  return rc;
+}
+
+int ds_config_read_file(const char* path, char** text, char* err, size_t errlen) {
+  if (err && errlen) err[0] = '\0';
+  if (!path || !text) return DS_ERR_INVALID;
+  dsErrBuf eb;
+  ds__clearerr(&eb);
+  int rc = ds__read_text_file(path, text, NULL, &eb);
+  if (rc && err && errlen) snprintf(err, errlen, "%s", ds__errmsg(&eb));
+  return rc;
+}
+
+void ds_config_free_text(char* text) { ds__free(text); }
+
+/* ---- writing ------------------------------------------------------------------------------- */
+typedef struct Out {
+  char* buf;
+  size_t cap, n;
+} Out;
+
+static void put(Out* o, const char* fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+static void put(Out* o, const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  char* dst = o->buf && o->n < o->cap ? o->buf + o->n : NULL;
+  size_t room = dst ? o->cap - o->n : 0;
+  int w = vsnprintf(dst, room, fmt, ap);
+  va_end(ap);
+  if (w > 0) o->n += (size_t)w;
+}
+
+/* shortest of %.15g / %.16g / %.17g that reads back exactly */
+static void put_num(Out* o, double v, int is_real) {
+  char s[40];
+  for (int p = 15; p <= 17; p++) {
+    snprintf(s, sizeof s, "%.*g", p, v);
+    if (is_real ? (dsReal)strtod(s, NULL) == (dsReal)v : strtod(s, NULL) == v) break;
+  }
+  put(o, "%s", s);
+}
+
+static void put_value(Out* o, const dsConfigKey* f, const void* src) {
+  const char* p = (const char*)src + f->offset;
+  switch (f->type) {
+    case DS_KEY_REAL: put_num(o, (double)*(const dsReal*)p, 1); break;
+    case DS_KEY_DOUBLE: put_num(o, *(const double*)p, 0); break;
+    case DS_KEY_INT: put(o, "%d", *(const int*)p); break;
+    case DS_KEY_U64: put(o, "%llu", (unsigned long long)*(const uint64_t*)p); break;
+    case DS_KEY_BOOL: put(o, "%s", *(const int*)p ? "true" : "false"); break;
+    case DS_KEY_STRING: put(o, "\"%s\"", p); break; /* config strings are names and paths, no escapes */
+    case DS_KEY_ENUM: {
+      int idx = *(const int*)p;
+      const char* s = f->choices;
+      for (int i = 0; i < idx && s; i++) {
+        s = strchr(s, '|');
+        if (s) s++;
+      }
+      size_t len = s ? (strchr(s, '|') ? (size_t)(strchr(s, '|') - s) : strlen(s)) : 0;
+      put(o, "\"%.*s\"", (int)len, s ? s : "");
+      break;
+    }
+    case DS_KEY_VEC3:
+    case DS_KEY_DVEC3:
+      put(o, "[");
+      for (int i = 0; i < 3; i++) {
+        if (i) put(o, ", ");
+        if (f->type == DS_KEY_VEC3)
+          put_num(o, (double)((const dsReal*)p)[i], 1);
+        else
+          put_num(o, ((const double*)p)[i], 0);
+      }
+      put(o, "]");
+      break;
+    case DS_KEY_REALS: {
+      const int n = *(const int*)((const char*)src + f->aux_offset);
+      put(o, "[");
+      for (int i = 0; i < n; i++) {
+        if (i) put(o, ", ");
+        put_num(o, (double)((const dsReal*)p)[i], 1);
+      }
+      put(o, "]");
+      break;
+    }
+  }
+}
+
+/* Members of the keys' object, one level of groups ("group.key"), indented. */
+static void put_section(Out* o, const dsConfigKey* keys, const void* src, int ind) {
+  char group[64] = "";
+  int first = 1, first_in_group = 1;
+  for (const dsConfigKey* f = keys; f->path; f++) {
+    const int gl = group_len(f->path);
+    char g[64];
+    snprintf(g, sizeof g, "%.*s", gl, f->path);
+    const char* key = gl ? f->path + gl + 1 : f->path;
+    if (strcmp(g, group)) {
+      if (group[0]) put(o, "\n%*s}", ind, "");
+      if (g[0]) {
+        put(o, "%s\n%*s\"%s\": {", first ? "" : ",", ind, "", g);
+        first = 0;
+        first_in_group = 1;
+      }
+      snprintf(group, sizeof group, "%s", g);
+    }
+    if (g[0]) {
+      put(o, "%s\n%*s\"%s\": ", first_in_group ? "" : ",", ind + 2, "", key);
+      first_in_group = 0;
+    } else {
+      put(o, "%s\n%*s\"%s\": ", first ? "" : ",", ind, "", key);
+      first = 0;
+    }
+    put_value(o, f, src);
+  }
+  if (group[0]) put(o, "\n%*s}", ind, "");
+}
+
+static int finish(Out* o, char* buf, size_t buflen) {
+  if (buf && buflen && o->n >= buflen) buf[buflen - 1] = '\0';
+  return o->n > 2147483647u ? DS_ERR_RANGE : (int)o->n;
+}
+
+int ds_config_write_section(const dsConfigKey* keys, const void* source, int indent, char* buf, size_t buflen) {
+  if (!keys || !source || indent < 0) return DS_ERR_INVALID;
+  Out o = {buf, buf ? buflen : 0, 0};
+  if (buf && buflen) buf[0] = '\0';
+  put_section(&o, keys, source, indent);
+  return finish(&o, buf, buflen);
+}
+
+int ds_env_def_to_json(const dsEnvDef* def, char* buf, size_t buflen) {
+  if (!def || !def->cls) return DS_ERR_INVALID;
+  dsConfigKey tab[DS__ENV_MAX_KEYS];
+  if (ds__env_key_table(def->cls, tab, DS__ENV_MAX_KEYS) < 0) return DS_ERR_RANGE;
+  dsEnvParse p;
+  memset(&p, 0, sizeof p);
+  p.def = *def;
+  snprintf(p.name, sizeof p.name, "%s", def->cls->name);
+  Out o = {buf, buf ? buflen : 0, 0};
+  if (buf && buflen) buf[0] = '\0';
+  put(&o, "{\n  \"env\": {");
+  put_section(&o, tab, &p, 4);
+  put(&o, "\n  }\n}\n");
+  return finish(&o, buf, buflen);
+}

@@ -1,0 +1,94 @@
+/* walker (docs/scenes.md): gradSim's 2-D walker, a triangle-FEM lattice of
+ * 74 particles and 104 triangles (ds_mesh_walker) translated by `start`,
+ * with ground contact. Action: one activation per triangle (a > 0
+ * contracts), written into the engine's activations [tri | tet | spring]
+ * at every substep of the step; its adjoint is the engine's dL/d(act) summed
+ * over those substeps. Metric: centre-of-mass displacement along x since
+ * substep 0 (goal: +2 m). */
+#include "config.h"
+
+#include <string.h>
+
+#include "envs/env_priv.h"
+
+#define P(f) offsetof(dsWalkerParams, f)
+
+static const dsConfigKey keys[] = {
+    {"material.particle_mass", DS_KEY_REAL, P(particle_mass), 1e-9, 1e12, NULL, 0, "kg per particle"},
+    {"material.k_mu", DS_KEY_REAL, P(k_mu), 0, 1e12, NULL, 0, "shear stiffness density, Pa m"},
+    {"material.k_lambda", DS_KEY_REAL, P(k_lambda), 1e-9, 1e12, NULL, 0, "area stiffness density, Pa m"},
+    {"material.k_damp", DS_KEY_REAL, P(k_damp), 0, 1e12, NULL, 0, "damping density"},
+    {NULL, DS_KEY_REAL, 0, 0, 0, NULL, 0, NULL}};
+
+static void defaults(dsEnvDef* d) {
+  dsWalkerParams* p = (dsWalkerParams*)d->params.bytes;
+  d->substeps = 9600;
+  d->render_interval = 240;
+  d->render_last = 1;
+  d->goal_x_min = d->goal_x_max = 2;
+  d->goal_relative = 1;
+  d->color[0] = 0;
+  d->color[1] = 1;
+  d->color[2] = 0;
+  d->cam_distance = 8;
+  d->cam_elevation = 30;
+  d->loss_moments = 5;
+  p->particle_mass = 1;
+  p->k_mu = 1e4;
+  p->k_lambda = 1e4;
+  p->k_damp = 100;
+}
+
+static int validate(const dsEnvDef* d, char* err, size_t errlen) {
+  const dsWalkerParams* p = (const dsWalkerParams*)d->params.bytes;
+  if (!(p->particle_mass > 0))
+    return ds__puterr(err, errlen, DS_ERR_RANGE, "material.particle_mass: must be > 0, got %g", (double)p->particle_mass);
+  return 0;
+}
+
+static int build(dsEnv* e, dsBuilder* b) {
+  const dsWalkerParams* p = (const dsWalkerParams*)e->def.params.bytes;
+  dsMesh mesh;
+  int rc = ds_mesh_walker(&mesh);
+  if (rc) return rc;
+  ds_mesh_translate(&mesh, e->def.start);
+  const dsTriMaterial mat = {p->k_mu, p->k_lambda, p->k_damp};
+  for (int i = 0; i < mesh.nvert && rc >= 0; i++)
+    rc = ds_builder_add_particle(b, mesh.x + 3 * i, e->def.velocity, p->particle_mass);
+  for (int t = 0; t < mesh.ntri && rc >= 0; t++) {
+    const int* f = mesh.tri + 3 * t;
+    rc = ds_builder_add_tri(b, f[0], f[1], f[2], &mat);
+    if (rc >= 0) rc = ds_builder_add_face(b, f[0], f[1], f[2]);
+  }
+  ds_mesh_free(&mesh);
+  return rc < 0 ? rc : 0;
+}
+
+static int action_size(const dsEnv* e) { return e->m->ntri; }
+
+static void action_fwd(dsEnv* e, int step, int s, const dsReal* a) {
+  (void)step;
+  (void)s;
+  memcpy(e->d->act, a, (size_t)e->m->ntri * sizeof(dsReal));
+}
+
+static void action_bwd(dsEnv* e, int step, int s, const dsReal* a, const dsReal* adj_act, const dsReal* adj_fext,
+                       dsReal* grad) {
+  (void)step, (void)s, (void)a, (void)adj_fext;
+  for (int i = 0; i < e->adim; i++) grad[i] += adj_act[i];
+}
+
+const dsEnvClass ds__walker_class = {
+    .name = "walker",
+    .doc = "gradSim's walker: a triangle-FEM lattice with one muscle per triangle, goal +2 m in x",
+    .params_size = sizeof(dsWalkerParams),
+    .keys = keys,
+    .defaults = defaults,
+    .validate = validate,
+    .build = build,
+    .action_size = action_size,
+    .action_kind = DS_ACTION_PER_STEP,
+    .action_fwd = action_fwd,
+    .action_bwd = action_bwd,
+    .metric_kind = DS_METRIC_DISPLACEMENT,
+};

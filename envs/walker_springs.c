@@ -1,0 +1,208 @@
+/* walker-springs: a mass-spring lattice on two legs with ground contact
+ * (dsim's own scene, after gradSim's mass-spring examples; docs/scenes.md).
+ * Action: one value per spring, the spring's rest length becomes L (1 + a).
+ *
+ * Actuation. A spring (i, j) of stiffness ke and rest L with action a has
+ * rest L (1 + a); its force differs from the engine's (rest L) by ke L a
+ * along d^ = (x_i - x_j)/|x_i - x_j|:
+ *   f_i += u d^,  f_j -= u d^,  u = ke L a
+ * applied as external force from the state at the start of each substep.
+ * Adjoint with g = adj_f_i - adj_f_j (dL/df_ext of that substep), l = |d|:
+ *   dL/du = g.d^,  dL/da = ke L g.d^,  dL/dke += L a g.d^,  dL/dL += ke a g.d^
+ *   dL/dx_i += u (g - (g.d^) d^)/l,  dL/dx_j -= same
+ * Metric: centre-of-mass displacement along x since substep 0 (goal +1 m). */
+#include "config.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "envs/env_priv.h"
+
+#define P(f) offsetof(dsWalkerSpringsParams, f)
+
+static const dsConfigKey keys[] = {
+    {"material.particle_mass", DS_KEY_REAL, P(particle_mass), 1e-9, 1e12, NULL, 0, "kg per particle"},
+    {"material.spring_ke", DS_KEY_REAL, P(spring_ke), 0, 1e12, NULL, 0, "spring stiffness, N/m"},
+    {"material.spring_kd", DS_KEY_REAL, P(spring_kd), 0, 1e12, NULL, 0, "spring damping, N s/m"},
+    {"scene.legs", DS_KEY_BOOL, P(legs), 0, 1, NULL, 0, "two legs under the body"},
+    {NULL, DS_KEY_REAL, 0, 0, 0, NULL, 0, NULL}};
+
+/* positions at the start of every substep (T x n3): the actuation's adjoint needs them */
+typedef struct SpringsState {
+  dsReal* sub_x;
+} SpringsState;
+
+static void defaults(dsEnvDef* d) {
+  dsWalkerSpringsParams* p = (dsWalkerSpringsParams*)d->params.bytes;
+  d->substeps = 1920;
+  d->render_interval = 96;
+  d->render_last = 1;
+  d->goal_x_min = d->goal_x_max = 1;
+  d->goal_relative = 1;
+  d->color[0] = (dsReal)0.2;
+  d->color[1] = (dsReal)0.6;
+  d->color[2] = 1;
+  d->cam_distance = 4;
+  d->cam_elevation = 10;
+  p->particle_mass = 1;
+  p->spring_ke = 1e4;
+  p->spring_kd = 10;
+  p->legs = 1;
+}
+
+static int validate(const dsEnvDef* d, char* err, size_t errlen) {
+  const dsWalkerSpringsParams* p = (const dsWalkerSpringsParams*)d->params.bytes;
+  if (!(p->particle_mass > 0))
+    return ds__puterr(err, errlen, DS_ERR_RANGE, "material.particle_mass: must be > 0, got %g", (double)p->particle_mass);
+  return 0;
+}
+
+static int create(dsEnv* e, void** state) {
+  (void)e;
+  *state = ds__calloc(1, sizeof(SpringsState));
+  return *state ? 0 : DS_ERR_NOMEM;
+}
+
+static void destroy(void* state) {
+  SpringsState* ss = (SpringsState*)state;
+  if (!ss) return;
+  ds__free(ss->sub_x);
+  ds__free(ss);
+}
+
+/* walker-springs lattice: spacing 0.1 m, a body of 2 x 6 cells on two legs
+ * of 1 x 2 cells (columns 0-1 and 5-6), feet at y = 0.02. Vertex (r, c)
+ * exists for r >= 2 (body) or c in the leg columns. Springs: the edges of
+ * every cell (shared edges once) and both diagonals. */
+#define WS_COLS 7
+#define WS_ROWS 5
+#define WS_LEG_ROWS 2
+static int ws_has(int legs, int r, int c) {
+  if (r < 0 || r >= WS_ROWS || c < 0 || c >= WS_COLS) return 0;
+  if (!legs) return r >= WS_LEG_ROWS;
+  return r >= WS_LEG_ROWS || c <= 1 || c >= WS_COLS - 2;
+}
+static int ws_cell(int legs, int r, int c) {
+  return ws_has(legs, r, c) && ws_has(legs, r + 1, c) && ws_has(legs, r, c + 1) && ws_has(legs, r + 1, c + 1);
+}
+
+static int build(dsEnv* e, dsBuilder* b) {
+  const dsEnvDef* def = &e->def;
+  const dsWalkerSpringsParams* p = (const dsWalkerSpringsParams*)def->params.bytes;
+  int id[WS_ROWS][WS_COLS];
+  const dsReal hs = 0.1, y0 = 0.02;
+  int rc = 0;
+  for (int r = 0; r < WS_ROWS; r++)
+    for (int c = 0; c < WS_COLS; c++) {
+      id[r][c] = -1;
+      if (!ws_has(p->legs, r, c) || rc < 0) continue;
+      const dsReal x[3] = {def->start[0] + (c - (WS_COLS - 1) / 2.0) * hs, def->start[1] + y0 + r * hs, def->start[2]};
+      rc = ds_builder_add_particle(b, x, def->velocity, p->particle_mass);
+      id[r][c] = rc;
+    }
+  if (rc < 0) return rc;
+  const dsReal ke = p->spring_ke, kd = p->spring_kd;
+  for (int r = 0; r < WS_ROWS && rc >= 0; r++)
+    for (int c = 0; c < WS_COLS && rc >= 0; c++) {
+      if (c + 1 < WS_COLS && (ws_cell(p->legs, r, c) || ws_cell(p->legs, r - 1, c)))
+        rc = ds_builder_add_spring(b, id[r][c], id[r][c + 1], ke, kd, -1);
+      if (rc >= 0 && r + 1 < WS_ROWS && (ws_cell(p->legs, r, c) || ws_cell(p->legs, r, c - 1)))
+        rc = ds_builder_add_spring(b, id[r][c], id[r + 1][c], ke, kd, -1);
+      if (rc >= 0 && ws_cell(p->legs, r, c)) {
+        rc = ds_builder_add_spring(b, id[r][c], id[r + 1][c + 1], ke, kd, -1);
+        if (rc >= 0) rc = ds_builder_add_spring(b, id[r + 1][c], id[r][c + 1], ke, kd, -1);
+        if (rc >= 0) rc = ds_builder_add_face(b, id[r][c], id[r][c + 1], id[r + 1][c + 1]);
+        if (rc >= 0) rc = ds_builder_add_face(b, id[r][c], id[r + 1][c + 1], id[r + 1][c]);
+      }
+    }
+  return rc < 0 ? rc : 0;
+}
+
+static int built(dsEnv* e) {
+  SpringsState* ss = (SpringsState*)e->cstate;
+  ds__free(ss->sub_x);
+  ss->sub_x = (dsReal*)ds__calloc((size_t)e->T * (size_t)e->n3 + 1, sizeof(dsReal));
+  return ss->sub_x ? 0 : ds__seterr(&e->err, DS_ERR_NOMEM, "out of memory");
+}
+
+static int action_size(const dsEnv* e) { return e->m->nspring; }
+
+/* walker-springs: external forces of the actuation a (nspring) at x */
+static void spring_act_fwd(const dsEnv* e, const dsReal* a, const dsReal* x, dsReal* fext) {
+  const dsModel* m = e->m;
+  memset(fext, 0, (size_t)e->n3 * sizeof(dsReal));
+  for (int s = 0; s < m->nspring; s++) {
+    const int i = m->spring_idx[2 * s], j = m->spring_idx[2 * s + 1];
+    dsReal dv[3], l2 = 0;
+    for (int k = 0; k < 3; k++) {
+      dv[k] = x[3 * i + k] - x[3 * j + k];
+      l2 += dv[k] * dv[k];
+    }
+    if (!(l2 > 0)) continue; /* zero length: no direction, no force (as the engine's spring) */
+    const dsReal l = sqrt(l2), u = m->spring_ke[s] * m->spring_rest[s] * a[s];
+    for (int k = 0; k < 3; k++) {
+      fext[3 * i + k] += u * dv[k] / l;
+      fext[3 * j + k] -= u * dv[k] / l;
+    }
+  }
+}
+
+static void spring_act_bwd(dsEnv* e, const dsReal* a, const dsReal* x, const dsReal* adj_f, dsReal* adj_a,
+                           dsReal* adj_x) {
+  const dsModel* m = e->m;
+  dsGrad* g = e->g;
+  for (int s = 0; s < m->nspring; s++) {
+    const int i = m->spring_idx[2 * s], j = m->spring_idx[2 * s + 1];
+    dsReal dv[3], gv[3], l2 = 0;
+    for (int k = 0; k < 3; k++) {
+      dv[k] = x[3 * i + k] - x[3 * j + k];
+      gv[k] = adj_f[3 * i + k] - adj_f[3 * j + k];
+      l2 += dv[k] * dv[k];
+    }
+    if (!(l2 > 0)) continue;
+    const dsReal l = sqrt(l2), ke = m->spring_ke[s], L = m->spring_rest[s], u = ke * L * a[s];
+    dsReal gd = 0;
+    for (int k = 0; k < 3; k++) gd += gv[k] * dv[k] / l;
+    adj_a[s] += ke * L * gd;
+    g->spring_ke[s] += L * a[s] * gd;
+    g->spring_rest[s] += ke * a[s] * gd;
+    for (int k = 0; k < 3; k++) {
+      const dsReal t = u * (gv[k] - gd * dv[k] / l) / l;
+      adj_x[3 * i + k] += t;
+      adj_x[3 * j + k] -= t;
+    }
+  }
+}
+
+static void action_fwd(dsEnv* e, int step, int s, const dsReal* a) {
+  (void)step;
+  SpringsState* ss = (SpringsState*)e->cstate;
+  memcpy(ss->sub_x + (size_t)s * e->n3, e->d->x, (size_t)e->n3 * sizeof(dsReal));
+  spring_act_fwd(e, a, e->d->x, e->d->f_ext);
+}
+
+static void action_bwd(dsEnv* e, int step, int s, const dsReal* a, const dsReal* adj_act, const dsReal* adj_fext,
+                       dsReal* grad) {
+  (void)step, (void)adj_act;
+  SpringsState* ss = (SpringsState*)e->cstate;
+  spring_act_bwd(e, a, ss->sub_x + (size_t)s * e->n3, adj_fext, grad, e->d->adj_x);
+}
+
+const dsEnvClass ds__walker_springs_class = {
+    .name = "walker-springs",
+    .doc = "a mass-spring walker on two legs, one actuated rest length per spring, goal +1 m in x",
+    .params_size = sizeof(dsWalkerSpringsParams),
+    .keys = keys,
+    .defaults = defaults,
+    .validate = validate,
+    .create = create,
+    .destroy = destroy,
+    .build = build,
+    .built = built,
+    .action_size = action_size,
+    .action_kind = DS_ACTION_PER_STEP,
+    .action_fwd = action_fwd,
+    .action_bwd = action_bwd,
+    .metric_kind = DS_METRIC_DISPLACEMENT,
+    .uses_external_force = 1,
+};
