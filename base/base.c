@@ -15,10 +15,12 @@
 /* ---- errors ---------------------------------------------------------------*/
 const char* ds_err_name(int code) {
   switch (code) {
+    case DS_OK:
+      return "DS_OK";
 #define DS__ERR_NAME(name, val, msg) \
   case (val):                        \
-    return (val) == 0 ? "DS_OK" : "DS_ERR_" #name;
-    DS_ERRNO_MAP(DS__ERR_NAME)
+    return "DS_ERR_" #name;
+    DS_ERRNO_ERRORS(DS__ERR_NAME)
 #undef DS__ERR_NAME
     default:
       return "DS_ERR_UNKNOWN";
@@ -27,10 +29,12 @@ const char* ds_err_name(int code) {
 
 const char* ds_strerror(int code) {
   switch (code) {
+    case DS_OK:
+      return "success";
 #define DS__ERR_MSG(name, val, msg) \
   case (val):                       \
     return msg;
-    DS_ERRNO_MAP(DS__ERR_MSG)
+    DS_ERRNO_ERRORS(DS__ERR_MSG)
 #undef DS__ERR_MSG
     default:
       return "unknown error";

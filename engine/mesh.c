@@ -216,7 +216,7 @@ int ds_mesh_tet_grid(int nx, int ny, int nz, dsReal hx, dsReal hy, dsReal hz, ds
           e += 4;
         }
       }
-  rc = ds_mesh_extract_boundary(&m);
+  rc = ds_mesh_extract_boundary(&m, NULL, 0);
   if (rc) {
     ds_mesh_free(&m);
     return rc;
@@ -250,7 +250,7 @@ static void sort3(int* k) {
 /* Outward faces of a positive tet, by the local vertex they are opposite to. */
 static const int k_tet_face[4][3] = {{1, 2, 3}, {0, 3, 2}, {0, 1, 3}, {0, 2, 1}};
 
-int ds_mesh_extract_boundary_err(dsMesh* m, char* err, size_t errlen) {
+int ds_mesh_extract_boundary(dsMesh* m, char* err, size_t errlen) {
   if (!m || m->ntet < 0 || (m->ntet > 0 && !m->tet)) return ds__puterr(err, errlen, DS_ERR_INVALID, "bad mesh");
   if ((size_t)m->ntet > (size_t)INT_MAX / 4) return ds__puterr(err, errlen, DS_ERR_INVALID, "too many tets");
   for (int t = 0; t < m->ntet; t++)
@@ -315,13 +315,6 @@ int ds_mesh_extract_boundary_err(dsMesh* m, char* err, size_t errlen) {
   return 0;
 }
 
-int ds_mesh_extract_boundary(dsMesh* m) {
-  char msg[256];
-  int rc = ds_mesh_extract_boundary_err(m, msg, sizeof msg);
-  if (rc) ds__log(DS_LOG_ERROR, "ds_mesh_extract_boundary: %s", msg);
-  return rc;
-}
-
 /* ---- lumped mass ----------------------------------------------------------------*/
 
 int ds_mesh_lumped_mass(const dsMesh* m, dsReal density, dsReal* mass) {
@@ -359,7 +352,7 @@ static int cmp_edge(const void* pa, const void* pb) {
   return (a->a > b->a) - (a->a < b->a);
 }
 
-int ds_mesh_bending_edges_err(const dsMesh* m, int* nedge, int** edges, char* err, size_t errlen) {
+int ds_mesh_bending_edges(const dsMesh* m, int* nedge, int** edges, char* err, size_t errlen) {
   if (!m || !nedge || !edges || m->ntri < 0 || (m->ntri > 0 && !m->tri))
     return ds__puterr(err, errlen, DS_ERR_INVALID, "bad arguments");
   if ((size_t)m->ntri > (size_t)INT_MAX / 3) return ds__puterr(err, errlen, DS_ERR_INVALID, "too many triangles");
@@ -425,13 +418,6 @@ int ds_mesh_bending_edges_err(const dsMesh* m, int* nedge, int** edges, char* er
   *nedge = n;
   *edges = out;
   return 0;
-}
-
-int ds_mesh_bending_edges(const dsMesh* m, int* nedge, int** edges) {
-  char msg[256];
-  int rc = ds_mesh_bending_edges_err(m, nedge, edges, msg, sizeof msg);
-  if (rc) ds__log(DS_LOG_ERROR, "ds_mesh_bending_edges: %s", msg);
-  return rc;
 }
 
 /* ---- rigid placement --------------------------------------------------------------*/

@@ -230,7 +230,7 @@ int ds_builder_add_bending_from_tris(dsBuilder* b, int tri_begin, int tri_end, c
   view.tri = b->t_idx ? b->t_idx + 3 * tri_begin : NULL;
   int nedge = 0, *edges = NULL;
   if (view.ntri == 0) return 0;
-  int rc = ds_mesh_bending_edges_err(&view, &nedge, &edges, b->err.msg, sizeof b->err.msg);
+  int rc = ds_mesh_bending_edges(&view, &nedge, &edges, b->err.msg, sizeof b->err.msg);
   if (rc) {
     b->err.code = rc;
     return rc;
@@ -283,7 +283,7 @@ int ds_builder_add_soft_mesh(dsBuilder* b, const dsMesh* mesh, dsReal density, c
   int own_tri = 0;
   if (view.ntri == 0) {
     view.tri = NULL;
-    rc = ds_mesh_extract_boundary_err(&view, b->err.msg, sizeof b->err.msg);
+    rc = ds_mesh_extract_boundary(&view, b->err.msg, sizeof b->err.msg);
     if (rc) {
       b->err.code = rc;
       return rc;

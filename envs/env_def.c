@@ -262,6 +262,8 @@ static int env_parse(const char* file, const char* text, dsEnvDef* def, dsErrBuf
   if (rc == DS_ERR_PARSE) return ds__seterr(eb, DS_ERR_PARSE, "%s: invalid JSON", file);
   char names[512];
   class_names(names, sizeof names);
+  if (rc == DS_ERR_RANGE)
+    return ds__seterr(eb, DS_ERR_CONFIG, "%s: env.name: expected a string, one of: %s", file, names);
   if (rc) return ds__seterr(eb, DS_ERR_CONFIG, "%s: missing key \"env.name\" (expected one of: %s)", file, names);
   const dsEnvClass* cls = ds_env_class_find(name);
   if (!cls)

@@ -28,12 +28,14 @@
 
 #include <limits.h>
 #include <math.h>
+#include <string.h>
 
 #include "dsim/scenes.h"
 #include "base/internal.h"
 
 dsGearDef ds_default_gear_def(void) {
   dsGearDef d;
+  memset(&d, 0, sizeof d); /* padding too: definitions compare with memcmp */
   d.teeth = 16;
   d.outer_radius = (dsReal)1.84;
   d.root_radius = (dsReal)1.50;
@@ -132,7 +134,7 @@ int ds_mesh_gear(const dsGearDef* def, dsMesh* out) {
       }
     }
   ds__free(ptri);
-  rc = ds_mesh_extract_boundary(&m);
+  rc = ds_mesh_extract_boundary(&m, NULL, 0);
   if (rc) {
     ds_mesh_free(&m);
     return rc;

@@ -436,7 +436,7 @@ int ds__cfg_set(const char* source, const char* section, const dsConfigKey* fiel
   } else {
     /* strings and enum names may be given bare (a file name, "adam") */
     const int bare = (f->type == DS_KEY_STRING || f->type == DS_KEY_ENUM) && value[0] != '"';
-    cJSON* v = bare ? NULL : cJSON_Parse(value);
+    cJSON* v = bare ? NULL : cJSON_ParseWithOpts(value, NULL, 1); /* the whole text: "3 4" is not 3 */
     if (!v) v = cJSON_CreateString(value); /* a bare word */
     rc = v ? apply(&c, f, path, v) : ds__seterr(eb, DS_ERR_NOMEM, "%s: out of memory", source);
     cJSON_Delete(v);
@@ -455,6 +455,8 @@ int ds__cfg_peek_string(const char* text, const char* section, const char* key, 
   if (cJSON_IsString(v) && strlen(v->valuestring) < outlen) {
     memcpy(out, v->valuestring, strlen(v->valuestring) + 1);
     rc = DS_OK;
+  } else if (v) {
+    rc = DS_ERR_RANGE; /* present, but not a string (or too long) */
   }
   cJSON_Delete(root);
   return rc;

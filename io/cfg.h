@@ -50,8 +50,8 @@ int ds__cfg_set(const char* source, const char* section, const dsConfigKey* fiel
 int ds__read_text_file(const char* path, char** text, size_t* len, dsErrBuf* eb);
 
 /* The string at `section.key` (section NULL: top-level key), copied into
- * out; DS_ERR_NOTFOUND when absent or not a string, DS_ERR_PARSE for invalid
- * JSON. Used to pick the env class before parsing its section. */
+ * out; DS_ERR_NOTFOUND when absent, DS_ERR_RANGE when not a string (or
+ * longer than outlen - 1), DS_ERR_PARSE for invalid JSON. Used to pick the env class before parsing its section. */
 int ds__cfg_peek_string(const char* text, const char* section, const char* key, char* out, size_t outlen);
 
 #ifdef __cplusplus

@@ -212,6 +212,11 @@ int main(void) {
     Cfg c = defaults();
     ds__clearerr(&eb);
     CHECK_INT_EQ(ds__cfg_set("--dt", "env", fields, &c, sizeof c, "physics.dt", "0.0005", &eb), DS_OK);
+    /* the whole value must parse: trailing junk is an error, not ignored */
+    CHECK_INT_EQ(ds__cfg_set("--dt", "env", fields, &c, sizeof c, "physics.dt", "0.05x", &eb), DS_ERR_CONFIG);
+    CHECK_INT_EQ(ds__cfg_set("--dt", "env", fields, &c, sizeof c, "physics.dt", "3 4", &eb), DS_ERR_CONFIG);
+    CHECK_STR_CONTAINS(ds__errmsg(&eb), "--dt: env.physics.dt: expected a number, got \"3 4\"");
+    ds__clearerr(&eb);
     CHECK_CLOSE(c.dt, 0.0005, 0, 0);
     CHECK_INT_EQ(ds__cfg_set("--ground", "env", fields, &c, sizeof c, "physics.ground", "false", &eb), DS_OK);
     CHECK_INT_EQ(c.ground, 0);
@@ -291,12 +296,12 @@ int main(void) {
     CHECK_STR_EQ(s, "walker");
     CHECK_INT_EQ(ds__cfg_peek_string("{\"env\": \"walker\"}", NULL, "env", s, sizeof s), DS_OK);
     CHECK_STR_EQ(s, "walker");
-    CHECK_INT_EQ(ds__cfg_peek_string("{\"env\": {\"name\": 3}}", "env", "name", s, sizeof s), DS_ERR_NOTFOUND);
+    CHECK_INT_EQ(ds__cfg_peek_string("{\"env\": {\"name\": 3}}", "env", "name", s, sizeof s), DS_ERR_RANGE);
     CHECK_INT_EQ(ds__cfg_peek_string("{\"env\": \"walker\"}", "env", "name", s, sizeof s), DS_ERR_NOTFOUND);
     CHECK_INT_EQ(ds__cfg_peek_string("{\"run\": {\"name\": \"x\"}}", "env", "name", s, sizeof s), DS_ERR_NOTFOUND);
     CHECK_INT_EQ(ds__cfg_peek_string("{\"env\": {\"name\": \"a name that is far too long\"}}", "env", "name", s,
                                      sizeof s),
-                 DS_ERR_NOTFOUND);
+                 DS_ERR_RANGE);
     CHECK_INT_EQ(ds__cfg_peek_string("{\"env\": ", "env", "name", s, sizeof s), DS_ERR_PARSE);
   }
   return DST_RESULT();

@@ -56,7 +56,7 @@ static const Bad bad[] = {
      "b.json: env.name: unknown environment \"walkr\" (expected one of: walker, control-fem, control-cloth, "
      "walker-springs)"},
     {"{\"env\": {\"name\": 3}}", DS_ERR_CONFIG,
-     "b.json: missing key \"env.name\" (expected one of: walker, control-fem, control-cloth, walker-springs)"},
+     "b.json: env.name: expected a string, one of: walker, control-fem, control-cloth, walker-springs"},
     {"{\"env\": {\"physics\": {\"dt\": 0.001}}}", DS_ERR_CONFIG,
      "b.json: missing key \"env.name\" (expected one of: walker, control-fem, control-cloth, walker-springs)"},
     {"{\"controller\": {\"lr\": 0.1}}", DS_ERR_CONFIG,

@@ -158,7 +158,7 @@ static void test_cloth(void) {
   CHECK_INT_EQ(notup, 0);
 
   int ne = -1, *ed = NULL;
-  CHECK_INT_EQ(ds_mesh_bending_edges(&m, &ne, &ed), 0);
+  CHECK_INT_EQ(ds_mesh_bending_edges(&m, &ne, &ed, NULL, 0), 0);
   CHECK_INT_EQ(ne, 176);
   int nonzero = 0, unsorted = 0, notri = 0;
   for (int i = 0; i < ne; i++) {
@@ -193,7 +193,7 @@ static void test_cloth(void) {
       m.x[3 * i] = (dsReal)(0.5 + dx * cos(0.3));
       m.x[3 * i + 2] = (dsReal)(dx * sin(0.3));
     }
-  CHECK_INT_EQ(ds_mesh_bending_edges(&m, &ne, &ed), 0);
+  CHECK_INT_EQ(ds_mesh_bending_edges(&m, &ne, &ed, NULL, 0), 0);
   int onfold = 0, badsign = 0;
   for (int i = 0; i < ne; i++) {
     const int* e = ed + 4 * i;
@@ -217,13 +217,13 @@ static void test_cloth(void) {
     CHECK_INT_EQ(ds_mesh_cloth_grid(d, d, (dsReal)0.125, &m), 0);
     CHECK_INT_EQ(m.nvert, (d + 1) * (d + 1));
     CHECK_INT_EQ(m.ntri, 2 * d * d);
-    CHECK_INT_EQ(ds_mesh_bending_edges(&m, &ne, &ed), 0);
+    CHECK_INT_EQ(ds_mesh_bending_edges(&m, &ne, &ed, NULL, 0), 0);
     CHECK_INT_EQ(ne, 3 * d * d - 2 * d);
     ds_mesh_free_ints(ed);
     ds_mesh_free(&m);
   }
   CHECK_INT_EQ(ds_mesh_cloth_grid(3, 5, 1, &m), 0);
-  CHECK_INT_EQ(ds_mesh_bending_edges(&m, &ne, &ed), 0);
+  CHECK_INT_EQ(ds_mesh_bending_edges(&m, &ne, &ed, NULL, 0), 0);
   CHECK_INT_EQ(ne, 3 * 6 + 4 * 5 + 3 * 5 - 2 * (3 + 5));
   ds_mesh_free_ints(ed);
   ds_mesh_free(&m);
@@ -243,7 +243,7 @@ static void test_bending_sign(void) {
   int tri[6] = {2, 0, 1, 3, 1, 0}; /* both with normal (0,0,-1)... */
   dsMesh m = {4, x, 2, tri, 0, NULL};
   int ne, *ed;
-  CHECK_INT_EQ(ds_mesh_bending_edges(&m, &ne, &ed), 0);
+  CHECK_INT_EQ(ds_mesh_bending_edges(&m, &ne, &ed, NULL, 0), 0);
   CHECK_INT_EQ(ne, 1);
   CHECK_INT_EQ(ed[0], 2);
   CHECK_INT_EQ(ed[1], 3);
@@ -266,7 +266,7 @@ static void test_bending_sign(void) {
   x[11] = 0;
   int tri2[6] = {2, 0, 1, 3, 0, 1};
   m.tri = tri2;
-  CHECK_INT_EQ(ds_mesh_bending_edges(&m, &ne, &ed), 0);
+  CHECK_INT_EQ(ds_mesh_bending_edges(&m, &ne, &ed, NULL, 0), 0);
   CHECK_INT_EQ(ne, 1);
   CHECK_CLOSE(dihedral(x, ed), 0.0, 0, 1e-15);
   ds_mesh_free_ints(ed);
@@ -278,14 +278,14 @@ static void test_bending_sign(void) {
   char err[256] = "";
   ne = 77;
   ed = NULL;
-  CHECK_INT_EQ(ds_mesh_bending_edges_err(&m3, &ne, &ed, err, sizeof err), DS_ERR_MESH);
+  CHECK_INT_EQ(ds_mesh_bending_edges(&m3, &ne, &ed, err, sizeof err), DS_ERR_MESH);
   CHECK_STR_CONTAINS(err, "edge (0, 1) is shared by 3 triangles");
   CHECK_INT_EQ(ne, 77);
   CHECK(ed == NULL);
-  CHECK_INT_EQ(ds_mesh_bending_edges(&m3, &ne, &ed), DS_ERR_MESH);
+  CHECK_INT_EQ(ds_mesh_bending_edges(&m3, &ne, &ed, NULL, 0), DS_ERR_MESH);
   /* no interior edges: NULL list */
   dsMesh m1 = {4, x, 1, tri, 0, NULL};
-  CHECK_INT_EQ(ds_mesh_bending_edges(&m1, &ne, &ed), 0);
+  CHECK_INT_EQ(ds_mesh_bending_edges(&m1, &ne, &ed, NULL, 0), 0);
   CHECK_INT_EQ(ne, 0);
   CHECK(ed == NULL);
 }
@@ -354,7 +354,7 @@ static void test_boundary_single_and_bad(void) {
   int tet[4] = {0, 1, 2, 3};
   dsMesh m = {4, x, 0, NULL, 1, tet};
   /* ds_mesh_extract_boundary allocates m.tri; work on a copy of the arrays */
-  CHECK_INT_EQ(ds_mesh_extract_boundary(&m), 0);
+  CHECK_INT_EQ(ds_mesh_extract_boundary(&m, NULL, 0), 0);
   CHECK_INT_EQ(m.ntri, 4);
   /* faces opposite vertex 0, 1, 2, 3 in that order */
   const int want[12] = {1, 2, 3, 0, 3, 2, 0, 1, 3, 0, 2, 1};
@@ -371,12 +371,12 @@ static void test_boundary_single_and_bad(void) {
   int tet3[12] = {0, 1, 2, 3, 0, 2, 1, 4, 0, 1, 2, 5};
   dsMesh b = {6, x6, 0, NULL, 3, tet3};
   char err[256] = "";
-  CHECK_INT_EQ(ds_mesh_extract_boundary_err(&b, err, sizeof err), DS_ERR_MESH);
+  CHECK_INT_EQ(ds_mesh_extract_boundary(&b, err, sizeof err), DS_ERR_MESH);
   CHECK_STR_CONTAINS(err, "face (0, 1, 2) is shared by 3 tets (0, 1, 2");
   CHECK(b.tri == NULL && b.ntri == 0);
-  CHECK_INT_EQ(ds_mesh_extract_boundary(&b), DS_ERR_MESH);
+  CHECK_INT_EQ(ds_mesh_extract_boundary(&b, NULL, 0), DS_ERR_MESH);
   tet3[5] = 9;
-  CHECK_INT_EQ(ds_mesh_extract_boundary_err(&b, err, sizeof err), DS_ERR_MESH);
+  CHECK_INT_EQ(ds_mesh_extract_boundary(&b, err, sizeof err), DS_ERR_MESH);
   CHECK_STR_CONTAINS(err, "tet 1: vertex index 9 out of range (0..5)");
 }
 
@@ -530,7 +530,7 @@ static void test_walker(void) {
    * inner leg sides 4 + 4, underside of the body between the legs 5; and
    * Euler for a disk: E = V + F - 1 = 177 edges, 135 of them interior. */
   int ne, *ed;
-  CHECK_INT_EQ(ds_mesh_bending_edges(&m, &ne, &ed), 0);
+  CHECK_INT_EQ(ds_mesh_bending_edges(&m, &ne, &ed, NULL, 0), 0);
   CHECK_INT_EQ(ne, (3 * 104 - 42) / 2);
   CHECK_INT_EQ(ne, 74 + 104 - 1 - 42);
   ds_mesh_free_ints(ed);
@@ -593,7 +593,7 @@ static int gen_all(void) {
   dsMesh m = {0, NULL, 0, NULL, 0, NULL};
   int rc, ne, *ed;
   if ((rc = ds_mesh_cloth_grid(4, 3, 1, &m))) return rc;
-  rc = ds_mesh_bending_edges(&m, &ne, &ed);
+  rc = ds_mesh_bending_edges(&m, &ne, &ed, NULL, 0);
   ds_mesh_free(&m);
   if (rc) return rc;
   ds_mesh_free_ints(ed);

@@ -69,7 +69,7 @@ static void check_bipyramid(const char* node, const char* ele) {
   CHECK_INT_EQ(bad, 0);
   CHECK_INT_EQ(ds_mesh_validate(&m, NULL, 0), 0);
   /* the boundary is the caller's step */
-  CHECK_INT_EQ(ds_mesh_extract_boundary(&m), 0);
+  CHECK_INT_EQ(ds_mesh_extract_boundary(&m, NULL, 0), 0);
   CHECK_INT_EQ(m.ntri, 6);
   ds_mesh_free(&m);
 }

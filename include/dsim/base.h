@@ -37,9 +37,9 @@ typedef double dsReal;
  * Fallible functions return 0 (DS_OK) or one of these negative codes. The
  * details (file, key path, element, substep, value) are kept on the object
  * that failed and read with its last-error function. One list gives the
- * enum, ds_err_name() and ds_strerror(). */
-#define DS_ERRNO_MAP(X)                                                         \
-  X(OK,          0,   "success")                                                \
+ * enum (one spelling: DS_ERR_<NAME>; success is DS_OK), ds_err_name() and
+ * ds_strerror(). */
+#define DS_ERRNO_ERRORS(X)                                                         \
   X(NOMEM,      -1,   "out of memory")                                          \
   X(INVALID,    -2,   "invalid argument")                                       \
   X(IO,         -3,   "input/output error")                                     \
@@ -58,29 +58,12 @@ typedef double dsReal;
   X(INTERRUPTED,-16,  "interrupted")
 
 typedef enum dsErr {
-#define DS__ERR_ENUM(name, val, msg) DS_##name = (val),
-  DS_ERRNO_MAP(DS__ERR_ENUM)
+  DS_OK = 0,
+#define DS__ERR_ENUM(name, val, msg) DS_ERR_##name = (val),
+  DS_ERRNO_ERRORS(DS__ERR_ENUM)
 #undef DS__ERR_ENUM
-  DS_ERR_COUNT_ = 17
+  DS_ERR_COUNT_ = 17 /* codes 0 .. -(DS_ERR_COUNT_ - 1) */
 } dsErr;
-
-/* Convenience aliases in the DS_ERR_* spelling used throughout the docs. */
-#define DS_ERR_NOMEM DS_NOMEM
-#define DS_ERR_INVALID DS_INVALID
-#define DS_ERR_IO DS_IO
-#define DS_ERR_PARSE DS_PARSE
-#define DS_ERR_CONFIG DS_CONFIG
-#define DS_ERR_MESH DS_MESH
-#define DS_ERR_DIVERGED DS_DIVERGED
-#define DS_ERR_INVERTED DS_INVERTED
-#define DS_ERR_RANGE DS_RANGE
-#define DS_ERR_UNSUPPORTED DS_UNSUPPORTED
-#define DS_ERR_ARENA DS_ARENA
-#define DS_ERR_STATE DS_STATE
-#define DS_ERR_NOTFOUND DS_NOTFOUND
-#define DS_ERR_CUDA DS_CUDA
-#define DS_ERR_FORMAT DS_FORMAT
-#define DS_ERR_INTERRUPTED DS_INTERRUPTED
 
 /* "DS_ERR_DIVERGED" etc.; "DS_ERR_UNKNOWN" for a code not in the list. */
 DS_API const char* ds_err_name(int code);

@@ -117,7 +117,9 @@ DS_API double ds_optim_lr(const dsOptim* opt);
  *
  * Policies: SINNET (the sinusoid network, the muscle envs) or CONSTANT (one
  * action vector for every step: control-cloth's initial velocity, initialised
- * from the definition's ctrl_init). AUTO picks CONSTANT for control-cloth.
+ * from const_init, the config's controller.initial_action). AUTO picks
+ * CONSTANT for an env whose action is an initial condition
+ * (ds_env_action_kind DS_ACTION_INITIAL: control-cloth).
  *
  * MPC (mpc = 1, IMAGE or STATE): one iteration is one receding-horizon pass over
  * the episode: from the executed state at step j, roll out the window

@@ -98,11 +98,11 @@ DS_API int ds_mesh_tet_grid(int nx, int ny, int nz, dsReal hx, dsReal hy, dsReal
  * one tet), oriented outward (counter-clockwise seen from outside for
  * positively oriented tets). Order: by tet index, then by the local face
  * opposite vertex 0, 1, 2, 3. A face shared by 3 or more tets is
- * DS_ERR_MESH; m is unchanged on failure. */
-DS_API int ds_mesh_extract_boundary(dsMesh* m);
-/* Same, with the failure message ("face (3, 7, 9) is shared by 3 tets")
- * written into err. */
-DS_API int ds_mesh_extract_boundary_err(dsMesh* m, char* err, size_t errlen);
+ * DS_ERR_MESH; m is unchanged on failure. A mesh is a plain struct with no
+ * room for a message: as for every call without an object, the message
+ * ("face (3, 7, 9) is shared by 3 tets") goes to the caller's err (errlen
+ * bytes; err may be NULL). */
+DS_API int ds_mesh_extract_boundary(dsMesh* m, char* err, size_t errlen);
 
 /* mass[i] = density * sum over tets containing i of V/4 (lumped), V the
  * signed volume; mass has nvert entries (all written). DS_ERR_MESH when a
@@ -124,10 +124,9 @@ DS_API int ds_mesh_lumped_mass(const dsMesh* m, dsReal density, dsReal* mass);
  * Edges are listed in increasing order of (min vertex, max vertex) of x3-x4.
  * *edges (4 * *nedge ints) is allocated with the library allocator (free
  * with ds_mesh_free_ints); *edges = NULL when there are none. An edge shared
- * by 3+ triangles is DS_ERR_MESH naming it; outputs untouched on failure. */
-DS_API int ds_mesh_bending_edges(const dsMesh* m, int* nedge, int** edges);
-/* Same, with the failure message written into err. */
-DS_API int ds_mesh_bending_edges_err(const dsMesh* m, int* nedge, int** edges, char* err, size_t errlen);
+ * by 3+ triangles is DS_ERR_MESH naming it (in err, errlen bytes, may be
+ * NULL); outputs untouched on failure. */
+DS_API int ds_mesh_bending_edges(const dsMesh* m, int* nedge, int** edges, char* err, size_t errlen);
 DS_API void ds_mesh_free_ints(int* p);
 
 /* Rigid placement. Rotation is about the origin (apply it before
