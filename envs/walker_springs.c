@@ -1,19 +1,13 @@
 /* walker-springs: a mass-spring lattice on two legs with ground contact
- * (dsim's own scene, after gradSim's mass-spring examples; docs/scenes.md).
- * Action: one value per spring, the spring's rest length becomes L (1 + a).
- *
- * Actuation. A spring (i, j) of stiffness ke and rest L with action a has
- * rest L (1 + a); its force differs from the engine's (rest L) by ke L a
- * along d^ = (x_i - x_j)/|x_i - x_j|:
- *   f_i += u d^,  f_j -= u d^,  u = ke L a
- * applied as external force from the state at the start of each substep.
- * Adjoint with g = adj_f_i - adj_f_j (dL/df_ext of that substep), l = |d|:
- *   dL/du = g.d^,  dL/da = ke L g.d^,  dL/dke += L a g.d^,  dL/dL += ke a g.d^
- *   dL/dx_i += u (g - (g.d^) d^)/l,  dL/dx_j -= same
+ * (dsim's own scene, after gradSim's and DiffTaichi's mass-spring examples;
+ * docs/scenes.md). Action: one value per spring, the engine's spring
+ * activation a: the spring's rest length becomes L (1 + a) (the actuated
+ * spring of engine/force_spring.h, forward and adjoint there). The
+ * activations follow the triangles' and tets' in the engine's vector
+ * [tri | tet | spring]; the action's adjoint is dL/d(act) of those entries.
  * Metric: centre-of-mass displacement along x since substep 0 (goal +1 m). */
 #include "config.h"
 
-#include <math.h>
 #include <string.h>
 
 #include "envs/env_priv.h"
@@ -26,11 +20,6 @@ static const dsConfigKey keys[] = {
     {"material.spring_kd", DS_KEY_REAL, P(spring_kd), 0, 1e12, NULL, 0, "spring damping, N s/m"},
     {"scene.legs", DS_KEY_BOOL, P(legs), 0, 1, NULL, 0, "two legs under the body"},
     {NULL, DS_KEY_REAL, 0, 0, 0, NULL, 0, NULL}};
-
-/* positions at the start of every substep (T x n3): the actuation's adjoint needs them */
-typedef struct SpringsState {
-  dsReal* sub_x;
-} SpringsState;
 
 static void defaults(dsEnvDef* d) {
   dsWalkerSpringsParams* p = (dsWalkerSpringsParams*)d->params.bytes;
@@ -55,19 +44,6 @@ static int validate(const dsEnvDef* d, char* err, size_t errlen) {
   if (!(p->particle_mass > 0))
     return ds__puterr(err, errlen, DS_ERR_RANGE, "material.particle_mass: must be > 0, got %g", (double)p->particle_mass);
   return 0;
-}
-
-static int create(dsEnv* e, void** state) {
-  (void)e;
-  *state = ds__calloc(1, sizeof(SpringsState));
-  return *state ? 0 : DS_ERR_NOMEM;
-}
-
-static void destroy(void* state) {
-  SpringsState* ss = (SpringsState*)state;
-  if (!ss) return;
-  ds__free(ss->sub_x);
-  ds__free(ss);
 }
 
 /* walker-springs lattice: spacing 0.1 m, a body of 2 x 6 cells on two legs
@@ -118,74 +94,19 @@ static int build(dsEnv* e, dsBuilder* b) {
   return rc < 0 ? rc : 0;
 }
 
-static int built(dsEnv* e) {
-  SpringsState* ss = (SpringsState*)e->cstate;
-  ds__free(ss->sub_x);
-  ss->sub_x = (dsReal*)ds__calloc((size_t)e->T * (size_t)e->n3 + 1, sizeof(dsReal));
-  return ss->sub_x ? 0 : ds__seterr(&e->err, DS_ERR_NOMEM, "out of memory");
-}
-
 static int action_size(const dsEnv* e) { return e->m->nspring; }
 
-/* walker-springs: external forces of the actuation a (nspring) at x */
-static void spring_act_fwd(const dsEnv* e, const dsReal* a, const dsReal* x, dsReal* fext) {
-  const dsModel* m = e->m;
-  memset(fext, 0, (size_t)e->n3 * sizeof(dsReal));
-  for (int s = 0; s < m->nspring; s++) {
-    const int i = m->spring_idx[2 * s], j = m->spring_idx[2 * s + 1];
-    dsReal dv[3], l2 = 0;
-    for (int k = 0; k < 3; k++) {
-      dv[k] = x[3 * i + k] - x[3 * j + k];
-      l2 += dv[k] * dv[k];
-    }
-    if (!(l2 > 0)) continue; /* zero length: no direction, no force (as the engine's spring) */
-    const dsReal l = sqrt(l2), u = m->spring_ke[s] * m->spring_rest[s] * a[s];
-    for (int k = 0; k < 3; k++) {
-      fext[3 * i + k] += u * dv[k] / l;
-      fext[3 * j + k] -= u * dv[k] / l;
-    }
-  }
-}
-
-static void spring_act_bwd(dsEnv* e, const dsReal* a, const dsReal* x, const dsReal* adj_f, dsReal* adj_a,
-                           dsReal* adj_x) {
-  const dsModel* m = e->m;
-  dsGrad* g = e->g;
-  for (int s = 0; s < m->nspring; s++) {
-    const int i = m->spring_idx[2 * s], j = m->spring_idx[2 * s + 1];
-    dsReal dv[3], gv[3], l2 = 0;
-    for (int k = 0; k < 3; k++) {
-      dv[k] = x[3 * i + k] - x[3 * j + k];
-      gv[k] = adj_f[3 * i + k] - adj_f[3 * j + k];
-      l2 += dv[k] * dv[k];
-    }
-    if (!(l2 > 0)) continue;
-    const dsReal l = sqrt(l2), ke = m->spring_ke[s], L = m->spring_rest[s], u = ke * L * a[s];
-    dsReal gd = 0;
-    for (int k = 0; k < 3; k++) gd += gv[k] * dv[k] / l;
-    adj_a[s] += ke * L * gd;
-    g->spring_ke[s] += L * a[s] * gd;
-    g->spring_rest[s] += ke * a[s] * gd;
-    for (int k = 0; k < 3; k++) {
-      const dsReal t = u * (gv[k] - gd * dv[k] / l) / l;
-      adj_x[3 * i + k] += t;
-      adj_x[3 * j + k] -= t;
-    }
-  }
-}
-
+/* the springs' activations follow the triangles' and tets' (none here) */
 static void action_fwd(dsEnv* e, int step, int s, const dsReal* a) {
-  (void)step;
-  SpringsState* ss = (SpringsState*)e->cstate;
-  memcpy(ss->sub_x + (size_t)s * e->n3, e->d->x, (size_t)e->n3 * sizeof(dsReal));
-  spring_act_fwd(e, a, e->d->x, e->d->f_ext);
+  (void)step, (void)s;
+  memcpy(e->d->act + e->m->ntri + e->m->ntet, a, (size_t)e->m->nspring * sizeof(dsReal));
 }
 
 static void action_bwd(dsEnv* e, int step, int s, const dsReal* a, const dsReal* adj_act, const dsReal* adj_fext,
                        dsReal* grad) {
-  (void)step, (void)adj_act;
-  SpringsState* ss = (SpringsState*)e->cstate;
-  spring_act_bwd(e, a, ss->sub_x + (size_t)s * e->n3, adj_fext, grad, e->d->adj_x);
+  (void)step, (void)s, (void)a, (void)adj_fext;
+  const dsReal* as = adj_act + e->m->ntri + e->m->ntet;
+  for (int i = 0; i < e->adim; i++) grad[i] += as[i];
 }
 
 const dsEnvClass ds__walker_springs_class = {
@@ -195,14 +116,10 @@ const dsEnvClass ds__walker_springs_class = {
     .keys = keys,
     .defaults = defaults,
     .validate = validate,
-    .create = create,
-    .destroy = destroy,
     .build = build,
-    .built = built,
     .action_size = action_size,
     .action_kind = DS_ACTION_PER_STEP,
     .action_fwd = action_fwd,
     .action_bwd = action_bwd,
     .metric_kind = DS_METRIC_DISPLACEMENT,
-    .uses_external_force = 1,
 };
