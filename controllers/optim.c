@@ -21,7 +21,7 @@ dsOptimDef ds_default_optim_def(int kind) {
   dsOptimDef d;
   memset(&d, 0, sizeof d);
   d.kind = kind == DS_OPTIM_SGD ? DS_OPTIM_SGD : DS_OPTIM_ADAM;
-  d.lr = d.kind == DS_OPTIM_ADAM ? 1e-2 : 1e-3;
+  d.lr = 1e-2; /* the one default learning rate (both kinds) */
   d.beta1 = 0.9;
   d.beta2 = 0.999;
   d.eps = 1e-8;

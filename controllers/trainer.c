@@ -110,35 +110,24 @@ static const dsConfigKey g_trainer_keys[] = {
 
 const dsConfigKey* ds_trainer_keys(void) { return g_trainer_keys; }
 
+/* Every key's range is the key table's (the same check as a config file's);
+ * here only the method and what the ranges cannot express. */
 int ds_trainer_def_validate(const dsTrainerDef* def, char* err, size_t errlen) {
   if (!def) return ds__puterr(err, errlen, DS_ERR_INVALID, "trainer: NULL definition");
+  char msg[512];
+  if (ds_config_check("trainer", "controller", g_trainer_keys, def, sizeof *def, msg, sizeof msg))
+    return ds__puterr(err, errlen, DS_ERR_RANGE, "%s", !strncmp(msg, "trainer: ", 9) ? msg + 9 : msg);
   if (def->method < 0 || def->method > DS_METHOD_CEM)
-    return ds__puterr(err, errlen, DS_ERR_RANGE, "trainer: unknown method %d", def->method);
-  if (def->policy < DS_POLICY_AUTO || def->policy > DS_POLICY_CONSTANT)
-    return ds__puterr(err, errlen, DS_ERR_RANGE, "controller.policy: unknown policy %d", def->policy);
+    return ds__puterr(err, errlen, DS_ERR_RANGE, "run.method: unknown method %d", def->method);
   if (def->mpc && def->method != DS_METHOD_IMAGE && def->method != DS_METHOD_STATE)
     return ds__puterr(err, errlen, DS_ERR_INVALID, "controller.mpc: MPC needs a gradient method (image or state), not %s",
                       ds_method_name(def->method));
-  if (def->mpc && (def->mpc_horizon < 0 || def->mpc_execute < 0 || def->mpc_inner < 1))
-    return ds__puterr(err, errlen, DS_ERR_RANGE, "controller: MPC horizon %d, execute %d (>= 0), inner %d (>= 1)",
-                      def->mpc_horizon, def->mpc_execute, def->mpc_inner);
-  if (def->max_backtracks < 0 || def->max_backtracks > 60)
-    return ds__puterr(err, errlen, DS_ERR_RANGE, "controller.max_backtracks: %d, expected 0..60", def->max_backtracks);
-  if (def->method == DS_METHOD_CEM &&
-      (def->cem_population < 2 || def->cem_elite < 1 || def->cem_elite > def->cem_population ||
-       !(def->cem_init_std >= 0) || !(def->cem_min_std >= 0)))
-    return ds__puterr(err, errlen, DS_ERR_RANGE,
-                      "controller: CEM population %d (>= 2), elite %d (1..population)", def->cem_population,
-                      def->cem_elite);
-  const dsOptimDef* o = &def->optim;
-  if (!(o->decay_factor > 0 && o->decay_factor <= 1))
+  if (def->method == DS_METHOD_CEM && def->cem_elite > def->cem_population)
+    return ds__puterr(err, errlen, DS_ERR_RANGE, "controller.elite: %d exceeds controller.population %d",
+                      def->cem_elite, def->cem_population);
+  if (!(def->optim.decay_factor > 0))
     return ds__puterr(err, errlen, DS_ERR_RANGE, "controller.decay_factor: expected a number in (0, 1], got %g",
-                      o->decay_factor);
-  if (!(o->momentum >= 0 && o->momentum < 1))
-    return ds__puterr(err, errlen, DS_ERR_RANGE, "controller.momentum: expected a number in [0, 1), got %g", o->momentum);
-  if (!(o->lr >= 0) || !isfinite(o->lr) || !(o->clip_norm >= 0) || o->decay_every < 0)
-    return ds__puterr(err, errlen, DS_ERR_RANGE, "controller: lr %g, clip %g (>= 0), decay_every %d (>= 0)", o->lr,
-                      o->clip_norm, o->decay_every);
+                      def->optim.decay_factor);
   return 0;
 }
 

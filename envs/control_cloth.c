@@ -92,18 +92,15 @@ static void defaults(dsEnvDef* d) {
   p->anchor = 1; /* gradSim places the grid by its corner */
 }
 
+/* ranges are the key table's; what they cannot express: */
 static int validate(const dsEnvDef* d, char* err, size_t errlen) {
   const dsControlClothParams* f = (const dsControlClothParams*)d->params.bytes;
-  if (!(f->particle_mass > 0))
-    return ds__puterr(err, errlen, DS_ERR_RANGE, "material.particle_mass: must be > 0, got %g", (double)f->particle_mass);
-  if (f->anchor < 0 || f->anchor > 1) return ds__puterr(err, errlen, DS_ERR_RANGE, "scene.anchor: unknown anchor");
   if (f->size_min < 1 || f->size_max < f->size_min)
-    return ds__puterr(err, errlen, DS_ERR_RANGE, "scene.size_max: must be >= scene.size_min (%d) >= 1, got %d",
+    return ds__puterr(err, errlen, DS_ERR_RANGE, "scene.size_max: must be >= env.scene.size_min (%d), got %d",
                       f->size_min, f->size_max);
   if (f->height_max < f->height_min)
-    return ds__puterr(err, errlen, DS_ERR_RANGE, "scene.height_max: must be >= scene.height_min (%g), got %g",
+    return ds__puterr(err, errlen, DS_ERR_RANGE, "scene.height_max: must be >= env.scene.height_min (%g), got %g",
                       (double)f->height_min, (double)f->height_max);
-  if (!(f->cell > 0)) return ds__puterr(err, errlen, DS_ERR_RANGE, "scene.cell: must be > 0");
   if (!(fabs((double)f->axis[0]) + fabs((double)f->axis[1]) + fabs((double)f->axis[2]) > 0))
     return ds__puterr(err, errlen, DS_ERR_RANGE, "scene.axis: must not be zero");
   return 0;

@@ -58,10 +58,9 @@ static void defaults(dsEnvDef* d) {
   p->gear.hub_radius = (dsReal)0.75;
 }
 
+/* ranges are the key table's; what they cannot express: */
 static int validate(const dsEnvDef* d, char* err, size_t errlen) {
   const dsControlFemParams* p = (const dsControlFemParams*)d->params.bytes;
-  if (!(p->density > 0))
-    return ds__puterr(err, errlen, DS_ERR_RANGE, "material.density: must be > 0, got %g", (double)p->density);
   if (!(p->gear.hub_radius > 0 && p->gear.hub_radius < p->gear.root_radius &&
         p->gear.root_radius < p->gear.outer_radius))
     return ds__puterr(err, errlen, DS_ERR_RANGE, "gear: radii must satisfy 0 < hub_radius < root_radius < outer_radius");

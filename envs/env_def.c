@@ -200,44 +200,34 @@ int ds__env_key_table(const dsEnvClass* cls, dsConfigKey* tab, int cap) {
 }
 
 /* ---- validation ------------------------------------------------------------------------ */
-static int finite3(const dsReal* v) { return isfinite(v[0]) && isfinite(v[1]) && isfinite(v[2]); }
-
-/* Constraints the per-key ranges cannot express (a definition made in code
- * never went through the ranges, so the basic ones are checked again). */
+/* Every key's type and range (the key table: the same check as a config
+ * file's), then what the ranges cannot express, then the class's own
+ * cross-field checks. Messages name the key path from "env.". */
 int ds__env_validate_def(const dsEnvDef* f, dsErrBuf* eb) {
   if (!f->cls) return ds__seterr(eb, DS_ERR_INVALID, "env: no environment class (unknown name?)");
-  if (!(f->dt > 0) || !isfinite(f->dt)) return ds__seterr(eb, DS_ERR_RANGE, "physics.dt: must be > 0, got %g", (double)f->dt);
-  if (f->substeps < 1) return ds__seterr(eb, DS_ERR_RANGE, "physics.substeps: must be >= 1, got %d", f->substeps);
-  if (f->control_interval < 1)
-    return ds__seterr(eb, DS_ERR_RANGE, "physics.control_interval: must be >= 1, got %d", f->control_interval);
-  if (f->render_interval < 1)
-    return ds__seterr(eb, DS_ERR_RANGE, "physics.render_interval: must be >= 1, got %d", f->render_interval);
-  if (f->checkpoint_every < 0)
-    return ds__seterr(eb, DS_ERR_RANGE, "physics.checkpoint_every: must be >= 0, got %d", f->checkpoint_every);
-  if (!finite3(f->gravity) || !finite3(f->start) || !finite3(f->velocity))
-    return ds__seterr(eb, DS_ERR_RANGE, "physics.gravity, scene.start, scene.velocity: must be finite");
+  dsConfigKey tab[DS__ENV_MAX_KEYS];
+  if (ds__env_key_table(f->cls, tab, DS__ENV_MAX_KEYS) < 0)
+    return ds__seterr(eb, DS_ERR_RANGE, "env: environment %s has too many keys", f->cls->name);
+  dsEnvParse p;
+  memset(&p, 0, sizeof p);
+  p.def = *f;
+  int rc = ds__cfg_check("env", "env", tab + 1, &p, sizeof p, eb);
+  if (rc) {
+    char msg[DS_ERRMSG_LEN];
+    const char* m = ds__errmsg(eb);
+    snprintf(msg, sizeof msg, "%s", !strncmp(m, "env: ", 5) ? m + 5 : m);
+    return ds__seterr(eb, DS_ERR_RANGE, "%s", msg);
+  }
   if (f->goal_x_max < f->goal_x_min)
-    return ds__seterr(eb, DS_ERR_RANGE, "goal.x_max: must be >= goal.x_min (%g), got %g", (double)f->goal_x_min,
+    return ds__seterr(eb, DS_ERR_RANGE, "env.goal.x_max: must be >= env.goal.x_min (%g), got %g", (double)f->goal_x_min,
                       (double)f->goal_x_max);
-  if (f->width < 1 || f->height < 1 || f->supersample < 1)
-    return ds__seterr(eb, DS_ERR_RANGE, "render: width, height and supersample must be >= 1");
-  if (!(f->sigma > 0) || !(f->gamma > 0)) return ds__seterr(eb, DS_ERR_RANGE, "render: sigma and gamma must be > 0");
-  if (!(f->cam_distance > 0)) return ds__seterr(eb, DS_ERR_RANGE, "camera.distance: must be > 0");
-  if (!(f->cam_near > 0) || !(f->cam_far > f->cam_near))
-    return ds__seterr(eb, DS_ERR_RANGE, "camera.far: must be > camera.near > 0");
-  if (f->obs_state < 0 || f->obs_state > 2) return ds__seterr(eb, DS_ERR_RANGE, "observation.state: unknown mode");
-  if (f->loss_kind < 0 || f->loss_kind > 2) return ds__seterr(eb, DS_ERR_RANGE, "loss.kind: unknown kind");
-  if (f->image_loss < 0 || f->image_loss > 2) return ds__seterr(eb, DS_ERR_RANGE, "loss.image: unknown kind");
-  if (f->loss_levels < 1 || f->loss_levels > DS_LOSS_MAX_LEVELS)
-    return ds__seterr(eb, DS_ERR_RANGE, "loss.levels: must be in [1, %d]", DS_LOSS_MAX_LEVELS);
-  if (!(f->loss_moments >= 0 && f->loss_moments <= 1e6))
-    return ds__seterr(eb, DS_ERR_RANGE, "loss.moments: must be in [0, 1e6]");
-  if (!(f->loss_moments_size >= 0 && f->loss_moments_size <= 1e6))
-    return ds__seterr(eb, DS_ERR_RANGE, "loss.moments_size: must be in [0, 1e6]");
+  if (!(f->cam_far > f->cam_near))
+    return ds__seterr(eb, DS_ERR_RANGE, "env.camera.far: must be > env.camera.near (%g), got %g", (double)f->cam_near,
+                      (double)f->cam_far);
   if (f->cls->validate) {
     char msg[DS_ERRMSG_LEN] = "";
-    int rc = f->cls->validate(f, msg, sizeof msg);
-    if (rc) return ds__seterr(eb, rc, "%s", msg[0] ? msg : ds_strerror(rc));
+    rc = f->cls->validate(f, msg, sizeof msg);
+    if (rc) return ds__seterr(eb, rc, "env.%s", msg[0] ? msg : ds_strerror(rc));
   }
   return 0;
 }
@@ -282,7 +272,7 @@ static int env_parse(const char* file, const char* text, dsEnvDef* def, dsErrBuf
   if (rc) {
     char msg[DS_ERRMSG_LEN];
     snprintf(msg, sizeof msg, "%s", ds__errmsg(eb));
-    return ds__seterr(eb, DS_ERR_CONFIG, "%s: env.%s", file, msg);
+    return ds__seterr(eb, DS_ERR_CONFIG, "%s: %s", file, msg);
   }
   *def = p.def;
   return 0;
@@ -339,6 +329,17 @@ int ds_config_set(const char* source, const char* section, const dsConfigKey* ke
   dsErrBuf eb;
   ds__clearerr(&eb);
   int rc = ds__cfg_set(source, section, keys, target, target_size, key, value, &eb);
+  if (rc && err && errlen) snprintf(err, errlen, "%s", ds__errmsg(&eb));
+  return rc;
+}
+
+int ds_config_check(const char* source, const char* section, const dsConfigKey* keys, const void* target,
+                    size_t target_size, char* err, size_t errlen) {
+  if (err && errlen) err[0] = '\0';
+  if (!source || !keys || !target) return DS_ERR_INVALID;
+  dsErrBuf eb;
+  ds__clearerr(&eb);
+  int rc = ds__cfg_check(source, section, keys, (void*)target, target_size, &eb);
   if (rc && err && errlen) snprintf(err, errlen, "%s", ds__errmsg(&eb));
   return rc;
 }

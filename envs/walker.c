@@ -39,13 +39,6 @@ static void defaults(dsEnvDef* d) {
   p->k_damp = 100;
 }
 
-static int validate(const dsEnvDef* d, char* err, size_t errlen) {
-  const dsWalkerParams* p = (const dsWalkerParams*)d->params.bytes;
-  if (!(p->particle_mass > 0))
-    return ds__puterr(err, errlen, DS_ERR_RANGE, "material.particle_mass: must be > 0, got %g", (double)p->particle_mass);
-  return 0;
-}
-
 static int build(dsEnv* e, dsBuilder* b) {
   const dsWalkerParams* p = (const dsWalkerParams*)e->def.params.bytes;
   dsMesh mesh;
@@ -84,7 +77,6 @@ const dsEnvClass ds__walker_class = {
     .params_size = sizeof(dsWalkerParams),
     .keys = keys,
     .defaults = defaults,
-    .validate = validate,
     .build = build,
     .action_size = action_size,
     .action_kind = DS_ACTION_PER_STEP,

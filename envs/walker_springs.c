@@ -39,13 +39,6 @@ static void defaults(dsEnvDef* d) {
   p->legs = 1;
 }
 
-static int validate(const dsEnvDef* d, char* err, size_t errlen) {
-  const dsWalkerSpringsParams* p = (const dsWalkerSpringsParams*)d->params.bytes;
-  if (!(p->particle_mass > 0))
-    return ds__puterr(err, errlen, DS_ERR_RANGE, "material.particle_mass: must be > 0, got %g", (double)p->particle_mass);
-  return 0;
-}
-
 /* walker-springs lattice: spacing 0.1 m, a body of 2 x 6 cells on two legs
  * of 1 x 2 cells (columns 0-1 and 5-6), feet at y = 0.02. Vertex (r, c)
  * exists for r >= 2 (body) or c in the leg columns. Springs: the edges of
@@ -115,7 +108,6 @@ const dsEnvClass ds__walker_springs_class = {
     .params_size = sizeof(dsWalkerSpringsParams),
     .keys = keys,
     .defaults = defaults,
-    .validate = validate,
     .build = build,
     .action_size = action_size,
     .action_kind = DS_ACTION_PER_STEP,

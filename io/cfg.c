@@ -384,6 +384,56 @@ done:
   return rc;
 }
 
+/* The current value of field f in target as a JSON value (for the messages
+ * and the range checks of apply); NULL for a type without a range. */
+static cJSON* current_value(const dsConfigKey* f, const char* target) {
+  const char* p = target + f->offset;
+  switch (f->type) {
+    case DS_KEY_REAL: return cJSON_CreateNumber((double)*(const dsReal*)p);
+    case DS_KEY_DOUBLE: return cJSON_CreateNumber(*(const double*)p);
+    case DS_KEY_INT: return cJSON_CreateNumber((double)*(const int*)p);
+    case DS_KEY_U64: return cJSON_CreateNumber((double)*(const uint64_t*)p);
+    case DS_KEY_BOOL: return *(const int*)p == 0 || *(const int*)p == 1 ? cJSON_CreateBool(*(const int*)p) : cJSON_CreateNumber(*(const int*)p);
+    case DS_KEY_VEC3: {
+      const dsReal* v = (const dsReal*)p;
+      const double d[3] = {(double)v[0], (double)v[1], (double)v[2]};
+      return cJSON_CreateDoubleArray(d, 3);
+    }
+    case DS_KEY_DVEC3: return cJSON_CreateDoubleArray((const double*)p, 3);
+    case DS_KEY_ENUM: {
+      /* the index as its name, or as a number when out of range */
+      const int idx = *(const int*)p;
+      const char* s = f->choices;
+      for (int i = 0; i < idx && s; i++) {
+        s = strchr(s, '|');
+        if (s) s++;
+      }
+      if (idx < 0 || !s || !*s) return cJSON_CreateNumber(idx);
+      char name[64];
+      const char* bar = strchr(s, '|');
+      snprintf(name, sizeof name, "%.*s", (int)(bar ? (size_t)(bar - s) : strlen(s)), s);
+      return cJSON_CreateString(name);
+    }
+    default: return NULL; /* strings and lists: written only through apply */
+  }
+}
+
+int ds__cfg_check(const char* source, const char* section, const dsConfigKey* fields, const void* target,
+                  size_t target_size, dsErrBuf* eb) {
+  char* scratch = (char*)ds__malloc(target_size);
+  if (!scratch) return ds__seterr(eb, DS_ERR_NOMEM, "%s: out of memory", source);
+  memcpy(scratch, target, target_size);
+  Ctx c = {source, section ? section : "", fields, scratch, eb};
+  int rc = DS_OK;
+  for (const dsConfigKey* f = fields; f->path && !rc; f++) {
+    cJSON* v = current_value(f, (const char*)target);
+    if (v) rc = apply(&c, f, f->path, v); /* the same checks as a value read from a file */
+    cJSON_Delete(v);
+  }
+  ds__free(scratch);
+  return rc;
+}
+
 int ds__cfg_check_top(const char* file, const char* text, const char* allowed, dsErrBuf* eb) {
   int rc = DS_OK;
   cJSON* root = parse_json(file, text, eb, &rc);

@@ -45,6 +45,12 @@ int ds__cfg_check_top(const char* file, const char* text, const char* allowed, d
 int ds__cfg_set(const char* source, const char* section, const dsConfigKey* fields, void* target,
                 size_t target_size, const char* path, const char* value, dsErrBuf* eb);
 
+/* Check every value of target (a definition made in code) against the
+ * table, with the messages of a file ("SOURCE: section.key: expected a
+ * number in [0, 1e+12], got -5"); target is not changed. */
+int ds__cfg_check(const char* source, const char* section, const dsConfigKey* fields, const void* target,
+                  size_t target_size, dsErrBuf* eb);
+
 /* Read a whole file into a NUL-terminated buffer (ds__free it). Errors name
  * the file and the reason: DS_ERR_IO. */
 int ds__read_text_file(const char* path, char** text, size_t* len, dsErrBuf* eb);

@@ -81,6 +81,8 @@ typedef struct dsOptimDef {
 
 typedef struct dsOptim dsOptim;
 
+/* kind with lr 1e-2, Adam (0.9, 0.999, 1e-8), momentum 0.9 (SGD), no
+ * clipping, no decay. */
 DS_API dsOptimDef ds_default_optim_def(int kind);
 DS_API int ds_optim_create(const dsOptimDef* def, int n, dsOptim** out);
 DS_API void ds_optim_destroy(dsOptim* opt);

@@ -281,6 +281,10 @@ DS_API int ds_config_parse_section(const char* name, const char* text, const cha
  * config; messages read "SOURCE: section.key: expected ...". */
 DS_API int ds_config_set(const char* source, const char* section, const dsConfigKey* keys, void* target,
                          size_t target_size, const char* key, const char* value, char* err, size_t errlen);
+/* Check every value of a definition made in code against the table, with a
+ * config file's messages ("SOURCE: section.key: expected ..."). */
+DS_API int ds_config_check(const char* source, const char* section, const dsConfigKey* keys, const void* target,
+                           size_t target_size, char* err, size_t errlen);
 /* Read a whole text file (free it with ds_config_free_text). */
 DS_API int ds_config_read_file(const char* path, char** text, char* err, size_t errlen);
 DS_API void ds_config_free_text(char* text);
