@@ -22,6 +22,10 @@ int ds_cli_export(int argc, char** argv);
 int ds_cli_run(int argc, char** argv);
 int ds_cli_config(int argc, char** argv);
 
+/* Load a plugin (cli/plugin.c) for command cmd; DS_EXIT_OK or an exit code
+ * after printing why. */
+int ds_cli_load_plugin(const char* cmd, const char* path);
+
 /* 1 when argv[i] is --help or -h. */
 int ds_cli_is_help(const char* arg);
 

@@ -17,8 +17,8 @@
 
 static void usage(FILE* out) {
   fprintf(out,
-          "usage: dsim config [ENV-NAME|CONFIG]\n"
-          "       dsim config --keys [ENV-NAME]\n"
+          "usage: dsim config [--plugin FILE.so] [ENV-NAME|CONFIG]\n"
+          "       dsim config [--plugin FILE.so] --keys [ENV-NAME]\n"
           "\n"
           "Print the complete run config (sections env, controller, run; every key with its\n"
           "value): the defaults of ENV-NAME (default control-fem), or CONFIG with the keys it\n"
@@ -150,6 +150,13 @@ int ds_cli_config(int argc, char** argv) {
     }
     if (!strcmp(argv[i], "--keys")) {
       keys = 1;
+    } else if (!strcmp(argv[i], "--plugin")) {
+      if (i + 1 >= argc) {
+        fprintf(stderr, "dsim config: option '--plugin' needs a value\n");
+        return DS_EXIT_USAGE;
+      }
+      int rc = ds_cli_load_plugin("config", argv[++i]);
+      if (rc) return rc;
     } else if (argv[i][0] == '-') {
       fprintf(stderr, "dsim config: unknown option '%s'\nRun 'dsim config --help' for the options.\n", argv[i]);
       return DS_EXIT_USAGE;

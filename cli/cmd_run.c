@@ -66,7 +66,8 @@ static double now_s(void) {
 static void usage(FILE* out) {
   fprintf(out,
           "usage: dsim run [CONFIG|ENV-NAME] [--iterations N] [--method image|state|random|cem] [--mpc]\n"
-          "                [--lr X] [--seed S] [--threads T] [--out RUN.h5] [--set KEY=VALUE] [options]\n"
+          "                [--lr X] [--seed S] [--threads T] [--out RUN.h5] [--set KEY=VALUE]\n"
+          "                [--plugin FILE.so] [options]\n"
           "\n"
           "Optimise the controller of an environment against its goal and log the run.\n"
           "CONFIG is a JSON run config (sections env, controller, run); ENV-NAME (walker,\n"
@@ -94,6 +95,8 @@ static void usage(FILE* out) {
           "  --population K, --elite E           controller.population, .elite: CEM\n"
           "  --set KEY=VALUE any key, e.g. --set env.physics.substeps=600,\n"
           "                  --set controller.phases=4, --set run.seed=2\n"
+          "  --plugin FILE   load a shared object whose dsim_plugin_init() registers environment\n"
+          "                  classes (ds_env_register); its env.name then works like a bundled one\n"
           "\n"
           "Output: a progress bar on a terminal, else one line per iteration; then a summary\n"
           "(initial and final metric, best iteration, wall time). Ctrl-C stops after the\n"
@@ -214,7 +217,8 @@ static int parse_args(int argc, char** argv, RunArgs* a) {
     const Flag* f = NULL;
     for (size_t q = 0; q < NFLAGS; q++)
       if (!strcmp(flag, g_flags[q].flag)) f = &g_flags[q];
-    if (!f && strcmp(flag, "--set")) return usage_error("unknown option '%s'%s", flag, "");
+    const int plugin = !strcmp(flag, "--plugin");
+    if (!f && strcmp(flag, "--set") && !plugin) return usage_error("unknown option '%s'%s", flag, "");
     if (f && f->fixed) {
       if (val) return usage_error("%s: takes no value, got '%s'", flag, val);
       val = f->fixed;
@@ -222,7 +226,7 @@ static int parse_args(int argc, char** argv, RunArgs* a) {
       if (i + 1 >= argc) return usage_error("option '%s' needs a value%s", flag, "");
       val = argv[++i];
     }
-    int rc = f ? add_override(a, flag, f->section, f->key, val) : parse_set(a, val);
+    int rc = plugin ? ds_cli_load_plugin("run", val) : f ? add_override(a, flag, f->section, f->key, val) : parse_set(a, val);
     if (rc) return rc;
   }
   return DS_EXIT_OK;

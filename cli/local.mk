@@ -4,10 +4,18 @@
 # exports only the DS_API symbols. Bundled configs are looked up in the source
 # tree and the installed $(pkgdatadir)/configs (cli/cmd_run.c has the order).
 bin_PROGRAMS = dsim
-dsim_SOURCES = cli/main.c cli/cli.h cli/cmd_info.c cli/cmd_export.c cli/cmd_run.c cli/cmd_config.c
+dsim_SOURCES = cli/main.c cli/cli.h cli/cmd_info.c cli/cmd_export.c cli/cmd_run.c cli/cmd_config.c cli/plugin.c
+# --plugin objects resolve their ds_* references to this program
+dsim_LDFLAGS = $(AM_LDFLAGS) -export-dynamic
 dsim_LDADD = libdsim_core.la
 dsim_CPPFLAGS = $(AM_CPPFLAGS) -DDS_CONFIGS_SRCDIR='"$(abs_top_srcdir)/configs"' \
   -DDS_CONFIGS_DATADIR='"$(pkgdatadir)/configs"'
+# a plugin with a user-written env class (tests/hang_env.h) for test_run_cli.sh;
+# -rpath makes libtool build it shared although it is never installed
+check_LTLIBRARIES = tests/hang_plugin.la
+tests_hang_plugin_la_SOURCES = tests/hang_plugin.c tests/hang_env.h
+tests_hang_plugin_la_LDFLAGS = -module -avoid-version -shared -rpath $(abs_builddir)/tests
+tests_hang_plugin_la_LIBADD =
 check_PROGRAMS += tests/test_export_decode
 tests_test_export_decode_SOURCES = tests/test_export_decode.c
 TESTS += tests/test_cli.sh tests/test_run_cli.sh tests/test_export.sh

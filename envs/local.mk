@@ -16,5 +16,5 @@ bench_bench_env_SOURCES = bench/bench_env.c
 # A user-written env class registered through ds_env_register: registry,
 # config keys, gradients vs central differences, the trainer.
 check_PROGRAMS += tests/test_env_register
-tests_test_env_register_SOURCES = tests/test_env_register.c
+tests_test_env_register_SOURCES = tests/test_env_register.c tests/hang_env.h
 TESTS += tests/test_env_register

@@ -91,6 +91,29 @@ check "sgd, clip, decay" 0 "$DSIM" run "$W" --optimizer sgd --lr 0.5 --clip 0.1 
 expect "sgd decay" "lr 0.125"
 [ "$hdf5" = 1 ] && { "$DSIM" info "$dir/mpc.h5" | grep -q "method:     image-mpc" || { echo "FAIL: mpc log method"; fail=1; }; }
 
+# a user-written env class from a plugin (tests/hang_plugin.c) runs like a bundled one
+plug="$DS_BUILDDIR/tests/.libs/hang_plugin.so"
+cat >"$dir/hang.json" <<'JSON'
+{ "env": {"name": "hanging-spring", "material": {"mass": 0.4}},
+  "controller": {"strength": 20, "lr": 0.05},
+  "run": {"iterations": 8, "seed": 7} }
+JSON
+check "plugin: class unknown without it" 3 "$DSIM" run "$dir/hang.json" --out "$dir/hang0.h5"
+expect "plugin: class unknown without it" "env.name: unknown environment \"hanging-spring\""
+check "plugin: missing file" 3 "$DSIM" run "$dir/hang.json" --plugin "$dir/none.so"
+expect "plugin: missing file" "--plugin $dir/none.so: cannot load"
+if [ -f "$plug" ]; then
+  check "plugin: run" 0 "$DSIM" run "$dir/hang.json" --plugin "$plug" --out "$dir/hang.h5"
+  expect "plugin: run" "summary: hanging-spring image seed 7: 8 iterations, status completed"
+  check "plugin: its keys" 0 "$DSIM" config --plugin "$plug" --keys hanging-spring
+  expect "plugin: its keys" "env.material.spring_ke"
+  check "plugin: its key checked" 2 "$DSIM" run "$dir/hang.json" --plugin "$plug" --set env.material.mass=-1
+  expect "plugin: its key checked" "env.material.mass: expected a number in [1e-06, 1e+06], got -1"
+  [ "$hdf5" = 1 ] && { "$DSIM" info "$dir/hang.h5" | grep -q "env:        hanging-spring" || { echo "FAIL: plugin run log"; fail=1; }; }
+else
+  echo "plugin: $plug not built (shared libraries disabled?); plugin run not checked"
+fi
+
 # SIGINT after a few iterations: clean close, exit 130
 "$DSIM" run "$W" --iterations 1000000 --out "$dir/int.h5" >"$dir/int.txt" 2>&1 &
 pid=$!
