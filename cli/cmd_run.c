@@ -240,6 +240,7 @@ static int is_file(const char* p) {
 
 /* dst = a + b; -1 when it does not fit */
 static int join(char* dst, size_t n, const char* a, const char* b) {
+  if (!dst || !n) return -1;
   int k = snprintf(dst, n, "%s%s", a, b);
   return k < 0 || (size_t)k >= n ? -1 : 0;
 }

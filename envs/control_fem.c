@@ -6,8 +6,6 @@
  * |com - target|^2 / 3. */
 #include "config.h"
 
-#include <string.h>
-
 #include "envs/env_priv.h"
 
 #define P(f) offsetof(dsControlFemParams, f)
@@ -84,14 +82,13 @@ static int action_size(const dsEnv* e) { return e->m->ntet; }
 
 static void action_fwd(dsEnv* e, int step, int s, const dsReal* a) {
   (void)step, (void)s;
-  memcpy(e->d->act + e->m->ntri, a, (size_t)e->m->ntet * sizeof(dsReal));
+  ds__env_act_fwd(e, e->m->ntri, a);
 }
 
 static void action_bwd(dsEnv* e, int step, int s, const dsReal* a, const dsReal* adj_act, const dsReal* adj_fext,
                        dsReal* grad) {
   (void)step, (void)s, (void)a, (void)adj_fext;
-  const dsReal* at = adj_act + e->m->ntri;
-  for (int i = 0; i < e->adim; i++) grad[i] += at[i];
+  ds__env_act_bwd(e, e->m->ntri, adj_act, grad);
 }
 
 const dsEnvClass ds__control_fem_class = {

@@ -56,6 +56,14 @@ void ds__mesh_center(dsMesh* mesh) {
   ds_mesh_translate(mesh, c);
 }
 
+void ds__env_act_fwd(dsEnv* e, int first, const dsReal* a) {
+  memcpy(e->d->act + first, a, (size_t)e->adim * sizeof(dsReal));
+}
+
+void ds__env_act_bwd(const dsEnv* e, int first, const dsReal* adj_act, dsReal* grad) {
+  for (int i = 0; i < e->adim; i++) grad[i] += adj_act[first + i];
+}
+
 static dsReal total_mass(const dsModel* m) {
   double M = 0;
   for (int i = 0; i < m->nparticle; i++) M += m->mass[i];

@@ -7,8 +7,6 @@
  * substep 0 (goal: +2 m). */
 #include "config.h"
 
-#include <string.h>
-
 #include "envs/env_priv.h"
 
 #define P(f) offsetof(dsWalkerParams, f)
@@ -60,15 +58,14 @@ static int build(dsEnv* e, dsBuilder* b) {
 static int action_size(const dsEnv* e) { return e->m->ntri; }
 
 static void action_fwd(dsEnv* e, int step, int s, const dsReal* a) {
-  (void)step;
-  (void)s;
-  memcpy(e->d->act, a, (size_t)e->m->ntri * sizeof(dsReal));
+  (void)step, (void)s;
+  ds__env_act_fwd(e, 0, a);
 }
 
 static void action_bwd(dsEnv* e, int step, int s, const dsReal* a, const dsReal* adj_act, const dsReal* adj_fext,
                        dsReal* grad) {
   (void)step, (void)s, (void)a, (void)adj_fext;
-  for (int i = 0; i < e->adim; i++) grad[i] += adj_act[i];
+  ds__env_act_bwd(e, 0, adj_act, grad);
 }
 
 const dsEnvClass ds__walker_class = {

@@ -8,8 +8,6 @@
  * Metric: centre-of-mass displacement along x since substep 0 (goal +1 m). */
 #include "config.h"
 
-#include <string.h>
-
 #include "envs/env_priv.h"
 
 #define P(f) offsetof(dsWalkerSpringsParams, f)
@@ -89,17 +87,15 @@ static int build(dsEnv* e, dsBuilder* b) {
 
 static int action_size(const dsEnv* e) { return e->m->nspring; }
 
-/* the springs' activations follow the triangles' and tets' (none here) */
 static void action_fwd(dsEnv* e, int step, int s, const dsReal* a) {
   (void)step, (void)s;
-  memcpy(e->d->act + e->m->ntri + e->m->ntet, a, (size_t)e->m->nspring * sizeof(dsReal));
+  ds__env_act_fwd(e, e->m->ntri + e->m->ntet, a);
 }
 
 static void action_bwd(dsEnv* e, int step, int s, const dsReal* a, const dsReal* adj_act, const dsReal* adj_fext,
                        dsReal* grad) {
   (void)step, (void)s, (void)a, (void)adj_fext;
-  const dsReal* as = adj_act + e->m->ntri + e->m->ntet;
-  for (int i = 0; i < e->adim; i++) grad[i] += as[i];
+  ds__env_act_bwd(e, e->m->ntri + e->m->ntet, adj_act, grad);
 }
 
 const dsEnvClass ds__walker_springs_class = {
