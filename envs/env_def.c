@@ -100,9 +100,14 @@ static const dsConfigKey g_common[] = {
 
 const dsConfigKey* ds_env_common_keys(void) { return g_common; }
 
-/* The fields every class starts from (docs/scenes.md "Common settings"). */
+/* The fields every class starts from (docs/scenes.md "Common settings").
+ * Rendering, camera and loss defaults are the renderer's and the image
+ * loss's own (ds_default_render_settings, ds_default_camera,
+ * ds_default_loss_def): defined there once. */
 static void common_defaults(dsEnvDef* d) {
   memset(d, 0, sizeof *d);
+  const dsRenderSettings rs = ds_default_render_settings();
+  const dsLossDef ld = ds_default_loss_def();
   d->dt = (dsReal)(1.0 / 1920.0);
   d->substeps = 1920;
   d->control_interval = 32;
@@ -116,25 +121,26 @@ static void common_defaults(dsEnvDef* d) {
   d->contact_kf = 1e3;
   d->contact_mu = 0.5;
   d->contact_skin = 0.01;
-  d->width = d->height = 256;
-  d->supersample = 2;
-  d->sigma = 1e-5;
-  d->gamma = 1e-4;
+  d->width = rs.width;
+  d->height = rs.height;
+  d->supersample = rs.supersample;
+  d->sigma = rs.sigma;
+  d->gamma = rs.gamma;
   d->color[0] = d->color[1] = d->color[2] = 0.5;
-  d->ambient = 0.5;
-  d->directional = 0.5;
+  d->ambient = rs.ambient;
+  d->directional = rs.directional;
   d->cam_distance = 10;
   d->cam_elevation = 30;
-  d->cam_fov = 30;
-  d->cam_near = 1;
-  d->cam_far = 100;
+  d->cam_fov = rs.camera.fov_deg;
+  d->cam_near = rs.camera.znear;
+  d->cam_far = rs.camera.zfar;
   d->obs_state = DS_OBS_STATE_COM;
   d->obs_image = 0;
   d->loss_kind = DS_ENV_LOSS_IMAGE_LAST;
-  d->image_loss = DS_LOSS_MSE;
-  d->loss_levels = 1;
-  d->loss_moments = 0;
-  d->loss_moments_size = 1;
+  d->image_loss = ld.kind;
+  d->loss_levels = ld.levels;
+  d->loss_moments = ld.moments_weight;
+  d->loss_moments_size = ld.moments_size;
 }
 
 dsEnvDef ds_default_env_def(const char* name) {

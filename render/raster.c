@@ -82,7 +82,7 @@ typedef struct dsrFrame {
   int ortho;
 } dsrFrame;
 
-dsCamera ds_camera_default(void) {
+dsCamera ds_default_camera(void) {
   dsCamera c;
   memset(&c, 0, sizeof c);
   c.fov_deg = 30;
@@ -221,7 +221,7 @@ dsRenderSettings ds_default_render_settings(void) {
   s.ambient = (dsReal)0.5;
   s.directional = (dsReal)0.5;
   s.light_dir[1] = 1;
-  s.camera = ds_camera_default();
+  s.camera = ds_default_camera();
   return s;
 }
 

@@ -101,7 +101,7 @@ int main(void) {
 
   /* ---- camera ---- */
   {
-    dsCamera c = ds_camera_default();
+    dsCamera c = ds_default_camera();
     dsReal p[3] = {0, 0, 0}, ndc[3];
     CHECK_INT_EQ(ds_camera_look_at(&c, 10, 20, 90), DS_OK);
     CHECK_CLOSE(c.eye[0], 10 * cos(20 * DS_TEST_PI / 180), 1e-6, 0);

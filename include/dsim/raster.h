@@ -45,7 +45,7 @@ typedef struct dsCamera {
 
 /* Perspective, fov 30 deg, near 1, far 100, looking at the origin from
  * distance 13, elevation 30 deg, azimuth 0 (the gear scene). */
-DS_API dsCamera ds_camera_default(void);
+DS_API dsCamera ds_default_camera(void);
 
 /* eye = (d cos e sin a, d sin e, -d cos e cos a), at = origin, up = +y.
  * Angles in degrees. DS_ERR_INVALID for d <= 0 or when the view is
@@ -81,7 +81,7 @@ typedef struct dsRenderSettings {
 
 /* docs/scenes.md "Common rendering": 256 x 256, supersampling 2, sigma 1e-5,
  * gamma 1e-4, eps 1e-3, background (0,0,0,0), 0.5 ambient + 0.5
- * directional along +y, ds_camera_default(). */
+ * directional along +y, ds_default_camera(). */
 DS_API dsRenderSettings ds_default_render_settings(void);
 
 /* ---- meshes -------------------------------------------------------------- */
