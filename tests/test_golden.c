@@ -42,7 +42,7 @@ typedef struct Golden {
 } Golden;
 
 /* recorded with `tests/test_golden --print` */
-static const uint64_t kCanary = 0x846391e1e0c5fa26ull;
+static const uint64_t kCanary = 0xf213f80ee9c74f3dull;
 static const Golden kGolden[] = {
     {"walker", 0x5a2725b9e4d50a91ull, 0x8ef8778d001e1fe8ull, 0x2a264504222be28dull}, /* losses 3.3407765304726369 2.9609711219598309 2.4180959500128525 */
     {"control-fem", 0xce8239c8807db7efull, 0x4eaf22456b9c16a9ull, 0xa464602d21731997ull}, /* losses 14.782054293262059 11.365207324682389 5.9544609875507186 */
@@ -62,13 +62,22 @@ static uint64_t fnv(uint64_t h, const void* p, size_t n) {
   return h;
 }
 
-/* the libm functions the library calls, over a spread of arguments */
+/* the libm functions the library calls (sin, cos, tanh, exp, log, sqrt,
+ * acos, atan2, pow), over a spread of arguments; called through volatile
+ * pointers so that the compiler cannot fold, fuse (sincos) or vectorise
+ * them differently in one build than in another: the canary measures the
+ * libm, not this file's code generation */
+typedef double (*Fn1)(double);
+typedef double (*Fn2)(double, double);
+static Fn1 volatile f_sin = sin, f_cos = cos, f_tanh = tanh, f_exp = exp, f_log = log, f_sqrt = sqrt, f_acos = acos;
+static Fn2 volatile f_atan2 = atan2, f_pow = pow;
+
 static uint64_t canary(void) {
   uint64_t h = 0;
   for (int i = 1; i <= 2000; i++) {
     const double x = (i - 1000) * 0.01234567, y = i * 0.0097531;
-    const double v[] = {sin(x), cos(x), tanh(x), exp(x), log(y), sqrt(y), acos(x / 13), atan2(x, y), pow(y, 1.0 / 3),
-                        log1p(y), expm1(x / 4), cbrt(x)};
+    const double v[] = {f_sin(x), f_cos(x), f_tanh(x), f_exp(x), f_log(y), f_sqrt(y), f_acos(x / 13), f_atan2(x, y),
+                        f_pow(y, 1.0 / 3)};
     h = fnv(h, v, sizeof v);
   }
   return h;

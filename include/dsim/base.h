@@ -36,9 +36,13 @@ typedef double dsReal;
 /* ---- errors ---------------------------------------------------------------
  * Fallible functions return 0 (DS_OK) or one of these negative codes. The
  * details (file, key path, element, substep, value) are kept on the object
- * that failed and read with its last-error function. One list gives the
- * enum (one spelling: DS_ERR_<NAME>; success is DS_OK), ds_err_name() and
- * ds_strerror(). */
+ * that failed and read with its last-error function (ds_env_last_error,
+ * ds_trainer_last_error, ...). A call that has no object to keep them on (a
+ * create that failed, a parser, a reader filling a plain struct) writes them
+ * into the caller's (err, errlen) buffer, its last two arguments (err may be
+ * NULL). That is the one rule; there are no "_err" variants. One list gives
+ * the enum (one spelling: DS_ERR_<NAME>; success is DS_OK), ds_err_name()
+ * and ds_strerror(). */
 #define DS_ERRNO_ERRORS(X)                                                         \
   X(NOMEM,      -1,   "out of memory")                                          \
   X(INVALID,    -2,   "invalid argument")                                       \
