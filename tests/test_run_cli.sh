@@ -49,6 +49,9 @@ check "missing value" 2 "$DSIM" run "$W" --out;            expect "missing value
 check "decay factor out of range" 2 "$DSIM" run "$W" --decay-factor 1.5; expect "decay factor out of range" "controller.decay_factor: expected a number in [0, 1], got 1.5"
 check "set: unknown key" 2 "$DSIM" run "$W" --set env.physic.substeps=9; expect "set: unknown key" "did you mean \"env.physics.substeps\""
 check "set: bad value" 2 "$DSIM" run "$W" --set controller.phases=0; expect "set: bad value" "controller.phases: expected an integer in [1, 1024], got 0"
+check "set: applies" 0 "$DSIM" run "$W" --set run.iterations=2 --set env.physics.substeps=128 --set controller.phases=2 \
+  --out "$dir/set.h5"
+expect "set: applies" "2 iterations, 208 parameters"
 check "set: no section" 2 "$DSIM" run "$W" --set lr=3; expect "set: no section" "--set: expected SECTION.KEY=VALUE"
 check "config: unknown section" 3 "$DSIM" run "$dir/badsec.json"; expect "config: unknown section" "unknown section \"controler\" (did you mean \"controller\"?"
 check "two configs" 2 "$DSIM" run "$W" "$W";               expect "two configs" "unexpected argument"
