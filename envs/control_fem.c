@@ -80,15 +80,9 @@ static int build(dsEnv* e, dsBuilder* b) {
 
 static int action_size(const dsEnv* e) { return e->m->ntet; }
 
-static void action_fwd(dsEnv* e, int step, int s, const dsReal* a) {
-  (void)step, (void)s;
-  ds__env_act_fwd(e, e->m->ntri, a);
-}
-
-static void action_bwd(dsEnv* e, int step, int s, const dsReal* a, const dsReal* adj_act, const dsReal* adj_fext,
-                       dsReal* grad) {
-  (void)step, (void)s, (void)a, (void)adj_fext;
-  ds__env_act_bwd(e, e->m->ntri, adj_act, grad);
+/* the action is the engine's activation block from here */
+static int act_first(const dsEnv* e) {
+  return e->m->ntri;
 }
 
 const dsEnvClass ds__control_fem_class = {
@@ -101,7 +95,6 @@ const dsEnvClass ds__control_fem_class = {
     .build = build,
     .action_size = action_size,
     .action_kind = DS_ACTION_PER_STEP,
-    .action_fwd = action_fwd,
-    .action_bwd = action_bwd,
+    .act_first = act_first,
     .metric_kind = DS_METRIC_TARGET,
 };

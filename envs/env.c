@@ -7,9 +7,9 @@
  * control_cloth.c, walker_springs.c; registry in envs/env_def.c).
  *
  * Forward. Step k covers substeps [kC, min((k+1)C, T)) with the action held:
- * before each substep s the class's action_fwd writes it into the data
- * (activations, external forces or, for an initial action, the state at
- * s = 0). After substep s
+ * before each substep s it is written into the data: into the class's block
+ * of activations (act_first) or by the class's action_fwd (external forces
+ * or, for an initial action, the state at s = 0). After substep s
  * the state is x_{s}; a frame is rendered at every scheduled s (0 at reset)
  * and its image loss l_f = loss(render(x_s), goal) kept; the positions of
  * frames and step ends are kept so backward can re-render (images are not
@@ -22,8 +22,9 @@
  * into d->adj_x / d->adj_v right after the pop that made them the adjoints
  * of state s; frames are re-rendered from the kept positions and
  * backpropagated through ds_raster_backward. dL/d(action of step k) is the
- * sum over the step's substeps of what the class's action_bwd takes from the
- * engine's adjoints after each pop (dL/d(act), dL/d(f_ext), dL/d(state)).
+ * sum over the step's substeps, after each pop, of the same block of the
+ * engine's dL/d(act), or of what the class's action_bwd takes from the
+ * engine's adjoints (dL/d(act), dL/d(f_ext), dL/d(state)).
  *
  * Centre of mass: com = sum_i m_i x_i / M, so dcom/dx_i = m_i/M and
  * dcom/dm_i = (x_i - com)/M (added to the particle.mass gradient). */
@@ -56,12 +57,22 @@ void ds__mesh_center(dsMesh* mesh) {
   ds_mesh_translate(mesh, c);
 }
 
-void ds__env_act_fwd(dsEnv* e, int first, const dsReal* a) {
-  memcpy(e->d->act + first, a, (size_t)e->adim * sizeof(dsReal));
+/* The action into the data before substep s, and its adjoint after the pop
+ * of substep s: an activation block (cls->act_first) or the class's hooks. */
+static void action_fwd(dsEnv* e, int k, int s, const dsReal* a) {
+  if (e->cls->act_first)
+    memcpy(e->d->act + e->cls->act_first(e), a, (size_t)e->adim * sizeof(dsReal));
+  else
+    e->cls->action_fwd(e, k, s, a);
 }
 
-void ds__env_act_bwd(const dsEnv* e, int first, const dsReal* adj_act, dsReal* grad) {
-  for (int i = 0; i < e->adim; i++) grad[i] += adj_act[first + i];
+static void action_bwd(dsEnv* e, int k, int s, const dsReal* a, dsReal* grad) {
+  if (e->cls->act_first) {
+    const dsReal* adj = e->adj_act + e->cls->act_first(e);
+    for (int i = 0; i < e->adim; i++) grad[i] += adj[i];
+  } else {
+    e->cls->action_bwd(e, k, s, a, e->adj_act, e->adj_fext, grad);
+  }
 }
 
 static dsReal total_mass(const dsModel* m) {
@@ -516,7 +527,7 @@ int ds_env_step(dsEnv* e, const dsReal* action, dsReal* obs, dsReal* image, dsRe
   dsReal r = 0;
   int rc = 0;
   for (int s = s0; s < s1; s++) {
-    e->cls->action_fwd(e, k, s, action);
+    action_fwd(e, k, s, action);
     rc = ds_step(m, d);
     if (rc) {
       e->failed = 1;
@@ -664,7 +675,7 @@ static int env_backward(dsEnv* e, const BwdSpec* sp, int first, dsReal* grad_act
     const int k = s / e->C;
     dsReal* ga = grad_actions ? grad_actions + (size_t)k * A : NULL;
     if (!ga) memset(e->sink, 0, (size_t)A * sizeof(dsReal)); /* dL/da nobody asked for */
-    e->cls->action_bwd(e, k, s, e->actions + (size_t)k * A, e->adj_act, e->adj_fext, ga ? ga : e->sink);
+    action_bwd(e, k, s, e->actions + (size_t)k * A, ga ? ga : e->sink);
     rc = add_terms(e, sp, s, t, nf);
     if (rc) return rc;
   }

@@ -25,7 +25,7 @@ static int g_nclass = 4;
 
 int ds_env_register(const dsEnvClass* c) {
   if (!c || !c->name || !c->name[0] || strlen(c->name) >= sizeof(((dsEnvParse*)0)->name) || !c->defaults ||
-      !c->build || !c->action_size || !c->action_fwd || !c->action_bwd || c->params_size > DS_ENV_PARAMS_MAX ||
+      !c->build || !c->action_size || (!c->act_first && (!c->action_fwd || !c->action_bwd)) || c->params_size > DS_ENV_PARAMS_MAX ||
       (c->action_kind != DS_ACTION_PER_STEP && c->action_kind != DS_ACTION_INITIAL) ||
       (c->metric_kind != DS_METRIC_TARGET && c->metric_kind != DS_METRIC_DISPLACEMENT) || (!c->create != !c->destroy))
     return DS_ERR_INVALID;
@@ -239,7 +239,7 @@ int ds__env_validate_def(const dsEnvDef* f, dsErrBuf* eb) {
 }
 
 /* ---- parsing ------------------------------------------------------------------------------ */
-static int class_names(char* out, size_t n) {
+static void class_names(char* out, size_t n) {
   size_t k = 0;
   out[0] = '\0';
   for (int i = 0; i < g_nclass; i++) {
@@ -247,7 +247,6 @@ static int class_names(char* out, size_t n) {
     if (w < 0 || (size_t)w >= n - k) break;
     k += (size_t)w;
   }
-  return 0;
 }
 
 static int env_parse(const char* file, const char* text, dsEnvDef* def, dsErrBuf* eb) {

@@ -69,13 +69,6 @@ int ds__env_validate_def(const dsEnvDef* def, dsErrBuf* eb);
 /* The registered bundled classes (envs/walker.c, ...). */
 extern const dsEnvClass ds__walker_class, ds__control_fem_class, ds__control_cloth_class, ds__walker_springs_class;
 
-/* Actions that are the engine's activations of one element kind (walker:
- * triangles, control-fem: tets, walker-springs: springs): the block
- * [first, first + action size) of d->act, held over the step; the adjoint
- * is the same block of dL/d(act). */
-void ds__env_act_fwd(dsEnv* e, int first, const dsReal* a);
-void ds__env_act_bwd(const dsEnv* e, int first, const dsReal* adj_act, dsReal* grad);
-
 /* Centre of mass of positions x (mass-weighted). */
 void ds__env_com(const dsModel* m, const dsReal* x, dsReal c[3]);
 /* Translate a mesh so that its vertex centroid is at the origin. */

@@ -87,15 +87,9 @@ static int build(dsEnv* e, dsBuilder* b) {
 
 static int action_size(const dsEnv* e) { return e->m->nspring; }
 
-static void action_fwd(dsEnv* e, int step, int s, const dsReal* a) {
-  (void)step, (void)s;
-  ds__env_act_fwd(e, e->m->ntri + e->m->ntet, a);
-}
-
-static void action_bwd(dsEnv* e, int step, int s, const dsReal* a, const dsReal* adj_act, const dsReal* adj_fext,
-                       dsReal* grad) {
-  (void)step, (void)s, (void)a, (void)adj_fext;
-  ds__env_act_bwd(e, e->m->ntri + e->m->ntet, adj_act, grad);
+/* the action is the engine's activation block from here */
+static int act_first(const dsEnv* e) {
+  return e->m->ntri + e->m->ntet;
 }
 
 const dsEnvClass ds__walker_springs_class = {
@@ -107,7 +101,6 @@ const dsEnvClass ds__walker_springs_class = {
     .build = build,
     .action_size = action_size,
     .action_kind = DS_ACTION_PER_STEP,
-    .action_fwd = action_fwd,
-    .action_bwd = action_bwd,
+    .act_first = act_first,
     .metric_kind = DS_METRIC_DISPLACEMENT,
 };

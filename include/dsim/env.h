@@ -189,8 +189,14 @@ struct dsEnvClass {
   /* Action values per step, for the built model. */
   int (*action_size)(const dsEnv* env);
   int action_kind;         /* dsActionKind */
-  /* Apply action (held over step `step`) before substep s: write the data's
-   * activations, external forces or state. Must not allocate. */
+  /* The common case: the action is a block of the engine's activations
+   * ([tri | tet | spring]; walker: the triangles', control-fem: the tets',
+   * walker-springs: the springs'). act_first gives the block's first index;
+   * the env then writes the action there and takes its adjoint from the same
+   * block of dL/d(act), and action_fwd / action_bwd stay NULL. */
+  int (*act_first)(const dsEnv* env);
+  /* Otherwise: apply action (held over step `step`) before substep s: write
+   * the data's activations, external forces or state. Must not allocate. */
   void (*action_fwd)(dsEnv* env, int step, int s, const dsReal* action);
   /* After substep s was popped in backward: grad (action_size values, the
    * step's row) += d(loss)/d(action) through substep s, from adj_act
