@@ -22,6 +22,13 @@ int ds_cli_export(int argc, char** argv);
 int ds_cli_run(int argc, char** argv);
 int ds_cli_config(int argc, char** argv);
 
+struct dsEnvDef;
+struct dsTrainerDef;
+struct dsRunDef;
+/* The complete run config of the three definitions (every key) as JSON
+ * (cli/cmd_config.c; free() it); NULL when out of memory. */
+char* ds_cli_config_json(const struct dsEnvDef* def, const struct dsTrainerDef* td, const struct dsRunDef* rd);
+
 /* Load a plugin (cli/plugin.c) for command cmd; DS_EXIT_OK or an exit code
  * after printing why. */
 int ds_cli_load_plugin(const char* cmd, const char* path);

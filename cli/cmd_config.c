@@ -87,6 +87,34 @@ static int print_keys(const char* name) {
   return DS_EXIT_OK;
 }
 
+char* ds_cli_config_json(const dsEnvDef* def, const dsTrainerDef* td, const dsRunDef* rd) {
+  const int n = ds_env_def_to_json(def, NULL, 0);
+  const int nc = ds_config_write_section(ds_trainer_keys(), td, 4, NULL, 0);
+  const int nr = ds_config_write_section(ds_run_keys(), rd, 4, NULL, 0);
+  if (n < 0 || nc < 0 || nr < 0) return NULL;
+  char* env = (char*)malloc((size_t)n + 1);
+  char* ctrl = (char*)malloc((size_t)nc + 1);
+  char* run = (char*)malloc((size_t)nr + 1);
+  const size_t total = (size_t)n + (size_t)nc + (size_t)nr + 64;
+  char* out = (char*)malloc(total);
+  if (env && ctrl && run && out) {
+    ds_env_def_to_json(def, env, (size_t)n + 1);
+    ds_config_write_section(ds_trainer_keys(), td, 4, ctrl, (size_t)nc + 1);
+    ds_config_write_section(ds_run_keys(), rd, 4, run, (size_t)nr + 1);
+    /* env's text ends in "\n  }\n}\n": continue the object after its section */
+    char* tail = strstr(env, "\n  }\n}\n");
+    if (tail) tail[4] = '\0';
+    snprintf(out, total, "%s,\n  \"controller\": {%s\n  },\n  \"run\": {%s\n  }\n}\n", env, ctrl, run);
+  } else {
+    free(out);
+    out = NULL;
+  }
+  free(env);
+  free(ctrl);
+  free(run);
+  return out;
+}
+
 static int print_config(const char* arg) {
   char err[1024];
   dsEnvDef def;
@@ -111,32 +139,13 @@ static int print_config(const char* arg) {
       return DS_EXIT_USAGE;
     }
   }
-  int n = ds_env_def_to_json(&def, NULL, 0);
-  char* env = n > 0 ? (char*)malloc((size_t)n + 1) : NULL;
-  char* ctrl = NULL;
-  char* run = NULL;
-  int nc = ds_config_write_section(ds_trainer_keys(), &td, 4, NULL, 0);
-  int nr = ds_config_write_section(ds_run_keys(), &rd, 4, NULL, 0);
-  if (env && nc > 0 && nr > 0) {
-    ctrl = (char*)malloc((size_t)nc + 1);
-    run = (char*)malloc((size_t)nr + 1);
-  }
-  if (!env || !ctrl || !run) {
+  char* json = ds_cli_config_json(&def, &td, &rd);
+  if (!json) {
     fprintf(stderr, "dsim config: out of memory\n");
-    free(env);
-    free(ctrl);
     return DS_EXIT_FAILURE;
   }
-  ds_env_def_to_json(&def, env, (size_t)n + 1);
-  ds_config_write_section(ds_trainer_keys(), &td, 4, ctrl, (size_t)nc + 1);
-  ds_config_write_section(ds_run_keys(), &rd, 4, run, (size_t)nr + 1);
-  /* env's text ends in "\n  }\n}\n": continue the object after its section */
-  char* tail = strstr(env, "\n  }\n}\n");
-  if (tail) tail[4] = '\0';
-  printf("%s,\n  \"controller\": {%s\n  },\n  \"run\": {%s\n  }\n}\n", env, ctrl, run);
-  free(env);
-  free(ctrl);
-  free(run);
+  fputs(json, stdout);
+  free(json);
   return DS_EXIT_OK;
 }
 

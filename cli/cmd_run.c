@@ -305,6 +305,7 @@ static void fmt_time(double s, char* buf, size_t n) {
 typedef struct Run {
   char path[4096];      /* the config file */
   char* text;           /* its text */
+  char* resolved;       /* the complete config with the command line's keys applied */
   dsEnv* env;
   dsTrainerDef td;
   dsRunDef rd;
@@ -381,7 +382,14 @@ static int setup(const RunArgs* a, Run* r) {
   }
   if (r->rd.threads > 0) ds_set_num_threads(r->rd.threads);
   r->nthreads = ds_get_max_threads();
-  rc = a->nov ? ds_env_create(&ed, &r->env, err, sizeof err) : ds_env_create_from_text(r->path, r->text, &r->env, err, sizeof err);
+  /* the log keeps the config the run resolved to (every key, flags applied):
+   * a rerun from it repeats the run */
+  r->resolved = ds_cli_config_json(&ed, &r->td, &r->rd);
+  if (!r->resolved) {
+    fprintf(stderr, "dsim run: out of memory\n");
+    return DS_EXIT_FAILURE;
+  }
+  rc = ds_env_create(&ed, &r->env, err, sizeof err);
   if (rc) {
     fprintf(stderr, "dsim run: %s\n", err);
     return rc == DS_ERR_NOMEM ? DS_EXIT_FAILURE : DS_EXIT_INPUT;
@@ -409,7 +417,7 @@ static int setup(const RunArgs* a, Run* r) {
   r->np = ds_trainer_num_params(r->tr);
   r->nlog = r->np < RUN_MAX_LOGGED_PARAMS ? r->np : RUN_MAX_LOGGED_PARAMS;
   dsRunLogDef ld = ds_default_runlog_def();
-  ld.config_text = r->text;
+  ld.config_text = r->resolved;
   ld.env = ds_env_name(r->env);
   ld.method = r->mname;
   ld.seed = r->td.seed;
@@ -576,6 +584,7 @@ static void cleanup(Run* r) {
   ds_trainer_destroy(r->tr);
   ds_env_destroy(r->env);
   ds_config_free_text(r->text);
+  free(r->resolved);
   free(r->best_act);
   free(r->last_act);
 }

@@ -19,6 +19,17 @@ int ds_cli_load_plugin(const char* cmd, const char* path) {
     fprintf(stderr, "dsim %s: --plugin %s: cannot load: %s\n", cmd, path, dlerror());
     return DS_EXIT_INPUT;
   }
+  const int* abi = (const int*)dlsym(h, "dsim_plugin_abi");
+  if (!abi || *abi != ds_plugin_abi()) {
+    if (abi)
+      fprintf(stderr, "dsim %s: --plugin %s: built against other dsim headers (ABI %d, this dsim %d); rebuild it\n", cmd,
+              path, *abi, ds_plugin_abi());
+    else
+      fprintf(stderr, "dsim %s: --plugin %s: no dsim_plugin_abi (define it: const int dsim_plugin_abi = DS_PLUGIN_ABI;)\n",
+              cmd, path);
+    dlclose(h);
+    return DS_EXIT_INPUT;
+  }
   int (*init)(void) = NULL;
   *(void**)&init = dlsym(h, "dsim_plugin_init"); /* object to function pointer: POSIX's way */
   if (!init) {

@@ -35,6 +35,8 @@ int ds_env_register(const dsEnvClass* c) {
   return 0;
 }
 
+int ds_plugin_abi(void) { return DS_PLUGIN_ABI; }
+
 const dsEnvClass* ds_env_class_find(const char* name) {
   if (!name) return NULL;
   for (int i = 0; i < g_nclass; i++)

@@ -6,5 +6,7 @@
 #include "tests/hang_env.h"
 
 /* The entry point dsim looks up: register the classes, return 0 or a code. */
+DS_API extern const int dsim_plugin_abi;
+DS_API const int dsim_plugin_abi = DS_PLUGIN_ABI; /* the headers it was built with */
 DS_API int dsim_plugin_init(void);
 DS_API int dsim_plugin_init(void) { return ds_env_register(&hang_class); }

@@ -52,6 +52,17 @@ check "set: bad value" 2 "$DSIM" run "$W" --set controller.phases=0; expect "set
 check "set: applies" 0 "$DSIM" run "$W" --set run.iterations=2 --set env.physics.substeps=128 --set controller.phases=2 \
   --out "$dir/set.h5"
 expect "set: applies" "2 iterations, 208 parameters"
+# the log keeps the resolved config (flags applied): a rerun from it repeats the run
+if [ "$hdf5" = 1 ] && /usr/bin/env python3 -c "import h5py" 2>/dev/null; then
+  python3 -c "import h5py, sys; d = h5py.File(sys.argv[1], 'r')['/config'][()]; \
+open(sys.argv[2], 'wb').write(d if isinstance(d, bytes) else d.encode())" "$dir/set.h5" "$dir/resolved.json"
+  check "resolved config rerun" 0 "$DSIM" run "$dir/resolved.json" --out "$dir/set2.h5"
+  expect "resolved config rerun" "2 iterations, 208 parameters"
+  "$DSIM" run "$W" --set run.iterations=2 --set env.physics.substeps=128 --set controller.phases=2 --out "$dir/set3.h5" \
+    | grep '^  loss:' >"$dir/loss_a.txt"
+  "$DSIM" run "$dir/resolved.json" --out "$dir/set4.h5" | grep '^  loss:' >"$dir/loss_b.txt"
+  cmp -s "$dir/loss_a.txt" "$dir/loss_b.txt" || { echo "FAIL: rerun from the logged config differs"; fail=1; }
+fi
 check "set: no section" 2 "$DSIM" run "$W" --set lr=3; expect "set: no section" "--set: expected SECTION.KEY=VALUE"
 check "config: unknown section" 3 "$DSIM" run "$dir/badsec.json"; expect "config: unknown section" "unknown section \"controler\" (did you mean \"controller\"?"
 check "two configs" 2 "$DSIM" run "$W" "$W";               expect "two configs" "unexpected argument"

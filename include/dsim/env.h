@@ -216,8 +216,20 @@ struct dsEnvClass {
   void (*target)(const dsEnv* env, dsReal target[3]);
 };
 
+/* A plugin (`dsim run --plugin FILE.so`) exports, besides its
+ *   DS_API int dsim_plugin_init(void);   (registers its classes)
+ *   DS_API const int dsim_plugin_abi = DS_PLUGIN_ABI;
+ * so that dsim refuses one built against headers with another layout of the
+ * class or definition structs. DS_ENV_ABI_VERSION is raised by hand with any
+ * change of their meaning; a change of their size shows by itself. */
+#define DS_ENV_ABI_VERSION 1
+#define DS_PLUGIN_ABI \
+  (DS_ENV_ABI_VERSION * 1000000 + (int)sizeof(dsEnvClass) * 1000 + (int)(sizeof(dsEnvDef) % 1000))
+/* The value this library expects (what dsim compares a plugin's with). */
+DS_API int ds_plugin_abi(void);
+
 /* Registers cls (kept by pointer: static storage). DS_ERR_INVALID for a
- * missing name or hook, or params_size over DS_ENV_PARAMS_MAX; DS_ERR_STATE
+ * missing name or hook (act_first, or both action_fwd and action_bwd), or params_size over DS_ENV_PARAMS_MAX; DS_ERR_STATE
  * when the name is taken. Not thread-safe: register before creating envs. */
 DS_API int ds_env_register(const dsEnvClass* cls);
 DS_API const dsEnvClass* ds_env_class_find(const char* name);   /* NULL when unknown */
