@@ -2,9 +2,16 @@
  * replaceable allocator, the log hook and thread-count wrappers. */
 #include "config.h"
 
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 #ifdef _OPENMP
 #  include <omp.h>
 #endif
@@ -147,6 +154,106 @@ const char* ds_version_string(void) { return DS_VERSION_STRING; }
 
 int ds_version_number(void) {
   return DS_VERSION_MAJOR * 10000 + DS_VERSION_MINOR * 100 + DS_VERSION_PATCH;
+}
+
+/* ---- memory bound ------------------------------------------------------------ */
+int ds_parse_size(const char* text, size_t* bytes) {
+  if (!text || !bytes) return DS_ERR_INVALID;
+  const char* p = text;
+  while (isspace((unsigned char)*p)) p++;
+  if (!*p || *p == '-' || *p == '+') return DS_ERR_PARSE;
+  char* end = NULL;
+  errno = 0;
+  double v = strtod(p, &end);
+  if (end == p || errno == ERANGE || !isfinite(v)) return end == p ? DS_ERR_PARSE : DS_ERR_RANGE;
+  double mult = 1;
+  switch (toupper((unsigned char)*end)) {
+    case 'K': mult = 1024.0; end++; break;
+    case 'M': mult = 1024.0 * 1024; end++; break;
+    case 'G': mult = 1024.0 * 1024 * 1024; end++; break;
+    case 'T': mult = 1024.0 * 1024 * 1024 * 1024; end++; break;
+    default: break;
+  }
+  if (mult > 1 && toupper((unsigned char)end[0]) == 'I' && toupper((unsigned char)end[1]) == 'B') end += 2;
+  else if (toupper((unsigned char)*end) == 'B') end++;
+  while (isspace((unsigned char)*end)) end++;
+  if (*end) return DS_ERR_PARSE;
+  v *= mult;
+  if (!(v >= 1) || v >= 18446744073709551615.0 || v > (double)SIZE_MAX) return DS_ERR_RANGE;
+  *bytes = (size_t)v;
+  return DS_OK;
+}
+
+const char* ds_format_size(size_t bytes, char* buf, size_t buflen) {
+  static const char* const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  double v = (double)bytes;
+  int u = 0;
+  while (v >= 1024 && u < 5) {
+    v /= 1024;
+    u++;
+  }
+  if (u == 0)
+    snprintf(buf, buflen, "%zu B", bytes);
+  else
+    snprintf(buf, buflen, v < 10 ? "%.2f %s" : v < 100 ? "%.1f %s" : "%.0f %s", v, units[u]);
+  return buf;
+}
+
+/* Three quarters of the machine's memory (the rest for the system and other
+ * processes), lowered by the cgroup (v2 or v1) limit and RLIMIT_AS. */
+static const char* g_memory_source = "";
+
+static size_t default_memory_limit(void) {
+  size_t lim = SIZE_MAX;
+  g_memory_source = "3/4 of physical memory";
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  if (pages > 0 && page > 0 && (double)pages * (double)page < (double)SIZE_MAX) lim = (size_t)pages * (size_t)page;
+  static const char* const cgroup_files[] = {"/sys/fs/cgroup/memory.max",
+                                             "/sys/fs/cgroup/memory/memory.limit_in_bytes"};
+  for (size_t i = 0; i < sizeof cgroup_files / sizeof cgroup_files[0]; i++) {
+    FILE* fp = fopen(cgroup_files[i], "r");
+    if (!fp) continue;
+    unsigned long long v = 0;
+    if (fscanf(fp, "%llu", &v) == 1 && v > 0 && v < lim) { /* "max" does not scan */
+      lim = (size_t)v;
+      g_memory_source = "3/4 of the cgroup memory limit";
+    }
+    fclose(fp);
+  }
+  if (lim != SIZE_MAX) lim = lim / 4 * 3;
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < lim) {
+    lim = (size_t)rl.rlim_cur;
+    g_memory_source = "RLIMIT_AS";
+  }
+  return lim;
+}
+
+static _Atomic size_t g_memory_limit; /* 0: not yet determined */
+
+size_t ds_memory_limit(void) {
+  size_t v = atomic_load(&g_memory_limit);
+  if (v) return v;
+  const char* env = getenv("DSIM_MAX_MEMORY");
+  size_t b = 0;
+  if (env && *env && ds_parse_size(env, &b) == DS_OK) {
+    v = b;
+    g_memory_source = "DSIM_MAX_MEMORY";
+  } else {
+    v = default_memory_limit();
+  }
+  atomic_store(&g_memory_limit, v);
+  return v;
+}
+
+void ds_set_memory_limit(size_t bytes) {
+  atomic_store(&g_memory_limit, bytes);
+  g_memory_source = bytes ? "set by the program" : "";
+}
+
+const char* ds_memory_limit_source(void) {
+  ds_memory_limit();
+  return g_memory_source;
 }
 
 void ds_set_num_threads(int n) {

@@ -64,19 +64,11 @@ void ds_data_free(dsData* d) {
   ds__free(d);
 }
 
-int ds_data_create(const dsModel* m, const dsDataDef* def, dsData** out) {
-  if (!m || !out) return DS_ERR_INVALID;
-  *out = NULL;
+/* The sizes of a data for def (no allocation); DS_ERR_INVALID for a bad def. */
+static int data_layout(const dsModel* m, const dsDataDef* def, dsData* d) {
   dsDataDef dd = def ? *def : ds_default_data_def();
   if (dd.max_substeps < 0 || dd.checkpoint_every < 0 || dd.act_records < 0 || dd.fext_records < 0)
     return DS_ERR_INVALID;
-  dsData* d = (dsData*)ds__calloc(1, sizeof *d);
-  if (!d) return DS_ERR_NOMEM;
-  d->err_ = ds__calloc(1, sizeof(dsErrBuf));
-  if (!d->err_) {
-    ds__free(d);
-    return DS_ERR_NOMEM;
-  }
   int T = dd.max_substeps, K = dd.checkpoint_every > 1 ? dd.checkpoint_every : 1;
   if (K > T && T > 0) K = T;
   d->max_substeps = T;
@@ -86,6 +78,30 @@ int ds_data_create(const dsModel* m, const dsDataDef* def, dsData** out) {
   d->act_cap = (T == 0 || m->nact == 0) ? 0 : (dd.act_records ? (dd.act_records < T ? dd.act_records : T) : T);
   d->fext_cap = T == 0 ? 0 : (dd.fext_records ? (dd.fext_records < T ? dd.fext_records : T) : T);
   d->arena_size = dd.arena_bytes ? dd.arena_bytes : ds__arena_need(m);
+  return DS_OK;
+}
+
+size_t ds_data_bytes_needed(const dsModel* m, const dsDataDef* def) {
+  dsData d;
+  memset(&d, 0, sizeof d);
+  if (!m || data_layout(m, def, &d)) return 0;
+  return ds_data_bytes(m, &d);
+}
+
+int ds_data_create(const dsModel* m, const dsDataDef* def, dsData** out) {
+  if (!m || !out) return DS_ERR_INVALID;
+  *out = NULL;
+  dsData lay;
+  memset(&lay, 0, sizeof lay);
+  if (data_layout(m, def, &lay)) return DS_ERR_INVALID;
+  dsData* d = (dsData*)ds__calloc(1, sizeof *d);
+  if (!d) return DS_ERR_NOMEM;
+  *d = lay;
+  d->err_ = ds__calloc(1, sizeof(dsErrBuf));
+  if (!d->err_) {
+    ds__free(d);
+    return DS_ERR_NOMEM;
+  }
   const dsModel* m_ = m;
   const dsData* d_ = d;
 #define DS__ALLOC(field, type, count, name)                   \

@@ -42,6 +42,7 @@ struct dsBuilder {
   dsGroundDef gd;
   int aero;
   dsReal lift, drag;
+  size_t bytes;  /* held by the arrays above */
 };
 
 /* Grow every array of a group to hold n+1 elements. The sizes in bytes of
@@ -51,11 +52,25 @@ static int reserve(dsBuilder* b, int n, int* cap, int narr, void** arrs[], const
   if (n < *cap) return 0;
   if (n >= (1 << 28)) return ds__seterr(&b->err, DS_ERR_RANGE, "too many elements (%d)", n);
   int nc = *cap ? 2 * *cap : 16;
+  size_t grow = 0;
+  for (int i = 0; i < narr; i++) grow += (size_t)(nc - *cap) * elsize[i];
+  /* The finished model holds these arrays and per-element caches several
+   * times over, and the tape comes on top: a builder past 1/16 of the
+   * memory bound is refused before it takes the machine's memory. */
+  if (b->bytes + grow > ds_memory_limit() / 16) {
+    char a[32], c[32];
+    return ds__seterr(&b->err, DS_ERR_NOMEM,
+                      "the mesh is too large: %d elements of one kind take %s, more than 1/16 of the memory "
+                      "dsim may use (%s: %s)",
+                      n, ds_format_size(b->bytes + grow, a, sizeof a), ds_format_size(ds_memory_limit(), c, sizeof c),
+                      ds_memory_limit_source());
+  }
   for (int i = 0; i < narr; i++) {
     void* p = ds__realloc(*arrs[i], (size_t)nc * elsize[i]);
     if (!p) return ds__seterr(&b->err, DS_ERR_NOMEM, "out of memory growing the builder to %d elements", nc);
     *arrs[i] = p;
   }
+  b->bytes += grow;
   *cap = nc;
   return 0;
 }

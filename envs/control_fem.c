@@ -15,12 +15,12 @@ static const dsConfigKey keys[] = {
     {"material.k_mu", DS_KEY_REAL, P(k_mu), 0, 1e12, NULL, 0, "shear stiffness density, Pa"},
     {"material.k_lambda", DS_KEY_REAL, P(k_lambda), 1e-9, 1e12, NULL, 0, "volume stiffness density, Pa"},
     {"material.k_damp", DS_KEY_REAL, P(k_damp), 0, 1e12, NULL, 0, "damping density"},
-    {"gear.teeth", DS_KEY_INT, P(gear.teeth), 3, 1000, NULL, 0, "number of teeth"},
+    {"gear.teeth", DS_KEY_INT, P(gear.teeth), 3, 256, NULL, 0, "number of teeth"},
     {"gear.outer_radius", DS_KEY_REAL, P(gear.outer_radius), 1e-6, 1e6, NULL, 0, "tooth tip radius, m"},
     {"gear.root_radius", DS_KEY_REAL, P(gear.root_radius), 1e-6, 1e6, NULL, 0, "tooth root radius, m"},
     {"gear.hub_radius", DS_KEY_REAL, P(gear.hub_radius), 1e-6, 1e6, NULL, 0, "hole radius, m"},
     {"gear.half_thickness", DS_KEY_REAL, P(gear.half_thickness), 1e-6, 1e6, NULL, 0, "half extent in z, m"},
-    {"gear.layers", DS_KEY_INT, P(gear.layers), 1, 1000, NULL, 0, "prism layers along z"},
+    {"gear.layers", DS_KEY_INT, P(gear.layers), 1, 64, NULL, 0, "prism layers along z"},
     {NULL, DS_KEY_REAL, 0, 0, 0, NULL, 0, NULL}};
 
 static void defaults(dsEnvDef* d) {

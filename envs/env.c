@@ -183,6 +183,45 @@ static int build_model(dsEnv* e, dsModel** out) {
   return rc < 0 ? rc : 0;
 }
 
+/* Bytes of the env's own buffers for the built model (frames, steps, actions,
+ * images), beside the engine data. */
+static size_t env_buffer_bytes(const dsEnv* e) {
+  const size_t n3 = 3 * (size_t)e->m->nparticle, px = (size_t)e->def.width * (size_t)e->def.height * 4;
+  const size_t ss = (size_t)e->def.supersample * (size_t)e->def.supersample;
+  size_t reals = (size_t)e->nframe * (n3 + 1) + 2 * (size_t)e->nstep * n3 + (size_t)e->nstep * (size_t)e->adim +
+                 3 * (size_t)e->m->nface + 4 * n3 + (size_t)e->m->nact;
+  return sizeof(dsReal) * (reals + px * (4 + 2 * ss));
+}
+
+/* Refuse an episode whose tape and buffers would not fit the memory bound
+ * (ds_memory_limit): say how much it needs and which key to change. */
+static int check_memory(dsEnv* e, const dsDataDef* dd) {
+  const size_t data = ds_data_bytes_needed(e->m, dd), need = data + env_buffer_bytes(e), lim = ds_memory_limit();
+  if (need <= lim) return 0;
+  char a[32], b[32], c[32];
+  const int K = dd->checkpoint_every > 1 ? dd->checkpoint_every : 1;
+  if (K == 1) {
+    /* the checkpointed tape of about sqrt(T) states */
+    dsDataDef ck = *dd;
+    int k = 1;
+    while ((long)k * k < e->T) k++;
+    ck.checkpoint_every = k;
+    const size_t with = ds_data_bytes_needed(e->m, &ck) + env_buffer_bytes(e);
+    return ds__seterr(&e->err, DS_ERR_NOMEM,
+                      "%s: the episode needs %s of memory (a tape of every state: %d substeps x %d particles), more "
+                      "than dsim may use, %s (%s); set "
+                      "env.physics.checkpoint_every (e.g. %d: about %s) or lower env.physics.substeps",
+                      e->cls->name, ds_format_size(need, a, sizeof a), e->T, e->m->nparticle,
+                      ds_format_size(lim, b, sizeof b), ds_memory_limit_source(), k, ds_format_size(with, c, sizeof c));
+  }
+  return ds__seterr(&e->err, DS_ERR_NOMEM,
+                    "%s: the episode needs %s of memory (%d substeps x %d particles, a checkpoint every %d), more "
+                    "than dsim may use, %s (%s); lower "
+                    "env.physics.substeps or the mesh size",
+                    e->cls->name, ds_format_size(need, a, sizeof a), e->T, e->m->nparticle, K,
+                    ds_format_size(lim, b, sizeof b), ds_memory_limit_source());
+}
+
 /* Model, data, gradient, renderer and every buffer sized by the model. */
 static int build_sized(dsEnv* e) {
   const dsEnvDef* def = &e->def;
@@ -200,6 +239,7 @@ static int build_sized(dsEnv* e) {
   dd.checkpoint_every = def->checkpoint_every;
   dd.act_records = e->nstep + 1;
   dd.fext_records = e->cls->uses_external_force ? e->T : 1;
+  if ((rc = check_memory(e, &dd))) return rc;
   rc = ds_data_create(m, &dd, &e->d);
   if (rc) return ds__seterr(&e->err, rc, "cannot create the simulation data (%s)", ds_strerror(rc));
   rc = ds_grad_create(m, &e->g);

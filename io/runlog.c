@@ -10,6 +10,8 @@
 #include "config.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <stdint.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -387,102 +389,471 @@ int ds_runlog_close(dsRunLog* log, const char* status) {
 
 const char* ds_runlog_last_error(const dsRunLog* log) { return log ? ds__errmsg(&log->eb) : ""; }
 
-/* ---- reader --------------------------------------------------------------- */
-/* Open a run log read-only, telling apart a missing file, a file that is not
- * HDF5 (or truncated) and an HDF5 file that is not a dsim run log. */
-static int open_run(const char* path, hid_t* file, char* err, size_t errlen) {
-  struct stat st;
-  quiet_hdf5();
-  if (stat(path, &st) != 0) return ds__puterr(err, errlen, DS_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-  if (H5Fis_hdf5(path) <= 0)
-    return ds__puterr(err, errlen, DS_ERR_FORMAT, "%s: not an HDF5 file (or truncated)", path);
-  hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-  if (f < 0) return ds__puterr(err, errlen, DS_ERR_FORMAT, "%s: HDF5 file is corrupt or truncated", path);
-  char fmt[64] = "";
-  hid_t a = H5Aexists_by_name(f, "meta", "format", H5P_DEFAULT) > 0
-                ? H5Aopen_by_name(f, "meta", "format", H5P_DEFAULT, H5P_DEFAULT)
-                : -1;
-  if (a >= 0) {
-    hid_t t = H5Aget_type(a);
-    size_t n = H5Tget_size(t);
-    if (H5Tget_class(t) == H5T_STRING && !H5Tis_variable_str(t) && n < sizeof fmt) {
-      H5Aread(a, t, fmt);
-      fmt[n] = '\0';
+/* ---- reader ----------------------------------------------------------------
+ * A run log may come from anywhere (a colleague, a download, a disk that
+ * failed), so the reader trusts nothing in it. Before it reads an object it
+ * checks that the object is reached through hard links only (no soft or
+ * external link, which would make libhdf5 open another file), that it is the
+ * kind the schema says (group, dataset, attribute), and its type class, rank,
+ * dimensions and byte size. Sizes are checked for overflow and against
+ * ds_memory_limit() and against the bytes the file really holds (a
+ * compressed chunk cannot inflate more than deflate allows, and every chunk
+ * must be there) before anything is allocated. Datasets whose data lives
+ * elsewhere (external storage, virtual layout) and filters other than the
+ * ones dsim writes (deflate, shuffle, fletcher32) are refused, so that
+ * libhdf5 parses no more of a foreign file than the schema needs. Anything
+ * else gets DS_ERR_FORMAT with a message naming the object and what was
+ * expected. What libhdf5 itself does with a corrupt superblock or object
+ * header is out of this reader's reach: `dsim info` and `dsim export` read a
+ * log in a child process first (cli/), so that a crash there is reported as
+ * a corrupt file. */
+
+#define RL_MAX_STRING 4096u         /* bytes of a string attribute */
+#define RL_MAX_CONFIG (64u << 20)   /* bytes of /config */
+#define RL_MAX_DIM ((hsize_t)1 << 30) /* any one dimension */
+#define RL_MAX_INFLATE 1100u        /* deflate expands at most about 1032:1 */
+
+typedef struct Rd {
+  hid_t f;
+  const char* path;
+  char* err;
+  size_t errlen;
+} Rd;
+
+/* "PATH: OBJECT: message" as DS_ERR_FORMAT. */
+static int rd_bad(Rd* r, const char* obj, const char* fmt, ...) {
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  return ds__puterr(r->err, r->errlen, DS_ERR_FORMAT, "%s: %s: %s", r->path, obj, msg);
+}
+
+static const char* id_kind(H5I_type_t t) {
+  switch (t) {
+    case H5I_GROUP: return "a group";
+    case H5I_DATASET: return "a dataset";
+    case H5I_DATATYPE: return "a named datatype";
+    default: return "an object of another kind";
+  }
+}
+
+static const char* class_name(H5T_class_t c) {
+  switch (c) {
+    case H5T_INTEGER: return "integer";
+    case H5T_FLOAT: return "floating-point";
+    case H5T_STRING: return "string";
+    case H5T_COMPOUND: return "compound";
+    case H5T_ARRAY: return "array";
+    case H5T_VLEN: return "variable-length";
+    case H5T_ENUM: return "enum";
+    case H5T_OPAQUE: return "opaque";
+    case H5T_REFERENCE: return "reference";
+    default: return "unknown";
+  }
+}
+
+/* " 3 x 4" style text of a dataspace's shape, "scalar" or "null". */
+static void shape_text(hid_t space, char* buf, size_t n) {
+  H5S_class_t c = H5Sget_simple_extent_type(space);
+  if (c == H5S_SCALAR) {
+    snprintf(buf, n, "a scalar");
+    return;
+  }
+  if (c == H5S_NULL) {
+    snprintf(buf, n, "an empty (null) dataspace");
+    return;
+  }
+  hsize_t dims[H5S_MAX_RANK];
+  int rank = H5Sget_simple_extent_dims(space, dims, NULL);
+  if (rank < 0) {
+    snprintf(buf, n, "an unreadable dataspace");
+    return;
+  }
+  size_t k = (size_t)snprintf(buf, n, "a rank-%d array (", rank);
+  for (int i = 0; i < rank && k < n; i++)
+    k += (size_t)snprintf(buf + k, n - k, "%s%llu", i ? " x " : "", (unsigned long long)dims[i]);
+  if (k < n) snprintf(buf + k, n - k, ")");
+}
+
+/* Object p (absolute path) of kind want: every link on the way must exist
+ * and be hard. *out = -1 when absent and not required. */
+static int rd_open(Rd* r, const char* p, H5I_type_t want, int required, hid_t* out) {
+  *out = -1;
+  char prefix[256];
+  size_t len = strlen(p);
+  if (len >= sizeof prefix) return rd_bad(r, p, "path too long");
+  for (size_t i = 1; i <= len; i++) {
+    if (i < len && p[i] != '/') continue;
+    memcpy(prefix, p, i);
+    prefix[i] = '\0';
+    htri_t ex = H5Lexists(r->f, prefix, H5P_DEFAULT);
+    if (ex < 0) return rd_bad(r, prefix, "cannot look up this link (corrupt group?)");
+    if (ex == 0) {
+      if (!required) return DS_OK;
+      return rd_bad(r, prefix, "missing (a dsim run log has it)");
     }
-    H5Tclose(t);
-    H5Aclose(a);
+    H5L_info_t li;
+    if (H5Lget_info(r->f, prefix, &li, H5P_DEFAULT) < 0) return rd_bad(r, prefix, "cannot read this link");
+    if (li.type != H5L_TYPE_HARD)
+      return rd_bad(r, prefix, "is %s link; a dsim run log holds hard links only",
+                    li.type == H5L_TYPE_SOFT ? "a soft" : li.type == H5L_TYPE_EXTERNAL ? "an external" : "a user-defined");
   }
-  if (strcmp(fmt, DS_RUNLOG_FORMAT) != 0) {
-    H5Fclose(f);
-    return ds__puterr(err, errlen, DS_ERR_FORMAT, "%s: an HDF5 file but not a dsim run log (/meta format is \"%s\", expected \"%s\")",
-                   path, fmt, DS_RUNLOG_FORMAT);
+  hid_t o = H5Oopen(r->f, p, H5P_DEFAULT);
+  if (o < 0) return rd_bad(r, p, "cannot open (corrupt object header?)");
+  H5I_type_t t = H5Iget_type(o);
+  if (t != want) {
+    H5Oclose(o);
+    return rd_bad(r, p, "expected %s, found %s", id_kind(want), id_kind(t));
   }
-  *file = f;
+  *out = o;
   return DS_OK;
 }
 
-static void read_str_attr(hid_t loc, const char* obj, const char* name, char* out, size_t outlen) {
-  out[0] = '\0';
-  if (H5Aexists_by_name(loc, obj, name, H5P_DEFAULT) <= 0) return;
-  hid_t a = H5Aopen_by_name(loc, obj, name, H5P_DEFAULT, H5P_DEFAULT);
-  if (a < 0) return;
-  hid_t t = H5Aget_type(a);
-  size_t n = H5Tget_size(t);
-  if (H5Tget_class(t) == H5T_STRING && !H5Tis_variable_str(t)) {
-    char* tmp = (char*)ds__malloc(n + 1);
-    if (tmp && H5Aread(a, t, tmp) >= 0) {
-      tmp[n] = '\0';
-      snprintf(out, outlen, "%s", tmp);
-    }
-    ds__free(tmp);
-  }
-  H5Tclose(t);
-  H5Aclose(a);
+static void rd_close(hid_t o) {
+  if (o >= 0) H5Oclose(o);
 }
 
-static int read_num_attr(hid_t loc, const char* obj, const char* name, hid_t type, void* out) {
-  if (H5Aexists_by_name(loc, obj, name, H5P_DEFAULT) <= 0) return -1;
-  hid_t a = H5Aopen_by_name(loc, obj, name, H5P_DEFAULT, H5P_DEFAULT);
-  int rc = (a >= 0 && H5Aread(a, type, out) >= 0) ? 0 : -1;
-  if (a >= 0) H5Aclose(a);
+/* Attribute `name` of object obj (named objname in messages). */
+static int rd_attr(Rd* r, hid_t obj, const char* objname, const char* name, int required, hid_t* out, char* what,
+                   size_t whatlen) {
+  *out = -1;
+  snprintf(what, whatlen, "%s attribute \"%s\"", objname, name);
+  htri_t ex = H5Aexists(obj, name);
+  if (ex < 0) return rd_bad(r, what, "cannot look up (corrupt object header?)");
+  if (ex == 0) return required ? rd_bad(r, what, "missing (a dsim run log has it)") : DS_OK;
+  hid_t a = H5Aopen(obj, name, H5P_DEFAULT);
+  if (a < 0) return rd_bad(r, what, "cannot open (corrupt?)");
+  *out = a;
+  return DS_OK;
+}
+
+/* A scalar string (fixed or variable length, at most maxlen bytes) of an
+ * attribute (is_attr) or a dataset into a new NUL-terminated buffer. */
+static int rd_string(Rd* r, hid_t o, int is_attr, const char* what, size_t maxlen, char** out) {
+  *out = NULL;
+  hid_t t = is_attr ? H5Aget_type(o) : H5Dget_type(o);
+  hid_t s = is_attr ? H5Aget_space(o) : H5Dget_space(o);
+  hid_t mt = -1;
+  int rc = DS_OK;
+  char shape[96];
+  if (t < 0 || s < 0) {
+    rc = rd_bad(r, what, "cannot read its type or dataspace");
+    goto out;
+  }
+  if (H5Tget_class(t) != H5T_STRING) {
+    rc = rd_bad(r, what, "expected a string, found %s data", class_name(H5Tget_class(t)));
+    goto out;
+  }
+  if (H5Sget_simple_extent_type(s) != H5S_SCALAR) {
+    shape_text(s, shape, sizeof shape);
+    rc = rd_bad(r, what, "expected a scalar string, found %s of strings", shape);
+    goto out;
+  }
+  htri_t vlen = H5Tis_variable_str(t);
+  if (vlen < 0) {
+    rc = rd_bad(r, what, "unreadable string type");
+    goto out;
+  }
+  mt = H5Tcopy(H5T_C_S1);
+  const H5T_cset_t cset = H5Tget_cset(t);
+  if (mt >= 0 && (cset == H5T_CSET_ASCII || cset == H5T_CSET_UTF8)) H5Tset_cset(mt, cset); /* no conversion between them */
+  if (vlen) {
+    char* p = NULL;
+    if (mt < 0 || H5Tset_size(mt, H5T_VARIABLE) < 0 ||
+        (is_attr ? H5Aread(o, mt, &p) : H5Dread(o, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, &p)) < 0) {
+      rc = rd_bad(r, what, "cannot read the string (corrupt?)");
+      goto out;
+    }
+    size_t n = p ? strlen(p) : 0;
+    if (n > maxlen)
+      rc = rd_bad(r, what, "a string of %zu bytes, more than the %zu a run log holds there", n, maxlen);
+    else if (!(*out = (char*)ds__malloc(n + 1)))
+      rc = ds__puterr(r->err, r->errlen, DS_ERR_NOMEM, "%s: %s: out of memory", r->path, what);
+    else
+      memcpy(*out, p ? p : "", n + 1);
+    if (p) H5free_memory(p);
+    goto out;
+  }
+  size_t n = H5Tget_size(t);
+  if (n == 0 || n > maxlen) {
+    rc = rd_bad(r, what, "a string of %zu bytes, expected 1 to %zu", n, maxlen);
+    goto out;
+  }
+  char* buf = (char*)ds__malloc(n + 1);
+  if (!buf) {
+    rc = ds__puterr(r->err, r->errlen, DS_ERR_NOMEM, "%s: %s: out of memory", r->path, what);
+    goto out;
+  }
+  /* read through a memory type of the same size that this code built, not
+   * the file's own type */
+  if (mt < 0 || H5Tset_size(mt, n) < 0 || H5Tset_strpad(mt, H5T_STR_NULLPAD) < 0 ||
+      (is_attr ? H5Aread(o, mt, buf) : H5Dread(o, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf)) < 0) {
+    ds__free(buf);
+    rc = rd_bad(r, what, "cannot read the string (corrupt?)");
+    goto out;
+  }
+  buf[n] = '\0';
+  *out = buf;
+out:
+  if (mt >= 0) H5Tclose(mt);
+  if (s >= 0) H5Sclose(s);
+  if (t >= 0) H5Tclose(t);
   return rc;
 }
 
-/* Read a 1-D double series; *n rows. */
-static int read_series(hid_t f, const char* name, int* n, double** out) {
-  hid_t d = H5Dopen2(f, name, H5P_DEFAULT);
-  if (d < 0) return -1;
-  hid_t s = H5Dget_space(d);
-  hsize_t dims[2] = {0, 0};
-  int rank = H5Sget_simple_extent_dims(s, dims, NULL);
-  int rc = -1;
-  if (rank == 1) {
-    double* buf = (double*)ds__malloc(sizeof(double) * (dims[0] ? dims[0] : 1));
-    if (buf && (dims[0] == 0 || H5Dread(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) >= 0)) {
-      *n = (int)dims[0];
-      *out = buf;
-      rc = 0;
-    } else {
-      ds__free(buf);
+/* A string attribute into out (outlen bytes, truncated); "" when absent and
+ * not required. */
+static int rd_str_attr(Rd* r, hid_t obj, const char* objname, const char* name, int required, char* out,
+                       size_t outlen) {
+  out[0] = '\0';
+  char what[160];
+  hid_t a;
+  int rc = rd_attr(r, obj, objname, name, required, &a, what, sizeof what);
+  if (rc || a < 0) return rc;
+  char* s = NULL;
+  rc = rd_string(r, a, 1, what, RL_MAX_STRING, &s);
+  H5Aclose(a);
+  if (rc == DS_OK) snprintf(out, outlen, "%s", s);
+  ds__free(s);
+  return rc;
+}
+
+/* A scalar integer attribute within [lo, hi] (as unsigned 64-bit when
+ * is_u64, then lo/hi are ignored). *present = 0 when absent. */
+static int rd_int_attr(Rd* r, hid_t obj, const char* objname, const char* name, int is_u64, long long lo,
+                       long long hi, long long* v, unsigned long long* u, int* present) {
+  char what[160], shape[96];
+  hid_t a;
+  *present = 0;
+  int rc = rd_attr(r, obj, objname, name, 0, &a, what, sizeof what);
+  if (rc || a < 0) return rc;
+  hid_t t = H5Aget_type(a), s = H5Aget_space(a);
+  if (t < 0 || s < 0) {
+    rc = rd_bad(r, what, "cannot read its type or dataspace");
+  } else if (H5Tget_class(t) != H5T_INTEGER) {
+    rc = rd_bad(r, what, "expected an integer, found %s data", class_name(H5Tget_class(t)));
+  } else if (H5Sget_simple_extent_type(s) != H5S_SCALAR) {
+    shape_text(s, shape, sizeof shape);
+    rc = rd_bad(r, what, "expected a scalar integer, found %s", shape);
+  } else if (is_u64) {
+    if (H5Aread(a, H5T_NATIVE_ULLONG, u) < 0) rc = rd_bad(r, what, "cannot read (corrupt?)");
+  } else {
+    long long x = 0;
+    if (H5Aread(a, H5T_NATIVE_LLONG, &x) < 0)
+      rc = rd_bad(r, what, "cannot read (corrupt?)");
+    else if (x < lo || x > hi)
+      rc = rd_bad(r, what, "%lld is out of range (expected %lld to %lld)", x, lo, hi);
+    else
+      *v = x;
+  }
+  if (s >= 0) H5Sclose(s);
+  if (t >= 0) H5Tclose(t);
+  H5Aclose(a);
+  if (rc == DS_OK) *present = 1;
+  return rc;
+}
+
+/* n = a * b without overflow past limit; 0 on overflow. */
+static int mul_ok(size_t a, size_t b, size_t limit, size_t* n) {
+  if (a && b > limit / a) return 0;
+  *n = a * b;
+  return 1;
+}
+
+/* The storage of dataset d (rank, dims, elements of elsize bytes in memory)
+ * is what dsim writes and really holds its data; *bytes = the bytes a read
+ * allocates. may_lack_last: a series a killed run may have grown by a row
+ * whose chunk it never wrote. */
+static int rd_check_storage(Rd* r, hid_t d, const char* p, int rank, const hsize_t* dims, size_t elsize,
+                            int may_lack_last, size_t* bytes) {
+  const size_t lim = ds_memory_limit();
+  size_t n = elsize;
+  for (int i = 0; i < rank; i++) {
+    if (dims[i] > RL_MAX_DIM) return rd_bad(r, p, "dimension %d is %llu, more than a run log holds", i, (unsigned long long)dims[i]);
+    if (!mul_ok(n, (size_t)dims[i], SIZE_MAX, &n)) return rd_bad(r, p, "its size overflows");
+  }
+  if (n > lim) {
+    char a[32], b[32];
+    return rd_bad(r, p, "reading it needs %s, more than dsim may use (%s: %s)", ds_format_size(n, a, sizeof a),
+                  ds_format_size(lim, b, sizeof b), ds_memory_limit_source());
+  }
+  *bytes = n;
+  hid_t dcpl = H5Dget_create_plist(d);
+  if (dcpl < 0) return rd_bad(r, p, "cannot read its creation properties");
+  int rc = DS_OK;
+  const H5D_layout_t layout = H5Pget_layout(dcpl);
+  const int nfilt = H5Pget_nfilters(dcpl);
+  if (H5Pget_external_count(dcpl) != 0) {
+    rc = rd_bad(r, p, "its data is stored in external files; a dsim run log keeps it inside");
+    goto out;
+  }
+  if (nfilt < 0) {
+    rc = rd_bad(r, p, "cannot read its filters");
+    goto out;
+  }
+  for (int i = 0; i < nfilt; i++) {
+    unsigned flags = 0, fconf = 0;
+    size_t nelem = 0;
+    char name[64];
+    H5Z_filter_t id = H5Pget_filter2(dcpl, (unsigned)i, &flags, &nelem, NULL, sizeof name, name, &fconf);
+    if (id != H5Z_FILTER_DEFLATE && id != H5Z_FILTER_SHUFFLE && id != H5Z_FILTER_FLETCHER32) {
+      rc = rd_bad(r, p, "uses filter %d; dsim reads deflate, shuffle and fletcher32 only", (int)id);
+      goto out;
     }
   }
-  H5Sclose(s);
+  if (n == 0) goto out;
+  const hsize_t stored = H5Dget_storage_size(d);
+  if (layout == H5D_CONTIGUOUS || layout == H5D_COMPACT) {
+    /* whole and unfiltered: the file must hold every byte */
+    hid_t t = H5Dget_type(d);
+    size_t fel = t >= 0 ? H5Tget_size(t) : 0;
+    if (t >= 0) H5Tclose(t);
+    size_t need = 0;
+    if (!mul_ok(fel, n / elsize, SIZE_MAX, &need) || stored < need)
+      rc = rd_bad(r, p, "declares %zu elements but the file holds %llu bytes of them (truncated or corrupt)",
+                  n / elsize, (unsigned long long)stored);
+  } else if (layout == H5D_CHUNKED) {
+    hsize_t cd[H5S_MAX_RANK];
+    if (H5Pget_chunk(dcpl, rank, cd) != rank) {
+      rc = rd_bad(r, p, "unreadable chunk layout");
+      goto out;
+    }
+    size_t want = 1, cbytes = elsize;
+    for (int i = 0; i < rank; i++) {
+      if (cd[i] < 1 || cd[i] > RL_MAX_DIM) {
+        rc = rd_bad(r, p, "chunk dimension %d is %llu", i, (unsigned long long)cd[i]);
+        goto out;
+      }
+      if (!mul_ok(want, (size_t)((dims[i] + cd[i] - 1) / cd[i]), SIZE_MAX, &want) ||
+          !mul_ok(cbytes, (size_t)cd[i], lim, &cbytes)) {
+        rc = rd_bad(r, p, "its chunk layout overflows");
+        goto out;
+      }
+    }
+#if H5_VERSION_GE(1, 10, 5)
+    hsize_t have = 0;
+    hid_t fs = H5Dget_space(d);
+    herr_t got = fs >= 0 ? H5Dget_num_chunks(d, fs, &have) : -1;
+    if (fs >= 0) H5Sclose(fs);
+    if (got < 0) {
+      rc = rd_bad(r, p, "cannot count its chunks (corrupt index?)");
+      goto out;
+    }
+    if (have > want || have + (may_lack_last ? 1u : 0u) < want) {
+      rc = rd_bad(r, p, "holds %llu of its %zu chunks (truncated or corrupt)", (unsigned long long)have, want);
+      goto out;
+    }
+#endif
+    const double room = ((double)stored + (may_lack_last ? (double)cbytes : 0.0)) * (nfilt > 0 ? RL_MAX_INFLATE : 1);
+    if ((double)n > room)
+      rc = rd_bad(r, p, "declares %zu bytes but the file holds %llu bytes of them (truncated or corrupt)", n,
+                  (unsigned long long)stored);
+  } else {
+    rc = rd_bad(r, p, "has a virtual or unknown layout; a dsim run log stores its data in the file");
+  }
+out:
+  H5Pclose(dcpl);
+  return rc;
+}
+
+/* Dataset p of type class cls and rank `rank` (dims out). *d = -1 when
+ * absent and not required. */
+static int rd_array(Rd* r, const char* p, H5T_class_t cls, int rank, int required, hsize_t* dims, hid_t* d) {
+  int rc = rd_open(r, p, H5I_DATASET, required, d);
+  if (rc || *d < 0) return rc;
+  hid_t t = H5Dget_type(*d), s = H5Dget_space(*d);
+  char shape[96];
+  if (t < 0 || s < 0) {
+    rc = rd_bad(r, p, "cannot read its type or dataspace");
+  } else if (H5Tget_class(t) != cls) {
+    rc = rd_bad(r, p, "expected %s data, found %s", class_name(cls), class_name(H5Tget_class(t)));
+  } else if (H5Sget_simple_extent_type(s) != H5S_SIMPLE || H5Sget_simple_extent_ndims(s) != rank) {
+    shape_text(s, shape, sizeof shape);
+    rc = rd_bad(r, p, "expected a rank-%d array, found %s", rank, shape);
+  } else if (H5Sget_simple_extent_dims(s, dims, NULL) != rank) {
+    rc = rd_bad(r, p, "unreadable dimensions");
+  }
+  if (s >= 0) H5Sclose(s);
+  if (t >= 0) H5Tclose(t);
+  if (rc) {
+    H5Dclose(*d);
+    *d = -1;
+  }
+  return rc;
+}
+
+/* Open a run log read-only, telling apart a missing file, a file that is not
+ * HDF5 (or truncated), an HDF5 file that is not a dsim run log, and a log
+ * whose /meta format is not this reader's. */
+static int open_run(const char* path, Rd* r, char* err, size_t errlen) {
+  struct stat st;
+  quiet_hdf5();
+  r->f = -1;
+  r->path = path;
+  r->err = err;
+  r->errlen = errlen;
+  if (stat(path, &st) != 0) return ds__puterr(err, errlen, DS_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+  if (S_ISDIR(st.st_mode)) return ds__puterr(err, errlen, DS_ERR_IO, "%s: is a directory, expected a run log (.h5)", path);
+  if (!S_ISREG(st.st_mode)) return ds__puterr(err, errlen, DS_ERR_IO, "%s: not a regular file", path);
+  if (H5Fis_hdf5(path) <= 0) return ds__puterr(err, errlen, DS_ERR_FORMAT, "%s: not an HDF5 file (or truncated)", path);
+  r->f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+  if (r->f < 0) return ds__puterr(err, errlen, DS_ERR_FORMAT, "%s: HDF5 file is corrupt or truncated", path);
+  hid_t meta;
+  char fmt[64] = "";
+  int rc = rd_open(r, "/meta", H5I_GROUP, 0, &meta);
+  if (rc == DS_OK && meta >= 0) {
+    rc = rd_str_attr(r, meta, "/meta", "format", 0, fmt, sizeof fmt);
+    rd_close(meta);
+  }
+  if (rc == DS_OK && strcmp(fmt, DS_RUNLOG_FORMAT) != 0)
+    rc = ds__puterr(err, errlen, DS_ERR_FORMAT,
+                    "%s: an HDF5 file but not a dsim run log (/meta format is \"%s\", expected \"%s\")", path, fmt,
+                    DS_RUNLOG_FORMAT);
+  if (rc) {
+    H5Fclose(r->f);
+    r->f = -1;
+  }
+  return rc;
+}
+
+/* Read a 1-D floating-point series; *n rows. may_lack_last: see rd_check_storage. */
+static int read_series(Rd* r, const char* p, int* n, double** out) {
+  hsize_t dims[1] = {0};
+  hid_t d;
+  size_t bytes = 0;
+  *out = NULL;
+  int rc = rd_array(r, p, H5T_FLOAT, 1, 1, dims, &d);
+  if (rc) return rc;
+  rc = rd_check_storage(r, d, p, 1, dims, sizeof(double), 1, &bytes);
+  if (rc == DS_OK) {
+    double* buf = (double*)ds__malloc(bytes ? bytes : 1);
+    if (!buf)
+      rc = ds__puterr(r->err, r->errlen, DS_ERR_NOMEM, "%s: %s: out of memory", r->path, p);
+    else if (dims[0] > 0 && H5Dread(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0)
+      rc = rd_bad(r, p, "cannot read (corrupt data?)");
+    if (rc) {
+      ds__free(buf);
+    } else {
+      *n = (int)dims[0];
+      *out = buf;
+    }
+  }
   H5Dclose(d);
   return rc;
 }
 
 int ds_runlog_read_iterations(const char* path, int* n, double** loss, double** metric, double** wall_time,
                               double** grad_norm, char* err, size_t errlen) {
-  hid_t f;
-  int rc = open_run(path, &f, err, errlen);
+  Rd r;
+  int rc = open_run(path, &r, err, errlen);
   if (rc) return rc;
   const char* names[4] = {"/iterations/loss", "/iterations/metric", "/iterations/wall_time", "/iterations/grad_norm"};
   double** outs[4] = {loss, metric, wall_time, grad_norm};
   double* got[4] = {NULL, NULL, NULL, NULL};
   int counts[4] = {0, 0, 0, 0};
-  for (int i = 0; i < 4 && rc == DS_OK; i++)
-    if (read_series(f, names[i], &counts[i], &got[i]) != 0)
-      rc = ds__puterr(err, errlen, DS_ERR_FORMAT, "%s: cannot read %s", path, names[i]);
+  for (int i = 0; i < 4 && rc == DS_OK; i++) rc = read_series(&r, names[i], &counts[i], &got[i]);
   /* A run killed mid-iteration may have extended some series and not others:
    * only rows present in all of them are complete. */
   int m = counts[0];
@@ -495,8 +866,60 @@ int ds_runlog_read_iterations(const char* path, int* n, double** loss, double** 
       ds__free(got[i]);
   }
   if (rc == DS_OK) *n = m;
-  H5Fclose(f);
+  H5Fclose(r.f);
   return rc;
+}
+
+/* /meta's attributes, /iterations/params' width and which episodes exist. */
+static int read_header(Rd* r, dsRunSummary* s, int n) {
+  hid_t meta;
+  int rc = rd_open(r, "/meta", H5I_GROUP, 1, &meta);
+  if (rc) return rc;
+  int present = 0;
+  long long threads = 0;
+  unsigned long long seed = 0;
+  if (!rc) rc = rd_str_attr(r, meta, "/meta", "dsim_version", 0, s->version, sizeof s->version);
+  if (!rc) rc = rd_str_attr(r, meta, "/meta", "env", 0, s->env, sizeof s->env);
+  if (!rc) rc = rd_str_attr(r, meta, "/meta", "method", 0, s->method, sizeof s->method);
+  if (!rc) rc = rd_str_attr(r, meta, "/meta", "status", 0, s->status, sizeof s->status);
+  if (!rc) rc = rd_str_attr(r, meta, "/meta", "start_time", 0, s->start_time, sizeof s->start_time);
+  if (!rc) rc = rd_int_attr(r, meta, "/meta", "seed", 1, 0, 0, NULL, &seed, &present);
+  if (!rc) rc = rd_int_attr(r, meta, "/meta", "threads", 0, 0, 1 << 20, &threads, NULL, &present);
+  rd_close(meta);
+  if (rc) return rc;
+  s->seed = seed;
+  s->threads = (int)threads;
+  hsize_t dims[2] = {0, 0};
+  hid_t d;
+  if ((rc = rd_array(r, "/iterations/params", H5T_FLOAT, 2, 0, dims, &d))) return rc;
+  if (d >= 0) {
+    H5Dclose(d);
+    if (dims[1] < 1 || dims[1] > (1u << 24))
+      return rd_bad(r, "/iterations/params", "%llu parameters per iteration, expected 1 to %u",
+                    (unsigned long long)dims[1], 1u << 24);
+    s->nparams = (int)dims[1];
+  }
+  hid_t eps;
+  if ((rc = rd_open(r, "/episodes", H5I_GROUP, 0, &eps))) return rc;
+  rd_close(eps);
+  for (int i = 0; i < 3 && eps >= 0; i++) {
+    char gp[32];
+    hid_t g;
+    snprintf(gp, sizeof gp, "/episodes/%s", g_episode_names[i]);
+    if ((rc = rd_open(r, gp, H5I_GROUP, 0, &g))) return rc;
+    s->has_episode[i] = g >= 0;
+    if (i == 1 && g >= 0) {
+      /* The writer knows what "best" means for its task (the walkers'
+       * metric is a displacement to bring to a goal, not a cost): take the
+       * iteration of the logged best episode. */
+      long long it = -1;
+      rc = rd_int_attr(r, g, gp, "iteration", 0, 0, INT_MAX, &it, NULL, &present);
+      if (rc == DS_OK && present && it < n) s->best_iteration = (int)it;
+    }
+    rd_close(g);
+    if (rc) return rc;
+  }
+  return DS_OK;
 }
 
 int ds_runlog_read_summary(const char* path, dsRunSummary* s, char* err, size_t errlen) {
@@ -506,32 +929,13 @@ int ds_runlog_read_summary(const char* path, dsRunSummary* s, char* err, size_t 
   int n = 0;
   int rc = ds_runlog_read_iterations(path, &n, &loss, &metric, &wall, NULL, err, errlen);
   if (rc) return rc;
-  hid_t f;
-  rc = open_run(path, &f, err, errlen);
+  Rd r;
+  rc = open_run(path, &r, err, errlen);
   if (rc == DS_OK) {
-    unsigned long long seed = 0;
-    read_str_attr(f, "meta", "dsim_version", s->version, sizeof s->version);
-    read_str_attr(f, "meta", "env", s->env, sizeof s->env);
-    read_str_attr(f, "meta", "method", s->method, sizeof s->method);
-    read_str_attr(f, "meta", "status", s->status, sizeof s->status);
-    read_str_attr(f, "meta", "start_time", s->start_time, sizeof s->start_time);
-    read_num_attr(f, "meta", "seed", H5T_NATIVE_ULLONG, &seed);
-    read_num_attr(f, "meta", "threads", H5T_NATIVE_INT, &s->threads);
-    s->seed = seed;
-    if (H5Lexists(f, "/iterations/params", H5P_DEFAULT) > 0) {
-      hid_t d = H5Dopen2(f, "/iterations/params", H5P_DEFAULT);
-      hid_t sp = H5Dget_space(d);
-      hsize_t dims[2] = {0, 0};
-      if (H5Sget_simple_extent_dims(sp, dims, NULL) == 2) s->nparams = (int)dims[1];
-      H5Sclose(sp);
-      H5Dclose(d);
-    }
-    if (H5Lexists(f, "/episodes", H5P_DEFAULT) > 0)
-      for (int i = 0; i < 3; i++) {
-        char gp[32];
-        snprintf(gp, sizeof gp, "/episodes/%s", g_episode_names[i]);
-        s->has_episode[i] = H5Lexists(f, gp, H5P_DEFAULT) > 0;
-      }
+    rc = read_header(&r, s, n);
+    H5Fclose(r.f);
+  }
+  if (rc == DS_OK) {
     s->niterations = n;
     if (n > 0) {
       s->first_loss = loss[0];
@@ -539,22 +943,19 @@ int ds_runlog_read_summary(const char* path, dsRunSummary* s, char* err, size_t 
       s->first_metric = metric[0];
       s->last_metric = metric[n - 1];
       s->wall_time = wall[n - 1];
-      /* The writer knows what "best" means for its task (the walkers'
-       * metric is a displacement to bring to a goal, not a cost): take the
-       * iteration of the logged best episode, else the lowest metric. */
-      int logged = -1;
-      if (s->has_episode[1] && read_num_attr(f, "/episodes/best", "iteration", H5T_NATIVE_INT, &logged) == 0 &&
-          logged >= 0 && logged < n) {
-        s->best_iteration = logged;
-      } else {
+      if (s->best_iteration < 0) { /* no best episode logged: the lowest metric */
         s->best_iteration = 0;
         for (int i = 1; i < n; i++)
           if (metric[i] < metric[s->best_iteration]) s->best_iteration = i;
       }
       s->best_loss = loss[s->best_iteration];
       s->best_metric = metric[s->best_iteration];
+    } else {
+      s->best_iteration = -1;
     }
-    H5Fclose(f);
+  } else {
+    memset(s, 0, sizeof *s);
+    s->best_iteration = -1;
   }
   ds__free(loss);
   ds__free(metric);
@@ -564,33 +965,34 @@ int ds_runlog_read_summary(const char* path, dsRunSummary* s, char* err, size_t 
 
 int ds_runlog_read_frames(const char* path, const char* which, int* nframes, int* height, int* width,
                           uint8_t** rgba, char* err, size_t errlen) {
-  hid_t f;
-  int rc = open_run(path, &f, err, errlen);
+  int known = 0;
+  for (int i = 0; i < 3 && which; i++) known |= !strcmp(which, g_episode_names[i]);
+  if (!known)
+    return ds__puterr(err, errlen, DS_ERR_INVALID, "%s: episode \"%s\": expected first, best or last", path,
+                      which ? which : "(null)");
+  Rd r;
+  int rc = open_run(path, &r, err, errlen);
   if (rc) return rc;
-  /* H5Lexists needs every intermediate link to exist: check level by level. */
-  const char* levels[3] = {"/episodes", "/episodes/%s", "/episodes/%s/frames"};
-  char dp[64] = "";
-  for (int i = 0; i < 3; i++) {
-    snprintf(dp, sizeof dp, levels[i], which);
-    if (H5Lexists(f, dp, H5P_DEFAULT) <= 0) {
-      H5Fclose(f);
-      return ds__puterr(err, errlen, DS_ERR_NOTFOUND, "%s: no frames for episode \"%s\" (%s is missing)", path, which, dp);
-    }
-  }
-  hid_t d = H5Dopen2(f, dp, H5P_DEFAULT);
-  hid_t s = H5Dget_space(d);
+  char dp[64];
+  snprintf(dp, sizeof dp, "/episodes/%s/frames", which);
   hsize_t dims[4] = {0, 0, 0, 0};
-  int rank = H5Sget_simple_extent_dims(s, dims, NULL);
-  if (rank != 4 || dims[3] != 4) {
-    rc = ds__puterr(err, errlen, DS_ERR_FORMAT, "%s: %s: expected F x H x W x 4 frames", path, dp);
-  } else {
-    size_t bytes = (size_t)(dims[0] * dims[1] * dims[2] * 4);
-    uint8_t* buf = (uint8_t*)ds__malloc(bytes ? bytes : 1);
+  hid_t d;
+  size_t bytes = 0;
+  rc = rd_array(&r, dp, H5T_INTEGER, 4, 0, dims, &d);
+  if (rc == DS_OK && d < 0)
+    rc = ds__puterr(err, errlen, DS_ERR_NOTFOUND, "%s: no frames for episode \"%s\" (%s is missing)", path, which, dp);
+  if (rc == DS_OK && (dims[3] != 4 || dims[0] < 1 || dims[1] < 1 || dims[2] < 1 || dims[1] > 65536 || dims[2] > 65536))
+    rc = rd_bad(&r, dp, "expected F x H x W x 4 RGBA frames (F >= 1, 1 <= H, W <= 65536), found %llu x %llu x %llu x %llu",
+                (unsigned long long)dims[0], (unsigned long long)dims[1], (unsigned long long)dims[2],
+                (unsigned long long)dims[3]);
+  if (rc == DS_OK) rc = rd_check_storage(&r, d, dp, 4, dims, 1, 0, &bytes);
+  if (rc == DS_OK) {
+    uint8_t* buf = (uint8_t*)ds__malloc(bytes);
     if (!buf) {
       rc = ds__puterr(err, errlen, DS_ERR_NOMEM, "%s: out of memory reading %s", path, dp);
     } else if (H5Dread(d, H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) {
       ds__free(buf);
-      rc = ds__puterr(err, errlen, DS_ERR_FORMAT, "%s: cannot read %s (corrupt?)", path, dp);
+      rc = rd_bad(&r, dp, "cannot read (corrupt data?)");
     } else {
       *nframes = (int)dims[0];
       *height = (int)dims[1];
@@ -598,30 +1000,22 @@ int ds_runlog_read_frames(const char* path, const char* which, int* nframes, int
       *rgba = buf;
     }
   }
-  H5Sclose(s);
-  H5Dclose(d);
-  H5Fclose(f);
+  if (d >= 0) H5Dclose(d);
+  H5Fclose(r.f);
   return rc;
 }
 
 int ds_runlog_read_config(const char* path, char** text, char* err, size_t errlen) {
-  hid_t f;
-  int rc = open_run(path, &f, err, errlen);
+  Rd r;
+  int rc = open_run(path, &r, err, errlen);
   if (rc) return rc;
-  hid_t d = H5Dopen2(f, "/config", H5P_DEFAULT);
-  hid_t t = d >= 0 ? H5Dget_type(d) : -1;
-  size_t n = t >= 0 ? H5Tget_size(t) : 0;
-  char* buf = (t >= 0 && !H5Tis_variable_str(t)) ? (char*)ds__malloc(n + 1) : NULL;
-  if (!buf || H5Dread(d, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) {
-    ds__free(buf);
-    rc = ds__puterr(err, errlen, DS_ERR_FORMAT, "%s: cannot read /config", path);
-  } else {
-    buf[n] = '\0';
-    *text = buf;
+  hid_t d;
+  rc = rd_open(&r, "/config", H5I_DATASET, 1, &d);
+  if (rc == DS_OK) {
+    rc = rd_string(&r, d, 0, "/config", RL_MAX_CONFIG, text);
+    H5Dclose(d);
   }
-  if (t >= 0) H5Tclose(t);
-  if (d >= 0) H5Dclose(d);
-  H5Fclose(f);
+  H5Fclose(r.f);
   return rc;
 }
 

@@ -103,6 +103,28 @@ DS_API void ds_build_info(dsBuildInfo* info);
 DS_API void ds_set_num_threads(int n);
 DS_API int ds_get_max_threads(void);
 
+/* ---- memory bound ------------------------------------------------------------
+ * The most memory dsim lets one object it creates plan to use: an env's tape
+ * and buffers (ds_env_create refuses an episode that would need more, naming
+ * the figure and the config key to change), or a run log's arrays read into
+ * memory (refused before any allocation). By default three quarters of the
+ * machine's physical memory, or of the process's cgroup memory limit when
+ * lower, or RLIMIT_AS when lower still;
+ * DSIM_MAX_MEMORY (read once, at the first call) or ds_set_memory_limit
+ * override it. */
+DS_API size_t ds_memory_limit(void);
+/* 0 restores the default. */
+DS_API void ds_set_memory_limit(size_t bytes);
+/* Where the bound comes from, for messages: "3/4 of physical memory",
+ * "DSIM_MAX_MEMORY", "set by the program" (dsim --max-memory), ... */
+DS_API const char* ds_memory_limit_source(void);
+/* A size in bytes from text: "123456", "1.5e9", "512M", "8G", "2T" (K/M/G/T are
+ * powers of 1024, an optional trailing "B" or "iB"). DS_ERR_PARSE for anything else,
+ * DS_ERR_RANGE for 0 or a size that does not fit size_t. */
+DS_API int ds_parse_size(const char* text, size_t* bytes);
+/* "1.5 GiB", "820 MiB", "12 KiB", "100 B" into buf. */
+DS_API const char* ds_format_size(size_t bytes, char* buf, size_t buflen);
+
 /* ---- CUDA ------------------------------------------------------------------
  * Number of visible CUDA devices: 0 with no GPU or no driver, and 0 in a build
  * without --enable-cuda. */

@@ -236,6 +236,9 @@ DS_API int ds_data_set_state(const dsModel* m, dsData* d, const dsReal* x, const
 DS_API const char* ds_data_last_error(const dsData* d);
 /* Bytes held by the data (arrays, tape, arena). */
 DS_API size_t ds_data_bytes(const dsModel* m, const dsData* d);
+/* Bytes ds_data_create(m, def) would allocate (0 for a bad def), without
+ * allocating: the check before a large tape. */
+DS_API size_t ds_data_bytes_needed(const dsModel* m, const dsDataDef* def);
 
 /* ---- step ------------------------------------------------------------------
  * One semi-implicit Euler substep with d->act and d->f_ext held over it:
