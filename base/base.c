@@ -248,7 +248,7 @@ size_t ds_memory_limit(void) {
 
 void ds_set_memory_limit(size_t bytes) {
   atomic_store(&g_memory_limit, bytes);
-  g_memory_source = bytes ? "set by the program" : "";
+  g_memory_source = bytes ? "ds_set_memory_limit, dsim --max-memory" : "";
 }
 
 const char* ds_memory_limit_source(void) {

@@ -2,13 +2,15 @@
 #ifndef DSIM_CLI_H
 #define DSIM_CLI_H
 
+#include <stddef.h>
+
 /* Exit codes (documented in the README and `dsim --help`). */
 enum {
   DS_EXIT_OK = 0,          /* success */
   DS_EXIT_FAILURE = 1,     /* the job failed at run time (divergence, I/O) */
   DS_EXIT_USAGE = 2,       /* bad command line: unknown command or flag */
   DS_EXIT_INPUT = 3,       /* bad input file: config, mesh, run log */
-  DS_EXIT_INTERRUPTED = 130 /* stopped by SIGINT after a clean close */
+  DS_EXIT_INTERRUPTED = 130 /* stopped by SIGINT after a clean close (128 + the signal: 143 SIGTERM) */
 };
 
 typedef struct dsCliCommand {
@@ -32,6 +34,24 @@ char* ds_cli_config_json(const struct dsEnvDef* def, const struct dsTrainerDef* 
 /* Load a plugin (cli/plugin.c) for command cmd; DS_EXIT_OK or an exit code
  * after printing why. */
 int ds_cli_load_plugin(const char* cmd, const char* path);
+
+/* ---- files (cli/files.c) ----
+ * Read the run log in a child process the way the command will (summary,
+ * config, and the frames of episode when not NULL): DS_EXIT_OK when it reads,
+ * else the exit code after printing why (a crash or hang inside libhdf5 is
+ * a corrupt file, exit 3). */
+int ds_cli_probe_runlog(const char* cmd, const char* path, const char* episode);
+/* 1 when a and b name the same existing file. */
+int ds_cli_same_file(const char* a, const char* b);
+/* Before writing out: refused when it is the input, a directory, exists
+ * without force, or its directory is missing (message printed). */
+int ds_cli_check_output(const char* cmd, const char* out, const char* input, int force);
+/* A uniquely named temporary file beside out (mkstemp): its fd (path in
+ * tmp), or -1 after printing why. */
+int ds_cli_temp_for(const char* cmd, const char* out, char* tmp, size_t n);
+/* Move tmp to out with the user's umask; without force an existing out is
+ * kept (and tmp removed). DS_EXIT_OK or an exit code after printing why. */
+int ds_cli_commit_temp(const char* cmd, const char* tmp, const char* out, int force);
 
 /* 1 when argv[i] is --help or -h. */
 int ds_cli_is_help(const char* arg);

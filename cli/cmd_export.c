@@ -1,12 +1,18 @@
 /* `dsim export RUN.h5 [--episode E] [--frames DIR] [--gif OUT.gif] [--csv OUT.csv]`:
- * turn a run log into pictures and tables. Each output is written to a
- * temporary name and renamed into place, so a failure never leaves a
- * half-written file where a good one was. */
+ * turn a run log into pictures and tables. The log is read in a child process
+ * first (cli/files.c). Each output file is written to a uniquely named
+ * temporary file beside it and moved into place, so a failure never leaves
+ * a half-written file where a good one was; an existing output is replaced
+ * only with --force, and the run log itself never. */
+#define _POSIX_C_SOURCE 200809L /* fdopen */
+#include "config.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "dsim/dsim.h"
@@ -17,16 +23,17 @@
 static void usage(FILE* out) {
   fprintf(out,
           "usage: dsim export RUN.h5 [--episode first|best|last] [--frames DIR] [--gif OUT.gif]\n"
-          "                          [--fps N] [--csv OUT.csv]\n"
+          "                          [--fps N] [--csv OUT.csv] [--force]\n"
           "\n"
           "  --episode E   which logged episode to export frames from (default: best)\n"
           "  --frames DIR  write the episode's frames as DIR/frame_0000.png ... (RGBA PNG)\n"
           "  --gif FILE    write the episode's frames as a looping animated GIF\n"
           "  --fps N       GIF frame rate (default 10)\n"
-          "  --csv FILE    write iteration,loss,metric,wall_time,grad_norm per iteration\n");
+          "  --csv FILE    write iteration,loss,metric,wall_time,grad_norm per iteration\n"
+          "  --force       replace existing output files (never the run log itself)\n");
 }
 
-static int write_csv(const char* run, const char* out) {
+static int write_csv(const char* run, const char* out, int force) {
   char err[1024];
   int n = 0;
   double *loss = NULL, *metric = NULL, *wall = NULL, *gn = NULL;
@@ -35,49 +42,53 @@ static int write_csv(const char* run, const char* out) {
     fprintf(stderr, "dsim export: %s\n", err);
     return DS_EXIT_INPUT;
   }
-  char tmp[4096];
-  snprintf(tmp, sizeof tmp, "%s.tmp", out);
-  FILE* fp = fopen(tmp, "w");
-  int ok = fp != NULL;
-  if (ok) {
+  char tmp[4400];
+  int fd = ds_cli_temp_for("export", out, tmp, sizeof tmp), status = DS_EXIT_FAILURE;
+  FILE* fp = fd >= 0 ? fdopen(fd, "w") : NULL;
+  if (fd >= 0 && !fp) close(fd);
+  if (fp) {
     fprintf(fp, "iteration,loss,metric,wall_time,grad_norm\n");
     for (int i = 0; i < n; i++) fprintf(fp, "%d,%.17g,%.17g,%.17g,%.17g\n", i, loss[i], metric[i], wall[i], gn[i]);
-    ok = !ferror(fp);
+    int ok = !ferror(fp);
     ok = (fclose(fp) == 0) && ok;
+    if (!ok) {
+      fprintf(stderr, "dsim export: %s: cannot write: %s\n", out, strerror(errno));
+      unlink(tmp);
+    } else {
+      status = ds_cli_commit_temp("export", tmp, out, force);
+    }
+  } else if (fd >= 0) {
+    fprintf(stderr, "dsim export: %s: cannot write: %s\n", out, strerror(errno));
+    unlink(tmp);
   }
   ds_runlog_free(loss);
   ds_runlog_free(metric);
   ds_runlog_free(wall);
   ds_runlog_free(gn);
-  if (!ok || rename(tmp, out) != 0) {
-    fprintf(stderr, "dsim export: %s: cannot write: %s\n", out, strerror(errno));
-    remove(tmp);
-    return DS_EXIT_FAILURE;
-  }
-  printf("wrote %s (%d iterations)\n", out, n);
-  return DS_EXIT_OK;
+  if (status == DS_EXIT_OK) printf("wrote %s (%d iterations)\n", out, n);
+  return status;
 }
 
-static int write_gif(const char* out, const uint8_t* rgba, int nf, int h, int w, int fps) {
-  char err[1024], tmp[4096];
-  snprintf(tmp, sizeof tmp, "%s.tmp", out);
+static int write_gif(const char* out, const uint8_t* rgba, int nf, int h, int w, int fps, int force) {
+  char err[1024], tmp[4400];
+  int fd = ds_cli_temp_for("export", out, tmp, sizeof tmp);
+  if (fd < 0) return DS_EXIT_FAILURE;
+  close(fd); /* the GIF writer opens it by name: a name only this process knows */
   int delay = (100 + fps / 2) / fps;
   int rc = ds__gif_write(tmp, rgba, nf, h, w, delay, err, sizeof err);
-  if (rc == DS_OK && rename(tmp, out) != 0) {
-    snprintf(err, sizeof err, "%s: cannot write: %s", out, strerror(errno));
-    rc = DS_ERR_IO;
-  }
   if (rc) {
-    remove(tmp);
-    fprintf(stderr, "dsim export: %s\n", err);
+    unlink(tmp);
+    fprintf(stderr, "dsim export: %s: cannot write: %s\n", out, err);
     return DS_EXIT_FAILURE;
   }
-  printf("wrote %s (%d frames, %d x %d)\n", out, nf, w, h);
-  return DS_EXIT_OK;
+  int status = ds_cli_commit_temp("export", tmp, out, force);
+  if (status == DS_EXIT_OK) printf("wrote %s (%d frames, %d x %d)\n", out, nf, w, h);
+  return status;
 }
 
-/* DIR/frame_0000.png ... one RGBA PNG per frame; DIR is created if missing. */
-static int export_frames_png(const char* dir, const uint8_t* rgba, int nf, int h, int w) {
+/* DIR/frame_0000.png ... one RGBA PNG per frame; DIR is created if missing.
+ * Frames already there are replaced only with force. */
+static int export_frames_png(const char* dir, const uint8_t* rgba, int nf, int h, int w, int force) {
   struct stat st;
   if (stat(dir, &st) != 0) {
     if (mkdir(dir, 0777) != 0) {
@@ -90,6 +101,13 @@ static int export_frames_png(const char* dir, const uint8_t* rgba, int nf, int h
   }
   char path[4200], err[1024];
   size_t frame_bytes = (size_t)h * (size_t)w * 4;
+  for (int f = 0; f < nf && !force; f++) {
+    snprintf(path, sizeof path, "%s/frame_%04d.png", dir, f);
+    if (stat(path, &st) == 0) {
+      fprintf(stderr, "dsim export: %s exists: give --force to replace the frames in %s/\n", path, dir);
+      return DS_EXIT_USAGE;
+    }
+  }
   for (int f = 0; f < nf; f++) {
     snprintf(path, sizeof path, "%s/frame_%04d.png", dir, f);
     if (ds_png_write(path, rgba + frame_bytes * (size_t)f, w, h, err, sizeof err)) {
@@ -103,13 +121,15 @@ static int export_frames_png(const char* dir, const uint8_t* rgba, int nf, int h
 
 int ds_cli_export(int argc, char** argv) {
   const char *run = NULL, *frames = NULL, *gif = NULL, *csv = NULL, *episode = "best";
-  int fps = 10;
+  int fps = 10, force = 0;
   for (int i = 1; i < argc; i++) {
     const char* a = argv[i];
     int has_val = i + 1 < argc;
     if (ds_cli_is_help(a)) {
       usage(stdout);
       return DS_EXIT_OK;
+    } else if (!strcmp(a, "--force")) {
+      force = 1;
     } else if (!strcmp(a, "--frames") || !strcmp(a, "--gif") || !strcmp(a, "--csv") || !strcmp(a, "--episode") ||
                !strcmp(a, "--fps")) {
       if (!has_val) {
@@ -154,16 +174,23 @@ int ds_cli_export(int argc, char** argv) {
     fprintf(stderr, "dsim export: nothing to do: give --frames, --gif and/or --csv\n");
     return DS_EXIT_USAGE;
   }
-  /* Check the file once up front so every error names it the same way. */
-  dsRunSummary s;
-  char err[1024];
-  int rc = ds_runlog_read_summary(run, &s, err, sizeof err);
-  if (rc) {
-    fprintf(stderr, "dsim export: %s\n", err);
-    return rc == DS_ERR_UNSUPPORTED ? DS_EXIT_FAILURE : DS_EXIT_INPUT;
+  /* The outputs first (nothing is read for a command that would be refused),
+   * then the file once, in a child process, the way it will be read. */
+  const char* outs[2] = {csv, gif};
+  for (int k = 0; k < 2; k++) {
+    if (!outs[k]) continue;
+    int rc = ds_cli_check_output("export", outs[k], run, force);
+    if (rc) return rc;
   }
+  if (frames && ds_cli_same_file(frames, run)) {
+    fprintf(stderr, "dsim export: --frames %s is the run log\n", frames);
+    return DS_EXIT_USAGE;
+  }
+  int rc = ds_cli_probe_runlog("export", run, (frames || gif) ? episode : NULL);
+  if (rc) return rc;
+  char err[1024];
   int status = DS_EXIT_OK;
-  if (csv) status = write_csv(run, csv);
+  if (csv) status = write_csv(run, csv, force);
   if (status == DS_EXIT_OK && (frames || gif)) {
     int nf = 0, h = 0, w = 0;
     uint8_t* rgba = NULL;
@@ -172,8 +199,8 @@ int ds_cli_export(int argc, char** argv) {
       fprintf(stderr, "dsim export: %s\n", err);
       return DS_EXIT_INPUT;
     }
-    if (frames) status = export_frames_png(frames, rgba, nf, h, w);
-    if (status == DS_EXIT_OK && gif) status = write_gif(gif, rgba, nf, h, w, fps);
+    if (frames) status = export_frames_png(frames, rgba, nf, h, w, force);
+    if (status == DS_EXIT_OK && gif) status = write_gif(gif, rgba, nf, h, w, fps, force);
     ds_runlog_free(rgba);
   }
   return status;

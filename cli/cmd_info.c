@@ -30,7 +30,9 @@ static int info_build(void) {
 static int info_run(const char* path) {
   dsRunSummary s;
   char err[1024];
-  int rc = ds_runlog_read_summary(path, &s, err, sizeof err);
+  int rc = ds_cli_probe_runlog("info", path, NULL); /* in a child first: cli/files.c */
+  if (rc) return rc;
+  rc = ds_runlog_read_summary(path, &s, err, sizeof err);
   if (rc) {
     fprintf(stderr, "dsim info: %s\n", err);
     return rc == DS_ERR_UNSUPPORTED ? DS_EXIT_FAILURE : DS_EXIT_INPUT;

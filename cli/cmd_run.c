@@ -15,9 +15,14 @@
  *   3. next to the executable: DIR/configs, DIR/../configs, DIR/../share/dsim/configs
  *   4. the installed $(pkgdatadir)/configs (compile-time DS_CONFIGS_DATADIR).
  *
- * SIGINT: the current iteration finishes, the best and last episodes are
- * recorded (a second SIGINT skips that), the log is closed with status
- * "interrupted" and the exit status is 130.
+ * SIGINT, SIGTERM, SIGHUP: the current iteration finishes, the best and
+ * last episodes are recorded (a second signal skips that), the log is closed
+ * with status "interrupted" and the exit status is 128 + the signal (130,
+ * 143, 129).
+ *
+ * Output: never replaces an existing file unless --force; never the run's
+ * inputs (config, plugins), even with --force. Without --out the default
+ * name gets a numbered suffix (-1, -2, ...) when taken.
  *
  * The best episode is the iteration whose metric is closest to the env's
  * metric goal (ds_env_metric_goal: 0 for a squared distance to the target,
@@ -51,9 +56,10 @@
 #define RUN_MAX_OVERRIDES 128
 
 static volatile sig_atomic_t g_interrupts = 0;
+static volatile sig_atomic_t g_signal = 0; /* the first stopping signal */
 
-static void on_sigint(int sig) {
-  (void)sig;
+static void on_stop_signal(int sig) {
+  if (!g_interrupts) g_signal = sig;
   g_interrupts++;
 }
 
@@ -82,8 +88,11 @@ static void usage(FILE* out) {
           "                  configs), state (3-D centre-of-mass loss), random, cem\n"
           "  --seed S        run.seed: goal and controller seed\n"
           "  --threads T     run.threads: OpenMP threads (0: OMP_NUM_THREADS or all cores)\n"
-          "  --out FILE      run.out: run log (default runs/ENV-METHOD[-mpc]-sSEED.h5; directories\n"
-          "                  are created; an existing file is overwritten)\n"
+          "  --out FILE      run.out: run log (default runs/ENV-METHOD[-mpc]-sSEED.h5, or -1, -2, ...\n"
+          "                  appended when taken; directories are created)\n"
+          "  --force         replace an existing --out file (never the config or a plugin)\n"
+          "  --max-memory S  refuse an episode that needs more than S (e.g. 8G; default 3/4 of\n"
+          "                  physical memory, or DSIM_MAX_MEMORY)\n"
           "  --mpc           controller.mpc: receding-horizon MPC (image or state): an iteration\n"
           "                  is one pass; --horizon H, --execute E, --inner K: controller.horizon,\n"
           "                  .execute, .inner (window, steps executed per window, optimiser steps)\n"
@@ -99,10 +108,12 @@ static void usage(FILE* out) {
           "                  classes (ds_env_register); its env.name then works like a bundled one\n"
           "\n"
           "Output: a progress bar on a terminal, else one line per iteration; then a summary\n"
-          "(initial and final metric, best iteration, wall time). Ctrl-C stops after the\n"
-          "current iteration and closes the log (a second Ctrl-C skips recording episodes).\n"
-          "Exit status: 0 done, 1 run-time failure (divergence, I/O), 2 usage error,\n"
-          "3 bad config, 130 interrupted.\n");
+          "(initial and final metric, best iteration, wall time). Ctrl-C (or SIGTERM, SIGHUP)\n"
+          "stops after the current iteration and closes the log with status \"interrupted\"\n"
+          "(a second one skips recording episodes).\n"
+          "Exit status: 0 done, 1 run-time failure (divergence, I/O, memory), 2 usage error\n"
+          "(including an --out that exists), 3 bad config, 128 + signal when stopped (130 Ctrl-C,\n"
+          "143 SIGTERM).\n");
 }
 
 /* ---- parse ------------------------------------------------------------------- */
@@ -139,6 +150,9 @@ typedef struct RunArgs {
   Override ov[RUN_MAX_OVERRIDES];
   int nov;
   int run_flags;       /* controller/run keys were given (their errors are usage errors) */
+  int force;           /* --force: replace an existing --out */
+  const char* plugins[16];
+  int nplugins;
 } RunArgs;
 
 static int usage_error(const char* fmt, const char* a, const char* b) {
@@ -218,6 +232,19 @@ static int parse_args(int argc, char** argv, RunArgs* a) {
     for (size_t q = 0; q < NFLAGS; q++)
       if (!strcmp(flag, g_flags[q].flag)) f = &g_flags[q];
     const int plugin = !strcmp(flag, "--plugin");
+    if (!strcmp(flag, "--force")) {
+      if (val) return usage_error("%s: takes no value, got '%s'", flag, val);
+      a->force = 1;
+      continue;
+    }
+    if (!strcmp(flag, "--max-memory")) {
+      if (!val && i + 1 >= argc) return usage_error("option '%s' needs a value%s", flag, "");
+      if (!val) val = argv[++i];
+      size_t bytes = 0;
+      if (ds_parse_size(val, &bytes)) return usage_error("--max-memory '%s': expected a size such as 8G, 512M or 1e9%s", val, "");
+      ds_set_memory_limit(bytes);
+      continue;
+    }
     if (!f && strcmp(flag, "--set") && !plugin) return usage_error("unknown option '%s'%s", flag, "");
     if (f && f->fixed) {
       if (val) return usage_error("%s: takes no value, got '%s'", flag, val);
@@ -226,6 +253,7 @@ static int parse_args(int argc, char** argv, RunArgs* a) {
       if (i + 1 >= argc) return usage_error("option '%s' needs a value%s", flag, "");
       val = argv[++i];
     }
+    if (plugin && a->nplugins < (int)(sizeof a->plugins / sizeof a->plugins[0])) a->plugins[a->nplugins++] = val;
     int rc = plugin ? ds_cli_load_plugin("run", val) : f ? add_override(a, flag, f->section, f->key, val) : parse_set(a, val);
     if (rc) return rc;
   }
@@ -317,7 +345,7 @@ typedef struct Run {
   int nthreads, S, A, np, nlog;
   /* the loop's results */
   dsReal *best_act, *last_act;
-  int best_it, last_it, have, done_its;
+  int best_it, last_it, have, done_its, interrupted;
   double best_metric, first_metric, last_metric, first_loss, last_loss, t_iter, wall;
   char status[600];
 } Run;
@@ -329,8 +357,14 @@ static int locate_config(const char* target, char* path, size_t len) {
     snprintf(path, len, "%s", name);
     return 0;
   }
+  struct stat st;
+  if (stat(name, &st) == 0) {
+    fprintf(stderr, "dsim run: %s: %s, expected a JSON run config file\n", name,
+            S_ISDIR(st.st_mode) ? "is a directory" : "is not a regular file");
+    return DS_EXIT_INPUT;
+  }
   if (strchr(name, '/') || strstr(name, ".json")) {
-    fprintf(stderr, "dsim run: %s: cannot open: No such file\n", name);
+    fprintf(stderr, "dsim run: %s: cannot open: %s\n", name, strerror(ENOENT));
     return DS_EXIT_INPUT;
   }
   if (find_config(name, path, len) == 0) return 0;
@@ -341,6 +375,44 @@ static int locate_config(const char* target, char* path, size_t len) {
   }
   fprintf(stderr, "dsim run: '%s' is neither a config file nor a bundled environment config (%s)\n", name, names);
   return DS_EXIT_INPUT;
+}
+
+/* The run log's path: --out (refused when it is one of the run's inputs, a
+ * directory, or exists without --force), else the default name with the
+ * first free numbered suffix. */
+static int choose_output(const RunArgs* a, Run* r) {
+  struct stat st;
+  if (r->rd.out[0]) {
+    snprintf(r->out, sizeof r->out, "%s", r->rd.out);
+    const char* what = ds_cli_same_file(r->out, r->path) ? "the run's config file" : NULL;
+    for (int i = 0; i < a->nplugins && !what; i++)
+      if (ds_cli_same_file(r->out, a->plugins[i])) what = "a plugin the run loads";
+    if (what) {
+      fprintf(stderr, "dsim run: --out %s is %s: refusing to replace an input with the run log\n", r->out, what);
+      return DS_EXIT_USAGE;
+    }
+    if (stat(r->out, &st) == 0 && S_ISDIR(st.st_mode)) {
+      fprintf(stderr, "dsim run: --out %s is a directory; give a file name (e.g. %s/run.h5)\n", r->out, r->out);
+      return DS_EXIT_USAGE;
+    }
+    if (!a->force && stat(r->out, &st) == 0) {
+      fprintf(stderr, "dsim run: --out %s exists (an earlier run's log?): give --force to replace it, or another --out\n",
+              r->out);
+      return DS_EXIT_USAGE;
+    }
+    return DS_EXIT_OK;
+  }
+  char base[3072];
+  snprintf(base, sizeof base, "runs/%s-%s-s%llu", ds_env_name(r->env), r->mname, (unsigned long long)r->td.seed);
+  for (int k = 0; k < 100000; k++) {
+    if (k == 0)
+      snprintf(r->out, sizeof r->out, "%s.h5", base);
+    else
+      snprintf(r->out, sizeof r->out, "%s-%d.h5", base, k);
+    if (stat(r->out, &st) != 0 && errno == ENOENT) return DS_EXIT_OK;
+  }
+  fprintf(stderr, "dsim run: %s.h5 and 99999 numbered names after it exist; give --out\n", base);
+  return DS_EXIT_USAGE;
 }
 
 /* Config -> env, controller and run definitions with the command line's
@@ -409,11 +481,7 @@ static int setup(const RunArgs* a, Run* r) {
   }
   /* run log */
   snprintf(r->mname, sizeof r->mname, "%s%s", ds_method_name(r->td.method), r->td.mpc ? "-mpc" : "");
-  if (r->rd.out[0])
-    snprintf(r->out, sizeof r->out, "%s", r->rd.out);
-  else
-    snprintf(r->out, sizeof r->out, "runs/%s-%s-s%llu.h5", ds_env_name(r->env), r->mname,
-             (unsigned long long)r->td.seed);
+  if ((rc = choose_output(a, r))) return rc;
   r->np = ds_trainer_num_params(r->tr);
   r->nlog = r->np < RUN_MAX_LOGGED_PARAMS ? r->np : RUN_MAX_LOGGED_PARAMS;
   dsRunLogDef ld = ds_default_runlog_def();
@@ -424,6 +492,7 @@ static int setup(const RunArgs* a, Run* r) {
   ld.threads = r->nthreads;
   ld.nparams = r->nlog;
   ld.substep_stride = ds_env_def(r->env)->render_interval;
+  ld.overwrite = a->force && r->rd.out[0];
   if (make_parent_dirs(r->out) != 0) {
     fprintf(stderr, "dsim run: %s: cannot create its directory: %s\n", r->out, strerror(errno));
     return DS_EXIT_FAILURE;
@@ -534,7 +603,8 @@ static int loop(Run* r) {
     progress(r, i, &it, t0);
     if (g_interrupts) {
       snprintf(r->status, sizeof r->status, "interrupted");
-      exitc = DS_EXIT_INTERRUPTED;
+      r->interrupted = 1;
+      exitc = 128 + (g_signal ? (int)g_signal : SIGINT);
       break;
     }
   }
@@ -545,8 +615,9 @@ static int loop(Run* r) {
 /* Best and last episodes, the log's status; returns the final exit code. */
 static int finish(Run* r, int exitc) {
   if (isatty(STDOUT_FILENO)) printf("\n");
-  if (exitc == DS_EXIT_INTERRUPTED)
-    printf("interrupted after %d iteration%s\n", r->done_its, r->done_its == 1 ? "" : "s");
+  if (r->interrupted)
+    printf("interrupted (%s) after %d iteration%s\n", g_signal == SIGTERM ? "SIGTERM" : g_signal == SIGHUP ? "SIGHUP" : "SIGINT",
+           r->done_its, r->done_its == 1 ? "" : "s");
   fflush(stdout);
   if (r->log && r->have && g_interrupts < 2) { /* a second Ctrl-C skips the episodes */
     int e1 = write_episode(r, "best", r->best_it, r->best_act);
@@ -606,16 +677,18 @@ int ds_cli_run(int argc, char** argv) {
            r->td.method <= DS_METHOD_STATE ? r->td.optim.lr : 0.0);
     printf("run log: %s%s\n", r->log ? r->out : "(none)", r->log ? "" : " (built --without-hdf5)");
     fflush(stdout);
-    struct sigaction sa, old;
+    static const int stop_signals[3] = {SIGINT, SIGTERM, SIGHUP};
+    struct sigaction sa, old[3];
     memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_sigint;
+    sa.sa_handler = on_stop_signal;
     sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, &old);
+    for (int i = 0; i < 3; i++) sigaction(stop_signals[i], &sa, &old[i]);
     g_interrupts = 0;
+    g_signal = 0;
     const double t0 = now_s();
     exitc = finish(r, loop(r));
     r->wall = now_s() - t0;
-    sigaction(SIGINT, &old, NULL);
+    for (int i = 0; i < 3; i++) sigaction(stop_signals[i], &old[i], NULL);
     summary(r);
   }
   cleanup(r);

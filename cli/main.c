@@ -1,6 +1,7 @@
 /* dsim: the command-line front end. Dispatches to subcommands; no physics
  * here. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "dsim/dsim.h"
@@ -36,6 +37,12 @@ int main(int argc, char** argv) {
     return DS_EXIT_USAGE;
   }
   const char* cmd = argv[1];
+  const char* mem = getenv("DSIM_MAX_MEMORY");
+  size_t bytes = 0;
+  if (mem && *mem && ds_parse_size(mem, &bytes)) {
+    fprintf(stderr, "dsim: DSIM_MAX_MEMORY='%s': expected a size such as 8G, 512M or 1e9\n", mem);
+    return DS_EXIT_USAGE;
+  }
   if (!strcmp(cmd, "--version") || !strcmp(cmd, "-V")) {
     printf("dsim %s\n", ds_version_string());
     return DS_EXIT_OK;

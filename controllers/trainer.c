@@ -94,7 +94,7 @@ static const dsConfigKey g_trainer_keys[] = {
     {"clip", DS_KEY_DOUBLE, T(optim.clip_norm), 0, 1e30, NULL, 0, "gradient-norm clipping (0: off)"},
     {"decay_every", DS_KEY_INT, T(optim.decay_every), 0, 100000000, NULL, 0,
      "step decay: multiply the learning rate by decay_factor every N iterations (0: off)"},
-    {"decay_factor", DS_KEY_DOUBLE, T(optim.decay_factor), 0, 1, NULL, 0, "step decay factor, (0, 1]"},
+    {"decay_factor", DS_KEY_DOUBLE, T(optim.decay_factor), 1e-6, 1, NULL, 0, "step decay factor (multiplies the learning rate), [1e-6, 1]"},
     {"mpc", DS_KEY_BOOL, T(mpc), 0, 1, NULL, 0, "receding-horizon MPC (image or state method)"},
     {"horizon", DS_KEY_INT, T(mpc_horizon), 0, 100000000, NULL, 0, "MPC window, control steps (0: a quarter)"},
     {"execute", DS_KEY_INT, T(mpc_execute), 0, 100000000, NULL, 0, "MPC steps executed per window (0: half)"},
@@ -125,8 +125,8 @@ int ds_trainer_def_validate(const dsTrainerDef* def, char* err, size_t errlen) {
   if (def->method == DS_METHOD_CEM && def->cem_elite > def->cem_population)
     return ds__puterr(err, errlen, DS_ERR_RANGE, "controller.elite: %d exceeds controller.population %d",
                       def->cem_elite, def->cem_population);
-  if (!(def->optim.decay_factor > 0))
-    return ds__puterr(err, errlen, DS_ERR_RANGE, "controller.decay_factor: expected a number in (0, 1], got %g",
+  if (!(def->optim.decay_factor >= 1e-6 && def->optim.decay_factor <= 1)) /* the key table's range */
+    return ds__puterr(err, errlen, DS_ERR_RANGE, "controller.decay_factor: expected a number in [1e-06, 1], got %g",
                       def->optim.decay_factor);
   return 0;
 }

@@ -317,8 +317,28 @@ static int walk(Ctx* c, const cJSON* obj, const char* prefix) {
   return DS_OK;
 }
 
+/* The first \u0000 escape of text (an odd run of backslashes before "u0000"),
+ * or NULL: cJSON would cut the string there ("walker\u0000x" read as
+ * "walker"), so a config may not hold one. */
+static const char* find_nul_escape(const char* text) {
+  for (const char* p = strstr(text, "u0000"); p; p = strstr(p + 1, "u0000")) {
+    int n = 0;
+    for (const char* q = p - 1; q >= text && *q == '\\'; q--) n++;
+    if (n % 2 == 1) return p - 1;
+  }
+  return NULL;
+}
+
 /* Parse text; on invalid JSON set the message and return NULL. */
 static cJSON* parse_json(const char* file, const char* text, dsErrBuf* eb, int* rc) {
+  const char* nul = find_nul_escape(text);
+  if (nul) {
+    int line, col;
+    line_col(text, nul, &line, &col);
+    *rc = ds__seterr(eb, DS_ERR_PARSE, "%s:%d:%d: a string holds \\u0000 (a NUL character), which no config value may",
+                     file, line, col);
+    return NULL;
+  }
   const char* end = NULL;
   cJSON* root = cJSON_ParseWithOpts(text, &end, 1);
   if (!root) {

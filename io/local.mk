@@ -4,14 +4,17 @@
 libdsim_core_la_SOURCES += io/cfg.c io/cfg.h io/runlog.c io/gif.c io/gif.h io/png.c io/libinfo.c \
   io/mesh_obj.c io/mesh_tetgen.c io/mesh_read.h
 dsiminclude_HEADERS += include/dsim/runlog.h
-check_PROGRAMS += tests/test_config tests/test_runlog tests/runlog_writer tests/test_png tests/test_mesh_io
+check_PROGRAMS += tests/test_config tests/test_runlog tests/runlog_writer tests/runlog_hostile tests/test_png tests/test_mesh_io
 tests_test_config_SOURCES = tests/test_config.c
 tests_test_runlog_SOURCES = tests/test_runlog.c
 tests_test_runlog_CPPFLAGS = $(AM_CPPFLAGS) $(HDF5_CFLAGS)
 tests_runlog_writer_SOURCES = tests/runlog_writer.c
+tests_runlog_hostile_SOURCES = tests/runlog_hostile.c
+tests_runlog_hostile_CPPFLAGS = $(AM_CPPFLAGS) $(HDF5_CFLAGS)
+tests_runlog_hostile_LDADD = $(LDADD) $(HDF5_LIBS)
 tests_test_png_SOURCES = tests/test_png.c
 tests_test_mesh_io_SOURCES = tests/test_mesh_io.c
-TESTS += tests/test_config tests/test_runlog tests/test_runlog_kill.sh tests/test_png tests/test_mesh_io
+TESTS += tests/test_config tests/test_runlog tests/runlog_hostile tests/test_runlog_kill.sh tests/test_png tests/test_mesh_io
 EXTRA_DIST += tests/test_runlog_kill.sh \
   tests/data/cube.obj tests/data/cube_crlf.obj tests/data/empty.obj \
   tests/data/bad_index.obj tests/data/bad_negative.obj tests/data/bad_zero.obj \

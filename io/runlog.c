@@ -224,10 +224,18 @@ int ds_runlog_create(const char* path, const dsRunLogDef* def, dsRunLog** out, c
   log->stride = def->substep_stride;
   log->compression = def->compression;
   snprintf(log->path, sizeof log->path, "%s", path);
-  log->file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  struct stat st;
+  if (!def->overwrite && stat(path, &st) == 0) {
+    ds__free(log);
+    return ds__puterr(err, errlen, DS_ERR_IO, "%s: exists; refusing to replace it (dsRunLogDef.overwrite)", path);
+  }
+  errno = 0;
+  log->file = H5Fcreate(path, def->overwrite ? H5F_ACC_TRUNC : H5F_ACC_EXCL, H5P_DEFAULT, H5P_DEFAULT);
   if (log->file < 0) {
     int e = errno;
     ds__free(log);
+    if (!def->overwrite && stat(path, &st) == 0) /* created by someone else meanwhile */
+      return ds__puterr(err, errlen, DS_ERR_IO, "%s: exists; refusing to replace it (dsRunLogDef.overwrite)", path);
     return ds__puterr(err, errlen, DS_ERR_IO, "%s: cannot create the run log%s%s", path, e ? ": " : "",
                    e ? strerror(e) : "");
   }
@@ -499,6 +507,13 @@ static int rd_open(Rd* r, const char* p, H5I_type_t want, int required, hid_t* o
     if (li.type != H5L_TYPE_HARD)
       return rd_bad(r, prefix, "is %s link; a dsim run log holds hard links only",
                     li.type == H5L_TYPE_SOFT ? "a soft" : li.type == H5L_TYPE_EXTERNAL ? "an external" : "a user-defined");
+    if (i < len) { /* on the way: a group */
+      hid_t g = H5Oopen(r->f, prefix, H5P_DEFAULT);
+      H5I_type_t t = g >= 0 ? H5Iget_type(g) : H5I_BADID;
+      if (g >= 0) H5Oclose(g);
+      if (g < 0) return rd_bad(r, prefix, "cannot open (corrupt object header?)");
+      if (t != H5I_GROUP) return rd_bad(r, prefix, "expected a group, found %s", id_kind(t));
+    }
   }
   hid_t o = H5Oopen(r->f, p, H5P_DEFAULT);
   if (o < 0) return rd_bad(r, p, "cannot open (corrupt object header?)");

@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   def.env = "test";
   def.method = "image";
   def.nparams = 16;
+  def.overwrite = 1;
   dsRunLog* log = NULL;
   if (ds_runlog_create(argv[1], &def, &log, err, sizeof err)) {
     fprintf(stderr, "%s\n", err);

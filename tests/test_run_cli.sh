@@ -1,8 +1,9 @@
 #!/bin/sh
 # `dsim run`: flags and their errors (exit codes of cli/cli.h), config lookup
 # by env name (through $DS_SRCDIR/configs), short runs of every method and of
-# MPC on shortened scenes, the run log they leave, and SIGINT: the current
-# iteration finishes, the log is closed as "interrupted", exit status 130.
+# MPC on shortened scenes, the run log they leave, and SIGINT / SIGTERM: the
+# current iteration finishes, the log is closed as "interrupted", exit status
+# 130 / 143.
 set -u
 : "${DSIM:?DSIM must name the dsim binary}" "${DS_BUILDDIR:?}"
 fail=0
@@ -37,7 +38,7 @@ JSON
 W="$dir/src/configs/walker.json"
 
 check "run --help" 0 "$DSIM" run --help;                   expect "run --help" "usage: dsim run"
-expect "run --help exit codes" "130 interrupted"
+expect "run --help exit codes" "130 Ctrl-C"
 check "dsim --help lists run" 0 "$DSIM" --help;            expect "dsim --help lists run" "run "
 check "unknown flag" 2 "$DSIM" run "$W" --frob;            expect "unknown flag" "unknown option '--frob'"
 check "bad iterations" 2 "$DSIM" run "$W" --iterations abc; expect "bad iterations" "--iterations: run.iterations: expected an integer"
@@ -46,7 +47,7 @@ check "bad lr" 2 "$DSIM" run "$W" --lr=-1;                 expect "bad lr" "--lr
 check "bad method" 2 "$DSIM" run "$W" --method foo;        expect "bad method" "--method: run.method: expected one of \"image,state,random,cem\", got \"foo\""
 check "mpc with cem" 2 "$DSIM" run "$W" --mpc --method cem; expect "mpc with cem" "controller.mpc: MPC needs a gradient method (image or state), not cem"
 check "missing value" 2 "$DSIM" run "$W" --out;            expect "missing value" "option '--out' needs a value"
-check "decay factor out of range" 2 "$DSIM" run "$W" --decay-factor 1.5; expect "decay factor out of range" "controller.decay_factor: expected a number in [0, 1], got 1.5"
+check "decay factor out of range" 2 "$DSIM" run "$W" --decay-factor 1.5; expect "decay factor out of range" "controller.decay_factor: expected a number in [1e-06, 1], got 1.5"
 check "set: unknown key" 2 "$DSIM" run "$W" --set env.physic.substeps=9; expect "set: unknown key" "did you mean \"env.physics.substeps\""
 check "set: bad value" 2 "$DSIM" run "$W" --set controller.phases=0; expect "set: bad value" "controller.phases: expected an integer in [1, 1024], got 0"
 check "set: applies" 0 "$DSIM" run "$W" --set run.iterations=2 --set env.physics.substeps=128 --set controller.phases=2 \
@@ -128,25 +129,28 @@ else
   echo "plugin: $plug not built (shared libraries disabled?); plugin run not checked"
 fi
 
-# SIGINT after a few iterations: clean close, exit 130
-"$DSIM" run "$W" --iterations 1000000 --out "$dir/int.h5" >"$dir/int.txt" 2>&1 &
-pid=$!
-n=0; tries=0
-while [ "$n" -lt 3 ] && [ "$tries" -lt 600 ]; do
-  n=$(grep -c '^iteration' "$dir/int.txt" 2>/dev/null || true); n=${n:-0}
-  tries=$((tries + 1)); sleep 0.05
+# SIGINT / SIGTERM after a few iterations: clean close, exit 128 + signal
+for sig in INT TERM; do
+  "$DSIM" run "$W" --iterations 1000000 --out "$dir/int$sig.h5" >"$dir/int.txt" 2>&1 &
+  pid=$!
+  n=0; tries=0
+  while [ "$n" -lt 3 ] && [ "$tries" -lt 600 ]; do
+    n=$(grep -c '^iteration' "$dir/int.txt" 2>/dev/null || true); n=${n:-0}
+    tries=$((tries + 1)); sleep 0.05
+  done
+  kill -$sig "$pid"; wait "$pid"; st=$?
+  want=130; [ $sig = TERM ] && want=143
+  [ "$st" = $want ] || { echo "FAIL: SIG$sig: exit $st, expected $want"; sed 's/^/  | /' "$dir/int.txt"; fail=1; }
+  grep -q "interrupted (SIG$sig) after" "$dir/int.txt" || { echo "FAIL: SIG$sig: no 'interrupted (SIG$sig) after' line"; fail=1; }
+  if [ "$hdf5" = 1 ]; then
+    LAST=$("$DSIM" info "$dir/int$sig.h5" 2>&1)
+    expect "SIG$sig: status" "status:     interrupted"
+    expect "SIG$sig: episodes" "episodes:   first best last"
+    done_its=$(grep -c '^iteration' "$dir/int.txt")
+    got=$(echo "$LAST" | sed -n 's/^iterations: *\([0-9]*\).*/\1/p')
+    [ "${got:-0}" = "$done_its" ] || { echo "FAIL: SIG$sig: log holds ${got:-?} iterations, printed $done_its"; fail=1; }
+  fi
 done
-kill -INT "$pid"; wait "$pid"; st=$?
-[ "$st" = 130 ] || { echo "FAIL: SIGINT: exit $st, expected 130"; sed 's/^/  | /' "$dir/int.txt"; fail=1; }
-grep -q "interrupted after" "$dir/int.txt" || { echo "FAIL: SIGINT: no 'interrupted after' line"; fail=1; }
-if [ "$hdf5" = 1 ]; then
-  LAST=$("$DSIM" info "$dir/int.h5" 2>&1)
-  expect "SIGINT: status" "status:     interrupted"
-  expect "SIGINT: episodes" "episodes:   first best last"
-  done_its=$(grep -c '^iteration' "$dir/int.txt")
-  got=$(echo "$LAST" | sed -n 's/^iterations: *\([0-9]*\).*/\1/p')
-  [ "${got:-0}" = "$done_its" ] || { echo "FAIL: SIGINT: log holds ${got:-?} iterations, printed $done_its"; fail=1; }
-fi
 # SIGKILL mid-run: the log keeps every iteration the run had printed (each
 # is flushed before its line is printed) and h5dump and dsim info read it
 if [ "$hdf5" = 1 ]; then

@@ -46,6 +46,7 @@ int main(void) {
   def.threads = 2;
   def.nparams = 3;
   def.substep_stride = 4;
+  def.overwrite = 1; /* a previous run's file */
   dsRunLog* log = NULL;
   CHECK_INT_EQ(ds_runlog_create(path, &def, &log, err, sizeof err), DS_OK);
   if (!log) return DST_RESULT();
@@ -221,6 +222,30 @@ int main(void) {
   CHECK_INT_EQ(ds_runlog_create("/nonexistent-dir/run.h5", &bad, &log, err, sizeof err), DS_ERR_IO);
   CHECK_STR_CONTAINS(err, "/nonexistent-dir/run.h5: cannot create the run log");
   CHECK(log == NULL);
+  /* an existing file is kept unless overwrite is set */
+  {
+    const char* keep = tmp_path("test_runlog_keep.txt");
+    FILE* fp = fopen(keep, "w");
+    if (fp) {
+      fputs("keep\n", fp);
+      fclose(fp);
+    }
+    dsRunLogDef d2 = ds_default_runlog_def();
+    CHECK_INT_EQ(ds_runlog_create(keep, &d2, &log, err, sizeof err), DS_ERR_IO);
+    CHECK_STR_CONTAINS(err, "test_runlog_keep.txt: exists; refusing to replace it");
+    char line[16] = "";
+    fp = fopen(keep, "r");
+    if (fp) {
+      if (!fgets(line, sizeof line, fp)) line[0] = 0;
+      fclose(fp);
+    }
+    CHECK_STR_EQ(line, "keep\n");
+    d2.overwrite = 1;
+    CHECK_INT_EQ(ds_runlog_create(keep, &d2, &log, err, sizeof err), DS_OK);
+    CHECK_INT_EQ(ds_runlog_close(log, "completed"), DS_OK);
+    log = NULL;
+    remove(keep);
+  }
   CHECK_INT_EQ(ds_runlog_close(NULL, "x"), DS_OK);
 
   remove(path);

@@ -28,6 +28,7 @@ typedef struct dsRunLogDef {
   int nparams;               /* length of the per-iteration parameter vector (0: none) */
   int substep_stride;        /* store every k-th substep of trajectories (>= 1; the last is always stored) */
   int compression;           /* gzip level 0..9 for frames and trajectories */
+  int overwrite;             /* 0 (default): refuse a path that exists; 1: replace it */
 } dsRunLogDef;
 
 DS_API dsRunLogDef ds_default_runlog_def(void);
@@ -42,8 +43,10 @@ typedef struct dsRunIteration {
 
 /* Episodes are dsEpisodeRecord (dsim/base.h). */
 
-/* Create (truncate) path and write /config and /meta. err gets a message
- * naming the file on failure. */
+/* Create path and write /config and /meta. An existing path is refused
+ * (DS_ERR_IO, "exists") unless def->overwrite; the check and the creation
+ * are one step (no race with another writer). err gets a message naming the
+ * file on failure. */
 DS_API int ds_runlog_create(const char* path, const dsRunLogDef* def, dsRunLog** out, char* err, size_t errlen);
 /* Append one iteration to /iterations and flush the file. */
 DS_API int ds_runlog_append_iteration(dsRunLog* log, const dsRunIteration* it);
@@ -53,7 +56,13 @@ DS_API int ds_runlog_write_episode(dsRunLog* log, const char* which, const dsEpi
 DS_API int ds_runlog_close(dsRunLog* log, const char* status);
 DS_API const char* ds_runlog_last_error(const dsRunLog* log);
 
-/* ---- reading ------------------------------------------------------------- */
+/* ---- reading -------------------------------------------------------------
+ * A log may come from anywhere: every object is checked against the schema
+ * (link and object kind, type class, rank, dimensions, byte size against
+ * ds_memory_limit() and the bytes the file holds, filters) before it is read,
+ * and anything else is refused with DS_ERR_FORMAT naming the object and what
+ * was expected. A file corrupt enough to break libhdf5's own parsing can
+ * still crash inside libhdf5 (the CLI reads logs in a child process first). */
 typedef struct dsRunSummary {
   char version[32];          /* dsim version that wrote it */
   char env[64];
