@@ -813,7 +813,11 @@ static int open_run(const char* path, Rd* r, char* err, size_t errlen) {
   if (S_ISDIR(st.st_mode)) return ds__puterr(err, errlen, DS_ERR_IO, "%s: is a directory, expected a run log (.h5)", path);
   if (!S_ISREG(st.st_mode)) return ds__puterr(err, errlen, DS_ERR_IO, "%s: not a regular file", path);
   if (H5Fis_hdf5(path) <= 0) return ds__puterr(err, errlen, DS_ERR_FORMAT, "%s: not an HDF5 file (or truncated)", path);
-  r->f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+  /* closing the file closes whatever a failed read left open */
+  hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+  if (fapl >= 0) H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG);
+  r->f = H5Fopen(path, H5F_ACC_RDONLY, fapl >= 0 ? fapl : H5P_DEFAULT);
+  if (fapl >= 0) H5Pclose(fapl);
   if (r->f < 0) return ds__puterr(err, errlen, DS_ERR_FORMAT, "%s: HDF5 file is corrupt or truncated", path);
   hid_t meta;
   char fmt[64] = "";
