@@ -225,19 +225,19 @@ int main(void) {
   /* an existing file is kept unless overwrite is set */
   {
     const char* keep = tmp_path("test_runlog_keep.txt");
-    FILE* fp = fopen(keep, "w");
-    if (fp) {
-      fputs("keep\n", fp);
-      fclose(fp);
+    FILE* kfp = fopen(keep, "w");
+    if (kfp) {
+      fputs("keep\n", kfp);
+      fclose(kfp);
     }
     dsRunLogDef d2 = ds_default_runlog_def();
     CHECK_INT_EQ(ds_runlog_create(keep, &d2, &log, err, sizeof err), DS_ERR_IO);
     CHECK_STR_CONTAINS(err, "test_runlog_keep.txt: exists; refusing to replace it");
     char line[16] = "";
-    fp = fopen(keep, "r");
-    if (fp) {
-      if (!fgets(line, sizeof line, fp)) line[0] = 0;
-      fclose(fp);
+    kfp = fopen(keep, "r");
+    if (kfp) {
+      if (!fgets(line, sizeof line, kfp)) line[0] = 0;
+      fclose(kfp);
     }
     CHECK_STR_EQ(line, "keep\n");
     d2.overwrite = 1;
