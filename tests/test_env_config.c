@@ -49,9 +49,9 @@ static const Bad bad[] = {
      "b.json: unknown key \"env.material.density\""},
     /* sections */
     {"{\"env\": {\"name\": \"walker\"}, \"gear\": {\"teeth\": 8}}", DS_ERR_CONFIG,
-     "b.json: unknown section \"gear\" (did you mean \"env\"? sections: env,controller,run)"},
+     "b.json: unknown section \"gear\" (did you mean \"env\"? sections: env,controller,run,sysid)"},
     {"{\"env\": {\"name\": \"walker\"}, \"controler\": {}}", DS_ERR_CONFIG,
-     "b.json: unknown section \"controler\" (did you mean \"controller\"? sections: env,controller,run)"},
+     "b.json: unknown section \"controler\" (did you mean \"controller\"? sections: env,controller,run,sysid)"},
     {"{\"env\": {\"name\": \"walkr\"}}", DS_ERR_CONFIG,
      "b.json: env.name: unknown environment \"walkr\" (expected one of: walker, control-fem, control-cloth, "
      "walker-springs)"},
@@ -76,7 +76,7 @@ static const Bad bad[] = {
      "b.json:1:58: invalid JSON (unexpected end of file)"},
 };
 
-static const char* const kNames[] = {"walker", "control-fem", "control-cloth", "walker-springs"};
+static const char* const kNames[] = {"walker", "control-fem", "control-cloth", "walker-springs", "beam"};
 #define NKIND ((int)(sizeof kNames / sizeof kNames[0]))
 
 int main(void) {
