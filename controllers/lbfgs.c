@@ -166,5 +166,6 @@ int ds_lbfgs_step(dsLbfgs* o, double* x, double* f, double* g, dsObjectiveFn fn,
     *f = ft;
     return DS_OK;
   }
+  o->k = 0; /* the next call starts over from steepest descent */
   return DS_ERR_RANGE;
 }

@@ -44,6 +44,8 @@ dsSysidDef ds_default_sysid_def(void) {
        "initial guess: 1 or width values (absent: the env's value)"},                                              \
       {"param" s ".init_range", DS_KEY_REALS, PO(k, init_range), -1e30, 2, NULL, PO(k, ninit_range),               \
        "[a, b]: draw the initial guess of every value from U[a, b) per object"},                                   \
+      {"param" s ".init_each", DS_KEY_BOOL, PO(k, init_each), 0, 1, NULL, 0,                                       \
+       "init_range: one draw per value (false: one draw shared by the parameter's values)"},                       \
       {"param" s ".true", DS_KEY_REALS, PO(k, truth), -1e30, DS_SYSID_MAX_VEC, NULL, PO(k, ntruth),                \
        "synthetic video: the hidden true value (absent: the env's value)"},                                        \
       {"param" s ".true_range", DS_KEY_REALS, PO(k, truth_range), -1e30, 2, NULL, PO(k, ntruth_range),             \
@@ -128,6 +130,9 @@ int ds_sysid_def_from_text(const char* name, const char* text, dsSysidDef* def, 
 typedef struct Param {
   const char* name;
   int count, width, nelem, nval, offset, logp;
+  /* a positive quantity (logp) whose env value is 0 stays 0: a fixed
+     particle's mass (mass 0 = fixed) is not a mass to identify */
+  unsigned char* zero; /* count: 1 where held at 0 */
 } Param;
 
 struct dsSysid {
@@ -136,9 +141,10 @@ struct dsSysid {
   dsErrBuf err;
   int np, nval;
   Param p[DS_SYSID_MAX_PARAMS];
-  double *x, *u, *gu, *gx, *x0, *best, *truth, *ulo, *uhi, *itx;
+  double *x, *u, *gu, *gx, *x0, *best, *truth, *ulo, *uhi, *itx, *uprev;
+  unsigned char* fixed; /* nval: values held at 0 (see Param.zero) */
   double best_loss, f;
-  int have_truth, iter, have_f;
+  int have_truth, iter, have_f, converged;
   int *vparam;
   /* video */
   dsSysidVideo video;
@@ -167,7 +173,8 @@ void ds_sysid_destroy(dsSysid* s) {
   ds_env_destroy(s->env);
   ds_optim_destroy(s->opt);
   ds_lbfgs_destroy(s->lb);
-  void* bufs[] = {s->x, s->u, s->gu, s->gx, s->x0, s->best, s->truth, s->ulo, s->uhi, s->itx, s->vparam,
+  for (int k = 0; k < s->np; k++) ds__free(s->p[k].zero);
+  void* bufs[] = {s->fixed, s->uprev, s->x, s->u, s->gu, s->gx, s->x0, s->best, s->truth, s->ulo, s->uhi, s->itx, s->vparam,
                   s->substep, s->fstep, s->used, s->rgba, s->step_frame, s->rendered, s->adj, s->scratch_img,
                   s->action, s->pbuf};
   for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) ds__free(bufs[i]);
@@ -177,6 +184,7 @@ void ds_sysid_destroy(dsSysid* s) {
 const char* ds_sysid_last_error(const dsSysid* s) { return s ? ds__errmsg(&s->err) : ""; }
 int ds_sysid_num_values(const dsSysid* s) { return s ? s->nval : 0; }
 int ds_sysid_value_param(const dsSysid* s, int i) { return s && i >= 0 && i < s->nval ? s->vparam[i] : -1; }
+int ds_sysid_value_fixed(const dsSysid* s, int i) { return s && i >= 0 && i < s->nval ? s->fixed[i] : 0; }
 const double* ds_sysid_values(const dsSysid* s) { return s ? s->x : NULL; }
 const double* ds_sysid_initial_values(const dsSysid* s) { return s ? s->x0 : NULL; }
 const double* ds_sysid_best_values(const dsSysid* s, double* best_loss) {
@@ -199,7 +207,8 @@ static int set_params(dsSysid* s, const double* x) {
   for (int k = 0; k < s->np; k++) {
     const Param* p = &s->p[k];
     const double* v = x + p->offset;
-    for (int i = 0; i < p->count; i++) s->pbuf[i] = (dsReal)(p->nval == p->count ? v[i] : v[i % p->width]);
+    for (int i = 0; i < p->count; i++)
+      s->pbuf[i] = p->zero[i] ? 0 : (dsReal)(p->nval == p->count ? v[i] : v[i % p->width]);
     int rc = ds_env_set_param(s->env, p->name, s->pbuf, p->count);
     if (rc) return ds__seterr(&s->err, rc, "set %s: %s", p->name, ds_env_last_error(s->env));
   }
@@ -252,26 +261,33 @@ int ds_sysid_eval(dsSysid* s, const double* x, double* loss, double* grad) {
     if (rc || n != p->count) return ds__seterr(&s->err, rc ? rc : DS_ERR_STATE, "gradient of %s unavailable", p->name);
     double* out = grad + p->offset;
     if (p->nval == p->count) {
-      for (int i = 0; i < n; i++) out[i] = (double)g[i];
+      for (int i = 0; i < n; i++) out[i] = p->zero[i] ? 0 : (double)g[i];
     } else {
       for (int j = 0; j < p->width; j++) out[j] = 0;
-      for (int i = 0; i < n; i++) out[i % p->width] += (double)g[i];
+      for (int i = 0; i < n; i++)
+        if (!p->zero[i]) out[i % p->width] += (double)g[i];
     }
   }
   return 0;
 }
 
 static void u_to_x(dsSysid* s, const double* u, double* x) {
-  for (int i = 0; i < s->nval; i++) x[i] = to_x(&s->p[s->vparam[i]], u[i]);
+  for (int i = 0; i < s->nval; i++) x[i] = s->fixed[i] ? 0 : to_x(&s->p[s->vparam[i]], u[i]);
 }
 
-/* objective in u (L-BFGS and the gradient methods) */
+/* objective in u (L-BFGS and the gradient methods); an episode that
+ * diverges or inverts an element has loss +inf (a line search backs off) */
 static int objective(void* user, const double* u, double* f, double* g) {
   dsSysid* s = (dsSysid*)user;
   u_to_x(s, u, s->itx);
   int rc = ds_sysid_eval(s, s->itx, f, s->gx);
+  if (rc == DS_ERR_DIVERGED || rc == DS_ERR_INVERTED) {
+    *f = INFINITY;
+    for (int i = 0; i < s->nval; i++) g[i] = 0;
+    return 0;
+  }
   if (rc) return rc;
-  for (int i = 0; i < s->nval; i++) g[i] = s->gx[i] * (s->p[s->vparam[i]].logp ? s->itx[i] : 1.0);
+  for (int i = 0; i < s->nval; i++) g[i] = s->fixed[i] ? 0 : s->gx[i] * (s->p[s->vparam[i]].logp ? s->itx[i] : 1.0);
   return 0;
 }
 
@@ -382,13 +398,15 @@ int ds_sysid_create(const dsEnvDef* env_def, const dsSysidDef* def, int object, 
   s->ulo = (double*)ds__calloc(nv, sizeof(double));
   s->uhi = (double*)ds__calloc(nv, sizeof(double));
   s->itx = (double*)ds__calloc(nv, sizeof(double));
+  s->uprev = (double*)ds__calloc(nv, sizeof(double));
+  s->fixed = (unsigned char*)ds__calloc(nv, 1);
   s->vparam = (int*)ds__calloc(nv, sizeof(int));
   s->pbuf = (dsReal*)ds__calloc((size_t)maxcount, sizeof(dsReal));
   s->action = (dsReal*)ds__calloc((size_t)(s->adim > 0 ? s->adim : 1), sizeof(dsReal));
   s->scratch_img = (dsReal*)ds__calloc(s->npix, sizeof(dsReal));
   s->adj = (dsReal*)ds__calloc((size_t)s->nstep * s->npix, sizeof(dsReal));
   s->step_frame = (int*)ds__calloc((size_t)s->nstep, sizeof(int));
-  if (!s->x || !s->u || !s->gu || !s->gx || !s->x0 || !s->best || !s->truth || !s->ulo || !s->uhi || !s->itx ||
+  if (!s->x || !s->u || !s->gu || !s->gx || !s->x0 || !s->best || !s->truth || !s->ulo || !s->uhi || !s->itx || !s->uprev || !s->fixed ||
       !s->vparam || !s->pbuf || !s->action || !s->scratch_img || !s->adj || !s->step_frame) {
     ds_sysid_destroy(s);
     return ds__puterr(err, errlen, DS_ERR_NOMEM, "sysid: out of memory");
@@ -400,14 +418,38 @@ int ds_sysid_create(const dsEnvDef* env_def, const dsSysidDef* def, int object, 
     const dsReal* cur = NULL;
     int n = 0;
     ds_env_param(s->env, p->name, &cur, &n);
+    s->p[k].zero = (unsigned char*)ds__calloc((size_t)n, 1);
+    if (!s->p[k].zero) {
+      ds_sysid_destroy(s);
+      return ds__puterr(err, errlen, DS_ERR_NOMEM, "sysid: out of memory");
+    }
+    int nzero = 0;
+    for (int i = 0; i < n; i++) {
+      s->p[k].zero[i] = p->logp && cur[i] == 0;
+      nzero += s->p[k].zero[i];
+    }
+    if (nzero == n) {
+      ds__puterr(err, errlen, DS_ERR_CONFIG,
+                 "sysid.param%d: every value of \"%s\" is 0 in env \"%s\", and lower > 0 keeps zeros (fixed) at 0",
+                 k + 1, p->name, ds_env_name(s->env));
+      ds_sysid_destroy(s);
+      return DS_ERR_CONFIG;
+    }
     /* truth: one draw per parameter (a uniform material) */
     double tdraw = 0;
     if (sp->ntruth_range == 2)
       tdraw = sp->truth_range[0] + (sp->truth_range[1] - sp->truth_range[0]) * ds__splitmix64_uniform(&rng);
+    double idraw = 0;
+    if (sp->ninit_range == 2 && !sp->init_each)
+      idraw = sp->init_range[0] + (sp->init_range[1] - sp->init_range[0]) * ds__splitmix64_uniform(&rng);
     for (int i = 0; i < p->nval; i++) {
       const int j = p->offset + i;
       const int c = i % p->width;
       s->vparam[j] = k;
+      if (p->nval == p->count && p->zero[i]) { /* held at 0 */
+        s->fixed[j] = 1;
+        continue;
+      }
       double t = (double)cur[i % p->count];
       if (sp->ntruth_range == 2)
         t = tdraw;
@@ -415,8 +457,10 @@ int ds_sysid_create(const dsEnvDef* env_def, const dsSysidDef* def, int object, 
         t = (double)sp->truth[sp->ntruth == 1 ? 0 : c];
       s->truth[j] = t;
       double x0 = (double)cur[i % p->count];
-      if (sp->ninit_range == 2)
+      if (sp->ninit_range == 2 && sp->init_each)
         x0 = sp->init_range[0] + (sp->init_range[1] - sp->init_range[0]) * ds__splitmix64_uniform(&rng);
+      else if (sp->ninit_range == 2)
+        x0 = idraw;
       else if (sp->ninit)
         x0 = (double)sp->init[sp->ninit == 1 ? 0 : c];
       if (!(x0 >= sp->lower && x0 <= sp->upper)) {
@@ -495,12 +539,13 @@ int ds_sysid_create(const dsEnvDef* env_def, const dsSysidDef* def, int object, 
   /* the optimiser, in u */
   for (int i = 0; i < s->nval; i++) {
     s->x[i] = s->x0[i];
-    s->u[i] = to_u(&s->p[s->vparam[i]], s->x0[i]);
+    s->u[i] = s->fixed[i] ? 0 : to_u(&s->p[s->vparam[i]], s->x0[i]);
   }
   if (def->optimizer == DS_SYSID_LBFGS) {
     dsLbfgsDef ld = ds_default_lbfgs_def();
     ld.memory = def->lbfgs_memory;
     ld.step0 = def->lr > 0 ? def->lr : 1;
+    ld.max_linesearch = 12; /* every try is an episode */
     rc = ds_lbfgs_create(&ld, s->nval, &s->lb);
     if (!rc) rc = ds_lbfgs_set_bounds(s->lb, s->ulo, s->uhi);
   } else {
@@ -525,12 +570,32 @@ int ds_sysid_iterate(dsSysid* s, dsSysidIter* it) {
   memset(it, 0, sizeof *it);
   it->iteration = s->iter;
   int rc = 0, nev = 0;
-  if (s->lb && s->have_f) {
+  if (s->lb && s->have_f && s->converged) {
+    nev = 0;
+  } else if (s->lb && s->have_f) {
     rc = ds_lbfgs_step(s->lb, s->u, &s->f, s->gu, objective, s, &nev);
-    if (rc == DS_ERR_RANGE) rc = 0; /* no further decrease: stay (converged) */
+    if (rc == DS_ERR_RANGE) { /* no decrease: once more from steepest descent, then stay */
+      int nev2 = 0;
+      rc = ds_lbfgs_step(s->lb, s->u, &s->f, s->gu, objective, s, &nev2);
+      nev += nev2;
+      if (rc == DS_ERR_RANGE) {
+        s->converged = 1;
+        rc = 0;
+      }
+    }
   } else {
     rc = objective(s, s->u, &s->f, s->gu);
     nev = 1;
+    /* Adam/SGD: a step whose episode failed is halved back towards the
+       previous iterate (the optimiser's moments are kept) */
+    for (int b = 0; !rc && !isfinite(s->f) && s->iter > 0 && b < 20; b++) {
+      for (int i = 0; i < s->nval; i++) s->u[i] = 0.5 * (s->u[i] + s->uprev[i]);
+      rc = objective(s, s->u, &s->f, s->gu);
+      nev++;
+    }
+    if (!rc && !isfinite(s->f))
+      return ds__seterr(&s->err, DS_ERR_DIVERGED, "the episode diverged or inverted an element at the estimates (%s)",
+                        ds_env_last_error(s->env));
     s->have_f = 1;
   }
   if (rc) return s->err.code ? rc : ds__seterr(&s->err, rc, "iteration %d failed (%s)", s->iter, ds_strerror(rc));
@@ -547,6 +612,7 @@ int ds_sysid_iterate(dsSysid* s, dsSysidIter* it) {
     memcpy(s->best, s->x, (size_t)s->nval * sizeof(double));
   }
   if (s->opt) { /* the step for the next iteration */
+    memcpy(s->uprev, s->u, (size_t)s->nval * sizeof(double));
     rc = ds_optim_step(s->opt, s->u, s->gu, NULL);
     if (rc) return ds__seterr(&s->err, rc, "optimiser step: gradient not finite");
     for (int i = 0; i < s->nval; i++) {
@@ -568,7 +634,10 @@ int ds_sysid_errors(const dsSysid* s, const double* values, double* are) {
     const Param* p = &s->p[k];
     const int rows = p->nval / p->width;
     double sum = 0;
+    int used = 0;
     for (int r = 0; r < rows; r++) {
+      if (s->fixed[p->offset + r * p->width]) continue;
+      used++;
       double dn = 0, tn = 0;
       for (int c = 0; c < p->width; c++) {
         const int j = p->offset + r * p->width + c;
@@ -577,7 +646,7 @@ int ds_sysid_errors(const dsSysid* s, const double* values, double* are) {
       }
       sum += tn > 0 ? sqrt(dn / tn) : sqrt(dn);
     }
-    are[k] = sum / rows;
+    are[k] = used ? sum / used : 0;
   }
   return 0;
 }

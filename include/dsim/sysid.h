@@ -31,15 +31,20 @@
  * hold for every value. The optimiser works on u: u = ln(value) when
  * lower > 0 (a positive quantity: relative steps, never a sign change),
  * u = value otherwise; after every step u is clamped to the bounds (in u).
+ * With lower > 0, elements whose env value is 0 stay 0 and are not
+ * identified (a fixed particle has mass 0): ds_sysid_value_fixed.
  * The initial guess is `init` or, when init_range is given, a uniform draw
- * per value from the object's seed; a synthetic video's true value is
+ * from the object's seed (one for the parameter, or one per value with
+ * init_each); a synthetic video's true value is
  * `truth` or a draw from truth_range (one draw per parameter, shared by its
  * elements: a uniform material).
  *
  * Optimisers: Adam and SGD (ds_optim_*, dsim/controller.h) and L-BFGS
  * (ds_lbfgs_* below: two-loop recursion with a backtracking Armijo line
  * search, one line search per iteration). Iteration 0 evaluates the initial
- * guess for every optimiser.
+ * guess for every optimiser. L-BFGS stops evaluating (converged: the
+ * iterations report the same point, 0 evaluations) when a line search from
+ * steepest descent finds no decrease.
  *
  * Every buffer is allocated at create; iterate allocates nothing. Distinct
  * dsSysid objects may run in distinct threads (each owns its env). */
@@ -83,7 +88,8 @@ DS_API int ds_lbfgs_set_bounds(dsLbfgs* o, const double* lo, const double* hi);
 /* One iteration from x, with f and g the objective and gradient at x; on
  * success x, f and g are those of the accepted point. *nevals (may be NULL)
  * gets the number of objective evaluations. DS_ERR_RANGE when no step
- * decreased f enough (x, f, g unchanged: converged or a bad gradient), or the
+ * decreased f enough (x, f, g unchanged: converged or a bad gradient; the
+ * memory is dropped, so the next call tries steepest descent), or the
  * objective's error code. */
 DS_API int ds_lbfgs_step(dsLbfgs* o, double* x, double* f, double* g, dsObjectiveFn fn, void* user, int* nevals);
 
@@ -106,6 +112,7 @@ typedef struct dsSysidParam {
   int ninit;                             /* 0: the env's current value */
   dsReal init_range[DS_SYSID_MAX_VEC];   /* [a, b): draw the guess per value */
   int ninit_range;                       /* 0 or 2 */
+  int init_each;                         /* 1: one draw per value; 0: one draw for the parameter */
   dsReal truth[DS_SYSID_MAX_VEC];        /* synthetic video: the hidden value (1 or width values) */
   int ntruth;                            /* 0: the env's value */
   dsReal truth_range[DS_SYSID_MAX_VEC];  /* [a, b): draw the hidden value per object */
@@ -129,7 +136,7 @@ typedef struct dsSysidDef {
 /* Adam, lr 0.05, 60 iterations, synthetic video, all frames, no params. */
 DS_API dsSysidDef ds_default_sysid_def(void);
 /* Keys of a config's "sysid" section (NULL-terminated): param1 .. param8
- * (each an object: name, per_element, lower, upper, init, init_range, true,
+ * (each an object: name, per_element, lower, upper, init, init_range, init_each, true,
  * true_range), optimizer, lr, momentum, lbfgs_memory, iterations, video,
  * frames_dir, camera, frames, seed. */
 DS_API const dsConfigKey* ds_sysid_keys(void);
@@ -178,6 +185,8 @@ DS_API int ds_sysid_iterate(dsSysid* s, dsSysidIter* it);
  * split: value i belongs to parameter ds_sysid_value_param(s, i). */
 DS_API int ds_sysid_num_values(const dsSysid* s);
 DS_API int ds_sysid_value_param(const dsSysid* s, int i);
+/* 1 when value i is held at 0 (not identified; see Parameters). */
+DS_API int ds_sysid_value_fixed(const dsSysid* s, int i);
 /* Current estimates (the iterate), the initial guess, and the best (lowest
  * loss) iterate seen with its loss. */
 DS_API const double* ds_sysid_values(const dsSysid* s);
