@@ -435,13 +435,13 @@ int ds_sysid_create(const dsEnvDef* env_def, const dsSysidDef* def, int object, 
       ds_sysid_destroy(s);
       return DS_ERR_CONFIG;
     }
-    /* truth: one draw per parameter (a uniform material) */
-    double tdraw = 0;
-    if (sp->ntruth_range == 2)
-      tdraw = sp->truth_range[0] + (sp->truth_range[1] - sp->truth_range[0]) * ds__splitmix64_uniform(&rng);
-    double idraw = 0;
-    if (sp->ninit_range == 2 && !sp->init_each)
-      idraw = sp->init_range[0] + (sp->init_range[1] - sp->init_range[0]) * ds__splitmix64_uniform(&rng);
+    /* truth: one draw per parameter and component (a uniform material) */
+    double tdraw[3] = {0, 0, 0};
+    for (int c = 0; c < p->width && sp->ntruth_range == 2; c++)
+      tdraw[c] = sp->truth_range[0] + (sp->truth_range[1] - sp->truth_range[0]) * ds__splitmix64_uniform(&rng);
+    double idraw[3] = {0, 0, 0};
+    for (int c = 0; c < p->width && sp->ninit_range == 2 && !sp->init_each; c++)
+      idraw[c] = sp->init_range[0] + (sp->init_range[1] - sp->init_range[0]) * ds__splitmix64_uniform(&rng);
     for (int i = 0; i < p->nval; i++) {
       const int j = p->offset + i;
       const int c = i % p->width;
@@ -452,7 +452,7 @@ int ds_sysid_create(const dsEnvDef* env_def, const dsSysidDef* def, int object, 
       }
       double t = (double)cur[i % p->count];
       if (sp->ntruth_range == 2)
-        t = tdraw;
+        t = tdraw[c];
       else if (sp->ntruth)
         t = (double)sp->truth[sp->ntruth == 1 ? 0 : c];
       s->truth[j] = t;
@@ -460,7 +460,7 @@ int ds_sysid_create(const dsEnvDef* env_def, const dsSysidDef* def, int object, 
       if (sp->ninit_range == 2 && sp->init_each)
         x0 = sp->init_range[0] + (sp->init_range[1] - sp->init_range[0]) * ds__splitmix64_uniform(&rng);
       else if (sp->ninit_range == 2)
-        x0 = idraw;
+        x0 = idraw[c];
       else if (sp->ninit)
         x0 = (double)sp->init[sp->ninit == 1 ? 0 : c];
       if (!(x0 >= sp->lower && x0 <= sp->upper)) {

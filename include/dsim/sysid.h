@@ -36,8 +36,8 @@
  * The initial guess is `init` or, when init_range is given, a uniform draw
  * from the object's seed (one for the parameter, or one per value with
  * init_each); a synthetic video's true value is
- * `truth` or a draw from truth_range (one draw per parameter, shared by its
- * elements: a uniform material).
+ * `truth` or a draw from truth_range (one draw per parameter and component,
+ * shared by its elements: a uniform material).
  *
  * Optimisers: Adam and SGD (ds_optim_*, dsim/controller.h) and L-BFGS
  * (ds_lbfgs_* below: two-loop recursion with a backtracking Armijo line
