@@ -13,6 +13,8 @@ static const dsCliCommand commands[] = {
     {"run", "optimise a controller against an environment's goal and log the run (HDF5)", ds_cli_run},
     {"sysid", "identify physical parameters from video (gradSim's system identification); --collect merges logs",
      ds_cli_sysid},
+    {"landscape", "the sysid loss and its gradient on a 1-D or 2-D grid of parameter values (CSV, HDF5, PNG)",
+     ds_cli_landscape},
     {"config", "print a complete run config (an env's defaults, or a file filled in), or list the keys", ds_cli_config},
 };
 enum { NCOMMANDS = sizeof commands / sizeof commands[0] };

@@ -6,7 +6,8 @@ libdsim_core_la_SOURCES += envs/env.c envs/env_def.c envs/env_priv.h envs/walker
 dsiminclude_HEADERS += include/dsim/env.h include/dsim/scenes.h
 dist_configs_DATA += configs/walker.json configs/control-fem.json configs/control-cloth.json \
   configs/walker-springs.json configs/beam.json \
-  configs/sysid-mass.json configs/sysid-beam.json configs/sysid-cloth.json
+  configs/sysid-mass.json configs/sysid-beam.json configs/sysid-cloth.json \
+  configs/sysid-beam-mu.json configs/sysid-beam-lambda.json
 check_PROGRAMS += tests/test_env_grad tests/test_env_config tests/test_env
 tests_test_env_grad_SOURCES = tests/test_env_grad.c
 tests_test_env_config_SOURCES = tests/test_env_config.c
