@@ -842,7 +842,10 @@ static int setup(Ctx* c) {
     else
       rc = ds_config_set(s->source, "run", ds_run_keys(), &c->rd, sizeof c->rd, s->key, s->value, err, sizeof err);
     if (rc) {
-      fprintf(stderr, "dsim sysid: %s: %s\n", s->source, err);
+      if (!strcmp(s->section, "env"))
+        fprintf(stderr, "dsim sysid: %s: %s\n", s->source, err); /* the env's messages name no source */
+      else
+        fprintf(stderr, "dsim sysid: %s\n", err);
       return DS_EXIT_USAGE;
     }
   }

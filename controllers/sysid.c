@@ -277,9 +277,8 @@ static void u_to_x(dsSysid* s, const double* u, double* x) {
 
 /* objective in u (L-BFGS and the gradient methods); an episode that
  * diverges or inverts an element has loss +inf (a line search backs off) */
-static int objective(void* user, const double* u, double* f, double* g) {
-  dsSysid* s = (dsSysid*)user;
-  u_to_x(s, u, s->itx);
+static int eval_at(dsSysid* s, const double* x, double* f, double* g) {
+  if (x != s->itx) memcpy(s->itx, x, (size_t)s->nval * sizeof(double));
   int rc = ds_sysid_eval(s, s->itx, f, s->gx);
   if (rc == DS_ERR_DIVERGED || rc == DS_ERR_INVERTED) {
     *f = INFINITY;
@@ -289,6 +288,12 @@ static int objective(void* user, const double* u, double* f, double* g) {
   if (rc) return rc;
   for (int i = 0; i < s->nval; i++) g[i] = s->fixed[i] ? 0 : s->gx[i] * (s->p[s->vparam[i]].logp ? s->itx[i] : 1.0);
   return 0;
+}
+
+static int objective(void* user, const double* u, double* f, double* g) {
+  dsSysid* s = (dsSysid*)user;
+  u_to_x(s, u, s->itx);
+  return eval_at(s, s->itx, f, g);
 }
 
 static uint64_t object_seed(const dsSysidDef* def, int object) {
@@ -584,7 +589,8 @@ int ds_sysid_iterate(dsSysid* s, dsSysidIter* it) {
       }
     }
   } else {
-    rc = objective(s, s->u, &s->f, s->gu);
+    /* at s->x: the exact values (the initial guess as given, not exp(log(x))) */
+    rc = s->iter == 0 || s->lb ? eval_at(s, s->x, &s->f, s->gu) : objective(s, s->u, &s->f, s->gu);
     nev = 1;
     /* Adam/SGD: a step whose episode failed is halved back towards the
        previous iterate (the optimiser's moments are kept) */
@@ -599,7 +605,10 @@ int ds_sysid_iterate(dsSysid* s, dsSysidIter* it) {
     s->have_f = 1;
   }
   if (rc) return s->err.code ? rc : ds__seterr(&s->err, rc, "iteration %d failed (%s)", s->iter, ds_strerror(rc));
-  u_to_x(s, s->u, s->x);
+  if (s->lb)
+    u_to_x(s, s->u, s->x); /* the accepted point (a trial that failed may have been evaluated last) */
+  else
+    memcpy(s->x, s->itx, (size_t)s->nval * sizeof(double)); /* the values evaluated */
   double nn = 0;
   for (int i = 0; i < s->nval; i++) nn += s->gu[i] * s->gu[i];
   memcpy(s->itx, s->x, (size_t)s->nval * sizeof(double));
