@@ -143,7 +143,7 @@ struct dsSysid {
   Param p[DS_SYSID_MAX_PARAMS];
   double *x, *u, *gu, *gx, *x0, *best, *truth, *ulo, *uhi, *itx, *uprev;
   unsigned char* fixed; /* nval: values held at 0 (see Param.zero) */
-  double best_loss, f;
+  double best_loss, f, f0;
   int have_truth, iter, have_f, converged;
   int *vparam;
   /* video */
@@ -605,6 +605,9 @@ int ds_sysid_iterate(dsSysid* s, dsSysidIter* it) {
     s->have_f = 1;
   }
   if (rc) return s->err.code ? rc : ds__seterr(&s->err, rc, "iteration %d failed (%s)", s->iter, ds_strerror(rc));
+  if (s->iter == 0) s->f0 = s->f;
+  /* L-BFGS: the loss at round-off of its start: nothing left to find */
+  if (s->lb && s->f <= 1e-15 * s->f0) s->converged = 1;
   if (s->lb)
     u_to_x(s, s->u, s->x); /* the accepted point (a trial that failed may have been evaluated last) */
   else

@@ -44,7 +44,8 @@
  * search, one line search per iteration). Iteration 0 evaluates the initial
  * guess for every optimiser. L-BFGS stops evaluating (converged: the
  * iterations report the same point, 0 evaluations) when a line search from
- * steepest descent finds no decrease.
+ * steepest descent finds no decrease, or the loss is below 1e-15 of its
+ * initial value.
  *
  * Every buffer is allocated at create; iterate allocates nothing. Distinct
  * dsSysid objects may run in distinct threads (each owns its env). */
