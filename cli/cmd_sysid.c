@@ -450,13 +450,14 @@ static char* object_config(const Ctx* c, const dsSysid* s, int k) {
     if (q->ninit) append_reals(&buf, &len, &cap, "init", q->init, q->ninit);
     if (q->ninit_range) append_reals(&buf, &len, &cap, "init_range", q->init_range, q->ninit_range);
     if (q->init_each) append(&buf, &len, &cap, ",\n      \"init_each\": true");
-    if (truth) { /* the drawn value: the first row of the parameter's values */
+    if (truth) { /* the drawn value: the first row of the parameter's values not held at 0 */
       int first = -1, w = 0;
       for (int i = 0; i < ds_sysid_num_values(s); i++)
         if (ds_sysid_value_param(s, i) == p) {
-          if (first < 0) first = i;
+          if (first < 0 && !ds_sysid_value_fixed(s, i)) first = i;
           w++;
         }
+      if (first < 0) first = 0;
       dsReal t[3];
       const int width = w >= 3 && (!strcmp(q->name, "initial_velocity") || !strcmp(q->name, "initial_position") ||
                                    !strcmp(q->name, "gravity")) ? 3 : 1;
