@@ -65,7 +65,6 @@ static const dsConfigKey g_keys[] = {
     {"camera", DS_KEY_STRING, O(camera), 0, DS_SYSID_PATH_MAX, NULL, 0,
      "JSON file: times, position, look_at, fov (video frames)"},
     {"frames", DS_KEY_ENUM, O(frames), 0, 0, "all|first_last|last", 0, "frames in the loss"},
-    {"seed", DS_KEY_U64, O(seed), 0, 1.8446744073709552e19, NULL, 0, "object draws: object i uses seed + i"},
     {NULL, DS_KEY_REAL, 0, 0, 0, NULL, 0, NULL}};
 
 const dsConfigKey* ds_sysid_keys(void) { return g_keys; }

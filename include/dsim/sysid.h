@@ -131,7 +131,8 @@ typedef struct dsSysidDef {
   char frames_dir[DS_SYSID_PATH_MAX];  /* DS_SYSID_FRAMES: folder of PNG frames (sorted by name) */
   char camera[DS_SYSID_PATH_MAX];      /* DS_SYSID_FRAMES: JSON camera + frame times */
   int frames;             /* dsSysidFrameSel */
-  uint64_t seed;          /* object draws (init_range, truth_range); object i uses seed + i */
+  uint64_t seed;          /* object draws (init_range, truth_range); object i uses seed + i
+                             (not a config key: `dsim sysid` sets it from run.seed) */
 } dsSysidDef;
 
 /* Adam, lr 0.05, 60 iterations, synthetic video, all frames, no params. */
@@ -139,7 +140,7 @@ DS_API dsSysidDef ds_default_sysid_def(void);
 /* Keys of a config's "sysid" section (NULL-terminated): param1 .. param8
  * (each an object: name, per_element, lower, upper, init, init_range, init_each, true,
  * true_range), optimizer, lr, momentum, lbfgs_memory, iterations, video,
- * frames_dir, camera, frames, seed. */
+ * frames_dir, camera, frames. */
 DS_API const dsConfigKey* ds_sysid_keys(void);
 /* Parse the "sysid" section into *def (holding the defaults); errors name
  * the file and "sysid.key". Checks: at least one parameter, no gap in
