@@ -458,9 +458,8 @@ static char* object_config(const Ctx* c, const dsSysid* s, int k) {
           w++;
         }
       if (first < 0) first = 0;
-      dsReal t[3];
-      const int width = w >= 3 && (!strcmp(q->name, "initial_velocity") || !strcmp(q->name, "initial_position") ||
-                                   !strcmp(q->name, "gravity")) ? 3 : 1;
+      dsReal t[DS_SYSID_MAX_VEC];
+      const int width = ds_sysid_param_width(s, p);
       for (int j = 0; j < width; j++) t[j] = (dsReal)truth[first + j];
       append_reals(&buf, &len, &cap, "true", t, width);
     }

@@ -163,8 +163,19 @@ struct dsSysid {
   dsLbfgs* lb;
 };
 
+/* Values per element of an engine array: vectors by name (the engine's
+ * names, dsim/engine.h), scalars otherwise. */
+static int ends_with(const char* s, const char* suffix) {
+  const size_t a = strlen(s), b = strlen(suffix);
+  return a >= b && !strcmp(s + a - b, suffix);
+}
 static int width_of(const char* name) {
-  return (!strcmp(name, "initial_position") || !strcmp(name, "initial_velocity") || !strcmp(name, "gravity")) ? 3 : 1;
+  if (ends_with(name, "inertia")) return 9;
+  if (ends_with(name, "orientation")) return 4;
+  return (ends_with(name, "initial_position") || ends_with(name, "initial_velocity") ||
+          ends_with(name, "angular_velocity") || !strcmp(name, "gravity") || !strcmp(name, "body.com"))
+             ? 3
+             : 1;
 }
 
 void ds_sysid_destroy(dsSysid* s) {
@@ -183,6 +194,7 @@ void ds_sysid_destroy(dsSysid* s) {
 const char* ds_sysid_last_error(const dsSysid* s) { return s ? ds__errmsg(&s->err) : ""; }
 int ds_sysid_num_values(const dsSysid* s) { return s ? s->nval : 0; }
 int ds_sysid_value_param(const dsSysid* s, int i) { return s && i >= 0 && i < s->nval ? s->vparam[i] : -1; }
+int ds_sysid_param_width(const dsSysid* s, int p) { return s && p >= 0 && p < s->np ? s->p[p].width : 0; }
 int ds_sysid_value_fixed(const dsSysid* s, int i) { return s && i >= 0 && i < s->nval ? s->fixed[i] : 0; }
 const double* ds_sysid_values(const dsSysid* s) { return s ? s->x : NULL; }
 const double* ds_sysid_initial_values(const dsSysid* s) { return s ? s->x0 : NULL; }

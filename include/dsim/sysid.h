@@ -25,7 +25,8 @@
  * and ds_env_param_grad of every identified parameter.
  *
  * Parameters. Each is an engine array of count = n x width values (width 3
- * for initial_position, initial_velocity and gravity, 1 otherwise): shared
+ * for positions, velocities, gravity and a body's centre of mass, 4 for an
+ * orientation, 9 for an inertia, 1 otherwise): shared
  * (width values, the same for every element; the gradient is the sum over
  * the elements) or per element (all count values). Bounds [lower, upper]
  * hold for every value. The optimiser works on u: u = ln(value) when
@@ -208,6 +209,8 @@ DS_API const dsSysidVideo* ds_sysid_video(const dsSysid* s);
 DS_API dsEnv* ds_sysid_env(dsSysid* s);
 DS_API int ds_sysid_nparams(const dsSysid* s);
 DS_API const char* ds_sysid_param_name(const dsSysid* s, int p);
+/* Values per element of parameter p (3 for a vector, 1 for a scalar, ...). */
+DS_API int ds_sysid_param_width(const dsSysid* s, int p);
 
 #ifdef __cplusplus
 }
