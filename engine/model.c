@@ -621,10 +621,19 @@ int ds_model_set_param(dsModel* m, const char* name, const dsReal* values, int c
   int n;
   ds_model_param(m, name, &cur, &n);
   if (count != n) return ds__seterr(eb, DS_ERR_INVALID, "\"%s\": %d values given, %d expected", name, count, n);
+  /* parameters that are physical only when >= 0 (stiffness, damping,
+   * friction, mass, rest lengths); Lame lambda, gravity, rest angles, the
+   * initial state and the aerodynamic coefficients may take any sign */
+  static const char* const nonneg[] = {"particle.mass", "spring.ke",  "spring.kd",  "spring.rest", "tri.k_mu",
+                                       "tri.k_damp",    "bend.ke",    "bend.kd",    "tet.k_mu",    "tet.k_damp",
+                                       "contact.ke",    "contact.kd", "contact.kf", "contact.mu",  "contact.skin"};
+  int must_be_nonneg = 0;
+  for (size_t k = 0; k < sizeof nonneg / sizeof nonneg[0]; k++) must_be_nonneg |= !strcmp(name, nonneg[k]);
   for (int i = 0; i < n; i++) {
-    if (!isfinite(values[i])) return ds__seterr(eb, DS_ERR_INVALID, "\"%s\"[%d] not finite", name, i);
-    if (strcmp(name, "particle.mass") == 0 && values[i] < 0)
-      return ds__seterr(eb, DS_ERR_INVALID, "\"%s\"[%d] = %g < 0", name, i, (double)values[i]);
+    if (!isfinite(values[i]))
+      return ds__seterr(eb, DS_ERR_INVALID, "\"%s\"[%d]: expected a finite number, got %g", name, i, (double)values[i]);
+    if (must_be_nonneg && values[i] < 0)
+      return ds__seterr(eb, DS_ERR_RANGE, "\"%s\"[%d]: expected a number >= 0, got %g", name, i, (double)values[i]);
   }
   if (n) memcpy((void*)cur, values, (size_t)n * sizeof(dsReal));
   if (strcmp(name, "particle.mass") == 0)

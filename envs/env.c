@@ -258,6 +258,9 @@ static int build_sized(dsEnv* e) {
   s.camera.fov_deg = def->cam_fov;
   s.camera.znear = def->cam_near;
   s.camera.zfar = def->cam_far;
+  char why[256];
+  if (ds_render_settings_check(&s, why, sizeof why))
+    return ds__seterr(&e->err, DS_ERR_INVALID, "%s: %s", e->cls->name, why);
   rc = ds_raster_create(&e->r, &s, m->nface, m->nparticle);
   if (rc) return ds__seterr(&e->err, rc, "cannot create the renderer (%s)", ds_strerror(rc));
   const size_t n3 = (size_t)e->n3;
@@ -362,6 +365,11 @@ static int env_create(const dsEnvDef* def, char* text, dsEnv** out, char* err, s
   ld.levels = def->loss_levels;
   ld.moments_weight = def->loss_moments;
   ld.moments_size = def->loss_moments_size;
+  char why[256];
+  if ((rc = ds_image_loss_check(&ld, def->width, def->height, why, sizeof why))) {
+    ds__seterr(&e->err, rc, "%s: %s", def->cls->name, why);
+    goto fail;
+  }
   rc = ds_image_loss_create(&e->il, &ld, def->width, def->height);
   if (rc) {
     ds__seterr(&e->err, rc, "cannot create the image loss (%s)", ds_strerror(rc));
