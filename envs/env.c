@@ -510,6 +510,41 @@ static int render_frame(dsEnv* e, int f, const dsReal* x) {
   return 0;
 }
 
+/* The episode's start and goal, from the state at substep 0 (m->x0, which
+ * ds_env_set_param may change before the first step): its centre of mass
+ * com0 (the metric's origin), the target (relative goals: com0 plus the
+ * drawn offset), the goal state (the start shape moved so that its centre
+ * of mass is the target) and the goal image, re-rendered only when the goal
+ * state changed. The backward treats the target and the goal image as
+ * constants of the episode (dsim/env.h). */
+static int place_goal(dsEnv* e) {
+  const dsEnvDef* def = &e->def;
+  const dsModel* m = e->m;
+  ds__env_com(m, m->x0, e->com0);
+  const dsReal rel[3] = {def->goal_relative ? e->com0[0] : 0, def->goal_relative ? e->com0[1] : 0,
+                         def->goal_relative ? e->com0[2] : 0};
+  e->target[0] = rel[0] + e->goal_draw;
+  e->target[1] = rel[1] + def->goal_y;
+  e->target[2] = rel[2] + def->goal_z;
+  if (e->cls->target) e->cls->target(e, e->target);
+  int same = e->have_goal;
+  for (int i = 0; i < e->np; i++)
+    for (int k = 0; k < 3; k++) {
+      const dsReal g = m->x0[3 * i + k] + (e->target[k] - e->com0[k]);
+      same = same && e->goal_x[3 * i + k] == g;
+      e->goal_x[3 * i + k] = g;
+    }
+  if (!same) {
+    int rc = render_x(e, e->goal_x, e->goal_img);
+    if (rc) {
+      e->have_goal = 0;
+      return rc;
+    }
+    e->have_goal = 1;
+  }
+  return 0;
+}
+
 int ds_env_reset(dsEnv* e, uint64_t seed, dsReal* obs, dsReal* image) {
   if (!e) return DS_ERR_INVALID;
   ds__clearerr(&e->err);
@@ -527,22 +562,9 @@ int ds_env_reset(dsEnv* e, uint64_t seed, dsReal* obs, dsReal* image) {
   ds_data_reset(m, d);
   e->failed = 0;
   e->did_backward = 0;
-  ds__env_com(m, m->x0, e->com0);
-  const dsReal rel[3] = {def->goal_relative ? e->com0[0] : 0, def->goal_relative ? e->com0[1] : 0,
-                         def->goal_relative ? e->com0[2] : 0};
-  e->target[0] = rel[0] + xt;
-  e->target[1] = rel[1] + def->goal_y;
-  e->target[2] = rel[2] + def->goal_z;
-  if (e->cls->target) e->cls->target(e, e->target);
-  /* goal state: the rest shape moved so that its centre of mass is the target */
-  if (!e->have_goal || e->goal_seed != seed) {
-    for (int i = 0; i < e->np; i++)
-      for (int k = 0; k < 3; k++) e->goal_x[3 * i + k] = m->x0[3 * i + k] + (e->target[k] - e->com0[k]);
-    rc = render_x(e, e->goal_x, e->goal_img);
-    if (rc) return rc;
-    e->have_goal = 1;
-    e->goal_seed = seed;
-  }
+  e->goal_draw = xt;
+  if ((rc = place_goal(e))) return rc;
+  e->goal_seed = seed;
   e->have_episode = 1;
   if (e->frame_at[0] >= 0) {
     rc = render_frame(e, e->frame_at[0], d->x);
@@ -772,10 +794,12 @@ int ds_env_set_param(dsEnv* e, const char* name, const dsReal* values, int count
   int rc = ds_model_set_param(e->m, name, values, count);
   if (rc) return ds__seterr(&e->err, rc, "set_param: %s", ds_model_last_error(e->m));
   if (e->have_episode) {
-    /* before the first step: the state follows new initial values */
+    /* before the first step: the state follows new initial values, and the
+     * start centre of mass, the target and the goal image follow the state */
     memcpy(e->d->x, e->m->x0, (size_t)e->n3 * sizeof(dsReal));
     memcpy(e->d->v, e->m->v0, (size_t)e->n3 * sizeof(dsReal));
-    if (e->frame_at[0] >= 0) rc = render_frame(e, e->frame_at[0], e->d->x);
+    rc = place_goal(e);
+    if (rc == 0 && e->frame_at[0] >= 0) rc = render_frame(e, e->frame_at[0], e->d->x);
   }
   return rc;
 }

@@ -47,8 +47,9 @@ struct dsEnv {
 
   /* episode */
   int have_episode;     /* a reset happened */
-  int have_goal;        /* goal image valid for goal_seed */
-  uint64_t goal_seed;
+  int have_goal;        /* goal_x and goal_img hold the goal of the current start */
+  uint64_t goal_seed;   /* the seed of the current episode */
+  dsReal goal_draw;     /* the goal x drawn from it (before the relative offset) */
   int failed;           /* the simulation diverged: reset needed */
   dsReal target[3];     /* target centre of mass, m */
   dsReal com0[3];       /* centre of mass at substep 0 */

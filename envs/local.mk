@@ -6,11 +6,12 @@ libdsim_core_la_SOURCES += envs/env.c envs/env_def.c envs/env_priv.h envs/walker
 dsiminclude_HEADERS += include/dsim/env.h include/dsim/scenes.h
 dist_configs_DATA += configs/walker.json configs/control-fem.json configs/control-cloth.json \
   configs/walker-springs.json
-check_PROGRAMS += tests/test_env_grad tests/test_env_config tests/test_env
+check_PROGRAMS += tests/test_env_grad tests/test_env_config tests/test_env tests/test_env_target
 tests_test_env_grad_SOURCES = tests/test_env_grad.c
 tests_test_env_config_SOURCES = tests/test_env_config.c
 tests_test_env_SOURCES = tests/test_env.c
-TESTS += tests/test_env_grad tests/test_env_config tests/test_env
+tests_test_env_target_SOURCES = tests/test_env_target.c
+TESTS += tests/test_env_grad tests/test_env_config tests/test_env tests/test_env_target
 BENCH_PROGS += bench/bench_env
 bench_bench_env_SOURCES = bench/bench_env.c
 # A user-written env class registered through ds_env_register: registry,

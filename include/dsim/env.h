@@ -49,6 +49,17 @@
  * episode the rewards sum to minus the loss (IMAGE_SUM: minus the loss
  * without the frame of substep 0, which no action affects).
  *
+ * Targets. An episode's start is its state at substep 0, after any
+ * ds_env_set_param before the first step (initial_position, particle.mass,
+ * ...). The metric's origin (the start centre of mass), ds_env_target (for a
+ * relative goal: the start centre of mass plus the drawn offset) and the
+ * goal image (the start shape moved so that its centre of mass is the
+ * target) all follow that start, at once. The backward treats the target and
+ * the goal image as constants of the episode: d(loss)/d(initial_position)
+ * does not include their dependence on the start (with an absolute goal
+ * there is none, and it matches finite differences taken through
+ * ds_env_set_param; tests/test_env_target.c).
+ *
  * Gradients. After any number of steps, ds_env_backward_loss gives
  * d(loss)/d(action of every step taken) and ds_env_backward_adjoints does the
  * same for caller-supplied adjoints of the observations and rewards; both
