@@ -2,7 +2,8 @@
 
 The library is found, in order: the file named by the environment variable
 DSIM_LIBRARY; the build tree (``.libs/libdsim.so`` next to the ``python/``
-folder this package sits in); pkg-config's ``dsim`` libdir; the linker's
+folder this package sits in); the copy `pip install ./python` put in the
+package (python/setup.py); pkg-config's ``dsim`` libdir; the linker's
 search path (ctypes.util.find_library). It is loaded RTLD_GLOBAL so that a
 plugin (dsim.load_plugin) resolves its ds_* references to it, as it does in
 the dsim program.
@@ -26,10 +27,11 @@ def _candidates():
         return
     here = os.path.dirname(os.path.abspath(__file__))
     top = os.path.dirname(os.path.dirname(here))  # python/dsim -> tree top
-    for name in ("libdsim.so", "libdsim.dylib"):
-        p = os.path.join(top, ".libs", name)
-        if os.path.exists(p):
-            yield p
+    for d in (os.path.join(top, ".libs"), here):  # the build tree, then a copy installed with the package
+        for name in ("libdsim.so", "libdsim.dylib"):
+            p = os.path.join(d, name)
+            if os.path.exists(p):
+                yield p
     try:
         libdir = subprocess.run(["pkg-config", "--variable=libdir", "dsim"], capture_output=True, text=True,
                                 timeout=10).stdout.strip()

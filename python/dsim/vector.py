@@ -108,7 +108,7 @@ class DsimVectorEnv(gymnasium.vector.VectorEnv):
         raise DsimError(self.id, what, rc, lib.ds_batch_last_error(self._p).decode(errors="replace"))
 
     def reset(self, *, seed=None, options=None):
-        super().reset(seed=seed)
+        super().reset(seed=seed if seed is None or isinstance(seed, (int, np.integer)) else None)
         if self._p is None:
             raise DsimError(self.id, "the vector env is closed")
         n = self.num_envs
