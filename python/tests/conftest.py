@@ -11,7 +11,7 @@ import pytest  # noqa: E402
 SMALL = {
     "walker": dict(substeps=96, control_interval=32, render_interval=32, width=24, height=24, supersample=1),
     "control-fem": dict(substeps=16, control_interval=8, render_interval=8, width=24, height=24, supersample=1),
-    "control-cloth": dict(substeps=40, control_interval=20, render_interval=20, width=24, height=24, supersample=1,
+    "control-cloth": dict(substeps=40, control_interval=20, render_interval=20, width=48, height=48, supersample=1,
                           size_min=8, size_max=8),
     "walker-springs": dict(substeps=96, control_interval=32, render_interval=32, width=24, height=24,
                            supersample=1),
