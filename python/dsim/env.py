@@ -264,6 +264,7 @@ class Env:
         rc = lib.ds_env_set_state(self.handle, ptr(state), self.state_size)
         if rc:
             self._fail("set_state", rc)
+        self._done_flag = lib.ds_env_steps_taken(self._p) >= self.num_steps
 
     # -- parameters and gradients -------------------------------------------------
     def param(self, name: str) -> np.ndarray:
