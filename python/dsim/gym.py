@@ -33,6 +33,9 @@ from .env import Env, check_array, classes
 
 __all__ = ["DsimGymEnv", "register_envs", "OBS_BOUND"]
 
+_step = _lib.lib.ds_env_step
+_metric = _lib.lib.ds_env_metric
+
 OBS_BOUND = 1.0e4
 
 
@@ -81,6 +84,10 @@ class DsimGymEnv(gymnasium.Env):
         self.metadata = dict(self.metadata, render_fps=max(1, int(round(1.0 / dt))))
         self._img = np.empty((self.env.height, self.env.width, 4), real_dtype) if image_obs else None
         self._act = np.empty(self.env.action_size, real_dtype)
+        self._ashape = (self.env.action_size,)
+        self._osize = self.env.obs_size
+        self._img_p = self._img.ctypes.data if self._img is not None else None
+        self._metric = _lib.REAL()
 
     def _obs(self, state):
         if self.image_obs:
@@ -111,29 +118,38 @@ class DsimGymEnv(gymnasium.Env):
         return self._obs(obs), {"metric": self.env.metric(), "seed": c_seed}
 
     def step(self, action):
+        e = self.env
         a = action
-        if type(a) is not np.ndarray or a.dtype != real_dtype or not a.flags.c_contiguous:
+        if (type(a) is not np.ndarray or a.dtype != real_dtype or a.shape != self._ashape
+                or not a.flags.c_contiguous):
             if not isinstance(a, np.ndarray):
                 a = np.asarray(a)
             if a.dtype.kind != "f":
                 raise DsimError(self.id, f"action has dtype {a.dtype}; expected a floating dtype "
                                 f"({real_dtype}, float32 is converted)")
             a = np.ascontiguousarray(a, dtype=real_dtype)
-        if a.shape != (self.env.action_size,):
-            check_array(self.id, "action", a, (self.env.action_size,))
+            if a.shape != self._ashape:
+                check_array(self.id, "action", a, self._ashape)
         if self.scale != 1.0:
             np.multiply(a, self.scale, out=self._act)
             a = self._act
-        try:
-            obs, reward, done = self.env.step(a, image=self._img)
-        except DsimError as e:
-            if e.code in (_lib.DS_ERR_DIVERGED, _lib.DS_ERR_INVERTED):
-                obs = np.zeros(self.env.obs_size, real_dtype)
+        if e._done_flag or not e._p:
+            e.step(a)  # raises: step after the episode ended / closed
+        obs = np.empty(self._osize, real_dtype)
+        rc = _step(e._p, a.ctypes.data, obs.ctypes.data, self._img_p, e._reward, e._done)
+        if rc:
+            if rc in (_lib.DS_ERR_DIVERGED, _lib.DS_ERR_INVERTED):  # ends the episode; reset to go on
+                err = DsimError(self.id, "the simulation failed", rc, _lib.lib.ds_env_last_error(e._p).decode())
+                obs[:] = 0
                 if self._img is not None:
                     self._img[...] = 0
-                return self._obs(obs), 0.0, True, False, {"metric": float("nan"), "error": str(e)}
-            raise
-        return self._obs(obs), float(reward), False, done, {"metric": self.env.metric()}
+                e._done_flag = True
+                return self._obs(obs), 0.0, True, False, {"metric": float("nan"), "error": str(err)}
+            e.step(a)  # the same failure again, raised with the library's message
+        done = e._done.value != 0
+        e._done_flag = done
+        _metric(e._p, self._metric)
+        return self._obs(obs), e._reward.value, False, done, {"metric": self._metric.value}
 
     def render(self):
         if self.render_mode != "rgb_array":
