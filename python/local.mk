@@ -6,6 +6,6 @@ PY_FILES = python/pyproject.toml python/setup.py python/README.md python/dsim/__
   python/tests/conftest.py python/tests/test_gym.py python/tests/test_vector.py \
   python/tests/test_errors.py python/tests/test_torch.py python/tests/test_ppo.py \
   python/examples/ppo_walker.py python/examples/mpc_control_fem.py python/bench_vector.py
-EXTRA_DIST += $(PY_FILES) tests/test_python.sh bench/bench_python.sh
+EXTRA_DIST += $(PY_FILES) tests/test_python.sh bench/bench_python.sh docs/ppo_walker.png
 TESTS += tests/test_python.sh
 BENCH_SHELLS += bench/bench_python.sh
