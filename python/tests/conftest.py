@@ -18,6 +18,14 @@ SMALL = {
 }
 
 
+def need(module: str):
+    """Import module, or skip the test file without it; under
+    DSIM_REQUIRE_PYTHON=1 (CI) a missing module is an error."""
+    if os.environ.get("DSIM_REQUIRE_PYTHON") == "1":
+        return __import__(module)
+    return pytest.importorskip(module)
+
+
 @pytest.fixture(scope="session")
 def small():
     return SMALL

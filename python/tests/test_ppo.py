@@ -6,8 +6,10 @@ import sys
 
 import pytest
 
-pytest.importorskip("stable_baselines3")
-pytest.importorskip("matplotlib")
+from conftest import need  # noqa: E402
+
+need("stable_baselines3")
+need("matplotlib")
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples"))
 

@@ -4,7 +4,9 @@ of every env class; the backward is the library's adjoint."""
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch")
+from conftest import need  # noqa: E402
+
+torch = need("torch")
 
 import dsim  # noqa: E402
 import dsim.torch as dt  # noqa: E402
