@@ -94,6 +94,13 @@ class DsimGymEnv(gymnasium.Env):
             return {"state": state, "image": to_rgb8(self._img)}
         return state
 
+    def _reset_c(self, c_seed: int):
+        if self.image_obs:
+            obs, img = self.env.reset(c_seed, image=True)
+            self._img[...] = img
+            return obs
+        return self.env.reset(c_seed)
+
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
         c_seed = int(self.np_random.integers(0, 2**63 - 1))
@@ -103,17 +110,13 @@ class DsimGymEnv(gymnasium.Env):
             raise DsimError(self.id, f"unknown reset option(s) {sorted(unknown)} (known: params, c_seed)")
         if "c_seed" in options:
             c_seed = int(options["c_seed"])
-        if self.image_obs:
-            obs, img = self.env.reset(c_seed, image=True)
-            self._img[...] = img
-        else:
-            obs = self.env.reset(c_seed)
+        obs = self._reset_c(c_seed)
         params = options.get("params") or {}
-        for name, values in params.items():
-            self.env.set_param(name, values)
-        if params:  # the observation of the changed initial state
-            obs = self.env.reset(c_seed) if not self.image_obs else self.env.reset(c_seed, image=True)[0]
+        if params:
             for name, values in params.items():
+                self.env.set_param(name, values)
+            obs = self._reset_c(c_seed)  # the observation of the changed initial state (values are kept)
+            for name, values in params.items():  # control-cloth re-places its sheet at a reset
                 self.env.set_param(name, values)
         return self._obs(obs), {"metric": self.env.metric(), "seed": c_seed}
 
