@@ -81,7 +81,7 @@ def main(argv=None):
         return strength * torch.tanh(s @ W.T)
 
     def run_steps(acts):
-        a = np.ascontiguousarray(acts.detach().numpy())
+        a = np.ascontiguousarray(acts.detach().numpy(), dtype=dsim.real_dtype)
         for row in a:
             env.step(row)
 

@@ -29,10 +29,11 @@ def test_wrong_action_dtype(walker):
         walker.step(np.zeros(104, dtype=np.int64))
     env = dsim.Env("walker", **SMALL["walker"])
     env.reset(0)
-    with pytest.raises(DsimError, match=r"walker: action has dtype float32; expected float64"):
-        env.step(np.zeros(104, np.float32))
+    other = np.float32 if dsim.real_dtype == np.float64 else np.float64  # not the library's precision
+    with pytest.raises(DsimError, match=rf"walker: action has dtype {np.dtype(other)}; expected {dsim.real_dtype}"):
+        env.step(np.zeros(104, other))
     with pytest.raises(DsimError, match=r"not C-contiguous"):
-        env.step(np.zeros((104, 2))[:, 0])
+        env.step(np.zeros((104, 2), dsim.real_dtype)[:, 0])
     env.close()
 
 
@@ -55,10 +56,10 @@ def test_step_after_episode_end(walker):
     env = dsim.Env("walker", **SMALL["walker"])
     env.reset(0)
     for _ in range(env.num_steps):
-        env.step(np.zeros(104))
+        env.step(np.zeros(104, dsim.real_dtype))
     env._done_flag = False  # bypass the Python check
     with pytest.raises(DsimError, match=r"the episode is done"):
-        env.step(np.zeros(104))
+        env.step(np.zeros(104, dsim.real_dtype))
     env.close()
 
 
@@ -130,7 +131,7 @@ def _rss_kb():
 @pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="needs /proc")
 def test_memory_flat_10000_cycles():
     kw = dict(substeps=4, control_interval=2, render_interval=4, width=8, height=8, supersample=1)
-    a = np.zeros(104)
+    a = np.zeros(104, dsim.real_dtype)
 
     def cycles(n):
         for i in range(n):

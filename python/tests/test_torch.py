@@ -13,6 +13,8 @@ import dsim.torch as dt  # noqa: E402
 from dsim import DsimError  # noqa: E402
 from conftest import SMALL  # noqa: E402
 
+pytestmark = pytest.mark.skipif(dsim.real_dtype != np.float64, reason="gradcheck needs a double build")
+
 GRAD = {  # short episodes: two steps each
     "walker": dict(substeps=64, control_interval=32),
     "control-fem": dict(substeps=16, control_interval=8, render_interval=8),

@@ -29,7 +29,7 @@ def test_equals_single_envs_and_autoreset():
         a = rng.uniform(-0.5, 0.5, (n, v.unwrapped.action_size))
         obs, r, term, trunc, info = v.step(a)
         for i, e in enumerate(singles):
-            o, ri, d = e.step(np.ascontiguousarray(a[i]))
+            o, ri, d = e.step(np.ascontiguousarray(a[i], dtype=dsim.real_dtype))
             assert np.array_equal(obs[i], o) and r[i] == ri and trunc[i] == d
             assert info["metric"][i] == e.metric()
         assert not term.any()
@@ -50,7 +50,7 @@ def test_per_env_params():
     m = dsim.Env("walker", **kw).param("particle.mass")
     v.set_param(1, "particle.mass", m * 3)
     v.reset(seed=[0, 0])
-    a = np.full((2, v.action_size), 0.4)
+    a = np.full((2, v.action_size), 0.4, dsim.real_dtype)
     for _ in range(2):
         obs, *_ = v.step(a)
     assert not np.array_equal(obs[0], obs[1])
