@@ -1,7 +1,8 @@
 /* Batched envs (include/dsim/batch.h): every env of a batch gives, bit for
  * bit, what a separate env with the same seed, parameters and actions gives,
  * on 1 and on 2 threads; autoreset (next-step mode, seeds s, s + N, ...);
- * per-env errors (a NaN action in one env) leave the others stepping. */
+ * per-env errors (a NaN action in one env) leave the others stepping; steps
+ * and autoresets allocate nothing. */
 #include "config.h"
 
 #include <math.h>
@@ -130,6 +131,36 @@ static void run_batch(const dsEnvDef* def, int steps, int threads, Trace* t) {
   ds_batch_destroy(b);
 }
 
+/* counting allocator: the batch's step and reset allocate nothing */
+static long n_alloc = 0;
+static void* c_malloc(size_t n) { n_alloc++; return malloc(n); }
+static void* c_realloc(void* p, size_t n) { n_alloc++; return realloc(p, n); }
+static void* c_calloc(size_t c, size_t n) { n_alloc++; return calloc(c, n); }
+static void c_free(void* p) { free(p); }
+
+static void no_alloc_in_step(void) {
+  CHECK_INT_EQ(ds_replace_allocator(c_malloc, c_realloc, c_calloc, c_free), 0);
+  dsEnvDef def = small_def("walker");
+  dsBatch* b = NULL;
+  char err[256];
+  CHECK_INT_EQ(ds_batch_create(&def, 3, &b, err, sizeof err), 0);
+  if (b) {
+    static dsReal obs[3 * 64], act[3 * 256];
+    dsReal rew[3];
+    uint8_t done[3];
+    int status[3];
+    memset(act, 0, sizeof act);
+    CHECK_INT_EQ(ds_batch_reset(b, NULL, NULL, obs, NULL, status), 0); /* first reset renders the goal */
+    const long before = n_alloc;
+    for (int k = 0; k < 12; k++) /* past the episode's end: autoreset too */
+      CHECK_INT_EQ(ds_batch_step(b, act, obs, NULL, rew, done, status, DS_BATCH_AUTORESET), 0);
+    CHECK_INT_EQ(n_alloc - before, 0);
+    CHECK(n_alloc > 0);
+    ds_batch_destroy(b);
+  }
+  CHECK_INT_EQ(ds_replace_allocator(NULL, NULL, NULL, NULL), 0);
+}
+
 static void compare(const char* name, int steps, int sdim, int odim) {
   for (int i = 0; i < NB; i++) {
     for (int k = 0; k <= steps; k++)
@@ -144,6 +175,7 @@ static void compare(const char* name, int steps, int sdim, int odim) {
 }
 
 int main(void) {
+  no_alloc_in_step();
   const char* names[] = {"walker-springs", "walker", "control-fem"};
   for (int c = 0; c < 3; c++) {
     dsEnvDef def = small_def(names[c]);
