@@ -1,9 +1,9 @@
 # envs/: environments behind the step/reset/gradient API of
 # include/dsim/env.h, their scene generators and the bundled configs.
 libdsim_core_la_SOURCES += envs/env.c envs/env_def.c envs/env_priv.h envs/walker.c envs/control_fem.c \
-  envs/control_cloth.c envs/walker_springs.c \
+  envs/control_cloth.c envs/walker_springs.c envs/batch.c \
   envs/mesh_gear.c envs/mesh_walker.c
-dsiminclude_HEADERS += include/dsim/env.h include/dsim/scenes.h
+dsiminclude_HEADERS += include/dsim/env.h include/dsim/scenes.h include/dsim/batch.h
 dist_configs_DATA += configs/walker.json configs/control-fem.json configs/control-cloth.json \
   configs/walker-springs.json
 check_PROGRAMS += tests/test_env_grad tests/test_env_config tests/test_env tests/test_env_target
@@ -19,3 +19,8 @@ bench_bench_env_SOURCES = bench/bench_env.c
 check_PROGRAMS += tests/test_env_register
 tests_test_env_register_SOURCES = tests/test_env_register.c tests/hang_env.h
 TESTS += tests/test_env_register
+# Batched envs: bitwise equal to separate envs on 1 and 2 threads, autoreset,
+# per-env errors.
+check_PROGRAMS += tests/test_batch
+tests_test_batch_SOURCES = tests/test_batch.c
+TESTS += tests/test_batch
