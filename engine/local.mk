@@ -36,3 +36,9 @@ TESTS += tests/test_force_spring tests/test_force_contact tests/test_force_tri \
   tests/test_alloc tests/test_mesh
 BENCH_PROGS += bench/bench_engine
 bench_bench_engine_SOURCES = bench/bench_engine.c
+# Rigid bodies: adjoints vs central differences (single substeps and
+# rollouts), mass properties and physics checks (momentum, rest, sliding
+# distance, restitution).
+check_PROGRAMS += tests/test_rigid_grad
+tests_test_rigid_grad_SOURCES = tests/test_rigid_grad.c
+TESTS += tests/test_rigid_grad
