@@ -42,3 +42,6 @@ bench_bench_engine_SOURCES = bench/bench_engine.c
 check_PROGRAMS += tests/test_rigid_grad
 tests_test_rigid_grad_SOURCES = tests/test_rigid_grad.c
 TESTS += tests/test_rigid_grad
+check_PROGRAMS += tests/test_rigid_physics
+tests_test_rigid_physics_SOURCES = tests/test_rigid_physics.c
+TESTS += tests/test_rigid_physics
