@@ -88,7 +88,7 @@ int ds_data_create(const dsModel* m, const dsDataDef* def, dsData** out) {
   d->nseg = (T > 0 && K > 1) ? K + 1 : 0;
   d->act_cap = (T == 0 || m->nact == 0) ? 0 : (dd.act_records ? (dd.act_records < T ? dd.act_records : T) : T);
   d->fext_cap = T == 0 ? 0 : (dd.fext_records ? (dd.fext_records < T ? dd.fext_records : T) : T);
-  d->bfext_cap = m->nbody ? d->fext_cap : 0;
+  d->bfext_cap = m->nbody ? T : 0; /* 6 reals per body per record: one per substep */
   d->arena_size = dd.arena_bytes ? dd.arena_bytes : ds__arena_need(m);
   const dsModel* m_ = m;
   const dsData* d_ = d;

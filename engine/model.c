@@ -487,7 +487,7 @@ int ds_builder_add_rigid(dsBuilder* b, const dsMesh* mesh, const dsReal* vertex_
   for (int i = 0; i < nv && rc >= 0; i++) {
     dsReal xi[3], vi[3];
     ds_rigid_pose_fwd(st, mesh->x + 3 * i, r.com, xi, vi);
-    rc = ds_builder_add_particle(b, xi, vi, 0);
+    rc = ds_builder_add_particle(b, xi, vi, r.mass / nv); /* a weight for centre-of-mass observations only */
   }
   for (int t = 0; t < mesh->ntri && rc >= 0; t++)
     rc = ds_builder_add_face(b, r.p0 + mesh->tri[3 * t], r.p0 + mesh->tri[3 * t + 1], r.p0 + mesh->tri[3 * t + 2]);
@@ -824,6 +824,8 @@ int ds_builder_finalize(dsBuilder* b, dsModel** out) {
   }
   if (b->nbody) {
     for (int i = 0; i < np; i++) m->particle_body[i] = -1;
+    for (int e = 0; e < b->nbody; e++)
+      for (int k = 0; k < b->body[e].n; k++) m->inv_mass[b->body[e].p0 + k] = 0; /* the body moves them */
     for (int e = 0; e < b->nbody; e++) {
       const BodyRec* r = &b->body[e];
       for (int k = 0; k < r->n; k++) {
@@ -923,7 +925,8 @@ int ds_model_set_param(dsModel* m, const char* name, const dsReal* values, int c
   }
   if (n) memcpy((void*)cur, values, (size_t)n * sizeof(dsReal));
   if (strcmp(name, "particle.mass") == 0)
-    for (int i = 0; i < m->nparticle; i++) m->inv_mass[i] = m->mass[i] > 0 ? 1 / m->mass[i] : 0;
+    for (int i = 0; i < m->nparticle; i++)
+      m->inv_mass[i] = m->mass[i] > 0 && !(m->nbody && m->particle_body[i] >= 0) ? 1 / m->mass[i] : 0;
   ds__clearerr(eb);
   return 0;
 }

@@ -414,7 +414,9 @@ int ds_env_steps_taken(const dsEnv* e) {
   return e->have_episode ? (e->d->t + e->C - 1) / e->C : 0;
 }
 int ds_env_num_particles(const dsEnv* e) { return e ? e->np : DS_ERR_INVALID; }
-int ds_env_state_size(const dsEnv* e) { return e ? 1 + 2 * e->n3 : DS_ERR_INVALID; }
+/* rigid bodies add their states (13 each) after the particles' */
+static int state_size(const dsEnv* e) { return 1 + 2 * e->n3 + 13 * e->m->nbody; }
+int ds_env_state_size(const dsEnv* e) { return e ? state_size(e) : DS_ERR_INVALID; }
 const dsReal* ds_env_positions(const dsEnv* e) { return e ? e->d->x : NULL; }
 const dsReal* ds_env_goal_image(const dsEnv* e) { return e && e->have_goal ? e->goal_img : NULL; }
 
@@ -724,9 +726,14 @@ int ds_env_set_param(dsEnv* e, const char* name, const dsReal* values, int count
   int rc = ds_model_set_param(e->m, name, values, count);
   if (rc) return ds__seterr(&e->err, rc, "set_param: %s", ds_model_last_error(e->m));
   if (e->have_episode) {
-    /* before the first step: the state follows new initial values */
-    memcpy(e->d->x, e->m->x0, (size_t)e->n3 * sizeof(dsReal));
-    memcpy(e->d->v, e->m->v0, (size_t)e->n3 * sizeof(dsReal));
+    /* before the first step: the state follows new initial values (rigid
+       bodies: their vertices are re-posed from the body parameters) */
+    if (e->m->nbody) {
+      ds_data_reset(e->m, e->d);
+    } else {
+      memcpy(e->d->x, e->m->x0, (size_t)e->n3 * sizeof(dsReal));
+      memcpy(e->d->v, e->m->v0, (size_t)e->n3 * sizeof(dsReal));
+    }
     if (e->frame_at[0] >= 0) rc = render_frame(e, e->frame_at[0], e->d->x);
   }
   return rc;
@@ -743,17 +750,18 @@ int ds_env_param_grad(const dsEnv* e, const char* name, const dsReal** grad, int
 /* ---- state --------------------------------------------------------------------------- */
 int ds_env_get_state(const dsEnv* e, dsReal* state, int n) {
   if (!e || !state) return DS_ERR_INVALID;
-  if (n != 1 + 2 * e->n3) return DS_ERR_RANGE;
+  if (n != state_size(e)) return DS_ERR_RANGE;
   state[0] = (dsReal)e->d->t;
   memcpy(state + 1, e->d->x, (size_t)e->n3 * sizeof(dsReal));
   memcpy(state + 1 + e->n3, e->d->v, (size_t)e->n3 * sizeof(dsReal));
+  if (e->m->nbody) memcpy(state + 1 + 2 * e->n3, e->d->body, 13 * (size_t)e->m->nbody * sizeof(dsReal));
   return 0;
 }
 
 int ds_env_set_state(dsEnv* e, const dsReal* state, int n) {
   if (!e || !state) return DS_ERR_INVALID;
-  if (n != 1 + 2 * e->n3)
-    return ds__seterr(&e->err, DS_ERR_RANGE, "set_state: %d values, expected %d", n, 1 + 2 * e->n3);
+  if (n != state_size(e))
+    return ds__seterr(&e->err, DS_ERR_RANGE, "set_state: %d values, expected %d", n, state_size(e));
   if (!e->have_episode) return ds__seterr(&e->err, DS_ERR_STATE, "set_state: reset the env first");
   const double sv = (double)state[0];
   const int s = (int)sv;
@@ -773,6 +781,10 @@ int ds_env_set_state(dsEnv* e, const dsReal* state, int n) {
   d->fext_n = s > 0 ? d->fext_rec[s - 1] + 1 : 0;
   memcpy(d->x, state + 1, (size_t)e->n3 * sizeof(dsReal));
   memcpy(d->v, state + 1 + e->n3, (size_t)e->n3 * sizeof(dsReal));
+  if (e->m->nbody) {
+    d->bfext_n = s > 0 ? d->bfext_rec[s - 1] + 1 : 0;
+    memcpy(d->body, state + 1 + 2 * e->n3, 13 * (size_t)e->m->nbody * sizeof(dsReal));
+  }
   e->failed = 0;
   e->did_backward = 0;
   if (e->frame_at[s] >= 0) return render_frame(e, e->frame_at[s], d->x);

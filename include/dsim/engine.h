@@ -172,8 +172,9 @@ DS_API void ds_builder_set_ground(dsBuilder* b, const dsGroundDef* def);
 /* Lift and drag on every triangle (on when called). */
 DS_API void ds_builder_set_aero(dsBuilder* b, dsReal k_lift, dsReal k_drag);
 /* ---- rigid bodies (engine/rigid.h has the dynamics and its adjoint) ----------
- * A body is a mesh in its own frame whose vertices become particles (mass 0)
- * posed every substep by x = p + R(q) (r - c): p the centre of mass in the
+ * A body is a mesh in its own frame whose vertices become particles (inverse
+ * mass 0; particle.mass = body mass / vertices, a weight for centre-of-mass
+ * observations only) posed every substep by x = p + R(q) (r - c): p the centre of mass in the
  * world, q the orientation (unit quaternion, w first), r a vertex in the
  * body frame, c the centre of mass in the body frame (body.com). Its faces
  * become render faces, its vertices are its contact points with the ground

@@ -29,6 +29,9 @@
  *                   reset is used (later actions are ignored and get zero
  *                   gradient; ds_env_action_kind is DS_ACTION_INITIAL).
  *   walker-springs  one per spring: the spring's rest length is L (1 + a).
+ *   rigid-toss      an impulse J (N s, 3 values) on the rigid body over
+ *                   substep 0 at its centre of mass + scene.impulse_offset
+ *                   (DS_ACTION_INITIAL, as control-cloth).
  *
  * Observations. The state vector (ds_env_obs_size values) is, per
  * `obs_state`: NONE (size 0); FULL: positions then velocities of every
@@ -317,7 +320,7 @@ DS_API void ds_env_image_size(const dsEnv* env, int* width, int* height); /* RGB
 DS_API int ds_env_num_steps(const dsEnv* env);     /* steps per episode */
 DS_API int ds_env_steps_taken(const dsEnv* env);   /* steps since reset */
 DS_API int ds_env_num_particles(const dsEnv* env);
-DS_API int ds_env_state_size(const dsEnv* env);    /* 1 + 6 * nparticle */
+DS_API int ds_env_state_size(const dsEnv* env);    /* 1 + 6 * nparticle + 13 * nbody */
 
 /* ---- episode -------------------------------------------------------------- */
 /* Draws the goal (and cloth size and height) from seed, rebuilds the goal
@@ -361,7 +364,10 @@ DS_API int ds_env_set_param(dsEnv* env, const char* name, const dsReal* values, 
 DS_API int ds_env_param_grad(const dsEnv* env, const char* name, const dsReal** grad, int* count);
 
 /* ---- state, rendering, metrics --------------------------------------------
- * State: [substep, x (nparticle x 3), v (nparticle x 3)]. Setting a state at
+ * State: [substep, x (nparticle x 3), v (nparticle x 3), rigid bodies
+ * (nbody x 13: p, q, v, w; none for the particle-only classes)]. A rigid
+ * body's vertices are posed from its state at the next substep, so their
+ * x, v in a set state must be consistent with it. Setting a state at
  * substep s rewinds the episode to s (steps must then continue from a step
  * boundary: s a multiple of the control interval); the tape before s is kept,
  * so gradients are exact when the state was saved from this episode. */

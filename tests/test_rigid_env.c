@@ -1,0 +1,161 @@
+/* rigid-toss: the env runs (a 2 N s impulse slides the 1 kg box about
+ * v^2 / (2 mu g), within 5%), its state includes the body (size 1 + 6 n +
+ * 13, a saved state restores the episode bit for bit), and the image loss
+ * reaches the body: d(image loss)/d(body.mass, body.contact_mu,
+ * body.restitution, body.initial_position, the impulse) from the env's
+ * backward match central differences of the loss (rtol 2e-3 on components
+ * above 2% of the class maximum; a 1% change of the largest is rejected).
+ * Rendering: 64 x 64, sigma 1e-4 (smooth enough for differences). */
+#include "config.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dsim/engine.h"
+#include "dsim/env.h"
+#include "tests/dstest.h"
+
+static dsEnv* make(int substeps) {
+  dsEnvDef def = ds_default_env_def("rigid-toss");
+  CHECK(def.cls != NULL);
+  def.substeps = substeps;
+  def.width = def.height = 64;
+  def.supersample = 1;
+  def.sigma = 1e-4;
+  def.gamma = 1e-3;
+  def.goal_x_min = 0.35;
+  def.goal_x_max = 0.35 + 1e-9;
+  def.cam_distance = 3;
+  /* the approach-only damping kd switches at v_y = 0, where a body at rest
+     sits: differences in the initial height would straddle it (the
+     restitution damping is two-sided and smooth) */
+  def.contact_kd = 0;
+  dsEnv* env = NULL;
+  char err[512];
+  int rc = ds_env_create(&def, &env, err, sizeof err);
+  if (rc) fprintf(stderr, "create: %s\n", err);
+  CHECK_INT_EQ(rc, 0);
+  return env;
+}
+
+static double episode(dsEnv* env, const dsReal J[3]) {
+  if (ds_env_reset(env, 1, NULL, NULL)) return NAN;
+  const int S = ds_env_num_steps(env);
+  for (int k = 0; k < S; k++)
+    if (ds_env_step(env, J, NULL, NULL, NULL, NULL)) {
+      fprintf(stderr, "step: %s\n", ds_env_last_error(env));
+      return NAN;
+    }
+  dsReal L;
+  ds_env_loss(env, &L);
+  return L;
+}
+
+static void check(const char* what, const double* a, const double* f, int n) {
+  double mx = 0;
+  int big = 0;
+  for (int i = 0; i < n; i++) {
+    mx = fmax(mx, fmax(fabs(a[i]), fabs(f[i])));
+    if (fabs(a[i]) > fabs(a[big])) big = i;
+  }
+  int bad = 0, rej = 0;
+  for (int i = 0; i < n; i++) {
+    const double tol = 2e-3 * fmax(fabs(a[i]), fabs(f[i])) + 2e-2 * mx;
+    if (!(fabs(a[i] - f[i]) <= tol)) bad = 1;
+    if (i == big && !(fabs(1.01 * a[i] - f[i]) <= 2e-3 * fmax(fabs(1.01 * a[i]), fabs(f[i])) + 1e-4 * mx)) rej = 1;
+  }
+  printf("%s:", what);
+  for (int i = 0; i < n; i++) printf(" (%.6g fd %.6g)", a[i], f[i]);
+  printf("\n");
+  CHECK(!bad);
+  CHECK(mx > 0);
+  CHECK(rej);
+}
+
+int main(void) {
+  if (sizeof(dsReal) != sizeof(double)) DST_SKIP("finite-difference checks need a double build");
+  /* sliding distance and state */
+  {
+    dsEnv* env = make(960);
+    const dsReal J[3] = {2, 0, 0};
+    episode(env, J);
+    const dsModel* m = ds_env_model(env);
+    const dsData* d = ds_env_data(env);
+    CHECK_INT_EQ(m->nbody, 1);
+    const double dist = d->body[0] - m->body_x0[0], pred = 4.0 / (2 * 0.4 * 9.8);
+    printf("rigid-toss: J = 2 N s on 1 kg: slides %.4f m (v^2/(2 mu g) = %.4f m)\n", dist, pred);
+    CHECK(fabs(dist - pred) < 0.05 * pred);
+    CHECK_INT_EQ(ds_env_state_size(env), 1 + 6 * m->nparticle + 13);
+    /* save at step 10, finish, restore, finish again: same bits */
+    ds_env_reset(env, 1, NULL, NULL);
+    const int n = ds_env_state_size(env);
+    dsReal* st = calloc((size_t)n, sizeof(dsReal));
+    dsReal* a = calloc((size_t)n, sizeof(dsReal));
+    dsReal* b = calloc((size_t)n, sizeof(dsReal));
+    for (int k = 0; k < 10; k++) ds_env_step(env, J, NULL, NULL, NULL, NULL);
+    ds_env_get_state(env, st, n);
+    for (int k = 10; k < ds_env_num_steps(env); k++) ds_env_step(env, J, NULL, NULL, NULL, NULL);
+    ds_env_get_state(env, a, n);
+    CHECK_INT_EQ(ds_env_set_state(env, st, n), 0);
+    for (int k = 10; k < ds_env_num_steps(env); k++) ds_env_step(env, J, NULL, NULL, NULL, NULL);
+    ds_env_get_state(env, b, n);
+    CHECK(memcmp(a, b, (size_t)n * sizeof(dsReal)) == 0);
+    free(st), free(a), free(b);
+    ds_env_destroy(env);
+  }
+  /* image loss gradients */
+  {
+    dsEnv* env = make(384);
+    dsReal J[3] = {2, 0, 0.2};
+    episode(env, J);
+    const int S = ds_env_num_steps(env);
+    dsReal* ga = calloc((size_t)S * 3, sizeof(dsReal));
+    dsReal L;
+    CHECK_INT_EQ(ds_env_backward_loss(env, &L, ga), 0);
+    printf("image loss %.6g\n", L);
+    static const char* const names[] = {"body.mass", "body.contact_mu", "body.restitution", "body.initial_position"};
+    for (int p = 0; p < 4; p++) {
+      const dsReal* g;
+      const dsReal* v;
+      int n;
+      ds_env_param_grad(env, names[p], &g, &n);
+      double a[3], f[3];
+      memcpy(a, g, (size_t)n * sizeof(double));
+      ds_env_param(env, names[p], &v, &n);
+      dsReal base[3];
+      memcpy(base, v, (size_t)n * sizeof(dsReal));
+      for (int k = 0; k < n; k++) {
+        const double h = 1e-5 * fmax(fabs(base[k]), 1.0);
+        dsReal q[3];
+        memcpy(q, base, sizeof q);
+        q[k] = base[k] + h;
+        ds_env_reset(env, 1, NULL, NULL);
+        ds_env_set_param(env, names[p], q, n);
+        double lp = episode(env, J);
+        q[k] = base[k] - h;
+        ds_env_reset(env, 1, NULL, NULL);
+        ds_env_set_param(env, names[p], q, n);
+        double lm = episode(env, J);
+        ds_env_reset(env, 1, NULL, NULL);
+        ds_env_set_param(env, names[p], base, n);
+        f[k] = (lp - lm) / (2 * h);
+      }
+      check(names[p], a, f, n);
+    }
+    double f[3], a[3] = {ga[0], ga[1], ga[2]};
+    for (int k = 0; k < 3; k++) {
+      const double h = 1e-5 * fmax(fabs(J[k]), 1.0);
+      J[k] += h;
+      double lp = episode(env, J);
+      J[k] -= 2 * h;
+      double lm = episode(env, J);
+      J[k] += h;
+      f[k] = (lp - lm) / (2 * h);
+    }
+    check("impulse (action)", a, f, 3);
+    free(ga);
+    ds_env_destroy(env);
+  }
+  return DST_RESULT();
+}
