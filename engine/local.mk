@@ -45,3 +45,5 @@ TESTS += tests/test_rigid_grad
 check_PROGRAMS += tests/test_rigid_physics
 tests_test_rigid_physics_SOURCES = tests/test_rigid_physics.c
 TESTS += tests/test_rigid_physics
+BENCH_PROGS += bench/bench_rigid
+bench_bench_rigid_SOURCES = bench/bench_rigid.c

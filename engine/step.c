@@ -319,7 +319,7 @@ int ds_backward_step(const dsModel* m, dsData* d, dsGrad* g, dsReal* adj_act, ds
     const dsReal* fext_t = d->fext_tape + (size_t)d->fext_rec[t] * n3;
     const dsReal* bfext_t = d->bfext_tape + (size_t)d->bfext_rec[t] * nb6;
     memset(agb, 0, 3 * (size_t)m->nbody * r);
-#pragma omp parallel for schedule(static) if (m->nbody >= 64)
+#pragma omp parallel for schedule(static) if (par)
     for (int b = 0; b < m->nbody; b++)
       ds__rigid_bwd(m, b, xt, vt, fext_t, bst, bst1, bfext_t, d->adj_x, d->adj_v, d->adj_body, af, av,
                     d->adj_body_fext, g, agb + 3 * (size_t)b);
