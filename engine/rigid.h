@@ -64,7 +64,12 @@
  *   dkr/dm = kr / (2m),  dkr/dke = kr / (2 ke).
  * Non-smooth points, one-sided choices: y = s and fn = 0 count as out of
  * contact (zero force, zero gradient); vn = 0 as separating for the kd term;
- * the friction switch and |vt| = 0 as sticking (as engine/force_contact.h). */
+ * the friction switch and |vt| = 0 as sticking (as engine/force_contact.h).
+ * As in the engine's contact, the damping terms make fn jump from 0 to
+ * -(kd + kr) vn when a vertex touches down while approaching, so a loss is
+ * discontinuous in whatever moves a touch-down across a substep boundary
+ * (the adjoint is that of the fixed contact sequence). Friction is
+ * explicit: dt kf (vertices in contact) / m must stay below 2. */
 #ifndef DSIM_ENGINE_RIGID_H
 #define DSIM_ENGINE_RIGID_H
 
