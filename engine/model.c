@@ -923,6 +923,15 @@ int ds_model_set_param(dsModel* m, const char* name, const dsReal* values, int c
     if (strcmp(name, "body.restitution") == 0 && !(values[i] > 0 && values[i] <= 1))
       return ds__seterr(eb, DS_ERR_INVALID, "\"%s\"[%d] = %g (must be in (0, 1])", name, i, (double)values[i]);
   }
+  if (strcmp(name, "body.inertia") == 0)
+    for (int b = 0; b < n / 9; b++) { /* the symmetric part positive definite (leading minors) */
+      const dsReal* I = values + 9 * b;
+      double s01 = 0.5 * ((double)I[1] + I[3]), s02 = 0.5 * ((double)I[2] + I[6]), s12 = 0.5 * ((double)I[5] + I[7]);
+      double m1 = I[0], m2 = (double)I[0] * I[4] - s01 * s01;
+      double m3 = I[0] * ((double)I[4] * I[8] - s12 * s12) - s01 * (s01 * I[8] - s12 * s02) + s02 * (s01 * s12 - I[4] * s02);
+      if (!(m1 > 0 && m2 > 0 && m3 > 0))
+        return ds__seterr(eb, DS_ERR_INVALID, "\"%s\": body %d: inertia not positive definite", name, b);
+    }
   if (n) memcpy((void*)cur, values, (size_t)n * sizeof(dsReal));
   if (strcmp(name, "particle.mass") == 0)
     for (int i = 0; i < m->nparticle; i++)

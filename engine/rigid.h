@@ -280,7 +280,8 @@ DS_HD DS_INLINE void ds_rigid_integrate_fwd(const dsReal s[13], const dsReal F[3
   for (int i = 0; i < 3; i++) h[i] = b->I[3 * i] * wb[0] + b->I[3 * i + 1] * wb[1] + b->I[3 * i + 2] * wb[2];
   dsu_cross3(gyr, wb, h);
   dsu_sub3(rhs, tb, gyr);
-  dsu_mat3_inv(Iinv, b->I);
+  if (dsu_mat3_inv(Iinv, b->I) == 0)
+    for (int k = 0; k < 9; k++) Iinv[k] = 0; /* singular (refused by the builder and set_param) */
   for (int i = 0; i < 3; i++) ab[i] = Iinv[3 * i] * rhs[0] + Iinv[3 * i + 1] * rhs[1] + Iinv[3 * i + 2] * rhs[2];
   ds_qrot(aw, q, ab);
   const dsReal im = 1 / b->m;
@@ -318,7 +319,8 @@ DS_HD DS_INLINE void ds_rigid_integrate_bwd(const dsReal s[13], const dsReal F[3
   for (int i = 0; i < 3; i++) h[i] = b->I[3 * i] * wb[0] + b->I[3 * i + 1] * wb[1] + b->I[3 * i + 2] * wb[2];
   dsu_cross3(gyr, wb, h);
   dsu_sub3(rhs, tb, gyr);
-  dsu_mat3_inv(Iinv, b->I);
+  if (dsu_mat3_inv(Iinv, b->I) == 0)
+    for (int k = 0; k < 9; k++) Iinv[k] = 0; /* singular (refused by the builder and set_param) */
   for (int i = 0; i < 3; i++) ab[i] = Iinv[3 * i] * rhs[0] + Iinv[3 * i + 1] * rhs[1] + Iinv[3 * i + 2] * rhs[2];
   ds_qrot(aw, q, ab);
   for (int k = 0; k < 3; k++) om1[k] = s[10 + k] + dt * aw[k];

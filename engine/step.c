@@ -26,7 +26,17 @@
  * engine/forces.h in list order (element loops, one barrier, then the
  * per-particle gather with the per-particle models such as contact; the
  * backward adds the serial `reduce` of each model's scratch at the end).
- * The integrator and gravity are the step's own. */
+ * The integrator and gravity are the step's own.
+ *
+ * Rigid bodies (engine/rigid.h, m->nbody > 0): their vertices are
+ * particles that carry no elements; the gather sums their external force
+ * and contact (the rigid-contact row of the table) like anyone's but does
+ * not integrate them; then, per body, Newton-Euler moves the body and
+ * poses its vertices. The backward runs the body stage first (ds__rigid_bwd:
+ * the vertices' adjoints into the body's, through Newton-Euler, out to the
+ * vertices' force adjoints af), then the particle stages as above, which
+ * skip the rigid vertices' integrator. Body states and wrenches are taped
+ * beside x and v (and recomputed in checkpoint segments). */
 #include "config.h"
 
 #include <math.h>
@@ -176,6 +186,10 @@ int ds_step(const dsModel* m, dsData* d) {
     }
   ds__arena_free(d, mark);
   DS_ASSERT(d->arena_top == 0);
+  for (size_t k = 0; k < nb13 && !rc; k++)
+    if (!isfinite(d->body[k]))
+      rc = ds__seterr(eb, DS_ERR_DIVERGED, "substep %d: body %d state is %s", t, (int)(k / 13),
+                      isnan(d->body[k]) ? "NaN" : "Inf");
   for (size_t k = 0; k < n3 && !rc; k++) {
     if (!isfinite(d->x[k]))
       rc = ds__seterr(eb, DS_ERR_DIVERGED, "substep %d: particle %d position is %s", t, (int)(k / 3),
@@ -184,10 +198,6 @@ int ds_step(const dsModel* m, dsData* d) {
       rc = ds__seterr(eb, DS_ERR_DIVERGED, "substep %d: particle %d velocity is %s", t, (int)(k / 3),
                       isnan(d->v[k]) ? "NaN" : "Inf");
   }
-  for (size_t k = 0; k < nb13 && !rc; k++)
-    if (!isfinite(d->body[k]))
-      rc = ds__seterr(eb, DS_ERR_DIVERGED, "substep %d: body %d state is %s", t, (int)(k / 13),
-                      isnan(d->body[k]) ? "NaN" : "Inf");
   if (rc) {
     d->failed = 1;
     return rc;

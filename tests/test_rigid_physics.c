@@ -316,8 +316,55 @@ static void test_restitution(void) {
   }
 }
 
+/* Errors: builder checks, and a singular inertia set between episodes is a
+ * divergence naming the substep and the body, not garbage. */
+static void test_errors(void) {
+  dsBuilder* b;
+  ds_builder_create(&b);
+  dsRigidDef d = ds_default_rigid_def();
+  const dsReal h[3] = {0.1, 0.1, 0.1}, bad[3] = {0.1, -1, 0.1};
+  d.restitution = 0;
+  CHECK_INT_EQ(ds_builder_add_rigid_box(b, h, &d), DS_ERR_INVALID);
+  CHECK_STR_CONTAINS(ds_builder_last_error(b), "restitution");
+  d.restitution = 1;
+  d.orientation[0] = 0;
+  CHECK_INT_EQ(ds_builder_add_rigid_box(b, h, &d), DS_ERR_INVALID);
+  d.orientation[0] = 1;
+  CHECK_INT_EQ(ds_builder_add_rigid_box(b, bad, &d), DS_ERR_INVALID);
+  CHECK_INT_EQ(ds_builder_add_rigid_box(b, h, &d), 0);
+  /* a spring on a rigid vertex is refused at finalize */
+  const dsReal xp[3] = {1, 1, 1};
+  int p = ds_builder_add_particle(b, xp, NULL, 1);
+  CHECK_INT_EQ(ds_builder_add_spring(b, 0, p, 10, 0, -1), 0);
+  dsModel* m = NULL;
+  CHECK_INT_EQ(ds_builder_finalize(b, &m), DS_ERR_INVALID);
+  CHECK_STR_CONTAINS(ds_builder_last_error(b), "rigid vertices carry no elements");
+  ds_builder_free(b);
+  /* an absurd spin overflows the gyroscopic term: a divergence error */
+  ds_builder_create(&b);
+  d = ds_default_rigid_def();
+  const dsReal hb[3] = {0.3, 0.2, 0.1};
+  ds_builder_add_rigid_box(b, hb, &d);
+  m = finalize(b);
+  const dsReal zero[9] = {0}, neg = -1, spin[3] = {1e200, 2e200, 0};
+  CHECK_INT_EQ(ds_model_set_param(m, "body.mass", &neg, 1), DS_ERR_INVALID);
+  CHECK_INT_EQ(ds_model_set_param(m, "body.inertia", zero, 9), DS_ERR_INVALID);
+  CHECK_STR_CONTAINS(ds_model_last_error(m), "positive definite");
+  CHECK_INT_EQ(ds_model_set_param(m, "body.initial_angular_velocity", spin, 3), 0);
+  dsData* dd;
+  ds_data_create(m, NULL, &dd);
+  ds_data_reset(m, dd);
+  int rc = 0;
+  for (int t = 0; t < 3 && !rc; t++) rc = ds_step(m, dd);
+  CHECK_INT_EQ(rc, DS_ERR_DIVERGED);
+  CHECK_STR_CONTAINS(ds_data_last_error(dd), "substep 0: body 0");
+  ds_data_free(dd);
+  ds_model_free(m);
+}
+
 int main(void) {
   if (sizeof(dsReal) != sizeof(double)) DST_SKIP("tolerances are for double builds");
+  test_errors();
   test_mass_properties();
   test_free_flight();
   test_resting();
