@@ -2,7 +2,8 @@
  * v^2 / (2 mu g), within 5%), its state includes the body (size 1 + 6 n +
  * 13, a saved state restores the episode bit for bit), and the image loss
  * reaches the body: d(image loss)/d(body.mass, body.contact_mu,
- * body.restitution, body.initial_position, the impulse) from the env's
+ * body.restitution, body.initial_position, body.initial_orientation,
+ * body.initial_angular_velocity, the impulse) from the env's
  * backward match central differences of the loss (rtol 2e-3 on components
  * above 2% of the class maximum; a 1% change of the largest is rejected).
  * Rendering: 64 x 64, sigma 1e-4 (smooth enough for differences).
@@ -201,20 +202,21 @@ int main(void) {
     dsReal L;
     CHECK_INT_EQ(ds_env_backward_loss(env, &L, ga), 0);
     printf("image loss %.6g\n", L);
-    static const char* const names[] = {"body.mass", "body.contact_mu", "body.restitution", "body.initial_position"};
-    for (int p = 0; p < 4; p++) {
+    static const char* const names[] = {"body.mass", "body.contact_mu", "body.restitution", "body.initial_position",
+                                        "body.initial_orientation", "body.initial_angular_velocity"};
+    for (int p = 0; p < 6; p++) {
       const dsReal* g;
       const dsReal* v;
       int n;
       ds_env_param_grad(env, names[p], &g, &n);
-      double a[3], f[3];
+      double a[4], f[4];
       memcpy(a, g, (size_t)n * sizeof(double));
       ds_env_param(env, names[p], &v, &n);
-      dsReal base[3];
+      dsReal base[4];
       memcpy(base, v, (size_t)n * sizeof(dsReal));
       for (int k = 0; k < n; k++) {
         const double h = 1e-5 * fmax(fabs(base[k]), 1.0);
-        dsReal q[3];
+        dsReal q[4];
         memcpy(q, base, sizeof q);
         q[k] = base[k] + h;
         ds_env_reset(env, 1, NULL, NULL);
