@@ -2,7 +2,7 @@
  *   - mass properties of closed meshes: a box exactly (also translated and
  *     rotated: com and R I R^T to 1e-12), spheres and cylinders converging
  *     to the analytic solids (nseg 128: relative error < 2e-3), point
- *     masses;
+ *     masses, a body from an OBJ file (tests/data/cube.obj);
  *   - torque-free flight (no gravity, no ground) of an asymmetric box
  *     spinning near its unstable middle axis: linear momentum exact (1e-12),
  *     angular momentum L = R I R^T w and kinetic energy within 1% over 2 s
@@ -123,6 +123,33 @@ static void test_mass_properties(void) {
   ds_model_free(m);
   ds_mesh_free(&pts);
   ds_mesh_free(&box);
+  /* from an OBJ file: the unit cube of tests/data, density 500: mass 500 kg,
+     centre (0.5, 0.5, 0.5) in its frame, I = m (1 + 1) / 12 on each axis */
+  {
+    char path[4096], err[256];
+    const char* src = getenv("DS_SRCDIR");
+    snprintf(path, sizeof path, "%s/tests/data/cube.obj", src ? src : ".");
+    dsMesh cube;
+    CHECK_INT_EQ(ds_mesh_read_obj(path, &cube, err, sizeof err), 0);
+    ds_builder_create(&b);
+    d = ds_default_rigid_def();
+    d.density = 500;
+    CHECK_INT_EQ(ds_builder_add_rigid(b, &cube, NULL, &d), 0);
+    m = finalize(b);
+    CHECK(m != NULL);
+    if (m) {
+      CHECK_CLOSE(m->body_mass[0], 500, 1e-13, 0);
+      for (int k = 0; k < 3; k++) CHECK_CLOSE(m->body_com[k], 0.5, 1e-13, 0);
+      for (int k = 0; k < 9; k++) CHECK_CLOSE(m->body_inertia[k], k % 4 == 0 ? 500.0 / 6 : 0, 1e-12, 1e-12);
+      /* the vertices are placed about the body's position: centre of mass at 0 */
+      double cc[3] = {0, 0, 0};
+      for (int i = 0; i < 8; i++)
+        for (int k = 0; k < 3; k++) cc[k] += m->x0[3 * i + k] / 8;
+      for (int k = 0; k < 3; k++) CHECK(fabs(cc[k]) < 1e-14);
+    }
+    ds_model_free(m);
+    ds_mesh_free(&cube);
+  }
 }
 
 /* angular momentum R I R^T w and kinetic energy of body 0 */
