@@ -481,7 +481,10 @@ int ds_env_reset(dsEnv* e, uint64_t seed, dsReal* obs, dsReal* image) {
   ds_data_reset(m, d);
   e->failed = 0;
   e->did_backward = 0;
-  ds__env_com(m, m->x0, e->com0);
+  /* rigid vertices are posed from the body parameters at reset: start from
+     the data (for particle-only models d->x is a copy of m->x0) */
+  const dsReal* xs = m->nbody ? d->x : m->x0;
+  ds__env_com(m, xs, e->com0);
   const dsReal rel[3] = {def->goal_relative ? e->com0[0] : 0, def->goal_relative ? e->com0[1] : 0,
                          def->goal_relative ? e->com0[2] : 0};
   e->target[0] = rel[0] + xt;
@@ -491,7 +494,7 @@ int ds_env_reset(dsEnv* e, uint64_t seed, dsReal* obs, dsReal* image) {
   /* goal state: the rest shape moved so that its centre of mass is the target */
   if (!e->have_goal || e->goal_seed != seed) {
     for (int i = 0; i < e->np; i++)
-      for (int k = 0; k < 3; k++) e->goal_x[3 * i + k] = m->x0[3 * i + k] + (e->target[k] - e->com0[k]);
+      for (int k = 0; k < 3; k++) e->goal_x[3 * i + k] = xs[3 * i + k] + (e->target[k] - e->com0[k]);
     rc = render_x(e, e->goal_x, e->goal_img);
     if (rc) return rc;
     e->have_goal = 1;
