@@ -17,7 +17,8 @@
  * atol = 1e-7 max over the class (1e-6 on the rollouts) + 1e-9; rtol 1e-5 on
  * single substeps, 1e-4 on rollouts. Each class also proves the check can
  * fail: its largest component scaled by 1.01, and separately its sign
- * flipped, must be rejected. Also: the checkpointed tape gives the same
+ * flipped, must be rejected. A model with a soft tet box beside a rigid
+ * box is checked the same way. Also: the checkpointed tape gives the same
  * gradient bits, and 600 bodies give the same bits on 1, 2 and 3 threads. */
 #include "config.h"
 
@@ -344,7 +345,96 @@ static unsigned long long many_bodies(int threads) {
   return h;
 }
 
+/* Bodies and deformables in one model: a 2x2x2 tet box (stable
+ * Neo-Hookean) and a rigid box fall side by side onto the ground, 300
+ * substeps; the loss weighs every final position. FD on tet.k_mu (first
+ * tets), body.mass, body.initial_velocity, contact.ke (the soft box's
+ * contact) and body.contact_kf: the element stages and the body stage
+ * share the step and the backward without disturbing each other. */
+static double mixed_loss(const dsModel* m, dsData* d, const double* w) {
+  ds_data_reset(m, d);
+  for (int t = 0; t < 300; t++)
+    if (ds_step(m, d)) {
+      fprintf(stderr, "mixed: %s\n", ds_data_last_error(d));
+      return NAN;
+    }
+  double L = 0;
+  for (int k = 0; k < 3 * m->nparticle; k++) L += w[k] * d->x[k];
+  return L;
+}
+
+static void test_mixed(void) {
+  dsBuilder* b;
+  ds_builder_create(&b);
+  dsGroundDef gd = {1e3, 1, 5, 0.5, 0.0}; /* the soft box's vertices weigh ~10 g */
+  ds_builder_set_ground(b, &gd);
+  ds_builder_set_dt(b, 1e-3);
+  dsTetMaterial te = {1e5, 1e5, 10};
+  const dsReal o[3] = {-1, 0.05, 0}, vs[3] = {0.5, 0, 0};
+  ds_builder_add_tet_grid(b, 2, 2, 2, 0.1, 0.1, 0.1, o, 500, vs, &te);
+  dsRigidDef d = ds_default_rigid_def();
+  d.mass = 1;
+  d.restitution = 0.6;
+  d.ke = 2e4;
+  d.kf = 50;
+  d.position[1] = 0.3;
+  d.velocity[0] = 1;
+  d.angular_velocity[2] = 2;
+  const dsReal h[3] = {0.1, 0.1, 0.1};
+  ds_builder_add_rigid_box(b, h, &d);
+  dsModel* m = NULL;
+  CHECK_INT_EQ(ds_builder_finalize(b, &m), 0);
+  ds_builder_free(b);
+  if (!m) return;
+  dsDataDef dd = ds_default_data_def();
+  dd.max_substeps = 300;
+  dsData* da;
+  dsGrad* g;
+  ds_data_create(m, &dd, &da);
+  ds_grad_create(m, &g);
+  const int n3 = 3 * m->nparticle;
+  double* w = calloc((size_t)n3, sizeof(double));
+  for (int k = 0; k < n3; k++) w[k] = unif(-1, 1);
+  mixed_loss(m, da, w);
+  CHECK_INT_EQ(ds_backward(m, da, g, w, NULL, NULL, NULL), 0);
+  static const char* const names[] = {"tet.k_mu", "body.mass", "body.initial_velocity", "contact.ke",
+                                      "body.contact_kf"};
+  Case c = {"mixed", 300, -1, {0}, 1e-4, 1e-6, 1e-6};
+  for (int p = 0; p < 5; p++) {
+    const dsReal* pv;
+    dsReal* ga;
+    int n;
+    ds_model_param(m, names[p], &pv, &n);
+    ds_grad_param(g, names[p], &ga, &n);
+    const int cnt = n < 4 ? n : 4;
+    double* base = malloc((size_t)n * sizeof(double));
+    memcpy(base, pv, (size_t)n * sizeof(double));
+    double a[4], f[4];
+    for (int k = 0; k < cnt; k++) {
+      const double hh = 1e-6 * fmax(fabs(base[k]), 1.0);
+      base[k] += hh;
+      ds_model_set_param(m, names[p], base, n);
+      const double lp = mixed_loss(m, da, w);
+      base[k] -= 2 * hh;
+      ds_model_set_param(m, names[p], base, n);
+      const double lm = mixed_loss(m, da, w);
+      base[k] += hh;
+      ds_model_set_param(m, names[p], base, n);
+      /* compared as dL per relative change of the parameter */
+      f[k] = (lp - lm) / (2 * hh) * fmax(fabs(base[k]), 1.0);
+      a[k] = ga[k] * fmax(fabs(base[k]), 1.0);
+    }
+    check_class("bodies and a soft box", names[p], a, f, cnt, &c);
+    free(base);
+  }
+  free(w);
+  ds_grad_free(g);
+  ds_data_free(da);
+  ds_model_free(m);
+}
+
 int main(void) {
+  test_mixed();
   {
     const int nth0 = ds_get_max_threads();
     unsigned long long h1 = many_bodies(1), h2 = many_bodies(2), h3 = many_bodies(3);
