@@ -47,21 +47,30 @@
  * Ground contact of a vertex (the engine's model, engine/force_contact.h,
  * with the body's coefficients, plus restitution):
  *   c  = min(y - s, 0),  vn = v_y,  vt = (v_x, 0, v_z)
- *   kr = 2 sqrt(m ke) (-ln e) / sqrt(pi^2 + ln^2 e)
+ *   kr = 2 z sqrt(m ke)
  *   fn = max(0, -ke c - kd min(vn, 0) - kr vn)
  *   ft = -vt^ min(kf |vt|, mu fn),   f = fn n + ft when c < 0
- * Restitution: kr is the damping that gives a linear spring-damper of mass
- * m and stiffness ke (one contact point carrying the whole body) the
- * coefficient of restitution e (damping ratio zeta = -ln e / sqrt(pi^2 +
- * ln^2 e), e = exp(-zeta pi / sqrt(1 - zeta^2))). It damps approach and
- * separation; the max(0, .) forbids a sticking pull, so the contact ends a
- * little before the spring is relaxed and the measured bounce is slightly
- * livelier than the formula (tests/test_rigid_physics.c tabulates the
- * bounce-height ratio of a dropped sphere, ~ e^2, against e). e = 1 gives
- * kr = 0: the engine's contact model. kd adds the engine's approach-only
- * damping on top. Adjoint of the kr term: adj_kr = -adj_fn vn, and
- *   dkr/de = -2 sqrt(m ke) pi^2 / (e (pi^2 + ln^2 e)^(3/2)),
- *   dkr/dm = kr / (2m),  dkr/dke = kr / (2 ke).
+ * Restitution e: kr is the damping (damping ratio z) for which a point of
+ * mass m on a linear spring ke and damper kr that only pushes (the max(0,
+ * .): it lets go when its force reaches zero) leaves with e times its
+ * entry speed. Solving that contact in closed form, with w = sqrt(ke/m):
+ * the depth is (v0/wd) exp(-z w t) sin(wd t), the force vanishes at phase
+ * wd t = pi - 2 asin z, where the speed is exactly exp(-z w t) v0, so
+ *   -ln e = z h(z),  h(z) = (pi - 2 asin z) / sqrt(1 - z^2)   (z < 1)
+ *                        = 2 acosh z / sqrt(z^2 - 1)          (z > 1, the same
+ *                          analytic function; h(1) = 2, e(1) = exp(-2))
+ * z h(z) increases from 0 to infinity, so every e in (0, 1] has one z,
+ * found by Newton's method from the unclamped guess -ln e / sqrt(pi^2 +
+ * ln^2 e). A body dropped on one contact point below its centre of mass
+ * therefore bounces to e^2 of its height (in the limit of stiff contact and
+ * small dt; tests/test_rigid_physics.c tabulates it). Several points in
+ * contact at once (a box landing flat) each carry less than m, so they are
+ * damped more than e says. e = 1 gives kr = 0: the engine's contact model;
+ * kd adds the engine's approach-only damping on top.
+ * Adjoint of the kr term: adj_kr = -adj_fn vn, and by the implicit function
+ * theorem dz/de = -1 / (e (h + z h')), h' = (z h - 2) / (1 - z^2) (-2/3 at
+ * z = 1), so dkr/de = 2 sqrt(m ke) dz/de; dkr/dm = kr / (2m),
+ * dkr/dke = kr / (2 ke).
  * Non-smooth points, one-sided choices: y = s and fn = 0 count as out of
  * contact (zero force, zero gradient); vn = 0 as separating for the kd term;
  * the friction switch and |vt| = 0 as sticking (as engine/force_contact.h).
@@ -185,7 +194,44 @@ typedef struct dsRigidContact {
   dsReal ke, kd, kf, mu, e, m, skin;
 } dsRigidContact;
 
-// kr(e, m, ke) and its partials (d_e, d_m, d_ke; any may be NULL)
+// h(z) = (pi - 2 asin z) / sqrt(1 - z^2) (z < 1), 2 acosh z / sqrt(z^2 - 1) (z > 1), 2 at z = 1
+// (one analytic function), and its derivative h' = (z h - 2) / (1 - z^2) (-2/3 at z = 1)
+DS_HD DS_INLINE dsReal ds_rigid_h(dsReal z, dsReal* dh) {
+  dsReal d = z - 1, h;
+  if (ds_fabs(d) < (dsReal)1e-6) {
+    h = 2 - (dsReal)(2.0 / 3.0) * d;
+    *dh = -(dsReal)(2.0 / 3.0);
+    return h;
+  }
+  if (z < 1) {
+    h = ((dsReal)DS_RIGID_PI - 2 * ds_asin(z)) / ds_sqrt(1 - z * z);
+  } else {
+    dsReal q = ds_sqrt(z * z - 1);
+    h = 2 * ds_log(z + q) / q;
+  }
+  *dh = (z * h - 2) / (1 - z * z);
+  return h;
+}
+
+// damping ratio z with exit/entry speed ratio e of the clamped spring-damper:
+// -ln e = z h(z); dz_de = dz/de
+DS_HD DS_INLINE dsReal ds_rigid_zeta(dsReal e, dsReal* dz_de) {
+  const dsReal Lm = -ds_log(e);
+  dsReal z = Lm / ds_sqrt((dsReal)(DS_RIGID_PI * DS_RIGID_PI) + Lm * Lm), dh, Fp = 1;
+  for (int it = 0; it < 60; it++) {
+    dsReal h = ds_rigid_h(z, &dh);
+    Fp = h + z * dh;
+    dsReal step = (z * h - Lm) / Fp;
+    z -= step;
+    if (!(z > 0)) z = Lm * (dsReal)1e-3;
+    if (ds_fabs(step) <= (dsReal)1e-15 * z) break;
+  }
+  Fp = ds_rigid_h(z, &dh) + z * dh;
+  *dz_de = -1 / (e * Fp);
+  return z;
+}
+
+// kr(e, m, ke) = 2 z(e) sqrt(m ke) and its partials (d_e, d_m, d_ke; any may be NULL)
 DS_HD DS_INLINE dsReal ds_rigid_kr(const dsRigidContact* p, dsReal* d_e, dsReal* d_m, dsReal* d_ke) {
   dsReal mk = p->m * p->ke;
   if (!(p->e < 1) || !(p->e > 0) || !(mk > 0)) {
@@ -194,10 +240,9 @@ DS_HD DS_INLINE dsReal ds_rigid_kr(const dsRigidContact* p, dsReal* d_e, dsReal*
     if (d_ke) *d_ke = 0;
     return 0;
   }
-  const dsReal pi2 = (dsReal)(DS_RIGID_PI * DS_RIGID_PI);
-  dsReal L = ds_log(p->e), s = ds_sqrt(mk), den2 = pi2 + L * L, den = ds_sqrt(den2);
-  dsReal kr = 2 * s * (-L) / den;
-  if (d_e) *d_e = -2 * s * pi2 / (p->e * den2 * den);
+  dsReal dz, z = ds_rigid_zeta(p->e, &dz), s = ds_sqrt(mk);
+  dsReal kr = 2 * z * s;
+  if (d_e) *d_e = 2 * s * dz;
   if (d_m) *d_m = kr / (2 * p->m);
   if (d_ke) *d_ke = kr / (2 * p->ke);
   return kr;
