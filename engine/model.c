@@ -819,6 +819,10 @@ int ds_builder_finalize(dsBuilder* b, dsModel** out) {
     m->body_kf[e] = r->kf;
     m->body_mu[e] = r->mu;
     m->body_restitution[e] = r->e;
+    if (r->e < 1) {
+      dsReal dz;
+      m->body_zeta[e] = ds_rigid_zeta(r->e, &dz);
+    }
     m->body_vrange[2 * e] = r->p0;
     m->body_vrange[2 * e + 1] = r->p0 + r->n;
   }
@@ -933,6 +937,11 @@ int ds_model_set_param(dsModel* m, const char* name, const dsReal* values, int c
         return ds__seterr(eb, DS_ERR_INVALID, "\"%s\": body %d: inertia not positive definite", name, b);
     }
   if (n) memcpy((void*)cur, values, (size_t)n * sizeof(dsReal));
+  if (strcmp(name, "body.restitution") == 0)
+    for (int b = 0; b < m->nbody; b++) {
+      dsReal dz;
+      m->body_zeta[b] = m->body_restitution[b] < 1 ? ds_rigid_zeta(m->body_restitution[b], &dz) : 0;
+    }
   if (strcmp(name, "particle.mass") == 0)
     for (int i = 0; i < m->nparticle; i++)
       m->inv_mass[i] = m->mass[i] > 0 && !(m->nbody && m->particle_body[i] >= 0) ? 1 / m->mass[i] : 0;

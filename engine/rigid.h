@@ -61,7 +61,8 @@
  *                          analytic function; h(1) = 2, e(1) = exp(-2))
  * z h(z) increases from 0 to infinity, so every e in (0, 1] has one z,
  * found by Newton's method from the unclamped guess -ln e / sqrt(pi^2 +
- * ln^2 e). A body dropped on one contact point below its centre of mass
+ * ln^2 e) when e is set (the model keeps z in body_zeta, as it keeps
+ * inv_mass: change body.restitution through ds_model_set_param). A body dropped on one contact point below its centre of mass
  * therefore bounces to e^2 of its height (in the limit of stiff contact and
  * small dt; tests/test_rigid_physics.c tabulates it). Several points in
  * contact at once (a box landing flat) each carry less than m, so they are
@@ -192,6 +193,7 @@ DS_HD DS_INLINE void ds_rigid_pose_bwd(const dsReal s[13], const dsReal r[3], co
 /* ---- ground contact with restitution ------------------------------------------- */
 typedef struct dsRigidContact {
   dsReal ke, kd, kf, mu, e, m, skin;
+  dsReal z; /* damping ratio of e (ds_rigid_zeta, kept in the model: not differentiated as such) */
 } dsRigidContact;
 
 // h(z) = (pi - 2 asin z) / sqrt(1 - z^2) (z < 1), 2 acosh z / sqrt(z^2 - 1) (z > 1), 2 at z = 1
@@ -231,18 +233,20 @@ DS_HD DS_INLINE dsReal ds_rigid_zeta(dsReal e, dsReal* dz_de) {
   return z;
 }
 
-// kr(e, m, ke) = 2 z(e) sqrt(m ke) and its partials (d_e, d_m, d_ke; any may be NULL)
+// kr(e, m, ke) = 2 z(e) sqrt(m ke), z = p->z, and its partials (d_e, d_m, d_ke; any may be NULL)
 DS_HD DS_INLINE dsReal ds_rigid_kr(const dsRigidContact* p, dsReal* d_e, dsReal* d_m, dsReal* d_ke) {
   dsReal mk = p->m * p->ke;
-  if (!(p->e < 1) || !(p->e > 0) || !(mk > 0)) {
+  if (!(p->e < 1) || !(p->e > 0) || !(mk > 0) || !(p->z > 0)) {
     if (d_e) *d_e = 0;
     if (d_m) *d_m = 0;
     if (d_ke) *d_ke = 0;
     return 0;
   }
-  dsReal dz, z = ds_rigid_zeta(p->e, &dz), s = ds_sqrt(mk);
-  dsReal kr = 2 * z * s;
-  if (d_e) *d_e = 2 * s * dz;
+  dsReal s = ds_sqrt(mk), kr = 2 * p->z * s;
+  if (d_e) {
+    dsReal dh, h = ds_rigid_h(p->z, &dh);
+    *d_e = 2 * s * (-1 / (p->e * (h + p->z * dh)));
+  }
   if (d_m) *d_m = kr / (2 * p->m);
   if (d_ke) *d_ke = kr / (2 * p->ke);
   return kr;
@@ -452,8 +456,8 @@ void ds__rigid_initial(const dsModel* m, int b, dsReal s[13]);
 static inline int ds__rcontact_count(const dsModel* m) { return m->ground && m->nbody ? m->nparticle : 0; }
 
 static inline dsRigidContact ds__rcontact_param(const dsModel* m, int b) {
-  dsRigidContact p = {m->body_ke[b], m->body_kd[b], m->body_kf[b], m->body_mu[b], m->body_restitution[b],
-                      m->body_mass[b], m->contact_skin[0]};
+  dsRigidContact p = {m->body_ke[b], m->body_kd[b],   m->body_kf[b],      m->body_mu[b],
+                      m->body_restitution[b], m->body_mass[b], m->contact_skin[0], m->body_zeta[b]};
   return p;
 }
 
@@ -473,7 +477,7 @@ static inline void ds__rcontact_pbwd(const dsModel* m, int i, const dsReal* x, c
   const int b = m->particle_body[i];
   if (b < 0) return;
   const dsRigidContact p = ds__rcontact_param(m, b);
-  dsRigidContact a = {0, 0, 0, 0, 0, 0, 0};
+  dsRigidContact a = {0, 0, 0, 0, 0, 0, 0, 0};
   const size_t o = 3 * (size_t)i;
   ds_rigid_contact_bwd(x + o, v + o, &p, af + o, ax, av, &a);
   dsReal* s7 = scratch + 7 * (size_t)i;

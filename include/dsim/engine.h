@@ -96,6 +96,7 @@ extern "C" {
   X(body_kf, dsReal, (m_)->nbody, 1, "body.contact_kf")     /* N s/m */                 \
   X(body_mu, dsReal, (m_)->nbody, 1, "body.contact_mu")                                 \
   X(body_restitution, dsReal, (m_)->nbody, 1, "body.restitution") /* e in (0, 1] */     \
+  X(body_zeta, dsReal, (m_)->nbody, 0, "body.zeta") /* damping ratio of e (derived; set_param keeps it) */ \
   X(body_vrange, int, 2 * (m_)->nbody, 0, "body.vertex_range") /* [first, end) particles */ \
   X(body_r, dsReal, (m_)->nbody ? 3 * (m_)->nparticle : 0, 0, "body.vertex") /* body-frame vertex, m */ \
   X(particle_body, int, (m_)->nbody ? (m_)->nparticle : 0, 0, "particle.body") /* body or -1 */
