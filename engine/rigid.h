@@ -62,9 +62,10 @@
  * z h(z) increases from 0 to infinity, so every e in (0, 1] has one z,
  * found by Newton's method from the unclamped guess -ln e / sqrt(pi^2 +
  * ln^2 e) when e is set (the model keeps z in body_zeta, as it keeps
- * inv_mass: change body.restitution through ds_model_set_param). A body dropped on one contact point below its centre of mass
- * therefore bounces to e^2 of its height (in the limit of stiff contact and
- * small dt; tests/test_rigid_physics.c tabulates it). Several points in
+ * inv_mass: change body.restitution through ds_model_set_param). A body
+ * dropped on one contact point below its centre of mass therefore bounces
+ * to e^2 of its height (in the limit of stiff contact and small dt;
+ * tests/test_rigid_physics.c tabulates it). Several points in
  * contact at once (a box landing flat) each carry less than m, so they are
  * damped more than e says. e = 1 gives kr = 0: the engine's contact model;
  * kd adds the engine's approach-only damping on top.
