@@ -20,6 +20,11 @@
  *   }
  *   ds_backward_finish(m, d, g);       // adds d->adj_x/adj_v to the initial-state gradient
  *
+ * Rigid bodies (ds_builder_add_rigid_*): their states are d->body (13 per
+ * body), their external wrenches d->body_fext (set per substep like f_ext),
+ * the adjoints d->adj_body (add dL/d(body state) there like adj_x) and
+ * d->adj_body_fext (the wrench's, after each ds_backward_step).
+ *
  * Units: SI, y up. Ground plane y = 0 when enabled. */
 #ifndef DSIM_ENGINE_H
 #define DSIM_ENGINE_H
