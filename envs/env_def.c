@@ -20,8 +20,8 @@
 /* ---- registry ------------------------------------------------------------------ */
 #define MAX_CLASSES 64
 static const dsEnvClass* g_classes[MAX_CLASSES] = {&ds__walker_class, &ds__control_fem_class, &ds__control_cloth_class,
-                                                   &ds__walker_springs_class};
-static int g_nclass = 4;
+                                                   &ds__walker_springs_class, &ds__rigid_toss_class};
+static int g_nclass = 5;
 
 int ds_env_register(const dsEnvClass* c) {
   if (!c || !c->name || !c->name[0] || strlen(c->name) >= sizeof(((dsEnvParse*)0)->name) || !c->defaults ||

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dsim/engine.h"
 #include "dsim/env.h"
 #include "tests/dstest.h"
 
@@ -29,7 +30,7 @@ static void* c_calloc(size_t c, size_t n) {
 }
 static void c_free(void* p) { free(p); }
 
-static const char* const kNames[] = {"walker", "control-fem", "control-cloth", "walker-springs"};
+static const char* const kNames[] = {"walker", "control-fem", "control-cloth", "walker-springs", "rigid-toss"};
 #define NKIND ((int)(sizeof kNames / sizeof kNames[0]))
 
 static dsEnvDef short_def(const char* name) {
@@ -150,7 +151,7 @@ int main(void) {
     CHECK_INT_EQ(ds_env_num_steps(env), 6);
     const int np = ds_env_num_particles(env);
     CHECK_INT_EQ(ds_env_obs_size(env), 6 * np);
-    CHECK_INT_EQ(ds_env_state_size(env), 1 + 6 * np);
+    CHECK_INT_EQ(ds_env_state_size(env), 1 + 6 * np + 13 * ds_env_model(env)->nbody);
     int w, h;
     ds_env_image_size(env, &w, &h);
     CHECK(w == 16 && h == 16);
