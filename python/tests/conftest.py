@@ -15,6 +15,7 @@ SMALL = {
                           size_min=8, size_max=8),
     "walker-springs": dict(substeps=96, control_interval=32, render_interval=32, width=24, height=24,
                            supersample=1),
+    "rigid-toss": dict(substeps=96, control_interval=32, render_interval=32, width=24, height=24, supersample=1),
 }
 
 

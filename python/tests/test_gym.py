@@ -13,7 +13,7 @@ import dsim
 from conftest import SMALL
 
 IDS = {"walker": "dsim/Walker-v0", "control-fem": "dsim/ControlFem-v0", "control-cloth": "dsim/ControlCloth-v0",
-       "walker-springs": "dsim/WalkerSprings-v0"}
+       "walker-springs": "dsim/WalkerSprings-v0", "rigid-toss": "dsim/RigidToss-v0"}
 
 
 def test_registered():

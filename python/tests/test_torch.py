@@ -20,6 +20,7 @@ GRAD = {  # short episodes: two steps each
     "control-fem": dict(substeps=16, control_interval=8, render_interval=8),
     "control-cloth": dict(substeps=40, control_interval=20),
     "walker-springs": dict(substeps=64, control_interval=32),
+    "rigid-toss": dict(substeps=64, control_interval=32),
 }
 
 
