@@ -235,7 +235,7 @@ static int build_sized(dsEnv* e) {
   if (e->adim < 0) return ds__seterr(&e->err, DS_ERR_INVALID, "%s: bad action size %d", e->cls->name, e->adim);
   e->odim = def->obs_state == DS_OBS_STATE_FULL ? 2 * e->n3 : def->obs_state == DS_OBS_STATE_COM ? 6 : 0;
   dsDataDef dd = ds_default_data_def();
-  dd.max_substeps = e->T;
+  dd.max_substeps = def->gradients ? e->T : 0; /* forward only: no tape */
   dd.checkpoint_every = def->checkpoint_every;
   dd.act_records = e->nstep + 1;
   dd.fext_records = e->cls->uses_external_force ? e->T : 1;
@@ -732,6 +732,10 @@ static int add_terms(dsEnv* e, const BwdSpec* sp, int s, int t, int nf) {
 
 /* Backward down to the start of step first (0: the whole episode). */
 static int env_backward(dsEnv* e, const BwdSpec* sp, int first, dsReal* grad_actions) {
+  if (!e->def.gradients)
+    return ds__seterr(&e->err, DS_ERR_STATE,
+                      "backward: %s was created forward only (env.physics.gradients false): no tape to go back on",
+                      e->cls->name);
   if (!e->have_episode) return ds__seterr(&e->err, DS_ERR_STATE, "backward: reset the env first");
   if (e->failed) return ds__seterr(&e->err, DS_ERR_STATE, "backward: the episode diverged");
   if (sp->adj_image && !e->def.obs_image)
@@ -856,12 +860,13 @@ int ds_env_set_state(dsEnv* e, const dsReal* state, int n) {
   d->bt = -1;
   d->seg_start = -1;
   d->failed = 0;
-  if (e->m->nact) d->act_n = s > 0 ? d->act_rec[s - 1] + 1 : 0;
-  d->fext_n = s > 0 ? d->fext_rec[s - 1] + 1 : 0;
+  const int taped = d->max_substeps > 0; /* forward-only data keep no records */
+  if (e->m->nact && taped) d->act_n = s > 0 ? d->act_rec[s - 1] + 1 : 0;
+  if (taped) d->fext_n = s > 0 ? d->fext_rec[s - 1] + 1 : 0;
   memcpy(d->x, state + 1, (size_t)e->n3 * sizeof(dsReal));
   memcpy(d->v, state + 1 + e->n3, (size_t)e->n3 * sizeof(dsReal));
   if (e->m->nbody) {
-    d->bfext_n = s > 0 ? d->bfext_rec[s - 1] + 1 : 0;
+    if (taped) d->bfext_n = s > 0 ? d->bfext_rec[s - 1] + 1 : 0;
     memcpy(d->body, state + 1 + 2 * e->n3, 13 * (size_t)e->m->nbody * sizeof(dsReal));
   }
   e->failed = 0;

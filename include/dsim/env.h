@@ -129,6 +129,8 @@ typedef struct dsEnvDef {
   dsReal gravity[3];       /* m/s^2 */
   int ground;              /* 1: ground-plane contact at y = 0 */
   int checkpoint_every;    /* engine tape: 1 = every state, K > 1 = every K-th (O(sqrt T) memory) */
+  int gradients;           /* 1: keep the tape for the backward; 0: forward only (no tape: RL
+                              rollouts, many batched envs), the backward refused */
   /* contact with the ground */
   dsReal contact_ke, contact_kd, contact_kf, contact_mu, contact_skin;
   /* scene placement */
@@ -238,7 +240,7 @@ struct dsEnvClass {
  * so that dsim refuses one built against headers with another layout of the
  * class or definition structs. DS_ENV_ABI_VERSION is raised by hand with any
  * change of their meaning; a change of their size shows by itself. */
-#define DS_ENV_ABI_VERSION 1
+#define DS_ENV_ABI_VERSION 2
 #define DS_PLUGIN_ABI \
   (DS_ENV_ABI_VERSION * 1000000 + (int)sizeof(dsEnvClass) * 1000 + (int)(sizeof(dsEnvDef) % 1000))
 /* The value this library expects (what dsim compares a plugin's with). */
