@@ -53,6 +53,13 @@ int ds_cli_temp_for(const char* cmd, const char* out, char* tmp, size_t n);
  * kept (and tmp removed). DS_EXIT_OK or an exit code after printing why. */
 int ds_cli_commit_temp(const char* cmd, const char* tmp, const char* out, int force);
 
+/* The config file of target: an existing file, or NAME.json in the bundled
+ * configs (cli/cmd_run.c has the search order); DS_EXIT_OK or an exit code
+ * after printing why (messages start "dsim CMD: "). */
+int ds_cli_locate_config(const char* cmd, const char* target, char* path, size_t len);
+int ds_cli_sysid(int argc, char** argv);
+int ds_cli_landscape(int argc, char** argv);
+
 /* 1 when argv[i] is --help or -h. */
 int ds_cli_is_help(const char* arg);
 

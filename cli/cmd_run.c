@@ -352,7 +352,7 @@ typedef struct Run {
 } Run;
 
 /* Locate the config of target (a file or an env name). */
-static int locate_config(const char* target, char* path, size_t len) {
+int ds_cli_locate_config(const char* cmd, const char* target, char* path, size_t len) {
   const char* name = target ? target : "control-fem";
   if (is_file(name)) {
     snprintf(path, len, "%s", name);
@@ -360,12 +360,12 @@ static int locate_config(const char* target, char* path, size_t len) {
   }
   struct stat st;
   if (stat(name, &st) == 0) {
-    fprintf(stderr, "dsim run: %s: %s, expected a JSON run config file\n", name,
+    fprintf(stderr, "dsim %s: %s: %s, expected a JSON config file\n", cmd, name,
             S_ISDIR(st.st_mode) ? "is a directory" : "is not a regular file");
     return DS_EXIT_INPUT;
   }
   if (strchr(name, '/') || strstr(name, ".json")) {
-    fprintf(stderr, "dsim run: %s: cannot open: %s\n", name, strerror(ENOENT));
+    fprintf(stderr, "dsim %s: %s: cannot open: %s\n", cmd, name, strerror(ENOENT));
     return DS_EXIT_INPUT;
   }
   if (find_config(name, path, len) == 0) return 0;
@@ -374,7 +374,7 @@ static int locate_config(const char* target, char* path, size_t len) {
     size_t k = strlen(names);
     snprintf(names + k, sizeof names - k, "%s%s", i ? ", " : "", ds_env_class_at(i)->name);
   }
-  fprintf(stderr, "dsim run: '%s' is neither a config file nor a bundled environment config (%s)\n", name, names);
+  fprintf(stderr, "dsim %s: '%s' is neither a config file nor a bundled config (%s)\n", cmd, name, names);
   return DS_EXIT_INPUT;
 }
 
@@ -420,7 +420,7 @@ static int choose_output(const RunArgs* a, Run* r) {
  * keys applied; the env, the trainer, the recorder and the log. */
 static int setup(const RunArgs* a, Run* r) {
   char err[1024];
-  int rc = locate_config(a->target, r->path, sizeof r->path);
+  int rc = ds_cli_locate_config("run", a->target, r->path, sizeof r->path);
   if (rc) return rc;
   if (ds_config_read_file(r->path, &r->text, err, sizeof err)) {
     fprintf(stderr, "dsim run: %s\n", err);

@@ -11,6 +11,10 @@ static const dsCliCommand commands[] = {
     {"info", "print the build (version, precision, threads, CUDA, libraries), or summarise a run log", ds_cli_info},
     {"export", "turn a run log into PNG frames, an animated GIF or a CSV of metrics", ds_cli_export},
     {"run", "optimise a controller against an environment's goal and log the run (HDF5)", ds_cli_run},
+    {"sysid", "identify physical parameters from video (gradSim's system identification); --collect merges logs",
+     ds_cli_sysid},
+    {"landscape", "the sysid loss and its gradient on a 1-D or 2-D grid of parameter values (CSV, HDF5, PNG)",
+     ds_cli_landscape},
     {"config", "print a complete run config (an env's defaults, or a file filled in), or list the keys", ds_cli_config},
 };
 enum { NCOMMANDS = sizeof commands / sizeof commands[0] };

@@ -1,10 +1,13 @@
 # controllers/: sinusoid network, optimisers, whole-episode optimisation,
 # receding-horizon MPC, baselines, episode recorder. Only the env API below.
 libdsim_core_la_SOURCES += controllers/sinnet.c controllers/optim.c controllers/trainer.c \
-  controllers/recorder.c
-dsiminclude_HEADERS += include/dsim/controller.h
+  controllers/recorder.c controllers/lbfgs.c controllers/sysid.c
+dsiminclude_HEADERS += include/dsim/controller.h include/dsim/sysid.h
 check_PROGRAMS += tests/test_controller tests/test_optim tests/test_mpc
 tests_test_controller_SOURCES = tests/test_controller.c
 tests_test_optim_SOURCES = tests/test_optim.c
 tests_test_mpc_SOURCES = tests/test_mpc.c
 TESTS += tests/test_controller tests/test_optim tests/test_mpc
+check_PROGRAMS += tests/test_sysid
+tests_test_sysid_SOURCES = tests/test_sysid.c
+TESTS += tests/test_sysid

@@ -794,6 +794,14 @@ int ds_env_backward_adjoints(dsEnv* e, const dsReal* adj_obs, const dsReal* adj_
   return ds_env_backward_adjoints_from(e, 0, adj_obs, adj_image, adj_reward, grad_actions);
 }
 
+/* ---- image loss of the env's definition against any target -------------------------- */
+int ds_env_image_loss(dsEnv* e, const dsReal* image, const dsReal* target, dsReal* loss, dsReal* grad) {
+  if (!e || !image || !target || !loss) return DS_ERR_INVALID;
+  int rc = ds_image_loss_eval(e->il, image, target, loss, grad);
+  if (rc) return ds__seterr(&e->err, rc, "image loss failed (%s)", ds_strerror(rc));
+  return 0;
+}
+
 /* ---- parameters ------------------------------------------------------------------- */
 int ds_env_param(const dsEnv* e, const char* name, const dsReal** values, int* count) {
   if (!e || !name) return DS_ERR_INVALID;

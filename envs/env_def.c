@@ -20,8 +20,8 @@
 /* ---- registry ------------------------------------------------------------------ */
 #define MAX_CLASSES 64
 static const dsEnvClass* g_classes[MAX_CLASSES] = {&ds__walker_class, &ds__control_fem_class, &ds__control_cloth_class,
-                                                   &ds__walker_springs_class, &ds__rigid_toss_class};
-static int g_nclass = 5;
+                                                   &ds__walker_springs_class, &ds__rigid_toss_class, &ds__beam_class};
+static int g_nclass = 6;
 
 int ds_env_register(const dsEnvClass* c) {
   if (!c || !c->name || !c->name[0] || strlen(c->name) >= sizeof(((dsEnvParse*)0)->name) || !c->defaults ||
@@ -255,7 +255,7 @@ static void class_names(char* out, size_t n) {
 }
 
 static int env_parse(const char* file, const char* text, dsEnvDef* def, dsErrBuf* eb) {
-  int rc = ds__cfg_check_top(file, text, "env|controller|run", eb);
+  int rc = ds__cfg_check_top(file, text, "env|controller|run|sysid", eb);
   if (rc) return rc;
   char name[64];
   rc = ds__cfg_peek_string(text, "env", "name", name, sizeof name);
@@ -326,7 +326,7 @@ int ds_config_parse_section(const char* name, const char* text, const char* sect
   if (!name || !text || !section || !keys || !target) return DS_ERR_INVALID;
   dsErrBuf eb;
   ds__clearerr(&eb);
-  int rc = ds__cfg_check_top(name, text, "env|controller|run", &eb);
+  int rc = ds__cfg_check_top(name, text, "env|controller|run|sysid", &eb);
   if (!rc) rc = ds__cfg_parse(name, text, section, keys, target, target_size, &eb);
   if (rc && err && errlen) snprintf(err, errlen, "%s", ds__errmsg(&eb));
   return rc;

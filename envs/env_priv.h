@@ -70,7 +70,7 @@ int ds__env_key_table(const dsEnvClass* cls, dsConfigKey* tab, int cap);
 int ds__env_validate_def(const dsEnvDef* def, dsErrBuf* eb);
 /* The registered bundled classes (envs/walker.c, ...). */
 extern const dsEnvClass ds__walker_class, ds__control_fem_class, ds__control_cloth_class, ds__walker_springs_class,
-    ds__rigid_toss_class;
+    ds__rigid_toss_class, ds__beam_class;
 
 /* Centre of mass of positions x (mass-weighted). */
 void ds__env_com(const dsModel* m, const dsReal* x, dsReal c[3]);

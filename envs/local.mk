@@ -1,11 +1,13 @@
 # envs/: environments behind the step/reset/gradient API of
 # include/dsim/env.h, their scene generators and the bundled configs.
 libdsim_core_la_SOURCES += envs/env.c envs/env_def.c envs/env_priv.h envs/walker.c envs/control_fem.c \
-  envs/control_cloth.c envs/walker_springs.c envs/batch.c envs/rigid_toss.c \
+  envs/control_cloth.c envs/walker_springs.c envs/batch.c envs/rigid_toss.c envs/beam.c \
   envs/mesh_gear.c envs/mesh_walker.c
 dsiminclude_HEADERS += include/dsim/env.h include/dsim/scenes.h include/dsim/batch.h
 dist_configs_DATA += configs/walker.json configs/control-fem.json configs/control-cloth.json \
-  configs/walker-springs.json configs/rigid-toss.json
+  configs/walker-springs.json configs/rigid-toss.json configs/beam.json \
+  configs/sysid-mass.json configs/sysid-beam.json configs/sysid-cloth.json \
+  configs/sysid-beam-mu.json configs/sysid-beam-lambda.json
 check_PROGRAMS += tests/test_env_grad tests/test_env_config tests/test_env tests/test_env_target
 tests_test_env_grad_SOURCES = tests/test_env_grad.c
 tests_test_env_config_SOURCES = tests/test_env_config.c

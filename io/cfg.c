@@ -531,3 +531,69 @@ int ds__cfg_peek_string(const char* text, const char* section, const char* key, 
   cJSON_Delete(root);
   return rc;
 }
+
+/* ---- a video's camera file ------------------------------------------------------ */
+static int vec3_of(const char* file, const cJSON* v, const char* key, double out[3], dsErrBuf* eb) {
+  if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) != 3) {
+    char got[96];
+    describe(v, got, sizeof got);
+    return ds__seterr(eb, DS_ERR_CONFIG, "%s: %s: expected an array of 3 numbers, got %s", file, key, got);
+  }
+  for (int i = 0; i < 3; i++) {
+    const cJSON* e = cJSON_GetArrayItem(v, i);
+    if (!cJSON_IsNumber(e) || !isfinite(e->valuedouble))
+      return ds__seterr(eb, DS_ERR_CONFIG, "%s: %s[%d]: expected a number", file, key, i);
+    out[i] = e->valuedouble;
+  }
+  return DS_OK;
+}
+
+int ds__cfg_video_camera(const char* file, const char* text, double* times, int cap, int* ntimes, double pos[3],
+                         double look[3], double* fov, dsErrBuf* eb) {
+  int rc = DS_OK;
+  cJSON* root = parse_json(file, text, eb, &rc);
+  if (!root) return rc;
+  static const char* const keys[4] = {"times", "position", "look_at", "fov"};
+  for (const cJSON* ch = root->child; ch && !rc; ch = ch->next) {
+    int known = 0;
+    for (int i = 0; i < 4; i++) known |= !strcmp(ch->string, keys[i]);
+    if (!known)
+      rc = ds__seterr(eb, DS_ERR_CONFIG, "%s: unknown key \"%s\" (keys: times, position, look_at, fov)", file,
+                      ch->string);
+  }
+  for (int i = 0; i < 4 && !rc; i++)
+    if (!cJSON_GetObjectItemCaseSensitive(root, keys[i]))
+      rc = ds__seterr(eb, DS_ERR_CONFIG, "%s: missing key \"%s\"", file, keys[i]);
+  if (!rc) {
+    const cJSON* t = cJSON_GetObjectItemCaseSensitive(root, "times");
+    const int n = cJSON_IsArray(t) ? cJSON_GetArraySize(t) : -1;
+    if (n < 1 || n > cap) {
+      char got[96];
+      describe(t, got, sizeof got);
+      rc = ds__seterr(eb, DS_ERR_CONFIG, "%s: times: expected an array of 1 to %d frame times (s), got %s", file, cap,
+                      got);
+    }
+    for (int i = 0; i < n && !rc; i++) {
+      const cJSON* e = cJSON_GetArrayItem(t, i);
+      if (!cJSON_IsNumber(e) || !isfinite(e->valuedouble) || e->valuedouble < 0)
+        rc = ds__seterr(eb, DS_ERR_CONFIG, "%s: times[%d]: expected a number >= 0 (s)", file, i);
+      else if (i > 0 && !(e->valuedouble > times[i - 1]))
+        rc = ds__seterr(eb, DS_ERR_CONFIG, "%s: times[%d]: %g is not after times[%d] = %g", file, i, e->valuedouble,
+                        i - 1, times[i - 1]);
+      else
+        times[i] = e->valuedouble;
+    }
+    if (!rc) *ntimes = n;
+  }
+  if (!rc) rc = vec3_of(file, cJSON_GetObjectItemCaseSensitive(root, "position"), "position", pos, eb);
+  if (!rc) rc = vec3_of(file, cJSON_GetObjectItemCaseSensitive(root, "look_at"), "look_at", look, eb);
+  if (!rc) {
+    const cJSON* f = cJSON_GetObjectItemCaseSensitive(root, "fov");
+    if (!cJSON_IsNumber(f) || !(f->valuedouble > 0 && f->valuedouble < 180))
+      rc = ds__seterr(eb, DS_ERR_CONFIG, "%s: fov: expected a number of degrees in (0, 180)", file);
+    else
+      *fov = f->valuedouble;
+  }
+  cJSON_Delete(root);
+  return rc;
+}

@@ -65,6 +65,9 @@ int ds_runlog_read_frames(const char* path, const char* which, int* nframes, int
 int ds_runlog_read_config(const char* path, char** text, char* err, size_t errlen) {
   return ds__puterr(err, errlen, DS_ERR_UNSUPPORTED, "%s: dsim was built --without-hdf5: cannot read run logs", path);
 }
+int ds_runlog_read_params(const char* path, int* n, int* nparams, double** params, char* err, size_t errlen) {
+  return ds__puterr(err, errlen, DS_ERR_UNSUPPORTED, "%s: dsim was built --without-hdf5: cannot read run logs", path);
+}
 
 #else /* DS_HAVE_HDF5 */
 
@@ -1059,6 +1062,43 @@ int ds_runlog_read_frames(const char* path, const char* which, int* nframes, int
     }
   }
   if (d >= 0) H5Dclose(d);
+  H5Fclose(r.f);
+  return rc;
+}
+
+int ds_runlog_read_params(const char* path, int* n, int* nparams, double** params, char* err, size_t errlen) {
+  if (!n || !nparams || !params) return DS_ERR_INVALID;
+  *params = NULL;
+  *n = *nparams = 0;
+  Rd r;
+  int rc = open_run(path, &r, err, errlen);
+  if (rc) return rc;
+  const char* p = "/iterations/params";
+  hsize_t dims[2] = {0, 0};
+  hid_t d;
+  rc = rd_array(&r, p, H5T_FLOAT, 2, 0, dims, &d);
+  if (rc == DS_OK && d >= 0) {
+    size_t bytes = 0;
+    if (dims[1] < 1 || dims[1] > (1u << 24))
+      rc = rd_bad(&r, p, "%llu parameters per iteration, expected 1 to %u", (unsigned long long)dims[1], 1u << 24);
+    if (rc == DS_OK) rc = rd_check_storage(&r, d, p, 2, dims, sizeof(double), 1, &bytes);
+    double* buf = NULL;
+    if (rc == DS_OK) {
+      buf = (double*)ds__malloc(bytes ? bytes : 1);
+      if (!buf)
+        rc = ds__puterr(err, errlen, DS_ERR_NOMEM, "%s: %s: out of memory", path, p);
+      else if (dims[0] > 0 && H5Dread(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0)
+        rc = rd_bad(&r, p, "cannot read (corrupt data?)");
+    }
+    if (rc) {
+      ds__free(buf);
+    } else {
+      *params = buf;
+      *n = (int)dims[0];
+      *nparams = (int)dims[1];
+    }
+    H5Dclose(d);
+  }
   H5Fclose(r.f);
   return rc;
 }

@@ -31,8 +31,10 @@ expect "config --keys: run" "run.iterations"
 check "config unknown env" 2 "$DSIM" config --keys frob; expect "config unknown env" "unknown environment 'frob'"
 check "config bad option" 2 "$DSIM" config --frob; expect "config bad option" "unknown option '--frob'"
 # every bundled config lists every key: `dsim config FILE` (the file with its
-# missing keys filled in) gives the file back unchanged
+# missing keys filled in) gives the file back unchanged; the sysid configs
+# (sections env, sysid, run: `dsim sysid`) give only what they change
 for c in "$DS_SRCDIR"/configs/*.json; do
+  case ${c##*/} in sysid-*) continue ;; esac
   out=$("$DSIM" config "$c" 2>&1)
   if [ "$out" != "$(cat "$c")" ]; then
     echo "FAIL: $c is not complete and canonical (diff against dsim config):"

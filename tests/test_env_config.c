@@ -49,18 +49,18 @@ static const Bad bad[] = {
      "b.json: unknown key \"env.material.density\""},
     /* sections */
     {"{\"env\": {\"name\": \"walker\"}, \"gear\": {\"teeth\": 8}}", DS_ERR_CONFIG,
-     "b.json: unknown section \"gear\" (did you mean \"env\"? sections: env,controller,run)"},
+     "b.json: unknown section \"gear\" (did you mean \"env\"? sections: env,controller,run,sysid)"},
     {"{\"env\": {\"name\": \"walker\"}, \"controler\": {}}", DS_ERR_CONFIG,
-     "b.json: unknown section \"controler\" (did you mean \"controller\"? sections: env,controller,run)"},
+     "b.json: unknown section \"controler\" (did you mean \"controller\"? sections: env,controller,run,sysid)"},
     {"{\"env\": {\"name\": \"walkr\"}}", DS_ERR_CONFIG,
      "b.json: env.name: unknown environment \"walkr\" (expected one of: walker, control-fem, control-cloth, "
-     "walker-springs, rigid-toss)"},
+     "walker-springs, rigid-toss, beam)"},
     {"{\"env\": {\"name\": 3}}", DS_ERR_CONFIG,
-     "b.json: env.name: expected a string, one of: walker, control-fem, control-cloth, walker-springs, rigid-toss"},
+     "b.json: env.name: expected a string, one of: walker, control-fem, control-cloth, walker-springs, rigid-toss, beam"},
     {"{\"env\": {\"physics\": {\"dt\": 0.001}}}", DS_ERR_CONFIG,
-     "b.json: missing key \"env.name\" (expected one of: walker, control-fem, control-cloth, walker-springs, rigid-toss)"},
+     "b.json: missing key \"env.name\" (expected one of: walker, control-fem, control-cloth, walker-springs, rigid-toss, beam)"},
     {"{\"controller\": {\"lr\": 0.1}}", DS_ERR_CONFIG,
-     "b.json: missing key \"env.name\" (expected one of: walker, control-fem, control-cloth, walker-springs, rigid-toss)"},
+     "b.json: missing key \"env.name\" (expected one of: walker, control-fem, control-cloth, walker-springs, rigid-toss, beam)"},
     /* cross-field checks */
     {"{\"env\": {\"name\": \"control-cloth\", \"scene\": {\"size_min\": 10, \"size_max\": 9}}}", DS_ERR_CONFIG,
      "b.json: env.scene.size_max: must be >= env.scene.size_min (10), got 9"},
@@ -76,7 +76,7 @@ static const Bad bad[] = {
      "b.json:1:58: invalid JSON (unexpected end of file)"},
 };
 
-static const char* const kNames[] = {"walker", "control-fem", "control-cloth", "walker-springs", "rigid-toss"};
+static const char* const kNames[] = {"walker", "control-fem", "control-cloth", "walker-springs", "rigid-toss", "beam"};
 #define NKIND ((int)(sizeof kNames / sizeof kNames[0]))
 
 int main(void) {

@@ -23,7 +23,7 @@ area_of_header() { # include path -> area ("" when unknown)
     dsim/raster.h|dsim/image.h) echo render ;;
     dsim/runlog.h) echo io ;;
     dsim/env.h|dsim/scenes.h|dsim/batch.h) echo envs ;;
-    dsim/controller.h) echo controllers ;;
+    dsim/controller.h|dsim/sysid.h) echo controllers ;;
     dsim/dsim.h) echo cli ;;
     base/*|engine/*|render/*|io/*|envs/*|controllers/*|cli/*|cuda/*) echo "${1%%/*}" ;;
     *) echo "" ;;

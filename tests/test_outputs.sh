@@ -61,7 +61,7 @@ check "out is a directory" 2 "$DSIM" run "$W" --out "$dir"
 expect "out is a directory" "is a directory; give a file name"
 mkdir "$dir/adir.json"
 check "config is a directory" 3 "$DSIM" run "$dir/adir.json"
-expect "config is a directory" "adir.json: is a directory, expected a JSON run config file"
+expect "config is a directory" "adir.json: is a directory, expected a JSON config file"
 check "missing config" 3 "$DSIM" run "$dir/none.json"
 expect "missing config" "none.json: cannot open: No such file or directory"
 

@@ -14,5 +14,6 @@
 #include "dsim/raster.h"
 #include "dsim/runlog.h"
 #include "dsim/scenes.h"
+#include "dsim/sysid.h"
 
 #endif

@@ -367,6 +367,13 @@ DS_API int ds_env_backward_adjoints_from(dsEnv* env, int first_step, const dsRea
                                          const dsReal* adj_image, const dsReal* adj_reward,
                                          dsReal* grad_actions);
 
+/* The env's image loss (its definition's loss.image, levels and moments
+ * terms, at its width x height) of image against any target image (both
+ * h x w x 4): *loss, and dL/d(image) into grad (may be NULL). For losses
+ * against footage (system identification); uses the env's scratch, so not
+ * concurrently with another call on the same env. */
+DS_API int ds_env_image_loss(dsEnv* env, const dsReal* image, const dsReal* target, dsReal* loss, dsReal* grad);
+
 /* ---- parameters (engine names) ------------------------------------------- */
 DS_API int ds_env_param(const dsEnv* env, const char* name, const dsReal** values, int* count);
 /* Only before the first step of an episode (DS_ERR_STATE otherwise);

@@ -89,6 +89,9 @@ DS_API int ds_runlog_read_iterations(const char* path, int* n, double** loss, do
 /* The frames of /episodes/<which>: *rgba is F x H x W x 4 (free with ds_runlog_free). */
 DS_API int ds_runlog_read_frames(const char* path, const char* which, int* nframes, int* height, int* width,
                                  uint8_t** rgba, char* err, size_t errlen);
+/* The per-iteration parameters: *params is n x nparams (free with
+ * ds_runlog_free); n = 0 and *params NULL when the log has none. */
+DS_API int ds_runlog_read_params(const char* path, int* n, int* nparams, double** params, char* err, size_t errlen);
 /* The config text (free with ds_runlog_free). */
 DS_API int ds_runlog_read_config(const char* path, char** text, char* err, size_t errlen);
 DS_API void ds_runlog_free(void* p);

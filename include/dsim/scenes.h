@@ -100,6 +100,18 @@ typedef struct dsRigidTossParams {
                                      [scene.impulse_offset] */
 } dsRigidTossParams;
 
+/* beam: a box of cells[0] x cells[1] x cells[2] hexahedral cells (6 tets
+ * each, ds_mesh_tet_grid) of extent size, minimum corner at start; with
+ * clamp the particles of its x-minimum face are fixed (mass 0). One
+ * activation per tet. */
+typedef struct dsBeamParams {
+  dsReal density;                 /* kg/m^3, lumped V/4 per vertex [material.density] */
+  dsReal k_mu, k_lambda, k_damp;  /* per rest volume, Pa [material.*] */
+  dsReal cells[3];                /* cells along x, y, z (integers) [beam.cells] */
+  dsReal size[3];                 /* extent, m [beam.size] */
+  int clamp;                      /* 1: x-minimum face fixed [beam.clamp] */
+} dsBeamParams;
+
 #ifdef __cplusplus
 }
 #endif

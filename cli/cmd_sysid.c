@@ -1,0 +1,999 @@
+/* `dsim sysid CONFIG [options]`: identify physical parameters of an env
+ * from video (dsim/sysid.h) and log each object's identification
+ * (dsim/runlog.h); `dsim sysid --collect LOG...` merges logs into one table.
+ *
+ * A sysid config has three sections: "env" (any registered env, as for
+ * `dsim run`), "sysid" (ds_sysid_keys: the parameters, the optimiser, the
+ * video, the frames used) and "run" (seed: object k draws from seed + k;
+ * threads; out). Flags are keys of those sections, checked by the same key
+ * tables (--lr is sysid.lr; --set SECTION.KEY=VALUE reaches any key).
+ *
+ * Video "frames": a folder of PNG frames (sorted by name) and a camera file
+ * (JSON: times, position, look_at, fov). The frames set env.render.width and
+ * height, the camera the env's view (it looks at the origin), the times the
+ * episode (env.physics.render_interval = the greatest common divisor of the
+ * frames' substeps, env.physics.substeps = the last one); a frame at time 0
+ * is the initial state and left out of the loss. Every input is checked
+ * before any simulation runs.
+ *
+ * Batches: --objects N identifies objects 0..N-1 (each its own draws of the
+ * true values and initial guesses, its own env and log), in parallel over
+ * run.threads OpenMP threads; the engine inside runs single-threaded there,
+ * and every result is independent of the thread count. --shard i/n keeps
+ * the objects k with k mod n = i (a scheduler's job array: one process per
+ * shard, each writing its own logs); --collect reads any set of logs and
+ * prints one table (and --csv FILE).
+ *
+ * Logs: one per object, OUT (one object) or OUT-oK.h5 (OUT without ".h5";
+ * default runs/sysid-ENV-sSEED). Per iteration: loss, metric (the mean
+ * absolute relative error over the parameters when the true values are
+ * known, else the loss), gradient norm (in the optimiser's variables) and
+ * the estimates; episodes first/best/last hold the rendered frames (goal:
+ * the video's last frame); /config holds the object's complete config with
+ * the true values drawn ("true"). Never replaces a file without --force. */
+#define _POSIX_C_SOURCE 200809L
+#include "config.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#ifdef _OPENMP
+#  include <omp.h>
+#endif
+
+#include "cli/cli.h"
+#include "dsim/dsim.h"
+#include "io/cfg.h"
+
+#define MAX_SETS 64
+#define MAX_VIDEO_FRAMES 4096
+#define MAX_COLLECT 100000
+
+static volatile sig_atomic_t g_stop = 0;
+static volatile sig_atomic_t g_signal = 0;
+static void on_signal(int sig) {
+  if (!g_stop) g_signal = sig;
+  g_stop = 1;
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+typedef struct Set {
+  const char* source;
+  char section[16];
+  char key[128];
+  const char* value;
+} Set;
+
+typedef struct Args {
+  const char* target;
+  int objects, shard_i, shard_n, force, quiet, collect;
+  const char* csv;
+  char** logs;
+  int nlogs;
+  Set sets[MAX_SETS];
+  int nsets;
+} Args;
+
+static void usage(FILE* out) {
+  fprintf(out,
+          "usage: dsim sysid CONFIG [--objects N] [--shard I/N] [--iterations N] [--optimizer adam|sgd|lbfgs]\n"
+          "                  [--lr X] [--frames all|first_last|last] [--seed S] [--threads T] [--out LOG]\n"
+          "                  [--csv FILE] [--force] [--quiet] [--set SECTION.KEY=VALUE]\n"
+          "       dsim sysid --collect LOG... [--csv FILE] [--force]\n"
+          "\n"
+          "Identify physical parameters of an environment from video (gradSim's system\n"
+          "identification) and log each object's run (HDF5). CONFIG is a JSON file with the\n"
+          "sections env, sysid and run, or the name of a bundled config (sysid-mass,\n"
+          "sysid-beam, sysid-cloth). The video is synthetic (rendered with hidden true\n"
+          "values) or a folder of PNG frames with a camera file (sysid.video \"frames\").\n"
+          "\n"
+          "options:\n"
+          "  --objects N       identify N objects (draws from seed + k), in parallel over threads\n"
+          "  --shard I/N       only objects k with k mod N = I (job arrays; one log per object)\n"
+          "  --iterations N    sysid.iterations        --optimizer X  sysid.optimizer\n"
+          "  --lr X            sysid.lr                --frames X     sysid.frames\n"
+          "  --seed S          run.seed                --threads T    run.threads\n"
+          "  --out LOG         run.out: the log (N > 1 objects: LOG without .h5, then -oK.h5)\n"
+          "  --csv FILE        also write the result table as CSV\n"
+          "  --force           replace existing outputs\n"
+          "  --quiet           no per-iteration progress\n"
+          "  --set S.K=V       any config key, e.g. --set env.render.width=32\n"
+          "  --collect LOG...  merge the logs of earlier runs (shards) into one table\n"
+          "\n"
+          "exit status: 0 success, 1 run-time failure, 2 usage error (including an output\n"
+          "that exists), 3 bad input (config, frames, camera file, log), 128 + signal when stopped.\n");
+}
+
+static int usage_error(const char* msg, const char* a) {
+  fprintf(stderr, "dsim sysid: %s%s\n", msg, a ? a : "");
+  fprintf(stderr, "Run 'dsim sysid --help' for the options.\n");
+  return DS_EXIT_USAGE;
+}
+
+static int add_set(Args* a, const char* source, const char* section, const char* key, const char* value) {
+  if (a->nsets >= MAX_SETS) return usage_error("too many --set options", NULL);
+  Set* s = &a->sets[a->nsets++];
+  s->source = source;
+  snprintf(s->section, sizeof s->section, "%s", section);
+  snprintf(s->key, sizeof s->key, "%s", key);
+  s->value = value;
+  return 0;
+}
+
+static int parse_args(int argc, char** argv, Args* a) {
+  memset(a, 0, sizeof *a);
+  a->objects = 1;
+  a->shard_n = 1;
+  static const struct {
+    const char* flag;
+    const char* section;
+    const char* key;
+  } direct[] = {{"--iterations", "sysid", "iterations"}, {"--optimizer", "sysid", "optimizer"},
+                {"--lr", "sysid", "lr"},                 {"--frames", "sysid", "frames"},
+                {"--seed", "run", "seed"},               {"--threads", "run", "threads"},
+                {"--out", "run", "out"}};
+  for (int i = 1; i < argc; i++) {
+    const char* f = argv[i];
+    if (ds_cli_is_help(f)) {
+      usage(stdout);
+      return -1;
+    }
+    if (a->collect && f[0] != '-') {
+      a->logs[a->nlogs++] = argv[i];
+      continue;
+    }
+    int done = 0;
+    for (size_t d = 0; d < sizeof direct / sizeof direct[0] && !done; d++)
+      if (!strcmp(f, direct[d].flag)) {
+        if (i + 1 >= argc) return usage_error("missing value after ", f);
+        int rc = add_set(a, f, direct[d].section, direct[d].key, argv[++i]);
+        if (rc) return rc;
+        done = 1;
+      }
+    if (done) continue;
+    if (!strcmp(f, "--objects")) {
+      if (i + 1 >= argc) return usage_error("missing value after ", f);
+      char* end;
+      long n = strtol(argv[++i], &end, 10);
+      if (*end || n < 1 || n > 1000000) return usage_error("--objects: expected an integer in [1, 1000000], got ", argv[i]);
+      a->objects = (int)n;
+    } else if (!strcmp(f, "--shard")) {
+      if (i + 1 >= argc) return usage_error("missing value after ", f);
+      int si, sn;
+      char extra;
+      if (sscanf(argv[++i], "%d/%d%c", &si, &sn, &extra) != 2 || sn < 1 || si < 0 || si >= sn)
+        return usage_error("--shard: expected I/N with 0 <= I < N (e.g. 0/4), got ", argv[i]);
+      a->shard_i = si;
+      a->shard_n = sn;
+    } else if (!strcmp(f, "--csv")) {
+      if (i + 1 >= argc) return usage_error("missing value after ", f);
+      a->csv = argv[++i];
+    } else if (!strcmp(f, "--force")) {
+      a->force = 1;
+    } else if (!strcmp(f, "--quiet")) {
+      a->quiet = 1;
+    } else if (!strcmp(f, "--collect")) {
+      a->collect = 1;
+      a->logs = (char**)calloc((size_t)argc, sizeof(char*));
+      if (!a->logs) return usage_error("out of memory", NULL);
+    } else if (!strcmp(f, "--set")) {
+      if (i + 1 >= argc) return usage_error("missing value after ", f);
+      const char* kv = argv[++i];
+      const char* dot = strchr(kv, '.');
+      const char* eq = strchr(kv, '=');
+      if (!dot || !eq || dot > eq || dot == kv) return usage_error("--set: expected SECTION.KEY=VALUE, got ", kv);
+      char section[16], key[128];
+      snprintf(section, sizeof section, "%.*s", (int)(dot - kv), kv);
+      snprintf(key, sizeof key, "%.*s", (int)(eq - dot - 1), dot + 1);
+      if (strcmp(section, "env") && strcmp(section, "sysid") && strcmp(section, "run"))
+        return usage_error("--set: the section is env, sysid or run, got ", kv);
+      int rc = add_set(a, "--set", section, key, eq + 1);
+      if (rc) return rc;
+    } else if (f[0] == '-') {
+      return usage_error("unknown option ", f);
+    } else if (!a->target) {
+      a->target = f;
+    } else {
+      return usage_error("more than one config: ", f);
+    }
+  }
+  if (a->collect && a->nlogs == 0) return usage_error("--collect: give the logs to merge", NULL);
+  if (!a->collect && !a->target) return usage_error("give a config (e.g. dsim sysid sysid-beam)", NULL);
+  return 0;
+}
+
+/* ---- the video of footage: PNG frames + camera file ------------------------- */
+typedef struct Video {
+  int nframes, width, height;
+  int* substep;
+  dsReal* rgba;
+} Video;
+
+static int cmp_str(const void* a, const void* b) { return strcmp(*(char* const*)a, *(char* const*)b); }
+
+static long gcd_l(long a, long b) {
+  while (b) {
+    long t = a % b;
+    a = b;
+    b = t;
+  }
+  return a;
+}
+
+/* Load the frames and the camera into video and def (size, camera, schedule). */
+static int load_video(const dsSysidDef* sd, dsEnvDef* def, Video* v) {
+  char err[1024];
+  memset(v, 0, sizeof *v);
+  /* camera file */
+  char* text = NULL;
+  int rc = ds_config_read_file(sd->camera, &text, err, sizeof err);
+  if (rc) {
+    fprintf(stderr, "dsim sysid: sysid.camera: %s\n", err);
+    return DS_EXIT_INPUT;
+  }
+  static double times[MAX_VIDEO_FRAMES];
+  double pos[3], look[3], fov = 0;
+  int nt = 0;
+  dsErrBuf eb;
+  ds__clearerr(&eb);
+  rc = ds__cfg_video_camera(sd->camera, text, times, MAX_VIDEO_FRAMES, &nt, pos, look, &fov, &eb);
+  ds_config_free_text(text);
+  if (rc) {
+    fprintf(stderr, "dsim sysid: %s\n", ds__errmsg(&eb));
+    return DS_EXIT_INPUT;
+  }
+  if (look[0] != 0 || look[1] != 0 || look[2] != 0) {
+    fprintf(stderr,
+            "dsim sysid: %s: look_at: the env's camera looks at the origin; give position (and the scene) in "
+            "coordinates centred on the look-at point, with look_at [0, 0, 0]\n",
+            sd->camera);
+    return DS_EXIT_INPUT;
+  }
+  const double d = sqrt(pos[0] * pos[0] + pos[1] * pos[1] + pos[2] * pos[2]);
+  if (!(d > 0) || fabs(pos[1]) >= d * 0.999999) {
+    fprintf(stderr, "dsim sysid: %s: position: a camera at the look-at point or straight above or below it\n",
+            sd->camera);
+    return DS_EXIT_INPUT;
+  }
+  /* eye = (d cos e sin a, d sin e, -d cos e cos a) (docs/scenes.md) */
+  def->cam_distance = (dsReal)d;
+  def->cam_elevation = (dsReal)(asin(pos[1] / d) * 57.295779513082321);
+  def->cam_azimuth = (dsReal)(atan2(pos[0], -pos[2]) * 57.295779513082321);
+  def->cam_fov = (dsReal)fov;
+  /* frames */
+  DIR* dir = opendir(sd->frames_dir);
+  if (!dir) {
+    fprintf(stderr, "dsim sysid: sysid.frames_dir: %s: cannot open: %s\n", sd->frames_dir, strerror(errno));
+    return DS_EXIT_INPUT;
+  }
+  char** names = (char**)calloc(MAX_VIDEO_FRAMES + 1, sizeof(char*));
+  int nn = 0;
+  struct dirent* de;
+  while (names && (de = readdir(dir)) != NULL) {
+    const size_t L = strlen(de->d_name);
+    if (L < 5 || strcmp(de->d_name + L - 4, ".png")) continue;
+    if (nn >= MAX_VIDEO_FRAMES) {
+      nn++;
+      break;
+    }
+    names[nn++] = strdup(de->d_name);
+  }
+  closedir(dir);
+  int exitc = DS_EXIT_OK;
+  if (!names) {
+    fprintf(stderr, "dsim sysid: out of memory\n");
+    return DS_EXIT_FAILURE;
+  }
+  if (nn != nt) {
+    fprintf(stderr, "dsim sysid: %s: %d PNG frame%s, but %s gives %d frame times (a frame missing?)\n", sd->frames_dir,
+            nn, nn == 1 ? "" : "s", sd->camera, nt);
+    exitc = DS_EXIT_INPUT;
+  }
+  if (!exitc) qsort(names, (size_t)nn, sizeof(char*), cmp_str);
+  /* times -> substeps: frames at time 0 are the initial state */
+  int first = 0;
+  while (first < nt && times[first] == 0) first++;
+  if (!exitc && first == nt) {
+    fprintf(stderr, "dsim sysid: %s: times: every frame is at time 0\n", sd->camera);
+    exitc = DS_EXIT_INPUT;
+  }
+  long g = 0;
+  if (!exitc) {
+    v->nframes = nt - first;
+    v->substep = (int*)calloc((size_t)v->nframes, sizeof(int));
+    if (!v->substep) exitc = DS_EXIT_FAILURE;
+  }
+  for (int i = first; i < nt && !exitc; i++) {
+    const double q = times[i] / (double)def->dt;
+    const long s = lround(q);
+    if (fabs(q - (double)s) > 1e-6 * fmax(1.0, q) || s < 1 || s > 100000000) {
+      fprintf(stderr, "dsim sysid: %s: times[%d] = %g s is not a whole number of substeps of env.physics.dt = %g s\n",
+              sd->camera, i, times[i], (double)def->dt);
+      exitc = DS_EXIT_INPUT;
+    }
+    v->substep[i - first] = (int)s;
+    g = gcd_l(g, s);
+  }
+  if (!exitc) {
+    def->render_interval = (int)g;
+    def->control_interval = (int)g;
+    def->substeps = v->substep[v->nframes - 1];
+  }
+  /* read every frame: all readable, all one size */
+  char path[4096], first_path[4096] = "";
+  for (int i = 0; i < nn && !exitc; i++) {
+    snprintf(path, sizeof path, "%s/%s", sd->frames_dir, names[i]);
+    dsReal* img = NULL;
+    int w = 0, h = 0;
+    if (ds_png_read_real(path, &img, &w, &h, err, sizeof err)) {
+      fprintf(stderr, "dsim sysid: frame %d: %s\n", i, err);
+      exitc = DS_EXIT_INPUT;
+      break;
+    }
+    if (i == 0) {
+      v->width = w;
+      v->height = h;
+      snprintf(first_path, sizeof first_path, "%s", path);
+      v->rgba = (dsReal*)calloc((size_t)(v->nframes ? v->nframes : 1) * 4 * (size_t)w * (size_t)h, sizeof(dsReal));
+      if (!v->rgba) exitc = DS_EXIT_FAILURE;
+    } else if (w != v->width || h != v->height) {
+      fprintf(stderr, "dsim sysid: %s: %d x %d pixels, but %s is %d x %d (frames must share one size)\n", path, w, h,
+              first_path, v->width, v->height);
+      exitc = DS_EXIT_INPUT;
+    }
+    if (!exitc && i >= first)
+      memcpy(v->rgba + (size_t)(i - first) * 4 * (size_t)w * (size_t)h, img, 4 * (size_t)w * (size_t)h * sizeof(dsReal));
+    ds_image_free(img);
+  }
+  if (!exitc) {
+    def->width = v->width;
+    def->height = v->height;
+  }
+  for (int i = 0; i < nn && i < MAX_VIDEO_FRAMES; i++) free(names[i]);
+  free(names);
+  return exitc;
+}
+
+/* ---- one object ----------------------------------------------------------------- */
+typedef struct Obj {
+  int k;
+  dsSysid* s;
+  dsRunLog* log;
+  char out[4096];
+  char* config;        /* the object's complete config (stored in its log) */
+  int its, failed;
+  double wall, are[DS_SYSID_MAX_PARAMS], first_loss, best_loss;
+  char err[1024];
+} Obj;
+
+typedef struct Ctx {
+  Args* a;
+  char path[4096];
+  dsEnvDef def;
+  dsSysidDef sd;
+  dsRunDef rd;
+  Video video;
+  int have_video, nthreads, nobj;
+  Obj* obj;
+} Ctx;
+
+static void append(char** buf, size_t* len, size_t* cap, const char* fmt, ...) __attribute__((format(printf, 4, 5)));
+static void append(char** buf, size_t* len, size_t* cap, const char* fmt, ...) {
+  va_list ap;
+  for (;;) {
+    if (!*buf) return;
+    va_start(ap, fmt);
+    int n = vsnprintf(*buf + *len, *cap - *len, fmt, ap);
+    va_end(ap);
+    if (n < 0) return;
+    if (*len + (size_t)n < *cap) {
+      *len += (size_t)n;
+      return;
+    }
+    char* nb = (char*)realloc(*buf, *cap * 2 + (size_t)n);
+    if (!nb) {
+      free(*buf);
+      *buf = NULL;
+      return;
+    }
+    *buf = nb;
+    *cap = *cap * 2 + (size_t)n;
+  }
+}
+
+static void append_reals(char** b, size_t* l, size_t* c, const char* key, const dsReal* v, int n) {
+  append(b, l, c, ",\n      \"%s\": [", key);
+  for (int i = 0; i < n; i++) append(b, l, c, "%s%.17g", i ? ", " : "", (double)v[i]);
+  append(b, l, c, "]");
+}
+
+/* The object's complete config: env (every key), sysid (the used keys, with
+ * the drawn true values), run (seed of the object). */
+static char* object_config(const Ctx* c, const dsSysid* s, int k) {
+  const int n = ds_env_def_to_json(&c->def, NULL, 0);
+  if (n < 0) return NULL;
+  size_t cap = (size_t)n + 8192, len = 0;
+  char* buf = (char*)malloc(cap);
+  if (!buf) return NULL;
+  ds_env_def_to_json(&c->def, buf, cap);
+  char* tail = strstr(buf, "\n  }\n}\n");
+  if (!tail) {
+    free(buf);
+    return NULL;
+  }
+  len = (size_t)(tail - buf) + 4;
+  buf[len] = '\0';
+  static const char* const optn[] = {"adam", "sgd", "lbfgs"};
+  static const char* const vidn[] = {"synthetic", "frames"};
+  static const char* const frn[] = {"all", "first_last", "last"};
+  const dsSysidDef* sd = &c->sd;
+  append(&buf, &len, &cap, ",\n  \"sysid\": {");
+  const double* truth = ds_sysid_truth(s);
+  for (int p = 0; p < ds_sysid_num_params(sd); p++) {
+    const dsSysidParam* q = &sd->params[p];
+    append(&buf, &len, &cap, "%s\n    \"param%d\": {\n      \"name\": \"%s\",\n      \"per_element\": %s,\n"
+           "      \"lower\": %.17g,\n      \"upper\": %.17g", p ? "," : "", p + 1, q->name,
+           q->per_element ? "true" : "false", (double)q->lower, (double)q->upper);
+    if (q->ninit) append_reals(&buf, &len, &cap, "init", q->init, q->ninit);
+    if (q->ninit_range) append_reals(&buf, &len, &cap, "init_range", q->init_range, q->ninit_range);
+    if (q->init_each) append(&buf, &len, &cap, ",\n      \"init_each\": true");
+    if (truth) { /* the drawn value: the first row of the parameter's values not held at 0 */
+      int first = -1, w = 0;
+      for (int i = 0; i < ds_sysid_num_values(s); i++)
+        if (ds_sysid_value_param(s, i) == p) {
+          if (first < 0 && !ds_sysid_value_fixed(s, i)) first = i;
+          w++;
+        }
+      if (first < 0) first = 0;
+      dsReal t[3];
+      const int width = w >= 3 && (!strcmp(q->name, "initial_velocity") || !strcmp(q->name, "initial_position") ||
+                                   !strcmp(q->name, "gravity")) ? 3 : 1;
+      for (int j = 0; j < width; j++) t[j] = (dsReal)truth[first + j];
+      append_reals(&buf, &len, &cap, "true", t, width);
+    }
+    if (q->ntruth_range) append_reals(&buf, &len, &cap, "true_range", q->truth_range, q->ntruth_range);
+    append(&buf, &len, &cap, "\n    }");
+  }
+  append(&buf, &len, &cap,
+         ",\n    \"optimizer\": \"%s\",\n    \"lr\": %.17g,\n    \"momentum\": %.17g,\n    \"lbfgs_memory\": %d,\n"
+         "    \"iterations\": %d,\n    \"video\": \"%s\",\n    \"frames\": \"%s\"",
+         optn[sd->optimizer], sd->lr, sd->momentum, sd->lbfgs_memory, sd->iterations, vidn[sd->video], frn[sd->frames]);
+  if (sd->video == DS_SYSID_FRAMES)
+    append(&buf, &len, &cap, ",\n    \"frames_dir\": \"%s\",\n    \"camera\": \"%s\"", sd->frames_dir, sd->camera);
+  append(&buf, &len, &cap, "\n  },\n  \"run\": {\n    \"seed\": %llu,\n    \"threads\": 1\n  }\n}\n",
+         (unsigned long long)(sd->seed + (uint64_t)k));
+  return buf;
+}
+
+static void to_u8(const dsReal* src, int n, int w, int h, uint8_t* dst) {
+  for (int f = 0; f < n; f++) ds_image_to_u8(src + (size_t)f * 4 * w * h, w, h, dst + (size_t)f * 4 * w * h);
+}
+
+/* The frames rendered with values, as an episode of the log. */
+static int write_frames(Obj* o, const char* which, int iteration, const double* values, double metric) {
+  double loss = 0;
+  int rc = ds_sysid_eval(o->s, values, &loss, NULL);
+  if (rc) return rc;
+  const dsSysidVideo* v = ds_sysid_video(o->s);
+  const size_t fb = 4 * (size_t)v->width * (size_t)v->height;
+  uint8_t* frames = (uint8_t*)malloc((size_t)v->nframes * fb);
+  uint8_t* goal = (uint8_t*)malloc(fb);
+  if (!frames || !goal) {
+    free(frames);
+    free(goal);
+    return DS_ERR_NOMEM;
+  }
+  to_u8(ds_sysid_rendered(o->s), v->nframes, v->width, v->height, frames);
+  to_u8(v->rgba + (size_t)(v->nframes - 1) * fb, 1, v->width, v->height, goal);
+  const dsEnvDef* d = ds_env_def(ds_sysid_env(o->s));
+  dsEpisodeRecord ep;
+  memset(&ep, 0, sizeof ep);
+  ep.iteration = iteration;
+  ep.loss = loss;
+  ep.metric = metric;
+  ep.dt = (double)d->dt;
+  ep.control_interval = d->control_interval;
+  ep.render_interval = d->control_interval;
+  ep.stride = 1;
+  ep.nsubsteps = d->substeps + 1;
+  ep.nframes = v->nframes;
+  ep.height = v->height;
+  ep.width = v->width;
+  ep.frames = frames;
+  ep.goal = goal;
+#pragma omp critical(dsim_sysid_hdf5)
+  rc = ds_runlog_write_episode(o->log, which, &ep);
+  free(frames);
+  free(goal);
+  return rc;
+}
+
+static double mean_are(const Obj* o, const double* values) {
+  double are[DS_SYSID_MAX_PARAMS];
+  if (ds_sysid_errors(o->s, values, are)) return NAN;
+  double m = 0;
+  for (int p = 0; p < ds_sysid_nparams(o->s); p++) m += are[p];
+  return m / ds_sysid_nparams(o->s);
+}
+
+static void run_object(Ctx* c, Obj* o, int show) {
+  const double t0 = now_s();
+  char err[1024];
+  int rc = 0;
+  if (!o->s) {
+    rc = ds_sysid_create(&c->def, &c->sd, o->k, c->have_video ? (const dsSysidVideo*)&c->video : NULL, &o->s, err,
+                         sizeof err);
+    if (rc) {
+      snprintf(o->err, sizeof o->err, "%s", err);
+      o->failed = 1;
+      return;
+    }
+  }
+  if (!o->config) o->config = object_config(c, o->s, o->k);
+  dsRunLogDef ld = ds_default_runlog_def();
+  ld.config_text = o->config ? o->config : "{}";
+  ld.env = c->def.cls->name;
+  ld.method = "sysid";
+  ld.seed = c->sd.seed + (uint64_t)o->k;
+  ld.threads = 1;
+  ld.nparams = ds_sysid_num_values(o->s);
+  ld.overwrite = c->a->force;
+#pragma omp critical(dsim_sysid_hdf5)
+  rc = ds_runlog_create(o->out, &ld, &o->log, err, sizeof err);
+  if (rc && rc != DS_ERR_UNSUPPORTED) {
+    snprintf(o->err, sizeof o->err, "%s", err);
+    o->failed = 1;
+    return;
+  }
+  const int truth = ds_sysid_truth(o->s) != NULL;
+  const int n = c->sd.iterations;
+  o->best_loss = INFINITY;
+  int best_it = 0, last_it = 0;
+  for (int i = 0; i < n && !g_stop; i++) {
+    dsSysidIter it;
+    rc = ds_sysid_iterate(o->s, &it);
+    if (rc) {
+      snprintf(o->err, sizeof o->err, "iteration %d: %s", i, ds_sysid_last_error(o->s));
+      o->failed = 1;
+      break;
+    }
+    const double metric = truth ? mean_are(o, it.values) : it.loss;
+    if (i == 0) o->first_loss = it.loss;
+    if (it.loss < o->best_loss) {
+      o->best_loss = it.loss;
+      best_it = i;
+    }
+    last_it = i;
+    o->its = i + 1;
+    dsRunIteration ri = {it.loss, metric, now_s() - t0, it.grad_norm, it.values};
+    if (o->log) {
+#pragma omp critical(dsim_sysid_hdf5)
+      rc = ds_runlog_append_iteration(o->log, &ri);
+    }
+    if (show) {
+      if (isatty(STDOUT_FILENO))
+        printf("\r%5d/%d loss %.4g  grad %.3g  %s %.3g  %.2f s   ", i + 1, n, it.loss, it.grad_norm,
+               truth ? "error" : "loss", metric, now_s() - t0);
+      else
+        printf("iteration %d/%d loss %.6g grad_norm %.4g%s%.4g evaluations %d time %.2f s\n", i + 1, n, it.loss,
+               it.grad_norm, truth ? " error " : " loss ", metric, it.evaluations, now_s() - t0);
+      fflush(stdout);
+    }
+  }
+  if (show && isatty(STDOUT_FILENO)) printf("\n");
+  o->wall = now_s() - t0;
+  if (truth) ds_sysid_errors(o->s, NULL, o->are);
+  if (o->log && o->its > 0) {
+    double bl = 0;
+    const double* best = ds_sysid_best_values(o->s, &bl);
+    const double* first = ds_sysid_initial_values(o->s);
+    const double* last = ds_sysid_values(o->s);
+    if (!write_frames(o, "first", 0, first, truth ? mean_are(o, first) : o->first_loss))
+      if (!write_frames(o, "best", best_it, best, truth ? mean_are(o, best) : bl))
+        write_frames(o, "last", last_it, last, truth ? mean_are(o, last) : 0);
+  }
+  if (o->log) {
+    char status[1200];
+    snprintf(status, sizeof status, "%s", o->failed ? "failed: " : g_stop ? "interrupted" : "completed");
+    if (o->failed) snprintf(status + 8, sizeof status - 8, "%.1000s", o->err);
+#pragma omp critical(dsim_sysid_hdf5)
+    ds_runlog_close(o->log, status);
+    o->log = NULL;
+  }
+}
+
+/* ---- the table -------------------------------------------------------------- */
+typedef struct Row {
+  int object;
+  char param[DS_SYSID_NAME_MAX];
+  double truth, estimate, are, wall;
+  int iterations;
+} Row;
+
+static void print_table(const Row* rows, int n, FILE* csv) {
+  printf("\n%-7s %-18s %14s %14s %12s %8s %6s\n", "seed", "parameter", "true", "estimate", "abs.rel.err", "time s",
+         "iters");
+  for (int i = 0; i < n; i++)
+    printf("%-7d %-18s %14.6g %14.6g %12.4g %8.2f %6d\n", rows[i].object, rows[i].param, rows[i].truth,
+           rows[i].estimate, rows[i].are, rows[i].wall, rows[i].iterations);
+  /* per parameter: mean and median absolute relative error over objects */
+  printf("\n%-18s %8s %12s %12s %12s\n", "parameter", "objects", "mean ARE", "median ARE", "mean time s");
+  for (int i = 0; i < n; i++) {
+    int seen = 0;
+    for (int j = 0; j < i; j++) seen |= !strcmp(rows[j].param, rows[i].param);
+    if (seen) continue;
+    double* v = (double*)malloc(sizeof(double) * (size_t)n);
+    int m = 0;
+    double sum = 0, tsum = 0;
+    for (int j = 0; j < n; j++)
+      if (!strcmp(rows[j].param, rows[i].param)) {
+        if (v) v[m] = rows[j].are;
+        m++;
+        sum += rows[j].are;
+        tsum += rows[j].wall;
+      }
+    double med = NAN;
+    if (v) {
+      for (int a = 1; a < m; a++)
+        for (int b = a; b > 0 && v[b - 1] > v[b]; b--) {
+          double t = v[b];
+          v[b] = v[b - 1];
+          v[b - 1] = t;
+        }
+      med = m % 2 ? v[m / 2] : 0.5 * (v[m / 2 - 1] + v[m / 2]);
+    }
+    free(v);
+    printf("%-18s %8d %12.4g %12.4g %12.2f\n", rows[i].param, m, sum / m, med, tsum / m);
+  }
+  if (csv) {
+    fprintf(csv, "seed,parameter,true,estimate,abs_rel_error,time_s,iterations\n");
+    for (int i = 0; i < n; i++)
+      fprintf(csv, "%d,%s,%.17g,%.17g,%.17g,%.6f,%d\n", rows[i].object, rows[i].param, rows[i].truth,
+              rows[i].estimate, rows[i].are, rows[i].wall, rows[i].iterations);
+  }
+  fflush(stdout);
+}
+
+/* Rows of one object: shared scalars show their value; vectors and
+ * per-element parameters show the mean of their values. */
+static int object_rows(const dsSysid* s, int object, const double* values, const double* truth, const double* are,
+                       double wall, int its, Row* rows) {
+  const int np = ds_sysid_nparams(s);
+  for (int p = 0; p < np; p++) {
+    Row* r = &rows[p];
+    memset(r, 0, sizeof *r);
+    r->object = object; /* its seed: run.seed + k */
+    snprintf(r->param, sizeof r->param, "%s", ds_sysid_param_name(s, p));
+    int m = 0;
+    for (int i = 0; i < ds_sysid_num_values(s); i++)
+      if (ds_sysid_value_param(s, i) == p && !ds_sysid_value_fixed(s, i)) {
+        r->estimate += values[i];
+        r->truth += truth ? truth[i] : NAN;
+        m++;
+      }
+    r->estimate /= m;
+    r->truth /= m;
+    r->are = are ? are[p] : NAN;
+    r->wall = wall;
+    r->iterations = its;
+  }
+  return np;
+}
+
+static int open_csv(const char* cmd, const char* path, int force, FILE** out, char* tmp, size_t n) {
+  *out = NULL;
+  if (!path) return DS_EXIT_OK;
+  int rc = ds_cli_check_output(cmd, path, NULL, force);
+  if (rc) return rc;
+  int fd = ds_cli_temp_for(cmd, path, tmp, n);
+  if (fd < 0) return DS_EXIT_FAILURE;
+  *out = fdopen(fd, "w");
+  if (!*out) {
+    close(fd);
+    unlink(tmp);
+    fprintf(stderr, "dsim %s: %s: %s\n", cmd, tmp, strerror(errno));
+    return DS_EXIT_FAILURE;
+  }
+  return DS_EXIT_OK;
+}
+
+static int close_csv(const char* cmd, FILE* f, const char* tmp, const char* path, int force) {
+  if (!f) return DS_EXIT_OK;
+  if (fclose(f) != 0) {
+    unlink(tmp);
+    fprintf(stderr, "dsim %s: cannot write %s\n", cmd, path);
+    return DS_EXIT_FAILURE;
+  }
+  int rc = ds_cli_commit_temp(cmd, tmp, path, force);
+  if (!rc) printf("table: %s\n", path);
+  return rc;
+}
+
+/* ---- --collect ----------------------------------------------------------------- */
+static int collect(Args* a) {
+  Row* rows = (Row*)calloc((size_t)a->nlogs * DS_SYSID_MAX_PARAMS, sizeof(Row));
+  if (!rows) return DS_EXIT_FAILURE;
+  int nrows = 0, exitc = DS_EXIT_OK;
+  for (int i = 0; i < a->nlogs && !exitc; i++) {
+    const char* path = a->logs[i];
+    char err[1024];
+    exitc = ds_cli_probe_runlog("sysid", path, NULL);
+    if (exitc) break;
+    dsRunSummary sum;
+    char* text = NULL;
+    double* params = NULL;
+    double* loss = NULL;
+    double* wall = NULL;
+    int n = 0, np = 0, nl = 0;
+    int rc = ds_runlog_read_summary(path, &sum, err, sizeof err);
+    if (!rc && strcmp(sum.method, "sysid")) {
+      snprintf(err, sizeof err, "%s: a log of `dsim run` (method %s), not of `dsim sysid`", path, sum.method);
+      rc = DS_ERR_FORMAT;
+    }
+    if (!rc) rc = ds_runlog_read_config(path, &text, err, sizeof err);
+    if (!rc) rc = ds_runlog_read_params(path, &n, &np, &params, err, sizeof err);
+    if (!rc) rc = ds_runlog_read_iterations(path, &nl, &loss, NULL, &wall, NULL, err, sizeof err);
+    /* the object again, from its config (no iterations): the layout and the truth */
+    dsEnvDef def;
+    dsSysidDef sd = ds_default_sysid_def();
+    dsRunDef rd = ds_default_run_def();
+    dsSysid* s = NULL;
+    if (!rc) rc = ds_env_def_from_text(path, text, &def, err, sizeof err);
+    if (!rc) rc = ds_sysid_def_from_text(path, text, &sd, err, sizeof err);
+    if (!rc) rc = ds_run_def_from_text(path, text, &rd, err, sizeof err);
+    if (!rc) {
+      sd.seed = rd.seed;
+      /* the stored "true" values are the drawn ones: use them as given */
+      for (int p = 0; p < ds_sysid_num_params(&sd); p++) sd.params[p].ntruth_range = 0;
+      sd.iterations = 1;
+      rc = ds_sysid_create(&def, &sd, 0, NULL, &s, err, sizeof err);
+    }
+    if (!rc && (np != ds_sysid_num_values(s) || n < 1 || nl < n)) {
+      snprintf(err, sizeof err, "%s: %d iterations of %d values, expected %d values per iteration", path, n, np,
+               s ? ds_sysid_num_values(s) : 0);
+      rc = DS_ERR_FORMAT;
+    }
+    if (rc) {
+      fprintf(stderr, "dsim sysid: --collect: %s\n", err);
+      exitc = DS_EXIT_INPUT;
+    } else {
+      int best = 0;
+      for (int k = 1; k < n; k++)
+        if (loss[k] < loss[best]) best = k;
+      const double* v = params + (size_t)best * np;
+      double are[DS_SYSID_MAX_PARAMS];
+      const int known = sd.video == DS_SYSID_SYNTHETIC; /* footage: no true values */
+      ds_sysid_errors(s, v, are);
+      nrows += object_rows(s, (int)rd.seed, v, known ? ds_sysid_truth(s) : NULL, known ? are : NULL, wall[n - 1], n,
+                           rows + nrows);
+    }
+    ds_sysid_destroy(s);
+    ds_runlog_free(text);
+    ds_runlog_free(params);
+    ds_runlog_free(loss);
+    ds_runlog_free(wall);
+  }
+  if (!exitc) {
+    FILE* csv = NULL;
+    char tmp[4096];
+    exitc = open_csv("sysid", a->csv, a->force, &csv, tmp, sizeof tmp);
+    if (!exitc) {
+      printf("collected %d log%s\n", a->nlogs, a->nlogs == 1 ? "" : "s");
+      print_table(rows, nrows, csv);
+      exitc = close_csv("sysid", csv, tmp, a->csv, a->force);
+    }
+  }
+  free(rows);
+  return exitc;
+}
+
+/* ---- setup ------------------------------------------------------------------------ */
+static int make_parent_dirs(const char* path) {
+  char buf[4096];
+  snprintf(buf, sizeof buf, "%s", path);
+  char* slash = strrchr(buf, '/');
+  if (!slash || slash == buf) return 0;
+  *slash = 0;
+  for (char* p = buf + 1; *p; p++) {
+    if (*p != '/') continue;
+    *p = 0;
+    if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
+    *p = '/';
+  }
+  if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
+  return 0;
+}
+
+static int setup(Ctx* c) {
+  Args* a = c->a;
+  int exitc = ds_cli_locate_config("sysid", a->target, c->path, sizeof c->path);
+  if (exitc) return exitc;
+  char* text = NULL;
+  char err[2048];
+  int rc = ds_config_read_file(c->path, &text, err, sizeof err);
+  if (!rc) rc = ds_env_def_from_text(c->path, text, &c->def, err, sizeof err);
+  c->sd = ds_default_sysid_def();
+  c->rd = ds_default_run_def();
+  if (!rc) rc = ds_config_parse_section(c->path, text, "sysid", ds_sysid_keys(), &c->sd, sizeof c->sd, err, sizeof err);
+  if (!rc) rc = ds_run_def_from_text(c->path, text, &c->rd, err, sizeof err);
+  ds_config_free_text(text);
+  if (rc) {
+    fprintf(stderr, "dsim sysid: %s\n", err);
+    return DS_EXIT_INPUT;
+  }
+  for (int i = 0; i < a->nsets; i++) {
+    const Set* s = &a->sets[i];
+    if (!strcmp(s->section, "env"))
+      rc = ds_env_def_set(&c->def, s->key, s->value, err, sizeof err);
+    else if (!strcmp(s->section, "sysid"))
+      rc = ds_config_set(s->source, "sysid", ds_sysid_keys(), &c->sd, sizeof c->sd, s->key, s->value, err, sizeof err);
+    else
+      rc = ds_config_set(s->source, "run", ds_run_keys(), &c->rd, sizeof c->rd, s->key, s->value, err, sizeof err);
+    if (rc) {
+      if (!strcmp(s->section, "env"))
+        fprintf(stderr, "dsim sysid: %s: %s\n", s->source, err); /* the env's messages name no source */
+      else
+        fprintf(stderr, "dsim sysid: %s\n", err);
+      return DS_EXIT_USAGE;
+    }
+  }
+  rc = ds_sysid_def_validate(&c->sd, err, sizeof err);
+  if (rc) {
+    fprintf(stderr, "dsim sysid: %s: %s\n", c->path, err);
+    return DS_EXIT_INPUT;
+  }
+  c->sd.seed = c->rd.seed;
+  if (c->sd.video == DS_SYSID_FRAMES) {
+    exitc = load_video(&c->sd, &c->def, &c->video);
+    if (exitc) return exitc;
+    c->have_video = 1;
+  }
+  c->nthreads = c->rd.threads > 0 ? c->rd.threads : ds_get_max_threads();
+  /* the shard's objects and their logs */
+  c->obj = (Obj*)calloc((size_t)a->objects, sizeof(Obj));
+  if (!c->obj) return DS_EXIT_FAILURE;
+  char base[3072];
+  if (c->rd.out[0]) {
+    snprintf(base, sizeof base, "%s", c->rd.out);
+    const size_t L = strlen(base);
+    if (a->objects > 1 && L > 3 && !strcmp(base + L - 3, ".h5")) base[L - 3] = '\0';
+  } else {
+    snprintf(base, sizeof base, "runs/sysid-%s-s%llu", c->def.cls->name, (unsigned long long)c->rd.seed);
+  }
+  for (int k = 0; k < a->objects; k++) {
+    if (k % a->shard_n != a->shard_i) continue;
+    Obj* o = &c->obj[c->nobj++];
+    o->k = k;
+    if (a->objects == 1 && c->rd.out[0])
+      snprintf(o->out, sizeof o->out, "%s", base);
+    else if (a->objects == 1)
+      snprintf(o->out, sizeof o->out, "%s.h5", base);
+    else
+      snprintf(o->out, sizeof o->out, "%s-o%d.h5", base, k);
+    if (make_parent_dirs(o->out)) {
+      fprintf(stderr, "dsim sysid: cannot create the directory of %s: %s\n", o->out, strerror(errno));
+      return DS_EXIT_FAILURE;
+    }
+    exitc = ds_cli_check_output("sysid", o->out, c->path, a->force);
+    if (exitc) return exitc;
+  }
+  if (c->nobj == 0) {
+    fprintf(stderr, "dsim sysid: shard %d/%d of %d object%s has no objects\n", a->shard_i, a->shard_n, a->objects,
+            a->objects == 1 ? "" : "s");
+    return DS_EXIT_USAGE;
+  }
+  /* the first object checks every parameter before anything runs */
+  rc = ds_sysid_create(&c->def, &c->sd, c->obj[0].k, c->have_video ? (const dsSysidVideo*)&c->video : NULL,
+                       &c->obj[0].s, err, sizeof err);
+  if (rc) {
+    fprintf(stderr, "dsim sysid: %s: %s\n", c->path, err);
+    return rc == DS_ERR_NOMEM ? DS_EXIT_FAILURE : DS_EXIT_INPUT;
+  }
+  return DS_EXIT_OK;
+}
+
+int ds_cli_sysid(int argc, char** argv) {
+  static Args args;
+  int rc = parse_args(argc, argv, &args);
+  if (rc) return rc < 0 ? DS_EXIT_OK : rc;
+  if (args.collect) {
+    rc = collect(&args);
+    free(args.logs);
+    return rc;
+  }
+  Ctx c;
+  memset(&c, 0, sizeof c);
+  c.a = &args;
+  int exitc = setup(&c);
+  if (exitc == DS_EXIT_OK) {
+    const int np = ds_sysid_num_params(&c.sd);
+    static const char* const optn[] = {"adam", "sgd", "lbfgs"};
+    printf("dsim sysid: %s (%s), %d parameter%s (%d values), %s lr %g, %d iterations, %d object%s", c.def.cls->name,
+           c.path, np, np == 1 ? "" : "s", ds_sysid_num_values(c.obj[0].s), optn[c.sd.optimizer], c.sd.lr,
+           c.sd.iterations, c.nobj, c.nobj == 1 ? "" : "s");
+    if (args.shard_n > 1) printf(" (shard %d/%d of %d)", args.shard_i, args.shard_n, args.objects);
+    printf(", %d thread%s, video %s (%d frames)\n", c.nthreads, c.nthreads == 1 ? "" : "s",
+           c.have_video ? c.sd.frames_dir : "synthetic", ds_sysid_video(c.obj[0].s)->nframes);
+    printf("run log%s: %s%s\n", c.nobj == 1 ? "" : "s", c.obj[0].out, c.nobj == 1 ? "" : " ...");
+    fflush(stdout);
+    static const int sigs[3] = {SIGINT, SIGTERM, SIGHUP};
+    struct sigaction sa, old[3];
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    for (int i = 0; i < 3; i++) sigaction(sigs[i], &sa, &old[i]);
+    const double t0 = now_s();
+    if (c.nobj == 1) {
+      ds_set_num_threads(c.nthreads);
+      run_object(&c, &c.obj[0], !args.quiet);
+    } else {
+      /* objects in parallel; the engine and renderer inside are serial
+         (no nested parallelism), so each result is that of one thread */
+      ds_set_num_threads(1);
+      int done = 0;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(c.nthreads)
+      for (int i = 0; i < c.nobj; i++) {
+        run_object(&c, &c.obj[i], 0);
+#pragma omp critical(dsim_sysid_print)
+        {
+          done++;
+          const Obj* o = &c.obj[i];
+          if (!args.quiet) {
+            if (o->failed)
+              printf("[%d/%d] object %d failed: %s\n", done, c.nobj, o->k, o->err);
+            else
+              printf("[%d/%d] object %d: %d iterations, loss %.4g -> %.4g, %.2f s\n", done, c.nobj, o->k, o->its,
+                     o->first_loss, o->best_loss, o->wall);
+            fflush(stdout);
+          }
+        }
+      }
+    }
+    const double wall = now_s() - t0;
+    for (int i = 0; i < 3; i++) sigaction(sigs[i], &old[i], NULL);
+    /* the table */
+    Row* rows = (Row*)calloc((size_t)c.nobj * DS_SYSID_MAX_PARAMS, sizeof(Row));
+    int nrows = 0, failed = 0;
+    for (int i = 0; i < c.nobj; i++) {
+      const Obj* o = &c.obj[i];
+      if (o->failed) {
+        if (c.nobj == 1) fprintf(stderr, "dsim sysid: object %d: %s\n", o->k, o->err);
+        failed++;
+        continue;
+      }
+      if (rows && o->s)
+        nrows += object_rows(o->s, (int)(c.sd.seed + (uint64_t)o->k), ds_sysid_best_values(o->s, NULL), ds_sysid_truth(o->s),
+                             ds_sysid_truth(o->s) ? o->are : NULL, o->wall, o->its, rows + nrows);
+    }
+    FILE* csv = NULL;
+    char tmp[4096];
+    int ce = open_csv("sysid", args.csv, args.force, &csv, tmp, sizeof tmp);
+    if (rows) print_table(rows, nrows, csv);
+    if (!ce) ce = close_csv("sysid", csv, tmp, args.csv, args.force);
+    printf("wall time %.2f s for %d object%s (%.2f s per object)%s\n", wall, c.nobj, c.nobj == 1 ? "" : "s",
+           wall / c.nobj, g_stop ? ", interrupted" : "");
+    free(rows);
+    exitc = g_stop ? 128 + (g_signal ? (int)g_signal : SIGINT) : failed ? DS_EXIT_FAILURE : ce;
+  }
+  for (int i = 0; i < c.nobj; i++) {
+    ds_sysid_destroy(c.obj[i].s);
+    free(c.obj[i].config);
+  }
+  free(c.obj);
+  free(c.video.substep);
+  free(c.video.rgba);
+  return exitc;
+}

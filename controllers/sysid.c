@@ -1,0 +1,663 @@
+/* System identification from video (dsim/sysid.h): the episode, the loss
+ * against the video's frames, the gradient through the env's adjoints and
+ * the reparameterisation, and the optimisers. Only the env API below. */
+#include "config.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "dsim/controller.h"
+#include "dsim/sysid.h"
+#include "base/internal.h"
+#include "base/rng.h"
+
+/* ---- definition and config keys --------------------------------------------- */
+dsSysidDef ds_default_sysid_def(void) {
+  dsSysidDef d;
+  memset(&d, 0, sizeof d);
+  for (int p = 0; p < DS_SYSID_MAX_PARAMS; p++) {
+    d.params[p].lower = (dsReal)-1e30;
+    d.params[p].upper = (dsReal)1e30;
+  }
+  d.optimizer = DS_SYSID_ADAM;
+  d.lr = 0.05;
+  d.momentum = 0.9;
+  d.lbfgs_memory = 8;
+  d.iterations = 60;
+  d.video = DS_SYSID_SYNTHETIC;
+  d.frames = DS_SYSID_FRAMES_ALL;
+  d.seed = 0;
+  return d;
+}
+
+#define O(f) offsetof(dsSysidDef, f)
+#define PO(k, f) (offsetof(dsSysidDef, params) + (k) * sizeof(dsSysidParam) + offsetof(dsSysidParam, f))
+#define PARAM_KEYS(k, s)                                                                                              \
+  {"param" s ".name", DS_KEY_STRING, PO(k, name), 0, DS_SYSID_NAME_MAX, NULL, 0,                                   \
+   "engine parameter name (particle.mass, tet.k_mu, initial_velocity, ...)"},                                      \
+      {"param" s ".per_element", DS_KEY_BOOL, PO(k, per_element), 0, 1, NULL, 0,                                   \
+       "one value per element (false: one value shared by all)"},                                                  \
+      {"param" s ".lower", DS_KEY_REAL, PO(k, lower), -1e30, 1e30, NULL, 0, "lower bound (> 0: log reparameterisation)"}, \
+      {"param" s ".upper", DS_KEY_REAL, PO(k, upper), -1e30, 1e30, NULL, 0, "upper bound"},                       \
+      {"param" s ".init", DS_KEY_REALS, PO(k, init), -1e30, DS_SYSID_MAX_VEC, NULL, PO(k, ninit),                  \
+       "initial guess: 1 or width values (absent: the env's value)"},                                              \
+      {"param" s ".init_range", DS_KEY_REALS, PO(k, init_range), -1e30, 2, NULL, PO(k, ninit_range),               \
+       "[a, b]: draw the initial guess of every value from U[a, b) per object"},                                   \
+      {"param" s ".init_each", DS_KEY_BOOL, PO(k, init_each), 0, 1, NULL, 0,                                       \
+       "init_range: one draw per value (false: one draw shared by the parameter's values)"},                       \
+      {"param" s ".true", DS_KEY_REALS, PO(k, truth), -1e30, DS_SYSID_MAX_VEC, NULL, PO(k, ntruth),                \
+       "synthetic video: the hidden true value (absent: the env's value)"},                                        \
+      {"param" s ".true_range", DS_KEY_REALS, PO(k, truth_range), -1e30, 2, NULL, PO(k, ntruth_range),             \
+       "synthetic video: draw the true value from U[a, b) per object"}
+
+static const dsConfigKey g_keys[] = {
+    PARAM_KEYS(0, "1"), PARAM_KEYS(1, "2"), PARAM_KEYS(2, "3"), PARAM_KEYS(3, "4"),
+    PARAM_KEYS(4, "5"), PARAM_KEYS(5, "6"), PARAM_KEYS(6, "7"), PARAM_KEYS(7, "8"),
+    {"optimizer", DS_KEY_ENUM, O(optimizer), 0, 0, "adam|sgd|lbfgs", 0, "optimiser"},
+    {"lr", DS_KEY_DOUBLE, O(lr), 0, 1e6, NULL, 0, "learning rate in u (L-BFGS: first step length)"},
+    {"momentum", DS_KEY_DOUBLE, O(momentum), 0, 0.999999, NULL, 0, "SGD momentum"},
+    {"lbfgs_memory", DS_KEY_INT, O(lbfgs_memory), 1, 100, NULL, 0, "L-BFGS pairs kept"},
+    {"iterations", DS_KEY_INT, O(iterations), 1, 1000000, NULL, 0, "optimisation iterations"},
+    {"video", DS_KEY_ENUM, O(video), 0, 0, "synthetic|frames", 0,
+     "synthetic: rendered with the true values; frames: PNG folder + camera file"},
+    {"frames_dir", DS_KEY_STRING, O(frames_dir), 0, DS_SYSID_PATH_MAX, NULL, 0, "folder of PNG frames (video frames)"},
+    {"camera", DS_KEY_STRING, O(camera), 0, DS_SYSID_PATH_MAX, NULL, 0,
+     "JSON file: times, position, look_at, fov (video frames)"},
+    {"frames", DS_KEY_ENUM, O(frames), 0, 0, "all|first_last|last", 0, "frames in the loss"},
+    {NULL, DS_KEY_REAL, 0, 0, 0, NULL, 0, NULL}};
+
+const dsConfigKey* ds_sysid_keys(void) { return g_keys; }
+
+int ds_sysid_num_params(const dsSysidDef* def) {
+  int n = 0;
+  while (n < DS_SYSID_MAX_PARAMS && def->params[n].name[0]) n++;
+  return n;
+}
+
+static int in_bounds(const dsSysidParam* p, dsReal v) { return v >= p->lower && v <= p->upper; }
+
+int ds_sysid_def_validate(const dsSysidDef* def, char* err, size_t errlen) {
+  if (!def) return DS_ERR_INVALID;
+  const int np = ds_sysid_num_params(def);
+  for (int k = np + 1; k < DS_SYSID_MAX_PARAMS; k++)
+    if (def->params[k].name[0])
+      return ds__puterr(err, errlen, DS_ERR_CONFIG, "sysid.param%d: comes after sysid.param%d, which has no name", k + 1,
+                        np + 1);
+  if (np == 0) return ds__puterr(err, errlen, DS_ERR_CONFIG, "sysid.param1: no parameter to identify (sysid.param1.name)");
+  for (int k = 0; k < np; k++) {
+    const dsSysidParam* p = &def->params[k];
+    if (!(p->lower < p->upper))
+      return ds__puterr(err, errlen, DS_ERR_CONFIG, "sysid.param%d: lower (%g) must be below upper (%g)", k + 1,
+                        (double)p->lower, (double)p->upper);
+    for (int i = 0; i < p->ninit; i++)
+      if (!in_bounds(p, p->init[i]))
+        return ds__puterr(err, errlen, DS_ERR_CONFIG, "sysid.param%d.init: %g is outside the bounds [%g, %g]", k + 1,
+                          (double)p->init[i], (double)p->lower, (double)p->upper);
+    if (p->ninit_range && p->ninit_range != 2)
+      return ds__puterr(err, errlen, DS_ERR_CONFIG, "sysid.param%d.init_range: expected [a, b]", k + 1);
+    if (p->ninit_range == 2 &&
+        (!in_bounds(p, p->init_range[0]) || !in_bounds(p, p->init_range[1]) || !(p->init_range[0] <= p->init_range[1])))
+      return ds__puterr(err, errlen, DS_ERR_CONFIG,
+                        "sysid.param%d.init_range: [%g, %g] is not an interval inside the bounds [%g, %g]", k + 1,
+                        (double)p->init_range[0], (double)p->init_range[1], (double)p->lower, (double)p->upper);
+    if (p->ntruth_range && p->ntruth_range != 2)
+      return ds__puterr(err, errlen, DS_ERR_CONFIG, "sysid.param%d.true_range: expected [a, b]", k + 1);
+    if (p->ntruth_range == 2 && !(p->truth_range[0] <= p->truth_range[1]))
+      return ds__puterr(err, errlen, DS_ERR_CONFIG, "sysid.param%d.true_range: [%g, %g] is not an interval", k + 1,
+                        (double)p->truth_range[0], (double)p->truth_range[1]);
+  }
+  if (def->video == DS_SYSID_FRAMES && (!def->frames_dir[0] || !def->camera[0]))
+    return ds__puterr(err, errlen, DS_ERR_CONFIG, "sysid.%s: required with video \"frames\"",
+                      def->frames_dir[0] ? "camera" : "frames_dir");
+  return 0;
+}
+
+int ds_sysid_def_from_text(const char* name, const char* text, dsSysidDef* def, char* err, size_t errlen) {
+  if (!name || !text || !def) return DS_ERR_INVALID;
+  dsSysidDef d = *def;
+  int rc = ds_config_parse_section(name, text, "sysid", g_keys, &d, sizeof d, err, errlen);
+  if (rc) return rc;
+  char msg[512];
+  rc = ds_sysid_def_validate(&d, msg, sizeof msg);
+  if (rc) return ds__puterr(err, errlen, rc, "%s: %s", name, msg);
+  *def = d;
+  return 0;
+}
+
+/* ---- the identification ------------------------------------------------------ */
+typedef struct Param {
+  const char* name;
+  int count, width, nelem, nval, offset, logp;
+  /* a positive quantity (logp) whose env value is 0 stays 0: a fixed
+     particle's mass (mass 0 = fixed) is not a mass to identify */
+  unsigned char* zero; /* count: 1 where held at 0 */
+} Param;
+
+struct dsSysid {
+  dsSysidDef def;
+  dsEnv* env;
+  dsErrBuf err;
+  int np, nval;
+  Param p[DS_SYSID_MAX_PARAMS];
+  double *x, *u, *gu, *gx, *x0, *best, *truth, *ulo, *uhi, *itx, *uprev;
+  unsigned char* fixed; /* nval: values held at 0 (see Param.zero) */
+  double best_loss, f, f0;
+  int have_truth, iter, have_f, converged;
+  int *vparam;
+  /* video */
+  dsSysidVideo video;
+  int* substep;
+  int* fstep;     /* frame -> step index */
+  int* used;      /* frame enters the loss */
+  int nused;
+  dsReal* rgba;   /* nframes x npix */
+  /* episode buffers */
+  int nstep, adim, w, h;
+  size_t npix;
+  int* step_frame; /* step -> frame or -1 */
+  dsReal *rendered, *adj, *scratch_img, *action, *pbuf;
+  int pbuf_n;
+  uint64_t env_seed;
+  dsOptim* opt;
+  dsLbfgs* lb;
+};
+
+static int width_of(const char* name) {
+  return (!strcmp(name, "initial_position") || !strcmp(name, "initial_velocity") || !strcmp(name, "gravity")) ? 3 : 1;
+}
+
+void ds_sysid_destroy(dsSysid* s) {
+  if (!s) return;
+  ds_env_destroy(s->env);
+  ds_optim_destroy(s->opt);
+  ds_lbfgs_destroy(s->lb);
+  for (int k = 0; k < s->np; k++) ds__free(s->p[k].zero);
+  void* bufs[] = {s->fixed, s->uprev, s->x, s->u, s->gu, s->gx, s->x0, s->best, s->truth, s->ulo, s->uhi, s->itx, s->vparam,
+                  s->substep, s->fstep, s->used, s->rgba, s->step_frame, s->rendered, s->adj, s->scratch_img,
+                  s->action, s->pbuf};
+  for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) ds__free(bufs[i]);
+  ds__free(s);
+}
+
+const char* ds_sysid_last_error(const dsSysid* s) { return s ? ds__errmsg(&s->err) : ""; }
+int ds_sysid_num_values(const dsSysid* s) { return s ? s->nval : 0; }
+int ds_sysid_value_param(const dsSysid* s, int i) { return s && i >= 0 && i < s->nval ? s->vparam[i] : -1; }
+int ds_sysid_value_fixed(const dsSysid* s, int i) { return s && i >= 0 && i < s->nval ? s->fixed[i] : 0; }
+const double* ds_sysid_values(const dsSysid* s) { return s ? s->x : NULL; }
+const double* ds_sysid_initial_values(const dsSysid* s) { return s ? s->x0 : NULL; }
+const double* ds_sysid_best_values(const dsSysid* s, double* best_loss) {
+  if (!s) return NULL;
+  if (best_loss) *best_loss = s->best_loss;
+  return s->best;
+}
+const double* ds_sysid_truth(const dsSysid* s) { return s && s->have_truth ? s->truth : NULL; }
+const dsReal* ds_sysid_rendered(const dsSysid* s) { return s ? s->rendered : NULL; }
+const dsSysidVideo* ds_sysid_video(const dsSysid* s) { return s ? &s->video : NULL; }
+dsEnv* ds_sysid_env(dsSysid* s) { return s ? s->env : NULL; }
+int ds_sysid_nparams(const dsSysid* s) { return s ? s->np : 0; }
+const char* ds_sysid_param_name(const dsSysid* s, int p) { return s && p >= 0 && p < s->np ? s->p[p].name : NULL; }
+
+static double to_u(const Param* p, double x) { return p->logp ? log(x) : x; }
+static double to_x(const Param* p, double u) { return p->logp ? exp(u) : u; }
+
+/* write the values of x into the env (before the episode's first step) */
+static int set_params(dsSysid* s, const double* x) {
+  for (int k = 0; k < s->np; k++) {
+    const Param* p = &s->p[k];
+    const double* v = x + p->offset;
+    for (int i = 0; i < p->count; i++)
+      s->pbuf[i] = p->zero[i] ? 0 : (dsReal)(p->nval == p->count ? v[i] : v[i % p->width]);
+    int rc = ds_env_set_param(s->env, p->name, s->pbuf, p->count);
+    if (rc) return ds__seterr(&s->err, rc, "set %s: %s", p->name, ds_env_last_error(s->env));
+  }
+  return 0;
+}
+
+/* Simulate the episode with values x, render the video's frames into
+ * s->rendered; with want_grad also the loss's image adjoints (s->adj).
+ * Returns the loss in *loss. */
+static int episode(dsSysid* s, const double* x, double* loss, int want_grad) {
+  int rc = ds_env_reset(s->env, s->env_seed, NULL, NULL);
+  if (!rc) rc = set_params(s, x);
+  if (rc) return s->err.code ? rc : ds__seterr(&s->err, rc, "reset: %s", ds_env_last_error(s->env));
+  for (int k = 0; k < s->nstep; k++) {
+    const int f = s->step_frame[k];
+    dsReal* img = f >= 0 ? s->rendered + (size_t)f * s->npix : s->scratch_img;
+    int done = 0;
+    rc = ds_env_step(s->env, s->action, NULL, img, NULL, &done);
+    if (rc) return ds__seterr(&s->err, rc, "step %d: %s", k, ds_env_last_error(s->env));
+  }
+  if (!s->video.rgba) return 0; /* making the synthetic video */
+  double L = 0;
+  if (want_grad) memset(s->adj, 0, (size_t)s->nstep * s->npix * sizeof(dsReal));
+  const double wf = 1.0 / s->nused;
+  for (int f = 0; f < s->video.nframes; f++) {
+    if (!s->used[f]) continue;
+    dsReal* g = want_grad ? s->adj + (size_t)s->fstep[f] * s->npix : NULL;
+    dsReal l = 0;
+    rc = ds_env_image_loss(s->env, s->rendered + (size_t)f * s->npix, s->rgba + (size_t)f * s->npix, &l, g);
+    if (rc) return ds__seterr(&s->err, rc, "frame %d: %s", f, ds_env_last_error(s->env));
+    L += wf * (double)l;
+    if (g)
+      for (size_t q = 0; q < s->npix; q++) g[q] *= (dsReal)wf;
+  }
+  *loss = L;
+  return 0;
+}
+
+int ds_sysid_eval(dsSysid* s, const double* x, double* loss, double* grad) {
+  if (!s || !x || !loss) return DS_ERR_INVALID;
+  int rc = episode(s, x, loss, grad != NULL);
+  if (rc || !grad) return rc;
+  rc = ds_env_backward_adjoints(s->env, NULL, s->adj, NULL, NULL);
+  if (rc) return ds__seterr(&s->err, rc, "backward: %s", ds_env_last_error(s->env));
+  for (int k = 0; k < s->np; k++) {
+    const Param* p = &s->p[k];
+    const dsReal* g = NULL;
+    int n = 0;
+    rc = ds_env_param_grad(s->env, p->name, &g, &n);
+    if (rc || n != p->count) return ds__seterr(&s->err, rc ? rc : DS_ERR_STATE, "gradient of %s unavailable", p->name);
+    double* out = grad + p->offset;
+    if (p->nval == p->count) {
+      for (int i = 0; i < n; i++) out[i] = p->zero[i] ? 0 : (double)g[i];
+    } else {
+      for (int j = 0; j < p->width; j++) out[j] = 0;
+      for (int i = 0; i < n; i++)
+        if (!p->zero[i]) out[i % p->width] += (double)g[i];
+    }
+  }
+  return 0;
+}
+
+static void u_to_x(dsSysid* s, const double* u, double* x) {
+  for (int i = 0; i < s->nval; i++) x[i] = s->fixed[i] ? 0 : to_x(&s->p[s->vparam[i]], u[i]);
+}
+
+/* objective in u (L-BFGS and the gradient methods); an episode that
+ * diverges or inverts an element has loss +inf (a line search backs off) */
+static int eval_at(dsSysid* s, const double* x, double* f, double* g) {
+  if (x != s->itx) memcpy(s->itx, x, (size_t)s->nval * sizeof(double));
+  int rc = ds_sysid_eval(s, s->itx, f, s->gx);
+  if (rc == DS_ERR_DIVERGED || rc == DS_ERR_INVERTED) {
+    *f = INFINITY;
+    for (int i = 0; i < s->nval; i++) g[i] = 0;
+    return 0;
+  }
+  if (rc) return rc;
+  for (int i = 0; i < s->nval; i++) g[i] = s->fixed[i] ? 0 : s->gx[i] * (s->p[s->vparam[i]].logp ? s->itx[i] : 1.0);
+  return 0;
+}
+
+static int objective(void* user, const double* u, double* f, double* g) {
+  dsSysid* s = (dsSysid*)user;
+  u_to_x(s, u, s->itx);
+  return eval_at(s, s->itx, f, g);
+}
+
+static uint64_t object_seed(const dsSysidDef* def, int object) {
+  uint64_t z = def->seed + (uint64_t)object;
+  (void)ds__splitmix64(&z);
+  return z;
+}
+
+int ds_sysid_create(const dsEnvDef* env_def, const dsSysidDef* def, int object, const dsSysidVideo* video,
+                    dsSysid** out, char* err, size_t errlen) {
+  if (err && errlen) err[0] = '\0';
+  if (!env_def || !def || !out || object < 0) return DS_ERR_INVALID;
+  *out = NULL;
+  int rc = ds_sysid_def_validate(def, err, errlen);
+  if (rc) return rc;
+  dsSysid* s = (dsSysid*)ds__calloc(1, sizeof *s);
+  if (!s) return DS_ERR_NOMEM;
+  s->def = *def;
+  s->np = ds_sysid_num_params(def);
+  /* the env: one step per frame interval, an image at every step, no
+     frames of its own but substep 0's */
+  dsEnvDef ed = *env_def;
+  ed.control_interval = ed.render_interval;
+  ed.render_interval = ed.substeps;
+  ed.render_last = 0;
+  ed.obs_image = 1;
+  if (video && (video->width != ed.width || video->height != ed.height)) {
+    ds_sysid_destroy(s);
+    return ds__puterr(err, errlen, DS_ERR_CONFIG, "video frames are %d x %d but env.render is %d x %d", video->width,
+                      video->height, ed.width, ed.height);
+  }
+  char msg[512];
+  rc = ds_env_create(&ed, &s->env, msg, sizeof msg);
+  if (rc) {
+    ds_sysid_destroy(s);
+    return ds__puterr(err, errlen, rc, "env: %s", msg);
+  }
+  s->nstep = ds_env_num_steps(s->env);
+  s->adim = ds_env_action_size(s->env);
+  s->w = ed.width;
+  s->h = ed.height;
+  s->npix = 4 * (size_t)s->w * (size_t)s->h;
+  const int C = ed.control_interval, T = ed.substeps;
+  uint64_t rng = object_seed(def, object);
+  s->env_seed = def->seed + (uint64_t)object;
+  rc = ds_env_reset(s->env, s->env_seed, NULL, NULL);
+  if (rc) {
+    ds__puterr(err, errlen, rc, "env reset: %s", ds_env_last_error(s->env));
+    ds_sysid_destroy(s);
+    return rc;
+  }
+  /* parameters: names, sizes, layout */
+  int maxcount = 1;
+  for (int k = 0; k < s->np; k++) {
+    const dsSysidParam* sp = &def->params[k];
+    Param* p = &s->p[k];
+    p->name = s->def.params[k].name;
+    const dsReal* v = NULL;
+    const dsReal* g = NULL;
+    int n = 0, ng = 0;
+    if (ds_env_param(s->env, p->name, &v, &n)) {
+      ds__puterr(err, errlen, DS_ERR_CONFIG,
+                 "sysid.param%d.name: env \"%s\" has no parameter \"%s\" (engine names: particle.mass, tet.k_mu, "
+                 "tet.k_lambda, tri.k_mu, spring.ke, contact.ke, contact.mu, initial_velocity, gravity, ...)",
+                 k + 1, ds_env_name(s->env), p->name);
+      ds_sysid_destroy(s);
+      return DS_ERR_CONFIG;
+    }
+    if (ds_env_param_grad(s->env, p->name, &g, &ng)) {
+      ds__puterr(err, errlen, DS_ERR_CONFIG, "sysid.param%d.name: \"%s\" is not a differentiable parameter", k + 1,
+                 p->name);
+      ds_sysid_destroy(s);
+      return DS_ERR_CONFIG;
+    }
+    if (n == 0) {
+      ds__puterr(err, errlen, DS_ERR_CONFIG, "sysid.param%d.name: env \"%s\" has no elements of \"%s\"", k + 1,
+                 ds_env_name(s->env), p->name);
+      ds_sysid_destroy(s);
+      return DS_ERR_CONFIG;
+    }
+    p->count = n;
+    p->width = width_of(p->name);
+    p->nelem = n / p->width;
+    p->nval = sp->per_element ? n : p->width;
+    p->offset = s->nval;
+    p->logp = sp->lower > 0;
+    s->nval += p->nval;
+    if (n > maxcount) maxcount = n;
+    const int nv[3] = {sp->ninit, sp->ntruth, 0};
+    const char* what[2] = {"init", "true"};
+    for (int q = 0; q < 2; q++)
+      if (nv[q] && nv[q] != 1 && nv[q] != p->width) {
+        ds__puterr(err, errlen, DS_ERR_CONFIG, "sysid.param%d.%s: expected 1 or %d values for \"%s\", got %d", k + 1,
+                   what[q], p->width, p->name, nv[q]);
+        ds_sysid_destroy(s);
+        return DS_ERR_CONFIG;
+      }
+  }
+  const size_t nv = (size_t)s->nval;
+  s->x = (double*)ds__calloc(nv, sizeof(double));
+  s->u = (double*)ds__calloc(nv, sizeof(double));
+  s->gu = (double*)ds__calloc(nv, sizeof(double));
+  s->gx = (double*)ds__calloc(nv, sizeof(double));
+  s->x0 = (double*)ds__calloc(nv, sizeof(double));
+  s->best = (double*)ds__calloc(nv, sizeof(double));
+  s->truth = (double*)ds__calloc(nv, sizeof(double));
+  s->ulo = (double*)ds__calloc(nv, sizeof(double));
+  s->uhi = (double*)ds__calloc(nv, sizeof(double));
+  s->itx = (double*)ds__calloc(nv, sizeof(double));
+  s->uprev = (double*)ds__calloc(nv, sizeof(double));
+  s->fixed = (unsigned char*)ds__calloc(nv, 1);
+  s->vparam = (int*)ds__calloc(nv, sizeof(int));
+  s->pbuf = (dsReal*)ds__calloc((size_t)maxcount, sizeof(dsReal));
+  s->action = (dsReal*)ds__calloc((size_t)(s->adim > 0 ? s->adim : 1), sizeof(dsReal));
+  s->scratch_img = (dsReal*)ds__calloc(s->npix, sizeof(dsReal));
+  s->adj = (dsReal*)ds__calloc((size_t)s->nstep * s->npix, sizeof(dsReal));
+  s->step_frame = (int*)ds__calloc((size_t)s->nstep, sizeof(int));
+  if (!s->x || !s->u || !s->gu || !s->gx || !s->x0 || !s->best || !s->truth || !s->ulo || !s->uhi || !s->itx || !s->uprev || !s->fixed ||
+      !s->vparam || !s->pbuf || !s->action || !s->scratch_img || !s->adj || !s->step_frame) {
+    ds_sysid_destroy(s);
+    return ds__puterr(err, errlen, DS_ERR_NOMEM, "sysid: out of memory");
+  }
+  /* values: initial guess and truth, in the flattened layout */
+  for (int k = 0; k < s->np; k++) {
+    const dsSysidParam* sp = &def->params[k];
+    const Param* p = &s->p[k];
+    const dsReal* cur = NULL;
+    int n = 0;
+    ds_env_param(s->env, p->name, &cur, &n);
+    s->p[k].zero = (unsigned char*)ds__calloc((size_t)n, 1);
+    if (!s->p[k].zero) {
+      ds_sysid_destroy(s);
+      return ds__puterr(err, errlen, DS_ERR_NOMEM, "sysid: out of memory");
+    }
+    int nzero = 0;
+    for (int i = 0; i < n; i++) {
+      s->p[k].zero[i] = p->logp && cur[i] == 0;
+      nzero += s->p[k].zero[i];
+    }
+    if (nzero == n) {
+      ds__puterr(err, errlen, DS_ERR_CONFIG,
+                 "sysid.param%d: every value of \"%s\" is 0 in env \"%s\", and lower > 0 keeps zeros (fixed) at 0",
+                 k + 1, p->name, ds_env_name(s->env));
+      ds_sysid_destroy(s);
+      return DS_ERR_CONFIG;
+    }
+    /* truth: one draw per parameter and component (a uniform material) */
+    double tdraw[3] = {0, 0, 0};
+    for (int c = 0; c < p->width && sp->ntruth_range == 2; c++)
+      tdraw[c] = sp->truth_range[0] + (sp->truth_range[1] - sp->truth_range[0]) * ds__splitmix64_uniform(&rng);
+    double idraw[3] = {0, 0, 0};
+    for (int c = 0; c < p->width && sp->ninit_range == 2 && !sp->init_each; c++)
+      idraw[c] = sp->init_range[0] + (sp->init_range[1] - sp->init_range[0]) * ds__splitmix64_uniform(&rng);
+    for (int i = 0; i < p->nval; i++) {
+      const int j = p->offset + i;
+      const int c = i % p->width;
+      s->vparam[j] = k;
+      if (p->nval == p->count && p->zero[i]) { /* held at 0 */
+        s->fixed[j] = 1;
+        continue;
+      }
+      double t = (double)cur[i % p->count];
+      if (sp->ntruth_range == 2)
+        t = tdraw[c];
+      else if (sp->ntruth)
+        t = (double)sp->truth[sp->ntruth == 1 ? 0 : c];
+      s->truth[j] = t;
+      double x0 = (double)cur[i % p->count];
+      if (sp->ninit_range == 2 && sp->init_each)
+        x0 = sp->init_range[0] + (sp->init_range[1] - sp->init_range[0]) * ds__splitmix64_uniform(&rng);
+      else if (sp->ninit_range == 2)
+        x0 = idraw[c];
+      else if (sp->ninit)
+        x0 = (double)sp->init[sp->ninit == 1 ? 0 : c];
+      if (!(x0 >= sp->lower && x0 <= sp->upper)) {
+        ds__puterr(err, errlen, DS_ERR_CONFIG,
+                   "sysid.param%d: the initial guess %g of \"%s\" (value %d) is outside the bounds [%g, %g]", k + 1,
+                   x0, p->name, i, (double)sp->lower, (double)sp->upper);
+        ds_sysid_destroy(s);
+        return DS_ERR_CONFIG;
+      }
+      s->x0[j] = x0;
+      s->ulo[j] = p->logp ? log((double)sp->lower) : (double)sp->lower;
+      s->uhi[j] = p->logp ? log((double)sp->upper) : (double)sp->upper;
+    }
+  }
+  s->have_truth = video == NULL;
+  /* the video */
+  if (video) {
+    s->video.nframes = video->nframes;
+    s->video.width = video->width;
+    s->video.height = video->height;
+  } else {
+    s->video.nframes = s->nstep;
+    s->video.width = s->w;
+    s->video.height = s->h;
+  }
+  const int F = s->video.nframes;
+  if (F < 1) {
+    ds_sysid_destroy(s);
+    return ds__puterr(err, errlen, DS_ERR_CONFIG, "video: no frames");
+  }
+  s->substep = (int*)ds__calloc((size_t)F, sizeof(int));
+  s->fstep = (int*)ds__calloc((size_t)F, sizeof(int));
+  s->used = (int*)ds__calloc((size_t)F, sizeof(int));
+  s->rgba = (dsReal*)ds__calloc((size_t)F * s->npix, sizeof(dsReal));
+  s->rendered = (dsReal*)ds__calloc((size_t)F * s->npix, sizeof(dsReal));
+  if (!s->substep || !s->fstep || !s->used || !s->rgba || !s->rendered) {
+    ds_sysid_destroy(s);
+    return ds__puterr(err, errlen, DS_ERR_NOMEM, "sysid: out of memory");
+  }
+  for (int k = 0; k < s->nstep; k++) s->step_frame[k] = -1;
+  for (int f = 0; f < F; f++) {
+    const int sub = video ? video->substep[f] : (f + 1 < s->nstep ? (f + 1) * C : T);
+    int k = -1;
+    if (sub == T)
+      k = s->nstep - 1;
+    else if (sub > 0 && sub < T && sub % C == 0)
+      k = sub / C - 1;
+    if (k < 0 || (f > 0 && sub <= s->substep[f - 1])) {
+      ds__puterr(err, errlen, DS_ERR_CONFIG,
+                 "video frame %d: substep %d is not after the previous frame at a multiple of the frame interval %d "
+                 "(env.physics.render_interval) within the episode (%d substeps)",
+                 f, sub, C, T);
+      ds_sysid_destroy(s);
+      return DS_ERR_CONFIG;
+    }
+    s->substep[f] = sub;
+    s->fstep[f] = k;
+    s->step_frame[k] = f;
+    s->used[f] = def->frames == DS_SYSID_FRAMES_ALL || f == F - 1 || (def->frames == DS_SYSID_FRAMES_FIRST_LAST && f == 0);
+    s->nused += s->used[f];
+  }
+  s->video.substep = s->substep;
+  if (video) {
+    memcpy(s->rgba, video->rgba, (size_t)F * s->npix * sizeof(dsReal));
+  } else {
+    double l = 0;
+    rc = episode(s, s->truth, &l, 0);
+    if (rc) {
+      ds__puterr(err, errlen, rc, "synthetic video: %s", ds__errmsg(&s->err));
+      ds_sysid_destroy(s);
+      return rc;
+    }
+    memcpy(s->rgba, s->rendered, (size_t)F * s->npix * sizeof(dsReal));
+  }
+  s->video.rgba = s->rgba;
+  /* the optimiser, in u */
+  for (int i = 0; i < s->nval; i++) {
+    s->x[i] = s->x0[i];
+    s->u[i] = s->fixed[i] ? 0 : to_u(&s->p[s->vparam[i]], s->x0[i]);
+  }
+  if (def->optimizer == DS_SYSID_LBFGS) {
+    dsLbfgsDef ld = ds_default_lbfgs_def();
+    ld.memory = def->lbfgs_memory;
+    ld.step0 = def->lr > 0 ? def->lr : 1;
+    ld.max_linesearch = 12; /* every try is an episode */
+    rc = ds_lbfgs_create(&ld, s->nval, &s->lb);
+    if (!rc) rc = ds_lbfgs_set_bounds(s->lb, s->ulo, s->uhi);
+  } else {
+    dsOptimDef od = ds_default_optim_def(def->optimizer == DS_SYSID_SGD ? DS_OPTIM_SGD : DS_OPTIM_ADAM);
+    od.lr = def->lr;
+    od.momentum = def->momentum;
+    rc = ds_optim_create(&od, s->nval, &s->opt);
+  }
+  if (rc) {
+    ds_sysid_destroy(s);
+    return ds__puterr(err, errlen, rc, "sysid: optimiser: %s", ds_strerror(rc));
+  }
+  s->best_loss = INFINITY;
+  memcpy(s->best, s->x0, nv * sizeof(double));
+  *out = s;
+  return 0;
+}
+
+int ds_sysid_iterate(dsSysid* s, dsSysidIter* it) {
+  if (!s || !it) return DS_ERR_INVALID;
+  ds__clearerr(&s->err);
+  memset(it, 0, sizeof *it);
+  it->iteration = s->iter;
+  int rc = 0, nev = 0;
+  if (s->lb && s->have_f && s->converged) {
+    nev = 0;
+  } else if (s->lb && s->have_f) {
+    rc = ds_lbfgs_step(s->lb, s->u, &s->f, s->gu, objective, s, &nev);
+    if (rc == DS_ERR_RANGE) { /* no decrease: once more from steepest descent, then stay */
+      int nev2 = 0;
+      rc = ds_lbfgs_step(s->lb, s->u, &s->f, s->gu, objective, s, &nev2);
+      nev += nev2;
+      if (rc == DS_ERR_RANGE) {
+        s->converged = 1;
+        rc = 0;
+      }
+    }
+  } else {
+    /* at s->x: the exact values (the initial guess as given, not exp(log(x))) */
+    rc = s->iter == 0 || s->lb ? eval_at(s, s->x, &s->f, s->gu) : objective(s, s->u, &s->f, s->gu);
+    nev = 1;
+    /* Adam/SGD: a step whose episode failed is halved back towards the
+       previous iterate (the optimiser's moments are kept) */
+    for (int b = 0; !rc && !isfinite(s->f) && s->iter > 0 && b < 20; b++) {
+      for (int i = 0; i < s->nval; i++) s->u[i] = 0.5 * (s->u[i] + s->uprev[i]);
+      rc = objective(s, s->u, &s->f, s->gu);
+      nev++;
+    }
+    if (!rc && !isfinite(s->f))
+      return ds__seterr(&s->err, DS_ERR_DIVERGED, "the episode diverged or inverted an element at the estimates (%s)",
+                        ds_env_last_error(s->env));
+    s->have_f = 1;
+  }
+  if (rc) return s->err.code ? rc : ds__seterr(&s->err, rc, "iteration %d failed (%s)", s->iter, ds_strerror(rc));
+  if (s->iter == 0) s->f0 = s->f;
+  /* L-BFGS: the loss at round-off of its start: nothing left to find */
+  if (s->lb && s->f <= 1e-15 * s->f0) s->converged = 1;
+  if (s->lb)
+    u_to_x(s, s->u, s->x); /* the accepted point (a trial that failed may have been evaluated last) */
+  else
+    memcpy(s->x, s->itx, (size_t)s->nval * sizeof(double)); /* the values evaluated */
+  double nn = 0;
+  for (int i = 0; i < s->nval; i++) nn += s->gu[i] * s->gu[i];
+  memcpy(s->itx, s->x, (size_t)s->nval * sizeof(double));
+  it->loss = s->f;
+  it->grad_norm = sqrt(nn);
+  it->values = s->itx;
+  it->evaluations = nev;
+  if (s->f < s->best_loss) {
+    s->best_loss = s->f;
+    memcpy(s->best, s->x, (size_t)s->nval * sizeof(double));
+  }
+  if (s->opt) { /* the step for the next iteration */
+    memcpy(s->uprev, s->u, (size_t)s->nval * sizeof(double));
+    rc = ds_optim_step(s->opt, s->u, s->gu, NULL);
+    if (rc) return ds__seterr(&s->err, rc, "optimiser step: gradient not finite");
+    for (int i = 0; i < s->nval; i++) {
+      if (s->u[i] < s->ulo[i]) s->u[i] = s->ulo[i];
+      if (s->u[i] > s->uhi[i]) s->u[i] = s->uhi[i];
+    }
+    s->have_f = 0;
+    u_to_x(s, s->u, s->x);
+  }
+  s->iter++;
+  return 0;
+}
+
+int ds_sysid_errors(const dsSysid* s, const double* values, double* are) {
+  if (!s || !are) return DS_ERR_INVALID;
+  if (!s->have_truth) return DS_ERR_STATE;
+  if (!values) values = s->best;
+  for (int k = 0; k < s->np; k++) {
+    const Param* p = &s->p[k];
+    const int rows = p->nval / p->width;
+    double sum = 0;
+    int used = 0;
+    for (int r = 0; r < rows; r++) {
+      if (s->fixed[p->offset + r * p->width]) continue;
+      used++;
+      double dn = 0, tn = 0;
+      for (int c = 0; c < p->width; c++) {
+        const int j = p->offset + r * p->width + c;
+        dn += (values[j] - s->truth[j]) * (values[j] - s->truth[j]);
+        tn += s->truth[j] * s->truth[j];
+      }
+      sum += tn > 0 ? sqrt(dn / tn) : sqrt(dn);
+    }
+    are[k] = used ? sum / used : 0;
+  }
+  return 0;
+}

@@ -1,0 +1,215 @@
+/* System identification from video (gradSim's sysid experiments): estimate
+ * physical parameters of any registered env, addressed by their engine names
+ * ("particle.mass", "tet.k_mu", "initial_velocity", "contact.ke", ...), by
+ * gradient descent on an image loss between the rendered episode and a
+ * target video.
+ *
+ *   dsSysidDef sd = ds_default_sysid_def();     // or ds_sysid_def_from_text
+ *   dsSysid* s; ds_sysid_create(&env_def, &sd, object, NULL, &s, err, sizeof err);
+ *   for (int i = 0; i < sd.iterations; i++) { dsSysidIter it; ds_sysid_iterate(s, &it); }
+ *   ds_sysid_errors(s, are);                    // absolute relative error per parameter
+ *   ds_sysid_destroy(s);
+ *
+ * The episode. The env is created from the caller's definition with a
+ * control interval C (the definition's render_interval): one ds_env_step per
+ * C substeps, returning the image observation (obs_image) at its end. Each
+ * video frame sits at a substep that is a multiple of C (or the last
+ * substep): frame k of a synthetic video at (k + 1) C. Actions are zero
+ * (control-cloth's initial velocity is the engine's "initial_velocity"
+ * then).
+ *
+ * Loss. L = (1/F) sum_f loss(render_f(x), video_f) over the F frames used,
+ * loss the env's image loss (its env.loss.image: mse, l1 or dssim, with its
+ * pyramid levels and moments term: ds_env_image_loss). The gradient is the
+ * env's adjoint of the frames (ds_env_backward_adjoints with image adjoints)
+ * and ds_env_param_grad of every identified parameter.
+ *
+ * Parameters. Each is an engine array of count = n x width values (width 3
+ * for initial_position, initial_velocity and gravity, 1 otherwise): shared
+ * (width values, the same for every element; the gradient is the sum over
+ * the elements) or per element (all count values). Bounds [lower, upper]
+ * hold for every value. The optimiser works on u: u = ln(value) when
+ * lower > 0 (a positive quantity: relative steps, never a sign change),
+ * u = value otherwise; after every step u is clamped to the bounds (in u).
+ * With lower > 0, elements whose env value is 0 stay 0 and are not
+ * identified (a fixed particle has mass 0): ds_sysid_value_fixed.
+ * The initial guess is `init` or, when init_range is given, a uniform draw
+ * from the object's seed (one for the parameter, or one per value with
+ * init_each); a synthetic video's true value is
+ * `truth` or a draw from truth_range (one draw per parameter and component,
+ * shared by its elements: a uniform material).
+ *
+ * Optimisers: Adam and SGD (ds_optim_*, dsim/controller.h) and L-BFGS
+ * (ds_lbfgs_* below: two-loop recursion with a backtracking Armijo line
+ * search, one line search per iteration). Iteration 0 evaluates the initial
+ * guess for every optimiser. L-BFGS stops evaluating (converged: the
+ * iterations report the same point, 0 evaluations) when a line search from
+ * steepest descent finds no decrease, or the loss is below 1e-15 of its
+ * initial value.
+ *
+ * Every buffer is allocated at create; iterate allocates nothing. Distinct
+ * dsSysid objects may run in distinct threads (each owns its env). */
+#ifndef DSIM_SYSID_H
+#define DSIM_SYSID_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dsim/base.h"
+#include "dsim/env.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- L-BFGS ------------------------------------------------------------------
+ * Minimises f over x (n doubles), x kept inside [lo, hi] when bounds are set
+ * (trial points are projected: a projected backtracking line search).
+ * Iteration: d = -H g (two-loop recursion over the last `memory` pairs
+ * s = x' - x, y = g' - g kept when s.y > 1e-12 |s||y|; H0 = (s.y / y.y) I,
+ * or step0 / |g| before the first pair); when g.d >= 0 the memory is dropped
+ * and d = -g step0/|g|. Trial x' = P(x + a d), a = 1, 1/2, 1/4, ... until
+ * f(x') <= f(x) + c1 g.(x' - x) (Armijo), at most max_linesearch tries. */
+typedef int (*dsObjectiveFn)(void* user, const double* x, double* f, double* g);
+
+typedef struct dsLbfgsDef {
+  int memory;            /* pairs kept (m, 8) */
+  double c1;             /* Armijo constant (1e-4) */
+  int max_linesearch;    /* halvings per iteration (30) */
+  double step0;          /* length of the first step, in units of x (1) */
+} dsLbfgsDef;
+
+typedef struct dsLbfgs dsLbfgs;
+
+DS_API dsLbfgsDef ds_default_lbfgs_def(void);
+DS_API int ds_lbfgs_create(const dsLbfgsDef* def, int n, dsLbfgs** out);
+DS_API void ds_lbfgs_destroy(dsLbfgs* o);
+/* Bounds (n values each, copied; NULL: unbounded). */
+DS_API int ds_lbfgs_set_bounds(dsLbfgs* o, const double* lo, const double* hi);
+/* One iteration from x, with f and g the objective and gradient at x; on
+ * success x, f and g are those of the accepted point. *nevals (may be NULL)
+ * gets the number of objective evaluations. DS_ERR_RANGE when no step
+ * decreased f enough (x, f, g unchanged: converged or a bad gradient; the
+ * memory is dropped, so the next call tries steepest descent), or the
+ * objective's error code. */
+DS_API int ds_lbfgs_step(dsLbfgs* o, double* x, double* f, double* g, dsObjectiveFn fn, void* user, int* nevals);
+
+/* ---- definition ------------------------------------------------------------- */
+#define DS_SYSID_MAX_PARAMS 8
+#define DS_SYSID_NAME_MAX 64
+#define DS_SYSID_PATH_MAX 1024
+#define DS_SYSID_MAX_VEC 16 /* values of init, truth (1 or width) and ranges (2) */
+
+typedef enum dsSysidOptimKind { DS_SYSID_ADAM = 0, DS_SYSID_SGD = 1, DS_SYSID_LBFGS = 2 } dsSysidOptimKind;
+typedef enum dsSysidVideoKind { DS_SYSID_SYNTHETIC = 0, DS_SYSID_FRAMES = 1 } dsSysidVideoKind;
+/* Which frames of the video enter the loss. */
+typedef enum dsSysidFrameSel { DS_SYSID_FRAMES_ALL = 0, DS_SYSID_FRAMES_FIRST_LAST = 1, DS_SYSID_FRAMES_LAST = 2 } dsSysidFrameSel;
+
+typedef struct dsSysidParam {
+  char name[DS_SYSID_NAME_MAX];          /* engine name; "" ends the list */
+  int per_element;                       /* 0: shared, 1: one value per element */
+  dsReal lower, upper;                   /* bounds of every value */
+  dsReal init[DS_SYSID_MAX_VEC];         /* initial guess: 1 or width values */
+  int ninit;                             /* 0: the env's current value */
+  dsReal init_range[DS_SYSID_MAX_VEC];   /* [a, b): draw the guess per value */
+  int ninit_range;                       /* 0 or 2 */
+  int init_each;                         /* 1: one draw per value; 0: one draw for the parameter */
+  dsReal truth[DS_SYSID_MAX_VEC];        /* synthetic video: the hidden value (1 or width values) */
+  int ntruth;                            /* 0: the env's value */
+  dsReal truth_range[DS_SYSID_MAX_VEC];  /* [a, b): draw the hidden value per object */
+  int ntruth_range;                      /* 0 or 2 */
+} dsSysidParam;
+
+typedef struct dsSysidDef {
+  dsSysidParam params[DS_SYSID_MAX_PARAMS];
+  int optimizer;          /* dsSysidOptimKind */
+  double lr;              /* Adam/SGD learning rate (in u); L-BFGS: first step length */
+  double momentum;        /* SGD */
+  int lbfgs_memory;       /* L-BFGS pairs */
+  int iterations;         /* iterations (each one evaluation for Adam/SGD) */
+  int video;              /* dsSysidVideoKind */
+  char frames_dir[DS_SYSID_PATH_MAX];  /* DS_SYSID_FRAMES: folder of PNG frames (sorted by name) */
+  char camera[DS_SYSID_PATH_MAX];      /* DS_SYSID_FRAMES: JSON camera + frame times */
+  int frames;             /* dsSysidFrameSel */
+  uint64_t seed;          /* object draws (init_range, truth_range); object i uses seed + i
+                             (not a config key: `dsim sysid` sets it from run.seed) */
+} dsSysidDef;
+
+/* Adam, lr 0.05, 60 iterations, synthetic video, all frames, no params. */
+DS_API dsSysidDef ds_default_sysid_def(void);
+/* Keys of a config's "sysid" section (NULL-terminated): param1 .. param8
+ * (each an object: name, per_element, lower, upper, init, init_range, init_each, true,
+ * true_range), optimizer, lr, momentum, lbfgs_memory, iterations, video,
+ * frames_dir, camera, frames. */
+DS_API const dsConfigKey* ds_sysid_keys(void);
+/* Parse the "sysid" section into *def (holding the defaults); errors name
+ * the file and "sysid.key". Checks: at least one parameter, no gap in
+ * param1.., each with a name, lower < upper, init / init_range / truth
+ * inside the bounds ("sysid.param2.init: 0.5 is outside the bounds
+ * [1, 10]"). */
+DS_API int ds_sysid_def_from_text(const char* name, const char* text, dsSysidDef* def, char* err, size_t errlen);
+DS_API int ds_sysid_def_validate(const dsSysidDef* def, char* err, size_t errlen);
+DS_API int ds_sysid_num_params(const dsSysidDef* def);
+
+/* A target video: nframes RGBA frames (h x w x 4 dsReal in [0, 1], row 0 at
+ * the top) at substeps (each > 0, a multiple of the control interval C or
+ * the episode's last substep, increasing). */
+typedef struct dsSysidVideo {
+  int nframes, width, height;
+  const int* substep;
+  const dsReal* rgba;
+} dsSysidVideo;
+
+typedef struct dsSysid dsSysid;
+
+/* Create an identification of object `object` (0, 1, ...: its draws come
+ * from def->seed + object) in env_def's env. video NULL: synthetic (the
+ * frames at substeps C, 2C, ... rendered with the true values); otherwise
+ * the caller's frames (copied; width and height must be env_def's). Every
+ * parameter is checked first: a name the env does not have, one that is not
+ * differentiable, a guess outside the bounds: DS_ERR_CONFIG naming
+ * "sysid.paramK". */
+DS_API int ds_sysid_create(const dsEnvDef* env_def, const dsSysidDef* def, int object, const dsSysidVideo* video,
+                           dsSysid** out, char* err, size_t errlen);
+DS_API void ds_sysid_destroy(dsSysid* s);
+DS_API const char* ds_sysid_last_error(const dsSysid* s);
+
+typedef struct dsSysidIter {
+  int iteration;          /* 0-based */
+  double loss;            /* at the estimates */
+  double grad_norm;       /* |dL/du| at the estimates */
+  const double* values;   /* the estimates (ds_sysid_num_values), physical units */
+  int evaluations;        /* episodes simulated this iteration */
+} dsSysidIter;
+
+DS_API int ds_sysid_iterate(dsSysid* s, dsSysidIter* it);
+/* Identified values (the flattened parameters, in order) and the per-param
+ * split: value i belongs to parameter ds_sysid_value_param(s, i). */
+DS_API int ds_sysid_num_values(const dsSysid* s);
+DS_API int ds_sysid_value_param(const dsSysid* s, int i);
+/* 1 when value i is held at 0 (not identified; see Parameters). */
+DS_API int ds_sysid_value_fixed(const dsSysid* s, int i);
+/* Current estimates (the iterate), the initial guess, and the best (lowest
+ * loss) iterate seen with its loss. */
+DS_API const double* ds_sysid_values(const dsSysid* s);
+DS_API const double* ds_sysid_initial_values(const dsSysid* s);
+DS_API const double* ds_sysid_best_values(const dsSysid* s, double* best_loss);
+/* The true values (synthetic video), NULL when unknown. */
+DS_API const double* ds_sysid_truth(const dsSysid* s);
+/* Absolute relative error of values (NULL: the best) per parameter, into
+ * are[nparams]: width 1: mean over values of |v - t| / |t|; width 3: mean
+ * over rows of |v - t| / |t| (vector norms). DS_ERR_STATE without a truth. */
+DS_API int ds_sysid_errors(const dsSysid* s, const double* values, double* are);
+/* Loss and gradient (dL/d(value), physical units; may be NULL) at values. */
+DS_API int ds_sysid_eval(dsSysid* s, const double* values, double* loss, double* grad);
+/* The frames of the last evaluation (nframes x h x w x 4) and the video's. */
+DS_API const dsReal* ds_sysid_rendered(const dsSysid* s);
+DS_API const dsSysidVideo* ds_sysid_video(const dsSysid* s);
+DS_API dsEnv* ds_sysid_env(dsSysid* s);
+DS_API int ds_sysid_nparams(const dsSysid* s);
+DS_API const char* ds_sysid_param_name(const dsSysid* s, int p);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,241 @@
+/* System identification (dsim/sysid.h): L-BFGS on a quadratic, a bounded
+ * quadratic and Rosenbrock; the sysid loss's gradient w.r.t. every kind of
+ * parameter (shared and per element, log-reparameterised or not, a
+ * 3-vector) against central finite differences in double; a synthetic
+ * identification recovering a mass; the config checks of bad parameters. */
+#include "config.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dsim/env.h"
+#include "dsim/sysid.h"
+#include "tests/dstest.h"
+
+/* ---- L-BFGS ---------------------------------------------------------------- */
+static int quad(void* user, const double* x, double* f, double* g) {
+  (void)user;
+  double F = 0;
+  for (int i = 0; i < 5; i++) {
+    const double a = (double)(i + 1) * (i + 1), c = (double)i - 2;
+    F += 0.5 * a * (x[i] - c) * (x[i] - c);
+    g[i] = a * (x[i] - c);
+  }
+  *f = F;
+  return 0;
+}
+
+static int rosen(void* user, const double* x, double* f, double* g) {
+  (void)user;
+  const double a = 1 - x[0], b = x[1] - x[0] * x[0];
+  *f = a * a + 100 * b * b;
+  g[0] = -2 * a - 400 * x[0] * b;
+  g[1] = 200 * b;
+  return 0;
+}
+
+static void test_lbfgs(void) {
+  dsLbfgsDef d = ds_default_lbfgs_def();
+  dsLbfgs* o = NULL;
+  CHECK_INT_EQ(ds_lbfgs_create(&d, 5, &o), 0);
+  double x[5] = {0, 0, 0, 0, 0}, g[5], f;
+  quad(NULL, x, &f, g);
+  int it = 0;
+  while (it < 60 && f > 1e-20) {
+    if (ds_lbfgs_step(o, x, &f, g, quad, NULL, NULL)) break;
+    it++;
+  }
+  for (int i = 0; i < 5; i++) CHECK_CLOSE(x[i], i - 2.0, 0, 1e-7);
+  CHECK(it <= 40);
+  ds_lbfgs_destroy(o);
+  /* bounds: x_i <= 0.5: the solution is min(c_i, 0.5) */
+  CHECK_INT_EQ(ds_lbfgs_create(&d, 5, &o), 0);
+  double lo[5] = {-10, -10, -10, -10, -10}, hi[5] = {0.5, 0.5, 0.5, 0.5, 0.5};
+  CHECK_INT_EQ(ds_lbfgs_set_bounds(o, lo, hi), 0);
+  memset(x, 0, sizeof x);
+  quad(NULL, x, &f, g);
+  for (it = 0; it < 100; it++)
+    if (ds_lbfgs_step(o, x, &f, g, quad, NULL, NULL)) break;
+  for (int i = 0; i < 5; i++) CHECK_CLOSE(x[i], fmin(i - 2.0, 0.5), 0, 1e-6);
+  ds_lbfgs_destroy(o);
+  /* Rosenbrock from (-1.2, 1) */
+  d.step0 = 0.1;
+  CHECK_INT_EQ(ds_lbfgs_create(&d, 2, &o), 0);
+  double r[2] = {-1.2, 1}, gr[2];
+  rosen(NULL, r, &f, gr);
+  int nev = 0, total = 0;
+  for (it = 0; it < 200 && f > 1e-18; it++) {
+    if (ds_lbfgs_step(o, r, &f, gr, rosen, NULL, &nev)) break;
+    total += nev;
+  }
+  CHECK_CLOSE(r[0], 1, 0, 1e-6);
+  CHECK_CLOSE(r[1], 1, 0, 1e-6);
+  printf("lbfgs rosenbrock: %d iterations, %d evaluations, f = %.3g\n", it, total, f);
+  CHECK(it < 100);
+  ds_lbfgs_destroy(o);
+}
+
+/* ---- the sysid loss --------------------------------------------------------- */
+static dsEnvDef small_beam(int clamp) {
+  dsEnvDef ed = ds_default_env_def("beam");
+  char err[256];
+  ds_env_def_set(&ed, "beam.cells", "[3, 1, 1]", err, sizeof err);
+  ds_env_def_set(&ed, "beam.clamp", clamp ? "true" : "false", err, sizeof err);
+  ed.substeps = 384;
+  ed.render_interval = 64;
+  ed.width = ed.height = 24;
+  ed.sigma = (dsReal)1e-3;
+  ed.cam_distance = 2;
+  return ed;
+}
+
+static void set_param(dsSysidDef* sd, int k, const char* name, int per_element, double lo, double hi, double init,
+                      double truth) {
+  dsSysidParam* p = &sd->params[k];
+  snprintf(p->name, sizeof p->name, "%s", name);
+  p->per_element = per_element;
+  p->lower = (dsReal)lo;
+  p->upper = (dsReal)hi;
+  p->init[0] = (dsReal)init;
+  p->ninit = 1;
+  p->truth[0] = (dsReal)truth;
+  p->ntruth = 1;
+}
+
+static void test_gradient(int clamp) {
+  dsEnvDef ed = small_beam(clamp);
+  if (!clamp) { /* a free box thrown onto the ground */
+    ed.velocity[0] = 1;
+    ed.ground = 1;
+    ed.contact_ke = 100;
+    ed.contact_kd = 1;
+    ed.contact_kf = 1;
+    ed.start[1] = (dsReal)0.012;
+    ed.cam_elevation = 20;
+  }
+  dsSysidDef sd = ds_default_sysid_def();
+  set_param(&sd, 0, "tet.k_mu", 0, 1, 1e6, 800, 1000);
+  set_param(&sd, 1, "tet.k_lambda", 1, 1, 1e6, 1300, 1000);
+  if (clamp) /* a clamped beam's fixed particles have mass 0: gravity instead */
+    set_param(&sd, 2, "gravity", 0, -20, 20, -9, -9.8);
+  else
+    set_param(&sd, 2, "particle.mass", 1, 1e-6, 1e3, 0.004, 0.003);
+  set_param(&sd, 3, "initial_velocity", 0, -10, 10, 0.5, 1);
+  char err[512];
+  dsSysid* s = NULL;
+  int rc = ds_sysid_create(&ed, &sd, 0, NULL, &s, err, sizeof err);
+  if (rc) printf("create: %s\n", err);
+  CHECK_INT_EQ(rc, 0);
+  if (!s) return;
+  const int n = ds_sysid_num_values(s);
+  double* x = (double*)malloc(sizeof(double) * (size_t)n);
+  double* g = (double*)malloc(sizeof(double) * (size_t)n);
+  memcpy(x, ds_sysid_initial_values(s), sizeof(double) * (size_t)n);
+  double L = 0;
+  rc = ds_sysid_eval(s, x, &L, g);
+  if (rc) printf("eval: %s\n", ds_sysid_last_error(s));
+  CHECK_INT_EQ(rc, 0);
+  CHECK(L > 0);
+  int bad = 0, checked = 0;
+  for (int i = 0; i < n; i += (i < 8 ? 1 : 5)) {
+    const double h = 1e-5 * fmax(fabs(x[i]), 1e-3);
+    const double xi = x[i];
+    double lp = 0, lm = 0;
+    x[i] = xi + h;
+    ds_sysid_eval(s, x, &lp, NULL);
+    x[i] = xi - h;
+    ds_sysid_eval(s, x, &lm, NULL);
+    x[i] = xi;
+    const double fd = (lp - lm) / (2 * h);
+    const double tol = 1e-5 * fabs(fd) + 1e-9 * fabs(L) / fmax(fabs(xi), 1e-3);
+    checked++;
+    if (!(fabs(fd - g[i]) <= tol) || !(fabs(fd - 1.01 * g[i]) > tol || fabs(g[i]) < 1e-300)) {
+      bad++;
+      printf("value %d (%s): analytic %.10g fd %.10g\n", i, ds_sysid_param_name(s, ds_sysid_value_param(s, i)), g[i],
+             fd);
+    }
+  }
+  printf("sysid gradient (clamp %d): %d values checked, %d bad, loss %.4g\n", clamp, checked, bad, L);
+  CHECK_INT_EQ(bad, 0);
+  /* the iteration's gradient norm is in u: ln for the positive parameters */
+  dsSysidIter it;
+  CHECK_INT_EQ(ds_sysid_iterate(s, &it), 0);
+  double nn = 0;
+  for (int i = 0; i < n; i++) {
+    const int k = ds_sysid_value_param(s, i);
+    const double c = (k == 3 || (k == 2 && clamp)) ? 1 : x[i]; /* linear or log */
+    nn += (g[i] * c) * (g[i] * c);
+  }
+  CHECK_CLOSE(it.grad_norm, sqrt(nn), 1e-10, 0);
+  CHECK_CLOSE(it.loss, L, 1e-12, 0);
+  free(x);
+  free(g);
+  ds_sysid_destroy(s);
+}
+
+static void test_recover_mass(int optimizer) {
+  dsEnvDef ed = small_beam(1);
+  dsSysidDef sd = ds_default_sysid_def();
+  set_param(&sd, 0, "tet.k_mu", 0, 1, 1e5, 700, 1000);
+  sd.optimizer = optimizer;
+  sd.lr = optimizer == DS_SYSID_LBFGS ? 0.5 : 0.1;
+  char err[512];
+  dsSysid* s = NULL;
+  int rc = ds_sysid_create(&ed, &sd, 0, NULL, &s, err, sizeof err);
+  if (rc) printf("create: %s\n", err);
+  CHECK_INT_EQ(rc, 0);
+  if (!s) return;
+  dsSysidIter it;
+  const int iters = optimizer == DS_SYSID_LBFGS ? 15 : 80;
+  for (int i = 0; i < iters; i++) CHECK_INT_EQ(ds_sysid_iterate(s, &it), 0);
+  double are[1];
+  CHECK_INT_EQ(ds_sysid_errors(s, NULL, are), 0);
+  printf("mass recovery (%s): estimate %.6g, true %.6g, relative error %.3g\n",
+         optimizer == DS_SYSID_LBFGS ? "lbfgs" : "adam", ds_sysid_best_values(s, NULL)[0], ds_sysid_truth(s)[0], are[0]);
+  CHECK(are[0] < (optimizer == DS_SYSID_LBFGS ? 1e-4 : 1e-2));
+  ds_sysid_destroy(s);
+}
+
+static void test_bad(void) {
+  dsEnvDef ed = small_beam(1);
+  char err[512];
+  dsSysid* s = NULL;
+  dsSysidDef sd = ds_default_sysid_def();
+  set_param(&sd, 0, "tet.k_muu", 0, 1, 1e6, 800, 1000);
+  CHECK_INT_EQ(ds_sysid_create(&ed, &sd, 0, NULL, &s, err, sizeof err), DS_ERR_CONFIG);
+  CHECK_STR_CONTAINS(err, "sysid.param1.name: env \"beam\" has no parameter \"tet.k_muu\"");
+  set_param(&sd, 0, "particle.inv_mass", 0, 1, 1e6, 800, 1000);
+  CHECK_INT_EQ(ds_sysid_create(&ed, &sd, 0, NULL, &s, err, sizeof err), DS_ERR_CONFIG);
+  CHECK_STR_CONTAINS(err, "not a differentiable parameter");
+  set_param(&sd, 0, "tet.k_mu", 0, 900, 1e6, 800, 1000);
+  CHECK_INT_EQ(ds_sysid_create(&ed, &sd, 0, NULL, &s, err, sizeof err), DS_ERR_CONFIG);
+  CHECK_STR_EQ(err, "sysid.param1.init: 800 is outside the bounds [900, 1e+06]");
+  CHECK(s == NULL);
+  /* from a config text */
+  dsSysidDef d2 = ds_default_sysid_def();
+  CHECK_INT_EQ(ds_sysid_def_from_text("s.json",
+                                      "{\"sysid\": {\"param1\": {\"name\": \"tet.k_mu\", \"lower\": 10, \"upper\": 100,"
+                                      " \"init_range\": [5, 50]}}}",
+                                      &d2, err, sizeof err),
+               DS_ERR_CONFIG);
+  CHECK_STR_EQ(err, "s.json: sysid.param1.init_range: [5, 50] is not an interval inside the bounds [10, 100]");
+  CHECK_INT_EQ(ds_sysid_def_from_text("s.json", "{\"sysid\": {\"param1\": {\"nam\": \"x\"}}}", &d2, err, sizeof err),
+               DS_ERR_CONFIG);
+  CHECK_STR_CONTAINS(err, "unknown key \"sysid.param1.nam\"");
+  CHECK_INT_EQ(ds_sysid_def_from_text("s.json", "{\"sysid\": {\"param2\": {\"name\": \"tet.k_mu\"}}}", &d2, err,
+                                      sizeof err),
+               DS_ERR_CONFIG);
+  CHECK_STR_EQ(err, "s.json: sysid.param2: comes after sysid.param1, which has no name");
+}
+
+int main(void) {
+  test_lbfgs();
+  test_bad();
+  test_gradient(1);
+  test_gradient(0);
+  test_recover_mass(DS_SYSID_LBFGS);
+  test_recover_mass(DS_SYSID_ADAM);
+  return DST_RESULT();
+}

@@ -1,0 +1,132 @@
+#!/bin/sh
+# `dsim sysid` and `dsim landscape` on a small beam: a synthetic
+# identification and its log; results independent of the thread count;
+# --shard i/n logs merged by --collect equal the unsharded run; landscape
+# values equal the loss of a direct evaluation; footage (PNG frames + camera
+# file) recovering the value it was rendered with; and every bad input of the
+# issue (a frame missing, of another size or unreadable, a camera key
+# missing, an unknown parameter, bounds excluding the guess) refused with a
+# message naming the file or key before anything runs.
+set -u
+: "${DSIM:?DSIM must name the dsim binary}" "${DS_BUILDDIR:?}"
+fail=0
+. "$DS_SRCDIR/tests/clicheck.sh"
+if "$DSIM" info | grep -q "HDF5:       off"; then echo "SKIP: built without HDF5"; exit 77; fi
+dir=$(mktemp -d "$DS_BUILDDIR/tests/sysidcli.XXXXXX")
+trap 'rm -rf "$dir"' EXIT
+
+cat >"$dir/m.json" <<'JSON'
+{ "env": { "name": "beam", "beam": {"cells": [3, 1, 1]},
+    "physics": {"substeps": 256, "render_interval": 64, "control_interval": 64},
+    "render": {"width": 24, "height": 24, "supersample": 1, "sigma": 1e-3} },
+  "sysid": {
+    "param1": {"name": "tet.k_mu", "lower": 10, "upper": 100000, "init_range": [500, 2000], "true_range": [500, 2000]},
+    "optimizer": "lbfgs", "lr": 0.5, "iterations": 10 },
+  "run": {"seed": 4, "threads": 1} }
+JSON
+
+# a synthetic identification
+check "synthetic" 0 "$DSIM" sysid "$dir/m.json" --out "$dir/a.h5" --csv "$dir/a.csv"
+expect "progress" "iteration 10/10"
+expect "table" "tet.k_mu"
+[ -f "$dir/a.h5" ] || { echo "FAIL: no log"; fail=1; }
+are=$(awk -F, 'NR == 2 { print $5 }' "$dir/a.csv")
+awk -v a="$are" 'BEGIN { exit !(a < 1e-4) }' || { echo "FAIL: relative error $are, expected < 1e-4"; fail=1; }
+check "the log reads" 0 "$DSIM" info "$dir/a.h5"
+expect "method" "sysid"
+check "exists" 2 "$DSIM" sysid "$dir/m.json" --out "$dir/a.h5"
+expect "exists" "exists"
+check "force" 0 "$DSIM" sysid "$dir/m.json" --out "$dir/a.h5" --force --quiet --iterations 2
+
+# objects in parallel: the same results with 1 and 2 threads
+check "objects, 1 thread" 0 "$DSIM" sysid "$dir/m.json" --objects 3 --threads 1 --out "$dir/t1" --csv "$dir/t1.csv" --quiet
+check "objects, 2 threads" 0 "$DSIM" sysid "$dir/m.json" --objects 3 --threads 2 --out "$dir/t2" --csv "$dir/t2.csv" --quiet
+cut -d, -f1-5,7 "$dir/t1.csv" >"$dir/t1.cut"
+cut -d, -f1-5,7 "$dir/t2.csv" >"$dir/t2.cut"
+cmp -s "$dir/t1.cut" "$dir/t2.cut" || { echo "FAIL: results differ with 1 and 2 threads"; diff "$dir/t1.cut" "$dir/t2.cut"; fail=1; }
+[ "$(wc -l <"$dir/t1.cut")" -eq 4 ] || { echo "FAIL: expected 3 rows"; cat "$dir/t1.cut"; fail=1; }
+
+# shards, then --collect: the unsharded table
+check "shard 0/2" 0 "$DSIM" sysid "$dir/m.json" --objects 3 --shard 0/2 --out "$dir/s" --quiet
+[ -f "$dir/s-o0.h5" ] && [ -f "$dir/s-o2.h5" ] && [ ! -f "$dir/s-o1.h5" ] || { echo "FAIL: shard 0/2 logs"; ls "$dir"; fail=1; }
+check "shard 1/2" 0 "$DSIM" sysid "$dir/m.json" --objects 3 --shard 1/2 --out "$dir/s" --quiet
+check "collect" 0 "$DSIM" sysid --collect "$dir/s-o0.h5" "$dir/s-o1.h5" "$dir/s-o2.h5" --csv "$dir/c.csv"
+expect "collect" "collected 3 logs"
+cut -d, -f1-5,7 "$dir/c.csv" >"$dir/c.cut"
+cmp -s "$dir/t1.cut" "$dir/c.cut" || { echo "FAIL: collected table differs"; diff "$dir/t1.cut" "$dir/c.cut"; fail=1; }
+check "shard out of range" 2 "$DSIM" sysid "$dir/m.json" --shard 2/2
+expect "shard" "--shard: expected I/N"
+check "collect a dsim run log" 3 "$DSIM" sysid --collect "$dir/nothing.h5"
+expect "collect missing" "nothing.h5"
+
+# landscape: grid values equal direct evaluations (iteration 0 of a run from that value)
+sed 's/"init_range": \[500, 2000\], "true_range": \[500, 2000\]/"init": [800], "true": [1000]/' "$dir/m.json" >"$dir/l.json"
+check "landscape" 0 "$DSIM" landscape "$dir/l.json" --range1 800:1200:3 --out "$dir/land" --no-plot
+expect "landscape lowest" "lowest loss 0 at tet.k_mu = 1000"
+[ -f "$dir/land.csv" ] && [ -f "$dir/land.h5" ] || { echo "FAIL: landscape outputs"; fail=1; }
+check "direct" 0 "$DSIM" sysid "$dir/l.json" --iterations 1 --out "$dir/d.h5" --quiet
+check "export" 0 "$DSIM" export "$dir/d.h5" --csv "$dir/d.csv"
+l1=$(awk -F, 'NR == 2 { print $2 }' "$dir/land.csv")
+l2=$(awk -F, 'NR == 2 { print $2 }' "$dir/d.csv")
+[ "$l1" = "$l2" ] || { echo "FAIL: landscape loss $l1, direct loss $l2"; fail=1; }
+g1=$(awk -F, 'NR == 2 { print $3 }' "$dir/land.csv")
+awk -v g="$g1" 'BEGIN { exit !(g < 0) }' || { echo "FAIL: gradient below the truth should be negative, got $g1"; fail=1; }
+check "landscape exists" 2 "$DSIM" landscape "$dir/l.json" --range1 800:1200:3 --out "$dir/land" --no-plot
+check "landscape range" 2 "$DSIM" landscape "$dir/l.json" --range1 800:700:3
+expect "landscape range" "--range1: expected LO:HI:N"
+
+# footage: the frames of the true value as PNGs, a camera file, a guess off by 20 %
+check "truth video" 0 "$DSIM" sysid "$dir/l.json" --iterations 1 --set sysid.param1.init=[1000] --out "$dir/v.h5" --quiet
+check "frames" 0 "$DSIM" export "$dir/v.h5" --episode first --frames "$dir/frames"
+cat >"$dir/camera.json" <<'JSON'
+{ "times": [0.033333333333333333, 0.066666666666666667, 0.1, 0.13333333333333333],
+  "position": [0, 0, -2.5], "look_at": [0, 0, 0], "fov": 30 }
+JSON
+cat >"$dir/f.json" <<JSON
+{ "env": { "name": "beam", "beam": {"cells": [3, 1, 1]},
+    "render": {"supersample": 1, "sigma": 1e-3} },
+  "sysid": {
+    "param1": {"name": "tet.k_mu", "lower": 10, "upper": 100000, "init": [800]},
+    "optimizer": "lbfgs", "lr": 0.5, "iterations": 10,
+    "video": "frames", "frames_dir": "$dir/frames", "camera": "$dir/camera.json" },
+  "run": {"threads": 1} }
+JSON
+check "footage" 0 "$DSIM" sysid "$dir/f.json" --out "$dir/f.h5" --csv "$dir/f.csv"
+expect "footage frames" "video $dir/frames (4 frames)"
+est=$(awk -F, 'NR == 2 { print $4 }' "$dir/f.csv")
+awk -v e="$est" 'BEGIN { exit !(e > 990 && e < 1010) }' || { echo "FAIL: footage estimate $est, expected 1000 +- 1 %"; fail=1; }
+
+# bad input, each refused before anything runs (no log)
+check "unknown parameter" 3 "$DSIM" sysid "$dir/m.json" --set sysid.param1.name=tet.k_muu --out "$dir/x.h5"
+expect "unknown parameter" "sysid.param1.name: env \"beam\" has no parameter \"tet.k_muu\""
+check "bounds exclude the guess" 3 "$DSIM" sysid "$dir/l.json" --set sysid.param1.lower=900 --out "$dir/x.h5"
+expect "bounds" "sysid.param1.init: 800 is outside the bounds [900, 100000]"
+check "range outside the bounds" 3 "$DSIM" sysid "$dir/m.json" --set sysid.param1.upper=1000 --out "$dir/x.h5"
+expect "range bounds" "sysid.param1.init_range: [500, 2000] is not an interval inside the bounds [10, 1000]"
+sed 's/, "fov": 30//' "$dir/camera.json" >"$dir/cam2.json"
+check "camera key missing" 3 "$DSIM" sysid "$dir/f.json" --set "sysid.camera=$dir/cam2.json" --out "$dir/x.h5"
+expect "camera key" "cam2.json: missing key \"fov\""
+sed 's/"look_at"/"lookat"/' "$dir/camera.json" >"$dir/cam3.json"
+check "camera key misspelt" 3 "$DSIM" sysid "$dir/f.json" --set "sysid.camera=$dir/cam3.json" --out "$dir/x.h5"
+expect "camera key misspelt" "cam3.json: unknown key \"lookat\""
+mkdir "$dir/missing" && cp "$dir/frames/"*.png "$dir/missing/" && rm "$dir/missing/frame_0002.png"
+check "frame missing" 3 "$DSIM" sysid "$dir/f.json" --set "sysid.frames_dir=$dir/missing" --out "$dir/x.h5"
+expect "frame missing" "missing: 3 PNG frames, but $dir/camera.json gives 4 frame times"
+check "small video" 0 "$DSIM" sysid "$dir/l.json" --iterations 1 --set env.render.width=16 --set env.render.height=16 --out "$dir/v16.h5" --quiet
+check "small frames" 0 "$DSIM" export "$dir/v16.h5" --episode first --frames "$dir/f16"
+mkdir "$dir/sized" && cp "$dir/frames/"*.png "$dir/sized/" && cp "$dir/f16/frame_0001.png" "$dir/sized/frame_0001.png"
+check "frame of another size" 3 "$DSIM" sysid "$dir/f.json" --set "sysid.frames_dir=$dir/sized" --out "$dir/x.h5"
+expect "frame size" "sized/frame_0001.png: 16 x 16 pixels, but $dir/sized/frame_0000.png is 24 x 24"
+mkdir "$dir/broken" && cp "$dir/frames/"*.png "$dir/broken/" && echo "not a png" >"$dir/broken/frame_0003.png"
+check "unreadable frame" 3 "$DSIM" sysid "$dir/f.json" --set "sysid.frames_dir=$dir/broken" --out "$dir/x.h5"
+expect "unreadable frame" "broken/frame_0003.png"
+check "no frames folder" 3 "$DSIM" sysid "$dir/f.json" --set "sysid.frames_dir=$dir/none" --out "$dir/x.h5"
+expect "no frames folder" "sysid.frames_dir: $dir/none: cannot open"
+[ ! -f "$dir/x.h5" ] || { echo "FAIL: a refused input left a log"; fail=1; }
+check "unknown sysid key (flag)" 2 "$DSIM" sysid "$dir/m.json" --set sysid.param1.nam=x
+expect "unknown key" "unknown key \"sysid.param1.nam\" (did you mean \"sysid.param1.name\"?)"
+sed "s/\"optimizer\"/\"optimiser\"/" "$dir/m.json" >"$dir/bad.json"
+check "unknown sysid key (file)" 3 "$DSIM" sysid "$dir/bad.json"
+expect "unknown key in file" "bad.json: unknown key \"sysid.optimiser\""
+check "bad flag" 2 "$DSIM" sysid "$dir/m.json" --objects 0
+exit $fail
