@@ -16,24 +16,9 @@
 #include <time.h>
 
 #include "dsim/engine.h"
+#include "bench/bench.h"
 #include "dsim/mesh.h"
 #include "dsim/scenes.h"
-
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void* a, const void* b) {
-  double x = *(const double*)a, y = *(const double*)b;
-  return x < y ? -1 : x > y;
-}
-
-static double median(double* v, int n) {
-  qsort(v, (size_t)n, sizeof(double), cmp_double);
-  return v[n / 2];
-}
 
 static void die(const char* what, int rc, const char* msg) {
   fprintf(stderr, "bench_engine: %s: %s (%s)\n", what, ds_err_name(rc), msg ? msg : "");

@@ -25,7 +25,8 @@ static void usage(FILE* out) {
           "usage: dsim export RUN.h5 [--episode first|best|last] [--frames DIR] [--gif OUT.gif]\n"
           "                          [--fps N] [--csv OUT.csv] [--force]\n"
           "\n"
-          "  --episode E   which logged episode to export frames from (default: best)\n"
+          "  --episode E   which logged episode to export frames from (default: best; when it\n"
+          "                is missing, as in a killed run, the latest one present, said on stderr)\n"
           "  --frames DIR  write the episode's frames as DIR/frame_0000.png ... (RGBA PNG)\n"
           "  --gif FILE    write the episode's frames as a looping animated GIF\n"
           "  --fps N       GIF frame rate (default 10)\n"
@@ -195,6 +196,21 @@ int ds_cli_export(int argc, char** argv) {
     int nf = 0, h = 0, w = 0;
     uint8_t* rgba = NULL;
     rc = ds_runlog_read_frames(run, episode, &nf, &h, &w, &rgba, err, sizeof err);
+    if (rc == DS_ERR_NOTFOUND) {
+      /* a run killed before recording it: the latest episode present */
+      static const char* const order[3] = {"last", "best", "first"};
+      for (int k = 0; k < 3 && rc == DS_ERR_NOTFOUND; k++) {
+        if (!strcmp(order[k], episode)) continue;
+        char err2[1024];
+        rc = ds_runlog_read_frames(run, order[k], &nf, &h, &w, &rgba, err2, sizeof err2);
+        if (rc == DS_OK) {
+          fprintf(stderr, "dsim export: %s: no %s episode (the run ended before recording it); exporting the %s episode\n",
+                  run, episode, order[k]);
+        } else if (rc != DS_ERR_NOTFOUND) {
+          snprintf(err, sizeof err, "%s", err2);
+        }
+      }
+    }
     if (rc) {
       fprintf(stderr, "dsim export: %s\n", err);
       return DS_EXIT_INPUT;

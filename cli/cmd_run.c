@@ -77,10 +77,11 @@ static void usage(FILE* out) {
           "\n"
           "Optimise the controller of an environment against its goal and log the run.\n"
           "CONFIG is a JSON run config (sections env, controller, run); ENV-NAME (walker,\n"
-          "control-fem, control-cloth, walker-springs, or a registered class) picks that env's\n"
-          "bundled config; without either, the bundled control-fem config. Bundled configs are\n"
-          "searched in $DS_SRCDIR/configs, the source tree's configs/, next to the executable\n"
-          "(configs, ../configs, ../share/dsim/configs), then the installed share/dsim/configs.\n"
+          "control-fem, control-cloth, walker-springs, rigid-toss, or a registered class)\n"
+          "picks that env's bundled config; without either, the bundled control-fem config.\n"
+          "Bundled configs are searched in $DS_SRCDIR/configs, the source tree's configs/,\n"
+          "next to the executable (configs, ../configs, ../share/dsim/configs), then the\n"
+          "installed share/dsim/configs.\n"
           "\n"
           "Each flag sets one config key and is checked like it (default: the config's value):\n"
           "  --iterations N  run.iterations: optimisation iterations, one rollout each\n"
@@ -345,8 +346,8 @@ typedef struct Run {
   int nthreads, S, A, np, nlog;
   /* the loop's results */
   dsReal *best_act, *last_act;
-  int best_it, last_it, have, done_its, interrupted;
-  double best_metric, first_metric, last_metric, first_loss, last_loss, t_iter, wall;
+  int best_it, last_it, have, done_its, interrupted, logged_best;
+  double best_metric, first_metric, last_metric, first_loss, last_loss, t_iter, wall, t_record;
   char status[600];
 } Run;
 
@@ -493,6 +494,8 @@ static int setup(const RunArgs* a, Run* r) {
   ld.nparams = r->nlog;
   ld.substep_stride = ds_env_def(r->env)->render_interval;
   ld.overwrite = a->force && r->rd.out[0];
+  ld.has_metric_goal = 1;
+  ld.metric_goal = ds_env_metric_goal(r->env);
   if (make_parent_dirs(r->out) != 0) {
     fprintf(stderr, "dsim run: %s: cannot create its directory: %s\n", r->out, strerror(errno));
     return DS_EXIT_FAILURE;
@@ -556,6 +559,7 @@ static int loop(Run* r) {
   const double t0 = now_s();
   snprintf(r->status, sizeof r->status, "completed");
   r->best_metric = INFINITY;
+  r->logged_best = -1;
   int exitc = DS_EXIT_OK;
   for (long i = 0; i < r->rd.iterations; i++) {
     const double ti = now_s();
@@ -577,10 +581,12 @@ static int loop(Run* r) {
       r->first_metric = it.metric;
       r->first_loss = it.loss;
     }
+    int improved = 0;
     if (!r->have || score(r, it.metric) < score(r, r->best_metric)) {
       r->best_metric = it.metric;
       r->best_it = (int)i;
       memcpy(r->best_act, it.actions, SA * sizeof(dsReal));
+      improved = 1;
     }
     r->have = 1;
     if (r->log) {
@@ -598,6 +604,19 @@ static int loop(Run* r) {
       if (i == 0 && write_episode(r, "first", 0, it.actions)) {
         snprintf(r->status, sizeof r->status, "failed: cannot record the first episode");
         return DS_EXIT_FAILURE;
+      }
+      /* The best episode is kept in the log as it improves, so that a killed
+       * run has one, at a bounded cost: recording re-simulates an episode,
+       * so it is done only while recording has taken at most 10% of the
+       * run's time (and always at the end, in finish). */
+      if (improved && i > 0 && r->t_record <= 0.1 * (now_s() - t0)) {
+        const double tr = now_s();
+        if (write_episode(r, "best", (int)i, it.actions)) {
+          snprintf(r->status, sizeof r->status, "failed: cannot record the best episode");
+          return DS_EXIT_FAILURE;
+        }
+        r->logged_best = (int)i;
+        r->t_record += now_s() - tr;
       }
     }
     progress(r, i, &it, t0);
@@ -620,7 +639,7 @@ static int finish(Run* r, int exitc) {
            r->done_its, r->done_its == 1 ? "" : "s");
   fflush(stdout);
   if (r->log && r->have && g_interrupts < 2) { /* a second Ctrl-C skips the episodes */
-    int e1 = write_episode(r, "best", r->best_it, r->best_act);
+    int e1 = r->logged_best == r->best_it ? 0 : write_episode(r, "best", r->best_it, r->best_act);
     int e2 = g_interrupts < 2 ? write_episode(r, "last", r->last_it, r->last_act) : 0;
     if ((e1 || e2) && exitc == DS_EXIT_OK) {
       snprintf(r->status, sizeof r->status, "failed: cannot record the best/last episodes");

@@ -472,6 +472,11 @@ static char* object_config(const Ctx* c, const dsSysid* s, int k) {
          optn[sd->optimizer], sd->lr, sd->momentum, sd->lbfgs_memory, sd->iterations, vidn[sd->video], frn[sd->frames]);
   if (sd->video == DS_SYSID_FRAMES)
     append(&buf, &len, &cap, ",\n    \"frames_dir\": \"%s\",\n    \"camera\": \"%s\"", sd->frames_dir, sd->camera);
+  if (sd->naction) {
+    append(&buf, &len, &cap, ",\n    \"action\": [");
+    for (int i = 0; i < sd->naction; i++) append(&buf, &len, &cap, "%s%.17g", i ? ", " : "", (double)sd->action[i]);
+    append(&buf, &len, &cap, "]");
+  }
   append(&buf, &len, &cap, "\n  },\n  \"run\": {\n    \"seed\": %llu,\n    \"threads\": 1\n  }\n}\n",
          (unsigned long long)(sd->seed + (uint64_t)k));
   return buf;

@@ -114,8 +114,16 @@ int ds_cli_probe_runlog(const char* cmd, const char* path, const char* episode) 
   }
   if (WIFEXITED(status)) {
     const int code = WEXITSTATUS(status);
-    if (code != DS_EXIT_OK) fprintf(stderr, "dsim %s: %s\n", cmd, msg[0] ? msg : "cannot read the run log");
-    return code;
+    if (code == DS_EXIT_OK) return code;
+    if (msg[0]) {
+      fprintf(stderr, "dsim %s: %s\n", cmd, msg);
+      return code;
+    }
+    /* ended without the reader's message: a crash handler (a sanitizer's)
+     * took over inside libhdf5 */
+    fprintf(stderr, "dsim %s: %s: the HDF5 library failed on this file (the reading process ended with status %d): "
+            "the file is corrupt\n", cmd, path, code);
+    return DS_EXIT_INPUT;
   }
   if (WIFSIGNALED(status)) {
     const int sig = WTERMSIG(status);

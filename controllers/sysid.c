@@ -65,6 +65,8 @@ static const dsConfigKey g_keys[] = {
     {"camera", DS_KEY_STRING, O(camera), 0, DS_SYSID_PATH_MAX, NULL, 0,
      "JSON file: times, position, look_at, fov (video frames)"},
     {"frames", DS_KEY_ENUM, O(frames), 0, 0, "all|first_last|last", 0, "frames in the loss"},
+    {"action", DS_KEY_REALS, O(action), -1e30, DS_SYSID_MAX_VEC, NULL, O(naction),
+     "a known action held at every step (first values; the rest 0), e.g. rigid-toss's impulse, N s"},
     {NULL, DS_KEY_REAL, 0, 0, 0, NULL, 0, NULL}};
 
 const dsConfigKey* ds_sysid_keys(void) { return g_keys; }
@@ -427,6 +429,7 @@ int ds_sysid_create(const dsEnvDef* env_def, const dsSysidDef* def, int object, 
     ds_sysid_destroy(s);
     return ds__puterr(err, errlen, DS_ERR_NOMEM, "sysid: out of memory");
   }
+  for (int i = 0; i < def->naction && i < s->adim; i++) s->action[i] = def->action[i];
   /* values: initial guess and truth, in the flattened layout */
   for (int k = 0; k < s->np; k++) {
     const dsSysidParam* sp = &def->params[k];

@@ -213,6 +213,11 @@ int ds_trainer_create(dsEnv* env, const dsTrainerDef* def, dsTrainer** out, char
   char msg[512];
   int vrc = ds_trainer_def_validate(def, msg, sizeof msg);
   if (vrc) return ds__puterr(err, errlen, vrc, "trainer: %s", msg);
+  if ((def->method == DS_METHOD_IMAGE || def->method == DS_METHOD_STATE) && !ed->gradients)
+    return ds__puterr(err, errlen, DS_ERR_INVALID,
+                      "trainer: method %s needs gradients, but the env is forward only (env.physics.gradients "
+                      "false); use random or cem, or set it true",
+                      ds_method_name(def->method));
   if (def->method == DS_METHOD_STATE && ds_env_obs_size(env) != 6)
     return ds__puterr(err, errlen, DS_ERR_INVALID,
                       "trainer: the state loss needs the centre-of-mass observation (observation.state \"com\")");

@@ -5,11 +5,13 @@
  * is allocated here, once: step and backward allocate nothing. */
 #include "config.h"
 
+#include <math.h>
 #include <string.h>
 
 #include "dsim/engine.h"
 #include "engine/engine_priv.h"
 #include "engine/forces.h"
+#include "engine/rigid.h"
 
 #define DS__ALIGN 64
 
@@ -30,8 +32,9 @@ size_t ds__arena_need(const dsModel* m) {
   ds__force_layout(m, &L);
   /* step: ef, J. backward: the recompute (ef, J) is released before
    * av, adj_f, adj_ex, adj_ev and the force models' scratch are taken. */
-  size_t step = align_up(s3 * r) + align_up((size_t)m->ntet * r);
-  size_t back = 2 * align_up(n3 * r) + 2 * align_up(s3 * r) + align_up(L.nscratch * r);
+  size_t step = align_up(s3 * r) + align_up((size_t)m->ntet * r) + (m->nbody ? align_up(n3 * r) : 0);
+  size_t back = 2 * align_up(n3 * r) + 2 * align_up(s3 * r) + align_up(L.nscratch * r) +
+                (m->nbody ? align_up(3 * (size_t)m->nbody * r) : 0);
   return (step > back ? step : back) + 4 * DS__ALIGN;
 }
 
@@ -77,6 +80,7 @@ static int data_layout(const dsModel* m, const dsDataDef* def, dsData* d) {
   d->nseg = (T > 0 && K > 1) ? K + 1 : 0;
   d->act_cap = (T == 0 || m->nact == 0) ? 0 : (dd.act_records ? (dd.act_records < T ? dd.act_records : T) : T);
   d->fext_cap = T == 0 ? 0 : (dd.fext_records ? (dd.fext_records < T ? dd.fext_records : T) : T);
+  d->bfext_cap = m->nbody ? T : 0; /* 6 reals per body per record: one per substep */
   d->arena_size = dd.arena_bytes ? dd.arena_bytes : ds__arena_need(m);
   return DS_OK;
 }
@@ -145,6 +149,14 @@ int ds_data_reset(const dsModel* m, dsData* d) {
   memset(d->adj_x, 0, n3 * sizeof(dsReal));
   memset(d->adj_v, 0, n3 * sizeof(dsReal));
   if (m->nact) memset(d->act, 0, (size_t)m->nact * sizeof(dsReal));
+  if (m->nbody) {
+    for (int b = 0; b < m->nbody; b++) ds__rigid_initial(m, b, d->body + 13 * (size_t)b);
+    ds__rigid_pose_all(m, d->body, d->x, d->v);
+    memset(d->body_fext, 0, 6 * (size_t)m->nbody * sizeof(dsReal));
+    memset(d->adj_body, 0, 13 * (size_t)m->nbody * sizeof(dsReal));
+    memset(d->adj_body_fext, 0, 6 * (size_t)m->nbody * sizeof(dsReal));
+  }
+  d->bfext_n = 0;
   d->t = 0;
   d->bt = -1;
   d->act_n = 0;
@@ -163,6 +175,40 @@ int ds_data_set_state(const dsModel* m, dsData* d, const dsReal* x, const dsReal
   size_t n3 = 3 * (size_t)m->nparticle;
   if (x) memcpy(d->x, x, n3 * sizeof(dsReal));
   if (v) memcpy(d->v, v, n3 * sizeof(dsReal));
+  return 0;
+}
+
+int ds_data_set_body_state(const dsModel* m, dsData* d, const dsReal* body) {
+  if (!m || !d || (!body && m->nbody)) return DS_ERR_INVALID;
+  if (d->t != 0)
+    return ds__seterr(ds__data_err(d), DS_ERR_STATE, "state can only be set at substep 0 (now %d)", d->t);
+  for (int b = 0; b < m->nbody; b++) {
+    const dsReal* s = body + 13 * (size_t)b;
+    dsReal* o = d->body + 13 * (size_t)b;
+    for (int k = 0; k < 13; k++)
+      if (!isfinite(s[k])) return ds__seterr(ds__data_err(d), DS_ERR_INVALID, "body %d: state not finite", b);
+    memcpy(o, s, 13 * sizeof(dsReal));
+    if (ds_qnormalize(o + 3, s + 3) == 0)
+      return ds__seterr(ds__data_err(d), DS_ERR_INVALID, "body %d: orientation quaternion is zero", b);
+  }
+  ds__rigid_pose_all(m, d->body, d->x, d->v);
+  return 0;
+}
+
+int ds_body_set_impulse(const dsModel* m, dsData* d, int b, const dsReal J[3], const dsReal point[3]) {
+  if (!m || !d || !J || !point || b < 0 || b >= m->nbody) return DS_ERR_INVALID;
+  const dsReal* p = d->body + 13 * (size_t)b;
+  dsReal f[3], r[3], t[3];
+  for (int k = 0; k < 3; k++) {
+    f[k] = J[k] / m->dt;
+    r[k] = point[k] - p[k];
+  }
+  dsu_cross3(t, r, f);
+  dsReal* w = d->body_fext + 6 * (size_t)b;
+  for (int k = 0; k < 3; k++) {
+    w[k] = f[k];
+    w[3 + k] = t[k];
+  }
   return 0;
 }
 

@@ -27,8 +27,11 @@ dsErrBuf* ds__data_err(dsData* d);
 /* ---- forward core (step.c) --------------------------------------------------
  * One substep from (x, v) with activations act and external force fext:
  * element forces into ef (nslot x 3), tet J into J (ntet), total force into
- * f (may be NULL), new state into (xo, vo), which may alias (x, v). */
+ * f (may be NULL), new state into (xo, vo), which may alias (x, v). Rigid
+ * bodies (m->nbody > 0): states bs -> bso (may alias), wrenches bfext, and
+ * fr (nparticle x 3 scratch) for the forces of their vertices. */
 void ds__substep(const dsModel* m, const dsReal* x, const dsReal* v, const dsReal* act, const dsReal* fext,
-                 dsReal* ef, dsReal* J, dsReal* f, dsReal* xo, dsReal* vo, int integrate);
+                 dsReal* ef, dsReal* J, dsReal* f, dsReal* xo, dsReal* vo, int integrate, const dsReal* bs,
+                 const dsReal* bfext, dsReal* bso, dsReal* fr);
 
 #endif

@@ -120,6 +120,7 @@ static inline dsContactParam ds__contact_param(const dsModel* m) {
 }
 
 static inline void ds__contact_pfwd(const dsModel* m, int i, const dsReal* x, const dsReal* v, dsReal f[3]) {
+  if (m->nbody && m->particle_body[i] >= 0) return; /* rigid vertex: engine/rigid.h */
   const dsContactParam cp = ds__contact_param(m);
   dsReal fc[3];
   ds_contact_fwd(x + 3 * (size_t)i, v + 3 * (size_t)i, &cp, fc);
@@ -133,7 +134,7 @@ static inline void ds__contact_pbwd(const dsModel* m, int i, const dsReal* x, co
   const dsContactParam cp = ds__contact_param(m);
   dsContactParam ac = {0, 0, 0, 0, 0};
   const size_t o = 3 * (size_t)i;
-  ds_contact_bwd(x + o, v + o, &cp, af + o, ax, av, &ac);
+  if (!(m->nbody && m->particle_body[i] >= 0)) ds_contact_bwd(x + o, v + o, &cp, af + o, ax, av, &ac);
   dsReal* a5 = scratch + 5 * (size_t)i;
   a5[0] = ac.ke;
   a5[1] = ac.kd;

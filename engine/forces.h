@@ -24,6 +24,7 @@
 #include "engine/force_spring.h"
 #include "engine/force_tet.h"
 #include "engine/force_tri.h"
+#include "engine/rigid.h"
 
 #define DS_FORCE_MODELS(X) \
   X(SPRING)                \
@@ -31,7 +32,8 @@
   X(AERO)                  \
   X(BEND)                  \
   X(TET)                   \
-  X(CONTACT)
+  X(CONTACT)               \
+  X(RIGID_CONTACT)
 
 enum {
 #define DS__FORCE_ID(row) DS__F_##row,

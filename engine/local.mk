@@ -4,7 +4,7 @@
 # (forces.h/.c), the step and its adjoint, the tape, meshes as geometry,
 # and the public finite-difference utility.
 libdsim_core_la_SOURCES += engine/dsmath.h engine/force_loop.h engine/force_spring.h engine/force_contact.h \
-  engine/force_tri.h engine/force_tet.h engine/force_bend.h engine/force_aero.h engine/forces.h engine/forces.c \
+  engine/force_tri.h engine/force_tet.h engine/force_bend.h engine/force_aero.h engine/rigid.h engine/rigid.c engine/forces.h engine/forces.c \
   engine/fd.c engine/model.c engine/data.c engine/grad.c engine/step.c engine/engine_priv.h \
   engine/mesh.c
 dsiminclude_HEADERS += include/dsim/engine.h include/dsim/fd.h include/dsim/mesh.h
@@ -36,3 +36,14 @@ TESTS += tests/test_force_spring tests/test_force_contact tests/test_force_tri \
   tests/test_alloc tests/test_mesh
 BENCH_PROGS += bench/bench_engine
 bench_bench_engine_SOURCES = bench/bench_engine.c
+# Rigid bodies: adjoints vs central differences (single substeps and
+# rollouts), mass properties and physics checks (momentum, rest, sliding
+# distance, restitution).
+check_PROGRAMS += tests/test_rigid_grad
+tests_test_rigid_grad_SOURCES = tests/test_rigid_grad.c
+TESTS += tests/test_rigid_grad
+check_PROGRAMS += tests/test_rigid_physics
+tests_test_rigid_physics_SOURCES = tests/test_rigid_physics.c
+TESTS += tests/test_rigid_physics
+BENCH_PROGS += bench/bench_rigid
+bench_bench_rigid_SOURCES = bench/bench_rigid.c

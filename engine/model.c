@@ -17,6 +17,7 @@
 #include "dsim/mesh.h"
 #include "engine/engine_priv.h"
 #include "engine/forces.h"
+#include "engine/rigid.h"
 
 /* ---- builder ----------------------------------------------------------------*/
 struct dsBuilder {
@@ -43,7 +44,17 @@ struct dsBuilder {
   int aero;
   dsReal lift, drag;
   size_t bytes;  /* held by the arrays above */
+  int nbody, cap_body;
+  struct BodyRec* body;
+  int nrv, cap_rv;
+  dsReal* rv; /* body-frame vertices of every body, in order */
 };
+
+/* One rigid body as the builder holds it. */
+typedef struct BodyRec {
+  dsReal mass, com[3], I[9], x0[3], q0[4], v0[3], w0[3], ke, kd, kf, mu, e;
+  int p0, n, r0; /* first particle, vertices, first row of rv */
+} BodyRec;
 
 /* Grow every array of a group to hold n+1 elements. The sizes in bytes of
  * one element of each array are given; capacity doubles. On failure the
@@ -90,7 +101,7 @@ int ds_builder_create(dsBuilder** out) {
 void ds_builder_free(dsBuilder* b) {
   if (!b) return;
   void* ps[] = {b->x, b->v, b->mass, b->s_idx, b->s_ke, b->s_kd, b->s_rest, b->t_idx, b->t_mu, b->t_lam,
-                b->t_damp, b->b_idx, b->b_ke, b->b_kd, b->te_idx, b->te_mu, b->te_lam, b->te_damp, b->f_idx};
+                b->t_damp, b->b_idx, b->b_ke, b->b_kd, b->te_idx, b->te_mu, b->te_lam, b->te_damp, b->f_idx, b->body, b->rv};
   for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++) ds__free(ps[i]);
   ds__free(b);
 }
@@ -364,6 +375,265 @@ void ds_builder_set_aero(dsBuilder* b, dsReal k_lift, dsReal k_drag) {
   b->drag = k_drag;
 }
 
+/* ---- rigid bodies --------------------------------------------------------------*/
+dsRigidDef ds_default_rigid_def(void) {
+  dsRigidDef d;
+  memset(&d, 0, sizeof d);
+  d.orientation[0] = 1;
+  d.density = 1000;
+  d.mass = 0;
+  d.ke = (dsReal)1e4;
+  d.kd = 0;
+  d.kf = (dsReal)1e2;
+  d.mu = (dsReal)0.5;
+  d.restitution = 1;
+  return d;
+}
+
+static int rigid_def_check(dsBuilder* b, const dsRigidDef* d) {
+  const dsReal* f[] = {d->position, d->velocity, d->angular_velocity};
+  for (int k = 0; k < 3; k++)
+    if (!finite3(f[k])) return ds__seterr(&b->err, DS_ERR_INVALID, "body %d: pose or twist not finite", b->nbody);
+  double qn = 0;
+  for (int k = 0; k < 4; k++) {
+    if (!isfinite(d->orientation[k]))
+      return ds__seterr(&b->err, DS_ERR_INVALID, "body %d: orientation not finite", b->nbody);
+    qn += (double)d->orientation[k] * d->orientation[k];
+  }
+  if (!(qn > 1e-20)) return ds__seterr(&b->err, DS_ERR_INVALID, "body %d: orientation quaternion is zero", b->nbody);
+  const dsReal c[4] = {d->ke, d->kd, d->kf, d->mu};
+  for (int k = 0; k < 4; k++)
+    if (!(c[k] >= 0) || !isfinite(c[k]))
+      return ds__seterr(&b->err, DS_ERR_INVALID, "body %d: contact ke, kd, kf, mu must be finite and >= 0", b->nbody);
+  if (!(d->restitution > 0 && d->restitution <= 1))
+    return ds__seterr(&b->err, DS_ERR_INVALID, "body %d: restitution %g (must be in (0, 1])", b->nbody,
+                      (double)d->restitution);
+  if (!isfinite(d->mass) || !isfinite(d->density))
+    return ds__seterr(&b->err, DS_ERR_INVALID, "body %d: mass or density not finite", b->nbody);
+  return 0;
+}
+
+int ds_builder_add_rigid(dsBuilder* b, const dsMesh* mesh, const dsReal* vertex_mass, const dsRigidDef* def) {
+  if (!b || !mesh || !def || !mesh->x || mesh->nvert < 1) return DS_ERR_INVALID;
+  int rc = rigid_def_check(b, def);
+  if (rc) return rc;
+  const int nv = mesh->nvert, e = b->nbody;
+  for (int i = 0; i < 3 * mesh->ntri; i++)
+    if (!mesh->tri || mesh->tri[i] < 0 || mesh->tri[i] >= nv)
+      return ds__seterr(&b->err, DS_ERR_MESH, "body %d: triangle vertex index out of range", e);
+  for (int i = 0; i < nv; i++)
+    if (!finite3(mesh->x + 3 * i)) return ds__seterr(&b->err, DS_ERR_MESH, "body %d: vertex %d not finite", e, i);
+  double M = 0, com[3] = {0, 0, 0}, I[9] = {0};
+  if (vertex_mass) {
+    for (int i = 0; i < nv; i++) {
+      if (!(vertex_mass[i] >= 0) || !isfinite(vertex_mass[i]))
+        return ds__seterr(&b->err, DS_ERR_INVALID, "body %d: vertex mass %d is %g", e, i, (double)vertex_mass[i]);
+      M += vertex_mass[i];
+      for (int k = 0; k < 3; k++) com[k] += vertex_mass[i] * (double)mesh->x[3 * i + k];
+    }
+    if (!(M > 0)) return ds__seterr(&b->err, DS_ERR_INVALID, "body %d: total vertex mass is 0", e);
+    for (int k = 0; k < 3; k++) com[k] /= M;
+    for (int i = 0; i < nv; i++) {
+      double a[3], a2 = 0;
+      for (int k = 0; k < 3; k++) {
+        a[k] = (double)mesh->x[3 * i + k] - com[k];
+        a2 += a[k] * a[k];
+      }
+      for (int r = 0; r < 3; r++)
+        for (int c = 0; c < 3; c++) I[3 * r + c] += vertex_mass[i] * ((r == c ? a2 : 0) - a[r] * a[c]);
+    }
+  } else {
+    double V;
+    if (ds_mesh_mass_properties(nv, mesh->x, mesh->ntri, mesh->tri, &V, com, I))
+      return ds__seterr(&b->err, DS_ERR_MESH,
+                        "body %d: mesh volume is not > 0 (closed, outward-oriented triangles needed)", e);
+    if (!(def->mass > 0) && !(def->density > 0))
+      return ds__seterr(&b->err, DS_ERR_INVALID, "body %d: density %g (must be > 0 when mass is not given)", e,
+                        (double)def->density);
+    const double rho = def->mass > 0 ? 1 : (double)def->density;
+    M = rho * V;
+    for (int k = 0; k < 9; k++) I[k] *= rho;
+  }
+  if (def->mass > 0) {
+    const double sc = (double)def->mass / M;
+    M = def->mass;
+    for (int k = 0; k < 9; k++) I[k] *= sc;
+  }
+  const double det = I[0] * (I[4] * I[8] - I[5] * I[7]) - I[1] * (I[3] * I[8] - I[5] * I[6]) +
+                     I[2] * (I[3] * I[7] - I[4] * I[6]);
+  if (!(det > 0) || !isfinite(det))
+    return ds__seterr(&b->err, DS_ERR_MESH, "body %d: singular inertia (det %g): points on a line?", e, det);
+  /* reserve */
+  void** arrs[] = {(void**)&b->body};
+  const size_t sz[] = {sizeof(BodyRec)};
+  if ((rc = reserve(b, b->nbody, &b->cap_body, 1, arrs, sz))) return rc;
+  while (b->nrv + nv > b->cap_rv) {
+    int nc = b->cap_rv ? 2 * b->cap_rv : 64;
+    dsReal* p = (dsReal*)ds__realloc(b->rv, (size_t)nc * 3 * sizeof(dsReal));
+    if (!p) return ds__seterr(&b->err, DS_ERR_NOMEM, "out of memory");
+    b->rv = p;
+    b->cap_rv = nc;
+  }
+  BodyRec r;
+  memset(&r, 0, sizeof r);
+  r.mass = (dsReal)M;
+  for (int k = 0; k < 3; k++) {
+    r.com[k] = (dsReal)com[k];
+    r.x0[k] = def->position[k];
+    r.v0[k] = def->velocity[k];
+    r.w0[k] = def->angular_velocity[k];
+  }
+  for (int k = 0; k < 9; k++) r.I[k] = (dsReal)I[k];
+  for (int k = 0; k < 4; k++) r.q0[k] = def->orientation[k];
+  r.ke = def->ke;
+  r.kd = def->kd;
+  r.kf = def->kf;
+  r.mu = def->mu;
+  r.e = def->restitution;
+  r.p0 = b->np;
+  r.n = nv;
+  r.r0 = b->nrv;
+  /* vertices as particles (mass 0) at their posed positions */
+  dsReal st[13];
+  memcpy(st, r.x0, sizeof r.x0);
+  ds_qnormalize(st + 3, r.q0);
+  memcpy(st + 7, r.v0, sizeof r.v0);
+  memcpy(st + 10, r.w0, sizeof r.w0);
+  for (int i = 0; i < nv && rc >= 0; i++) {
+    dsReal xi[3], vi[3];
+    ds_rigid_pose_fwd(st, mesh->x + 3 * i, r.com, xi, vi);
+    rc = ds_builder_add_particle(b, xi, vi, r.mass / nv); /* a weight for centre-of-mass observations only */
+  }
+  for (int t = 0; t < mesh->ntri && rc >= 0; t++)
+    rc = ds_builder_add_face(b, r.p0 + mesh->tri[3 * t], r.p0 + mesh->tri[3 * t + 1], r.p0 + mesh->tri[3 * t + 2]);
+  if (rc < 0) return rc; /* the particles stay: a failed builder is not finalized */
+  memcpy(b->rv + 3 * (size_t)b->nrv, mesh->x, 3 * (size_t)nv * sizeof(dsReal));
+  b->nrv += nv;
+  b->body[b->nbody] = r;
+  return b->nbody++;
+}
+
+/* Outward orientation of a convex primitive centred at the origin: each
+ * triangle's normal must point away from the origin. */
+static void orient_outward(dsMesh* m) {
+  for (int t = 0; t < m->ntri; t++) {
+    int* f = m->tri + 3 * t;
+    const dsReal *a = m->x + 3 * f[0], *bq = m->x + 3 * f[1], *c = m->x + 3 * f[2];
+    double e1[3], e2[3], n[3], s = 0;
+    for (int k = 0; k < 3; k++) {
+      e1[k] = (double)bq[k] - a[k];
+      e2[k] = (double)c[k] - a[k];
+    }
+    n[0] = e1[1] * e2[2] - e1[2] * e2[1];
+    n[1] = e1[2] * e2[0] - e1[0] * e2[2];
+    n[2] = e1[0] * e2[1] - e1[1] * e2[0];
+    for (int k = 0; k < 3; k++) s += n[k] * ((double)a[k] + bq[k] + c[k]);
+    if (s < 0) {
+      int tmp = f[1];
+      f[1] = f[2];
+      f[2] = tmp;
+    }
+  }
+}
+
+static int add_primitive(dsBuilder* b, dsMesh* mesh, const dsRigidDef* def) {
+  orient_outward(mesh);
+  int rc = ds_builder_add_rigid(b, mesh, NULL, def);
+  ds_mesh_free(mesh);
+  return rc;
+}
+
+int ds_builder_add_rigid_box(dsBuilder* b, const dsReal h[3], const dsRigidDef* def) {
+  if (!b || !h || !def) return DS_ERR_INVALID;
+  if (!(h[0] > 0 && h[1] > 0 && h[2] > 0) || !finite3(h))
+    return ds__seterr(&b->err, DS_ERR_INVALID, "box: half extents must be > 0");
+  dsMesh m;
+  if (ds_mesh_alloc(&m, 8, 12, 0)) return ds__seterr(&b->err, DS_ERR_NOMEM, "out of memory");
+  for (int i = 0; i < 8; i++)
+    for (int k = 0; k < 3; k++) m.x[3 * i + k] = ((i >> k) & 1) ? h[k] : -h[k];
+  /* two triangles per face (orient_outward orients them) */
+  static const int T[36] = {0, 2, 1, 1, 2, 3, 4, 5, 6, 5, 7, 6, 0, 1, 4, 1, 5, 4,
+                            2, 6, 3, 3, 6, 7, 0, 4, 2, 2, 4, 6, 1, 3, 5, 3, 7, 5};
+  memcpy(m.tri, T, sizeof T);
+  return add_primitive(b, &m, def);
+}
+
+int ds_builder_add_rigid_sphere(dsBuilder* b, dsReal radius, int nseg, const dsRigidDef* def) {
+  if (!b || !def) return DS_ERR_INVALID;
+  if (!(radius > 0) || !isfinite(radius) || nseg < 4 || nseg > 4096)
+    return ds__seterr(&b->err, DS_ERR_INVALID, "sphere: radius must be > 0 and nseg in 4..4096");
+  const int nb = nseg / 2, nring = nb - 1, nv = 2 + nring * nseg, nt = 2 * nseg * (nb - 1);
+  dsMesh m;
+  if (ds_mesh_alloc(&m, nv, nt, 0)) return ds__seterr(&b->err, DS_ERR_NOMEM, "out of memory");
+  const double PI = 3.14159265358979323846;
+  /* 0: bottom pole (-y), then rings from bottom to top, last: top pole */
+  m.x[0] = 0;
+  m.x[1] = -radius;
+  m.x[2] = 0;
+  for (int k = 1; k <= nring; k++) {
+    const double th = PI * k / nb, y = -cos(th), rr = sin(th);
+    for (int j = 0; j < nseg; j++) {
+      const double ph = 2 * PI * j / nseg;
+      dsReal* x = m.x + 3 * (1 + (k - 1) * nseg + j);
+      x[0] = (dsReal)(radius * rr * cos(ph));
+      x[1] = (dsReal)(radius * y);
+      x[2] = (dsReal)(radius * rr * sin(ph));
+    }
+  }
+  const int top = nv - 1;
+  m.x[3 * top] = 0;
+  m.x[3 * top + 1] = radius;
+  m.x[3 * top + 2] = 0;
+  int t = 0;
+  for (int j = 0; j < nseg; j++) {
+    const int j1 = (j + 1) % nseg;
+    int* f = m.tri + 3 * t++;
+    f[0] = 0, f[1] = 1 + j, f[2] = 1 + j1;
+    for (int k = 1; k < nring; k++) {
+      const int a = 1 + (k - 1) * nseg + j, bb = 1 + (k - 1) * nseg + j1, c = a + nseg, d = bb + nseg;
+      f = m.tri + 3 * t++;
+      f[0] = a, f[1] = c, f[2] = bb;
+      f = m.tri + 3 * t++;
+      f[0] = bb, f[1] = c, f[2] = d;
+    }
+    f = m.tri + 3 * t++;
+    f[0] = top, f[1] = 1 + (nring - 1) * nseg + j1, f[2] = 1 + (nring - 1) * nseg + j;
+  }
+  m.ntri = t;
+  return add_primitive(b, &m, def);
+}
+
+int ds_builder_add_rigid_cylinder(dsBuilder* b, dsReal radius, dsReal hh, int nseg, const dsRigidDef* def) {
+  if (!b || !def) return DS_ERR_INVALID;
+  if (!(radius > 0) || !(hh > 0) || !isfinite(radius) || !isfinite(hh) || nseg < 3 || nseg > 4096)
+    return ds__seterr(&b->err, DS_ERR_INVALID, "cylinder: radius, half height must be > 0 and nseg in 3..4096");
+  const int nv = 2 * nseg + 2, nt = 4 * nseg;
+  dsMesh m;
+  if (ds_mesh_alloc(&m, nv, nt, 0)) return ds__seterr(&b->err, DS_ERR_NOMEM, "out of memory");
+  const double PI = 3.14159265358979323846;
+  for (int j = 0; j < nseg; j++) {
+    const double ph = 2 * PI * j / nseg;
+    for (int s = 0; s < 2; s++) {
+      dsReal* x = m.x + 3 * (s * nseg + j);
+      x[0] = (dsReal)(radius * cos(ph));
+      x[1] = s ? hh : -hh;
+      x[2] = (dsReal)(radius * sin(ph));
+    }
+  }
+  const int cb = 2 * nseg, ct = cb + 1;
+  m.x[3 * cb] = 0, m.x[3 * cb + 1] = -hh, m.x[3 * cb + 2] = 0;
+  m.x[3 * ct] = 0, m.x[3 * ct + 1] = hh, m.x[3 * ct + 2] = 0;
+  for (int j = 0; j < nseg; j++) {
+    const int j1 = (j + 1) % nseg;
+    int* f = m.tri + 12 * j;
+    f[0] = j, f[1] = nseg + j, f[2] = j1;
+    f[3] = j1, f[4] = nseg + j, f[5] = nseg + j1;
+    f[6] = cb, f[7] = j, f[8] = j1;
+    f[9] = ct, f[10] = nseg + j1, f[11] = nseg + j;
+  }
+  return add_primitive(b, &m, def);
+}
+
 /* ---- model ------------------------------------------------------------------*/
 static size_t model_count(const dsModel* m_, int which) {
   int i = 0;
@@ -457,6 +727,7 @@ int ds_builder_finalize(dsBuilder* b, dsModel** out) {
   counts.dt = b->dt;
   counts.ground = b->ground;
   counts.aero = b->aero;
+  counts.nbody = b->nbody;
   dsForceLayout L;
   ds__force_layout(&counts, &L);
   if (L.nslot > (1 << 30)) return ds__seterr(&b->err, DS_ERR_RANGE, "model too large (%lld slots)", L.nslot);
@@ -549,6 +820,39 @@ int ds_builder_finalize(dsBuilder* b, dsModel** out) {
     m->aero_lift[0] = b->lift;
     m->aero_drag[0] = b->drag;
   }
+  for (int e = 0; e < b->nbody; e++) {
+    const BodyRec* r = &b->body[e];
+    m->body_mass[e] = r->mass;
+    memcpy(m->body_com + 3 * e, r->com, sizeof r->com);
+    memcpy(m->body_inertia + 9 * e, r->I, sizeof r->I);
+    memcpy(m->body_x0 + 3 * e, r->x0, sizeof r->x0);
+    memcpy(m->body_q0 + 4 * e, r->q0, sizeof r->q0);
+    memcpy(m->body_v0 + 3 * e, r->v0, sizeof r->v0);
+    memcpy(m->body_w0 + 3 * e, r->w0, sizeof r->w0);
+    m->body_ke[e] = r->ke;
+    m->body_kd[e] = r->kd;
+    m->body_kf[e] = r->kf;
+    m->body_mu[e] = r->mu;
+    m->body_restitution[e] = r->e;
+    if (r->e < 1) {
+      dsReal dz;
+      m->body_zeta[e] = ds_rigid_zeta(r->e, &dz);
+    }
+    m->body_vrange[2 * e] = r->p0;
+    m->body_vrange[2 * e + 1] = r->p0 + r->n;
+  }
+  if (b->nbody) {
+    for (int i = 0; i < np; i++) m->particle_body[i] = -1;
+    for (int e = 0; e < b->nbody; e++)
+      for (int k = 0; k < b->body[e].n; k++) m->inv_mass[b->body[e].p0 + k] = 0; /* the body moves them */
+    for (int e = 0; e < b->nbody; e++) {
+      const BodyRec* r = &b->body[e];
+      for (int k = 0; k < r->n; k++) {
+        m->particle_body[r->p0 + k] = e;
+        memcpy(m->body_r + 3 * (size_t)(r->p0 + k), b->rv + 3 * (size_t)(r->r0 + k), 3 * sizeof(dsReal));
+      }
+    }
+  }
   /* Incidence (CSR). The slots are numbered in the order of the force
    * table's element models (spring_idx | tri_idx | bend_idx | tet_idx), so
    * slot s belongs to the s-th entry of that concatenation. Filling in
@@ -577,6 +881,14 @@ int ds_builder_finalize(dsBuilder* b, dsModel** out) {
     for (size_t s = 0; s < len; s++) m->inc_slot[fill[idx[s]]++] = L.slot[k] + (int)s;
   }
   ds__free(fill);
+  for (int i = 0; i < np && b->nbody; i++)
+    if (m->particle_body[i] >= 0 && m->inc_start[i + 1] > m->inc_start[i]) {
+      int e = m->particle_body[i];
+      ds_model_free(m);
+      return ds__seterr(&b->err, DS_ERR_INVALID,
+                        "particle %d (a vertex of body %d) belongs to an element: rigid vertices carry no elements", i,
+                        e);
+    }
   *out = m;
   ds__clearerr(&b->err);
   return 0;
@@ -621,14 +933,43 @@ int ds_model_set_param(dsModel* m, const char* name, const dsReal* values, int c
   int n;
   ds_model_param(m, name, &cur, &n);
   if (count != n) return ds__seterr(eb, DS_ERR_INVALID, "\"%s\": %d values given, %d expected", name, count, n);
+  /* parameters that are physical only when >= 0 (stiffness, damping,
+   * * friction, mass, rest lengths); Lame lambda, gravity, rest angles, the contact skin, the
+   * initial state and the aerodynamic coefficients may take any sign */
+  static const char* const nonneg[] = {"particle.mass", "spring.ke",  "spring.kd",  "spring.rest", "tri.k_mu",
+                                       "tri.k_damp",    "bend.ke",    "bend.kd",    "tet.k_mu",    "tet.k_damp",
+                                       "contact.ke",    "contact.kd", "contact.kf", "contact.mu",
+                                       "body.contact_ke", "body.contact_kd", "body.contact_kf", "body.contact_mu"};
+  int must_be_nonneg = 0;
+  for (size_t k = 0; k < sizeof nonneg / sizeof nonneg[0]; k++) must_be_nonneg |= !strcmp(name, nonneg[k]);
   for (int i = 0; i < n; i++) {
-    if (!isfinite(values[i])) return ds__seterr(eb, DS_ERR_INVALID, "\"%s\"[%d] not finite", name, i);
-    if (strcmp(name, "particle.mass") == 0 && values[i] < 0)
-      return ds__seterr(eb, DS_ERR_INVALID, "\"%s\"[%d] = %g < 0", name, i, (double)values[i]);
+    if (!isfinite(values[i]))
+      return ds__seterr(eb, DS_ERR_INVALID, "\"%s\"[%d]: expected a finite number, got %g", name, i, (double)values[i]);
+    if (must_be_nonneg && values[i] < 0)
+      return ds__seterr(eb, DS_ERR_RANGE, "\"%s\"[%d]: expected a number >= 0, got %g", name, i, (double)values[i]);
+    if (strcmp(name, "body.mass") == 0 && !(values[i] > 0))
+      return ds__seterr(eb, DS_ERR_RANGE, "\"%s\"[%d]: expected a number > 0, got %g", name, i, (double)values[i]);
+    if (strcmp(name, "body.restitution") == 0 && !(values[i] > 0 && values[i] <= 1))
+      return ds__seterr(eb, DS_ERR_RANGE, "\"%s\"[%d]: expected a number in (0, 1], got %g", name, i, (double)values[i]);
   }
+  if (strcmp(name, "body.inertia") == 0)
+    for (int b = 0; b < n / 9; b++) { /* the symmetric part positive definite (leading minors) */
+      const dsReal* I = values + 9 * b;
+      double s01 = 0.5 * ((double)I[1] + I[3]), s02 = 0.5 * ((double)I[2] + I[6]), s12 = 0.5 * ((double)I[5] + I[7]);
+      double m1 = I[0], m2 = (double)I[0] * I[4] - s01 * s01;
+      double m3 = I[0] * ((double)I[4] * I[8] - s12 * s12) - s01 * (s01 * I[8] - s12 * s02) + s02 * (s01 * s12 - I[4] * s02);
+      if (!(m1 > 0 && m2 > 0 && m3 > 0))
+        return ds__seterr(eb, DS_ERR_INVALID, "\"%s\": body %d: inertia not positive definite", name, b);
+    }
   if (n) memcpy((void*)cur, values, (size_t)n * sizeof(dsReal));
+  if (strcmp(name, "body.restitution") == 0)
+    for (int b = 0; b < m->nbody; b++) {
+      dsReal dz;
+      m->body_zeta[b] = m->body_restitution[b] < 1 ? ds_rigid_zeta(m->body_restitution[b], &dz) : 0;
+    }
   if (strcmp(name, "particle.mass") == 0)
-    for (int i = 0; i < m->nparticle; i++) m->inv_mass[i] = m->mass[i] > 0 ? 1 / m->mass[i] : 0;
+    for (int i = 0; i < m->nparticle; i++)
+      m->inv_mass[i] = m->mass[i] > 0 && !(m->nbody && m->particle_body[i] >= 0) ? 1 / m->mass[i] : 0;
   ds__clearerr(eb);
   return 0;
 }

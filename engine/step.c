@@ -26,7 +26,17 @@
  * engine/forces.h in list order (element loops, one barrier, then the
  * per-particle gather with the per-particle models such as contact; the
  * backward adds the serial `reduce` of each model's scratch at the end).
- * The integrator and gravity are the step's own. */
+ * The integrator and gravity are the step's own.
+ *
+ * Rigid bodies (engine/rigid.h, m->nbody > 0): their vertices are
+ * particles that carry no elements; the gather sums their external force
+ * and contact (the rigid-contact row of the table) like anyone's but does
+ * not integrate them; then, per body, Newton-Euler moves the body and
+ * poses its vertices. The backward runs the body stage first (ds__rigid_bwd:
+ * the vertices' adjoints into the body's, through Newton-Euler, out to the
+ * vertices' force adjoints af), then the particle stages as above, which
+ * skip the rigid vertices' integrator. Body states and wrenches are taped
+ * beside x and v (and recomputed in checkpoint segments). */
 #include "config.h"
 
 #include <math.h>
@@ -49,7 +59,9 @@ static int particle_stages(const dsForceLayout* L, int* ids) {
 }
 
 void ds__substep(const dsModel* m, const dsReal* x, const dsReal* v, const dsReal* act, const dsReal* fext,
-                 dsReal* ef, dsReal* J, dsReal* f, dsReal* xo, dsReal* vo, int integrate) {
+                 dsReal* ef, dsReal* J, dsReal* f, dsReal* xo, dsReal* vo, int integrate, const dsReal* bs,
+                 const dsReal* bfext, dsReal* bso, dsReal* fr) {
+  const int* pb = m->nbody ? m->particle_body : NULL;
   const int np = m->nparticle;
   dsForceLayout L;
   ds__force_layout(m, &L);
@@ -89,6 +101,12 @@ void ds__substep(const dsModel* m, const dsReal* x, const dsReal* v, const dsRea
         f[3 * i + 1] = fi[1];
         f[3 * i + 2] = fi[2];
       }
+      if (pb && pb[i] >= 0) { /* a rigid vertex: its body integrates it */
+        fr[3 * i] = fi[0];
+        fr[3 * i + 1] = fi[1];
+        fr[3 * i + 2] = fi[2];
+        continue;
+      }
       if (integrate) {
         const dsReal w = m->inv_mass[i], gm = w > 0 ? 1 : 0;
         const dsReal v0 = v[3 * i] + dt * (w * fi[0] + g0 * gm);
@@ -102,6 +120,11 @@ void ds__substep(const dsModel* m, const dsReal* x, const dsReal* v, const dsRea
         xo[3 * i + 1] = x1;
         xo[3 * i + 2] = x2;
       }
+    }
+    /* rigid bodies: Newton-Euler and the pose of their vertices (engine/rigid.h) */
+    if (m->nbody) {
+#pragma omp for schedule(static)
+      for (int b = 0; b < m->nbody; b++) ds__rigid_fwd(m, b, x, fr, bs, bfext, bso, xo, vo, integrate);
     }
   }
 }
@@ -125,7 +148,7 @@ int ds_step(const dsModel* m, dsData* d) {
   dsErrBuf* eb = ds__data_err(d);
   if (d->failed) return ds__seterr(eb, DS_ERR_STATE, "substep %d: the data diverged; reset it first", d->t);
   const int t = d->t, T = d->max_substeps, np = m->nparticle;
-  const size_t n3 = 3 * (size_t)np;
+  const size_t n3 = 3 * (size_t)np, nb13 = 13 * (size_t)m->nbody, nb6 = 6 * (size_t)m->nbody;
   d->bt = -1;
   if (T > 0) {
     if (t >= T) return ds__seterr(eb, DS_ERR_STATE, "substep %d: tape full (max_substeps %d)", t, T);
@@ -133,23 +156,28 @@ int ds_step(const dsModel* m, dsData* d) {
       return ds__seterr(eb, DS_ERR_RANGE, "substep %d: activation tape full (%d records)", t, d->act_cap);
     if (d->fext_n >= d->fext_cap && needs_record(d->fext_tape, d->fext_n, d->f_ext, n3))
       return ds__seterr(eb, DS_ERR_RANGE, "substep %d: external-force tape full (%d records)", t, d->fext_cap);
+    if (nb13 && d->bfext_n >= d->bfext_cap && needs_record(d->bfext_tape, d->bfext_n, d->body_fext, nb6))
+      return ds__seterr(eb, DS_ERR_RANGE, "substep %d: body wrench tape full (%d records)", t, d->bfext_cap);
     if (d->ckpt == 1 || t % d->ckpt == 0) {
       size_t slot = (size_t)(d->ckpt == 1 ? t : t / d->ckpt);
       memcpy(d->tape_x + slot * n3, d->x, n3 * sizeof(dsReal));
       memcpy(d->tape_v + slot * n3, d->v, n3 * sizeof(dsReal));
+      if (nb13) memcpy(d->tape_body + slot * nb13, d->body, nb13 * sizeof(dsReal));
     }
     if (m->nact) d->act_rec[t] = record(d->act_tape, &d->act_n, d->act_cap, d->act, (size_t)m->nact);
     d->fext_rec[t] = record(d->fext_tape, &d->fext_n, d->fext_cap, d->f_ext, n3);
+    if (nb13) d->bfext_rec[t] = record(d->bfext_tape, &d->bfext_n, d->bfext_cap, d->body_fext, nb6);
     d->seg_start = -1;
   }
   size_t mark = ds__arena_mark(d);
   dsReal* ef = (dsReal*)ds__arena_alloc(d, 3 * (size_t)m->nslot * sizeof(dsReal), "ds_step");
   dsReal* J = ef ? (dsReal*)ds__arena_alloc(d, (size_t)m->ntet * sizeof(dsReal), "ds_step") : NULL;
-  if (!ef || !J) {
+  dsReal* fr = J && m->nbody ? (dsReal*)ds__arena_alloc(d, n3 * sizeof(dsReal), "ds_step") : NULL;
+  if (!ef || !J || (m->nbody && !fr)) {
     ds__arena_free(d, mark);
     return DS_ERR_ARENA;
   }
-  ds__substep(m, d->x, d->v, d->act, d->f_ext, ef, J, d->f, d->x, d->v, 1);
+  ds__substep(m, d->x, d->v, d->act, d->f_ext, ef, J, d->f, d->x, d->v, 1, d->body, d->body_fext, d->body, fr);
   int rc = 0;
   for (int e = 0; e < m->ntet; e++)
     if (!(J[e] > 0)) {
@@ -158,6 +186,10 @@ int ds_step(const dsModel* m, dsData* d) {
     }
   ds__arena_free(d, mark);
   DS_ASSERT(d->arena_top == 0);
+  for (size_t k = 0; k < nb13 && !rc; k++)
+    if (!isfinite(d->body[k]))
+      rc = ds__seterr(eb, DS_ERR_DIVERGED, "substep %d: body %d state is %s", t, (int)(k / 13),
+                      isnan(d->body[k]) ? "NaN" : "Inf");
   for (size_t k = 0; k < n3 && !rc; k++) {
     if (!isfinite(d->x[k]))
       rc = ds__seterr(eb, DS_ERR_DIVERGED, "substep %d: particle %d position is %s", t, (int)(k / 3),
@@ -179,11 +211,13 @@ int ds_compute_forces(const dsModel* m, dsData* d) {
   size_t mark = ds__arena_mark(d);
   dsReal* ef = (dsReal*)ds__arena_alloc(d, 3 * (size_t)m->nslot * sizeof(dsReal), "ds_compute_forces");
   dsReal* J = ef ? (dsReal*)ds__arena_alloc(d, (size_t)m->ntet * sizeof(dsReal), "ds_compute_forces") : NULL;
-  if (!ef || !J) {
+  dsReal* fr = J && m->nbody ? (dsReal*)ds__arena_alloc(d, 3 * (size_t)m->nparticle * sizeof(dsReal),
+                                                         "ds_compute_forces") : NULL;
+  if (!ef || !J || (m->nbody && !fr)) {
     ds__arena_free(d, mark);
     return DS_ERR_ARENA;
   }
-  ds__substep(m, d->x, d->v, d->act, d->f_ext, ef, J, d->f, NULL, NULL, 0);
+  ds__substep(m, d->x, d->v, d->act, d->f_ext, ef, J, d->f, NULL, NULL, 0, d->body, d->body_fext, NULL, fr);
   ds__arena_free(d, mark);
   return 0;
 }
@@ -197,6 +231,10 @@ int ds_backward_begin(const dsModel* m, dsData* d) {
   size_t n3 = 3 * (size_t)m->nparticle;
   memset(d->adj_x, 0, n3 * sizeof(dsReal));
   memset(d->adj_v, 0, n3 * sizeof(dsReal));
+  if (m->nbody) {
+    memset(d->adj_body, 0, 13 * (size_t)m->nbody * sizeof(dsReal));
+    memset(d->adj_body_fext, 0, 6 * (size_t)m->nbody * sizeof(dsReal));
+  }
   d->bt = d->t;
   d->seg_start = -1;
   return 0;
@@ -212,17 +250,22 @@ static int load_segment(const dsModel* m, dsData* d, int t) {
   size_t mark = ds__arena_mark(d);
   dsReal* ef = (dsReal*)ds__arena_alloc(d, 3 * (size_t)m->nslot * sizeof(dsReal), "ds_backward_step");
   dsReal* J = ef ? (dsReal*)ds__arena_alloc(d, (size_t)m->ntet * sizeof(dsReal), "ds_backward_step") : NULL;
-  if (!ef || !J) {
+  dsReal* fr = J && m->nbody ? (dsReal*)ds__arena_alloc(d, n3 * sizeof(dsReal), "ds_backward_step") : NULL;
+  if (!ef || !J || (m->nbody && !fr)) {
     ds__arena_free(d, mark);
     return DS_ERR_ARENA;
   }
+  const size_t nb13 = 13 * (size_t)m->nbody, nb6 = 6 * (size_t)m->nbody;
   memcpy(d->seg_x, d->tape_x + (size_t)(s / K) * n3, n3 * sizeof(dsReal));
   memcpy(d->seg_v, d->tape_v + (size_t)(s / K) * n3, n3 * sizeof(dsReal));
+  if (nb13) memcpy(d->seg_body, d->tape_body + (size_t)(s / K) * nb13, nb13 * sizeof(dsReal));
   for (int j = s; j < e; j++) {
-    const size_t o = (size_t)(j - s) * n3;
+    const size_t o = (size_t)(j - s) * n3, ob = (size_t)(j - s) * nb13;
     const dsReal* act = m->nact ? d->act_tape + (size_t)d->act_rec[j] * m->nact : NULL;
     const dsReal* fext = d->fext_tape + (size_t)d->fext_rec[j] * n3;
-    ds__substep(m, d->seg_x + o, d->seg_v + o, act, fext, ef, J, NULL, d->seg_x + o + n3, d->seg_v + o + n3, 1);
+    const dsReal* bfext = nb13 ? d->bfext_tape + (size_t)d->bfext_rec[j] * nb6 : NULL;
+    ds__substep(m, d->seg_x + o, d->seg_v + o, act, fext, ef, J, NULL, d->seg_x + o + n3, d->seg_v + o + n3, 1,
+                nb13 ? d->seg_body + ob : NULL, bfext, nb13 ? d->seg_body + ob + nb13 : NULL, fr);
   }
   ds__arena_free(d, mark);
   d->seg_start = s;
@@ -235,18 +278,28 @@ int ds_backward_step(const dsModel* m, dsData* d, dsGrad* g, dsReal* adj_act, ds
   if (d->bt <= 0) return ds__seterr(eb, DS_ERR_STATE, "backward: no substep to pop (bt = %d)", d->bt);
   const int t = d->bt - 1, np = m->nparticle;
   const size_t n3 = 3 * (size_t)np;
-  const dsReal *xt, *vt, *vt1;
+  const size_t nb13 = 13 * (size_t)m->nbody, nb6 = 6 * (size_t)m->nbody;
+  const dsReal *xt, *vt, *vt1, *bst = NULL, *bst1 = NULL;
   if (d->ckpt > 1) {
     int rc = load_segment(m, d, t);
     if (rc) return rc;
     xt = d->seg_x + (size_t)(t - d->seg_start) * n3;
     vt = d->seg_v + (size_t)(t - d->seg_start) * n3;
     vt1 = vt + n3;
+    if (nb13) {
+      bst = d->seg_body + (size_t)(t - d->seg_start) * nb13;
+      bst1 = bst + nb13;
+    }
   } else {
     xt = d->tape_x + (size_t)t * n3;
     vt = d->tape_v + (size_t)t * n3;
     vt1 = t + 1 == d->t ? d->v : vt + n3;
+    if (nb13) {
+      bst = d->tape_body + (size_t)t * nb13;
+      bst1 = t + 1 == d->t ? d->body : bst + nb13;
+    }
   }
+  const int* pb = m->nbody ? m->particle_body : NULL;
   const dsReal* act = m->nact ? d->act_tape + (size_t)d->act_rec[t] * m->nact : NULL;
 
   dsForceLayout L;
@@ -260,7 +313,8 @@ int ds_backward_step(const dsModel* m, dsData* d, dsGrad* g, dsReal* adj_act, ds
   dsReal* aex = af ? (dsReal*)ds__arena_alloc(d, s3 * r, "ds_backward_step") : NULL;
   dsReal* aev = aex ? (dsReal*)ds__arena_alloc(d, s3 * r, "ds_backward_step") : NULL;
   dsReal* scr = aev ? (dsReal*)ds__arena_alloc(d, L.nscratch * r, "ds_backward_step") : NULL;
-  if (!scr) {
+  dsReal* agb = scr && nb13 ? (dsReal*)ds__arena_alloc(d, 3 * (size_t)m->nbody * r, "ds_backward_step") : NULL;
+  if (!scr || (nb13 && !agb)) {
     ds__arena_free(d, mark);
     return DS_ERR_ARENA;
   }
@@ -268,11 +322,28 @@ int ds_backward_step(const dsModel* m, dsData* d, dsGrad* g, dsReal* adj_act, ds
   const dsReal gv[3] = {m->gravity[0], m->gravity[1], m->gravity[2]};
   const int par = m->nslot + np >= DS__PAR_MIN;
   (void)par;
+  /* R: rigid bodies first (engine/rigid.h): their vertices' adjoints of the
+   * later state go into the body's, the body's through Newton-Euler; the
+   * vertices' force adjoints land in af (av = 0) for the stages below. */
+  if (nb13) {
+    const dsReal* fext_t = d->fext_tape + (size_t)d->fext_rec[t] * n3;
+    const dsReal* bfext_t = d->bfext_tape + (size_t)d->bfext_rec[t] * nb6;
+    memset(agb, 0, 3 * (size_t)m->nbody * r);
+#pragma omp parallel for schedule(static) if (par)
+    for (int b = 0; b < m->nbody; b++)
+      ds__rigid_bwd(m, b, xt, vt, fext_t, bst, bst1, bfext_t, d->adj_x, d->adj_v, d->adj_body, af, av,
+                    d->adj_body_fext, g, agb + 3 * (size_t)b);
+  }
 #pragma omp parallel if (par)
   {
     /* A: through the integrator */
 #pragma omp for schedule(static)
     for (int i = 0; i < np; i++) {
+      if (pb && pb[i] >= 0) { /* rigid vertex: af, av set by the body stage */
+        if (adj_fext)
+          for (int c = 0; c < 3; c++) adj_fext[3 * i + c] = af[3 * i + c];
+        continue;
+      }
       const dsReal w = m->inv_mass[i];
       dsReal dm = 0;
       for (int c = 0; c < 3; c++) {
@@ -328,6 +399,12 @@ int ds_backward_step(const dsModel* m, dsData* d, dsGrad* g, dsReal* adj_act, ds
     if (m->inv_mass[i] > 0)
       for (int c = 0; c < 3; c++) sg[c] += av[3 * i + c];
   for (int c = 0; c < 3; c++) g->gravity[c] += dt * sg[c];
+  if (nb13) {
+    dsReal gb[3] = {0, 0, 0};
+    for (int b = 0; b < m->nbody; b++)
+      for (int c = 0; c < 3; c++) gb[c] += agb[3 * (size_t)b + c];
+    for (int c = 0; c < 3; c++) g->gravity[c] += gb[c];
+  }
   for (int k = 0; k < DS__NFORCE; k++)
     if (ds__forces[k].reduce && L.count[k]) ds__forces[k].reduce(m, scr + L.scratch[k], g);
   ds__arena_free(d, mark);
@@ -340,6 +417,7 @@ int ds_backward_finish(const dsModel* m, dsData* d, dsGrad* g) {
   if (d->bt != 0)
     return ds__seterr(ds__data_err(d), DS_ERR_STATE, "backward: finish at substep %d (must be 0)", d->bt);
   const size_t n3 = 3 * (size_t)m->nparticle;
+  if (m->nbody) ds__rigid_finish(m, d->t == 0 ? d->body : d->tape_body, d->adj_x, d->adj_v, d->adj_body, g);
   for (size_t k = 0; k < n3; k++) {
     g->x0[k] += d->adj_x[k];
     g->v0[k] += d->adj_v[k];

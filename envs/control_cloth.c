@@ -202,7 +202,7 @@ static int reset(dsEnv* e, uint64_t* rng) {
 static void target(const dsEnv* e, dsReal t[3]) {
   const dsControlClothParams* p = (const dsControlClothParams*)e->def.params.bytes;
   if (p->anchor == 1) /* the point places the corner */
-    for (int k = 0; k < 3; k++) t[k] += e->com0[k] - e->m->x0[k];
+    for (int k = 0; k < 3; k++) t[k] += e->com0[k] - e->x0_def[k];
 }
 
 static int action_size(const dsEnv* e) {

@@ -147,7 +147,7 @@ static void free_sized(dsEnv* e) {
   e->g = NULL;
   e->m = NULL;
   e->r = NULL;
-  dsReal** bufs[] = {&e->face_colors, &e->goal_x,  &e->frame_x, &e->frame_loss, &e->step_x,
+  dsReal** bufs[] = {&e->face_colors, &e->goal_x, &e->x0_def, &e->frame_x, &e->frame_loss, &e->step_x,
                      &e->step_v,      &e->actions, &e->adj_act, &e->adj_fext,   &e->sink};
   for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
     ds__free(*bufs[i]);
@@ -235,7 +235,7 @@ static int build_sized(dsEnv* e) {
   if (e->adim < 0) return ds__seterr(&e->err, DS_ERR_INVALID, "%s: bad action size %d", e->cls->name, e->adim);
   e->odim = def->obs_state == DS_OBS_STATE_FULL ? 2 * e->n3 : def->obs_state == DS_OBS_STATE_COM ? 6 : 0;
   dsDataDef dd = ds_default_data_def();
-  dd.max_substeps = e->T;
+  dd.max_substeps = def->gradients ? e->T : 0; /* forward only: no tape */
   dd.checkpoint_every = def->checkpoint_every;
   dd.act_records = e->nstep + 1;
   dd.fext_records = e->cls->uses_external_force ? e->T : 1;
@@ -258,11 +258,15 @@ static int build_sized(dsEnv* e) {
   s.camera.fov_deg = def->cam_fov;
   s.camera.znear = def->cam_near;
   s.camera.zfar = def->cam_far;
+  char why[256];
+  if (ds_render_settings_check(&s, why, sizeof why))
+    return ds__seterr(&e->err, DS_ERR_INVALID, "%s: %s", e->cls->name, why);
   rc = ds_raster_create(&e->r, &s, m->nface, m->nparticle);
   if (rc) return ds__seterr(&e->err, rc, "cannot create the renderer (%s)", ds_strerror(rc));
   const size_t n3 = (size_t)e->n3;
   e->face_colors = alloc_reals(3 * (size_t)m->nface);
   e->goal_x = alloc_reals(n3);
+  e->x0_def = alloc_reals(n3);
   e->frame_x = alloc_reals((size_t)e->nframe * n3);
   e->frame_loss = alloc_reals((size_t)e->nframe);
   e->step_x = alloc_reals((size_t)e->nstep * n3);
@@ -271,9 +275,11 @@ static int build_sized(dsEnv* e) {
   e->adj_act = alloc_reals((size_t)m->nact);
   e->adj_fext = alloc_reals(n3);
   e->sink = alloc_reals((size_t)e->adim);
-  if (!e->face_colors || !e->goal_x || !e->frame_x || !e->frame_loss || !e->step_x || !e->step_v || !e->actions ||
+  if (!e->face_colors || !e->goal_x || !e->x0_def || !e->frame_x || !e->frame_loss || !e->step_x || !e->step_v || !e->actions ||
       !e->adj_act || !e->adj_fext || !e->sink)
     return ds__seterr(&e->err, DS_ERR_NOMEM, "out of memory");
+  /* rigid vertices: as the built body parameters pose them (the data's reset) */
+  memcpy(e->x0_def, m->nbody ? e->d->x : m->x0, n3 * sizeof(dsReal));
   for (int f = 0; f < m->nface; f++)
     for (int k = 0; k < 3; k++) e->face_colors[3 * f + k] = def->color[k];
   if (e->cls->built) {
@@ -362,6 +368,11 @@ static int env_create(const dsEnvDef* def, char* text, dsEnv** out, char* err, s
   ld.levels = def->loss_levels;
   ld.moments_weight = def->loss_moments;
   ld.moments_size = def->loss_moments_size;
+  char why[256];
+  if ((rc = ds_image_loss_check(&ld, def->width, def->height, why, sizeof why))) {
+    ds__seterr(&e->err, rc, "%s: %s", def->cls->name, why);
+    goto fail;
+  }
   rc = ds_image_loss_create(&e->il, &ld, def->width, def->height);
   if (rc) {
     ds__seterr(&e->err, rc, "cannot create the image loss (%s)", ds_strerror(rc));
@@ -454,7 +465,9 @@ int ds_env_steps_taken(const dsEnv* e) {
   return e->have_episode ? (e->d->t + e->C - 1) / e->C : 0;
 }
 int ds_env_num_particles(const dsEnv* e) { return e ? e->np : DS_ERR_INVALID; }
-int ds_env_state_size(const dsEnv* e) { return e ? 1 + 2 * e->n3 : DS_ERR_INVALID; }
+/* rigid bodies add their states (13 each) after the particles' */
+static int state_size(const dsEnv* e) { return 1 + 2 * e->n3 + 13 * e->m->nbody; }
+int ds_env_state_size(const dsEnv* e) { return e ? state_size(e) : DS_ERR_INVALID; }
 const dsReal* ds_env_positions(const dsEnv* e) { return e ? e->d->x : NULL; }
 const dsReal* ds_env_goal_image(const dsEnv* e) { return e && e->have_goal ? e->goal_img : NULL; }
 
@@ -502,6 +515,42 @@ static int render_frame(dsEnv* e, int f, const dsReal* x) {
   return 0;
 }
 
+/* The episode's goal, from the start its definition gives (e->x0_def: the
+ * built model as the class's own reset draws placed it, not parameters set
+ * later with ds_env_set_param): its centre of mass com0 (the metric's
+ * origin), the target (relative goals: com0 plus the drawn offset), the goal
+ * state (that shape moved so that its centre of mass is the target) and the
+ * goal image, re-rendered only when the goal state changed. The backward
+ * treats them as the constants they are (dsim/env.h "Targets"). */
+static int place_goal(dsEnv* e) {
+  const dsEnvDef* def = &e->def;
+  const dsModel* m = e->m;
+  const dsReal* xs = e->x0_def;
+  ds__env_com(m, xs, e->com0);
+  const dsReal rel[3] = {def->goal_relative ? e->com0[0] : 0, def->goal_relative ? e->com0[1] : 0,
+                         def->goal_relative ? e->com0[2] : 0};
+  e->target[0] = rel[0] + e->goal_draw;
+  e->target[1] = rel[1] + def->goal_y;
+  e->target[2] = rel[2] + def->goal_z;
+  if (e->cls->target) e->cls->target(e, e->target);
+  int same = e->have_goal;
+  for (int i = 0; i < e->np; i++)
+    for (int k = 0; k < 3; k++) {
+      const dsReal g = xs[3 * i + k] + (e->target[k] - e->com0[k]);
+      same = same && e->goal_x[3 * i + k] == g;
+      e->goal_x[3 * i + k] = g;
+    }
+  if (!same) {
+    int rc = render_x(e, e->goal_x, e->goal_img);
+    if (rc) {
+      e->have_goal = 0;
+      return rc;
+    }
+    e->have_goal = 1;
+  }
+  return 0;
+}
+
 int ds_env_reset(dsEnv* e, uint64_t seed, dsReal* obs, dsReal* image) {
   if (!e) return DS_ERR_INVALID;
   ds__clearerr(&e->err);
@@ -517,24 +566,14 @@ int ds_env_reset(dsEnv* e, uint64_t seed, dsReal* obs, dsReal* image) {
   const dsModel* m = e->m;
   dsData* d = e->d;
   ds_data_reset(m, d);
+  /* a class with its own draws places its body there (cloth: the sheet's
+   * height): that is the definition's start */
+  if (e->cls->reset) memcpy(e->x0_def, m->nbody ? d->x : m->x0, (size_t)e->n3 * sizeof(dsReal));
   e->failed = 0;
   e->did_backward = 0;
-  ds__env_com(m, m->x0, e->com0);
-  const dsReal rel[3] = {def->goal_relative ? e->com0[0] : 0, def->goal_relative ? e->com0[1] : 0,
-                         def->goal_relative ? e->com0[2] : 0};
-  e->target[0] = rel[0] + xt;
-  e->target[1] = rel[1] + def->goal_y;
-  e->target[2] = rel[2] + def->goal_z;
-  if (e->cls->target) e->cls->target(e, e->target);
-  /* goal state: the rest shape moved so that its centre of mass is the target */
-  if (!e->have_goal || e->goal_seed != seed) {
-    for (int i = 0; i < e->np; i++)
-      for (int k = 0; k < 3; k++) e->goal_x[3 * i + k] = m->x0[3 * i + k] + (e->target[k] - e->com0[k]);
-    rc = render_x(e, e->goal_x, e->goal_img);
-    if (rc) return rc;
-    e->have_goal = 1;
-    e->goal_seed = seed;
-  }
+  e->goal_draw = xt;
+  if ((rc = place_goal(e))) return rc;
+  e->goal_seed = seed;
   e->have_episode = 1;
   if (e->frame_at[0] >= 0) {
     rc = render_frame(e, e->frame_at[0], d->x);
@@ -693,6 +732,10 @@ static int add_terms(dsEnv* e, const BwdSpec* sp, int s, int t, int nf) {
 
 /* Backward down to the start of step first (0: the whole episode). */
 static int env_backward(dsEnv* e, const BwdSpec* sp, int first, dsReal* grad_actions) {
+  if (!e->def.gradients)
+    return ds__seterr(&e->err, DS_ERR_STATE,
+                      "backward: %s was created forward only (env.physics.gradients false): no tape to go back on",
+                      e->cls->name);
   if (!e->have_episode) return ds__seterr(&e->err, DS_ERR_STATE, "backward: reset the env first");
   if (e->failed) return ds__seterr(&e->err, DS_ERR_STATE, "backward: the episode diverged");
   if (sp->adj_image && !e->def.obs_image)
@@ -772,9 +815,16 @@ int ds_env_set_param(dsEnv* e, const char* name, const dsReal* values, int count
   int rc = ds_model_set_param(e->m, name, values, count);
   if (rc) return ds__seterr(&e->err, rc, "set_param: %s", ds_model_last_error(e->m));
   if (e->have_episode) {
-    /* before the first step: the state follows new initial values */
-    memcpy(e->d->x, e->m->x0, (size_t)e->n3 * sizeof(dsReal));
-    memcpy(e->d->v, e->m->v0, (size_t)e->n3 * sizeof(dsReal));
+    /* before the first step: the state follows new initial values (rigid
+       bodies: their vertices are re-posed from the body parameters); the
+       target, the goal image and the metric's origin stay the
+       definition's */
+    if (e->m->nbody) {
+      ds_data_reset(e->m, e->d);
+    } else {
+      memcpy(e->d->x, e->m->x0, (size_t)e->n3 * sizeof(dsReal));
+      memcpy(e->d->v, e->m->v0, (size_t)e->n3 * sizeof(dsReal));
+    }
     if (e->frame_at[0] >= 0) rc = render_frame(e, e->frame_at[0], e->d->x);
   }
   return rc;
@@ -791,17 +841,18 @@ int ds_env_param_grad(const dsEnv* e, const char* name, const dsReal** grad, int
 /* ---- state --------------------------------------------------------------------------- */
 int ds_env_get_state(const dsEnv* e, dsReal* state, int n) {
   if (!e || !state) return DS_ERR_INVALID;
-  if (n != 1 + 2 * e->n3) return DS_ERR_RANGE;
+  if (n != state_size(e)) return DS_ERR_RANGE;
   state[0] = (dsReal)e->d->t;
   memcpy(state + 1, e->d->x, (size_t)e->n3 * sizeof(dsReal));
   memcpy(state + 1 + e->n3, e->d->v, (size_t)e->n3 * sizeof(dsReal));
+  if (e->m->nbody) memcpy(state + 1 + 2 * e->n3, e->d->body, 13 * (size_t)e->m->nbody * sizeof(dsReal));
   return 0;
 }
 
 int ds_env_set_state(dsEnv* e, const dsReal* state, int n) {
   if (!e || !state) return DS_ERR_INVALID;
-  if (n != 1 + 2 * e->n3)
-    return ds__seterr(&e->err, DS_ERR_RANGE, "set_state: %d values, expected %d", n, 1 + 2 * e->n3);
+  if (n != state_size(e))
+    return ds__seterr(&e->err, DS_ERR_RANGE, "set_state: %d values, expected %d", n, state_size(e));
   if (!e->have_episode) return ds__seterr(&e->err, DS_ERR_STATE, "set_state: reset the env first");
   const double sv = (double)state[0];
   const int s = (int)sv;
@@ -817,10 +868,15 @@ int ds_env_set_state(dsEnv* e, const dsReal* state, int n) {
   d->bt = -1;
   d->seg_start = -1;
   d->failed = 0;
-  if (e->m->nact) d->act_n = s > 0 ? d->act_rec[s - 1] + 1 : 0;
-  d->fext_n = s > 0 ? d->fext_rec[s - 1] + 1 : 0;
+  const int taped = d->max_substeps > 0; /* forward-only data keep no records */
+  if (e->m->nact && taped) d->act_n = s > 0 ? d->act_rec[s - 1] + 1 : 0;
+  if (taped) d->fext_n = s > 0 ? d->fext_rec[s - 1] + 1 : 0;
   memcpy(d->x, state + 1, (size_t)e->n3 * sizeof(dsReal));
   memcpy(d->v, state + 1 + e->n3, (size_t)e->n3 * sizeof(dsReal));
+  if (e->m->nbody) {
+    if (taped) d->bfext_n = s > 0 ? d->bfext_rec[s - 1] + 1 : 0;
+    memcpy(d->body, state + 1 + 2 * e->n3, 13 * (size_t)e->m->nbody * sizeof(dsReal));
+  }
   e->failed = 0;
   e->did_backward = 0;
   if (e->frame_at[s] >= 0) return render_frame(e, e->frame_at[s], d->x);

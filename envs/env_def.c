@@ -20,8 +20,8 @@
 /* ---- registry ------------------------------------------------------------------ */
 #define MAX_CLASSES 64
 static const dsEnvClass* g_classes[MAX_CLASSES] = {&ds__walker_class, &ds__control_fem_class, &ds__control_cloth_class,
-                                                   &ds__walker_springs_class, &ds__beam_class};
-static int g_nclass = 5;
+                                                   &ds__walker_springs_class, &ds__rigid_toss_class, &ds__beam_class};
+static int g_nclass = 6;
 
 int ds_env_register(const dsEnvClass* c) {
   if (!c || !c->name || !c->name[0] || strlen(c->name) >= sizeof(((dsEnvParse*)0)->name) || !c->defaults ||
@@ -63,6 +63,8 @@ static const dsConfigKey g_common[] = {
     {"physics.ground", DS_KEY_BOOL, O(ground), 0, 1, NULL, 0, "ground-plane contact at y = 0"},
     {"physics.checkpoint_every", DS_KEY_INT, O(checkpoint_every), 0, 1000000, NULL, 0,
      "tape: 1 = every state, K > 1 = every K-th state (recompute in backward)"},
+    {"physics.gradients", DS_KEY_BOOL, O(gradients), 0, 1, NULL, 0,
+     "keep the tape for gradients (false: forward only, no tape; the backward is refused)"},
     {"contact.ke", DS_KEY_REAL, O(contact_ke), 0, BIG, NULL, 0, "normal stiffness, N/m"},
     {"contact.kd", DS_KEY_REAL, O(contact_kd), 0, BIG, NULL, 0, "normal damping, N s/m"},
     {"contact.kf", DS_KEY_REAL, O(contact_kf), 0, BIG, NULL, 0, "friction viscosity, N s/m"},
@@ -118,6 +120,7 @@ static void common_defaults(dsEnvDef* d) {
   d->gravity[1] = (dsReal)-9.8;
   d->ground = 1;
   d->checkpoint_every = 1;
+  d->gradients = 1;
   d->contact_ke = 1e4;
   d->contact_kd = 1e3;
   d->contact_kf = 1e3;

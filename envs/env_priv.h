@@ -47,8 +47,10 @@ struct dsEnv {
 
   /* episode */
   int have_episode;     /* a reset happened */
-  int have_goal;        /* goal image valid for goal_seed */
-  uint64_t goal_seed;
+  int have_goal;        /* goal_x and goal_img hold the goal of the current start */
+  uint64_t goal_seed;   /* the seed of the current episode */
+  dsReal goal_draw;     /* the goal x drawn from it (before the relative offset) */
+  dsReal* x0_def;       /* the start the definition gives (built, placed by the class's reset) */
   int failed;           /* the simulation diverged: reset needed */
   dsReal target[3];     /* target centre of mass, m */
   dsReal com0[3];       /* centre of mass at substep 0 */
@@ -68,7 +70,7 @@ int ds__env_key_table(const dsEnvClass* cls, dsConfigKey* tab, int cap);
 int ds__env_validate_def(const dsEnvDef* def, dsErrBuf* eb);
 /* The registered bundled classes (envs/walker.c, ...). */
 extern const dsEnvClass ds__walker_class, ds__control_fem_class, ds__control_cloth_class, ds__walker_springs_class,
-    ds__beam_class;
+    ds__rigid_toss_class, ds__beam_class;
 
 /* Centre of mass of positions x (mass-weighted). */
 void ds__env_com(const dsModel* m, const dsReal* x, dsReal c[3]);

@@ -1,18 +1,20 @@
 # envs/: environments behind the step/reset/gradient API of
 # include/dsim/env.h, their scene generators and the bundled configs.
 libdsim_core_la_SOURCES += envs/env.c envs/env_def.c envs/env_priv.h envs/walker.c envs/control_fem.c \
-  envs/control_cloth.c envs/walker_springs.c envs/beam.c \
+  envs/control_cloth.c envs/walker_springs.c envs/batch.c envs/rigid_toss.c envs/beam.c \
   envs/mesh_gear.c envs/mesh_walker.c
-dsiminclude_HEADERS += include/dsim/env.h include/dsim/scenes.h
+dsiminclude_HEADERS += include/dsim/env.h include/dsim/scenes.h include/dsim/batch.h
 dist_configs_DATA += configs/walker.json configs/control-fem.json configs/control-cloth.json \
-  configs/walker-springs.json configs/beam.json \
+  configs/walker-springs.json configs/rigid-toss.json configs/beam.json \
   configs/sysid-mass.json configs/sysid-beam.json configs/sysid-cloth.json \
-  configs/sysid-beam-mu.json configs/sysid-beam-lambda.json
-check_PROGRAMS += tests/test_env_grad tests/test_env_config tests/test_env
+  configs/sysid-beam-mu.json configs/sysid-beam-lambda.json \
+  configs/sysid-rigid-mass.json configs/sysid-rigid-contact.json
+check_PROGRAMS += tests/test_env_grad tests/test_env_config tests/test_env tests/test_env_target
 tests_test_env_grad_SOURCES = tests/test_env_grad.c
 tests_test_env_config_SOURCES = tests/test_env_config.c
 tests_test_env_SOURCES = tests/test_env.c
-TESTS += tests/test_env_grad tests/test_env_config tests/test_env
+tests_test_env_target_SOURCES = tests/test_env_target.c
+TESTS += tests/test_env_grad tests/test_env_config tests/test_env tests/test_env_target
 BENCH_PROGS += bench/bench_env
 bench_bench_env_SOURCES = bench/bench_env.c
 # A user-written env class registered through ds_env_register: registry,
@@ -20,3 +22,13 @@ bench_bench_env_SOURCES = bench/bench_env.c
 check_PROGRAMS += tests/test_env_register
 tests_test_env_register_SOURCES = tests/test_env_register.c tests/hang_env.h
 TESTS += tests/test_env_register
+# Batched envs: bitwise equal to separate envs on 1 and 2 threads, autoreset,
+# per-env errors.
+check_PROGRAMS += tests/test_batch
+tests_test_batch_SOURCES = tests/test_batch.c
+TESTS += tests/test_batch
+# rigid-toss: sliding distance, state with the body, image-loss gradients
+# reaching the body's parameters and the impulse.
+check_PROGRAMS += tests/test_rigid_env
+tests_test_rigid_env_SOURCES = tests/test_rigid_env.c
+TESTS += tests/test_rigid_env

@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -263,6 +264,7 @@ int ds_runlog_create(const char* path, const dsRunLogDef* def, dsRunLog** out, c
   ok = ok && write_int_attr(meta, "substep_stride", def->substep_stride) >= 0;
   ok = ok && write_str_attr(meta, "start_time", now) >= 0;
   ok = ok && write_str_attr(meta, "status", "running") >= 0;
+  if (def->has_metric_goal) ok = ok && write_dbl_attr(meta, "metric_goal", def->metric_goal) >= 0;
   if (ok) {
     log->d_loss = create_series(iters, "loss", 0, "1");
     log->d_metric = create_series(iters, "metric", 0, "task metric (see /meta/env)");
@@ -673,6 +675,35 @@ static int rd_int_attr(Rd* r, hid_t obj, const char* objname, const char* name, 
   return rc;
 }
 
+/* A scalar floating-point attribute (finite); *present = 0 when absent. */
+static int rd_dbl_attr(Rd* r, hid_t obj, const char* objname, const char* name, double* v, int* present) {
+  char what[160], shape[96];
+  hid_t a;
+  *present = 0;
+  int rc = rd_attr(r, obj, objname, name, 0, &a, what, sizeof what);
+  if (rc || a < 0) return rc;
+  hid_t t = H5Aget_type(a), s = H5Aget_space(a);
+  double x = 0;
+  if (t < 0 || s < 0) {
+    rc = rd_bad(r, what, "cannot read its type or dataspace");
+  } else if (H5Tget_class(t) != H5T_FLOAT) {
+    rc = rd_bad(r, what, "expected a floating-point number, found %s data", class_name(H5Tget_class(t)));
+  } else if (H5Sget_simple_extent_type(s) != H5S_SCALAR) {
+    shape_text(s, shape, sizeof shape);
+    rc = rd_bad(r, what, "expected a scalar number, found %s", shape);
+  } else if (H5Aread(a, H5T_NATIVE_DOUBLE, &x) < 0 || !isfinite(x)) {
+    rc = rd_bad(r, what, "cannot read a finite number");
+  }
+  if (s >= 0) H5Sclose(s);
+  if (t >= 0) H5Tclose(t);
+  H5Aclose(a);
+  if (rc == DS_OK) {
+    *v = x;
+    *present = 1;
+  }
+  return rc;
+}
+
 /* n = a * b without overflow past limit; 0 on overflow. */
 static int mul_ok(size_t a, size_t b, size_t limit, size_t* n) {
   if (a && b > limit / a) return 0;
@@ -893,7 +924,7 @@ int ds_runlog_read_iterations(const char* path, int* n, double** loss, double** 
 }
 
 /* /meta's attributes, /iterations/params' width and which episodes exist. */
-static int read_header(Rd* r, dsRunSummary* s, int n) {
+static int read_header(Rd* r, dsRunSummary* s, int n, double* goal, int* has_goal) {
   hid_t meta;
   int rc = rd_open(r, "/meta", H5I_GROUP, 1, &meta);
   if (rc) return rc;
@@ -907,6 +938,7 @@ static int read_header(Rd* r, dsRunSummary* s, int n) {
   if (!rc) rc = rd_str_attr(r, meta, "/meta", "start_time", 0, s->start_time, sizeof s->start_time);
   if (!rc) rc = rd_int_attr(r, meta, "/meta", "seed", 1, 0, 0, NULL, &seed, &present);
   if (!rc) rc = rd_int_attr(r, meta, "/meta", "threads", 0, 0, 1 << 20, &threads, NULL, &present);
+  if (!rc) rc = rd_dbl_attr(r, meta, "/meta", "metric_goal", goal, has_goal);
   rd_close(meta);
   if (rc) return rc;
   s->seed = seed;
@@ -952,9 +984,11 @@ int ds_runlog_read_summary(const char* path, dsRunSummary* s, char* err, size_t 
   int rc = ds_runlog_read_iterations(path, &n, &loss, &metric, &wall, NULL, err, errlen);
   if (rc) return rc;
   Rd r;
+  double goal = 0;
+  int has_goal = 0;
   rc = open_run(path, &r, err, errlen);
   if (rc == DS_OK) {
-    rc = read_header(&r, s, n);
+    rc = read_header(&r, s, n, &goal, &has_goal);
     H5Fclose(r.f);
   }
   if (rc == DS_OK) {
@@ -965,10 +999,15 @@ int ds_runlog_read_summary(const char* path, dsRunSummary* s, char* err, size_t 
       s->first_metric = metric[0];
       s->last_metric = metric[n - 1];
       s->wall_time = wall[n - 1];
-      if (s->best_iteration < 0) { /* no best episode logged: the lowest metric */
+      if (s->best_iteration < 0) {
+        /* no best episode logged (a killed run): the metric closest to the
+         * run's goal, or the lowest metric in logs without a goal */
         s->best_iteration = 0;
-        for (int i = 1; i < n; i++)
-          if (metric[i] < metric[s->best_iteration]) s->best_iteration = i;
+        for (int i = 1; i < n; i++) {
+          const double a = has_goal ? fabs(metric[i] - goal) : metric[i];
+          const double b = has_goal ? fabs(metric[s->best_iteration] - goal) : metric[s->best_iteration];
+          if (a < b) s->best_iteration = i;
+        }
       }
       s->best_loss = loss[s->best_iteration];
       s->best_metric = metric[s->best_iteration];

@@ -173,6 +173,31 @@ struct dsImageLoss {
   double bk[3];        /* binomial half-window 6/16, 4/16, 1/16 */
 };
 
+int ds_image_loss_check(const dsLossDef* def, int w, int h, char* err, size_t errlen) {
+#define BAD(...) return ds__puterr(err, errlen, DS_ERR_INVALID, __VA_ARGS__)
+  if (!def) BAD("image loss: NULL definition");
+  if (w <= 0 || h <= 0 || w > 65536 || h > 65536) BAD("image loss: image size %d x %d: expected 1 to 65536 each", w, h);
+  if (def->kind != DS_LOSS_MSE && def->kind != DS_LOSS_L1 && def->kind != DS_LOSS_DSSIM)
+    BAD("image loss: kind: expected DS_LOSS_MSE, DS_LOSS_L1 or DS_LOSS_DSSIM (0 to 2), got %d", def->kind);
+  if (def->levels < 1 || def->levels > DS_LOSS_MAX_LEVELS)
+    BAD("image loss: levels: expected 1 to %d, got %d", DS_LOSS_MAX_LEVELS, def->levels);
+  for (int i = 0; i < def->levels; i++)
+    if (!isfinite((double)def->weights[i])) BAD("image loss: weights[%d]: expected a finite number", i);
+  if (!(def->moments_weight >= 0) || !isfinite((double)def->moments_weight))
+    BAD("image loss: moments_weight: expected a finite number >= 0, got %g", (double)def->moments_weight);
+  if (!(def->moments_size >= 0) || !isfinite((double)def->moments_size))
+    BAD("image loss: moments_size: expected a finite number >= 0, got %g", (double)def->moments_size);
+  if (def->kind == DS_LOSS_DSSIM) {
+    if (!(def->ssim_sigma > 0)) BAD("image loss: ssim_sigma: expected a number > 0, got %g", (double)def->ssim_sigma);
+    if (def->ssim_radius < 1 || def->ssim_radius > MAXR)
+      BAD("image loss: ssim_radius: expected 1 to %d, got %d", MAXR, def->ssim_radius);
+    if (!(def->ssim_c1 > 0) || !(def->ssim_c2 > 0))
+      BAD("image loss: ssim_c1, ssim_c2: expected numbers > 0, got %g, %g", (double)def->ssim_c1, (double)def->ssim_c2);
+  }
+#undef BAD
+  return DS_OK;
+}
+
 int ds_image_loss_create(dsImageLoss** out, const dsLossDef* def, int w, int h) {
   dsImageLoss* l;
   size_t tot = 0, n;

@@ -286,6 +286,39 @@ static void apply_settings(dsRaster* r, const dsRenderSettings* s, const dsrFram
   r->rendered = 0;
 }
 
+/* The first invalid field of s, named, with the expected value. */
+int ds_render_settings_check(const dsRenderSettings* s, char* err, size_t errlen) {
+  if (!s) return ds__puterr(err, errlen, DS_ERR_INVALID, "render settings: NULL");
+#define BAD(...) return ds__puterr(err, errlen, DS_ERR_INVALID, __VA_ARGS__)
+  if (s->width <= 0 || s->width > 16384) BAD("render settings: width: expected 1 to 16384, got %d", s->width);
+  if (s->height <= 0 || s->height > 16384) BAD("render settings: height: expected 1 to 16384, got %d", s->height);
+  if (s->supersample <= 0 || s->supersample > 16)
+    BAD("render settings: supersample: expected 1 to 16, got %d", s->supersample);
+  if (!(s->sigma > 0) || !isfinite((double)s->sigma))
+    BAD("render settings: sigma: expected a finite number > 0, got %g", (double)s->sigma);
+  if (!(s->gamma > 0) || !isfinite((double)s->gamma))
+    BAD("render settings: gamma: expected a finite number > 0, got %g", (double)s->gamma);
+  if (!isfinite((double)s->eps)) BAD("render settings: eps: expected a finite number, got %g", (double)s->eps);
+  const dsCamera* c = &s->camera;
+  for (int i = 0; i < 3; i++)
+    if (!isfinite((double)c->eye[i]) || !isfinite((double)c->at[i]) || !isfinite((double)c->up[i]))
+      BAD("camera: eye, at and up: expected finite coordinates");
+  if (c->eye[0] == c->at[0] && c->eye[1] == c->at[1] && c->eye[2] == c->at[2])
+    BAD("camera: eye and at are the same point (%g, %g, %g)", (double)c->eye[0], (double)c->eye[1], (double)c->eye[2]);
+  if (c->orthographic && (!(c->ortho_height > 0) || !isfinite((double)c->ortho_height)))
+    BAD("camera: ortho_height: expected a finite number > 0, got %g", (double)c->ortho_height);
+  if (!c->orthographic && (!(c->fov_deg > 0) || !(c->fov_deg < 180)))
+    BAD("camera: fov_deg: expected a number in (0, 180), got %g", (double)c->fov_deg);
+  if (!(c->znear > 0) || !isfinite((double)c->znear))
+    BAD("camera: znear: expected a finite number > 0, got %g", (double)c->znear);
+  if (!(c->zfar > c->znear) || !isfinite((double)c->zfar))
+    BAD("camera: zfar: expected a finite number > znear (%g), got %g", (double)c->znear, (double)c->zfar);
+  dsrFrame fr;
+  if (camera_frame(c, s->width, s->height, &fr) != DS_OK) BAD("camera: up is parallel to the view direction (at - eye)");
+#undef BAD
+  return DS_OK;
+}
+
 int ds_raster_create(dsRaster** out, const dsRenderSettings* s, int max_faces, int max_verts) {
   dsRaster* r;
   dsrFrame fr;
@@ -293,7 +326,9 @@ int ds_raster_create(dsRaster** out, const dsRenderSettings* s, int max_faces, i
   if (!out) return DS_ERR_INVALID;
   *out = NULL;
   if (check_settings(s, &fr) != DS_OK) {
-    ds__log(DS_LOG_ERROR, "ds_raster_create: invalid render settings or camera");
+    char msg[256];
+    ds_render_settings_check(s, msg, sizeof msg);
+    ds__log(DS_LOG_ERROR, "ds_raster_create: %s", msg);
     return DS_ERR_INVALID;
   }
   if (max_faces < 0 || max_verts < 0 || max_faces > (1 << 24) || max_verts > (1 << 26)) {

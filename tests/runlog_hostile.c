@@ -179,6 +179,18 @@ static void m_threads_negative(hid_t f, const char* dir) {
   int v = -5;
   put_attr(f, "/meta", "threads", H5T_NATIVE_INT, 0, 1, &v);
 }
+static void m_goal_array(hid_t f, const char* dir) {
+  (void)dir;
+  double v[2] = {1, 2};
+  put_attr(f, "/meta", "metric_goal", H5T_NATIVE_DOUBLE, 1, 2, v);
+}
+static void m_goal_string(hid_t f, const char* dir) {
+  (void)dir;
+  char v[8] = "two";
+  hid_t t = str_type(8, 0);
+  put_attr(f, "/meta", "metric_goal", t, 0, 1, v);
+  H5Tclose(t);
+}
 static void m_best_iteration_array(hid_t f, const char* dir) {
   (void)dir;
   int v[16] = {0};
@@ -372,6 +384,10 @@ static const Case g_cases[] = {
      R_SUM},
     {"threads_negative", "/meta attribute \"threads\": -5 is out of range (expected 0 to 1048576)", m_threads_negative,
      R_SUM},
+    {"metric_goal_array", "/meta attribute \"metric_goal\": expected a scalar number, found a rank-1 array (2)",
+     m_goal_array, R_SUM},
+    {"metric_goal_string", "/meta attribute \"metric_goal\": expected a floating-point number, found string data",
+     m_goal_string, R_SUM},
     {"best_iteration_array", "/episodes/best attribute \"iteration\": expected a scalar integer, found a rank-1 array (16)",
      m_best_iteration_array, R_SUM},
     {"config_array", "/config: expected a scalar string, found a rank-1 array (3) of strings", m_config_array, R_CFG},

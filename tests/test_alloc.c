@@ -2,8 +2,11 @@
  * tape) allocate nothing once data and gradient exist (counting allocator),
  * the arena is empty after every call, and every creation path (builder,
  * mesh helpers, finalize, model copy, data, gradient) fails cleanly with DS_ERR_NOMEM
- * when any one allocation fails (LeakSanitizer checks nothing leaks). */
+ * when any one allocation fails (LeakSanitizer checks nothing leaks).
+ * Models with rigid bodies are covered on both counts. */
 #include "config.h"
+
+#include <string.h>
 
 #include "tests/dstest.h"
 #include "tests/enginetest.h"
@@ -36,6 +39,53 @@ static void hot_paths(int ckpt) {
   ds_model_free(m);
 }
 
+/* The same with rigid bodies (a box and a sphere, thrown onto the ground,
+ * an impulse at substep 3) beside a free particle. */
+static void hot_paths_rigid(int ckpt) {
+  dsBuilder* b;
+  ds_builder_create(&b);
+  dsGroundDef gd = {1e4, 10, 100, 0.5, 0};
+  ds_builder_set_ground(b, &gd);
+  ds_builder_set_dt(b, 1e-3);
+  dsRigidDef rd = ds_default_rigid_def();
+  rd.restitution = 0.5;
+  rd.position[1] = 0.11;
+  rd.velocity[0] = 1;
+  const dsReal h[3] = {0.1, 0.1, 0.1}, xp[3] = {1, 1, 1};
+  ds_builder_add_rigid_box(b, h, &rd);
+  rd.position[0] = 1;
+  ds_builder_add_rigid_sphere(b, 0.1, 8, &rd);
+  ds_builder_add_particle(b, xp, NULL, 1);
+  dsModel* m = NULL;
+  CHECK_INT_EQ(ds_builder_finalize(b, &m), 0);
+  ds_builder_free(b);
+  dsDataDef dd = ds_default_data_def();
+  dd.max_substeps = 50;
+  dd.checkpoint_every = ckpt;
+  dsData* d;
+  dsGrad* g;
+  ds_data_create(m, &dd, &d);
+  ds_grad_create(m, &g);
+  ds_replace_allocator(n_malloc, n_realloc, n_calloc, free);
+  g_count = 0;
+  const dsReal J[3] = {0.1, 0.2, 0}, at[3] = {0.05, 0.1, 0};
+  for (int t = 0; t < 50; t++) {
+    memset(d->body_fext, 0, 12 * sizeof(dsReal));
+    if (t == 3) ds_body_set_impulse(m, d, 0, J, at);
+    CHECK_INT_EQ(ds_step(m, d), 0);
+  }
+  CHECK_INT_EQ(d->arena_top, 0);
+  ds_compute_forces(m, d);
+  CHECK_INT_EQ(ds_backward(m, d, g, m->x0, NULL, NULL, NULL), 0);
+  CHECK_INT_EQ(d->arena_top, 0);
+  ds_replace_allocator(NULL, NULL, NULL, NULL);
+  if (g_count) fprintf(stderr, "rigid, checkpoint %d: %ld allocations in step/backward\n", ckpt, g_count);
+  CHECK_INT_EQ(g_count, 0);
+  ds_grad_free(g);
+  ds_data_free(d);
+  ds_model_free(m);
+}
+
 /* Builds a cloth + soft box model, a data and a gradient; returns the first
  * error code. Everything is freed. */
 static int build_all(void) {
@@ -51,6 +101,11 @@ static int build_all(void) {
   if (!rc) rc = ds_builder_add_cloth_grid(b, 3, 3, 0.1, o, 1, NULL, &tm, &bm);
   if (rc >= 0) rc = ds_builder_add_tet_grid(b, 2, 1, 1, 0.1, 0.1, 0.1, NULL, 100, NULL, &te);
   if (rc >= 0) rc = ds_builder_add_spring(b, 0, 17, 1, 0, -1);
+  dsRigidDef rd = ds_default_rigid_def();
+  const dsReal hb[3] = {0.1, 0.2, 0.1};
+  if (rc >= 0) rc = ds_builder_add_rigid_box(b, hb, &rd);
+  if (rc >= 0) rc = ds_builder_add_rigid_sphere(b, 0.1, 6, &rd);
+  if (rc >= 0) rc = ds_builder_add_rigid_cylinder(b, 0.1, 0.1, 5, &rd);
   if (rc >= 0) rc = ds_builder_finalize(b, &m);
   dsDataDef dd = ds_default_data_def();
   dd.max_substeps = 10;
@@ -76,6 +131,8 @@ static int build_all(void) {
 int main(void) {
   hot_paths(1);
   hot_paths(4);
+  hot_paths_rigid(1);
+  hot_paths_rigid(4);
   /* count the allocations of a successful build, then fail each in turn */
   g_fail_at = -1;
   ds_replace_allocator(n_malloc, n_realloc, n_calloc, free);

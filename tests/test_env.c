@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dsim/engine.h"
 #include "dsim/env.h"
 #include "tests/dstest.h"
 
@@ -29,7 +30,7 @@ static void* c_calloc(size_t c, size_t n) {
 }
 static void c_free(void* p) { free(p); }
 
-static const char* const kNames[] = {"walker", "control-fem", "control-cloth", "walker-springs"};
+static const char* const kNames[] = {"walker", "control-fem", "control-cloth", "walker-springs", "rigid-toss"};
 #define NKIND ((int)(sizeof kNames / sizeof kNames[0]))
 
 static dsEnvDef short_def(const char* name) {
@@ -136,7 +137,55 @@ static int same_ep(dsEnv* env, const Episode* a, const Episode* b) {
          !memcmp(a->img, b->img, (S + 1) * 4 * w * h * sizeof(dsReal)) && a->loss == b->loss;
 }
 
+/* physics.gradients false: the same forward, bit for bit, without a tape;
+ * the backward refused with a message; rewinding with set_state still works. */
+static void forward_only(const char* name) {
+  char err[512];
+  dsEnvDef d = short_def(name), d0 = short_def(name);
+  d0.gradients = 0;
+  dsEnv *a = NULL, *b = NULL;
+  CHECK_INT_EQ(ds_env_create(&d, &a, err, sizeof err), 0);
+  CHECK_INT_EQ(ds_env_create(&d0, &b, err, sizeof err), 0);
+  if (!a || !b) return;
+  const int S = ds_env_num_steps(a), A = ds_env_action_size(a), O = ds_env_obs_size(a), n = ds_env_state_size(a);
+  dsReal* act = (dsReal*)calloc((size_t)A, sizeof(dsReal));
+  dsReal* oa = (dsReal*)calloc((size_t)O, sizeof(dsReal));
+  dsReal* ob = (dsReal*)calloc((size_t)O, sizeof(dsReal));
+  dsReal* st = (dsReal*)calloc((size_t)n, sizeof(dsReal));
+  dsReal ra = 0, rb = 0, la = 0, lb = 0;
+  int da = 0, db = 0, same = 1;
+  CHECK_INT_EQ(ds_env_reset(a, 2, oa, NULL), 0);
+  CHECK_INT_EQ(ds_env_reset(b, 2, ob, NULL), 0);
+  for (int k = 0; k < S; k++) {
+    for (int i = 0; i < A; i++) act[i] = (dsReal)(0.2 * sin(0.3 * k + 0.1 * i));
+    CHECK_INT_EQ(ds_env_step(a, act, oa, NULL, &ra, &da), 0);
+    CHECK_INT_EQ(ds_env_step(b, act, ob, NULL, &rb, &db), 0);
+    same &= !memcmp(oa, ob, (size_t)O * sizeof(dsReal)) && ra == rb && da == db;
+    if (k == 2) CHECK_INT_EQ(ds_env_get_state(b, st, n), 0);
+  }
+  CHECK(same);
+  CHECK_INT_EQ(ds_env_loss(a, &la), 0);
+  CHECK_INT_EQ(ds_env_loss(b, &lb), 0);
+  CHECK(la == lb);
+  CHECK_INT_EQ(ds_env_backward_loss(b, NULL, NULL), DS_ERR_STATE);
+  CHECK_STR_CONTAINS(ds_env_last_error(b), "forward only (env.physics.gradients false)");
+  /* rewind to the end of step 2 and replay: the same last observation */
+  CHECK_INT_EQ(ds_env_set_state(b, st, n), 0);
+  for (int k = 3; k < S; k++) {
+    for (int i = 0; i < A; i++) act[i] = (dsReal)(0.2 * sin(0.3 * k + 0.1 * i));
+    CHECK_INT_EQ(ds_env_step(b, act, ob, NULL, &rb, &db), 0);
+  }
+  CHECK(!memcmp(oa, ob, (size_t)O * sizeof(dsReal)));
+  free(act);
+  free(oa);
+  free(ob);
+  free(st);
+  ds_env_destroy(a);
+  ds_env_destroy(b);
+}
+
 int main(void) {
+  for (int kind = 0; kind < NKIND; kind++) forward_only(kNames[kind]);
   CHECK_INT_EQ(ds_replace_allocator(c_malloc, c_realloc, c_calloc, c_free), 0);
   for (int kind = 0; kind < NKIND; kind++) {
     const char* name = kNames[kind];
@@ -150,7 +199,7 @@ int main(void) {
     CHECK_INT_EQ(ds_env_num_steps(env), 6);
     const int np = ds_env_num_particles(env);
     CHECK_INT_EQ(ds_env_obs_size(env), 6 * np);
-    CHECK_INT_EQ(ds_env_state_size(env), 1 + 6 * np);
+    CHECK_INT_EQ(ds_env_state_size(env), 1 + 6 * np + 13 * ds_env_model(env)->nbody);
     int w, h;
     ds_env_image_size(env, &w, &h);
     CHECK(w == 16 && h == 16);

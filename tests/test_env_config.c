@@ -54,13 +54,13 @@ static const Bad bad[] = {
      "b.json: unknown section \"controler\" (did you mean \"controller\"? sections: env,controller,run,sysid)"},
     {"{\"env\": {\"name\": \"walkr\"}}", DS_ERR_CONFIG,
      "b.json: env.name: unknown environment \"walkr\" (expected one of: walker, control-fem, control-cloth, "
-     "walker-springs, beam)"},
+     "walker-springs, rigid-toss, beam)"},
     {"{\"env\": {\"name\": 3}}", DS_ERR_CONFIG,
-     "b.json: env.name: expected a string, one of: walker, control-fem, control-cloth, walker-springs, beam"},
+     "b.json: env.name: expected a string, one of: walker, control-fem, control-cloth, walker-springs, rigid-toss, beam"},
     {"{\"env\": {\"physics\": {\"dt\": 0.001}}}", DS_ERR_CONFIG,
-     "b.json: missing key \"env.name\" (expected one of: walker, control-fem, control-cloth, walker-springs, beam)"},
+     "b.json: missing key \"env.name\" (expected one of: walker, control-fem, control-cloth, walker-springs, rigid-toss, beam)"},
     {"{\"controller\": {\"lr\": 0.1}}", DS_ERR_CONFIG,
-     "b.json: missing key \"env.name\" (expected one of: walker, control-fem, control-cloth, walker-springs, beam)"},
+     "b.json: missing key \"env.name\" (expected one of: walker, control-fem, control-cloth, walker-springs, rigid-toss, beam)"},
     /* cross-field checks */
     {"{\"env\": {\"name\": \"control-cloth\", \"scene\": {\"size_min\": 10, \"size_max\": 9}}}", DS_ERR_CONFIG,
      "b.json: env.scene.size_max: must be >= env.scene.size_min (10), got 9"},
@@ -76,13 +76,13 @@ static const Bad bad[] = {
      "b.json:1:58: invalid JSON (unexpected end of file)"},
 };
 
-static const char* const kNames[] = {"walker", "control-fem", "control-cloth", "walker-springs", "beam"};
+static const char* const kNames[] = {"walker", "control-fem", "control-cloth", "walker-springs", "rigid-toss", "beam"};
 #define NKIND ((int)(sizeof kNames / sizeof kNames[0]))
 
 int main(void) {
   const char* src = getenv("DS_SRCDIR");
   char path[4096];
-  /* the registry: the four bundled classes, in order */
+  /* the registry: the five bundled classes, in order */
   CHECK_INT_EQ(ds_env_class_count(), NKIND);
   for (int k = 0; k < NKIND; k++) {
     const dsEnvClass* c = ds_env_class_at(k);

@@ -154,6 +154,21 @@ int main(void) {
   fd_check("l1", fn_l1, NULL, W_, H_);
   def = ds_default_loss_def();
   def.kind = DS_LOSS_DSSIM;
+  {
+    /* an invalid definition: the field is named with its expected value */
+    char msg[256];
+    dsLossDef bad = ds_default_loss_def();
+    dsImageLoss* nobj = NULL;
+    bad.levels = 0;
+    CHECK_INT_EQ(ds_image_loss_create(&nobj, &bad, 8, 8), DS_ERR_INVALID);
+    CHECK_INT_EQ(ds_image_loss_check(&bad, 8, 8, msg, sizeof msg), DS_ERR_INVALID);
+    CHECK_STR_CONTAINS(msg, "image loss: levels: expected 1 to 8, got 0");
+    bad = ds_default_loss_def();
+    bad.moments_weight = -2;
+    CHECK_INT_EQ(ds_image_loss_check(&bad, 8, 8, msg, sizeof msg), DS_ERR_INVALID);
+    CHECK_STR_CONTAINS(msg, "image loss: moments_weight: expected a finite number >= 0, got -2");
+    CHECK_INT_EQ(ds_image_loss_check(&def, 8, 8, msg, sizeof msg), DS_OK);
+  }
   CHECK_INT_EQ(ds_image_loss_create(&obj, &def, 13, 11), DS_OK);
   fd_check("dssim", fn_obj, obj, 13, 11);
   ds_image_loss_destroy(obj);

@@ -211,7 +211,7 @@ static void test_names(void) {
   dsModel* m = et_cloth_model(2, 2, 1e-3);
   dsGrad* g;
   CHECK_INT_EQ(ds_grad_create(m, &g), 0);
-  CHECK(ds_param_count() == 23);
+  CHECK(ds_param_count() == 35);
   CHECK(ds_param_name(ds_param_count()) == NULL);
   for (int i = 0; i < ds_param_count(); i++) {
     const char* name = ds_param_name(i);
@@ -238,8 +238,17 @@ static void test_names(void) {
   CHECK_INT_EQ(ds_model_set_param(m, "particle.mass", mass, 8), DS_ERR_INVALID);
   CHECK_STR_CONTAINS(ds_model_last_error(m), "8 values given, 9 expected");
   mass[3] = -1;
-  CHECK_INT_EQ(ds_model_set_param(m, "particle.mass", mass, 9), DS_ERR_INVALID);
-  CHECK_STR_CONTAINS(ds_model_last_error(m), "\"particle.mass\"[3] = -1 < 0");
+  CHECK_INT_EQ(ds_model_set_param(m, "particle.mass", mass, 9), DS_ERR_RANGE);
+  CHECK_STR_CONTAINS(ds_model_last_error(m), "\"particle.mass\"[3]: expected a number >= 0, got -1");
+  {
+    /* friction, stiffness and damping must be >= 0; gravity may take any sign */
+    const dsReal neg = -0.1;
+    const char* const names[] = {"contact.mu", "contact.ke", "contact.kd", "contact.kf"};
+    for (int k = 0; k < 4; k++) {
+      CHECK_INT_EQ(ds_model_set_param(m, names[k], &neg, 1), DS_ERR_RANGE);
+      CHECK_STR_CONTAINS(ds_model_last_error(m), "expected a number >= 0, got -0.1");
+    }
+  }
   mass[3] = 0;
   CHECK_INT_EQ(ds_model_set_param(m, "particle.mass", mass, 9), 0);
   CHECK(m->inv_mass[3] == 0 && m->inv_mass[4] == 1 / 4.5);

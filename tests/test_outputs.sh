@@ -11,6 +11,9 @@
 #     missing directory is named with the reason; files get the umask.
 #   - config values: a \u0000 escape is refused; --decay-factor has the
 #     range of the config key.
+#   - a killed run: dsim info takes the best iteration from the rows (the
+#     metric closest to the run's goal); dsim export falls back to the latest
+#     episode present.
 #   - hostile run logs (tests/runlog_hostile --write): dsim info and dsim
 #     export exit 3 naming the object and what was expected; a crash inside
 #     the HDF5 library while probing is reported as a corrupt file.
@@ -117,6 +120,31 @@ check "export frames --force" 0 "$DSIM" export "$run" --frames "$dir/fr" --force
 check "info of a directory" 3 "$DSIM" info "$dir"
 expect "info of a directory" "is a directory, expected a run log"
 
+# ---- a killed run: best from the rows (closest to the goal), export falls back --
+cat >"$dir/long.json" <<'JSON'
+{ "env": { "name": "walker",
+    "physics": {"substeps": 256, "control_interval": 16, "render_interval": 64, "render_last": true},
+    "render": {"width": 16, "height": 16, "supersample": 1, "sigma": 1e-4} },
+  "controller": {"lr": 0.2},
+  "run": {"iterations": 1000000} }
+JSON
+"$DSIM" run "$dir/long.json" --out "$dir/killed.h5" >"$dir/killed.txt" 2>&1 &
+pid=$!
+k=0; tries=0
+while [ "$k" -lt 6 ] && [ "$tries" -lt 600 ]; do
+  k=$(grep -c '^iteration' "$dir/killed.txt" 2>/dev/null || true); k=${k:-0}
+  tries=$((tries + 1)); sleep 0.05
+done
+kill -KILL "$pid"; wait "$pid" 2>/dev/null
+check "killed: info" 0 "$DSIM" info "$dir/killed.h5"
+got=$(echo "$LAST" | sed -n 's/^metric:.*at iteration \([0-9]*\).*/\1/p')
+"$DSIM" export "$dir/killed.h5" --csv "$dir/killed.csv" >/dev/null 2>&1
+# the walker's metric is a displacement with goal 2 m: best = closest to 2
+want=$(awk -F, 'NR > 1 { d = $3 - 2; if (d < 0) d = -d; if (NR == 2 || d < best) { best = d; it = $1 } } END { print it }' "$dir/killed.csv")
+[ -n "$got" ] && [ "$got" = "$want" ] || { echo "FAIL: killed run: best iteration '$got', expected $want (closest to the goal)"; echo "$LAST"; fail=1; }
+check "killed: export gif" 0 "$DSIM" export "$dir/killed.h5" --gif "$dir/killed.gif"
+case $LAST in *"no best episode"*|*"wrote "*) ;; *) echo "FAIL: killed: export message"; echo "$LAST"; fail=1 ;; esac
+
 # ---- hostile run logs ----------------------------------------------------------------
 hd="$dir/hostile"
 mkdir "$hd"
@@ -141,7 +169,8 @@ done <"$dir/cases.txt"
 [ "$n" -gt 30 ] || { echo "FAIL: only $n hostile cases"; fail=1; }
 # a crash or hang inside libhdf5 while probing: a corrupt file, exit 3
 check "probe crash" 3 env DSIM_TEST_PROBE_SIGNAL=11 "$DSIM" info "$run"
-expect "probe crash" "the HDF5 library failed on this file (signal 11"
+expect "probe crash" "the HDF5 library failed on this file ("
+expect "probe crash, corrupt" "): the file is corrupt"
 check "probe hang" 3 env DSIM_TEST_PROBE_SIGNAL=14 "$DSIM" export "$run" --csv "$dir/p.csv"
 expect "probe hang" "reading it took more than"
 [ ! -e "$dir/p.csv" ] || { echo "FAIL: output written for a refused log"; fail=1; }

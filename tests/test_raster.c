@@ -446,6 +446,30 @@ int main(void) {
     free(img1), free(img2), free(gimg);
   }
 
+  /* ---- invalid settings: the field is named with its expected value ---- */
+  {
+    char msg[256];
+    dsRaster* r = NULL;
+    s = ds_default_render_settings();
+    CHECK_INT_EQ(ds_render_settings_check(&s, msg, sizeof msg), DS_OK);
+    s.sigma = -1;
+    CHECK_INT_EQ(ds_render_settings_check(&s, msg, sizeof msg), DS_ERR_INVALID);
+    CHECK_STR_CONTAINS(msg, "render settings: sigma: expected a finite number > 0, got -1");
+    CHECK_INT_EQ(ds_raster_create(&r, &s, 10, 10), DS_ERR_INVALID);
+    s = ds_default_render_settings();
+    s.camera.fov_deg = 200;
+    CHECK_INT_EQ(ds_render_settings_check(&s, msg, sizeof msg), DS_ERR_INVALID);
+    CHECK_STR_CONTAINS(msg, "camera: fov_deg: expected a number in (0, 180), got 200");
+    s = ds_default_render_settings();
+    s.camera.zfar = s.camera.znear;
+    CHECK_INT_EQ(ds_render_settings_check(&s, msg, sizeof msg), DS_ERR_INVALID);
+    CHECK_STR_CONTAINS(msg, "camera: zfar: expected a finite number > znear");
+    s = ds_default_render_settings();
+    s.supersample = 0;
+    CHECK_INT_EQ(ds_render_settings_check(&s, msg, sizeof msg), DS_ERR_INVALID);
+    CHECK_STR_CONTAINS(msg, "render settings: supersample: expected 1 to 16, got 0");
+  }
+
   /* ---- allocation failure at every point of create: clean error, no leak ---- */
   {
     int k, ok = 0;

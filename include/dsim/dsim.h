@@ -4,6 +4,7 @@
 #define DSIM_DSIM_H
 
 #include "dsim/base.h"
+#include "dsim/batch.h"
 #include "dsim/controller.h"
 #include "dsim/engine.h"
 #include "dsim/env.h"

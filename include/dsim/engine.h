@@ -20,6 +20,11 @@
  *   }
  *   ds_backward_finish(m, d, g);       // adds d->adj_x/adj_v to the initial-state gradient
  *
+ * Rigid bodies (ds_builder_add_rigid_*): their states are d->body (13 per
+ * body), their external wrenches d->body_fext (set per substep like f_ext),
+ * the adjoints d->adj_body (add dL/d(body state) there like adj_x) and
+ * d->adj_body_fext (the wrench's, after each ds_backward_step).
+ *
  * Units: SI, y up. Ground plane y = 0 when enabled. */
 #ifndef DSIM_ENGINE_H
 #define DSIM_ENGINE_H
@@ -82,7 +87,24 @@ extern "C" {
   X(aero_drag, dsReal, 1, 1, "aero.drag")                                               \
   /* particle -> incident element slots (CSR, ascending slot order) */                  \
   X(inc_start, int, (m_)->nparticle + 1, 0, "incidence.start")                          \
-  X(inc_slot, int, (m_)->nslot, 0, "incidence.slot")
+  X(inc_slot, int, (m_)->nslot, 0, "incidence.slot")                                    \
+  /* rigid bodies (engine/rigid.h): state (p, q, v, w) of the centre of mass */         \
+  X(body_mass, dsReal, (m_)->nbody, 1, "body.mass")         /* kg, > 0 */               \
+  X(body_com, dsReal, 3 * (m_)->nbody, 1, "body.com")       /* COM in the body frame, m */ \
+  X(body_inertia, dsReal, 9 * (m_)->nbody, 1, "body.inertia") /* 3x3 about the COM, body axes, kg m^2 */ \
+  X(body_x0, dsReal, 3 * (m_)->nbody, 1, "body.initial_position") /* COM, world, m */    \
+  X(body_q0, dsReal, 4 * (m_)->nbody, 1, "body.initial_orientation") /* (w,x,y,z), normalised at reset */ \
+  X(body_v0, dsReal, 3 * (m_)->nbody, 1, "body.initial_velocity") /* COM, m/s */        \
+  X(body_w0, dsReal, 3 * (m_)->nbody, 1, "body.initial_angular_velocity") /* world, rad/s */ \
+  X(body_ke, dsReal, (m_)->nbody, 1, "body.contact_ke")     /* N/m per contact point */ \
+  X(body_kd, dsReal, (m_)->nbody, 1, "body.contact_kd")     /* N s/m, approach only */  \
+  X(body_kf, dsReal, (m_)->nbody, 1, "body.contact_kf")     /* N s/m */                 \
+  X(body_mu, dsReal, (m_)->nbody, 1, "body.contact_mu")                                 \
+  X(body_restitution, dsReal, (m_)->nbody, 1, "body.restitution") /* e in (0, 1] */     \
+  X(body_zeta, dsReal, (m_)->nbody, 0, "body.zeta") /* damping ratio of e (derived; set_param keeps it) */ \
+  X(body_vrange, int, 2 * (m_)->nbody, 0, "body.vertex_range") /* [first, end) particles */ \
+  X(body_r, dsReal, (m_)->nbody ? 3 * (m_)->nparticle : 0, 0, "body.vertex") /* body-frame vertex, m */ \
+  X(particle_body, int, (m_)->nbody ? (m_)->nparticle : 0, 0, "particle.body") /* body or -1 */
 
 typedef struct dsModel {
   int nparticle;   /* particles */
@@ -93,6 +115,7 @@ typedef struct dsModel {
   int nface;       /* render faces */
   int nslot;       /* element force slots: 2*nspring + 3*ntri + 4*nbend + 4*ntet */
   int nact;        /* activations per substep: [tri | tet | spring] = ntri + ntet + nspring */
+  int nbody;       /* rigid bodies (their vertices are particles driven by the body's pose) */
   dsReal dt;       /* substep, s */
   int ground;      /* 1: ground-plane contact at y = 0 */
   int aero;        /* 1: lift and drag on every triangle */
@@ -154,6 +177,49 @@ DS_API void ds_builder_set_dt(dsBuilder* b, dsReal dt);
 DS_API void ds_builder_set_ground(dsBuilder* b, const dsGroundDef* def);
 /* Lift and drag on every triangle (on when called). */
 DS_API void ds_builder_set_aero(dsBuilder* b, dsReal k_lift, dsReal k_drag);
+/* ---- rigid bodies (engine/rigid.h has the dynamics and its adjoint) ----------
+ * A body is a mesh in its own frame whose vertices become particles (inverse
+ * mass 0; particle.mass = body mass / vertices, a weight for centre-of-mass
+ * observations only) posed every substep by x = p + R(q) (r - c): p the centre of mass in the
+ * world, q the orientation (unit quaternion, w first), r a vertex in the
+ * body frame, c the centre of mass in the body frame (body.com). Its faces
+ * become render faces, its vertices are its contact points with the ground
+ * (the engine's penalty model with the body's own ke, kd, kf, mu and a
+ * restitution e, see engine/rigid.h). Rigid vertices may not belong to
+ * springs, triangles, bending edges or tets (finalize rejects it). */
+typedef struct dsRigidDef {
+  dsReal position[3];         /* centre of mass at substep 0, world, m */
+  dsReal orientation[4];      /* (w, x, y, z); normalised at reset */
+  dsReal velocity[3];         /* of the centre of mass, m/s */
+  dsReal angular_velocity[3]; /* world frame, rad/s */
+  dsReal density;             /* kg/m^3 over the closed mesh (when mass <= 0 and no vertex masses) */
+  dsReal mass;                /* > 0: total mass, kg (inertia scaled to it) */
+  dsReal ke, kd, kf, mu;      /* ground contact per contact point (as dsGroundDef) */
+  dsReal restitution;         /* e in (0, 1]: 1 = the engine's contact model unchanged */
+} dsRigidDef;
+/* density 1000, mass 0 (from density), identity orientation, at rest,
+ * ke 1e4, kd 0, kf 1e2, mu 0.5, restitution 1. */
+DS_API dsRigidDef ds_default_rigid_def(void);
+/* Mass properties of a closed, outward-oriented triangle mesh of unit
+ * density, exact (signed tetrahedra from the origin, canonical tetrahedron
+ * covariance): volume, centre of mass, inertia about the centre of mass
+ * (3x3, row-major). DS_ERR_MESH when the volume is not > 0. */
+DS_API int ds_mesh_mass_properties(int nvert, const dsReal* x, int ntri, const int* tri, double* volume,
+                                   double com[3], double inertia[9]);
+/* A body from a closed triangle mesh (mesh->x, mesh->tri in the body frame;
+ * e.g. read by ds_mesh_read_obj). vertex_mass == NULL: mass and inertia from
+ * def->density over the mesh (exact); else point masses at the vertices
+ * (nvert values, inertia of the point cloud). def->mass > 0 rescales both.
+ * Returns the body index (>= 0) or a negative DS_ERR_*. */
+DS_API int ds_builder_add_rigid(dsBuilder* b, const struct dsMesh* mesh, const dsReal* vertex_mass,
+                                const dsRigidDef* def);
+/* Primitives centred at their centre of mass: a box of half extents h; a
+ * UV sphere with nseg segments around y and nseg/2 bands (poles on the y
+ * axis); a cylinder along y of half height hh with nseg sides. Mass and
+ * inertia are those of the mesh (exact for the polyhedron). */
+DS_API int ds_builder_add_rigid_box(dsBuilder* b, const dsReal h[3], const dsRigidDef* def);
+DS_API int ds_builder_add_rigid_sphere(dsBuilder* b, dsReal radius, int nseg, const dsRigidDef* def);
+DS_API int ds_builder_add_rigid_cylinder(dsBuilder* b, dsReal radius, dsReal hh, int nseg, const dsRigidDef* def);
 /* Validates (indices, masses, degenerate or inverted elements, dt) and builds
  * the model: rest shapes, rest angles, incidence lists. Errors name the
  * element. The builder stays usable. */
@@ -206,6 +272,14 @@ DS_API dsDataDef ds_default_data_def(void);
   X(act_rec, int, (size_t)(d_)->max_substeps, "act_rec")                                         \
   X(fext_tape, dsReal, (size_t)(d_)->fext_cap * 3 * (m_)->nparticle, "fext_tape")                \
   X(fext_rec, int, (size_t)(d_)->max_substeps, "fext_rec")                                       \
+  X(body, dsReal, 13 * (size_t)(m_)->nbody, "body")            /* body state (p, q, v, w) x nbody */ \
+  X(body_fext, dsReal, 6 * (size_t)(m_)->nbody, "body_fext")   /* force, N, and torque about the COM, N m, world; set per substep */ \
+  X(adj_body, dsReal, 13 * (size_t)(m_)->nbody, "adj_body")    /* dL/d(body state) at substep bt */ \
+  X(adj_body_fext, dsReal, 6 * (size_t)(m_)->nbody, "adj_body_fext") /* dL/d(body_fext) of the substep last popped */ \
+  X(tape_body, dsReal, (size_t)(d_)->nstore * 13 * (m_)->nbody, "tape_body")                     \
+  X(seg_body, dsReal, (size_t)(d_)->nseg * 13 * (m_)->nbody, "seg_body")                         \
+  X(bfext_tape, dsReal, (size_t)(d_)->bfext_cap * 6 * (m_)->nbody, "bfext_tape")                 \
+  X(bfext_rec, int, (m_)->nbody ? (size_t)(d_)->max_substeps : 0, "bfext_rec")                   \
   X(arena, unsigned char, (d_)->arena_size, "arena")
 
 typedef struct dsData {
@@ -217,6 +291,7 @@ typedef struct dsData {
   int nseg;           /* states of the recompute segment (K+1 in checkpointed mode) */
   int act_cap, act_n; /* activation records: capacity, used */
   int fext_cap, fext_n;
+  int bfext_cap, bfext_n; /* body external-wrench records (nbody > 0) */
   int seg_start;      /* first substep held in seg_x/seg_v (-1: none) */
   int failed;         /* 1 after a divergence until reset */
   size_t arena_size, arena_top, arena_peak; /* bytes */
@@ -232,6 +307,13 @@ DS_API void ds_data_free(dsData* d);
 DS_API int ds_data_reset(const dsModel* m, dsData* d);
 /* Replace the state; only at t = 0 (DS_ERR_STATE otherwise). x or v may be NULL. */
 DS_API int ds_data_set_state(const dsModel* m, dsData* d, const dsReal* x, const dsReal* v);
+/* Rigid body states (nbody x 13: p, q, v, w) at t = 0; q is normalised and
+ * the bodies' vertices are re-posed. DS_ERR_STATE after the first step. */
+DS_API int ds_data_set_body_state(const dsModel* m, dsData* d, const dsReal* body);
+/* An impulse J (N s) at world point `point` on body b over the next substep:
+ * d->body_fext[b] = (J/dt, (point - p) x J/dt). The caller clears
+ * body_fext after that substep. */
+DS_API int ds_body_set_impulse(const dsModel* m, dsData* d, int b, const dsReal J[3], const dsReal point[3]);
 /* "substep 123: tet 45 inverted (J = -0.02)", or "" when none. */
 DS_API const char* ds_data_last_error(const dsData* d);
 /* Bytes held by the data (arrays, tape, arena). */

@@ -29,6 +29,9 @@
  *                   reset is used (later actions are ignored and get zero
  *                   gradient; ds_env_action_kind is DS_ACTION_INITIAL).
  *   walker-springs  one per spring: the spring's rest length is L (1 + a).
+ *   rigid-toss      an impulse J (N s, 3 values) on the rigid body over
+ *                   substep 0 at its centre of mass + scene.impulse_offset
+ *                   (DS_ACTION_INITIAL, as control-cloth).
  *
  * Observations. The state vector (ds_env_obs_size values) is, per
  * `obs_state`: NONE (size 0); FULL: positions then velocities of every
@@ -48,6 +51,19 @@
  * COM: the terminal term, in the last step of the episode. Over a complete
  * episode the rewards sum to minus the loss (IMAGE_SUM: minus the loss
  * without the frame of substep 0, which no action affects).
+ *
+ * Targets. An episode's target, its goal image and the metric's origin (the
+ * start centre of mass) are relative to the start the env's definition
+ * gives: the model as built and as the class's own reset draws place it
+ * (control-cloth: the sheet's height), not to initial values set later with
+ * ds_env_set_param. They agree with each other, stay the same in a
+ * reset / set_param / run loop, do not move with a parameter being
+ * identified or optimised (initial_position included), and the backward
+ * treats them as the constants they are, so gradients match finite
+ * differences taken through ds_env_set_param (tests/test_env_target.c).
+ * After ds_env_set_param(initial_position) shifts the walker 0.5 m forward,
+ * its metric reads 0.5 before the first step: half a metre of the 2 m goal.
+ * To move the goal with the body, change the definition (dsEnvDef.start).
  *
  * Gradients. After any number of steps, ds_env_backward_loss gives
  * d(loss)/d(action of every step taken) and ds_env_backward_adjoints does the
@@ -113,6 +129,8 @@ typedef struct dsEnvDef {
   dsReal gravity[3];       /* m/s^2 */
   int ground;              /* 1: ground-plane contact at y = 0 */
   int checkpoint_every;    /* engine tape: 1 = every state, K > 1 = every K-th (O(sqrt T) memory) */
+  int gradients;           /* 1: keep the tape for the backward; 0: forward only (no tape: RL
+                              rollouts, many batched envs), the backward refused */
   /* contact with the ground */
   dsReal contact_ke, contact_kd, contact_kf, contact_mu, contact_skin;
   /* scene placement */
@@ -222,7 +240,7 @@ struct dsEnvClass {
  * so that dsim refuses one built against headers with another layout of the
  * class or definition structs. DS_ENV_ABI_VERSION is raised by hand with any
  * change of their meaning; a change of their size shows by itself. */
-#define DS_ENV_ABI_VERSION 1
+#define DS_ENV_ABI_VERSION 2
 #define DS_PLUGIN_ABI \
   (DS_ENV_ABI_VERSION * 1000000 + (int)sizeof(dsEnvClass) * 1000 + (int)(sizeof(dsEnvDef) % 1000))
 /* The value this library expects (what dsim compares a plugin's with). */
@@ -317,7 +335,7 @@ DS_API void ds_env_image_size(const dsEnv* env, int* width, int* height); /* RGB
 DS_API int ds_env_num_steps(const dsEnv* env);     /* steps per episode */
 DS_API int ds_env_steps_taken(const dsEnv* env);   /* steps since reset */
 DS_API int ds_env_num_particles(const dsEnv* env);
-DS_API int ds_env_state_size(const dsEnv* env);    /* 1 + 6 * nparticle */
+DS_API int ds_env_state_size(const dsEnv* env);    /* 1 + 6 * nparticle + 13 * nbody */
 
 /* ---- episode -------------------------------------------------------------- */
 /* Draws the goal (and cloth size and height) from seed, rebuilds the goal
@@ -368,7 +386,10 @@ DS_API int ds_env_set_param(dsEnv* env, const char* name, const dsReal* values, 
 DS_API int ds_env_param_grad(const dsEnv* env, const char* name, const dsReal** grad, int* count);
 
 /* ---- state, rendering, metrics --------------------------------------------
- * State: [substep, x (nparticle x 3), v (nparticle x 3)]. Setting a state at
+ * State: [substep, x (nparticle x 3), v (nparticle x 3), rigid bodies
+ * (nbody x 13: p, q, v, w; none for the particle-only classes)]. A rigid
+ * body's vertices are posed from its state at the next substep, so their
+ * x, v in a set state must be consistent with it. Setting a state at
  * substep s rewinds the episode to s (steps must then continue from a step
  * boundary: s a multiple of the control interval); the tape before s is kept,
  * so gradients are exact when the state was saved from this episode. */

@@ -83,6 +83,10 @@ typedef struct dsRenderSettings {
  * gamma 1e-4, eps 1e-3, background (0,0,0,0), 0.5 ambient + 0.5
  * directional along +y, ds_default_camera(). */
 DS_API dsRenderSettings ds_default_render_settings(void);
+/* DS_OK, or DS_ERR_INVALID with the first invalid field named and its
+ * expected value in err ("render settings: sigma: expected a finite number
+ * > 0, got -1", "camera: fov_deg: ..."): what ds_raster_create refuses. */
+DS_API int ds_render_settings_check(const dsRenderSettings* s, char* err, size_t errlen);
 
 /* ---- meshes -------------------------------------------------------------- */
 typedef enum dsColorMode {
@@ -190,7 +194,10 @@ DS_API dsLossDef ds_default_loss_def(void);
  * a goal it does not overlap, where the per-pixel losses can only shrink it;
  * the size part tells depth from sideways motion under perspective. */
 typedef struct dsImageLoss dsImageLoss;
+/* DS_ERR_INVALID for a bad definition or size; ds_image_loss_check says
+ * which field and what it expects. */
 DS_API int ds_image_loss_create(dsImageLoss** out, const dsLossDef* def, int w, int h);
+DS_API int ds_image_loss_check(const dsLossDef* def, int w, int h, char* err, size_t errlen);
 DS_API void ds_image_loss_destroy(dsImageLoss* l);
 /* Allocation-free evaluation; grad may be NULL. */
 DS_API int ds_image_loss_eval(dsImageLoss* l, const dsReal* img, const dsReal* goal, dsReal* loss,

@@ -29,6 +29,8 @@ typedef struct dsRunLogDef {
   int substep_stride;        /* store every k-th substep of trajectories (>= 1; the last is always stored) */
   int compression;           /* gzip level 0..9 for frames and trajectories */
   int overwrite;             /* 0 (default): refuse a path that exists; 1: replace it */
+  int has_metric_goal;       /* 1: metric_goal is stored (/meta "metric_goal") */
+  double metric_goal;        /* the best iteration is the one whose metric is closest to it */
 } dsRunLogDef;
 
 DS_API dsRunLogDef ds_default_runlog_def(void);
@@ -74,7 +76,8 @@ typedef struct dsRunSummary {
   int niterations;           /* completed iterations */
   int nparams;
   double first_loss, last_loss, best_loss, first_metric, last_metric, best_metric;
-  int best_iteration;        /* iteration with the lowest metric, -1 when none */
+  int best_iteration;        /* the logged best episode's iteration, else the iteration whose metric is
+                                closest to /meta "metric_goal" (lowest metric in logs without it); -1 when none */
   double wall_time;          /* wall time of the last iteration, s */
   int has_episode[3];        /* first, best, last */
 } dsRunSummary;

@@ -85,6 +85,21 @@ typedef struct dsWalkerSpringsParams {
   int legs;                       /* 1: two legs under the body [scene.legs] */
 } dsWalkerSpringsParams;
 
+/* rigid-toss: one rigid body (box, sphere or cylinder) resting on the
+ * ground at start; the action (INITIAL) is an impulse J (N s) applied over
+ * substep 0 at the centre of mass + impulse_offset. Its contact with the
+ * ground uses the env's contact keys; restitution and mass are its own. */
+typedef struct dsRigidTossParams {
+  int shape;                      /* 0 box, 1 sphere, 2 cylinder [scene.shape] */
+  dsReal size[3];                 /* box: half extents; sphere: radius size[0]; cylinder: radius
+                                     size[0], half height size[1]; m [scene.size] */
+  int segments;                   /* sphere / cylinder segments around y [scene.segments] */
+  dsReal mass;                    /* kg [body.mass] */
+  dsReal restitution;             /* e in (0, 1] [body.restitution] */
+  dsReal impulse_offset[3];       /* where the impulse acts, relative to the centre of mass, m
+                                     [scene.impulse_offset] */
+} dsRigidTossParams;
+
 /* beam: a box of cells[0] x cells[1] x cells[2] hexahedral cells (6 tets
  * each, ds_mesh_tet_grid) of extent size, minimum corner at start; with
  * clamp the particles of its x-minimum face are fixed (mass 0). One

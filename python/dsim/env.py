@@ -1,0 +1,319 @@
+"""dsim.Env: one environment over the C API (dsim/env.h), with numpy arrays
+passed to the library without copies.
+
+Config: ``Env("walker", config="my.json", substeps=960, **{"material.k_mu": 1e3})``.
+A keyword names a key of the config's "env" section (``dsim config --keys
+ENV`` lists them): its dotted path (``"physics.substeps"``, or
+``physics__substeps`` as a Python keyword) or, when that is unique, its last
+part (``substeps``). The library checks every value as it checks a config
+file, and its message names the key.
+"""
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+
+import numpy as np
+
+from . import _lib
+from ._lib import DsimError, lib, ptr, real_dtype
+
+__all__ = ["Env", "classes", "class_keys", "config_text"]
+
+
+def classes() -> list[str]:
+    """Names of every registered env class (bundled, then registered from C)."""
+    return [lib.ds_env_class_at(i).contents.name.decode() for i in range(lib.ds_env_class_count())]
+
+
+def _keys(p) -> list[str]:
+    out = []
+    i = 0
+    while p and p[i].path:
+        out.append(p[i].path.decode())
+        i += 1
+    return out
+
+
+def class_keys(name: str) -> list[str]:
+    """Every config key of the env section of class `name` (dotted paths)."""
+    cls = lib.ds_env_class_find(name.encode())
+    if not cls:
+        raise DsimError(name, f"unknown env class (registered: {', '.join(classes())})", _lib.DS_ERR_NOTFOUND)
+    return _keys(lib.ds_env_common_keys()) + _keys(cls.contents.keys)
+
+
+def _resolve(name: str, key: str, keys: list[str]) -> str:
+    """A keyword -> a dotted key path (unknown names pass through, for the
+    library to reject with its own message)."""
+    k = key.replace("__", ".")
+    if k in keys:
+        return k
+    hits = [p for p in keys if p.split(".")[-1] == k or p.endswith("." + k)]
+    if len(hits) == 1:
+        return hits[0]
+    if len(hits) > 1:
+        raise DsimError(name, f"config key {key!r} is ambiguous: {', '.join(hits)}; give the dotted path")
+    return k
+
+
+def config_text(name: str, config=None, overrides: dict | None = None, label: str | None = None) -> str:
+    """The run config text (JSON) for class `name`: the file `config` (a
+    path, or a dict of a whole config) with `overrides` applied to its env
+    section."""
+    label = label or name
+    if config is None:
+        cfg = {}
+    elif isinstance(config, dict):
+        cfg = json.loads(json.dumps(config))
+    else:
+        try:
+            with open(os.fspath(config)) as f:
+                cfg = json.load(f)
+        except (OSError, ValueError) as e:
+            raise DsimError(label, f"cannot read config {config!r}: {e}") from None
+    if not isinstance(cfg, dict):
+        raise DsimError(label, "a config is a JSON object")
+    envsec = cfg.setdefault("env", {})
+    if "name" in envsec and envsec["name"] != name:
+        raise DsimError(label, f"config {config!r} is for env {envsec['name']!r}, not {name!r}")
+    envsec["name"] = name
+    if overrides:
+        keys = class_keys(name)
+        for key, value in overrides.items():
+            path = _resolve(label, key, keys).split(".")
+            node = envsec
+            for part in path[:-1]:
+                nxt = node.setdefault(part, {})
+                if not isinstance(nxt, dict):
+                    raise DsimError(label, f"config key {key!r}: {part!r} is not a group")
+                node = nxt
+            if isinstance(value, np.ndarray):
+                value = value.tolist()
+            elif isinstance(value, np.generic):
+                value = value.item()
+            node[path[-1]] = value
+    try:
+        return json.dumps(cfg)
+    except TypeError as e:
+        raise DsimError(label, f"config value not JSON-serialisable: {e}") from None
+
+
+def check_array(label: str, what: str, a, shape: tuple, dtype=None) -> np.ndarray:
+    """a as it is, if it is an ndarray of `dtype` (the library's real type),
+    C-contiguous and of `shape`; otherwise a DsimError naming what is wrong."""
+    dtype = real_dtype if dtype is None else np.dtype(dtype)
+    if not isinstance(a, np.ndarray):
+        raise DsimError(label, f"{what} must be a numpy array of {dtype} and shape {shape}, got {type(a).__name__}")
+    if a.dtype != dtype:
+        raise DsimError(label, f"{what} has dtype {a.dtype}; expected {dtype}")
+    if a.shape != shape:
+        raise DsimError(label, f"{what} has shape {a.shape}; expected {shape}")
+    if not a.flags.c_contiguous:
+        raise DsimError(label, f"{what} is not C-contiguous (use np.ascontiguousarray)")
+    return a
+
+
+class Env:
+    """One dsim environment (a dsEnv). Methods mirror dsim/env.h; errors are
+    DsimError naming the env and carrying the library's message."""
+
+    def __init__(self, name: str, config=None, label: str | None = None, **overrides):
+        self.name = name
+        self.label = label or name
+        text = config_text(name, config, overrides, self.label)
+        self._p = ctypes.c_void_p()
+        err = ctypes.create_string_buffer(1024)
+        rc = lib.ds_env_create_from_text(self.label.encode(), text.encode(), ctypes.byref(self._p), err, 1024)
+        if rc:
+            self._p = None
+            raise DsimError(self.label, "cannot create the env", rc, err.value.decode(errors="replace"))
+        p = self._p
+        self.obs_size = lib.ds_env_obs_size(p)
+        self.action_size = lib.ds_env_action_size(p)
+        self.action_kind = lib.ds_env_action_kind(p)
+        self.num_steps = lib.ds_env_num_steps(p)
+        self.num_particles = lib.ds_env_num_particles(p)
+        self.state_size = lib.ds_env_state_size(p)
+        w, h = ctypes.c_int(), ctypes.c_int()
+        lib.ds_env_image_size(p, ctypes.byref(w), ctypes.byref(h))
+        self.width, self.height = w.value, h.value
+        cfg = json.loads(_lib.resolved_config(p))["env"]
+        self.config = cfg
+        self.obs_image = bool(cfg.get("observation", {}).get("image", False))
+        self._reward = _lib.REAL()
+        self._done = ctypes.c_int()
+        self._done_flag = False
+
+    # -- lifetime ---------------------------------------------------------------
+    def close(self):
+        if self._p:
+            lib.ds_env_destroy(self._p)
+            self._p = None
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    @property
+    def handle(self):
+        if not self._p:
+            raise DsimError(self.label, "the env is closed")
+        return self._p
+
+    def _fail(self, what: str, rc: int):
+        raise DsimError(self.label, what, rc, (lib.ds_env_last_error(self._p) or b"").decode(errors="replace"))
+
+    # -- episode ----------------------------------------------------------------
+    def reset(self, seed: int = 0, image: bool = False):
+        """Observation at substep 0 (and the RGBA image, h x w x 4, with image=True)."""
+        p = self.handle
+        obs = np.empty(self.obs_size, real_dtype)
+        img = np.empty((self.height, self.width, 4), real_dtype) if image and self.obs_image else None
+        rc = lib.ds_env_reset(p, int(seed) & 0xFFFFFFFFFFFFFFFF, ptr(obs), ptr(img) if img is not None else None)
+        if rc:
+            self._fail("reset failed", rc)
+        self._done_flag = False
+        return (obs, img) if image else obs
+
+    def step(self, action: np.ndarray, obs: np.ndarray | None = None, image: np.ndarray | None = None):
+        """One control step: (obs, reward, done). action: ndarray of the real
+        dtype, shape (action_size,), C-contiguous (checked; passed without a
+        copy). obs / image: optional output arrays to fill."""
+        p = self._p
+        if not p:
+            raise DsimError(self.label, "the env is closed")
+        if (type(action) is not np.ndarray or action.dtype != real_dtype or action.shape != (self.action_size,)
+                or not action.flags.c_contiguous):
+            check_array(self.label, "action", action, (self.action_size,))
+        if self._done_flag:
+            raise DsimError(self.label, f"step after the episode ended ({self.num_steps} steps); call reset",
+                            _lib.DS_ERR_STATE)
+        if obs is None:
+            obs = np.empty(self.obs_size, real_dtype)
+        rc = lib.ds_env_step(p, action.ctypes.data, obs.ctypes.data, image.ctypes.data if image is not None else None,
+                             self._reward, self._done)
+        if rc:
+            if rc == _lib.DS_ERR_RANGE:
+                bad = np.flatnonzero(~np.isfinite(action))
+                self._fail(f"bad action (non-finite at {bad[:8].tolist()})" if bad.size else "bad action", rc)
+            self._fail("step failed", rc)
+        done = bool(self._done.value)
+        self._done_flag = done
+        return obs, self._reward.value, done
+
+    def step_raw(self, action_ptr: int, obs_ptr: int) -> int:
+        """The bare C call (for overhead measurements): returns the code."""
+        return lib.ds_env_step(self._p, action_ptr, obs_ptr, None, self._reward, self._done)
+
+    @property
+    def steps_taken(self) -> int:
+        return lib.ds_env_steps_taken(self.handle)
+
+    # -- queries ----------------------------------------------------------------
+    def metric(self) -> float:
+        v = _lib.REAL()
+        rc = lib.ds_env_metric(self.handle, ctypes.byref(v))
+        if rc:
+            self._fail("metric", rc)
+        return v.value
+
+    def metric_goal(self) -> float:
+        return lib.ds_env_metric_goal(self.handle)
+
+    def loss(self) -> float:
+        v = _lib.REAL()
+        rc = lib.ds_env_loss(self.handle, ctypes.byref(v))
+        if rc:
+            self._fail("loss", rc)
+        return v.value
+
+    def target(self) -> np.ndarray:
+        t = np.empty(3, real_dtype)
+        rc = lib.ds_env_target(self.handle, ptr(t))
+        if rc:
+            self._fail("target", rc)
+        return t
+
+    def render(self) -> np.ndarray:
+        """RGBA image of the current state (h x w x 4, values in [0, 1])."""
+        img = np.empty((self.height, self.width, 4), real_dtype)
+        rc = lib.ds_env_render(self.handle, ptr(img))
+        if rc:
+            self._fail("render", rc)
+        return img
+
+    def get_state(self) -> np.ndarray:
+        s = np.empty(self.state_size, real_dtype)
+        rc = lib.ds_env_get_state(self.handle, ptr(s), self.state_size)
+        if rc:
+            self._fail("get_state", rc)
+        return s
+
+    def set_state(self, state: np.ndarray):
+        check_array(self.label, "state", state, (self.state_size,))
+        rc = lib.ds_env_set_state(self.handle, ptr(state), self.state_size)
+        if rc:
+            self._fail("set_state", rc)
+        self._done_flag = lib.ds_env_steps_taken(self._p) >= self.num_steps
+
+    # -- parameters and gradients -------------------------------------------------
+    def param(self, name: str) -> np.ndarray:
+        """A copy of the named physical parameter ("tet.k_mu", "gravity", ...)."""
+        vals, n = _lib.RP(), ctypes.c_int()
+        rc = lib.ds_env_param(self.handle, name.encode(), ctypes.byref(vals), ctypes.byref(n))
+        if rc:
+            self._fail(f"unknown parameter {name!r}" if rc == _lib.DS_ERR_NOTFOUND else f"parameter {name!r}", rc)
+        return np.ctypeslib.as_array(vals, (n.value,)).copy() if n.value else np.empty(0, real_dtype)
+
+    def set_param(self, name: str, values):
+        """Set a named parameter (before the first step of an episode)."""
+        cur = self.param(name)
+        v = np.ascontiguousarray(values, dtype=real_dtype).reshape(-1)
+        if v.size == 1 and cur.size > 1:
+            v = np.full(cur.size, v[0], real_dtype)
+        if v.size != cur.size:
+            raise DsimError(self.label, f"parameter {name!r} has {cur.size} values, got {v.size}")
+        rc = lib.ds_env_set_param(self.handle, name.encode(), ptr(v), v.size)
+        if rc:
+            self._fail(f"cannot set parameter {name!r}", rc)
+
+    def param_grad(self, name: str) -> np.ndarray:
+        """d(loss)/d(parameter) of the last backward (a copy)."""
+        vals, n = _lib.RP(), ctypes.c_int()
+        rc = lib.ds_env_param_grad(self.handle, name.encode(), ctypes.byref(vals), ctypes.byref(n))
+        if rc:
+            self._fail(f"unknown parameter {name!r}" if rc == _lib.DS_ERR_NOTFOUND else f"gradient of {name!r}", rc)
+        return np.ctypeslib.as_array(vals, (n.value,)).copy() if n.value else np.empty(0, real_dtype)
+
+    def backward_loss(self, first_step: int = 0):
+        """(loss, d loss / d actions (steps_taken x action_size)) by the adjoint."""
+        g = np.zeros((self.steps_taken, self.action_size), real_dtype)
+        loss = _lib.REAL()
+        rc = lib.ds_env_backward_loss_from(self.handle, int(first_step), ctypes.byref(loss), ptr(g))
+        if rc:
+            self._fail("backward failed", rc)
+        return loss.value, g
+
+    def backward_adjoints(self, adj_obs=None, adj_reward=None):
+        """d L / d actions for L = sum_k adj_obs[k].obs_k + adj_reward[k] r_k."""
+        k = self.steps_taken
+        if adj_obs is not None:
+            check_array(self.label, "adj_obs", adj_obs, (k, self.obs_size))
+        if adj_reward is not None:
+            check_array(self.label, "adj_reward", adj_reward, (k,))
+        g = np.zeros((k, self.action_size), real_dtype)
+        rc = lib.ds_env_backward_adjoints(self.handle, ptr(adj_obs) if adj_obs is not None else None, None,
+                                          ptr(adj_reward) if adj_reward is not None else None, ptr(g))
+        if rc:
+            self._fail("backward failed", rc)
+        return g

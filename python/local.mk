@@ -1,0 +1,11 @@
+# python/: the Python package over the C API (Gymnasium envs, the batched
+# vector env, the torch bridge), its tests (run by tests/test_python.sh under
+# make check), examples, and the vector-env benchmark of `make bench`.
+PY_FILES = python/pyproject.toml python/setup.py python/README.md python/dsim/__init__.py python/dsim/_lib.py \
+  python/dsim/env.py python/dsim/gym.py python/dsim/vector.py python/dsim/torch.py python/dsim/sb3.py \
+  python/tests/conftest.py python/tests/test_gym.py python/tests/test_vector.py \
+  python/tests/test_errors.py python/tests/test_torch.py python/tests/test_ppo.py \
+  python/examples/ppo_walker.py python/examples/mpc_control_fem.py python/bench_vector.py
+EXTRA_DIST += $(PY_FILES) tests/test_python.sh bench/bench_python.sh docs/ppo_walker.png
+TESTS += tests/test_python.sh
+BENCH_SHELLS += bench/bench_python.sh

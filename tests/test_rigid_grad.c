@@ -1,0 +1,563 @@
+/* Rigid-body adjoints vs central finite differences (double).
+ *
+ * Scene: an asymmetric box and a coarse sphere (two bodies, restitution
+ * 0.5 and 0.8) plus one free particle, ground contact on. Loss: fixed
+ * random weights on the final positions and velocities of every particle
+ * (rigid vertices included), on the final body states, and on the
+ * positions at an intermediate substep (injected during the backward).
+ * Inputs checked, every component of every class: body.mass, body.com,
+ * body.inertia, body.initial_position, body.initial_orientation,
+ * body.initial_velocity, body.initial_angular_velocity, body.contact_ke,
+ * body.contact_kd, body.contact_kf, body.contact_mu, body.restitution,
+ * contact.skin, gravity, and the body wrench (an impulse over one substep).
+ *
+ * Cases: single substeps from free flight, resting, sliding, spinning on
+ * the ground and contact onset; rollouts of 500 substeps with bounces and
+ * sliding. Comparison per class: |a - fd| <= rtol max(|a|, |fd|) + atol,
+ * atol = 1e-7 max over the class (1e-6 on the rollouts) + 1e-9; rtol 1e-5 on
+ * single substeps, 1e-4 on rollouts. Each class also proves the check can
+ * fail: its largest component scaled by 1.01, and separately its sign
+ * flipped, must be rejected. A model with a soft tet box beside a rigid
+ * box is checked the same way. Also: the checkpointed tape gives the same
+ * gradient bits, and 600 bodies give the same bits on 1, 2 and 3 threads. */
+#include "config.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dsim/engine.h"
+#include "tests/dstest.h"
+
+#define MAXP 64
+
+static unsigned long long g_rng = 12345;
+static double unif(double lo, double hi) {
+  g_rng = g_rng * 6364136223846793005ull + 1442695040888963407ull;
+  return lo + (hi - lo) * (double)(g_rng >> 11) / 9007199254740992.0;
+}
+
+typedef struct Case {
+  const char* name;
+  int T;            /* substeps */
+  int kimp;         /* substep of the wrench (-1: none) */
+  double wrench[6]; /* on body 0 */
+  double rtol, atol_rel, hrel;
+  double hfloor; /* FD step = hrel max(|p|, hfloor); 0: 1 */
+} Case;
+
+static dsModel* build(void) {
+  dsBuilder* b;
+  ds_builder_create(&b);
+  dsGroundDef gd = {1e4, 10, 1e2, 0.5, 0.0};
+  ds_builder_set_ground(b, &gd);
+  ds_builder_set_dt(b, 1e-3);
+  dsRigidDef d = ds_default_rigid_def();
+  d.mass = 1;
+  d.ke = 2e4;
+  d.kd = 5;
+  d.kf = 50;
+  d.mu = 0.4;
+  d.restitution = 0.5;
+  const dsReal h[3] = {0.3, 0.1, 0.2};
+  d.position[1] = 1;
+  ds_builder_add_rigid_box(b, h, &d);
+  d.mass = 0.5;
+  d.restitution = 0.8;
+  d.position[0] = 2;
+  ds_builder_add_rigid_sphere(b, 0.2, 6, &d);
+  const dsReal xp[3] = {-2, 1, 0};
+  ds_builder_add_particle(b, xp, NULL, 1);
+  dsModel* m = NULL;
+  int rc = ds_builder_finalize(b, &m);
+  if (rc) fprintf(stderr, "finalize: %s\n", ds_builder_last_error(b));
+  ds_builder_free(b);
+  return m;
+}
+
+typedef struct Weights {
+  double* wx;   /* n3 */
+  double* wv;
+  double* wmid; /* n3, at substep T/2 */
+  double* wb;   /* 13 nbody */
+} Weights;
+
+/* Contact statistics of the last run: per body, substeps with a vertex
+ * below the ground, touch-downs (out -> in), and substeps in contact with a
+ * vertex sliding faster than 1 cm/s. */
+static int g_in[2], g_touch[2], g_slide[2];
+
+static void stats(const dsModel* m, const dsData* d, int* was) {
+  for (int b = 0; b < 2; b++) {
+    int in = 0, sl = 0;
+    for (int i = m->body_vrange[2 * b]; i < m->body_vrange[2 * b + 1]; i++)
+      if (d->x[3 * i + 1] < 0) {
+        in = 1;
+        if (hypot(d->v[3 * i], d->v[3 * i + 2]) > 0.01) sl = 1;
+      }
+    g_in[b] += in;
+    g_slide[b] += sl;
+    g_touch[b] += in && !was[b];
+    was[b] = in;
+  }
+}
+
+static double run(const dsModel* m, dsData* d, const Case* c, const Weights* w, const double* wrench) {
+  ds_data_reset(m, d);
+  const int n3 = 3 * m->nparticle;
+  double L = 0;
+  int was[2] = {0, 0};
+  memset(g_in, 0, sizeof g_in), memset(g_touch, 0, sizeof g_touch), memset(g_slide, 0, sizeof g_slide);
+  for (int t = 0; t < c->T; t++) {
+    stats(m, d, was);
+    if (t == c->T / 2)
+      for (int k = 0; k < n3; k++) L += w->wmid[k] * d->x[k];
+    memset(d->body_fext, 0, 6 * (size_t)m->nbody * sizeof(dsReal));
+    if (t == c->kimp) memcpy(d->body_fext, wrench, 6 * sizeof(double));
+    if (ds_step(m, d)) {
+      fprintf(stderr, "%s: step %d: %s\n", c->name, t, ds_data_last_error(d));
+      return NAN;
+    }
+  }
+  for (int k = 0; k < n3; k++) L += w->wx[k] * d->x[k] + w->wv[k] * d->v[k];
+  for (int k = 0; k < 13 * m->nbody; k++) L += w->wb[k] * d->body[k];
+  return L;
+}
+
+/* Analytic gradient into g; wrench gradient into gw (6). */
+static int grad(const dsModel* m, dsData* d, dsGrad* g, const Case* c, const Weights* w, const double* wrench,
+                double* gw) {
+  ds_grad_zero(g);
+  run(m, d, c, w, wrench);
+  const int n3 = 3 * m->nparticle;
+  int rc = ds_backward_begin(m, d);
+  for (int k = 0; k < n3; k++) {
+    d->adj_x[k] += w->wx[k];
+    d->adj_v[k] += w->wv[k];
+  }
+  for (int k = 0; k < 13 * m->nbody; k++) d->adj_body[k] += w->wb[k];
+  memset(gw, 0, 6 * sizeof(double));
+  while (!rc && d->bt > 0) {
+    rc = ds_backward_step(m, d, g, NULL, NULL);
+    if (d->bt == c->kimp)
+      for (int k = 0; k < 6; k++) gw[k] = d->adj_body_fext[k];
+    if (d->bt == c->T / 2)
+      for (int k = 0; k < n3; k++) d->adj_x[k] += w->wmid[k];
+  }
+  if (!rc) rc = ds_backward_finish(m, d, g);
+  return rc;
+}
+
+static int compare(const double* a, const double* f, int n, double rtol, double atol) {
+  for (int i = 0; i < n; i++)
+    if (!(fabs(a[i] - f[i]) <= rtol * fmax(fabs(a[i]), fabs(f[i])) + atol)) return 1;
+  return 0;
+}
+
+static void check_class(const char* cname, const char* pname, const double* a, const double* f, int n,
+                        const Case* c) {
+  double sc = 0;
+  int big = 0;
+  for (int i = 0; i < n; i++) {
+    sc = fmax(sc, fmax(fabs(a[i]), fabs(f[i])));
+    if (fabs(a[i]) > fabs(a[big])) big = i;
+  }
+  const double atol = c->atol_rel * sc + 1e-9; /* floor: FD rounding of a loss of O(10) */
+  int bad = compare(a, f, n, c->rtol, atol);
+  if (bad) {
+    fprintf(stderr, "%s / %s: adjoint and FD disagree\n", cname, pname);
+    for (int i = 0; i < n; i++) fprintf(stderr, "  [%d] analytic %.12g  fd %.12g\n", i, a[i], f[i]);
+  }
+  CHECK(!bad);
+  if (sc > 1e-9) { /* the same check must reject a perturbed adjoint */
+    double p[MAXP];
+    memcpy(p, a, (size_t)n * sizeof(double));
+    p[big] *= 1.01;
+    int rej1 = compare(p, f, n, c->rtol, atol);
+    p[big] = -a[big];
+    int rej2 = compare(p, f, n, c->rtol, atol);
+    if (!rej1 || !rej2) fprintf(stderr, "%s / %s: a perturbed adjoint was accepted\n", cname, pname);
+    CHECK(rej1 && rej2);
+  }
+}
+
+static const char* const kParams[] = {"body.mass",        "body.com",          "body.inertia",
+                                      "body.initial_position", "body.initial_orientation",
+                                      "body.initial_velocity", "body.initial_angular_velocity",
+                                      "body.contact_ke",  "body.contact_kd",   "body.contact_kf",
+                                      "body.contact_mu",  "body.restitution",  "contact.skin",
+                                      "gravity",          "initial_position"};
+
+static int g_classes = 0;
+
+static void check_case(dsModel* m, const Case* c, const double* state0) {
+  dsDataDef dd = ds_default_data_def();
+  dd.max_substeps = c->T;
+  dsData* d;
+  dsGrad* g;
+  CHECK_INT_EQ(ds_data_create(m, &dd, &d), 0);
+  CHECK_INT_EQ(ds_grad_create(m, &g), 0);
+  /* initial body state through the parameters */
+  for (int b = 0; b < m->nbody; b++) {
+    const double* s = state0 + 13 * b;
+    memcpy(m->body_x0 + 3 * b, s, 3 * sizeof(double));
+    memcpy(m->body_q0 + 4 * b, s + 3, 4 * sizeof(double));
+    memcpy(m->body_v0 + 3 * b, s + 7, 3 * sizeof(double));
+    memcpy(m->body_w0 + 3 * b, s + 10, 3 * sizeof(double));
+  }
+  const int n3 = 3 * m->nparticle, nb = 13 * m->nbody;
+  Weights w;
+  w.wx = calloc((size_t)n3, sizeof(double));
+  w.wv = calloc((size_t)n3, sizeof(double));
+  w.wmid = calloc((size_t)n3, sizeof(double));
+  w.wb = calloc((size_t)nb, sizeof(double));
+  for (int k = 0; k < n3; k++) {
+    w.wx[k] = unif(-1, 1);
+    w.wv[k] = unif(-0.1, 0.1);
+    w.wmid[k] = unif(-1, 1);
+  }
+  for (int k = 0; k < nb; k++) w.wb[k] = unif(-1, 1);
+  double wrench[6], gw[6];
+  memcpy(wrench, c->wrench, sizeof wrench);
+  CHECK_INT_EQ(grad(m, d, g, c, &w, wrench, gw), 0);
+  printf("%s: body 0: %d substeps in contact, %d touch-downs, %d sliding; body 1: %d, %d, %d\n", c->name,
+         g_in[0], g_touch[0], g_slide[0], g_in[1], g_touch[1], g_slide[1]);
+  if (c->T > 1) CHECK(g_touch[0] >= 2 && g_touch[1] >= 2 && g_slide[0] > 10 && g_slide[1] > 10);
+  for (size_t pi = 0; pi < sizeof kParams / sizeof kParams[0]; pi++) {
+    const dsReal* pv;
+    dsReal* ga;
+    int n, ng;
+    CHECK_INT_EQ(ds_model_param(m, kParams[pi], &pv, &n), 0);
+    CHECK_INT_EQ(ds_grad_param(g, kParams[pi], &ga, &ng), 0);
+    if (n > MAXP) n = MAXP; /* initial_position: the first vertices */
+    double a[MAXP], f[MAXP], vals[MAXP * 4];
+    int nall = 0;
+    ds_model_param(m, kParams[pi], &pv, &nall);
+    double* base = malloc((size_t)nall * sizeof(double));
+    memcpy(base, pv, (size_t)nall * sizeof(double));
+    int idx[MAXP], cnt = 0;
+    if (!strcmp(kParams[pi], "initial_position")) { /* the free particle: its 3 components */
+      for (int k = 0; k < 3; k++) idx[cnt++] = n3 - 3 + k;
+    } else {
+      for (int k = 0; k < n; k++) idx[cnt++] = k;
+    }
+    (void)vals;
+    for (int j = 0; j < cnt; j++) {
+      const int k = idx[j];
+      const double h = c->hrel * fmax(fabs(base[k]), c->hfloor > 0 ? c->hfloor : 1.0);
+      base[k] += h;
+      ds_model_set_param(m, kParams[pi], base, nall);
+      double lp = run(m, d, c, &w, wrench);
+      base[k] -= 2 * h;
+      ds_model_set_param(m, kParams[pi], base, nall);
+      double lm = run(m, d, c, &w, wrench);
+      base[k] += h;
+      ds_model_set_param(m, kParams[pi], base, nall);
+      f[j] = (lp - lm) / (2 * h);
+      a[j] = ga[k];
+    }
+    free(base);
+    check_class(c->name, kParams[pi], a, f, cnt, c);
+    g_classes++;
+  }
+  if (c->kimp >= 0) {
+    double f[6];
+    for (int k = 0; k < 6; k++) {
+      const double h = c->hrel * fmax(fabs(wrench[k]), c->hfloor > 0 ? c->hfloor : 1.0);
+      wrench[k] += h;
+      double lp = run(m, d, c, &w, wrench);
+      wrench[k] -= 2 * h;
+      double lm = run(m, d, c, &w, wrench);
+      wrench[k] += h;
+      f[k] = (lp - lm) / (2 * h);
+    }
+    check_class(c->name, "body wrench (impulse)", gw, f, 6, c);
+    g_classes++;
+  }
+  free(w.wx);
+  free(w.wv);
+  free(w.wmid);
+  free(w.wb);
+  ds_grad_free(g);
+  ds_data_free(d);
+}
+
+static void rand_quat(double q[4]) {
+  double n = 0;
+  for (int k = 0; k < 4; k++) {
+    q[k] = unif(-1, 1);
+    n += q[k] * q[k];
+  }
+  for (int k = 0; k < 4; k++) q[k] /= sqrt(n);
+}
+
+/* Determinism: 600 boxes (4,800 vertices: the parallel loops engage)
+ * thrown onto the ground, 60 substeps and the backward, on 1, 2 and 3
+ * threads: states and gradients hash to the same bits. */
+static unsigned long long hash(unsigned long long h, const void* p, size_t n) {
+  const unsigned char* c = (const unsigned char*)p;
+  for (size_t i = 0; i < n; i++) h = (h ^ c[i]) * 1099511628211ull;
+  return h;
+}
+
+static unsigned long long many_bodies(int threads) {
+  ds_set_num_threads(threads);
+  dsBuilder* b;
+  ds_builder_create(&b);
+  dsGroundDef gd = {1e4, 10, 1e2, 0.5, 0.0};
+  ds_builder_set_ground(b, &gd);
+  ds_builder_set_dt(b, 1e-3);
+  g_rng = 99;
+  for (int k = 0; k < 600; k++) {
+    dsRigidDef d = ds_default_rigid_def();
+    d.mass = unif(0.5, 2);
+    d.restitution = unif(0.3, 1);
+    d.position[0] = (k % 30) * 0.5, d.position[1] = unif(0.1, 0.15), d.position[2] = (k / 30) * 0.5;
+    for (int c = 0; c < 4; c++) d.orientation[c] = unif(-1, 1);
+    for (int c = 0; c < 3; c++) d.velocity[c] = unif(-1, 1), d.angular_velocity[c] = unif(-3, 3);
+    const dsReal h[3] = {0.1, 0.05, 0.08};
+    ds_builder_add_rigid_box(b, h, &d);
+  }
+  dsModel* m = NULL;
+  ds_builder_finalize(b, &m);
+  ds_builder_free(b);
+  dsDataDef dd = ds_default_data_def();
+  dd.max_substeps = 60;
+  dsData* d;
+  dsGrad* g;
+  ds_data_create(m, &dd, &d);
+  ds_grad_create(m, &g);
+  for (int t = 0; t < 60; t++) ds_step(m, d);
+  unsigned long long h = hash(1469598103934665603ull, d->x, 3 * (size_t)m->nparticle * sizeof(dsReal));
+  h = hash(h, d->body, 13 * (size_t)m->nbody * sizeof(dsReal));
+  dsReal* wx = calloc(3 * (size_t)m->nparticle, sizeof(dsReal));
+  for (int k = 0; k < 3 * m->nparticle; k++) wx[k] = unif(-1, 1);
+  ds_backward(m, d, g, wx, NULL, NULL, NULL);
+  for (int p = 0; p < ds_param_count(); p++) {
+    dsReal* gp;
+    int n;
+    ds_grad_param(g, ds_param_name(p), &gp, &n);
+    if (n) h = hash(h, gp, (size_t)n * sizeof(dsReal));
+  }
+  free(wx);
+  ds_grad_free(g);
+  ds_data_free(d);
+  ds_model_free(m);
+  return h;
+}
+
+/* Bodies and deformables in one model: a 2x2x2 tet box (stable
+ * Neo-Hookean) and a rigid box fall side by side onto the ground, 300
+ * substeps; the loss weighs every final position. FD on tet.k_mu (first
+ * tets), body.mass, body.initial_velocity, contact.ke (the soft box's
+ * contact) and body.contact_kf: the element stages and the body stage
+ * share the step and the backward without disturbing each other. */
+static double mixed_loss(const dsModel* m, dsData* d, const double* w) {
+  ds_data_reset(m, d);
+  for (int t = 0; t < 300; t++)
+    if (ds_step(m, d)) {
+      fprintf(stderr, "mixed: %s\n", ds_data_last_error(d));
+      return NAN;
+    }
+  double L = 0;
+  for (int k = 0; k < 3 * m->nparticle; k++) L += w[k] * d->x[k];
+  return L;
+}
+
+static void test_mixed(void) {
+  dsBuilder* b;
+  ds_builder_create(&b);
+  dsGroundDef gd = {1e3, 1, 5, 0.5, 0.0}; /* the soft box's vertices weigh ~10 g */
+  ds_builder_set_ground(b, &gd);
+  ds_builder_set_dt(b, 1e-3);
+  dsTetMaterial te = {1e5, 1e5, 10};
+  const dsReal o[3] = {-1, 0.05, 0}, vs[3] = {0.5, 0, 0};
+  ds_builder_add_tet_grid(b, 2, 2, 2, 0.1, 0.1, 0.1, o, 500, vs, &te);
+  dsRigidDef d = ds_default_rigid_def();
+  d.mass = 1;
+  d.restitution = 0.6;
+  d.ke = 2e4;
+  d.kf = 50;
+  d.position[1] = 0.3;
+  d.velocity[0] = 1;
+  d.angular_velocity[2] = 2;
+  const dsReal h[3] = {0.1, 0.1, 0.1};
+  ds_builder_add_rigid_box(b, h, &d);
+  dsModel* m = NULL;
+  CHECK_INT_EQ(ds_builder_finalize(b, &m), 0);
+  ds_builder_free(b);
+  if (!m) return;
+  dsDataDef dd = ds_default_data_def();
+  dd.max_substeps = 300;
+  dsData* da;
+  dsGrad* g;
+  ds_data_create(m, &dd, &da);
+  ds_grad_create(m, &g);
+  const int n3 = 3 * m->nparticle;
+  double* w = calloc((size_t)n3, sizeof(double));
+  for (int k = 0; k < n3; k++) w[k] = unif(-1, 1);
+  mixed_loss(m, da, w);
+  CHECK_INT_EQ(ds_backward(m, da, g, w, NULL, NULL, NULL), 0);
+  static const char* const names[] = {"tet.k_mu", "body.mass", "body.initial_velocity", "contact.ke",
+                                      "body.contact_kf"};
+  Case c = {"mixed", 300, -1, {0}, 1e-4, 1e-6, 1e-6, 0};
+  for (int p = 0; p < 5; p++) {
+    const dsReal* pv;
+    dsReal* ga;
+    int n;
+    ds_model_param(m, names[p], &pv, &n);
+    ds_grad_param(g, names[p], &ga, &n);
+    const int cnt = n < 4 ? n : 4;
+    double* base = malloc((size_t)n * sizeof(double));
+    memcpy(base, pv, (size_t)n * sizeof(double));
+    double a[4], f[4];
+    for (int k = 0; k < cnt; k++) {
+      const double hh = 1e-6 * fmax(fabs(base[k]), 1.0);
+      base[k] += hh;
+      ds_model_set_param(m, names[p], base, n);
+      const double lp = mixed_loss(m, da, w);
+      base[k] -= 2 * hh;
+      ds_model_set_param(m, names[p], base, n);
+      const double lm = mixed_loss(m, da, w);
+      base[k] += hh;
+      ds_model_set_param(m, names[p], base, n);
+      /* compared as dL per relative change of the parameter */
+      f[k] = (lp - lm) / (2 * hh) * fmax(fabs(base[k]), 1.0);
+      a[k] = ga[k] * fmax(fabs(base[k]), 1.0);
+    }
+    check_class("bodies and a soft box", names[p], a, f, cnt, &c);
+    free(base);
+  }
+  free(w);
+  ds_grad_free(g);
+  ds_data_free(da);
+  ds_model_free(m);
+}
+
+int main(void) {
+  test_mixed();
+  {
+    const int nth0 = ds_get_max_threads();
+    unsigned long long h1 = many_bodies(1), h2 = many_bodies(2), h3 = many_bodies(3);
+    if (h1 != h2 || h1 != h3) fprintf(stderr, "many bodies: thread count changes the bits\n");
+    CHECK(h1 == h2 && h1 == h3);
+    ds_set_num_threads(nth0);
+  }
+  if (sizeof(dsReal) != sizeof(double)) DST_SKIP("finite-difference checks need a double build");
+  dsModel* m = build();
+  CHECK(m != NULL);
+  if (!m) return DST_RESULT();
+  CHECK_INT_EQ(m->nbody, 2);
+  const double qid[4] = {1, 0, 0, 0};
+  double s[26];
+  Case c1 = {"single", 1, 0, {3, -2, 1, 0.5, 0.2, -0.3}, 1e-5, 1e-7, 1e-6, 0};
+
+  /* free flight, random pose and twist, high above the ground */
+  for (int b = 0; b < 2; b++) {
+    double* sb = s + 13 * b;
+    sb[0] = unif(-1, 1) + 2 * b, sb[1] = unif(1, 2), sb[2] = unif(-1, 1);
+    rand_quat(sb + 3);
+    for (int k = 0; k < 3; k++) sb[7 + k] = unif(-2, 2), sb[10 + k] = unif(-5, 5);
+  }
+  c1.name = "single: free flight";
+  check_case(m, &c1, s);
+
+  /* resting: box flat on the ground, sinking by its weight per corner; sphere on its pole */
+  memset(s, 0, sizeof s);
+  memcpy(s + 3, qid, sizeof qid);
+  memcpy(s + 16, qid, sizeof qid);
+  s[1] = 0.1 - 9.8 * 1.0 / 4 / 2e4;
+  s[13] = 2, s[14] = 0.2 - 9.8 * 0.5 / 2e4;
+  /* v_y = 0 is the switch of the approach damping (one-sided by design):
+     keep the FD steps on one side of it */
+  s[8] = -1e-3, s[21] = 1e-3;
+  c1.name = "single: resting";
+  check_case(m, &c1, s);
+
+  /* sliding: box on the ground moving at 2 m/s (the Coulomb cap binds); sphere rolling */
+  s[7] = 2, s[9] = 0.5;
+  s[20] = 1, s[25] = -5;
+  c1.name = "single: sliding";
+  check_case(m, &c1, s);
+
+  /* spinning on the ground about a tilted axis: sticking at some corners, sliding at others */
+  s[7] = 0, s[9] = 0;
+  s[10] = 0.3, s[11] = 4, s[12] = -0.2;
+  s[23] = 1, s[24] = 3, s[25] = 0.5;
+  c1.name = "single: spinning";
+  check_case(m, &c1, s);
+
+  /* contact onset: tilted box, one corner just below the surface, approaching */
+  double qt[4] = {cos(0.2), sin(0.2) / sqrt(2), 0, sin(0.2) / sqrt(2)};
+  memcpy(s + 3, qt, sizeof qt);
+  s[1] = 0.22, s[7] = 0.3, s[8] = -1, s[9] = 0, s[10] = 1, s[11] = 0, s[12] = 0.5;
+  {
+    /* lower the box so that its lowest vertex sits 1e-4 below y = 0 */
+    dsDataDef dd = ds_default_data_def();
+    dsData* d;
+    memcpy(m->body_x0, s, 3 * sizeof(double));
+    memcpy(m->body_q0, s + 3, 4 * sizeof(double));
+    ds_data_create(m, &dd, &d);
+    double ymin = 1e9;
+    for (int i = m->body_vrange[0]; i < m->body_vrange[1]; i++) ymin = fmin(ymin, d->x[3 * i + 1]);
+    s[1] -= ymin + 1e-4;
+    ds_data_free(d);
+  }
+  s[14] = 0.2 - 1e-4, s[21] = -0.5;
+  c1.name = "single: contact onset";
+  check_case(m, &c1, s);
+
+  /* rollouts: thrown, bounce (e = 0.5, 0.8), slide and spin; impulse at substep 100 */
+  /* steps relative to the parameter down to 0.01 (inertia entries are ~0.02
+     kg m^2: a unit floor would move touch-downs across substeps) */
+  Case c2 = {"rollout", 500, 100, {40, 30, -10, 2, -1, 3}, 1e-4, 1e-6, 1e-6, 0.01};
+  memset(s, 0, sizeof s);
+  rand_quat(s + 3);
+  s[0] = 0, s[1] = 0.5, s[2] = 0, s[7] = 1.5, s[8] = 0.5, s[9] = -0.3, s[10] = 2, s[11] = -1, s[12] = 3;
+  s[13] = 2, s[14] = 0.3, s[16] = 1, s[20] = -0.5, s[23] = 1;
+  c2.name = "rollout 500: bounces and sliding";
+  check_case(m, &c2, s);
+
+  /* the checkpointed tape (every 16th state, segments recomputed) gives the
+     same gradients bit for bit */
+  {
+    dsDataDef d1 = ds_default_data_def(), d2 = ds_default_data_def();
+    d1.max_substeps = d2.max_substeps = c2.T;
+    d2.checkpoint_every = 16;
+    dsData *da, *db;
+    dsGrad *ga, *gb;
+    ds_data_create(m, &d1, &da);
+    ds_data_create(m, &d2, &db);
+    ds_grad_create(m, &ga);
+    ds_grad_create(m, &gb);
+    const int n3 = 3 * m->nparticle;
+    Weights w;
+    w.wx = calloc((size_t)n3, sizeof(double));
+    w.wv = calloc((size_t)n3, sizeof(double));
+    w.wmid = calloc((size_t)n3, sizeof(double));
+    w.wb = calloc(26, sizeof(double));
+    for (int k = 0; k < n3; k++) w.wx[k] = unif(-1, 1), w.wv[k] = unif(-1, 1), w.wmid[k] = unif(-1, 1);
+    for (int k = 0; k < 26; k++) w.wb[k] = unif(-1, 1);
+    double gwa[6], gwb[6];
+    CHECK_INT_EQ(grad(m, da, ga, &c2, &w, c2.wrench, gwa), 0);
+    CHECK_INT_EQ(grad(m, db, gb, &c2, &w, c2.wrench, gwb), 0);
+    int same = memcmp(gwa, gwb, sizeof gwa) == 0;
+    for (int p = 0; p < ds_param_count(); p++) {
+      dsReal *pa, *pb;
+      int na, nb;
+      ds_grad_param(ga, ds_param_name(p), &pa, &na);
+      ds_grad_param(gb, ds_param_name(p), &pb, &nb);
+      if (na && memcmp(pa, pb, (size_t)na * sizeof(dsReal))) {
+        fprintf(stderr, "checkpointed gradient of %s differs\n", ds_param_name(p));
+        same = 0;
+      }
+    }
+    CHECK(same);
+    free(w.wx), free(w.wv), free(w.wmid), free(w.wb);
+    ds_grad_free(ga), ds_grad_free(gb);
+    ds_data_free(da), ds_data_free(db);
+  }
+  printf("%d parameter classes checked\n", g_classes);
+  ds_model_free(m);
+  return DST_RESULT();
+}
