@@ -96,8 +96,9 @@ static void usage(FILE* out) {
           "\n"
           "Identify physical parameters of an environment from video (gradSim's system\n"
           "identification) and log each object's run (HDF5). CONFIG is a JSON file with the\n"
-          "sections env, sysid and run, or the name of a bundled config (sysid-mass,\n"
-          "sysid-beam, sysid-cloth). The video is synthetic (rendered with hidden true\n"
+          "sections env, sysid and run, or the name of a bundled config (sysid-rigid-mass,\n"
+          "sysid-rigid-contact, sysid-mass, sysid-beam-mu, sysid-beam-lambda, sysid-beam,\n"
+          "sysid-cloth). The video is synthetic (rendered with hidden true\n"
           "values) or a folder of PNG frames with a camera file (sysid.video \"frames\").\n"
           "\n"
           "options:\n"
@@ -458,9 +459,8 @@ static char* object_config(const Ctx* c, const dsSysid* s, int k) {
           w++;
         }
       if (first < 0) first = 0;
-      dsReal t[3];
-      const int width = w >= 3 && (!strcmp(q->name, "initial_velocity") || !strcmp(q->name, "initial_position") ||
-                                   !strcmp(q->name, "gravity")) ? 3 : 1;
+      dsReal t[DS_SYSID_MAX_VEC];
+      const int width = ds_sysid_param_width(s, p);
       for (int j = 0; j < width; j++) t[j] = (dsReal)truth[first + j];
       append_reals(&buf, &len, &cap, "true", t, width);
     }
@@ -473,6 +473,11 @@ static char* object_config(const Ctx* c, const dsSysid* s, int k) {
          optn[sd->optimizer], sd->lr, sd->momentum, sd->lbfgs_memory, sd->iterations, vidn[sd->video], frn[sd->frames]);
   if (sd->video == DS_SYSID_FRAMES)
     append(&buf, &len, &cap, ",\n    \"frames_dir\": \"%s\",\n    \"camera\": \"%s\"", sd->frames_dir, sd->camera);
+  if (sd->naction) {
+    append(&buf, &len, &cap, ",\n    \"action\": [");
+    for (int i = 0; i < sd->naction; i++) append(&buf, &len, &cap, "%s%.17g", i ? ", " : "", (double)sd->action[i]);
+    append(&buf, &len, &cap, "]");
+  }
   append(&buf, &len, &cap, "\n  },\n  \"run\": {\n    \"seed\": %llu,\n    \"threads\": 1\n  }\n}\n",
          (unsigned long long)(sd->seed + (uint64_t)k));
   return buf;

@@ -65,6 +65,8 @@ static const dsConfigKey g_keys[] = {
     {"camera", DS_KEY_STRING, O(camera), 0, DS_SYSID_PATH_MAX, NULL, 0,
      "JSON file: times, position, look_at, fov (video frames)"},
     {"frames", DS_KEY_ENUM, O(frames), 0, 0, "all|first_last|last", 0, "frames in the loss"},
+    {"action", DS_KEY_REALS, O(action), -1e30, DS_SYSID_MAX_VEC, NULL, O(naction),
+     "a known action held at every step (first values; the rest 0), e.g. rigid-toss's impulse, N s"},
     {NULL, DS_KEY_REAL, 0, 0, 0, NULL, 0, NULL}};
 
 const dsConfigKey* ds_sysid_keys(void) { return g_keys; }
@@ -163,8 +165,19 @@ struct dsSysid {
   dsLbfgs* lb;
 };
 
+/* Values per element of an engine array: vectors by name (the engine's
+ * names, dsim/engine.h), scalars otherwise. */
+static int ends_with(const char* s, const char* suffix) {
+  const size_t a = strlen(s), b = strlen(suffix);
+  return a >= b && !strcmp(s + a - b, suffix);
+}
 static int width_of(const char* name) {
-  return (!strcmp(name, "initial_position") || !strcmp(name, "initial_velocity") || !strcmp(name, "gravity")) ? 3 : 1;
+  if (ends_with(name, "inertia")) return 9;
+  if (ends_with(name, "orientation")) return 4;
+  return (ends_with(name, "initial_position") || ends_with(name, "initial_velocity") ||
+          ends_with(name, "angular_velocity") || !strcmp(name, "gravity") || !strcmp(name, "body.com"))
+             ? 3
+             : 1;
 }
 
 void ds_sysid_destroy(dsSysid* s) {
@@ -183,6 +196,7 @@ void ds_sysid_destroy(dsSysid* s) {
 const char* ds_sysid_last_error(const dsSysid* s) { return s ? ds__errmsg(&s->err) : ""; }
 int ds_sysid_num_values(const dsSysid* s) { return s ? s->nval : 0; }
 int ds_sysid_value_param(const dsSysid* s, int i) { return s && i >= 0 && i < s->nval ? s->vparam[i] : -1; }
+int ds_sysid_param_width(const dsSysid* s, int p) { return s && p >= 0 && p < s->np ? s->p[p].width : 0; }
 int ds_sysid_value_fixed(const dsSysid* s, int i) { return s && i >= 0 && i < s->nval ? s->fixed[i] : 0; }
 const double* ds_sysid_values(const dsSysid* s) { return s ? s->x : NULL; }
 const double* ds_sysid_initial_values(const dsSysid* s) { return s ? s->x0 : NULL; }
@@ -415,6 +429,7 @@ int ds_sysid_create(const dsEnvDef* env_def, const dsSysidDef* def, int object, 
     ds_sysid_destroy(s);
     return ds__puterr(err, errlen, DS_ERR_NOMEM, "sysid: out of memory");
   }
+  for (int i = 0; i < def->naction && i < s->adim; i++) s->action[i] = def->action[i];
   /* values: initial guess and truth, in the flattened layout */
   for (int k = 0; k < s->np; k++) {
     const dsSysidParam* sp = &def->params[k];

@@ -14,9 +14,10 @@
  * control interval C (the definition's render_interval): one ds_env_step per
  * C substeps, returning the image observation (obs_image) at its end. Each
  * video frame sits at a substep that is a multiple of C (or the last
- * substep): frame k of a synthetic video at (k + 1) C. Actions are zero
- * (control-cloth's initial velocity is the engine's "initial_velocity"
- * then).
+ * substep): frame k of a synthetic video at (k + 1) C. The actions are
+ * the definition's known `action` at every step (e.g. rigid-toss's
+ * impulse, an INITIAL action), zero by default (control-cloth's initial
+ * velocity is then the engine's "initial_velocity").
  *
  * Loss. L = (1/F) sum_f loss(render_f(x), video_f) over the F frames used,
  * loss the env's image loss (its env.loss.image: mse, l1 or dssim, with its
@@ -25,7 +26,8 @@
  * and ds_env_param_grad of every identified parameter.
  *
  * Parameters. Each is an engine array of count = n x width values (width 3
- * for initial_position, initial_velocity and gravity, 1 otherwise): shared
+ * for positions, velocities, gravity and a body's centre of mass, 4 for an
+ * orientation, 9 for an inertia, 1 otherwise): shared
  * (width values, the same for every element; the gradient is the sum over
  * the elements) or per element (all count values). Bounds [lower, upper]
  * hold for every value. The optimiser works on u: u = ln(value) when
@@ -131,6 +133,8 @@ typedef struct dsSysidDef {
   char frames_dir[DS_SYSID_PATH_MAX];  /* DS_SYSID_FRAMES: folder of PNG frames (sorted by name) */
   char camera[DS_SYSID_PATH_MAX];      /* DS_SYSID_FRAMES: JSON camera + frame times */
   int frames;             /* dsSysidFrameSel */
+  dsReal action[DS_SYSID_MAX_VEC]; /* a known action held at every step (the first naction values, the rest 0) */
+  int naction;            /* 0: zero actions */
   uint64_t seed;          /* object draws (init_range, truth_range); object i uses seed + i
                              (not a config key: `dsim sysid` sets it from run.seed) */
 } dsSysidDef;
@@ -140,7 +144,7 @@ DS_API dsSysidDef ds_default_sysid_def(void);
 /* Keys of a config's "sysid" section (NULL-terminated): param1 .. param8
  * (each an object: name, per_element, lower, upper, init, init_range, init_each, true,
  * true_range), optimizer, lr, momentum, lbfgs_memory, iterations, video,
- * frames_dir, camera, frames. */
+ * frames_dir, camera, frames, action. */
 DS_API const dsConfigKey* ds_sysid_keys(void);
 /* Parse the "sysid" section into *def (holding the defaults); errors name
  * the file and "sysid.key". Checks: at least one parameter, no gap in
@@ -208,6 +212,8 @@ DS_API const dsSysidVideo* ds_sysid_video(const dsSysid* s);
 DS_API dsEnv* ds_sysid_env(dsSysid* s);
 DS_API int ds_sysid_nparams(const dsSysid* s);
 DS_API const char* ds_sysid_param_name(const dsSysid* s, int p);
+/* Values per element of parameter p (3 for a vector, 1 for a scalar, ...). */
+DS_API int ds_sysid_param_width(const dsSysid* s, int p);
 
 #ifdef __cplusplus
 }
