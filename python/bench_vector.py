@@ -91,13 +91,18 @@ def main(argv=None):
     ap.add_argument("--seconds", type=float, default=0.5, help="length of one timed burst")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--sizes", default="1,16,64")
+    ap.add_argument("--forward-only", action="store_true",
+                    help="every env without the gradient tape (env.physics.gradients false), as RL needs")
     args = ap.parse_args(argv)
     gid = dsim.env_id(args.env)
     threads = dsim.build_info()["max_threads"]
     print(f"bench_vector: {gid}, bundled defaults, {threads} OpenMP threads, dsim {dsim.__version__}; "
           f"per N, {args.rounds} rounds of {args.seconds} s bursts of single env / native / sync, interleaved "
           f"(medians; ratios are medians of the per-round ratios)")
-    single = gymnasium.make(gid).unwrapped
+    kw = {"physics__gradients": False} if args.forward_only else {}
+    if args.forward_only:
+        print("  forward only: env.physics.gradients false for every env (no tape)")
+    single = gymnasium.make(gid, **kw).unwrapped
     single.reset(seed=0)
     a1 = np.random.default_rng(0).uniform(-0.3, 0.3, single.action_space.shape)
 
@@ -112,8 +117,8 @@ def main(argv=None):
     print(f"  {'N':>4} {'single env':>12} {'native batched':>16} {'SyncVectorEnv':>15} {'native/sync':>12} "
           f"{'native/single':>14}")
     for n in [int(s) for s in args.sizes.split(",")]:
-        nat = gymnasium.make_vec(gid, num_envs=n)
-        syn = gymnasium.make_vec(gid, num_envs=n, vectorization_mode="sync")
+        nat = gymnasium.make_vec(gid, num_envs=n, **kw)
+        syn = gymnasium.make_vec(gid, num_envs=n, vectorization_mode="sync", **kw)
         acts = np.random.default_rng(1).uniform(-0.3, 0.3, nat.action_space.shape)
         for v in (nat, syn):  # one whole episode first: every buffer (the gradient tape) touched
             v.reset(seed=0)
