@@ -204,18 +204,7 @@ int ds_image_loss_create(dsImageLoss** out, const dsLossDef* def, int w, int h) 
   int i;
   if (!out) return DS_ERR_INVALID;
   *out = NULL;
-  if (!def || w <= 0 || h <= 0 || w > 65536 || h > 65536) return DS_ERR_INVALID;
-  if (def->kind != DS_LOSS_MSE && def->kind != DS_LOSS_L1 && def->kind != DS_LOSS_DSSIM)
-    return DS_ERR_INVALID;
-  if (def->levels < 1 || def->levels > DS_LOSS_MAX_LEVELS) return DS_ERR_INVALID;
-  for (i = 0; i < def->levels; i++)
-    if (!isfinite((double)def->weights[i])) return DS_ERR_INVALID;
-  if (!(def->moments_weight >= 0) || !isfinite((double)def->moments_weight)) return DS_ERR_INVALID;
-  if (!(def->moments_size >= 0) || !isfinite((double)def->moments_size)) return DS_ERR_INVALID;
-  if (def->kind == DS_LOSS_DSSIM &&
-      (!(def->ssim_sigma > 0) || def->ssim_radius < 1 || def->ssim_radius > MAXR ||
-       !(def->ssim_c1 > 0) || !(def->ssim_c2 > 0)))
-    return DS_ERR_INVALID;
+  if (ds_image_loss_check(def, w, h, NULL, 0)) return DS_ERR_INVALID; /* one set of checks */
   l = (dsImageLoss*)ds__calloc(1, sizeof *l);
   if (!l) return DS_ERR_NOMEM;
   l->def = *def;

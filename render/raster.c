@@ -256,14 +256,10 @@ struct dsRaster {
   dsErrBuf err;
 };
 
+
+/* ds_render_settings_check's checks, then the camera frame. */
 static int check_settings(const dsRenderSettings* s, dsrFrame* fr) {
-  if (!s) return DS_ERR_INVALID;
-  if (s->width <= 0 || s->height <= 0 || s->supersample <= 0 || s->width > 16384 ||
-      s->height > 16384 || s->supersample > 16)
-    return DS_ERR_INVALID;
-  if (!(s->sigma > 0) || !(s->gamma > 0) || !isfinite(s->sigma) || !isfinite(s->gamma) ||
-      !isfinite(s->eps))
-    return DS_ERR_INVALID;
+  if (ds_render_settings_check(s, NULL, 0) != DS_OK) return DS_ERR_INVALID;
   return camera_frame(&s->camera, s->width, s->height, fr);
 }
 
