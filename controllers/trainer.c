@@ -76,8 +76,11 @@ dsTrainerDef ds_default_trainer_def(void) {
 static const dsConfigKey g_trainer_keys[] = {
     {"policy", DS_KEY_ENUM, T(policy), 0, 0, "auto|sinnet|constant", 0,
      "sinusoid network, or one constant action (auto: constant for an initial action)"},
-    {"phases", DS_KEY_INT, T(net.phases), 1, 1024, NULL, 0, "sinusoid inputs P"},
-    {"omega", DS_KEY_DOUBLE, T(net.omega), 0, 1e6, NULL, 0, "angular frequency, rad/s"},
+    {"phases", DS_KEY_INT, T(net.phases), 1, 1024, NULL, 0, "sinusoid phases P per harmonic"},
+    {"harmonics", DS_KEY_INT, T(net.harmonics), 1, 64, NULL, 0,
+     "frequencies omega, 2 omega, ..., H omega (1: gradSim's single frequency)"},
+    {"bias", DS_KEY_BOOL, T(net.bias), 0, 1, NULL, 0, "a constant input: a learned offset per action"},
+    {"omega", DS_KEY_DOUBLE, T(net.omega), 0, 1e6, NULL, 0, "base angular frequency, rad/s"},
     {"phase_step", DS_KEY_DOUBLE, T(net.phase_step), -100, 100, NULL, 0, "phase offset between inputs, rad"},
     {"strength", DS_KEY_DOUBLE, T(net.strength), 0, 1e6, NULL, 0, "output scale"},
     {"init_scale", DS_KEY_DOUBLE, T(net.init_scale), 0, 1e6, NULL, 0, "weight init half-width (0: 1/sqrt(P))"},
@@ -252,7 +255,7 @@ int ds_trainer_create(dsEnv* env, const dsTrainerDef* def, dsTrainer** out, char
     }
     tr->np = ds_sinnet_num_params(tr->net);
     tr->theta = ds_sinnet_params(tr->net);
-    tr->init_b = nd.init_scale > 0 ? nd.init_scale : 1.0 / sqrt((double)nd.phases);
+    tr->init_b = nd.init_scale > 0 ? nd.init_scale : 1.0 / sqrt((double)(tr->np / tr->A));
     if (def->method == DS_METHOD_RANDOM && def->random_scale > 0) tr->init_b = def->random_scale;
   } else {
     tr->np = tr->A;

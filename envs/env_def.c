@@ -84,7 +84,9 @@ static const dsConfigKey g_common[] = {
     {"render.gamma", DS_KEY_REAL, O(gamma), 1e-12, 10, NULL, 0, "SoftRas depth temperature"},
     {"render.color", DS_KEY_VEC3, O(color), 0, 1, NULL, 0, "face colour RGB"},
     {"render.ambient", DS_KEY_REAL, O(ambient), 0, 10, NULL, 0, "ambient light"},
-    {"render.directional", DS_KEY_REAL, O(directional), 0, 10, NULL, 0, "directional light along +y"},
+    {"render.directional", DS_KEY_REAL, O(directional), 0, 10, NULL, 0, "directional light factor"},
+    {"render.light_dir", DS_KEY_VEC3, O(light_dir), -1e6, 1e6, NULL, 0,
+     "direction towards the directional light (normalised); [0, 0, 0]: from the camera's eye (a headlight)"},
     {"camera.distance", DS_KEY_REAL, O(cam_distance), 1e-6, 1e6, NULL, 0, "eye distance to the origin, m"},
     {"camera.elevation", DS_KEY_REAL, O(cam_elevation), -89.9, 89.9, NULL, 0, "degrees"},
     {"camera.azimuth", DS_KEY_REAL, O(cam_azimuth), -360, 360, NULL, 0, "degrees"},
@@ -134,6 +136,7 @@ static void common_defaults(dsEnvDef* d) {
   d->color[0] = d->color[1] = d->color[2] = 0.5;
   d->ambient = rs.ambient;
   d->directional = rs.directional;
+  d->light_dir[0] = d->light_dir[1] = d->light_dir[2] = 0; /* headlight */
   d->cam_distance = 10;
   d->cam_elevation = 30;
   d->cam_fov = rs.camera.fov_deg;

@@ -220,8 +220,13 @@ dsRenderSettings ds_default_render_settings(void) {
   s.eps = (dsReal)1e-3;
   s.ambient = (dsReal)0.5;
   s.directional = (dsReal)0.5;
-  s.light_dir[1] = 1;
+  /* A headlight: towards the default camera's eye. Every face the camera
+     sees is turned toward it, so every visible face gets n.l > 0 (away from
+     the kink of max(0, n.l) except when seen edge-on). Along +y, as before,
+     the light was edge-on to every face of a body in a z plane (the planar
+     walkers) and lit only the far side of the tilted cloth. */
   s.camera = ds_default_camera();
+  for (int k = 0; k < 3; k++) s.light_dir[k] = s.camera.eye[k] - s.camera.at[k];
   return s;
 }
 
@@ -295,6 +300,14 @@ int ds_render_settings_check(const dsRenderSettings* s, char* err, size_t errlen
   if (!(s->gamma > 0) || !isfinite((double)s->gamma))
     BAD("render settings: gamma: expected a finite number > 0, got %g", (double)s->gamma);
   if (!isfinite((double)s->eps)) BAD("render settings: eps: expected a finite number, got %g", (double)s->eps);
+  if (!(s->ambient >= 0) || !isfinite((double)s->ambient))
+    BAD("render settings: ambient: expected a finite number >= 0, got %g", (double)s->ambient);
+  if (!(s->directional >= 0) || !isfinite((double)s->directional))
+    BAD("render settings: directional: expected a finite number >= 0, got %g", (double)s->directional);
+  for (int i = 0; i < 3; i++)
+    if (!isfinite((double)s->light_dir[i])) BAD("render settings: light_dir: expected finite components");
+  if (s->directional > 0 && s->light_dir[0] == 0 && s->light_dir[1] == 0 && s->light_dir[2] == 0)
+    BAD("render settings: light_dir: expected a non-zero direction (directional light %g)", (double)s->directional);
   const dsCamera* c = &s->camera;
   for (int i = 0; i < 3; i++)
     if (!isfinite((double)c->eye[i]) || !isfinite((double)c->at[i]) || !isfinite((double)c->up[i]))

@@ -92,7 +92,10 @@ int main(void) {
   CHECK_CLOSE(s.camera.zfar, 100, 0, 0);
   CHECK_CLOSE(s.ambient, 0.5, 0, 0);
   CHECK_CLOSE(s.directional, 0.5, 0, 0);
-  CHECK_CLOSE(s.light_dir[1], 1, 0, 0);
+  /* a headlight: along eye - at */
+  CHECK_CLOSE(s.light_dir[0], s.camera.eye[0] - s.camera.at[0], 0, 0);
+  CHECK_CLOSE(s.light_dir[1], s.camera.eye[1] - s.camera.at[1], 0, 0);
+  CHECK_CLOSE(s.light_dir[2], s.camera.eye[2] - s.camera.at[2], 0, 0);
   CHECK(s.background[0] == 0 && s.background[3] == 0);
   /* eye = (d cos e sin a, d sin e, -d cos e cos a) for d 13, e 30, a 0 */
   CHECK_CLOSE(s.camera.eye[0], 0, 0, 1e-6);
@@ -201,6 +204,8 @@ int main(void) {
     int c = 32 * 64 + 32; /* centre pixel of 64 x 64 */
     s = ds_default_render_settings();
     s.width = s.height = 64;
+    s.light_dir[0] = s.light_dir[2] = 0; /* a light along +y (the default is a headlight) */
+    s.light_dir[1] = 1;
     ds_camera_look_at(&s.camera, 8, 40, 0); /* from above: lit, L = 0.5 + 0.5 cos(0) = 1 */
     img = render(&s, v, 3, f, 1, col, DS_COLOR_FACE);
     CHECK_CLOSE(img[4 * c + 0], 0.2, TIGHT, 0);
@@ -468,6 +473,47 @@ int main(void) {
     s.supersample = 0;
     CHECK_INT_EQ(ds_render_settings_check(&s, msg, sizeof msg), DS_ERR_INVALID);
     CHECK_STR_CONTAINS(msg, "render settings: supersample: expected 1 to 16, got 0");
+    s = ds_default_render_settings();
+    s.light_dir[0] = s.light_dir[1] = s.light_dir[2] = 0;
+    CHECK_INT_EQ(ds_render_settings_check(&s, msg, sizeof msg), DS_ERR_INVALID);
+    CHECK_STR_CONTAINS(msg, "render settings: light_dir: expected a non-zero direction");
+    s.directional = 0; /* no directional light: no direction needed */
+    CHECK_INT_EQ(ds_render_settings_check(&s, msg, sizeof msg), DS_OK);
+    s = ds_default_render_settings();
+    s.ambient = -0.5;
+    CHECK_INT_EQ(ds_render_settings_check(&s, msg, sizeof msg), DS_ERR_INVALID);
+    CHECK_STR_CONTAINS(msg, "render settings: ambient: expected a finite number >= 0, got -0.5");
+  }
+
+  /* ---- a face in the z plane, seen from the default camera: the default
+     light lights it (along +y it was edge-on and added nothing) ---- */
+  {
+    const dsReal zx[9] = {-1, -1, 0, 1, -1, 0, 0, 1, 0};
+    const int zf[3] = {0, 1, 2};
+    const dsReal zc[3] = {1, 1, 1};
+    const dsRasterMesh zm = {zx, 3, zf, 1, zc, DS_COLOR_FACE};
+    s = ds_default_render_settings();
+    s.width = s.height = 32;
+    dsReal lit = 0, flat = 0;
+    for (int pass = 0; pass < 2; pass++) {
+      dsRaster* r = NULL;
+      dsReal* zimg = (dsReal*)malloc(32 * 32 * 4 * sizeof(dsReal));
+      if (pass == 1) {
+        s.light_dir[0] = s.light_dir[2] = 0;
+        s.light_dir[1] = 1;
+      }
+      CHECK_INT_EQ(ds_raster_create(&r, &s, 1, 3), DS_OK);
+      CHECK_INT_EQ(ds_raster_render(r, &zm, zimg), DS_OK);
+      dsReal sum = 0;
+      for (int q = 0; q < 32 * 32; q++) sum += zimg[4 * q];
+      if (pass == 0) lit = sum;
+      else flat = sum;
+      ds_raster_destroy(r);
+      free(zimg);
+    }
+    /* ambient 0.5 alone vs 0.5 + 0.5 cos(30 deg) with the headlight */
+    CHECK(flat > 0);
+    CHECK_CLOSE(lit / flat, (0.5 + 0.5 * cos(DS_TEST_PI / 6)) / 0.5, 0.02, 0);
   }
 
   /* ---- allocation failure at every point of create: clean error, no leak ---- */

@@ -30,19 +30,26 @@ extern "C" {
 #endif
 
 /* ---- sinusoid network --------------------------------------------------------
- * a_i(t) = strength * tanh( sum_p W_ip s_p(t) ),  s_p(t) = sin(omega t + p phi),
- * p = 0..P-1 (the phase p phi is added, not multiplied by omega), i = 0..A-1:
- * one fully connected layer without bias. W (A x P, row-major) is drawn
- * W_ip ~ U(-b, b) from the seed, b = init_scale, or 1/sqrt(P) when
+ * a_i(t) = strength * tanh( sum_q W_iq s_q(t) ),  i = 0..A-1, with the
+ * N = H P + B inputs
+ *   s_{h P + p}(t) = sin((h + 1) omega t + p phi),  h = 0..H-1, p = 0..P-1
+ *   s_{H P}(t)     = 1                              (when bias, B = 1)
+ * (the phase p phi is added, not multiplied by the frequency): H harmonics
+ * of omega, each at P phases; two phases that are not a multiple of pi apart
+ * already span every phase of a harmonic. H = 1 without bias is gradSim's
+ * single-frequency network. One fully connected layer; W (A x N, row-major)
+ * is drawn W_iq ~ U(-b, b) from the seed, b = init_scale, or 1/sqrt(N) when
  * init_scale is 0 (the usual fan-in bound of a linear layer). */
 typedef struct dsSinNetDef {
-  int phases;          /* P, sinusoid inputs */
+  int phases;          /* P, sinusoid phases per harmonic */
   int outputs;         /* A, actuated elements (the env's action size) */
-  double omega;        /* rad/s */
+  double omega;        /* base angular frequency, rad/s */
   double phase_step;   /* phi, rad */
   double strength;     /* output scale (activation units) */
-  double init_scale;   /* b of the uniform init; 0: 1/sqrt(P) */
+  double init_scale;   /* b of the uniform init; 0: 1/sqrt(N) */
   uint64_t seed;       /* init seed */
+  int harmonics;       /* H >= 1: frequencies omega, 2 omega, ..., H omega (0 is read as 1) */
+  int bias;            /* 1: a constant input (a learned offset per output) */
 } dsSinNetDef;
 
 typedef struct dsSinNet dsSinNet;
@@ -50,14 +57,14 @@ typedef struct dsSinNet dsSinNet;
 DS_API dsSinNetDef ds_default_sinnet_def(void);
 DS_API int ds_sinnet_create(const dsSinNetDef* def, dsSinNet** out);
 DS_API void ds_sinnet_destroy(dsSinNet* net);
-DS_API int ds_sinnet_num_params(const dsSinNet* net);      /* A * P */
-DS_API double* ds_sinnet_params(dsSinNet* net);            /* W, A x P row-major (writable) */
+DS_API int ds_sinnet_num_params(const dsSinNet* net);      /* A * N, N = H P + bias */
+DS_API double* ds_sinnet_params(dsSinNet* net);            /* W, A x N row-major (writable) */
 /* Redraw W from seed (same distribution as create). */
 DS_API int ds_sinnet_init(dsSinNet* net, uint64_t seed);
 /* action (A) at time t, s. */
 DS_API int ds_sinnet_forward(dsSinNet* net, double t, dsReal* action);
-/* grad_params (A x P) += d(L)/dW given grad_action = d(L)/d(action at t):
- * dL/dW_ip = g_i * strength * (1 - tanh^2(z_i)) * s_p(t). */
+/* grad_params (A x N) += d(L)/dW given grad_action = d(L)/d(action at t):
+ * dL/dW_iq = g_i * strength * (1 - tanh^2(z_i)) * s_q(t). */
 DS_API int ds_sinnet_backward(dsSinNet* net, double t, const dsReal* grad_action, double* grad_params);
 
 /* ---- optimisers ------------------------------------------------------------

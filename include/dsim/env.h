@@ -145,6 +145,7 @@ typedef struct dsEnvDef {
   dsReal sigma, gamma;     /* SoftRas sharpness (NDC^2) and depth temperature */
   dsReal color[3];         /* face base colour RGB */
   dsReal ambient, directional;
+  dsReal light_dir[3];     /* towards the directional light (normalised); 0, 0, 0: from the camera's eye */
   dsReal cam_distance, cam_elevation, cam_azimuth; /* m, degrees, degrees */
   dsReal cam_fov, cam_near, cam_far;                /* degrees, m, m */
   /* observation */
@@ -240,7 +241,7 @@ struct dsEnvClass {
  * so that dsim refuses one built against headers with another layout of the
  * class or definition structs. DS_ENV_ABI_VERSION is raised by hand with any
  * change of their meaning; a change of their size shows by itself. */
-#define DS_ENV_ABI_VERSION 2
+#define DS_ENV_ABI_VERSION 3
 #define DS_PLUGIN_ABI \
   (DS_ENV_ABI_VERSION * 1000000 + (int)sizeof(dsEnvClass) * 1000 + (int)(sizeof(dsEnvDef) % 1000))
 /* The value this library expects (what dsim compares a plugin's with). */
