@@ -255,9 +255,7 @@ static int build_sized(dsEnv* e) {
   rc = ds_camera_look_at(&s.camera, def->cam_distance, def->cam_elevation, def->cam_azimuth);
   if (rc) return ds__seterr(&e->err, rc, "camera: invalid view (distance %g, elevation %g)", (double)def->cam_distance,
                             (double)def->cam_elevation);
-  /* light_dir [0, 0, 0]: a headlight, towards the eye */
-  const int head = def->light_dir[0] == 0 && def->light_dir[1] == 0 && def->light_dir[2] == 0;
-  for (int k = 0; k < 3; k++) s.light_dir[k] = head ? s.camera.eye[k] - s.camera.at[k] : def->light_dir[k];
+  for (int k = 0; k < 3; k++) s.light_dir[k] = def->light_dir[k]; /* 0, 0, 0: a headlight */
   s.camera.fov_deg = def->cam_fov;
   s.camera.znear = def->cam_near;
   s.camera.zfar = def->cam_far;

@@ -86,7 +86,7 @@ static const dsConfigKey g_common[] = {
     {"render.ambient", DS_KEY_REAL, O(ambient), 0, 10, NULL, 0, "ambient light"},
     {"render.directional", DS_KEY_REAL, O(directional), 0, 10, NULL, 0, "directional light factor"},
     {"render.light_dir", DS_KEY_VEC3, O(light_dir), -1e6, 1e6, NULL, 0,
-     "direction towards the directional light (normalised); [0, 0, 0]: from the camera's eye (a headlight)"},
+     "direction towards the directional light (normalised); [0, 0, 0]: a headlight (a point light at the eye)"},
     {"camera.distance", DS_KEY_REAL, O(cam_distance), 1e-6, 1e6, NULL, 0, "eye distance to the origin, m"},
     {"camera.elevation", DS_KEY_REAL, O(cam_elevation), -89.9, 89.9, NULL, 0, "degrees"},
     {"camera.azimuth", DS_KEY_REAL, O(cam_azimuth), -360, 360, NULL, 0, "degrees"},

@@ -220,13 +220,12 @@ dsRenderSettings ds_default_render_settings(void) {
   s.eps = (dsReal)1e-3;
   s.ambient = (dsReal)0.5;
   s.directional = (dsReal)0.5;
-  /* A headlight: towards the default camera's eye. Every face the camera
-     sees is turned toward it, so every visible face gets n.l > 0 (away from
-     the kink of max(0, n.l) except when seen edge-on). Along +y, as before,
-     the light was edge-on to every face of a body in a z plane (the planar
-     walkers) and lit only the far side of the tilted cloth. */
+  /* light_dir 0, 0, 0: a headlight (see face_light): every face the camera
+     sees gets n.l > 0, away from the kink of max(0, n.l) unless seen
+     edge-on. Along +y, as before, the light was edge-on to every face of a
+     body in a z plane (the planar walkers) and lit only one side of the
+     tilted cloth, whose seen side changes as it falls. */
   s.camera = ds_default_camera();
-  for (int k = 0; k < 3; k++) s.light_dir[k] = s.camera.eye[k] - s.camera.at[k];
   return s;
 }
 
@@ -241,7 +240,8 @@ struct dsRaster {
   int ntx, nty, ntiles;
   dsrFrame fr;
   dsrConst c;
-  double light[3];    /* unit light direction (0 when none) */
+  double light[3];    /* unit light direction (0: a headlight, see face_light) */
+  int head;           /* 1: headlight (light_dir 0, 0, 0) */
   double* vproj;      /* per vertex: NDC x, NDC y, Z (max_verts x 3) */
   dsrFace* faces;     /* per-face setup (max_faces) */
   int* ftile;         /* per face: tile range tx0, tx1, ty0, ty1 (max_faces x 4) */
@@ -284,6 +284,7 @@ static void apply_settings(dsRaster* r, const dsRenderSettings* s, const dsrFram
   for (i = 0; i < 3; i++) r->light[i] = s->light_dir[i];
   n = sqrt(dot3(r->light, r->light));
   for (i = 0; i < 3; i++) r->light[i] = n > 0 ? r->light[i] / n : 0.0;
+  r->head = !(n > 0);
   r->rendered = 0;
 }
 
@@ -306,8 +307,6 @@ int ds_render_settings_check(const dsRenderSettings* s, char* err, size_t errlen
     BAD("render settings: directional: expected a finite number >= 0, got %g", (double)s->directional);
   for (int i = 0; i < 3; i++)
     if (!isfinite((double)s->light_dir[i])) BAD("render settings: light_dir: expected finite components");
-  if (s->directional > 0 && s->light_dir[0] == 0 && s->light_dir[1] == 0 && s->light_dir[2] == 0)
-    BAD("render settings: light_dir: expected a non-zero direction (directional light %g)", (double)s->directional);
   const dsCamera* c = &s->camera;
   for (int i = 0; i < 3; i++)
     if (!isfinite((double)c->eye[i]) || !isfinite((double)c->at[i]) || !isfinite((double)c->up[i]))
@@ -479,7 +478,13 @@ static double face_light(const dsRaster* r, const double p[3][3], double n[3], d
     for (i = 0; i < 3; i++) view[i] = r->fr.eye[i] - (p[0][i] + p[1][i] + p[2][i]) / 3.0;
   }
   *sgn = dot3(n, view) >= 0 ? 1.0 : -1.0;
-  cl = *sgn * dot3(n, r->light) / *nn;
+  if (r->head) {
+    /* headlight: l = view / |view| (from the face towards the eye) */
+    const double vn = sqrt(dot3(view, view));
+    cl = vn > 0 ? *sgn * dot3(n, view) / (*nn * vn) : 0.0;
+  } else {
+    cl = *sgn * dot3(n, r->light) / *nn;
+  }
   if (cl > 0) {
     *lit = 1;
     return (double)r->s.ambient + (double)r->s.directional * cl;
@@ -851,9 +856,33 @@ static void face_finish(dsRaster* r, const dsRasterMesh* m, int j, const dsrFace
   {
     /* L = k_amb + k_dir s n.l/|n|: dL/dn = k_dir s (l - n_u (n_u.l))/|n|;
      * n = e1 x e2: dn/de1^T g = e2 x g, dn/de2^T g = g x e1 */
-    double gn[3], e1[3], e2[3], ge1[3], ge2[3], nl = 0.0;
-    for (k = 0; k < 3; k++) nl += n[k] / nn * r->light[k];
-    for (k = 0; k < 3; k++) gn[k] = gL * r->s.directional * sg * (r->light[k] - n[k] / nn * nl) / nn;
+    double gn[3], e1[3], e2[3], ge1[3], ge2[3], nl = 0.0, l[3], v[3], vn = 1.0;
+    if (r->head) {
+      /* headlight l = v/|v|, v = eye - (p0 + p1 + p2)/3 (orthographic: v = -z_c):
+       * dL/dv = k_dir s (n_u - l (n_u.l))/|v|, dv/dp_i = -I/3, dv/d(eye) = I */
+      for (k = 0; k < 3; k++)
+        v[k] = fr->ortho ? -fr->zc[k] : fr->eye[k] - (p[0][k] + p[1][k] + p[2][k]) / 3.0;
+      vn = sqrt(dot3(v, v));
+      for (k = 0; k < 3; k++) l[k] = v[k] / vn;
+    } else {
+      for (k = 0; k < 3; k++) l[k] = r->light[k];
+    }
+    for (k = 0; k < 3; k++) nl += n[k] / nn * l[k];
+    for (k = 0; k < 3; k++) gn[k] = gL * r->s.directional * sg * (l[k] - n[k] / nn * nl) / nn;
+    if (r->head) {
+      double gv[3];
+      for (k = 0; k < 3; k++) gv[k] = gL * r->s.directional * sg * (n[k] / nn - l[k] * nl) / vn;
+      if (fr->ortho) {
+        /* v = -z_c, unit: dL/dz_c = -dL/dl (raw partial, like the projection's) */
+        if (r->want_cam)
+          for (k = 0; k < 3; k++) cam[6 + k] -= gL * r->s.directional * sg * n[k] / nn;
+      } else {
+        for (i = 0; i < 3; i++)
+          for (k = 0; k < 3; k++) out[3 * i + k] -= gv[k] / 3.0;
+        if (r->want_cam)
+          for (k = 0; k < 3; k++) cam[9 + k] += gv[k];
+      }
+    }
     for (k = 0; k < 3; k++) {
       e1[k] = p[1][k] - p[0][k];
       e2[k] = p[2][k] - p[0][k];

@@ -92,10 +92,7 @@ int main(void) {
   CHECK_CLOSE(s.camera.zfar, 100, 0, 0);
   CHECK_CLOSE(s.ambient, 0.5, 0, 0);
   CHECK_CLOSE(s.directional, 0.5, 0, 0);
-  /* a headlight: along eye - at */
-  CHECK_CLOSE(s.light_dir[0], s.camera.eye[0] - s.camera.at[0], 0, 0);
-  CHECK_CLOSE(s.light_dir[1], s.camera.eye[1] - s.camera.at[1], 0, 0);
-  CHECK_CLOSE(s.light_dir[2], s.camera.eye[2] - s.camera.at[2], 0, 0);
+  CHECK(s.light_dir[0] == 0 && s.light_dir[1] == 0 && s.light_dir[2] == 0); /* a headlight */
   CHECK(s.background[0] == 0 && s.background[3] == 0);
   /* eye = (d cos e sin a, d sin e, -d cos e cos a) for d 13, e 30, a 0 */
   CHECK_CLOSE(s.camera.eye[0], 0, 0, 1e-6);
@@ -474,11 +471,9 @@ int main(void) {
     CHECK_INT_EQ(ds_render_settings_check(&s, msg, sizeof msg), DS_ERR_INVALID);
     CHECK_STR_CONTAINS(msg, "render settings: supersample: expected 1 to 16, got 0");
     s = ds_default_render_settings();
-    s.light_dir[0] = s.light_dir[1] = s.light_dir[2] = 0;
+    s.light_dir[1] = NAN;
     CHECK_INT_EQ(ds_render_settings_check(&s, msg, sizeof msg), DS_ERR_INVALID);
-    CHECK_STR_CONTAINS(msg, "render settings: light_dir: expected a non-zero direction");
-    s.directional = 0; /* no directional light: no direction needed */
-    CHECK_INT_EQ(ds_render_settings_check(&s, msg, sizeof msg), DS_OK);
+    CHECK_STR_CONTAINS(msg, "render settings: light_dir: expected finite components");
     s = ds_default_render_settings();
     s.ambient = -0.5;
     CHECK_INT_EQ(ds_render_settings_check(&s, msg, sizeof msg), DS_ERR_INVALID);
@@ -498,10 +493,7 @@ int main(void) {
     for (int pass = 0; pass < 2; pass++) {
       dsRaster* r = NULL;
       dsReal* zimg = (dsReal*)malloc(32 * 32 * 4 * sizeof(dsReal));
-      if (pass == 1) {
-        s.light_dir[0] = s.light_dir[2] = 0;
-        s.light_dir[1] = 1;
-      }
+      if (pass == 1) s.light_dir[1] = 1; /* along +y: edge-on to the face */
       CHECK_INT_EQ(ds_raster_create(&r, &s, 1, 3), DS_OK);
       CHECK_INT_EQ(ds_raster_render(r, &zm, zimg), DS_OK);
       dsReal sum = 0;
@@ -511,7 +503,7 @@ int main(void) {
       ds_raster_destroy(r);
       free(zimg);
     }
-    /* ambient 0.5 alone vs 0.5 + 0.5 cos(30 deg) with the headlight */
+    /* ambient 0.5 alone vs about 0.5 + 0.5 cos(30 deg) with the headlight */
     CHECK(flat > 0);
     CHECK_CLOSE(lit / flat, (0.5 + 0.5 * cos(DS_TEST_PI / 6)) / 0.5, 0.02, 0);
   }

@@ -75,14 +75,16 @@ typedef struct dsRenderSettings {
   dsReal background[4];   /* RGBA of the background */
   dsReal ambient;         /* ambient light factor k_amb >= 0 */
   dsReal directional;     /* directional light factor k_dir >= 0 */
-  dsReal light_dir[3];    /* direction towards the light (normalised internally) */
+  dsReal light_dir[3];    /* direction towards the light (normalised internally); 0, 0, 0: a
+                           * headlight, a point light at the eye: l = (eye - c)/|eye - c| per
+                           * face (c its centroid; orthographic: the view axis) */
   dsCamera camera;
 } dsRenderSettings;
 
 /* docs/scenes.md "Common rendering": 256 x 256, supersampling 2, sigma 1e-5,
  * gamma 1e-4, eps 1e-3, background (0,0,0,0), 0.5 ambient + 0.5
- * directional from the default camera's eye (a headlight: it lights every
- * face the camera sees), ds_default_camera(). */
+ * directional from a headlight (light_dir 0, 0, 0: it lights every face the
+ * camera sees), ds_default_camera(). */
 DS_API dsRenderSettings ds_default_render_settings(void);
 /* DS_OK, or DS_ERR_INVALID with the first invalid field named and its
  * expected value in err ("render settings: sigma: expected a finite number
