@@ -8,7 +8,8 @@ dist_configs_DATA += configs/walker.json configs/control-fem.json configs/contro
   configs/walker-springs.json configs/rigid-toss.json configs/beam.json \
   configs/sysid-mass.json configs/sysid-beam.json configs/sysid-cloth.json \
   configs/sysid-beam-mu.json configs/sysid-beam-lambda.json \
-  configs/sysid-rigid-mass.json configs/sysid-rigid-contact.json
+  configs/sysid-rigid-mass.json configs/sysid-rigid-contact.json \
+  configs/control-fem-gradsim.json configs/walker-gradsim.json
 check_PROGRAMS += tests/test_env_grad tests/test_env_config tests/test_env tests/test_env_target
 tests_test_env_grad_SOURCES = tests/test_env_grad.c
 tests_test_env_config_SOURCES = tests/test_env_config.c

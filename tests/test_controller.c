@@ -80,6 +80,67 @@ static void test_sinnet_grad(void) {
   ds_sinnet_destroy(net);
 }
 
+/* harmonics and bias: inputs sin((h+1) w t + p phi) then 1; FD of dL/dW */
+static void test_sinnet_harmonics(void) {
+  dsSinNetDef d = ds_default_sinnet_def();
+  d.phases = 2;
+  d.harmonics = 3;
+  d.bias = 1;
+  d.outputs = 4;
+  d.omega = 1.3;
+  d.phase_step = 1.5707963267948966;
+  d.strength = 0.5;
+  d.init_scale = 1.5;
+  d.seed = 11;
+  dsSinNet* net = NULL;
+  CHECK_INT_EQ(ds_sinnet_create(&d, &net), 0);
+  const int A = 4, N = 3 * 2 + 1, n = A * N, nt = 5;
+  CHECK_INT_EQ(ds_sinnet_num_params(net), n);
+  double times[5] = {0.0, 0.21, 0.9, 1.7, 2.9};
+  dsReal g[5 * 4], a[4];
+  for (int i = 0; i < nt * A; i++) g[i] = (dsReal)cos(0.9 * i + 0.2);
+  double* W = ds_sinnet_params(net);
+  /* forward spot check, output 3 at t = 0.9 */
+  ds_sinnet_forward(net, 0.9, a);
+  double z = W[3 * N + 6]; /* bias */
+  for (int h = 0; h < 3; h++)
+    for (int p = 0; p < 2; p++) z += W[3 * N + 2 * h + p] * sin((h + 1) * 1.3 * 0.9 + p * 1.5707963267948966);
+  CHECK_CLOSE(a[3], 0.5 * tanh(z), 1e-12, 1e-15);
+  /* bias alone: a constant action whatever t */
+  for (int q = 0; q < n; q++) W[q] = (q % N == 6) ? 0.3 * (q / N + 1) : 0;
+  dsReal a0[4], a1[4];
+  ds_sinnet_forward(net, 0.0, a0);
+  ds_sinnet_forward(net, 2.5, a1);
+  for (int i = 0; i < A; i++) {
+    CHECK_CLOSE(a0[i], a1[i], 0, 0);
+    CHECK_CLOSE(a0[i], 0.5 * tanh(0.3 * (i + 1)), 1e-14, 0);
+  }
+  ds_sinnet_init(net, 11);
+  double an[28], fd[28];
+  memset(an, 0, sizeof an);
+  for (int k = 0; k < nt; k++) ds_sinnet_backward(net, times[k], g + k * A, an);
+  for (int q = 0; q < n; q++) {
+    const double w0 = W[q], hh = 1e-6;
+    W[q] = w0 + hh;
+    double lp = net_loss(net, times, nt, g, A, a);
+    W[q] = w0 - hh;
+    double lm = net_loss(net, times, nt, g, A, a);
+    W[q] = w0;
+    fd[q] = (lp - lm) / (2 * hh);
+  }
+  check_grad("sinnet harmonics+bias dL/dW", an, fd, n, 1e-7, 1e-9);
+  for (int q = 0; q < n; q++) CHECK(fabs(W[q]) <= 1.5);
+  /* out of range: harmonics < 0, bias not 0/1 */
+  dsSinNet* bad = NULL;
+  d.harmonics = -1;
+  CHECK_INT_EQ(ds_sinnet_create(&d, &bad), DS_ERR_RANGE);
+  d.harmonics = 2;
+  d.bias = 2;
+  CHECK_INT_EQ(ds_sinnet_create(&d, &bad), DS_ERR_RANGE);
+  CHECK(bad == NULL);
+  ds_sinnet_destroy(net);
+}
+
 /* ---- 2. the trainer's gradient through an env ---------------------------- */
 static dsEnvDef small_def(const char* name, int substeps, int C) {
   dsEnvDef d = ds_default_env_def(name);
@@ -544,6 +605,7 @@ int main(void) {
     return DST_RESULT();
   }
   test_sinnet_grad();
+  test_sinnet_harmonics();
   trainer_grad_case("walker image loss dL/dW", "walker", 128, 16, DS_METHOD_IMAGE, 1e-6, 1e-5, 1e-6, 4);
   trainer_grad_case("walker-springs state loss dL/dW", "walker-springs", 128, 16, DS_METHOD_STATE, 1e-6, 1e-5,
                     1e-6, 4);
