@@ -348,6 +348,8 @@ typedef struct Run {
   dsReal *best_act, *last_act;
   int best_it, last_it, have, done_its, interrupted, logged_best;
   double best_metric, first_metric, last_metric, first_loss, last_loss, t_iter, wall, t_record;
+  double low_loss, low_metric; /* the iteration of the lowest loss (the optimiser's result) */
+  int low_it;
   char status[600];
 } Run;
 
@@ -548,6 +550,7 @@ static void progress(const Run* r, long i, const dsTrainerIter* it, double t0) {
            it->metric, it->grad_norm, it->lr, now_s() - t0);
     if (it->backtracks)
       printf(" (step halved %d time%s: the longer step diverged)", it->backtracks, it->backtracks == 1 ? "" : "s");
+    if (it->rejected) printf(" (rejected: loss above the lowest; next step from the best, lr scaled)");
     printf("\n");
   }
   fflush(stdout);
@@ -580,6 +583,11 @@ static int loop(Run* r) {
     if (i == 0) {
       r->first_metric = it.metric;
       r->first_loss = it.loss;
+    }
+    if (!r->have || it.loss < r->low_loss) {
+      r->low_loss = it.loss;
+      r->low_metric = it.metric;
+      r->low_it = (int)i;
     }
     int improved = 0;
     if (!r->have || score(r, it.metric) < score(r, r->best_metric)) {
@@ -664,6 +672,7 @@ static void summary(const Run* r) {
   printf("  metric: initial %.6g -> final %.6g (best %.6g at iteration %d)\n", r->first_metric, r->last_metric,
          r->best_metric, r->best_it);
   printf("  loss:   initial %.6g -> final %.6g\n", r->first_loss, r->last_loss);
+  printf("  result: metric %.6g at iteration %d (the lowest loss, %.6g)\n", r->low_metric, r->low_it, r->low_loss);
   printf("  wall time: %.2f s (%.3f s per iteration)\n", r->wall, r->t_iter / (double)r->done_its);
   fflush(stdout);
 }

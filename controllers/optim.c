@@ -74,6 +74,12 @@ double ds_optim_lr(const dsOptim* opt) {
   return opt->def.lr * pow(opt->def.decay_factor, (double)(opt->k / opt->def.decay_every));
 }
 
+int ds_optim_scale_lr(dsOptim* opt, double f) {
+  if (!opt || !(f > 0) || !isfinite(f)) return DS_ERR_INVALID;
+  opt->def.lr *= f;
+  return DS_OK;
+}
+
 int ds_optim_step(dsOptim* opt, double* x, const double* g, double* grad_norm) {
   if (!opt || !x || !g) return DS_ERR_INVALID;
   double nn = 0;

@@ -34,6 +34,10 @@ struct dsTrainer {
   double* grad;     /* np */
   double* prev;     /* np: parameters before the last optimiser step (IMAGE, STATE) */
   int have_prev;
+  double* best;     /* np: parameters of the lowest loss so far (reject) */
+  double* best_grad; /* np: their gradient */
+  double best_loss;
+  int have_best;
   dsOptim* opt;
   dsReal* act;      /* S x A executed actions */
   dsReal* gact;     /* S x A d(loss)/d(actions) */
@@ -108,6 +112,9 @@ static const dsConfigKey g_trainer_keys[] = {
     {"cem_min_std", DS_KEY_DOUBLE, T(cem_min_std), 0, 1e6, NULL, 0, "CEM std floor"},
     {"max_backtracks", DS_KEY_INT, T(max_backtracks), 0, 60, NULL, 0,
      "halvings of a step whose rollout diverged"},
+    {"reject", DS_KEY_DOUBLE, T(reject), 0, 0.999999, NULL, 0,
+     "0: off; f in (0, 1): a step whose loss exceeds the lowest so far is rejected, the learning rate "
+     "multiplied by f and the next step taken from the best parameters"},
     {NULL, DS_KEY_REAL, 0, 0, 0, NULL, 0, NULL}};
 #undef T
 
@@ -183,6 +190,8 @@ void ds_trainer_destroy(dsTrainer* tr) {
   ds__free(tr->eval);
   ds__free(tr->grad);
   ds__free(tr->prev);
+  ds__free(tr->best);
+  ds__free(tr->best_grad);
   ds__free(tr->act);
   ds__free(tr->gact);
   ds__free(tr->obs);
@@ -269,13 +278,15 @@ int ds_trainer_create(dsEnv* env, const dsTrainerDef* def, dsTrainer** out, char
   tr->eval = (double*)ds__calloc((size_t)tr->np, sizeof(double));
   tr->grad = (double*)ds__calloc((size_t)tr->np, sizeof(double));
   tr->prev = (double*)ds__calloc((size_t)tr->np, sizeof(double));
+  tr->best = (double*)ds__calloc((size_t)tr->np, sizeof(double));
+  tr->best_grad = (double*)ds__calloc((size_t)tr->np, sizeof(double));
   tr->act = (dsReal*)ds__calloc(SA, sizeof(dsReal));
   tr->gact = (dsReal*)ds__calloc(SA, sizeof(dsReal));
   tr->obs = (dsReal*)ds__calloc(SO, sizeof(dsReal));
   tr->adj = (dsReal*)ds__calloc(SO, sizeof(dsReal));
   tr->state = (dsReal*)ds__calloc((size_t)tr->ssz, sizeof(dsReal));
   tr->cap_ssz = tr->ssz;
-  int ok = tr->theta && tr->eval && tr->grad && tr->prev && tr->act && tr->gact && tr->obs && tr->adj && tr->state;
+  int ok = tr->theta && tr->eval && tr->grad && tr->prev && tr->best && tr->best_grad && tr->act && tr->gact && tr->obs && tr->adj && tr->state;
   if (ok && def->method == DS_METHOD_CEM) {
     const size_t K = (size_t)def->cem_population;
     tr->mu = (double*)ds__calloc((size_t)tr->np, sizeof(double));
@@ -493,10 +504,31 @@ int ds_trainer_iterate(dsTrainer* tr, dsTrainerIter* it) {
         rc = whole_episode(tr, it, 1);
       }
       if (!rc) {
+        const double* g = tr->grad;
+        if (tr->def.reject > 0) {
+          if (!tr->have_best || it->loss <= tr->best_loss) {
+            memcpy(tr->best, tr->theta, sizeof(double) * (size_t)np);
+            memcpy(tr->best_grad, tr->grad, sizeof(double) * (size_t)np);
+            tr->best_loss = it->loss;
+            tr->have_best = 1;
+          } else { /* overshoot: a shorter step from the best parameters */
+            it->rejected = 1;
+            ds_optim_scale_lr(tr->opt, tr->def.reject);
+            memcpy(tr->theta, tr->best, sizeof(double) * (size_t)np);
+            g = tr->best_grad;
+          }
+        }
         memcpy(tr->prev, tr->theta, sizeof(double) * (size_t)np);
         tr->have_prev = 1;
         it->lr = ds_optim_lr(tr->opt);
-        rc = ds_optim_step(tr->opt, tr->theta, tr->grad, &it->grad_norm);
+        double gn = 0;
+        rc = ds_optim_step(tr->opt, tr->theta, g, &gn);
+        if (it->rejected) { /* report the evaluated episode's gradient norm */
+          gn = 0;
+          for (int q = 0; q < np; q++) gn += tr->grad[q] * tr->grad[q];
+          gn = sqrt(gn);
+        }
+        it->grad_norm = gn;
         if (rc) rc = ds__seterr(&tr->eb, rc, "optimiser: gradient not finite at iteration %d", tr->iter);
       }
       break;

@@ -143,6 +143,8 @@ static void free_sized(dsEnv* e) {
   ds_grad_free(e->g);
   ds_model_free(e->m);
   ds_raster_destroy(e->r);
+  ds_raster_destroy(e->r2);
+  e->r2 = NULL;
   e->d = NULL;
   e->g = NULL;
   e->m = NULL;
@@ -264,6 +266,16 @@ static int build_sized(dsEnv* e) {
     return ds__seterr(&e->err, DS_ERR_INVALID, "%s: %s", e->cls->name, why);
   rc = ds_raster_create(&e->r, &s, m->nface, m->nparticle);
   if (rc) return ds__seterr(&e->err, rc, "cannot create the renderer (%s)", ds_strerror(rc));
+  if (def->cam2) {
+    rc = ds_camera_look_at(&s.camera, def->cam2_distance, def->cam2_elevation, def->cam2_azimuth);
+    if (rc)
+      return ds__seterr(&e->err, rc, "camera2: invalid view (distance %g, elevation %g)", (double)def->cam2_distance,
+                        (double)def->cam2_elevation);
+    if (ds_render_settings_check(&s, why, sizeof why))
+      return ds__seterr(&e->err, DS_ERR_INVALID, "%s: camera2: %s", e->cls->name, why);
+    rc = ds_raster_create(&e->r2, &s, m->nface, m->nparticle);
+    if (rc) return ds__seterr(&e->err, rc, "cannot create the second view's renderer (%s)", ds_strerror(rc));
+  }
   const size_t n3 = (size_t)e->n3;
   e->face_colors = alloc_reals(3 * (size_t)m->nface);
   e->goal_x = alloc_reals(n3);
@@ -300,6 +312,7 @@ void ds_env_destroy(dsEnv* e) {
   if (e->cls && e->cls->destroy) e->cls->destroy(e->cstate);
   ds_image_loss_destroy(e->il);
   ds__free(e->goal_img);
+  ds__free(e->goal_img2);
   ds__free(e->img);
   ds__free(e->img_grad);
   ds__free(e->frame_at);
@@ -350,9 +363,11 @@ static int env_create(const dsEnvDef* def, char* text, dsEnv** out, char* err, s
   e->frame_t = (int*)ds__malloc(((size_t)e->T + 2) * sizeof(int));
   const size_t npix = 4 * (size_t)def->width * (size_t)def->height;
   e->goal_img = alloc_reals(npix);
+  if (def->cam2) e->goal_img2 = alloc_reals(npix);
   e->img = alloc_reals(npix);
   e->img_grad = alloc_reals(npix);
-  if (!e->config_text || !e->frame_at || !e->frame_t || !e->goal_img || !e->img || !e->img_grad) {
+  if (!e->config_text || !e->frame_at || !e->frame_t || !e->goal_img || (def->cam2 && !e->goal_img2) || !e->img ||
+      !e->img_grad) {
     rc = ds__seterr(&e->err, DS_ERR_NOMEM, "out of memory");
     goto fail;
   }
@@ -505,15 +520,36 @@ static int frames_done(const dsEnv* e, int t) {
   return n;
 }
 
+/* The image loss of positions x: the sum over the views (the first camera,
+ * and camera2 when on) of the loss against the goal seen from that view.
+ * With w != 0 its gradient times w is also added into d->adj_x (backward). */
+static int frame_image_loss(dsEnv* e, const dsReal* x, dsReal* loss, dsReal w, const char* what, int f) {
+  dsRaster* rs[2] = {e->r, e->r2};
+  const dsReal* goals[2] = {e->goal_img, e->goal_img2};
+  const size_t npix = 4 * (size_t)e->def.width * e->def.height;
+  const dsRasterMesh rm = raster_mesh(e, x);
+  dsReal sum = 0;
+  for (int v = 0; v < 2 && rs[v]; v++) {
+    dsReal l = 0;
+    int rc = ds_raster_render(rs[v], &rm, e->img);
+    if (rc) return ds__seterr(&e->err, rc, "%s%s: frame %d: %s", what, v ? " (camera2)" : "", f, ds_raster_last_error(rs[v]));
+    rc = ds_image_loss_eval(e->il, e->img, goals[v], &l, w != 0 ? e->img_grad : NULL);
+    if (rc) return ds__seterr(&e->err, rc, "%s%s: frame %d: image loss failed (%s)", what, v ? " (camera2)" : "", f,
+                              ds_strerror(rc));
+    sum += l;
+    if (w != 0) {
+      for (size_t p = 0; p < npix; p++) e->img_grad[p] *= w;
+      rc = ds_raster_backward(rs[v], &rm, e->img_grad, e->d->adj_x, NULL);
+      if (rc) return ds__seterr(&e->err, rc, "%s%s: frame %d: %s", what, v ? " (camera2)" : "", f, ds_raster_last_error(rs[v]));
+    }
+  }
+  if (loss) *loss = sum;
+  return 0;
+}
+
 static int render_frame(dsEnv* e, int f, const dsReal* x) {
   memcpy(e->frame_x + (size_t)f * e->n3, x, (size_t)e->n3 * sizeof(dsReal));
-  int rc = render_x(e, x, e->img);
-  if (rc) return rc;
-  dsReal l = 0;
-  rc = ds_image_loss_eval(e->il, e->img, e->goal_img, &l, NULL);
-  if (rc) return ds__seterr(&e->err, rc, "image loss failed (%s)", ds_strerror(rc));
-  e->frame_loss[f] = l;
-  return 0;
+  return frame_image_loss(e, x, e->frame_loss + f, 0, "render", f);
 }
 
 /* The episode's goal, from the start its definition gives (e->x0_def: the
@@ -543,6 +579,11 @@ static int place_goal(dsEnv* e) {
     }
   if (!same) {
     int rc = render_x(e, e->goal_x, e->goal_img);
+    if (!rc && e->r2) {
+      dsRasterMesh rm = raster_mesh(e, e->goal_x);
+      rc = ds_raster_render(e->r2, &rm, e->goal_img2);
+      if (rc) ds__seterr(&e->err, rc, "render (camera2): %s", ds_raster_last_error(e->r2));
+    }
     if (rc) {
       e->have_goal = 0;
       return rc;
@@ -677,16 +718,8 @@ static int add_terms(dsEnv* e, const BwdSpec* sp, int s, int t, int nf) {
         (lk == DS_ENV_LOSS_IMAGE_SUM || (lk == DS_ENV_LOSS_IMAGE_LAST && f == e->nframe - 1)))
       w -= sp->adj_reward[(s - 1) / e->C];
     if (w != 0) {
-      const dsReal* x = e->frame_x + (size_t)f * n3;
-      dsRasterMesh rm = raster_mesh(e, x);
-      rc = ds_raster_render(e->r, &rm, e->img);
-      dsReal l;
-      if (!rc) rc = ds_image_loss_eval(e->il, e->img, e->goal_img, &l, e->img_grad);
-      if (!rc) {
-        for (size_t p = 0; p < npix; p++) e->img_grad[p] *= w;
-        rc = ds_raster_backward(e->r, &rm, e->img_grad, d->adj_x, NULL);
-      }
-      if (rc) return ds__seterr(&e->err, rc, "backward: frame %d: %s", f, ds_raster_last_error(e->r));
+      rc = frame_image_loss(e, e->frame_x + (size_t)f * n3, NULL, w, "backward", f);
+      if (rc) return rc;
     }
   }
   /* centre-of-mass terms: w |com - target|^2 */

@@ -93,6 +93,11 @@ static const dsConfigKey g_common[] = {
     {"camera.fov", DS_KEY_REAL, O(cam_fov), 1e-3, 179, NULL, 0, "vertical field of view, degrees"},
     {"camera.near", DS_KEY_REAL, O(cam_near), 1e-6, 1e6, NULL, 0, "near plane, m"},
     {"camera.far", DS_KEY_REAL, O(cam_far), 1e-6, 1e9, NULL, 0, "far plane, m"},
+    {"camera2.enabled", DS_KEY_BOOL, O(cam2), 0, 1, NULL, 0,
+     "a second view in the image loss (sum over views): depth along the first camera's axis is seen"},
+    {"camera2.distance", DS_KEY_REAL, O(cam2_distance), 1e-6, 1e6, NULL, 0, "second view: eye distance to the origin, m"},
+    {"camera2.elevation", DS_KEY_REAL, O(cam2_elevation), -89.9, 89.9, NULL, 0, "second view: degrees"},
+    {"camera2.azimuth", DS_KEY_REAL, O(cam2_azimuth), -360, 360, NULL, 0, "second view: degrees"},
     {"observation.state", DS_KEY_ENUM, O(obs_state), 0, 0, "none|full|com", 0,
      "state vector: none, positions+velocities, centre of mass+mean velocity"},
     {"observation.image", DS_KEY_BOOL, O(obs_image), 0, 1, NULL, 0, "RGBA image at every step"},
@@ -138,6 +143,10 @@ static void common_defaults(dsEnvDef* d) {
   d->directional = rs.directional;
   d->light_dir[0] = d->light_dir[1] = d->light_dir[2] = 0; /* headlight */
   d->cam_distance = 10;
+  d->cam2 = 0;
+  d->cam2_distance = 20;
+  d->cam2_elevation = 80;
+  d->cam2_azimuth = 0;
   d->cam_elevation = 30;
   d->cam_fov = rs.camera.fov_deg;
   d->cam_near = rs.camera.znear;

@@ -24,6 +24,7 @@ struct dsEnv {
   dsData* d;
   dsGrad* g;
   dsRaster* r;
+  dsRaster* r2;         /* the second view (camera2), or NULL */
   dsImageLoss* il;     /* frame loss against the goal image */
   dsReal* face_colors;  /* nface x 3 */
   dsReal* goal_x;       /* goal state positions, nparticle x 3 */
@@ -38,6 +39,7 @@ struct dsEnv {
 
   /* size-independent buffers */
   dsReal* goal_img;     /* h x w x 4 */
+  dsReal* goal_img2;    /* h x w x 4: the goal seen from the second view (camera2), or NULL */
   dsReal* img;          /* h x w x 4 scratch */
   dsReal* img_grad;     /* h x w x 4 scratch */
   int* frame_at;        /* substep 0..T -> frame index or -1 */

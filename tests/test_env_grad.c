@@ -216,10 +216,11 @@ int main(void) {
       fill_actions(r.act, r.steps * r.A, 0.4, 1);
       check_actions("walker image_sum actions", &r, 1, RT, AT);
       check_param("walker", &r, "tri.k_lambda", 3, RT, AT);
-      /* initial_velocity: in the contact case below. Here its z components
-       * sit on the kink of the Lambert factor max(0, n.l) (faces in the
-       * z = 0 plane, light along +y: n.l = 0), where the renderer's
-       * one-sided adjoint and a central difference legitimately differ. */
+      /* the z components of initial_velocity tilt the faces out of the z = 0
+       * plane: with the default headlight they are lit (with a light along
+       * +y they sat on the kink of max(0, n.l), where a central difference
+       * and the one-sided adjoint legitimately differ) */
+      check_param("walker", &r, "initial_velocity", 5, RT, AT);
       check_param("walker", &r, "particle.mass", 3, RT, AT);
       free(r.act);
       ds_env_destroy(env);
@@ -286,6 +287,10 @@ int main(void) {
     d.goal_x_min = -3.5;
     d.goal_x_max = -3.4;
     d.cam_distance = 9;
+    d.cam2 = 1; /* and a second view, from above */
+    d.cam2_distance = 9;
+    d.cam2_elevation = 70;
+    d.cam2_azimuth = 20;
     small_render(&d, 24);
     dsEnv* env = make(&d);
     if (env) {
@@ -314,6 +319,9 @@ int main(void) {
     d.goal_x_max = 0;
     d.goal_y = 2.2;
     d.cam_distance = 12;
+    d.cam2 = 1;
+    d.cam2_distance = 12;
+    d.cam2_elevation = 60;
     small_render(&d, 24);
     dsEnv* env = make(&d);
     if (env) {

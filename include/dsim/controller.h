@@ -100,6 +100,8 @@ DS_API void ds_optim_reset(dsOptim* opt);
 DS_API int ds_optim_step(dsOptim* opt, double* x, const double* g, double* grad_norm);
 /* Learning rate the next step will use. */
 DS_API double ds_optim_lr(const dsOptim* opt);
+/* Multiply the base learning rate by f > 0 (the schedule keeps applying). */
+DS_API int ds_optim_scale_lr(dsOptim* opt, double f);
 
 /* ---- trainer: whole-episode optimisation, MPC and baselines ----------------
  * Methods (every iteration costs one rollout of the episode from reset(env_seed)):
@@ -122,6 +124,15 @@ DS_API double ds_optim_lr(const dsOptim* opt);
  * again, up to max_backtracks times; the iteration reports how many. The
  * optimiser's moments are kept. The first iteration has nothing to fall back
  * on, so its failure is returned.
+ * Rejected steps (IMAGE, STATE, whole episode, reject = f in (0, 1)): the
+ * trainer keeps the parameters with the lowest loss so far and their
+ * gradient. When an episode's loss exceeds that lowest loss, the iteration is
+ * marked rejected: the learning rate is multiplied by f (for the rest of the
+ * run) and the next parameters are one optimiser step from the best ones with
+ * their gradient, instead of a step from the rejected ones. The optimiser's
+ * moments are kept. A run thus ends on, or one shortened step from, its best
+ * parameters rather than wherever an overshoot left it. Every iteration still
+ * costs one rollout.
  * Iteration 0 of IMAGE, STATE and CEM evaluates the same initial parameters.
  *
  * Policies: SINNET (the sinusoid network, the muscle envs) or CONSTANT (one
@@ -161,6 +172,8 @@ typedef struct dsTrainerDef {
   double cem_init_std;   /* initial std (0: the net's init bound; CONSTANT: 1) */
   double cem_min_std;    /* std floor */
   int max_backtracks;    /* IMAGE/STATE whole episode: halvings of a step whose rollout diverged (6) */
+  double reject;         /* IMAGE/STATE whole episode: 0 off; f in (0, 1): a step whose episode's loss
+                            exceeds the lowest so far is rejected (see Rejected steps) */
 } dsTrainerDef;
 
 /* The defaults (the only place they are defined): image method, automatic
@@ -211,6 +224,8 @@ typedef struct dsTrainerIter {
   const dsReal* actions;  /* nsteps x action_dim: the executed actions */
   int nsteps, action_dim;
   int backtracks;         /* step halvings this iteration needed (see Backtracking) */
+  int rejected;           /* 1: the episode's loss exceeded the lowest so far; the next parameters
+                             are a shorter step from the best (see Rejected steps) */
 } dsTrainerIter;
 
 /* The trainer drives env (which it does not own; keep env alive). */

@@ -148,6 +148,13 @@ typedef struct dsEnvDef {
   dsReal light_dir[3];     /* towards the directional light (normalised); 0, 0, 0: from the camera's eye */
   dsReal cam_distance, cam_elevation, cam_azimuth; /* m, degrees, degrees */
   dsReal cam_fov, cam_near, cam_far;                /* degrees, m, m */
+  /* a second view (camera2.*): when on, every frame's image loss is the sum
+     of the loss of each view against the goal seen from it, so that depth
+     along the first camera's axis is seen too; observations, ds_env_render,
+     the goal image and logged frames are the first view's. Same fov, near,
+     far as the first camera. */
+  int cam2;
+  dsReal cam2_distance, cam2_elevation, cam2_azimuth; /* m, degrees, degrees */
   /* observation */
   int obs_state;           /* dsEnvObsState */
   int obs_image;           /* 1: image observation at every step */

@@ -130,12 +130,9 @@ class Env:
             self._p = None
             raise DsimError(self.label, "cannot create the env", rc, err.value.decode(errors="replace"))
         p = self._p
-        self.obs_size = lib.ds_env_obs_size(p)
         self.action_size = lib.ds_env_action_size(p)
         self.action_kind = lib.ds_env_action_kind(p)
         self.num_steps = lib.ds_env_num_steps(p)
-        self.num_particles = lib.ds_env_num_particles(p)
-        self.state_size = lib.ds_env_state_size(p)
         w, h = ctypes.c_int(), ctypes.c_int()
         lib.ds_env_image_size(p, ctypes.byref(w), ctypes.byref(h))
         self.width, self.height = w.value, h.value
@@ -251,6 +248,20 @@ class Env:
         if rc:
             self._fail("render", rc)
         return img
+
+    # The model can be rebuilt by a reset (control-cloth draws its sheet size per
+    # episode), so these are read from the env each time rather than cached.
+    @property
+    def obs_size(self) -> int:
+        return lib.ds_env_obs_size(self.handle)
+
+    @property
+    def num_particles(self) -> int:
+        return lib.ds_env_num_particles(self.handle)
+
+    @property
+    def state_size(self) -> int:
+        return lib.ds_env_state_size(self.handle)
 
     def get_state(self) -> np.ndarray:
         s = np.empty(self.state_size, real_dtype)
