@@ -5,7 +5,7 @@
  *
  * The env section's key table is the common table merged with the class's,
  * group by group ("physics", "material", "contact", "scene", "gear", "goal",
- * "render", "camera", "observation", "loss", then any group only the class
+ * "render", "camera", "camera2", "observation", "loss", then any group only the class
  * has), so that the written JSON has one object per group. */
 #include "config.h"
 
@@ -182,7 +182,7 @@ static int in_group(const char* path, const char* group, int glen) {
 
 int ds__env_key_table(const dsEnvClass* cls, dsConfigKey* tab, int cap) {
   static const char* const order[] = {"physics", "material", "contact", "scene", "gear", "goal",
-                                      "render",  "camera",   "observation", "loss"};
+                                      "render",  "camera",   "camera2",  "observation", "loss"};
   const size_t poff = offsetof(dsEnvDef, params);
   const dsConfigKey* ck = cls ? cls->keys : NULL;
   int n = 0;
