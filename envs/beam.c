@@ -44,7 +44,10 @@ static void defaults(dsEnvDef* d) {
   d->color[1] = 0.6;
   d->color[2] = 1;
   d->cam_distance = 2.5;
-  d->cam_elevation = 0;
+  /* 10 degrees above: seen exactly level, the beam's top and bottom faces
+     are edge-on, where two-sided shading has its kink (the headlight's
+     |n.view|; with a fixed light, a jump) */
+  d->cam_elevation = 10;
   d->width = 64;
   d->height = 64;
   d->supersample = 1;

@@ -172,14 +172,22 @@ static dsTrainerDef ctrl_def(const char* name) {
     td.net.strength = 0.2;
   }
   if (!strcmp(name, "walker")) {
-    td.optim.lr = 0.05;
-    td.optim.decay_every = 10;
-    td.optim.decay_factor = 0.5;
+    td.optim.lr = 0.1;
+    td.optim.beta1 = 0.5;
+    td.optim.clip_norm = 5;
+    td.optim.decay_every = 3;
+    td.optim.decay_factor = 0.6;
   }
-  if (!strcmp(name, "control-fem")) td.optim.lr = 0.5;
+  if (!strcmp(name, "control-fem")) {
+    td.optim.lr = 0.5;
+    td.net.phases = 2;
+    td.net.harmonics = 4;
+    td.net.bias = 1;
+    td.net.omega = 1;
+  }
   if (!strcmp(name, "control-cloth")) {
     td.optim = ds_default_optim_def(DS_OPTIM_SGD);
-    td.optim.lr = 0.3;
+    td.optim.lr = 1;
     td.optim.momentum = 0.5;
     td.optim.clip_norm = 1;
     td.const_init[0] = 1;
@@ -587,6 +595,9 @@ static void test_config_schedule(void) {
       CHECK_CLOSE(td.optim.clip_norm, want.optim.clip_norm, 1e-15, 0);
       if (td.optim.kind == DS_OPTIM_SGD) CHECK_CLOSE(td.optim.momentum, want.optim.momentum, 1e-15, 0);
       CHECK_INT_EQ(td.net.phases, want.net.phases);
+      CHECK_INT_EQ(td.net.harmonics, want.net.harmonics);
+      CHECK_INT_EQ(td.net.bias, want.net.bias);
+      CHECK_CLOSE(td.optim.beta1, want.optim.beta1, 1e-15, 0);
       CHECK_CLOSE(td.net.omega, want.net.omega, 1e-15, 0);
       CHECK_CLOSE(td.net.phase_step, want.net.phase_step, 1e-15, 0);
       CHECK_CLOSE(td.net.strength, want.net.strength, 1e-15, 0);
