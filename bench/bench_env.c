@@ -18,6 +18,11 @@
  *   log/it     logging per iteration of a 40-iteration run: 3 recordings
  *              and 40 appends to an HDF5 log, over 40 (the best is also
  *              recorded as it improves, within 10% of the run's time)
+ * and a second line per environment, the tape: the engine data's bytes
+ * (ds_data_bytes: state, tape, scratch) with every substep's state kept
+ * (checkpoint_every 1) and with a checkpoint every K = ceil(sqrt(T))
+ * substeps (the backward recomputes each segment), the iteration (forward +
+ * loss + backward) with each, and what checkpointing costs in time.
  *
  *   bench_env [reps] [name ...]      (default 3 reps, every environment class) */
 #include "config.h"
@@ -29,6 +34,7 @@
 #include <time.h>
 
 #include "dsim/controller.h"
+#include "dsim/engine.h"
 #include "dsim/env.h"
 #include "dsim/runlog.h"
 #include "bench/bench.h"
@@ -118,6 +124,58 @@ static double log_per_iteration(double record, int nparams) {
   return (3 * record + append) / LOG_ITERS;
 }
 
+/* One iteration's forward + loss + backward, seconds. */
+static double iteration(dsEnv* env, const dsEnvDef* def, dsReal* act, dsReal* ga, int* rc) {
+  const double t0 = now();
+  dsReal loss = 0;
+  *rc = episode(env, def, act, 0);
+  if (!*rc) *rc = ds_env_backward_loss(env, &loss, ga);
+  return now() - t0;
+}
+
+/* The tape line: bytes and iteration time with the full and the
+ * checkpointed tape. */
+static int tape(const char* name, const dsEnvDef* def, int reps) {
+  dsEnvDef full = *def, ck = *def;
+  int K = 1;
+  while ((long)K * K < def->substeps) K++;
+  full.checkpoint_every = 1;
+  ck.checkpoint_every = K;
+  dsEnv *ef = NULL, *ec = NULL;
+  char err[512];
+  int rc = ds_env_create(&full, &ef, err, sizeof err);
+  if (!rc) rc = ds_env_create(&ck, &ec, err, sizeof err);
+  if (rc) {
+    printf("%s: tape: %s\n", name, err);
+    ds_env_destroy(ef);
+    return 1;
+  }
+  const int A = ds_env_action_size(ef), S = ds_env_num_steps(ef);
+  dsReal* act = (dsReal*)calloc((size_t)S * A + 1, sizeof(dsReal));
+  dsReal* ga = (dsReal*)calloc((size_t)S * A + 1, sizeof(dsReal));
+  double tf[MAXREP], tc[MAXREP];
+  for (int r = 0; !rc && r < reps; r++) {
+    tf[r] = iteration(ef, &full, act, ga, &rc);
+    if (!rc) tc[r] = iteration(ec, &ck, act, ga, &rc);
+  }
+  if (rc) {
+    printf("%s: tape: %s\n", name, ds_env_last_error(ef));
+  } else {
+    /* after an episode: the segment buffers are sized at create, so these are the peak */
+    const double bf = (double)ds_data_bytes(ds_env_model(ef), ds_env_data(ef));
+    const double bc = (double)ds_data_bytes(ds_env_model(ec), ds_env_data(ec));
+    const double f = median(tf, reps), c = median(tc, reps);
+    printf("%-14s tape: full %8.1f MB  checkpoint every %3d %7.1f MB (%.1f%%) | iteration full %.3f s  "
+           "checkpointed %.3f s  (%+.1f%%)\n",
+           name, bf / 1e6, K, bc / 1e6, 100.0 * bc / bf, f, c, 100.0 * (c - f) / f);
+  }
+  free(act);
+  free(ga);
+  ds_env_destroy(ef);
+  ds_env_destroy(ec);
+  return rc ? 1 : 0;
+}
+
 static int run(const char* name, int reps) {
   const char* from = NULL;
   dsEnvDef def = env_def(name, &from);
@@ -194,7 +252,8 @@ static int run(const char* name, int reps) {
   ds_recorder_destroy(rec);
   ds_env_destroy(env);
   ds_env_destroy(env_all);
-  return rc ? 1 : 0;
+  if (rc) return 1;
+  return tape(name, &def, reps);
 }
 
 int main(int argc, char** argv) {
