@@ -22,7 +22,11 @@ Agreement: the centre of mass at the end, the loss L = sum_i |x_i(T)|^2 / N
 and |dL/dv0| (the gradient with respect to every particle's initial
 velocity, from each engine's backward) must agree within the tolerances
 printed. Warp's simulation runs in single precision, dsim in double (its
-default build), so the tolerances are those of float32 over the episode.
+default build), so the tolerances are those of float32 over the episode
+(measured: 1e-7 to 6e-7 on the soft grids; the cloth's gradient differs by
+3e-4 because Warp takes the bending angle as acos(cos theta) with a sign,
+whose derivative is ill-conditioned near a flat hinge in float32, where dsim
+uses atan2).
 
 Timings: forward, and forward + backward (Warp: wp.Tape over the episode's
 states on the CPU device; dsim: its tape), medians of --reps runs after a
@@ -55,8 +59,9 @@ STRETCH = 1.1      # initial stretch along x (soft grid; cloth: 1.05)
 SPIN = 2.0         # initial angular velocity about the body's axis, rad/s
 VLIN = (1.0, 2.0, 0.5)
 
-# Agreement tolerances (relative): float32 against float64 over the episode.
-TOL = dict(com=1e-4, loss=1e-3, grad=1e-2)
+# Agreement tolerances (relative): float32 against float64 over the episode,
+# each some 10 to 100 times what was measured.
+TOL = dict(com=1e-5, loss=1e-5, grad=2e-3)
 
 
 def median(v):
