@@ -24,7 +24,8 @@
  * substeps (the backward recomputes each segment), the iteration (forward +
  * loss + backward) with each, and what checkpointing costs in time.
  *
- *   bench_env [reps] [name ...]      (default 3 reps, every environment class) */
+ *   bench_env [reps] [name ...]      (default 3 reps, every environment class;
+ *                                     BENCH_THREADS=N: N threads instead of 2) */
 #include "config.h"
 
 #include <math.h>
@@ -124,12 +125,22 @@ static double log_per_iteration(double record, int nparams) {
   return (3 * record + append) / LOG_ITERS;
 }
 
-/* One iteration's forward + loss + backward, seconds. */
-static double iteration(dsEnv* env, const dsEnvDef* def, dsReal* act, dsReal* ga, int* rc) {
-  const double t0 = now();
+/* CPU seconds of the process (all threads): steadier than wall time on a
+ * shared machine. */
+static double cpu_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* One iteration's forward + loss + backward: wall seconds, and CPU seconds
+ * into *cpu. */
+static double iteration(dsEnv* env, const dsEnvDef* def, dsReal* act, dsReal* ga, int* rc, double* cpu) {
+  const double t0 = now(), c0 = cpu_now();
   dsReal loss = 0;
   *rc = episode(env, def, act, 0);
   if (!*rc) *rc = ds_env_backward_loss(env, &loss, ga);
+  *cpu = cpu_now() - c0;
   return now() - t0;
 }
 
@@ -153,10 +164,10 @@ static int tape(const char* name, const dsEnvDef* def, int reps) {
   const int A = ds_env_action_size(ef), S = ds_env_num_steps(ef);
   dsReal* act = (dsReal*)calloc((size_t)S * A + 1, sizeof(dsReal));
   dsReal* ga = (dsReal*)calloc((size_t)S * A + 1, sizeof(dsReal));
-  double tf[MAXREP], tc[MAXREP];
+  double tf[MAXREP], tc[MAXREP], cf[MAXREP], cc[MAXREP];
   for (int r = 0; !rc && r < reps; r++) {
-    tf[r] = iteration(ef, &full, act, ga, &rc);
-    if (!rc) tc[r] = iteration(ec, &ck, act, ga, &rc);
+    tf[r] = iteration(ef, &full, act, ga, &rc, &cf[r]);
+    if (!rc) tc[r] = iteration(ec, &ck, act, ga, &rc, &cc[r]);
   }
   if (rc) {
     printf("%s: tape: %s\n", name, ds_env_last_error(ef));
@@ -164,10 +175,11 @@ static int tape(const char* name, const dsEnvDef* def, int reps) {
     /* after an episode: the segment buffers are sized at create, so these are the peak */
     const double bf = (double)ds_data_bytes(ds_env_model(ef), ds_env_data(ef));
     const double bc = (double)ds_data_bytes(ds_env_model(ec), ds_env_data(ec));
-    const double f = median(tf, reps), c = median(tc, reps);
+    const double f = median(tf, reps), c = median(tc, reps), fc = median(cf, reps), ccpu = median(cc, reps);
     printf("%-14s tape: full %8.1f MB  checkpoint every %3d %7.1f MB (%.1f%%) | iteration full %.3f s  "
-           "checkpointed %.3f s  (%+.1f%%)\n",
-           name, bf / 1e6, K, bc / 1e6, 100.0 * bc / bf, f, c, 100.0 * (c - f) / f);
+           "checkpointed %.3f s  (%+.1f%%; CPU time %.3f s, %.3f s: %+.1f%%)\n",
+           name, bf / 1e6, K, bc / 1e6, 100.0 * bc / bf, f, c, 100.0 * (c - f) / f, fc, ccpu,
+           100.0 * (ccpu - fc) / fc);
   }
   free(act);
   free(ga);
@@ -260,7 +272,8 @@ int main(int argc, char** argv) {
   int reps = argc > 1 ? atoi(argv[1]) : 3;
   if (reps < 1) reps = 1;
   if (reps > MAXREP) reps = MAXREP;
-  ds_set_num_threads(2);
+  const char* th = getenv("BENCH_THREADS"); /* default 2 */
+  ds_set_num_threads(th && atoi(th) > 0 ? atoi(th) : 2);
   printf("bench_env: %d threads, %s precision, median of %d; seconds per training iteration, split\n",
          ds_get_max_threads(), sizeof(dsReal) == 8 ? "double" : "single", reps);
   int fail = 0;
