@@ -24,8 +24,9 @@
  * substeps (the backward recomputes each segment), the iteration (forward +
  * loss + backward) with each, and what checkpointing costs in time.
  *
- *   bench_env [reps] [name ...]      (default 3 reps, every environment class;
- *                                     BENCH_THREADS=N: N threads instead of 2) */
+ *   bench_env [reps] [name ...]      (default 3 reps, every environment class)
+ *   environment: BENCH_THREADS=N (N threads instead of 2), BENCH_CLOCK=cpu
+ *   (process CPU time instead of wall time), BENCH_ONLY=split|tape */
 #include "config.h"
 
 #include <math.h>
@@ -46,6 +47,21 @@
 
 #define MAXREP 16
 #define LOG_ITERS 40
+
+/* CPU seconds of the process (all threads): steadier than wall time on a
+ * shared machine. */
+static double cpu_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* The clock of every figure: wall (default) or, with BENCH_CLOCK=cpu, the
+ * process's CPU time (on one thread, what the machine's other load does not
+ * inflate as much). */
+static int g_cpu_clock = 0;
+static int g_split = 1, g_tape = 1; /* BENCH_ONLY */
+static double tick(void) { return g_cpu_clock ? cpu_now() : now(); }
 
 /* Angular frequency of the sinusoid actions: the bundled configs'
  * controller.omega (walker, walker-springs 20 rad/s; otherwise 2.5). */
@@ -108,13 +124,13 @@ static double log_per_iteration(double record, int nparams) {
   dsRunLog* log = NULL;
   double* p = (double*)calloc((size_t)nparams + 1, sizeof(double));
   if (p && !ds_runlog_create(path, &ld, &log, err, sizeof err)) {
-    const double t0 = now();
+    const double t0 = tick();
     for (int i = 0; i < LOG_ITERS; i++) {
-      dsRunIteration it = {1.0 / (i + 1), 0.5, now() - t0, 1.0, p};
+      dsRunIteration it = {1.0 / (i + 1), 0.5, tick() - t0, 1.0, p};
       p[0] = i;
       ds_runlog_append_iteration(log, &it);
     }
-    append = now() - t0;
+    append = tick() - t0;
     ds_runlog_close(log, "completed");
     remove(path);
   }
@@ -125,13 +141,6 @@ static double log_per_iteration(double record, int nparams) {
   return (3 * record + append) / LOG_ITERS;
 }
 
-/* CPU seconds of the process (all threads): steadier than wall time on a
- * shared machine. */
-static double cpu_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* One iteration's forward + loss + backward: wall seconds, and CPU seconds
  * into *cpu. */
@@ -191,6 +200,7 @@ static int tape(const char* name, const dsEnvDef* def, int reps) {
 static int run(const char* name, int reps) {
   const char* from = NULL;
   dsEnvDef def = env_def(name, &from);
+  if (!g_split) return tape(name, &def, reps);
   dsEnvDef all = def; /* every frame rendered as it is taken */
   all.loss_kind = DS_ENV_LOSS_IMAGE_SUM;
   dsEnv *env = NULL, *env_all = NULL;
@@ -216,23 +226,23 @@ static int run(const char* name, int reps) {
   double tf[MAXREP], tl[MAXREP], tb[MAXREP], ti[MAXREP], ta[MAXREP], tr[MAXREP];
   dsReal loss = 0;
   for (int r = 0; !rc && r < reps; r++) {
-    const double t0 = now();
+    const double t0 = tick();
     rc = episode(env, &def, act, 0);
-    const double t1 = now();
+    const double t1 = tick();
     if (!rc) rc = ds_env_loss(env, &loss);
-    const double t2 = now();
+    const double t2 = tick();
     if (!rc) rc = ds_env_backward_loss(env, NULL, ga);
-    const double t3 = now();
+    const double t3 = tick();
     if (rc) break;
     rc = episode(env_all, &all, act, 1);
-    const double t4 = now();
+    const double t4 = tick();
     if (rc) {
       snprintf(err, sizeof err, "%s", ds_env_last_error(env_all));
       break;
     }
     const dsEpisodeRecord* e = NULL;
     rc = ds_recorder_record(rec, 1, 0, act, &e);
-    const double t5 = now();
+    const double t5 = tick();
     if (rc) {
       snprintf(err, sizeof err, "%s", ds_recorder_last_error(rec));
       break;
@@ -265,7 +275,7 @@ static int run(const char* name, int reps) {
   ds_env_destroy(env);
   ds_env_destroy(env_all);
   if (rc) return 1;
-  return tape(name, &def, reps);
+  return g_tape ? tape(name, &def, reps) : 0;
 }
 
 int main(int argc, char** argv) {
@@ -274,8 +284,13 @@ int main(int argc, char** argv) {
   if (reps > MAXREP) reps = MAXREP;
   const char* th = getenv("BENCH_THREADS"); /* default 2 */
   ds_set_num_threads(th && atoi(th) > 0 ? atoi(th) : 2);
-  printf("bench_env: %d threads, %s precision, median of %d; seconds per training iteration, split\n",
-         ds_get_max_threads(), sizeof(dsReal) == 8 ? "double" : "single", reps);
+  const char* ck = getenv("BENCH_CLOCK");
+  g_cpu_clock = ck && !strcmp(ck, "cpu");
+  const char* only = getenv("BENCH_ONLY"); /* "split" or "tape" */
+  g_split = !only || strcmp(only, "tape");
+  g_tape = !only || strcmp(only, "split");
+  printf("bench_env: %d threads, %s precision, median of %d, %s time; seconds per training iteration, split\n",
+         ds_get_max_threads(), sizeof(dsReal) == 8 ? "double" : "single", reps, g_cpu_clock ? "CPU" : "wall");
   int fail = 0;
   if (argc > 2) {
     for (int a = 2; a < argc; a++) {
