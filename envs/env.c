@@ -283,8 +283,8 @@ static int build_sized(dsEnv* e) {
   e->adj_act = alloc_reals((size_t)m->nact);
   e->adj_fext = alloc_reals(n3);
   e->sink = alloc_reals((size_t)e->adim);
-  if (!e->face_colors || !e->goal_x || !e->x0_def || !e->frame_x || !e->frame_loss || !e->frame_done || !e->step_x || !e->step_v || !e->actions ||
-      !e->adj_act || !e->adj_fext || !e->sink)
+  if (!e->face_colors || !e->goal_x || !e->x0_def || !e->frame_x || !e->frame_loss || !e->frame_done || !e->step_x ||
+      !e->step_v || !e->actions || !e->adj_act || !e->adj_fext || !e->sink)
     return ds__seterr(&e->err, DS_ERR_NOMEM, "out of memory");
   /* rigid vertices: as the built body parameters pose them (the data's reset) */
   memcpy(e->x0_def, m->nbody ? e->d->x : m->x0, n3 * sizeof(dsReal));
@@ -635,8 +635,8 @@ int ds_env_step(dsEnv* e, const dsReal* action, dsReal* obs, dsReal* image, dsRe
     if (f >= 0) {
       keep_frame(e, f, d->x);
       /* the reward's loss term (rendered only when a reward is asked for) */
-      if (reward &&
-          (e->def.loss_kind == DS_ENV_LOSS_IMAGE_SUM || (e->def.loss_kind == DS_ENV_LOSS_IMAGE_LAST && f == e->nframe - 1))) {
+      const int lk = e->def.loss_kind;
+      if (reward && (lk == DS_ENV_LOSS_IMAGE_SUM || (lk == DS_ENV_LOSS_IMAGE_LAST && f == e->nframe - 1))) {
         dsReal l = 0;
         if ((rc = frame_loss_of(e, f, &l))) return rc;
         r -= l;
