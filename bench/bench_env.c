@@ -1,10 +1,32 @@
-/* Full-episode forward + backward wall time of every environment with its
- * docs/scenes.md defaults (walker 9,600 substeps + 41 frames; control-fem 5,760 +
- * 96 frames; control-cloth 1,440 + 25 frames at D = 8..31 by seed;
- * walker-springs 1,920 + 21 frames), 2 threads, median of the repetitions.
- * Actions follow a fixed sinusoid so the bodies move.
+/* Where the time of a training iteration goes, per environment: the
+ * bundled config's episode (configs/NAME.json when found, else the class's
+ * defaults: walker 9,600 substeps + 41 frames; control-fem 5,760 + 96;
+ * control-cloth 1,440 + 25; walker-springs 1,920 + 21), 2 threads, medians
+ * of the repetitions. Actions follow a fixed sinusoid so the bodies move.
  *
- *   bench_env [reps] [name ...]      (default 5 reps, every environment class) */
+ * Columns (seconds):
+ *   forward    reset and every step: the physics (frames are only taken)
+ *   loss       ds_env_loss: the frames the loss needs, rendered
+ *              (image_last: 1; image_sum: all)
+ *   backward   the tape's adjoint and the image loss's
+ *   iter       forward + loss + backward: what one training iteration costs
+ *   allframes  what rendering every scheduled frame during the forward adds
+ *              (the pipeline before frames were rendered on demand; measured
+ *              as an image_sum forward with rewards minus the forward)
+ *   record     re-simulating one episode for the run log with all its
+ *              frames (dsim run records the first, the best, the last)
+ *   log/it     logging per iteration of a 40-iteration run: 3 recordings
+ *              and 40 appends to an HDF5 log, over 40 (the best is also
+ *              recorded as it improves, within 10% of the run's time)
+ * and a second line per environment, the tape: the engine data's bytes
+ * (ds_data_bytes: state, tape, scratch) with every substep's state kept
+ * (checkpoint_every 1) and with a checkpoint every K = ceil(sqrt(T))
+ * substeps (the backward recomputes each segment), the iteration (forward +
+ * loss + backward) with each, and what checkpointing costs in time.
+ *
+ *   bench_env [reps] [name ...]      (default 3 reps, every environment class)
+ *   environment: BENCH_THREADS=N (N threads instead of 2), BENCH_CLOCK=cpu
+ *   (process CPU time instead of wall time), BENCH_ONLY=split|tape */
 #include "config.h"
 
 #include <math.h>
@@ -13,14 +35,33 @@
 #include <string.h>
 #include <time.h>
 
+#include "dsim/controller.h"
+#include "dsim/engine.h"
 #include "dsim/env.h"
+#include "dsim/runlog.h"
 #include "bench/bench.h"
 
+#ifndef DS_BENCH_SRCDIR
+#  define DS_BENCH_SRCDIR "."
+#endif
 
-static int cmp(const void* a, const void* b) {
-  double x = *(const double*)a, y = *(const double*)b;
-  return (x > y) - (x < y);
+#define MAXREP 16
+#define LOG_ITERS 40
+
+/* CPU seconds of the process (all threads): steadier than wall time on a
+ * shared machine. */
+static double cpu_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
+
+/* The clock of every figure: wall (default) or, with BENCH_CLOCK=cpu, the
+ * process's CPU time (on one thread, what the machine's other load does not
+ * inflate as much). */
+static int g_cpu_clock = 0;
+static int g_split = 1, g_tape = 1; /* BENCH_ONLY */
+static double tick(void) { return g_cpu_clock ? cpu_now() : now(); }
 
 /* Angular frequency of the sinusoid actions: the bundled configs'
  * controller.omega (walker, walker-springs 20 rad/s; otherwise 2.5). */
@@ -28,64 +69,228 @@ static double omega_of(const char* name) {
   return !strcmp(name, "walker") || !strcmp(name, "walker-springs") ? 20.0 : 2.5;
 }
 
-static int run(const char* name, int reps) {
+/* The bundled config's env definition, else the class's defaults. */
+static dsEnvDef env_def(const char* name, const char** from) {
   dsEnvDef def = ds_default_env_def(name);
-  dsEnv* env = NULL;
+  const char* dirs[] = {getenv("DS_SRCDIR"), DS_BENCH_SRCDIR, "."};
+  *from = "defaults";
+  for (int i = 0; i < 3; i++) {
+    if (!dirs[i]) continue;
+    char path[1024], err[512];
+    snprintf(path, sizeof path, "%s/configs/%s.json", dirs[i], name);
+    char* text = NULL;
+    if (ds_config_read_file(path, &text, err, sizeof err)) continue;
+    dsEnvDef d;
+    const int rc = ds_env_def_from_text(path, text, &d, err, sizeof err);
+    ds_config_free_text(text);
+    if (!rc && d.cls) {
+      *from = "config";
+      return d;
+    }
+  }
+  return def;
+}
+
+/* One episode of the sinusoid actions (kept in act, S x A); with reward, the
+ * step rewards are asked for (rendering the frames they need). */
+static int episode(dsEnv* env, const dsEnvDef* def, dsReal* act, int with_reward) {
+  int rc = ds_env_reset(env, 1, NULL, NULL);
+  const int A = ds_env_action_size(env), initial = ds_env_action_kind(env) == DS_ACTION_INITIAL;
+  const double omega = omega_of(ds_env_name(env));
+  int done = 0;
+  for (int k = 0; !rc && !done; k++) {
+    dsReal* a = act + (size_t)k * (size_t)A;
+    const double time = (double)k * def->control_interval * def->dt;
+    for (int i = 0; i < A; i++) a[i] = initial ? (i == 0 ? 1 : 0) : (dsReal)(0.1 * sin(omega * time + 0.7 * i));
+    dsReal r = 0;
+    rc = ds_env_step(env, a, NULL, NULL, with_reward ? &r : NULL, &done);
+  }
+  return rc;
+}
+
+/* Seconds per iteration of logging: 3 recordings and LOG_ITERS appends of
+ * nparams parameters, over LOG_ITERS. */
+static double log_per_iteration(double record, int nparams) {
+  double append = 0;
+#ifdef DS_HAVE_HDF5
+  char path[64], err[512];
+  snprintf(path, sizeof path, "bench_env_tmp_%ld.h5", (long)time(NULL));
+  dsRunLogDef ld = ds_default_runlog_def();
+  ld.config_text = "{}";
+  ld.env = "bench";
+  ld.method = "image";
+  ld.nparams = nparams;
+  ld.overwrite = 1;
+  dsRunLog* log = NULL;
+  double* p = (double*)calloc((size_t)nparams + 1, sizeof(double));
+  if (p && !ds_runlog_create(path, &ld, &log, err, sizeof err)) {
+    const double t0 = tick();
+    for (int i = 0; i < LOG_ITERS; i++) {
+      dsRunIteration it = {1.0 / (i + 1), 0.5, tick() - t0, 1.0, p};
+      p[0] = i;
+      ds_runlog_append_iteration(log, &it);
+    }
+    append = tick() - t0;
+    ds_runlog_close(log, "completed");
+    remove(path);
+  }
+  free(p);
+#else
+  (void)nparams;
+#endif
+  return (3 * record + append) / LOG_ITERS;
+}
+
+
+/* One iteration's forward + loss + backward: wall seconds, and CPU seconds
+ * into *cpu. */
+static double iteration(dsEnv* env, const dsEnvDef* def, dsReal* act, dsReal* ga, int* rc, double* cpu) {
+  const double t0 = now(), c0 = cpu_now();
+  dsReal loss = 0;
+  *rc = episode(env, def, act, 0);
+  if (!*rc) *rc = ds_env_backward_loss(env, &loss, ga);
+  *cpu = cpu_now() - c0;
+  return now() - t0;
+}
+
+/* The tape line: bytes and iteration time with the full and the
+ * checkpointed tape. */
+static int tape(const char* name, const dsEnvDef* def, int reps) {
+  dsEnvDef full = *def, ck = *def;
+  int K = 1;
+  while ((long)K * K < def->substeps) K++;
+  full.checkpoint_every = 1;
+  ck.checkpoint_every = K;
+  dsEnv *ef = NULL, *ec = NULL;
   char err[512];
-  int rc = ds_env_create(&def, &env, err, sizeof err);
+  int rc = ds_env_create(&full, &ef, err, sizeof err);
+  if (!rc) rc = ds_env_create(&ck, &ec, err, sizeof err);
   if (rc) {
-    printf("%s: create failed: %s\n", name, err);
+    printf("%s: tape: %s\n", name, err);
+    ds_env_destroy(ef);
     return 1;
   }
-  /* an initial-condition action (control-cloth's velocity): a push along +x */
-  const int initial = ds_env_action_kind(env) == DS_ACTION_INITIAL;
-  const double omega = omega_of(name);
-  double t[16], tf[16];
-  dsReal loss = 0, metric = 0;
-  int frames = 0;
-  for (int r = 0; r < reps; r++) {
-    double t0 = now();
-    rc = ds_env_reset(env, 1, NULL, NULL);
-    const int A = ds_env_action_size(env), S = ds_env_num_steps(env);
-    dsReal* act = (dsReal*)calloc((size_t)A, sizeof(dsReal));
-    dsReal* ga = (dsReal*)calloc((size_t)S * A, sizeof(dsReal));
-    int done = 0;
-    for (int k = 0; !rc && !done; k++) {
-      const double time = (double)k * def.control_interval * def.dt;
-      for (int i = 0; i < A; i++)
-        act[i] = initial ? (i == 0 ? 1 : 0) : 0.1 * sin(omega * time + 0.7 * i);
-      rc = ds_env_step(env, act, NULL, NULL, NULL, &done);
-    }
-    double t1 = now();
-    if (!rc) rc = ds_env_backward_loss(env, &loss, ga);
-    double t2 = now();
-    if (!rc) ds_env_metric(env, &metric);
-    free(act);
-    free(ga);
-    if (rc) {
-      printf("%s: failed: %s\n", name, ds_env_last_error(env));
-      ds_env_destroy(env);
-      return 1;
-    }
-    t[r] = t2 - t0;
-    tf[r] = t1 - t0;
-    frames = def.substeps / def.render_interval + (def.render_last ? 1 : 0);
+  const int A = ds_env_action_size(ef), S = ds_env_num_steps(ef);
+  dsReal* act = (dsReal*)calloc((size_t)S * A + 1, sizeof(dsReal));
+  dsReal* ga = (dsReal*)calloc((size_t)S * A + 1, sizeof(dsReal));
+  double tf[MAXREP], tc[MAXREP], cf[MAXREP], cc[MAXREP];
+  for (int r = 0; !rc && r < reps; r++) {
+    tf[r] = iteration(ef, &full, act, ga, &rc, &cf[r]);
+    if (!rc) tc[r] = iteration(ec, &ck, act, ga, &rc, &cc[r]);
   }
-  qsort(t, (size_t)reps, sizeof t[0], cmp);
-  qsort(tf, (size_t)reps, sizeof tf[0], cmp);
-  printf("%-15s %6d substeps %3d frames %5d particles  forward+backward median %.3f s (forward %.3f s) over %d  loss %.6g metric %.4g\n",
-         name, def.substeps, frames, ds_env_num_particles(env), t[reps / 2], tf[reps / 2], reps,
-         (double)loss, (double)metric);
+  if (rc) {
+    printf("%s: tape: %s\n", name, ds_env_last_error(ef));
+  } else {
+    /* after an episode: the segment buffers are sized at create, so these are the peak */
+    const double bf = (double)ds_data_bytes(ds_env_model(ef), ds_env_data(ef));
+    const double bc = (double)ds_data_bytes(ds_env_model(ec), ds_env_data(ec));
+    const double f = median(tf, reps), c = median(tc, reps), fc = median(cf, reps), ccpu = median(cc, reps);
+    printf("%-14s tape: full %8.1f MB  checkpoint every %3d %7.1f MB (%.1f%%) | iteration full %.3f s  "
+           "checkpointed %.3f s  (%+.1f%%; CPU time %.3f s, %.3f s: %+.1f%%)\n",
+           name, bf / 1e6, K, bc / 1e6, 100.0 * bc / bf, f, c, 100.0 * (c - f) / f, fc, ccpu,
+           100.0 * (ccpu - fc) / fc);
+  }
+  free(act);
+  free(ga);
+  ds_env_destroy(ef);
+  ds_env_destroy(ec);
+  return rc ? 1 : 0;
+}
+
+static int run(const char* name, int reps) {
+  const char* from = NULL;
+  dsEnvDef def = env_def(name, &from);
+  if (!g_split) return tape(name, &def, reps);
+  dsEnvDef all = def; /* every frame rendered as it is taken */
+  all.loss_kind = DS_ENV_LOSS_IMAGE_SUM;
+  dsEnv *env = NULL, *env_all = NULL;
+  char err[512];
+  int rc = ds_env_create(&def, &env, err, sizeof err);
+  if (!rc) rc = ds_env_create(&all, &env_all, err, sizeof err);
+  if (rc) {
+    printf("%s: create failed: %s\n", name, err);
+    ds_env_destroy(env);
+    return 1;
+  }
+  dsRecorder* rec = NULL;
+  rc = ds_recorder_create(env, def.render_interval, &rec, err, sizeof err);
+  if (rc) {
+    printf("%s: recorder: %s\n", name, err);
+    ds_env_destroy(env);
+    ds_env_destroy(env_all);
+    return 1;
+  }
+  const int A = ds_env_action_size(env), S = ds_env_num_steps(env);
+  dsReal* act = (dsReal*)calloc((size_t)S * A + 1, sizeof(dsReal));
+  dsReal* ga = (dsReal*)calloc((size_t)S * A + 1, sizeof(dsReal));
+  double tf[MAXREP], tl[MAXREP], tb[MAXREP], ti[MAXREP], ta[MAXREP], tr[MAXREP];
+  dsReal loss = 0;
+  for (int r = 0; !rc && r < reps; r++) {
+    const double t0 = tick();
+    rc = episode(env, &def, act, 0);
+    const double t1 = tick();
+    if (!rc) rc = ds_env_loss(env, &loss);
+    const double t2 = tick();
+    if (!rc) rc = ds_env_backward_loss(env, NULL, ga);
+    const double t3 = tick();
+    if (rc) break;
+    rc = episode(env_all, &all, act, 1);
+    const double t4 = tick();
+    if (rc) {
+      snprintf(err, sizeof err, "%s", ds_env_last_error(env_all));
+      break;
+    }
+    const dsEpisodeRecord* e = NULL;
+    rc = ds_recorder_record(rec, 1, 0, act, &e);
+    const double t5 = tick();
+    if (rc) {
+      snprintf(err, sizeof err, "%s", ds_recorder_last_error(rec));
+      break;
+    }
+    tf[r] = t1 - t0;
+    tl[r] = t2 - t1;
+    tb[r] = t3 - t2;
+    ti[r] = t3 - t0;
+    ta[r] = (t4 - t3) - (t1 - t0);
+    tr[r] = t5 - t4;
+  }
+  if (rc) {
+    printf("%s: failed: %s\n", name, err[0] ? err : ds_env_last_error(env));
+  } else {
+    const int nframes = def.substeps / def.render_interval + (def.substeps % def.render_interval ? 1 : 0) +
+                        (def.render_last ? 1 : 0);
+    const double fwd = median(tf, reps), lo = median(tl, reps), bwd = median(tb, reps), it = median(ti, reps);
+    const double allf = median(ta, reps), record = median(tr, reps);
+    const int np = 8 * A; /* the sinusoid network's weights with the bundled 8 phases */
+    const double lg = log_per_iteration(record, np < 65536 ? np : 65536);
+    printf("%-14s %-8s %5d substeps %3d frames %5d particles | forward %.3f  loss %.3f  backward %.3f  iter %.3f | "
+           "allframes +%.3f  record %.3f  log/it %.3f | before %.3f  now %.3f  (%.2fx)  loss %.6g\n",
+           name, from, def.substeps, nframes, ds_env_num_particles(env), fwd, lo, bwd, it, allf, record, lg,
+           it + allf + lg + 3.0 * allf / LOG_ITERS, it + lg, (it + allf + lg + 3.0 * allf / LOG_ITERS) / (it + lg),
+           (double)loss);
+  }
+  free(act);
+  free(ga);
+  ds_recorder_destroy(rec);
   ds_env_destroy(env);
-  return 0;
+  ds_env_destroy(env_all);
+  if (rc) return 1;
+  return g_tape ? tape(name, &def, reps) : 0;
 }
 
 int main(int argc, char** argv) {
-  int reps = argc > 1 ? atoi(argv[1]) : 5;
+  int reps = argc > 1 ? atoi(argv[1]) : 3;
   if (reps < 1) reps = 1;
-  if (reps > 16) reps = 16;
-  ds_set_num_threads(2);
-  printf("bench_env: %d threads, %s precision\n", ds_get_max_threads(), sizeof(dsReal) == 8 ? "double" : "single");
+  if (reps > MAXREP) reps = MAXREP;
+  const char* th = getenv("BENCH_THREADS"); /* default 2 */
+  ds_set_num_threads(th && atoi(th) > 0 ? atoi(th) : 2);
+  const char* ck = getenv("BENCH_CLOCK");
+  g_cpu_clock = ck && !strcmp(ck, "cpu");
+  const char* only = getenv("BENCH_ONLY"); /* "split" or "tape" */
+  g_split = !only || strcmp(only, "tape");
+  g_tape = !only || strcmp(only, "split");
+  printf("bench_env: %d threads, %s precision, median of %d, %s time; seconds per training iteration, split\n",
+         ds_get_max_threads(), sizeof(dsReal) == 8 ? "double" : "single", reps, g_cpu_clock ? "CPU" : "wall");
   int fail = 0;
   if (argc > 2) {
     for (int a = 2; a < argc; a++) {

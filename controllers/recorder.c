@@ -64,9 +64,8 @@ int ds_recorder_create(const dsEnv* src, int stride, dsRecorder** out, char* err
   d.control_interval = r->g;
   d.obs_state = DS_OBS_STATE_NONE;
   d.obs_image = 0;
-  /* forward only: O(sqrt T) tape */
-  int K = (int)ceil(sqrt((double)r->T));
-  d.checkpoint_every = K > 1 ? K : 1;
+  /* a replay needs no backward: no tape (the same forward, bit for bit) */
+  d.gradients = 0;
   char e2[512];
   int rc = ds_env_create(&d, &r->env, e2, sizeof e2);
   if (rc) {

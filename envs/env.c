@@ -10,10 +10,15 @@
  * before each substep s it is written into the data: into the class's block
  * of activations (act_first) or by the class's action_fwd (external forces
  * or, for an initial action, the state at s = 0). After substep s
- * the state is x_{s}; a frame is rendered at every scheduled s (0 at reset)
- * and its image loss l_f = loss(render(x_s), goal) kept; the positions of
- * frames and step ends are kept so backward can re-render (images are not
- * stored).
+ * the state is x_{s}; at every scheduled frame s (0 at reset) the positions
+ * are kept, and the frame's image loss l_f = loss(render(x_s), goal) is
+ * evaluated when something asks for it: the reward of the step that produces
+ * a loss term, ds_env_loss (IMAGE_LAST: the last frame only; IMAGE_SUM:
+ * each frame once). A frame no loss term weighs is never rendered during
+ * the episode; a value is the same function of the kept positions whenever
+ * it is evaluated, so results do not depend on when (bit for bit). The
+ * positions of frames and step ends are kept so backward can re-render
+ * (images are not stored).
  *
  * Backward. Any loss here is a sum of terms, each a function of the state at
  * one substep s: frame losses w_f l_f(x_s), centre-of-mass terms
@@ -155,6 +160,8 @@ static void free_sized(dsEnv* e) {
     ds__free(*bufs[i]);
     *bufs[i] = NULL;
   }
+  ds__free(e->frame_done);
+  e->frame_done = NULL;
 }
 
 static dsReal* alloc_reals(size_t n) { return (dsReal*)ds__calloc(n ? n : 1, sizeof(dsReal)); }
@@ -282,14 +289,15 @@ static int build_sized(dsEnv* e) {
   e->x0_def = alloc_reals(n3);
   e->frame_x = alloc_reals((size_t)e->nframe * n3);
   e->frame_loss = alloc_reals((size_t)e->nframe);
+  e->frame_done = (unsigned char*)ds__calloc((size_t)e->nframe + 1, 1);
   e->step_x = alloc_reals((size_t)e->nstep * n3);
   e->step_v = alloc_reals((size_t)e->nstep * n3);
   e->actions = alloc_reals((size_t)e->nstep * (size_t)e->adim);
   e->adj_act = alloc_reals((size_t)m->nact);
   e->adj_fext = alloc_reals(n3);
   e->sink = alloc_reals((size_t)e->adim);
-  if (!e->face_colors || !e->goal_x || !e->x0_def || !e->frame_x || !e->frame_loss || !e->step_x || !e->step_v || !e->actions ||
-      !e->adj_act || !e->adj_fext || !e->sink)
+  if (!e->face_colors || !e->goal_x || !e->x0_def || !e->frame_x || !e->frame_loss || !e->frame_done || !e->step_x ||
+      !e->step_v || !e->actions || !e->adj_act || !e->adj_fext || !e->sink)
     return ds__seterr(&e->err, DS_ERR_NOMEM, "out of memory");
   /* rigid vertices: as the built body parameters pose them (the data's reset) */
   memcpy(e->x0_def, m->nbody ? e->d->x : m->x0, n3 * sizeof(dsReal));
@@ -547,9 +555,25 @@ static int frame_image_loss(dsEnv* e, const dsReal* x, dsReal* loss, dsReal w, c
   return 0;
 }
 
-static int render_frame(dsEnv* e, int f, const dsReal* x) {
+/* Frame f is the state x: keep its positions; its loss is evaluated on
+ * demand (frame_loss_of). */
+static void keep_frame(dsEnv* e, int f, const dsReal* x) {
   memcpy(e->frame_x + (size_t)f * e->n3, x, (size_t)e->n3 * sizeof(dsReal));
-  return frame_image_loss(e, x, e->frame_loss + f, 0, "render", f);
+  e->frame_done[f] = 0;
+}
+
+/* The image loss of kept frame f against the goal, rendered the first time
+ * it is asked for in the episode. */
+static int frame_loss_of(dsEnv* e, int f, dsReal* loss) {
+  if (!e->frame_done[f]) {
+    dsReal l = 0;
+    int rc = frame_image_loss(e, e->frame_x + (size_t)f * e->n3, &l, 0, "render", f);
+    if (rc) return rc;
+    e->frame_loss[f] = l;
+    e->frame_done[f] = 1;
+  }
+  *loss = e->frame_loss[f];
+  return 0;
 }
 
 /* The episode's goal, from the start its definition gives (e->x0_def: the
@@ -617,10 +641,7 @@ int ds_env_reset(dsEnv* e, uint64_t seed, dsReal* obs, dsReal* image) {
   if ((rc = place_goal(e))) return rc;
   e->goal_seed = seed;
   e->have_episode = 1;
-  if (e->frame_at[0] >= 0) {
-    rc = render_frame(e, e->frame_at[0], d->x);
-    if (rc) return rc;
-  }
+  if (e->frame_at[0] >= 0) keep_frame(e, e->frame_at[0], d->x);
   write_obs(e, d->x, d->v, obs);
   if (image && def->obs_image) {
     rc = render_x(e, d->x, image);
@@ -656,10 +677,14 @@ int ds_env_step(dsEnv* e, const dsReal* action, dsReal* obs, dsReal* image, dsRe
     }
     const int f = e->frame_at[s + 1];
     if (f >= 0) {
-      rc = render_frame(e, f, d->x);
-      if (rc) return rc;
-      if (e->def.loss_kind == DS_ENV_LOSS_IMAGE_SUM || (e->def.loss_kind == DS_ENV_LOSS_IMAGE_LAST && f == e->nframe - 1))
-        r -= e->frame_loss[f];
+      keep_frame(e, f, d->x);
+      /* the reward's loss term (rendered only when a reward is asked for) */
+      const int lk = e->def.loss_kind;
+      if (reward && (lk == DS_ENV_LOSS_IMAGE_SUM || (lk == DS_ENV_LOSS_IMAGE_LAST && f == e->nframe - 1))) {
+        dsReal l = 0;
+        if ((rc = frame_loss_of(e, f, &l))) return rc;
+        r -= l;
+      }
     }
   }
   if (s1 == e->T && e->def.loss_kind == DS_ENV_LOSS_COM) r -= com_loss(e, d->x);
@@ -676,21 +701,27 @@ int ds_env_step(dsEnv* e, const dsReal* action, dsReal* obs, dsReal* image, dsRe
 }
 
 /* ---- losses and backward ------------------------------------------------------------ */
-int ds_env_loss(const dsEnv* e, dsReal* loss) {
-  if (!e || !loss) return DS_ERR_INVALID;
-  if (!e->have_episode) return DS_ERR_STATE;
+int ds_env_loss(const dsEnv* ce, dsReal* loss) {
+  if (!ce || !loss) return DS_ERR_INVALID;
+  if (!ce->have_episode) return DS_ERR_STATE;
+  /* frames not evaluated yet are rendered here, into the env's scratch
+   * (dsim/env.h: not concurrently with another call on this env) */
+  dsEnv* e = (dsEnv*)ce;
   const int nf = frames_done(e, e->d->t);
-  dsReal l = 0;
+  dsReal l = 0, lf = 0;
+  int rc = 0;
   switch (e->def.loss_kind) {
     case DS_ENV_LOSS_IMAGE_LAST:
-      l = nf > 0 ? e->frame_loss[nf - 1] : 0;
+      if (nf > 0 && !(rc = frame_loss_of(e, nf - 1, &lf))) l = lf;
       break;
     case DS_ENV_LOSS_IMAGE_SUM:
-      for (int f = 0; f < nf; f++) l += e->frame_loss[f];
+      for (int f = 0; f < nf && !rc; f++)
+        if (!(rc = frame_loss_of(e, f, &lf))) l += lf;
       break;
     default:
       l = com_loss(e, e->d->x);
   }
+  if (rc) return rc;
   *loss = l;
   return 0;
 }
@@ -859,7 +890,7 @@ int ds_env_set_param(dsEnv* e, const char* name, const dsReal* values, int count
       memcpy(e->d->x, e->m->x0, (size_t)e->n3 * sizeof(dsReal));
       memcpy(e->d->v, e->m->v0, (size_t)e->n3 * sizeof(dsReal));
     }
-    if (e->frame_at[0] >= 0) rc = render_frame(e, e->frame_at[0], e->d->x);
+    if (e->frame_at[0] >= 0) keep_frame(e, e->frame_at[0], e->d->x);
   }
   return rc;
 }
@@ -913,6 +944,6 @@ int ds_env_set_state(dsEnv* e, const dsReal* state, int n) {
   }
   e->failed = 0;
   e->did_backward = 0;
-  if (e->frame_at[s] >= 0) return render_frame(e, e->frame_at[s], d->x);
+  if (e->frame_at[s] >= 0) keep_frame(e, e->frame_at[s], d->x);
   return 0;
 }

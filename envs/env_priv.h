@@ -29,7 +29,8 @@ struct dsEnv {
   dsReal* face_colors;  /* nface x 3 */
   dsReal* goal_x;       /* goal state positions, nparticle x 3 */
   dsReal* frame_x;      /* positions of every scheduled frame, nframe x n3 */
-  dsReal* frame_loss;   /* image loss of every frame rendered, nframe */
+  dsReal* frame_loss;   /* image loss of every kept frame, nframe (valid where frame_done) */
+  unsigned char* frame_done; /* nframe: 1 when frame_loss holds the kept frame's loss */
   dsReal* step_x;       /* positions at every step end, nstep x n3 */
   dsReal* step_v;       /* velocities at every step end, nstep x n3 */
   dsReal* actions;      /* nstep x adim */

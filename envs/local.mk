@@ -18,6 +18,7 @@ tests_test_env_target_SOURCES = tests/test_env_target.c
 TESTS += tests/test_env_grad tests/test_env_config tests/test_env tests/test_env_target
 BENCH_PROGS += bench/bench_env
 bench_bench_env_SOURCES = bench/bench_env.c
+bench_bench_env_CPPFLAGS = $(AM_CPPFLAGS) -DDS_BENCH_SRCDIR='"$(abs_top_srcdir)"'
 # A user-written env class registered through ds_env_register: registry,
 # config keys, gradients vs central differences, the trainer.
 check_PROGRAMS += tests/test_env_register

@@ -5,3 +5,9 @@ check_PROGRAMS += tests/test_golden
 tests_test_golden_SOURCES = tests/test_golden.c
 TESTS += tests/test_golden tests/test_includes.sh
 EXTRA_DIST += tests/test_includes.sh
+
+# Frames rendered on demand: losses and rewards equal those of frames
+# rendered as they are taken; a run log's frames equal a re-run's renders.
+check_PROGRAMS += tests/test_frames
+tests_test_frames_SOURCES = tests/test_frames.c
+TESTS += tests/test_frames

@@ -17,9 +17,18 @@
  * interval C (substeps per ds_env_step, the action held over them); the
  * render interval R. An episode is `substeps` substeps, i.e.
  * ceil(substeps / C) steps (the last one may be shorter). Frames are
- * rendered at substeps 0, R, 2R, ... < substeps, plus the final substep when
+ * taken at substeps 0, R, 2R, ... < substeps, plus the final substep when
  * render_last is set (walker: 41 frames, gear: 96, cloth: 25 with the
- * defaults). The frame at substep 0 is rendered at reset.
+ * defaults). The frame at substep 0 is taken at reset.
+ *
+ * Frames are rendered when something needs them, not when they are taken:
+ * the env keeps each frame's positions and renders it (and evaluates its
+ * image loss) the first time the loss, a reward or the backward asks for it.
+ * With loss IMAGE_LAST an episode therefore renders one frame, not every
+ * scheduled one; the values are the same, bit for bit, whenever they are
+ * evaluated. To see the frames, render them yourself (ds_env_render at the
+ * frame's substep, as the recorder of dsim/controller.h does), or use the
+ * image observation.
  *
  * Actions (ds_env_action_size values per step), by class:
  *   walker          one activation per triangle (104); a > 0 contracts.
@@ -41,13 +50,13 @@
  * end of the step. The reset observation is that of substep 0.
  *
  * Loss and reward. The built-in loss (loss_kind):
- *   IMAGE_LAST  image loss of the last frame rendered so far vs the goal;
- *   IMAGE_SUM   sum of the image losses of every frame rendered so far;
+ *   IMAGE_LAST  image loss of the last frame taken so far vs the goal;
+ *   IMAGE_SUM   sum of the image losses of every frame taken so far;
  *   COM         |com(x_t) - target|^2 at the current substep t (walker: the
  *               target is the start centre of mass plus the goal offset).
  * The reward of a step is minus the loss terms produced in it: IMAGE_SUM:
- * every frame rendered during the step; IMAGE_LAST: the episode's final
- * scheduled frame, in the step that renders it (0 for the other steps);
+ * every frame taken during the step; IMAGE_LAST: the episode's final
+ * scheduled frame, in the step that takes it (0 for the other steps);
  * COM: the terminal term, in the last step of the episode. Over a complete
  * episode the rewards sum to minus the loss (IMAGE_SUM: minus the loss
  * without the frame of substep 0, which no action affects).
@@ -347,7 +356,7 @@ DS_API int ds_env_state_size(const dsEnv* env);    /* 1 + 6 * nparticle + 13 * n
 
 /* ---- episode -------------------------------------------------------------- */
 /* Draws the goal (and cloth size and height) from seed, rebuilds the goal
- * image (cached per seed), resets the state and the tape, renders frame 0.
+ * image (cached per seed), resets the state and the tape, takes frame 0.
  * obs (obs_size) and image (w*h*4; only with obs_image) may be NULL. */
 DS_API int ds_env_reset(dsEnv* env, uint64_t seed, dsReal* obs, dsReal* image);
 /* One control step. DS_ERR_STATE after the episode is done or before a
@@ -355,7 +364,9 @@ DS_API int ds_env_reset(dsEnv* env, uint64_t seed, dsReal* obs, dsReal* image);
 DS_API int ds_env_step(dsEnv* env, const dsReal* action, dsReal* obs, dsReal* image, dsReal* reward, int* done);
 
 /* ---- gradients ------------------------------------------------------------ */
-/* Built-in loss of the episode so far (value only). */
+/* Built-in loss of the episode so far (value only). Renders the frames it
+ * needs that were not evaluated yet, into the env's scratch: like every
+ * call, not concurrently with another call on the same env. */
 DS_API int ds_env_loss(const dsEnv* env, dsReal* loss);
 /* Backward from the built-in loss: *loss (may be NULL) and grad_actions
  * (steps_taken x action_size, overwritten; may be NULL). */

@@ -1,0 +1,8 @@
+# bench/: the side-by-side comparison with NVIDIA Warp (bench/warp-side-by-side,
+# not part of `make bench` or `make check`: it needs a private Python
+# environment with warp-lang). Its dsim half is built on demand:
+#   make bench/side_by_side_dsim
+EXTRA_PROGRAMS += bench/side_by_side_dsim
+bench_side_by_side_dsim_SOURCES = bench/side_by_side_dsim.c
+CLEANFILES += bench/side_by_side_dsim
+EXTRA_DIST += bench/warp-side-by-side bench/warp_side_by_side.py
