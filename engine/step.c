@@ -40,16 +40,80 @@
 #include "config.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <string.h>
+#ifdef _OPENMP
+#  include <omp.h>
+#endif
 
 #include "dsim/engine.h"
 #include "engine/engine_priv.h"
 #include "engine/forces.h"
 #include "engine/step_body.h"
 
-/* Below this many slots + particles a substep runs on one thread: the
- * fork/join would cost more than the work. */
-#define DS__PAR_MIN 4096
+/* Below this many slots + particles a substep always runs on one thread:
+ * the fork/join costs more than the work. Above, the thread choice
+ * (engine_priv.h) decides from the clock. */
+#define DS__PAR_MIN 1024
+
+static _Atomic int g_adaptive = 1;
+
+void ds_set_adaptive_threads(int on) { atomic_store(&g_adaptive, on ? 1 : 0); }
+int ds_get_adaptive_threads(void) { return atomic_load(&g_adaptive); }
+
+static double clock_s(void) {
+#ifdef _OPENMP
+  return omp_get_wtime();
+#else
+  return 0;
+#endif
+}
+
+/* Threads for the next call of a stage of `work` slots + particles; *arm:
+ * the choice made (0: one thread, 1: all), -1 when not timed. */
+static int pick_begin(dsThreadPick* p, long long work, int* arm) {
+  *arm = -1;
+#ifdef _OPENMP
+  const int nmax = omp_in_parallel() ? 1 : omp_get_max_threads();
+#else
+  const int nmax = 1;
+#endif
+  if (nmax <= 1 || work < DS__PAR_MIN) return 1;
+  if (!p || !atomic_load(&g_adaptive)) return nmax;
+  if (p->nmax != nmax) {
+    p->nmax = nmax;
+    p->cur = 1;
+    p->left = 4;
+    p->interval = 8;
+    p->est[0] = p->est[1] = -1;
+  }
+  *arm = p->left > 0 ? p->cur : 1 - p->cur;
+  return *arm ? nmax : 1;
+}
+
+static void pick_end(dsThreadPick* p, int arm, double sec) {
+  if (arm < 0) return;
+  if (arm == p->cur) {
+    double* e = &p->est[arm];
+    *e = *e < 0 ? sec : *e + (sec - *e) / 8;
+    p->left--;
+    return;
+  }
+  p->est[arm] = sec; /* a probe: one call of the other count */
+  if (sec < p->est[p->cur]) {
+    p->cur = arm;
+    p->interval = 8;
+  } else {
+    /* the loser waits at least twice as long as before, and long enough
+     * that its probes cost under ~3% of the time (32 calls per unit of
+     * its slowdown: a probe 50x slower waits 1,600 calls) */
+    const double r = 32 * sec / p->est[p->cur];
+    int n = 2 * p->interval;
+    if (r > n) n = r < 4096 ? (int)r : 4096;
+    p->interval = n < 4096 ? n : 4096;
+  }
+  p->left = p->interval;
+}
 
 /* The per-particle bodies (engine/step_body.h) call the per-particle rows
  * by name; a new per-particle row must be added there too. */
@@ -61,15 +125,17 @@ static inline int particle_rows_known(void) {
 
 void ds__substep(const dsModel* m, const dsReal* x, const dsReal* v, const dsReal* act, const dsReal* fext,
                  dsReal* ef, dsReal* J, dsReal* f, dsReal* xo, dsReal* vo, int integrate, const dsReal* bs,
-                 const dsReal* bfext, dsReal* bso, dsReal* fr) {
+                 const dsReal* bfext, dsReal* bso, dsReal* fr, dsThreadPick* pick) {
   const int np = m->nparticle;
   dsForceLayout L;
   ds__force_layout(m, &L);
   DS_ASSERT(particle_rows_known());
   const dsStepFwd pa = {x, v, fext, ef, f, fr, xo, vo, integrate};
-  const int par = m->nslot + np >= DS__PAR_MIN;
-  (void)par;
-#pragma omp parallel if (par)
+  int arm;
+  const int nt = pick_begin(pick, m->nslot + np, &arm);
+  const double t0 = arm >= 0 ? clock_s() : 0;
+  (void)nt;
+#pragma omp parallel num_threads(nt) if (nt > 1)
   {
     /* element models in list order, each into its own slots */
     for (int k = 0; k < DS__NFORCE; k++) {
@@ -79,15 +145,20 @@ void ds__substep(const dsModel* m, const dsReal* x, const dsReal* v, const dsRea
       F->fwd(m, &a);
     }
 #pragma omp barrier
-    /* gather in a fixed order, per-particle models (contact), integrate */
-#pragma omp for schedule(static)
-    for (int i = 0; i < np; i++) ds__gather_fwd_particle(m, &pa, i);
-    /* rigid bodies: Newton-Euler and the pose of their vertices (engine/rigid.h) */
+    /* gather in a fixed order, per-particle models (contact), integrate;
+     * the region's end is the barrier unless rigid bodies follow */
     if (m->nbody) {
 #pragma omp for schedule(static)
+      for (int i = 0; i < np; i++) ds__gather_fwd_particle(m, &pa, i);
+      /* rigid bodies: Newton-Euler and the pose of their vertices (engine/rigid.h) */
+#pragma omp for schedule(static) nowait
       for (int b = 0; b < m->nbody; b++) ds__rigid_fwd(m, b, x, fr, bs, bfext, bso, xo, vo, integrate);
+    } else {
+#pragma omp for schedule(static) nowait
+      for (int i = 0; i < np; i++) ds__gather_fwd_particle(m, &pa, i);
     }
   }
+  if (arm >= 0) pick_end(pick, arm, clock_s() - t0);
 }
 
 /* ---- forward ------------------------------------------------------------------*/
@@ -138,7 +209,8 @@ int ds_step(const dsModel* m, dsData* d) {
     ds__arena_free(d, mark);
     return DS_ERR_ARENA;
   }
-  ds__substep(m, d->x, d->v, d->act, d->f_ext, ef, J, d->f, d->x, d->v, 1, d->body, d->body_fext, d->body, fr);
+  ds__substep(m, d->x, d->v, d->act, d->f_ext, ef, J, d->f, d->x, d->v, 1, d->body, d->body_fext, d->body, fr,
+              &((dsDataPriv*)d->err_)->fwd);
   int rc = 0;
   for (int e = 0; e < m->ntet; e++)
     if (!(J[e] > 0)) {
@@ -178,7 +250,7 @@ int ds_compute_forces(const dsModel* m, dsData* d) {
     ds__arena_free(d, mark);
     return DS_ERR_ARENA;
   }
-  ds__substep(m, d->x, d->v, d->act, d->f_ext, ef, J, d->f, NULL, NULL, 0, d->body, d->body_fext, NULL, fr);
+  ds__substep(m, d->x, d->v, d->act, d->f_ext, ef, J, d->f, NULL, NULL, 0, d->body, d->body_fext, NULL, fr, NULL);
   ds__arena_free(d, mark);
   return 0;
 }
@@ -226,7 +298,8 @@ static int load_segment(const dsModel* m, dsData* d, int t) {
     const dsReal* fext = d->fext_tape + (size_t)d->fext_rec[j] * n3;
     const dsReal* bfext = nb13 ? d->bfext_tape + (size_t)d->bfext_rec[j] * nb6 : NULL;
     ds__substep(m, d->seg_x + o, d->seg_v + o, act, fext, ef, J, NULL, d->seg_x + o + n3, d->seg_v + o + n3, 1,
-                nb13 ? d->seg_body + ob : NULL, bfext, nb13 ? d->seg_body + ob + nb13 : NULL, fr);
+                nb13 ? d->seg_body + ob : NULL, bfext, nb13 ? d->seg_body + ob + nb13 : NULL, fr,
+                &((dsDataPriv*)d->err_)->fwd);
   }
   ds__arena_free(d, mark);
   d->seg_start = s;
@@ -280,8 +353,11 @@ int ds_backward_step(const dsModel* m, dsData* d, dsGrad* g, dsReal* adj_act, ds
   const dsStepBwd pa = {xt, vt, vt1, aex, aev, d->adj_x, d->adj_v, av, af, adj_fext,
                         L.count[DS__F_CONTACT] ? scr + L.scratch[DS__F_CONTACT] : NULL,
                         L.count[DS__F_RIGID_CONTACT] ? scr + L.scratch[DS__F_RIGID_CONTACT] : NULL, g};
-  const int par = m->nslot + np >= DS__PAR_MIN;
-  (void)par;
+  dsThreadPick* pick = &((dsDataPriv*)d->err_)->bwd;
+  int arm;
+  const int nt = pick_begin(pick, m->nslot + np, &arm);
+  const double t0 = arm >= 0 ? clock_s() : 0;
+  (void)nt;
   /* R: rigid bodies first (engine/rigid.h): their vertices' adjoints of the
    * later state go into the body's, the body's through Newton-Euler; the
    * vertices' force adjoints land in af (av = 0) for the stages below. */
@@ -289,12 +365,12 @@ int ds_backward_step(const dsModel* m, dsData* d, dsGrad* g, dsReal* adj_act, ds
     const dsReal* fext_t = d->fext_tape + (size_t)d->fext_rec[t] * n3;
     const dsReal* bfext_t = d->bfext_tape + (size_t)d->bfext_rec[t] * nb6;
     memset(agb, 0, 3 * (size_t)m->nbody * r);
-#pragma omp parallel for schedule(static) if (par)
+#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
     for (int b = 0; b < m->nbody; b++)
       ds__rigid_bwd(m, b, xt, vt, fext_t, bst, bst1, bfext_t, d->adj_x, d->adj_v, d->adj_body, af, av,
                     d->adj_body_fext, g, agb + 3 * (size_t)b);
   }
-#pragma omp parallel if (par)
+#pragma omp parallel num_threads(nt) if (nt > 1)
   {
     /* A: through the integrator */
 #pragma omp for schedule(static)
@@ -316,10 +392,12 @@ int ds_backward_step(const dsModel* m, dsData* d, dsGrad* g, dsReal* adj_act, ds
       F->bwd(m, &a);
     }
 #pragma omp barrier
-    /* C: gather element adjoints per particle in the forward's order; per-particle models */
-#pragma omp for schedule(static)
+    /* C: gather element adjoints per particle in the forward's order; per-particle models
+     * (the region's end is the barrier) */
+#pragma omp for schedule(static) nowait
     for (int i = 0; i < np; i++) ds__gather_bwd_particle(m, &pa, i);
   }
+  if (arm >= 0) pick_end(pick, arm, clock_s() - t0);
   /* shared scalars: serial sums in element order */
   dsReal sg[3] = {0, 0, 0};
   for (int i = 0; i < np; i++)
