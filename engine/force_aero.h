@@ -164,13 +164,13 @@ DS_HD DS_INLINE void ds__aero_bwd_elem(const dsModel* m, const dsForceBwd* a, in
   a->scratch[2 * (size_t)e + 1] = ap.k_drag;
 }
 
-static inline void ds__aero_fwd_loop(const dsModel* m, const dsForceFwd* a) {
+DS__FLATTEN static inline void ds__aero_fwd_loop(const dsModel* m, const dsForceFwd* a) {
   const int n = ds__aero_count(m);
 #pragma omp for schedule(static) nowait
   for (int e = 0; e < n; e++) ds__aero_fwd_elem(m, a, e);
 }
 
-static inline void ds__aero_bwd_loop(const dsModel* m, const dsForceBwd* a) {
+DS__FLATTEN static inline void ds__aero_bwd_loop(const dsModel* m, const dsForceBwd* a) {
   const int n = ds__aero_count(m);
 #pragma omp for schedule(static) nowait
   for (int e = 0; e < n; e++) ds__aero_bwd_elem(m, a, e);

@@ -260,13 +260,13 @@ DS_HD DS_INLINE void ds__bend_bwd_elem(const dsModel* m, const dsForceBwd* a, in
   g->bend_rest[e] += ap.rest;
 }
 
-static inline void ds__bend_fwd_loop(const dsModel* m, const dsForceFwd* a) {
+DS__FLATTEN static inline void ds__bend_fwd_loop(const dsModel* m, const dsForceFwd* a) {
   const int n = m->nbend;
 #pragma omp for schedule(static) nowait
   for (int e = 0; e < n; e++) ds__bend_fwd_elem(m, a, e);
 }
 
-static inline void ds__bend_bwd_loop(const dsModel* m, const dsForceBwd* a) {
+DS__FLATTEN static inline void ds__bend_bwd_loop(const dsModel* m, const dsForceBwd* a) {
   const int n = m->nbend;
 #pragma omp for schedule(static) nowait
   for (int e = 0; e < n; e++) ds__bend_bwd_elem(m, a, e);

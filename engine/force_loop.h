@@ -55,6 +55,15 @@
 #include "dsim/engine.h"
 #include "engine/dsmath.h"
 
+/* On the loops (CPU only): inline every body and kernel into the loop, so
+ * that nothing is called per element (~10% fewer instructions; the same
+ * operations in the same order). */
+#if defined(__GNUC__) && !defined(__CUDACC__)
+#  define DS__FLATTEN __attribute__((flatten))
+#else
+#  define DS__FLATTEN
+#endif
+
 /* Forward inputs of one model's loop. Pointers are already offset to the
  * model's block. */
 typedef struct dsForceFwd {

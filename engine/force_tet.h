@@ -223,13 +223,13 @@ DS_HD DS_INLINE void ds__tet_bwd_elem(const dsModel* m, const dsForceBwd* a, int
   if (a->adj_act) a->adj_act[e] = ap.act;
 }
 
-static inline void ds__tet_fwd_loop(const dsModel* m, const dsForceFwd* a) {
+DS__FLATTEN static inline void ds__tet_fwd_loop(const dsModel* m, const dsForceFwd* a) {
   const int n = m->ntet;
 #pragma omp for schedule(static) nowait
   for (int e = 0; e < n; e++) ds__tet_fwd_elem(m, a, e);
 }
 
-static inline void ds__tet_bwd_loop(const dsModel* m, const dsForceBwd* a) {
+DS__FLATTEN static inline void ds__tet_bwd_loop(const dsModel* m, const dsForceBwd* a) {
   const int n = m->ntet;
 #pragma omp for schedule(static) nowait
   for (int e = 0; e < n; e++) ds__tet_bwd_elem(m, a, e);
