@@ -11,10 +11,14 @@
  *   - cloth 31x31 (membrane + bending + lift/drag, 1,440 substeps): seconds
  *     and ns per triangle-substep;
  *   - the gear with a checkpoint every ~sqrt(T) substeps (2 threads).
- * Usage: bench_engine [quick] [--with-load]
+ * Usage: bench_engine [quick] [--with-load] [--profile CASE [SUBSTEPS]]
  *   quick:        fewer substeps and runs (smoke runs);
  *   --with-load:  one busy-spinning child process competes for the cores
- *                 during every measurement (2 threads vs 1 thread under load). */
+ *                 during every measurement (2 threads vs 1 thread under load);
+ *   --profile:    one forward + backward of CASE (grid40, grid15, gear,
+ *                 cloth) over SUBSTEPS (default 64) on the current threads,
+ *                 nothing else: a run for valgrind --tool=callgrind, whose
+ *                 instruction counts do not depend on the machine's load. */
 #include "config.h"
 
 #include <math.h>
@@ -172,6 +176,30 @@ static pid_t spawn_load(void) {
   return p;
 }
 
+static int profile(const char* name, int T) {
+  dsModel* m = strcmp(name, "grid40") == 0   ? tet_box(40, 4, 40)
+               : strcmp(name, "grid15") == 0 ? tet_box(15, 1, 15)
+               : strcmp(name, "gear") == 0   ? gear_model()
+               : strcmp(name, "cloth") == 0  ? cloth(31)
+                                             : NULL;
+  if (!m || T < 1) {
+    fprintf(stderr, "bench_engine: --profile grid40|grid15|gear|cloth [substeps]\n");
+    return 2;
+  }
+  dsDataDef dd = ds_default_data_def();
+  dd.max_substeps = T;
+  dsData* d;
+  dsGrad* g;
+  int rc = ds_data_create(m, &dd, &d);
+  if (rc) die("data", rc, "");
+  if ((rc = ds_grad_create(m, &g))) die("grad", rc, "");
+  printf("%s: %d substeps forward + backward in %.3f s\n", name, T, run(m, d, g, T, 1, 32));
+  ds_grad_free(g);
+  ds_data_free(d);
+  ds_model_free(m);
+  return 0;
+}
+
 int main(int argc, char** argv) {
   int quick = 0, load = 0;
   for (int i = 1; i < argc; i++) {
@@ -179,8 +207,10 @@ int main(int argc, char** argv) {
       quick = 1;
     else if (strcmp(argv[i], "--with-load") == 0)
       load = 1;
+    else if (strcmp(argv[i], "--profile") == 0 && i + 1 < argc)
+      return profile(argv[i + 1], i + 2 < argc ? atoi(argv[i + 2]) : 64);
     else {
-      fprintf(stderr, "usage: bench_engine [quick] [--with-load]\n");
+      fprintf(stderr, "usage: bench_engine [quick] [--with-load] [--profile CASE [SUBSTEPS]]\n");
       return 2;
     }
   }
