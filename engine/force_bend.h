@@ -266,7 +266,7 @@ DS__FLATTEN static inline void ds__bend_fwd_loop(const dsModel* m, const dsForce
   for (int e = 0; e < n; e++) ds__bend_fwd_elem(m, a, e);
 }
 
-DS__FLATTEN static inline void ds__bend_bwd_loop(const dsModel* m, const dsForceBwd* a) {
+static inline void ds__bend_bwd_loop(const dsModel* m, const dsForceBwd* a) {
   const int n = m->nbend;
 #pragma omp for schedule(static) nowait
   for (int e = 0; e < n; e++) ds__bend_bwd_elem(m, a, e);

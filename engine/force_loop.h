@@ -46,7 +46,11 @@
  *     dsForceBwd / dsStepFwd / dsStepBwd pointers offset per batch member;
  *   - its floating-point operations and their order are those of the CPU
  *     loop (the golden hashes pin them in double).
- * The names and signatures of the bodies are stable; their insides are not. */
+ * The names and signatures of the bodies are stable; their insides are not.
+ * On the CPU (GCC/Clang) the tet loops run four tets per iteration through
+ * ds__tet_fwd_elem4 / ds__tet_bwd_elem4 (engine/force_tet.h): the body's
+ * operations in the body's order on 4-lane vectors, so the same bits; the
+ * scalar body does the remainder and is what CUDA calls. */
 #ifndef DSIM_ENGINE_FORCE_LOOP_H
 #define DSIM_ENGINE_FORCE_LOOP_H
 
