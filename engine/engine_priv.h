@@ -28,18 +28,24 @@ dsErrBuf* ds__data_err(dsData* d);
  * A parallel stage is run on either 1 thread or all of them (nmax); every
  * count gives the same bits, so the choice is free to follow the clock. The
  * stage times each call: the count in use keeps a running mean of its
- * seconds per call, and now and then one call probes the other count; the
- * faster one is used. A probe that loses at least doubles the interval to
+ * seconds per call, and now and then the other count is probed (all
+ * threads: one call; one thread: the faster of two calls); the faster one
+ * is used. A losing probe of all threads at least doubles the interval to
  * the next (8 .. 4096 calls; longer the more it lost), so an unhelpful
- * count costs a few per cent at most; a change of nmax starts afresh.
- * This is what makes a model too small to gain run on one thread, and a run whose partner thread keeps being descheduled (another
- * process on the cores) fall back to one thread until the cores are free. */
+ * count costs a few per cent at most; one thread, cheap to probe, is looked
+ * at again within 64 calls, and at once when the count in use becomes
+ * slower than one thread was; a change of nmax starts afresh.
+ * This is what makes a model too small to gain run on one thread, and a
+ * run whose partner thread keeps being descheduled (another process on the
+ * cores) fall back to one thread until the cores are free. */
 typedef struct dsThreadPick {
   int nmax;      /* thread count the estimates belong to; 0: none yet */
   int cur;       /* count in use: 0 one thread, 1 nmax threads */
   int left;      /* calls until the other count is probed */
   int interval;  /* probe interval, calls */
   double est[2]; /* seconds per call of each; < 0 unknown */
+  int probes;    /* calls of the current probe of one thread so far */
+  double probe_min;
 } dsThreadPick;
 
 /* What a dsData keeps behind d->err_: the error buffer first, then the

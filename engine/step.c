@@ -86,6 +86,7 @@ static int pick_begin(dsThreadPick* p, long long work, int* arm) {
     p->left = 4;
     p->interval = 8;
     p->est[0] = p->est[1] = -1;
+    p->probes = 0;
   }
   *arm = p->left > 0 ? p->cur : 1 - p->cur;
   return *arm ? nmax : 1;
@@ -93,24 +94,40 @@ static int pick_begin(dsThreadPick* p, long long work, int* arm) {
 
 static void pick_end(dsThreadPick* p, int arm, double sec) {
   if (arm < 0) return;
+  const int other = 1 - p->cur;
   if (arm == p->cur) {
     double* e = &p->est[arm];
     *e = *e < 0 ? sec : *e + (sec - *e) / 8;
     p->left--;
+    /* the count in use got slower than the other was: look again now */
+    if (p->est[other] > 0 && *e > p->est[other]) p->left = 0;
     return;
   }
-  p->est[arm] = sec; /* a probe: one call of the other count */
+  /* a probe of the other count. One thread is probed twice and keeps the
+   * faster call (one preempted call must not condemn it); all threads once
+   * (a probe under load can cost tens of calls) */
+  if (arm == 0 && p->probes == 0) {
+    p->probe_min = sec;
+    p->probes = 1;
+    return;
+  }
+  if (arm == 0 && p->probe_min < sec) sec = p->probe_min;
+  p->probes = 0;
+  p->est[arm] = sec;
   if (sec < p->est[p->cur]) {
     p->cur = arm;
     p->interval = 8;
-  } else {
-    /* the loser waits at least twice as long as before, and long enough
-     * that its probes cost under ~3% of the time (32 calls per unit of
-     * its slowdown: a probe 50x slower waits 1,600 calls) */
+  } else if (arm == 1) {
+    /* all threads lost: wait at least twice as long as before, and long
+     * enough that its probes cost under ~3% of the time (32 calls per unit
+     * of its slowdown: a probe 50x slower waits 1,600 calls) */
     const double r = 32 * sec / p->est[p->cur];
     int n = 2 * p->interval;
     if (r > n) n = r < 4096 ? (int)r : 4096;
     p->interval = n < 4096 ? n : 4096;
+  } else {
+    /* one thread lost: its probes are cheap, look again soon */
+    p->interval = p->interval < 32 ? 2 * p->interval : 64;
   }
   p->left = p->interval;
 }
