@@ -1,12 +1,24 @@
-/* Engine benchmark (figures, not a test): ns per element-substep of the
- * tet FEM (forward; forward + backward) at ~1,000 and ~20,000 tets and of
- * the cloth (membrane + bending + lift/drag; element = triangle) on 32x32
- * and 64x64 grids, with 1 and 2 threads, median of 5 runs; then the gear
- * scene of docs/scenes.md (control-fem: ~480 particles, ~1,150 tets, 5,760
- * substeps, ground contact, activations changing every 32 substeps)
- * forward + backward in seconds, median of 3, with the full tape and with
- * a checkpoint every ~sqrt(T) substeps.
- * Usage: bench_engine [quick]   ("quick": fewer substeps, for smoke runs) */
+/* Engine benchmark (figures, not a test). The cases of issue 14, each at 1
+ * and 2 threads, runs interleaved (1, 2, 1, 2, ...) so that both see the
+ * same machine, medians of 5 runs (3 for the long ones), and the ratio
+ * t(1 thread) / t(2 threads) from the medians:
+ *   - soft grid 40x40x4 cells (38,400 tets, ground contact): ns per
+ *     tet-substep, forward and forward + backward;
+ *   - gear-sized soft grid 15x15x1 (1,350 tets, 5,760 substeps): seconds
+ *     and ns per tet-substep;
+ *   - the control-fem gear of docs/scenes.md (~480 particles, ~1,150 tets,
+ *     5,760 substeps, activations changing every 32 substeps);
+ *   - cloth 31x31 (membrane + bending + lift/drag, 1,440 substeps): seconds
+ *     and ns per triangle-substep;
+ *   - the gear with a checkpoint every ~sqrt(T) substeps (2 threads).
+ * Usage: bench_engine [quick] [--with-load] [--profile CASE [SUBSTEPS]]
+ *   quick:        fewer substeps and runs (smoke runs);
+ *   --with-load:  one busy-spinning child process competes for the cores
+ *                 during every measurement (2 threads vs 1 thread under load);
+ *   --profile:    one forward + backward of CASE (grid40, grid15, gear,
+ *                 cloth) over SUBSTEPS (default 64) on the current threads,
+ *                 nothing else: a run for valgrind --tool=callgrind, whose
+ *                 instruction counts do not depend on the machine's load. */
 #include "config.h"
 
 #include <math.h>
@@ -14,6 +26,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <signal.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "dsim/engine.h"
 #include "bench/bench.h"
@@ -66,6 +82,7 @@ static void set_act(const dsModel* m, dsData* d, int t, int hold) {
 }
 
 /* Seconds for T substeps forward (and backward when back). */
+/* Seconds for T substeps forward (and backward when back). */
 static double run(const dsModel* m, dsData* d, dsGrad* g, int T, int back, int hold) {
   double t0 = now();
   ds_data_reset(m, d);
@@ -81,33 +98,7 @@ static double run(const dsModel* m, dsData* d, dsGrad* g, int T, int back, int h
   return now() - t0;
 }
 
-static void bench_model(const char* label, dsModel* m, int nelem, int T) {
-  dsDataDef dd = ds_default_data_def();
-  dd.max_substeps = T;
-  dd.act_records = T / 32 + 1;
-  dsData* d;
-  dsGrad* g;
-  int rc = ds_data_create(m, &dd, &d);
-  if (rc) die("data", rc, "");
-  if ((rc = ds_grad_create(m, &g))) die("grad", rc, "");
-  for (int th = 1; th <= 2; th++) {
-    ds_set_num_threads(th);
-    double f[5], fb[5];
-    run(m, d, g, T, 1, 32); /* warm up */
-    for (int r = 0; r < 5; r++) {
-      f[r] = run(m, d, g, T, 0, 32);
-      fb[r] = run(m, d, g, T, 1, 32);
-    }
-    double scale = 1e9 / ((double)nelem * T);
-    printf("%-22s %6d elem %5d substeps  threads %d  forward %8.1f ns  forward+backward %8.1f ns  (per element-substep)\n",
-           label, nelem, T, th, median(f, 5) * scale, median(fb, 5) * scale);
-    fflush(stdout);
-  }
-  ds_grad_free(g);
-  ds_data_free(d);
-}
-
-static void bench_gear(int T, int reps, int ckpt) {
+static dsModel* gear_model(void) {
   dsMesh gear;
   memset(&gear, 0, sizeof gear);
   dsGearDef gd = ds_default_gear_def();
@@ -124,48 +115,133 @@ static void bench_gear(int T, int reps, int ckpt) {
   ds_builder_set_dt(b, 1.0 / 1920);
   dsModel* m = finalize(b);
   ds_mesh_free(&gear);
+  return m;
+}
+
+/* One case: T substeps, `reps` interleaved runs per thread count; prints
+ * seconds, ns per element-substep and the 1/2-thread ratios. */
+static void bench_case(const char* label, dsModel* m, int nelem, const char* elem, int T, int reps, int ckpt,
+                       int hold) {
   dsDataDef dd = ds_default_data_def();
   dd.max_substeps = T;
   dd.checkpoint_every = ckpt;
-  dd.act_records = T / 32 + 1;
+  dd.act_records = T / hold + 1;
   dd.fext_records = 1;
   dsData* d;
   dsGrad* g;
-  if ((rc = ds_data_create(m, &dd, &d))) die("data", rc, "");
+  int rc = ds_data_create(m, &dd, &d);
+  if (rc) die("data", rc, ds_data_last_error(d));
   if ((rc = ds_grad_create(m, &g))) die("grad", rc, "");
-  for (int th = ckpt > 1 ? 2 : 1; th <= 2; th++) {
+  const int th0 = ckpt > 1 ? 2 : 1;
+  double f[3][9], fb[3][9];
+  for (int th = th0; th <= 2; th++) { /* warm up */
     ds_set_num_threads(th);
-    double f[5], fb[5];
-    for (int r = 0; r < reps; r++) {
-      f[r] = run(m, d, g, T, 0, 32);
-      fb[r] = run(m, d, g, T, 1, 32);
-    }
-    printf("gear (%d particles, %d tets, %d substeps, checkpoint every %d)  threads %d  forward %.3f s  "
-           "forward+backward %.3f s  (data %.0f MB)\n",
-           m->nparticle, m->ntet, T, ckpt, th, median(f, reps), median(fb, reps), ds_data_bytes(m, d) / 1e6);
-    fflush(stdout);
+    run(m, d, g, T / 4 + 1, 1, hold);
   }
+  for (int r = 0; r < reps; r++)
+    for (int th = th0; th <= 2; th++) {
+      ds_set_num_threads(th);
+      f[th][r] = run(m, d, g, T, 0, hold);
+      fb[th][r] = run(m, d, g, T, 1, hold);
+    }
+  double mf[3] = {0, 0, 0}, mfb[3] = {0, 0, 0};
+  const double scale = 1e9 / ((double)nelem * T);
+  for (int th = th0; th <= 2; th++) {
+    mf[th] = median(f[th], reps);
+    mfb[th] = median(fb[th], reps);
+    printf("%-34s threads %d  forward %7.3f s %7.1f ns  forward+backward %7.3f s %7.1f ns  (ns per %s-substep)\n",
+           label, th, mf[th], mf[th] * scale, mfb[th], mfb[th] * scale, elem);
+  }
+  if (th0 == 1)
+    printf("%-34s speed-up 2 threads / 1 thread: forward %.2fx  forward+backward %.2fx\n", label, mf[1] / mf[2],
+           mfb[1] / mfb[2]);
+  else
+    printf("%-34s (data %.0f MB)\n", label, ds_data_bytes(m, d) / 1e6);
+  fflush(stdout);
+  ds_grad_free(g);
+  ds_data_free(d);
+}
+
+/* A competing process: one busy-spinning child until killed. */
+static pid_t spawn_load(void) {
+  pid_t p = fork();
+  if (p < 0) {
+    perror("bench_engine: fork");
+    exit(1);
+  }
+  if (p == 0) {
+    volatile unsigned long x = 0;
+    for (;;) x++;
+  }
+  return p;
+}
+
+static int profile(const char* name, int T) {
+  dsModel* m = strcmp(name, "grid40") == 0   ? tet_box(40, 4, 40)
+               : strcmp(name, "grid15") == 0 ? tet_box(15, 1, 15)
+               : strcmp(name, "gear") == 0   ? gear_model()
+               : strcmp(name, "cloth") == 0  ? cloth(31)
+                                             : NULL;
+  if (!m || T < 1) {
+    fprintf(stderr, "bench_engine: --profile grid40|grid15|gear|cloth [substeps]\n");
+    return 2;
+  }
+  dsDataDef dd = ds_default_data_def();
+  dd.max_substeps = T;
+  dsData* d;
+  dsGrad* g;
+  int rc = ds_data_create(m, &dd, &d);
+  if (rc) die("data", rc, "");
+  if ((rc = ds_grad_create(m, &g))) die("grad", rc, "");
+  printf("%s: %d substeps forward + backward in %.3f s\n", name, T, run(m, d, g, T, 1, 32));
   ds_grad_free(g);
   ds_data_free(d);
   ds_model_free(m);
+  return 0;
 }
 
 int main(int argc, char** argv) {
-  int quick = argc > 1 && strcmp(argv[1], "quick") == 0;
-  int div = quick ? 8 : 1;
-  dsModel* m = tet_box(5, 6, 6);
-  bench_model("tet FEM ~1k", m, m->ntet, 480 / div);
+  int quick = 0, load = 0;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "quick") == 0)
+      quick = 1;
+    else if (strcmp(argv[i], "--with-load") == 0)
+      load = 1;
+    else if (strcmp(argv[i], "--profile") == 0 && i + 1 < argc)
+      return profile(argv[i + 1], i + 2 < argc ? atoi(argv[i + 2]) : 64);
+    else {
+      fprintf(stderr, "usage: bench_engine [quick] [--with-load] [--profile CASE [SUBSTEPS]]\n");
+      return 2;
+    }
+  }
+  const int div = quick ? 8 : 1, reps = quick ? 3 : 5, lreps = quick ? 1 : 3;
+  pid_t child = load ? spawn_load() : 0;
+  dsBuildInfo bi;
+  ds_build_info(&bi);
+  printf("bench_engine: %s, %d-byte reals, max threads %d%s\n", quick ? "quick" : "full", (int)sizeof(dsReal),
+         bi.max_threads, load ? ", with one busy-spinning competing process" : "");
+  dsModel* m = tet_box(40, 4, 40); /* flat on the ground: x, z 40 cells, y 4 */
+  char label[96];
+  snprintf(label, sizeof label, "soft grid 40x40x4 (%d tets)", m->ntet);
+  bench_case(label, m, m->ntet, "tet", 64 / div, reps, 1, 32);
   ds_model_free(m);
-  m = tet_box(15, 15, 15);
-  bench_model("tet FEM ~20k", m, m->ntet, 64 / div);
+  m = tet_box(15, 1, 15);
+  snprintf(label, sizeof label, "soft grid 15x15x1 (%d tets)", m->ntet);
+  bench_case(label, m, m->ntet, "tet", 5760 / div, lreps, 1, 32);
   ds_model_free(m);
-  m = cloth(32);
-  bench_model("cloth 32x32", m, m->ntri, 480 / div);
+  m = gear_model();
+  snprintf(label, sizeof label, "control-fem gear (%d p, %d tets)", m->nparticle, m->ntet);
+  bench_case(label, m, m->ntet, "tet", 5760 / div, lreps, 1, 32);
+  snprintf(label, sizeof label, "gear, checkpoint every %d", quick ? 24 : 76);
+  bench_case(label, m, m->ntet, "tet", 5760 / div, lreps, quick ? 24 : 76, 32); /* ~sqrt(T) */
   ds_model_free(m);
-  m = cloth(64);
-  bench_model("cloth 64x64", m, m->ntri, 128 / div);
+  m = cloth(31);
+  snprintf(label, sizeof label, "cloth 31x31 (%d tris)", m->ntri);
+  bench_case(label, m, m->ntri, "tri", 1440 / div, lreps, 1, 60);
   ds_model_free(m);
-  bench_gear(quick ? 576 : 5760, 3, 1);
-  bench_gear(quick ? 576 : 5760, 3, quick ? 24 : 76); /* ~sqrt(T): O(sqrt T) memory */
+  if (child > 0) {
+    kill(child, SIGKILL);
+    waitpid(child, NULL, 0);
+  }
   return 0;
 }

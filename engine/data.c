@@ -42,7 +42,7 @@ void* ds__arena_alloc(dsData* d, size_t bytes, const char* caller) {
   size_t base = (size_t)(uintptr_t)d->arena;
   size_t start = align_up(base + d->arena_top) - base;
   if (bytes > d->arena_size || start > d->arena_size - bytes) {
-    ds__seterr((dsErrBuf*)d->err_, DS_ERR_ARENA, "%s: scratch arena exhausted (need %zu bytes, %zu of %zu free)",
+    ds__seterr(ds__data_err(d), DS_ERR_ARENA, "%s: scratch arena exhausted (need %zu bytes, %zu of %zu free)",
                caller, bytes, d->arena_size > start ? d->arena_size - start : (size_t)0, d->arena_size);
     return NULL;
   }
@@ -55,7 +55,7 @@ size_t ds__arena_mark(const dsData* d) { return d->arena_top; }
 
 void ds__arena_free(dsData* d, size_t mark) { d->arena_top = mark; }
 
-dsErrBuf* ds__data_err(dsData* d) { return (dsErrBuf*)d->err_; }
+dsErrBuf* ds__data_err(dsData* d) { return &((dsDataPriv*)d->err_)->err; }
 
 /* ---- create / free ------------------------------------------------------------*/
 void ds_data_free(dsData* d) {
@@ -101,7 +101,7 @@ int ds_data_create(const dsModel* m, const dsDataDef* def, dsData** out) {
   dsData* d = (dsData*)ds__calloc(1, sizeof *d);
   if (!d) return DS_ERR_NOMEM;
   *d = lay;
-  d->err_ = ds__calloc(1, sizeof(dsErrBuf));
+  d->err_ = ds__calloc(1, sizeof(dsDataPriv));
   if (!d->err_) {
     ds__free(d);
     return DS_ERR_NOMEM;
@@ -212,4 +212,4 @@ int ds_body_set_impulse(const dsModel* m, dsData* d, int b, const dsReal J[3], c
   return 0;
 }
 
-const char* ds_data_last_error(const dsData* d) { return d ? ds__errmsg((const dsErrBuf*)d->err_) : ""; }
+const char* ds_data_last_error(const dsData* d) { return d ? ds__errmsg(&((const dsDataPriv*)d->err_)->err) : ""; }

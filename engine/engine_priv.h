@@ -24,14 +24,47 @@ size_t ds__arena_need(const dsModel* m);
 
 dsErrBuf* ds__data_err(dsData* d);
 
+/* ---- thread choice (step.c) -------------------------------------------------
+ * A parallel stage is run on either 1 thread or all of them (nmax); every
+ * count gives the same bits, so the choice is free to follow the clock. The
+ * stage times each call: the count in use keeps a running mean of its
+ * seconds per call, and now and then the other count is probed (all
+ * threads: one call; one thread: the faster of two calls); the faster one
+ * is used. A losing probe of all threads at least doubles the interval to
+ * the next (8 .. 4096 calls; longer the more it lost), so an unhelpful
+ * count costs a few per cent at most; one thread, cheap to probe, is looked
+ * at again within 64 calls, and at once when the count in use becomes
+ * slower than one thread was; a change of nmax starts afresh.
+ * This is what makes a model too small to gain run on one thread, and a
+ * run whose partner thread keeps being descheduled (another process on the
+ * cores) fall back to one thread until the cores are free. */
+typedef struct dsThreadPick {
+  int nmax;      /* thread count the estimates belong to; 0: none yet */
+  int cur;       /* count in use: 0 one thread, 1 nmax threads */
+  int left;      /* calls until the other count is probed */
+  int interval;  /* probe interval, calls */
+  double est[2]; /* seconds per call of each; < 0 unknown */
+  int probes;    /* calls of the current probe of one thread so far */
+  double probe_min;
+} dsThreadPick;
+
+/* What a dsData keeps behind d->err_: the error buffer first, then the
+ * thread choices of the forward substep and of the backward substep. */
+typedef struct dsDataPriv {
+  dsErrBuf err;
+  dsThreadPick fwd, bwd;
+} dsDataPriv;
+
 /* ---- forward core (step.c) --------------------------------------------------
  * One substep from (x, v) with activations act and external force fext:
  * element forces into ef (nslot x 3), tet J into J (ntet), total force into
  * f (may be NULL), new state into (xo, vo), which may alias (x, v). Rigid
  * bodies (m->nbody > 0): states bs -> bso (may alias), wrenches bfext, and
- * fr (nparticle x 3 scratch) for the forces of their vertices. */
+ * fr (nparticle x 3 scratch) for the forces of their vertices. pick: the
+ * thread choice to follow and update (NULL: all threads when the model is
+ * large enough). */
 void ds__substep(const dsModel* m, const dsReal* x, const dsReal* v, const dsReal* act, const dsReal* fext,
                  dsReal* ef, dsReal* J, dsReal* f, dsReal* xo, dsReal* vo, int integrate, const dsReal* bs,
-                 const dsReal* bfext, dsReal* bso, dsReal* fr);
+                 const dsReal* bfext, dsReal* bso, dsReal* fr, dsThreadPick* pick);
 
 #endif

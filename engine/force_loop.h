@@ -22,7 +22,35 @@
  * per element; shared scalars (lift/drag, contact) write per-element
  * partials into scratch, which `reduce` sums serially in element order
  * after the parallel region. Nothing is summed across threads, so every
- * thread count gives the same bits. */
+ * thread count gives the same bits.
+ *
+ * Bodies. Each loop is a one-line `omp for` over a body that does all the
+ * work of one index and exists once, for the CPU loops and for CUDA:
+ *   DS_HD DS_INLINE void ds__<model>_fwd_elem(const dsModel* m, const dsForceFwd* a, int e);
+ *   DS_HD DS_INLINE void ds__<model>_bwd_elem(const dsModel* m, const dsForceBwd* a, int e);
+ * (spring, tri, aero, bend, tet), the per-particle models
+ * ds__contact_pfwd/pbwd and ds__rcontact_pfwd/pbwd (engine/force_contact.h,
+ * engine/rigid.h), and the step's particle bodies ds__gather_fwd_particle,
+ * ds__integrate_bwd_particle, ds__gather_bwd_particle (engine/step_body.h).
+ * The contract of a body:
+ *   - it reads shared inputs (m's arrays, x, v, af, ...) freely but writes
+ *     only its own element's slots (aero: its triangle's slots, which it
+ *     adds to), its element's parameter gradients and partials, or, for a
+ *     particle body, particle i's entries;
+ *   - no atomics, no allocation, no output, no function pointers, no
+ *     OpenMP inside: the caller owns the loop and the barriers (element
+ *     bodies of all models, then the gather);
+ *   - it takes only plain pointers and values (dsModel is a struct of
+ *     pointers: a device copy of it with device pointers works), so a CUDA
+ *     `__global__` wrapper may call it for one index, with the dsForceFwd /
+ *     dsForceBwd / dsStepFwd / dsStepBwd pointers offset per batch member;
+ *   - its floating-point operations and their order are those of the CPU
+ *     loop (the golden hashes pin them in double).
+ * The names and signatures of the bodies are stable; their insides are not.
+ * On the CPU (GCC/Clang) the tet loops run four tets per iteration through
+ * ds__tet_fwd_elem4 / ds__tet_bwd_elem4 (engine/force_tet.h): the body's
+ * operations in the body's order on 4-lane vectors, so the same bits; the
+ * scalar body does the remainder and is what CUDA calls. */
 #ifndef DSIM_ENGINE_FORCE_LOOP_H
 #define DSIM_ENGINE_FORCE_LOOP_H
 
@@ -30,6 +58,15 @@
 
 #include "dsim/engine.h"
 #include "engine/dsmath.h"
+
+/* On the loops (CPU only): inline every body and kernel into the loop, so
+ * that nothing is called per element (~10% fewer instructions; the same
+ * operations in the same order). */
+#if defined(__GNUC__) && !defined(__CUDACC__)
+#  define DS__FLATTEN __attribute__((flatten))
+#else
+#  define DS__FLATTEN
+#endif
 
 /* Forward inputs of one model's loop. Pointers are already offset to the
  * model's block. */

@@ -187,50 +187,333 @@ DS_HD DS_INLINE void ds_tet_bwd(const dsReal x[12], const dsReal v[12], const ds
 static inline int ds__tet_count(const dsModel* m) { return m->ntet; }
 static inline const int* ds__tet_idx(const dsModel* m) { return m->tet_idx; }
 
-static inline void ds__tet_fwd_loop(const dsModel* m, const dsForceFwd* a) {
-  const int n = m->ntet;
-  const dsReal* act = a->act;
-#pragma omp for schedule(static) nowait
-  for (int e = 0; e < n; e++) {
-    dsReal xl[12], vl[12];
-    const int* idx = m->tet_idx + 4 * e;
-    dsTetRest r;
-    for (int k = 0; k < 9; k++) r.B[k] = m->tet_B[9 * (size_t)e + k];
-    r.vol = m->tet_vol[e];
-    dsTetParam p = {m->tet_k_mu[e], m->tet_k_lambda[e], m->tet_k_damp[e], act ? act[e] : 0};
-    ds__gather3(xl, a->x, idx, 4);
-    ds__gather3(vl, a->v, idx, 4);
-    ds_tet_fwd(xl, vl, &r, &p, a->ef + 12 * (size_t)e, a->J + e);
+/* Element bodies (one tet; engine/force_loop.h "Bodies"). */
+DS_HD DS_INLINE void ds__tet_fwd_elem(const dsModel* m, const dsForceFwd* a, int e) {
+  dsReal xl[12], vl[12];
+  const int* idx = m->tet_idx + 4 * (size_t)e;
+  dsTetRest r;
+  for (int k = 0; k < 9; k++) r.B[k] = m->tet_B[9 * (size_t)e + k];
+  r.vol = m->tet_vol[e];
+  dsTetParam p = {m->tet_k_mu[e], m->tet_k_lambda[e], m->tet_k_damp[e], a->act ? a->act[e] : 0};
+  ds__gather3(xl, a->x, idx, 4);
+  ds__gather3(vl, a->v, idx, 4);
+  ds_tet_fwd(xl, vl, &r, &p, a->ef + 12 * (size_t)e, a->J + e);
+}
+
+DS_HD DS_INLINE void ds__tet_bwd_elem(const dsModel* m, const dsForceBwd* a, int e) {
+  dsReal xl[12], vl[12], al[12], ax[12] = {0}, avl[12] = {0};
+  const int* idx = m->tet_idx + 4 * (size_t)e;
+  dsTetRest r;
+  for (int k = 0; k < 9; k++) r.B[k] = m->tet_B[9 * (size_t)e + k];
+  r.vol = m->tet_vol[e];
+  dsTetParam p = {m->tet_k_mu[e], m->tet_k_lambda[e], m->tet_k_damp[e], a->act ? a->act[e] : 0};
+  dsTetParam ap = {0, 0, 0, 0};
+  ds__gather3(xl, a->x, idx, 4);
+  ds__gather3(vl, a->v, idx, 4);
+  ds__gather3(al, a->af, idx, 4);
+  ds_tet_bwd(xl, vl, &r, &p, al, ax, avl, &ap);
+  for (int k = 0; k < 12; k++) {
+    a->aex[12 * (size_t)e + k] = ax[k];
+    a->aev[12 * (size_t)e + k] = avl[k];
+  }
+  dsGrad* g = a->g;
+  g->tet_k_mu[e] += ap.k_mu;
+  g->tet_k_lambda[e] += ap.k_lambda;
+  g->tet_k_damp[e] += ap.k_damp;
+  if (a->adj_act) a->adj_act[e] = ap.act;
+}
+
+#if defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__)
+/* GCC 12 reports lanes of fully written vectors as maybe uninitialized in
+ * the AVX2 copies below (lane stores into a zeroed vector) */
+#  pragma GCC diagnostic push
+#  pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+#if defined(__GNUC__) && !defined(__CUDACC__)
+/* Four tets at once (CPU): lane l of every vector is tet e0 + l, and the
+ * operations are those of ds__tet_prep and ds_tet_fwd above, one for one
+ * and in the same order (GCC vector arithmetic rounds each lane as the
+ * scalar operation would; -ffp-contract=off keeps products and sums apart),
+ * so each tet's force and J are the scalar body's bits (test_force_tet
+ * compares them; the golden hashes pin them). Only the gathers and the
+ * stores differ. An edit of the scalar kernel must be mirrored here. */
+typedef dsReal dsTet__V __attribute__((vector_size(4 * sizeof(dsReal))));
+
+/* dsu_cross3, dsu_dot3 and dsu_cross3_bwd on lanes (the same formulas) */
+static inline void ds__tet_vcross(dsTet__V r[3], const dsTet__V a[3], const dsTet__V b[3]) {
+  const dsTet__V r0 = a[1] * b[2] - a[2] * b[1];
+  const dsTet__V r1 = a[2] * b[0] - a[0] * b[2];
+  const dsTet__V r2 = a[0] * b[1] - a[1] * b[0];
+  r[0] = r0;
+  r[1] = r1;
+  r[2] = r2;
+}
+static inline void ds__tet_vdot(dsTet__V* r, const dsTet__V a[3], const dsTet__V b[3]) {
+  *r = a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
+}
+/* gw = g_0.w_0 + g_1.w_1 + g_2.w_2 */
+static inline void ds__tet_vgw(dsTet__V* r, const dsTet__V g[3][3], const dsTet__V w[3][3]) {
+  dsTet__V d0, d1, d2;
+  ds__tet_vdot(&d0, g[0], w[0]);
+  ds__tet_vdot(&d1, g[1], w[1]);
+  ds__tet_vdot(&d2, g[2], w[2]);
+  *r = d0 + d1 + d2;
+}
+static inline void ds__tet_vcross_bwd(const dsTet__V a[3], const dsTet__V b[3], const dsTet__V g[3],
+                                      dsTet__V adj_a[3], dsTet__V adj_b[3]) {
+  dsTet__V ta[3], tb[3];
+  ds__tet_vcross(ta, b, g);
+  ds__tet_vcross(tb, g, a);
+  for (int k = 0; k < 3; k++) adj_a[k] += ta[k];
+  for (int k = 0; k < 3; k++) adj_b[k] += tb[k];
+}
+
+/* Lanes' inputs and ds__tet_prep on four tets. */
+typedef struct dsTet__Q {
+  dsTet__V x[12], v[12], B[9], V0, kmu_d, klam_d, kd_d, act;
+  dsTet__V c[3][3], w[3][3], F[9], Fd[9], g[3][3], Ic, J, detB;
+} dsTet__Q;
+
+DS__FLATTEN static inline void ds__tet_prep4(const dsModel* m, const dsReal* xs, const dsReal* vs,
+                                             const dsReal* acts, int e0, dsTet__Q* t) {
+  for (int l = 0; l < 4; l++) {
+    const int e = e0 + l;
+    const int* idx = m->tet_idx + 4 * (size_t)e;
+    for (int k = 0; k < 4; k++) {
+      const dsReal* px = xs + 3 * (size_t)idx[k];
+      const dsReal* pv = vs + 3 * (size_t)idx[k];
+      for (int c = 0; c < 3; c++) {
+        t->x[3 * k + c][l] = px[c];
+        t->v[3 * k + c][l] = pv[c];
+      }
+    }
+    for (int k = 0; k < 9; k++) t->B[k][l] = m->tet_B[9 * (size_t)e + k];
+    t->V0[l] = m->tet_vol[e];
+    t->kmu_d[l] = m->tet_k_mu[e];
+    t->klam_d[l] = m->tet_k_lambda[e];
+    t->kd_d[l] = m->tet_k_damp[e];
+    t->act[l] = acts ? acts[e] : 0;
+  }
+  const dsTet__V* x = t->x;
+  const dsTet__V* v = t->v;
+  const dsTet__V* B = t->B;
+  dsTet__V Ds[9], Vs[9];
+  for (int i = 0; i < 3; i++) {
+    for (int k = 0; k < 3; k++) {
+      t->c[i][k] = x[3 * (i + 1) + k] - x[k];
+      t->w[i][k] = v[3 * (i + 1) + k] - v[k];
+    }
+    for (int k = 0; k < 3; k++) {
+      Ds[3 * k + i] = t->c[i][k];
+      Vs[3 * k + i] = t->w[i][k];
+    }
+  }
+  for (int i = 0; i < 3; i++)
+    for (int j = 0; j < 3; j++) {
+      t->F[3 * i + j] = Ds[3 * i] * B[j] + Ds[3 * i + 1] * B[3 + j] + Ds[3 * i + 2] * B[6 + j];
+      t->Fd[3 * i + j] = Vs[3 * i] * B[j] + Vs[3 * i + 1] * B[3 + j] + Vs[3 * i + 2] * B[6 + j];
+    }
+  t->Ic = (dsTet__V){0, 0, 0, 0};
+  for (int k = 0; k < 9; k++) t->Ic += t->F[k] * t->F[k];
+  t->detB = B[0] * (B[4] * B[8] - B[5] * B[7]) - B[1] * (B[3] * B[8] - B[5] * B[6]) +
+            B[2] * (B[3] * B[7] - B[4] * B[6]);
+  for (int i = 0; i < 3; i++) ds__tet_vcross(t->g[i], t->c[(i + 1) % 3], t->c[(i + 2) % 3]);
+  t->J = (t->c[0][0] * t->g[0][0] + t->c[0][1] * t->g[0][1] + t->c[0][2] * t->g[0][2]) * t->detB;
+  for (int i = 0; i < 3; i++)
+    for (int k = 0; k < 3; k++) t->g[i][k] = t->g[i][k] * t->detB;
+}
+
+DS__FLATTEN static inline void ds__tet_fwd_elem4(const dsModel* m, const dsForceFwd* a, int e0) {
+  dsTet__Q t;
+  ds__tet_prep4(m, a->x, a->v, a->act, e0, &t);
+  const dsTet__V* B = t.B;
+  const dsTet__V V0 = t.V0;
+  const dsTet__V kmu = t.kmu_d * V0, kd = t.kd_d * V0;
+  const dsTet__V phi = kmu * (1 - 1 / (t.Ic + 1));
+  dsTet__V P[9], H[9];
+  for (int k = 0; k < 9; k++) P[k] = phi * t.F[k] + kd * t.Fd[k];
+  for (int i = 0; i < 3; i++)
+    for (int j = 0; j < 3; j++)
+      H[3 * i + j] = P[3 * i] * B[3 * j] + P[3 * i + 1] * B[3 * j + 1] + P[3 * i + 2] * B[3 * j + 2];
+  dsTet__V gw;
+  ds__tet_vgw(&gw, t.g, t.w);
+  const dsTet__V s = t.klam_d * V0 * (t.J - 1 + t.act) - (dsReal)0.75 * kmu + kd * gw;
+  dsTet__V f[12];
+  for (int k = 0; k < 3; k++) f[k] = (dsTet__V){0, 0, 0, 0};
+  for (int i = 0; i < 3; i++)
+    for (int k = 0; k < 3; k++) {
+      dsTet__V h = H[3 * k + i] + t.g[i][k] * s;
+      f[3 * (i + 1) + k] = -h;
+      f[k] += h;
+    }
+  for (int l = 0; l < 4; l++) {
+    dsReal* ef = a->ef + 12 * (size_t)(e0 + l);
+    for (int k = 0; k < 12; k++) ef[k] = f[k][l];
+    a->J[e0 + l] = t.J[l];
   }
 }
 
-static inline void ds__tet_bwd_loop(const dsModel* m, const dsForceBwd* a) {
-  const int n = m->ntet;
-  const dsReal* act = a->act;
-  dsGrad* g = a->g;
-#pragma omp for schedule(static) nowait
-  for (int e = 0; e < n; e++) {
-    dsReal xl[12], vl[12], al[12], ax[12] = {0}, avl[12] = {0};
-    const int* idx = m->tet_idx + 4 * e;
-    dsTetRest r;
-    for (int k = 0; k < 9; k++) r.B[k] = m->tet_B[9 * (size_t)e + k];
-    r.vol = m->tet_vol[e];
-    dsTetParam p = {m->tet_k_mu[e], m->tet_k_lambda[e], m->tet_k_damp[e], act ? act[e] : 0};
-    dsTetParam ap = {0, 0, 0, 0};
-    ds__gather3(xl, a->x, idx, 4);
-    ds__gather3(vl, a->v, idx, 4);
-    ds__gather3(al, a->af, idx, 4);
-    ds_tet_bwd(xl, vl, &r, &p, al, ax, avl, &ap);
-    for (int k = 0; k < 12; k++) {
-      a->aex[12 * (size_t)e + k] = ax[k];
-      a->aev[12 * (size_t)e + k] = avl[k];
+/* ds_tet_bwd and the body's stores on four tets (the same operations). */
+DS__FLATTEN static inline void ds__tet_bwd_elem4(const dsModel* m, const dsForceBwd* a, int e0) {
+  dsTet__Q t;
+  ds__tet_prep4(m, a->x, a->v, a->act, e0, &t);
+  dsTet__V af[12];
+  for (int k = 0; k < 12; k++) af[k] = (dsTet__V){0, 0, 0, 0};
+  for (int l = 0; l < 4; l++) {
+    const int* idx = m->tet_idx + 4 * (size_t)(e0 + l);
+    for (int k = 0; k < 4; k++)
+      for (int c = 0; c < 3; c++) af[3 * k + c][l] = a->af[3 * (size_t)idx[k] + c];
+  }
+  const dsTet__V* B = t.B;
+  const dsTet__V V0 = t.V0, zero = {0, 0, 0, 0};
+  const dsTet__V kmu = t.kmu_d * V0, kd = t.kd_d * V0;
+  const dsTet__V ip1 = 1 / (t.Ic + 1);
+  const dsTet__V phi = kmu * (1 - ip1);
+  dsTet__V gw;
+  ds__tet_vgw(&gw, t.g, t.w);
+  const dsTet__V Jterm = t.J - 1 + t.act;
+  const dsTet__V s = t.klam_d * V0 * Jterm - (dsReal)0.75 * kmu + kd * gw;
+  dsTet__V aH[9];
+  for (int i = 0; i < 3; i++)
+    for (int c = 0; c < 3; c++) aH[3 * c + i] = af[c] - af[3 * (i + 1) + c];
+  dsTet__V as = zero;
+  for (int i = 0; i < 3; i++)
+    for (int c = 0; c < 3; c++) as += aH[3 * c + i] * t.g[i][c];
+  dsTet__V ap_klam = zero + V0 * Jterm * as;
+  dsTet__V ap_act = zero + t.klam_d * V0 * as;
+  dsTet__V ap_kmu = zero - (dsReal)0.75 * V0 * as;
+  dsTet__V ap_kd = zero + V0 * gw * as;
+  const dsTet__V aJ = t.klam_d * V0 * as, agw = kd * as;
+  dsTet__V ag[3][3], ac[3][3], aw[3][3];
+  for (int i = 0; i < 3; i++)
+    for (int c = 0; c < 3; c++) {
+      ag[i][c] = s * aH[3 * c + i] + agw * t.w[i][c];
+      aw[i][c] = agw * t.g[i][c];
+      ac[i][c] = aJ * t.g[i][c];
     }
-    g->tet_k_mu[e] += ap.k_mu;
-    g->tet_k_lambda[e] += ap.k_lambda;
-    g->tet_k_damp[e] += ap.k_damp;
-    if (a->adj_act) a->adj_act[e] = ap.act;
+  for (int i = 0; i < 3; i++)
+    for (int c = 0; c < 3; c++) ag[i][c] = ag[i][c] * t.detB;
+  ds__tet_vcross_bwd(t.c[1], t.c[2], ag[0], ac[1], ac[2]);
+  ds__tet_vcross_bwd(t.c[2], t.c[0], ag[1], ac[2], ac[0]);
+  ds__tet_vcross_bwd(t.c[0], t.c[1], ag[2], ac[0], ac[1]);
+  dsTet__V aP[9];
+  for (int i = 0; i < 3; i++)
+    for (int j = 0; j < 3; j++)
+      aP[3 * i + j] = aH[3 * i] * B[j] + aH[3 * i + 1] * B[3 + j] + aH[3 * i + 2] * B[6 + j];
+  dsTet__V aPF = zero, aPFd = zero;
+  for (int k = 0; k < 9; k++) aPF += aP[k] * t.F[k];
+  for (int k = 0; k < 9; k++) aPFd += aP[k] * t.Fd[k];
+  ap_kmu += V0 * (1 - ip1) * aPF;
+  ap_kd += V0 * aPFd;
+  const dsTet__V aIc = kmu * ip1 * ip1 * aPF;
+  dsTet__V aF[9], aFd[9], aDs[9], aVs[9];
+  for (int k = 0; k < 9; k++) {
+    aF[k] = phi * aP[k] + 2 * aIc * t.F[k];
+    aFd[k] = kd * aP[k];
+  }
+  for (int i = 0; i < 3; i++)
+    for (int j = 0; j < 3; j++) {
+      aDs[3 * i + j] = aF[3 * i] * B[3 * j] + aF[3 * i + 1] * B[3 * j + 1] + aF[3 * i + 2] * B[3 * j + 2];
+      aVs[3 * i + j] = aFd[3 * i] * B[3 * j] + aFd[3 * i + 1] * B[3 * j + 1] + aFd[3 * i + 2] * B[3 * j + 2];
+    }
+  dsTet__V ax[12], avl[12];
+  for (int k = 0; k < 12; k++) ax[k] = avl[k] = zero;
+  for (int i = 0; i < 3; i++)
+    for (int c = 0; c < 3; c++) {
+      const dsTet__V xa = ac[i][c] + aDs[3 * c + i];
+      const dsTet__V va = aw[i][c] + aVs[3 * c + i];
+      ax[3 * (i + 1) + c] += xa;
+      ax[c] -= xa;
+      avl[3 * (i + 1) + c] += va;
+      avl[c] -= va;
+    }
+  dsGrad* g = a->g;
+  for (int l = 0; l < 4; l++) {
+    const int e = e0 + l;
+    for (int k = 0; k < 12; k++) {
+      a->aex[12 * (size_t)e + k] = ax[k][l];
+      a->aev[12 * (size_t)e + k] = avl[k][l];
+    }
+    g->tet_k_mu[e] += ap_kmu[l];
+    g->tet_k_lambda[e] += ap_klam[l];
+    g->tet_k_damp[e] += ap_kd[l];
+    if (a->adj_act) a->adj_act[e] = ap_act[l];
   }
 }
+
+/* The quads, compiled twice on x86-64: for the baseline (SSE2: a vector
+ * is two instructions) and for AVX2 (one), chosen at run time. The same
+ * operations either way (no FMA), so the same bits. */
+DS__FLATTEN static inline void ds__tet_fwd_quads(const dsModel* m, const dsForceFwd* a, int nq) {
+#pragma omp for schedule(static) nowait
+  for (int q = 0; q < nq; q++) ds__tet_fwd_elem4(m, a, 4 * q);
+}
+
+#if defined(__x86_64__) && !defined(DS_NO_AVX2)
+__attribute__((target("avx2"))) DS__FLATTEN static inline void ds__tet_fwd_quads_avx2(const dsModel* m,
+                                                                                      const dsForceFwd* a,
+                                                                                      int nq) {
+#pragma omp for schedule(static) nowait
+  for (int q = 0; q < nq; q++) ds__tet_fwd_elem4(m, a, 4 * q);
+}
+#endif
+
+static inline void ds__tet_fwd_loop(const dsModel* m, const dsForceFwd* a) {
+  const int n = m->ntet, nq = n / 4;
+#if defined(__x86_64__) && !defined(DS_NO_AVX2)
+  if (__builtin_cpu_supports("avx2"))
+    ds__tet_fwd_quads_avx2(m, a, nq);
+  else
+#endif
+    ds__tet_fwd_quads(m, a, nq);
+#pragma omp for schedule(static) nowait
+  for (int e = 4 * nq; e < n; e++) ds__tet_fwd_elem(m, a, e);
+}
+#else
+DS__FLATTEN static inline void ds__tet_fwd_loop(const dsModel* m, const dsForceFwd* a) {
+  const int n = m->ntet;
+#pragma omp for schedule(static) nowait
+  for (int e = 0; e < n; e++) ds__tet_fwd_elem(m, a, e);
+}
+#endif
+
+#if defined(__GNUC__) && !defined(__CUDACC__)
+DS__FLATTEN static inline void ds__tet_bwd_quads(const dsModel* m, const dsForceBwd* a, int nq) {
+#pragma omp for schedule(static) nowait
+  for (int q = 0; q < nq; q++) ds__tet_bwd_elem4(m, a, 4 * q);
+}
+
+#if defined(__x86_64__) && !defined(DS_NO_AVX2)
+__attribute__((target("avx2"))) DS__FLATTEN static inline void ds__tet_bwd_quads_avx2(const dsModel* m,
+                                                                                      const dsForceBwd* a,
+                                                                                      int nq) {
+#pragma omp for schedule(static) nowait
+  for (int q = 0; q < nq; q++) ds__tet_bwd_elem4(m, a, 4 * q);
+}
+#endif
+
+static inline void ds__tet_bwd_loop(const dsModel* m, const dsForceBwd* a) {
+  const int n = m->ntet, nq = n / 4;
+#if defined(__x86_64__) && !defined(DS_NO_AVX2)
+  if (__builtin_cpu_supports("avx2"))
+    ds__tet_bwd_quads_avx2(m, a, nq);
+  else
+#endif
+    ds__tet_bwd_quads(m, a, nq);
+#pragma omp for schedule(static) nowait
+  for (int e = 4 * nq; e < n; e++) ds__tet_bwd_elem(m, a, e);
+}
+#else
+DS__FLATTEN static inline void ds__tet_bwd_loop(const dsModel* m, const dsForceBwd* a) {
+  const int n = m->ntet;
+#pragma omp for schedule(static) nowait
+  for (int e = 0; e < n; e++) ds__tet_bwd_elem(m, a, e);
+}
+#endif
+
+#if defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__)
+#  pragma GCC diagnostic pop
+#endif
 
 #define DS__FORCE_TET                                                                           \
   {.name = "tet", .count = ds__tet_count, .nvert = 4, .idx = ds__tet_idx, .act_order = 2,      \

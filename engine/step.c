@@ -40,37 +40,119 @@
 #include "config.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <string.h>
+#ifdef _OPENMP
+#  include <omp.h>
+#endif
 
 #include "dsim/engine.h"
 #include "engine/engine_priv.h"
 #include "engine/forces.h"
+#include "engine/step_body.h"
 
-/* Below this many slots + particles a substep runs on one thread: the
- * fork/join would cost more than the work. */
-#define DS__PAR_MIN 4096
+/* Below this many slots + particles a substep always runs on one thread:
+ * the fork/join costs more than the work. Above, the thread choice
+ * (engine_priv.h) decides from the clock. */
+#define DS__PAR_MIN 1024
 
-/* The per-particle models (contact) that are on, in list order. */
-static int particle_stages(const dsForceLayout* L, int* ids) {
-  int n = 0;
+static _Atomic int g_adaptive = 1;
+
+void ds_set_adaptive_threads(int on) { atomic_store(&g_adaptive, on ? 1 : 0); }
+int ds_get_adaptive_threads(void) { return atomic_load(&g_adaptive); }
+
+static double clock_s(void) {
+#ifdef _OPENMP
+  return omp_get_wtime();
+#else
+  return 0;
+#endif
+}
+
+/* Threads for the next call of a stage of `work` slots + particles; *arm:
+ * the choice made (0: one thread, 1: all), -1 when not timed. */
+static int pick_begin(dsThreadPick* p, long long work, int* arm) {
+  *arm = -1;
+#ifdef _OPENMP
+  const int nmax = omp_in_parallel() ? 1 : omp_get_max_threads();
+#else
+  const int nmax = 1;
+#endif
+  if (nmax <= 1 || work < DS__PAR_MIN) return 1;
+  if (!p || !atomic_load(&g_adaptive)) return nmax;
+  if (p->nmax != nmax) {
+    p->nmax = nmax;
+    p->cur = 1;
+    p->left = 4;
+    p->interval = 8;
+    p->est[0] = p->est[1] = -1;
+    p->probes = 0;
+  }
+  *arm = p->left > 0 ? p->cur : 1 - p->cur;
+  return *arm ? nmax : 1;
+}
+
+static void pick_end(dsThreadPick* p, int arm, double sec) {
+  if (arm < 0) return;
+  const int other = 1 - p->cur;
+  if (arm == p->cur) {
+    double* e = &p->est[arm];
+    *e = *e < 0 ? sec : *e + (sec - *e) / 8;
+    p->left--;
+    /* the count in use got slower than the other was: look again now */
+    if (p->est[other] > 0 && *e > p->est[other]) p->left = 0;
+    return;
+  }
+  /* a probe of the other count. One thread is probed twice and keeps the
+   * faster call (one preempted call must not condemn it); all threads once
+   * (a probe under load can cost tens of calls) */
+  if (arm == 0 && p->probes == 0) {
+    p->probe_min = sec;
+    p->probes = 1;
+    return;
+  }
+  if (arm == 0 && p->probe_min < sec) sec = p->probe_min;
+  p->probes = 0;
+  p->est[arm] = sec;
+  if (sec < p->est[p->cur]) {
+    p->cur = arm;
+    p->interval = 8;
+  } else if (arm == 1) {
+    /* all threads lost: wait at least twice as long as before, and long
+     * enough that its probes cost under ~3% of the time (32 calls per unit
+     * of its slowdown: a probe 50x slower waits 1,600 calls) */
+    const double r = 32 * sec / p->est[p->cur];
+    int n = 2 * p->interval;
+    if (r > n) n = r < 4096 ? (int)r : 4096;
+    p->interval = n < 4096 ? n : 4096;
+  } else {
+    /* one thread lost: its probes are cheap, look again soon */
+    p->interval = p->interval < 32 ? 2 * p->interval : 64;
+  }
+  p->left = p->interval;
+}
+
+/* The per-particle bodies (engine/step_body.h) call the per-particle rows
+ * by name; a new per-particle row must be added there too. */
+static inline int particle_rows_known(void) {
   for (int k = 0; k < DS__NFORCE; k++)
-    if (ds__forces[k].pfwd && L->count[k]) ids[n++] = k;
-  return n;
+    if (ds__forces[k].pfwd && k != DS__F_CONTACT && k != DS__F_RIGID_CONTACT) return 0;
+  return DS__F_CONTACT < DS__F_RIGID_CONTACT;
 }
 
 void ds__substep(const dsModel* m, const dsReal* x, const dsReal* v, const dsReal* act, const dsReal* fext,
                  dsReal* ef, dsReal* J, dsReal* f, dsReal* xo, dsReal* vo, int integrate, const dsReal* bs,
-                 const dsReal* bfext, dsReal* bso, dsReal* fr) {
-  const int* pb = m->nbody ? m->particle_body : NULL;
+                 const dsReal* bfext, dsReal* bso, dsReal* fr, dsThreadPick* pick) {
   const int np = m->nparticle;
   dsForceLayout L;
   ds__force_layout(m, &L);
-  int pst[DS__NFORCE];
-  const int npst = particle_stages(&L, pst);
-  const dsReal dt = m->dt, g0 = m->gravity[0], g1 = m->gravity[1], g2 = m->gravity[2];
-  const int par = m->nslot + np >= DS__PAR_MIN;
-  (void)par;
-#pragma omp parallel if (par)
+  DS_ASSERT(particle_rows_known());
+  const dsStepFwd pa = {x, v, fext, ef, f, fr, xo, vo, integrate};
+  int arm;
+  const int nt = pick_begin(pick, m->nslot + np, &arm);
+  const double t0 = arm >= 0 ? clock_s() : 0;
+  (void)nt;
+#pragma omp parallel num_threads(nt) if (nt > 1)
   {
     /* element models in list order, each into its own slots */
     for (int k = 0; k < DS__NFORCE; k++) {
@@ -80,53 +162,20 @@ void ds__substep(const dsModel* m, const dsReal* x, const dsReal* v, const dsRea
       F->fwd(m, &a);
     }
 #pragma omp barrier
-    /* gather in a fixed order, per-particle models (contact), integrate */
-#pragma omp for schedule(static)
-    for (int i = 0; i < np; i++) {
-      dsReal fi[3] = {0, 0, 0};
-      if (fext) {
-        fi[0] = fext[3 * i];
-        fi[1] = fext[3 * i + 1];
-        fi[2] = fext[3 * i + 2];
-      }
-      for (int s = m->inc_start[i]; s < m->inc_start[i + 1]; s++) {
-        const dsReal* fs = ef + 3 * (size_t)m->inc_slot[s];
-        fi[0] += fs[0];
-        fi[1] += fs[1];
-        fi[2] += fs[2];
-      }
-      for (int q = 0; q < npst; q++) ds__forces[pst[q]].pfwd(m, i, x, v, fi);
-      if (f) {
-        f[3 * i] = fi[0];
-        f[3 * i + 1] = fi[1];
-        f[3 * i + 2] = fi[2];
-      }
-      if (pb && pb[i] >= 0) { /* a rigid vertex: its body integrates it */
-        fr[3 * i] = fi[0];
-        fr[3 * i + 1] = fi[1];
-        fr[3 * i + 2] = fi[2];
-        continue;
-      }
-      if (integrate) {
-        const dsReal w = m->inv_mass[i], gm = w > 0 ? 1 : 0;
-        const dsReal v0 = v[3 * i] + dt * (w * fi[0] + g0 * gm);
-        const dsReal v1 = v[3 * i + 1] + dt * (w * fi[1] + g1 * gm);
-        const dsReal v2 = v[3 * i + 2] + dt * (w * fi[2] + g2 * gm);
-        const dsReal x0 = x[3 * i] + dt * v0, x1 = x[3 * i + 1] + dt * v1, x2 = x[3 * i + 2] + dt * v2;
-        vo[3 * i] = v0;
-        vo[3 * i + 1] = v1;
-        vo[3 * i + 2] = v2;
-        xo[3 * i] = x0;
-        xo[3 * i + 1] = x1;
-        xo[3 * i + 2] = x2;
-      }
-    }
-    /* rigid bodies: Newton-Euler and the pose of their vertices (engine/rigid.h) */
+    /* gather in a fixed order, per-particle models (contact), integrate;
+     * the region's end is the barrier unless rigid bodies follow */
     if (m->nbody) {
 #pragma omp for schedule(static)
+      for (int i = 0; i < np; i++) ds__gather_fwd_particle(m, &pa, i);
+      /* rigid bodies: Newton-Euler and the pose of their vertices (engine/rigid.h) */
+#pragma omp for schedule(static) nowait
       for (int b = 0; b < m->nbody; b++) ds__rigid_fwd(m, b, x, fr, bs, bfext, bso, xo, vo, integrate);
+    } else {
+#pragma omp for schedule(static) nowait
+      for (int i = 0; i < np; i++) ds__gather_fwd_particle(m, &pa, i);
     }
   }
+  if (arm >= 0) pick_end(pick, arm, clock_s() - t0);
 }
 
 /* ---- forward ------------------------------------------------------------------*/
@@ -177,7 +226,8 @@ int ds_step(const dsModel* m, dsData* d) {
     ds__arena_free(d, mark);
     return DS_ERR_ARENA;
   }
-  ds__substep(m, d->x, d->v, d->act, d->f_ext, ef, J, d->f, d->x, d->v, 1, d->body, d->body_fext, d->body, fr);
+  ds__substep(m, d->x, d->v, d->act, d->f_ext, ef, J, d->f, d->x, d->v, 1, d->body, d->body_fext, d->body, fr,
+              &((dsDataPriv*)d->err_)->fwd);
   int rc = 0;
   for (int e = 0; e < m->ntet; e++)
     if (!(J[e] > 0)) {
@@ -217,7 +267,7 @@ int ds_compute_forces(const dsModel* m, dsData* d) {
     ds__arena_free(d, mark);
     return DS_ERR_ARENA;
   }
-  ds__substep(m, d->x, d->v, d->act, d->f_ext, ef, J, d->f, NULL, NULL, 0, d->body, d->body_fext, NULL, fr);
+  ds__substep(m, d->x, d->v, d->act, d->f_ext, ef, J, d->f, NULL, NULL, 0, d->body, d->body_fext, NULL, fr, NULL);
   ds__arena_free(d, mark);
   return 0;
 }
@@ -265,7 +315,8 @@ static int load_segment(const dsModel* m, dsData* d, int t) {
     const dsReal* fext = d->fext_tape + (size_t)d->fext_rec[j] * n3;
     const dsReal* bfext = nb13 ? d->bfext_tape + (size_t)d->bfext_rec[j] * nb6 : NULL;
     ds__substep(m, d->seg_x + o, d->seg_v + o, act, fext, ef, J, NULL, d->seg_x + o + n3, d->seg_v + o + n3, 1,
-                nb13 ? d->seg_body + ob : NULL, bfext, nb13 ? d->seg_body + ob + nb13 : NULL, fr);
+                nb13 ? d->seg_body + ob : NULL, bfext, nb13 ? d->seg_body + ob + nb13 : NULL, fr,
+                &((dsDataPriv*)d->err_)->fwd);
   }
   ds__arena_free(d, mark);
   d->seg_start = s;
@@ -299,13 +350,10 @@ int ds_backward_step(const dsModel* m, dsData* d, dsGrad* g, dsReal* adj_act, ds
       bst1 = t + 1 == d->t ? d->body : bst + nb13;
     }
   }
-  const int* pb = m->nbody ? m->particle_body : NULL;
   const dsReal* act = m->nact ? d->act_tape + (size_t)d->act_rec[t] * m->nact : NULL;
 
   dsForceLayout L;
   ds__force_layout(m, &L);
-  int pst[DS__NFORCE];
-  const int npst = particle_stages(&L, pst);
   size_t mark = ds__arena_mark(d);
   const size_t r = sizeof(dsReal), s3 = 3 * (size_t)m->nslot;
   dsReal* av = (dsReal*)ds__arena_alloc(d, n3 * r, "ds_backward_step");
@@ -319,9 +367,14 @@ int ds_backward_step(const dsModel* m, dsData* d, dsGrad* g, dsReal* adj_act, ds
     return DS_ERR_ARENA;
   }
   const dsReal dt = m->dt;
-  const dsReal gv[3] = {m->gravity[0], m->gravity[1], m->gravity[2]};
-  const int par = m->nslot + np >= DS__PAR_MIN;
-  (void)par;
+  const dsStepBwd pa = {xt, vt, vt1, aex, aev, d->adj_x, d->adj_v, av, af, adj_fext,
+                        L.count[DS__F_CONTACT] ? scr + L.scratch[DS__F_CONTACT] : NULL,
+                        L.count[DS__F_RIGID_CONTACT] ? scr + L.scratch[DS__F_RIGID_CONTACT] : NULL, g};
+  dsThreadPick* pick = &((dsDataPriv*)d->err_)->bwd;
+  int arm;
+  const int nt = pick_begin(pick, m->nslot + np, &arm);
+  const double t0 = arm >= 0 ? clock_s() : 0;
+  (void)nt;
   /* R: rigid bodies first (engine/rigid.h): their vertices' adjoints of the
    * later state go into the body's, the body's through Newton-Euler; the
    * vertices' force adjoints land in af (av = 0) for the stages below. */
@@ -329,33 +382,16 @@ int ds_backward_step(const dsModel* m, dsData* d, dsGrad* g, dsReal* adj_act, ds
     const dsReal* fext_t = d->fext_tape + (size_t)d->fext_rec[t] * n3;
     const dsReal* bfext_t = d->bfext_tape + (size_t)d->bfext_rec[t] * nb6;
     memset(agb, 0, 3 * (size_t)m->nbody * r);
-#pragma omp parallel for schedule(static) if (par)
+#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
     for (int b = 0; b < m->nbody; b++)
       ds__rigid_bwd(m, b, xt, vt, fext_t, bst, bst1, bfext_t, d->adj_x, d->adj_v, d->adj_body, af, av,
                     d->adj_body_fext, g, agb + 3 * (size_t)b);
   }
-#pragma omp parallel if (par)
+#pragma omp parallel num_threads(nt) if (nt > 1)
   {
     /* A: through the integrator */
 #pragma omp for schedule(static)
-    for (int i = 0; i < np; i++) {
-      if (pb && pb[i] >= 0) { /* rigid vertex: af, av set by the body stage */
-        if (adj_fext)
-          for (int c = 0; c < 3; c++) adj_fext[3 * i + c] = af[3 * i + c];
-        continue;
-      }
-      const dsReal w = m->inv_mass[i];
-      dsReal dm = 0;
-      for (int c = 0; c < 3; c++) {
-        const size_t k = 3 * (size_t)i + c;
-        const dsReal a = d->adj_v[k] + dt * d->adj_x[k];
-        av[k] = a;
-        af[k] = dt * w * a;
-        if (adj_fext) adj_fext[k] = af[k];
-        dm += (vt1[k] - vt[k] - dt * gv[c]) * a;
-      }
-      if (w > 0) g->mass[i] += -w * dm;
-    }
+    for (int i = 0; i < np; i++) ds__integrate_bwd_particle(m, &pa, i);
     /* B: element adjoints, per element into its own slots, in list order */
     for (int k = 0; k < DS__NFORCE; k++) {
       const dsForceModel* F = &ds__forces[k];
@@ -373,26 +409,12 @@ int ds_backward_step(const dsModel* m, dsData* d, dsGrad* g, dsReal* adj_act, ds
       F->bwd(m, &a);
     }
 #pragma omp barrier
-    /* C: gather element adjoints per particle in the forward's order; per-particle models */
-#pragma omp for schedule(static)
-    for (int i = 0; i < np; i++) {
-      dsReal ax[3] = {0, 0, 0}, avl[3] = {0, 0, 0};
-      for (int s = m->inc_start[i]; s < m->inc_start[i + 1]; s++) {
-        const size_t o = 3 * (size_t)m->inc_slot[s];
-        ax[0] += aex[o];
-        ax[1] += aex[o + 1];
-        ax[2] += aex[o + 2];
-        avl[0] += aev[o];
-        avl[1] += aev[o + 1];
-        avl[2] += aev[o + 2];
-      }
-      for (int q = 0; q < npst; q++) ds__forces[pst[q]].pbwd(m, i, xt, vt, af, ax, avl, scr + L.scratch[pst[q]]);
-      for (int c = 0; c < 3; c++) {
-        d->adj_x[3 * i + c] += ax[c];
-        d->adj_v[3 * i + c] = av[3 * i + c] + avl[c];
-      }
-    }
+    /* C: gather element adjoints per particle in the forward's order; per-particle models
+     * (the region's end is the barrier) */
+#pragma omp for schedule(static) nowait
+    for (int i = 0; i < np; i++) ds__gather_bwd_particle(m, &pa, i);
   }
+  if (arm >= 0) pick_end(pick, arm, clock_s() - t0);
   /* shared scalars: serial sums in element order */
   dsReal sg[3] = {0, 0, 0};
   for (int i = 0; i < np; i++)

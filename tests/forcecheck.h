@@ -1,4 +1,4 @@
-/* Shared gradient check for the per-element force tests (double builds).
+/* Shared gradient check for the per-element force tests.
  *
  * An element kernel is seen as f(z) with z = [x (nx), v (nx), params (np)].
  * The test loss is L(z) = sum_i w_i f_i(z) with fixed random weights w; its
@@ -13,7 +13,16 @@
  * resolved (|g_i s_i| > 200 atol) is scaled by 1.01 in a copy of the
  * analytic gradient, and separately its sign is flipped; the same
  * comparison must reject both. A state whose exact gradient is zero (out of
- * contact) passes only when both gradients are exactly zero (atol = 0). */
+ * contact) passes only when both gradients are exactly zero (atol = 0).
+ *
+ * The check itself runs in double; a kernel wrapper converts to dsReal and
+ * back (fc_to_real / fc_from_real: exact copies in a double build). In a
+ * single-precision build (--enable-single) a test passes the FC_SINGLE_*
+ * step and tolerances: the float kernel's loss is only good to ~1e-7 of its
+ * terms, so the central difference needs a step of ~3e-3 (noise ~1e-7/h
+ * against truncation ~h^2) and agrees to a few per cent; the perturbed
+ * adjoint is then scaled by FC_BUMP = 1.2 instead of 1.01, so that the
+ * check still proves it can fail. */
 #ifndef DSIM_TESTS_FORCECHECK_H
 #define DSIM_TESTS_FORCECHECK_H
 
@@ -26,6 +35,23 @@
 #include "tests/dstest.h"
 
 #define FC_MAXN 64
+
+#if DS_SINGLE
+#  define FC_BUMP 1.2
+#else
+#  define FC_BUMP 1.01
+#endif
+/* FD step, rtol and atol_rel of the single-precision build */
+#define FC_SINGLE_H 3e-3
+#define FC_SINGLE_RTOL 3e-2
+#define FC_SINGLE_ATOL 3e-3
+
+static inline void fc_to_real(dsReal* out, const double* in, int n) {
+  for (int i = 0; i < n; i++) out[i] = (dsReal)in[i];
+}
+static inline void fc_from_real(double* out, const dsReal* in, int n) {
+  for (int i = 0; i < n; i++) out[i] = (double)in[i];
+}
 
 typedef struct fcKernel {
   int nx; /* 3 x vertices */
@@ -116,7 +142,7 @@ static inline void fc_check(const fcKernel* k, const double* z, double h, double
     if (!(fabs(ga[i] * s) > 200 * atol)) continue;
     tested++;
     memcpy(gp, ga, sizeof(double) * (size_t)n);
-    gp[i] *= 1.01;
+    gp[i] *= FC_BUMP;
     int r1 = fc_compare(gp, gf, z, n, rtol, atol_rel, NULL, &worst, NULL);
     gp[i] = -ga[i];
     int r2 = fc_compare(gp, gf, z, n, rtol, atol_rel, NULL, NULL, NULL);

@@ -33,7 +33,13 @@ check "config bad option" 2 "$DSIM" config --frob; expect "config bad option" "u
 # every bundled config lists every key: `dsim config FILE` (the file with its
 # missing keys filled in) gives the file back unchanged; the sysid configs
 # (sections env, sysid, run: `dsim sysid`) give only what they change
+# (a single-precision build prints its float values, such as dt = 1/1920,
+# with their float digits: the files hold the double ones)
+single=0
+"$DSIM" info | grep -q "precision:  single" && single=1
+[ $single = 1 ] && echo "single precision: canonical-config check skipped (the files hold double values)"
 for c in "$DS_SRCDIR"/configs/*.json; do
+  [ $single = 1 ] && break
   case ${c##*/} in sysid-*) continue ;; esac
   out=$("$DSIM" config "$c" 2>&1)
   if [ "$out" != "$(cat "$c")" ]; then

@@ -132,7 +132,7 @@ int main(void) {
     ds__clearerr(&eb);
     CHECK_INT_EQ(ds__cfg_parse("t.json", js, NULL, fields, &c, sizeof c, &eb), DS_OK);
     CHECK_STR_EQ(ds__errmsg(&eb), "");
-    CHECK_CLOSE(c.dt, 0.0005, 0, 0);
+    CHECK_CLOSE(c.dt, 0.0005, DS_SINGLE ? 1e-7 : 0, 0); /* dsReal */
     CHECK_INT_EQ(c.substeps, 32);
     CHECK_INT_EQ(c.ground, 0);
     CHECK_STR_EQ(c.name, "gear");
@@ -163,7 +163,7 @@ int main(void) {
     ds__clearerr(&eb);
     CHECK_INT_EQ(ds__cfg_parse("t.json", js, "env", fields, &c, sizeof c, &eb), DS_OK);
     CHECK_STR_EQ(ds__errmsg(&eb), "");
-    CHECK_CLOSE(c.dt, 0.0005, 0, 0);
+    CHECK_CLOSE(c.dt, 0.0005, DS_SINGLE ? 1e-7 : 0, 0); /* dsReal */
     CHECK_INT_EQ(c.substeps, 32);
     CHECK_INT_EQ(c.ground, 0);
     CHECK_STR_EQ(c.name, "gear");
@@ -217,7 +217,7 @@ int main(void) {
     CHECK_INT_EQ(ds__cfg_set("--dt", "env", fields, &c, sizeof c, "physics.dt", "3 4", &eb), DS_ERR_CONFIG);
     CHECK_STR_CONTAINS(ds__errmsg(&eb), "--dt: env.physics.dt: expected a number, got \"3 4\"");
     ds__clearerr(&eb);
-    CHECK_CLOSE(c.dt, 0.0005, 0, 0);
+    CHECK_CLOSE(c.dt, 0.0005, DS_SINGLE ? 1e-7 : 0, 0); /* dsReal */
     CHECK_INT_EQ(ds__cfg_set("--ground", "env", fields, &c, sizeof c, "physics.ground", "false", &eb), DS_OK);
     CHECK_INT_EQ(c.ground, 0);
     CHECK_INT_EQ(ds__cfg_set("--start", "env", fields, &c, sizeof c, "start", "[1, 2, 3]", &eb), DS_OK);

@@ -91,7 +91,7 @@ static void agreement(const char* name) {
     CHECK_INT_EQ(ds_env_target(a, ta), DS_OK);
     for (int q = 0; q < 3; q++) CHECK_CLOSE(ta[q], t0[q], 0, 0);
     CHECK_INT_EQ(ds_env_metric(a, &m), DS_OK);
-    if (ds_env_metric_goal(a) != 0) CHECK_CLOSE(m, 0.5 + 0.1 * k, 1e-9, 1e-12);
+    if (ds_env_metric_goal(a) != 0) CHECK_CLOSE(m, 0.5 + 0.1 * k, DS_SINGLE ? 1e-6 : 1e-9, 1e-12);
     dsReal* act = (dsReal*)calloc((size_t)ds_env_action_size(a) + 1, sizeof(dsReal));
     int done = 0;
     while (!done) CHECK_INT_EQ(ds_env_step(a, act, NULL, NULL, NULL, &done), DS_OK);
@@ -217,6 +217,11 @@ static void second_view(void) {
 int main(void) {
   second_view();
   const char* const names[] = {"walker", "walker-springs", "control-fem"};
+  if (DS_SINGLE) { /* the targets agree; finite differences of whole float rollouts resolve nothing */
+    for (int i = 0; i < 3; i++) agreement(names[i]);
+    if (dst_failures) return DST_RESULT();
+    DST_SKIP("gradients through whole rollouts need a double build (targets checked)");
+  }
   for (int i = 0; i < 3; i++) {
     agreement(names[i]);
     gradient(names[i], 0);

@@ -7,25 +7,79 @@
 #include "engine/force_tet.h"
 #include "tests/forcecheck.h"
 
-#if DS_SINGLE
-int main(void) { DST_SKIP("gradient checks need double precision"); }
-#else
-
 static void fwd(const double* x, const double* v, const double* p, double* f, const void* ctx) {
-  dsTetParam tp = {p[0], p[1], p[2], p[3]};
-  ds_tet_fwd(x, v, (const dsTetRest*)ctx, &tp, f, NULL);
+  dsReal xr[12], vr[12], fr[12];
+  fc_to_real(xr, x, 12);
+  fc_to_real(vr, v, 12);
+  dsTetParam tp = {(dsReal)p[0], (dsReal)p[1], (dsReal)p[2], (dsReal)p[3]};
+  ds_tet_fwd(xr, vr, (const dsTetRest*)ctx, &tp, fr, NULL);
+  fc_from_real(f, fr, 12);
 }
 
 static void bwd(const double* x, const double* v, const double* p, const double* af, double* ax,
                 double* av, double* ap, const void* ctx) {
-  dsTetParam tp = {p[0], p[1], p[2], p[3]};
-  dsTetParam a = {ap[0], ap[1], ap[2], ap[3]};
-  ds_tet_bwd(x, v, (const dsTetRest*)ctx, &tp, af, ax, av, &a);
+  dsReal xr[12], vr[12], afr[12], axr[12], avr[12];
+  fc_to_real(xr, x, 12);
+  fc_to_real(vr, v, 12);
+  fc_to_real(afr, af, 12);
+  fc_to_real(axr, ax, 12);
+  fc_to_real(avr, av, 12);
+  dsTetParam tp = {(dsReal)p[0], (dsReal)p[1], (dsReal)p[2], (dsReal)p[3]};
+  dsTetParam a = {(dsReal)ap[0], (dsReal)ap[1], (dsReal)ap[2], (dsReal)ap[3]};
+  ds_tet_bwd(xr, vr, (const dsTetRest*)ctx, &tp, afr, axr, avr, &a);
+  fc_from_real(ax, axr, 12);
+  fc_from_real(av, avr, 12);
   ap[0] = a.k_mu;
   ap[1] = a.k_lambda;
   ap[2] = a.k_damp;
   ap[3] = a.act;
 }
+
+static void rand_tet(double* x0, double size) {
+  /* a jittered regular-ish tet, positively oriented */
+  const double base[12] = {0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1};
+  for (int i = 0; i < 12; i++) x0[i] = size * (base[i] + fc_unif(-0.25, 0.25));
+}
+
+static void deform(const double* x0, double* x, double amp) {
+  double M[9], t[3];
+  for (int i = 0; i < 9; i++) M[i] = (i % 4 == 0 ? 1 : 0) + fc_unif(-amp, amp);
+  for (int c = 0; c < 3; c++) t[c] = fc_unif(-0.5, 0.5);
+  for (int k = 0; k < 4; k++)
+    for (int c = 0; c < 3; c++)
+      x[3 * k + c] = t[c] + M[3 * c] * x0[3 * k] + M[3 * c + 1] * x0[3 * k + 1] +
+                     M[3 * c + 2] * x0[3 * k + 2] + fc_unif(-0.02, 0.02);
+}
+
+#if DS_SINGLE
+/* Single precision: the adjoint of the float kernel against central
+ * differences of the float kernel, at FC_SINGLE_* tolerances, on random
+ * deformed, moving, activated tets (the rest-data, J and energy checks
+ * below compare with double references to 1e-12 and need double). */
+int main(void) {
+  dsTetRest r;
+  char label[80];
+  fc_seed(5);
+  const fcKernel K = {12, 4, fwd, bwd, &r};
+  double z[28];
+  for (int t = 0; t < 24; t++) {
+    double x0[12];
+    dsReal x0r[12];
+    rand_tet(x0, fc_unif(0.2, 1));
+    fc_to_real(x0r, x0, 12);
+    CHECK_INT_EQ(ds_tet_rest(x0r, &r), 0);
+    deform(x0, z, 0.3);
+    for (int i = 0; i < 12; i++) z[12 + i] = fc_unif(-1.5, 1.5);
+    z[24] = fc_unif(1e2, 1e4);  /* k_mu */
+    z[25] = fc_unif(1e3, 1e4);  /* k_lambda */
+    z[26] = fc_unif(0, 10);     /* k_damp */
+    z[27] = fc_unif(-0.3, 0.3); /* act */
+    snprintf(label, sizeof label, "tet random %d (single)", t);
+    fc_check(&K, z, FC_SINGLE_H, FC_SINGLE_RTOL, FC_SINGLE_ATOL, label);
+  }
+  return DST_RESULT();
+}
+#else
 
 /* F = Ds B (row-major) */
 static void defgrad(const double* x, const dsTetRest* r, double F[9]) {
@@ -58,22 +112,6 @@ static double energy(const double* x, int n, void* user) {
   double J = det3(F), mu = e->p.k_mu, lam = e->p.k_lambda;
   double c = J - (1 + 0.75 * mu / lam) + e->p.act;
   return e->r.vol * (0.5 * mu * (Ic - 3) - 0.5 * mu * log(Ic + 1) + 0.5 * lam * c * c);
-}
-
-static void rand_tet(double* x0, double size) {
-  /* a jittered regular-ish tet, positively oriented */
-  const double base[12] = {0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1};
-  for (int i = 0; i < 12; i++) x0[i] = size * (base[i] + fc_unif(-0.25, 0.25));
-}
-
-static void deform(const double* x0, double* x, double amp) {
-  double M[9], t[3];
-  for (int i = 0; i < 9; i++) M[i] = (i % 4 == 0 ? 1 : 0) + fc_unif(-amp, amp);
-  for (int c = 0; c < 3; c++) t[c] = fc_unif(-0.5, 0.5);
-  for (int k = 0; k < 4; k++)
-    for (int c = 0; c < 3; c++)
-      x[3 * k + c] = t[c] + M[3 * c] * x0[3 * k] + M[3 * c + 1] * x0[3 * k + 1] +
-                     M[3 * c + 2] * x0[3 * k + 2] + fc_unif(-0.02, 0.02);
 }
 
 int main(void) {

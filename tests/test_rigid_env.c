@@ -117,7 +117,8 @@ static void test_sysid_mass(void) {
   int it, side = 0, bracket = 0;
   for (it = 0; it < 40; it++) {
     ds_env_reset(env, 1, NULL, NULL);
-    ds_env_set_param(env, "body.mass", &m, 1);
+    const dsReal mr = (dsReal)m;
+    ds_env_set_param(env, "body.mass", &mr, 1);
     video(env, J, img);
     double L = 0;
     for (size_t q = 0; q < nall; q++) {

@@ -233,8 +233,8 @@ static void check_case(dsModel* m, const Case* c, const double* state0) {
     double a[MAXP], f[MAXP], vals[MAXP * 4];
     int nall = 0;
     ds_model_param(m, kParams[pi], &pv, &nall);
-    double* base = malloc((size_t)nall * sizeof(double));
-    memcpy(base, pv, (size_t)nall * sizeof(double));
+    dsReal* base = malloc((size_t)nall * sizeof(dsReal));
+    memcpy(base, pv, (size_t)nall * sizeof(dsReal));
     int idx[MAXP], cnt = 0;
     if (!strcmp(kParams[pi], "initial_position")) { /* the free particle: its 3 components */
       for (int k = 0; k < 3; k++) idx[cnt++] = n3 - 3 + k;
@@ -352,7 +352,7 @@ static unsigned long long many_bodies(int threads) {
  * tets), body.mass, body.initial_velocity, contact.ke (the soft box's
  * contact) and body.contact_kf: the element stages and the body stage
  * share the step and the backward without disturbing each other. */
-static double mixed_loss(const dsModel* m, dsData* d, const double* w) {
+static double mixed_loss(const dsModel* m, dsData* d, const dsReal* w) {
   ds_data_reset(m, d);
   for (int t = 0; t < 300; t++)
     if (ds_step(m, d)) {
@@ -394,7 +394,7 @@ static void test_mixed(void) {
   ds_data_create(m, &dd, &da);
   ds_grad_create(m, &g);
   const int n3 = 3 * m->nparticle;
-  double* w = calloc((size_t)n3, sizeof(double));
+  dsReal* w = calloc((size_t)n3, sizeof(dsReal));
   for (int k = 0; k < n3; k++) w[k] = unif(-1, 1);
   mixed_loss(m, da, w);
   CHECK_INT_EQ(ds_backward(m, da, g, w, NULL, NULL, NULL), 0);
@@ -408,8 +408,8 @@ static void test_mixed(void) {
     ds_model_param(m, names[p], &pv, &n);
     ds_grad_param(g, names[p], &ga, &n);
     const int cnt = n < 4 ? n : 4;
-    double* base = malloc((size_t)n * sizeof(double));
-    memcpy(base, pv, (size_t)n * sizeof(double));
+    dsReal* base = malloc((size_t)n * sizeof(dsReal));
+    memcpy(base, pv, (size_t)n * sizeof(dsReal));
     double a[4], f[4];
     for (int k = 0; k < cnt; k++) {
       const double hh = 1e-6 * fmax(fabs(base[k]), 1.0);

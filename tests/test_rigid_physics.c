@@ -49,7 +49,7 @@ static void test_mass_properties(void) {
   dsModel* m = finalize(b);
   CHECK(m != NULL);
   if (!m) return;
-  const double* I = m->body_inertia;
+  const dsReal* I = m->body_inertia;
   CHECK_CLOSE(m->body_mass[0], 2, 1e-14, 0);
   CHECK_CLOSE(I[0], 2.0 / 3 * (0.04 + 0.01), 1e-12, 0);
   CHECK_CLOSE(I[4], 2.0 / 3 * (0.09 + 0.01), 1e-12, 0);
@@ -58,13 +58,13 @@ static void test_mass_properties(void) {
   for (int k = 0; k < 3; k++) CHECK(fabs(m->body_com[k]) < 1e-14);
   /* sphere r = 0.5, density 1000 */
   const double Ms = 1000 * 4.0 / 3 * PI * 0.125, Is = 0.4 * Ms * 0.25;
-  const double* J = I + 9;
+  const dsReal* J = I + 9;
   printf("sphere nseg 128: mass %.6g (solid %.6g, rel %.2e), I %.6g (solid %.6g, rel %.2e)\n", m->body_mass[1], Ms,
          rel(m->body_mass[1], Ms), J[0], Is, rel(J[0], Is));
   CHECK(rel(m->body_mass[1], Ms) < 2e-3 && rel(J[0], Is) < 2e-3 && rel(J[4], Is) < 2e-3 && rel(J[8], Is) < 2e-3);
   /* cylinder r = 0.3, half height 0.4 */
   const double Mc = 1000 * PI * 0.09 * 0.8, Iy = 0.5 * Mc * 0.09, Ix = Mc * (3 * 0.09 + 0.64) / 12;
-  const double* K = I + 18;
+  const dsReal* K = I + 18;
   printf("cylinder nseg 128: mass rel %.2e, Ixx rel %.2e, Iyy rel %.2e\n", rel(m->body_mass[2], Mc), rel(K[0], Ix),
          rel(K[4], Iy));
   CHECK(rel(m->body_mass[2], Mc) < 2e-3 && rel(K[0], Ix) < 2e-3 && rel(K[4], Iy) < 2e-3 && rel(K[8], Ix) < 2e-3);
@@ -152,7 +152,7 @@ static void test_mass_properties(void) {
 
 /* angular momentum R I R^T w and kinetic energy of body 0 */
 static void momentum(const dsModel* m, const dsData* d, double L[3], double* E) {
-  const double* s = d->body;
+  const dsReal* s = d->body;
   const double w = s[3], x = s[4], y = s[5], z = s[6];
   const double R[9] = {1 - 2 * (y * y + z * z), 2 * (x * y - w * z),     2 * (x * z + w * y),
                        2 * (x * y + w * z),     1 - 2 * (x * x + z * z), 2 * (y * z - w * x),

@@ -270,8 +270,12 @@ static void test_bad(void) {
 int main(void) {
   test_lbfgs();
   test_bad();
-  test_gradient(1);
-  test_gradient(0);
+  if (!DS_SINGLE) { /* FD of a whole float rollout resolves nothing at 1e-5 */
+    test_gradient(1);
+    test_gradient(0);
+  } else {
+    printf("single precision: sysid gradient vs finite differences needs a double build, not checked\n");
+  }
   test_recover_mass(DS_SYSID_LBFGS);
   test_recover_mass(DS_SYSID_ADAM);
   test_rigid_mass();

@@ -12,6 +12,9 @@ set -u
 fail=0
 . "$DS_SRCDIR/tests/clicheck.sh"
 if "$DSIM" info | grep -q "HDF5:       off"; then echo "SKIP: built without HDF5"; exit 77; fi
+# the tables compare the run's estimates with those read back from the logs
+# digit for digit; a single-precision build logs float values
+if "$DSIM" info | grep -q "precision:  single"; then echo "SKIP: the table comparisons need a double build"; exit 77; fi
 dir=$(mktemp -d "$DS_BUILDDIR/tests/sysidcli.XXXXXX")
 trap 'rm -rf "$dir"' EXIT
 

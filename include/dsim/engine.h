@@ -332,6 +332,14 @@ DS_API size_t ds_data_bytes_needed(const dsModel* m, const dsDataDef* def);
 DS_API int ds_step(const dsModel* m, dsData* d);
 /* Forces at the current state into d->f (no integration, no tape). */
 DS_API int ds_compute_forces(const dsModel* m, dsData* d);
+/* Thread choice of ds_step and ds_backward_step (on by default): a model
+ * large enough to be worth threads runs each substep on either one thread
+ * or all (ds_set_num_threads), whichever the clock finds faster for this
+ * data (re-checked now and then, so a run that shares its cores with other
+ * processes falls back to one thread while they run). Results are the same
+ * bits either way. Off: always all threads (above a fixed size). */
+DS_API void ds_set_adaptive_threads(int on);
+DS_API int ds_get_adaptive_threads(void);
 
 /* ---- gradient ------------------------------------------------------------- */
 #define DS__GRAD_IF_1(x) x
