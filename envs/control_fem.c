@@ -49,6 +49,8 @@ static void defaults(dsEnvDef* d) {
      directly as x: from the first camera alone, 0.5 m in depth costs about
      a twelfth of what it costs seen from above (tests/test_env_target.c) */
   d->cam2 = 1;
+  d->cam2_distance = 30; /* frames the whole run, start to the farthest goal: at 20 m a goal near x = 5
+                            was half out of view and seed 0 stalled 0.4 m short */
   d->loss_moments = 5;
   p->density = 1;
   p->k_mu = 1e3;
