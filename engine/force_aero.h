@@ -128,46 +128,52 @@ DS_HD DS_INLINE void ds_aero_bwd(const dsReal x[9], const dsReal v[9], const dsA
  * Scratch: [dL/dk_lift, dL/dk_drag] per triangle, summed in triangle order. */
 static inline int ds__aero_count(const dsModel* m) { return m->aero ? m->ntri : 0; }
 
+/* Element bodies (one triangle's lift/drag, into its own tri slots;
+ * engine/force_loop.h "Bodies"). */
+DS_HD DS_INLINE void ds__aero_fwd_elem(const dsModel* m, const dsForceFwd* a, int e) {
+  const dsAeroParam p = {m->aero_lift[0], m->aero_drag[0]};
+  dsReal xl[9], vl[9], fa[9];
+  const int* idx = m->tri_idx + 3 * (size_t)e;
+  ds__gather3(xl, a->x, idx, 3);
+  ds__gather3(vl, a->v, idx, 3);
+  ds_aero_fwd(xl, vl, &p, fa);
+  dsReal* fe = a->ef + 9 * (size_t)e;
+  for (int k = 0; k < 9; k++) fe[k] += fa[k];
+}
+
+DS_HD DS_INLINE void ds__aero_bwd_elem(const dsModel* m, const dsForceBwd* a, int e) {
+  const dsAeroParam p = {m->aero_lift[0], m->aero_drag[0]};
+  dsReal xl[9], vl[9], al[9], ax[9], avl[9];
+  const int* idx = m->tri_idx + 3 * (size_t)e;
+  dsReal* sx = a->aex + 9 * (size_t)e;
+  dsReal* sv = a->aev + 9 * (size_t)e;
+  for (int k = 0; k < 9; k++) {
+    ax[k] = sx[k];
+    avl[k] = sv[k];
+  }
+  ds__gather3(xl, a->x, idx, 3);
+  ds__gather3(vl, a->v, idx, 3);
+  ds__gather3(al, a->af, idx, 3);
+  dsAeroParam ap = {0, 0};
+  ds_aero_bwd(xl, vl, &p, al, ax, avl, &ap);
+  for (int k = 0; k < 9; k++) {
+    sx[k] = ax[k];
+    sv[k] = avl[k];
+  }
+  a->scratch[2 * (size_t)e] = ap.k_lift;
+  a->scratch[2 * (size_t)e + 1] = ap.k_drag;
+}
+
 static inline void ds__aero_fwd_loop(const dsModel* m, const dsForceFwd* a) {
   const int n = ds__aero_count(m);
-  const dsAeroParam p = {m->aero_lift[0], m->aero_drag[0]};
 #pragma omp for schedule(static) nowait
-  for (int e = 0; e < n; e++) {
-    dsReal xl[9], vl[9], fa[9];
-    const int* idx = m->tri_idx + 3 * e;
-    ds__gather3(xl, a->x, idx, 3);
-    ds__gather3(vl, a->v, idx, 3);
-    ds_aero_fwd(xl, vl, &p, fa);
-    dsReal* fe = a->ef + 9 * (size_t)e;
-    for (int k = 0; k < 9; k++) fe[k] += fa[k];
-  }
+  for (int e = 0; e < n; e++) ds__aero_fwd_elem(m, a, e);
 }
 
 static inline void ds__aero_bwd_loop(const dsModel* m, const dsForceBwd* a) {
   const int n = ds__aero_count(m);
-  const dsAeroParam p = {m->aero_lift[0], m->aero_drag[0]};
 #pragma omp for schedule(static) nowait
-  for (int e = 0; e < n; e++) {
-    dsReal xl[9], vl[9], al[9], ax[9], avl[9];
-    const int* idx = m->tri_idx + 3 * e;
-    dsReal* sx = a->aex + 9 * (size_t)e;
-    dsReal* sv = a->aev + 9 * (size_t)e;
-    for (int k = 0; k < 9; k++) {
-      ax[k] = sx[k];
-      avl[k] = sv[k];
-    }
-    ds__gather3(xl, a->x, idx, 3);
-    ds__gather3(vl, a->v, idx, 3);
-    ds__gather3(al, a->af, idx, 3);
-    dsAeroParam ap = {0, 0};
-    ds_aero_bwd(xl, vl, &p, al, ax, avl, &ap);
-    for (int k = 0; k < 9; k++) {
-      sx[k] = ax[k];
-      sv[k] = avl[k];
-    }
-    a->scratch[2 * (size_t)e] = ap.k_lift;
-    a->scratch[2 * (size_t)e + 1] = ap.k_drag;
-  }
+  for (int e = 0; e < n; e++) ds__aero_bwd_elem(m, a, e);
 }
 
 static inline void ds__aero_reduce(const dsModel* m, const dsReal* s, dsGrad* g) {

@@ -232,39 +232,44 @@ DS_HD DS_INLINE void ds_bend_bwd(const dsReal x[12], const dsReal v[12], const d
 static inline int ds__bend_count(const dsModel* m) { return m->nbend; }
 static inline const int* ds__bend_idx(const dsModel* m) { return m->bend_idx; }
 
+/* Element bodies (one hinge; engine/force_loop.h "Bodies"). */
+DS_HD DS_INLINE void ds__bend_fwd_elem(const dsModel* m, const dsForceFwd* a, int e) {
+  dsReal xl[12], vl[12];
+  const int* idx = m->bend_idx + 4 * (size_t)e;
+  dsBendParam p = {m->bend_ke[e], m->bend_kd[e], m->bend_rest[e]};
+  ds__gather3(xl, a->x, idx, 4);
+  ds__gather3(vl, a->v, idx, 4);
+  ds_bend_fwd(xl, vl, &p, a->ef + 12 * (size_t)e);
+}
+
+DS_HD DS_INLINE void ds__bend_bwd_elem(const dsModel* m, const dsForceBwd* a, int e) {
+  dsReal xl[12], vl[12], al[12], ax[12] = {0}, avl[12] = {0};
+  const int* idx = m->bend_idx + 4 * (size_t)e;
+  dsBendParam p = {m->bend_ke[e], m->bend_kd[e], m->bend_rest[e]}, ap = {0, 0, 0};
+  ds__gather3(xl, a->x, idx, 4);
+  ds__gather3(vl, a->v, idx, 4);
+  ds__gather3(al, a->af, idx, 4);
+  ds_bend_bwd(xl, vl, &p, al, ax, avl, &ap);
+  for (int k = 0; k < 12; k++) {
+    a->aex[12 * (size_t)e + k] = ax[k];
+    a->aev[12 * (size_t)e + k] = avl[k];
+  }
+  dsGrad* g = a->g;
+  g->bend_ke[e] += ap.ke;
+  g->bend_kd[e] += ap.kd;
+  g->bend_rest[e] += ap.rest;
+}
+
 static inline void ds__bend_fwd_loop(const dsModel* m, const dsForceFwd* a) {
   const int n = m->nbend;
 #pragma omp for schedule(static) nowait
-  for (int e = 0; e < n; e++) {
-    dsReal xl[12], vl[12];
-    const int* idx = m->bend_idx + 4 * e;
-    dsBendParam p = {m->bend_ke[e], m->bend_kd[e], m->bend_rest[e]};
-    ds__gather3(xl, a->x, idx, 4);
-    ds__gather3(vl, a->v, idx, 4);
-    ds_bend_fwd(xl, vl, &p, a->ef + 12 * (size_t)e);
-  }
+  for (int e = 0; e < n; e++) ds__bend_fwd_elem(m, a, e);
 }
 
 static inline void ds__bend_bwd_loop(const dsModel* m, const dsForceBwd* a) {
   const int n = m->nbend;
-  dsGrad* g = a->g;
 #pragma omp for schedule(static) nowait
-  for (int e = 0; e < n; e++) {
-    dsReal xl[12], vl[12], al[12], ax[12] = {0}, avl[12] = {0};
-    const int* idx = m->bend_idx + 4 * e;
-    dsBendParam p = {m->bend_ke[e], m->bend_kd[e], m->bend_rest[e]}, ap = {0, 0, 0};
-    ds__gather3(xl, a->x, idx, 4);
-    ds__gather3(vl, a->v, idx, 4);
-    ds__gather3(al, a->af, idx, 4);
-    ds_bend_bwd(xl, vl, &p, al, ax, avl, &ap);
-    for (int k = 0; k < 12; k++) {
-      a->aex[12 * (size_t)e + k] = ax[k];
-      a->aev[12 * (size_t)e + k] = avl[k];
-    }
-    g->bend_ke[e] += ap.ke;
-    g->bend_kd[e] += ap.kd;
-    g->bend_rest[e] += ap.rest;
-  }
+  for (int e = 0; e < n; e++) ds__bend_bwd_elem(m, a, e);
 }
 
 #define DS__FORCE_BEND                                                                          \

@@ -114,12 +114,12 @@ DS_HD DS_INLINE void ds_contact_bwd(const dsReal x[3], const dsReal v[3], const 
  * Scratch: [dL/dke, kd, kf, mu, skin] per particle, summed in particle order. */
 static inline int ds__contact_count(const dsModel* m) { return m->ground ? m->nparticle : 0; }
 
-static inline dsContactParam ds__contact_param(const dsModel* m) {
+DS_HD DS_INLINE dsContactParam ds__contact_param(const dsModel* m) {
   dsContactParam cp = {m->contact_ke[0], m->contact_kd[0], m->contact_kf[0], m->contact_mu[0], m->contact_skin[0]};
   return cp;
 }
 
-static inline void ds__contact_pfwd(const dsModel* m, int i, const dsReal* x, const dsReal* v, dsReal f[3]) {
+DS_HD DS_INLINE void ds__contact_pfwd(const dsModel* m, int i, const dsReal* x, const dsReal* v, dsReal f[3]) {
   if (m->nbody && m->particle_body[i] >= 0) return; /* rigid vertex: engine/rigid.h */
   const dsContactParam cp = ds__contact_param(m);
   dsReal fc[3];
@@ -129,7 +129,7 @@ static inline void ds__contact_pfwd(const dsModel* m, int i, const dsReal* x, co
   f[2] += fc[2];
 }
 
-static inline void ds__contact_pbwd(const dsModel* m, int i, const dsReal* x, const dsReal* v, const dsReal* af,
+DS_HD DS_INLINE void ds__contact_pbwd(const dsModel* m, int i, const dsReal* x, const dsReal* v, const dsReal* af,
                                     dsReal ax[3], dsReal av[3], dsReal* scratch) {
   const dsContactParam cp = ds__contact_param(m);
   dsContactParam ac = {0, 0, 0, 0, 0};

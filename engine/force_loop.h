@@ -22,7 +22,31 @@
  * per element; shared scalars (lift/drag, contact) write per-element
  * partials into scratch, which `reduce` sums serially in element order
  * after the parallel region. Nothing is summed across threads, so every
- * thread count gives the same bits. */
+ * thread count gives the same bits.
+ *
+ * Bodies. Each loop is a one-line `omp for` over a body that does all the
+ * work of one index and exists once, for the CPU loops and for CUDA:
+ *   DS_HD DS_INLINE void ds__<model>_fwd_elem(const dsModel* m, const dsForceFwd* a, int e);
+ *   DS_HD DS_INLINE void ds__<model>_bwd_elem(const dsModel* m, const dsForceBwd* a, int e);
+ * (spring, tri, aero, bend, tet), the per-particle models
+ * ds__contact_pfwd/pbwd and ds__rcontact_pfwd/pbwd (engine/force_contact.h,
+ * engine/rigid.h), and the step's particle bodies ds__gather_fwd_particle,
+ * ds__integrate_bwd_particle, ds__gather_bwd_particle (engine/step_body.h).
+ * The contract of a body:
+ *   - it reads shared inputs (m's arrays, x, v, af, ...) freely but writes
+ *     only its own element's slots (aero: its triangle's slots, which it
+ *     adds to), its element's parameter gradients and partials, or, for a
+ *     particle body, particle i's entries;
+ *   - no atomics, no allocation, no output, no function pointers, no
+ *     OpenMP inside: the caller owns the loop and the barriers (element
+ *     bodies of all models, then the gather);
+ *   - it takes only plain pointers and values (dsModel is a struct of
+ *     pointers: a device copy of it with device pointers works), so a CUDA
+ *     `__global__` wrapper may call it for one index, with the dsForceFwd /
+ *     dsForceBwd / dsStepFwd / dsStepBwd pointers offset per batch member;
+ *   - its floating-point operations and their order are those of the CPU
+ *     loop (the golden hashes pin them in double).
+ * The names and signatures of the bodies are stable; their insides are not. */
 #ifndef DSIM_ENGINE_FORCE_LOOP_H
 #define DSIM_ENGINE_FORCE_LOOP_H
 

@@ -83,43 +83,46 @@ DS_HD DS_INLINE void ds_spring_bwd(const dsReal x[6], const dsReal v[6], const d
 static inline int ds__spring_count(const dsModel* m) { return m->nspring; }
 static inline const int* ds__spring_idx(const dsModel* m) { return m->spring_idx; }
 
+/* Element bodies (one spring; engine/force_loop.h "Bodies"). */
+DS_HD DS_INLINE void ds__spring_fwd_elem(const dsModel* m, const dsForceFwd* a, int e) {
+  dsReal xl[6], vl[6];
+  const int* idx = m->spring_idx + 2 * (size_t)e;
+  dsSpringParam p = {m->spring_ke[e], m->spring_kd[e], m->spring_rest[e], a->act ? a->act[e] : 0};
+  ds__gather3(xl, a->x, idx, 2);
+  ds__gather3(vl, a->v, idx, 2);
+  ds_spring_fwd(xl, vl, &p, a->ef + 6 * (size_t)e);
+}
+
+DS_HD DS_INLINE void ds__spring_bwd_elem(const dsModel* m, const dsForceBwd* a, int e) {
+  dsReal xl[6], vl[6], al[6], ax[6] = {0}, avl[6] = {0};
+  const int* idx = m->spring_idx + 2 * (size_t)e;
+  dsSpringParam p = {m->spring_ke[e], m->spring_kd[e], m->spring_rest[e], a->act ? a->act[e] : 0};
+  dsSpringParam ap = {0, 0, 0, 0};
+  ds__gather3(xl, a->x, idx, 2);
+  ds__gather3(vl, a->v, idx, 2);
+  ds__gather3(al, a->af, idx, 2);
+  ds_spring_bwd(xl, vl, &p, al, ax, avl, &ap);
+  for (int k = 0; k < 6; k++) {
+    a->aex[6 * (size_t)e + k] = ax[k];
+    a->aev[6 * (size_t)e + k] = avl[k];
+  }
+  dsGrad* g = a->g;
+  g->spring_ke[e] += ap.ke;
+  g->spring_kd[e] += ap.kd;
+  g->spring_rest[e] += ap.rest;
+  if (a->adj_act) a->adj_act[e] = ap.act;
+}
+
 static inline void ds__spring_fwd_loop(const dsModel* m, const dsForceFwd* a) {
   const int n = m->nspring;
-  const dsReal* act = a->act;
 #pragma omp for schedule(static) nowait
-  for (int e = 0; e < n; e++) {
-    dsReal xl[6], vl[6];
-    const int* idx = m->spring_idx + 2 * e;
-    dsSpringParam p = {m->spring_ke[e], m->spring_kd[e], m->spring_rest[e], act ? act[e] : 0};
-    ds__gather3(xl, a->x, idx, 2);
-    ds__gather3(vl, a->v, idx, 2);
-    ds_spring_fwd(xl, vl, &p, a->ef + 6 * (size_t)e);
-  }
+  for (int e = 0; e < n; e++) ds__spring_fwd_elem(m, a, e);
 }
 
 static inline void ds__spring_bwd_loop(const dsModel* m, const dsForceBwd* a) {
   const int n = m->nspring;
-  const dsReal* act = a->act;
-  dsGrad* g = a->g;
 #pragma omp for schedule(static) nowait
-  for (int e = 0; e < n; e++) {
-    dsReal xl[6], vl[6], al[6], ax[6] = {0}, avl[6] = {0};
-    const int* idx = m->spring_idx + 2 * e;
-    dsSpringParam p = {m->spring_ke[e], m->spring_kd[e], m->spring_rest[e], act ? act[e] : 0};
-    dsSpringParam ap = {0, 0, 0, 0};
-    ds__gather3(xl, a->x, idx, 2);
-    ds__gather3(vl, a->v, idx, 2);
-    ds__gather3(al, a->af, idx, 2);
-    ds_spring_bwd(xl, vl, &p, al, ax, avl, &ap);
-    for (int k = 0; k < 6; k++) {
-      a->aex[6 * (size_t)e + k] = ax[k];
-      a->aev[6 * (size_t)e + k] = avl[k];
-    }
-    g->spring_ke[e] += ap.ke;
-    g->spring_kd[e] += ap.kd;
-    g->spring_rest[e] += ap.rest;
-    if (a->adj_act) a->adj_act[e] = ap.act;
-  }
+  for (int e = 0; e < n; e++) ds__spring_bwd_elem(m, a, e);
 }
 
 #define DS__FORCE_SPRING                                                                        \

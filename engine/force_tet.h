@@ -187,49 +187,52 @@ DS_HD DS_INLINE void ds_tet_bwd(const dsReal x[12], const dsReal v[12], const ds
 static inline int ds__tet_count(const dsModel* m) { return m->ntet; }
 static inline const int* ds__tet_idx(const dsModel* m) { return m->tet_idx; }
 
+/* Element bodies (one tet; engine/force_loop.h "Bodies"). */
+DS_HD DS_INLINE void ds__tet_fwd_elem(const dsModel* m, const dsForceFwd* a, int e) {
+  dsReal xl[12], vl[12];
+  const int* idx = m->tet_idx + 4 * (size_t)e;
+  dsTetRest r;
+  for (int k = 0; k < 9; k++) r.B[k] = m->tet_B[9 * (size_t)e + k];
+  r.vol = m->tet_vol[e];
+  dsTetParam p = {m->tet_k_mu[e], m->tet_k_lambda[e], m->tet_k_damp[e], a->act ? a->act[e] : 0};
+  ds__gather3(xl, a->x, idx, 4);
+  ds__gather3(vl, a->v, idx, 4);
+  ds_tet_fwd(xl, vl, &r, &p, a->ef + 12 * (size_t)e, a->J + e);
+}
+
+DS_HD DS_INLINE void ds__tet_bwd_elem(const dsModel* m, const dsForceBwd* a, int e) {
+  dsReal xl[12], vl[12], al[12], ax[12] = {0}, avl[12] = {0};
+  const int* idx = m->tet_idx + 4 * (size_t)e;
+  dsTetRest r;
+  for (int k = 0; k < 9; k++) r.B[k] = m->tet_B[9 * (size_t)e + k];
+  r.vol = m->tet_vol[e];
+  dsTetParam p = {m->tet_k_mu[e], m->tet_k_lambda[e], m->tet_k_damp[e], a->act ? a->act[e] : 0};
+  dsTetParam ap = {0, 0, 0, 0};
+  ds__gather3(xl, a->x, idx, 4);
+  ds__gather3(vl, a->v, idx, 4);
+  ds__gather3(al, a->af, idx, 4);
+  ds_tet_bwd(xl, vl, &r, &p, al, ax, avl, &ap);
+  for (int k = 0; k < 12; k++) {
+    a->aex[12 * (size_t)e + k] = ax[k];
+    a->aev[12 * (size_t)e + k] = avl[k];
+  }
+  dsGrad* g = a->g;
+  g->tet_k_mu[e] += ap.k_mu;
+  g->tet_k_lambda[e] += ap.k_lambda;
+  g->tet_k_damp[e] += ap.k_damp;
+  if (a->adj_act) a->adj_act[e] = ap.act;
+}
+
 static inline void ds__tet_fwd_loop(const dsModel* m, const dsForceFwd* a) {
   const int n = m->ntet;
-  const dsReal* act = a->act;
 #pragma omp for schedule(static) nowait
-  for (int e = 0; e < n; e++) {
-    dsReal xl[12], vl[12];
-    const int* idx = m->tet_idx + 4 * e;
-    dsTetRest r;
-    for (int k = 0; k < 9; k++) r.B[k] = m->tet_B[9 * (size_t)e + k];
-    r.vol = m->tet_vol[e];
-    dsTetParam p = {m->tet_k_mu[e], m->tet_k_lambda[e], m->tet_k_damp[e], act ? act[e] : 0};
-    ds__gather3(xl, a->x, idx, 4);
-    ds__gather3(vl, a->v, idx, 4);
-    ds_tet_fwd(xl, vl, &r, &p, a->ef + 12 * (size_t)e, a->J + e);
-  }
+  for (int e = 0; e < n; e++) ds__tet_fwd_elem(m, a, e);
 }
 
 static inline void ds__tet_bwd_loop(const dsModel* m, const dsForceBwd* a) {
   const int n = m->ntet;
-  const dsReal* act = a->act;
-  dsGrad* g = a->g;
 #pragma omp for schedule(static) nowait
-  for (int e = 0; e < n; e++) {
-    dsReal xl[12], vl[12], al[12], ax[12] = {0}, avl[12] = {0};
-    const int* idx = m->tet_idx + 4 * e;
-    dsTetRest r;
-    for (int k = 0; k < 9; k++) r.B[k] = m->tet_B[9 * (size_t)e + k];
-    r.vol = m->tet_vol[e];
-    dsTetParam p = {m->tet_k_mu[e], m->tet_k_lambda[e], m->tet_k_damp[e], act ? act[e] : 0};
-    dsTetParam ap = {0, 0, 0, 0};
-    ds__gather3(xl, a->x, idx, 4);
-    ds__gather3(vl, a->v, idx, 4);
-    ds__gather3(al, a->af, idx, 4);
-    ds_tet_bwd(xl, vl, &r, &p, al, ax, avl, &ap);
-    for (int k = 0; k < 12; k++) {
-      a->aex[12 * (size_t)e + k] = ax[k];
-      a->aev[12 * (size_t)e + k] = avl[k];
-    }
-    g->tet_k_mu[e] += ap.k_mu;
-    g->tet_k_lambda[e] += ap.k_lambda;
-    g->tet_k_damp[e] += ap.k_damp;
-    if (a->adj_act) a->adj_act[e] = ap.act;
-  }
+  for (int e = 0; e < n; e++) ds__tet_bwd_elem(m, a, e);
 }
 
 #define DS__FORCE_TET                                                                           \

@@ -201,49 +201,52 @@ DS_HD DS_INLINE void ds_tri_bwd(const dsReal x[9], const dsReal v[9], const dsTr
 static inline int ds__tri_count(const dsModel* m) { return m->ntri; }
 static inline const int* ds__tri_idx(const dsModel* m) { return m->tri_idx; }
 
+/* Element bodies (one triangle; engine/force_loop.h "Bodies"). */
+DS_HD DS_INLINE void ds__tri_fwd_elem(const dsModel* m, const dsForceFwd* a, int e) {
+  dsReal xl[9], vl[9];
+  const int* idx = m->tri_idx + 3 * (size_t)e;
+  dsTriRest r;
+  for (int k = 0; k < 4; k++) r.Dm[k] = m->tri_Dm[4 * (size_t)e + k];
+  r.area = m->tri_area[e];
+  dsTriParam p = {m->tri_k_mu[e], m->tri_k_lambda[e], m->tri_k_damp[e], a->act ? a->act[e] : 0};
+  ds__gather3(xl, a->x, idx, 3);
+  ds__gather3(vl, a->v, idx, 3);
+  ds_tri_fwd(xl, vl, &r, &p, a->ef + 9 * (size_t)e);
+}
+
+DS_HD DS_INLINE void ds__tri_bwd_elem(const dsModel* m, const dsForceBwd* a, int e) {
+  dsReal xl[9], vl[9], al[9], ax[9] = {0}, avl[9] = {0};
+  const int* idx = m->tri_idx + 3 * (size_t)e;
+  dsTriRest r;
+  for (int k = 0; k < 4; k++) r.Dm[k] = m->tri_Dm[4 * (size_t)e + k];
+  r.area = m->tri_area[e];
+  dsTriParam p = {m->tri_k_mu[e], m->tri_k_lambda[e], m->tri_k_damp[e], a->act ? a->act[e] : 0};
+  dsTriParam ap = {0, 0, 0, 0};
+  ds__gather3(xl, a->x, idx, 3);
+  ds__gather3(vl, a->v, idx, 3);
+  ds__gather3(al, a->af, idx, 3);
+  ds_tri_bwd(xl, vl, &r, &p, al, ax, avl, &ap);
+  for (int k = 0; k < 9; k++) {
+    a->aex[9 * (size_t)e + k] = ax[k];
+    a->aev[9 * (size_t)e + k] = avl[k];
+  }
+  dsGrad* g = a->g;
+  g->tri_k_mu[e] += ap.k_mu;
+  g->tri_k_lambda[e] += ap.k_lambda;
+  g->tri_k_damp[e] += ap.k_damp;
+  if (a->adj_act) a->adj_act[e] = ap.act;
+}
+
 static inline void ds__tri_fwd_loop(const dsModel* m, const dsForceFwd* a) {
   const int n = m->ntri;
-  const dsReal* act = a->act;
 #pragma omp for schedule(static) nowait
-  for (int e = 0; e < n; e++) {
-    dsReal xl[9], vl[9];
-    const int* idx = m->tri_idx + 3 * e;
-    dsTriRest r;
-    for (int k = 0; k < 4; k++) r.Dm[k] = m->tri_Dm[4 * (size_t)e + k];
-    r.area = m->tri_area[e];
-    dsTriParam p = {m->tri_k_mu[e], m->tri_k_lambda[e], m->tri_k_damp[e], act ? act[e] : 0};
-    ds__gather3(xl, a->x, idx, 3);
-    ds__gather3(vl, a->v, idx, 3);
-    ds_tri_fwd(xl, vl, &r, &p, a->ef + 9 * (size_t)e);
-  }
+  for (int e = 0; e < n; e++) ds__tri_fwd_elem(m, a, e);
 }
 
 static inline void ds__tri_bwd_loop(const dsModel* m, const dsForceBwd* a) {
   const int n = m->ntri;
-  const dsReal* act = a->act;
-  dsGrad* g = a->g;
 #pragma omp for schedule(static) nowait
-  for (int e = 0; e < n; e++) {
-    dsReal xl[9], vl[9], al[9], ax[9] = {0}, avl[9] = {0};
-    const int* idx = m->tri_idx + 3 * e;
-    dsTriRest r;
-    for (int k = 0; k < 4; k++) r.Dm[k] = m->tri_Dm[4 * (size_t)e + k];
-    r.area = m->tri_area[e];
-    dsTriParam p = {m->tri_k_mu[e], m->tri_k_lambda[e], m->tri_k_damp[e], act ? act[e] : 0};
-    dsTriParam ap = {0, 0, 0, 0};
-    ds__gather3(xl, a->x, idx, 3);
-    ds__gather3(vl, a->v, idx, 3);
-    ds__gather3(al, a->af, idx, 3);
-    ds_tri_bwd(xl, vl, &r, &p, al, ax, avl, &ap);
-    for (int k = 0; k < 9; k++) {
-      a->aex[9 * (size_t)e + k] = ax[k];
-      a->aev[9 * (size_t)e + k] = avl[k];
-    }
-    g->tri_k_mu[e] += ap.k_mu;
-    g->tri_k_lambda[e] += ap.k_lambda;
-    g->tri_k_damp[e] += ap.k_damp;
-    if (a->adj_act) a->adj_act[e] = ap.act;
-  }
+  for (int e = 0; e < n; e++) ds__tri_bwd_elem(m, a, e);
 }
 
 #define DS__FORCE_TRI                                                                           \

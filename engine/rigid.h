@@ -456,13 +456,13 @@ void ds__rigid_initial(const dsModel* m, int b, dsReal s[13]);
  * m, skin], summed serially in particle order into the body's gradients. */
 static inline int ds__rcontact_count(const dsModel* m) { return m->ground && m->nbody ? m->nparticle : 0; }
 
-static inline dsRigidContact ds__rcontact_param(const dsModel* m, int b) {
+DS_HD DS_INLINE dsRigidContact ds__rcontact_param(const dsModel* m, int b) {
   dsRigidContact p = {m->body_ke[b], m->body_kd[b],   m->body_kf[b],      m->body_mu[b],
                       m->body_restitution[b], m->body_mass[b], m->contact_skin[0], m->body_zeta[b]};
   return p;
 }
 
-static inline void ds__rcontact_pfwd(const dsModel* m, int i, const dsReal* x, const dsReal* v, dsReal f[3]) {
+DS_HD DS_INLINE void ds__rcontact_pfwd(const dsModel* m, int i, const dsReal* x, const dsReal* v, dsReal f[3]) {
   const int b = m->particle_body[i];
   if (b < 0) return;
   const dsRigidContact p = ds__rcontact_param(m, b);
@@ -473,7 +473,7 @@ static inline void ds__rcontact_pfwd(const dsModel* m, int i, const dsReal* x, c
   f[2] += fc[2];
 }
 
-static inline void ds__rcontact_pbwd(const dsModel* m, int i, const dsReal* x, const dsReal* v, const dsReal* af,
+DS_HD DS_INLINE void ds__rcontact_pbwd(const dsModel* m, int i, const dsReal* x, const dsReal* v, const dsReal* af,
                                      dsReal ax[3], dsReal av[3], dsReal* scratch) {
   const int b = m->particle_body[i];
   if (b < 0) return;

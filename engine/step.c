@@ -45,29 +45,28 @@
 #include "dsim/engine.h"
 #include "engine/engine_priv.h"
 #include "engine/forces.h"
+#include "engine/step_body.h"
 
 /* Below this many slots + particles a substep runs on one thread: the
  * fork/join would cost more than the work. */
 #define DS__PAR_MIN 4096
 
-/* The per-particle models (contact) that are on, in list order. */
-static int particle_stages(const dsForceLayout* L, int* ids) {
-  int n = 0;
+/* The per-particle bodies (engine/step_body.h) call the per-particle rows
+ * by name; a new per-particle row must be added there too. */
+static inline int particle_rows_known(void) {
   for (int k = 0; k < DS__NFORCE; k++)
-    if (ds__forces[k].pfwd && L->count[k]) ids[n++] = k;
-  return n;
+    if (ds__forces[k].pfwd && k != DS__F_CONTACT && k != DS__F_RIGID_CONTACT) return 0;
+  return DS__F_CONTACT < DS__F_RIGID_CONTACT;
 }
 
 void ds__substep(const dsModel* m, const dsReal* x, const dsReal* v, const dsReal* act, const dsReal* fext,
                  dsReal* ef, dsReal* J, dsReal* f, dsReal* xo, dsReal* vo, int integrate, const dsReal* bs,
                  const dsReal* bfext, dsReal* bso, dsReal* fr) {
-  const int* pb = m->nbody ? m->particle_body : NULL;
   const int np = m->nparticle;
   dsForceLayout L;
   ds__force_layout(m, &L);
-  int pst[DS__NFORCE];
-  const int npst = particle_stages(&L, pst);
-  const dsReal dt = m->dt, g0 = m->gravity[0], g1 = m->gravity[1], g2 = m->gravity[2];
+  DS_ASSERT(particle_rows_known());
+  const dsStepFwd pa = {x, v, fext, ef, f, fr, xo, vo, integrate};
   const int par = m->nslot + np >= DS__PAR_MIN;
   (void)par;
 #pragma omp parallel if (par)
@@ -82,45 +81,7 @@ void ds__substep(const dsModel* m, const dsReal* x, const dsReal* v, const dsRea
 #pragma omp barrier
     /* gather in a fixed order, per-particle models (contact), integrate */
 #pragma omp for schedule(static)
-    for (int i = 0; i < np; i++) {
-      dsReal fi[3] = {0, 0, 0};
-      if (fext) {
-        fi[0] = fext[3 * i];
-        fi[1] = fext[3 * i + 1];
-        fi[2] = fext[3 * i + 2];
-      }
-      for (int s = m->inc_start[i]; s < m->inc_start[i + 1]; s++) {
-        const dsReal* fs = ef + 3 * (size_t)m->inc_slot[s];
-        fi[0] += fs[0];
-        fi[1] += fs[1];
-        fi[2] += fs[2];
-      }
-      for (int q = 0; q < npst; q++) ds__forces[pst[q]].pfwd(m, i, x, v, fi);
-      if (f) {
-        f[3 * i] = fi[0];
-        f[3 * i + 1] = fi[1];
-        f[3 * i + 2] = fi[2];
-      }
-      if (pb && pb[i] >= 0) { /* a rigid vertex: its body integrates it */
-        fr[3 * i] = fi[0];
-        fr[3 * i + 1] = fi[1];
-        fr[3 * i + 2] = fi[2];
-        continue;
-      }
-      if (integrate) {
-        const dsReal w = m->inv_mass[i], gm = w > 0 ? 1 : 0;
-        const dsReal v0 = v[3 * i] + dt * (w * fi[0] + g0 * gm);
-        const dsReal v1 = v[3 * i + 1] + dt * (w * fi[1] + g1 * gm);
-        const dsReal v2 = v[3 * i + 2] + dt * (w * fi[2] + g2 * gm);
-        const dsReal x0 = x[3 * i] + dt * v0, x1 = x[3 * i + 1] + dt * v1, x2 = x[3 * i + 2] + dt * v2;
-        vo[3 * i] = v0;
-        vo[3 * i + 1] = v1;
-        vo[3 * i + 2] = v2;
-        xo[3 * i] = x0;
-        xo[3 * i + 1] = x1;
-        xo[3 * i + 2] = x2;
-      }
-    }
+    for (int i = 0; i < np; i++) ds__gather_fwd_particle(m, &pa, i);
     /* rigid bodies: Newton-Euler and the pose of their vertices (engine/rigid.h) */
     if (m->nbody) {
 #pragma omp for schedule(static)
@@ -299,13 +260,10 @@ int ds_backward_step(const dsModel* m, dsData* d, dsGrad* g, dsReal* adj_act, ds
       bst1 = t + 1 == d->t ? d->body : bst + nb13;
     }
   }
-  const int* pb = m->nbody ? m->particle_body : NULL;
   const dsReal* act = m->nact ? d->act_tape + (size_t)d->act_rec[t] * m->nact : NULL;
 
   dsForceLayout L;
   ds__force_layout(m, &L);
-  int pst[DS__NFORCE];
-  const int npst = particle_stages(&L, pst);
   size_t mark = ds__arena_mark(d);
   const size_t r = sizeof(dsReal), s3 = 3 * (size_t)m->nslot;
   dsReal* av = (dsReal*)ds__arena_alloc(d, n3 * r, "ds_backward_step");
@@ -319,7 +277,9 @@ int ds_backward_step(const dsModel* m, dsData* d, dsGrad* g, dsReal* adj_act, ds
     return DS_ERR_ARENA;
   }
   const dsReal dt = m->dt;
-  const dsReal gv[3] = {m->gravity[0], m->gravity[1], m->gravity[2]};
+  const dsStepBwd pa = {xt, vt, vt1, aex, aev, d->adj_x, d->adj_v, av, af, adj_fext,
+                        L.count[DS__F_CONTACT] ? scr + L.scratch[DS__F_CONTACT] : NULL,
+                        L.count[DS__F_RIGID_CONTACT] ? scr + L.scratch[DS__F_RIGID_CONTACT] : NULL, g};
   const int par = m->nslot + np >= DS__PAR_MIN;
   (void)par;
   /* R: rigid bodies first (engine/rigid.h): their vertices' adjoints of the
@@ -338,24 +298,7 @@ int ds_backward_step(const dsModel* m, dsData* d, dsGrad* g, dsReal* adj_act, ds
   {
     /* A: through the integrator */
 #pragma omp for schedule(static)
-    for (int i = 0; i < np; i++) {
-      if (pb && pb[i] >= 0) { /* rigid vertex: af, av set by the body stage */
-        if (adj_fext)
-          for (int c = 0; c < 3; c++) adj_fext[3 * i + c] = af[3 * i + c];
-        continue;
-      }
-      const dsReal w = m->inv_mass[i];
-      dsReal dm = 0;
-      for (int c = 0; c < 3; c++) {
-        const size_t k = 3 * (size_t)i + c;
-        const dsReal a = d->adj_v[k] + dt * d->adj_x[k];
-        av[k] = a;
-        af[k] = dt * w * a;
-        if (adj_fext) adj_fext[k] = af[k];
-        dm += (vt1[k] - vt[k] - dt * gv[c]) * a;
-      }
-      if (w > 0) g->mass[i] += -w * dm;
-    }
+    for (int i = 0; i < np; i++) ds__integrate_bwd_particle(m, &pa, i);
     /* B: element adjoints, per element into its own slots, in list order */
     for (int k = 0; k < DS__NFORCE; k++) {
       const dsForceModel* F = &ds__forces[k];
@@ -375,23 +318,7 @@ int ds_backward_step(const dsModel* m, dsData* d, dsGrad* g, dsReal* adj_act, ds
 #pragma omp barrier
     /* C: gather element adjoints per particle in the forward's order; per-particle models */
 #pragma omp for schedule(static)
-    for (int i = 0; i < np; i++) {
-      dsReal ax[3] = {0, 0, 0}, avl[3] = {0, 0, 0};
-      for (int s = m->inc_start[i]; s < m->inc_start[i + 1]; s++) {
-        const size_t o = 3 * (size_t)m->inc_slot[s];
-        ax[0] += aex[o];
-        ax[1] += aex[o + 1];
-        ax[2] += aex[o + 2];
-        avl[0] += aev[o];
-        avl[1] += aev[o + 1];
-        avl[2] += aev[o + 2];
-      }
-      for (int q = 0; q < npst; q++) ds__forces[pst[q]].pbwd(m, i, xt, vt, af, ax, avl, scr + L.scratch[pst[q]]);
-      for (int c = 0; c < 3; c++) {
-        d->adj_x[3 * i + c] += ax[c];
-        d->adj_v[3 * i + c] = av[3 * i + c] + avl[c];
-      }
-    }
+    for (int i = 0; i < np; i++) ds__gather_bwd_particle(m, &pa, i);
   }
   /* shared scalars: serial sums in element order */
   dsReal sg[3] = {0, 0, 0};
