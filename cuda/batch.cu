@@ -151,6 +151,7 @@ int cu_run(void* ctx, int stage, const dsBatchArgs* a, int count) {
     DS__LAUNCH(DS__BS_CHECK)
     DS__LAUNCH(DS__BS_RESET)
     DS__LAUNCH(DS__BS_ADD_ADJ)
+    DS__LAUNCH(DS__BS_ACCUMULATE)
     default:
       snprintf(c->msg, sizeof c->msg, "unknown stage %d", stage);
       return DS_ERR_INVALID;

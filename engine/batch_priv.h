@@ -45,7 +45,7 @@ typedef struct dsBatchLayout {
   size_t o_adj[2], o_av, o_af;   /* B x n3 */
   size_t o_aex, o_aev;           /* B x s3 */
   size_t o_scr;                  /* B x nscr */
-  size_t o_aact, o_afext;        /* B x nact, B x n3 */
+  size_t o_aact_t, o_aact, o_afext; /* B x nact, B x nact, B x n3 */
   size_t nreal;
   /* ints */
   size_t o_bad, o_status;        /* B x (ntet + np), B x 3 */

@@ -168,12 +168,14 @@ int ds__bsim_layout(const dsModel* m, const dsBatchSimDef* def, dsBatchLayout* L
     L->o_aex = take(&top, &dtop, Bs3);
     L->o_aev = take(&top, &dtop, Bs3);
     L->o_scr = take(&top, &dtop, (size_t)B * L->nscr);
+    L->o_aact_t = take(&top, &dtop, (size_t)B * L->nact);
     L->o_aact = take(&top, &dtop, (size_t)B * L->nact);
     L->o_afext = take(&top, &dtop, Bn3);
   } else {
     /* the caller's adjoints are never uploaded without a tape; av/af still
      * need a home for ADD_ADJ's arguments to be valid pointers */
-    L->o_adj[0] = L->o_adj[1] = L->o_av = L->o_af = L->o_aex = L->o_aev = L->o_scr = L->o_aact = L->o_afext = 0;
+    L->o_adj[0] = L->o_adj[1] = L->o_av = L->o_af = L->o_aex = L->o_aev = 0;
+    L->o_scr = L->o_aact_t = L->o_aact = L->o_afext = 0;
   }
   L->nreal = top;
   if (dtop * sizeof(dsReal) > 4.0e18)
@@ -201,7 +203,7 @@ static void plan_from_layout(const dsBatchLayout* L, dsBatchPlan* p) {
   p->param_reals = L->P;
   p->grad_reals = L->P;
   p->state_reals = ((L->T == 0 || L->K > 1) ? 4 * n3 : 0) + s3 + (size_t)L->ntet +
-                   (L->T > 0 ? 5 * n3 + 2 * s3 + (size_t)L->nscr + (size_t)L->nact + n3 : 0);
+                   (L->T > 0 ? 5 * n3 + 2 * s3 + (size_t)L->nscr + 2 * (size_t)L->nact + n3 : 0);
   p->tape_reals = 2 * n3 * ((size_t)L->nstate + (size_t)L->nseg) + (size_t)L->act_cap * L->nact +
                   (size_t)L->fext_cap * n3;
   p->shared_bytes = rs * sizeof(dsReal) + is * sizeof(int);
@@ -745,7 +747,8 @@ int ds_bsim_backward_step(dsBatchSim* s, int nsub, dsReal* adj_act, dsReal* adj_
   if (!rc) rc = s->be->zero(s->ctx, s->R + L->o_afext, n * sizeof(dsReal));
   if (rc) return be_fail(s, rc, "clearing control adjoints");
   static const int stages[] = {DS__BS_INTEG_BWD, DS__BS_SPRING_BWD, DS__BS_TRI_BWD, DS__BS_AERO_BWD,
-                               DS__BS_BEND_BWD,  DS__BS_TET_BWD,    DS__BS_GATHER_BWD, DS__BS_REDUCE};
+                               DS__BS_BEND_BWD,  DS__BS_TET_BWD,    DS__BS_GATHER_BWD, DS__BS_REDUCE,
+                               DS__BS_ACCUMULATE};
   for (int j = 0; j < nsub; j++) {
     const int t = s->bt - 1;
     dsBatchArgs a = base_args(s);
@@ -768,6 +771,7 @@ int ds_bsim_backward_step(dsBatchSim* s, int nsub, dsReal* adj_act, dsReal* adj_
     a.aex = s->R + L->o_aex;
     a.aev = s->R + L->o_aev;
     a.scratch = s->R + L->o_scr;
+    a.adj_act_t = L->nact ? s->R + L->o_aact_t : NULL;
     a.adj_act = L->nact ? s->R + L->o_aact : NULL;
     a.adj_fext = s->R + L->o_afext;
     for (size_t k = 0; k < sizeof stages / sizeof stages[0]; k++) {
