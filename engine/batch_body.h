@@ -41,6 +41,9 @@
 #include "engine/forces.h"
 #include "engine/step_body.h"
 
+/* REDUCE runs this many independent sums per instance (ds__bs_reduce). */
+#define DS__BS_NREDUCE 10
+
 enum {
   DS__BS_SPRING_FWD,
   DS__BS_TRI_FWD,
@@ -115,6 +118,7 @@ DS_HD DS_INLINE int ds__bstage_count(const dsBatchArgs* a, int stage) {
     case DS__BS_GATHER_FWD: case DS__BS_INTEG_BWD: case DS__BS_GATHER_BWD: case DS__BS_FINISH:
     case DS__BS_RESET: case DS__BS_ADD_ADJ: return m->nparticle;
     case DS__BS_ACCUMULATE: return m->nact + m->nparticle;
+    case DS__BS_REDUCE: return DS__BS_NREDUCE;
     default: return 1;
   }
 }
@@ -260,38 +264,36 @@ DS_HD DS_INLINE void ds__bs_accumulate(const dsBatchArgs* a, int k, int b) {
 }
 
 /* ---- per instance: the shared scalars, serially in element order -------------------- */
-DS_HD DS_INLINE void ds__bs_reduce(const dsBatchArgs* a, int e, int b) {
-  (void)e;
+/* Ten independent serial sums per instance, one per index k: gravity x,
+ * y, z (k < 3), lift and drag (3, 4), contact ke, kd, kf, mu, skin (5..9).
+ * Each is the engine's own sum in the engine's order (a component at a
+ * time gives the same bits as all at once), so a GPU runs ten threads per
+ * instance instead of one. */
+DS_HD DS_INLINE void ds__bs_reduce(const dsBatchArgs* a, int k, int b) {
   const dsModel* m = a->mv + b;
   dsGrad* g = a->gv + b;
-  const dsReal* av = a->av + DS__BN3(a, b);
-  const dsReal dt = m->dt;
-  dsReal sg[3] = {0, 0, 0};
-  for (int i = 0; i < a->np; i++)
-    if (m->inv_mass[i] > 0)
-      for (int c = 0; c < 3; c++) sg[c] += av[3 * i + c];
-  for (int c = 0; c < 3; c++) g->gravity[c] += dt * sg[c];
   const dsReal* sc = a->scratch + (size_t)b * a->nscr;
-  if (a->aero) { /* ds__aero_reduce */
-    const dsReal* s = sc + a->scr[DS__F_AERO];
-    dsReal sl = 0, sd = 0;
-    for (int k = 0; k < m->ntri; k++) {
-      sl += s[2 * (size_t)k];
-      sd += s[2 * (size_t)k + 1];
-    }
-    g->aero_lift[0] += sl;
-    g->aero_drag[0] += sd;
-  }
-  if (a->ground) { /* ds__contact_reduce */
-    const dsReal* s = sc + a->scr[DS__F_CONTACT];
-    dsReal c5[5] = {0, 0, 0, 0, 0};
+  dsReal sum = 0;
+  if (k < 3) { /* ds_backward_step: dL/dg += dt sum over free particles of av */
+    const dsReal* av = a->av + DS__BN3(a, b);
     for (int i = 0; i < a->np; i++)
-      for (int k = 0; k < 5; k++) c5[k] += s[5 * (size_t)i + k];
-    g->contact_ke[0] += c5[0];
-    g->contact_kd[0] += c5[1];
-    g->contact_kf[0] += c5[2];
-    g->contact_mu[0] += c5[3];
-    g->contact_skin[0] += c5[4];
+      if (m->inv_mass[i] > 0) sum += av[3 * (size_t)i + k];
+    g->gravity[k] += m->dt * sum;
+  } else if (k < 5) { /* ds__aero_reduce */
+    if (!a->aero) return;
+    const dsReal* s = sc + a->scr[DS__F_AERO] + (k - 3);
+    for (int e = 0; e < m->ntri; e++) sum += s[2 * (size_t)e];
+    if (k == 3)
+      g->aero_lift[0] += sum;
+    else
+      g->aero_drag[0] += sum;
+  } else { /* ds__contact_reduce */
+    if (!a->ground) return;
+    const dsReal* s = sc + a->scr[DS__F_CONTACT] + (k - 5);
+    for (int i = 0; i < a->np; i++) sum += s[5 * (size_t)i];
+    dsReal* gk = k == 5 ? g->contact_ke : k == 6 ? g->contact_kd : k == 7 ? g->contact_kf : k == 8 ? g->contact_mu
+                                                                                                  : g->contact_skin;
+    gk[0] += sum;
   }
 }
 
