@@ -16,6 +16,7 @@
 #include "dstest.h"
 #include "batchtest.h"
 #include "dsim/device.h"
+#include "engine/batch_priv.h"
 
 /* equal as numbers (0 == -0), NaN never */
 static int count_diff(const dsReal* a, const dsReal* b, size_t n, size_t* first) {
@@ -105,6 +106,97 @@ static void test_plan(const dsModel* m) {
   def.batch = 2;
   def.max_substeps = -1;
   CHECK_INT_EQ(ds_bsim_plan(m, &def, &p1, err, sizeof err), DS_ERR_RANGE);
+}
+
+/* The layout (engine/batch_priv.h) behind the plan: every region of the
+ * reals buffer is 64-byte aligned, inside the buffer and disjoint from the
+ * others; the per-instance parameter block holds every differentiable array
+ * and the inverse masses, disjoint; the ints likewise. For a full tape, a
+ * checkpointed one and none. */
+typedef struct Region {
+  size_t o, n;
+  const char* name;
+} Region;
+
+static void check_regions(Region* r, int n, size_t total, const char* what) {
+  for (int i = 0; i < n; i++) {
+    if (r[i].n == 0) continue;
+    if (r[i].o % 8 || r[i].o + r[i].n > total)
+      DST_FAIL_AT("%s: region %s at %zu (+%zu) misaligned or past the end (%zu)", what, r[i].name, r[i].o, r[i].n,
+                  total);
+    for (int j = 0; j < i; j++)
+      if (r[j].n && r[i].o < r[j].o + r[j].n && r[j].o < r[i].o + r[i].n)
+        DST_FAIL_AT("%s: regions %s and %s overlap", what, r[i].name, r[j].name);
+    dst_checks++;
+  }
+}
+
+static void test_layout(const dsModel* m) {
+  const int Ts[3] = {0, 30, 30}, Ks[3] = {1, 1, 7};
+  for (int c = 0; c < 3; c++) {
+    dsBatchSimDef def = ds_default_batch_sim_def();
+    def.batch = 5;
+    def.max_substeps = Ts[c];
+    def.checkpoint_every = Ks[c];
+    dsBatchLayout L;
+    char err[256], what[64];
+    snprintf(what, sizeof what, "T %d K %d", Ts[c], Ks[c]);
+    CHECK_INT_EQ(ds__bsim_layout(m, &def, &L, err, sizeof err), 0);
+    const size_t B = 5, Bn3 = B * L.n3, Bs3 = B * L.s3;
+    const int full = L.T > 0 && L.K == 1, ck = L.T > 0 && L.K > 1, bwd = L.T > 0;
+    CHECK_INT_EQ(L.nstate, full ? 31 : ck ? 5 : 0);
+    size_t shared = 0, P = 0, ishared = 0;
+    for (int f = 0; f < DS__MF_COUNT; f++) {
+      if (L.where[f] == DS__BL_SHARED_REAL) shared += L.cnt[f];
+      if (L.where[f] == DS__BL_SHARED_INT) ishared += L.cnt[f];
+      if (L.where[f] == DS__BL_INSTANCE) P += L.cnt[f];
+    }
+    CHECK(L.P >= P && L.P < P + 8 && L.P % 8 == 0);
+    Region r[] = {{0, shared, "shared"},
+                  {L.o_param, B * L.P, "param"},
+                  {L.o_grad, B * L.P, "grad"},
+                  {L.o_cur[0][0], full ? 0 : Bn3, "cur0x"},
+                  {L.o_cur[0][1], full ? 0 : Bn3, "cur0v"},
+                  {L.o_cur[1][0], full ? 0 : Bn3, "cur1x"},
+                  {L.o_cur[1][1], full ? 0 : Bn3, "cur1v"},
+                  {L.o_tape[0], (size_t)L.nstate * Bn3, "tape x"},
+                  {L.o_tape[1], (size_t)L.nstate * Bn3, "tape v"},
+                  {L.o_seg[0], (size_t)L.nseg * Bn3, "seg x"},
+                  {L.o_seg[1], (size_t)L.nseg * Bn3, "seg v"},
+                  {L.o_act, (size_t)L.act_cap * B * L.nact, "act"},
+                  {L.o_fext, (size_t)L.fext_cap * Bn3, "fext"},
+                  {L.o_ef, Bs3, "ef"},
+                  {L.o_J, B * L.ntet, "J"},
+                  {L.o_adj[0], bwd ? Bn3 : 0, "adj x"},
+                  {L.o_adj[1], bwd ? Bn3 : 0, "adj v"},
+                  {L.o_av, bwd ? Bn3 : 0, "av"},
+                  {L.o_af, bwd ? Bn3 : 0, "af"},
+                  {L.o_aex, bwd ? Bs3 : 0, "aex"},
+                  {L.o_aev, bwd ? Bs3 : 0, "aev"},
+                  {L.o_scr, bwd ? B * L.nscr : 0, "scratch"},
+                  {L.o_aact_t, bwd ? B * L.nact : 0, "adj act (substep)"},
+                  {L.o_aact, bwd ? B * L.nact : 0, "adj act"},
+                  {L.o_afext, bwd ? Bn3 : 0, "adj fext"}};
+    check_regions(r, (int)(sizeof r / sizeof r[0]), L.nreal, what);
+    /* parameter block: instance arrays disjoint inside P */
+    Region pr[DS__MF_COUNT];
+    int np = 0;
+    for (int f = 0; f < DS__MF_COUNT; f++)
+      if (L.where[f] == DS__BL_INSTANCE) {
+        pr[np].o = L.off[f];
+        pr[np].n = L.cnt[f];
+        pr[np].name = "param array";
+        /* check_regions wants 8-aligned starts; compare overlap only */
+        np++;
+      }
+    for (int i = 0; i < np; i++) {
+      CHECK(pr[i].o + pr[i].n <= P);
+      for (int j = 0; j < i; j++) CHECK(!(pr[i].o < pr[j].o + pr[j].n && pr[j].o < pr[i].o + pr[i].n));
+    }
+    CHECK(L.where[DS__MF_inv_mass] == DS__BL_INSTANCE && L.where[DS__MF_tet_k_mu] == DS__BL_INSTANCE);
+    CHECK(L.where[DS__MF_tet_idx] == DS__BL_SHARED_INT && L.where[DS__MF_tet_B] == DS__BL_SHARED_REAL);
+    CHECK(L.o_bad == ishared && L.o_status == L.o_bad + B * (size_t)(L.ntet + L.np) && L.nint == L.o_status + 3 * B);
+  }
 }
 
 static void test_refusals(const dsModel* m) {
@@ -246,6 +338,7 @@ int main(void) {
   CHECK(fem != NULL);
   if (fem) {
     test_plan(fem);
+    test_layout(fem);
     test_refusals(fem);
     test_api(fem);
     test_failure(fem);
