@@ -24,6 +24,14 @@ int fail(Ctx* c, cudaError_t e, const char* what) {
   return DS_ERR_CUDA;
 }
 
+/* The batch's context, its device made current (the calling thread may
+ * have used another device since the last call). */
+Ctx* use(void* ctx) {
+  Ctx* c = (Ctx*)ctx;
+  cudaSetDevice(c->device);
+  return c;
+}
+
 template <int S>
 __global__ void __launch_bounds__(256) stage_kernel(const dsBatchArgs a, int count, long long n) {
   const long long k = (long long)blockIdx.x * blockDim.x + threadIdx.x;
@@ -97,35 +105,35 @@ void cu_release(void* ctx, void* p) {
 /* Host to device: pageable host memory is staged before the call returns,
  * so the caller may reuse its buffer at once. */
 int cu_put(void* ctx, void* dst, const void* src, size_t bytes) {
-  Ctx* c = (Ctx*)ctx;
+  Ctx* c = use(ctx);
   if (!bytes) return 0;
   cudaError_t e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, c->stream);
   return e == cudaSuccess ? 0 : fail(c, e, "copy to the device");
 }
 
 int cu_get(void* ctx, void* dst, const void* src, size_t bytes) {
-  Ctx* c = (Ctx*)ctx;
+  Ctx* c = use(ctx);
   cudaError_t e = bytes ? cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, c->stream) : cudaSuccess;
   if (e == cudaSuccess) e = cudaStreamSynchronize(c->stream);
   return e == cudaSuccess ? 0 : fail(c, e, "copy from the device (or a kernel before it)");
 }
 
 int cu_copy(void* ctx, void* dst, const void* src, size_t bytes) {
-  Ctx* c = (Ctx*)ctx;
+  Ctx* c = use(ctx);
   if (!bytes) return 0;
   cudaError_t e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, c->stream);
   return e == cudaSuccess ? 0 : fail(c, e, "device copy");
 }
 
 int cu_zero(void* ctx, void* dst, size_t bytes) {
-  Ctx* c = (Ctx*)ctx;
+  Ctx* c = use(ctx);
   if (!bytes) return 0;
   cudaError_t e = cudaMemsetAsync(dst, 0, bytes, c->stream);
   return e == cudaSuccess ? 0 : fail(c, e, "cudaMemsetAsync");
 }
 
 int cu_run(void* ctx, int stage, const dsBatchArgs* a, int count) {
-  Ctx* c = (Ctx*)ctx;
+  Ctx* c = use(ctx);
   const long long n = (long long)count * a->B;
   if (n <= 0) return 0;
   const int threads = 256;
