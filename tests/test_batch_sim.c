@@ -199,6 +199,75 @@ static void test_layout(const dsModel* m) {
   }
 }
 
+/* Allocation: create fails cleanly (DS_ERR_NOMEM, nothing left allocated)
+ * when any one of its allocations fails; step, backward and their helpers
+ * allocate nothing once the batch exists. */
+static long g_count = 0, g_live = 0, g_fail_at = -1;
+static void* a_malloc(size_t n) {
+  if (g_fail_at >= 0 && g_count++ == g_fail_at) return NULL;
+  void* p = malloc(n);
+  if (p) g_live++;
+  return p;
+}
+static void* a_realloc(void* q, size_t n) {
+  if (g_fail_at >= 0 && g_count++ == g_fail_at) return NULL;
+  void* p = realloc(q, n);
+  if (p && !q) g_live++;
+  return p;
+}
+static void* a_calloc(size_t c, size_t n) {
+  if (g_fail_at >= 0 && g_count++ == g_fail_at) return NULL;
+  void* p = calloc(c, n);
+  if (p) g_live++;
+  return p;
+}
+static void a_free(void* p) {
+  if (p) g_live--;
+  free(p);
+}
+
+static void test_alloc(const dsModel* m) {
+  dsBatchSimDef def = ds_default_batch_sim_def();
+  def.batch = 2;
+  def.max_substeps = 12;
+  def.checkpoint_every = 4;
+  char err[512];
+  int created = 0;
+  for (long k = 0; k < 100 && !created; k++) {
+    dsBatchSim* s = NULL;
+    g_count = 0;
+    g_live = 0;
+    g_fail_at = k;
+    ds_replace_allocator(a_malloc, a_realloc, a_calloc, a_free);
+    int rc = ds_bsim_create(m, &def, &s, err, sizeof err);
+    if (rc == 0) {
+      created = 1;
+      /* the whole episode allocates nothing */
+      g_fail_at = -1;
+      g_count = 0;
+      const long live = g_live;
+      dsReal* a = (dsReal*)calloc(2 * (size_t)m->nact + 1, sizeof(dsReal));
+      CHECK_INT_EQ(ds_bsim_set_act(s, a), 0);
+      CHECK_INT_EQ(ds_bsim_step(s, 12, NULL), 0);
+      CHECK_INT_EQ(ds_bsim_backward_begin(s, NULL, NULL), 0);
+      CHECK_INT_EQ(ds_bsim_backward_step(s, 12, a, NULL), 0);
+      CHECK_INT_EQ(ds_bsim_backward_finish(s), 0);
+      CHECK_INT_EQ(ds_bsim_reset(s), 0);
+      CHECK_INT_EQ(g_live, live);
+      CHECK_INT_EQ(g_count, 0);
+      free(a);
+      ds_bsim_free(s);
+    } else {
+      CHECK_INT_EQ(rc, DS_ERR_NOMEM);
+      CHECK(s == NULL);
+    }
+    ds_replace_allocator(NULL, NULL, NULL, NULL);
+    if (g_live != 0) DST_FAIL_AT("create failing at allocation %ld: %ld allocations left", k, g_live);
+    dst_checks++;
+  }
+  CHECK(created);
+}
+
 static void test_refusals(const dsModel* m) {
   char err[512];
   dsBatchSimDef def = ds_default_batch_sim_def();
@@ -339,6 +408,7 @@ int main(void) {
   if (fem) {
     test_plan(fem);
     test_layout(fem);
+    test_alloc(fem);
     test_refusals(fem);
     test_api(fem);
     test_failure(fem);
