@@ -89,7 +89,8 @@ DS_API const dsBatchPlan* ds_bsim_get_plan(const dsBatchSim* s);
 /* ---- parameters -----------------------------------------------------------------
  * A differentiable parameter by name (ds_param_name), validated as
  * ds_model_set_param does (a new mass updates the inverse mass), for instance
- * b, or every instance when b = -1. Between episodes (t = 0 after reset). */
+ * b, or every instance when b = -1. Only at substep 0; the batch is then
+ * reset (ds_bsim_reset), so a new initial state shows at once. */
 DS_API int ds_bsim_set_param(dsBatchSim* s, int b, const char* name, const dsReal* values, int count);
 DS_API int ds_bsim_get_param(const dsBatchSim* s, int b, const char* name, dsReal* values, int count);
 
