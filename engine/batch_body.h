@@ -72,7 +72,7 @@ enum {
 typedef struct dsBatchArgs {
   const dsModel* mv; /* B model views */
   dsGrad* gv;        /* B gradient views (backward) */
-  int B, np, nslot, nact, ntet;
+  int B, np, nslot, nact, ntet, nspring, ntri, nbend; /* counts (the same in every view) */
   int slot[DS__NFORCE];    /* first slot of each force model (the owner's for aero) */
   int actb[DS__NFORCE];    /* first activation, -1: none */
   int scr[DS__NFORCE];     /* first scratch real of each model, per instance */
@@ -106,18 +106,19 @@ typedef struct dsBatchArgs {
   dsReal* adj_fext;   /* B x n3, += af per substep; NULL: not wanted */
 } dsBatchArgs;
 
-/* Elements (or particles, or 1) a stage runs over, per instance. */
+/* Elements (or particles, or 1) a stage runs over, per instance. Host
+ * code calls it, so it reads only the counts in a, never a->mv (device
+ * memory on a GPU). */
 DS_HD DS_INLINE int ds__bstage_count(const dsBatchArgs* a, int stage) {
-  const dsModel* m = a->mv; /* counts are the same in every view */
   switch (stage) {
-    case DS__BS_SPRING_FWD: case DS__BS_SPRING_BWD: return m->nspring;
-    case DS__BS_TRI_FWD: case DS__BS_TRI_BWD: return m->ntri;
-    case DS__BS_AERO_FWD: case DS__BS_AERO_BWD: return a->aero ? m->ntri : 0;
-    case DS__BS_BEND_FWD: case DS__BS_BEND_BWD: return m->nbend;
-    case DS__BS_TET_FWD: case DS__BS_TET_BWD: return m->ntet;
+    case DS__BS_SPRING_FWD: case DS__BS_SPRING_BWD: return a->nspring;
+    case DS__BS_TRI_FWD: case DS__BS_TRI_BWD: return a->ntri;
+    case DS__BS_AERO_FWD: case DS__BS_AERO_BWD: return a->aero ? a->ntri : 0;
+    case DS__BS_BEND_FWD: case DS__BS_BEND_BWD: return a->nbend;
+    case DS__BS_TET_FWD: case DS__BS_TET_BWD: return a->ntet;
     case DS__BS_GATHER_FWD: case DS__BS_INTEG_BWD: case DS__BS_GATHER_BWD: case DS__BS_FINISH:
-    case DS__BS_RESET: case DS__BS_ADD_ADJ: return m->nparticle;
-    case DS__BS_ACCUMULATE: return m->nact + m->nparticle;
+    case DS__BS_RESET: case DS__BS_ADD_ADJ: return a->np;
+    case DS__BS_ACCUMULATE: return a->nact + a->np;
     case DS__BS_REDUCE: return DS__BS_NREDUCE;
     default: return 1;
   }

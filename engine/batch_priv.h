@@ -76,6 +76,11 @@ typedef struct dsBatchBackend {
   const char* (*last_error)(void* ctx);
 } dsBatchBackend;
 
+/* ds_bsim_create on a given backend (its device checked by the caller);
+ * tests use it to run the driver on instrumented backends. */
+int ds__bsim_create_on(const dsModel* m, const dsBatchSimDef* def, const dsBatchBackend* be, dsBatchSim** out,
+                       char* err, size_t errlen);
+
 /* engine/batch_cpu.c */
 extern const dsBatchBackend ds__cpu_batch_backend;
 /* cuda/batch.cu with --enable-cuda; NULL without. */

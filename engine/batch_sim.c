@@ -293,6 +293,17 @@ int ds_bsim_create(const dsModel* m, const dsBatchSimDef* def, dsBatchSim** out,
   if (rc) return rc;
   const dsBatchBackend* be = d.device.kind == DS_DEVICE_CUDA ? ds__cuda_batch_backend() : &ds__cpu_batch_backend;
   if (!be) return ds__puterr(err, errlen, DS_ERR_UNSUPPORTED, "batch device cuda: this dsim was built without CUDA");
+  return ds__bsim_create_on(m, &d, be, out, err, errlen);
+}
+
+int ds__bsim_create_on(const dsModel* m, const dsBatchSimDef* def, const dsBatchBackend* be, dsBatchSim** out,
+                       char* err, size_t errlen) {
+  if (!out || !def || !be) return ds__puterr(err, errlen, DS_ERR_INVALID, "batch: no output, definition or backend");
+  *out = NULL;
+  const dsBatchSimDef d = *def;
+  dsBatchLayout L;
+  int rc = ds__bsim_layout(m, &d, &L, err, errlen);
+  if (rc) return rc;
   dsBatchSim* s = (dsBatchSim*)ds__calloc(1, sizeof *s);
   if (!s) return ds__puterr(err, errlen, DS_ERR_NOMEM, "batch: out of memory");
   s->m = m;
@@ -400,6 +411,9 @@ static dsBatchArgs base_args(const dsBatchSim* s) {
   a.nslot = L->nslot;
   a.nact = L->nact;
   a.ntet = L->ntet;
+  a.nspring = s->m->nspring;
+  a.ntri = s->m->ntri;
+  a.nbend = s->m->nbend;
   dsForceLayout FL;
   ds__force_layout(s->m, &FL);
   for (int k = 0; k < DS__NFORCE; k++) {

@@ -16,6 +16,11 @@
 #include "dsim/engine.h"
 #include "dsim/engine_batch.h"
 #include "dsim/env.h"
+#include "engine/batch_priv.h"
+
+/* When set, bt_run_batch creates its batches on this backend (tests of
+ * the driver on instrumented backends) instead of the device's. */
+static const dsBatchBackend* bt_backend = NULL;
 
 static inline void bt_die(const char* what, int rc, const char* msg) {
   fprintf(stderr, "%s failed: %s (%s)\n", what, ds_err_name(rc), msg ? msg : "");
@@ -193,7 +198,8 @@ static inline int bt_run_batch(const dsModel* m, const btEpisode* e, int K, dsDe
   def.device = dev;
   dsBatchSim* s;
   char err[512];
-  int rc = ds_bsim_create(m, &def, &s, err, sizeof err);
+  int rc = bt_backend ? ds__bsim_create_on(m, &def, bt_backend, &s, err, sizeof err)
+                      : ds_bsim_create(m, &def, &s, err, sizeof err);
   if (rc) bt_die("ds_bsim_create", rc, err);
   dsModel* mb;
   if (ds_model_copy(m, &mb)) bt_die("model copy", DS_ERR_NOMEM, "");

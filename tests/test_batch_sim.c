@@ -7,6 +7,7 @@
  * Also: the memory plan, refusals (rigid bodies, memory bound, CUDA without
  * a device or a build), per-instance failure reports, and state and
  * parameter round trips. */
+#define _DEFAULT_SOURCE 1 /* mmap's MAP_ANONYMOUS in the guarded backend */
 #include "config.h"
 
 #ifdef _OPENMP
@@ -17,6 +18,9 @@
 #include "batchtest.h"
 #include "dsim/device.h"
 #include "engine/batch_priv.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
 
 /* equal as numbers (0 == -0), NaN never */
 static int count_diff(const dsReal* a, const dsReal* b, size_t n, size_t* first) {
@@ -64,6 +68,92 @@ static void parity_env(const char* name, const dsModel* m) {
   printf("%-16s %5d particles %5d tets %5d tris %5d springs %5d bends: bitwise equal (full and checkpointed, 1 and 4 "
          "threads)\n",
          name, m->nparticle, m->ntet, m->ntri, m->nspring, m->nbend);
+}
+
+/* ---- the driver never touches backend memory ------------------------------------
+ * A CPU backend whose memory is mapped PROT_NONE except while one of its
+ * own operations runs: a driver that read or wrote device memory directly
+ * (which works on the CPU backend and crashes on a GPU) faults here. */
+typedef struct GuardBlock {
+  void* p;
+  size_t len;
+} GuardBlock;
+static GuardBlock g_blocks[16];
+static int g_nblocks = 0;
+
+static void guard(int prot) {
+  for (int i = 0; i < g_nblocks; i++)
+    if (mprotect(g_blocks[i].p, g_blocks[i].len, prot)) {
+      perror("mprotect");
+      exit(1);
+    }
+}
+
+static void* gd_alloc(void* ctx, size_t bytes) {
+  (void)ctx;
+  const size_t pg = (size_t)sysconf(_SC_PAGESIZE), len = ((bytes ? bytes : 1) + pg - 1) / pg * pg;
+  if (g_nblocks == 16) return NULL;
+  void* p = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return NULL;
+  g_blocks[g_nblocks].p = p;
+  g_blocks[g_nblocks++].len = len;
+  return p;
+}
+
+static void gd_release(void* ctx, void* p) {
+  (void)ctx;
+  for (int i = 0; i < g_nblocks; i++)
+    if (g_blocks[i].p == p) {
+      munmap(p, g_blocks[i].len);
+      g_blocks[i] = g_blocks[--g_nblocks];
+      return;
+    }
+}
+
+#define GD_WRAP(name, params, args)                              \
+  static int gd_##name params {                                  \
+    guard(PROT_READ | PROT_WRITE);                               \
+    int rc = ds__cpu_batch_backend.name args;                    \
+    guard(PROT_NONE);                                            \
+    return rc;                                                   \
+  }
+GD_WRAP(put, (void* c, void* d, const void* s, size_t n), (c, d, s, n))
+GD_WRAP(get, (void* c, void* d, const void* s, size_t n), (c, d, s, n))
+GD_WRAP(copy, (void* c, void* d, const void* s, size_t n), (c, d, s, n))
+GD_WRAP(zero, (void* c, void* d, size_t n), (c, d, n))
+GD_WRAP(run, (void* c, int st, const dsBatchArgs* a, int n), (c, st, a, n))
+#undef GD_WRAP
+
+static void test_guarded(const char* name, const dsModel* m) {
+  dsBatchBackend gb = ds__cpu_batch_backend;
+  gb.name = "guarded cpu";
+  gb.alloc = gd_alloc;
+  gb.release = gd_release;
+  gb.put = gd_put;
+  gb.get = gd_get;
+  gb.copy = gd_copy;
+  gb.zero = gd_zero;
+  gb.run = gd_run;
+  const int B = 2, C = 2, S = 6;
+  btEpisode e;
+  bt_episode(&e, m, B, C, S, 0.05);
+  const size_t len = bt_result_len(m, C);
+  dsReal* ref = (dsReal*)calloc((size_t)B * len, sizeof(dsReal));
+  dsReal* got = (dsReal*)calloc((size_t)B * len, sizeof(dsReal));
+  for (int K = 1; K <= 4; K += 3) {
+    for (int b = 0; b < B; b++) bt_run_single(m, &e, b, K, ref + b * len);
+    bt_backend = &gb;
+    bt_run_batch(m, &e, K, ds_device_cpu(), got);
+    bt_backend = NULL;
+    size_t first = 0;
+    const int nd = count_diff(ref, got, (size_t)B * len, &first);
+    if (nd) DST_FAIL_AT("%s, guarded backend, K %d: %d results differ from the single engine", name, K, nd);
+    dst_checks++;
+  }
+  CHECK_INT_EQ(g_nblocks, 0);
+  free(ref);
+  free(got);
+  bt_episode_free(&e);
 }
 
 static void test_plan(const dsModel* m) {
@@ -400,6 +490,7 @@ int main(void) {
       continue;
     }
     parity_env(name, m);
+    test_guarded(name, m);
     if (m->ntet && !fem) fem = m;
     models[nm++] = m;
   }
