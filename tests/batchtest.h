@@ -175,7 +175,7 @@ static inline void bt_run_single(const dsModel* m, const btEpisode* e, int b, in
     dsReal* p;
     int c;
     if (ds_grad_param(g, ds_param_name(k), &p, &c)) continue;
-    memcpy(o, p, (size_t)c * sizeof(dsReal));
+    if (c) memcpy(o, p, (size_t)c * sizeof(dsReal));
     o += c;
   }
   free(aa);
