@@ -34,6 +34,9 @@ char* ds_cli_config_json(const struct dsEnvDef* def, const struct dsTrainerDef* 
 /* Load a plugin (cli/plugin.c) for command cmd; DS_EXIT_OK or an exit code
  * after printing why. */
 int ds_cli_load_plugin(const char* cmd, const char* path);
+/* run.device (text, set by `what`: "--device" or "run.device"): DS_EXIT_OK for
+ * the CPU, else a message on stderr and DS_EXIT_USAGE (cli/device.c). */
+int ds_cli_check_device(const char* cmd, const char* what, const char* text);
 
 /* ---- files (cli/files.c) ----
  * Read the run log in a child process the way the command will (summary,

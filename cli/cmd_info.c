@@ -16,9 +16,22 @@ static int info_build(void) {
   else
     printf("OpenMP:     off (single-threaded build)\n");
   if (bi.cuda)
-    printf("CUDA:       on, %d visible device%s\n", bi.cuda_devices, bi.cuda_devices == 1 ? "" : "s");
+    printf("CUDA:       on, %d visible device%s%s\n", bi.cuda_devices, bi.cuda_devices == 1 ? "" : "s",
+           bi.cuda_devices ? "" : " (no GPU, no driver, or CUDA_VISIBLE_DEVICES hides them)");
   else
     printf("CUDA:       off (configure --enable-cuda to build it)\n");
+  printf("devices:    cpu%s\n", bi.cuda_devices ? "" : " (the only one)");
+  for (int i = 0; i < bi.cuda_devices; i++) {
+    dsDeviceInfo di;
+    char mem[32], fr[32];
+    if (ds_cuda_device_info(i, &di)) {
+      printf("            cuda:%d  (properties unavailable)\n", i);
+      continue;
+    }
+    printf("            cuda:%d  %s, %s (%s free), compute capability %d.%d, %d SMs\n", i, di.name,
+           ds_format_size(di.total_memory, mem, sizeof mem), ds_format_size(di.free_memory, fr, sizeof fr),
+           di.cc_major, di.cc_minor, di.multiprocessors);
+  }
   printf("HDF5:       %s\n", bi.hdf5 ? bi.hdf5_version : "off (built --without-hdf5)");
   printf("cJSON:      %s\n", bi.cjson_version);
   printf("libpng:     %s\n", bi.png_version);
@@ -63,7 +76,8 @@ int ds_cli_info(int argc, char** argv) {
   for (int i = 1; i < argc; i++) {
     if (ds_cli_is_help(argv[i])) {
       printf("usage: dsim info [RUN.h5]\n\n"
-             "Without an argument: the version, precision, OpenMP threads, CUDA devices and the\n"
+             "Without an argument: the version, precision, OpenMP threads, the devices (cpu and\n"
+             "every CUDA device: name, memory, compute capability) and the\n"
              "versions of the libraries dsim was built with. With a run log: its summary\n"
              "(environment, method, seed, status, iterations, loss and metric, episodes).\n");
       return DS_EXIT_OK;

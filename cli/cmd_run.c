@@ -89,6 +89,8 @@ static void usage(FILE* out) {
           "                  configs), state (3-D centre-of-mass loss), random, cem\n"
           "  --seed S        run.seed: goal and controller seed\n"
           "  --threads T     run.threads: OpenMP threads (0: OMP_NUM_THREADS or all cores)\n"
+          "  --device D      run.device: cpu (default), cuda or cuda:N; envs run on the cpu only\n"
+          "                  so far (a CUDA device is refused with a message; see dsim info)\n"
           "  --out FILE      run.out: run log (default runs/ENV-METHOD[-mpc]-sSEED.h5, or -1, -2, ...\n"
           "                  appended when taken; directories are created)\n"
           "  --force         replace an existing --out file (never the config or a plugin)\n"
@@ -129,6 +131,7 @@ static const Flag g_flags[] = {
     {"--iterations", "run", "iterations", NULL},     {"--method", "run", "method", NULL},
     {"--seed", "run", "seed", NULL},                 {"--threads", "run", "threads", NULL},
     {"--out", "run", "out", NULL},                   {"--mpc", "controller", "mpc", "true"},
+    {"--device", "run", "device", NULL},
     {"--horizon", "controller", "horizon", NULL},    {"--execute", "controller", "execute", NULL},
     {"--inner", "controller", "inner", NULL},        {"--lr", "controller", "lr", NULL},
     {"--optimizer", "controller", "optimizer", NULL}, {"--clip", "controller", "clip", NULL},
@@ -454,6 +457,12 @@ static int setup(const RunArgs* a, Run* r) {
   if ((rc = ds_trainer_def_validate(&r->td, err, sizeof err))) {
     fprintf(stderr, "dsim run: %s: %s\n", a->run_flags ? "options" : r->path, err);
     return a->run_flags ? DS_EXIT_USAGE : DS_EXIT_INPUT;
+  }
+  {
+    const char* what = "run.device";
+    for (int i = 0; i < a->nov; i++)
+      if (!strcmp(a->ov[i].section, "run") && !strcmp(a->ov[i].key, "device")) what = strncmp(a->ov[i].source, "--device", 8) ? "run.device" : "--device";
+    if ((rc = ds_cli_check_device("run", what, r->rd.device))) return rc;
   }
   if (r->rd.threads > 0) ds_set_num_threads(r->rd.threads);
   r->nthreads = ds_get_max_threads();

@@ -160,6 +160,7 @@ dsRunDef ds_default_run_def(void) {
   r.iterations = 40;
   r.method = DS_METHOD_IMAGE;
   r.threads = 0;
+  strcpy(r.device, "cpu");
   return r;
 }
 
@@ -170,6 +171,8 @@ static const dsConfigKey g_run_keys[] = {
     {"method", DS_KEY_ENUM, R(method), 0, 0, "image|state|random|cem", 0,
      "image: the env's loss; state: 3-D centre-of-mass loss; random; cem"},
     {"threads", DS_KEY_INT, R(threads), 0, 4096, NULL, 0, "OpenMP threads (0: OMP_NUM_THREADS or all cores)"},
+    {"device", DS_KEY_STRING, R(device), 0, 16, NULL, 0,
+     "where the physics runs: cpu, cuda or cuda:N (envs: cpu only so far)"},
     {"out", DS_KEY_STRING, R(out), 0, DS_RUN_OUT_MAX, NULL, 0,
      "run log (\"\": runs/ENV-METHOD[-mpc]-sSEED.h5)"},
     {NULL, DS_KEY_REAL, 0, 0, 0, NULL, 0, NULL}};

@@ -1,8 +1,15 @@
+# Devices and the batched engine (dsim/device.h, dsim/engine_batch.h): the
+# device names and checks (base/device.c), the backend-neutral driver and
+# the CPU backend of the batched engine (engine/batch_*), built always; and
 # cuda/: the optional CUDA backend (./configure --enable-cuda), compiled by
-# nvcc through scripts/cudalt into libtool objects of the core library.
-CUDA_SOURCES = cuda/smoke.cu
+# nvcc through scripts/cudalt into libtool objects of the core library. The
+# kernels' bodies are engine/batch_body.h, shared with the CPU backend.
+libdsim_core_la_SOURCES += base/device.c base/device_priv.h engine/batch_body.h engine/batch_priv.h \
+  engine/batch_sim.c engine/batch_cpu.c
+dsiminclude_HEADERS += include/dsim/device.h include/dsim/engine_batch.h
+CUDA_SOURCES = cuda/smoke.cu cuda/device.cu cuda/batch.cu
 EXTRA_DIST += cuda/smoke.h
-EXTRA_DIST += $(CUDA_SOURCES) scripts/cudalt
+EXTRA_DIST += $(CUDA_SOURCES) scripts/cudalt scripts/gpu-check
 NVCC_CPPFLAGS = -I$(top_srcdir)/include -I$(top_builddir)/include -I$(top_srcdir) -I$(top_builddir)
 if DS_HAVE_CUDA
 CUDA_LTOBJS = $(CUDA_SOURCES:.cu=.lo)
@@ -10,10 +17,23 @@ libdsim_core_la_LIBADD += $(CUDA_LTOBJS) $(CUDA_LIBS)
 EXTRA_libdsim_core_la_DEPENDENCIES += $(CUDA_LTOBJS)
 endif
 SUFFIXES = .cu .lo
+# -fmad=false: no fused multiply-adds, so the device rounds as the CPU build
+# (-ffp-contract=off) does and parity differences come from libm only.
 .cu.lo:
 	$(AM_V_GEN)$(SHELL) $(top_srcdir)/scripts/cudalt $@ $(NVCC) $(NVCC_CPPFLAGS) $(DS_NVCC_ARCH) \
-	  -O3 -std=c++17 -DHAVE_CONFIG_H $(NVCCFLAGS) -c $<
+	  -O3 -std=c++17 -fmad=false -DHAVE_CONFIG_H $(NVCCFLAGS) -c $<
 CLEANFILES += cuda/*.lo cuda/*.o cuda/.libs/*.o
-check_PROGRAMS += tests/test_cuda_smoke
+# the headers the CUDA objects include: rebuild them when these change
+cuda/batch.lo: $(top_srcdir)/engine/batch_body.h $(top_srcdir)/engine/batch_priv.h $(top_srcdir)/engine/force_tet.h \
+  $(top_srcdir)/engine/force_tri.h $(top_srcdir)/engine/force_spring.h $(top_srcdir)/engine/force_bend.h \
+  $(top_srcdir)/engine/force_aero.h $(top_srcdir)/engine/force_contact.h $(top_srcdir)/engine/dsmath.h
+cuda/device.lo: $(top_srcdir)/base/device_priv.h $(top_srcdir)/include/dsim/device.h
+check_PROGRAMS += tests/test_cuda_smoke tests/test_device tests/test_batch_sim tests/test_cuda_parity
 tests_test_cuda_smoke_SOURCES = tests/test_cuda_smoke.c
-TESTS += tests/test_cuda_smoke
+tests_test_device_SOURCES = tests/test_device.c
+tests_test_batch_sim_SOURCES = tests/test_batch_sim.c
+tests_test_cuda_parity_SOURCES = tests/test_cuda_parity.c
+EXTRA_DIST += tests/batchtest.h tests/test_device_cli.sh
+TESTS += tests/test_cuda_smoke tests/test_device tests/test_batch_sim tests/test_cuda_parity tests/test_device_cli.sh
+BENCH_PROGS += bench/bench_cuda
+bench_bench_cuda_SOURCES = bench/bench_cuda.c

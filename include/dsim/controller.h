@@ -201,10 +201,11 @@ typedef struct dsRunDef {
   int iterations;       /* optimisation iterations, one rollout each (40) */
   int method;           /* dsMethod (image) */
   int threads;          /* OpenMP threads; 0: OMP_NUM_THREADS or all cores */
+  char device[16];      /* "cpu", "cuda" or "cuda:N" (dsim/device.h); envs run on "cpu" only so far */
   char out[DS_RUN_OUT_MAX]; /* run log; "": runs/ENV-METHOD[-mpc]-sSEED.h5 */
 } dsRunDef;
 DS_API dsRunDef ds_default_run_def(void);
-/* Keys of the "run" section: seed, iterations, method, threads, out. */
+/* Keys of the "run" section: seed, iterations, method, threads, device, out. */
 DS_API const dsConfigKey* ds_run_keys(void);
 DS_API int ds_run_def_from_text(const char* name, const char* text, dsRunDef* def, char* err, size_t errlen);
 /* "image", "state", "random", "cem" (NULL otherwise); parse: the dsMethod or -1. */

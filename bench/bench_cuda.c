@@ -1,0 +1,220 @@
+/* Batched-engine benchmark (dsim/engine_batch.h) on control-fem's gear
+ * (480 particles, 1,152 tets, ground contact): tet-element-substeps per
+ * second, forward only (no tape) and forward + backward (full tape, one
+ * episode of `--episode` substeps forward then backward), for B = 1, 64 and
+ * 1,024 gears, on the CPU backend and on every CUDA device asked for; the
+ * ratio CUDA / CPU on this machine; and the 40-iteration control-fem run
+ * (40 x 5,760 substeps forward and backward at B = 1) projected from the
+ * B = 1 forward + backward rate (physics only: no rendering, controller or
+ * loss). Figures are medians of 3 timed repeats, each at least --seconds
+ * (one repeat when the untimed warm-up already took that long).
+ *
+ *   bench_cuda [--device cpu|cuda[:N]]... [--batch B]... [--seconds S]
+ *              [--episode T] [--quick]
+ *
+ * Without --device: the CPU, and cuda:0 when a device is visible. --quick:
+ * B = 1 and 64 only, short timings (what `make bench` runs). */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench/bench.h"
+#include "dsim/dsim.h"
+
+static const dsModel* gear_model(dsEnv** env) {
+  dsEnvDef def = ds_default_env_def("control-fem");
+  char err[512];
+  if (ds_env_create(&def, env, err, sizeof err)) {
+    fprintf(stderr, "bench_cuda: control-fem: %s\n", err);
+    exit(1);
+  }
+  return ds_env_model(*env);
+}
+
+static void die(const char* what, int rc, const char* msg) {
+  fprintf(stderr, "bench_cuda: %s: %s (%s)\n", what, ds_err_name(rc), msg);
+  exit(1);
+}
+
+/* Random activations in [-0.1, 0.1] for B instances. */
+static dsReal* random_act(const dsModel* m, int B) {
+  dsReal* a = (dsReal*)malloc(((size_t)B * m->nact + 1) * sizeof(dsReal));
+  uint64_t s = 12345;
+  for (size_t k = 0; k < (size_t)B * m->nact; k++) {
+    s ^= s << 13;
+    s ^= s >> 7;
+    s ^= s << 17;
+    a[k] = (dsReal)(0.2 * ((double)(s >> 11) / 9007199254740992.0) - 0.1);
+  }
+  return a;
+}
+
+/* element-substeps per second, forward only */
+static double rate_forward(const dsModel* m, dsDevice dev, int B, double seconds) {
+  dsBatchSimDef def = ds_default_batch_sim_def();
+  def.batch = B;
+  def.device = dev;
+  dsBatchSim* s;
+  char err[512];
+  int rc = ds_bsim_create(m, &def, &s, err, sizeof err);
+  if (rc) die("create", rc, err);
+  dsReal* a = random_act(m, B);
+  ds_bsim_set_act(s, a);
+  const int chunk = 20;
+  double r[3];
+  for (int rep = -1; rep < 3; rep++) { /* rep -1: warm-up */
+    ds_bsim_reset(s);
+    ds_bsim_set_act(s, a);
+    long long n = 0;
+    const double t0 = now();
+    double t;
+    do {
+      rc = ds_bsim_step(s, chunk, NULL); /* ends with a device sync (the status read) */
+      if (rc) die("step", rc, ds_bsim_last_error(s));
+      n += chunk;
+      t = now() - t0;
+    } while (t < (rep < 0 ? 0.1 * seconds : seconds));
+    if (rep >= 0) r[rep] = (double)n * B * m->ntet / t;
+    if (rep < 0 && t >= seconds) { /* slow: the warm-up is the measurement */
+      r[0] = r[1] = r[2] = (double)n * B * m->ntet / t;
+      break;
+    }
+  }
+  free(a);
+  ds_bsim_free(s);
+  return median(r, 3);
+}
+
+/* element-substeps per second, one forward and one backward per substep */
+static double rate_fwd_bwd(const dsModel* m, dsDevice dev, int B, int T, double seconds) {
+  dsBatchSimDef def = ds_default_batch_sim_def();
+  def.batch = B;
+  def.device = dev;
+  def.max_substeps = T;
+  def.act_records = 1;
+  def.fext_records = 1;
+  dsBatchSim* s;
+  char err[512];
+  int rc = ds_bsim_create(m, &def, &s, err, sizeof err);
+  if (rc) die("create", rc, err);
+  dsReal* a = random_act(m, B);
+  dsReal* g = (dsReal*)malloc((size_t)B * m->ntet * sizeof(dsReal));
+  double r[3];
+  for (int rep = -1; rep < 3; rep++) {
+    long long n = 0;
+    const double t0 = now();
+    double t;
+    do {
+      ds_bsim_reset(s);
+      ds_bsim_set_act(s, a);
+      rc = ds_bsim_step(s, T, NULL);
+      if (!rc) rc = ds_bsim_backward_begin(s, NULL, NULL);
+      if (!rc) rc = ds_bsim_add_adjoint(s, NULL, NULL);
+      if (!rc) rc = ds_bsim_backward_step(s, T, NULL, NULL);
+      if (!rc) rc = ds_bsim_backward_finish(s);
+      if (!rc) rc = ds_bsim_get_grad(s, 0, "tet.k_mu", g, m->ntet); /* sync */
+      if (rc) die("episode", rc, ds_bsim_last_error(s));
+      n += T;
+      t = now() - t0;
+    } while (t < (rep < 0 ? 0.1 * seconds : seconds));
+    if (rep >= 0) r[rep] = (double)n * B * m->ntet / t;
+    if (rep < 0 && t >= seconds) { /* slow (an episode takes longer than --seconds): one measurement */
+      r[0] = r[1] = r[2] = (double)n * B * m->ntet / t;
+      break;
+    }
+  }
+  free(a);
+  free(g);
+  ds_bsim_free(s);
+  return median(r, 3);
+}
+
+int main(int argc, char** argv) {
+  dsDevice devs[8];
+  int ndev = 0, batches[8], nb = 0, T = 40, quick = 0;
+  double seconds = 1.0;
+  char err[512], name[32];
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--device") == 0 && i + 1 < argc && ndev < 8) {
+      if (ds_device_parse("--device", argv[++i], &devs[ndev], err, sizeof err) ||
+          ds_device_check("--device", devs[ndev], err, sizeof err)) {
+        fprintf(stderr, "bench_cuda: %s\n", err);
+        return 2;
+      }
+      ndev++;
+    } else if (strcmp(argv[i], "--batch") == 0 && i + 1 < argc && nb < 8) {
+      batches[nb++] = atoi(argv[++i]);
+    } else if (strcmp(argv[i], "--seconds") == 0 && i + 1 < argc) {
+      seconds = atof(argv[++i]);
+    } else if (strcmp(argv[i], "--episode") == 0 && i + 1 < argc) {
+      T = atoi(argv[++i]);
+    } else if (strcmp(argv[i], "--quick") == 0 || strcmp(argv[i], "quick") == 0) {
+      quick = 1;
+    } else {
+      fprintf(stderr,
+              "usage: bench_cuda [--device cpu|cuda[:N]]... [--batch B]... [--seconds S] [--episode T] [--quick]\n");
+      return 2;
+    }
+  }
+  if (quick) seconds = 0.2;
+  if (!ndev) {
+    devs[ndev++] = ds_device_cpu();
+    if (ds_cuda_device_count() > 0) devs[ndev++] = (dsDevice){DS_DEVICE_CUDA, 0};
+  }
+  if (!nb) {
+    batches[nb++] = 1;
+    batches[nb++] = 64;
+    if (!quick) batches[nb++] = 1024;
+  }
+  dsEnv* env;
+  const dsModel* m = gear_model(&env);
+  dsBuildInfo bi;
+  ds_build_info(&bi);
+  printf("bench_cuda: control-fem gear, %d particles, %d tets; dsReal %d bytes; %d CPU threads; episode %d substeps\n",
+         m->nparticle, m->ntet, bi.real_bytes, bi.max_threads, T);
+  for (int k = 0; k < ndev; k++)
+    if (devs[k].kind == DS_DEVICE_CUDA) {
+      dsDeviceInfo info;
+      if (!ds_cuda_device_info(devs[k].index, &info))
+        printf("cuda:%d: %s, %.1f GiB, compute capability %d.%d, %d SMs\n", devs[k].index, info.name,
+               (double)info.total_memory / (1 << 30), info.cc_major, info.cc_minor, info.multiprocessors);
+    }
+  printf("%-8s %6s %18s %18s\n", "device", "B", "fwd tet-substep/s", "fwd+bwd tet-sub/s");
+  double fw[8][8], fb[8][8];
+  for (int k = 0; k < ndev; k++)
+    for (int j = 0; j < nb; j++) {
+      fw[k][j] = rate_forward(m, devs[k], batches[j], seconds);
+      fb[k][j] = rate_fwd_bwd(m, devs[k], batches[j], T, seconds);
+      printf("%-8s %6d %18.4g %18.4g\n", ds_device_name(devs[k], name, sizeof name), batches[j], fw[k][j], fb[k][j]);
+      fflush(stdout);
+    }
+  int cpu = -1;
+  for (int k = 0; k < ndev; k++)
+    if (devs[k].kind == DS_DEVICE_CPU) cpu = k;
+  for (int k = 0; k < ndev; k++) {
+    if (devs[k].kind != DS_DEVICE_CUDA) continue;
+    ds_device_name(devs[k], name, sizeof name);
+    if (cpu >= 0)
+      for (int j = 0; j < nb; j++)
+        printf("ratio %s / cpu, B %5d: forward %.3gx, forward+backward %.3gx\n", name, batches[j],
+               fw[k][j] / fw[cpu][j], fb[k][j] / fb[cpu][j]);
+  }
+  for (int k = 0; k < ndev; k++)
+    for (int j = 0; j < nb; j++)
+      if (batches[j] == 1) {
+        const double subs = 40.0 * 5760.0;
+        printf("control-fem 40 iterations (40 x 5760 substeps fwd+bwd, B = 1) on %s: %.3g s projected (physics "
+               "only; goal < 10 s on a GPU)\n",
+               ds_device_name(devs[k], name, sizeof name), subs * m->ntet / fb[k][j]);
+      }
+  for (int k = 0; k < ndev; k++)
+    if (devs[k].kind == DS_DEVICE_CUDA)
+      for (int j = 0; j < nb; j++)
+        if (batches[j] == 1024)
+          printf("goal >= 1e9 forward tet-substeps/s at B = 1024 on %s: %s (%.3g)\n",
+                 ds_device_name(devs[k], name, sizeof name), fw[k][j] >= 1e9 ? "met" : "NOT met", fw[k][j]);
+  ds_env_destroy(env);
+  return 0;
+}

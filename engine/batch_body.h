@@ -1,0 +1,382 @@
+/* The batched step and backward as single-source stages: one DS_HD
+ * function per stage, called for (element or particle index e, instance b)
+ * with plain arrays. engine/batch_cpu.c runs them in OpenMP loops over
+ * (b, e); cuda/batch.cu launches them from kernels, one thread per (b, e).
+ *
+ * The per-element and per-particle work is the engine's own bodies, the
+ * ones engine/step.c's loops call (engine/force_loop.h "Bodies"):
+ * ds__<model>_fwd_elem / _bwd_elem of engine/force_*.h and
+ * ds__gather_fwd_particle, ds__integrate_bwd_particle,
+ * ds__gather_bwd_particle of engine/step_body.h. A stage here only builds
+ * their argument structs with instance b's offsets and calls them, so an
+ * instance gives the bits of ds_step / ds_backward_step on its own model
+ * (tests/test_batch_sim.c). What is the batch's own: the per-instance serial
+ * sums of the shared scalars (REDUCE: the same sums as ds_backward_step's
+ * tail, whose force-table `reduce` rows are host functions), failure flags
+ * and their report (CHECK), the initial state (RESET), the caller's
+ * adjoints (ADD_ADJ), the control adjoints summed over substeps
+ * (ACCUMULATE) and the initial-state gradient (FINISH).
+ *
+ * Instance b reads its model through mv[b], a dsModel whose differentiable
+ * arrays (and inverse masses) point at b's own parameters and whose other
+ * arrays (topology, rest shapes, incidence lists) are shared; its gradient
+ * is gv[b]. Every other array is instance-major: b's block of a B x n array
+ * starts at b n.
+ *
+ * Stages of one substep (each runs after the previous one has finished for
+ * every (b, e)):
+ *   forward:  SPRING, TRI, AERO (adds into the triangles' slots), BEND, TET
+ *             element forces into slots; GATHER: each particle sums its slots
+ *             in incidence order, adds contact, integrates.
+ *   backward: INTEG (adjoint through the integrator, mass gradient), the
+ *             element adjoints in the same list order into slots, GATHER_BWD
+ *             (sum the slot adjoints, contact adjoint), REDUCE (per instance:
+ *             gravity and the shared scalars' partials summed serially in
+ *             element order, as the engine does), ACCUMULATE; FINISH (per
+ *             particle, the initial-state gradient) at the end.
+ * No stage sums across threads: results do not depend on the schedule. */
+#ifndef DSIM_ENGINE_BATCH_BODY_H
+#define DSIM_ENGINE_BATCH_BODY_H
+
+#include "engine/forces.h"
+#include "engine/step_body.h"
+
+/* REDUCE runs this many independent sums per instance (ds__bs_reduce). */
+#define DS__BS_NREDUCE 10
+
+enum {
+  DS__BS_SPRING_FWD,
+  DS__BS_TRI_FWD,
+  DS__BS_AERO_FWD,
+  DS__BS_BEND_FWD,
+  DS__BS_TET_FWD,
+  DS__BS_GATHER_FWD,
+  DS__BS_INTEG_BWD,
+  DS__BS_SPRING_BWD,
+  DS__BS_TRI_BWD,
+  DS__BS_AERO_BWD,
+  DS__BS_BEND_BWD,
+  DS__BS_TET_BWD,
+  DS__BS_GATHER_BWD,
+  DS__BS_REDUCE,
+  DS__BS_FINISH,
+  DS__BS_CHECK,
+  DS__BS_RESET,
+  DS__BS_ADD_ADJ,
+  DS__BS_ACCUMULATE,
+  DS__BS_COUNT
+};
+
+/* Arrays of one stage launch. Sizes per instance: n3 = 3 nparticle,
+ * s3 = 3 nslot; the bad-cell array holds ntet + nparticle ints. */
+typedef struct dsBatchArgs {
+  const dsModel* mv; /* B model views */
+  dsGrad* gv;        /* B gradient views (backward) */
+  int B, np, nslot, nact, ntet, nspring, ntri, nbend; /* counts (the same in every view) */
+  int slot[DS__NFORCE];    /* first slot of each force model (the owner's for aero) */
+  int actb[DS__NFORCE];    /* first activation, -1: none */
+  int scr[DS__NFORCE];     /* first scratch real of each model, per instance */
+  int nscr;                /* scratch reals per instance */
+  int ground, aero;        /* contact and aerodynamics on */
+  int t;                   /* substep being computed (flags record t + 1) */
+  /* forward */
+  const dsReal* x;  /* B x n3: state at t */
+  const dsReal* v;
+  const dsReal* act;  /* B x nact, NULL: 0 */
+  const dsReal* fext; /* B x n3, NULL: 0 */
+  dsReal* ef;         /* B x s3 slots */
+  dsReal* J;          /* B x ntet */
+  dsReal* xo;         /* B x n3: state at t + 1 */
+  dsReal* vo;
+  dsReal* xc;         /* NULL, or a second copy of the state at t + 1 (checkpoint) */
+  dsReal* vc;
+  int* bad;           /* NULL, or B x (ntet + np): substep + 1 of the first bad J / non-finite x, v */
+  int* status;        /* CHECK: B x 3 (code, substep, element or particle) */
+  /* backward */
+  const dsReal* v1;   /* B x n3: velocities at t + 1 (mass gradient) */
+  dsReal* adj_x;      /* B x n3: in: adjoints of state t + 1; out: of state t */
+  dsReal* adj_v;
+  dsReal* av;         /* B x n3 scratch: adjoint of v' */
+  dsReal* af;         /* B x n3 scratch: adjoint of the total force */
+  dsReal* aex;        /* B x s3 slot adjoints (x) */
+  dsReal* aev;        /* B x s3 slot adjoints (v) */
+  dsReal* scratch;    /* B x nscr partials of shared scalars */
+  dsReal* adj_act_t;  /* B x nact: this substep's dL/d(act), written by the element bodies */
+  dsReal* adj_act;    /* B x nact, += adj_act_t per substep; NULL: not wanted */
+  dsReal* adj_fext;   /* B x n3, += af per substep; NULL: not wanted */
+} dsBatchArgs;
+
+/* Elements (or particles, or 1) a stage runs over, per instance. Host
+ * code calls it, so it reads only the counts in a, never a->mv (device
+ * memory on a GPU). */
+DS_HD DS_INLINE int ds__bstage_count(const dsBatchArgs* a, int stage) {
+  switch (stage) {
+    case DS__BS_SPRING_FWD: case DS__BS_SPRING_BWD: return a->nspring;
+    case DS__BS_TRI_FWD: case DS__BS_TRI_BWD: return a->ntri;
+    case DS__BS_AERO_FWD: case DS__BS_AERO_BWD: return a->aero ? a->ntri : 0;
+    case DS__BS_BEND_FWD: case DS__BS_BEND_BWD: return a->nbend;
+    case DS__BS_TET_FWD: case DS__BS_TET_BWD: return a->ntet;
+    case DS__BS_GATHER_FWD: case DS__BS_INTEG_BWD: case DS__BS_GATHER_BWD: case DS__BS_FINISH:
+    case DS__BS_RESET: case DS__BS_ADD_ADJ: return a->np;
+    case DS__BS_ACCUMULATE: return a->nact + a->np;
+    case DS__BS_REDUCE: return DS__BS_NREDUCE;
+    default: return 1;
+  }
+}
+
+#define DS__BN3(a, b) ((size_t)(b) * 3 * (size_t)(a)->np)
+#define DS__BS3(a, b) ((size_t)(b) * 3 * (size_t)(a)->nslot)
+
+/* ---- per-instance argument structs of the engine's bodies ------------------------- */
+/* Model k's dsForceFwd for instance b (engine/force_loop.h). */
+DS_HD DS_INLINE dsForceFwd ds__bs_ffwd(const dsBatchArgs* a, int k, int b) {
+  dsForceFwd f;
+  f.x = a->x + DS__BN3(a, b);
+  f.v = a->v + DS__BN3(a, b);
+  f.act = a->act && a->actb[k] >= 0 ? a->act + (size_t)b * a->nact + a->actb[k] : 0;
+  f.ef = a->ef + DS__BS3(a, b) + 3 * (size_t)a->slot[k];
+  f.J = a->J + (size_t)b * a->ntet;
+  return f;
+}
+
+/* Model k's dsForceBwd for instance b; adj_act is the per-substep block. */
+DS_HD DS_INLINE dsForceBwd ds__bs_fbwd(const dsBatchArgs* a, int k, int b) {
+  dsForceBwd f;
+  f.x = a->x + DS__BN3(a, b);
+  f.v = a->v + DS__BN3(a, b);
+  f.act = a->act && a->actb[k] >= 0 ? a->act + (size_t)b * a->nact + a->actb[k] : 0;
+  f.af = a->af + DS__BN3(a, b);
+  f.aex = a->aex + DS__BS3(a, b) + 3 * (size_t)a->slot[k];
+  f.aev = a->aev + DS__BS3(a, b) + 3 * (size_t)a->slot[k];
+  f.g = a->gv + b;
+  f.adj_act = a->adj_act_t && a->actb[k] >= 0 ? a->adj_act_t + (size_t)b * a->nact + a->actb[k] : 0;
+  f.scratch = a->scratch + (size_t)b * a->nscr + a->scr[k];
+  return f;
+}
+
+DS_HD DS_INLINE dsStepBwd ds__bs_sbwd(const dsBatchArgs* a, int b) {
+  dsStepBwd s;
+  const size_t o = DS__BN3(a, b);
+  s.xt = a->x + o;
+  s.vt = a->v + o;
+  s.vt1 = a->v1 + o;
+  s.aex = a->aex + DS__BS3(a, b);
+  s.aev = a->aev + DS__BS3(a, b);
+  s.adj_x = a->adj_x + o;
+  s.adj_v = a->adj_v + o;
+  s.av = a->av + o;
+  s.af = a->af + o;
+  s.adj_fext = 0; /* accumulated from af by DS__BS_ACCUMULATE */
+  s.scr_contact = a->ground ? a->scratch + (size_t)b * a->nscr + a->scr[DS__F_CONTACT] : 0;
+  s.scr_rcontact = 0; /* no rigid bodies in a batch */
+  s.g = a->gv + b;
+  return s;
+}
+
+/* ---- forward: the engine's element bodies, then its particle body ------------------ */
+DS_HD DS_INLINE void ds__bs_elem_fwd(const dsBatchArgs* a, int stage, int e, int b) {
+  const dsModel* m = a->mv + b;
+  dsForceFwd f;
+  switch (stage) {
+    case DS__BS_SPRING_FWD: f = ds__bs_ffwd(a, DS__F_SPRING, b); ds__spring_fwd_elem(m, &f, e); break;
+    case DS__BS_TRI_FWD: f = ds__bs_ffwd(a, DS__F_TRI, b); ds__tri_fwd_elem(m, &f, e); break;
+    case DS__BS_AERO_FWD: f = ds__bs_ffwd(a, DS__F_AERO, b); ds__aero_fwd_elem(m, &f, e); break;
+    case DS__BS_BEND_FWD: f = ds__bs_ffwd(a, DS__F_BEND, b); ds__bend_fwd_elem(m, &f, e); break;
+    default: /* DS__BS_TET_FWD */
+      f = ds__bs_ffwd(a, DS__F_TET, b);
+      ds__tet_fwd_elem(m, &f, e);
+      if (a->bad && !(f.J[e] > 0)) {
+        int* c = a->bad + (size_t)b * (a->ntet + a->np) + e;
+        if (*c == 0) *c = a->t + 1;
+      }
+      break;
+  }
+}
+
+/* The engine's gather + contact + integrator (engine/step_body.h), then the
+ * checkpoint copy and the finiteness flag of particle i. */
+DS_HD DS_INLINE void ds__bs_gather_fwd(const dsBatchArgs* a, int i, int b) {
+  const size_t o = DS__BN3(a, b);
+  dsStepFwd sf;
+  sf.x = a->x + o;
+  sf.v = a->v + o;
+  sf.fext = a->fext ? a->fext + o : 0;
+  sf.ef = a->ef + DS__BS3(a, b);
+  sf.f = 0;
+  sf.fr = 0;
+  sf.xo = a->xo + o;
+  sf.vo = a->vo + o;
+  sf.integrate = 1;
+  ds__gather_fwd_particle(a->mv + b, &sf, i);
+  const dsReal* xo = a->xo + o + 3 * (size_t)i;
+  const dsReal* vo = a->vo + o + 3 * (size_t)i;
+  if (a->xc) {
+    dsReal* xc = a->xc + o + 3 * (size_t)i;
+    dsReal* vc = a->vc + o + 3 * (size_t)i;
+    for (int c = 0; c < 3; c++) {
+      xc[c] = xo[c];
+      vc[c] = vo[c];
+    }
+  }
+  if (a->bad) {
+    /* (q - q == 0) is false exactly for NaN and Inf */
+    int fin = 1;
+    for (int c = 0; c < 3; c++) fin = fin && (xo[c] - xo[c] == 0) && (vo[c] - vo[c] == 0);
+    int* cell = a->bad + (size_t)b * (a->ntet + a->np) + a->ntet + i;
+    if (!fin && *cell == 0) *cell = a->t + 1;
+  }
+}
+
+/* ---- backward: integrator adjoint, element adjoints, gather --------------------------- */
+DS_HD DS_INLINE void ds__bs_integ_bwd(const dsBatchArgs* a, int i, int b) {
+  const dsStepBwd sb = ds__bs_sbwd(a, b);
+  ds__integrate_bwd_particle(a->mv + b, &sb, i);
+}
+
+DS_HD DS_INLINE void ds__bs_elem_bwd(const dsBatchArgs* a, int stage, int e, int b) {
+  const dsModel* m = a->mv + b;
+  dsForceBwd f;
+  switch (stage) {
+    case DS__BS_SPRING_BWD: f = ds__bs_fbwd(a, DS__F_SPRING, b); ds__spring_bwd_elem(m, &f, e); break;
+    case DS__BS_TRI_BWD: f = ds__bs_fbwd(a, DS__F_TRI, b); ds__tri_bwd_elem(m, &f, e); break;
+    case DS__BS_AERO_BWD: f = ds__bs_fbwd(a, DS__F_AERO, b); ds__aero_bwd_elem(m, &f, e); break;
+    case DS__BS_BEND_BWD: f = ds__bs_fbwd(a, DS__F_BEND, b); ds__bend_bwd_elem(m, &f, e); break;
+    default: f = ds__bs_fbwd(a, DS__F_TET, b); ds__tet_bwd_elem(m, &f, e); break;
+  }
+}
+
+DS_HD DS_INLINE void ds__bs_gather_bwd(const dsBatchArgs* a, int i, int b) {
+  const dsStepBwd sb = ds__bs_sbwd(a, b);
+  ds__gather_bwd_particle(a->mv + b, &sb, i);
+}
+
+/* ---- the control adjoints summed over the substeps of a backward call ------------------
+ * index k < nact: adj_act += this substep's; else particle k - nact:
+ * adj_fext += af (dL/d f_ext = dL/d(total force)). */
+DS_HD DS_INLINE void ds__bs_accumulate(const dsBatchArgs* a, int k, int b) {
+  if (k < a->nact) {
+    const size_t q = (size_t)b * a->nact + k;
+    if (a->adj_act) a->adj_act[q] += a->adj_act_t[q];
+    return;
+  }
+  if (!a->adj_fext) return;
+  const size_t o = DS__BN3(a, b) + 3 * (size_t)(k - a->nact);
+  for (int c = 0; c < 3; c++) a->adj_fext[o + c] += a->af[o + c];
+}
+
+/* ---- per instance: the shared scalars, serially in element order -------------------- */
+/* Ten independent serial sums per instance, one per index k: gravity x,
+ * y, z (k < 3), lift and drag (3, 4), contact ke, kd, kf, mu, skin (5..9).
+ * Each is the engine's own sum in the engine's order (a component at a
+ * time gives the same bits as all at once), so a GPU runs ten threads per
+ * instance instead of one. */
+DS_HD DS_INLINE void ds__bs_reduce(const dsBatchArgs* a, int k, int b) {
+  const dsModel* m = a->mv + b;
+  dsGrad* g = a->gv + b;
+  const dsReal* sc = a->scratch + (size_t)b * a->nscr;
+  dsReal sum = 0;
+  if (k < 3) { /* ds_backward_step: dL/dg += dt sum over free particles of av */
+    const dsReal* av = a->av + DS__BN3(a, b);
+    for (int i = 0; i < a->np; i++)
+      if (m->inv_mass[i] > 0) sum += av[3 * (size_t)i + k];
+    g->gravity[k] += m->dt * sum;
+  } else if (k < 5) { /* ds__aero_reduce */
+    if (!a->aero) return;
+    const dsReal* s = sc + a->scr[DS__F_AERO] + (k - 3);
+    for (int e = 0; e < m->ntri; e++) sum += s[2 * (size_t)e];
+    if (k == 3)
+      g->aero_lift[0] += sum;
+    else
+      g->aero_drag[0] += sum;
+  } else { /* ds__contact_reduce */
+    if (!a->ground) return;
+    const dsReal* s = sc + a->scr[DS__F_CONTACT] + (k - 5);
+    for (int i = 0; i < a->np; i++) sum += s[5 * (size_t)i];
+    dsReal* gk = k == 5 ? g->contact_ke : k == 6 ? g->contact_kd : k == 7 ? g->contact_kf : k == 8 ? g->contact_mu
+                                                                                                  : g->contact_skin;
+    gk[0] += sum;
+  }
+}
+
+/* ---- per particle: the initial state's gradient (ds_backward_finish) ------------------ */
+DS_HD DS_INLINE void ds__bs_finish(const dsBatchArgs* a, int i, int b) {
+  dsGrad* g = a->gv + b;
+  const size_t o = DS__BN3(a, b);
+  for (int c = 0; c < 3; c++) {
+    g->x0[3 * (size_t)i + c] += a->adj_x[o + 3 * (size_t)i + c];
+    g->v0[3 * (size_t)i + c] += a->adj_v[o + 3 * (size_t)i + c];
+  }
+}
+
+/* ---- per instance: first failure (earliest substep, then lowest index; tets first) ---- */
+DS_HD DS_INLINE void ds__bs_check(const dsBatchArgs* a, int e, int b) {
+  (void)e;
+  const int n = a->ntet + a->np;
+  const int* c = a->bad + (size_t)b * n;
+  int best = 0, at = -1;
+  for (int k = 0; k < n; k++)
+    if (c[k] && (best == 0 || c[k] < best)) {
+      best = c[k];
+      at = k;
+    }
+  int* st = a->status + 3 * (size_t)b;
+  if (at < 0) {
+    st[0] = 0;
+    st[1] = 0;
+    st[2] = 0;
+  } else if (at < a->ntet) {
+    st[0] = DS_ERR_INVERTED;
+    st[1] = best - 1;
+    st[2] = at;
+  } else {
+    st[0] = DS_ERR_DIVERGED;
+    st[1] = best - 1;
+    st[2] = at - a->ntet;
+  }
+}
+
+/* ---- per particle: initial state; caller's adjoints added ----------------------------- */
+DS_HD DS_INLINE void ds__bs_reset(const dsBatchArgs* a, int i, int b) {
+  const dsModel* m = a->mv + b;
+  const size_t o = DS__BN3(a, b) + 3 * (size_t)i;
+  for (int c = 0; c < 3; c++) {
+    a->xo[o + c] = m->x0[3 * (size_t)i + c];
+    a->vo[o + c] = m->v0[3 * (size_t)i + c];
+    if (a->xc) {
+      a->xc[o + c] = m->x0[3 * (size_t)i + c];
+      a->vc[o + c] = m->v0[3 * (size_t)i + c];
+    }
+  }
+}
+
+DS_HD DS_INLINE void ds__bs_add_adj(const dsBatchArgs* a, int i, int b) {
+  const size_t o = DS__BN3(a, b) + 3 * (size_t)i;
+  for (int c = 0; c < 3; c++) {
+    a->adj_x[o + c] += a->av[o + c];
+    a->adj_v[o + c] += a->af[o + c];
+  }
+}
+
+/* One stage for (e, b); `stage` is the same for a whole launch. */
+DS_HD DS_INLINE void ds__bstage_run(int stage, const dsBatchArgs* a, int e, int b) {
+  switch (stage) {
+    case DS__BS_SPRING_FWD: case DS__BS_TRI_FWD: case DS__BS_AERO_FWD: case DS__BS_BEND_FWD: case DS__BS_TET_FWD:
+      ds__bs_elem_fwd(a, stage, e, b);
+      break;
+    case DS__BS_GATHER_FWD: ds__bs_gather_fwd(a, e, b); break;
+    case DS__BS_INTEG_BWD: ds__bs_integ_bwd(a, e, b); break;
+    case DS__BS_SPRING_BWD: case DS__BS_TRI_BWD: case DS__BS_AERO_BWD: case DS__BS_BEND_BWD: case DS__BS_TET_BWD:
+      ds__bs_elem_bwd(a, stage, e, b);
+      break;
+    case DS__BS_GATHER_BWD: ds__bs_gather_bwd(a, e, b); break;
+    case DS__BS_REDUCE: ds__bs_reduce(a, e, b); break;
+    case DS__BS_FINISH: ds__bs_finish(a, e, b); break;
+    case DS__BS_CHECK: ds__bs_check(a, e, b); break;
+    case DS__BS_RESET: ds__bs_reset(a, e, b); break;
+    case DS__BS_ADD_ADJ: ds__bs_add_adj(a, e, b); break;
+    case DS__BS_ACCUMULATE: ds__bs_accumulate(a, e, b); break;
+    default: break;
+  }
+}
+
+#endif

@@ -1,0 +1,74 @@
+/* The CPU backend of the batched engine: host memory, and every stage of
+ * engine/batch_body.h run in one OpenMP loop over the B x count
+ * (instance, index) pairs, instance-major. Each pair writes only its own
+ * cells, so any schedule and thread count give the same bits. */
+#include "config.h"
+
+#include <string.h>
+
+#ifdef _OPENMP
+#  include <omp.h>
+#endif
+
+#include "base/internal.h"
+#include "engine/batch_priv.h"
+
+/* Below this many pairs a stage runs on one thread. */
+#define DS__BATCH_PAR_MIN 2048
+
+static int cpu_open(int device, void** ctx, char* err, size_t errlen) {
+  (void)device;
+  (void)err;
+  (void)errlen;
+  *ctx = NULL;
+  return 0;
+}
+
+static void cpu_close(void* ctx) { (void)ctx; }
+
+static int cpu_free_bytes(void* ctx, size_t* bytes) {
+  (void)ctx;
+  *bytes = ds_memory_limit();
+  return 0;
+}
+
+static void* cpu_alloc(void* ctx, size_t bytes) {
+  (void)ctx;
+  return ds__calloc(1, bytes ? bytes : 1);
+}
+
+static void cpu_release(void* ctx, void* p) {
+  (void)ctx;
+  ds__free(p);
+}
+
+static int cpu_move(void* ctx, void* dst, const void* src, size_t bytes) {
+  (void)ctx;
+  if (bytes) memmove(dst, src, bytes);
+  return 0;
+}
+
+static int cpu_zero(void* ctx, void* dst, size_t bytes) {
+  (void)ctx;
+  if (bytes) memset(dst, 0, bytes);
+  return 0;
+}
+
+static int cpu_run(void* ctx, int stage, const dsBatchArgs* a, int count) {
+  (void)ctx;
+  const long long n = (long long)count * a->B;
+  if (n <= 0) return 0;
+  const int par = n >= DS__BATCH_PAR_MIN || (count == 1 && a->B > 1);
+  (void)par;
+#pragma omp parallel for schedule(static) if (par)
+  for (long long k = 0; k < n; k++) ds__bstage_run(stage, a, (int)(k % count), (int)(k / count));
+  return 0;
+}
+
+static const char* cpu_last_error(void* ctx) {
+  (void)ctx;
+  return "";
+}
+
+const dsBatchBackend ds__cpu_batch_backend = {"cpu",     cpu_open, cpu_close, cpu_free_bytes, cpu_alloc, cpu_release,
+                                              cpu_move,  cpu_move, cpu_move,  cpu_zero,       cpu_run,   cpu_last_error};

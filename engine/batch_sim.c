@@ -1,0 +1,821 @@
+/* The batched engine's driver (dsim/engine_batch.h): the memory layout and
+ * plan, the per-instance model and gradient views, the tape (full or
+ * checkpointed), the order of the stages of a substep and of its adjoint,
+ * and the checkpoint recompute. It runs the same for every backend: a
+ * backend (engine/batch_cpu.c, cuda/batch.cu) only holds the memory, moves
+ * it and runs one stage of engine/batch_body.h at a time.
+ *
+ * Where instance b's data sits (offsets of engine/batch_priv.h):
+ *   parameters   R[o_param + b P ...]: every differentiable model array and
+ *                the inverse masses, in DS_MODEL_ARRAYS order (P reals)
+ *   gradient     R[o_grad + b P ...]: the same layout
+ *   topology     shared reals and ints (indices, rest shapes, incidence)
+ *   state at t   full tape: tape[t] (T + 1 states); otherwise cur[t % 2],
+ *                and every K-th state also in tape[t / K]
+ *   per-substep  slots, J, adjoints, scratch: one B x n block each
+ * Activations and external forces are records (one per set call) that
+ * substep t refers to by index, as the engine's tape does. */
+#include "config.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "base/internal.h"
+#include "engine/batch_priv.h"
+#include "engine/engine_priv.h"
+
+#ifndef DS_HAVE_CUDA
+const dsBatchBackend* ds__cuda_batch_backend(void) { return NULL; }
+#endif
+
+struct dsBatchSim {
+  const dsModel* m;
+  dsBatchSimDef def;
+  dsBatchLayout L;
+  dsBatchPlan plan;
+  const dsBatchBackend* be;
+  void* ctx;
+  dsReal* R;         /* backend: reals */
+  int* I;            /* backend: ints */
+  unsigned char* V;  /* backend: B dsModel views, then B dsGrad views */
+  dsReal* hparam;    /* host copy of the parameter blocks (B x P) */
+  dsModel* hview;    /* B views over hparam (validation of set_param) */
+  int* act_rec;      /* per substep: activation record, -1: none (0) */
+  int* fext_rec;     /* per substep: external-force record, -1: none (0) */
+  int* hstatus;      /* B x 3 */
+  int t, bt, act_n, fext_n, cur_act, cur_fext, seg_start, failed;
+  dsErrBuf err, merr;
+};
+
+dsBatchSimDef ds_default_batch_sim_def(void) {
+  dsBatchSimDef d;
+  memset(&d, 0, sizeof d);
+  d.batch = 1;
+  d.checkpoint_every = 1;
+  d.device = ds_device_cpu();
+  return d;
+}
+
+/* ---- layout ---------------------------------------------------------------------- */
+static size_t up8(size_t n) { return (n + 7) & ~(size_t)7; }
+
+/* n reals at *top, 64-byte aligned; returns the offset */
+static size_t take(size_t* top, double* dtop, size_t n) {
+  size_t o = *top;
+  *top += up8(n);
+  *dtop += (double)n + 8;
+  return o;
+}
+
+int ds__bsim_layout(const dsModel* m, const dsBatchSimDef* def, dsBatchLayout* L, char* err, size_t errlen) {
+  if (!m || !def || !L) return ds__puterr(err, errlen, DS_ERR_INVALID, "batch: no model or definition");
+  memset(L, 0, sizeof *L);
+  if (def->batch < 1 || def->batch > (1 << 24))
+    return ds__puterr(err, errlen, DS_ERR_RANGE, "batch %d: expected 1 .. %d instances", def->batch, 1 << 24);
+  if (def->max_substeps < 0 || def->checkpoint_every < 0 || def->act_records < 0 || def->fext_records < 0)
+    return ds__puterr(err, errlen, DS_ERR_RANGE,
+                      "batch: max_substeps, checkpoint_every, act_records and fext_records must be >= 0");
+  if (m->nbody > 0)
+    return ds__puterr(err, errlen, DS_ERR_UNSUPPORTED,
+                      "batch: the model has %d rigid bod%s; the batched engine (CPU and CUDA) does not run rigid "
+                      "bodies yet: use the single-instance engine",
+                      m->nbody, m->nbody == 1 ? "y" : "ies");
+  dsForceLayout FL;
+  ds__force_layout(m, &FL);
+  if (FL.nslot > (1 << 29)) return ds__puterr(err, errlen, DS_ERR_RANGE, "batch: %lld element slots", FL.nslot);
+  const int B = def->batch, T = def->max_substeps;
+  int K = def->checkpoint_every > 1 ? def->checkpoint_every : 1;
+  if (K > T && T > 0) K = T;
+  L->B = B;
+  L->T = T;
+  L->K = K;
+  L->np = m->nparticle;
+  L->nact = m->nact;
+  L->ntet = m->ntet;
+  L->nslot = (int)FL.nslot;
+  L->nscr = (int)FL.nscratch;
+  L->n3 = 3 * (size_t)m->nparticle;
+  L->s3 = 3 * (size_t)FL.nslot;
+  if (T == 0) {
+    L->nstate = 0;
+    L->nseg = 0;
+  } else if (K == 1) {
+    L->nstate = T + 1;
+  } else {
+    L->nstate = T / K + 1;
+    L->nseg = K + 1;
+  }
+  L->act_cap = m->nact == 0 ? 0 : T == 0 ? 1 : (def->act_records && def->act_records < T ? def->act_records : T);
+  L->fext_cap = T == 0 ? 1 : (def->fext_records && def->fext_records < T ? def->fext_records : T);
+
+  /* model arrays: shared reals, shared ints, or per instance */
+  size_t rs = 0, is = 0, P = 0;
+  const dsModel* m_ = m;
+#define DS__PLACE(field, type, count, diff, name)                        \
+  {                                                                      \
+    const int f_ = DS__MF_##field;                                       \
+    const size_t c_ = (size_t)(count);                                   \
+    L->cnt[f_] = c_;                                                     \
+    if (c_ == 0) {                                                       \
+      L->where[f_] = DS__BL_NONE;                                        \
+    } else if ((diff) || f_ == DS__MF_inv_mass) {                        \
+      L->where[f_] = DS__BL_INSTANCE;                                    \
+      L->off[f_] = P;                                                    \
+      P += c_;                                                           \
+    } else if (#type[0] == 'i') {                                        \
+      L->where[f_] = DS__BL_SHARED_INT;                                  \
+      L->off[f_] = is;                                                   \
+      is += c_;                                                          \
+    } else {                                                             \
+      L->where[f_] = DS__BL_SHARED_REAL;                                 \
+      L->off[f_] = rs;                                                   \
+      rs += c_;                                                          \
+    }                                                                    \
+  }
+  DS_MODEL_ARRAYS(DS__PLACE)
+#undef DS__PLACE
+  (void)m_;
+  L->P = up8(P);
+
+  /* reals; dtop follows top in double to refuse sizes that overflow */
+  size_t top = 0;
+  double dtop = 0;
+  const size_t Bn3 = (size_t)B * L->n3, Bs3 = (size_t)B * L->s3;
+  take(&top, &dtop, rs); /* shared reals at 0 */
+  L->o_param = take(&top, &dtop, (size_t)B * L->P);
+  L->o_grad = take(&top, &dtop, (size_t)B * L->P);
+  if (T == 0 || K > 1)
+    for (int k = 0; k < 2; k++)
+      for (int c = 0; c < 2; c++) L->o_cur[k][c] = take(&top, &dtop, Bn3);
+  for (int c = 0; c < 2; c++) {
+    dtop += (double)L->nstate * (double)Bn3;
+    L->o_tape[c] = take(&top, &dtop, (size_t)L->nstate * Bn3);
+  }
+  for (int c = 0; c < 2; c++) {
+    dtop += (double)L->nseg * (double)Bn3;
+    L->o_seg[c] = take(&top, &dtop, (size_t)L->nseg * Bn3);
+  }
+  dtop += (double)L->act_cap * B * L->nact + (double)L->fext_cap * (double)Bn3;
+  L->o_act = take(&top, &dtop, (size_t)L->act_cap * B * L->nact);
+  L->o_fext = take(&top, &dtop, (size_t)L->fext_cap * Bn3);
+  L->o_ef = take(&top, &dtop, Bs3);
+  L->o_J = take(&top, &dtop, (size_t)B * L->ntet);
+  if (T > 0) {
+    L->o_adj[0] = take(&top, &dtop, Bn3);
+    L->o_adj[1] = take(&top, &dtop, Bn3);
+    L->o_av = take(&top, &dtop, Bn3);
+    L->o_af = take(&top, &dtop, Bn3);
+    L->o_aex = take(&top, &dtop, Bs3);
+    L->o_aev = take(&top, &dtop, Bs3);
+    L->o_scr = take(&top, &dtop, (size_t)B * L->nscr);
+    L->o_aact_t = take(&top, &dtop, (size_t)B * L->nact);
+    L->o_aact = take(&top, &dtop, (size_t)B * L->nact);
+    L->o_afext = take(&top, &dtop, Bn3);
+  } else {
+    /* the caller's adjoints are never uploaded without a tape; av/af still
+     * need a home for ADD_ADJ's arguments to be valid pointers */
+    L->o_adj[0] = L->o_adj[1] = L->o_av = L->o_af = L->o_aex = L->o_aev = 0;
+    L->o_scr = L->o_aact_t = L->o_aact = L->o_afext = 0;
+  }
+  L->nreal = top;
+  if (dtop * sizeof(dsReal) > 4.0e18)
+    return ds__puterr(err, errlen, DS_ERR_RANGE, "batch %d: the layout does not fit in memory (%.3g bytes)", B,
+                      dtop * sizeof(dsReal));
+  /* ints */
+  L->o_bad = is;
+  L->o_status = is + (size_t)B * (L->ntet + L->np);
+  L->nint = L->o_status + 3 * (size_t)B;
+  L->view_bytes = (size_t)B * (sizeof(dsModel) + sizeof(dsGrad));
+  return 0;
+}
+
+static void plan_from_layout(const dsBatchLayout* L, dsBatchPlan* p) {
+  memset(p, 0, sizeof *p);
+  const size_t n3 = L->n3, s3 = L->s3;
+  size_t rs = 0, is = 0;
+  for (int f = 0; f < DS__MF_COUNT; f++) {
+    if (L->where[f] == DS__BL_SHARED_REAL) rs += L->cnt[f];
+    if (L->where[f] == DS__BL_SHARED_INT) is += L->cnt[f];
+  }
+  p->batch = L->B;
+  p->nstate = L->nstate;
+  p->nseg = L->nseg;
+  p->param_reals = L->P;
+  p->grad_reals = L->P;
+  p->state_reals = ((L->T == 0 || L->K > 1) ? 4 * n3 : 0) + s3 + (size_t)L->ntet +
+                   (L->T > 0 ? 5 * n3 + 2 * s3 + (size_t)L->nscr + 2 * (size_t)L->nact + n3 : 0);
+  p->tape_reals = 2 * n3 * ((size_t)L->nstate + (size_t)L->nseg) + (size_t)L->act_cap * L->nact +
+                  (size_t)L->fext_cap * n3;
+  p->shared_bytes = rs * sizeof(dsReal) + is * sizeof(int);
+  p->view_bytes = L->view_bytes;
+  p->device_bytes = L->nreal * sizeof(dsReal) + L->nint * sizeof(int) + L->view_bytes;
+}
+
+int ds_bsim_plan(const dsModel* m, const dsBatchSimDef* def, dsBatchPlan* plan, char* err, size_t errlen) {
+  if (!plan) return ds__puterr(err, errlen, DS_ERR_INVALID, "batch plan: no output");
+  dsBatchLayout L;
+  int rc = ds__bsim_layout(m, def, &L, err, errlen);
+  if (rc) return rc;
+  plan_from_layout(&L, plan);
+  return 0;
+}
+
+/* ---- views ------------------------------------------------------------------------ */
+/* Pointer to field f for instance b: shared arrays from (rbase, ibase),
+ * per-instance ones from pbase (instance b's parameter block). */
+static void* field_ptr(const dsBatchLayout* L, int f, dsReal* rbase, int* ibase, dsReal* pbase) {
+  switch (L->where[f]) {
+    case DS__BL_SHARED_REAL: return rbase + L->off[f];
+    case DS__BL_SHARED_INT: return ibase + L->off[f];
+    case DS__BL_INSTANCE: return pbase + L->off[f];
+    default: return NULL;
+  }
+}
+
+static void make_view(const dsModel* m, const dsBatchLayout* L, dsModel* v, dsReal* rbase, int* ibase,
+                      dsReal* pbase, void* errbuf) {
+  *v = *m;
+#define DS__VIEW(field, type, count, diff, name) v->field = (type*)field_ptr(L, DS__MF_##field, rbase, ibase, pbase);
+  DS_MODEL_ARRAYS(DS__VIEW)
+#undef DS__VIEW
+  v->err_ = errbuf;
+}
+
+/* A host view: m's own shared arrays, instance arrays from pbase. */
+static void make_host_view(const dsModel* m, const dsBatchLayout* L, dsModel* v, dsReal* pbase, void* errbuf) {
+  *v = *m;
+#define DS__HVIEW(field, type, count, diff, name) \
+  if (L->where[DS__MF_##field] == DS__BL_INSTANCE) v->field = (type*)(void*)(pbase + L->off[DS__MF_##field]);
+  DS_MODEL_ARRAYS(DS__HVIEW)
+#undef DS__HVIEW
+  v->err_ = errbuf;
+}
+
+static void make_grad_view(const dsBatchLayout* L, dsGrad* g, const dsModel* model, dsReal* gbase) {
+  memset(g, 0, sizeof *g);
+  g->model = model;
+#define DS__GVIEW(field, type, count, diff, name) \
+  DS__GRAD_IF_##diff(g->field = (dsReal*)field_ptr(L, DS__MF_##field, NULL, NULL, gbase);)
+  DS_MODEL_ARRAYS(DS__GVIEW)
+#undef DS__GVIEW
+}
+
+/* ---- create / free ------------------------------------------------------------------ */
+void ds_bsim_free(dsBatchSim* s) {
+  if (!s) return;
+  if (s->be) {
+    s->be->release(s->ctx, s->R);
+    s->be->release(s->ctx, s->I);
+    s->be->release(s->ctx, s->V);
+    s->be->close(s->ctx);
+  }
+  ds__free(s->hparam);
+  ds__free(s->hview);
+  ds__free(s->act_rec);
+  ds__free(s->fext_rec);
+  ds__free(s->hstatus);
+  ds__free(s);
+}
+
+static int be_fail(dsBatchSim* s, int rc, const char* what) {
+  return ds__seterr(&s->err, rc ? rc : DS_ERR_CUDA, "batch (%s): %s failed: %s", s->be->name, what,
+                    s->be->last_error(s->ctx));
+}
+
+int ds_bsim_create(const dsModel* m, const dsBatchSimDef* def, dsBatchSim** out, char* err, size_t errlen) {
+  if (!out) return ds__puterr(err, errlen, DS_ERR_INVALID, "batch: no output");
+  *out = NULL;
+  dsBatchSimDef d = def ? *def : ds_default_batch_sim_def();
+  dsBatchLayout L;
+  int rc = ds__bsim_layout(m, &d, &L, err, errlen);
+  if (rc) return rc;
+  rc = ds_device_check("batch device", d.device, err, errlen);
+  if (rc) return rc;
+  const dsBatchBackend* be = d.device.kind == DS_DEVICE_CUDA ? ds__cuda_batch_backend() : &ds__cpu_batch_backend;
+  if (!be) return ds__puterr(err, errlen, DS_ERR_UNSUPPORTED, "batch device cuda: this dsim was built without CUDA");
+  return ds__bsim_create_on(m, &d, be, out, err, errlen);
+}
+
+int ds__bsim_create_on(const dsModel* m, const dsBatchSimDef* def, const dsBatchBackend* be, dsBatchSim** out,
+                       char* err, size_t errlen) {
+  if (!out || !def || !be) return ds__puterr(err, errlen, DS_ERR_INVALID, "batch: no output, definition or backend");
+  *out = NULL;
+  const dsBatchSimDef d = *def;
+  dsBatchLayout L;
+  int rc = ds__bsim_layout(m, &d, &L, err, errlen);
+  if (rc) return rc;
+  dsBatchSim* s = (dsBatchSim*)ds__calloc(1, sizeof *s);
+  if (!s) return ds__puterr(err, errlen, DS_ERR_NOMEM, "batch: out of memory");
+  s->m = m;
+  s->def = d;
+  s->L = L;
+  plan_from_layout(&L, &s->plan);
+  rc = be->open(d.device.index, &s->ctx, err, errlen);
+  if (rc) {
+    ds__free(s);
+    return rc;
+  }
+  s->be = be;
+  char dn[32], need[32], per[32], have[32];
+  size_t avail = 0;
+  rc = be->free_bytes(s->ctx, &avail);
+  if (!rc && s->plan.device_bytes > avail) {
+    const size_t pi = (s->plan.param_reals + s->plan.grad_reals + s->plan.state_reals + s->plan.tape_reals) *
+                      sizeof(dsReal);
+    rc = ds__puterr(err, errlen, DS_ERR_NOMEM,
+                    "batch of %d on %s needs %s (%s per instance) but %s is available; lower the batch, "
+                    "max_substeps or the records, or checkpoint (checkpoint_every)",
+                    L.B, ds_device_name(d.device, dn, sizeof dn), ds_format_size(s->plan.device_bytes, need, sizeof need),
+                    ds_format_size(pi, per, sizeof per), ds_format_size(avail, have, sizeof have));
+    ds_bsim_free(s);
+    return rc;
+  }
+  const int B = L.B;
+  s->R = (dsReal*)be->alloc(s->ctx, L.nreal * sizeof(dsReal));
+  s->I = (int*)be->alloc(s->ctx, L.nint * sizeof(int));
+  s->V = (unsigned char*)be->alloc(s->ctx, L.view_bytes);
+  s->hparam = (dsReal*)ds__calloc((size_t)B * L.P + 1, sizeof(dsReal));
+  s->hview = (dsModel*)ds__calloc((size_t)B, sizeof(dsModel));
+  s->act_rec = (int*)ds__calloc((size_t)L.T + 1, sizeof(int));
+  s->fext_rec = (int*)ds__calloc((size_t)L.T + 1, sizeof(int));
+  s->hstatus = (int*)ds__calloc(3 * (size_t)B, sizeof(int));
+  dsModel* dv = (dsModel*)ds__calloc((size_t)B, sizeof(dsModel));
+  dsGrad* gv = (dsGrad*)ds__calloc((size_t)B, sizeof(dsGrad));
+  if (!s->R || !s->I || !s->V || !s->hparam || !s->hview || !s->act_rec || !s->fext_rec || !s->hstatus || !dv ||
+      !gv) {
+    ds__free(dv);
+    ds__free(gv);
+    rc = ds__puterr(err, errlen, DS_ERR_NOMEM, "batch of %d on %s: cannot allocate %s", B,
+                    ds_device_name(d.device, dn, sizeof dn), ds_format_size(s->plan.device_bytes, need, sizeof need));
+    ds_bsim_free(s);
+    return rc;
+  }
+  /* shared arrays up, every instance's parameters from m */
+  rc = 0;
+  const dsModel* m_ = m;
+#define DS__UP(field, type, count, diff, name)                                                              \
+  if (!rc) {                                                                                                \
+    const int f_ = DS__MF_##field;                                                                          \
+    const size_t c_ = (size_t)(count);                                                                      \
+    if (L.where[f_] == DS__BL_SHARED_REAL) rc = be->put(s->ctx, s->R + L.off[f_], m->field, c_ * sizeof(type)); \
+    if (L.where[f_] == DS__BL_SHARED_INT) rc = be->put(s->ctx, s->I + L.off[f_], m->field, c_ * sizeof(type));  \
+    if (L.where[f_] == DS__BL_INSTANCE) memcpy(s->hparam + L.off[f_], m->field, c_ * sizeof(type));           \
+  }
+  DS_MODEL_ARRAYS(DS__UP)
+#undef DS__UP
+  (void)m_;
+  for (int b = 1; b < B; b++) memcpy(s->hparam + (size_t)b * L.P, s->hparam, L.P * sizeof(dsReal));
+  if (!rc) rc = be->put(s->ctx, s->R + L.o_param, s->hparam, (size_t)B * L.P * sizeof(dsReal));
+  /* views: host (over hparam) and backend (over R, I) */
+  dsModel* dmv = (dsModel*)s->V;
+  for (int b = 0; b < B; b++) {
+    make_host_view(m, &L, s->hview + b, s->hparam + (size_t)b * L.P, &s->merr);
+    make_view(m, &L, dv + b, s->R, s->I, s->R + L.o_param + (size_t)b * L.P, NULL);
+    make_grad_view(&L, gv + b, dmv + b, s->R + L.o_grad + (size_t)b * L.P);
+  }
+  if (!rc) rc = be->put(s->ctx, s->V, dv, (size_t)B * sizeof(dsModel));
+  if (!rc) rc = be->put(s->ctx, s->V + (size_t)B * sizeof(dsModel), gv, (size_t)B * sizeof(dsGrad));
+  ds__free(dv);
+  ds__free(gv);
+  if (rc) {
+    rc = ds__puterr(err, errlen, rc, "batch on %s: upload failed: %s", ds_device_name(d.device, dn, sizeof dn),
+                    be->last_error(s->ctx));
+    ds_bsim_free(s);
+    return rc;
+  }
+  rc = ds_bsim_reset(s);
+  if (rc) {
+    ds__puterr(err, errlen, rc, "%s", ds__errmsg(&s->err));
+    ds_bsim_free(s);
+    return rc;
+  }
+  *out = s;
+  return 0;
+}
+
+const char* ds_bsim_last_error(const dsBatchSim* s) { return s ? ds__errmsg(&s->err) : ""; }
+int ds_bsim_batch(const dsBatchSim* s) { return s ? s->L.B : 0; }
+dsDevice ds_bsim_device(const dsBatchSim* s) { return s ? s->def.device : ds_device_cpu(); }
+int ds_bsim_time(const dsBatchSim* s) { return s ? s->t : 0; }
+const dsBatchPlan* ds_bsim_get_plan(const dsBatchSim* s) { return s ? &s->plan : NULL; }
+
+/* ---- stage arguments and state locations ------------------------------------------- */
+static dsBatchArgs base_args(const dsBatchSim* s) {
+  const dsBatchLayout* L = &s->L;
+  dsBatchArgs a;
+  memset(&a, 0, sizeof a);
+  a.mv = (const dsModel*)s->V;
+  a.gv = (dsGrad*)(s->V + (size_t)L->B * sizeof(dsModel));
+  a.B = L->B;
+  a.np = L->np;
+  a.nslot = L->nslot;
+  a.nact = L->nact;
+  a.ntet = L->ntet;
+  a.nspring = s->m->nspring;
+  a.ntri = s->m->ntri;
+  a.nbend = s->m->nbend;
+  dsForceLayout FL;
+  ds__force_layout(s->m, &FL);
+  for (int k = 0; k < DS__NFORCE; k++) {
+    a.slot[k] = FL.slot[k];
+    a.actb[k] = FL.act[k];
+    a.scr[k] = (int)FL.scratch[k];
+  }
+  a.nscr = L->nscr;
+  a.ground = s->m->ground;
+  a.aero = s->m->aero && s->m->ntri > 0;
+  return a;
+}
+
+static size_t bn3(const dsBatchSim* s) { return (size_t)s->L.B * s->L.n3; }
+
+/* x and v of the current state (substep s->t) */
+static void cur_state(const dsBatchSim* s, dsReal** x, dsReal** v) {
+  const dsBatchLayout* L = &s->L;
+  if (L->T > 0 && L->K == 1) {
+    *x = s->R + L->o_tape[0] + (size_t)s->t * bn3(s);
+    *v = s->R + L->o_tape[1] + (size_t)s->t * bn3(s);
+  } else {
+    *x = s->R + L->o_cur[s->t % 2][0];
+    *v = s->R + L->o_cur[s->t % 2][1];
+  }
+}
+
+static int run(dsBatchSim* s, int stage, const dsBatchArgs* a) {
+  const int count = ds__bstage_count(a, stage);
+  if (count <= 0) return 0;
+  int rc = s->be->run(s->ctx, stage, a, count);
+  return rc ? be_fail(s, rc, "a stage launch") : 0;
+}
+
+static const dsReal* act_of(const dsBatchSim* s, int rec) {
+  return rec >= 0 && s->L.nact ? s->R + s->L.o_act + (size_t)rec * s->L.B * s->L.nact : NULL;
+}
+static const dsReal* fext_of(const dsBatchSim* s, int rec) {
+  return rec >= 0 ? s->R + s->L.o_fext + (size_t)rec * bn3(s) : NULL;
+}
+
+/* One forward substep for every instance: element stages in the force
+ * table's order, then the gather. a has x, v, xo, vo (, xc, vc, bad) set. */
+static int forward(dsBatchSim* s, dsBatchArgs* a) {
+  static const int stages[] = {DS__BS_SPRING_FWD, DS__BS_TRI_FWD, DS__BS_AERO_FWD, DS__BS_BEND_FWD, DS__BS_TET_FWD,
+                               DS__BS_GATHER_FWD};
+  a->ef = s->R + s->L.o_ef;
+  a->J = s->R + s->L.o_J;
+  for (size_t k = 0; k < sizeof stages / sizeof stages[0]; k++) {
+    int rc = run(s, stages[k], a);
+    if (rc) return rc;
+  }
+  return 0;
+}
+
+/* ---- forward API ------------------------------------------------------------------- */
+int ds_bsim_reset(dsBatchSim* s) {
+  if (!s) return DS_ERR_INVALID;
+  const dsBatchLayout* L = &s->L;
+  ds__clearerr(&s->err);
+  s->t = 0;
+  s->bt = -1;
+  s->act_n = s->fext_n = 0;
+  s->cur_act = s->cur_fext = -1;
+  s->seg_start = -1;
+  s->failed = 0;
+  int rc = s->be->zero(s->ctx, s->I + L->o_bad, (L->nint - L->o_bad) * sizeof(int));
+  if (rc) return be_fail(s, rc, "clearing the failure flags");
+  dsBatchArgs a = base_args(s);
+  cur_state(s, &a.xo, &a.vo);
+  if (L->T > 0 && L->K > 1) {
+    a.xc = s->R + L->o_tape[0];
+    a.vc = s->R + L->o_tape[1];
+  }
+  return run(s, DS__BS_RESET, &a);
+}
+
+int ds_bsim_set_state(dsBatchSim* s, const dsReal* x, const dsReal* v) {
+  if (!s) return DS_ERR_INVALID;
+  if (s->t != 0) return ds__seterr(&s->err, DS_ERR_STATE, "batch: state can only be set at substep 0 (now %d)", s->t);
+  const dsBatchLayout* L = &s->L;
+  dsReal *cx, *cv;
+  cur_state(s, &cx, &cv);
+  const size_t bytes = bn3(s) * sizeof(dsReal);
+  int rc = 0;
+  if (x) rc = s->be->put(s->ctx, cx, x, bytes);
+  if (!rc && v) rc = s->be->put(s->ctx, cv, v, bytes);
+  if (!rc && L->T > 0 && L->K > 1) { /* checkpoint 0 */
+    if (x) rc = s->be->put(s->ctx, s->R + L->o_tape[0], x, bytes);
+    if (!rc && v) rc = s->be->put(s->ctx, s->R + L->o_tape[1], v, bytes);
+  }
+  return rc ? be_fail(s, rc, "uploading the state") : 0;
+}
+
+/* The next record of an act/fext tape (the only one without a tape). */
+static int next_record(dsBatchSim* s, int* n, int cap, const char* what) {
+  if (s->L.T == 0) return 0;
+  if (*n >= cap)
+    return ds__seterr(&s->err, DS_ERR_RANGE,
+                      "batch: substep %d: %s tape full (%d records; raise %s_records in dsBatchSimDef)", s->t, what,
+                      cap, what[0] == 'a' ? "act" : "fext");
+  return (*n)++;
+}
+
+int ds_bsim_set_act(dsBatchSim* s, const dsReal* act) {
+  if (!s || !act) return DS_ERR_INVALID;
+  if (s->L.nact == 0) return 0;
+  int r = next_record(s, &s->act_n, s->L.act_cap, "activation");
+  if (r < 0) return r;
+  int rc = s->be->put(s->ctx, s->R + s->L.o_act + (size_t)r * s->L.B * s->L.nact, act,
+                      (size_t)s->L.B * s->L.nact * sizeof(dsReal));
+  if (rc) return be_fail(s, rc, "uploading activations");
+  s->cur_act = r;
+  return 0;
+}
+
+int ds_bsim_set_fext(dsBatchSim* s, const dsReal* fext) {
+  if (!s) return DS_ERR_INVALID;
+  if (!fext) {
+    s->cur_fext = -1;
+    return 0;
+  }
+  int r = next_record(s, &s->fext_n, s->L.fext_cap, "external-force");
+  if (r < 0) return r;
+  int rc = s->be->put(s->ctx, s->R + s->L.o_fext + (size_t)r * bn3(s), fext, bn3(s) * sizeof(dsReal));
+  if (rc) return be_fail(s, rc, "uploading external forces");
+  s->cur_fext = r;
+  return 0;
+}
+
+/* Reads the per-instance failures into hstatus; returns the first failed
+ * instance's code with its message, or 0. */
+static int check(dsBatchSim* s, int* status) {
+  const dsBatchLayout* L = &s->L;
+  dsBatchArgs a = base_args(s);
+  a.bad = s->I + L->o_bad;
+  a.status = s->I + L->o_status;
+  int rc = run(s, DS__BS_CHECK, &a);
+  if (rc) return rc;
+  rc = s->be->get(s->ctx, s->hstatus, s->I + L->o_status, 3 * (size_t)L->B * sizeof(int));
+  if (rc) return be_fail(s, rc, "reading the status");
+  int first = 0;
+  for (int b = 0; b < L->B; b++) {
+    const int* st = s->hstatus + 3 * (size_t)b;
+    if (status) status[b] = st[0];
+    if (st[0] && !first) {
+      first = st[0];
+      if (st[0] == DS_ERR_INVERTED)
+        ds__seterr(&s->err, st[0], "instance %d: substep %d: tet %d inverted (J <= 0)", b, st[1], st[2]);
+      else
+        ds__seterr(&s->err, st[0], "instance %d: substep %d: particle %d position or velocity is not finite", b,
+                   st[1], st[2]);
+    }
+  }
+  s->failed = first != 0;
+  return first;
+}
+
+int ds_bsim_step(dsBatchSim* s, int nsub, int* status) {
+  if (!s || nsub < 0) return DS_ERR_INVALID;
+  const dsBatchLayout* L = &s->L;
+  if (L->T > 0 && s->t + nsub > L->T)
+    return ds__seterr(&s->err, DS_ERR_STATE, "batch: substep %d: %d more substeps would overflow the tape (max_substeps %d)",
+                      s->t, nsub, L->T);
+  s->bt = -1;
+  s->seg_start = -1;
+  const size_t n = bn3(s);
+  for (int j = 0; j < nsub; j++) {
+    const int t = s->t;
+    dsBatchArgs a = base_args(s);
+    a.t = t;
+    a.act = act_of(s, s->cur_act);
+    a.fext = fext_of(s, s->cur_fext);
+    a.bad = s->I + L->o_bad;
+    cur_state(s, (dsReal**)&a.x, (dsReal**)&a.v);
+    if (L->T > 0 && L->K == 1) {
+      a.xo = (dsReal*)a.x + n;
+      a.vo = (dsReal*)a.v + n;
+    } else {
+      a.xo = s->R + L->o_cur[(t + 1) % 2][0];
+      a.vo = s->R + L->o_cur[(t + 1) % 2][1];
+      if (L->T > 0 && (t + 1) % L->K == 0) {
+        a.xc = s->R + L->o_tape[0] + (size_t)((t + 1) / L->K) * n;
+        a.vc = s->R + L->o_tape[1] + (size_t)((t + 1) / L->K) * n;
+      }
+    }
+    if (L->T > 0) {
+      s->act_rec[t] = s->cur_act;
+      s->fext_rec[t] = s->cur_fext;
+    }
+    int rc = forward(s, &a);
+    if (rc) return rc;
+    s->t = t + 1;
+  }
+  return check(s, status);
+}
+
+int ds_bsim_get_state(const dsBatchSim* s, dsReal* x, dsReal* v) {
+  if (!s) return DS_ERR_INVALID;
+  dsReal *cx, *cv;
+  cur_state(s, &cx, &cv);
+  int rc = 0;
+  if (x) rc = s->be->get(s->ctx, x, cx, bn3(s) * sizeof(dsReal));
+  if (!rc && v) rc = s->be->get(s->ctx, v, cv, bn3(s) * sizeof(dsReal));
+  return rc ? be_fail((dsBatchSim*)s, rc, "reading the state") : 0;
+}
+
+/* ---- parameters ------------------------------------------------------------------- */
+static int instance_range(dsBatchSim* s, int b, int* b0, int* b1) {
+  if (b < -1 || b >= s->L.B)
+    return ds__seterr(&s->err, DS_ERR_RANGE, "batch: instance %d: expected -1 (all) or 0 .. %d", b, s->L.B - 1);
+  *b0 = b < 0 ? 0 : b;
+  *b1 = b < 0 ? s->L.B : b + 1;
+  return 0;
+}
+
+int ds_bsim_set_param(dsBatchSim* s, int b, const char* name, const dsReal* values, int count) {
+  if (!s || !name || !values) return DS_ERR_INVALID;
+  int b0 = 0, b1 = 0, rc = instance_range(s, b, &b0, &b1);
+  if (rc) return rc;
+  if (s->t != 0)
+    return ds__seterr(&s->err, DS_ERR_STATE, "batch: parameters can only be set between episodes (now substep %d)",
+                      s->t);
+  for (int k = b0; k < b1; k++) {
+    rc = ds_model_set_param(s->hview + k, name, values, count);
+    if (rc) return ds__seterr(&s->err, rc, "batch: instance %d: %s", k, ds__errmsg(&s->merr));
+    rc = s->be->put(s->ctx, s->R + s->L.o_param + (size_t)k * s->L.P, s->hparam + (size_t)k * s->L.P,
+                    s->L.P * sizeof(dsReal));
+    if (rc) return be_fail(s, rc, "uploading parameters");
+  }
+  /* a new initial state shows at once (as after ds_model_set_param + reset) */
+  return ds_bsim_reset(s);
+}
+
+/* Offset of a differentiable parameter in an instance block, and its count. */
+static int param_off(dsBatchSim* s, const char* name, size_t* off, int* count) {
+#define DS__FIND(field, type, count_, diff, pname)                                       \
+  if ((diff) && strcmp(name, pname) == 0) {                                              \
+    *off = s->L.off[DS__MF_##field];                                                     \
+    *count = (int)s->L.cnt[DS__MF_##field];                                              \
+    return 0;                                                                            \
+  }
+  DS_MODEL_ARRAYS(DS__FIND)
+#undef DS__FIND
+  return ds__seterr(&s->err, DS_ERR_NOTFOUND, "batch: \"%s\" is not a differentiable parameter", name);
+}
+
+static int read_block(const dsBatchSim* cs, int b, const char* name, dsReal* values, int count, int grad) {
+  dsBatchSim* s = (dsBatchSim*)cs;
+  if (!s || !name || !values) return DS_ERR_INVALID;
+  if (b < 0 || b >= s->L.B)
+    return ds__seterr(&s->err, DS_ERR_RANGE, "batch: instance %d: expected 0 .. %d", b, s->L.B - 1);
+  size_t off;
+  int n, rc = param_off(s, name, &off, &n);
+  if (rc) return rc;
+  if (count != n) return ds__seterr(&s->err, DS_ERR_INVALID, "batch: \"%s\": room for %d values, %d needed", name, count, n);
+  if (n == 0) return 0;
+  if (!grad) {
+    memcpy(values, s->hparam + (size_t)b * s->L.P + off, (size_t)n * sizeof(dsReal));
+    return 0;
+  }
+  rc = s->be->get(s->ctx, values, s->R + s->L.o_grad + (size_t)b * s->L.P + off, (size_t)n * sizeof(dsReal));
+  return rc ? be_fail(s, rc, "reading a gradient") : 0;
+}
+
+int ds_bsim_get_param(const dsBatchSim* s, int b, const char* name, dsReal* values, int count) {
+  return read_block(s, b, name, values, count, 0);
+}
+
+int ds_bsim_get_grad(const dsBatchSim* s, int b, const char* name, dsReal* values, int count) {
+  return read_block(s, b, name, values, count, 1);
+}
+
+int ds_bsim_zero_grad(dsBatchSim* s) {
+  if (!s) return DS_ERR_INVALID;
+  int rc = s->be->zero(s->ctx, s->R + s->L.o_grad, (size_t)s->L.B * s->L.P * sizeof(dsReal));
+  return rc ? be_fail(s, rc, "clearing the gradient") : 0;
+}
+
+/* ---- backward ----------------------------------------------------------------------- */
+int ds_bsim_add_adjoint(dsBatchSim* s, const dsReal* adj_x, const dsReal* adj_v) {
+  if (!s) return DS_ERR_INVALID;
+  if (s->bt < 0) return ds__seterr(&s->err, DS_ERR_STATE, "batch: add_adjoint outside a backward pass");
+  const dsBatchLayout* L = &s->L;
+  const size_t bytes = bn3(s) * sizeof(dsReal);
+  dsBatchArgs a = base_args(s);
+  a.adj_x = s->R + L->o_adj[0];
+  a.adj_v = s->R + L->o_adj[1];
+  a.av = s->R + L->o_av;
+  a.af = s->R + L->o_af;
+  int rc = adj_x ? s->be->put(s->ctx, a.av, adj_x, bytes) : s->be->zero(s->ctx, a.av, bytes);
+  if (!rc) rc = adj_v ? s->be->put(s->ctx, a.af, adj_v, bytes) : s->be->zero(s->ctx, a.af, bytes);
+  if (rc) return be_fail(s, rc, "uploading adjoints");
+  return run(s, DS__BS_ADD_ADJ, &a);
+}
+
+int ds_bsim_backward_begin(dsBatchSim* s, const dsReal* adj_x, const dsReal* adj_v) {
+  if (!s) return DS_ERR_INVALID;
+  const dsBatchLayout* L = &s->L;
+  if (L->T == 0) return ds__seterr(&s->err, DS_ERR_STATE, "batch: backward: no tape (max_substeps 0)");
+  if (s->failed) return ds__seterr(&s->err, DS_ERR_STATE, "batch: backward: an instance failed this episode; reset");
+  const size_t bytes = bn3(s) * sizeof(dsReal);
+  int rc = s->be->zero(s->ctx, s->R + L->o_adj[0], bytes);
+  if (!rc) rc = s->be->zero(s->ctx, s->R + L->o_adj[1], bytes);
+  if (rc) return be_fail(s, rc, "clearing adjoints");
+  s->bt = s->t;
+  s->seg_start = -1;
+  if (adj_x || adj_v) return ds_bsim_add_adjoint(s, adj_x, adj_v);
+  return 0;
+}
+
+/* Checkpointed tape: seg holds states s .. e of the segment of substep t,
+ * recomputed from the checkpoint at s with the taped records. */
+static int load_segment(dsBatchSim* s, int t) {
+  const dsBatchLayout* L = &s->L;
+  const int K = L->K, s0 = (t / K) * K, e = s0 + K < s->t ? s0 + K : s->t;
+  if (s->seg_start == s0) return 0;
+  const size_t n = bn3(s);
+  int rc = s->be->copy(s->ctx, s->R + L->o_seg[0], s->R + L->o_tape[0] + (size_t)(s0 / K) * n, n * sizeof(dsReal));
+  if (!rc) rc = s->be->copy(s->ctx, s->R + L->o_seg[1], s->R + L->o_tape[1] + (size_t)(s0 / K) * n, n * sizeof(dsReal));
+  if (rc) return be_fail(s, rc, "loading a checkpoint");
+  for (int j = s0; j < e; j++) {
+    dsBatchArgs a = base_args(s);
+    a.t = j;
+    a.act = act_of(s, s->act_rec[j]);
+    a.fext = fext_of(s, s->fext_rec[j]);
+    a.x = s->R + L->o_seg[0] + (size_t)(j - s0) * n;
+    a.v = s->R + L->o_seg[1] + (size_t)(j - s0) * n;
+    a.xo = (dsReal*)a.x + n;
+    a.vo = (dsReal*)a.v + n;
+    rc = forward(s, &a);
+    if (rc) return rc;
+  }
+  s->seg_start = s0;
+  return 0;
+}
+
+int ds_bsim_backward_step(dsBatchSim* s, int nsub, dsReal* adj_act, dsReal* adj_fext) {
+  if (!s || nsub < 0) return DS_ERR_INVALID;
+  const dsBatchLayout* L = &s->L;
+  if (s->bt < nsub)
+    return ds__seterr(&s->err, DS_ERR_STATE, "batch: backward: %d substeps to pop, %d left", nsub, s->bt < 0 ? 0 : s->bt);
+  const size_t n = bn3(s);
+  int rc = s->be->zero(s->ctx, s->R + L->o_aact, (size_t)L->B * L->nact * sizeof(dsReal));
+  if (!rc) rc = s->be->zero(s->ctx, s->R + L->o_afext, n * sizeof(dsReal));
+  if (rc) return be_fail(s, rc, "clearing control adjoints");
+  static const int stages[] = {DS__BS_INTEG_BWD, DS__BS_SPRING_BWD, DS__BS_TRI_BWD, DS__BS_AERO_BWD,
+                               DS__BS_BEND_BWD,  DS__BS_TET_BWD,    DS__BS_GATHER_BWD, DS__BS_REDUCE,
+                               DS__BS_ACCUMULATE};
+  for (int j = 0; j < nsub; j++) {
+    const int t = s->bt - 1;
+    dsBatchArgs a = base_args(s);
+    a.t = t;
+    if (L->K > 1) {
+      rc = load_segment(s, t);
+      if (rc) return rc;
+      a.x = s->R + L->o_seg[0] + (size_t)(t - s->seg_start) * n;
+      a.v = s->R + L->o_seg[1] + (size_t)(t - s->seg_start) * n;
+    } else {
+      a.x = s->R + L->o_tape[0] + (size_t)t * n;
+      a.v = s->R + L->o_tape[1] + (size_t)t * n;
+    }
+    a.v1 = a.v + n;
+    a.act = act_of(s, s->act_rec[t]);
+    a.adj_x = s->R + L->o_adj[0];
+    a.adj_v = s->R + L->o_adj[1];
+    a.av = s->R + L->o_av;
+    a.af = s->R + L->o_af;
+    a.aex = s->R + L->o_aex;
+    a.aev = s->R + L->o_aev;
+    a.scratch = s->R + L->o_scr;
+    a.adj_act_t = L->nact ? s->R + L->o_aact_t : NULL;
+    a.adj_act = L->nact ? s->R + L->o_aact : NULL;
+    a.adj_fext = s->R + L->o_afext;
+    for (size_t k = 0; k < sizeof stages / sizeof stages[0]; k++) {
+      rc = run(s, stages[k], &a);
+      if (rc) return rc;
+    }
+    s->bt = t;
+  }
+  if (adj_act && L->nact) rc = s->be->get(s->ctx, adj_act, s->R + L->o_aact, (size_t)L->B * L->nact * sizeof(dsReal));
+  if (!rc && adj_fext) rc = s->be->get(s->ctx, adj_fext, s->R + L->o_afext, n * sizeof(dsReal));
+  return rc ? be_fail(s, rc, "reading control adjoints") : 0;
+}
+
+int ds_bsim_backward_finish(dsBatchSim* s) {
+  if (!s) return DS_ERR_INVALID;
+  if (s->bt != 0) return ds__seterr(&s->err, DS_ERR_STATE, "batch: backward: finish at substep %d (must be 0)", s->bt);
+  dsBatchArgs a = base_args(s);
+  a.adj_x = s->R + s->L.o_adj[0];
+  a.adj_v = s->R + s->L.o_adj[1];
+  int rc = run(s, DS__BS_FINISH, &a);
+  if (rc) return rc;
+  s->bt = -1;
+  return 0;
+}
+
+int ds_bsim_get_adjoint(const dsBatchSim* s, dsReal* adj_x, dsReal* adj_v) {
+  if (!s) return DS_ERR_INVALID;
+  if (s->L.T == 0) return ds__seterr((dsErrBuf*)&s->err, DS_ERR_STATE, "batch: no tape, no adjoints");
+  int rc = 0;
+  if (adj_x) rc = s->be->get(s->ctx, adj_x, s->R + s->L.o_adj[0], bn3(s) * sizeof(dsReal));
+  if (!rc && adj_v) rc = s->be->get(s->ctx, adj_v, s->R + s->L.o_adj[1], bn3(s) * sizeof(dsReal));
+  return rc ? be_fail((dsBatchSim*)s, rc, "reading adjoints") : 0;
+}

@@ -1,0 +1,38 @@
+#!/bin/sh
+# --device / run.device on `dsim run` and `dsim sysid`, and the device list
+# of `dsim info`: cpu is accepted; a bad name, CUDA in a build without it, a
+# device that is not there and a CUDA device for a path that does not run on
+# one (envs, sysid) are refused (exit 2) with a message saying which and what
+# to do. Runs nothing long: every refusal comes before an env is built.
+set -u
+: "${DSIM:?DSIM must name the dsim binary}"
+fail=0
+. "$DS_SRCDIR/tests/clicheck.sh"
+
+check "info" 0 "$DSIM" info; expect "info lists the cpu" "devices:    cpu"
+check "bad device" 2 "$DSIM" run walker --device gpu
+expect "bad device" "--device 'gpu': expected cpu, cuda or cuda:N"
+check "bad device index" 2 "$DSIM" run walker --device cuda:x
+expect "bad device index" "expected cuda:N with N a device number"
+check "bad device key" 2 "$DSIM" run walker --set run.device=tpu
+expect "bad device key" "run.device 'tpu': expected cpu, cuda or cuda:N"
+check "sysid bad device" 2 "$DSIM" sysid sysid-mass --device gpu
+expect "sysid bad device" "dsim sysid: --device 'gpu'"
+if "$DSIM" info | grep -q "^CUDA: *off"; then
+  check "cuda not built" 2 "$DSIM" run walker --device cuda
+  expect "cuda not built" "--device cuda: this dsim was built without CUDA (./configure --enable-cuda)"
+  check "sysid cuda not built" 2 "$DSIM" sysid sysid-mass --device cuda:0
+  expect "sysid cuda not built" "this dsim was built without CUDA"
+elif "$DSIM" info | grep -q "^CUDA: *on, 0 visible"; then
+  check "no cuda device" 2 "$DSIM" run walker --device cuda
+  expect "no cuda device" "--device cuda:0: no CUDA device is visible"
+else
+  n=$("$DSIM" info | sed -n 's/^CUDA: *on, \([0-9]*\) visible.*/\1/p')
+  check "cuda device past the last" 2 "$DSIM" run walker --device "cuda:$n"
+  expect "cuda device past the last" "CUDA device"
+  check "cuda for envs" 2 "$DSIM" run walker --device cuda:0
+  expect "cuda for envs" "an env run does not run on a CUDA device yet"
+  check "cuda for sysid" 2 "$DSIM" sysid sysid-mass --device cuda
+  expect "cuda for sysid" "system identification does not run on a CUDA device yet"
+fi
+exit $fail
