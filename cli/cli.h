@@ -46,6 +46,8 @@ int ds_cli_check_device(const char* cmd, const char* what, const char* text);
 int ds_cli_probe_runlog(const char* cmd, const char* path, const char* episode);
 /* 1 when a and b name the same existing file. */
 int ds_cli_same_file(const char* a, const char* b);
+/* mkdir -p of the directory part of path; 0 or -1 (errno set) */
+int ds_cli_make_parent_dirs(const char* path);
 /* Before writing out: refused when it is the input, a directory, exists
  * without force, or its directory is missing (message printed). */
 int ds_cli_check_output(const char* cmd, const char* out, const char* input, int force);

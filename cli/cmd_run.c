@@ -305,23 +305,6 @@ static int find_config(const char* name, char* path, size_t len) {
   return -1;
 }
 
-/* mkdir -p of the directory part of path */
-static int make_parent_dirs(const char* path) {
-  char buf[4096];
-  snprintf(buf, sizeof buf, "%s", path);
-  char* slash = strrchr(buf, '/');
-  if (!slash || slash == buf) return 0;
-  *slash = 0;
-  for (char* p = buf + 1; *p; p++) {
-    if (*p != '/') continue;
-    *p = 0;
-    if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
-    *p = '/';
-  }
-  if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
-  return 0;
-}
-
 static void fmt_time(double s, char* buf, size_t n) {
   if (!(s >= 0) || s > 1e7) {
     snprintf(buf, n, "?");
@@ -507,7 +490,7 @@ static int setup(const RunArgs* a, Run* r) {
   ld.overwrite = a->force && r->rd.out[0];
   ld.has_metric_goal = 1;
   ld.metric_goal = ds_env_metric_goal(r->env);
-  if (make_parent_dirs(r->out) != 0) {
+  if (ds_cli_make_parent_dirs(r->out) != 0) {
     fprintf(stderr, "dsim run: %s: cannot create its directory: %s\n", r->out, strerror(errno));
     return DS_EXIT_FAILURE;
   }

@@ -807,22 +807,6 @@ static int collect(Args* a) {
 }
 
 /* ---- setup ------------------------------------------------------------------------ */
-static int make_parent_dirs(const char* path) {
-  char buf[4096];
-  snprintf(buf, sizeof buf, "%s", path);
-  char* slash = strrchr(buf, '/');
-  if (!slash || slash == buf) return 0;
-  *slash = 0;
-  for (char* p = buf + 1; *p; p++) {
-    if (*p != '/') continue;
-    *p = 0;
-    if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
-    *p = '/';
-  }
-  if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
-  return 0;
-}
-
 static int setup(Ctx* c) {
   Args* a = c->a;
   int exitc = ds_cli_locate_config("sysid", a->target, c->path, sizeof c->path);
@@ -895,7 +879,7 @@ static int setup(Ctx* c) {
       snprintf(o->out, sizeof o->out, "%s.h5", base);
     else
       snprintf(o->out, sizeof o->out, "%s-o%d.h5", base, k);
-    if (make_parent_dirs(o->out)) {
+    if (ds_cli_make_parent_dirs(o->out)) {
       fprintf(stderr, "dsim sysid: cannot create the directory of %s: %s\n", o->out, strerror(errno));
       return DS_EXIT_FAILURE;
     }

@@ -222,3 +222,20 @@ int ds_cli_commit_temp(const char* cmd, const char* tmp, const char* out, int fo
   }
   return DS_EXIT_OK;
 }
+
+/* mkdir -p of the directory part of path */
+int ds_cli_make_parent_dirs(const char* path) {
+  char buf[4096];
+  snprintf(buf, sizeof buf, "%s", path);
+  char* slash = strrchr(buf, '/');
+  if (!slash || slash == buf) return 0;
+  *slash = 0;
+  for (char* p = buf + 1; *p; p++) {
+    if (*p != '/') continue;
+    *p = 0;
+    if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
+    *p = '/';
+  }
+  if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
+  return 0;
+}
