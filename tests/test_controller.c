@@ -304,6 +304,60 @@ static void trainer_grad_case(const char* what, const char* name, int substeps, 
   ds_env_destroy(env);
 }
 
+/* Rejected steps (controller.reject = f): plain SGD on the small cloth's
+ * initial velocity (3 values) with a step too long for it, so that losses
+ * rise. A rejected iteration's loss exceeds the lowest so far, an accepted
+ * one's does not; after a rejection the next parameters are the best ones
+ * moved by f times the step that was rejected (p_next = b + f (p_rej - b):
+ * the same gradient at b, the learning rate times f), and the learning rate
+ * reported is f times the previous one. */
+static void test_reject(void) {
+  dsEnvDef d = small_def("control-cloth", 120, 60);
+  char err[512];
+  dsEnv* env = NULL;
+  CHECK_INT_EQ(ds_env_create(&d, &env, err, sizeof err), 0);
+  if (!env) return;
+  dsTrainerDef td = ctrl_def("control-cloth");
+  td.method = DS_METHOD_STATE;
+  td.optim.momentum = 0;
+  td.optim.clip_norm = 0;
+  td.optim.lr = 100;
+  td.reject = 0.5;
+  dsTrainer* tr = NULL;
+  CHECK_INT_EQ(ds_trainer_create(env, &td, &tr, err, sizeof err), 0);
+  if (!tr) {
+    printf("%s\n", err);
+    ds_env_destroy(env);
+    return;
+  }
+  double best = INFINITY, bp[3] = {0, 0, 0}, rej[3] = {0, 0, 0}, lr_prev = 0;
+  int nrej = 0, after_rej = 0;
+  for (int k = 0; k < 12; k++) {
+    dsTrainerIter it;
+    CHECK_INT_EQ(ds_trainer_iterate(tr, &it), 0);
+    if (after_rej) { /* this episode ran the parameters chosen after a rejection */
+      for (int q = 0; q < 3; q++) CHECK_CLOSE(it.params[q], bp[q] + 0.5 * (rej[q] - bp[q]), 1e-12, 1e-12);
+      after_rej = 0;
+    }
+    if (it.rejected) {
+      nrej++;
+      CHECK(it.loss > best);
+      CHECK_CLOSE(it.lr, 0.5 * lr_prev, 1e-15, 0);
+      for (int q = 0; q < 3; q++) rej[q] = it.params[q];
+      after_rej = 1;
+    } else {
+      CHECK(it.loss <= best);
+      best = it.loss;
+      for (int q = 0; q < 3; q++) bp[q] = it.params[q];
+    }
+    if (getenv("DSIM_TEST_VERBOSE")) printf("reject: it %d loss %g lr %g rejected %d\n", k, it.loss, it.lr, it.rejected);
+    lr_prev = it.lr;
+  }
+  CHECK(nrej > 0); /* the step was long enough to overshoot */
+  ds_trainer_destroy(tr);
+  ds_env_destroy(env);
+}
+
 /* ---- 3. recorder and baselines ---------------------------------------------- */
 static void test_recorder_and_baselines(void) {
   dsEnvDef d = small_def("walker", 240, 16);
@@ -615,6 +669,7 @@ int main(void) {
   }
   test_sinnet_grad();
   test_sinnet_harmonics();
+  test_reject();
   trainer_grad_case("walker image loss dL/dW", "walker", 128, 16, DS_METHOD_IMAGE, 1e-6, 1e-5, 1e-6, 4);
   trainer_grad_case("walker-springs state loss dL/dW", "walker-springs", 128, 16, DS_METHOD_STATE, 1e-6, 1e-5,
                     1e-6, 4);
