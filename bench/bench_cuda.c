@@ -6,7 +6,10 @@
  * ratio CUDA / CPU on this machine; and the 40-iteration control-fem run
  * (40 x 5,760 substeps forward and backward at B = 1) projected from the
  * B = 1 forward + backward rate (physics only: no rendering, controller or
- * loss). Figures are medians of 3 timed repeats, each at least --seconds
+ * loss) and measured the way the env drives the engine: one control-fem
+ * episode of 5,760 substeps with new activations every 32 substeps (an
+ * upload) and their adjoints read back every 32 in the backward (a sync).
+ * Figures are medians of 3 timed repeats, each at least --seconds
  * (one repeat when the untimed warm-up already took that long).
  *
  *   bench_cuda [--device cpu|cuda[:N]]... [--batch B]... [--seconds S]
@@ -131,6 +134,53 @@ static double rate_fwd_bwd(const dsModel* m, dsDevice dev, int B, int T, double 
   return median(r, 3);
 }
 
+/* Seconds per control-fem episode as the env runs it at B = 1: T substeps,
+ * activations set every C substeps, backward C substeps at a time with the
+ * activation adjoints read back each time. */
+static double episode_seconds(const dsModel* m, dsDevice dev, int T, int C, double seconds) {
+  dsBatchSimDef def = ds_default_batch_sim_def();
+  def.device = dev;
+  def.max_substeps = T;
+  def.act_records = (T + C - 1) / C;
+  def.fext_records = 1;
+  dsBatchSim* s;
+  char err[512];
+  int rc = ds_bsim_create(m, &def, &s, err, sizeof err);
+  if (rc) die("create", rc, err);
+  const int na = m->nact, nc = def.act_records;
+  dsReal* a = random_act(m, nc);
+  dsReal* aa = (dsReal*)malloc(((size_t)na + 1) * sizeof(dsReal));
+  double r[3];
+  for (int rep = -1; rep < 3; rep++) {
+    int n = 0;
+    const double t0 = now();
+    double t;
+    do {
+      rc = ds_bsim_reset(s);
+      for (int c = 0; c < nc && !rc; c++) {
+        rc = ds_bsim_set_act(s, a + (size_t)c * na);
+        if (!rc) rc = ds_bsim_step(s, c == nc - 1 ? T - c * C : C, NULL);
+      }
+      if (!rc) rc = ds_bsim_backward_begin(s, NULL, NULL);
+      if (!rc) rc = ds_bsim_add_adjoint(s, NULL, NULL);
+      for (int c = nc - 1; c >= 0 && !rc; c--) rc = ds_bsim_backward_step(s, c == nc - 1 ? T - c * C : C, aa, NULL);
+      if (!rc) rc = ds_bsim_backward_finish(s);
+      if (rc) die("episode", rc, ds_bsim_last_error(s));
+      n++;
+      t = now() - t0;
+    } while (t < (rep < 0 ? 0.1 * seconds : seconds));
+    if (rep >= 0) r[rep] = t / n;
+    if (rep < 0 && t >= seconds) {
+      r[0] = r[1] = r[2] = t / n;
+      break;
+    }
+  }
+  free(a);
+  free(aa);
+  ds_bsim_free(s);
+  return median(r, 3);
+}
+
 int main(int argc, char** argv) {
   dsDevice devs[8];
   int ndev = 0, batches[8], nb = 0, T = 40, quick = 0;
@@ -201,14 +251,22 @@ int main(int argc, char** argv) {
         printf("ratio %s / cpu, B %5d: forward %.3gx, forward+backward %.3gx\n", name, batches[j],
                fw[k][j] / fw[cpu][j], fb[k][j] / fb[cpu][j]);
   }
-  for (int k = 0; k < ndev; k++)
+  for (int k = 0; k < ndev; k++) {
+    ds_device_name(devs[k], name, sizeof name);
     for (int j = 0; j < nb; j++)
       if (batches[j] == 1) {
         const double subs = 40.0 * 5760.0;
-        printf("control-fem 40 iterations (40 x 5760 substeps fwd+bwd, B = 1) on %s: %.3g s projected (physics "
-               "only; goal < 10 s on a GPU)\n",
-               ds_device_name(devs[k], name, sizeof name), subs * m->ntet / fb[k][j]);
+        printf("control-fem 40 iterations (40 x 5760 substeps fwd+bwd, B = 1) on %s: %.3g s projected from the rate "
+               "above (physics only)\n",
+               name, subs * m->ntet / fb[k][j]);
       }
+    if (quick && devs[k].kind == DS_DEVICE_CPU) continue; /* a few seconds per episode */
+    const double ep = episode_seconds(m, devs[k], 5760, 32, seconds);
+    printf("control-fem episode as the env drives it (5760 substeps, activations every 32, B = 1) on %s: %.3g s fwd+bwd; "
+           "40 iterations: %.3g s (physics only; goal < 10 s on a GPU)\n",
+           name, ep, 40 * ep);
+    fflush(stdout);
+  }
   for (int k = 0; k < ndev; k++)
     if (devs[k].kind == DS_DEVICE_CUDA)
       for (int j = 0; j < nb; j++)

@@ -4,16 +4,36 @@
 // instance-major as the CPU backend's loop. The bodies are the CPU's, so
 // nothing of the physics lives here; stage order, tape and offsets are
 // engine/batch_sim.c's. No atomics: every thread writes its own cells.
+//
+// A launch of several parts or chained stages (dsBatchLaunch: how the
+// driver packs a backward substep into two launches) is one kernel whose
+// blocks are dealt to the parts in order; a chain's stages run one after
+// another in the pair's thread. A launch of one stage uses that stage's
+// own kernel (a template: the body's switch resolved at compile time), and
+// so does every stage of a launch large enough to fill the GPU by itself.
+//
+// REDUCE (per instance, ten serial sums in element order) gets one block
+// per (sum, instance): the block fetches the terms into shared memory in
+// parallel (ds__bs_reduce_term), then one thread adds them in order, as
+// ds__bs_reduce's loop does. One thread fetching them from global memory one
+// after another was most of a B = 1 backward substep.
 #include <cuda_runtime.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "engine/batch_priv.h"
 
 namespace {
 
+/* SPLIT_PAIRS: from this many (index, instance) pairs a launch is split
+ * into one kernel per stage (see launch); DSIM_CUDA_SPLIT_PAIRS=N sets
+ * another threshold (tests: 1 splits every launch). */
+enum { THREADS = 256, RTHREADS = 128, SPLIT_PAIRS = 1 << 16 };
+
 struct Ctx {
   int device;
+  long long split_pairs;
   cudaStream_t stream;
   char msg[256];
 };
@@ -33,15 +53,136 @@ Ctx* use(void* ctx) {
 }
 
 template <int S>
-__global__ void __launch_bounds__(256) stage_kernel(const dsBatchArgs a, int count, long long n) {
+__global__ void __launch_bounds__(THREADS) stage_kernel(const dsBatchArgs a, int count, long long n) {
   const long long k = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (k < n) ds__bstage_run(S, &a, (int)(k % count), (int)(k / count));
+}
+
+/* The part of a fused launch that block `blk` belongs to, and the block's
+ * index within it; parts get ceil(count B / THREADS) blocks each, REDUCE
+ * count B (one per sum). */
+__device__ int part_of(const dsBatchLaunch& l, unsigned blk, unsigned* local) {
+  unsigned first = 0;
+  for (int p = 0; p < l.nparts; p++) {
+    const long long n = (long long)l.part[p].count * l.B;
+    const unsigned nb = l.part[p].stage[0] == DS__BS_REDUCE ? (unsigned)n : (unsigned)((n + THREADS - 1) / THREADS);
+    if (blk < first + nb) {
+      *local = blk - first;
+      return p;
+    }
+    first += nb;
+  }
+  return -1;
+}
+
+/* REDUCE's block (sum k, instance b) with blockDim.x threads. */
+__device__ void reduce_block(const dsBatchArgs& a, int k, int b, dsReal* terms) {
+  const int n = ds__bs_reduce_len(&a, k);
+  if (n < 0) return; /* the whole block */
+  const int nt = (int)blockDim.x;
+  dsReal sum = 0;
+  for (int base = 0; base < n; base += nt) {
+    const int i = base + (int)threadIdx.x;
+    if (i < n) terms[threadIdx.x] = ds__bs_reduce_term(&a, k, b, i);
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      const int m = n - base < nt ? n - base : nt;
+      for (int j = 0; j < m; j++) sum += terms[j];
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) ds__bs_reduce_store(&a, k, b, sum);
+}
+
+__global__ void __launch_bounds__(RTHREADS) reduce_kernel(const dsBatchArgs a, int count) {
+  __shared__ dsReal terms[RTHREADS];
+  reduce_block(a, (int)(blockIdx.x % (unsigned)count), (int)(blockIdx.x / (unsigned)count), terms);
+}
+
+__global__ void __launch_bounds__(THREADS) fused_kernel(const dsBatchLaunch l) {
+  __shared__ dsReal terms[THREADS];
+  unsigned local = 0;
+  const int p = part_of(l, blockIdx.x, &local);
+  if (p < 0) return;
+  const dsBatchPart& q = l.part[p];
+  if (q.stage[0] == DS__BS_REDUCE) { /* block-uniform */
+    reduce_block(q.a[0], (int)(local % (unsigned)q.count), (int)(local / (unsigned)q.count), terms);
+    return;
+  }
+  const long long k = (long long)local * THREADS + threadIdx.x;
+  if (k >= (long long)q.count * l.B) return;
+  const int e = (int)(k % q.count), b = (int)(k / q.count);
+  for (int o = 0; o < q.nops; o++) ds__bstage_run(q.stage[o], &q.a[o], e, b);
+}
+
+/* One stage over count x B pairs, with its own kernel. */
+cudaError_t launch_one(Ctx* c, int stage, const dsBatchArgs& a, int count, int B) {
+  const long long n = (long long)count * B;
+  if (stage == DS__BS_REDUCE) {
+    reduce_kernel<<<(unsigned)n, RTHREADS, 0, c->stream>>>(a, count);
+    return cudaGetLastError();
+  }
+  const unsigned blocks = (unsigned)((n + THREADS - 1) / THREADS);
+#define DS__LAUNCH(S) \
+  case S: stage_kernel<S><<<blocks, THREADS, 0, c->stream>>>(a, count, n); break;
+  switch (stage) {
+    DS__LAUNCH(DS__BS_SPRING_FWD)
+    DS__LAUNCH(DS__BS_TRI_FWD)
+    DS__LAUNCH(DS__BS_AERO_FWD)
+    DS__LAUNCH(DS__BS_BEND_FWD)
+    DS__LAUNCH(DS__BS_TET_FWD)
+    DS__LAUNCH(DS__BS_GATHER_FWD)
+    DS__LAUNCH(DS__BS_INTEG_BWD)
+    DS__LAUNCH(DS__BS_SPRING_BWD)
+    DS__LAUNCH(DS__BS_TRI_BWD)
+    DS__LAUNCH(DS__BS_AERO_BWD)
+    DS__LAUNCH(DS__BS_BEND_BWD)
+    DS__LAUNCH(DS__BS_TET_BWD)
+    DS__LAUNCH(DS__BS_GATHER_BWD)
+    DS__LAUNCH(DS__BS_FINISH)
+    DS__LAUNCH(DS__BS_CHECK)
+    DS__LAUNCH(DS__BS_RESET)
+    DS__LAUNCH(DS__BS_ADD_ADJ)
+    DS__LAUNCH(DS__BS_ACCUMULATE)
+    default: return cudaErrorInvalidValue;
+  }
+#undef DS__LAUNCH
+  return cudaGetLastError();
+}
+
+/* One launch on the stream. A launch with enough pairs to fill the GPU
+ * gains nothing from fusing and loses to the fused kernel's register
+ * count (the union of every stage's): its parts and chained stages then go
+ * one stage at a time, which dsBatchLaunch's rules allow (parts are
+ * independent; a chained stage reads only its own pair's output of the
+ * stages before it). */
+cudaError_t launch(Ctx* c, const dsBatchLaunch* l) {
+  long long pairs = 0;
+  unsigned blocks = 0;
+  for (int p = 0; p < l->nparts; p++) {
+    const long long n = (long long)l->part[p].count * l->B;
+    pairs += n;
+    blocks += l->part[p].stage[0] == DS__BS_REDUCE ? (unsigned)n : (unsigned)((n + THREADS - 1) / THREADS);
+  }
+  if ((l->nparts == 1 && l->part[0].nops == 1) || pairs >= c->split_pairs) {
+    for (int p = 0; p < l->nparts; p++)
+      for (int o = 0; o < l->part[p].nops; o++) {
+        cudaError_t e = launch_one(c, l->part[p].stage[o], l->part[p].a[o], l->part[p].count, l->B);
+        if (e != cudaSuccess) return e;
+      }
+    return cudaSuccess;
+  }
+  if (blocks == 0) return cudaSuccess;
+  fused_kernel<<<blocks, THREADS, 0, c->stream>>>(*l);
+  return cudaGetLastError();
 }
 
 int cu_open(int device, void** out, char* err, size_t errlen) {
   Ctx* c = (Ctx*)calloc(1, sizeof(Ctx));
   if (!c) return DS_ERR_NOMEM;
   c->device = device;
+  const char* sp = getenv("DSIM_CUDA_SPLIT_PAIRS");
+  c->split_pairs = sp && atoll(sp) > 0 ? atoll(sp) : SPLIT_PAIRS;
   cudaError_t e = cudaSetDevice(device);
   if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking);
   if (e != cudaSuccess) {
@@ -132,40 +273,14 @@ int cu_zero(void* ctx, void* dst, size_t bytes) {
   return e == cudaSuccess ? 0 : fail(c, e, "cudaMemsetAsync");
 }
 
-int cu_run(void* ctx, int stage, const dsBatchArgs* a, int count) {
+int cu_run(void* ctx, const dsBatchLaunch* l) {
   Ctx* c = use(ctx);
-  const long long n = (long long)count * a->B;
-  if (n <= 0) return 0;
-  const int threads = 256;
-  const unsigned blocks = (unsigned)((n + threads - 1) / threads);
-#define DS__LAUNCH(S) \
-  case S: stage_kernel<S><<<blocks, threads, 0, c->stream>>>(*a, count, n); break;
-  switch (stage) {
-    DS__LAUNCH(DS__BS_SPRING_FWD)
-    DS__LAUNCH(DS__BS_TRI_FWD)
-    DS__LAUNCH(DS__BS_AERO_FWD)
-    DS__LAUNCH(DS__BS_BEND_FWD)
-    DS__LAUNCH(DS__BS_TET_FWD)
-    DS__LAUNCH(DS__BS_GATHER_FWD)
-    DS__LAUNCH(DS__BS_INTEG_BWD)
-    DS__LAUNCH(DS__BS_SPRING_BWD)
-    DS__LAUNCH(DS__BS_TRI_BWD)
-    DS__LAUNCH(DS__BS_AERO_BWD)
-    DS__LAUNCH(DS__BS_BEND_BWD)
-    DS__LAUNCH(DS__BS_TET_BWD)
-    DS__LAUNCH(DS__BS_GATHER_BWD)
-    DS__LAUNCH(DS__BS_REDUCE)
-    DS__LAUNCH(DS__BS_FINISH)
-    DS__LAUNCH(DS__BS_CHECK)
-    DS__LAUNCH(DS__BS_RESET)
-    DS__LAUNCH(DS__BS_ADD_ADJ)
-    DS__LAUNCH(DS__BS_ACCUMULATE)
-    default:
-      snprintf(c->msg, sizeof c->msg, "unknown stage %d", stage);
+  for (int p = 0; p < l->nparts; p++)
+    if (l->part[p].stage[0] < 0 || l->part[p].stage[0] >= DS__BS_COUNT) {
+      snprintf(c->msg, sizeof c->msg, "unknown stage %d", l->part[p].stage[0]);
       return DS_ERR_INVALID;
-  }
-#undef DS__LAUNCH
-  cudaError_t e = cudaGetLastError();
+    }
+  cudaError_t e = launch(c, l);
   return e == cudaSuccess ? 0 : fail(c, e, "kernel launch");
 }
 

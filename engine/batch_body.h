@@ -268,35 +268,51 @@ DS_HD DS_INLINE void ds__bs_accumulate(const dsBatchArgs* a, int k, int b) {
 /* Ten independent serial sums per instance, one per index k: gravity x,
  * y, z (k < 3), lift and drag (3, 4), contact ke, kd, kf, mu, skin (5..9).
  * Each is the engine's own sum in the engine's order (a component at a
- * time gives the same bits as all at once), so a GPU runs ten threads per
- * instance instead of one. */
-DS_HD DS_INLINE void ds__bs_reduce(const dsBatchArgs* a, int k, int b) {
-  const dsModel* m = a->mv + b;
-  dsGrad* g = a->gv + b;
-  const dsReal* sc = a->scratch + (size_t)b * a->nscr;
-  dsReal sum = 0;
+ * time gives the same bits as all at once), so a GPU runs ten sums per
+ * instance instead of one. A sum is split into its terms (term i of sum k,
+ * in order), its length and the store of its total, so that a backend may
+ * fetch the terms in parallel (cuda/batch.cu stages them in shared memory)
+ * and still add them one after another: the same bits as the loop of
+ * ds__bs_reduce. A skipped term (a pinned particle's gravity) is +0, which
+ * leaves a sum that starts at +0 unchanged bit for bit. */
+DS_HD DS_INLINE int ds__bs_reduce_len(const dsBatchArgs* a, int k) {
+  if (k < 3) return a->np;
+  if (k < 5) return a->aero ? a->ntri : -1; /* -1: the sum is off (nothing stored) */
+  return a->ground ? a->np : -1;
+}
+
+DS_HD DS_INLINE dsReal ds__bs_reduce_term(const dsBatchArgs* a, int k, int b, int i) {
   if (k < 3) { /* ds_backward_step: dL/dg += dt sum over free particles of av */
-    const dsReal* av = a->av + DS__BN3(a, b);
-    for (int i = 0; i < a->np; i++)
-      if (m->inv_mass[i] > 0) sum += av[3 * (size_t)i + k];
-    g->gravity[k] += m->dt * sum;
-  } else if (k < 5) { /* ds__aero_reduce */
-    if (!a->aero) return;
-    const dsReal* s = sc + a->scr[DS__F_AERO] + (k - 3);
-    for (int e = 0; e < m->ntri; e++) sum += s[2 * (size_t)e];
-    if (k == 3)
-      g->aero_lift[0] += sum;
-    else
-      g->aero_drag[0] += sum;
-  } else { /* ds__contact_reduce */
-    if (!a->ground) return;
-    const dsReal* s = sc + a->scr[DS__F_CONTACT] + (k - 5);
-    for (int i = 0; i < a->np; i++) sum += s[5 * (size_t)i];
-    dsReal* gk = k == 5 ? g->contact_ke : k == 6 ? g->contact_kd : k == 7 ? g->contact_kf : k == 8 ? g->contact_mu
-                                                                                                  : g->contact_skin;
-    gk[0] += sum;
+    const dsModel* m = a->mv + b;
+    return m->inv_mass[i] > 0 ? a->av[DS__BN3(a, b) + 3 * (size_t)i + k] : (dsReal)0;
+  }
+  const dsReal* sc = a->scratch + (size_t)b * a->nscr;
+  if (k < 5) return sc[a->scr[DS__F_AERO] + (k - 3) + 2 * (size_t)i];   /* ds__aero_reduce */
+  return sc[a->scr[DS__F_CONTACT] + (k - 5) + 5 * (size_t)i];          /* ds__contact_reduce */
+}
+
+DS_HD DS_INLINE void ds__bs_reduce_store(const dsBatchArgs* a, int k, int b, dsReal sum) {
+  dsGrad* g = a->gv + b;
+  switch (k) {
+    case 0: case 1: case 2: g->gravity[k] += a->mv[b].dt * sum; break;
+    case 3: g->aero_lift[0] += sum; break;
+    case 4: g->aero_drag[0] += sum; break;
+    case 5: g->contact_ke[0] += sum; break;
+    case 6: g->contact_kd[0] += sum; break;
+    case 7: g->contact_kf[0] += sum; break;
+    case 8: g->contact_mu[0] += sum; break;
+    default: g->contact_skin[0] += sum; break;
   }
 }
+
+DS_HD DS_INLINE void ds__bs_reduce(const dsBatchArgs* a, int k, int b) {
+  const int n = ds__bs_reduce_len(a, k);
+  if (n < 0) return;
+  dsReal sum = 0;
+  for (int i = 0; i < n; i++) sum += ds__bs_reduce_term(a, k, b, i);
+  ds__bs_reduce_store(a, k, b, sum);
+}
+
 
 /* ---- per particle: the initial state's gradient (ds_backward_finish) ------------------ */
 DS_HD DS_INLINE void ds__bs_finish(const dsBatchArgs* a, int i, int b) {

@@ -1,7 +1,9 @@
 /* The CPU backend of the batched engine: host memory, and every stage of
  * engine/batch_body.h run in one OpenMP loop over the B x count
  * (instance, index) pairs, instance-major. Each pair writes only its own
- * cells, so any schedule and thread count give the same bits. */
+ * cells, so any schedule and thread count give the same bits. A launch's
+ * parts run last to first, a chain's stages one pair at a time
+ * (dsBatchLaunch). */
 #include "config.h"
 
 #include <string.h>
@@ -54,14 +56,26 @@ static int cpu_zero(void* ctx, void* dst, size_t bytes) {
   return 0;
 }
 
-static int cpu_run(void* ctx, int stage, const dsBatchArgs* a, int count) {
+static int cpu_run(void* ctx, const dsBatchLaunch* l) {
   (void)ctx;
-  const long long n = (long long)count * a->B;
-  if (n <= 0) return 0;
-  const int par = n >= DS__BATCH_PAR_MIN || (count == 1 && a->B > 1);
-  (void)par;
+  for (int p = l->nparts - 1; p >= 0; p--) { /* last to first: see dsBatchLaunch */
+    const dsBatchPart* q = l->part + p;
+    const int count = q->count;
+    const long long n = (long long)count * l->B;
+    if (n <= 0) continue;
+    const int par = n >= DS__BATCH_PAR_MIN || (count == 1 && l->B > 1);
+    (void)par;
+    if (q->nops == 1) {
+      const int stage = q->stage[0];
+      const dsBatchArgs* a = q->a;
 #pragma omp parallel for schedule(static) if (par)
-  for (long long k = 0; k < n; k++) ds__bstage_run(stage, a, (int)(k % count), (int)(k / count));
+      for (long long k = 0; k < n; k++) ds__bstage_run(stage, a, (int)(k % count), (int)(k / count));
+    } else {
+#pragma omp parallel for schedule(static) if (par)
+      for (long long k = 0; k < n; k++)
+        for (int o = 0; o < q->nops; o++) ds__bstage_run(q->stage[o], q->a + o, (int)(k % count), (int)(k / count));
+    }
+  }
   return 0;
 }
 

@@ -42,10 +42,12 @@ typedef struct dsBatchLayout {
   size_t o_seg[2];               /* [x|v]: nseg x B x n3 */
   size_t o_act, o_fext;          /* act_cap x B x nact, fext_cap x B x n3 */
   size_t o_ef, o_J;              /* B x s3, B x ntet */
-  size_t o_adj[2], o_av, o_af;   /* B x n3 */
+  size_t o_adj[2];               /* B x n3 */
+  size_t o_av[2], o_af[2];       /* B x n3 each, [substep parity] (the backward's pipeline) */
   size_t o_aex, o_aev;           /* B x s3 */
-  size_t o_scr;                  /* B x nscr */
-  size_t o_aact_t, o_aact, o_afext; /* B x nact, B x nact, B x n3 */
+  size_t o_scr[2];               /* B x nscr, [substep parity] */
+  size_t o_aact_t[2];            /* B x nact, [substep parity] */
+  size_t o_aact, o_afext;        /* B x nact, B x n3 */
   size_t nreal;
   /* ints */
   size_t o_bad, o_status;        /* B x (ntet + np), B x 3 */
@@ -56,6 +58,33 @@ typedef struct dsBatchLayout {
 
 /* Layout of m and def; DS_ERR_INVALID / DS_ERR_UNSUPPORTED / DS_ERR_RANGE with a message. */
 int ds__bsim_layout(const dsModel* m, const dsBatchSimDef* def, dsBatchLayout* L, char* err, size_t errlen);
+
+/* One kernel launch: up to DS__BL_PARTS parts that run side by side
+ * (disjoint threads, any order: the driver only puts together stages that
+ * read nothing another part of the launch writes), each a chain of up to
+ * DS__BL_OPS stages over the same count x B (index, instance) pairs, run
+ * one after another by the pair's thread (the driver only chains stages in
+ * which pair (e, b) of a later stage reads nothing but what pair (e, b) of
+ * the earlier ones wrote, besides what no stage of the chain writes). The
+ * driver puts a backward substep's work into two launches this way (see
+ * ds_bsim_backward_step); launches of one stage are the common case.
+ * Backends: the CPU runs the parts last to first and a chain's stages per
+ * pair, so a part that read another's output, or a chained stage that read
+ * another pair's output, would show in the CPU tests' bitwise comparison
+ * with the serial engine; CUDA runs the parts concurrently. */
+#define DS__BL_PARTS 3
+#define DS__BL_OPS 2
+typedef struct dsBatchPart {
+  int count;                  /* indices per instance */
+  int nops;                   /* 1 .. DS__BL_OPS */
+  int stage[DS__BL_OPS];
+  dsBatchArgs a[DS__BL_OPS];
+} dsBatchPart;
+typedef struct dsBatchLaunch {
+  int nparts;                 /* 1 .. DS__BL_PARTS */
+  int B;
+  dsBatchPart part[DS__BL_PARTS];
+} dsBatchLaunch;
 
 /* What a backend provides. Memory is the backend's (device memory for
  * CUDA); put/get move bytes between it and the host, get waits for every
@@ -71,8 +100,8 @@ typedef struct dsBatchBackend {
   int (*get)(void* ctx, void* dst, const void* src, size_t bytes);
   int (*copy)(void* ctx, void* dst, const void* src, size_t bytes);
   int (*zero)(void* ctx, void* dst, size_t bytes);
-  /* stage over B x count (e, b) pairs, after every stage launched before */
-  int (*run)(void* ctx, int stage, const dsBatchArgs* a, int count);
+  /* one launch (parts with count > 0 only), after every launch before it */
+  int (*run)(void* ctx, const dsBatchLaunch* l);
   const char* (*last_error)(void* ctx);
 } dsBatchBackend;
 

@@ -163,19 +163,22 @@ int ds__bsim_layout(const dsModel* m, const dsBatchSimDef* def, dsBatchLayout* L
   if (T > 0) {
     L->o_adj[0] = take(&top, &dtop, Bn3);
     L->o_adj[1] = take(&top, &dtop, Bn3);
-    L->o_av = take(&top, &dtop, Bn3);
-    L->o_af = take(&top, &dtop, Bn3);
+    for (int c = 0; c < 2; c++) {
+      L->o_av[c] = take(&top, &dtop, Bn3);
+      L->o_af[c] = take(&top, &dtop, Bn3);
+      L->o_scr[c] = take(&top, &dtop, (size_t)B * L->nscr);
+      L->o_aact_t[c] = take(&top, &dtop, (size_t)B * L->nact);
+    }
     L->o_aex = take(&top, &dtop, Bs3);
     L->o_aev = take(&top, &dtop, Bs3);
-    L->o_scr = take(&top, &dtop, (size_t)B * L->nscr);
-    L->o_aact_t = take(&top, &dtop, (size_t)B * L->nact);
     L->o_aact = take(&top, &dtop, (size_t)B * L->nact);
     L->o_afext = take(&top, &dtop, Bn3);
   } else {
     /* the caller's adjoints are never uploaded without a tape; av/af still
      * need a home for ADD_ADJ's arguments to be valid pointers */
-    L->o_adj[0] = L->o_adj[1] = L->o_av = L->o_af = L->o_aex = L->o_aev = 0;
-    L->o_scr = L->o_aact_t = L->o_aact = L->o_afext = 0;
+    L->o_adj[0] = L->o_adj[1] = L->o_aex = L->o_aev = 0;
+    for (int c = 0; c < 2; c++) L->o_av[c] = L->o_af[c] = L->o_scr[c] = L->o_aact_t[c] = 0;
+    L->o_aact = L->o_afext = 0;
   }
   L->nreal = top;
   if (dtop * sizeof(dsReal) > 4.0e18)
@@ -203,7 +206,7 @@ static void plan_from_layout(const dsBatchLayout* L, dsBatchPlan* p) {
   p->param_reals = L->P;
   p->grad_reals = L->P;
   p->state_reals = ((L->T == 0 || L->K > 1) ? 4 * n3 : 0) + s3 + (size_t)L->ntet +
-                   (L->T > 0 ? 5 * n3 + 2 * s3 + (size_t)L->nscr + 2 * (size_t)L->nact + n3 : 0);
+                   (L->T > 0 ? 7 * n3 + 2 * s3 + 2 * (size_t)L->nscr + 3 * (size_t)L->nact : 0);
   p->tape_reals = 2 * n3 * ((size_t)L->nstate + (size_t)L->nseg) + (size_t)L->act_cap * L->nact +
                   (size_t)L->fext_cap * n3;
   p->shared_bytes = rs * sizeof(dsReal) + is * sizeof(int);
@@ -441,11 +444,42 @@ static void cur_state(const dsBatchSim* s, dsReal** x, dsReal** v) {
   }
 }
 
-static int run(dsBatchSim* s, int stage, const dsBatchArgs* a) {
+/* ---- launches (dsBatchLaunch) ---------------------------------------------------- */
+static void launch_init(dsBatchLaunch* l, int B) {
+  l->nparts = 0;
+  l->B = B;
+}
+
+/* stage as a new part of l; NULL (nothing added) when it has no work */
+static dsBatchPart* launch_part(dsBatchLaunch* l, int stage, const dsBatchArgs* a) {
   const int count = ds__bstage_count(a, stage);
-  if (count <= 0) return 0;
-  int rc = s->be->run(s->ctx, stage, a, count);
+  if (count <= 0) return NULL;
+  dsBatchPart* p = l->part + l->nparts++;
+  p->count = count;
+  p->nops = 1;
+  p->stage[0] = stage;
+  p->a[0] = *a;
+  return p;
+}
+
+/* stage after p's stages, by the same (index, instance) threads */
+static void launch_chain(dsBatchPart* p, int stage, const dsBatchArgs* a) {
+  p->stage[p->nops] = stage;
+  p->a[p->nops++] = *a;
+}
+
+static int launch_send(dsBatchSim* s, const dsBatchLaunch* l) {
+  if (l->nparts == 0) return 0;
+  int rc = s->be->run(s->ctx, l);
   return rc ? be_fail(s, rc, "a stage launch") : 0;
+}
+
+/* One stage, alone in its launch. */
+static int run(dsBatchSim* s, int stage, const dsBatchArgs* a) {
+  dsBatchLaunch l;
+  launch_init(&l, s->L.B);
+  launch_part(&l, stage, a);
+  return launch_send(s, &l);
 }
 
 static const dsReal* act_of(const dsBatchSim* s, int rec) {
@@ -702,8 +736,8 @@ int ds_bsim_add_adjoint(dsBatchSim* s, const dsReal* adj_x, const dsReal* adj_v)
   dsBatchArgs a = base_args(s);
   a.adj_x = s->R + L->o_adj[0];
   a.adj_v = s->R + L->o_adj[1];
-  a.av = s->R + L->o_av;
-  a.af = s->R + L->o_af;
+  a.av = s->R + L->o_av[0]; /* uploads only: no backward substep is under way */
+  a.af = s->R + L->o_af[0];
   int rc = adj_x ? s->be->put(s->ctx, a.av, adj_x, bytes) : s->be->zero(s->ctx, a.av, bytes);
   if (!rc) rc = adj_v ? s->be->put(s->ctx, a.af, adj_v, bytes) : s->be->zero(s->ctx, a.af, bytes);
   if (rc) return be_fail(s, rc, "uploading adjoints");
@@ -751,6 +785,63 @@ static int load_segment(dsBatchSim* s, int t) {
   return 0;
 }
 
+/* Arguments of backward substep t (its segment loaded when checkpointed).
+ * The arrays one substep writes and the next one's launches still read are
+ * taken by the parity of t (dsBatchLayout). */
+static dsBatchArgs bwd_args(const dsBatchSim* s, int t) {
+  const dsBatchLayout* L = &s->L;
+  const size_t n = bn3(s);
+  const int p = t & 1;
+  dsBatchArgs a = base_args(s);
+  a.t = t;
+  if (L->K > 1) {
+    a.x = s->R + L->o_seg[0] + (size_t)(t - s->seg_start) * n;
+    a.v = s->R + L->o_seg[1] + (size_t)(t - s->seg_start) * n;
+  } else {
+    a.x = s->R + L->o_tape[0] + (size_t)t * n;
+    a.v = s->R + L->o_tape[1] + (size_t)t * n;
+  }
+  a.v1 = a.v + n;
+  a.act = act_of(s, s->act_rec[t]);
+  a.adj_x = s->R + L->o_adj[0];
+  a.adj_v = s->R + L->o_adj[1];
+  a.av = s->R + L->o_av[p];
+  a.af = s->R + L->o_af[p];
+  a.aex = s->R + L->o_aex;
+  a.aev = s->R + L->o_aev;
+  a.scratch = s->R + L->o_scr[p];
+  a.adj_act_t = L->nact ? s->R + L->o_aact_t[p] : NULL;
+  a.adj_act = L->nact ? s->R + L->o_aact : NULL;
+  a.adj_fext = s->R + L->o_afext;
+  return a;
+}
+
+/* The tail of a backward substep (REDUCE and ACCUMULATE read only what the
+ * substep wrote; they write gradient scalars and the control adjoints,
+ * which no other stage touches) as parts of l. */
+static void tail_parts(dsBatchLaunch* l, const dsBatchArgs* a) {
+  launch_part(l, DS__BS_REDUCE, a);
+  launch_part(l, DS__BS_ACCUMULATE, a);
+}
+
+/* Backward substeps as a pipeline of launches. Substep t is, in the
+ * engine's order: INTEG(t) (particles: av, af, mass gradient), the element
+ * adjoints (slots; read af of the element's particles), GATHER(t)
+ * (particles: adj_x, adj_v, contact scratch), then REDUCE and ACCUMULATE
+ * (per instance / per control: read av, af, scratch, adj_act_t of t).
+ * Launches:
+ *   - GATHER(t) and INTEG(t - 1) are one chain: particle i's INTEG reads
+ *     only particle i's adj_x, adj_v that its GATHER just wrote (and the
+ *     tape), and writes av, af of the other parity, which GATHER(t) and the
+ *     tail of t do not read. Not across a call's end, nor across a
+ *     checkpoint segment (t - 1's states are not loaded yet).
+ *   - The tail of t runs beside the first element stage of t - 1 (or its
+ *     GATHER when it has no elements): that stage writes slots, adj_act_t
+ *     and scratch of parity t - 1, and reads af of t - 1; the tail reads
+ *     those of parity t.
+ * Every gradient cell is still added to in the same order as the serial
+ * engine's (t, t - 1, ...), so the bits are ds_backward_step's. For a model
+ * with one element kind a substep is two launches instead of five. */
 int ds_bsim_backward_step(dsBatchSim* s, int nsub, dsReal* adj_act, dsReal* adj_fext) {
   if (!s || nsub < 0) return DS_ERR_INVALID;
   const dsBatchLayout* L = &s->L;
@@ -760,39 +851,40 @@ int ds_bsim_backward_step(dsBatchSim* s, int nsub, dsReal* adj_act, dsReal* adj_
   int rc = s->be->zero(s->ctx, s->R + L->o_aact, (size_t)L->B * L->nact * sizeof(dsReal));
   if (!rc) rc = s->be->zero(s->ctx, s->R + L->o_afext, n * sizeof(dsReal));
   if (rc) return be_fail(s, rc, "clearing control adjoints");
-  static const int stages[] = {DS__BS_INTEG_BWD, DS__BS_SPRING_BWD, DS__BS_TRI_BWD, DS__BS_AERO_BWD,
-                               DS__BS_BEND_BWD,  DS__BS_TET_BWD,    DS__BS_GATHER_BWD, DS__BS_REDUCE,
-                               DS__BS_ACCUMULATE};
+  static const int elem[] = {DS__BS_SPRING_BWD, DS__BS_TRI_BWD, DS__BS_AERO_BWD, DS__BS_BEND_BWD, DS__BS_TET_BWD};
+  dsBatchArgs tail; /* the pending tail's substep */
+  int have_tail = 0, integ_done = -1;
+  dsBatchLaunch l;
   for (int j = 0; j < nsub; j++) {
     const int t = s->bt - 1;
-    dsBatchArgs a = base_args(s);
-    a.t = t;
-    if (L->K > 1) {
-      rc = load_segment(s, t);
-      if (rc) return rc;
-      a.x = s->R + L->o_seg[0] + (size_t)(t - s->seg_start) * n;
-      a.v = s->R + L->o_seg[1] + (size_t)(t - s->seg_start) * n;
-    } else {
-      a.x = s->R + L->o_tape[0] + (size_t)t * n;
-      a.v = s->R + L->o_tape[1] + (size_t)t * n;
+    if (L->K > 1 && (rc = load_segment(s, t))) return rc;
+    const dsBatchArgs a = bwd_args(s, t);
+    if (integ_done != t && (rc = run(s, DS__BS_INTEG_BWD, &a))) return rc;
+    for (size_t k = 0; k < sizeof elem / sizeof elem[0]; k++) {
+      if (ds__bstage_count(&a, elem[k]) <= 0) continue;
+      launch_init(&l, L->B);
+      if (have_tail) tail_parts(&l, &tail);
+      have_tail = 0;
+      launch_part(&l, elem[k], &a);
+      if ((rc = launch_send(s, &l))) return rc;
     }
-    a.v1 = a.v + n;
-    a.act = act_of(s, s->act_rec[t]);
-    a.adj_x = s->R + L->o_adj[0];
-    a.adj_v = s->R + L->o_adj[1];
-    a.av = s->R + L->o_av;
-    a.af = s->R + L->o_af;
-    a.aex = s->R + L->o_aex;
-    a.aev = s->R + L->o_aev;
-    a.scratch = s->R + L->o_scr;
-    a.adj_act_t = L->nact ? s->R + L->o_aact_t : NULL;
-    a.adj_act = L->nact ? s->R + L->o_aact : NULL;
-    a.adj_fext = s->R + L->o_afext;
-    for (size_t k = 0; k < sizeof stages / sizeof stages[0]; k++) {
-      rc = run(s, stages[k], &a);
-      if (rc) return rc;
+    launch_init(&l, L->B);
+    if (have_tail) tail_parts(&l, &tail);
+    dsBatchPart* g = launch_part(&l, DS__BS_GATHER_BWD, &a);
+    if (g && j + 1 < nsub && (L->K == 1 || t % L->K != 0)) {
+      const dsBatchArgs an = bwd_args(s, t - 1);
+      launch_chain(g, DS__BS_INTEG_BWD, &an);
+      integ_done = t - 1;
     }
+    if ((rc = launch_send(s, &l))) return rc;
+    tail = a;
+    have_tail = 1;
     s->bt = t;
+  }
+  if (have_tail) {
+    launch_init(&l, L->B);
+    tail_parts(&l, &tail);
+    if ((rc = launch_send(s, &l))) return rc;
   }
   if (adj_act && L->nact) rc = s->be->get(s->ctx, adj_act, s->R + L->o_aact, (size_t)L->B * L->nact * sizeof(dsReal));
   if (!rc && adj_fext) rc = s->be->get(s->ctx, adj_fext, s->R + L->o_afext, n * sizeof(dsReal));

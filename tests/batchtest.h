@@ -21,6 +21,10 @@
 /* When set, bt_run_batch creates its batches on this backend (tests of
  * the driver on instrumented backends) instead of the device's. */
 static const dsBatchBackend* bt_backend = NULL;
+/* bt_run_batch runs its episode this many times on one batch (gradients
+ * zeroed between), keeping the last: the CUDA backend then replays the
+ * graphs it cached on the first run. */
+static int bt_repeats = 1;
 
 static inline void bt_die(const char* what, int rc, const char* msg) {
   fprintf(stderr, "%s failed: %s (%s)\n", what, ds_err_name(rc), msg ? msg : "");
@@ -217,33 +221,37 @@ static inline int bt_run_batch(const dsModel* m, const btEpisode* e, int K, dsDe
     if (ds_model_copy(m, &mb)) bt_die("model copy", DS_ERR_NOMEM, "");
   }
   ds_model_free(mb);
-  rc = ds_bsim_reset(s);
-  for (int c = 0; c < e->C && !rc; c++) {
-    if (na) rc = ds_bsim_set_act(s, e->act + (size_t)c * B * na);
-    if (!rc) rc = ds_bsim_set_fext(s, e->fext + (size_t)c * B * n3);
-    if (!rc) rc = ds_bsim_step(s, e->S, NULL);
-  }
-  if (rc) bt_die("batch forward", rc, ds_bsim_last_error(s));
   dsReal* x = (dsReal*)calloc((size_t)B * n3, sizeof(dsReal));
   dsReal* v = (dsReal*)calloc((size_t)B * n3, sizeof(dsReal));
   dsReal* aa = (dsReal*)calloc((size_t)B * na + 1, sizeof(dsReal));
   dsReal* af = (dsReal*)calloc((size_t)B * n3, sizeof(dsReal));
-  rc = ds_bsim_get_state(s, x, v);
-  for (int b = 0; b < B; b++) {
-    memcpy(out + b * len, x + b * n3, n3 * sizeof(dsReal));
-    memcpy(out + b * len + n3, v + b * n3, n3 * sizeof(dsReal));
-  }
-  if (!rc) rc = ds_bsim_backward_begin(s, e->wx, e->wv);
-  for (int c = e->C - 1; c >= 0 && !rc; c--) {
-    rc = ds_bsim_backward_step(s, e->S, aa, af);
-    for (int b = 0; b < B; b++) {
-      dsReal* sa = out + b * len + 2 * n3 + (size_t)c * (na + n3);
-      memcpy(sa, aa + b * na, na * sizeof(dsReal));
-      memcpy(sa + na, af + b * n3, n3 * sizeof(dsReal));
+  for (int rep = 0; rep < bt_repeats && !rc; rep++) {
+    rc = ds_bsim_zero_grad(s);
+    if (rc) break;
+    rc = ds_bsim_reset(s);
+    for (int c = 0; c < e->C && !rc; c++) {
+      if (na) rc = ds_bsim_set_act(s, e->act + (size_t)c * B * na);
+      if (!rc) rc = ds_bsim_set_fext(s, e->fext + (size_t)c * B * n3);
+      if (!rc) rc = ds_bsim_step(s, e->S, NULL);
     }
-    if (!rc && c == 1) rc = ds_bsim_add_adjoint(s, e->wmid, NULL);
+    if (rc) bt_die("batch forward", rc, ds_bsim_last_error(s));
+    rc = ds_bsim_get_state(s, x, v);
+    for (int b = 0; b < B; b++) {
+      memcpy(out + b * len, x + b * n3, n3 * sizeof(dsReal));
+      memcpy(out + b * len + n3, v + b * n3, n3 * sizeof(dsReal));
+    }
+    if (!rc) rc = ds_bsim_backward_begin(s, e->wx, e->wv);
+    for (int c = e->C - 1; c >= 0 && !rc; c--) {
+      rc = ds_bsim_backward_step(s, e->S, aa, af);
+      for (int b = 0; b < B; b++) {
+        dsReal* sa = out + b * len + 2 * n3 + (size_t)c * (na + n3);
+        memcpy(sa, aa + b * na, na * sizeof(dsReal));
+        memcpy(sa + na, af + b * n3, n3 * sizeof(dsReal));
+      }
+      if (!rc && c == 1) rc = ds_bsim_add_adjoint(s, e->wmid, NULL);
+    }
+    if (!rc) rc = ds_bsim_backward_finish(s);
   }
-  if (!rc) rc = ds_bsim_backward_finish(s);
   if (rc) bt_die("batch backward", rc, ds_bsim_last_error(s));
   for (int b = 0; b < B; b++) {
     dsReal* o = out + b * len + 2 * n3 + (size_t)e->C * (na + n3);

@@ -121,7 +121,7 @@ GD_WRAP(put, (void* c, void* d, const void* s, size_t n), (c, d, s, n))
 GD_WRAP(get, (void* c, void* d, const void* s, size_t n), (c, d, s, n))
 GD_WRAP(copy, (void* c, void* d, const void* s, size_t n), (c, d, s, n))
 GD_WRAP(zero, (void* c, void* d, size_t n), (c, d, n))
-GD_WRAP(run, (void* c, int st, const dsBatchArgs* a, int n), (c, st, a, n))
+GD_WRAP(run, (void* c, const dsBatchLaunch* l), (c, l))
 #undef GD_WRAP
 
 static void test_guarded(const char* name, const dsModel* m) {
@@ -259,12 +259,16 @@ static void test_layout(const dsModel* m) {
                   {L.o_J, B * L.ntet, "J"},
                   {L.o_adj[0], bwd ? Bn3 : 0, "adj x"},
                   {L.o_adj[1], bwd ? Bn3 : 0, "adj v"},
-                  {L.o_av, bwd ? Bn3 : 0, "av"},
-                  {L.o_af, bwd ? Bn3 : 0, "af"},
+                  {L.o_av[0], bwd ? Bn3 : 0, "av 0"},
+                  {L.o_af[0], bwd ? Bn3 : 0, "af 0"},
+                  {L.o_av[1], bwd ? Bn3 : 0, "av 1"},
+                  {L.o_af[1], bwd ? Bn3 : 0, "af 1"},
                   {L.o_aex, bwd ? Bs3 : 0, "aex"},
                   {L.o_aev, bwd ? Bs3 : 0, "aev"},
-                  {L.o_scr, bwd ? B * L.nscr : 0, "scratch"},
-                  {L.o_aact_t, bwd ? B * L.nact : 0, "adj act (substep)"},
+                  {L.o_scr[0], bwd ? B * L.nscr : 0, "scratch 0"},
+                  {L.o_scr[1], bwd ? B * L.nscr : 0, "scratch 1"},
+                  {L.o_aact_t[0], bwd ? B * L.nact : 0, "adj act (substep) 0"},
+                  {L.o_aact_t[1], bwd ? B * L.nact : 0, "adj act (substep) 1"},
                   {L.o_aact, bwd ? B * L.nact : 0, "adj act"},
                   {L.o_afext, bwd ? Bn3 : 0, "adj fext"}};
     check_regions(r, (int)(sizeof r / sizeof r[0]), L.nreal, what);

@@ -8,7 +8,14 @@
  * bodies (engine/batch_body.h); the CUDA objects are built with -fmad=false,
  * so differences come from the device's libm (atan2, log, ...) only.
  * Exit 77 (skip) without a CUDA device. DSIM_PARITY_SELFTEST=1 compares the
- * CPU backend with itself instead (the test's own logic, without a GPU). */
+ * CPU backend with itself instead (the test's own logic, without a GPU).
+ *
+ * The device run is also repeated three times on one batch (gradients
+ * zeroed between): the last must give the first run's bits (no state left
+ * behind, no schedule-dependent sums on the device), and once with
+ * DSIM_CUDA_SPLIT_PAIRS=1, which runs every fused launch of the backward
+ * one stage at a time (the path of large batches): the same bits again. */
+#define _POSIX_C_SOURCE 200809L /* setenv */
 #include "config.h"
 
 #include <math.h>
@@ -40,6 +47,20 @@ static void parity_env(const char* name, const dsModel* m, int K) {
   dsReal* got = (dsReal*)calloc((size_t)B * len, sizeof(dsReal));
   bt_run_batch(m, &e, K, ds_device_cpu(), ref);
   bt_run_batch(m, &e, K, g_dev, got);
+  dsReal* again = (dsReal*)calloc((size_t)B * len, sizeof(dsReal));
+  bt_repeats = 3;
+  bt_run_batch(m, &e, K, g_dev, again);
+  bt_repeats = 1;
+  dst_checks++;
+  if (memcmp(again, got, (size_t)B * len * sizeof(dsReal)) != 0)
+    DST_FAIL_AT("%s (K %d): a repeated episode differs from the first", name, K);
+  setenv("DSIM_CUDA_SPLIT_PAIRS", "1", 1);
+  bt_run_batch(m, &e, K, g_dev, again);
+  unsetenv("DSIM_CUDA_SPLIT_PAIRS");
+  dst_checks++;
+  if (memcmp(again, got, (size_t)B * len * sizeof(dsReal)) != 0)
+    DST_FAIL_AT("%s (K %d): launches split one stage at a time differ from fused ones", name, K);
+  free(again);
   double worst = 0;
   const char* worst_at = "";
   int bitwise = 1;
