@@ -4,6 +4,8 @@
 
 #include <stddef.h>
 
+#include "dsim/device.h"
+
 /* Exit codes (documented in the README and `dsim --help`). */
 enum {
   DS_EXIT_OK = 0,          /* success */
@@ -36,7 +38,7 @@ char* ds_cli_config_json(const struct dsEnvDef* def, const struct dsTrainerDef* 
 int ds_cli_load_plugin(const char* cmd, const char* path);
 /* run.device (text, set by `what`: "--device" or "run.device"): DS_EXIT_OK for
  * the CPU, else a message on stderr and DS_EXIT_USAGE (cli/device.c). */
-int ds_cli_check_device(const char* cmd, const char* what, const char* text);
+int ds_cli_check_device(const char* cmd, const char* what, const char* text, dsDevice* out);
 
 /* ---- files (cli/files.c) ----
  * Read the run log in a child process the way the command will (summary,

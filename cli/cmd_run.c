@@ -89,8 +89,8 @@ static void usage(FILE* out) {
           "                  configs), state (3-D centre-of-mass loss), random, cem\n"
           "  --seed S        run.seed: goal and controller seed\n"
           "  --threads T     run.threads: OpenMP threads (0: OMP_NUM_THREADS or all cores)\n"
-          "  --device D      run.device: cpu (default), cuda or cuda:N; envs run on the cpu only\n"
-          "                  so far (a CUDA device is refused with a message; see dsim info)\n"
+          "  --device D      run.device: cpu (default), cuda or cuda:N: the env's physics on that\n"
+          "                  GPU (batched engine; rendering and losses on the host; see dsim info)\n"
           "  --out FILE      run.out: run log (default runs/ENV-METHOD[-mpc]-sSEED.h5, or -1, -2, ...\n"
           "                  appended when taken; directories are created)\n"
           "  --force         replace an existing --out file (never the config or a plugin)\n"
@@ -445,7 +445,7 @@ static int setup(const RunArgs* a, Run* r) {
     const char* what = "run.device";
     for (int i = 0; i < a->nov; i++)
       if (!strcmp(a->ov[i].section, "run") && !strcmp(a->ov[i].key, "device")) what = strncmp(a->ov[i].source, "--device", 8) ? "run.device" : "--device";
-    if ((rc = ds_cli_check_device("run", what, r->rd.device))) return rc;
+    if ((rc = ds_cli_check_device("run", what, r->rd.device, &ed.device))) return rc;
   }
   if (r->rd.threads > 0) ds_set_num_threads(r->rd.threads);
   r->nthreads = ds_get_max_threads();

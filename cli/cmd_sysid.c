@@ -107,7 +107,7 @@ static void usage(FILE* out) {
           "  --iterations N    sysid.iterations        --optimizer X  sysid.optimizer\n"
           "  --lr X            sysid.lr                --frames X     sysid.frames\n"
           "  --seed S          run.seed                --threads T    run.threads\n"
-          "  --device D        run.device: cpu (default); cuda[:N] is refused (sysid runs on the cpu)\n"
+          "  --device D        run.device: cpu (default), cuda or cuda:N (the physics on that GPU)\n"
           "  --out LOG         run.out: the log (N > 1 objects: LOG without .h5, then -oK.h5)\n"
           "  --csv FILE        also write the result table as CSV\n"
           "  --force           replace existing outputs\n"
@@ -855,7 +855,7 @@ static int setup(Ctx* c) {
     const char* what = "run.device";
     for (int i = 0; i < a->nsets; i++)
       if (!strcmp(a->sets[i].section, "run") && !strcmp(a->sets[i].key, "device")) what = strncmp(a->sets[i].source, "--device", 8) ? "run.device" : "--device";
-    if ((exitc = ds_cli_check_device("sysid", what, c->rd.device))) return exitc;
+    if ((exitc = ds_cli_check_device("sysid", what, c->rd.device, &c->def.device))) return exitc;
   }
   c->nthreads = c->rd.threads > 0 ? c->rd.threads : ds_get_max_threads();
   /* the shard's objects and their logs */

@@ -525,21 +525,51 @@ int ds_bsim_reset(dsBatchSim* s) {
   return run(s, DS__BS_RESET, &a);
 }
 
+int ds_bsim_rewind(dsBatchSim* s, int t, const dsReal* x, const dsReal* v) {
+  if (!s) return DS_ERR_INVALID;
+  const dsBatchLayout* L = &s->L;
+  if (t < 0 || t > s->t)
+    return ds__seterr(&s->err, DS_ERR_RANGE, "batch: rewind to substep %d: outside [0, %d]", t, s->t);
+  if (t != s->t && L->T == 0)
+    return ds__seterr(&s->err, DS_ERR_STATE, "batch: rewind to substep %d: no tape (max_substeps 0)", t);
+  const int ck = L->T > 0 && L->K > 1;
+  if (t != s->t && ck && t % L->K != 0 && (!x || !v))
+    return ds__seterr(&s->err, DS_ERR_STATE,
+                      "batch: rewind to substep %d: between checkpoints (every %d) a state must be given", t, L->K);
+  const size_t n = bn3(s), bytes = n * sizeof(dsReal);
+  int rc = 0;
+  if (t != s->t && ck && t % L->K == 0) { /* the current buffers from the checkpoint */
+    rc = s->be->copy(s->ctx, s->R + L->o_cur[t % 2][0], s->R + L->o_tape[0] + (size_t)(t / L->K) * n, bytes);
+    if (!rc) rc = s->be->copy(s->ctx, s->R + L->o_cur[t % 2][1], s->R + L->o_tape[1] + (size_t)(t / L->K) * n, bytes);
+    if (rc) return be_fail(s, rc, "loading a checkpoint");
+  }
+  s->t = t;
+  s->bt = -1;
+  s->seg_start = -1;
+  s->failed = 0;
+  if (L->T > 0) {
+    s->act_n = t > 0 ? s->act_rec[t - 1] + 1 : 0;
+    s->fext_n = t > 0 ? s->fext_rec[t - 1] + 1 : 0;
+    s->cur_act = t > 0 ? s->act_rec[t - 1] : -1;
+    s->cur_fext = t > 0 ? s->fext_rec[t - 1] : -1;
+  }
+  rc = s->be->zero(s->ctx, s->I + L->o_bad, (L->nint - L->o_bad) * sizeof(int));
+  if (rc) return be_fail(s, rc, "clearing the failure flags");
+  dsReal *cx, *cv;
+  cur_state(s, &cx, &cv);
+  if (x) rc = s->be->put(s->ctx, cx, x, bytes);
+  if (!rc && v) rc = s->be->put(s->ctx, cv, v, bytes);
+  if (!rc && ck && t % L->K == 0) { /* its checkpoint */
+    if (x) rc = s->be->put(s->ctx, s->R + L->o_tape[0] + (size_t)(t / L->K) * n, x, bytes);
+    if (!rc && v) rc = s->be->put(s->ctx, s->R + L->o_tape[1] + (size_t)(t / L->K) * n, v, bytes);
+  }
+  return rc ? be_fail(s, rc, "uploading the state") : 0;
+}
+
 int ds_bsim_set_state(dsBatchSim* s, const dsReal* x, const dsReal* v) {
   if (!s) return DS_ERR_INVALID;
   if (s->t != 0) return ds__seterr(&s->err, DS_ERR_STATE, "batch: state can only be set at substep 0 (now %d)", s->t);
-  const dsBatchLayout* L = &s->L;
-  dsReal *cx, *cv;
-  cur_state(s, &cx, &cv);
-  const size_t bytes = bn3(s) * sizeof(dsReal);
-  int rc = 0;
-  if (x) rc = s->be->put(s->ctx, cx, x, bytes);
-  if (!rc && v) rc = s->be->put(s->ctx, cv, v, bytes);
-  if (!rc && L->T > 0 && L->K > 1) { /* checkpoint 0 */
-    if (x) rc = s->be->put(s->ctx, s->R + L->o_tape[0], x, bytes);
-    if (!rc && v) rc = s->be->put(s->ctx, s->R + L->o_tape[1], v, bytes);
-  }
-  return rc ? be_fail(s, rc, "uploading the state") : 0;
+  return ds_bsim_rewind(s, 0, x, v);
 }
 
 /* The next record of an act/fext tape (the only one without a tape). */

@@ -144,6 +144,8 @@ static void write_obs(const dsEnv* e, const dsReal* x, const dsReal* v, dsReal* 
 
 /* ---- build / free ----------------------------------------------------------- */
 static void free_sized(dsEnv* e) {
+  ds_bsim_free(e->bs);
+  e->bs = NULL;
   ds_data_free(e->d);
   ds_grad_free(e->g);
   ds_model_free(e->m);
@@ -155,7 +157,8 @@ static void free_sized(dsEnv* e) {
   e->m = NULL;
   e->r = NULL;
   dsReal** bufs[] = {&e->face_colors, &e->goal_x, &e->x0_def, &e->frame_x, &e->frame_loss, &e->step_x,
-                     &e->step_v,      &e->actions, &e->adj_act, &e->adj_fext,   &e->sink};
+                     &e->step_v,      &e->actions, &e->adj_act, &e->adj_fext,   &e->sink,     &e->bgrad,
+                     &e->badj_act};
   for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
     ds__free(*bufs[i]);
     *bufs[i] = NULL;
@@ -243,14 +246,47 @@ static int build_sized(dsEnv* e) {
   e->adim = e->cls->action_size(e);
   if (e->adim < 0) return ds__seterr(&e->err, DS_ERR_INVALID, "%s: bad action size %d", e->cls->name, e->adim);
   e->odim = def->obs_state == DS_OBS_STATE_FULL ? 2 * e->n3 : def->obs_state == DS_OBS_STATE_COM ? 6 : 0;
+  const int batched = def->device.kind == DS_DEVICE_CUDA || def->batch_engine;
+  if (batched && (!e->cls->act_first || m->nbody || e->cls->uses_external_force)) {
+    char dn[32];
+    return ds__seterr(&e->err, DS_ERR_UNSUPPORTED,
+                      "%s: runs on the CPU engine only, not on %s%s: its actions enter the physics through %s, and "
+                      "the batched engine takes actions as activations only; use device cpu",
+                      e->cls->name, ds_device_name(def->device, dn, sizeof dn),
+                      def->device.kind == DS_DEVICE_CUDA ? "" : " (the batched engine)",
+                      m->nbody ? "rigid bodies" : "the class's own hook (velocities or external forces)");
+  }
   dsDataDef dd = ds_default_data_def();
-  dd.max_substeps = def->gradients ? e->T : 0; /* forward only: no tape */
+  dd.max_substeps = def->gradients && !batched ? e->T : 0; /* forward only, or a mirror: no tape */
   dd.checkpoint_every = def->checkpoint_every;
   dd.act_records = e->nstep + 1;
   dd.fext_records = e->cls->uses_external_force ? e->T : 1;
   if ((rc = check_memory(e, &dd))) return rc;
   rc = ds_data_create(m, &dd, &e->d);
   if (rc) return ds__seterr(&e->err, rc, "cannot create the simulation data (%s)", ds_strerror(rc));
+  if (batched) {
+    dsBatchSimDef bd = ds_default_batch_sim_def();
+    bd.batch = 1;
+    bd.max_substeps = def->gradients ? e->T : 0;
+    bd.checkpoint_every = def->checkpoint_every;
+    bd.act_records = e->nstep + 1;
+    bd.fext_records = 1;
+    bd.device = def->device;
+    char why[DS_ERRMSG_LEN], dn[32];
+    rc = ds_bsim_create(m, &bd, &e->bs, why, sizeof why);
+    if (rc)
+      return ds__seterr(&e->err, rc, "%s: the batched engine on %s: %s", e->cls->name,
+                        ds_device_name(def->device, dn, sizeof dn), why);
+    int most = 1;
+    for (int k = 0; k < ds_param_count(); k++) {
+      const dsReal* p;
+      int n;
+      if (!ds_model_param(m, ds_param_name(k), &p, &n) && n > most) most = n;
+    }
+    e->bgrad = alloc_reals((size_t)most);
+    e->badj_act = alloc_reals((size_t)m->nact);
+    if (!e->bgrad || !e->badj_act) return ds__seterr(&e->err, DS_ERR_NOMEM, "out of memory");
+  }
   rc = ds_grad_create(m, &e->g);
   if (rc) return ds__seterr(&e->err, rc, "cannot create the gradient (%s)", ds_strerror(rc));
   dsRenderSettings s = ds_default_render_settings();
@@ -617,6 +653,82 @@ static int place_goal(dsEnv* e) {
   return 0;
 }
 
+/* ---- the physics on the batched engine (e->bs) ----------------------------------------
+ * The episode's state, tape and adjoints live in e->bs (a CUDA device or
+ * the CPU backend); e->d mirrors on the host what the env reads: x and v at
+ * frames and step ends, t, the activation block the class writes, and the
+ * adjoint scratch add_terms writes into (uploaded where it was written). */
+static int bs_fail(dsEnv* e, int rc, const char* what) {
+  return ds__seterr(&e->err, rc, "%s: %s", what, ds_bsim_last_error(e->bs));
+}
+
+/* Every parameter of the model into the batch, then the batch reset to the
+ * mirror's state (the start of an episode). */
+static int bs_sync(dsEnv* e) {
+  const dsModel* m = e->m;
+  int rc = ds_bsim_reset(e->bs); /* parameters are set at substep 0 */
+  for (int k = 0; k < ds_param_count() && !rc; k++) {
+    const dsReal* p;
+    int n;
+    if (ds_model_param(m, ds_param_name(k), &p, &n) || n == 0) continue;
+    rc = ds_bsim_set_param(e->bs, -1, ds_param_name(k), p, n);
+  }
+  if (!rc) rc = ds_bsim_set_state(e->bs, e->d->x, e->d->v);
+  return rc ? bs_fail(e, rc, "batched engine: episode start") : 0;
+}
+
+/* The mirror's state from the batch. */
+static int bs_pull(dsEnv* e) {
+  int rc = ds_bsim_get_state(e->bs, e->d->x, e->d->v);
+  return rc ? bs_fail(e, rc, "batched engine: reading the state") : 0;
+}
+
+/* add_terms' adjoints (d->adj_x, d->adj_v) into the batch's, then cleared. */
+static int bs_push_adjoints(dsEnv* e) {
+  if (!e->adj_dirty) return 0;
+  dsData* d = e->d;
+  int rc = ds_bsim_add_adjoint(e->bs, d->adj_x, d->adj_v);
+  memset(d->adj_x, 0, (size_t)e->n3 * sizeof(dsReal));
+  memset(d->adj_v, 0, (size_t)e->n3 * sizeof(dsReal));
+  e->adj_dirty = 0;
+  return rc ? bs_fail(e, rc, "backward: batched engine: adding adjoints") : 0;
+}
+
+/* Substeps s0 .. s1 of step k with the action held: one activation upload,
+ * then runs of substeps up to each frame (whose positions are kept). */
+static int bs_step(dsEnv* e, int k, int s0, int s1, const dsReal* action, dsReal* r, int want_reward) {
+  dsData* d = e->d;
+  action_fwd(e, k, s0, action);
+  int rc = ds_bsim_set_act(e->bs, d->act);
+  if (rc) return bs_fail(e, rc, "step: batched engine: activations");
+  int s = s0, have = 0;
+  while (s < s1) {
+    int next = s + 1;
+    while (next < s1 && e->frame_at[next] < 0) next++;
+    rc = ds_bsim_step(e->bs, next - s, NULL);
+    if (rc) {
+      e->failed = 1;
+      return ds__seterr(&e->err, rc, "step %d: %s", k, ds_bsim_last_error(e->bs));
+    }
+    s = next;
+    d->t = s;
+    have = 0;
+    const int f = e->frame_at[s];
+    if (f >= 0) {
+      if ((rc = bs_pull(e))) return rc;
+      have = 1;
+      keep_frame(e, f, d->x);
+      const int lk = e->def.loss_kind;
+      if (want_reward && (lk == DS_ENV_LOSS_IMAGE_SUM || (lk == DS_ENV_LOSS_IMAGE_LAST && f == e->nframe - 1))) {
+        dsReal l = 0;
+        if ((rc = frame_loss_of(e, f, &l))) return rc;
+        *r -= l;
+      }
+    }
+  }
+  return have ? 0 : bs_pull(e);
+}
+
 int ds_env_reset(dsEnv* e, uint64_t seed, dsReal* obs, dsReal* image) {
   if (!e) return DS_ERR_INVALID;
   ds__clearerr(&e->err);
@@ -640,6 +752,7 @@ int ds_env_reset(dsEnv* e, uint64_t seed, dsReal* obs, dsReal* image) {
   e->goal_draw = xt;
   if ((rc = place_goal(e))) return rc;
   e->goal_seed = seed;
+  if (e->bs && (rc = bs_sync(e))) return rc;
   e->have_episode = 1;
   if (e->frame_at[0] >= 0) keep_frame(e, e->frame_at[0], d->x);
   write_obs(e, d->x, d->v, obs);
@@ -668,7 +781,8 @@ int ds_env_step(dsEnv* e, const dsReal* action, dsReal* obs, dsReal* image, dsRe
   e->did_backward = 0;
   dsReal r = 0;
   int rc = 0;
-  for (int s = s0; s < s1; s++) {
+  if (e->bs && (rc = bs_step(e, k, s0, s1, action, &r, reward != NULL))) return rc;
+  for (int s = e->bs ? s1 : s0; s < s1; s++) {
     action_fwd(e, k, s, action);
     rc = ds_step(m, d);
     if (rc) {
@@ -751,6 +865,7 @@ static int add_terms(dsEnv* e, const BwdSpec* sp, int s, int t, int nf) {
     if (w != 0) {
       rc = frame_image_loss(e, e->frame_x + (size_t)f * n3, NULL, w, "backward", f);
       if (rc) return rc;
+      e->adj_dirty = 1;
     }
   }
   /* centre-of-mass terms: w |com - target|^2 */
@@ -764,6 +879,7 @@ static int add_terms(dsEnv* e, const BwdSpec* sp, int s, int t, int nf) {
       ds__env_com(m, x, c);
       for (int k = 0; k < 3; k++) wc[k] = 2 * w * (c[k] - e->target[k]);
       com_bwd(m, e->g, x, wc, d->adj_x);
+      e->adj_dirty = 1;
     }
   }
   /* observation terms at step ends */
@@ -774,6 +890,7 @@ static int add_terms(dsEnv* e, const BwdSpec* sp, int s, int t, int nf) {
       const dsReal* v = e->step_v + (size_t)k * n3;
       if (sp->adj_obs && e->odim > 0) {
         const dsReal* ao = sp->adj_obs + (size_t)k * e->odim;
+        e->adj_dirty = 1;
         if (e->def.obs_state == DS_OBS_STATE_FULL) {
           for (size_t q = 0; q < n3; q++) {
             d->adj_x[q] += ao[q];
@@ -785,6 +902,7 @@ static int add_terms(dsEnv* e, const BwdSpec* sp, int s, int t, int nf) {
         }
       }
       if (sp->adj_image) {
+        e->adj_dirty = 1;
         dsRasterMesh rm = raster_mesh(e, x);
         rc = ds_raster_render(e->r, &rm, NULL);
         if (!rc) rc = ds_raster_backward(e->r, &rm, sp->adj_image + (size_t)k * npix, d->adj_x, NULL);
@@ -792,6 +910,54 @@ static int add_terms(dsEnv* e, const BwdSpec* sp, int s, int t, int nf) {
       }
     }
   }
+  return 0;
+}
+
+/* env_backward on the batched engine: the tape is popped in runs that end
+ * where a term may add adjoints (a frame) or a step starts (its action's
+ * adjoint is read back, summed over the run); the parameter gradients come
+ * back at the end and are added to those of the host terms (centre of
+ * mass). Sums are taken in other groupings than the serial engine's, so
+ * results agree with env_backward on the CPU engine to rounding, not bits. */
+static int bs_backward(dsEnv* e, const BwdSpec* sp, int t, int s_stop, int nf, dsReal* grad_actions) {
+  const dsModel* m = e->m;
+  dsData* d = e->d;
+  const int A = e->adim, first_act = e->cls->act_first(e);
+  memset(d->adj_x, 0, (size_t)e->n3 * sizeof(dsReal));
+  memset(d->adj_v, 0, (size_t)e->n3 * sizeof(dsReal));
+  e->adj_dirty = 0;
+  int rc = ds_bsim_zero_grad(e->bs);
+  if (!rc) rc = ds_bsim_backward_begin(e->bs, NULL, NULL);
+  if (rc) return bs_fail(e, rc, "backward: batched engine");
+  if ((rc = add_terms(e, sp, t, t, nf)) || (rc = bs_push_adjoints(e))) return rc;
+  int s = t;
+  while (s > s_stop) {
+    const int k = (s - 1) / e->C;
+    int lo = k * e->C > s_stop ? k * e->C : s_stop;
+    for (int q = s - 1; q > lo; q--)
+      if (e->frame_at[q] >= 0) {
+        lo = q;
+        break;
+      }
+    rc = ds_bsim_backward_step(e->bs, s - lo, m->nact ? e->badj_act : NULL, NULL);
+    if (rc) return bs_fail(e, rc, "backward: batched engine");
+    dsReal* ga = grad_actions ? grad_actions + (size_t)k * A : e->sink;
+    if (!grad_actions) memset(e->sink, 0, (size_t)A * sizeof(dsReal)); /* dL/da nobody asked for */
+    for (int i = 0; i < A; i++) ga[i] += e->badj_act[first_act + i];
+    s = lo;
+    if ((rc = add_terms(e, sp, s, t, nf)) || (rc = bs_push_adjoints(e))) return rc;
+  }
+  if (s_stop == 0 && (rc = ds_bsim_backward_finish(e->bs))) return bs_fail(e, rc, "backward: batched engine");
+  for (int k = 0; k < ds_param_count(); k++) {
+    const char* name = ds_param_name(k);
+    const dsReal* p;
+    dsReal* g;
+    int n, ng;
+    if (ds_model_param(m, name, &p, &n) || n == 0 || ds_grad_param(e->g, name, &g, &ng) || ng != n) continue;
+    if ((rc = ds_bsim_get_grad(e->bs, 0, name, e->bgrad, n))) return bs_fail(e, rc, "backward: batched engine");
+    for (int j = 0; j < n; j++) g[j] += e->bgrad[j];
+  }
+  e->did_backward = 1;
   return 0;
 }
 
@@ -813,6 +979,7 @@ static int env_backward(dsEnv* e, const BwdSpec* sp, int first, dsReal* grad_act
   const int s_stop = first * e->C < t ? first * e->C : t;
   if (grad_actions) memset(grad_actions, 0, (size_t)steps * A * sizeof(dsReal));
   ds_grad_zero(e->g);
+  if (e->bs) return bs_backward(e, sp, t, s_stop, nf, grad_actions);
   int rc = ds_backward_begin(m, d);
   if (rc) return ds__seterr(&e->err, rc, "backward: %s", ds_data_last_error(d));
   rc = add_terms(e, sp, t, t, nf);
@@ -891,6 +1058,7 @@ int ds_env_set_param(dsEnv* e, const char* name, const dsReal* values, int count
       memcpy(e->d->v, e->m->v0, (size_t)e->n3 * sizeof(dsReal));
     }
     if (e->frame_at[0] >= 0) keep_frame(e, e->frame_at[0], e->d->x);
+    if (e->bs) rc = bs_sync(e);
   }
   return rc;
 }
@@ -928,6 +1096,10 @@ int ds_env_set_state(dsEnv* e, const dsReal* state, int n) {
   for (int q = 1; q < n; q++)
     if (!isfinite(state[q])) return ds__seterr(&e->err, DS_ERR_RANGE, "set_state: value %d is not finite", q);
   dsData* d = e->d;
+  if (e->bs) {
+    int rc = ds_bsim_rewind(e->bs, s, state + 1, state + 1 + e->n3);
+    if (rc) return bs_fail(e, rc, "set_state: batched engine");
+  }
   /* rewind the engine tape to s: the records before s stay valid */
   d->t = s;
   d->bt = -1;

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "dsim/engine.h"
+#include "dsim/engine_batch.h"
 #include "dsim/env.h"
 #include "dsim/raster.h"
 #include "base/internal.h"
@@ -37,6 +38,12 @@ struct dsEnv {
   dsReal* adj_act;      /* scratch: nact */
   dsReal* adj_fext;     /* scratch: n3 */
   dsReal* sink;         /* scratch: adim (action adjoints nobody asked for) */
+  /* the physics on the batched engine (def.device CUDA, or def.batch_engine):
+     d is then a host mirror without a tape (x, v, act, adjoint scratch, t) */
+  dsBatchSim* bs;
+  dsReal* bgrad;        /* scratch: the largest parameter's count */
+  dsReal* badj_act;     /* scratch: nact */
+  int adj_dirty;        /* add_terms wrote into d->adj_x / d->adj_v since the last upload */
 
   /* size-independent buffers */
   dsReal* goal_img;     /* h x w x 4 */

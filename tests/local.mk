@@ -11,3 +11,10 @@ EXTRA_DIST += tests/test_includes.sh
 check_PROGRAMS += tests/test_frames
 tests_test_frames_SOURCES = tests/test_frames.c
 TESTS += tests/test_frames
+
+# Envs on the batched engine (dsEnvDef.batch_engine, what a CUDA device runs)
+# against the serial engine: bitwise states, gradients to rounding, rewinds,
+# refusals.
+check_PROGRAMS += tests/test_env_device
+tests_test_env_device_SOURCES = tests/test_env_device.c
+TESTS += tests/test_env_device

@@ -1,9 +1,9 @@
 #!/bin/sh
 # --device / run.device on `dsim run` and `dsim sysid`, and the device list
 # of `dsim info`: cpu is accepted; a bad name, CUDA in a build without it, a
-# device that is not there and a CUDA device for a path that does not run on
-# one (envs, sysid) are refused (exit 2) with a message saying which and what
-# to do. Runs nothing long: every refusal comes before an env is built.
+# device that is not there are refused (exit 2) with a message saying which
+# and what to do; with a GPU, an env class that cannot run on one
+# (control-cloth) is refused when the env is built (exit 3). Runs nothing long.
 set -u
 : "${DSIM:?DSIM must name the dsim binary}"
 fail=0
@@ -30,9 +30,7 @@ else
   n=$("$DSIM" info | sed -n 's/^CUDA: *on, \([0-9]*\) visible.*/\1/p')
   check "cuda device past the last" 2 "$DSIM" run walker --device "cuda:$n"
   expect "cuda device past the last" "CUDA device"
-  check "cuda for envs" 2 "$DSIM" run walker --device cuda:0
-  expect "cuda for envs" "an env run does not run on a CUDA device yet"
-  check "cuda for sysid" 2 "$DSIM" sysid sysid-mass --device cuda
-  expect "cuda for sysid" "system identification does not run on a CUDA device yet"
+  check "cuda for cloth" 3 "$DSIM" run control-cloth --device cuda:0 --iterations 1
+  expect "cuda for cloth" "control-cloth: runs on the CPU engine only, not on cuda:0"
 fi
 exit $fail

@@ -100,6 +100,16 @@ DS_API int ds_bsim_get_param(const dsBatchSim* s, int b, const char* name, dsRea
 DS_API int ds_bsim_reset(dsBatchSim* s);
 /* State at t = 0 (B x nparticle x 3 each; either may be NULL). */
 DS_API int ds_bsim_set_state(dsBatchSim* s, const dsReal* x, const dsReal* v);
+/* Back to substep t (0 <= t <= the current substep; with a tape, t is
+ * also the point the next backward would start from) with state x, v
+ * (B x nparticle x 3 each, NULL: keep what the tape holds at t, which needs
+ * a full tape or t on a checkpoint). The records of substeps before t stay
+ * (the activations and external forces in force at t stay in force); the
+ * failure flags are cleared. The caller's state at t should be the one the
+ * episode had there when the tape is checkpointed: a backward recomputes a
+ * segment from its checkpoint. ds_bsim_set_state is ds_bsim_rewind(s, 0,
+ * x, v). */
+DS_API int ds_bsim_rewind(dsBatchSim* s, int t, const dsReal* x, const dsReal* v);
 /* Activations (B x nact) held from the next substep on; external forces
  * (B x nparticle x 3, NULL: zero) likewise. Each call takes one tape record. */
 DS_API int ds_bsim_set_act(dsBatchSim* s, const dsReal* act);

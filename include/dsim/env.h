@@ -94,6 +94,7 @@
 #include <stdint.h>
 
 #include "dsim/base.h"
+#include "dsim/device.h"
 #include "dsim/scenes.h"
 
 struct dsModel;
@@ -173,6 +174,16 @@ typedef struct dsEnvDef {
   int loss_levels;         /* image pyramid levels (1: single scale; weights 1) */
   dsReal loss_moments;     /* weight of the image loss's alpha-moments term (0: off) */
   dsReal loss_moments_size; /* relative weight of the moments term's size part */
+  /* where the physics runs (not keys of the env section: `dsim run` and
+     `dsim sysid` take run.device). A CUDA device runs the episode's physics
+     on the batched engine (dsim/engine_batch.h, B = 1): state, tape and
+     adjoints stay on the device for the episode; activations go up once a
+     step, states come back at frames and step ends, frame adjoints go up
+     in the backward; rendering, losses and observations stay on the host.
+     Classes whose actions enter the physics other than as activations
+     (control-cloth, rigid-toss) are refused there with a message. */
+  dsDevice device;         /* cpu (default) or cuda:N */
+  int batch_engine;        /* 1: the batched engine on the CPU too (what a CUDA device runs; tests) */
   /* the class's own parameters */
   union {
     double align_;
