@@ -325,6 +325,9 @@ DS_API double ds_env_metric_goal(const dsEnv* env);
 
 /* ---- for class hooks -------------------------------------------------------- */
 DS_API const struct dsModel* ds_env_model(const dsEnv* env);
+/* On the batched engine (dsEnvDef.device CUDA or batch_engine) the data is
+ * a host mirror without a tape: x, v and t at frames and step ends, act,
+ * and adjoint scratch; the episode itself lives in the batch. */
 DS_API struct dsData* ds_env_data(dsEnv* env);
 DS_API struct dsGrad* ds_env_grad(dsEnv* env);
 DS_API const void* ds_env_params(const dsEnv* env);  /* the class's parameter struct */
