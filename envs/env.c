@@ -350,6 +350,26 @@ static int build_sized(dsEnv* e) {
 
 int ds_env_rebuild(dsEnv* e) { return e ? build_sized(e) : DS_ERR_INVALID; }
 
+int ds_env_set_device(dsEnv* e, const char* device) {
+  if (!e || !device) return DS_ERR_INVALID;
+  char why[512];
+  dsDevice dev;
+  int rc = ds_device_parse("device", device, &dev, why, sizeof why);
+  if (!rc) rc = ds_device_check("device", dev, why, sizeof why);
+  if (rc) return ds__seterr(&e->err, rc, "%s: %s", e->cls->name, why);
+  const dsDevice was = e->def.device;
+  e->def.device = dev;
+  rc = build_sized(e);
+  if (rc) { /* back on the CPU (or where it was), the message kept */
+    char msg[DS_ERRMSG_LEN];
+    snprintf(msg, sizeof msg, "%s", ds__errmsg(&e->err));
+    e->def.device = was.kind == DS_DEVICE_CUDA && dev.kind == DS_DEVICE_CUDA ? ds_device_cpu() : was;
+    if (build_sized(e)) return rc;
+    ds__seterr(&e->err, rc, "%s", msg);
+  }
+  return rc;
+}
+
 void ds_env_destroy(dsEnv* e) {
   if (!e) return;
   free_sized(e);

@@ -243,7 +243,37 @@ static void refused(const char* cname, const char* why) {
   ds_env_destroy(e);
 }
 
+/* ds_env_set_device: a bad name and an absent device are refused with a
+ * message and leave a working CPU env; a present one is taken. */
+static void set_device(void) {
+  dsEnvDef def = ds_default_env_def("walker");
+  def.substeps = 64;
+  def.control_interval = 16;
+  dsEnv* e = NULL;
+  char err[512];
+  if (ds_env_create(&def, &e, err, sizeof err)) {
+    DST_FAIL_AT("walker: %s", err);
+    return;
+  }
+  CHECK_INT_EQ(ds_env_set_device(e, "gpu"), DS_ERR_PARSE);
+  CHECK_STR_CONTAINS(ds_env_last_error(e), "expected cpu, cuda or cuda:N");
+  const int rc = ds_env_set_device(e, "cuda:0");
+  if (ds_cuda_device_count() == 0) {
+    CHECK_INT_EQ(rc, DS_ERR_UNSUPPORTED);
+    CHECK(strstr(ds_env_last_error(e), "without CUDA") || strstr(ds_env_last_error(e), "no CUDA device is visible"));
+  } else {
+    CHECK_INT_EQ(rc, 0);
+  }
+  CHECK_INT_EQ(ds_env_set_device(e, "cpu"), 0);
+  dsReal* a = (dsReal*)calloc((size_t)ds_env_action_size(e), sizeof(dsReal));
+  CHECK(ds_env_reset(e, 0, NULL, NULL) == 0);
+  CHECK(ds_env_step(e, a, NULL, NULL, NULL, NULL) == 0);
+  free(a);
+  ds_env_destroy(e);
+}
+
 int main(void) {
+  set_device();
   for (g_cuda = 0; g_cuda <= (ds_cuda_device_count() > 0); g_cuda++) {
     printf("---- batched engine on %s\n", g_cuda ? "cuda:0" : "the CPU");
     compare_class("walker", 0, -1, "initial_position");

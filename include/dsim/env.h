@@ -323,6 +323,15 @@ DS_API int ds_env_action_kind(const dsEnv* env);    /* dsActionKind */
  * better): 0 for DS_METRIC_TARGET, goal_x_min for DS_METRIC_DISPLACEMENT. */
 DS_API double ds_env_metric_goal(const dsEnv* env);
 
+/* Where the env's physics runs from now on: "cpu", "cuda" or "cuda:N"
+ * (dsEnvDef.device; the Python binding's device=). The sized objects are
+ * rebuilt there, so the current episode ends (reset before stepping).
+ * DS_ERR_PARSE for a bad name, DS_ERR_UNSUPPORTED for CUDA in a build
+ * without it, a device that is not there or a class that cannot run on the
+ * batched engine, each with a message (ds_env_last_error); the env is then
+ * back on the CPU. */
+DS_API int ds_env_set_device(dsEnv* env, const char* device);
+
 /* ---- for class hooks -------------------------------------------------------- */
 DS_API const struct dsModel* ds_env_model(const dsEnv* env);
 /* On the batched engine (dsEnvDef.device CUDA or batch_engine) the data is

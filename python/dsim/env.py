@@ -119,7 +119,10 @@ class Env:
     """One dsim environment (a dsEnv). Methods mirror dsim/env.h; errors are
     DsimError naming the env and carrying the library's message."""
 
-    def __init__(self, name: str, config=None, label: str | None = None, **overrides):
+    def __init__(self, name: str, config=None, label: str | None = None, device: str = "cpu", **overrides):
+        """device: where the physics runs, "cpu" (default), "cuda" or "cuda:N"
+        (ds_env_set_device: the episode's state, tape and adjoints on that GPU;
+        rendering and losses on the host)."""
         self.name = name
         self.label = label or name
         text = config_text(name, config, overrides, self.label)
@@ -130,6 +133,13 @@ class Env:
             self._p = None
             raise DsimError(self.label, "cannot create the env", rc, err.value.decode(errors="replace"))
         p = self._p
+        self.device = device
+        if device != "cpu":
+            rc = lib.ds_env_set_device(p, str(device).encode())
+            if rc:
+                msg = (lib.ds_env_last_error(p) or b"").decode(errors="replace")
+                self.close()
+                raise DsimError(self.label, f"device {device}", rc, msg)
         self.action_size = lib.ds_env_action_size(p)
         self.action_kind = lib.ds_env_action_kind(p)
         self.num_steps = lib.ds_env_num_steps(p)

@@ -67,7 +67,7 @@ class DsimGymEnv(gymnasium.Env):
     metadata = {"render_modes": ["rgb_array"], "render_fps": 30}
 
     def __init__(self, env_name: str, render_mode: str | None = None, config=None, image_obs: bool = False,
-                 action_scale: float | None = None, **overrides):
+                 action_scale: float | None = None, device: str = "cpu", **overrides):
         from . import env_id
         self.env_name = env_name
         self.id = env_id(env_name)
@@ -76,7 +76,7 @@ class DsimGymEnv(gymnasium.Env):
         self.render_mode = render_mode
         if image_obs:
             overrides["observation.image"] = True
-        self.env = Env(env_name, config=config, label=self.id, **overrides)
+        self.env = Env(env_name, config=config, label=self.id, device=device, **overrides)
         self.image_obs = image_obs
         self.scale = _action_scale(self.env, action_scale)
         self.observation_space, self.action_space = make_spaces(self.env, image_obs)

@@ -145,3 +145,23 @@ def test_memory_flat_10000_cycles():
     cycles(10000)
     grown = _rss_kb() - before
     assert grown < 2048, f"resident memory grew by {grown} kB over 10,000 create/step/close cycles"
+
+
+def test_device():
+    """device=: "cpu" runs as before; a bad name, and CUDA where there is none (or a build
+    without it), raise with the library's message; a GPU-capable env reports its device."""
+    env = dsim.Env("walker", device="cpu", **SMALL["walker"])
+    assert env.device == "cpu"
+    env.close()
+    with pytest.raises(DsimError, match=r"walker: device gpu.*expected cpu, cuda or cuda:N"):
+        dsim.Env("walker", device="gpu", **SMALL["walker"])
+    if dsim._lib.lib.ds_cuda_device_count() == 0:
+        with pytest.raises(DsimError, match=r"walker: device cuda.*(without CUDA|no CUDA device is visible)"):
+            dsim.Env("walker", device="cuda", **SMALL["walker"])
+    else:
+        with pytest.raises(DsimError, match=r"control-cloth: runs on the CPU engine only"):
+            dsim.Env("control-cloth", device="cuda:0")
+        env = dsim.Env("walker", device="cuda:0", **SMALL["walker"])
+        env.reset(0)
+        env.step(np.zeros(env.action_size, dsim.real_dtype))
+        env.close()
