@@ -530,8 +530,8 @@ int ds_bsim_rewind(dsBatchSim* s, int t, const dsReal* x, const dsReal* v) {
   const dsBatchLayout* L = &s->L;
   if (t < 0 || t > s->t)
     return ds__seterr(&s->err, DS_ERR_RANGE, "batch: rewind to substep %d: outside [0, %d]", t, s->t);
-  if (t != s->t && L->T == 0)
-    return ds__seterr(&s->err, DS_ERR_STATE, "batch: rewind to substep %d: no tape (max_substeps 0)", t);
+  if (t != s->t && L->T == 0 && (!x || !v))
+    return ds__seterr(&s->err, DS_ERR_STATE, "batch: rewind to substep %d: no tape (max_substeps 0): a state must be given", t);
   const int ck = L->T > 0 && L->K > 1;
   if (t != s->t && ck && t % L->K != 0 && (!x || !v))
     return ds__seterr(&s->err, DS_ERR_STATE,

@@ -103,7 +103,7 @@ DS_API int ds_bsim_set_state(dsBatchSim* s, const dsReal* x, const dsReal* v);
 /* Back to substep t (0 <= t <= the current substep; with a tape, t is
  * also the point the next backward would start from) with state x, v
  * (B x nparticle x 3 each, NULL: keep what the tape holds at t, which needs
- * a full tape or t on a checkpoint). The records of substeps before t stay
+ * a full tape or t on a checkpoint; without a tape both must be given). The records of substeps before t stay
  * (the activations and external forces in force at t stay in force); the
  * failure flags are cleared. The caller's state at t should be the one the
  * episode had there when the tape is checkpointed: a backward recomputes a
