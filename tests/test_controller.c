@@ -170,11 +170,12 @@ static dsTrainerDef ctrl_def(const char* name) {
     td.net.strength = 0.2;
   }
   if (!strcmp(name, "walker")) {
-    td.optim.lr = 0.1;
+    td.net.harmonics = 2;
+    td.net.init_scale = 0.1;
+    td.optim.lr = 0.15;
     td.optim.beta1 = 0.5;
     td.optim.clip_norm = 5;
-    td.optim.decay_every = 3;
-    td.optim.decay_factor = 0.6;
+    td.lr_loss_power = 0.5;
   }
   if (!strcmp(name, "control-fem")) {
     td.optim.lr = 0.5;
