@@ -1,6 +1,7 @@
 /* Optimisers on double vectors: Adam (Kingma & Ba, bias-corrected) and SGD
  * with heavy-ball momentum, both with gradient-norm clipping and a step-decay
- * learning-rate schedule (the formulas are in dsim/controller.h). */
+ * learning-rate schedule and a rate factor set per step (the formulas are in
+ * dsim/controller.h). */
 #include "config.h"
 
 #include <math.h>
@@ -13,6 +14,7 @@ struct dsOptim {
   dsOptimDef def;
   int n;
   long k;    /* steps taken */
+  double lr_scale; /* multiplies the schedule's rate (ds_optim_set_lr_scale; 1) */
   double* m; /* Adam first moment / SGD velocity (n) */
   double* v; /* Adam second moment (n) */
 };
@@ -44,6 +46,7 @@ int ds_optim_create(const dsOptimDef* def, int n, dsOptim** out) {
   if (!o) return DS_ERR_NOMEM;
   o->def = *def;
   o->n = n;
+  o->lr_scale = 1;
   o->m = (double*)ds__calloc((size_t)n, sizeof(double));
   o->v = (double*)ds__calloc((size_t)n, sizeof(double));
   if (!o->m || !o->v) {
@@ -64,14 +67,21 @@ void ds_optim_destroy(dsOptim* opt) {
 void ds_optim_reset(dsOptim* opt) {
   if (!opt) return;
   opt->k = 0;
+  opt->lr_scale = 1;
   memset(opt->m, 0, sizeof(double) * (size_t)opt->n);
   memset(opt->v, 0, sizeof(double) * (size_t)opt->n);
 }
 
 double ds_optim_lr(const dsOptim* opt) {
   if (!opt) return 0;
-  if (opt->def.decay_every <= 0) return opt->def.lr;
-  return opt->def.lr * pow(opt->def.decay_factor, (double)(opt->k / opt->def.decay_every));
+  if (opt->def.decay_every <= 0) return opt->def.lr * opt->lr_scale;
+  return opt->def.lr * pow(opt->def.decay_factor, (double)(opt->k / opt->def.decay_every)) * opt->lr_scale;
+}
+
+int ds_optim_set_lr_scale(dsOptim* opt, double f) {
+  if (!opt || !(f > 0) || !isfinite(f)) return DS_ERR_INVALID;
+  opt->lr_scale = f;
+  return DS_OK;
 }
 
 int ds_optim_scale_lr(dsOptim* opt, double f) {

@@ -38,6 +38,8 @@ struct dsTrainer {
   double* best_grad; /* np: their gradient */
   double best_loss;
   int have_best;
+  double first_loss; /* loss of the first whole episode (lr_loss_power) */
+  int have_first;
   dsOptim* opt;
   dsReal* act;      /* S x A executed actions */
   dsReal* gact;     /* S x A d(loss)/d(actions) */
@@ -115,6 +117,9 @@ static const dsConfigKey g_trainer_keys[] = {
     {"reject", DS_KEY_DOUBLE, T(reject), 0, 0.999999, NULL, 0,
      "0: off; f in (0, 1): a step whose loss exceeds the lowest so far is rejected, the learning rate "
      "multiplied by f and the next step taken from the best parameters"},
+    {"lr_loss_power", DS_KEY_DOUBLE, T(lr_loss_power), 0, 10, NULL, 0,
+     "0: off; p > 0: each step's learning rate is multiplied by min(1, (loss / first loss)^p), the loss "
+     "of the parameters the step starts from (whole episode)"},
     {NULL, DS_KEY_REAL, 0, 0, 0, NULL, 0, NULL}};
 #undef T
 
@@ -523,6 +528,17 @@ int ds_trainer_iterate(dsTrainer* tr, dsTrainerIter* it) {
         }
         memcpy(tr->prev, tr->theta, sizeof(double) * (size_t)np);
         tr->have_prev = 1;
+        if (tr->def.lr_loss_power > 0) { /* the step's rate from the loss where it starts */
+          const double l = it->rejected ? tr->best_loss : it->loss;
+          if (!tr->have_first) {
+            tr->first_loss = l;
+            tr->have_first = 1;
+          }
+          double f = 1;
+          if (tr->first_loss > 0 && l >= 0 && l < tr->first_loss) f = pow(l / tr->first_loss, tr->def.lr_loss_power);
+          if (!(f > 0) || !isfinite(f)) f = 1e-300; /* a zero loss: no step (f must stay > 0) */
+          ds_optim_set_lr_scale(tr->opt, f);
+        }
         it->lr = ds_optim_lr(tr->opt);
         double gn = 0;
         rc = ds_optim_step(tr->opt, tr->theta, g, &gn);

@@ -170,11 +170,12 @@ static dsTrainerDef ctrl_def(const char* name) {
     td.net.strength = 0.2;
   }
   if (!strcmp(name, "walker")) {
-    td.optim.lr = 0.1;
+    td.net.harmonics = 2;
+    td.net.init_scale = 0.1;
+    td.optim.lr = 0.15;
     td.optim.beta1 = 0.5;
     td.optim.clip_norm = 5;
-    td.optim.decay_every = 3;
-    td.optim.decay_factor = 0.6;
+    td.lr_loss_power = 0.5;
   }
   if (!strcmp(name, "control-fem")) {
     td.optim.lr = 0.5;
@@ -355,6 +356,54 @@ static void test_reject(void) {
   }
   CHECK(nrej > 0); /* the step was long enough to overshoot */
   ds_trainer_destroy(tr);
+  ds_env_destroy(env);
+}
+
+/* Loss-scaled steps (controller.lr_loss_power = p): plain SGD on the small
+ * cloth's initial velocity. The rate reported for iteration k is
+ * lr * min(1, (L_k / L_0)^p) and the next parameters are the evaluated ones
+ * moved by that rate times the gradient (momentum 0, no clipping: a step of
+ * length lr_k |g_k|); with p = 0 (off) the rate is lr throughout. */
+static void test_lr_loss_power(void) {
+  dsEnvDef d = small_def("control-cloth", 120, 60);
+  char err[512];
+  dsEnv* env = NULL;
+  CHECK_INT_EQ(ds_env_create(&d, &env, err, sizeof err), 0);
+  if (!env) return;
+  for (int on = 0; on < 2; on++) {
+    dsTrainerDef td = ctrl_def("control-cloth");
+    td.method = DS_METHOD_STATE;
+    td.optim.momentum = 0;
+    td.optim.clip_norm = 0;
+    td.optim.lr = 0.1;
+    td.lr_loss_power = on ? 0.5 : 0;
+    dsTrainer* tr = NULL;
+    CHECK_INT_EQ(ds_trainer_create(env, &td, &tr, err, sizeof err), 0);
+    if (!tr) {
+      printf("%s\n", err);
+      break;
+    }
+    double l0 = 0, prev[3] = {0, 0, 0}, step = 0;
+    int nscaled = 0;
+    for (int k = 0; k < 6; k++) {
+      dsTrainerIter it;
+      CHECK_INT_EQ(ds_trainer_iterate(tr, &it), 0);
+      if (k == 0) l0 = it.loss;
+      if (k > 0) { /* the step after iteration k - 1 */
+        double n = 0;
+        for (int q = 0; q < 3; q++) n += (it.params[q] - prev[q]) * (it.params[q] - prev[q]);
+        CHECK_CLOSE(sqrt(n), step, 1e-12, 1e-12);
+      }
+      const double f = on && it.loss < l0 ? pow(it.loss / l0, 0.5) : 1;
+      CHECK_CLOSE(it.lr, 0.1 * f, 1e-15, 0);
+      nscaled += f < 1;
+      step = it.lr * it.grad_norm;
+      for (int q = 0; q < 3; q++) prev[q] = it.params[q];
+      if (getenv("DSIM_TEST_VERBOSE")) printf("lr_loss_power %d: it %d loss %g lr %g\n", on, k, it.loss, it.lr);
+    }
+    CHECK(on ? nscaled > 0 : nscaled == 0); /* the loss fell below the first one */
+    ds_trainer_destroy(tr);
+  }
   ds_env_destroy(env);
 }
 
@@ -653,6 +702,9 @@ static void test_config_schedule(void) {
       CHECK_CLOSE(td.net.omega, want.net.omega, 1e-15, 0);
       CHECK_CLOSE(td.net.phase_step, want.net.phase_step, 1e-15, 0);
       CHECK_CLOSE(td.net.strength, want.net.strength, 1e-15, 0);
+      CHECK_CLOSE(td.net.init_scale, want.net.init_scale, 1e-15, 0);
+      CHECK_CLOSE(td.lr_loss_power, want.lr_loss_power, 1e-15, 0);
+      CHECK_CLOSE(td.reject, want.reject, 1e-15, 0);
       for (int i = 0; i < 3; i++) CHECK(td.const_init[i] == want.const_init[i]);
       ds_config_free_text(text);
     }
@@ -670,6 +722,7 @@ int main(void) {
   test_sinnet_grad();
   test_sinnet_harmonics();
   test_reject();
+  test_lr_loss_power();
   trainer_grad_case("walker image loss dL/dW", "walker", 128, 16, DS_METHOD_IMAGE, 1e-6, 1e-5, 1e-6, 4);
   trainer_grad_case("walker-springs state loss dL/dW", "walker-springs", 128, 16, DS_METHOD_STATE, 1e-6, 1e-5,
                     1e-6, 4);

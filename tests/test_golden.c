@@ -29,7 +29,12 @@
  *   changed), control-fem's goal came down to the ground and it and
  *   control-cloth gained a second view in the loss, the walker's moments
  *   weight went to 50 and the control configs' controllers changed (the
- *   controllers issue). */
+ *   controllers issue).
+ *   walker, when its camera moved back to 12 m (the goal walker was a third
+ *   out of the 8 m view, which biased the image loss short of the goal) and
+ *   its controller became 2 harmonics, init_scale 0.1, lr 0.15 with
+ *   loss-scaled steps (lr_loss_power 0.5) instead of the step decay (issue
+ *   13: every seed within 0.1 m of the goal in 10 iterations). */
 #include "config.h"
 
 #include <inttypes.h>
@@ -49,7 +54,7 @@ typedef struct Golden {
 /* recorded with `tests/test_golden --print` */
 static const uint64_t kCanary = 0xf213f80ee9c74f3dull;
 static const Golden kGolden[] = {
-    {"walker", 0xb46f640a34954981ull, 0x7e83cafc95dbf3e1ull, 0x92a4d4e7bbc93c9bull}, /* losses 32.876841986289342 26.90612028357711 13.543249411755102 */
+    {"walker", 0xcdd7ed5f24f7a10aull, 0x655038a777aa68ebull, 0x761d3e4196219214ull}, /* losses 21.360300259269561 14.464667921638393 0.24756139247341016 */
     {"control-fem", 0x19adf3797b04d6ccull, 0xe0101f26c100cec1ull, 0xf534004e711664dbull}, /* losses 18.318610011087294 12.36855550728532 6.8492883094564991 */
     {"control-cloth", 0x215c0d527a542b90ull, 0xf06ba33097079e57ull, 0xd6a485eed59b4f71ull}, /* losses 22.956622032762468 17.296368519813516 9.7390415081069435 */
     {"walker-springs", 0x38c87a2bd1b5175aull, 0x86cb0b32dc2c85b6ull, 0x9cda2c405ead7c49ull}, /* losses 0.033140157158433929 0.033174359854815663 0.033115565561089889 */

@@ -1,7 +1,7 @@
 /* Optimisers: Adam and SGD with momentum reach the minimum of an
  * ill-conditioned quadratic; the first steps match the update formulas of
- * dsim/controller.h exactly; gradient-norm clipping and the step-decay
- * schedule; bad settings are refused. */
+ * dsim/controller.h exactly; gradient-norm clipping, the step-decay
+ * schedule and the rate factor; bad settings are refused. */
 #include "config.h"
 
 #include <math.h>
@@ -133,6 +133,25 @@ int main(void) {
     CHECK_CLOSE(ds_optim_lr(o), 0.8 * pow(0.5, k / 3), 1e-15, 0);
     ds_optim_step(o, z, g4, NULL);
   }
+  /* the rate factor (ds_optim_set_lr_scale): it multiplies the scheduled
+   * rate of the following steps, replaces the previous factor, and a reset
+   * sets it back to 1; a factor that is not finite and > 0 is refused */
+  ds_optim_reset(o);
+  CHECK_INT_EQ(ds_optim_set_lr_scale(o, 0.25), 0);
+  for (int k = 0; k < 4; k++) {
+    CHECK_CLOSE(ds_optim_lr(o), 0.25 * 0.8 * pow(0.5, k / 3), 1e-15, 0);
+    const double z0 = z[0];
+    ds_optim_step(o, z, g4, NULL);
+    CHECK_CLOSE(z[0], z0 - 0.25 * 0.8 * pow(0.5, k / 3) * 0.3, 1e-15, 1e-15); /* SGD, momentum 0 */
+  }
+  CHECK_INT_EQ(ds_optim_set_lr_scale(o, 0.5), 0);
+  CHECK_CLOSE(ds_optim_lr(o), 0.5 * 0.8 * 0.5, 1e-15, 0);
+  CHECK_INT_EQ(ds_optim_set_lr_scale(o, 0), DS_ERR_INVALID);
+  CHECK_INT_EQ(ds_optim_set_lr_scale(o, NAN), DS_ERR_INVALID);
+  CHECK_INT_EQ(ds_optim_set_lr_scale(o, INFINITY), DS_ERR_INVALID);
+  CHECK_CLOSE(ds_optim_lr(o), 0.5 * 0.8 * 0.5, 1e-15, 0); /* refused: unchanged */
+  ds_optim_reset(o);
+  CHECK_CLOSE(ds_optim_lr(o), 0.8, 1e-15, 0);
   /* a non-finite gradient is refused */
   double gbad[2] = {NAN, 0};
   CHECK_INT_EQ(ds_optim_step(o, z, gbad, NULL), DS_ERR_RANGE);

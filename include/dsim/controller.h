@@ -70,7 +70,8 @@ DS_API int ds_sinnet_backward(dsSinNet* net, double t, const dsReal* grad_action
 /* ---- optimisers ------------------------------------------------------------
  * Step k (k = 0, 1, ...) with gradient g:
  *   clipping:  g <- g * min(1, clip_norm / |g|)   (clip_norm 0: off)
- *   schedule:  lr_k = lr * decay_factor^floor(k / decay_every) (decay_every 0: constant)
+ *   schedule:  lr_k = lr * decay_factor^floor(k / decay_every) * s (decay_every 0: constant;
+ *              s: the factor of ds_optim_set_lr_scale, 1 unless set)
  *   Adam:      m <- b1 m + (1-b1) g; v <- b2 v + (1-b2) g^2;
  *              x <- x - lr_k (m / (1-b1^(k+1))) / (sqrt(v / (1-b2^(k+1))) + eps)
  *   SGD:       u <- momentum u + g; x <- x - lr_k u */
@@ -102,6 +103,10 @@ DS_API int ds_optim_step(dsOptim* opt, double* x, const double* g, double* grad_
 DS_API double ds_optim_lr(const dsOptim* opt);
 /* Multiply the base learning rate by f > 0 (the schedule keeps applying). */
 DS_API int ds_optim_scale_lr(dsOptim* opt, double f);
+/* Set the factor s > 0 of the schedule above to f (it replaces the previous
+ * factor; ds_optim_reset sets it back to 1). The trainer's lr_loss_power
+ * sets it before every step. */
+DS_API int ds_optim_set_lr_scale(dsOptim* opt, double f);
 
 /* ---- trainer: whole-episode optimisation, MPC and baselines ----------------
  * Methods (every iteration costs one rollout of the episode from reset(env_seed)):
@@ -133,6 +138,16 @@ DS_API int ds_optim_scale_lr(dsOptim* opt, double f);
  * moments are kept. A run thus ends on, or one shortened step from, its best
  * parameters rather than wherever an overshoot left it. Every iteration still
  * costs one rollout.
+ * Loss-scaled steps (IMAGE, STATE, whole episode, lr_loss_power = p > 0): the
+ * step taken after episode k uses the learning rate
+ *   lr_k * min(1, (L_k / L_0)^p)        (ds_optim_set_lr_scale)
+ * with L_0 the first episode's loss and L_k the loss of the parameters the
+ * step starts from (the best ones after a rejection). Adam's step does not
+ * shrink with the gradient, so without a schedule it keeps its length at the
+ * goal; with a loss about quadratic in the distance to the goal, p = 1/2
+ * makes the step proportional to that distance (a proportional controller
+ * instead of a schedule by iteration count). The reported lr includes the
+ * factor. MPC passes ignore it.
  * Iteration 0 of IMAGE, STATE and CEM evaluates the same initial parameters.
  *
  * Policies: SINNET (the sinusoid network, the muscle envs) or CONSTANT (one
@@ -174,6 +189,7 @@ typedef struct dsTrainerDef {
   int max_backtracks;    /* IMAGE/STATE whole episode: halvings of a step whose rollout diverged (6) */
   double reject;         /* IMAGE/STATE whole episode: 0 off; f in (0, 1): a step whose episode's loss
                             exceeds the lowest so far is rejected (see Rejected steps) */
+  double lr_loss_power;  /* IMAGE/STATE whole episode: 0 off; p > 0: loss-scaled steps (see there) */
 } dsTrainerDef;
 
 /* The defaults (the only place they are defined): image method, automatic
@@ -184,7 +200,7 @@ DS_API dsTrainerDef ds_default_trainer_def(void);
  * dsTrainerDef): policy, phases, omega, phase_step, strength, init_scale,
  * initial_action, random_scale, optimizer, lr, beta1, beta2, eps, momentum,
  * clip, decay_every, decay_factor, mpc, horizon, execute, inner, population,
- * elite, cem_init_std, cem_min_std, max_backtracks. */
+ * elite, cem_init_std, cem_min_std, max_backtracks, reject, lr_loss_power. */
 DS_API const dsConfigKey* ds_trainer_keys(void);
 /* Parse the "controller" section of a run config into *def (starting from
  * *def: pass the defaults); errors name the file and "controller.key". The
