@@ -14,10 +14,16 @@
 
 #include <math.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
+
+#ifdef _OPENMP
+#  include <omp.h>
+#endif
 
 #include "base/rng.h"
 #include "dsim/controller.h"
+#include "dsim/engine.h"
 #include "base/internal.h"
 
 struct dsTrainer {
@@ -50,6 +56,17 @@ struct dsTrainer {
   double *mu, *sd, *samples, *losses;
   int* order;
   dsRng rng;
+  /* CEM by generation: the K samples drawn and run when a generation
+     starts, each iteration then reports one. pool[0] is env; pool[1..] are
+     forward-only copies, one per further thread. */
+  dsEnv** pool;
+  int npool;
+  double* gen_theta;  /* K x np */
+  dsReal* gen_act;    /* K x S x A */
+  double *gen_loss, *gen_metric;
+  int* gen_rc;
+  char (*gen_msg)[256];
+  int gen_start;      /* iteration the cached generation starts at (-1: none) */
 };
 
 static const char* const g_methods[] = {"image", "state", "random", "cem"};
@@ -210,6 +227,14 @@ void ds_trainer_destroy(dsTrainer* tr) {
   ds__free(tr->samples);
   ds__free(tr->losses);
   ds__free(tr->order);
+  for (int j = 1; j < tr->npool; j++) ds_env_destroy(tr->pool[j]);
+  ds__free(tr->pool);
+  ds__free(tr->gen_theta);
+  ds__free(tr->gen_act);
+  ds__free(tr->gen_loss);
+  ds__free(tr->gen_metric);
+  ds__free(tr->gen_rc);
+  ds__free(tr->gen_msg);
   ds__free(tr);
 }
 
@@ -224,6 +249,41 @@ static void draw_params(dsTrainer* tr, double* x) {
     for (int i = 0; i < tr->np; i++)
       x[i] = (i < 3 ? tr->def.const_init[i] : 0.0) + tr->init_b * (2.0 * ds__rng_uniform(&tr->rng) - 1.0);
   }
+}
+
+/* CEM's environments: env itself, and a forward-only copy (its
+ * definition, gradients off, its current parameters) for each further
+ * thread, up to one per sample. A copy's episode is bit for bit the env's
+ * (the forward does not depend on the tape), so a generation's results do
+ * not depend on how many there are. */
+static int make_pool(dsTrainer* tr, int K, char* err, size_t errlen) {
+  int P = ds_get_max_threads();
+  if (P > K) P = K;
+  if (P < 1) P = 1;
+  tr->pool = (dsEnv**)ds__calloc((size_t)P, sizeof(dsEnv*));
+  if (!tr->pool) return ds__puterr(err, errlen, DS_ERR_NOMEM, "trainer: out of memory (CEM environments)");
+  tr->pool[0] = tr->env;
+  tr->npool = 1;
+  dsEnvDef d = *ds_env_def(tr->env);
+  d.gradients = 0;
+  for (int j = 1; j < P; j++) {
+    dsEnv* e = NULL;
+    char why[512];
+    int rc = ds_env_create(&d, &e, why, sizeof why);
+    for (int k = 0; !rc && k < ds_param_count(); k++) {
+      const dsReal* p;
+      int n;
+      if (ds_env_param(tr->env, ds_param_name(k), &p, &n) || n == 0) continue;
+      rc = ds_env_set_param(e, ds_param_name(k), p, n);
+      if (rc) snprintf(why, sizeof why, "%s", ds_env_last_error(e));
+    }
+    if (rc) {
+      ds_env_destroy(e);
+      return ds__puterr(err, errlen, rc, "trainer: CEM: a copy of the env for thread %d: %s", j, why);
+    }
+    tr->pool[tr->npool++] = e;
+  }
+  return DS_OK;
 }
 
 int ds_trainer_create(dsEnv* env, const dsTrainerDef* def, dsTrainer** out, char* err, size_t errlen) {
@@ -245,6 +305,7 @@ int ds_trainer_create(dsEnv* env, const dsTrainerDef* def, dsTrainer** out, char
   if (!tr) return ds__puterr(err, errlen, DS_ERR_NOMEM, "trainer: out of memory");
   tr->env = env;
   tr->def = *def;
+  tr->gen_start = -1;
   tr->S = ds_env_num_steps(env);
   tr->A = ds_env_action_size(env);
   tr->odim = ds_env_obs_size(env);
@@ -302,7 +363,19 @@ int ds_trainer_create(dsEnv* env, const dsTrainerDef* def, dsTrainer** out, char
     tr->samples = (double*)ds__calloc(K * (size_t)tr->np, sizeof(double));
     tr->losses = (double*)ds__calloc(K, sizeof(double));
     tr->order = (int*)ds__calloc(K, sizeof(int));
-    ok = tr->mu && tr->sd && tr->samples && tr->losses && tr->order;
+    tr->gen_theta = (double*)ds__calloc(K * (size_t)tr->np, sizeof(double));
+    tr->gen_act = (dsReal*)ds__calloc(K * SA, sizeof(dsReal));
+    tr->gen_loss = (double*)ds__calloc(K, sizeof(double));
+    tr->gen_metric = (double*)ds__calloc(K, sizeof(double));
+    tr->gen_rc = (int*)ds__calloc(K, sizeof(int));
+    tr->gen_msg = (char(*)[256])ds__calloc(K, 256);
+    ok = tr->mu && tr->sd && tr->samples && tr->losses && tr->order && tr->gen_theta && tr->gen_act && tr->gen_loss &&
+         tr->gen_metric && tr->gen_rc && tr->gen_msg;
+    if (ok) rc = make_pool(tr, (int)K, err, errlen);
+    if (ok && rc) {
+      ds_trainer_destroy(tr);
+      return rc;
+    }
     if (ok) {
       const double s0 = def->cem_init_std > 0 ? def->cem_init_std : tr->init_b;
       memcpy(tr->mu, tr->theta, sizeof(double) * (size_t)tr->np);
@@ -487,6 +560,70 @@ static void cem_update(dsTrainer* tr) {
   }
 }
 
+/* One CEM sample's episode on env e with the actions act: loss and metric,
+ * or an error with the message an iteration on the trainer's env gives. */
+static int cem_episode(const dsTrainer* tr, dsEnv* e, const dsReal* act, double* loss, double* met, char* msg) {
+  int k = 0, rc = ds_env_reset(e, tr->def.env_seed, NULL, NULL);
+  const char* what = "env reset";
+  for (; !rc && k < tr->S; k++) {
+    int done = 0;
+    rc = ds_env_step(e, act + (size_t)k * (size_t)tr->A, NULL, NULL, NULL, &done);
+    what = "env step";
+  }
+  if (!rc) {
+    k = tr->S;
+    dsReal l = 0, m = 0;
+    what = "env loss";
+    rc = ds_env_loss(e, &l);
+    if (!rc) {
+      what = "env metric";
+      rc = ds_env_metric(e, &m);
+    }
+    *loss = (double)l;
+    *met = (double)m;
+  } else if (what[4] == 's') {
+    k--; /* the step that failed */
+  }
+  if (rc) snprintf(msg, 256, "%s (step %d): %s", what, k, ds_env_last_error(e));
+  return rc;
+}
+
+/* A CEM generation (at its first iteration): the K samples drawn in
+ * iteration order (the first of the run is the mean), their actions, and
+ * their episodes, side by side on the pool's environments. */
+static void cem_generation(dsTrainer* tr) {
+  const int K = tr->def.cem_population, np = tr->np;
+  const size_t SA = (size_t)tr->S * (size_t)tr->A;
+  for (int g = 0; g < K; g++) {
+    for (int q = 0; q < np; q++)
+      tr->theta[q] = tr->iter + g == 0 ? tr->mu[q] : tr->mu[q] + tr->sd[q] * ds__rng_normal(&tr->rng);
+    memcpy(tr->gen_theta + (size_t)g * (size_t)np, tr->theta, sizeof(double) * (size_t)np);
+    for (int k = 0; k < tr->S; k++) policy_action(tr, k, tr->gen_act + (size_t)g * SA + (size_t)k * (size_t)tr->A);
+  }
+  memcpy(tr->theta, tr->mu, sizeof(double) * (size_t)np);
+  const int P = tr->npool;
+#ifdef _OPENMP
+  /* one thread per environment, nested regions inactive: each episode runs
+   * on one thread, and its result does not depend on which */
+  const int levels = omp_get_max_active_levels();
+  if (P > 1) omp_set_max_active_levels(1);
+#pragma omp parallel num_threads(P) if (P > 1)
+#endif
+  {
+#ifdef _OPENMP
+    const int j = omp_get_thread_num(), nt = omp_get_num_threads();
+#else
+    const int j = 0, nt = 1;
+#endif
+    for (int g = j; g < K; g += nt)
+      tr->gen_rc[g] = cem_episode(tr, tr->pool[j], tr->gen_act + (size_t)g * SA, &tr->gen_loss[g],
+                                  &tr->gen_metric[g], tr->gen_msg[g]);
+  }
+#ifdef _OPENMP
+  if (P > 1) omp_set_max_active_levels(levels);
+#endif
+}
+
 int ds_trainer_iterate(dsTrainer* tr, dsTrainerIter* it) {
   if (!tr || !it) return DS_ERR_INVALID;
   memset(it, 0, sizeof *it);
@@ -558,17 +695,24 @@ int ds_trainer_iterate(dsTrainer* tr, dsTrainerIter* it) {
       break;
     case DS_METHOD_CEM: {
       const int K = tr->def.cem_population, g = tr->iter % K;
-      if (g == 0 && tr->iter > 0) cem_update(tr);
-      for (int q = 0; q < np; q++)
-        tr->theta[q] = tr->iter == 0 ? tr->mu[q] : tr->mu[q] + tr->sd[q] * ds__rng_normal(&tr->rng);
-      memcpy(tr->eval, tr->theta, sizeof(double) * (size_t)np);
-      rc = whole_episode(tr, it, 0);
-      if (!rc) {
-        memcpy(tr->samples + (size_t)g * (size_t)np, tr->theta, sizeof(double) * (size_t)np);
+      const size_t SA = (size_t)tr->S * (size_t)tr->A;
+      if (g == 0 && tr->gen_start != tr->iter) {
+        if (tr->iter > 0) cem_update(tr);
+        cem_generation(tr);
+        tr->gen_start = tr->iter;
+      }
+      memcpy(tr->eval, tr->gen_theta + (size_t)g * (size_t)np, sizeof(double) * (size_t)np);
+      memcpy(tr->act, tr->gen_act + (size_t)g * SA, SA * sizeof(dsReal));
+      rc = tr->gen_rc[g];
+      if (rc) {
+        ds__seterr(&tr->eb, rc, "%s", tr->gen_msg[g]);
+      } else {
+        it->loss = tr->gen_loss[g];
+        it->metric = tr->gen_metric[g];
+        memcpy(tr->samples + (size_t)g * (size_t)np, tr->eval, sizeof(double) * (size_t)np);
         tr->losses[g] = it->loss;
       }
-      /* leave the mean as the current parameters between samples */
-      memcpy(tr->theta, tr->mu, sizeof(double) * (size_t)np);
+      /* the mean stays the current parameters between samples */
       break;
     }
     default:

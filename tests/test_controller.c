@@ -476,6 +476,48 @@ static void test_recorder_and_baselines(void) {
       CHECK(lc[method - DS_METHOD_RANDOM][1] != l0);
       ds_trainer_destroy(tr);
     }
+  /* CEM runs a generation's samples at once, on forward-only copies of the
+   * env beside the env itself, one per thread: two generations (and the
+   * update between) give the same losses, metrics, parameters and actions
+   * on 1 and on 2 threads, and the same as the sample-by-sample reference
+   * (each sample's episode run on the env here from its reported actions) */
+  {
+    const int nthr = ds_get_max_threads();
+    double cl[2][8], cm[2][8], cp[2][8];
+    dsReal* ca[2][8];
+    const int NS = ds_env_num_steps(env), NA = ds_env_action_size(env);
+    for (int thr = 1; thr <= 2; thr++) {
+      ds_set_num_threads(thr);
+      dsTrainerDef t2 = td;
+      t2.method = DS_METHOD_CEM;
+      t2.cem_population = 4;
+      t2.cem_elite = 2;
+      CHECK_INT_EQ(ds_trainer_create(env, &t2, &tr, err, sizeof err), 0);
+      for (int i = 0; i < 8; i++) {
+        CHECK_INT_EQ(ds_trainer_iterate(tr, &it), 0);
+        cl[thr - 1][i] = it.loss;
+        cm[thr - 1][i] = it.metric;
+        cp[thr - 1][i] = it.params[it.nparams - 1];
+        ca[thr - 1][i] = (dsReal*)malloc((size_t)NS * NA * sizeof(dsReal));
+        memcpy(ca[thr - 1][i], it.actions, (size_t)NS * NA * sizeof(dsReal));
+      }
+      ds_trainer_destroy(tr);
+    }
+    ds_set_num_threads(nthr);
+    for (int i = 0; i < 8; i++) {
+      CHECK(cl[0][i] == cl[1][i] && cm[0][i] == cm[1][i] && cp[0][i] == cp[1][i]);
+      CHECK(!memcmp(ca[0][i], ca[1][i], (size_t)NS * NA * sizeof(dsReal)));
+      /* the reference: sample i's actions on the env, step by step */
+      dsReal l = 0;
+      CHECK(ds_env_reset(env, td.env_seed, NULL, NULL) == 0);
+      for (int k = 0; k < NS; k++) CHECK(ds_env_step(env, ca[0][i] + (size_t)k * NA, NULL, NULL, NULL, NULL) == 0);
+      CHECK(ds_env_loss(env, &l) == 0);
+      CHECK((double)l == cl[0][i]);
+      free(ca[0][i]);
+      free(ca[1][i]);
+    }
+    CHECK(cl[0][4] != cl[0][0]); /* the second generation moved */
+  }
   /* bad combinations are refused with a message */
   dsTrainerDef bad = td;
   bad.method = DS_METHOD_CEM;

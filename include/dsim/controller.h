@@ -122,6 +122,12 @@ DS_API int ds_optim_set_lr_scale(dsOptim* opt, double f);
  *           generations of cem_population samples, then mean and std from the
  *           cem_elite lowest-loss ones (std floored at cem_min_std). The first
  *           sample is the mean (the gradient methods' initial parameters).
+ *           A generation's samples are drawn and run when it starts, side by
+ *           side: on the env and on forward-only copies of it (made at
+ *           ds_trainer_create from its definition and parameters, one per
+ *           further OpenMP thread, up to the population); each iteration
+ *           then reports one. Results are the same bits for any thread
+ *           count, and the same as running the samples one by one.
  * The loss CEM and RANDOM rank by is the built-in loss.
  * Backtracking (IMAGE, STATE, whole episode): when the rollout after an
  * optimiser step diverges or inverts an element, the step is halved towards
