@@ -178,7 +178,9 @@ static dsTrainerDef ctrl_def(const char* name) {
     td.lr_loss_power = 0.5;
   }
   if (!strcmp(name, "control-fem")) {
-    td.optim.lr = 0.5;
+    td.optim.lr = 0.3;
+    td.optim.beta1 = 0.5;
+    td.optim.beta2 = 0.9;
     td.net.phases = 2;
     td.net.harmonics = 4;
     td.net.bias = 1;
