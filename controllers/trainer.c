@@ -23,7 +23,6 @@
 
 #include "base/rng.h"
 #include "dsim/controller.h"
-#include "dsim/engine.h"
 #include "base/internal.h"
 
 struct dsTrainer {
@@ -270,13 +269,7 @@ static int make_pool(dsTrainer* tr, int K, char* err, size_t errlen) {
     dsEnv* e = NULL;
     char why[512];
     int rc = ds_env_create(&d, &e, why, sizeof why);
-    for (int k = 0; !rc && k < ds_param_count(); k++) {
-      const dsReal* p;
-      int n;
-      if (ds_env_param(tr->env, ds_param_name(k), &p, &n) || n == 0) continue;
-      rc = ds_env_set_param(e, ds_param_name(k), p, n);
-      if (rc) snprintf(why, sizeof why, "%s", ds_env_last_error(e));
-    }
+    if (!rc && (rc = ds_env_copy_params(e, tr->env))) snprintf(why, sizeof why, "%s", ds_env_last_error(e));
     if (rc) {
       ds_env_destroy(e);
       return ds__puterr(err, errlen, rc, "trainer: CEM: a copy of the env for thread %d: %s", j, why);

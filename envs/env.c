@@ -1083,6 +1083,19 @@ int ds_env_set_param(dsEnv* e, const char* name, const dsReal* values, int count
   return rc;
 }
 
+int ds_env_copy_params(dsEnv* dst, const dsEnv* src) {
+  if (!dst || !src) return DS_ERR_INVALID;
+  for (int k = 0; k < ds_param_count(); k++) {
+    const char* name = ds_param_name(k);
+    const dsReal* p;
+    int n;
+    if (ds_model_param(src->m, name, &p, &n) || n == 0) continue;
+    int rc = ds_env_set_param(dst, name, p, n);
+    if (rc) return rc;
+  }
+  return 0;
+}
+
 int ds_env_param_grad(const dsEnv* e, const char* name, const dsReal** grad, int* count) {
   if (!e || !name) return DS_ERR_INVALID;
   dsReal* p = NULL;

@@ -488,6 +488,19 @@ static void test_recorder_and_baselines(void) {
     double cl[2][8], cm[2][8], cp[2][8];
     dsReal* ca[2][8];
     const int NS = ds_env_num_steps(env), NA = ds_env_action_size(env);
+    /* a parameter set on the env before the trainer: the copies take it (ds_env_copy_params) */
+    const dsReal* pm;
+    int nm = 0;
+    dsReal* mass0 = NULL;
+    if (!ds_env_param(env, "particle.mass", &pm, &nm) && nm > 0) {
+      mass0 = (dsReal*)malloc((size_t)nm * sizeof(dsReal));
+      dsReal* heavier = (dsReal*)malloc((size_t)nm * sizeof(dsReal));
+      memcpy(mass0, pm, (size_t)nm * sizeof(dsReal));
+      for (int q = 0; q < nm; q++) heavier[q] = mass0[q] * (dsReal)1.25;
+      CHECK(ds_env_reset(env, td.env_seed, NULL, NULL) == 0);
+      CHECK(ds_env_set_param(env, "particle.mass", heavier, nm) == 0);
+      free(heavier);
+    }
     for (int thr = 1; thr <= 2; thr++) {
       ds_set_num_threads(thr);
       dsTrainerDef t2 = td;
@@ -519,6 +532,11 @@ static void test_recorder_and_baselines(void) {
       free(ca[1][i]);
     }
     CHECK(cl[0][4] != cl[0][0]); /* the second generation moved */
+    if (mass0) {
+      CHECK(ds_env_reset(env, td.env_seed, NULL, NULL) == 0);
+      CHECK(ds_env_set_param(env, "particle.mass", mass0, nm) == 0);
+      free(mass0);
+    }
   }
   /* bad combinations are refused with a message */
   dsTrainerDef bad = td;

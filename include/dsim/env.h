@@ -426,6 +426,11 @@ DS_API int ds_env_param(const dsEnv* env, const char* name, const dsReal** value
 DS_API int ds_env_set_param(dsEnv* env, const char* name, const dsReal* values, int count);
 /* Gradient of the last backward. */
 DS_API int ds_env_param_grad(const dsEnv* env, const char* name, const dsReal** grad, int* count);
+/* Every differentiable parameter of src's model into dst's (ds_env_set_param
+ * for each, so the same rules: between episodes or before the first step;
+ * the models must have the same sizes, e.g. envs of one definition). On an
+ * error dst's message names the parameter. */
+DS_API int ds_env_copy_params(dsEnv* dst, const dsEnv* src);
 
 /* ---- state, rendering, metrics --------------------------------------------
  * State: [substep, x (nparticle x 3), v (nparticle x 3), rigid bodies
