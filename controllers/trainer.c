@@ -556,27 +556,24 @@ static void cem_update(dsTrainer* tr) {
 /* One CEM sample's episode on env e with the actions act: loss and metric,
  * or an error with the message an iteration on the trainer's env gives. */
 static int cem_episode(const dsTrainer* tr, dsEnv* e, const dsReal* act, double* loss, double* met, char* msg) {
-  int k = 0, rc = ds_env_reset(e, tr->def.env_seed, NULL, NULL);
   const char* what = "env reset";
-  for (; !rc && k < tr->S; k++) {
-    int done = 0;
-    rc = ds_env_step(e, act + (size_t)k * (size_t)tr->A, NULL, NULL, NULL, &done);
+  int k = 0, rc = ds_env_reset(e, tr->def.env_seed, NULL, NULL);
+  while (!rc && k < tr->S) {
     what = "env step";
+    rc = ds_env_step(e, act + (size_t)k * (size_t)tr->A, NULL, NULL, NULL, NULL);
+    if (!rc) k++;
   }
+  dsReal l = 0, m = 0;
   if (!rc) {
-    k = tr->S;
-    dsReal l = 0, m = 0;
     what = "env loss";
     rc = ds_env_loss(e, &l);
-    if (!rc) {
-      what = "env metric";
-      rc = ds_env_metric(e, &m);
-    }
-    *loss = (double)l;
-    *met = (double)m;
-  } else if (what[4] == 's') {
-    k--; /* the step that failed */
   }
+  if (!rc) {
+    what = "env metric";
+    rc = ds_env_metric(e, &m);
+  }
+  *loss = (double)l;
+  *met = (double)m;
   if (rc) snprintf(msg, 256, "%s (step %d): %s", what, k, ds_env_last_error(e));
   return rc;
 }

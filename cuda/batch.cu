@@ -58,14 +58,20 @@ __global__ void __launch_bounds__(THREADS) stage_kernel(const dsBatchArgs a, int
   if (k < n) ds__bstage_run(S, &a, (int)(k % count), (int)(k / count));
 }
 
+/* Blocks of one part of a fused launch: ceil(count B / THREADS), REDUCE
+ * count B (one per sum). */
+__host__ __device__ unsigned part_blocks(const dsBatchPart& q, int B) {
+  const long long n = (long long)q.count * B;
+  return q.stage[0] == DS__BS_REDUCE ? (unsigned)n : (unsigned)((n + THREADS - 1) / THREADS);
+}
+
 /* The part of a fused launch that block `blk` belongs to, and the block's
  * index within it; parts get ceil(count B / THREADS) blocks each, REDUCE
  * count B (one per sum). */
 __device__ int part_of(const dsBatchLaunch& l, unsigned blk, unsigned* local) {
   unsigned first = 0;
   for (int p = 0; p < l.nparts; p++) {
-    const long long n = (long long)l.part[p].count * l.B;
-    const unsigned nb = l.part[p].stage[0] == DS__BS_REDUCE ? (unsigned)n : (unsigned)((n + THREADS - 1) / THREADS);
+    const unsigned nb = part_blocks(l.part[p], l.B);
     if (blk < first + nb) {
       *local = blk - first;
       return p;
@@ -160,9 +166,8 @@ cudaError_t launch(Ctx* c, const dsBatchLaunch* l) {
   long long pairs = 0;
   unsigned blocks = 0;
   for (int p = 0; p < l->nparts; p++) {
-    const long long n = (long long)l->part[p].count * l->B;
-    pairs += n;
-    blocks += l->part[p].stage[0] == DS__BS_REDUCE ? (unsigned)n : (unsigned)((n + THREADS - 1) / THREADS);
+    pairs += (long long)l->part[p].count * l->B;
+    blocks += part_blocks(l->part[p], l->B);
   }
   if ((l->nparts == 1 && l->part[0].nops == 1) || pairs >= c->split_pairs) {
     for (int p = 0; p < l->nparts; p++)

@@ -357,13 +357,12 @@ int ds_env_set_device(dsEnv* e, const char* device) {
   int rc = ds_device_parse("device", device, &dev, why, sizeof why);
   if (!rc) rc = ds_device_check("device", dev, why, sizeof why);
   if (rc) return ds__seterr(&e->err, rc, "%s: %s", e->cls->name, why);
-  const dsDevice was = e->def.device;
   e->def.device = dev;
   rc = build_sized(e);
-  if (rc) { /* back on the CPU (or where it was), the message kept */
+  if (rc) { /* back on the CPU, the message kept */
     char msg[DS_ERRMSG_LEN];
     snprintf(msg, sizeof msg, "%s", ds__errmsg(&e->err));
-    e->def.device = was.kind == DS_DEVICE_CUDA && dev.kind == DS_DEVICE_CUDA ? ds_device_cpu() : was;
+    e->def.device = ds_device_cpu();
     if (build_sized(e)) return rc;
     ds__seterr(&e->err, rc, "%s", msg);
   }
@@ -673,6 +672,16 @@ static int place_goal(dsEnv* e) {
   return 0;
 }
 
+/* *r minus frame f's loss term, when the built-in loss weighs frame f. */
+static int frame_reward(dsEnv* e, int f, dsReal* r) {
+  const int lk = e->def.loss_kind;
+  if (!(lk == DS_ENV_LOSS_IMAGE_SUM || (lk == DS_ENV_LOSS_IMAGE_LAST && f == e->nframe - 1))) return 0;
+  dsReal l = 0;
+  int rc = frame_loss_of(e, f, &l);
+  if (!rc) *r -= l;
+  return rc;
+}
+
 /* ---- the physics on the batched engine (e->bs) ----------------------------------------
  * The episode's state, tape and adjoints live in e->bs (a CUDA device or
  * the CPU backend); e->d mirrors on the host what the env reads: x and v at
@@ -721,7 +730,7 @@ static int bs_step(dsEnv* e, int k, int s0, int s1, const dsReal* action, dsReal
   action_fwd(e, k, s0, action);
   int rc = ds_bsim_set_act(e->bs, d->act);
   if (rc) return bs_fail(e, rc, "step: batched engine: activations");
-  int s = s0, have = 0;
+  int s = s0;
   while (s < s1) {
     int next = s + 1;
     while (next < s1 && e->frame_at[next] < 0) next++;
@@ -732,21 +741,14 @@ static int bs_step(dsEnv* e, int k, int s0, int s1, const dsReal* action, dsReal
     }
     s = next;
     d->t = s;
-    have = 0;
     const int f = e->frame_at[s];
     if (f >= 0) {
       if ((rc = bs_pull(e))) return rc;
-      have = 1;
       keep_frame(e, f, d->x);
-      const int lk = e->def.loss_kind;
-      if (want_reward && (lk == DS_ENV_LOSS_IMAGE_SUM || (lk == DS_ENV_LOSS_IMAGE_LAST && f == e->nframe - 1))) {
-        dsReal l = 0;
-        if ((rc = frame_loss_of(e, f, &l))) return rc;
-        *r -= l;
-      }
+      if (want_reward && (rc = frame_reward(e, f, r))) return rc;
     }
   }
-  return have ? 0 : bs_pull(e);
+  return e->frame_at[s1] >= 0 ? 0 : bs_pull(e); /* at a frame the state came back already */
 }
 
 int ds_env_reset(dsEnv* e, uint64_t seed, dsReal* obs, dsReal* image) {
@@ -813,12 +815,7 @@ int ds_env_step(dsEnv* e, const dsReal* action, dsReal* obs, dsReal* image, dsRe
     if (f >= 0) {
       keep_frame(e, f, d->x);
       /* the reward's loss term (rendered only when a reward is asked for) */
-      const int lk = e->def.loss_kind;
-      if (reward && (lk == DS_ENV_LOSS_IMAGE_SUM || (lk == DS_ENV_LOSS_IMAGE_LAST && f == e->nframe - 1))) {
-        dsReal l = 0;
-        if ((rc = frame_loss_of(e, f, &l))) return rc;
-        r -= l;
-      }
+      if (reward && (rc = frame_reward(e, f, &r))) return rc;
     }
   }
   if (s1 == e->T && e->def.loss_kind == DS_ENV_LOSS_COM) r -= com_loss(e, d->x);
