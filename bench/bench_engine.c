@@ -11,10 +11,13 @@
  *   - cloth 31x31 (membrane + bending + lift/drag, 1,440 substeps): seconds
  *     and ns per triangle-substep;
  *   - the gear with a checkpoint every ~sqrt(T) substeps (2 threads).
- * Usage: bench_engine [quick] [--with-load] [--profile CASE [SUBSTEPS]]
+ * Usage: bench_engine [quick] [--with-load] [--fixed] [--only CASE] [--profile CASE [SUBSTEPS]]
  *   quick:        fewer substeps and runs (smoke runs);
  *   --with-load:  one busy-spinning child process competes for the cores
  *                 during every measurement (2 threads vs 1 thread under load);
+ *   --only CASE:  just that case (grid40, grid15, gear, cloth);
+ *   --fixed:      the adaptive thread choice off (every parallel stage runs
+ *                 on all threads asked for): the raw 2-thread figures;
  *   --profile:    one forward + backward of CASE (grid40, grid15, gear,
  *                 cloth) over SUBSTEPS (default 64) on the current threads,
  *                 nothing else: a run for valgrind --tool=callgrind, whose
@@ -202,15 +205,20 @@ static int profile(const char* name, int T) {
 
 int main(int argc, char** argv) {
   int quick = 0, load = 0;
+  const char* only = NULL;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "quick") == 0)
       quick = 1;
     else if (strcmp(argv[i], "--with-load") == 0)
       load = 1;
+    else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc)
+      only = argv[++i];
+    else if (strcmp(argv[i], "--fixed") == 0)
+      ds_set_adaptive_threads(0);
     else if (strcmp(argv[i], "--profile") == 0 && i + 1 < argc)
       return profile(argv[i + 1], i + 2 < argc ? atoi(argv[i + 2]) : 64);
     else {
-      fprintf(stderr, "usage: bench_engine [quick] [--with-load] [--profile CASE [SUBSTEPS]]\n");
+      fprintf(stderr, "usage: bench_engine [quick] [--with-load] [--fixed] [--only CASE] [--profile CASE [SUBSTEPS]]\n");
       return 2;
     }
   }
@@ -220,25 +228,36 @@ int main(int argc, char** argv) {
   ds_build_info(&bi);
   printf("bench_engine: %s, %d-byte reals, max threads %d%s\n", quick ? "quick" : "full", (int)sizeof(dsReal),
          bi.max_threads, load ? ", with one busy-spinning competing process" : "");
-  dsModel* m = tet_box(40, 4, 40); /* flat on the ground: x, z 40 cells, y 4 */
+  dsModel* m;
   char label[96];
-  snprintf(label, sizeof label, "soft grid 40x40x4 (%d tets)", m->ntet);
-  bench_case(label, m, m->ntet, "tet", 64 / div, reps, 1, 32);
-  ds_model_free(m);
-  m = tet_box(15, 1, 15);
-  snprintf(label, sizeof label, "soft grid 15x15x1 (%d tets)", m->ntet);
-  bench_case(label, m, m->ntet, "tet", 5760 / div, lreps, 1, 32);
-  ds_model_free(m);
-  m = gear_model();
-  snprintf(label, sizeof label, "control-fem gear (%d p, %d tets)", m->nparticle, m->ntet);
-  bench_case(label, m, m->ntet, "tet", 5760 / div, lreps, 1, 32);
-  snprintf(label, sizeof label, "gear, checkpoint every %d", quick ? 24 : 76);
-  bench_case(label, m, m->ntet, "tet", 5760 / div, lreps, quick ? 24 : 76, 32); /* ~sqrt(T) */
-  ds_model_free(m);
-  m = cloth(31);
-  snprintf(label, sizeof label, "cloth 31x31 (%d tris)", m->ntri);
-  bench_case(label, m, m->ntri, "tri", 1440 / div, lreps, 1, 60);
-  ds_model_free(m);
+#define WANT(name) (!only || strcmp(only, name) == 0)
+  if (WANT("grid40")) {
+    m = tet_box(40, 4, 40); /* flat on the ground: x, z 40 cells, y 4 */
+    snprintf(label, sizeof label, "soft grid 40x40x4 (%d tets)", m->ntet);
+    bench_case(label, m, m->ntet, "tet", 64 / div, reps, 1, 32);
+    ds_model_free(m);
+  }
+  if (WANT("grid15")) {
+    m = tet_box(15, 1, 15);
+    snprintf(label, sizeof label, "soft grid 15x15x1 (%d tets)", m->ntet);
+    bench_case(label, m, m->ntet, "tet", 5760 / div, lreps, 1, 32);
+    ds_model_free(m);
+  }
+  if (WANT("gear")) {
+    m = gear_model();
+    snprintf(label, sizeof label, "control-fem gear (%d p, %d tets)", m->nparticle, m->ntet);
+    bench_case(label, m, m->ntet, "tet", 5760 / div, lreps, 1, 32);
+    snprintf(label, sizeof label, "gear, checkpoint every %d", quick ? 24 : 76);
+    bench_case(label, m, m->ntet, "tet", 5760 / div, lreps, quick ? 24 : 76, 32); /* ~sqrt(T) */
+    ds_model_free(m);
+  }
+  if (WANT("cloth")) {
+    m = cloth(31);
+    snprintf(label, sizeof label, "cloth 31x31 (%d tris)", m->ntri);
+    bench_case(label, m, m->ntri, "tri", 1440 / div, lreps, 1, 60);
+    ds_model_free(m);
+  }
+#undef WANT
   if (child > 0) {
     kill(child, SIGKILL);
     waitpid(child, NULL, 0);

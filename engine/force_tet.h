@@ -230,6 +230,7 @@ DS_HD DS_INLINE void ds__tet_bwd_elem(const dsModel* m, const dsForceBwd* a, int
 #  pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 #if defined(__GNUC__) && !defined(__CUDACC__)
+#include <string.h>
 /* Four tets at once (CPU): lane l of every vector is tet e0 + l, and the
  * operations are those of ds__tet_prep and ds_tet_fwd above, one for one
  * and in the same order (GCC vector arithmetic rounds each lane as the
@@ -237,7 +238,53 @@ DS_HD DS_INLINE void ds__tet_bwd_elem(const dsModel* m, const dsForceBwd* a, int
  * so each tet's force and J are the scalar body's bits (test_force_tet
  * compares them; the golden hashes pin them). Only the gathers and the
  * stores differ. An edit of the scalar kernel must be mirrored here. */
-typedef dsReal dsTet__V __attribute__((vector_size(4 * sizeof(dsReal))));
+/* DS__TL lanes per vector: 4 doubles or 8 floats (32 bytes, one AVX2
+ * register; two SSE2 registers on the baseline copy). */
+#define DS__TL (32 / (int)sizeof(dsReal))
+typedef dsReal dsTet__V __attribute__((vector_size(32)));
+
+/* Lane loads. ds__tet_lanes: p[l][off] into lane l (the compiler builds the
+ * vector in registers: no lane-by-lane stores to memory that a vector load
+ * would then have to wait for). ds__tet_vload / _vstore: DS__TL consecutive
+ * reals (per-element arrays at element e0). */
+/* (results through pointers: a 32-byte vector by value would change the
+ * baseline copy's ABI) */
+static inline void ds__tet_lanes(dsTet__V* r, const dsReal* const p[DS__TL], size_t off) {
+#if DS_SINGLE
+  *r = (dsTet__V){p[0][off], p[1][off], p[2][off], p[3][off], p[4][off], p[5][off], p[6][off], p[7][off]};
+#else
+  *r = (dsTet__V){p[0][off], p[1][off], p[2][off], p[3][off]};
+#endif
+}
+static inline void ds__tet_vload(dsTet__V* r, const dsReal* p) { memcpy(r, p, sizeof *r); }
+/* out[12 l + k] = f[k][l], k < 12, l < DS__TL: each lane's 12 values to
+ * its element's slots (in double by 4x4 transposes and whole-vector
+ * stores; the values are moved, not changed). */
+static inline void ds__tet_store12(dsReal* out, const dsTet__V f[12]) {
+#if !DS_SINGLE && (defined(__clang__) || __GNUC__ >= 12)
+  for (int g = 0; g < 3; g++) {
+    const dsTet__V a = f[4 * g], b = f[4 * g + 1], c = f[4 * g + 2], d = f[4 * g + 3];
+    const dsTet__V t0 = __builtin_shufflevector(a, b, 0, 4, 2, 6), t1 = __builtin_shufflevector(a, b, 1, 5, 3, 7);
+    const dsTet__V t2 = __builtin_shufflevector(c, d, 0, 4, 2, 6), t3 = __builtin_shufflevector(c, d, 1, 5, 3, 7);
+    const dsTet__V r0 = __builtin_shufflevector(t0, t2, 0, 1, 4, 5), r1 = __builtin_shufflevector(t1, t3, 0, 1, 4, 5);
+    const dsTet__V r2 = __builtin_shufflevector(t0, t2, 2, 3, 6, 7), r3 = __builtin_shufflevector(t1, t3, 2, 3, 6, 7);
+    memcpy(out + 4 * g, &r0, sizeof r0);
+    memcpy(out + 12 + 4 * g, &r1, sizeof r1);
+    memcpy(out + 24 + 4 * g, &r2, sizeof r2);
+    memcpy(out + 36 + 4 * g, &r3, sizeof r3);
+  }
+#else
+  for (int l = 0; l < DS__TL; l++)
+    for (int k = 0; k < 12; k++) out[12 * l + k] = f[k][l];
+#endif
+}
+/* p[l] += r[l] (each lane's add as the scalar one) */
+static inline void ds__tet_vadd_to(dsReal* p, const dsTet__V* r) {
+  dsTet__V t;
+  memcpy(&t, p, sizeof t);
+  t += *r;
+  memcpy(p, &t, sizeof t);
+}
 
 /* dsu_cross3, dsu_dot3 and dsu_cross3_bwd on lanes (the same formulas) */
 static inline void ds__tet_vcross(dsTet__V r[3], const dsTet__V a[3], const dsTet__V b[3]) {
@@ -276,24 +323,29 @@ typedef struct dsTet__Q {
 
 DS__FLATTEN static inline void ds__tet_prep4(const dsModel* m, const dsReal* xs, const dsReal* vs,
                                              const dsReal* acts, int e0, dsTet__Q* t) {
-  for (int l = 0; l < 4; l++) {
-    const int e = e0 + l;
-    const int* idx = m->tet_idx + 4 * (size_t)e;
-    for (int k = 0; k < 4; k++) {
-      const dsReal* px = xs + 3 * (size_t)idx[k];
-      const dsReal* pv = vs + 3 * (size_t)idx[k];
-      for (int c = 0; c < 3; c++) {
-        t->x[3 * k + c][l] = px[c];
-        t->v[3 * k + c][l] = pv[c];
-      }
+  for (int k = 0; k < 4; k++) {
+    const dsReal *px[DS__TL], *pv[DS__TL];
+    for (int l = 0; l < DS__TL; l++) {
+      const size_t i = (size_t)m->tet_idx[4 * (size_t)(e0 + l) + k];
+      px[l] = xs + 3 * i;
+      pv[l] = vs + 3 * i;
     }
-    for (int k = 0; k < 9; k++) t->B[k][l] = m->tet_B[9 * (size_t)e + k];
-    t->V0[l] = m->tet_vol[e];
-    t->kmu_d[l] = m->tet_k_mu[e];
-    t->klam_d[l] = m->tet_k_lambda[e];
-    t->kd_d[l] = m->tet_k_damp[e];
-    t->act[l] = acts ? acts[e] : 0;
+    for (int c = 0; c < 3; c++) {
+      ds__tet_lanes(&t->x[3 * k + c], px, (size_t)c);
+      ds__tet_lanes(&t->v[3 * k + c], pv, (size_t)c);
+    }
   }
+  const dsReal* pB[DS__TL];
+  for (int l = 0; l < DS__TL; l++) pB[l] = m->tet_B + 9 * (size_t)(e0 + l);
+  for (int k = 0; k < 9; k++) ds__tet_lanes(&t->B[k], pB, (size_t)k);
+  ds__tet_vload(&t->V0, m->tet_vol + e0);
+  ds__tet_vload(&t->kmu_d, m->tet_k_mu + e0);
+  ds__tet_vload(&t->klam_d, m->tet_k_lambda + e0);
+  ds__tet_vload(&t->kd_d, m->tet_k_damp + e0);
+  if (acts)
+    ds__tet_vload(&t->act, acts + e0);
+  else
+    t->act = (dsTet__V){0};
   const dsTet__V* x = t->x;
   const dsTet__V* v = t->v;
   const dsTet__V* B = t->B;
@@ -313,7 +365,7 @@ DS__FLATTEN static inline void ds__tet_prep4(const dsModel* m, const dsReal* xs,
       t->F[3 * i + j] = Ds[3 * i] * B[j] + Ds[3 * i + 1] * B[3 + j] + Ds[3 * i + 2] * B[6 + j];
       t->Fd[3 * i + j] = Vs[3 * i] * B[j] + Vs[3 * i + 1] * B[3 + j] + Vs[3 * i + 2] * B[6 + j];
     }
-  t->Ic = (dsTet__V){0, 0, 0, 0};
+  t->Ic = (dsTet__V){0};
   for (int k = 0; k < 9; k++) t->Ic += t->F[k] * t->F[k];
   t->detB = B[0] * (B[4] * B[8] - B[5] * B[7]) - B[1] * (B[3] * B[8] - B[5] * B[6]) +
             B[2] * (B[3] * B[7] - B[4] * B[6]);
@@ -339,18 +391,15 @@ DS__FLATTEN static inline void ds__tet_fwd_elem4(const dsModel* m, const dsForce
   ds__tet_vgw(&gw, t.g, t.w);
   const dsTet__V s = t.klam_d * V0 * (t.J - 1 + t.act) - (dsReal)0.75 * kmu + kd * gw;
   dsTet__V f[12];
-  for (int k = 0; k < 3; k++) f[k] = (dsTet__V){0, 0, 0, 0};
+  for (int k = 0; k < 3; k++) f[k] = (dsTet__V){0};
   for (int i = 0; i < 3; i++)
     for (int k = 0; k < 3; k++) {
       dsTet__V h = H[3 * k + i] + t.g[i][k] * s;
       f[3 * (i + 1) + k] = -h;
       f[k] += h;
     }
-  for (int l = 0; l < 4; l++) {
-    dsReal* ef = a->ef + 12 * (size_t)(e0 + l);
-    for (int k = 0; k < 12; k++) ef[k] = f[k][l];
-    a->J[e0 + l] = t.J[l];
-  }
+  ds__tet_store12(a->ef + 12 * (size_t)e0, f);
+  memcpy(a->J + e0, &t.J, sizeof t.J);
 }
 
 /* ds_tet_bwd and the body's stores on four tets (the same operations). */
@@ -358,14 +407,13 @@ DS__FLATTEN static inline void ds__tet_bwd_elem4(const dsModel* m, const dsForce
   dsTet__Q t;
   ds__tet_prep4(m, a->x, a->v, a->act, e0, &t);
   dsTet__V af[12];
-  for (int k = 0; k < 12; k++) af[k] = (dsTet__V){0, 0, 0, 0};
-  for (int l = 0; l < 4; l++) {
-    const int* idx = m->tet_idx + 4 * (size_t)(e0 + l);
-    for (int k = 0; k < 4; k++)
-      for (int c = 0; c < 3; c++) af[3 * k + c][l] = a->af[3 * (size_t)idx[k] + c];
+  for (int k = 0; k < 4; k++) {
+    const dsReal* pa[DS__TL];
+    for (int l = 0; l < DS__TL; l++) pa[l] = a->af + 3 * (size_t)m->tet_idx[4 * (size_t)(e0 + l) + k];
+    for (int c = 0; c < 3; c++) ds__tet_lanes(&af[3 * k + c], pa, (size_t)c);
   }
   const dsTet__V* B = t.B;
-  const dsTet__V V0 = t.V0, zero = {0, 0, 0, 0};
+  const dsTet__V V0 = t.V0, zero = {0};
   const dsTet__V kmu = t.kmu_d * V0, kd = t.kd_d * V0;
   const dsTet__V ip1 = 1 / (t.Ic + 1);
   const dsTet__V phi = kmu * (1 - ip1);
@@ -427,18 +475,13 @@ DS__FLATTEN static inline void ds__tet_bwd_elem4(const dsModel* m, const dsForce
       avl[3 * (i + 1) + c] += va;
       avl[c] -= va;
     }
+  ds__tet_store12(a->aex + 12 * (size_t)e0, ax);
+  ds__tet_store12(a->aev + 12 * (size_t)e0, avl);
   dsGrad* g = a->g;
-  for (int l = 0; l < 4; l++) {
-    const int e = e0 + l;
-    for (int k = 0; k < 12; k++) {
-      a->aex[12 * (size_t)e + k] = ax[k][l];
-      a->aev[12 * (size_t)e + k] = avl[k][l];
-    }
-    g->tet_k_mu[e] += ap_kmu[l];
-    g->tet_k_lambda[e] += ap_klam[l];
-    g->tet_k_damp[e] += ap_kd[l];
-    if (a->adj_act) a->adj_act[e] = ap_act[l];
-  }
+  ds__tet_vadd_to(g->tet_k_mu + e0, &ap_kmu);
+  ds__tet_vadd_to(g->tet_k_lambda + e0, &ap_klam);
+  ds__tet_vadd_to(g->tet_k_damp + e0, &ap_kd);
+  if (a->adj_act) memcpy(a->adj_act + e0, &ap_act, sizeof ap_act);
 }
 
 /* The quads, compiled twice on x86-64: for the baseline (SSE2: a vector
@@ -446,7 +489,7 @@ DS__FLATTEN static inline void ds__tet_bwd_elem4(const dsModel* m, const dsForce
  * operations either way (no FMA), so the same bits. */
 DS__FLATTEN static inline void ds__tet_fwd_quads(const dsModel* m, const dsForceFwd* a, int nq) {
 #pragma omp for schedule(static) nowait
-  for (int q = 0; q < nq; q++) ds__tet_fwd_elem4(m, a, 4 * q);
+  for (int q = 0; q < nq; q++) ds__tet_fwd_elem4(m, a, DS__TL * q);
 }
 
 #if defined(__x86_64__) && !defined(DS_NO_AVX2)
@@ -454,12 +497,12 @@ __attribute__((target("avx2"))) DS__FLATTEN static inline void ds__tet_fwd_quads
                                                                                       const dsForceFwd* a,
                                                                                       int nq) {
 #pragma omp for schedule(static) nowait
-  for (int q = 0; q < nq; q++) ds__tet_fwd_elem4(m, a, 4 * q);
+  for (int q = 0; q < nq; q++) ds__tet_fwd_elem4(m, a, DS__TL * q);
 }
 #endif
 
 static inline void ds__tet_fwd_loop(const dsModel* m, const dsForceFwd* a) {
-  const int n = m->ntet, nq = n / 4;
+  const int n = m->ntet, nq = n / DS__TL;
 #if defined(__x86_64__) && !defined(DS_NO_AVX2)
   if (__builtin_cpu_supports("avx2"))
     ds__tet_fwd_quads_avx2(m, a, nq);
@@ -467,7 +510,7 @@ static inline void ds__tet_fwd_loop(const dsModel* m, const dsForceFwd* a) {
 #endif
     ds__tet_fwd_quads(m, a, nq);
 #pragma omp for schedule(static) nowait
-  for (int e = 4 * nq; e < n; e++) ds__tet_fwd_elem(m, a, e);
+  for (int e = DS__TL * nq; e < n; e++) ds__tet_fwd_elem(m, a, e);
 }
 #else
 DS__FLATTEN static inline void ds__tet_fwd_loop(const dsModel* m, const dsForceFwd* a) {
@@ -480,7 +523,7 @@ DS__FLATTEN static inline void ds__tet_fwd_loop(const dsModel* m, const dsForceF
 #if defined(__GNUC__) && !defined(__CUDACC__)
 DS__FLATTEN static inline void ds__tet_bwd_quads(const dsModel* m, const dsForceBwd* a, int nq) {
 #pragma omp for schedule(static) nowait
-  for (int q = 0; q < nq; q++) ds__tet_bwd_elem4(m, a, 4 * q);
+  for (int q = 0; q < nq; q++) ds__tet_bwd_elem4(m, a, DS__TL * q);
 }
 
 #if defined(__x86_64__) && !defined(DS_NO_AVX2)
@@ -488,12 +531,12 @@ __attribute__((target("avx2"))) DS__FLATTEN static inline void ds__tet_bwd_quads
                                                                                       const dsForceBwd* a,
                                                                                       int nq) {
 #pragma omp for schedule(static) nowait
-  for (int q = 0; q < nq; q++) ds__tet_bwd_elem4(m, a, 4 * q);
+  for (int q = 0; q < nq; q++) ds__tet_bwd_elem4(m, a, DS__TL * q);
 }
 #endif
 
 static inline void ds__tet_bwd_loop(const dsModel* m, const dsForceBwd* a) {
-  const int n = m->ntet, nq = n / 4;
+  const int n = m->ntet, nq = n / DS__TL;
 #if defined(__x86_64__) && !defined(DS_NO_AVX2)
   if (__builtin_cpu_supports("avx2"))
     ds__tet_bwd_quads_avx2(m, a, nq);
@@ -501,7 +544,7 @@ static inline void ds__tet_bwd_loop(const dsModel* m, const dsForceBwd* a) {
 #endif
     ds__tet_bwd_quads(m, a, nq);
 #pragma omp for schedule(static) nowait
-  for (int e = 4 * nq; e < n; e++) ds__tet_bwd_elem(m, a, e);
+  for (int e = DS__TL * nq; e < n; e++) ds__tet_bwd_elem(m, a, e);
 }
 #else
 DS__FLATTEN static inline void ds__tet_bwd_loop(const dsModel* m, const dsForceBwd* a) {
