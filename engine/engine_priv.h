@@ -62,9 +62,20 @@ typedef struct dsDataPriv {
  * bodies (m->nbody > 0): states bs -> bso (may alias), wrenches bfext, and
  * fr (nparticle x 3 scratch) for the forces of their vertices. pick: the
  * thread choice to follow and update (NULL: all threads when the model is
- * large enough). */
+ * large enough). ck (NULL: none; ds_step's own work done by the threads
+ * that own the particles and tets instead of serially around the region):
+ * the state before the substep copied to (tx, tv) when those are non-NULL,
+ * and the first tet with J <= 0 and the first non-finite new state found
+ * (the smallest index, so the same for any thread count). */
+typedef struct dsStepCheck {
+  dsReal *tx, *tv;       /* tape rows for the state before the substep, or NULL */
+  int check;             /* 1: J and finiteness checks (models without rigid bodies) */
+  _Atomic int bad_tet;   /* smallest tet with !(J > 0); INT_MAX: none */
+  _Atomic int bad_state; /* smallest 2 k + (x[k] finite ? 1 : 0) over k with x[k] or v[k] not finite; INT_MAX: none */
+} dsStepCheck;
+
 void ds__substep(const dsModel* m, const dsReal* x, const dsReal* v, const dsReal* act, const dsReal* fext,
                  dsReal* ef, dsReal* J, dsReal* f, dsReal* xo, dsReal* vo, int integrate, const dsReal* bs,
-                 const dsReal* bfext, dsReal* bso, dsReal* fr, dsThreadPick* pick);
+                 const dsReal* bfext, dsReal* bso, dsReal* fr, dsThreadPick* pick, dsStepCheck* ck);
 
 #endif

@@ -39,6 +39,7 @@
  * beside x and v (and recomputed in checkpoint segments). */
 #include "config.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -132,6 +133,37 @@ static void pick_end(dsThreadPick* p, int arm, double sec) {
   p->left = p->interval;
 }
 
+/* tets per iteration of the parallel J check */
+#define DS__CHECK_BLOCK 64
+
+/* *a = min(*a, v) (an int: the first bad index, whatever thread finds it) */
+static void atomic_min_int(_Atomic int* a, int v) {
+  int cur = atomic_load(a);
+  while (v < cur && !atomic_compare_exchange_weak(a, &cur, v)) {
+  }
+}
+
+/* particle i's state before the substep into the tape rows (before the
+ * gather: xo, vo may alias x, v) */
+static inline void tape_particle(dsStepCheck* ck, const dsReal* x, const dsReal* v, int i) {
+  const size_t o = 3 * (size_t)i;
+  for (int c = 0; c < 3; c++) {
+    ck->tx[o + c] = x[o + c];
+    ck->tv[o + c] = v[o + c];
+  }
+}
+
+/* the serial check's order: for k ascending, x[k] before v[k] */
+static inline void check_particle(dsStepCheck* ck, const dsReal* x, const dsReal* v, int i) {
+  for (int c = 0; c < 3; c++) {
+    const int k = 3 * i + c;
+    if (!isfinite(x[k]))
+      atomic_min_int(&ck->bad_state, 2 * k);
+    else if (!isfinite(v[k]))
+      atomic_min_int(&ck->bad_state, 2 * k + 1);
+  }
+}
+
 /* The per-particle bodies (engine/step_body.h) call the per-particle rows
  * by name; a new per-particle row must be added there too. */
 static inline int particle_rows_known(void) {
@@ -142,8 +174,9 @@ static inline int particle_rows_known(void) {
 
 void ds__substep(const dsModel* m, const dsReal* x, const dsReal* v, const dsReal* act, const dsReal* fext,
                  dsReal* ef, dsReal* J, dsReal* f, dsReal* xo, dsReal* vo, int integrate, const dsReal* bs,
-                 const dsReal* bfext, dsReal* bso, dsReal* fr, dsThreadPick* pick) {
+                 const dsReal* bfext, dsReal* bso, dsReal* fr, dsThreadPick* pick, dsStepCheck* ck) {
   const int np = m->nparticle;
+  const int nq = (m->ntet + DS__CHECK_BLOCK - 1) / DS__CHECK_BLOCK;
   dsForceLayout L;
   ds__force_layout(m, &L);
   DS_ASSERT(particle_rows_known());
@@ -162,17 +195,31 @@ void ds__substep(const dsModel* m, const dsReal* x, const dsReal* v, const dsRea
       F->fwd(m, &a);
     }
 #pragma omp barrier
+    /* the J of this thread's tets (those it computed: ds__tet_fwd_loop's map) */
+    if (ck && ck->check) {
+#pragma omp for schedule(static) nowait
+      for (int q = 0; q < nq; q++)
+        for (int e = DS__CHECK_BLOCK * q; e < DS__CHECK_BLOCK * (q + 1) && e < m->ntet; e++)
+          if (!(J[e] > 0)) atomic_min_int(&ck->bad_tet, e);
+    }
     /* gather in a fixed order, per-particle models (contact), integrate;
      * the region's end is the barrier unless rigid bodies follow */
     if (m->nbody) {
 #pragma omp for schedule(static)
-      for (int i = 0; i < np; i++) ds__gather_fwd_particle(m, &pa, i);
+      for (int i = 0; i < np; i++) {
+        if (ck && ck->tx) tape_particle(ck, x, v, i);
+        ds__gather_fwd_particle(m, &pa, i);
+      }
       /* rigid bodies: Newton-Euler and the pose of their vertices (engine/rigid.h) */
 #pragma omp for schedule(static) nowait
       for (int b = 0; b < m->nbody; b++) ds__rigid_fwd(m, b, x, fr, bs, bfext, bso, xo, vo, integrate);
     } else {
 #pragma omp for schedule(static) nowait
-      for (int i = 0; i < np; i++) ds__gather_fwd_particle(m, &pa, i);
+      for (int i = 0; i < np; i++) {
+        if (ck && ck->tx) tape_particle(ck, x, v, i);
+        ds__gather_fwd_particle(m, &pa, i);
+        if (ck && ck->check) check_particle(ck, xo, vo, i);
+      }
     }
   }
   if (arm >= 0) pick_end(pick, arm, clock_s() - t0);
@@ -199,6 +246,15 @@ int ds_step(const dsModel* m, dsData* d) {
   const int t = d->t, T = d->max_substeps, np = m->nparticle;
   const size_t n3 = 3 * (size_t)np, nb13 = 13 * (size_t)m->nbody, nb6 = 6 * (size_t)m->nbody;
   d->bt = -1;
+  /* the tape copy of (x, v) and the checks of J and of the new state run
+   * inside the substep, each by the thread that owns the particle or tet
+   * (no serial pass over the state per substep); rigid models check
+   * serially below (their vertices are posed after the gather) */
+  dsStepCheck ck;
+  ck.tx = ck.tv = NULL;
+  ck.check = m->nbody == 0;
+  atomic_init(&ck.bad_tet, INT_MAX);
+  atomic_init(&ck.bad_state, INT_MAX);
   if (T > 0) {
     if (t >= T) return ds__seterr(eb, DS_ERR_STATE, "substep %d: tape full (max_substeps %d)", t, T);
     if (m->nact && d->act_n >= d->act_cap && needs_record(d->act_tape, d->act_n, d->act, (size_t)m->nact))
@@ -207,10 +263,10 @@ int ds_step(const dsModel* m, dsData* d) {
       return ds__seterr(eb, DS_ERR_RANGE, "substep %d: external-force tape full (%d records)", t, d->fext_cap);
     if (nb13 && d->bfext_n >= d->bfext_cap && needs_record(d->bfext_tape, d->bfext_n, d->body_fext, nb6))
       return ds__seterr(eb, DS_ERR_RANGE, "substep %d: body wrench tape full (%d records)", t, d->bfext_cap);
-    if (d->ckpt == 1 || t % d->ckpt == 0) {
+    if (d->ckpt == 1 || t % d->ckpt == 0) { /* x and v: by the particles' threads in the substep */
       size_t slot = (size_t)(d->ckpt == 1 ? t : t / d->ckpt);
-      memcpy(d->tape_x + slot * n3, d->x, n3 * sizeof(dsReal));
-      memcpy(d->tape_v + slot * n3, d->v, n3 * sizeof(dsReal));
+      ck.tx = d->tape_x + slot * n3;
+      ck.tv = d->tape_v + slot * n3;
       if (nb13) memcpy(d->tape_body + slot * nb13, d->body, nb13 * sizeof(dsReal));
     }
     if (m->nact) d->act_rec[t] = record(d->act_tape, &d->act_n, d->act_cap, d->act, (size_t)m->nact);
@@ -227,20 +283,34 @@ int ds_step(const dsModel* m, dsData* d) {
     return DS_ERR_ARENA;
   }
   ds__substep(m, d->x, d->v, d->act, d->f_ext, ef, J, d->f, d->x, d->v, 1, d->body, d->body_fext, d->body, fr,
-              &((dsDataPriv*)d->err_)->fwd);
+              &((dsDataPriv*)d->err_)->fwd, &ck);
   int rc = 0;
-  for (int e = 0; e < m->ntet; e++)
-    if (!(J[e] > 0)) {
-      rc = ds__seterr(eb, DS_ERR_INVERTED, "substep %d: tet %d inverted (J = %g)", t, e, (double)J[e]);
-      break;
-    }
+  if (ck.check) {
+    const int e = atomic_load(&ck.bad_tet);
+    if (e != INT_MAX) rc = ds__seterr(eb, DS_ERR_INVERTED, "substep %d: tet %d inverted (J = %g)", t, e, (double)J[e]);
+  } else {
+    for (int e = 0; e < m->ntet; e++)
+      if (!(J[e] > 0)) {
+        rc = ds__seterr(eb, DS_ERR_INVERTED, "substep %d: tet %d inverted (J = %g)", t, e, (double)J[e]);
+        break;
+      }
+  }
   ds__arena_free(d, mark);
   DS_ASSERT(d->arena_top == 0);
   for (size_t k = 0; k < nb13 && !rc; k++)
     if (!isfinite(d->body[k]))
       rc = ds__seterr(eb, DS_ERR_DIVERGED, "substep %d: body %d state is %s", t, (int)(k / 13),
                       isnan(d->body[k]) ? "NaN" : "Inf");
-  for (size_t k = 0; k < n3 && !rc; k++) {
+  if (ck.check && !rc) {
+    const int key = atomic_load(&ck.bad_state);
+    if (key != INT_MAX) {
+      const int k = key / 2;
+      const dsReal bad = key % 2 ? d->v[k] : d->x[k];
+      rc = ds__seterr(eb, DS_ERR_DIVERGED, "substep %d: particle %d %s is %s", t, k / 3,
+                      key % 2 ? "velocity" : "position", isnan(bad) ? "NaN" : "Inf");
+    }
+  }
+  for (size_t k = 0; k < n3 && !rc && !ck.check; k++) {
     if (!isfinite(d->x[k]))
       rc = ds__seterr(eb, DS_ERR_DIVERGED, "substep %d: particle %d position is %s", t, (int)(k / 3),
                       isnan(d->x[k]) ? "NaN" : "Inf");
@@ -267,7 +337,8 @@ int ds_compute_forces(const dsModel* m, dsData* d) {
     ds__arena_free(d, mark);
     return DS_ERR_ARENA;
   }
-  ds__substep(m, d->x, d->v, d->act, d->f_ext, ef, J, d->f, NULL, NULL, 0, d->body, d->body_fext, NULL, fr, NULL);
+  ds__substep(m, d->x, d->v, d->act, d->f_ext, ef, J, d->f, NULL, NULL, 0, d->body, d->body_fext, NULL, fr, NULL,
+              NULL);
   ds__arena_free(d, mark);
   return 0;
 }
@@ -316,7 +387,7 @@ static int load_segment(const dsModel* m, dsData* d, int t) {
     const dsReal* bfext = nb13 ? d->bfext_tape + (size_t)d->bfext_rec[j] * nb6 : NULL;
     ds__substep(m, d->seg_x + o, d->seg_v + o, act, fext, ef, J, NULL, d->seg_x + o + n3, d->seg_v + o + n3, 1,
                 nb13 ? d->seg_body + ob : NULL, bfext, nb13 ? d->seg_body + ob + nb13 : NULL, fr,
-                &((dsDataPriv*)d->err_)->fwd);
+                &((dsDataPriv*)d->err_)->fwd, NULL);
   }
   ds__arena_free(d, mark);
   d->seg_start = s;

@@ -13,9 +13,11 @@
 #include "config.h"
 
 #include <math.h>
+#include <stdio.h>
 
 #include "tests/dstest.h"
 #include "tests/enginetest.h"
+#include "dsim/mesh.h"
 
 static dsModel* finalize(dsBuilder* b) {
   dsModel* m = NULL;
@@ -289,8 +291,76 @@ static void test_divergence(void) {
   ds_model_free(m);
 }
 
+/* The checks run inside the parallel substep, each thread on its own
+ * particles and tets: the element reported must still be the first one,
+ * and the tape must hold the state before each substep, for any thread
+ * count. */
+static void test_parallel_checks(void) {
+  dsBuilder* b;
+  ds_builder_create(&b);
+  dsTetMaterial te = {1e3, 1e3, 1};
+  dsReal o[3] = {0, 0.5, 0};
+  ds_builder_add_tet_grid(b, 12, 3, 12, 0.1, 0.1, 0.1, o, 100, NULL, &te);
+  ds_builder_set_dt(b, 1e-3);
+  dsModel* m = NULL;
+  CHECK_INT_EQ(ds_builder_finalize(b, &m), 0);
+  ds_builder_free(b);
+  const int np = m->nparticle, late = np - 5, early = 40;
+  const int adaptive = ds_get_adaptive_threads();
+  ds_set_adaptive_threads(0);
+  for (int th = 1; th <= 4; th *= 2) {
+    ds_set_num_threads(th);
+    dsData* d = mkdata(m, 20);
+    for (int t = 0; t < 3; t++) CHECK_INT_EQ(ds_step(m, d), 0);
+    /* the tape rows are the states before each substep */
+    dsData* ref = mkdata(m, 0);
+    for (int t = 0; t < 3; t++) {
+      for (int k = 0; k < 3 * np; k++)
+        if (d->tape_x[(size_t)t * 3 * np + k] != ref->x[k] || d->tape_v[(size_t)t * 3 * np + k] != ref->v[k]) {
+          CHECK(0 && "tape row differs from the state");
+          t = 3;
+          break;
+        }
+      if (t < 3) CHECK_INT_EQ(ds_step(m, ref), 0);
+    }
+    ds_data_free(ref);
+    /* two bad particles, in different threads' shares: the first is named */
+    d->f_ext[3 * late + 1] = NAN;
+    d->f_ext[3 * early + 2] = INFINITY;
+    CHECK_INT_EQ(ds_step(m, d), DS_ERR_DIVERGED);
+    char want[96];
+    snprintf(want, sizeof want, "substep 3: particle %d position is Inf", early);
+    CHECK_STR_CONTAINS(ds_data_last_error(d), want);
+    /* two inverted tets far apart: the first is named */
+    ds_data_reset(m, d);
+    const int* t0 = m->tet_idx + 4 * 3;
+    const int* t1 = m->tet_idx + 4 * (m->ntet - 2);
+    for (int c = 0; c < 3; c++) {
+      d->x[3 * t1[3] + c] = 2 * d->x[3 * t1[0] + c] - d->x[3 * t1[3] + c]; /* reflect through vertex 0 */
+      d->x[3 * t0[3] + c] = 2 * d->x[3 * t0[0] + c] - d->x[3 * t0[3] + c];
+    }
+    int first = -1, nbad = 0;
+    for (int e = 0; e < m->ntet; e++) {
+      const int* q = m->tet_idx + 4 * e;
+      if (ds_tet_signed_volume(d->x + 3 * q[0], d->x + 3 * q[1], d->x + 3 * q[2], d->x + 3 * q[3]) <= 0) {
+        if (first < 0) first = e;
+        nbad++;
+      }
+    }
+    CHECK(first >= 0 && first < 40 && nbad > 1);
+    CHECK_INT_EQ(ds_step(m, d), DS_ERR_INVERTED);
+    snprintf(want, sizeof want, "substep 0: tet %d inverted (J = -", first);
+    CHECK_STR_CONTAINS(ds_data_last_error(d), want);
+    ds_data_free(d);
+  }
+  ds_set_num_threads(0);
+  ds_set_adaptive_threads(adaptive);
+  ds_model_free(m);
+}
+
 int main(void) {
   if (DS_SINGLE) DST_SKIP("tolerances need double precision");
+  test_parallel_checks();
   test_rest_equilibrium();
   test_energy();
   test_settle();
