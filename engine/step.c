@@ -153,6 +153,14 @@ static inline void tape_particle(dsStepCheck* ck, const dsReal* x, const dsReal*
   }
 }
 
+static inline void prefetch(const dsReal* p) {
+#if defined(__GNUC__)
+  __builtin_prefetch(p, 0, 3);
+#else
+  (void)p;
+#endif
+}
+
 /* the serial check's order: for k ascending, x[k] before v[k] */
 static inline void check_particle(dsStepCheck* ck, const dsReal* x, const dsReal* v, int i) {
   for (int c = 0; c < 3; c++) {
@@ -438,6 +446,8 @@ int ds_backward_step(const dsModel* m, dsData* d, dsGrad* g, dsReal* adj_act, ds
     return DS_ERR_ARENA;
   }
   const dsReal dt = m->dt;
+  const dsReal* pre_x = d->ckpt == 1 && t > 0 ? d->tape_x + (size_t)(t - 1) * n3 : NULL;
+  const dsReal* pre_v = pre_x ? d->tape_v + (size_t)(t - 1) * n3 : NULL;
   const dsStepBwd pa = {xt, vt, vt1, aex, aev, d->adj_x, d->adj_v, av, af, adj_fext,
                         L.count[DS__F_CONTACT] ? scr + L.scratch[DS__F_CONTACT] : NULL,
                         L.count[DS__F_RIGID_CONTACT] ? scr + L.scratch[DS__F_RIGID_CONTACT] : NULL, g};
@@ -484,6 +494,15 @@ int ds_backward_step(const dsModel* m, dsData* d, dsGrad* g, dsReal* adj_act, ds
      * (the region's end is the barrier) */
 #pragma omp for schedule(static) nowait
     for (int i = 0; i < np; i++) ds__gather_bwd_particle(m, &pa, i);
+    /* the next backward step's taped state (full tape: rows t - 1, read
+     * from memory, not from the cache) on its way while this step ends */
+    if (pre_x) {
+#pragma omp for schedule(static) nowait
+      for (size_t o = 0; o < n3; o += 64 / sizeof(dsReal)) {
+        prefetch(pre_x + o);
+        prefetch(pre_v + o);
+      }
+    }
   }
   if (arm >= 0) pick_end(pick, arm, clock_s() - t0);
   /* shared scalars: serial sums in element order */
