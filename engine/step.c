@@ -104,15 +104,17 @@ static void pick_end(dsThreadPick* p, int arm, double sec) {
     if (p->est[other] > 0 && *e > p->est[other]) p->left = 0;
     return;
   }
-  /* a probe of the other count. One thread is probed twice and keeps the
-   * faster call (one preempted call must not condemn it); all threads once
-   * (a probe under load can cost tens of calls) */
-  if (arm == 0 && p->probes == 0) {
+  /* a probe of the other count, twice, keeping the faster call: one
+   * preempted call must not condemn one thread, and the first call on all
+   * threads after a spell on one pays for waking the sleeping workers.
+   * All threads get the second call only when the first was not far slower
+   * than the count in use (under load one probe can cost tens of calls). */
+  if (p->probes == 0 && (arm == 0 || sec < 4 * p->est[p->cur])) {
     p->probe_min = sec;
     p->probes = 1;
     return;
   }
-  if (arm == 0 && p->probe_min < sec) sec = p->probe_min;
+  if (p->probes && p->probe_min < sec) sec = p->probe_min;
   p->probes = 0;
   p->est[arm] = sec;
   if (sec < p->est[p->cur]) {
