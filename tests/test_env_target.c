@@ -211,7 +211,7 @@ static void second_view(void) {
   const double l1 = view_loss(0, dz), l2 = view_loss(2, dz), both = view_loss(1, dz);
   printf("0.5 m in depth: first view %.4g, second view %.4g, both %.4g\n", l1, l2, both);
   CHECK(l1 > 0 && l2 > 0);
-  CHECK_CLOSE(both, l1 + l2, 1e-12, 0);
+  CHECK_CLOSE(both, l1 + l2, DS_SINGLE ? 1e-6 : 1e-12, 0); /* float sums in the single build */
 }
 
 int main(void) {
