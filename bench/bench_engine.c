@@ -33,6 +33,9 @@
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#ifdef __linux__
+#  include <sys/prctl.h>
+#endif
 
 #include "dsim/engine.h"
 #include "bench/bench.h"
@@ -173,6 +176,10 @@ static pid_t spawn_load(void) {
     exit(1);
   }
   if (p == 0) {
+#ifdef __linux__
+    prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive the benchmark (a closed pipe kills it) */
+    if (getppid() == 1) _exit(0);
+#endif
     volatile unsigned long x = 0;
     for (;;) x++;
   }
