@@ -28,9 +28,11 @@ dsErrBuf* ds__data_err(dsData* d);
  * A parallel stage is run on either 1 thread or all of them (nmax); every
  * count gives the same bits, so the choice is free to follow the clock. The
  * stage times each call: the count in use keeps a running mean of its
- * seconds per call, and now and then the other count is probed (all
- * threads: one call; one thread: the faster of two calls); the faster one
- * is used. A losing probe of all threads at least doubles the interval to
+ * seconds per call, and now and then the other count is probed (the faster
+ * of two calls: the first call on all threads after a spell on one pays
+ * for waking the workers; all threads get the second call only when the
+ * first was under 4x the count in use, since under load one such call can
+ * cost tens); the faster count is used. A losing probe of all threads at least doubles the interval to
  * the next (8 .. 4096 calls; longer the more it lost), so an unhelpful
  * count costs a few per cent at most; one thread, cheap to probe, is looked
  * at again within 64 calls, and at once when the count in use becomes
@@ -44,7 +46,7 @@ typedef struct dsThreadPick {
   int left;      /* calls until the other count is probed */
   int interval;  /* probe interval, calls */
   double est[2]; /* seconds per call of each; < 0 unknown */
-  int probes;    /* calls of the current probe of one thread so far */
+  int probes;    /* calls of the current probe so far */
   double probe_min;
 } dsThreadPick;
 

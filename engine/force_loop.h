@@ -47,9 +47,10 @@
  *   - its floating-point operations and their order are those of the CPU
  *     loop (the golden hashes pin them in double).
  * The names and signatures of the bodies are stable; their insides are not.
- * On the CPU (GCC/Clang) the tet loops run four tets per iteration through
+ * On the CPU (GCC/Clang) the tet loops run DS__TL tets per iteration (4 in
+ * double, 8 in the single build: one 32-byte vector) through
  * ds__tet_fwd_elem4 / ds__tet_bwd_elem4 (engine/force_tet.h): the body's
- * operations in the body's order on 4-lane vectors, so the same bits; the
+ * operations in the body's order on lane vectors, so the same bits; the
  * scalar body does the remainder and is what CUDA calls. */
 #ifndef DSIM_ENGINE_FORCE_LOOP_H
 #define DSIM_ENGINE_FORCE_LOOP_H

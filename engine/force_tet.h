@@ -315,7 +315,7 @@ static inline void ds__tet_vcross_bwd(const dsTet__V a[3], const dsTet__V b[3], 
   for (int k = 0; k < 3; k++) adj_b[k] += tb[k];
 }
 
-/* Lanes' inputs and ds__tet_prep on four tets. */
+/* Lanes' inputs and ds__tet_prep on DS__TL tets. */
 typedef struct dsTet__Q {
   dsTet__V x[12], v[12], B[9], V0, kmu_d, klam_d, kd_d, act;
   dsTet__V c[3][3], w[3][3], F[9], Fd[9], g[3][3], Ic, J, detB;
@@ -402,7 +402,7 @@ DS__FLATTEN static inline void ds__tet_fwd_elem4(const dsModel* m, const dsForce
   memcpy(a->J + e0, &t.J, sizeof t.J);
 }
 
-/* ds_tet_bwd and the body's stores on four tets (the same operations). */
+/* ds_tet_bwd and the body's stores on DS__TL tets (the same operations). */
 DS__FLATTEN static inline void ds__tet_bwd_elem4(const dsModel* m, const dsForceBwd* a, int e0) {
   dsTet__Q t;
   ds__tet_prep4(m, a->x, a->v, a->act, e0, &t);
