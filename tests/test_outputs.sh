@@ -131,7 +131,7 @@ JSON
 "$DSIM" run "$dir/long.json" --out "$dir/killed.h5" >"$dir/killed.txt" 2>&1 &
 pid=$!
 k=0; tries=0
-while [ "$k" -lt 6 ] && [ "$tries" -lt 600 ]; do
+while [ "$k" -lt 6 ] && [ "$tries" -lt 2400 ]; do
   k=$(grep -c '^iteration' "$dir/killed.txt" 2>/dev/null || true); k=${k:-0}
   tries=$((tries + 1)); sleep 0.05
 done
