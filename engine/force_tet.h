@@ -230,8 +230,8 @@ DS_HD DS_INLINE void ds__tet_bwd_elem(const dsModel* m, const dsForceBwd* a, int
 #  pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 #if defined(__GNUC__) && !defined(__CUDACC__)
-#include <string.h>
-/* Four tets at once (CPU): lane l of every vector is tet e0 + l, and the
+#  include <string.h>
+/* DS__TL tets at once (CPU): lane l of every vector is tet e0 + l, and the
  * operations are those of ds__tet_prep and ds_tet_fwd above, one for one
  * and in the same order (GCC vector arithmetic rounds each lane as the
  * scalar operation would; -ffp-contract=off keeps products and sums apart),
@@ -245,10 +245,9 @@ typedef dsReal dsTet__V __attribute__((vector_size(32)));
 
 /* Lane loads. ds__tet_lanes: p[l][off] into lane l (the compiler builds the
  * vector in registers: no lane-by-lane stores to memory that a vector load
- * would then have to wait for). ds__tet_vload / _vstore: DS__TL consecutive
- * reals (per-element arrays at element e0). */
-/* (results through pointers: a 32-byte vector by value would change the
- * baseline copy's ABI) */
+ * would then have to wait for). ds__tet_vload: DS__TL consecutive reals
+ * (per-element arrays at element e0). Results go through pointers: a
+ * 32-byte vector by value would change the baseline copy's ABI. */
 static inline void ds__tet_lanes(dsTet__V* r, const dsReal* const p[DS__TL], size_t off) {
 #if DS_SINGLE
   *r = (dsTet__V){p[0][off], p[1][off], p[2][off], p[3][off], p[4][off], p[5][off], p[6][off], p[7][off]};

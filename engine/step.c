@@ -205,7 +205,7 @@ void ds__substep(const dsModel* m, const dsReal* x, const dsReal* v, const dsRea
       F->fwd(m, &a);
     }
 #pragma omp barrier
-    /* the J of this thread's tets (those it computed: ds__tet_fwd_loop's map) */
+    /* the J checks, shared out over the threads (after the barrier every J is there) */
     if (ck && ck->check) {
 #pragma omp for schedule(static) nowait
       for (int q = 0; q < nq; q++)
