@@ -36,7 +36,8 @@ dsErrBuf* ds__data_err(dsData* d);
  * the next (8 .. 4096 calls; longer the more it lost), so an unhelpful
  * count costs a few per cent at most; one thread, cheap to probe, is looked
  * at again within 64 calls, and at once when the count in use becomes
- * slower than one thread was; a change of nmax starts afresh.
+ * slower than one thread was; a change of nmax starts afresh, on one
+ * thread.
  * This is what makes a model too small to gain run on one thread, and a
  * run whose partner thread keeps being descheduled (another process on the
  * cores) fall back to one thread until the cores are free. */

@@ -81,9 +81,10 @@ static int pick_begin(dsThreadPick* p, long long work, int* arm) {
 #endif
   if (nmax <= 1 || work < DS__PAR_MIN) return 1;
   if (!p || !atomic_load(&g_adaptive)) return nmax;
-  if (p->nmax != nmax) {
+  if (p->nmax != nmax) { /* afresh: one thread first (a loaded machine makes a call on all threads
+                          * cost tens of calls; an idle one switches after a few calls) */
     p->nmax = nmax;
-    p->cur = 1;
+    p->cur = 0;
     p->left = 4;
     p->interval = 8;
     p->est[0] = p->est[1] = -1;
