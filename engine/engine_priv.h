@@ -72,7 +72,7 @@ typedef struct dsDataPriv {
  * (the smallest index, so the same for any thread count). */
 typedef struct dsStepCheck {
   dsReal *tx, *tv;       /* tape rows for the state before the substep, or NULL */
-  int check;             /* 1: J and finiteness checks (models without rigid bodies) */
+  int check;             /* 1: the new state's finiteness checked in the substep (no rigid bodies) */
   _Atomic int bad_tet;   /* smallest tet with !(J > 0); INT_MAX: none */
   _Atomic int bad_state; /* smallest 2 k + (x[k] finite ? 1 : 0) over k with x[k] or v[k] not finite; INT_MAX: none */
 } dsStepCheck;

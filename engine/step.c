@@ -207,7 +207,7 @@ void ds__substep(const dsModel* m, const dsReal* x, const dsReal* v, const dsRea
     }
 #pragma omp barrier
     /* the J checks, shared out over the threads (after the barrier every J is there) */
-    if (ck && ck->check) {
+    if (ck) {
 #pragma omp for schedule(static) nowait
       for (int q = 0; q < nq; q++)
         for (int e = DS__CHECK_BLOCK * q; e < DS__CHECK_BLOCK * (q + 1) && e < m->ntet; e++)
@@ -259,8 +259,8 @@ int ds_step(const dsModel* m, dsData* d) {
   d->bt = -1;
   /* the tape copy of (x, v) and the checks of J and of the new state run
    * inside the substep, each by the thread that owns the particle or tet
-   * (no serial pass over the state per substep); rigid models check
-   * serially below (their vertices are posed after the gather) */
+   * (no serial pass over the state per substep); rigid models check the
+   * state after it, with the same check */
   dsStepCheck ck;
   ck.tx = ck.tv = NULL;
   ck.check = m->nbody == 0;
@@ -296,23 +296,18 @@ int ds_step(const dsModel* m, dsData* d) {
   ds__substep(m, d->x, d->v, d->act, d->f_ext, ef, J, d->f, d->x, d->v, 1, d->body, d->body_fext, d->body, fr,
               &((dsDataPriv*)d->err_)->fwd, &ck);
   int rc = 0;
-  if (ck.check) {
-    const int e = atomic_load(&ck.bad_tet);
-    if (e != INT_MAX) rc = ds__seterr(eb, DS_ERR_INVERTED, "substep %d: tet %d inverted (J = %g)", t, e, (double)J[e]);
-  } else {
-    for (int e = 0; e < m->ntet; e++)
-      if (!(J[e] > 0)) {
-        rc = ds__seterr(eb, DS_ERR_INVERTED, "substep %d: tet %d inverted (J = %g)", t, e, (double)J[e]);
-        break;
-      }
-  }
+  const int bad_tet = atomic_load(&ck.bad_tet);
+  if (bad_tet != INT_MAX)
+    rc = ds__seterr(eb, DS_ERR_INVERTED, "substep %d: tet %d inverted (J = %g)", t, bad_tet, (double)J[bad_tet]);
   ds__arena_free(d, mark);
   DS_ASSERT(d->arena_top == 0);
   for (size_t k = 0; k < nb13 && !rc; k++)
     if (!isfinite(d->body[k]))
       rc = ds__seterr(eb, DS_ERR_DIVERGED, "substep %d: body %d state is %s", t, (int)(k / 13),
                       isnan(d->body[k]) ? "NaN" : "Inf");
-  if (ck.check && !rc) {
+  if (!ck.check && !rc) /* rigid models: their vertices are posed after the gather, so checked here */
+    for (int i = 0; i < np; i++) check_particle(&ck, d->x, d->v, i);
+  if (!rc) {
     const int key = atomic_load(&ck.bad_state);
     if (key != INT_MAX) {
       const int k = key / 2;
@@ -320,14 +315,6 @@ int ds_step(const dsModel* m, dsData* d) {
       rc = ds__seterr(eb, DS_ERR_DIVERGED, "substep %d: particle %d %s is %s", t, k / 3,
                       key % 2 ? "velocity" : "position", isnan(bad) ? "NaN" : "Inf");
     }
-  }
-  for (size_t k = 0; k < n3 && !rc && !ck.check; k++) {
-    if (!isfinite(d->x[k]))
-      rc = ds__seterr(eb, DS_ERR_DIVERGED, "substep %d: particle %d position is %s", t, (int)(k / 3),
-                      isnan(d->x[k]) ? "NaN" : "Inf");
-    else if (!isfinite(d->v[k]))
-      rc = ds__seterr(eb, DS_ERR_DIVERGED, "substep %d: particle %d velocity is %s", t, (int)(k / 3),
-                      isnan(d->v[k]) ? "NaN" : "Inf");
   }
   if (rc) {
     d->failed = 1;
