@@ -229,6 +229,10 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  if (only && strcmp(only, "grid40") && strcmp(only, "grid15") && strcmp(only, "gear") && strcmp(only, "cloth")) {
+    fprintf(stderr, "bench_engine: --only %s: expected grid40, grid15, gear or cloth\n", only);
+    return 2;
+  }
   const int div = quick ? 8 : 1, reps = quick ? 3 : 5, lreps = quick ? 1 : 3;
   pid_t child = load ? spawn_load() : 0;
   dsBuildInfo bi;
