@@ -514,6 +514,7 @@ int ds_bsim_reset(dsBatchSim* s) {
   s->cur_act = s->cur_fext = -1;
   s->seg_start = -1;
   s->failed = 0;
+  memset(s->hstatus, 0, 3 * (size_t)L->B * sizeof(int));
   int rc = s->be->zero(s->ctx, s->I + L->o_bad, (L->nint - L->o_bad) * sizeof(int));
   if (rc) return be_fail(s, rc, "clearing the failure flags");
   dsBatchArgs a = base_args(s);
@@ -553,6 +554,7 @@ int ds_bsim_rewind(dsBatchSim* s, int t, const dsReal* x, const dsReal* v) {
     s->cur_act = t > 0 ? s->act_rec[t - 1] : -1;
     s->cur_fext = t > 0 ? s->fext_rec[t - 1] : -1;
   }
+  memset(s->hstatus, 0, 3 * (size_t)L->B * sizeof(int));
   rc = s->be->zero(s->ctx, s->I + L->o_bad, (L->nint - L->o_bad) * sizeof(int));
   if (rc) return be_fail(s, rc, "clearing the failure flags");
   dsReal *cx, *cv;
@@ -710,6 +712,41 @@ int ds_bsim_set_param(dsBatchSim* s, int b, const char* name, const dsReal* valu
   }
   /* a new initial state shows at once (as after ds_model_set_param + reset) */
   return ds_bsim_reset(s);
+}
+
+int ds_bsim_load_params(dsBatchSim* s, int b, const dsModel* m) {
+  if (!s || !m) return DS_ERR_INVALID;
+  if (b < 0 || b >= s->L.B)
+    return ds__seterr(&s->err, DS_ERR_RANGE, "batch: instance %d: expected 0 .. %d", b, s->L.B - 1);
+  const dsModel* t = s->m;
+  if (m->nparticle != t->nparticle || m->nspring != t->nspring || m->ntri != t->ntri || m->nbend != t->nbend ||
+      m->ntet != t->ntet || m->nface != t->nface || m->nact != t->nact || m->nbody != t->nbody)
+    return ds__seterr(&s->err, DS_ERR_INVALID,
+                      "batch: instance %d: the model's counts differ from the batch's (particles %d/%d, springs "
+                      "%d/%d, tris %d/%d, bends %d/%d, tets %d/%d, faces %d/%d)",
+                      b, m->nparticle, t->nparticle, m->nspring, t->nspring, m->ntri, t->ntri, m->nbend, t->nbend,
+                      m->ntet, t->ntet, m->nface, t->nface);
+  if (s->t != 0)
+    return ds__seterr(&s->err, DS_ERR_STATE, "batch: parameters can only be set between episodes (now substep %d)",
+                      s->t);
+  dsReal* blk = s->hparam + (size_t)b * s->L.P;
+  const dsModel* m_ = m;
+#define DS__LOAD(field, type, count, diff, name)                                             \
+  if (s->L.where[DS__MF_##field] == DS__BL_INSTANCE)                                         \
+    memcpy(blk + s->L.off[DS__MF_##field], m->field, (size_t)(count) * sizeof(type));
+  DS_MODEL_ARRAYS(DS__LOAD)
+#undef DS__LOAD
+  (void)m_;
+  int rc = s->be->put(s->ctx, s->R + s->L.o_param + (size_t)b * s->L.P, blk, s->L.P * sizeof(dsReal));
+  return rc ? be_fail(s, rc, "uploading parameters") : 0;
+}
+
+int ds_bsim_failure(const dsBatchSim* s, int b, int* substep, int* element) {
+  if (!s || b < 0 || b >= s->L.B) return DS_ERR_INVALID;
+  const int* st = s->hstatus + 3 * (size_t)b;
+  if (substep) *substep = st[0] ? st[1] : -1;
+  if (element) *element = st[0] ? st[2] : -1;
+  return st[0];
 }
 
 /* Offset of a differentiable parameter in an instance block, and its count. */

@@ -24,6 +24,13 @@ struct dsBatch {
   uint8_t* seeded;  /* a reset happened */
   int* rc;          /* scratch: per-env outcome of the last call */
   dsErrBuf err;
+  /* One engine for every env (a definition on the batched engine, without
+     gradients): env i is instance i of bs and its data mirror it */
+  dsBatchSim* bs;
+  dsReal *bx, *bv;  /* n x n3: every env's state, to and from bs */
+  dsReal* bact;     /* n x nact: every env's activations */
+  int *s0, *s1;     /* per env: the substeps of its step in this call (s0 < 0: not stepped) */
+  dsReal* r;        /* per env: the step's reward */
 };
 
 static void copy_err(char* err, size_t errlen, const char* msg) {
@@ -38,7 +45,44 @@ void ds_batch_destroy(dsBatch* b) {
   ds__free(b->seed);
   ds__free(b->seeded);
   ds__free(b->rc);
+  ds_bsim_free(b->bs);
+  ds__free(b->bx);
+  ds__free(b->bv);
+  ds__free(b->bact);
+  ds__free(b->s0);
+  ds__free(b->s1);
+  ds__free(b->r);
   ds__free(b);
+}
+
+/* The engine every env shares (instance i: env i); every env starts from
+ * its own model at the first step (each is dirty after a reset). */
+static int create_shared(dsBatch* b, char* err, size_t errlen) {
+  const dsEnv* e0 = b->envs[0];
+  const size_t n = (size_t)b->n, n3 = (size_t)e0->n3, nact = (size_t)e0->m->nact;
+  dsBatchSimDef bd = ds_default_batch_sim_def();
+  bd.batch = b->n;
+  bd.max_substeps = 0; /* forward only: the tape would need one episode clock for all */
+  bd.device = e0->def.device;
+  char why[DS_ERRMSG_LEN], dn[32];
+  int rc = ds_bsim_create(e0->m, &bd, &b->bs, why, sizeof why);
+  if (rc) {
+    if (err && errlen)
+      snprintf(err, errlen, "%s: batch of %d: the batched engine on %s: %s", e0->cls->name, b->n,
+               ds_device_name(bd.device, dn, sizeof dn), why);
+    return rc;
+  }
+  b->bx = (dsReal*)ds__calloc(n * n3 + 1, sizeof(dsReal));
+  b->bv = (dsReal*)ds__calloc(n * n3 + 1, sizeof(dsReal));
+  b->bact = (dsReal*)ds__calloc(n * nact + 1, sizeof(dsReal));
+  b->s0 = (int*)ds__calloc(n, sizeof(int));
+  b->s1 = (int*)ds__calloc(n, sizeof(int));
+  b->r = (dsReal*)ds__calloc(n, sizeof(dsReal));
+  if (!b->bx || !b->bv || !b->bact || !b->s0 || !b->s1 || !b->r) {
+    copy_err(err, errlen, "out of memory");
+    return DS_ERR_NOMEM;
+  }
+  return 0;
 }
 
 /* def or (name, text) */
@@ -66,9 +110,20 @@ static int batch_create(const dsEnvDef* def, const char* name, const char* text,
     copy_err(err, errlen, "out of memory");
     return DS_ERR_NOMEM;
   }
+  dsEnvDef parsed;
+  if (!def) {
+    int rc = ds_env_def_from_text(name, text, &parsed, err, errlen);
+    if (rc) {
+      ds_batch_destroy(b);
+      return rc;
+    }
+    def = &parsed;
+  }
+  const int shared = (def->device.kind == DS_DEVICE_CUDA || def->batch_engine) && !def->gradients;
   for (int i = 0; i < n; i++) {
-    int rc = def ? ds_env_create(def, &b->envs[i], err, errlen)
-                 : ds_env_create_from_text(name, text, &b->envs[i], err, errlen);
+    int rc = ds__env_create(def, name, text, shared, &b->envs[i], err, errlen);
+    if (!rc && shared) b->envs[i]->bs_inst = i;
+    if (!rc && shared && i == 0) rc = create_shared(b, err, errlen);
     if (rc) {
       ds_batch_destroy(b);
       return rc;
@@ -108,15 +163,17 @@ static int collect(dsBatch* b, int* status) {
  * inactive. Single env or single thread: the env keeps its inner threads. */
 #ifdef _OPENMP
 #  define FOR_EACH_ENV(b, i)                                                     \
-    const int par_ = (b)->n > 1 && omp_get_max_threads() > 1;                    \
-    const int levels_ = omp_get_max_active_levels();                             \
-    if (par_) omp_set_max_active_levels(1);                                      \
-    _Pragma("omp parallel for schedule(static) if (par_)") for (int i = 0; i < (b)->n; i++)
-#  define END_FOR_EACH_ENV() \
-    if (par_) omp_set_max_active_levels(levels_)
+    {                                                                            \
+      const int par_ = (b)->n > 1 && omp_get_max_threads() > 1;                  \
+      const int levels_ = omp_get_max_active_levels();                           \
+      if (par_) omp_set_max_active_levels(1);                                    \
+      _Pragma("omp parallel for schedule(static) if (par_)") for (int i = 0; i < (b)->n; i++)
+#  define END_FOR_EACH_ENV()                  \
+      if (par_) omp_set_max_active_levels(levels_); \
+    }
 #else
-#  define FOR_EACH_ENV(b, i) for (int i = 0; i < (b)->n; i++)
-#  define END_FOR_EACH_ENV() (void)0
+#  define FOR_EACH_ENV(b, i) { for (int i = 0; i < (b)->n; i++)
+#  define END_FOR_EACH_ENV() }
 #endif
 
 static int odim_of(const dsBatch* b) { return b->envs[0]->odim; }
@@ -145,6 +202,160 @@ int ds_batch_reset(dsBatch* b, const uint64_t* seeds, const uint8_t* mask, dsRea
 /* Episode over or failed: what autoreset resets. */
 static int needs_reset(const dsEnv* e) { return !e->have_episode || e->failed || e->d->t >= e->T; }
 
+/* ---- one engine for every env ------------------------------------------------------
+ * A call runs in three phases: every env (threads across envs) checks and
+ * records its action and writes its activations, or is reset; the engine
+ * steps every instance together, in runs that end wherever some env keeps
+ * a frame or ends its step (the state then comes back once for all, and the
+ * envs with a frame there render it across threads); every env finishes its
+ * step (observation, reward, image). Runs of substeps give the bits one run
+ * gives, and the engine's substeps are the serial engine's (test_env_device),
+ * so a member env gives what a separate env gives, bit for bit.
+ *
+ * Only the last step of an episode can be shorter than the others: an env
+ * whose step ended before the call's last run has its instance carried on
+ * past it; its next episode (a reset, which marks it dirty) uploads its
+ * state again, as set_state and set_param do. */
+
+/* The step of env i fails with code and message (after "step k: "). */
+static void fail_env(dsBatch* b, int i, int code, const char* msg) {
+  dsEnv* e = b->envs[i];
+  b->rc[i] = ds__env_step_failed(e, b->s0[i] / e->C, code, msg);
+  b->s0[i] = -1;
+}
+
+/* Every stepping env fails with the engine's own error. */
+static void fail_engine(dsBatch* b, int code, const char* what) {
+  char msg[DS_ERRMSG_LEN];
+  snprintf(msg, sizeof msg, "batched engine: %s: %s", what, ds_bsim_last_error(b->bs));
+  for (int i = 0; i < b->n; i++)
+    if (b->s0[i] >= 0) fail_env(b, i, code, msg);
+}
+
+/* Envs changed on the host (reset, set_state, set_param) into the engine:
+ * the engine takes states only at its substep 0, so every env's state goes
+ * up (the others' mirrors hold their instance's state bit for bit, pulled at
+ * their last step's end), then the changed envs' parameters. */
+static int shared_sync(dsBatch* b) {
+  int dirty = 0;
+  for (int i = 0; i < b->n; i++) dirty |= b->envs[i]->bs_dirty;
+  if (!dirty && ds_bsim_time(b->bs) < (1 << 30)) return 0;
+  const size_t n3 = (size_t)b->envs[0]->n3;
+  for (int i = 0; i < b->n; i++) {
+    memcpy(b->bx + (size_t)i * n3, b->envs[i]->d->x, n3 * sizeof(dsReal));
+    memcpy(b->bv + (size_t)i * n3, b->envs[i]->d->v, n3 * sizeof(dsReal));
+  }
+  int rc = ds_bsim_rewind(b->bs, 0, b->bx, b->bv);
+  for (int i = 0; i < b->n && !rc; i++) {
+    dsEnv* e = b->envs[i];
+    if (e->bs_dirty && !(rc = ds_bsim_load_params(b->bs, i, e->m))) e->bs_dirty = 0;
+  }
+  return rc;
+}
+
+/* The engine's substeps of every stepped env, its frames kept on the way. */
+static void shared_run(dsBatch* b, int want_reward) {
+  const size_t n3 = (size_t)b->envs[0]->n3;
+  int rc = shared_sync(b);
+  if (rc) return fail_engine(b, rc, "uploading the envs' states");
+  if (b->envs[0]->m->nact && (rc = ds_bsim_set_act(b->bs, b->bact)))
+    return fail_engine(b, rc, "uploading the activations");
+  int len = 0;
+  for (int i = 0; i < b->n; i++)
+    if (b->s0[i] >= 0 && b->s1[i] - b->s0[i] > len) len = b->s1[i] - b->s0[i];
+  const int t0 = ds_bsim_time(b->bs);
+  for (int j = 0; j < len;) {
+    int next = len, need = 0, active = 0;
+    for (int i = 0; i < b->n; i++) {
+      const dsEnv* e = b->envs[i];
+      const int s0 = b->s0[i], L = b->s1[i] - s0;
+      if (s0 < 0 || j >= L) continue;
+      int q = j + 1;
+      while (q < L && e->frame_at[s0 + q] < 0) q++;
+      if (q < next) next = q;
+      active = 1;
+    }
+    if (!active) break; /* every stepped env failed */
+    rc = ds_bsim_step(b->bs, next - j, NULL);
+    if (rc == DS_ERR_INVERTED || rc == DS_ERR_DIVERGED) {
+      for (int i = 0; i < b->n; i++) {
+        const int s0 = b->s0[i];
+        int sub = 0, el = 0;
+        if (s0 < 0 || j >= b->s1[i] - s0 || !ds_bsim_failure(b->bs, i, &sub, &el)) continue;
+        char msg[128];
+        if (ds_bsim_failure(b->bs, i, NULL, NULL) == DS_ERR_INVERTED)
+          snprintf(msg, sizeof msg, "substep %d: tet %d inverted (J <= 0)", s0 + sub - t0, el);
+        else
+          snprintf(msg, sizeof msg, "substep %d: particle %d position or velocity is not finite", s0 + sub - t0, el);
+        fail_env(b, i, ds_bsim_failure(b->bs, i, NULL, NULL), msg);
+      }
+    } else if (rc) {
+      return fail_engine(b, rc, "substeps");
+    }
+    j = next;
+    for (int i = 0; i < b->n && !need; i++) {
+      const int s0 = b->s0[i], L = b->s1[i] - s0;
+      need = s0 >= 0 && j <= L && (j == L || b->envs[i]->frame_at[s0 + j] >= 0);
+    }
+    if (!need) continue;
+    if ((rc = ds_bsim_get_state(b->bs, b->bx, b->bv))) return fail_engine(b, rc, "reading the states");
+    FOR_EACH_ENV(b, i) {
+      dsEnv* e = b->envs[i];
+      const int s0 = b->s0[i], L = b->s1[i] - s0;
+      if (s0 >= 0 && j <= L && (j == L || e->frame_at[s0 + j] >= 0)) {
+        memcpy(e->d->x, b->bx + (size_t)i * n3, n3 * sizeof(dsReal));
+        memcpy(e->d->v, b->bv + (size_t)i * n3, n3 * sizeof(dsReal));
+        const int rc_i = ds__env_step_at(e, s0 + j, want_reward, &b->r[i]);
+        if (rc_i) {
+          b->rc[i] = rc_i;
+          b->s0[i] = -1;
+        }
+      }
+    }
+    END_FOR_EACH_ENV();
+  }
+}
+
+static int shared_step(dsBatch* b, const dsReal* actions, dsReal* obs, dsReal* image, dsReal* rewards, uint8_t* done,
+                       int autoreset) {
+  const size_t ad = (size_t)b->envs[0]->adim, od = (size_t)odim_of(b), np = npix_of(b);
+  const size_t nact = (size_t)b->envs[0]->m->nact;
+  FOR_EACH_ENV(b, i) {
+    dsEnv* e = b->envs[i];
+    b->s0[i] = -1;
+    b->r[i] = 0;
+    int rc;
+    if (autoreset && needs_reset(e)) {
+      const uint64_t s = b->seeded[i] ? b->seed[i] + (uint64_t)b->n : (uint64_t)i;
+      b->seed[i] = s;
+      b->seeded[i] = 1;
+      rc = ds_env_reset(e, s, obs ? obs + i * od : NULL, image && np ? image + i * np : NULL);
+      if (!rc) rc = DS_BATCH_RESET;
+    } else {
+      rc = ds__env_step_begin(e, actions + i * ad, &b->s0[i], &b->s1[i]);
+      if (rc) b->s0[i] = -1;
+    }
+    b->rc[i] = rc;
+    if (nact) memcpy(b->bact + i * nact, e->d->act, nact * sizeof(dsReal));
+  }
+  END_FOR_EACH_ENV();
+  shared_run(b, rewards != NULL);
+  FOR_EACH_ENV(b, i) {
+    dsEnv* e = b->envs[i];
+    dsReal r = 0;
+    int d = 0;
+    if (b->s0[i] >= 0) {
+      const int rc = ds__env_step_end(e, b->r[i], obs ? obs + i * od : NULL, image && np ? image + i * np : NULL,
+                                      &r, &d);
+      b->rc[i] = rc ? rc : DS_BATCH_STEPPED;
+    }
+    if (rewards) rewards[i] = b->rc[i] < 0 ? 0 : r;
+    if (done) done[i] = (uint8_t)(b->rc[i] < 0 ? 0 : d);
+  }
+  END_FOR_EACH_ENV();
+  return 0;
+}
+
 int ds_batch_step(dsBatch* b, const dsReal* actions, dsReal* obs, dsReal* image, dsReal* rewards, uint8_t* done,
                   int* status, int flags) {
   if (!b) return DS_ERR_INVALID;
@@ -153,6 +364,10 @@ int ds_batch_step(dsBatch* b, const dsReal* actions, dsReal* obs, dsReal* image,
   if (!actions && ad > 0) return ds__seterr(&b->err, DS_ERR_INVALID, "batch step: actions is NULL");
   const size_t od = (size_t)odim_of(b), np = npix_of(b);
   const int autoreset = (flags & DS_BATCH_AUTORESET) != 0;
+  if (b->bs) {
+    shared_step(b, actions, obs, image, rewards, done, autoreset);
+    return collect(b, status);
+  }
   FOR_EACH_ENV(b, i) {
     dsEnv* e = b->envs[i];
     dsReal* o = obs ? obs + i * od : NULL;

@@ -264,7 +264,7 @@ static int build_sized(dsEnv* e) {
   if ((rc = check_memory(e, &dd))) return rc;
   rc = ds_data_create(m, &dd, &e->d);
   if (rc) return ds__seterr(&e->err, rc, "cannot create the simulation data (%s)", ds_strerror(rc));
-  if (batched) {
+  if (batched && !e->bs_member) {
     dsBatchSimDef bd = ds_default_batch_sim_def();
     bd.batch = 1;
     bd.max_substeps = def->gradients ? e->T : 0;
@@ -348,12 +348,23 @@ static int build_sized(dsEnv* e) {
   return 0;
 }
 
-int ds_env_rebuild(dsEnv* e) { return e ? build_sized(e) : DS_ERR_INVALID; }
+/* A member of a batch's shared engine keeps the topology the engine was made for. */
+static int refuse_member(dsEnv* e, const char* what) {
+  return ds__seterr(&e->err, DS_ERR_STATE,
+                    "%s: this env is instance %d of a batch that steps its envs together on one batched engine",
+                    what, e->bs_inst);
+}
+
+int ds_env_rebuild(dsEnv* e) {
+  if (!e) return DS_ERR_INVALID;
+  return e->bs_member ? refuse_member(e, "rebuild") : build_sized(e);
+}
 
 int ds_env_set_device(dsEnv* e, const char* device) {
   if (!e || !device) return DS_ERR_INVALID;
   char why[512];
   dsDevice dev;
+  if (e->bs_member) return refuse_member(e, "set_device");
   int rc = ds_device_parse("device", device, &dev, why, sizeof why);
   if (!rc) rc = ds_device_check("device", dev, why, sizeof why);
   if (rc) return ds__seterr(&e->err, rc, "%s: %s", e->cls->name, why);
@@ -389,7 +400,7 @@ static void copy_err(char* err, size_t errlen, const char* msg) {
 }
 
 /* Takes ownership of text (may be NULL: generated from def). */
-static int env_create(const dsEnvDef* def, char* text, dsEnv** out, char* err, size_t errlen) {
+static int env_create(const dsEnvDef* def, char* text, int member, dsEnv** out, char* err, size_t errlen) {
   dsErrBuf eb;
   ds__clearerr(&eb);
   copy_err(err, errlen, "");
@@ -412,6 +423,7 @@ static int env_create(const dsEnvDef* def, char* text, dsEnv** out, char* err, s
   }
   e->def = *def;
   e->cls = def->cls;
+  e->bs_member = member != 0;
   e->config_text = text;
   if (!e->config_text) {
     int need = ds_env_def_to_json(def, NULL, 0);
@@ -475,7 +487,25 @@ fail:
 }
 
 int ds_env_create(const dsEnvDef* def, dsEnv** out, char* err, size_t errlen) {
-  return env_create(def, NULL, out, err, errlen);
+  return env_create(def, NULL, 0, out, err, errlen);
+}
+
+int ds__env_create(const dsEnvDef* def, const char* name, const char* text, int member, dsEnv** out, char* err,
+                   size_t errlen) {
+  copy_err(err, errlen, "");
+  if (!def || !out || (text && !name)) return DS_ERR_INVALID;
+  *out = NULL;
+  if (!text) return env_create(def, NULL, member, out, err, errlen);
+  char* copy = ds__strdup(text);
+  if (!copy) {
+    copy_err(err, errlen, "out of memory");
+    return DS_ERR_NOMEM;
+  }
+  char msg[DS_ERRMSG_LEN];
+  int rc = env_create(def, copy, member, out, msg, sizeof msg);
+  /* creation-time messages are prefixed with the config's name */
+  if (rc && err && errlen) snprintf(err, errlen, "%s: %s", name, msg);
+  return rc;
 }
 
 int ds_env_create_from_text(const char* name, const char* text, dsEnv** out, char* err, size_t errlen) {
@@ -484,17 +514,7 @@ int ds_env_create_from_text(const char* name, const char* text, dsEnv** out, cha
   if (!name || !text || !out) return DS_ERR_INVALID;
   *out = NULL;
   int rc = ds_env_def_from_text(name, text, &def, err, errlen);
-  if (rc) return rc;
-  char* copy = ds__strdup(text);
-  if (!copy) {
-    copy_err(err, errlen, "out of memory");
-    return DS_ERR_NOMEM;
-  }
-  char msg[DS_ERRMSG_LEN];
-  rc = env_create(&def, copy, out, msg, sizeof msg);
-  /* creation-time messages are prefixed with the config's name */
-  if (rc && err && errlen) snprintf(err, errlen, "%s: %s", name, msg);
-  return rc;
+  return rc ? rc : ds__env_create(&def, name, text, 0, out, err, errlen);
 }
 
 int ds_env_create_from_config(const char* path, dsEnv** out, char* err, size_t errlen) {
@@ -725,9 +745,8 @@ static int bs_push_adjoints(dsEnv* e) {
 
 /* Substeps s0 .. s1 of step k with the action held: one activation upload,
  * then runs of substeps up to each frame (whose positions are kept). */
-static int bs_step(dsEnv* e, int k, int s0, int s1, const dsReal* action, dsReal* r, int want_reward) {
+static int bs_step(dsEnv* e, int k, int s0, int s1, dsReal* r, int want_reward) {
   dsData* d = e->d;
-  action_fwd(e, k, s0, action);
   int rc = ds_bsim_set_act(e->bs, d->act);
   if (rc) return bs_fail(e, rc, "step: batched engine: activations");
   int s = s0;
@@ -735,18 +754,10 @@ static int bs_step(dsEnv* e, int k, int s0, int s1, const dsReal* action, dsReal
     int next = s + 1;
     while (next < s1 && e->frame_at[next] < 0) next++;
     rc = ds_bsim_step(e->bs, next - s, NULL);
-    if (rc) {
-      e->failed = 1;
-      return ds__seterr(&e->err, rc, "step %d: %s", k, ds_bsim_last_error(e->bs));
-    }
+    if (rc) return ds__env_step_failed(e, k, rc, ds_bsim_last_error(e->bs));
     s = next;
-    d->t = s;
-    const int f = e->frame_at[s];
-    if (f >= 0) {
-      if ((rc = bs_pull(e))) return rc;
-      keep_frame(e, f, d->x);
-      if (want_reward && (rc = frame_reward(e, f, r))) return rc;
-    }
+    if (e->frame_at[s] >= 0 && (rc = bs_pull(e))) return rc;
+    if ((rc = ds__env_step_at(e, s, want_reward, r))) return rc;
   }
   return e->frame_at[s1] >= 0 ? 0 : bs_pull(e); /* at a frame the state came back already */
 }
@@ -775,6 +786,7 @@ int ds_env_reset(dsEnv* e, uint64_t seed, dsReal* obs, dsReal* image) {
   if ((rc = place_goal(e))) return rc;
   e->goal_seed = seed;
   if (e->bs && (rc = bs_sync(e))) return rc;
+  e->bs_dirty = e->bs_member;
   e->have_episode = 1;
   if (e->frame_at[0] >= 0) keep_frame(e, e->frame_at[0], d->x);
   write_obs(e, d->x, d->v, obs);
@@ -786,49 +798,74 @@ int ds_env_reset(dsEnv* e, uint64_t seed, dsReal* obs, dsReal* image) {
 }
 
 /* ---- step ------------------------------------------------------------------------ */
-int ds_env_step(dsEnv* e, const dsReal* action, dsReal* obs, dsReal* image, dsReal* reward, int* done) {
-  if (!e) return DS_ERR_INVALID;
+int ds__env_step_begin(dsEnv* e, const dsReal* action, int* s0_out, int* s1_out) {
   if (!action && e->adim > 0) return ds__seterr(&e->err, DS_ERR_INVALID, "step: action is NULL");
   if (!e->have_episode) return ds__seterr(&e->err, DS_ERR_STATE, "step: reset the env first");
   if (e->failed) return ds__seterr(&e->err, DS_ERR_STATE, "step: the episode diverged; reset the env");
-  const dsModel* m = e->m;
-  dsData* d = e->d;
-  const int s0 = d->t;
+  const int s0 = e->d->t;
   if (s0 >= e->T) return ds__seterr(&e->err, DS_ERR_STATE, "step: the episode is done (%d substeps)", e->T);
-  const int k = s0 / e->C, s1 = step_end(e, k);
+  const int k = s0 / e->C;
   for (int i = 0; i < e->adim; i++)
     if (!isfinite(action[i]))
       return ds__seterr(&e->err, DS_ERR_RANGE, "step %d: action[%d] is not finite", k, i);
   memcpy(e->actions + (size_t)k * e->adim, action, (size_t)e->adim * sizeof(dsReal));
   e->did_backward = 0;
-  dsReal r = 0;
-  int rc = 0;
-  if (e->bs && (rc = bs_step(e, k, s0, s1, action, &r, reward != NULL))) return rc;
-  for (int s = e->bs ? s1 : s0; s < s1; s++) {
-    action_fwd(e, k, s, action);
-    rc = ds_step(m, d);
-    if (rc) {
-      e->failed = 1;
-      return ds__seterr(&e->err, rc, "step %d: %s", k, ds_data_last_error(d));
-    }
-    const int f = e->frame_at[s + 1];
-    if (f >= 0) {
-      keep_frame(e, f, d->x);
-      /* the reward's loss term (rendered only when a reward is asked for) */
-      if (reward && (rc = frame_reward(e, f, &r))) return rc;
-    }
-  }
+  /* the batched engine holds the activations over the step (act_first classes only) */
+  if (e->bs || e->bs_member) action_fwd(e, k, s0, action);
+  *s0_out = s0;
+  *s1_out = step_end(e, k);
+  return 0;
+}
+
+int ds__env_step_at(dsEnv* e, int s, int want_reward, dsReal* r) {
+  e->d->t = s;
+  const int f = e->frame_at[s];
+  if (f < 0) return 0;
+  keep_frame(e, f, e->d->x);
+  /* the reward's loss term (rendered only when a reward is asked for) */
+  return want_reward ? frame_reward(e, f, r) : 0;
+}
+
+int ds__env_step_end(dsEnv* e, dsReal r, dsReal* obs, dsReal* image, dsReal* reward, int* done) {
+  dsData* d = e->d;
+  const int s1 = d->t, k = (s1 - 1) / e->C;
   if (s1 == e->T && e->def.loss_kind == DS_ENV_LOSS_COM) r -= com_loss(e, d->x);
   memcpy(e->step_x + (size_t)k * e->n3, d->x, (size_t)e->n3 * sizeof(dsReal));
   memcpy(e->step_v + (size_t)k * e->n3, d->v, (size_t)e->n3 * sizeof(dsReal));
   write_obs(e, d->x, d->v, obs);
   if (image && e->def.obs_image) {
-    rc = render_x(e, d->x, image);
+    int rc = render_x(e, d->x, image);
     if (rc) return rc;
   }
   if (reward) *reward = r;
   if (done) *done = s1 == e->T;
   return 0;
+}
+
+int ds__env_step_failed(dsEnv* e, int k, int rc, const char* msg) {
+  e->failed = 1;
+  return ds__seterr(&e->err, rc, "step %d: %s", k, msg);
+}
+
+int ds_env_step(dsEnv* e, const dsReal* action, dsReal* obs, dsReal* image, dsReal* reward, int* done) {
+  if (!e) return DS_ERR_INVALID;
+  if (e->bs_member) return refuse_member(e, "step (use ds_batch_step)");
+  const dsModel* m = e->m;
+  dsData* d = e->d;
+  int s0 = 0, s1 = 0;
+  int rc = ds__env_step_begin(e, action, &s0, &s1);
+  if (rc) return rc;
+  const int k = s0 / e->C;
+  dsReal r = 0;
+  if (e->bs && (rc = bs_step(e, k, s0, s1, &r, reward != NULL))) return rc;
+  for (int s = e->bs ? s1 : s0; s < s1; s++) {
+    action_fwd(e, k, s, action);
+    rc = ds_step(m, d);
+    if (rc) return ds__env_step_failed(e, k, rc, ds_data_last_error(d));
+    if ((rc = ds__env_step_at(e, s + 1, reward != NULL, &r))) return rc;
+  }
+  d->t = s1;
+  return ds__env_step_end(e, r, obs, image, reward, done);
 }
 
 /* ---- losses and backward ------------------------------------------------------------ */
@@ -1076,6 +1113,7 @@ int ds_env_set_param(dsEnv* e, const char* name, const dsReal* values, int count
     }
     if (e->frame_at[0] >= 0) keep_frame(e, e->frame_at[0], e->d->x);
     if (e->bs) rc = bs_sync(e);
+    e->bs_dirty = e->bs_member;
   }
   return rc;
 }
@@ -1130,6 +1168,7 @@ int ds_env_set_state(dsEnv* e, const dsReal* state, int n) {
     int rc = ds_bsim_rewind(e->bs, s, state + 1, state + 1 + e->n3);
     if (rc) return bs_fail(e, rc, "set_state: batched engine");
   }
+  e->bs_dirty = e->bs_member;
   /* rewind the engine tape to s: the records before s stay valid */
   d->t = s;
   d->bt = -1;

@@ -44,6 +44,12 @@ struct dsEnv {
   dsReal* bgrad;        /* scratch: the largest parameter's count */
   dsReal* badj_act;     /* scratch: nact */
   int adj_dirty;        /* add_terms wrote into d->adj_x / d->adj_v since the last upload */
+  /* a member of a dsBatch that steps its envs on one shared batched engine
+     (envs/batch.c): bs is NULL, the physics is instance bs_inst of the
+     batch's engine, and d mirrors it as above */
+  int bs_member, bs_inst;
+  int bs_dirty;         /* the mirror's state or parameters changed on the host (reset, set_state,
+                           set_param): the batch uploads them before its next substep */
 
   /* size-independent buffers */
   dsReal* goal_img;     /* h x w x 4 */
@@ -66,6 +72,20 @@ struct dsEnv {
   dsReal com0[3];       /* centre of mass at substep 0 */
   int did_backward;
 };
+
+/* env.c: creation (text may be NULL; member: the env joins a batch's shared
+ * engine, see bs_member) and ds_env_step in phases for such a batch:
+ * begin checks and records the action and writes the activations into d->act
+ * (s0, s1: the step's substeps); at(s), once d->x, d->v hold the state at
+ * substep s (s0 < s <= s1), keeps the frame there and adds its reward term;
+ * end writes what ds_env_step returns; failed records a simulation failure
+ * in step k (message after "step k: "). */
+int ds__env_create(const dsEnvDef* def, const char* name, const char* text, int member, dsEnv** out, char* err,
+                   size_t errlen);
+int ds__env_step_begin(dsEnv* e, const dsReal* action, int* s0, int* s1);
+int ds__env_step_at(dsEnv* e, int s, int want_reward, dsReal* r);
+int ds__env_step_end(dsEnv* e, dsReal r, dsReal* obs, dsReal* image, dsReal* reward, int* done);
+int ds__env_step_failed(dsEnv* e, int k, int rc, const char* msg);
 
 /* env_def.c: the env section's key table (common keys, then the class's, in
  * group order) for def->cls, into tab (cap entries, NULL-terminated), with

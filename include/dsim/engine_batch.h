@@ -94,6 +94,13 @@ DS_API const dsBatchPlan* ds_bsim_get_plan(const dsBatchSim* s);
 DS_API int ds_bsim_set_param(dsBatchSim* s, int b, const char* name, const dsReal* values, int count);
 DS_API int ds_bsim_get_param(const dsBatchSim* s, int b, const char* name, dsReal* values, int count);
 
+/* Every per-instance array of instance b (the parameters, the inverse masses
+ * and the initial state) from m, a model with the counts of the one s was
+ * made from: one upload, nothing validated again (m is a valid model), the
+ * state not reset. Only at substep 0 (ds_bsim_rewind to 0 first). What a
+ * batch of envs sharing one engine does when one env starts an episode. */
+DS_API int ds_bsim_load_params(dsBatchSim* s, int b, const dsModel* m);
+
 /* ---- forward --------------------------------------------------------------------- */
 /* Every instance: x = its initial_position, v = its initial_velocity, t = 0,
  * activations and external forces 0, tape cleared. */
@@ -120,6 +127,10 @@ DS_API int ds_bsim_set_fext(dsBatchSim* s, const dsReal* fext);
  * instance, the substep and the element) or 0. A failed instance keeps
  * stepping on garbage until the next reset; the others are not affected. */
 DS_API int ds_bsim_step(dsBatchSim* s, int nsub, int* status);
+/* Instance b's failure as the last ds_bsim_step found it: its code (0: none)
+ * and the substep and element (tet for DS_ERR_INVERTED, particle for
+ * DS_ERR_DIVERGED; -1 when none) it names. */
+DS_API int ds_bsim_failure(const dsBatchSim* s, int b, int* substep, int* element);
 /* Current state (B x nparticle x 3 each; either may be NULL). */
 DS_API int ds_bsim_get_state(const dsBatchSim* s, dsReal* x, dsReal* v);
 
