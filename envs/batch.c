@@ -212,14 +212,17 @@ static int needs_reset(const dsEnv* e) { return !e->have_episode || e->failed ||
  * gives, and the engine's substeps are the serial engine's (test_env_device),
  * so a member env gives what a separate env gives, bit for bit.
  *
- * Only the last step of an episode can be shorter than the others: an env
- * whose step ended before the call's last run has its instance carried on
- * past it; its next episode (a reset, which marks it dirty) uploads its
- * state again, as set_state and set_param do. */
+ * Every instance runs every substep of a call. An env that is not stepped
+ * (reset in the call, its action refused, its episode over) or whose step
+ * ends before the others' (the last step of an episode can be shorter) has
+ * its instance carried past its state, so it is marked dirty: the next call
+ * that steps anything uploads its state again, as after a reset, set_state
+ * or set_param. */
 
 /* The step of env i fails with code and message (after "step k: "). */
 static void fail_env(dsBatch* b, int i, int code, const char* msg) {
   dsEnv* e = b->envs[i];
+  e->bs_dirty = 1;
   b->rc[i] = ds__env_step_failed(e, b->s0[i] / e->C, code, msg);
   b->s0[i] = -1;
 }
@@ -263,6 +266,11 @@ static void shared_run(dsBatch* b, int want_reward) {
   int len = 0;
   for (int i = 0; i < b->n; i++)
     if (b->s0[i] >= 0 && b->s1[i] - b->s0[i] > len) len = b->s1[i] - b->s0[i];
+  /* every env the engine does not carry through the whole call (not
+     stepped, or its step ends before the others') leaves its instance ahead
+     of its state: uploaded again before it steps next */
+  for (int i = 0; i < b->n; i++)
+    if (b->s0[i] < 0 || b->s1[i] - b->s0[i] < len) b->envs[i]->bs_dirty = 1;
   const int t0 = ds_bsim_time(b->bs);
   for (int j = 0; j < len;) {
     int next = len, need = 0, active = 0;
@@ -309,6 +317,7 @@ static void shared_run(dsBatch* b, int want_reward) {
         if (rc_i) {
           b->rc[i] = rc_i;
           b->s0[i] = -1;
+          e->bs_dirty = 1;
         }
       }
     }

@@ -29,6 +29,12 @@ TESTS += tests/test_env_register
 check_PROGRAMS += tests/test_batch
 tests_test_batch_SOURCES = tests/test_batch.c
 TESTS += tests/test_batch
+
+# A batch on the batched engine without gradients shares one engine (env i:
+# instance i): bitwise what separate serial envs give, envs out of step.
+check_PROGRAMS += tests/test_batch_shared
+tests_test_batch_shared_SOURCES = tests/test_batch_shared.c
+TESTS += tests/test_batch_shared
 # rigid-toss: sliding distance, state with the body, image-loss gradients
 # reaching the body's parameters and the impulse.
 check_PROGRAMS += tests/test_rigid_env

@@ -8,6 +8,9 @@ episode ended resets it (its action ignored; reward 0). Seeds: reset(seed=s)
 gives env i the library seed s + i, and its later episodes s + i + N,
 s + i + 2N, ...; reset(seed=[s0, s1, ...]) sets each. Spaces, scaling and
 info["metric"] as dsim.gym.DsimGymEnv (no image observations here).
+The envs run forward only (physics.gradients false unless the config sets
+it); on a CUDA device (device="cuda") every env is then one instance of one
+batched engine, stepped by one launch sequence per call.
 """
 from __future__ import annotations
 
@@ -25,6 +28,23 @@ from .env import check_array, config_text
 from .gym import _action_scale, make_spaces, to_rgb8
 
 __all__ = ["DsimVectorEnv"]
+
+
+def _forward_only(text: str) -> str:
+    """physics.gradients false unless the config sets it: a vector env has no
+    backward, so its envs keep no tape, and on the batched engine (a CUDA
+    device) they then share one engine, env i its instance i."""
+    cfg = json.loads(text)
+    envsec = cfg["env"]
+    physics = envsec.get("physics")
+    if "physics.gradients" in envsec or (isinstance(physics, dict) and "gradients" in physics):
+        return text
+    if physics is None:
+        physics = envsec["physics"] = {}
+    if not isinstance(physics, dict):
+        return text  # the library names the bad group
+    physics["gradients"] = False
+    return json.dumps(cfg)
 
 
 class _Probe:  # what make_spaces / _action_scale read of an env
@@ -53,7 +73,7 @@ class DsimVectorEnv(gymnasium.vector.VectorEnv):
             raise DsimError(self.id, f"num_envs must be >= 1, got {num_envs}")
         self.render_mode = render_mode
         self.num_envs = int(num_envs)
-        text = config_text(env_name, config, overrides, self.id)
+        text = _forward_only(config_text(env_name, config, overrides, self.id))
         self._p = ctypes.c_void_p()
         err = ctypes.create_string_buffer(1024)
         rc = lib.ds_batch_create_from_text(self.id.encode(), text.encode(), self.num_envs, ctypes.byref(self._p),

@@ -12,6 +12,11 @@ def test_make_vec_is_native():
     v = gymnasium.make_vec("dsim/WalkerSprings-v0", num_envs=3, **SMALL["walker-springs"])
     assert isinstance(v.unwrapped, DsimVectorEnv)
     assert v.observation_space.shape == (3, 6) and v.action_space.shape[0] == 3
+    assert v.unwrapped.config["physics"]["gradients"] is False  # forward only unless asked
+    v.close()
+    v = gymnasium.make_vec("dsim/WalkerSprings-v0", num_envs=2, **SMALL["walker-springs"],
+                           config={"env": {"physics": {"gradients": True}}})
+    assert v.unwrapped.config["physics"]["gradients"] is True
     v.close()
 
 
