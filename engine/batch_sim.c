@@ -726,9 +726,9 @@ int ds_bsim_load_params(dsBatchSim* s, int b, const dsModel* m) {
                       "%d/%d, tris %d/%d, bends %d/%d, tets %d/%d, faces %d/%d)",
                       b, m->nparticle, t->nparticle, m->nspring, t->nspring, m->ntri, t->ntri, m->nbend, t->nbend,
                       m->ntet, t->ntet, m->nface, t->nface);
-  if (s->t != 0)
-    return ds__seterr(&s->err, DS_ERR_STATE, "batch: parameters can only be set between episodes (now substep %d)",
-                      s->t);
+  if (s->t != 0 && s->L.T > 0)
+    return ds__seterr(&s->err, DS_ERR_STATE,
+                      "batch: parameters can only be set between episodes (now substep %d of a taped batch)", s->t);
   dsReal* blk = s->hparam + (size_t)b * s->L.P;
   const dsModel* m_ = m;
 #define DS__LOAD(field, type, count, diff, name)                                             \
@@ -739,6 +739,26 @@ int ds_bsim_load_params(dsBatchSim* s, int b, const dsModel* m) {
   (void)m_;
   int rc = s->be->put(s->ctx, s->R + s->L.o_param + (size_t)b * s->L.P, blk, s->L.P * sizeof(dsReal));
   return rc ? be_fail(s, rc, "uploading parameters") : 0;
+}
+
+int ds_bsim_set_instance(dsBatchSim* s, int b, const dsReal* x, const dsReal* v) {
+  if (!s) return DS_ERR_INVALID;
+  const dsBatchLayout* L = &s->L;
+  if (b < 0 || b >= L->B) return ds__seterr(&s->err, DS_ERR_RANGE, "batch: instance %d: expected 0 .. %d", b, L->B - 1);
+  if (L->T > 0)
+    return ds__seterr(&s->err, DS_ERR_STATE,
+                      "batch: instance %d: one instance's state can only be set without a tape (max_substeps 0)", b);
+  const size_t n3 = 3 * (size_t)L->np;
+  dsReal *cx, *cv;
+  cur_state(s, &cx, &cv);
+  int rc = 0;
+  if (x) rc = s->be->put(s->ctx, cx + (size_t)b * n3, x, n3 * sizeof(dsReal));
+  if (!rc && v) rc = s->be->put(s->ctx, cv + (size_t)b * n3, v, n3 * sizeof(dsReal));
+  const size_t nb = (size_t)L->ntet + (size_t)L->np;
+  if (!rc) rc = s->be->zero(s->ctx, s->I + L->o_bad + (size_t)b * nb, nb * sizeof(int));
+  if (rc) return be_fail(s, rc, "uploading an instance's state");
+  memset(s->hstatus + 3 * (size_t)b, 0, 3 * sizeof(int));
+  return 0;
 }
 
 int ds_bsim_failure(const dsBatchSim* s, int b, int* substep, int* element) {

@@ -236,22 +236,25 @@ static void fail_engine(dsBatch* b, int code, const char* what) {
 }
 
 /* Envs changed on the host (reset, set_state, set_param) into the engine:
- * the engine takes states only at its substep 0, so every env's state goes
- * up (the others' mirrors hold their instance's state bit for bit, pulled at
- * their last step's end), then the changed envs' parameters. */
+ * each one's state and parameters into its instance, its failure cleared.
+ * Every 2^30 substeps the engine's count restarts from the envs' states (it
+ * numbers the substeps in failure reports). */
 static int shared_sync(dsBatch* b) {
-  int dirty = 0;
-  for (int i = 0; i < b->n; i++) dirty |= b->envs[i]->bs_dirty;
-  if (!dirty && ds_bsim_time(b->bs) < (1 << 30)) return 0;
-  const size_t n3 = (size_t)b->envs[0]->n3;
-  for (int i = 0; i < b->n; i++) {
-    memcpy(b->bx + (size_t)i * n3, b->envs[i]->d->x, n3 * sizeof(dsReal));
-    memcpy(b->bv + (size_t)i * n3, b->envs[i]->d->v, n3 * sizeof(dsReal));
+  int rc = 0;
+  if (ds_bsim_time(b->bs) >= (1 << 30)) {
+    const size_t n3 = (size_t)b->envs[0]->n3;
+    for (int i = 0; i < b->n; i++) {
+      memcpy(b->bx + (size_t)i * n3, b->envs[i]->d->x, n3 * sizeof(dsReal));
+      memcpy(b->bv + (size_t)i * n3, b->envs[i]->d->v, n3 * sizeof(dsReal));
+    }
+    if ((rc = ds_bsim_rewind(b->bs, 0, b->bx, b->bv))) return rc;
   }
-  int rc = ds_bsim_rewind(b->bs, 0, b->bx, b->bv);
   for (int i = 0; i < b->n && !rc; i++) {
     dsEnv* e = b->envs[i];
-    if (e->bs_dirty && !(rc = ds_bsim_load_params(b->bs, i, e->m))) e->bs_dirty = 0;
+    if (!e->bs_dirty) continue;
+    rc = ds_bsim_set_instance(b->bs, i, e->d->x, e->d->v);
+    if (!rc) rc = ds_bsim_load_params(b->bs, i, e->m);
+    if (!rc) e->bs_dirty = 0;
   }
   return rc;
 }

@@ -440,6 +440,10 @@ static void test_api(const dsModel* m) {
   CHECK_INT_EQ(ds_bsim_step(s, 5, NULL), 0);
   CHECK_INT_EQ(ds_bsim_time(s), 5);
   CHECK_INT_EQ(ds_bsim_set_state(s, x, v), DS_ERR_STATE);
+  /* a taped batch: one instance's state or parameters only between episodes */
+  CHECK_INT_EQ(ds_bsim_set_instance(s, 0, x, v), DS_ERR_STATE);
+  CHECK(strstr(ds_bsim_last_error(s), "without a tape") != NULL);
+  CHECK_INT_EQ(ds_bsim_load_params(s, 0, m), DS_ERR_STATE);
   CHECK_INT_EQ(ds_bsim_backward_finish(s), DS_ERR_STATE);
   CHECK_INT_EQ(ds_bsim_backward_begin(s, NULL, NULL), 0);
   CHECK_INT_EQ(ds_bsim_backward_step(s, 6, NULL, NULL), DS_ERR_STATE);
@@ -474,6 +478,51 @@ static void test_failure(const dsModel* m) {
   CHECK_INT_EQ(st[2], 0);
   CHECK(strstr(ds_bsim_last_error(s), "instance 1: substep") != NULL);
   printf("failure report: %s\n", ds_bsim_last_error(s));
+  /* the same failure per instance: code, substep and element as reported */
+  int sub = -2, el = -2;
+  CHECK_INT_EQ(ds_bsim_failure(s, 1, &sub, &el), st[1]);
+  char want[128];
+  snprintf(want, sizeof want, "instance 1: substep %d: %s %d ", sub, st[1] == DS_ERR_INVERTED ? "tet" : "particle", el);
+  CHECK(strstr(ds_bsim_last_error(s), want) != NULL);
+  CHECK_INT_EQ(ds_bsim_failure(s, 0, &sub, &el), 0);
+  CHECK(sub == -1 && el == -1);
+  CHECK_INT_EQ(ds_bsim_failure(s, 3, NULL, NULL), DS_ERR_INVALID);
+
+  /* one instance restarted while the others step on (no tape): its state and
+     parameters replaced, its failure cleared, the others' bits untouched */
+  const size_t n3 = 3 * (size_t)m->nparticle;
+  dsReal* x = (dsReal*)calloc(3 * n3, sizeof(dsReal));
+  dsReal* v = (dsReal*)calloc(3 * n3, sizeof(dsReal));
+  dsReal* x2 = (dsReal*)calloc(3 * n3, sizeof(dsReal));
+  dsReal* v2 = (dsReal*)calloc(3 * n3, sizeof(dsReal));
+  CHECK_INT_EQ(ds_bsim_get_state(s, x, v), 0);
+  CHECK_INT_EQ(ds_bsim_set_instance(s, 1, m->x0, m->v0), 0);
+  dsModel heavy = *m; /* the counts of m, another gravity */
+  dsReal g[3] = {0, -30, 0}, gr[3];
+  heavy.gravity = g;
+  CHECK_INT_EQ(ds_bsim_load_params(s, 1, &heavy), 0); /* substep > 0: allowed without a tape */
+  CHECK_INT_EQ(ds_bsim_get_param(s, 1, "gravity", gr, 3), 0);
+  CHECK(gr[1] == -30);
+  CHECK_INT_EQ(ds_bsim_get_param(s, 0, "gravity", gr, 3), 0);
+  CHECK(gr[1] == m->gravity[1]);
+  CHECK_INT_EQ(ds_bsim_get_state(s, x2, v2), 0);
+  CHECK(memcmp(x, x2, n3 * sizeof(dsReal)) == 0 && memcmp(x + 2 * n3, x2 + 2 * n3, n3 * sizeof(dsReal)) == 0);
+  CHECK(memcmp(v + 2 * n3, v2 + 2 * n3, n3 * sizeof(dsReal)) == 0);
+  CHECK(memcmp(x2 + n3, m->x0, n3 * sizeof(dsReal)) == 0 && memcmp(v2 + n3, m->v0, n3 * sizeof(dsReal)) == 0);
+  CHECK_INT_EQ(ds_bsim_failure(s, 1, NULL, NULL), 0);
+  memset(a, 0, 3 * na * sizeof(dsReal));
+  CHECK_INT_EQ(ds_bsim_set_act(s, a), 0);
+  CHECK_INT_EQ(ds_bsim_step(s, 3, st), 0); /* instance 1 is healthy again */
+  CHECK_INT_EQ(st[1], 0);
+  dsModel other = *m;
+  other.nparticle--;
+  CHECK_INT_EQ(ds_bsim_load_params(s, 0, &other), DS_ERR_INVALID);
+  CHECK(strstr(ds_bsim_last_error(s), "counts differ") != NULL);
+  CHECK_INT_EQ(ds_bsim_set_instance(s, 3, x, v), DS_ERR_RANGE);
+  free(x);
+  free(v);
+  free(x2);
+  free(v2);
   CHECK_INT_EQ(ds_bsim_reset(s), 0);
   CHECK_INT_EQ(ds_bsim_step(s, 1, st), 0);
   free(a);

@@ -97,8 +97,10 @@ DS_API int ds_bsim_get_param(const dsBatchSim* s, int b, const char* name, dsRea
 /* Every per-instance array of instance b (the parameters, the inverse masses
  * and the initial state) from m, a model with the counts of the one s was
  * made from: one upload, nothing validated again (m is a valid model), the
- * state not reset. Only at substep 0 (ds_bsim_rewind to 0 first). What a
- * batch of envs sharing one engine does when one env starts an episode. */
+ * state not reset. At substep 0, or at any substep without a tape
+ * (max_substeps 0: no backward to keep consistent). With
+ * ds_bsim_set_instance, what a batch of envs sharing one engine does when
+ * one env starts an episode while the others step on. */
 DS_API int ds_bsim_load_params(dsBatchSim* s, int b, const dsModel* m);
 
 /* ---- forward --------------------------------------------------------------------- */
@@ -127,6 +129,10 @@ DS_API int ds_bsim_set_fext(dsBatchSim* s, const dsReal* fext);
  * instance, the substep and the element) or 0. A failed instance keeps
  * stepping on garbage until the next reset; the others are not affected. */
 DS_API int ds_bsim_step(dsBatchSim* s, int nsub, int* status);
+/* Instance b's current state (nparticle x 3 each; NULL: kept) and its
+ * failure cleared; the other instances and the substep count are untouched.
+ * Only without a tape (max_substeps 0). */
+DS_API int ds_bsim_set_instance(dsBatchSim* s, int b, const dsReal* x, const dsReal* v);
 /* Instance b's failure as the last ds_bsim_step found it: its code (0: none)
  * and the substep and element (tet for DS_ERR_INVERTED, particle for
  * DS_ERR_DIVERGED; -1 when none) it names. */
