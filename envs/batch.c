@@ -85,12 +85,22 @@ static int create_shared(dsBatch* b, char* err, size_t errlen) {
   return 0;
 }
 
-/* def or (name, text) */
-static int batch_create(const dsEnvDef* def, const char* name, const char* text, int n, dsBatch** out, char* err,
-                        size_t errlen) {
+/* def or (name, text); device: NULL (the definition's) or a device name */
+static int batch_create(const dsEnvDef* def, const char* name, const char* text, const char* device, int n,
+                        dsBatch** out, char* err, size_t errlen) {
   copy_err(err, errlen, "");
   if (!out) return DS_ERR_INVALID;
   *out = NULL;
+  dsDevice dev = ds_device_cpu();
+  if (device) {
+    char why[DS_ERRMSG_LEN];
+    int rc = ds_device_parse("device", device, &dev, why, sizeof why);
+    if (!rc) rc = ds_device_check("device", dev, why, sizeof why);
+    if (rc) {
+      if (err && errlen) snprintf(err, errlen, "batch: %s", why);
+      return rc;
+    }
+  }
   if (n < 1) {
     copy_err(err, errlen, "batch: the number of envs must be >= 1");
     return DS_ERR_RANGE;
@@ -119,6 +129,12 @@ static int batch_create(const dsEnvDef* def, const char* name, const char* text,
     }
     def = &parsed;
   }
+  dsEnvDef on;
+  if (device) {
+    on = *def;
+    on.device = dev;
+    def = &on;
+  }
   const int shared = (def->device.kind == DS_DEVICE_CUDA || def->batch_engine) && !def->gradients;
   for (int i = 0; i < n; i++) {
     int rc = ds__env_create(def, name, text, shared, &b->envs[i], err, errlen);
@@ -135,12 +151,18 @@ static int batch_create(const dsEnvDef* def, const char* name, const char* text,
 
 int ds_batch_create(const dsEnvDef* def, int n, dsBatch** out, char* err, size_t errlen) {
   if (!def) return DS_ERR_INVALID;
-  return batch_create(def, NULL, NULL, n, out, err, errlen);
+  return batch_create(def, NULL, NULL, NULL, n, out, err, errlen);
 }
 
 int ds_batch_create_from_text(const char* name, const char* text, int n, dsBatch** out, char* err, size_t errlen) {
   if (!name || !text) return DS_ERR_INVALID;
-  return batch_create(NULL, name, text, n, out, err, errlen);
+  return batch_create(NULL, name, text, NULL, n, out, err, errlen);
+}
+
+int ds_batch_create_from_text_on(const char* name, const char* text, int n, const char* device, dsBatch** out,
+                                 char* err, size_t errlen) {
+  if (!name || !text) return DS_ERR_INVALID;
+  return batch_create(NULL, name, text, device, n, out, err, errlen);
 }
 
 int ds_batch_size(const dsBatch* b) { return b ? b->n : DS_ERR_INVALID; }

@@ -30,7 +30,20 @@
  * failed, otherwise the code of the first failed env (by index), and
  * ds_batch_last_error then names that env ("env 3: step 12: element 7
  * inverted"). A failed env (diverged, inverted) needs a reset; the others
- * carry on. Nothing is allocated after create. */
+ * carry on. Nothing is allocated after create.
+ *
+ * One engine for all. On the batched engine (dsEnvDef.device a CUDA device,
+ * or dsEnvDef.batch_engine) without gradients (physics.gradients false: RL),
+ * the N envs share one dsBatchSim of N instances, env i its instance i: a
+ * call sends every env's activations once, steps all instances together and
+ * reads every state back at each frame and at the step's end, while resets,
+ * frames, rewards and observations run on the host across threads. The
+ * envs may be at different steps of their episodes (autoreset); an env that
+ * starts over sends its own state and parameters only. Results are those of
+ * separate envs, bit for bit on the CPU backend. Its envs are stepped
+ * through the batch only (ds_env_step on one is refused, naming the batch);
+ * reset, set_state and set_param on one are sent with the next batch step.
+ * With gradients every env keeps its own engine and tape. */
 #ifndef DSIM_BATCH_H
 #define DSIM_BATCH_H
 
@@ -58,6 +71,11 @@ DS_API int ds_batch_create(const dsEnvDef* def, int n, dsBatch** out, char* err,
  * messages), as ds_env_create_from_text. */
 DS_API int ds_batch_create_from_text(const char* name, const char* text, int n, dsBatch** out, char* err,
                                      size_t errlen);
+/* The same on a device ("cpu", "cuda", "cuda:N"; NULL: the CPU), as
+ * ds_env_set_device names it: refused with a message when the build has no
+ * CUDA or the device is not there. */
+DS_API int ds_batch_create_from_text_on(const char* name, const char* text, int n, const char* device,
+                                        dsBatch** out, char* err, size_t errlen);
 DS_API void ds_batch_destroy(dsBatch* b);
 
 DS_API int ds_batch_size(const dsBatch* b);

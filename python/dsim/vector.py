@@ -9,8 +9,8 @@ gives env i the library seed s + i, and its later episodes s + i + N,
 s + i + 2N, ...; reset(seed=[s0, s1, ...]) sets each. Spaces, scaling and
 info["metric"] as dsim.gym.DsimGymEnv (no image observations here).
 The envs run forward only (physics.gradients false unless the config sets
-it); on a CUDA device (device="cuda") every env is then one instance of one
-batched engine, stepped by one launch sequence per call.
+it); with device="cuda" (or "cuda:N") every env is then one instance of one
+batched engine on that GPU, all stepped together by each call.
 """
 from __future__ import annotations
 
@@ -61,7 +61,8 @@ class DsimVectorEnv(gymnasium.vector.VectorEnv):
     metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": ["rgb_array"]}
 
     def __init__(self, env_name: str, num_envs: int = 1, render_mode: str | None = None, config=None,
-                 action_scale: float | None = None, max_episode_steps: int | None = None, **overrides):
+                 action_scale: float | None = None, max_episode_steps: int | None = None, device: str = "cpu",
+                 **overrides):
         from . import env_id
         self.env_name = env_name
         self.id = env_id(env_name)
@@ -76,8 +77,9 @@ class DsimVectorEnv(gymnasium.vector.VectorEnv):
         text = _forward_only(config_text(env_name, config, overrides, self.id))
         self._p = ctypes.c_void_p()
         err = ctypes.create_string_buffer(1024)
-        rc = lib.ds_batch_create_from_text(self.id.encode(), text.encode(), self.num_envs, ctypes.byref(self._p),
-                                           err, 1024)
+        self.device = str(device)
+        rc = lib.ds_batch_create_from_text_on(self.id.encode(), text.encode(), self.num_envs,
+                                              self.device.encode(), ctypes.byref(self._p), err, 1024)
         if rc:
             self._p = None
             raise DsimError(self.id, "cannot create the batched env", rc, err.value.decode(errors="replace"))

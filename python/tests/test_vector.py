@@ -76,3 +76,18 @@ def test_sync_vector_env_same_results():
         assert r1[0].shape == r2[0].shape and r1[3].shape == r2[3].shape
     v.close()
     s.close()
+
+
+def test_device_refused_clearly():
+    # no GPU on the test machines (or no CUDA in the build): a clear error naming the device
+    if dsim._lib.lib.ds_cuda_device_count() > 0:
+        import pytest
+        pytest.skip("a CUDA device is present")
+    try:
+        gymnasium.make_vec("dsim/WalkerSprings-v0", num_envs=2, device="cuda:0", **SMALL["walker-springs"])
+    except dsim.DsimError as e:
+        assert "cuda" in str(e).lower() and "batch" in str(e)
+    else:
+        raise AssertionError("device cuda:0 accepted without a GPU")
+    v = gymnasium.make_vec("dsim/WalkerSprings-v0", num_envs=2, device="cpu", **SMALL["walker-springs"])
+    v.close()
