@@ -17,6 +17,9 @@ tests_test_env_SOURCES = tests/test_env.c
 tests_test_env_target_SOURCES = tests/test_env_target.c
 TESTS += tests/test_env_grad tests/test_env_config tests/test_env tests/test_env_target
 BENCH_PROGS += bench/bench_env
+BENCH_PROGS += bench/bench_batch
+bench_bench_batch_SOURCES = bench/bench_batch.c
+bench_bench_batch_CPPFLAGS = $(AM_CPPFLAGS) -DDS_BENCH_SRCDIR='"$(abs_top_srcdir)"'
 bench_bench_env_SOURCES = bench/bench_env.c
 bench_bench_env_CPPFLAGS = $(AM_CPPFLAGS) -DDS_BENCH_SRCDIR='"$(abs_top_srcdir)"'
 # A user-written env class registered through ds_env_register: registry,

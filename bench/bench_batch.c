@@ -1,0 +1,167 @@
+/* Batched envs (dsim/batch.h), forward only (RL): env-steps per second of a
+ * batch of N envs with autoreset, its envs
+ *   separate   each on its own serial CPU engine, OpenMP across the envs
+ *   shared     all as instances of one batched engine on the device (the
+ *              CPU backend, OpenMP across instances; or a CUDA device)
+ * and the ratio shared / separate (separate always on the CPU). The actions are a fixed sinusoid; the
+ * bundled config's env (configs/NAME.json when found, else the class's
+ * defaults) with physics.gradients false. Figures are medians of --reps
+ * timed runs of --calls batch steps each, after one untimed run.
+ *
+ *   bench_batch [--class NAME] [--envs N]... [--device cpu|cuda[:N]]...
+ *               [--calls C] [--reps R] [--rewards] [--quick]
+ *
+ * Defaults: control-fem, N = 1, 8, 64, the CPU (and cuda:0 when a device is
+ * visible), 24 calls, 3 reps. --rewards asks for rewards (each frame in a
+ * step is rendered and compared with the goal on the host). --quick: N = 1
+ * and 8, 8 calls (what `make bench` runs). */
+#include "config.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef _OPENMP
+#  include <omp.h>
+#endif
+
+#include "bench/bench.h"
+#include "dsim/dsim.h"
+
+#ifndef DS_BENCH_SRCDIR
+#  define DS_BENCH_SRCDIR "."
+#endif
+
+static void die(const char* what, const char* msg) {
+  fprintf(stderr, "bench_batch: %s: %s\n", what, msg);
+  exit(1);
+}
+
+/* The config's env section, forward only, as text. */
+static char* config_text(const char* cls) {
+  char path[1024];
+  snprintf(path, sizeof path, "%s/configs/%s.json", DS_BENCH_SRCDIR, cls);
+  dsEnvDef def;
+  char err[512];
+  int rc = -1;
+  FILE* f = fopen(path, "rb");
+  if (f) {
+    static char buf[1 << 20];
+    const size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    rc = ds_env_def_from_text(path, buf, &def, err, sizeof err);
+  }
+  if (rc) def = ds_default_env_def(cls);
+  if (!def.cls) die(cls, "no such env class");
+  def.gradients = 0;
+  int need = ds_env_def_to_json(&def, NULL, 0);
+  char* text = need > 0 ? (char*)malloc((size_t)need + 1) : NULL;
+  if (!text) die(cls, "out of memory");
+  ds_env_def_to_json(&def, text, (size_t)need + 1);
+  return text;
+}
+
+/* env-steps per second; mode 0: separate, 1: shared on `device` */
+static double rate(const char* cls, const char* text, int mode, const char* device, int N, int calls, int reps,
+                   int rewards) {
+  dsEnvDef def;
+  char err[1024];
+  if (ds_env_def_from_text(cls, text, &def, err, sizeof err)) die(cls, err);
+  dsBatch* b = NULL;
+  int rc;
+  if (mode == 0) {
+    rc = ds_batch_create(&def, N, &b, err, sizeof err);
+  } else if (strcmp(device, "cpu") == 0) {
+    def.batch_engine = 1;
+    rc = ds_batch_create(&def, N, &b, err, sizeof err);
+  } else {
+    rc = ds_batch_create_from_text_on(cls, text, N, device, &b, err, sizeof err);
+  }
+  if (rc) die("create", err);
+  const int A = ds_env_action_size(ds_batch_env(b, 0)), O = ds_env_obs_size(ds_batch_env(b, 0));
+  dsReal* act = (dsReal*)malloc(((size_t)N * A + 1) * sizeof(dsReal));
+  dsReal* obs = (dsReal*)malloc(((size_t)N * O + 1) * sizeof(dsReal));
+  dsReal* rew = (dsReal*)malloc((size_t)N * sizeof(dsReal));
+  uint8_t* done = (uint8_t*)malloc((size_t)N);
+  int* status = (int*)malloc((size_t)N * sizeof(int));
+  if (!act || !obs || !rew || !done || !status) die("bench", "out of memory");
+  double t[16];
+  for (int r = 0; r <= reps; r++) {
+    if (ds_batch_reset(b, NULL, NULL, obs, NULL, status)) die("reset", ds_batch_last_error(b));
+    const double t0 = now();
+    for (int c = 0; c < calls; c++) {
+      for (int i = 0; i < N; i++)
+        for (int j = 0; j < A; j++) act[(size_t)i * A + j] = (dsReal)(0.3 * sin(0.2 * c + 0.37 * j + 1.3 * i));
+      if (ds_batch_step(b, act, obs, NULL, rewards ? rew : NULL, done, status, DS_BATCH_AUTORESET) < 0)
+        die("step", ds_batch_last_error(b));
+    }
+    if (r > 0) t[r - 1] = now() - t0; /* the first run warms up */
+  }
+  free(act);
+  free(obs);
+  free(rew);
+  free(done);
+  free(status);
+  ds_batch_destroy(b);
+  return (double)N * calls / median(t, reps);
+}
+
+int main(int argc, char** argv) {
+  const char* cls = "control-fem";
+  const char* devices[8];
+  int envs[8], nd = 0, ne = 0, calls = 24, reps = 3, rewards = 0, quick = 0;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--class") == 0 && i + 1 < argc) cls = argv[++i];
+    else if (strcmp(argv[i], "--envs") == 0 && i + 1 < argc && ne < 8) envs[ne++] = atoi(argv[++i]);
+    else if (strcmp(argv[i], "--device") == 0 && i + 1 < argc && nd < 8) devices[nd++] = argv[++i];
+    else if (strcmp(argv[i], "--calls") == 0 && i + 1 < argc) calls = atoi(argv[++i]);
+    else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc) reps = atoi(argv[++i]);
+    else if (strcmp(argv[i], "--rewards") == 0) rewards = 1;
+    else if (strcmp(argv[i], "--quick") == 0) quick = 1;
+    else {
+      fprintf(stderr,
+              "usage: bench_batch [--class NAME] [--envs N]... [--device cpu|cuda[:N]]... [--calls C] [--reps R] "
+              "[--rewards] [--quick]\n");
+      return 2;
+    }
+  }
+  if (quick) {
+    calls = 8;
+    if (!ne) {
+      envs[ne++] = 1;
+      envs[ne++] = 8;
+    }
+  }
+  if (!ne) {
+    envs[ne++] = 1;
+    envs[ne++] = 8;
+    envs[ne++] = 64;
+  }
+  if (!nd) {
+    devices[nd++] = "cpu";
+    if (ds_cuda_device_count() > 0) devices[nd++] = "cuda:0";
+  }
+  if (reps < 1 || reps > 16 || calls < 1) {
+    fprintf(stderr, "bench_batch: --reps 1..16, --calls >= 1\n");
+    return 2;
+  }
+  char* text = config_text(cls);
+  int threads = 1;
+#ifdef _OPENMP
+  threads = omp_get_max_threads();
+#endif
+  printf("bench_batch: %s, forward only, %d calls with autoreset, median of %d, %d threads%s\n", cls, calls, reps,
+         threads, rewards ? ", with rewards" : "");
+  printf("%-8s %6s %14s %14s %8s\n", "device", "envs", "separate/s", "shared/s", "ratio");
+  for (int d = 0; d < nd; d++)
+    for (int k = 0; k < ne; k++) {
+      const double sep = rate(cls, text, 0, "cpu", envs[k], calls, reps, rewards);
+      const double sh = rate(cls, text, 1, devices[d], envs[k], calls, reps, rewards);
+      printf("%-8s %6d %14.1f %14.1f %7.2fx\n", devices[d], envs[k], sep, sh, sh / sep);
+      fflush(stdout);
+    }
+  free(text);
+  return 0;
+}
