@@ -10,10 +10,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#ifdef _OPENMP
-#  include <omp.h>
-#endif
-
 #include "dsim/batch.h"
 #include "envs/env_priv.h"
 
@@ -181,22 +177,9 @@ static int collect(dsBatch* b, int* status) {
   return ds__seterr(&b->err, b->rc[first], "env %d: %s", first, msg && *msg ? msg : ds_strerror(b->rc[first]));
 }
 
-/* Runs body(i) for every env: threads across envs, nested regions
- * inactive. Single env or single thread: the env keeps its inner threads. */
-#ifdef _OPENMP
-#  define FOR_EACH_ENV(b, i)                                                     \
-    {                                                                            \
-      const int par_ = (b)->n > 1 && omp_get_max_threads() > 1;                  \
-      const int levels_ = omp_get_max_active_levels();                           \
-      if (par_) omp_set_max_active_levels(1);                                    \
-      _Pragma("omp parallel for schedule(static) if (par_)") for (int i = 0; i < (b)->n; i++)
-#  define END_FOR_EACH_ENV()                  \
-      if (par_) omp_set_max_active_levels(levels_); \
-    }
-#else
-#  define FOR_EACH_ENV(b, i) { for (int i = 0; i < (b)->n; i++)
-#  define END_FOR_EACH_ENV() }
-#endif
+/* Runs body(i) for every env: threads across envs (envs/env_priv.h). */
+#define FOR_EACH_ENV(b, i) DS__ENVS_FOR((b)->n, i)
+#define END_FOR_EACH_ENV() DS__ENVS_END()
 
 static int odim_of(const dsBatch* b) { return b->envs[0]->odim; }
 static size_t npix_of(const dsBatch* b) {

@@ -732,17 +732,6 @@ static int bs_pull(dsEnv* e) {
   return rc ? bs_fail(e, rc, "batched engine: reading the state") : 0;
 }
 
-/* add_terms' adjoints (d->adj_x, d->adj_v) into the batch's, then cleared. */
-static int bs_push_adjoints(dsEnv* e) {
-  if (!e->adj_dirty) return 0;
-  dsData* d = e->d;
-  int rc = ds_bsim_add_adjoint(e->bs, d->adj_x, d->adj_v);
-  memset(d->adj_x, 0, (size_t)e->n3 * sizeof(dsReal));
-  memset(d->adj_v, 0, (size_t)e->n3 * sizeof(dsReal));
-  e->adj_dirty = 0;
-  return rc ? bs_fail(e, rc, "backward: batched engine: adding adjoints") : 0;
-}
-
 /* Substeps s0 .. s1 of step k with the action held: one activation upload,
  * then runs of substeps up to each frame (whose positions are kept). */
 static int bs_step(dsEnv* e, int k, int s0, int s1, dsReal* r, int want_reward) {
@@ -894,12 +883,7 @@ int ds_env_loss(const dsEnv* ce, dsReal* loss) {
   return 0;
 }
 
-typedef struct BwdSpec {
-  int builtin;
-  const dsReal* adj_obs;
-  const dsReal* adj_image;
-  const dsReal* adj_reward;
-} BwdSpec;
+typedef dsEnvBwdSpec BwdSpec;
 
 /* Adds dL/d(state s) of every term at substep s into d->adj_x / d->adj_v. */
 static int add_terms(dsEnv* e, const BwdSpec* sp, int s, int t, int nf) {
@@ -972,51 +956,99 @@ static int add_terms(dsEnv* e, const BwdSpec* sp, int s, int t, int nf) {
  * adjoint is read back, summed over the run); the parameter gradients come
  * back at the end and are added to those of the host terms (centre of
  * mass). Sums are taken in other groupings than the serial engine's, so
- * results agree with env_backward on the CPU engine to rounding, not bits. */
-static int bs_backward(dsEnv* e, const BwdSpec* sp, int t, int s_stop, int nf, dsReal* grad_actions) {
-  const dsModel* m = e->m;
-  dsData* d = e->d;
-  const int A = e->adim, first_act = e->cls->act_first(e);
-  memset(d->adj_x, 0, (size_t)e->n3 * sizeof(dsReal));
-  memset(d->adj_v, 0, (size_t)e->n3 * sizeof(dsReal));
-  e->adj_dirty = 0;
-  int rc = ds_bsim_zero_grad(e->bs);
-  if (!rc) rc = ds_bsim_backward_begin(e->bs, NULL, NULL);
-  if (rc) return bs_fail(e, rc, "backward: batched engine");
-  if ((rc = add_terms(e, sp, t, t, nf)) || (rc = bs_push_adjoints(e))) return rc;
+ * results agree with env_backward on the CPU engine to rounding, not bits.
+ * A group of envs on one engine runs the same schedule (they are at one
+ * substep), each env's host terms on its own thread. */
+static int group_fail(dsEnv** envs, int n, dsBatchSim* bs, int rc, const char* what) {
+  for (int i = 0; i < n; i++) ds__seterr(&envs[i]->err, rc, "%s: %s", what, ds_bsim_last_error(bs));
+  return rc;
+}
+
+/* every env's host terms at substep s, then their adjoints into the engine */
+static int group_terms(dsEnv** envs, int n, dsBatchSim* bs, const BwdSpec* sp, int s, int t, int nf, dsReal* bx,
+                       dsReal* bv, int* rcs) {
+  DS__ENVS_FOR(n, i) { rcs[i] = add_terms(envs[i], sp + i, s, t, nf); }
+  DS__ENVS_END();
+  int dirty = 0;
+  for (int i = 0; i < n; i++) {
+    if (rcs[i]) return rcs[i];
+    dirty |= envs[i]->adj_dirty;
+  }
+  if (!dirty) return 0;
+  const size_t n3 = (size_t)envs[0]->n3;
+  int rc;
+  if (n == 1) {
+    rc = ds_bsim_add_adjoint(bs, envs[0]->d->adj_x, envs[0]->d->adj_v);
+  } else {
+    for (int i = 0; i < n; i++) {
+      memcpy(bx + (size_t)i * n3, envs[i]->d->adj_x, n3 * sizeof(dsReal));
+      memcpy(bv + (size_t)i * n3, envs[i]->d->adj_v, n3 * sizeof(dsReal));
+    }
+    rc = ds_bsim_add_adjoint(bs, bx, bv);
+  }
+  for (int i = 0; i < n; i++) {
+    memset(envs[i]->d->adj_x, 0, n3 * sizeof(dsReal));
+    memset(envs[i]->d->adj_v, 0, n3 * sizeof(dsReal));
+    envs[i]->adj_dirty = 0;
+  }
+  return rc ? group_fail(envs, n, bs, rc, "backward: batched engine: adding adjoints") : 0;
+}
+
+int ds__env_group_backward(dsEnv** envs, int n, dsBatchSim* bs, const BwdSpec* sp, int first,
+                           dsReal* const* grad_actions, dsReal* bx, dsReal* bv, dsReal* badj, int* rcs) {
+  dsEnv* e0 = envs[0];
+  const dsModel* m = e0->m;
+  const int t = e0->d->t, nf = frames_done(e0, t), A = e0->adim, first_act = e0->cls->act_first(e0);
+  const int s_stop = first * e0->C < t ? first * e0->C : t;
+  const size_t nact = (size_t)m->nact;
+  for (int i = 0; i < n; i++) {
+    memset(envs[i]->d->adj_x, 0, (size_t)e0->n3 * sizeof(dsReal));
+    memset(envs[i]->d->adj_v, 0, (size_t)e0->n3 * sizeof(dsReal));
+    envs[i]->adj_dirty = 0;
+  }
+  int rc = ds_bsim_zero_grad(bs);
+  if (!rc) rc = ds_bsim_backward_begin(bs, NULL, NULL);
+  if (rc) return group_fail(envs, n, bs, rc, "backward: batched engine");
+  if ((rc = group_terms(envs, n, bs, sp, t, t, nf, bx, bv, rcs))) return rc;
   int s = t;
   while (s > s_stop) {
-    const int k = (s - 1) / e->C;
-    int lo = k * e->C > s_stop ? k * e->C : s_stop;
+    const int k = (s - 1) / e0->C;
+    int lo = k * e0->C > s_stop ? k * e0->C : s_stop;
     for (int q = s - 1; q > lo; q--)
-      if (e->frame_at[q] >= 0) {
+      if (e0->frame_at[q] >= 0) {
         lo = q;
         break;
       }
-    rc = ds_bsim_backward_step(e->bs, s - lo, m->nact ? e->badj_act : NULL, NULL);
-    if (rc) return bs_fail(e, rc, "backward: batched engine");
-    dsReal* ga = grad_actions ? grad_actions + (size_t)k * A : e->sink;
-    if (!grad_actions) memset(e->sink, 0, (size_t)A * sizeof(dsReal)); /* dL/da nobody asked for */
-    for (int i = 0; i < A; i++) ga[i] += e->badj_act[first_act + i];
+    rc = ds_bsim_backward_step(bs, s - lo, nact ? badj : NULL, NULL);
+    if (rc) return group_fail(envs, n, bs, rc, "backward: batched engine");
+    for (int i = 0; i < n; i++) {
+      dsEnv* e = envs[i];
+      dsReal* ga = grad_actions[i] ? grad_actions[i] + (size_t)k * A : e->sink;
+      if (!grad_actions[i]) memset(e->sink, 0, (size_t)A * sizeof(dsReal)); /* dL/da nobody asked for */
+      for (int j = 0; j < A; j++) ga[j] += badj[(size_t)i * nact + (size_t)first_act + (size_t)j];
+    }
     s = lo;
-    if ((rc = add_terms(e, sp, s, t, nf)) || (rc = bs_push_adjoints(e))) return rc;
+    if ((rc = group_terms(envs, n, bs, sp, s, t, nf, bx, bv, rcs))) return rc;
   }
-  if (s_stop == 0 && (rc = ds_bsim_backward_finish(e->bs))) return bs_fail(e, rc, "backward: batched engine");
-  for (int k = 0; k < ds_param_count(); k++) {
-    const char* name = ds_param_name(k);
-    const dsReal* p;
-    dsReal* g;
-    int n, ng;
-    if (ds_model_param(m, name, &p, &n) || n == 0 || ds_grad_param(e->g, name, &g, &ng) || ng != n) continue;
-    if ((rc = ds_bsim_get_grad(e->bs, 0, name, e->bgrad, n))) return bs_fail(e, rc, "backward: batched engine");
-    for (int j = 0; j < n; j++) g[j] += e->bgrad[j];
+  if (s_stop == 0 && (rc = ds_bsim_backward_finish(bs))) return group_fail(envs, n, bs, rc, "backward: batched engine");
+  for (int i = 0; i < n; i++) {
+    dsEnv* e = envs[i];
+    for (int k = 0; k < ds_param_count(); k++) {
+      const char* name = ds_param_name(k);
+      const dsReal* p;
+      dsReal* g;
+      int np, ng;
+      if (ds_model_param(e->m, name, &p, &np) || np == 0 || ds_grad_param(e->g, name, &g, &ng) || ng != np) continue;
+      if ((rc = ds_bsim_get_grad(bs, i, name, e->bgrad, np))) return group_fail(envs, n, bs, rc, "backward: batched engine");
+      for (int j = 0; j < np; j++) g[j] += e->bgrad[j];
+    }
+    e->did_backward = 1;
   }
-  e->did_backward = 1;
   return 0;
 }
 
-/* Backward down to the start of step first (0: the whole episode). */
-static int env_backward(dsEnv* e, const BwdSpec* sp, int first, dsReal* grad_actions) {
+/* The checks before a backward of e down to step first, and its outputs cleared. */
+static int bwd_prepare(dsEnv* e, const BwdSpec* sp, int first, dsReal* grad_actions) {
   if (!e->def.gradients)
     return ds__seterr(&e->err, DS_ERR_STATE,
                       "backward: %s was created forward only (env.physics.gradients false): no tape to go back on",
@@ -1025,16 +1057,30 @@ static int env_backward(dsEnv* e, const BwdSpec* sp, int first, dsReal* grad_act
   if (e->failed) return ds__seterr(&e->err, DS_ERR_STATE, "backward: the episode diverged");
   if (sp->adj_image && !e->def.obs_image)
     return ds__seterr(&e->err, DS_ERR_INVALID, "backward: image adjoints need observation.image");
-  const dsModel* m = e->m;
-  dsData* d = e->d;
-  const int t = d->t, steps = (t + e->C - 1) / e->C, nf = frames_done(e, t), A = e->adim;
+  const int t = e->d->t, steps = (t + e->C - 1) / e->C;
   if (first < 0 || first > steps)
     return ds__seterr(&e->err, DS_ERR_RANGE, "backward: first step %d outside [0, %d]", first, steps);
-  const int s_stop = first * e->C < t ? first * e->C : t;
-  if (grad_actions) memset(grad_actions, 0, (size_t)steps * A * sizeof(dsReal));
+  if (grad_actions) memset(grad_actions, 0, (size_t)steps * e->adim * sizeof(dsReal));
   ds_grad_zero(e->g);
-  if (e->bs) return bs_backward(e, sp, t, s_stop, nf, grad_actions);
-  int rc = ds_backward_begin(m, d);
+  return 0;
+}
+
+int ds__env_bwd_prepare(dsEnv* e, const dsEnvBwdSpec* sp, int first, dsReal* grad_actions) {
+  return bwd_prepare(e, sp, first, grad_actions);
+}
+
+/* Backward down to the start of step first (0: the whole episode). */
+static int env_backward(dsEnv* e, const BwdSpec* sp, int first, dsReal* grad_actions) {
+  if (e->bs_member) return refuse_member(e, "backward (use ds_batch_backward_loss or _adjoints)");
+  int rc = bwd_prepare(e, sp, first, grad_actions);
+  if (rc) return rc;
+  int one_rc;
+  if (e->bs) return ds__env_group_backward(&e, 1, e->bs, sp, first, &grad_actions, NULL, NULL, e->badj_act, &one_rc);
+  const dsModel* m = e->m;
+  dsData* d = e->d;
+  const int t = d->t, nf = frames_done(e, t), A = e->adim;
+  const int s_stop = first * e->C < t ? first * e->C : t;
+  rc = ds_backward_begin(m, d);
   if (rc) return ds__seterr(&e->err, rc, "backward: %s", ds_data_last_error(d));
   rc = add_terms(e, sp, t, t, nf);
   if (rc) return rc;

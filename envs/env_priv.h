@@ -87,6 +87,48 @@ int ds__env_step_at(dsEnv* e, int s, int want_reward, dsReal* r);
 int ds__env_step_end(dsEnv* e, dsReal r, dsReal* obs, dsReal* image, dsReal* reward, int* done);
 int ds__env_step_failed(dsEnv* e, int k, int rc, const char* msg);
 
+/* Threads across n envs (OpenMP, nested regions made inactive for the loop:
+ * each env runs single-threaded inside); one thread when n is 1 or OpenMP
+ * has one. Used as DS__ENVS_FOR(n, i) { body } DS__ENVS_END(); */
+#ifdef _OPENMP
+#  include <omp.h>
+#  define DS__ENVS_FOR(n, i)                                                     \
+    {                                                                            \
+      const int par_ = (n) > 1 && omp_get_max_threads() > 1;                     \
+      const int levels_ = omp_get_max_active_levels();                           \
+      if (par_) omp_set_max_active_levels(1);                                    \
+      _Pragma("omp parallel for schedule(static) if (par_)") for (int i = 0; i < (n); i++)
+#  define DS__ENVS_END()                          \
+      if (par_) omp_set_max_active_levels(levels_); \
+    }
+#else
+#  define DS__ENVS_FOR(n, i) { for (int i = 0; i < (n); i++)
+#  define DS__ENVS_END() }
+#endif
+
+/* What a backward starts from: the built-in loss, or the caller's adjoints
+ * of observations, images and rewards (steps x size each; NULL: 0). */
+typedef struct dsEnvBwdSpec {
+  int builtin;
+  const dsReal* adj_obs;
+  const dsReal* adj_image;
+  const dsReal* adj_reward;
+} dsEnvBwdSpec;
+
+/* The checks before a backward of e down to step `first` (gradients kept,
+ * an episode, not failed, image adjoints with image observations), then
+ * its outputs cleared (grad_actions' rows, the parameter gradients). */
+int ds__env_bwd_prepare(dsEnv* e, const dsEnvBwdSpec* sp, int first, dsReal* grad_actions);
+/* Then the backward of n such envs that are instances 0..n-1 of one batched
+ * engine bs (n = 1: an env's own engine), all at the same substep of one
+ * schedule, down to the start of step `first`: sp[i] and grad_actions[i]
+ * (steps x action_size, or NULL) are env i's; bx, bv (n x n3; unused when n
+ * is 1), badj (n x nact) and rcs (n) are scratch. Host terms run across
+ * threads. On failure the message is on the env that failed, or on every
+ * env for the engine's own errors. */
+int ds__env_group_backward(dsEnv** envs, int n, dsBatchSim* bs, const dsEnvBwdSpec* sp, int first,
+                           dsReal* const* grad_actions, dsReal* bx, dsReal* bv, dsReal* badj, int* rcs);
+
 /* env_def.c: the env section's key table (common keys, then the class's, in
  * group order) for def->cls, into tab (cap entries, NULL-terminated), with
  * offsets into a dsEnvParse; returns the count or a negative code. */
