@@ -27,6 +27,13 @@ struct dsBatch {
   dsReal* bact;     /* n x nact: every env's activations */
   int *s0, *s1;     /* per env: the substeps of its step in this call (s0 < 0: not stepped) */
   dsReal* r;        /* per env: the step's reward */
+  /* lockstep (ds_batch_create_lockstep): the envs are reset together and
+     step together; taped: the shared engine keeps the tape (gradients) */
+  int lockstep, taped;
+  dsEnvBwdSpec* specs; /* per env: what its backward starts from */
+  dsReal** gas;     /* per env: its rows of grad_actions */
+  dsReal* badj;     /* n x nact: action adjoints from the engine */
+  int* rcs;         /* n: scratch */
 };
 
 static void copy_err(char* err, size_t errlen, const char* msg) {
@@ -48,6 +55,10 @@ void ds_batch_destroy(dsBatch* b) {
   ds__free(b->s0);
   ds__free(b->s1);
   ds__free(b->r);
+  ds__free(b->specs);
+  ds__free(b->gas);
+  ds__free(b->badj);
+  ds__free(b->rcs);
   ds__free(b);
 }
 
@@ -58,7 +69,12 @@ static int create_shared(dsBatch* b, char* err, size_t errlen) {
   const size_t n = (size_t)b->n, n3 = (size_t)e0->n3, nact = (size_t)e0->m->nact;
   dsBatchSimDef bd = ds_default_batch_sim_def();
   bd.batch = b->n;
-  bd.max_substeps = 0; /* forward only: the tape would need one episode clock for all */
+  /* a tape needs one episode clock for all: lockstep batches only */
+  b->taped = b->lockstep && e0->def.gradients;
+  bd.max_substeps = b->taped ? e0->T : 0;
+  bd.checkpoint_every = e0->def.checkpoint_every;
+  bd.act_records = e0->nstep + 1;
+  bd.fext_records = 1;
   bd.device = e0->def.device;
   char why[DS_ERRMSG_LEN], dn[32];
   int rc = ds_bsim_create(e0->m, &bd, &b->bs, why, sizeof why);
@@ -74,7 +90,8 @@ static int create_shared(dsBatch* b, char* err, size_t errlen) {
   b->s0 = (int*)ds__calloc(n, sizeof(int));
   b->s1 = (int*)ds__calloc(n, sizeof(int));
   b->r = (dsReal*)ds__calloc(n, sizeof(dsReal));
-  if (!b->bx || !b->bv || !b->bact || !b->s0 || !b->s1 || !b->r) {
+  b->badj = (dsReal*)ds__calloc(n * nact + 1, sizeof(dsReal));
+  if (!b->bx || !b->bv || !b->bact || !b->s0 || !b->s1 || !b->r || !b->badj) {
     copy_err(err, errlen, "out of memory");
     return DS_ERR_NOMEM;
   }
@@ -82,8 +99,8 @@ static int create_shared(dsBatch* b, char* err, size_t errlen) {
 }
 
 /* def or (name, text); device: NULL (the definition's) or a device name */
-static int batch_create(const dsEnvDef* def, const char* name, const char* text, const char* device, int n,
-                        dsBatch** out, char* err, size_t errlen) {
+static int batch_create(const dsEnvDef* def, const char* name, const char* text, const char* device, int lockstep,
+                        int n, dsBatch** out, char* err, size_t errlen) {
   copy_err(err, errlen, "");
   if (!out) return DS_ERR_INVALID;
   *out = NULL;
@@ -107,11 +124,15 @@ static int batch_create(const dsEnvDef* def, const char* name, const char* text,
     return DS_ERR_NOMEM;
   }
   b->n = n;
+  b->lockstep = lockstep;
   b->envs = (dsEnv**)ds__calloc((size_t)n, sizeof(dsEnv*));
   b->seed = (uint64_t*)ds__calloc((size_t)n, sizeof(uint64_t));
   b->seeded = (uint8_t*)ds__calloc((size_t)n, 1);
   b->rc = (int*)ds__calloc((size_t)n, sizeof(int));
-  if (!b->envs || !b->seed || !b->seeded || !b->rc) {
+  b->specs = (dsEnvBwdSpec*)ds__calloc((size_t)n, sizeof(dsEnvBwdSpec));
+  b->gas = (dsReal**)ds__calloc((size_t)n, sizeof(dsReal*));
+  b->rcs = (int*)ds__calloc((size_t)n, sizeof(int));
+  if (!b->envs || !b->seed || !b->seeded || !b->rc || !b->specs || !b->gas || !b->rcs) {
     ds_batch_destroy(b);
     copy_err(err, errlen, "out of memory");
     return DS_ERR_NOMEM;
@@ -131,7 +152,7 @@ static int batch_create(const dsEnvDef* def, const char* name, const char* text,
     on.device = dev;
     def = &on;
   }
-  const int shared = (def->device.kind == DS_DEVICE_CUDA || def->batch_engine) && !def->gradients;
+  const int shared = (def->device.kind == DS_DEVICE_CUDA || def->batch_engine) && (!def->gradients || lockstep);
   for (int i = 0; i < n; i++) {
     int rc = ds__env_create(def, name, text, shared, &b->envs[i], err, errlen);
     if (!rc && shared) b->envs[i]->bs_inst = i;
@@ -147,18 +168,22 @@ static int batch_create(const dsEnvDef* def, const char* name, const char* text,
 
 int ds_batch_create(const dsEnvDef* def, int n, dsBatch** out, char* err, size_t errlen) {
   if (!def) return DS_ERR_INVALID;
-  return batch_create(def, NULL, NULL, NULL, n, out, err, errlen);
+  return batch_create(def, NULL, NULL, NULL, 0, n, out, err, errlen);
+}
+
+int ds_batch_create_lockstep(const dsEnvDef* def, int n, dsBatch** out, char* err, size_t errlen) {
+  return batch_create(def, NULL, NULL, NULL, 1, n, out, err, errlen);
 }
 
 int ds_batch_create_from_text(const char* name, const char* text, int n, dsBatch** out, char* err, size_t errlen) {
   if (!name || !text) return DS_ERR_INVALID;
-  return batch_create(NULL, name, text, NULL, n, out, err, errlen);
+  return batch_create(NULL, name, text, NULL, 0, n, out, err, errlen);
 }
 
 int ds_batch_create_from_text_on(const char* name, const char* text, int n, const char* device, dsBatch** out,
                                  char* err, size_t errlen) {
   if (!name || !text) return DS_ERR_INVALID;
-  return batch_create(NULL, name, text, device, n, out, err, errlen);
+  return batch_create(NULL, name, text, device, 0, n, out, err, errlen);
 }
 
 int ds_batch_size(const dsBatch* b) { return b ? b->n : DS_ERR_INVALID; }
@@ -187,10 +212,19 @@ static size_t npix_of(const dsBatch* b) {
   return d->obs_image ? 4 * (size_t)d->width * (size_t)d->height : 0;
 }
 
+static int lockstep_sync(dsBatch* b, int restart);
+
 int ds_batch_reset(dsBatch* b, const uint64_t* seeds, const uint8_t* mask, dsReal* obs, dsReal* image, int* status) {
   if (!b) return DS_ERR_INVALID;
   ds__clearerr(&b->err);
   const size_t od = (size_t)odim_of(b), np = npix_of(b);
+  if (b->lockstep && mask)
+    for (int i = 0; i < b->n; i++)
+      if (!mask[i])
+        return ds__seterr(&b->err, DS_ERR_STATE,
+                          "batch reset: env %d is left out by the mask, but a lockstep batch resets all its envs "
+                          "together",
+                          i);
   FOR_EACH_ENV(b, i) {
     b->rc[i] = DS_BATCH_STEPPED;
     if (mask && !mask[i]) continue;
@@ -201,7 +235,15 @@ int ds_batch_reset(dsBatch* b, const uint64_t* seeds, const uint8_t* mask, dsRea
     b->rc[i] = rc ? rc : DS_BATCH_RESET;
   }
   END_FOR_EACH_ENV();
-  return collect(b, status);
+  int rc = collect(b, status);
+  if (!rc && b->taped && (rc = lockstep_sync(b, 1))) {
+    for (int i = 0; i < b->n; i++) {
+      b->rc[i] = rc;
+      ds__seterr(&b->envs[i]->err, rc, "reset: %s", ds__errmsg(&b->err));
+    }
+    collect(b, status);
+  }
+  return rc;
 }
 
 /* Episode over or failed: what autoreset resets. */
@@ -227,7 +269,7 @@ static int needs_reset(const dsEnv* e) { return !e->have_episode || e->failed ||
 /* The step of env i fails with code and message (after "step k: "). */
 static void fail_env(dsBatch* b, int i, int code, const char* msg) {
   dsEnv* e = b->envs[i];
-  e->bs_dirty = 1;
+  e->bs_dirty = !b->taped;
   b->rc[i] = ds__env_step_failed(e, b->s0[i] / e->C, code, msg);
   b->s0[i] = -1;
 }
@@ -244,7 +286,34 @@ static void fail_engine(dsBatch* b, int code, const char* what) {
  * each one's state and parameters into its instance, its failure cleared.
  * Every 2^30 substeps the engine's count restarts from the envs' states (it
  * numbers the substeps in failure reports). */
+/* A taped (lockstep) engine takes states only at its substep 0: every
+ * env's state goes up at once, at a reset of all (restart) or after a
+ * set_param before the first step; a change later in the episode is refused
+ * (the tape holds one episode of every env). The message is on the batch. */
+static int lockstep_sync(dsBatch* b, int restart) {
+  int dirty = restart ? 0 : -1;
+  for (int i = 0; i < b->n && dirty < 0; i++)
+    if (b->envs[i]->bs_dirty) dirty = i;
+  if (dirty < 0) return 0;
+  const int t = ds_bsim_time(b->bs);
+  if (t != 0 && !restart)
+    return ds__seterr(&b->err, DS_ERR_STATE,
+                      "env %d was changed on the host at substep %d (set_state, set_param or its own reset): a "
+                      "lockstep batch takes changes at the start of an episode only (reset the batch)",
+                      dirty, t);
+  const size_t n3 = (size_t)b->envs[0]->n3;
+  for (int i = 0; i < b->n; i++) {
+    memcpy(b->bx + (size_t)i * n3, b->envs[i]->d->x, n3 * sizeof(dsReal));
+    memcpy(b->bv + (size_t)i * n3, b->envs[i]->d->v, n3 * sizeof(dsReal));
+  }
+  int rc = ds_bsim_rewind(b->bs, 0, b->bx, b->bv);
+  for (int i = 0; i < b->n && !rc; i++)
+    if (!(rc = ds_bsim_load_params(b->bs, i, b->envs[i]->m))) b->envs[i]->bs_dirty = 0;
+  return rc ? ds__seterr(&b->err, rc, "batched engine: uploading the envs: %s", ds_bsim_last_error(b->bs)) : 0;
+}
+
 static int shared_sync(dsBatch* b) {
+  if (b->taped) return lockstep_sync(b, 0);
   int rc = 0;
   if (ds_bsim_time(b->bs) >= (1 << 30)) {
     const size_t n3 = (size_t)b->envs[0]->n3;
@@ -268,6 +337,11 @@ static int shared_sync(dsBatch* b) {
 static void shared_run(dsBatch* b, int want_reward) {
   const size_t n3 = (size_t)b->envs[0]->n3;
   int rc = shared_sync(b);
+  if (rc && b->taped) { /* the message is on the batch */
+    for (int i = 0; i < b->n; i++)
+      if (b->s0[i] >= 0) fail_env(b, i, rc, ds__errmsg(&b->err));
+    return;
+  }
   if (rc) return fail_engine(b, rc, "uploading the envs' states");
   if (b->envs[0]->m->nact && (rc = ds_bsim_set_act(b->bs, b->bact)))
     return fail_engine(b, rc, "uploading the activations");
@@ -277,7 +351,7 @@ static void shared_run(dsBatch* b, int want_reward) {
   /* every env the engine does not carry through the whole call (not
      stepped, or its step ends before the others') leaves its instance ahead
      of its state: uploaded again before it steps next */
-  for (int i = 0; i < b->n; i++)
+  for (int i = 0; i < b->n && !b->taped; i++)
     if (b->s0[i] < 0 || b->s1[i] - b->s0[i] < len) b->envs[i]->bs_dirty = 1;
   const int t0 = ds_bsim_time(b->bs);
   for (int j = 0; j < len;) {
@@ -325,7 +399,7 @@ static void shared_run(dsBatch* b, int want_reward) {
         if (rc_i) {
           b->rc[i] = rc_i;
           b->s0[i] = -1;
-          e->bs_dirty = 1;
+          e->bs_dirty = !b->taped;
         }
       }
     }
@@ -380,7 +454,20 @@ int ds_batch_step(dsBatch* b, const dsReal* actions, dsReal* obs, dsReal* image,
   const size_t ad = (size_t)b->envs[0]->adim;
   if (!actions && ad > 0) return ds__seterr(&b->err, DS_ERR_INVALID, "batch step: actions is NULL");
   const size_t od = (size_t)odim_of(b), np = npix_of(b);
-  const int autoreset = (flags & DS_BATCH_AUTORESET) != 0;
+  int autoreset = (flags & DS_BATCH_AUTORESET) != 0;
+  if (b->lockstep && autoreset) { /* all envs together, or none (an env that failed waits for the others) */
+    int all = 1;
+    for (int i = 0; i < b->n && all; i++) all = needs_reset(b->envs[i]);
+    if (all) {
+      const int rc = ds_batch_reset(b, NULL, NULL, obs, image, status);
+      for (int i = 0; i < b->n; i++) {
+        if (rewards) rewards[i] = 0;
+        if (done) done[i] = 0;
+      }
+      return rc;
+    }
+    autoreset = 0;
+  }
   if (b->bs) {
     shared_step(b, actions, obs, image, rewards, done, autoreset);
     return collect(b, status);
@@ -406,6 +493,73 @@ int ds_batch_step(dsBatch* b, const dsReal* actions, dsReal* obs, dsReal* image,
   }
   END_FOR_EACH_ENV();
   return collect(b, status);
+}
+
+/* ---- backward ------------------------------------------------------------------- */
+static int batch_backward(dsBatch* b, int builtin, const dsReal* adj_obs, const dsReal* adj_image,
+                          const dsReal* adj_reward, dsReal* grad_actions, dsReal* losses, int* status) {
+  if (!b) return DS_ERR_INVALID;
+  ds__clearerr(&b->err);
+  const dsEnv* e0 = b->envs[0];
+  const size_t ns = (size_t)e0->nstep, od = (size_t)e0->odim, np = npix_of(b), ad = (size_t)e0->adim;
+  if (adj_image && !np) return ds__seterr(&b->err, DS_ERR_INVALID, "batch backward: image adjoints need observation.image");
+  for (int i = 0; i < b->n; i++) {
+    dsEnvBwdSpec* sp = &b->specs[i];
+    sp->builtin = builtin;
+    sp->adj_obs = adj_obs && od ? adj_obs + (size_t)i * ns * od : NULL;
+    sp->adj_image = adj_image ? adj_image + (size_t)i * ns * np : NULL;
+    sp->adj_reward = adj_reward ? adj_reward + (size_t)i * ns : NULL;
+    b->gas[i] = grad_actions && ad ? grad_actions + (size_t)i * ns * ad : NULL;
+  }
+  if (!b->taped) { /* every env its own backward, threads across envs */
+    FOR_EACH_ENV(b, i) {
+      const dsEnvBwdSpec* sp = &b->specs[i];
+      b->rc[i] = builtin ? ds_env_backward_loss(b->envs[i], NULL, b->gas[i])
+                         : ds_env_backward_adjoints(b->envs[i], sp->adj_obs, sp->adj_image, sp->adj_reward, b->gas[i]);
+    }
+    END_FOR_EACH_ENV();
+  } else { /* one backward of the shared tape */
+    FOR_EACH_ENV(b, i) {
+      dsEnv* e = b->envs[i];
+      ds__clearerr(&e->err);
+      b->rc[i] = ds__env_bwd_prepare(e, &b->specs[i], 0, b->gas[i]);
+      if (!b->rc[i] && e->d->t != e0->d->t)
+        b->rc[i] = ds__seterr(&e->err, DS_ERR_STATE,
+                              "backward: at substep %d while env 0 is at %d: a lockstep batch goes back from one "
+                              "substep",
+                              e->d->t, e0->d->t);
+    }
+    END_FOR_EACH_ENV();
+    int rc = collect(b, status);
+    if (rc) return rc;
+    rc = ds__env_group_backward(b->envs, b->n, b->bs, b->specs, 0, b->gas, b->bx, b->bv, b->badj, b->rcs);
+    if (rc) {
+      int named = 0;
+      for (int i = 0; i < b->n; i++)
+        if (b->envs[i]->err.code) {
+          b->rc[i] = b->envs[i]->err.code;
+          named = 1;
+        }
+      for (int i = 0; i < b->n && !named; i++) b->rc[i] = rc;
+      return collect(b, status);
+    }
+  }
+  if (builtin && losses) {
+    FOR_EACH_ENV(b, i) {
+      if (!b->rc[i]) b->rc[i] = ds_env_loss(b->envs[i], &losses[i]);
+    }
+    END_FOR_EACH_ENV();
+  }
+  return collect(b, status);
+}
+
+int ds_batch_backward_loss(dsBatch* b, dsReal* losses, dsReal* grad_actions, int* status) {
+  return batch_backward(b, 1, NULL, NULL, NULL, grad_actions, losses, status);
+}
+
+int ds_batch_backward_adjoints(dsBatch* b, const dsReal* adj_obs, const dsReal* adj_image, const dsReal* adj_reward,
+                               dsReal* grad_actions, int* status) {
+  return batch_backward(b, 0, adj_obs, adj_image, adj_reward, grad_actions, NULL, status);
 }
 
 int ds_batch_metric(const dsBatch* b, dsReal* metrics) {

@@ -277,6 +277,8 @@ static int build_sized(dsEnv* e) {
     if (rc)
       return ds__seterr(&e->err, rc, "%s: the batched engine on %s: %s", e->cls->name,
                         ds_device_name(def->device, dn, sizeof dn), why);
+  }
+  if (batched) { /* gradient scratch (a member's backward runs in its batch's group) */
     int most = 1;
     for (int k = 0; k < ds_param_count(); k++) {
       const dsReal* p;
@@ -1071,7 +1073,7 @@ int ds__env_bwd_prepare(dsEnv* e, const dsEnvBwdSpec* sp, int first, dsReal* gra
 
 /* Backward down to the start of step first (0: the whole episode). */
 static int env_backward(dsEnv* e, const BwdSpec* sp, int first, dsReal* grad_actions) {
-  if (e->bs_member) return refuse_member(e, "backward (use ds_batch_backward_loss or _adjoints)");
+  if (e->bs_member && e->def.gradients) return refuse_member(e, "backward (use ds_batch_backward_loss or _adjoints)");
   int rc = bwd_prepare(e, sp, first, grad_actions);
   if (rc) return rc;
   int one_rc;

@@ -38,6 +38,12 @@ TESTS += tests/test_batch
 check_PROGRAMS += tests/test_batch_shared
 tests_test_batch_shared_SOURCES = tests/test_batch_shared.c
 TESTS += tests/test_batch_shared
+
+# Lockstep batches with gradients: one shared engine with its tape (and
+# separate engines) against separate serial envs, forward and backward.
+check_PROGRAMS += tests/test_batch_lockstep
+tests_test_batch_lockstep_SOURCES = tests/test_batch_lockstep.c
+TESTS += tests/test_batch_lockstep
 # rigid-toss: sliding distance, state with the body, image-loss gradients
 # reaching the body's parameters and the impulse.
 check_PROGRAMS += tests/test_rigid_env

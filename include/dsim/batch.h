@@ -71,6 +71,17 @@ DS_API int ds_batch_create(const dsEnvDef* def, int n, dsBatch** out, char* err,
  * messages), as ds_env_create_from_text. */
 DS_API int ds_batch_create_from_text(const char* name, const char* text, int n, dsBatch** out, char* err,
                                      size_t errlen);
+/* n envs that step in lockstep: reset together (ds_batch_reset with a mask
+ * that leaves an env out is refused), stepped together (autoreset resets
+ * them when every env needs it; an env that failed waits for the others),
+ * and gone back through together by ds_batch_backward_*. On the batched
+ * engine (def->device a CUDA device, or def->batch_engine) they share one
+ * engine, with its tape when def->gradients is set: one episode of every
+ * env forward and backward in one pass (what sysid instances and CEM
+ * candidates need on a GPU). A change of one env after its episode's first
+ * step (ds_env_set_state, ds_env_set_param, ds_env_reset on the env) is
+ * refused at the next batch step, naming the env. */
+DS_API int ds_batch_create_lockstep(const dsEnvDef* def, int n, dsBatch** out, char* err, size_t errlen);
 /* The same on a device ("cpu", "cuda", "cuda:N"; NULL: the CPU), as
  * ds_env_set_device names it: refused with a message when the build has no
  * CUDA or the device is not there. */
@@ -97,6 +108,18 @@ DS_API int ds_batch_reset(dsBatch* b, const uint64_t* seeds, const uint8_t* mask
  * episode (its time limit). */
 DS_API int ds_batch_step(dsBatch* b, const dsReal* actions, dsReal* obs, dsReal* image, dsReal* rewards,
                          uint8_t* done, int* status, int flags);
+/* Every env's backward (definitions with gradients), as ds_env_backward_loss
+ * and ds_env_backward_adjoints on each env: losses (n, may be NULL), and
+ * env-major arrays with num_steps rows per env whatever the steps taken:
+ * grad_actions n x num_steps x action_size, adj_obs n x num_steps x
+ * obs_size, adj_image n x num_steps x h x w x 4, adj_reward n x num_steps
+ * (each may be NULL). The parameter gradients are each env's
+ * (ds_env_param_grad). Separate engines go back across threads; a lockstep
+ * batch on one engine goes back in one pass, its envs at one substep.
+ * status as ds_batch_step's (0 or a negative code per env). */
+DS_API int ds_batch_backward_loss(dsBatch* b, dsReal* losses, dsReal* grad_actions, int* status);
+DS_API int ds_batch_backward_adjoints(dsBatch* b, const dsReal* adj_obs, const dsReal* adj_image,
+                                      const dsReal* adj_reward, dsReal* grad_actions, int* status);
 /* Metric of every env's current state (ds_env_metric), into metrics (n). */
 DS_API int ds_batch_metric(const dsBatch* b, dsReal* metrics);
 
