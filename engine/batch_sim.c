@@ -835,7 +835,7 @@ int ds_bsim_backward_begin(dsBatchSim* s, const dsReal* adj_x, const dsReal* adj
   if (!s) return DS_ERR_INVALID;
   const dsBatchLayout* L = &s->L;
   if (L->T == 0) return ds__seterr(&s->err, DS_ERR_STATE, "batch: backward: no tape (max_substeps 0)");
-  if (s->failed) return ds__seterr(&s->err, DS_ERR_STATE, "batch: backward: an instance failed this episode; reset");
+  /* a failed instance's adjoints are meaningless; the others' are exact (instances share nothing) */
   const size_t bytes = bn3(s) * sizeof(dsReal);
   int rc = s->be->zero(s->ctx, s->R + L->o_adj[0], bytes);
   if (!rc) rc = s->be->zero(s->ctx, s->R + L->o_adj[1], bytes);

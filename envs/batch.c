@@ -34,6 +34,7 @@ struct dsBatch {
   dsReal** gas;     /* per env: its rows of grad_actions */
   dsReal* badj;     /* n x nact: action adjoints from the engine */
   int* rcs;         /* n: scratch */
+  unsigned char* skip; /* n: envs a backward leaves out (their episode failed) */
 };
 
 static void copy_err(char* err, size_t errlen, const char* msg) {
@@ -59,6 +60,7 @@ void ds_batch_destroy(dsBatch* b) {
   ds__free(b->gas);
   ds__free(b->badj);
   ds__free(b->rcs);
+  ds__free(b->skip);
   ds__free(b);
 }
 
@@ -132,7 +134,8 @@ static int batch_create(const dsEnvDef* def, const char* name, const char* text,
   b->specs = (dsEnvBwdSpec*)ds__calloc((size_t)n, sizeof(dsEnvBwdSpec));
   b->gas = (dsReal**)ds__calloc((size_t)n, sizeof(dsReal*));
   b->rcs = (int*)ds__calloc((size_t)n, sizeof(int));
-  if (!b->envs || !b->seed || !b->seeded || !b->rc || !b->specs || !b->gas || !b->rcs) {
+  b->skip = (unsigned char*)ds__calloc((size_t)n, 1);
+  if (!b->envs || !b->seed || !b->seeded || !b->rc || !b->specs || !b->gas || !b->rcs || !b->skip) {
     ds_batch_destroy(b);
     copy_err(err, errlen, "out of memory");
     return DS_ERR_NOMEM;
@@ -518,25 +521,29 @@ static int batch_backward(dsBatch* b, int builtin, const dsReal* adj_obs, const 
                          : ds_env_backward_adjoints(b->envs[i], sp->adj_obs, sp->adj_image, sp->adj_reward, b->gas[i]);
     }
     END_FOR_EACH_ENV();
-  } else { /* one backward of the shared tape */
-    FOR_EACH_ENV(b, i) {
+  } else { /* one backward of the shared tape; envs whose episode failed are left out */
+    int ref = -1;
+    for (int i = 0; i < b->n; i++) {
       dsEnv* e = b->envs[i];
       ds__clearerr(&e->err);
+      b->skip[i] = (unsigned char)(e->have_episode && e->failed);
       b->rc[i] = ds__env_bwd_prepare(e, &b->specs[i], 0, b->gas[i]);
-      if (!b->rc[i] && e->d->t != e0->d->t)
+      if (!b->rc[i] && ref < 0) ref = i;
+      if (!b->rc[i] && e->d->t != b->envs[ref]->d->t)
         b->rc[i] = ds__seterr(&e->err, DS_ERR_STATE,
-                              "backward: at substep %d while env 0 is at %d: a lockstep batch goes back from one "
+                              "backward: at substep %d while env %d is at %d: a lockstep batch goes back from one "
                               "substep",
-                              e->d->t, e0->d->t);
+                              e->d->t, ref, b->envs[ref]->d->t);
     }
-    END_FOR_EACH_ENV();
-    int rc = collect(b, status);
-    if (rc) return rc;
-    rc = ds__env_group_backward(b->envs, b->n, b->bs, b->specs, 0, b->gas, b->bx, b->bv, b->badj, b->rcs);
+    for (int i = 0; i < b->n; i++)
+      if (b->rc[i] && !b->skip[i]) return collect(b, status);
+    if (ref < 0) return collect(b, status); /* every episode failed */
+    int rc = ds__env_group_backward(b->envs, b->n, b->bs, b->specs, b->skip, 0, b->gas, b->bx, b->bv, b->badj,
+                                    b->rcs);
     if (rc) {
       int named = 0;
       for (int i = 0; i < b->n; i++)
-        if (b->envs[i]->err.code) {
+        if (b->envs[i]->err.code && !b->skip[i]) {
           b->rc[i] = b->envs[i]->err.code;
           named = 1;
         }

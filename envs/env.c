@@ -967,9 +967,9 @@ static int group_fail(dsEnv** envs, int n, dsBatchSim* bs, int rc, const char* w
 }
 
 /* every env's host terms at substep s, then their adjoints into the engine */
-static int group_terms(dsEnv** envs, int n, dsBatchSim* bs, const BwdSpec* sp, int s, int t, int nf, dsReal* bx,
-                       dsReal* bv, int* rcs) {
-  DS__ENVS_FOR(n, i) { rcs[i] = add_terms(envs[i], sp + i, s, t, nf); }
+static int group_terms(dsEnv** envs, int n, dsBatchSim* bs, const BwdSpec* sp, const unsigned char* skip, int s,
+                       int t, int nf, dsReal* bx, dsReal* bv, int* rcs) {
+  DS__ENVS_FOR(n, i) { rcs[i] = skip && skip[i] ? 0 : add_terms(envs[i], sp + i, s, t, nf); }
   DS__ENVS_END();
   int dirty = 0;
   for (int i = 0; i < n; i++) {
@@ -996,9 +996,11 @@ static int group_terms(dsEnv** envs, int n, dsBatchSim* bs, const BwdSpec* sp, i
   return rc ? group_fail(envs, n, bs, rc, "backward: batched engine: adding adjoints") : 0;
 }
 
-int ds__env_group_backward(dsEnv** envs, int n, dsBatchSim* bs, const BwdSpec* sp, int first,
-                           dsReal* const* grad_actions, dsReal* bx, dsReal* bv, dsReal* badj, int* rcs) {
-  dsEnv* e0 = envs[0];
+int ds__env_group_backward(dsEnv** envs, int n, dsBatchSim* bs, const BwdSpec* sp, const unsigned char* skip,
+                           int first, dsReal* const* grad_actions, dsReal* bx, dsReal* bv, dsReal* badj, int* rcs) {
+  int ref = 0;
+  while (skip && ref < n - 1 && skip[ref]) ref++;
+  dsEnv* e0 = envs[ref];
   const dsModel* m = e0->m;
   const int t = e0->d->t, nf = frames_done(e0, t), A = e0->adim, first_act = e0->cls->act_first(e0);
   const int s_stop = first * e0->C < t ? first * e0->C : t;
@@ -1011,7 +1013,7 @@ int ds__env_group_backward(dsEnv** envs, int n, dsBatchSim* bs, const BwdSpec* s
   int rc = ds_bsim_zero_grad(bs);
   if (!rc) rc = ds_bsim_backward_begin(bs, NULL, NULL);
   if (rc) return group_fail(envs, n, bs, rc, "backward: batched engine");
-  if ((rc = group_terms(envs, n, bs, sp, t, t, nf, bx, bv, rcs))) return rc;
+  if ((rc = group_terms(envs, n, bs, sp, skip, t, t, nf, bx, bv, rcs))) return rc;
   int s = t;
   while (s > s_stop) {
     const int k = (s - 1) / e0->C;
@@ -1025,16 +1027,18 @@ int ds__env_group_backward(dsEnv** envs, int n, dsBatchSim* bs, const BwdSpec* s
     if (rc) return group_fail(envs, n, bs, rc, "backward: batched engine");
     for (int i = 0; i < n; i++) {
       dsEnv* e = envs[i];
+      if (skip && skip[i]) continue;
       dsReal* ga = grad_actions[i] ? grad_actions[i] + (size_t)k * A : e->sink;
       if (!grad_actions[i]) memset(e->sink, 0, (size_t)A * sizeof(dsReal)); /* dL/da nobody asked for */
       for (int j = 0; j < A; j++) ga[j] += badj[(size_t)i * nact + (size_t)first_act + (size_t)j];
     }
     s = lo;
-    if ((rc = group_terms(envs, n, bs, sp, s, t, nf, bx, bv, rcs))) return rc;
+    if ((rc = group_terms(envs, n, bs, sp, skip, s, t, nf, bx, bv, rcs))) return rc;
   }
   if (s_stop == 0 && (rc = ds_bsim_backward_finish(bs))) return group_fail(envs, n, bs, rc, "backward: batched engine");
   for (int i = 0; i < n; i++) {
     dsEnv* e = envs[i];
+    if (skip && skip[i]) continue;
     for (int k = 0; k < ds_param_count(); k++) {
       const char* name = ds_param_name(k);
       const dsReal* p;
@@ -1077,7 +1081,8 @@ static int env_backward(dsEnv* e, const BwdSpec* sp, int first, dsReal* grad_act
   int rc = bwd_prepare(e, sp, first, grad_actions);
   if (rc) return rc;
   int one_rc;
-  if (e->bs) return ds__env_group_backward(&e, 1, e->bs, sp, first, &grad_actions, NULL, NULL, e->badj_act, &one_rc);
+  if (e->bs)
+    return ds__env_group_backward(&e, 1, e->bs, sp, NULL, first, &grad_actions, NULL, NULL, e->badj_act, &one_rc);
   const dsModel* m = e->m;
   dsData* d = e->d;
   const int t = d->t, nf = frames_done(e, t), A = e->adim;

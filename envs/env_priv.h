@@ -124,10 +124,12 @@ int ds__env_bwd_prepare(dsEnv* e, const dsEnvBwdSpec* sp, int first, dsReal* gra
  * schedule, down to the start of step `first`: sp[i] and grad_actions[i]
  * (steps x action_size, or NULL) are env i's; bx, bv (n x n3; unused when n
  * is 1), badj (n x nact) and rcs (n) are scratch. Host terms run across
- * threads. On failure the message is on the env that failed, or on every
- * env for the engine's own errors. */
-int ds__env_group_backward(dsEnv** envs, int n, dsBatchSim* bs, const dsEnvBwdSpec* sp, int first,
-                           dsReal* const* grad_actions, dsReal* bx, dsReal* bv, dsReal* badj, int* rcs);
+ * threads. skip (n, or NULL): envs left out (their episode failed: their
+ * instance's adjoints are meaningless), not all of them. On failure the
+ * message is on the env that failed, or on every env for the engine's own
+ * errors. */
+int ds__env_group_backward(dsEnv** envs, int n, dsBatchSim* bs, const dsEnvBwdSpec* sp, const unsigned char* skip,
+                           int first, dsReal* const* grad_actions, dsReal* bx, dsReal* bv, dsReal* badj, int* rcs);
 
 /* env_def.c: the env section's key table (common keys, then the class's, in
  * group order) for def->cls, into tab (cap entries, NULL-terminated), with

@@ -12,6 +12,9 @@
  *     rows shifted by one env) far outside that;
  *   - on separate serial engines (lockstep, backward across threads):
  *     bitwise equal;
+ *   - an env crushed by its gravity until it fails mid-episode: its status
+ *     names the failure, and the others' gradients are still the separate
+ *     envs' (the backward leaves the failed instance out);
  *   - refusals: a masked reset, a member's own backward, a set_state in the
  *     middle of an episode (refused at the next step, naming the env), a
  *     backward of envs at different substeps; autoreset of all together.
@@ -184,6 +187,54 @@ static void run_lockstep(const char* name, int shared, Res* r) {
   ds_batch_destroy(b);
 }
 
+static int close_to(const dsReal* a, const dsReal* b, int n, double tol);
+
+/* control-fem, env 2 crushed: it fails, envs 0 and 1 keep their gradients */
+static void crushed(void) {
+  dsEnvDef def = small_def("control-fem", 1);
+  dsBatch* b = NULL;
+  char err[512];
+  CHECK_INT_EQ(ds_batch_create_lockstep(&def, NB, &b, err, sizeof err), 0);
+  if (!b) {
+    fprintf(stderr, "%s\n", err);
+    return;
+  }
+  dsEnv* e0 = ds_batch_env(b, 0);
+  const int A = ds_env_action_size(e0), S = ds_env_num_steps(e0);
+  uint64_t seeds[NB] = {100, 101, 102};
+  int status[NB];
+  CHECK_INT_EQ(ds_batch_reset(b, seeds, NULL, NULL, NULL, status), 0);
+  CHECK_INT_EQ(heavier(ds_batch_env(b, 1)), 0);
+  const dsReal* g;
+  int n;
+  CHECK_INT_EQ(ds_env_param(ds_batch_env(b, 2), "gravity", &g, &n), 0);
+  dsReal crush[3] = {g[0] * 2000, g[1] * 2000, g[2] * 2000};
+  CHECK_INT_EQ(ds_env_set_param(ds_batch_env(b, 2), "gravity", crush, 3), 0);
+  static dsReal act[NB * 4096], obs[NB * 2048], img[NB * W * W * 4], ga[NB * MAXS * 4096];
+  dsReal rew[NB];
+  int failed_at = -1;
+  for (int k = 0; k < S; k++) {
+    for (int i = 0; i < NB; i++) action_of(i, k, A, act + (size_t)i * A);
+    const int rc = ds_batch_step(b, act, obs, img, rew, NULL, status, 0);
+    CHECK(status[0] == 0 && status[1] == 0);
+    if (rc && failed_at < 0) {
+      failed_at = k;
+      CHECK(status[2] == DS_ERR_INVERTED || status[2] == DS_ERR_DIVERGED);
+      CHECK(strstr(ds_batch_last_error(b), "env 2: step ") != NULL);
+      printf("crushed env: %s\n", ds_batch_last_error(b));
+    }
+  }
+  CHECK(failed_at >= 0);
+  CHECK(ds_batch_backward_adjoints(b, adj_obs, adj_img, adj_rew, ga, status) < 0);
+  CHECK(status[0] == 0 && status[1] == 0 && status[2] < 0);
+  for (int i = 0; i < 2; i++) {
+    dsReal* out = got.grad[i][0];
+    collect_grads(ds_batch_env(b, i), ga + (size_t)i * S * A, S * A, out);
+    if (!close_to(ref.grad[i][0], out, ref.ngrad, 1e-10)) DST_FAIL_AT("crushed batch: env %d's gradients differ", i);
+  }
+  ds_batch_destroy(b);
+}
+
 /* ||a - b||_inf <= tol * ||a||_inf */
 static int close_to(const dsReal* a, const dsReal* b, int n, double tol) {
   double big = 0, d = 0;
@@ -237,6 +288,8 @@ int main(void) {
         run_lockstep(names[c], shared, &got);
         compare(names[c], shared, nfwd);
       }
+    g_cuda = 0;
+    if (c == 2) crushed(); /* ref holds control-fem's separate envs */
   }
   return DST_RESULT();
 }

@@ -149,7 +149,8 @@ DS_API int ds_bsim_get_state(const dsBatchSim* s, dsReal* x, dsReal* v);
  * the last substep back, as a caller adding ds_backward_step's per-substep
  * adjoints would). add_adjoint adds dL/d(state at the current backward
  * substep). finish (at substep 0) adds the adjoints to the initial state's
- * gradient. */
+ * gradient. An instance that failed in the episode gets meaningless
+ * adjoints and gradients; the others' are exact. */
 DS_API int ds_bsim_backward_begin(dsBatchSim* s, const dsReal* adj_x, const dsReal* adj_v);
 DS_API int ds_bsim_backward_step(dsBatchSim* s, int nsub, dsReal* adj_act, dsReal* adj_fext);
 DS_API int ds_bsim_add_adjoint(dsBatchSim* s, const dsReal* adj_x, const dsReal* adj_v);
