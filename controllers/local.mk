@@ -11,3 +11,8 @@ TESTS += tests/test_controller tests/test_optim tests/test_mpc
 check_PROGRAMS += tests/test_sysid
 tests_test_sysid_SOURCES = tests/test_sysid.c
 TESTS += tests/test_sysid
+# Sysid groups: objects identified together in one lockstep batch, against
+# the same objects one by one (bitwise on separate engines, 1e-9 on one).
+check_PROGRAMS += tests/test_sysid_group
+tests_test_sysid_group_SOURCES = tests/test_sysid_group.c
+TESTS += tests/test_sysid_group

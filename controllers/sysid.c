@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "dsim/batch.h"
 #include "dsim/controller.h"
 #include "dsim/sysid.h"
 #include "base/internal.h"
@@ -215,42 +216,31 @@ const char* ds_sysid_param_name(const dsSysid* s, int p) { return s && p >= 0 &&
 static double to_u(const Param* p, double x) { return p->logp ? log(x) : x; }
 static double to_x(const Param* p, double u) { return p->logp ? exp(u) : u; }
 
-/* write the values of x into the env (before the episode's first step) */
-static int set_params(dsSysid* s, const double* x) {
+/* write the values of x into env (s's own, or its instance in a group;
+ * before the episode's first step) */
+static int set_params_in(dsSysid* s, dsEnv* env, const double* x) {
   for (int k = 0; k < s->np; k++) {
     const Param* p = &s->p[k];
     const double* v = x + p->offset;
     for (int i = 0; i < p->count; i++)
       s->pbuf[i] = p->zero[i] ? 0 : (dsReal)(p->nval == p->count ? v[i] : v[i % p->width]);
-    int rc = ds_env_set_param(s->env, p->name, s->pbuf, p->count);
-    if (rc) return ds__seterr(&s->err, rc, "set %s: %s", p->name, ds_env_last_error(s->env));
+    int rc = ds_env_set_param(env, p->name, s->pbuf, p->count);
+    if (rc) return ds__seterr(&s->err, rc, "set %s: %s", p->name, ds_env_last_error(env));
   }
   return 0;
 }
 
-/* Simulate the episode with values x, render the video's frames into
- * s->rendered; with want_grad also the loss's image adjoints (s->adj).
- * Returns the loss in *loss. */
-static int episode(dsSysid* s, const double* x, double* loss, int want_grad) {
-  int rc = ds_env_reset(s->env, s->env_seed, NULL, NULL);
-  if (!rc) rc = set_params(s, x);
-  if (rc) return s->err.code ? rc : ds__seterr(&s->err, rc, "reset: %s", ds_env_last_error(s->env));
-  for (int k = 0; k < s->nstep; k++) {
-    const int f = s->step_frame[k];
-    dsReal* img = f >= 0 ? s->rendered + (size_t)f * s->npix : s->scratch_img;
-    int done = 0;
-    rc = ds_env_step(s->env, s->action, NULL, img, NULL, &done);
-    if (rc) return ds__seterr(&s->err, rc, "step %d: %s", k, ds_env_last_error(s->env));
-  }
-  if (!s->video.rgba) return 0; /* making the synthetic video */
+/* The loss of the frames in s->rendered against the video; with adj (nstep
+ * x npix), its image adjoints there. */
+static int video_loss(dsSysid* s, dsReal* adj, double* loss) {
   double L = 0;
-  if (want_grad) memset(s->adj, 0, (size_t)s->nstep * s->npix * sizeof(dsReal));
+  if (adj) memset(adj, 0, (size_t)s->nstep * s->npix * sizeof(dsReal));
   const double wf = 1.0 / s->nused;
   for (int f = 0; f < s->video.nframes; f++) {
     if (!s->used[f]) continue;
-    dsReal* g = want_grad ? s->adj + (size_t)s->fstep[f] * s->npix : NULL;
+    dsReal* g = adj ? adj + (size_t)s->fstep[f] * s->npix : NULL;
     dsReal l = 0;
-    rc = ds_env_image_loss(s->env, s->rendered + (size_t)f * s->npix, s->rgba + (size_t)f * s->npix, &l, g);
+    int rc = ds_env_image_loss(s->env, s->rendered + (size_t)f * s->npix, s->rgba + (size_t)f * s->npix, &l, g);
     if (rc) return ds__seterr(&s->err, rc, "frame %d: %s", f, ds_env_last_error(s->env));
     L += wf * (double)l;
     if (g)
@@ -260,17 +250,13 @@ static int episode(dsSysid* s, const double* x, double* loss, int want_grad) {
   return 0;
 }
 
-int ds_sysid_eval(dsSysid* s, const double* x, double* loss, double* grad) {
-  if (!s || !x || !loss) return DS_ERR_INVALID;
-  int rc = episode(s, x, loss, grad != NULL);
-  if (rc || !grad) return rc;
-  rc = ds_env_backward_adjoints(s->env, NULL, s->adj, NULL, NULL);
-  if (rc) return ds__seterr(&s->err, rc, "backward: %s", ds_env_last_error(s->env));
+/* dL/d(value) from env's parameter gradients after a backward */
+static int read_grad(dsSysid* s, dsEnv* env, double* grad) {
   for (int k = 0; k < s->np; k++) {
     const Param* p = &s->p[k];
     const dsReal* g = NULL;
     int n = 0;
-    rc = ds_env_param_grad(s->env, p->name, &g, &n);
+    int rc = ds_env_param_grad(env, p->name, &g, &n);
     if (rc || n != p->count) return ds__seterr(&s->err, rc ? rc : DS_ERR_STATE, "gradient of %s unavailable", p->name);
     double* out = grad + p->offset;
     if (p->nval == p->count) {
@@ -284,15 +270,42 @@ int ds_sysid_eval(dsSysid* s, const double* x, double* loss, double* grad) {
   return 0;
 }
 
+/* Simulate the episode with values x, render the video's frames into
+ * s->rendered; with want_grad also the loss's image adjoints (s->adj).
+ * Returns the loss in *loss. */
+static int episode(dsSysid* s, const double* x, double* loss, int want_grad) {
+  int rc = ds_env_reset(s->env, s->env_seed, NULL, NULL);
+  if (!rc) rc = set_params_in(s, s->env, x);
+  if (rc) return s->err.code ? rc : ds__seterr(&s->err, rc, "reset: %s", ds_env_last_error(s->env));
+  for (int k = 0; k < s->nstep; k++) {
+    const int f = s->step_frame[k];
+    dsReal* img = f >= 0 ? s->rendered + (size_t)f * s->npix : s->scratch_img;
+    int done = 0;
+    rc = ds_env_step(s->env, s->action, NULL, img, NULL, &done);
+    if (rc) return ds__seterr(&s->err, rc, "step %d: %s", k, ds_env_last_error(s->env));
+  }
+  if (!s->video.rgba) return 0; /* making the synthetic video */
+  return video_loss(s, want_grad ? s->adj : NULL, loss);
+}
+
+int ds_sysid_eval(dsSysid* s, const double* x, double* loss, double* grad) {
+  if (!s || !x || !loss) return DS_ERR_INVALID;
+  int rc = episode(s, x, loss, grad != NULL);
+  if (rc || !grad) return rc;
+  rc = ds_env_backward_adjoints(s->env, NULL, s->adj, NULL, NULL);
+  if (rc) return ds__seterr(&s->err, rc, "backward: %s", ds_env_last_error(s->env));
+  return read_grad(s, s->env, grad);
+}
+
 static void u_to_x(dsSysid* s, const double* u, double* x) {
   for (int i = 0; i < s->nval; i++) x[i] = s->fixed[i] ? 0 : to_x(&s->p[s->vparam[i]], u[i]);
 }
 
 /* objective in u (L-BFGS and the gradient methods); an episode that
  * diverges or inverts an element has loss +inf (a line search backs off) */
-static int eval_at(dsSysid* s, const double* x, double* f, double* g) {
-  if (x != s->itx) memcpy(s->itx, x, (size_t)s->nval * sizeof(double));
-  int rc = ds_sysid_eval(s, s->itx, f, s->gx);
+/* an evaluation's outcome at s->itx (loss f, dL/dx in s->gx) as the
+ * objective in u: a failed episode is +inf with gradient 0 */
+static int objective_of(dsSysid* s, int rc, double* f, double* g) {
   if (rc == DS_ERR_DIVERGED || rc == DS_ERR_INVERTED) {
     *f = INFINITY;
     for (int i = 0; i < s->nval; i++) g[i] = 0;
@@ -301,6 +314,11 @@ static int eval_at(dsSysid* s, const double* x, double* f, double* g) {
   if (rc) return rc;
   for (int i = 0; i < s->nval; i++) g[i] = s->fixed[i] ? 0 : s->gx[i] * (s->p[s->vparam[i]].logp ? s->itx[i] : 1.0);
   return 0;
+}
+
+static int eval_at(dsSysid* s, const double* x, double* f, double* g) {
+  if (x != s->itx) memcpy(s->itx, x, (size_t)s->nval * sizeof(double));
+  return objective_of(s, ds_sysid_eval(s, s->itx, f, s->gx), f, g);
 }
 
 static int objective(void* user, const double* u, double* f, double* g) {
@@ -315,8 +333,29 @@ static uint64_t object_seed(const dsSysidDef* def, int object) {
   return z;
 }
 
+/* The env an identification runs: one step per frame interval, an image at
+ * every step, no frames of its own but substep 0's. */
+static dsEnvDef sysid_env_def(const dsEnvDef* env_def) {
+  dsEnvDef ed = *env_def;
+  ed.control_interval = ed.render_interval;
+  ed.render_interval = ed.substeps;
+  ed.render_last = 0;
+  ed.obs_image = 1;
+  return ed;
+}
+
+/* group: the object's own env runs forward only on the CPU (its synthetic
+ * video and the frames of records); its evaluations run in the group's batch */
+static int sysid_create(const dsEnvDef* env_def, const dsSysidDef* def, int object, const dsSysidVideo* video,
+                        int group, dsSysid** out, char* err, size_t errlen);
+
 int ds_sysid_create(const dsEnvDef* env_def, const dsSysidDef* def, int object, const dsSysidVideo* video,
                     dsSysid** out, char* err, size_t errlen) {
+  return sysid_create(env_def, def, object, video, 0, out, err, errlen);
+}
+
+static int sysid_create(const dsEnvDef* env_def, const dsSysidDef* def, int object, const dsSysidVideo* video,
+                        int group, dsSysid** out, char* err, size_t errlen) {
   if (err && errlen) err[0] = '\0';
   if (!env_def || !def || !out || object < 0) return DS_ERR_INVALID;
   *out = NULL;
@@ -326,13 +365,12 @@ int ds_sysid_create(const dsEnvDef* env_def, const dsSysidDef* def, int object, 
   if (!s) return DS_ERR_NOMEM;
   s->def = *def;
   s->np = ds_sysid_num_params(def);
-  /* the env: one step per frame interval, an image at every step, no
-     frames of its own but substep 0's */
-  dsEnvDef ed = *env_def;
-  ed.control_interval = ed.render_interval;
-  ed.render_interval = ed.substeps;
-  ed.render_last = 0;
-  ed.obs_image = 1;
+  dsEnvDef ed = sysid_env_def(env_def);
+  if (group) {
+    ed.gradients = 0;
+    ed.device = ds_device_cpu();
+    ed.batch_engine = 0;
+  }
   if (video && (video->width != ed.width || video->height != ed.height)) {
     ds_sysid_destroy(s);
     return ds__puterr(err, errlen, DS_ERR_CONFIG, "video frames are %d x %d but env.render is %d x %d", video->width,
@@ -583,6 +621,8 @@ int ds_sysid_create(const dsEnvDef* env_def, const dsSysidDef* def, int object, 
   return 0;
 }
 
+static int finish_iteration(dsSysid* s, dsSysidIter* it, int rc, int nev);
+
 int ds_sysid_iterate(dsSysid* s, dsSysidIter* it) {
   if (!s || !it) return DS_ERR_INVALID;
   ds__clearerr(&s->err);
@@ -618,6 +658,11 @@ int ds_sysid_iterate(dsSysid* s, dsSysidIter* it) {
                         ds_env_last_error(s->env));
     s->have_f = 1;
   }
+  return finish_iteration(s, it, rc, nev);
+}
+
+/* The rest of an iteration once its evaluations are done (rc: their outcome). */
+static int finish_iteration(dsSysid* s, dsSysidIter* it, int rc, int nev) {
   if (rc) return s->err.code ? rc : ds__seterr(&s->err, rc, "iteration %d failed (%s)", s->iter, ds_strerror(rc));
   if (s->iter == 0) s->f0 = s->f;
   /* L-BFGS: the loss at round-off of its start: nothing left to find */
@@ -675,4 +720,204 @@ int ds_sysid_errors(const dsSysid* s, const double* values, double* are) {
     are[k] = used ? sum / used : 0;
   }
   return 0;
+}
+
+/* ---- groups: several objects evaluated together ---------------------------------
+ * One lockstep batch of the objects' envs (dsim/batch.h) runs every
+ * evaluation: each object's episode is one env (on the batched engine,
+ * one instance of one engine with its tape), reset with the object's seed
+ * and its values, stepped and gone back through with the others. An
+ * object's own env (forward only, on the CPU) keeps what is not an
+ * evaluation: its synthetic video, its image loss and the frames of
+ * records. Gradient methods only: every object evaluates once per
+ * iteration (and again, halved back, after a failed episode). */
+struct dsSysidGroup {
+  int n;
+  dsSysid** s;
+  dsBatch* b;
+  uint64_t* seeds;
+  dsReal *act, *img, *adj; /* n x adim, n x npix, n x nstep x npix */
+  double* f;               /* n: losses of the last evaluation */
+  int *rc, *status, *nev;
+  int* dead;               /* n: the error that ended an object's identification (0: going on) */
+  unsigned char* want;     /* n: objects that take the evaluation's result */
+  dsErrBuf err;
+};
+
+void ds_sysid_group_destroy(dsSysidGroup* g) {
+  if (!g) return;
+  for (int i = 0; g->s && i < g->n; i++) ds_sysid_destroy(g->s[i]);
+  ds_batch_destroy(g->b);
+  void* bufs[] = {g->s, g->seeds, g->act, g->img, g->adj, g->f, g->rc, g->status, g->nev, g->dead, g->want};
+  for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) ds__free(bufs[i]);
+  ds__free(g);
+}
+
+int ds_sysid_group_create(const dsEnvDef* env_def, const dsSysidDef* def, const int* objects, int n,
+                          const dsSysidVideo* video, dsSysidGroup** out, char* err, size_t errlen) {
+  if (err && errlen) err[0] = '\0';
+  if (!env_def || !def || !objects || n < 1 || !out) return DS_ERR_INVALID;
+  *out = NULL;
+  if (def->optimizer == DS_SYSID_LBFGS)
+    return ds__puterr(err, errlen, DS_ERR_UNSUPPORTED,
+                      "sysid group: optimizer lbfgs runs a line search of its own per object; identify the objects "
+                      "together with adam or sgd, or one by one");
+  dsSysidGroup* g = (dsSysidGroup*)ds__calloc(1, sizeof *g);
+  if (!g) return DS_ERR_NOMEM;
+  g->n = n;
+  g->s = (dsSysid**)ds__calloc((size_t)n, sizeof(dsSysid*));
+  if (!g->s) {
+    ds_sysid_group_destroy(g);
+    return DS_ERR_NOMEM;
+  }
+  char msg[DS_ERRMSG_LEN];
+  for (int i = 0; i < n; i++) {
+    int rc = sysid_create(env_def, def, objects[i], video, 1, &g->s[i], msg, sizeof msg);
+    if (rc) {
+      ds__puterr(err, errlen, rc, "object %d: %s", objects[i], msg);
+      ds_sysid_group_destroy(g);
+      return rc;
+    }
+  }
+  const dsEnvDef ed = sysid_env_def(env_def);
+  int rc = ds_batch_create_lockstep(&ed, n, &g->b, msg, sizeof msg);
+  if (rc) {
+    ds__puterr(err, errlen, rc, "sysid group of %d: %s", n, msg);
+    ds_sysid_group_destroy(g);
+    return rc;
+  }
+  const dsSysid* s0 = g->s[0];
+  const size_t adim = (size_t)(s0->adim > 0 ? s0->adim : 1);
+  g->seeds = (uint64_t*)ds__calloc((size_t)n, sizeof(uint64_t));
+  g->act = (dsReal*)ds__calloc((size_t)n * adim, sizeof(dsReal));
+  g->img = (dsReal*)ds__calloc((size_t)n * s0->npix, sizeof(dsReal));
+  g->adj = (dsReal*)ds__calloc((size_t)n * (size_t)s0->nstep * s0->npix, sizeof(dsReal));
+  g->f = (double*)ds__calloc((size_t)n, sizeof(double));
+  g->rc = (int*)ds__calloc((size_t)n, sizeof(int));
+  g->status = (int*)ds__calloc((size_t)n, sizeof(int));
+  g->nev = (int*)ds__calloc((size_t)n, sizeof(int));
+  g->want = (unsigned char*)ds__calloc((size_t)n, 1);
+  g->dead = (int*)ds__calloc((size_t)n, sizeof(int));
+  if (!g->seeds || !g->act || !g->img || !g->adj || !g->f || !g->rc || !g->status || !g->nev || !g->want ||
+      !g->dead) {
+    ds_sysid_group_destroy(g);
+    return ds__puterr(err, errlen, DS_ERR_NOMEM, "sysid group: out of memory");
+  }
+  for (int i = 0; i < n; i++) {
+    g->seeds[i] = g->s[i]->env_seed;
+    if (g->s[i]->adim > 0) memcpy(g->act + (size_t)i * adim, g->s[i]->action, (size_t)g->s[i]->adim * sizeof(dsReal));
+  }
+  *out = g;
+  return 0;
+}
+
+int ds_sysid_group_size(const dsSysidGroup* g) { return g ? g->n : 0; }
+dsSysid* ds_sysid_group_object(dsSysidGroup* g, int i) { return g && i >= 0 && i < g->n ? g->s[i] : NULL; }
+const char* ds_sysid_group_last_error(const dsSysidGroup* g) { return g ? ds__errmsg(&g->err) : ""; }
+
+/* Every object's episode at its s->itx, forward and backward together; a
+ * wanted object takes the outcome: its loss in g->f and dL/du in s->gu
+ * (objective_of: a failed episode is a loss of +inf), or its error in
+ * g->rc. The others' episodes run too (the batch steps all) and are left. */
+static int group_eval(dsSysidGroup* g) {
+  const int n = g->n;
+  dsSysid* s0 = g->s[0];
+  const size_t npix = s0->npix;
+  int rc = ds_batch_reset(g->b, g->seeds, NULL, NULL, NULL, g->status);
+  if (rc) return ds__seterr(&g->err, rc, "reset: %s", ds_batch_last_error(g->b));
+  for (int i = 0; i < n; i++) {
+    const int r = set_params_in(g->s[i], ds_batch_env(g->b, i), g->s[i]->itx);
+    if (g->want[i]) g->rc[i] = r;
+  }
+  for (int k = 0; k < s0->nstep; k++) {
+    ds_batch_step(g->b, g->act, NULL, g->img, NULL, NULL, g->status, 0);
+    for (int i = 0; i < n; i++) {
+      dsSysid* s = g->s[i];
+      if (!g->want[i] || g->rc[i]) continue;
+      if (g->status[i] < 0) {
+        g->rc[i] = ds__seterr(&s->err, g->status[i], "step %d: %s", k, ds_env_last_error(ds_batch_env(g->b, i)));
+        continue;
+      }
+      const int f = s->step_frame[k];
+      if (f >= 0) memcpy(s->rendered + (size_t)f * npix, g->img + (size_t)i * npix, npix * sizeof(dsReal));
+    }
+  }
+  for (int i = 0; i < n; i++) {
+    dsReal* adj = g->adj + (size_t)i * s0->nstep * npix;
+    if (!g->want[i] || g->rc[i])
+      memset(adj, 0, (size_t)s0->nstep * npix * sizeof(dsReal));
+    else
+      g->rc[i] = video_loss(g->s[i], adj, &g->f[i]);
+  }
+  ds_batch_backward_adjoints(g->b, NULL, g->adj, NULL, NULL, g->status);
+  for (int i = 0; i < n; i++) {
+    dsSysid* s = g->s[i];
+    if (!g->want[i]) continue;
+    if (!g->rc[i] && g->status[i] < 0)
+      g->rc[i] = ds__seterr(&s->err, g->status[i], "backward: %s", ds_env_last_error(ds_batch_env(g->b, i)));
+    if (!g->rc[i]) g->rc[i] = read_grad(s, ds_batch_env(g->b, i), s->gx);
+    g->rc[i] = objective_of(s, g->rc[i], &g->f[i], s->gu);
+  }
+  return 0;
+}
+
+int ds_sysid_group_iterate(dsSysidGroup* g, dsSysidIter* its, int* status) {
+  if (!g || !its) return DS_ERR_INVALID;
+  ds__clearerr(&g->err);
+  const int n = g->n;
+  for (int i = 0; i < n; i++) {
+    dsSysid* s = g->s[i];
+    if (!g->dead[i]) ds__clearerr(&s->err);
+    memset(&its[i], 0, sizeof its[i]);
+    its[i].iteration = s->iter;
+    /* the point: the exact initial guess first, then the optimiser's */
+    if (s->iter == 0)
+      memcpy(s->itx, s->x, (size_t)s->nval * sizeof(double));
+    else
+      u_to_x(s, s->u, s->itx);
+    g->want[i] = !g->dead[i];
+    g->rc[i] = 0;
+    g->nev[i] = 1;
+  }
+  int rc = group_eval(g);
+  if (rc) return rc;
+  /* a step whose episode failed is halved back towards the previous iterate */
+  for (int b = 0; b < 20; b++) {
+    int any = 0;
+    for (int i = 0; i < n; i++) {
+      dsSysid* s = g->s[i];
+      g->want[i] = !g->dead[i] && !g->rc[i] && !isfinite(g->f[i]) && s->iter > 0;
+      if (!g->want[i]) continue;
+      any = 1;
+      for (int j = 0; j < s->nval; j++) s->u[j] = 0.5 * (s->u[j] + s->uprev[j]);
+      u_to_x(s, s->u, s->itx);
+      g->nev[i]++;
+    }
+    if (!any) break;
+    if ((rc = group_eval(g))) return rc;
+  }
+  int first = 0;
+  for (int i = 0; i < n; i++) {
+    dsSysid* s = g->s[i];
+    if (g->dead[i]) { /* its evaluation ran with the others; nothing of it is kept */
+      if (status) status[i] = g->dead[i];
+      if (!first) first = ds__seterr(&g->err, g->dead[i], "object %d: %s", i, ds__errmsg(&s->err));
+      continue;
+    }
+    int r = g->rc[i];
+    if (!r && !isfinite(g->f[i]))
+      r = ds__seterr(&s->err, DS_ERR_DIVERGED, "the episode diverged or inverted an element at the estimates");
+    if (!r) {
+      s->f = g->f[i];
+      s->have_f = 1;
+    }
+    r = finish_iteration(s, &its[i], r, g->nev[i]);
+    g->dead[i] = r;
+    if (status) status[i] = r;
+    if (r && !first) {
+      first = r;
+      ds__seterr(&g->err, r, "object %d: %s", i, ds__errmsg(&s->err));
+    }
+  }
+  return first;
 }

@@ -215,6 +215,29 @@ DS_API const char* ds_sysid_param_name(const dsSysid* s, int p);
 /* Values per element of parameter p (3 for a vector, 1 for a scalar, ...). */
 DS_API int ds_sysid_param_width(const dsSysid* s, int p);
 
+/* ---- groups ------------------------------------------------------------------
+ * n objects (objects[i]: its draws, as ds_sysid_create's `object`)
+ * identified together: every iteration evaluates all of them in one
+ * lockstep batch (dsim/batch.h), so on a GPU (env_def->device) their
+ * episodes are instances of one engine, forward and backward in one pass.
+ * Each object is a dsSysid of its own (ds_sysid_group_object: values,
+ * truth, errors, video, ds_sysid_eval forward only), and iterates as
+ * ds_sysid_iterate would: on separate CPU engines the results are those of
+ * separate objects bit for bit; on one engine to rounding. Gradient methods
+ * only (adam, sgd): L-BFGS's line search is per object (DS_ERR_UNSUPPORTED). */
+typedef struct dsSysidGroup dsSysidGroup;
+DS_API int ds_sysid_group_create(const dsEnvDef* env_def, const dsSysidDef* def, const int* objects, int n,
+                                 const dsSysidVideo* video, dsSysidGroup** out, char* err, size_t errlen);
+DS_API void ds_sysid_group_destroy(dsSysidGroup* g);
+DS_API int ds_sysid_group_size(const dsSysidGroup* g);
+DS_API dsSysid* ds_sysid_group_object(dsSysidGroup* g, int i);
+DS_API const char* ds_sysid_group_last_error(const dsSysidGroup* g);
+/* One iteration of every object: its[i] as ds_sysid_iterate's, status[i]
+ * (may be NULL) 0 or the object's error (ds_sysid_last_error of the
+ * object); returns the first object's error or 0. An object that failed
+ * stays failed; the others go on. */
+DS_API int ds_sysid_group_iterate(dsSysidGroup* g, dsSysidIter* its, int* status);
+
 #ifdef __cplusplus
 }
 #endif
