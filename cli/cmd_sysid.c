@@ -22,7 +22,10 @@
  * and every result is independent of the thread count. --shard i/n keeps
  * the objects k with k mod n = i (a scheduler's job array: one process per
  * shard, each writing its own logs); --collect reads any set of logs and
- * prints one table (and --csv FILE).
+ * prints one table (and --csv FILE). --group (the default on a GPU with
+ * adam or sgd) evaluates the shard's objects together instead: every
+ * iteration is one lockstep batch of their episodes (dsim/sysid.h groups),
+ * on a GPU one engine for all; the logs are the same as one by one's.
  *
  * Logs: one per object, OUT (one object) or OUT-oK.h5 (OUT without ".h5";
  * default runs/sysid-ENV-sSEED). Per iteration: loss, metric (the mean
@@ -79,7 +82,7 @@ typedef struct Set {
 
 typedef struct Args {
   const char* target;
-  int objects, shard_i, shard_n, force, quiet, collect;
+  int objects, shard_i, shard_n, force, quiet, collect, group;
   const char* csv;
   char** logs;
   int nlogs;
@@ -89,7 +92,7 @@ typedef struct Args {
 
 static void usage(FILE* out) {
   fprintf(out,
-          "usage: dsim sysid CONFIG [--objects N] [--shard I/N] [--iterations N] [--optimizer adam|sgd|lbfgs]\n"
+          "usage: dsim sysid CONFIG [--objects N] [--group] [--shard I/N] [--iterations N] [--optimizer adam|sgd|lbfgs]\n"
           "                  [--lr X] [--frames all|first_last|last] [--seed S] [--threads T] [--out LOG]\n"
           "                  [--csv FILE] [--force] [--quiet] [--set SECTION.KEY=VALUE]\n"
           "       dsim sysid --collect LOG... [--csv FILE] [--force]\n"
@@ -103,6 +106,8 @@ static void usage(FILE* out) {
           "\n"
           "options:\n"
           "  --objects N       identify N objects (draws from seed + k), in parallel over threads\n"
+          "  --group           evaluate the objects together, every iteration one lockstep batch\n"
+          "                    (on a GPU: one engine for all; the default there for adam and sgd)\n"
           "  --shard I/N       only objects k with k mod N = I (job arrays; one log per object)\n"
           "  --iterations N    sysid.iterations        --optimizer X  sysid.optimizer\n"
           "  --lr X            sysid.lr                --frames X     sysid.frames\n"
@@ -187,6 +192,8 @@ static int parse_args(int argc, char** argv, Args* a) {
       a->force = 1;
     } else if (!strcmp(f, "--quiet")) {
       a->quiet = 1;
+    } else if (!strcmp(f, "--group")) {
+      a->group = 1;
     } else if (!strcmp(f, "--collect")) {
       a->collect = 1;
       a->logs = (char**)calloc((size_t)argc, sizeof(char*));
@@ -376,7 +383,7 @@ typedef struct Obj {
   dsRunLog* log;
   char out[4096];
   char* config;        /* the object's complete config (stored in its log) */
-  int its, failed;
+  int its, failed, best_it, last_it;
   double wall, are[DS_SYSID_MAX_PARAMS], first_loss, best_loss;
   char err[1024];
 } Obj;
@@ -390,6 +397,7 @@ typedef struct Ctx {
   Video video;
   int have_video, nthreads, nobj;
   Obj* obj;
+  dsSysidGroup* group; /* --group: owns the objects' dsSysid */
 } Ctx;
 
 static void append(char** buf, size_t* len, size_t* cap, const char* fmt, ...) __attribute__((format(printf, 4, 5)));
@@ -535,8 +543,9 @@ static double mean_are(const Obj* o, const double* values) {
   return m / ds_sysid_nparams(o->s);
 }
 
-static void run_object(Ctx* c, Obj* o, int show) {
-  const double t0 = now_s();
+/* The object's log opened (its sysid made first unless a group made it);
+ * 0, or the object has failed. */
+static int object_begin(Ctx* c, Obj* o) {
   char err[1024];
   int rc = 0;
   if (!o->s) {
@@ -545,7 +554,7 @@ static void run_object(Ctx* c, Obj* o, int show) {
     if (rc) {
       snprintf(o->err, sizeof o->err, "%s", err);
       o->failed = 1;
-      return;
+      return -1;
     }
   }
   if (!o->config) o->config = object_config(c, o->s, o->k);
@@ -562,43 +571,48 @@ static void run_object(Ctx* c, Obj* o, int show) {
   if (rc && rc != DS_ERR_UNSUPPORTED) {
     snprintf(o->err, sizeof o->err, "%s", err);
     o->failed = 1;
+    return -1;
+  }
+  o->best_loss = INFINITY;
+  return 0;
+}
+
+/* Iteration i's outcome (rc, it) into the object's record and log. */
+static void object_iteration(Ctx* c, Obj* o, int i, int rc, const dsSysidIter* it, double t0, int show) {
+  if (rc) {
+    snprintf(o->err, sizeof o->err, "iteration %d: %s", i, ds_sysid_last_error(o->s));
+    o->failed = 1;
     return;
   }
   const int truth = ds_sysid_truth(o->s) != NULL;
   const int n = c->sd.iterations;
-  o->best_loss = INFINITY;
-  int best_it = 0, last_it = 0;
-  for (int i = 0; i < n && !g_stop; i++) {
-    dsSysidIter it;
-    rc = ds_sysid_iterate(o->s, &it);
-    if (rc) {
-      snprintf(o->err, sizeof o->err, "iteration %d: %s", i, ds_sysid_last_error(o->s));
-      o->failed = 1;
-      break;
-    }
-    const double metric = truth ? mean_are(o, it.values) : it.loss;
-    if (i == 0) o->first_loss = it.loss;
-    if (it.loss < o->best_loss) {
-      o->best_loss = it.loss;
-      best_it = i;
-    }
-    last_it = i;
-    o->its = i + 1;
-    dsRunIteration ri = {it.loss, metric, now_s() - t0, it.grad_norm, it.values};
-    if (o->log) {
-#pragma omp critical(dsim_sysid_hdf5)
-      rc = ds_runlog_append_iteration(o->log, &ri);
-    }
-    if (show) {
-      if (isatty(STDOUT_FILENO))
-        printf("\r%5d/%d loss %.4g  grad %.3g  %s %.3g  %.2f s   ", i + 1, n, it.loss, it.grad_norm,
-               truth ? "error" : "loss", metric, now_s() - t0);
-      else
-        printf("iteration %d/%d loss %.6g grad_norm %.4g%s%.4g evaluations %d time %.2f s\n", i + 1, n, it.loss,
-               it.grad_norm, truth ? " error " : " loss ", metric, it.evaluations, now_s() - t0);
-      fflush(stdout);
-    }
+  const double metric = truth ? mean_are(o, it->values) : it->loss;
+  if (i == 0) o->first_loss = it->loss;
+  if (it->loss < o->best_loss) {
+    o->best_loss = it->loss;
+    o->best_it = i;
   }
+  o->last_it = i;
+  o->its = i + 1;
+  dsRunIteration ri = {it->loss, metric, now_s() - t0, it->grad_norm, it->values};
+  if (o->log) {
+#pragma omp critical(dsim_sysid_hdf5)
+    rc = ds_runlog_append_iteration(o->log, &ri);
+  }
+  if (show) {
+    if (isatty(STDOUT_FILENO))
+      printf("\r%5d/%d loss %.4g  grad %.3g  %s %.3g  %.2f s   ", i + 1, n, it->loss, it->grad_norm,
+             truth ? "error" : "loss", metric, now_s() - t0);
+    else
+      printf("iteration %d/%d loss %.6g grad_norm %.4g%s%.4g evaluations %d time %.2f s\n", i + 1, n, it->loss,
+             it->grad_norm, truth ? " error " : " loss ", metric, it->evaluations, now_s() - t0);
+    fflush(stdout);
+  }
+}
+
+/* The object's results: errors, the first/best/last records, the log closed. */
+static void object_end(Obj* o, double t0, int show) {
+  const int truth = ds_sysid_truth(o->s) != NULL;
   if (show && isatty(STDOUT_FILENO)) printf("\n");
   o->wall = now_s() - t0;
   if (truth) ds_sysid_errors(o->s, NULL, o->are);
@@ -608,8 +622,8 @@ static void run_object(Ctx* c, Obj* o, int show) {
     const double* first = ds_sysid_initial_values(o->s);
     const double* last = ds_sysid_values(o->s);
     if (!write_frames(o, "first", 0, first, truth ? mean_are(o, first) : o->first_loss))
-      if (!write_frames(o, "best", best_it, best, truth ? mean_are(o, best) : bl))
-        write_frames(o, "last", last_it, last, truth ? mean_are(o, last) : 0);
+      if (!write_frames(o, "best", o->best_it, best, truth ? mean_are(o, best) : bl))
+        write_frames(o, "last", o->last_it, last, truth ? mean_are(o, last) : 0);
   }
   if (o->log) {
     char status[1200];
@@ -619,6 +633,74 @@ static void run_object(Ctx* c, Obj* o, int show) {
     ds_runlog_close(o->log, status);
     o->log = NULL;
   }
+}
+
+static void run_object(Ctx* c, Obj* o, int show) {
+  const double t0 = now_s();
+  if (object_begin(c, o)) return;
+  for (int i = 0; i < c->sd.iterations && !g_stop && !o->failed; i++) {
+    dsSysidIter it;
+    const int rc = ds_sysid_iterate(o->s, &it);
+    object_iteration(c, o, i, rc, &it, t0, show);
+  }
+  object_end(o, t0, show);
+}
+
+/* Every object of the shard together (ds_sysid_group_*): one lockstep batch
+ * evaluates them all each iteration; the logs as run_object writes them. */
+static int run_group(Ctx* c) {
+  const double t0 = now_s();
+  int* ks = (int*)calloc((size_t)c->nobj, sizeof(int));
+  dsSysidIter* its = (dsSysidIter*)calloc((size_t)c->nobj, sizeof(dsSysidIter));
+  int* status = (int*)calloc((size_t)c->nobj, sizeof(int));
+  if (!ks || !its || !status) {
+    free(ks);
+    free(its);
+    free(status);
+    return DS_ERR_NOMEM;
+  }
+  for (int i = 0; i < c->nobj; i++) ks[i] = c->obj[i].k;
+  char err[1024];
+  dsSysidGroup* g = NULL;
+  int rc = ds_sysid_group_create(&c->def, &c->sd, ks, c->nobj, c->have_video ? (const dsSysidVideo*)&c->video : NULL,
+                                 &g, err, sizeof err);
+  if (rc) {
+    for (int i = 0; i < c->nobj; i++) {
+      snprintf(c->obj[i].err, sizeof c->obj[i].err, "%s", err);
+      c->obj[i].failed = 1;
+    }
+  } else {
+    for (int i = 0; i < c->nobj; i++) {
+      ds_sysid_destroy(c->obj[i].s); /* the group's own object instead */
+      c->obj[i].s = ds_sysid_group_object(g, i);
+      object_begin(c, &c->obj[i]);
+    }
+    for (int it = 0; it < c->sd.iterations && !g_stop; it++) {
+      ds_sysid_group_iterate(g, its, status);
+      int going = 0;
+      for (int i = 0; i < c->nobj; i++) {
+        Obj* o = &c->obj[i];
+        if (o->failed) continue;
+        object_iteration(c, o, it, status[i], &its[i], t0, 0);
+        going += !o->failed;
+      }
+      if (!c->a->quiet) {
+        printf("iteration %d/%d: %d of %d objects going, %.2f s\n", it + 1, c->sd.iterations, going, c->nobj,
+               now_s() - t0);
+        fflush(stdout);
+      }
+      if (!going) break;
+    }
+    /* the records re-simulate on each object's own CPU env: across threads */
+#pragma omp parallel for schedule(dynamic, 1) num_threads(c->nthreads)
+    for (int i = 0; i < c->nobj; i++)
+      if (c->obj[i].s) object_end(&c->obj[i], t0, 0);
+    c->group = g; /* owns the objects' dsSysid: the table below reads them */
+  }
+  free(ks);
+  free(its);
+  free(status);
+  return 0;
 }
 
 /* ---- the table -------------------------------------------------------------- */
@@ -845,6 +927,12 @@ static int setup(Ctx* c) {
     fprintf(stderr, "dsim sysid: %s: %s\n", c->path, err);
     return DS_EXIT_INPUT;
   }
+  if (a->group && c->sd.optimizer == DS_SYSID_LBFGS) {
+    fprintf(stderr,
+            "dsim sysid: --group: optimizer lbfgs runs a line search of its own per object; use adam or sgd "
+            "(sysid.optimizer), or leave out --group\n");
+    return DS_EXIT_USAGE;
+  }
   c->sd.seed = c->rd.seed;
   if (c->sd.video == DS_SYSID_FRAMES) {
     exitc = load_video(&c->sd, &c->def, &c->video);
@@ -932,7 +1020,16 @@ int ds_cli_sysid(int argc, char** argv) {
     sigemptyset(&sa.sa_mask);
     for (int i = 0; i < 3; i++) sigaction(sigs[i], &sa, &old[i]);
     const double t0 = now_s();
-    if (c.nobj == 1) {
+    const int group = args.group || (c.def.device.kind == DS_DEVICE_CUDA && c.nobj > 1 && c.sd.optimizer != DS_SYSID_LBFGS);
+    if (group) {
+      ds_set_num_threads(c.nthreads);
+      if (!args.quiet) printf("objects evaluated together (one lockstep batch%s)\n",
+                              c.def.device.kind == DS_DEVICE_CUDA ? ", one engine on the GPU" : "");
+      if (run_group(&c)) {
+        fprintf(stderr, "dsim sysid: out of memory\n");
+        exitc = DS_EXIT_FAILURE;
+      }
+    } else if (c.nobj == 1) {
       ds_set_num_threads(c.nthreads);
       run_object(&c, &c.obj[0], !args.quiet);
     } else {
@@ -985,9 +1082,10 @@ int ds_cli_sysid(int argc, char** argv) {
     exitc = g_stop ? 128 + (g_signal ? (int)g_signal : SIGINT) : failed ? DS_EXIT_FAILURE : ce;
   }
   for (int i = 0; i < c.nobj; i++) {
-    ds_sysid_destroy(c.obj[i].s);
+    if (!c.group) ds_sysid_destroy(c.obj[i].s);
     free(c.obj[i].config);
   }
+  ds_sysid_group_destroy(c.group);
   free(c.obj);
   free(c.video.substep);
   free(c.video.rgba);
