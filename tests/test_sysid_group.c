@@ -8,7 +8,9 @@
  *   - on one batched engine (def.batch_engine; what a GPU runs): within
  *     1e-9 relative over the iterations (the engine sums in other groupings);
  *   - the objects' own accessors (truth, forward evaluation) as a separate
- *     object's; L-BFGS refused with a message. */
+ *     object's; L-BFGS refused with a message.
+ * With a CUDA device visible, the small-step run also goes on cuda:0
+ * (within 1e-9). */
 #include "config.h"
 
 #include <math.h>
@@ -24,7 +26,8 @@
 #define ITERS 6
 static const int g_objects[NOBJ] = {0, 2, 5};
 
-static dsEnvDef small_beam(int batch_engine) {
+/* mode 0: separate CPU engines; 1: one batched engine on the CPU; 2: on cuda:0 */
+static dsEnvDef small_beam(int mode) {
   dsEnvDef ed = ds_default_env_def("beam");
   char err[256];
   ds_env_def_set(&ed, "beam.cells", "[3, 1, 1]", err, sizeof err);
@@ -34,7 +37,8 @@ static dsEnvDef small_beam(int batch_engine) {
   ed.width = ed.height = 16;
   ed.sigma = (dsReal)1e-3;
   ed.cam_distance = 2;
-  ed.batch_engine = batch_engine;
+  ed.batch_engine = mode >= 1;
+  if (mode == 2) ed.device = (dsDevice){DS_DEVICE_CUDA, 0};
   return ed;
 }
 
@@ -95,8 +99,9 @@ static void separate(double lr, Trace* t) {
   }
 }
 
-static void grouped(double lr, int batch_engine, Trace* t) {
-  dsEnvDef ed = small_beam(batch_engine);
+static void grouped(double lr, int mode, Trace* t) {
+  const int batch_engine = mode >= 1;
+  dsEnvDef ed = small_beam(mode);
   dsSysidDef sd = sysid_def(lr);
   dsSysidGroup* g = NULL;
   char err[512];
@@ -166,6 +171,12 @@ int main(void) {
     memset(&got, 0, sizeof got);
     grouped(lrs[r], 1, &got);
     compare(r ? "one engine, large steps" : "one engine", 1e-9);
+    if (r == 0 && ds_cuda_device_count() > 0) {
+      memset(&got, 0, sizeof got);
+      grouped(lrs[r], 2, &got);
+      compare("one engine on cuda:0", 1e-9);
+      printf("group on cuda:0 compared\n");
+    }
     printf("lr %g: object %d loss %.6g -> %.6g, %d evaluations in the last iteration\n", lrs[r], g_objects[0],
            ref.loss[0][0], ref.loss[0][ITERS - 1], ref.evals[0][ITERS - 1]);
   }
