@@ -8,8 +8,14 @@
  * defaults) with physics.gradients false. Figures are medians of --reps
  * timed runs of --calls batch steps each, after one untimed run.
  *
+ * --backward: lockstep batches with gradients instead (what sysid groups
+ * and gradient-based control run): per run, a reset of all, --calls steps
+ * (at most an episode) and ds_batch_backward_loss; env-steps forward and
+ * backward per second (separate: every env on its own serial engine,
+ * forward and backward across threads; shared: one engine and its tape).
+ *
  *   bench_batch [--class NAME] [--envs N]... [--device cpu|cuda[:N]]...
- *               [--calls C] [--reps R] [--rewards] [--quick]
+ *               [--calls C] [--reps R] [--rewards] [--backward] [--quick]
  *
  * Defaults: control-fem, N = 1, 8, 64, the CPU (and cuda:0 when a device is
  * visible), 24 calls, 3 reps. --rewards asks for rewards (each frame in a
@@ -65,13 +71,19 @@ static char* config_text(const char* cls) {
 
 /* env-steps per second; mode 0: separate, 1: shared on `device` */
 static double rate(const char* cls, const char* text, int mode, const char* device, int N, int calls, int reps,
-                   int rewards) {
+                   int rewards, int backward) {
   dsEnvDef def;
   char err[1024];
   if (ds_env_def_from_text(cls, text, &def, err, sizeof err)) die(cls, err);
   dsBatch* b = NULL;
   int rc;
-  if (mode == 0) {
+  if (backward) {
+    def.gradients = 1;
+    def.batch_engine = mode == 1 && strcmp(device, "cpu") == 0;
+    if (mode == 1 && strcmp(device, "cpu") != 0 && ds_device_parse("--device", device, &def.device, err, sizeof err))
+      die("device", err);
+    rc = ds_batch_create_lockstep(&def, N, &b, err, sizeof err);
+  } else if (mode == 0) {
     rc = ds_batch_create(&def, N, &b, err, sizeof err);
   } else if (strcmp(device, "cpu") == 0) {
     def.batch_engine = 1;
@@ -87,6 +99,8 @@ static double rate(const char* cls, const char* text, int mode, const char* devi
   uint8_t* done = (uint8_t*)malloc((size_t)N);
   int* status = (int*)malloc((size_t)N * sizeof(int));
   if (!act || !obs || !rew || !done || !status) die("bench", "out of memory");
+  const int S = ds_env_num_steps(ds_batch_env(b, 0));
+  if (backward && calls > S) calls = S;
   double t[16];
   for (int r = 0; r <= reps; r++) {
     if (ds_batch_reset(b, NULL, NULL, obs, NULL, status)) die("reset", ds_batch_last_error(b));
@@ -94,9 +108,10 @@ static double rate(const char* cls, const char* text, int mode, const char* devi
     for (int c = 0; c < calls; c++) {
       for (int i = 0; i < N; i++)
         for (int j = 0; j < A; j++) act[(size_t)i * A + j] = (dsReal)(0.3 * sin(0.2 * c + 0.37 * j + 1.3 * i));
-      if (ds_batch_step(b, act, obs, NULL, rewards ? rew : NULL, done, status, DS_BATCH_AUTORESET) < 0)
+      if (ds_batch_step(b, act, obs, NULL, rewards ? rew : NULL, done, status, backward ? 0 : DS_BATCH_AUTORESET) < 0)
         die("step", ds_batch_last_error(b));
     }
+    if (backward && ds_batch_backward_loss(b, rew, NULL, status)) die("backward", ds_batch_last_error(b));
     if (r > 0) t[r - 1] = now() - t0; /* the first run warms up */
   }
   free(act);
@@ -111,7 +126,7 @@ static double rate(const char* cls, const char* text, int mode, const char* devi
 int main(int argc, char** argv) {
   const char* cls = "control-fem";
   const char* devices[8];
-  int envs[8], nd = 0, ne = 0, calls = 24, reps = 3, rewards = 0, quick = 0;
+  int envs[8], nd = 0, ne = 0, calls = 24, reps = 3, rewards = 0, quick = 0, backward = 0;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--class") == 0 && i + 1 < argc) cls = argv[++i];
     else if (strcmp(argv[i], "--envs") == 0 && i + 1 < argc && ne < 8) envs[ne++] = atoi(argv[++i]);
@@ -119,11 +134,12 @@ int main(int argc, char** argv) {
     else if (strcmp(argv[i], "--calls") == 0 && i + 1 < argc) calls = atoi(argv[++i]);
     else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc) reps = atoi(argv[++i]);
     else if (strcmp(argv[i], "--rewards") == 0) rewards = 1;
+    else if (strcmp(argv[i], "--backward") == 0) backward = 1;
     else if (strcmp(argv[i], "--quick") == 0) quick = 1;
     else {
       fprintf(stderr,
               "usage: bench_batch [--class NAME] [--envs N]... [--device cpu|cuda[:N]]... [--calls C] [--reps R] "
-              "[--rewards] [--quick]\n");
+              "[--rewards] [--backward] [--quick]\n");
       return 2;
     }
   }
@@ -152,13 +168,17 @@ int main(int argc, char** argv) {
 #ifdef _OPENMP
   threads = omp_get_max_threads();
 #endif
-  printf("bench_batch: %s, forward only, %d calls with autoreset, median of %d, %d threads%s\n", cls, calls, reps,
-         threads, rewards ? ", with rewards" : "");
+  if (backward)
+    printf("bench_batch: %s, lockstep with gradients: %d steps forward, then the backward; median of %d, %d threads\n",
+           cls, calls, reps, threads);
+  else
+    printf("bench_batch: %s, forward only, %d calls with autoreset, median of %d, %d threads%s\n", cls, calls, reps,
+           threads, rewards ? ", with rewards" : "");
   printf("%-8s %6s %14s %14s %8s\n", "device", "envs", "separate/s", "shared/s", "ratio");
   for (int d = 0; d < nd; d++)
     for (int k = 0; k < ne; k++) {
-      const double sep = rate(cls, text, 0, "cpu", envs[k], calls, reps, rewards);
-      const double sh = rate(cls, text, 1, devices[d], envs[k], calls, reps, rewards);
+      const double sep = rate(cls, text, 0, "cpu", envs[k], calls, reps, rewards, backward);
+      const double sh = rate(cls, text, 1, devices[d], envs[k], calls, reps, rewards, backward);
       printf("%-8s %6d %14.1f %14.1f %7.2fx\n", devices[d], envs[k], sep, sh, sh / sep);
       fflush(stdout);
     }

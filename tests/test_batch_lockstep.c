@@ -140,6 +140,7 @@ static void run_lockstep(const char* name, int shared, Res* r) {
   }
   dsEnv* e0 = ds_batch_env(b, 0);
   const int A = ds_env_action_size(e0), O = ds_env_obs_size(e0), S = ds_env_num_steps(e0);
+  CHECK(A <= 4096 && O <= 2048 && S <= MAXS);
   uint64_t seeds[NB] = {100, 101, 102};
   int status[NB];
   uint8_t mask[NB] = {1, 0, 1};

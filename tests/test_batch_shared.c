@@ -99,6 +99,7 @@ static void run(const char* name, int shared, double crush, int threads, Trace* 
     return;
   }
   const int A = ds_env_action_size(ds_batch_env(b, 0));
+  CHECK(A <= 4096);
   static dsReal act[NB * 4096];
   uint64_t seeds[NB];
   for (int i = 0; i < NB; i++) seeds[i] = 100 + (uint64_t)i;
@@ -203,16 +204,19 @@ static void no_alloc_in_step(void) {
   char err[256];
   CHECK_INT_EQ(ds_batch_create(&def, 3, &b, err, sizeof err), 0);
   if (b) {
-    static dsReal obs[3 * 4096], act[3 * 256], img[3 * W * W * 4];
+    static dsReal obs[3 * 4096], img[3 * W * W * 4];
+    const int A = ds_env_action_size(ds_batch_env(b, 0)), O = ds_env_obs_size(ds_batch_env(b, 0));
+    CHECK(O <= 4096);
+    dsReal* act = (dsReal*)calloc(3 * (size_t)A + 1, sizeof(dsReal)); /* before the count */
     dsReal rew[3];
     uint8_t done[3];
     int status[3];
-    memset(act, 0, sizeof act);
     CHECK_INT_EQ(ds_batch_reset(b, NULL, NULL, obs, img, status), 0);
     const long before = n_alloc;
     for (int k = 0; k < 12; k++)
       CHECK_INT_EQ(ds_batch_step(b, act, obs, img, rew, done, status, DS_BATCH_AUTORESET), 0);
     CHECK_INT_EQ(n_alloc - before, 0);
+    free(act);
     ds_batch_destroy(b);
   }
   CHECK_INT_EQ(ds_replace_allocator(NULL, NULL, NULL, NULL), 0);
