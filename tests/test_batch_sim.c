@@ -150,6 +150,24 @@ static void test_guarded(const char* name, const dsModel* m) {
     if (nd) DST_FAIL_AT("%s, guarded backend, K %d: %d results differ from the single engine", name, K, nd);
     dst_checks++;
   }
+  /* what a batch of envs sharing one engine calls between steps (one
+     instance's state and parameters in, a failure read) touches the
+     backend's memory through its operations only */
+  {
+    dsBatchSimDef def = ds_default_batch_sim_def();
+    def.batch = B;
+    dsBatchSim* s = NULL;
+    char err[256];
+    CHECK_INT_EQ(ds__bsim_create_on(m, &def, &gb, &s, err, sizeof err), 0);
+    if (s) {
+      CHECK_INT_EQ(ds_bsim_step(s, 2, NULL), 0);
+      CHECK_INT_EQ(ds_bsim_set_instance(s, 1, m->x0, m->v0), 0);
+      CHECK_INT_EQ(ds_bsim_load_params(s, 1, m), 0);
+      CHECK_INT_EQ(ds_bsim_step(s, 1, NULL), 0);
+      CHECK_INT_EQ(ds_bsim_failure(s, 1, NULL, NULL), 0);
+      ds_bsim_free(s);
+    }
+  }
   CHECK_INT_EQ(g_nblocks, 0);
   free(ref);
   free(got);
