@@ -22,6 +22,7 @@
 #endif
 
 #include "base/rng.h"
+#include "dsim/batch.h"
 #include "dsim/controller.h"
 #include "base/internal.h"
 
@@ -60,6 +61,12 @@ struct dsTrainer {
      forward-only copies, one per further thread. */
   dsEnv** pool;
   int npool;
+  /* CEM on the batched engine (a GPU): the K samples as one lockstep batch
+     of forward-only envs, instances of one engine; its scratch */
+  dsBatch* cem_batch;
+  dsReal* cem_step_act; /* K x A: one step's actions */
+  int* cem_status;
+  uint64_t* cem_seeds;
   double* gen_theta;  /* K x np */
   dsReal* gen_act;    /* K x S x A */
   double *gen_loss, *gen_metric;
@@ -228,6 +235,10 @@ void ds_trainer_destroy(dsTrainer* tr) {
   ds__free(tr->order);
   for (int j = 1; j < tr->npool; j++) ds_env_destroy(tr->pool[j]);
   ds__free(tr->pool);
+  ds_batch_destroy(tr->cem_batch);
+  ds__free(tr->cem_step_act);
+  ds__free(tr->cem_status);
+  ds__free(tr->cem_seeds);
   ds__free(tr->gen_theta);
   ds__free(tr->gen_act);
   ds__free(tr->gen_loss);
@@ -276,6 +287,29 @@ static int make_pool(dsTrainer* tr, int K, char* err, size_t errlen) {
     }
     tr->pool[tr->npool++] = e;
   }
+  return DS_OK;
+}
+
+/* On the batched engine (env on a GPU, or dsEnvDef.batch_engine): the K
+ * samples' episodes as one lockstep batch of forward-only envs with env's
+ * parameters, all instances of one engine. Their results are the env's bit
+ * for bit on the CPU backend (the engine's substeps are the serial
+ * engine's), so a generation does not depend on where it runs but for the
+ * device's rounding. */
+static int make_cem_batch(dsTrainer* tr, int K, char* err, size_t errlen) {
+  dsEnvDef d = *ds_env_def(tr->env);
+  d.gradients = 0;
+  char why[512];
+  int rc = ds_batch_create_lockstep(&d, K, &tr->cem_batch, why, sizeof why);
+  for (int g = 0; g < K && !rc; g++) {
+    dsEnv* e = ds_batch_env(tr->cem_batch, g);
+    if ((rc = ds_env_copy_params(e, tr->env))) snprintf(why, sizeof why, "%s", ds_env_last_error(e));
+  }
+  if (rc) return ds__puterr(err, errlen, rc, "trainer: CEM: a batch of %d envs: %s", K, why);
+  tr->cem_step_act = (dsReal*)ds__calloc((size_t)K * (size_t)(tr->A > 0 ? tr->A : 1), sizeof(dsReal));
+  tr->cem_status = (int*)ds__calloc((size_t)K, sizeof(int));
+  tr->cem_seeds = (uint64_t*)ds__calloc((size_t)K, sizeof(uint64_t));
+  if (!tr->cem_step_act || !tr->cem_status || !tr->cem_seeds) return ds__puterr(err, errlen, DS_ERR_NOMEM, "trainer: out of memory (CEM)");
   return DS_OK;
 }
 
@@ -364,7 +398,9 @@ int ds_trainer_create(dsEnv* env, const dsTrainerDef* def, dsTrainer** out, char
     tr->gen_msg = (char(*)[256])ds__calloc(K, 256);
     ok = tr->mu && tr->sd && tr->samples && tr->losses && tr->order && tr->gen_theta && tr->gen_act && tr->gen_loss &&
          tr->gen_metric && tr->gen_rc && tr->gen_msg;
-    if (ok) rc = make_pool(tr, (int)K, err, errlen);
+    const dsEnvDef* d = ds_env_def(env);
+    if (ok) rc = d->device.kind == DS_DEVICE_CUDA || d->batch_engine ? make_cem_batch(tr, (int)K, err, errlen)
+                                                                     : make_pool(tr, (int)K, err, errlen);
     if (ok && rc) {
       ds_trainer_destroy(tr);
       return rc;
@@ -578,6 +614,61 @@ static int cem_episode(const dsTrainer* tr, dsEnv* e, const dsReal* act, double*
   return rc;
 }
 
+/* The K samples' episodes side by side in the lockstep batch: reset all
+ * with the run's seed, step all, then each one's loss and metric (frames
+ * rendered on the host, across threads), or the message cem_episode gives. */
+static void cem_batch_generation(dsTrainer* tr) {
+  const int K = tr->def.cem_population;
+  const size_t SA = (size_t)tr->S * (size_t)tr->A, A = (size_t)tr->A;
+  dsBatch* b = tr->cem_batch;
+  int* st = tr->cem_status;
+  for (int g = 0; g < K; g++) {
+    tr->cem_seeds[g] = tr->def.env_seed;
+    tr->gen_rc[g] = 0;
+    tr->gen_loss[g] = tr->gen_metric[g] = 0;
+  }
+  if (ds_batch_reset(b, tr->cem_seeds, NULL, NULL, NULL, st)) {
+    for (int g = 0; g < K; g++) {
+      tr->gen_rc[g] = st[g] < 0 ? st[g] : DS_ERR_STATE;
+      snprintf(tr->gen_msg[g], 256, "env reset (step 0): %s", ds_batch_last_error(b));
+    }
+    return;
+  }
+  for (int k = 0; k < tr->S; k++) {
+    for (int g = 0; g < K; g++)
+      if (A) memcpy(tr->cem_step_act + (size_t)g * A, tr->gen_act + (size_t)g * SA + (size_t)k * A, A * sizeof(dsReal));
+    ds_batch_step(b, tr->cem_step_act, NULL, NULL, NULL, NULL, st, 0);
+    for (int g = 0; g < K; g++)
+      if (!tr->gen_rc[g] && st[g] < 0) {
+        tr->gen_rc[g] = st[g];
+        snprintf(tr->gen_msg[g], 256, "env step (step %d): %s", k, ds_env_last_error(ds_batch_env(b, g)));
+      }
+  }
+#ifdef _OPENMP
+  const int levels = omp_get_max_active_levels();
+  if (K > 1) omp_set_max_active_levels(1);
+#pragma omp parallel for schedule(dynamic, 1) if (K > 1)
+#endif
+  for (int g = 0; g < K; g++) {
+    if (tr->gen_rc[g]) continue;
+    dsEnv* e = ds_batch_env(b, g);
+    dsReal l = 0, m = 0;
+    const char* what = "env loss";
+    int rc = ds_env_loss(e, &l);
+    if (!rc) {
+      what = "env metric";
+      rc = ds_env_metric(e, &m);
+    }
+    tr->gen_loss[g] = (double)l;
+    tr->gen_metric[g] = (double)m;
+    tr->gen_rc[g] = rc;
+    if (rc) snprintf(tr->gen_msg[g], 256, "%s (step %d): %s", what, tr->S, ds_env_last_error(e));
+  }
+#ifdef _OPENMP
+  if (K > 1) omp_set_max_active_levels(levels);
+#endif
+}
+
 /* A CEM generation (at its first iteration): the K samples drawn in
  * iteration order (the first of the run is the mean), their actions, and
  * their episodes, side by side on the pool's environments. */
@@ -591,6 +682,10 @@ static void cem_generation(dsTrainer* tr) {
     for (int k = 0; k < tr->S; k++) policy_action(tr, k, tr->gen_act + (size_t)g * SA + (size_t)k * (size_t)tr->A);
   }
   memcpy(tr->theta, tr->mu, sizeof(double) * (size_t)np);
+  if (tr->cem_batch) {
+    cem_batch_generation(tr);
+    return;
+  }
   const int P = tr->npool;
 #ifdef _OPENMP
   /* one thread per environment, nested regions inactive: each episode runs

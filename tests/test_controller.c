@@ -519,6 +519,31 @@ static void test_recorder_and_baselines(void) {
       ds_trainer_destroy(tr);
     }
     ds_set_num_threads(nthr);
+    /* the env on the batched engine (what a GPU runs): the generation's
+     * samples are one lockstep batch, instances of one engine; the same
+     * bits as the pool's copies */
+    {
+      dsEnvDef db = *ds_env_def(env);
+      db.batch_engine = 1;
+      dsEnv* envb = NULL;
+      CHECK_INT_EQ(ds_env_create(&db, &envb, err, sizeof err), 0);
+      if (envb) {
+        CHECK_INT_EQ(ds_env_copy_params(envb, env), 0);
+        dsTrainerDef t2 = td;
+        t2.method = DS_METHOD_CEM;
+        t2.cem_population = 4;
+        t2.cem_elite = 2;
+        CHECK_INT_EQ(ds_trainer_create(envb, &t2, &tr, err, sizeof err), 0);
+        for (int i = 0; i < 8 && tr; i++) {
+          CHECK_INT_EQ(ds_trainer_iterate(tr, &it), 0);
+          if (!(it.loss == cl[0][i] && it.metric == cm[0][i] && it.params[it.nparams - 1] == cp[0][i] &&
+                !memcmp(it.actions, ca[0][i], (size_t)NS * NA * sizeof(dsReal))))
+            DST_FAIL_AT("CEM on the batched engine, iteration %d: loss %.17g / %.17g", i, it.loss, cl[0][i]);
+        }
+        ds_trainer_destroy(tr);
+        ds_env_destroy(envb);
+      }
+    }
     for (int i = 0; i < 8; i++) {
       CHECK(cl[0][i] == cl[1][i] && cm[0][i] == cm[1][i] && cp[0][i] == cp[1][i]);
       CHECK(!memcmp(ca[0][i], ca[1][i], (size_t)NS * NA * sizeof(dsReal)));
