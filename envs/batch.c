@@ -285,10 +285,6 @@ static void fail_engine(dsBatch* b, int code, const char* what) {
     if (b->s0[i] >= 0) fail_env(b, i, code, msg);
 }
 
-/* Envs changed on the host (reset, set_state, set_param) into the engine:
- * each one's state and parameters into its instance, its failure cleared.
- * Every 2^30 substeps the engine's count restarts from the envs' states (it
- * numbers the substeps in failure reports). */
 /* A taped (lockstep) engine takes states only at its substep 0: every
  * env's state goes up at once, at a reset of all (restart) or after a
  * set_param before the first step; a change later in the episode is refused
@@ -315,6 +311,10 @@ static int lockstep_sync(dsBatch* b, int restart) {
   return rc ? ds__seterr(&b->err, rc, "batched engine: uploading the envs: %s", ds_bsim_last_error(b->bs)) : 0;
 }
 
+/* Envs changed on the host (reset, set_state, set_param) into the engine:
+ * each one's state and parameters into its instance, its failure cleared.
+ * Every 2^30 substeps the engine's count restarts from the envs' states (it
+ * numbers the substeps in failure reports). */
 static int shared_sync(dsBatch* b) {
   if (b->taped) return lockstep_sync(b, 0);
   int rc = 0;
@@ -428,6 +428,9 @@ static int shared_step(dsBatch* b, const dsReal* actions, dsReal* obs, dsReal* i
     } else {
       rc = ds__env_step_begin(e, actions + i * ad, &b->s0[i], &b->s1[i]);
       if (rc) b->s0[i] = -1;
+      /* on a shared tape an env left behind by the others cannot catch up:
+         it waits for the batch's next reset */
+      if (rc && b->taped && e->have_episode && e->d->t < e->T) e->failed = 1;
     }
     b->rc[i] = rc;
     if (nact) memcpy(b->bact + i * nact, e->d->act, nact * sizeof(dsReal));

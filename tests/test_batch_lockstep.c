@@ -190,6 +190,34 @@ static void run_lockstep(const char* name, int shared, Res* r) {
 
 static int close_to(const dsReal* a, const dsReal* b, int n, double tol);
 
+/* a refused action (NaN) on a shared tape: that env waits for the next reset
+ * of the batch (it cannot catch up with the others' tape), the others step
+ * and go back as before; after the reset all step again */
+static void refused_action(void) {
+  dsEnvDef def = small_def("walker", 1);
+  dsBatch* b = NULL;
+  char err[512];
+  CHECK_INT_EQ(ds_batch_create_lockstep(&def, NB, &b, err, sizeof err), 0);
+  if (!b) return;
+  const int A = ds_env_action_size(ds_batch_env(b, 0));
+  static dsReal act[NB * 4096], ga[NB * MAXS * 4096];
+  int status[NB];
+  CHECK_INT_EQ(ds_batch_reset(b, NULL, NULL, NULL, NULL, status), 0);
+  for (int i = 0; i < NB; i++) action_of(i, 0, A, act + (size_t)i * A);
+  CHECK_INT_EQ(ds_batch_step(b, act, NULL, NULL, NULL, NULL, status, 0), 0);
+  act[0] = (dsReal)NAN;
+  CHECK_INT_EQ(ds_batch_step(b, act, NULL, NULL, NULL, NULL, status, 0), DS_ERR_RANGE);
+  CHECK(status[0] == DS_ERR_RANGE && status[1] == 0 && status[2] == 0);
+  act[0] = 0;
+  CHECK_INT_EQ(ds_batch_step(b, act, NULL, NULL, NULL, NULL, status, DS_BATCH_AUTORESET), DS_ERR_STATE);
+  CHECK(status[0] == DS_ERR_STATE && status[1] == 0 && status[2] == 0);
+  CHECK(ds_batch_backward_loss(b, NULL, ga, status) < 0);
+  CHECK(status[0] < 0 && status[1] == 0 && status[2] == 0);
+  CHECK_INT_EQ(ds_batch_reset(b, NULL, NULL, NULL, NULL, status), 0);
+  CHECK_INT_EQ(ds_batch_step(b, act, NULL, NULL, NULL, NULL, status, 0), 0);
+  ds_batch_destroy(b);
+}
+
 /* control-fem, env 2 crushed: it fails, envs 0 and 1 keep their gradients */
 static void crushed(void) {
   dsEnvDef def = small_def("control-fem", 1);
@@ -291,6 +319,7 @@ int main(void) {
       }
     g_cuda = 0;
     if (c == 2) crushed(); /* ref holds control-fem's separate envs */
+    if (c == 0) refused_action();
   }
   return DST_RESULT();
 }
