@@ -89,7 +89,7 @@ static double rate(const char* cls, const char* text, int mode, const char* devi
     def.batch_engine = 1;
     rc = ds_batch_create(&def, N, &b, err, sizeof err);
   } else {
-    rc = ds_batch_create_from_text_on(cls, text, N, device, &b, err, sizeof err);
+    rc = ds_batch_create_from_text_on(cls, text, N, device, 0, &b, err, sizeof err);
   }
   if (rc) die("create", err);
   const int A = ds_env_action_size(ds_batch_env(b, 0)), O = ds_env_obs_size(ds_batch_env(b, 0));

@@ -183,10 +183,10 @@ int ds_batch_create_from_text(const char* name, const char* text, int n, dsBatch
   return batch_create(NULL, name, text, NULL, 0, n, out, err, errlen);
 }
 
-int ds_batch_create_from_text_on(const char* name, const char* text, int n, const char* device, dsBatch** out,
-                                 char* err, size_t errlen) {
+int ds_batch_create_from_text_on(const char* name, const char* text, int n, const char* device, int flags,
+                                 dsBatch** out, char* err, size_t errlen) {
   if (!name || !text) return DS_ERR_INVALID;
-  return batch_create(NULL, name, text, device, 0, n, out, err, errlen);
+  return batch_create(NULL, name, text, device, (flags & DS_BATCH_LOCKSTEP) != 0, n, out, err, errlen);
 }
 
 int ds_batch_size(const dsBatch* b) { return b ? b->n : DS_ERR_INVALID; }

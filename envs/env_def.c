@@ -65,6 +65,9 @@ static const dsConfigKey g_common[] = {
      "tape: 1 = every state, K > 1 = every K-th state (recompute in backward)"},
     {"physics.gradients", DS_KEY_BOOL, O(gradients), 0, 1, NULL, 0,
      "keep the tape for gradients (false: forward only, no tape; the backward is refused)"},
+    {"physics.batched_engine", DS_KEY_BOOL, O(batch_engine), 0, 1, NULL, 0,
+     "the batched engine (what a CUDA device runs) on the CPU too: comparisons and tests; slower than the CPU "
+     "engine"},
     {"contact.ke", DS_KEY_REAL, O(contact_ke), 0, BIG, NULL, 0, "normal stiffness, N/m"},
     {"contact.kd", DS_KEY_REAL, O(contact_kd), 0, BIG, NULL, 0, "normal damping, N s/m"},
     {"contact.kf", DS_KEY_REAL, O(contact_kf), 0, BIG, NULL, 0, "friction viscosity, N s/m"},

@@ -266,13 +266,13 @@ int main(void) {
   /* a batch on a named device: refused clearly when it is not there */
   const char* text = "{\"env\": {\"name\": \"walker-springs\", \"physics\": {\"gradients\": false}}}";
   b = NULL;
-  CHECK_INT_EQ(ds_batch_create_from_text_on("t.json", text, 2, "cpu", &b, err, sizeof err), 0);
+  CHECK_INT_EQ(ds_batch_create_from_text_on("t.json", text, 2, "cpu", 0, &b, err, sizeof err), 0);
   ds_batch_destroy(b);
   b = NULL;
-  CHECK(ds_batch_create_from_text_on("t.json", text, 2, "tpu", &b, err, sizeof err) < 0);
+  CHECK(ds_batch_create_from_text_on("t.json", text, 2, "tpu", 0, &b, err, sizeof err) < 0);
   CHECK(b == NULL && strstr(err, "batch: ") && strstr(err, "tpu"));
   if (ds_cuda_device_count() == 0) {
-    CHECK(ds_batch_create_from_text_on("t.json", text, 2, "cuda:0", &b, err, sizeof err) < 0);
+    CHECK(ds_batch_create_from_text_on("t.json", text, 2, "cuda:0", 0, &b, err, sizeof err) < 0);
     CHECK(b == NULL && strstr(err, "cuda"));
     printf("cuda:0 without a GPU: %s\n", err);
   }

@@ -60,6 +60,8 @@ typedef struct dsBatch dsBatch;
 
 /* ds_batch_step flags */
 #define DS_BATCH_AUTORESET 1
+/* ds_batch_create_from_text_on flags */
+#define DS_BATCH_LOCKSTEP 2 /* as ds_batch_create_lockstep */
 
 /* status values (>= 0; a negative status is a DS_ERR_* code) */
 #define DS_BATCH_STEPPED 0
@@ -82,10 +84,11 @@ DS_API int ds_batch_create_from_text(const char* name, const char* text, int n, 
  * step (ds_env_set_state, ds_env_set_param, ds_env_reset on the env) is
  * refused at the next batch step, naming the env. */
 DS_API int ds_batch_create_lockstep(const dsEnvDef* def, int n, dsBatch** out, char* err, size_t errlen);
-/* The same on a device ("cpu", "cuda", "cuda:N"; NULL: the CPU), as
- * ds_env_set_device names it: refused with a message when the build has no
- * CUDA or the device is not there. */
-DS_API int ds_batch_create_from_text_on(const char* name, const char* text, int n, const char* device,
+/* From a config text on a device ("cpu", "cuda", "cuda:N"; NULL: the
+ * CPU), as ds_env_set_device names it: refused with a message when the
+ * build has no CUDA or the device is not there. flags: 0, or
+ * DS_BATCH_LOCKSTEP for a lockstep batch. */
+DS_API int ds_batch_create_from_text_on(const char* name, const char* text, int n, const char* device, int flags,
                                         dsBatch** out, char* err, size_t errlen);
 DS_API void ds_batch_destroy(dsBatch* b);
 

@@ -16,9 +16,10 @@ import os
 from . import _lib
 from ._lib import DsimError, build_info, real_dtype
 from .env import Env, class_keys, classes
+from .lockstep import Lockstep
 
 __version__ = _lib.lib.ds_version_string().decode()
-__all__ = ["Env", "DsimError", "classes", "class_keys", "build_info", "real_dtype", "load_plugin", "env_id",
+__all__ = ["Env", "Lockstep", "DsimError", "classes", "class_keys", "build_info", "real_dtype", "load_plugin", "env_id",
            "set_num_threads", "__version__"]
 
 _plugins = []  # keep loaded plugins alive

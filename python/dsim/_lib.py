@@ -156,7 +156,7 @@ _fn("ds_env_target", I, P, P)
 _fn("ds_env_metric", I, P, RP)
 _fn("ds_env_metric_goal", ctypes.c_double, P)
 _fn("ds_batch_create_from_text", I, S, S, I, ctypes.POINTER(P), S, ctypes.c_size_t)
-_fn("ds_batch_create_from_text_on", I, S, S, I, S, ctypes.POINTER(P), S, ctypes.c_size_t)
+_fn("ds_batch_create_from_text_on", I, S, S, I, S, I, ctypes.POINTER(P), S, ctypes.c_size_t)
 _fn("ds_batch_destroy", None, P)
 _fn("ds_batch_size", I, P)
 _fn("ds_batch_env", P, P, I)
@@ -164,6 +164,9 @@ _fn("ds_batch_last_error", S, P)
 _fn("ds_batch_reset", I, P, P, P, P, P, P)
 _fn("ds_batch_step", I, P, P, P, P, P, P, P, I)
 _fn("ds_batch_metric", I, P, P)
+_fn("ds_batch_backward_loss", I, P, P, P, P)
+_fn("ds_batch_backward_adjoints", I, P, P, P, P, P, P)
+DS_BATCH_LOCKSTEP = 2
 
 DS_ERR_STATE = -12
 DS_ERR_RANGE = -9

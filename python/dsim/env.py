@@ -115,6 +115,41 @@ def check_array(label: str, what: str, a, shape: tuple, dtype=None) -> np.ndarra
     return a
 
 
+def _env_fail(p, label: str, what: str, rc: int):
+    raise DsimError(label, what, rc, (lib.ds_env_last_error(p) or b"").decode(errors="replace"))
+
+
+def _named(p, label: str, name: str, fn, what: str) -> np.ndarray:
+    vals, n = _lib.RP(), ctypes.c_int()
+    rc = fn(p, name.encode(), ctypes.byref(vals), ctypes.byref(n))
+    if rc:
+        _env_fail(p, label, f"unknown parameter {name!r}" if rc == _lib.DS_ERR_NOTFOUND else f"{what} {name!r}", rc)
+    return np.ctypeslib.as_array(vals, (n.value,)).copy() if n.value else np.empty(0, real_dtype)
+
+
+def param_of(p, label: str, name: str) -> np.ndarray:
+    """A copy of env p's named parameter."""
+    return _named(p, label, name, lib.ds_env_param, "parameter")
+
+
+def param_grad_of(p, label: str, name: str) -> np.ndarray:
+    """A copy of env p's gradient of the named parameter (last backward)."""
+    return _named(p, label, name, lib.ds_env_param_grad, "gradient of")
+
+
+def set_param_of(p, label: str, name: str, values):
+    """Env p's named parameter (one value for all, or every value)."""
+    cur = param_of(p, label, name)
+    v = np.ascontiguousarray(values, dtype=real_dtype).reshape(-1)
+    if v.size == 1 and cur.size > 1:
+        v = np.full(cur.size, v[0], real_dtype)
+    if v.size != cur.size:
+        raise DsimError(label, f"parameter {name!r} has {cur.size} values, got {v.size}")
+    rc = lib.ds_env_set_param(p, name.encode(), ptr(v), v.size)
+    if rc:
+        _env_fail(p, label, f"cannot set parameter {name!r}", rc)
+
+
 class Env:
     """One dsim environment (a dsEnv). Methods mirror dsim/env.h; errors are
     DsimError naming the env and carrying the library's message."""
@@ -290,31 +325,15 @@ class Env:
     # -- parameters and gradients -------------------------------------------------
     def param(self, name: str) -> np.ndarray:
         """A copy of the named physical parameter ("tet.k_mu", "gravity", ...)."""
-        vals, n = _lib.RP(), ctypes.c_int()
-        rc = lib.ds_env_param(self.handle, name.encode(), ctypes.byref(vals), ctypes.byref(n))
-        if rc:
-            self._fail(f"unknown parameter {name!r}" if rc == _lib.DS_ERR_NOTFOUND else f"parameter {name!r}", rc)
-        return np.ctypeslib.as_array(vals, (n.value,)).copy() if n.value else np.empty(0, real_dtype)
+        return param_of(self.handle, self.label, name)
 
     def set_param(self, name: str, values):
         """Set a named parameter (before the first step of an episode)."""
-        cur = self.param(name)
-        v = np.ascontiguousarray(values, dtype=real_dtype).reshape(-1)
-        if v.size == 1 and cur.size > 1:
-            v = np.full(cur.size, v[0], real_dtype)
-        if v.size != cur.size:
-            raise DsimError(self.label, f"parameter {name!r} has {cur.size} values, got {v.size}")
-        rc = lib.ds_env_set_param(self.handle, name.encode(), ptr(v), v.size)
-        if rc:
-            self._fail(f"cannot set parameter {name!r}", rc)
+        set_param_of(self.handle, self.label, name, values)
 
     def param_grad(self, name: str) -> np.ndarray:
         """d(loss)/d(parameter) of the last backward (a copy)."""
-        vals, n = _lib.RP(), ctypes.c_int()
-        rc = lib.ds_env_param_grad(self.handle, name.encode(), ctypes.byref(vals), ctypes.byref(n))
-        if rc:
-            self._fail(f"unknown parameter {name!r}" if rc == _lib.DS_ERR_NOTFOUND else f"gradient of {name!r}", rc)
-        return np.ctypeslib.as_array(vals, (n.value,)).copy() if n.value else np.empty(0, real_dtype)
+        return param_grad_of(self.handle, self.label, name)
 
     def backward_loss(self, first_step: int = 0):
         """(loss, d loss / d actions (steps_taken x action_size)) by the adjoint."""

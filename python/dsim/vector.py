@@ -79,7 +79,7 @@ class DsimVectorEnv(gymnasium.vector.VectorEnv):
         err = ctypes.create_string_buffer(1024)
         self.device = str(device)
         rc = lib.ds_batch_create_from_text_on(self.id.encode(), text.encode(), self.num_envs,
-                                              self.device.encode(), ctypes.byref(self._p), err, 1024)
+                                              self.device.encode(), 0, ctypes.byref(self._p), err, 1024)
         if rc:
             self._p = None
             raise DsimError(self.id, "cannot create the batched env", rc, err.value.decode(errors="replace"))
