@@ -3,6 +3,7 @@
 # make check), examples, and the vector-env benchmark of `make bench`.
 PY_FILES = python/pyproject.toml python/setup.py python/README.md python/dsim/__init__.py python/dsim/_lib.py \
   python/dsim/env.py python/dsim/gym.py python/dsim/vector.py python/dsim/torch.py python/dsim/sb3.py \
+  python/dsim/lockstep.py python/tests/test_lockstep.py \
   python/tests/conftest.py python/tests/test_gym.py python/tests/test_vector.py \
   python/tests/test_errors.py python/tests/test_torch.py python/tests/test_ppo.py \
   python/examples/ppo_walker.py python/examples/mpc_control_fem.py python/bench_vector.py
