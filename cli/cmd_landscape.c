@@ -38,7 +38,8 @@ typedef struct Axis {
 static void usage(FILE* out) {
   fprintf(out,
           "usage: dsim landscape CONFIG --range1 LO:HI:N [--range2 LO:HI:N] [--geometric] [--object K]\n"
-          "                      [--threads T] [--out PREFIX] [--no-plot] [--force] [--set SECTION.KEY=VALUE]\n"
+          "                      [--threads T] [--device D] [--group] [--out PREFIX] [--no-plot] [--force]\n"
+          "                      [--set SECTION.KEY=VALUE]\n"
           "\n"
           "Evaluate the system-identification loss of a sysid config (dsim sysid) and its\n"
           "gradient on a grid of values of sysid.param1 (and sysid.param2), the other\n"
@@ -50,6 +51,9 @@ static void usage(FILE* out) {
           "  --geometric       geometric spacing (LO, HI > 0)\n"
           "  --object K        the object's draws (true values: seed + K)\n"
           "  --threads T       run.threads           --out PREFIX  run.out (without extension)\n"
+          "  --device D        run.device: cpu (default), cuda or cuda:N (the physics on that GPU)\n"
+          "  --group           evaluate the grid in lockstep batches of up to 256 points (on a GPU:\n"
+          "                    one engine for a batch; the default there)\n"
           "  --set S.K=V       any config key (env, sysid or run section)\n"
           "\n"
           "exit status: 0 success, 1 run-time failure, 2 usage error, 3 bad config.\n");
@@ -113,11 +117,80 @@ static int plot(const char* csv, const char* png, int dims, const char* n1, cons
   return WIFEXITED(st) && (WEXITSTATUS(st) == 3 || WEXITSTATUS(st) == 127) ? 1 : 2;
 }
 
+/* Grid point q's values: the truth, with the axes' parameters at the
+ * point's values v. */
+static void point_values(const dsSysid* s, const Axis* ax, int dims, int geometric, int q, double* x, double v[2]) {
+  const int nv = ds_sysid_num_values(s);
+  const int i1 = dims == 2 ? q / ax[1].n : q, i2 = dims == 2 ? q % ax[1].n : 0;
+  v[0] = axis_value(&ax[0], i1, geometric);
+  v[1] = dims == 2 ? axis_value(&ax[1], i2, geometric) : 0;
+  memcpy(x, ds_sysid_truth(s), sizeof(double) * (size_t)nv);
+  for (int i = 0; i < nv; i++) {
+    const int p = ds_sysid_value_param(s, i);
+    if (p < dims && !ds_sysid_value_fixed(s, i)) x[i] = v[p];
+  }
+}
+
+/* Its row of the results (v1, v2, loss, g1, g2): d/d(shared value) is the
+ * sum over the parameter's values (one value per component); NaN where the
+ * episode diverged. */
+static void point_result(const dsSysid* s, int dims, const double v[2], int ok, double L, const double* g, double* r) {
+  r[0] = v[0];
+  r[1] = v[1];
+  if (!ok) {
+    r[2] = r[3] = r[4] = NAN;
+    return;
+  }
+  r[2] = L;
+  for (int i = 0; i < ds_sysid_num_values(s); i++) {
+    const int p = ds_sysid_value_param(s, i);
+    if (p < dims) r[3 + p] += g[i];
+  }
+}
+
+/* The grid in lockstep batches of up to 256 points (ds_sysid_group_eval on
+ * copies of the object; on a GPU one engine per batch). */
+static int eval_group(const dsEnvDef* def, const dsSysidDef* sd, int object, const dsSysid* s0, const Axis* ax,
+                      int dims, int geometric, int npt, double* res, int* failed, char* err, size_t errlen) {
+  const int G = npt < 256 ? npt : 256, nv = ds_sysid_num_values(s0);
+  dsSysidDef gd = *sd; /* evaluations only: the optimiser is never stepped */
+  gd.optimizer = DS_SYSID_ADAM;
+  int* objs = (int*)malloc(sizeof(int) * (size_t)G);
+  double* X = (double*)malloc(sizeof(double) * (size_t)G * nv);
+  double* Gr = (double*)malloc(sizeof(double) * (size_t)G * nv);
+  double* L = (double*)malloc(sizeof(double) * (size_t)G);
+  double* V = (double*)malloc(sizeof(double) * 2 * (size_t)G);
+  int* st = (int*)malloc(sizeof(int) * (size_t)G);
+  dsSysidGroup* g = NULL;
+  int rc = objs && X && Gr && L && V && st ? 0 : DS_ERR_NOMEM;
+  for (int i = 0; i < G && !rc; i++) objs[i] = object;
+  if (!rc) rc = ds_sysid_group_create(def, &gd, objs, G, NULL, &g, err, errlen);
+  for (int q0 = 0; q0 < npt && !rc; q0 += G) {
+    const int m = npt - q0 < G ? npt - q0 : G;
+    for (int i = 0; i < G; i++) /* a short last batch repeats its last point */
+      point_values(s0, ax, dims, geometric, q0 + (i < m ? i : m - 1), X + (size_t)i * nv, V + 2 * (size_t)i);
+    ds_sysid_group_eval(g, X, L, Gr, st);
+    for (int i = 0; i < m; i++) {
+      point_result(s0, dims, V + 2 * (size_t)i, st[i] == 0, L[i], Gr + (size_t)i * nv, res + (size_t)(q0 + i) * 5);
+      *failed += st[i] != 0;
+    }
+  }
+  if (rc == DS_ERR_NOMEM) snprintf(err, errlen, "out of memory");
+  ds_sysid_group_destroy(g);
+  free(objs);
+  free(X);
+  free(Gr);
+  free(L);
+  free(V);
+  free(st);
+  return rc;
+}
+
 int ds_cli_landscape(int argc, char** argv) {
   const char* target = NULL;
   Axis ax[2];
   memset(ax, 0, sizeof ax);
-  int geometric = 0, force = 0, object = 0, noplot = 0;
+  int geometric = 0, force = 0, object = 0, noplot = 0, group = 0;
   const char* sets[64][3];
   int nsets = 0;
   for (int i = 1; i < argc; i++) {
@@ -127,7 +200,7 @@ int ds_cli_landscape(int argc, char** argv) {
       return DS_EXIT_OK;
     }
     const int needs = !strcmp(f, "--range1") || !strcmp(f, "--range2") || !strcmp(f, "--object") ||
-                      !strcmp(f, "--threads") || !strcmp(f, "--out") || !strcmp(f, "--set");
+                      !strcmp(f, "--threads") || !strcmp(f, "--out") || !strcmp(f, "--set") || !strcmp(f, "--device");
     if (needs && i + 1 >= argc) {
       fprintf(stderr, "dsim landscape: missing value after %s\n", f);
       return DS_EXIT_USAGE;
@@ -145,14 +218,19 @@ int ds_cli_landscape(int argc, char** argv) {
         return DS_EXIT_USAGE;
       }
       object = (int)k;
-    } else if (!strcmp(f, "--threads") || !strcmp(f, "--out") || !strcmp(f, "--set")) {
+    } else if (!strcmp(f, "--threads") || !strcmp(f, "--out") || !strcmp(f, "--set") || !strcmp(f, "--device")) {
       if (nsets >= 64) return DS_EXIT_USAGE;
       sets[nsets][0] = f;
-      sets[nsets][1] = !strcmp(f, "--threads") ? "run.threads" : !strcmp(f, "--out") ? "run.out" : NULL;
+      sets[nsets][1] = !strcmp(f, "--threads") ? "run.threads"
+                       : !strcmp(f, "--out")   ? "run.out"
+                       : !strcmp(f, "--device") ? "run.device"
+                                                : NULL;
       sets[nsets][2] = argv[++i];
       nsets++;
     } else if (!strcmp(f, "--geometric")) {
       geometric = 1;
+    } else if (!strcmp(f, "--group")) {
+      group = 1;
     } else if (!strcmp(f, "--force")) {
       force = 1;
     } else if (!strcmp(f, "--no-plot")) {
@@ -242,6 +320,11 @@ int ds_cli_landscape(int argc, char** argv) {
       return DS_EXIT_INPUT;
     }
   const int nthreads = rd.threads > 0 ? rd.threads : ds_get_max_threads();
+  if ((exitc = ds_cli_check_device("landscape", "run.device", rd.device, &def.device))) {
+    ds_config_free_text(text);
+    return exitc;
+  }
+  if (def.device.kind == DS_DEVICE_CUDA) group = 1;
   /* outputs */
   char prefix[3072], csvp[4096], h5p[4096], pngp[4096], tmp[4096];
   if (rd.out[0]) {
@@ -287,49 +370,42 @@ int ds_cli_landscape(int argc, char** argv) {
         }
     }
     fflush(stdout);
-    ds_set_num_threads(1);
-#pragma omp parallel num_threads(nthreads)
-    {
-      int t = 0;
-#ifdef _OPENMP
-      t = omp_get_thread_num();
-#endif
-      double* x = (double*)malloc(sizeof(double) * (size_t)nv);
-      double* g = (double*)malloc(sizeof(double) * (size_t)nv);
-#pragma omp for schedule(dynamic, 1)
-      for (int q = 0; q < npt; q++) {
-        if (!x || !g) continue;
-        const int i1 = dims == 2 ? q / ax[1].n : q, i2 = dims == 2 ? q % ax[1].n : 0;
-        const double v[2] = {axis_value(&ax[0], i1, geometric), dims == 2 ? axis_value(&ax[1], i2, geometric) : 0};
-        memcpy(x, ds_sysid_truth(S[t]), sizeof(double) * (size_t)nv);
-        for (int i = 0; i < nv; i++) {
-          const int p = ds_sysid_value_param(S[t], i);
-          if (p < dims && !ds_sysid_value_fixed(S[t], i)) x[i] = v[p];
-        }
-        double L = 0;
-        double* r = res + (size_t)q * 5;
-        r[0] = v[0];
-        r[1] = v[1];
-        if (ds_sysid_eval(S[t], x, &L, g)) {
-          r[2] = r[3] = r[4] = NAN; /* the episode diverged at this point */
-#pragma omp atomic
-          failed++;
-          continue;
-        }
-        r[2] = L;
-        /* d/d(shared value) = the sum over the parameter's values (one value per component) */
-        for (int i = 0; i < nv; i++) {
-          const int p = ds_sysid_value_param(S[t], i);
-          if (p < dims) r[3 + p] += g[i];
-        }
+    if (group) {
+      if ((rc = eval_group(&def, &sd, object, S[0], ax, dims, geometric, npt, res, &failed, err, sizeof err))) {
+        fprintf(stderr, "dsim landscape: %s: %s\n", path, err);
+        exitc = DS_EXIT_FAILURE; /* nothing is written */
       }
-      free(x);
-      free(g);
+    } else {
+      ds_set_num_threads(1);
+#pragma omp parallel num_threads(nthreads)
+      {
+        int t = 0;
+#ifdef _OPENMP
+        t = omp_get_thread_num();
+#endif
+        double* x = (double*)malloc(sizeof(double) * (size_t)nv);
+        double* g = (double*)malloc(sizeof(double) * (size_t)nv);
+#pragma omp for schedule(dynamic, 1)
+        for (int q = 0; q < npt; q++) {
+          if (!x || !g) continue;
+          double v[2], L = 0;
+          point_values(S[t], ax, dims, geometric, q, x, v);
+          const int bad = ds_sysid_eval(S[t], x, &L, g) != 0; /* the episode diverged at this point */
+          point_result(S[t], dims, v, !bad, L, g, res + (size_t)q * 5);
+          if (bad) {
+#pragma omp atomic
+            failed++;
+          }
+        }
+        free(x);
+        free(g);
+      }
     }
     /* CSV */
-    int fd = ds_cli_temp_for("landscape", csvp, tmp, sizeof tmp);
+    int fd = exitc ? -1 : ds_cli_temp_for("landscape", csvp, tmp, sizeof tmp);
     FILE* f = fd >= 0 ? fdopen(fd, "w") : NULL;
-    if (!f) {
+    if (exitc) {
+    } else if (!f) {
       exitc = DS_EXIT_FAILURE;
     } else {
       if (dims == 1)

@@ -772,7 +772,14 @@ int ds_sysid_group_create(const dsEnvDef* env_def, const dsSysidDef* def, const 
   }
   char msg[DS_ERRMSG_LEN];
   for (int i = 0; i < n; i++) {
-    int rc = sysid_create(env_def, def, objects[i], video, 1, &g->s[i], msg, sizeof msg);
+    /* an object already made (the same draws) lends its synthetic video:
+       rendered once, and its true values stay known */
+    int same = -1;
+    for (int j = 0; j < i && same < 0 && !video; j++)
+      if (objects[j] == objects[i]) same = j;
+    int rc = sysid_create(env_def, def, objects[i], same >= 0 ? &g->s[same]->video : video, 1, &g->s[i], msg,
+                          sizeof msg);
+    if (!rc && same >= 0) g->s[i]->have_truth = 1;
     if (rc) {
       ds__puterr(err, errlen, rc, "object %d: %s", objects[i], msg);
       ds_sysid_group_destroy(g);
@@ -819,7 +826,7 @@ const char* ds_sysid_group_last_error(const dsSysidGroup* g) { return g ? ds__er
  * wanted object takes the outcome: its loss in g->f and dL/du in s->gu
  * (objective_of: a failed episode is a loss of +inf), or its error in
  * g->rc. The others' episodes run too (the batch steps all) and are left. */
-static int group_eval(dsSysidGroup* g) {
+static int group_eval(dsSysidGroup* g, int as_objective) {
   const int n = g->n;
   dsSysid* s0 = g->s[0];
   const size_t npix = s0->npix;
@@ -856,9 +863,36 @@ static int group_eval(dsSysidGroup* g) {
     if (!g->rc[i] && g->status[i] < 0)
       g->rc[i] = ds__seterr(&s->err, g->status[i], "backward: %s", ds_env_last_error(ds_batch_env(g->b, i)));
     if (!g->rc[i]) g->rc[i] = read_grad(s, ds_batch_env(g->b, i), s->gx);
-    g->rc[i] = objective_of(s, g->rc[i], &g->f[i], s->gu);
+    if (as_objective) g->rc[i] = objective_of(s, g->rc[i], &g->f[i], s->gu);
   }
   return 0;
+}
+
+int ds_sysid_group_eval(dsSysidGroup* g, const double* values, double* losses, double* grads, int* status) {
+  if (!g || !values || !losses) return DS_ERR_INVALID;
+  ds__clearerr(&g->err);
+  const int n = g->n, nv = g->s[0]->nval;
+  for (int i = 0; i < n; i++) {
+    dsSysid* s = g->s[i];
+    ds__clearerr(&s->err);
+    memcpy(s->itx, values + (size_t)i * nv, (size_t)nv * sizeof(double));
+    g->want[i] = 1;
+    g->rc[i] = 0;
+  }
+  int rc = group_eval(g, 0);
+  if (rc) return rc;
+  int first = 0;
+  for (int i = 0; i < n; i++) {
+    const int r = g->rc[i];
+    losses[i] = r ? INFINITY : g->f[i];
+    if (grads) {
+      double* gi = grads + (size_t)i * nv;
+      for (int j = 0; j < nv; j++) gi[j] = r ? 0 : g->s[i]->gx[j];
+    }
+    if (status) status[i] = r;
+    if (r && !first) first = ds__seterr(&g->err, r, "evaluation %d: %s", i, ds__errmsg(&g->s[i]->err));
+  }
+  return first;
 }
 
 int ds_sysid_group_iterate(dsSysidGroup* g, dsSysidIter* its, int* status) {
@@ -879,7 +913,7 @@ int ds_sysid_group_iterate(dsSysidGroup* g, dsSysidIter* its, int* status) {
     g->rc[i] = 0;
     g->nev[i] = 1;
   }
-  int rc = group_eval(g);
+  int rc = group_eval(g, 1);
   if (rc) return rc;
   /* a step whose episode failed is halved back towards the previous iterate */
   for (int b = 0; b < 20; b++) {
@@ -894,7 +928,7 @@ int ds_sysid_group_iterate(dsSysidGroup* g, dsSysidIter* its, int* status) {
       g->nev[i]++;
     }
     if (!any) break;
-    if ((rc = group_eval(g))) return rc;
+    if ((rc = group_eval(g, 1))) return rc;
   }
   int first = 0;
   for (int i = 0; i < n; i++) {

@@ -104,6 +104,9 @@ l2=$(awk -F, 'NR == 2 { print $2 }' "$dir/d.csv")
 [ "$l1" = "$l2" ] || { echo "FAIL: landscape loss $l1, direct loss $l2"; fail=1; }
 g1=$(awk -F, 'NR == 2 { print $3 }' "$dir/land.csv")
 awk -v g="$g1" 'BEGIN { exit !(g < 0) }' || { echo "FAIL: gradient below the truth should be negative, got $g1"; fail=1; }
+# the grid in lockstep batches (--group): the same CSV digit for digit
+check "landscape --group" 0 "$DSIM" landscape "$dir/l.json" --range1 800:1200:3 --group --out "$dir/landg" --no-plot
+cmp -s "$dir/land.csv" "$dir/landg.csv" || { echo "FAIL: landscape --group differs"; diff "$dir/land.csv" "$dir/landg.csv"; fail=1; }
 check "landscape exists" 2 "$DSIM" landscape "$dir/l.json" --range1 800:1200:3 --out "$dir/land" --no-plot
 check "landscape range" 2 "$DSIM" landscape "$dir/l.json" --range1 800:700:3
 expect "landscape range" "--range1: expected LO:HI:N"

@@ -8,7 +8,10 @@
  *   - on one batched engine (def.batch_engine; what a GPU runs): within
  *     1e-9 relative over the iterations (the engine sums in other groupings);
  *   - the objects' own accessors (truth, forward evaluation) as a separate
- *     object's; L-BFGS refused with a message.
+ *     object's; L-BFGS refused with a message;
+ *   - ds_sysid_group_eval (a landscape's grid: copies of one object at
+ *     several points, one diverging): losses and gradients as ds_sysid_eval
+ *     gives them, bitwise on separate engines, 1e-9 on one engine.
  * With a CUDA device visible, the small-step run also goes on cuda:0
  * (within 1e-9). */
 #include "config.h"
@@ -157,6 +160,42 @@ static void compare(const char* what, double tol) {
     }
 }
 
+static void grid_eval(int mode) {
+  dsEnvDef ed = small_beam(mode);
+  dsEnvDef es = small_beam(0);
+  dsSysidDef sd = sysid_def(0.05);
+  const int objs[NOBJ] = {2, 2, 2};
+  dsSysidGroup* g = NULL;
+  dsSysid* s = NULL;
+  char err[512];
+  CHECK_INT_EQ(ds_sysid_group_create(&ed, &sd, objs, NOBJ, NULL, &g, err, sizeof err), 0);
+  CHECK_INT_EQ(ds_sysid_create(&es, &sd, 2, NULL, &s, err, sizeof err), 0);
+  if (g && s) {
+    const int nv = ds_sysid_num_values(s);
+    double x[NOBJ * 8], loss[NOBJ], grad[NOBJ * 8];
+    int status[NOBJ];
+    for (int i = 0; i < NOBJ; i++) {
+      memcpy(x + (size_t)i * nv, ds_sysid_truth(s), (size_t)nv * sizeof(double));
+      x[(size_t)i * nv] *= i == 2 ? 1e7 : 0.7 + 0.3 * i; /* k_mu; the last one far too stiff: it diverges */
+    }
+    const int rc = ds_sysid_group_eval(g, x, loss, grad, status);
+    CHECK(rc != 0 && status[2] != 0 && isinf(loss[2]));
+    CHECK(status[0] == 0 && status[1] == 0);
+    for (int i = 0; i < 2; i++) {
+      double l = 0, gr[8];
+      CHECK_INT_EQ(ds_sysid_eval(s, x + (size_t)i * nv, &l, gr), 0);
+      const double tol = mode ? 1e-9 : 0;
+      int bad = !(fabs(l - loss[i]) <= tol * fabs(l));
+      for (int j = 0; j < nv; j++) bad |= !(fabs(gr[j] - grad[(size_t)i * nv + j]) <= tol * fabs(gr[j]) + 1e-300);
+      if (bad) DST_FAIL_AT("group eval (mode %d), point %d: loss %.17g / %.17g", mode, i, l, loss[i]);
+    }
+    double l2 = 0;
+    CHECK(ds_sysid_eval(s, x + 2 * (size_t)nv, &l2, NULL) != 0); /* the single object diverges there too */
+  }
+  ds_sysid_destroy(s);
+  ds_sysid_group_destroy(g);
+}
+
 int main(void) {
   const double lrs[2] = {0.05, 9.0};
   int halved = 0;
@@ -182,6 +221,8 @@ int main(void) {
   }
   printf("iterations that halved a failed step: %d\n", halved);
   CHECK(halved > 0);
+  grid_eval(0);
+  grid_eval(1);
   /* L-BFGS is refused */
   dsEnvDef ed = small_beam(0);
   dsSysidDef sd = sysid_def(0.5);

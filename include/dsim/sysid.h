@@ -237,6 +237,13 @@ DS_API const char* ds_sysid_group_last_error(const dsSysidGroup* g);
  * object); returns the first object's error or 0. An object that failed
  * stays failed; the others go on. */
 DS_API int ds_sysid_group_iterate(dsSysidGroup* g, dsSysidIter* its, int* status);
+/* Loss and gradient (dL/d(value), physical units) of object i at values
+ * row i (n x ds_sysid_num_values), all in one pass, as ds_sysid_eval on
+ * each object: losses n, grads n x values (may be NULL), status n (may be
+ * NULL; a failed episode: its code, loss +inf, gradient 0). A landscape
+ * evaluates a grid this way with n copies of one object. The objects'
+ * iterations are not touched. */
+DS_API int ds_sysid_group_eval(dsSysidGroup* g, const double* values, double* losses, double* grads, int* status);
 
 #ifdef __cplusplus
 }
