@@ -223,6 +223,7 @@ int main(void) {
   CHECK(halved > 0);
   grid_eval(0);
   grid_eval(1);
+  if (ds_cuda_device_count() > 0) grid_eval(2);
   /* L-BFGS is refused */
   dsEnvDef ed = small_beam(0);
   dsSysidDef sd = sysid_def(0.5);
