@@ -285,6 +285,15 @@ static void fail_engine(dsBatch* b, int code, const char* what) {
     if (b->s0[i] >= 0) fail_env(b, i, code, msg);
 }
 
+/* Every env's mirrored state into bx, bv (what a rewind to substep 0 uploads). */
+static void gather_states(dsBatch* b) {
+  const size_t n3 = (size_t)b->envs[0]->n3;
+  for (int i = 0; i < b->n; i++) {
+    memcpy(b->bx + (size_t)i * n3, b->envs[i]->d->x, n3 * sizeof(dsReal));
+    memcpy(b->bv + (size_t)i * n3, b->envs[i]->d->v, n3 * sizeof(dsReal));
+  }
+}
+
 /* A taped (lockstep) engine takes states only at its substep 0: every
  * env's state goes up at once, at a reset of all (restart) or after a
  * set_param before the first step; a change later in the episode is refused
@@ -300,11 +309,7 @@ static int lockstep_sync(dsBatch* b, int restart) {
                       "env %d was changed on the host at substep %d (set_state, set_param or its own reset): a "
                       "lockstep batch takes changes at the start of an episode only (reset the batch)",
                       dirty, t);
-  const size_t n3 = (size_t)b->envs[0]->n3;
-  for (int i = 0; i < b->n; i++) {
-    memcpy(b->bx + (size_t)i * n3, b->envs[i]->d->x, n3 * sizeof(dsReal));
-    memcpy(b->bv + (size_t)i * n3, b->envs[i]->d->v, n3 * sizeof(dsReal));
-  }
+  gather_states(b);
   int rc = ds_bsim_rewind(b->bs, 0, b->bx, b->bv);
   for (int i = 0; i < b->n && !rc; i++)
     if (!(rc = ds_bsim_load_params(b->bs, i, b->envs[i]->m))) b->envs[i]->bs_dirty = 0;
@@ -319,11 +324,7 @@ static int shared_sync(dsBatch* b) {
   if (b->taped) return lockstep_sync(b, 0);
   int rc = 0;
   if (ds_bsim_time(b->bs) >= (1 << 30)) {
-    const size_t n3 = (size_t)b->envs[0]->n3;
-    for (int i = 0; i < b->n; i++) {
-      memcpy(b->bx + (size_t)i * n3, b->envs[i]->d->x, n3 * sizeof(dsReal));
-      memcpy(b->bv + (size_t)i * n3, b->envs[i]->d->v, n3 * sizeof(dsReal));
-    }
+    gather_states(b);
     if ((rc = ds_bsim_rewind(b->bs, 0, b->bx, b->bv))) return rc;
   }
   for (int i = 0; i < b->n && !rc; i++) {
@@ -334,6 +335,12 @@ static int shared_sync(dsBatch* b) {
     if (!rc) e->bs_dirty = 0;
   }
   return rc;
+}
+
+/* Env i, stepped in this call, has a frame or its step's end at offset j of the call's runs. */
+static int at_boundary(const dsBatch* b, int i, int j) {
+  const int s0 = b->s0[i], L = b->s1[i] - s0;
+  return s0 >= 0 && j <= L && (j == L || b->envs[i]->frame_at[s0 + j] >= 0);
 }
 
 /* The engine's substeps of every stepped env, its frames kept on the way. */
@@ -374,31 +381,28 @@ static void shared_run(dsBatch* b, int want_reward) {
       for (int i = 0; i < b->n; i++) {
         const int s0 = b->s0[i];
         int sub = 0, el = 0;
-        if (s0 < 0 || j >= b->s1[i] - s0 || !ds_bsim_failure(b->bs, i, &sub, &el)) continue;
+        const int code = s0 < 0 || j >= b->s1[i] - s0 ? 0 : ds_bsim_failure(b->bs, i, &sub, &el);
+        if (!code) continue;
         char msg[128];
-        if (ds_bsim_failure(b->bs, i, NULL, NULL) == DS_ERR_INVERTED)
+        if (code == DS_ERR_INVERTED)
           snprintf(msg, sizeof msg, "substep %d: tet %d inverted (J <= 0)", s0 + sub - t0, el);
         else
           snprintf(msg, sizeof msg, "substep %d: particle %d position or velocity is not finite", s0 + sub - t0, el);
-        fail_env(b, i, ds_bsim_failure(b->bs, i, NULL, NULL), msg);
+        fail_env(b, i, code, msg);
       }
     } else if (rc) {
       return fail_engine(b, rc, "substeps");
     }
     j = next;
-    for (int i = 0; i < b->n && !need; i++) {
-      const int s0 = b->s0[i], L = b->s1[i] - s0;
-      need = s0 >= 0 && j <= L && (j == L || b->envs[i]->frame_at[s0 + j] >= 0);
-    }
+    for (int i = 0; i < b->n && !need; i++) need = at_boundary(b, i, j);
     if (!need) continue;
     if ((rc = ds_bsim_get_state(b->bs, b->bx, b->bv))) return fail_engine(b, rc, "reading the states");
     FOR_EACH_ENV(b, i) {
       dsEnv* e = b->envs[i];
-      const int s0 = b->s0[i], L = b->s1[i] - s0;
-      if (s0 >= 0 && j <= L && (j == L || e->frame_at[s0 + j] >= 0)) {
+      if (at_boundary(b, i, j)) {
         memcpy(e->d->x, b->bx + (size_t)i * n3, n3 * sizeof(dsReal));
         memcpy(e->d->v, b->bv + (size_t)i * n3, n3 * sizeof(dsReal));
-        const int rc_i = ds__env_step_at(e, s0 + j, want_reward, &b->r[i]);
+        const int rc_i = ds__env_step_at(e, b->s0[i] + j, want_reward, &b->r[i]);
         if (rc_i) {
           b->rc[i] = rc_i;
           b->s0[i] = -1;

@@ -129,15 +129,19 @@ static void run_separate(const char* name, Res* r) {
   }
 }
 
-static void run_lockstep(const char* name, int shared, Res* r) {
+/* A lockstep batch of NB envs of class name (NULL, the message printed, on failure). */
+static dsBatch* make_lockstep(const char* name, int shared) {
   dsEnvDef def = small_def(name, shared);
   dsBatch* b = NULL;
   char err[512];
   CHECK_INT_EQ(ds_batch_create_lockstep(&def, NB, &b, err, sizeof err), 0);
-  if (!b) {
-    fprintf(stderr, "%s\n", err);
-    return;
-  }
+  if (!b) fprintf(stderr, "%s\n", err);
+  return b;
+}
+
+static void run_lockstep(const char* name, int shared, Res* r) {
+  dsBatch* b = make_lockstep(name, shared);
+  if (!b) return;
   dsEnv* e0 = ds_batch_env(b, 0);
   const int A = ds_env_action_size(e0), O = ds_env_obs_size(e0), S = ds_env_num_steps(e0);
   CHECK(A <= 4096 && O <= 2048 && S <= MAXS);
@@ -194,10 +198,7 @@ static int close_to(const dsReal* a, const dsReal* b, int n, double tol);
  * of the batch (it cannot catch up with the others' tape), the others step
  * and go back as before; after the reset all step again */
 static void refused_action(void) {
-  dsEnvDef def = small_def("walker", 1);
-  dsBatch* b = NULL;
-  char err[512];
-  CHECK_INT_EQ(ds_batch_create_lockstep(&def, NB, &b, err, sizeof err), 0);
+  dsBatch* b = make_lockstep("walker", 1);
   if (!b) return;
   const int A = ds_env_action_size(ds_batch_env(b, 0));
   static dsReal act[NB * 4096], ga[NB * MAXS * 4096];
@@ -220,14 +221,8 @@ static void refused_action(void) {
 
 /* control-fem, env 2 crushed: it fails, envs 0 and 1 keep their gradients */
 static void crushed(void) {
-  dsEnvDef def = small_def("control-fem", 1);
-  dsBatch* b = NULL;
-  char err[512];
-  CHECK_INT_EQ(ds_batch_create_lockstep(&def, NB, &b, err, sizeof err), 0);
-  if (!b) {
-    fprintf(stderr, "%s\n", err);
-    return;
-  }
+  dsBatch* b = make_lockstep("control-fem", 1);
+  if (!b) return;
   dsEnv* e0 = ds_batch_env(b, 0);
   const int A = ds_env_action_size(e0), S = ds_env_num_steps(e0);
   uint64_t seeds[NB] = {100, 101, 102};

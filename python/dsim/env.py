@@ -150,7 +150,38 @@ def set_param_of(p, label: str, name: str, values):
         _env_fail(p, label, f"cannot set parameter {name!r}", rc)
 
 
-class Env:
+class Owned:
+    """A library object this Python object owns: close() (also on garbage
+    collection and at the end of a with block) destroys it with _destroy;
+    handle raises once it is closed (_what names it)."""
+    _destroy = None
+    _what = "object"
+
+    def close(self):
+        if getattr(self, "_p", None):
+            type(self)._destroy(self._p)
+            self._p = None
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 (interpreter shutdown)
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    @property
+    def handle(self):
+        if not self._p:
+            raise DsimError(self.label, f"the {self._what} is closed")
+        return self._p
+
+
+class Env(Owned):
     """One dsim environment (a dsEnv). Methods mirror dsim/env.h; errors are
     DsimError naming the env and carrying the library's message."""
 
@@ -188,29 +219,8 @@ class Env:
         self._done = ctypes.c_int()
         self._done_flag = False
 
-    # -- lifetime ---------------------------------------------------------------
-    def close(self):
-        if self._p:
-            lib.ds_env_destroy(self._p)
-            self._p = None
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    @property
-    def handle(self):
-        if not self._p:
-            raise DsimError(self.label, "the env is closed")
-        return self._p
+    _destroy = staticmethod(lib.ds_env_destroy)
+    _what = "env"
 
     def _fail(self, what: str, rc: int):
         raise DsimError(self.label, what, rc, (lib.ds_env_last_error(self._p) or b"").decode(errors="replace"))

@@ -26,12 +26,15 @@ import numpy as np
 
 from . import _lib
 from ._lib import DsimError, lib, ptr, real_dtype
-from .env import check_array, config_text, param_of, param_grad_of, set_param_of
+from .env import Owned, check_array, config_text, param_of, param_grad_of, set_param_of
 
 __all__ = ["Lockstep"]
 
 
-class Lockstep:
+class Lockstep(Owned):
+    _destroy = staticmethod(lib.ds_batch_destroy)
+    _what = "lockstep batch"
+
     def __init__(self, name: str, num_envs: int, config=None, device: str = "cpu", label: str | None = None,
                  **overrides):
         self.name = name
@@ -57,30 +60,6 @@ class Lockstep:
         n = self.num_envs
         self._status = np.zeros(n, np.int32)
         self._rew = np.zeros(n, real_dtype)
-
-    # -- lifetime ---------------------------------------------------------------
-    def close(self):
-        if self._p:
-            lib.ds_batch_destroy(self._p)
-            self._p = None
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:  # noqa: BLE001 (interpreter shutdown)
-            pass
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    @property
-    def handle(self):
-        if not self._p:
-            raise DsimError(self.label, "the lockstep batch is closed")
-        return self._p
 
     def env(self, i: int):
         """Handle (ctypes pointer) of env i, for dsim's C functions."""
