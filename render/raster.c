@@ -64,24 +64,9 @@
 #include "render/raster_kernel.h"
 
 #define DSR_TILE 32
-#define DSR_BIG_TILES 16
-/* softmax terms exp(e_j - m) < exp(-40) ~ 4e-18 are dropped (forward and adjoint) */
-#define DSR_SOFTMAX_CUT 40.0
-/* per-face camera adjoint: dL/dx_c, dL/dy_c, dL/dz_c (frame vectors), direct
- * dL/d(eye), dL/d(ay) */
-#define DSR_NCAM 13
 #define DSR_PI 3.14159265358979323846
 
 /* ---- camera ------------------------------------------------------------- */
-typedef struct dsrFrame {
-  double eye[3], xc[3], yc[3], zc[3];
-  double up[3];   /* as given */
-  double vn, wn;  /* |at - eye| and |up x z_c| (for the camera adjoint) */
-  double fov;     /* vertical field of view, radians (perspective) */
-  double ax, ay; /* NDC = (X ax / Z, Y ay / Z) (perspective) or (X ax, Y ay) */
-  int ortho;
-} dsrFrame;
-
 dsCamera ds_default_camera(void) {
   dsCamera c;
   memset(&c, 0, sizeof c);
@@ -109,15 +94,8 @@ int ds_camera_look_at(dsCamera* cam, dsReal distance, dsReal elevation_deg, dsRe
   return DS_OK;
 }
 
-static void cross3(double r[3], const double a[3], const double b[3]) {
-  /* r = a x b */
-  double x = a[1] * b[2] - a[2] * b[1], y = a[2] * b[0] - a[0] * b[2], z = a[0] * b[1] - a[1] * b[0];
-  r[0] = x;
-  r[1] = y;
-  r[2] = z;
-}
-
-static double dot3(const double a[3], const double b[3]) { return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]; }
+#define cross3 dsr_cross3
+#define dot3 dsr_dot3
 
 /* Camera basis and projection scales; DS_ERR_INVALID for a degenerate camera. */
 static int camera_frame(const dsCamera* cam, int width, int height, dsrFrame* fr) {
@@ -180,14 +158,6 @@ int ds_camera_set_eye(dsCamera* cam, const dsReal eye[3], const dsReal at[3], co
   return DS_OK;
 }
 
-/* camera coordinates of a world point */
-static void to_camera(const dsrFrame* fr, const double p[3], double* X, double* Y, double* Z) {
-  double d[3] = {p[0] - fr->eye[0], p[1] - fr->eye[1], p[2] - fr->eye[2]};
-  *X = dot3(d, fr->xc);
-  *Y = dot3(d, fr->yc);
-  *Z = dot3(d, fr->zc);
-}
-
 int ds_camera_project(const dsCamera* cam, int width, int height, const dsReal p[3], dsReal ndc[3]) {
   dsrFrame fr;
   double X, Y, Z, pp[3];
@@ -195,7 +165,7 @@ int ds_camera_project(const dsCamera* cam, int width, int height, const dsReal p
   pp[0] = p[0];
   pp[1] = p[1];
   pp[2] = p[2];
-  to_camera(&fr, pp, &X, &Y, &Z);
+  dsr_to_camera(&fr, pp, &X, &Y, &Z);
   if (fr.ortho) {
     ndc[0] = (dsReal)(X * fr.ax);
     ndc[1] = (dsReal)(Y * fr.ay);
@@ -232,16 +202,8 @@ dsRenderSettings ds_default_render_settings(void) {
 /* ---- renderer object ------------------------------------------------------- */
 struct dsRaster {
   dsRenderSettings s;
-  int W, H, k;        /* output size, supersampling */
-  int Wi, Hi;         /* internal size kW x kH */
-  double iWi;         /* 1/Wi: column c has centre x = (2c + 1 - Wi)/Wi */
+  dsrView v;          /* frame, constants, image geometry (render/raster_kernel.h) */
   int max_faces, max_verts;
-  int tile;           /* tile side in internal pixels: a multiple of k near DSR_TILE */
-  int ntx, nty, ntiles;
-  dsrFrame fr;
-  dsrConst c;
-  double light[3];    /* unit light direction (0: a headlight, see face_light) */
-  int head;           /* 1: headlight (light_dir 0, 0, 0) */
   double* vproj;      /* per vertex: NDC x, NDC y, Z (max_verts x 3) */
   dsrFace* faces;     /* per-face setup (max_faces) */
   int* ftile;         /* per face: tile range tx0, tx1, ty0, ty1 (max_faces x 4) */
@@ -272,19 +234,23 @@ static void apply_settings(dsRaster* r, const dsRenderSettings* s, const dsrFram
   double ln = log(1e4 - 1.0), n;
   int i;
   r->s = *s;
-  r->fr = *fr;
-  r->c.sigma = s->sigma;
-  r->c.isigma = 1.0 / (double)s->sigma;
-  r->c.r2 = (double)s->sigma * ln;
-  r->c.r = sqrt(r->c.r2);
-  r->c.znear = s->camera.znear;
-  r->c.zfar = s->camera.zfar;
-  r->c.zscale = 1.0 / (((double)s->camera.zfar - (double)s->camera.znear) * (double)s->gamma);
-  r->c.ortho = fr->ortho;
-  for (i = 0; i < 3; i++) r->light[i] = s->light_dir[i];
-  n = sqrt(dot3(r->light, r->light));
-  for (i = 0; i < 3; i++) r->light[i] = n > 0 ? r->light[i] / n : 0.0;
-  r->head = !(n > 0);
+  r->v.fr = *fr;
+  r->v.c.sigma = s->sigma;
+  r->v.c.isigma = 1.0 / (double)s->sigma;
+  r->v.c.r2 = (double)s->sigma * ln;
+  r->v.c.r = sqrt(r->v.c.r2);
+  r->v.c.znear = s->camera.znear;
+  r->v.c.zfar = s->camera.zfar;
+  r->v.c.zscale = 1.0 / (((double)s->camera.zfar - (double)s->camera.znear) * (double)s->gamma);
+  r->v.c.ortho = fr->ortho;
+  for (i = 0; i < 3; i++) r->v.light[i] = s->light_dir[i];
+  n = sqrt(dot3(r->v.light, r->v.light));
+  for (i = 0; i < 3; i++) r->v.light[i] = n > 0 ? r->v.light[i] / n : 0.0;
+  r->v.head = !(n > 0);
+  r->v.ambient = s->ambient;
+  r->v.directional = s->directional;
+  for (i = 0; i < 4; i++) r->v.bg[i] = s->background[i];
+  r->v.m0 = (double)s->eps / (double)s->gamma;
   r->rendered = 0;
 }
 
@@ -346,25 +312,25 @@ int ds_raster_create(dsRaster** out, const dsRenderSettings* s, int max_faces, i
   }
   r = (dsRaster*)ds__calloc(1, sizeof *r);
   if (!r) return DS_ERR_NOMEM;
-  r->W = s->width;
-  r->H = s->height;
-  r->k = s->supersample;
-  r->Wi = r->W * r->k;
-  r->Hi = r->H * r->k;
-  r->iWi = 1.0 / r->Wi;
+  r->v.W = s->width;
+  r->v.H = s->height;
+  r->v.k = s->supersample;
+  r->v.Wi = r->v.W * r->v.k;
+  r->v.Hi = r->v.H * r->v.k;
+  r->v.iWi = 1.0 / r->v.Wi;
   r->max_faces = max_faces;
   r->max_verts = max_verts;
-  r->tile = r->k * (DSR_TILE / r->k > 0 ? DSR_TILE / r->k : 1);
-  r->ntx = (r->Wi + r->tile - 1) / r->tile;
-  r->nty = (r->Hi + r->tile - 1) / r->tile;
-  r->ntiles = r->ntx * r->nty;
+  r->v.tile = r->v.k * (DSR_TILE / r->v.k > 0 ? DSR_TILE / r->v.k : 1);
+  r->v.ntx = (r->v.Wi + r->v.tile - 1) / r->v.tile;
+  r->v.nty = (r->v.Hi + r->v.tile - 1) / r->v.tile;
+  r->v.ntiles = r->v.ntx * r->v.nty;
   r->bin_cap = DSR_BIG_TILES * (max_faces > 0 ? max_faces : 1);
-  npix = (size_t)r->Wi * (size_t)r->Hi;
+  npix = (size_t)r->v.Wi * (size_t)r->v.Hi;
   r->vproj = (double*)ds__malloc(sizeof(double) * 3 * (size_t)(max_verts + 1));
   r->faces = (dsrFace*)ds__malloc(sizeof(dsrFace) * (size_t)(max_faces + 1));
   r->ftile = (int*)ds__malloc(sizeof(int) * 4 * (size_t)(max_faces + 1));
-  r->bin_start = (int*)ds__malloc(sizeof(int) * (size_t)(r->ntiles + 1));
-  r->bin_fill = (int*)ds__malloc(sizeof(int) * (size_t)r->ntiles);
+  r->bin_start = (int*)ds__malloc(sizeof(int) * (size_t)(r->v.ntiles + 1));
+  r->bin_fill = (int*)ds__malloc(sizeof(int) * (size_t)r->v.ntiles);
   r->bins = (int*)ds__malloc(sizeof(int) * (size_t)r->bin_cap);
   r->big = (int*)ds__malloc(sizeof(int) * (size_t)(max_faces + 1));
   r->pix = (double*)ds__malloc(sizeof(double) * 6 * npix);
@@ -402,11 +368,11 @@ int ds_raster_set_settings(dsRaster* r, const dsRenderSettings* s) {
   dsrFrame fr;
   if (!r) return DS_ERR_INVALID;
   if (!s) return ds__seterr(&r->err, DS_ERR_INVALID, "settings: NULL");
-  if (s->width != r->W || s->height != r->H || s->supersample != r->k)
+  if (s->width != r->v.W || s->height != r->v.H || s->supersample != r->v.k)
     return ds__seterr(&r->err, DS_ERR_INVALID,
                       "settings: image size %dx%d (supersample %d) differs from the renderer's "
                       "%dx%d (supersample %d); create a new renderer",
-                      s->width, s->height, s->supersample, r->W, r->H, r->k);
+                      s->width, s->height, s->supersample, r->v.W, r->v.H, r->v.k);
   if (check_settings(s, &fr) != DS_OK)
     return ds__seterr(&r->err, DS_ERR_INVALID,
                       "settings: sigma and gamma must be > 0, 0 < znear < zfar, camera not degenerate");
@@ -455,174 +421,44 @@ static int check_mesh(dsRaster* r, const dsRasterMesh* m) {
   return DS_OK;
 }
 
-/* Light factor of face (world vertices p0, p1, p2): L = k_amb + k_dir
- * max(0, s n_u . l), n_u = n/|n|, n = (p1 - p0) x (p2 - p0), s = +-1 turns the
- * normal toward the camera. Also returns n, |n|, s and whether the
- * directional term is active. */
-static double face_light(const dsRaster* r, const double p[3][3], double n[3], double* nn,
-                         double* sgn, int* lit) {
-  double e1[3], e2[3], view[3], cl;
-  int i;
-  for (i = 0; i < 3; i++) {
-    e1[i] = p[1][i] - p[0][i];
-    e2[i] = p[2][i] - p[0][i];
-  }
-  cross3(n, e1, e2);
-  *nn = sqrt(dot3(n, n));
-  *lit = 0;
-  *sgn = 1.0;
-  if (!(*nn > 0)) return r->s.ambient;
-  if (r->fr.ortho) {
-    for (i = 0; i < 3; i++) view[i] = -r->fr.zc[i];
-  } else {
-    for (i = 0; i < 3; i++) view[i] = r->fr.eye[i] - (p[0][i] + p[1][i] + p[2][i]) / 3.0;
-  }
-  *sgn = dot3(n, view) >= 0 ? 1.0 : -1.0;
-  if (r->head) {
-    /* headlight: l = view / |view| (from the face towards the eye) */
-    const double vn = sqrt(dot3(view, view));
-    cl = vn > 0 ? *sgn * dot3(n, view) / (*nn * vn) : 0.0;
-  } else {
-    cl = *sgn * dot3(n, r->light) / *nn;
-  }
-  if (cl > 0) {
-    *lit = 1;
-    return (double)r->s.ambient + (double)r->s.directional * cl;
-  }
-  return r->s.ambient;
-}
-
-static void face_world(const dsRasterMesh* m, int j, double p[3][3]) {
-  int i, k;
-  for (i = 0; i < 3; i++) {
-    int v = m->faces[3 * j + i];
-    for (k = 0; k < 3; k++) p[i][k] = m->verts[3 * v + k];
-  }
-}
-
 /* Projects vertices and sets up faces and their bounding boxes. */
 static void setup_faces(dsRaster* r, const dsRasterMesh* m) {
-  const dsrFrame* fr = &r->fr;
-  const double rr = r->c.r;
-  int nv = m->nvert, nf = m->nface, v, j;
-  r->c.vertex_color = m->color_mode == DS_COLOR_VERTEX;
+  const int nv = m->nvert, nf = m->nface, vc = m->color_mode == DS_COLOR_VERTEX;
+  int v, j;
+  r->v.c.vertex_color = vc;
 #ifdef _OPENMP
 #pragma omp parallel for schedule(static) if (nv >= 1024)
 #endif
-  for (v = 0; v < nv; v++) {
-    double p[3] = {m->verts[3 * v], m->verts[3 * v + 1], m->verts[3 * v + 2]}, X, Y, Z;
-    to_camera(fr, p, &X, &Y, &Z);
-    if (fr->ortho) {
-      r->vproj[3 * v] = X * fr->ax;
-      r->vproj[3 * v + 1] = Y * fr->ay;
-    } else {
-      r->vproj[3 * v] = Z > 0 ? X * fr->ax / Z : 0.0;
-      r->vproj[3 * v + 1] = Z > 0 ? Y * fr->ay / Z : 0.0;
-    }
-    r->vproj[3 * v + 2] = Z;
-  }
+  for (v = 0; v < nv; v++) dsr_project(&r->v, m->verts, v, r->vproj + 3 * v);
 #ifdef _OPENMP
 #pragma omp parallel for schedule(static) if (nf >= 256)
 #endif
-  for (j = 0; j < nf; j++) {
-    dsrFace* f = &r->faces[j];
-    int* ft = &r->ftile[4 * j];
-    double xmin, xmax, ymin, ymax, p[3][3], n[3], nn, sg;
-    int i, lit, ok = 1;
-    for (i = 0; i < 3; i++) {
-      int vi = m->faces[3 * j + i];
-      f->px[i] = r->vproj[3 * vi];
-      f->py[i] = r->vproj[3 * vi + 1];
-      f->Z[i] = r->vproj[3 * vi + 2];
-      if (!(f->Z[i] >= r->c.znear)) ok = 0;
-      f->iz[i] = ok ? 1.0 / f->Z[i] : 0.0;
-    }
-    f->A = (f->px[1] - f->px[0]) * (f->py[2] - f->py[0]) - (f->py[1] - f->py[0]) * (f->px[2] - f->px[0]);
-    if (!(f->A != 0.0) || !isfinite(1.0 / f->A)) ok = 0;
-    f->x0 = 1; /* empty box: an invalid face touches no pixel */
-    f->x1 = 0;
-    f->y0 = 1;
-    f->y1 = 0;
-    f->light = 0.0;
-    ft[0] = 1;
-    ft[1] = 0;
-    ft[2] = 1;
-    ft[3] = 0;
-    if (!ok) continue;
-    f->invA = 1.0 / f->A;
-    for (i = 0; i < 3; i++) {
-      int ia = (i + 1) % 3, ib = (i + 2) % 3;
-      double ax = f->px[ia], ay = f->py[ia], bx = f->px[ib], by = f->py[ib];
-      double len = sqrt((bx - ax) * (bx - ax) + (by - ay) * (by - ay));
-      f->ea[i] = ay - by;
-      f->eb[i] = bx - ax;
-      f->ec[i] = ax * by - ay * bx;
-      f->en[i] = (f->A > 0 ? 1.0 : -1.0) / len;
-      f->tux[i] = (bx - ax) / (len * len);
-      f->tuy[i] = (by - ay) / (len * len);
-    }
-    dsr_span_setup(f, rr);
-    face_world(m, j, p);
-    f->light = face_light(r, p, n, &nn, &sg, &lit);
-    if (m->color_mode == DS_COLOR_VERTEX) {
-      for (i = 0; i < 3; i++) {
-        int vi = m->faces[3 * j + i], k;
-        for (k = 0; k < 3; k++) f->vc[i][k] = m->colors[3 * vi + k];
-      }
-    } else {
-      for (i = 0; i < 3; i++) f->col[i] = f->light * (double)m->colors[3 * j + i];
-    }
-    xmin = fmin(f->px[0], fmin(f->px[1], f->px[2])) - rr;
-    xmax = fmax(f->px[0], fmax(f->px[1], f->px[2])) + rr;
-    ymin = fmin(f->py[0], fmin(f->py[1], f->py[2])) - rr;
-    ymax = fmax(f->py[0], fmax(f->py[1], f->py[2])) + rr;
-    {
-      /* column c has centre x = (2c + 1 - Wi)/Wi; row has y = (Hi - 1 - 2 row)/Hi;
-       * one pixel of margin, clamped in double before converting */
-      double c0 = floor((xmin * r->Wi + r->Wi - 1) * 0.5) - 1, c1 = ceil((xmax * r->Wi + r->Wi - 1) * 0.5) + 1;
-      double r0 = floor((r->Hi - 1 - ymax * r->Hi) * 0.5) - 1, r1 = ceil((r->Hi - 1 - ymin * r->Hi) * 0.5) + 1;
-      c0 = fmax(c0, 0.0);
-      r0 = fmax(r0, 0.0);
-      c1 = fmin(c1, (double)(r->Wi - 1));
-      r1 = fmin(r1, (double)(r->Hi - 1));
-      if (!(c0 <= c1) || !(r0 <= r1)) continue;
-      f->x0 = (int)c0;
-      f->x1 = (int)c1;
-      f->y0 = (int)r0;
-      f->y1 = (int)r1;
-      ft[0] = f->x0 / r->tile;
-      ft[1] = f->x1 / r->tile;
-      ft[2] = f->y0 / r->tile;
-      ft[3] = f->y1 / r->tile;
-    }
-  }
+  for (j = 0; j < nf; j++)
+    dsr_face_setup(&r->v, m->verts, m->faces, m->colors, vc, r->vproj, j, &r->faces[j], &r->ftile[4 * j]);
 }
 
 /* Counting sort of faces into tiles (serial, ascending face index). */
 static void bin_faces(dsRaster* r, int nf) {
   int j, t, tx, ty;
-  memset(r->bin_start, 0, sizeof(int) * (size_t)(r->ntiles + 1));
+  memset(r->bin_start, 0, sizeof(int) * (size_t)(r->v.ntiles + 1));
   r->nbig = 0;
   for (j = 0; j < nf; j++) {
     const int* ft = &r->ftile[4 * j];
-    long span;
-    if (ft[0] > ft[1] || ft[2] > ft[3]) continue;
-    span = (long)(ft[1] - ft[0] + 1) * (long)(ft[3] - ft[2] + 1);
-    if (span > DSR_BIG_TILES) {
+    if (!dsr_ft_valid(ft)) continue;
+    if (dsr_ft_big(ft)) {
       r->big[r->nbig++] = j;
       continue;
     }
     for (ty = ft[2]; ty <= ft[3]; ty++)
-      for (tx = ft[0]; tx <= ft[1]; tx++) r->bin_start[ty * r->ntx + tx + 1]++;
+      for (tx = ft[0]; tx <= ft[1]; tx++) r->bin_start[ty * r->v.ntx + tx + 1]++;
   }
-  for (t = 0; t < r->ntiles; t++) r->bin_start[t + 1] += r->bin_start[t];
-  memcpy(r->bin_fill, r->bin_start, sizeof(int) * (size_t)r->ntiles);
+  for (t = 0; t < r->v.ntiles; t++) r->bin_start[t + 1] += r->bin_start[t];
+  memcpy(r->bin_fill, r->bin_start, sizeof(int) * (size_t)r->v.ntiles);
   for (j = 0; j < nf; j++) {
     const int* ft = &r->ftile[4 * j];
-    if (ft[0] > ft[1] || ft[2] > ft[3]) continue;
-    if ((long)(ft[1] - ft[0] + 1) * (long)(ft[3] - ft[2] + 1) > DSR_BIG_TILES) continue;
+    if (!dsr_ft_valid(ft) || dsr_ft_big(ft)) continue;
     for (ty = ft[2]; ty <= ft[3]; ty++)
-      for (tx = ft[0]; tx <= ft[1]; tx++) r->bins[r->bin_fill[ty * r->ntx + tx]++] = j;
+      for (tx = ft[0]; tx <= ft[1]; tx++) r->bins[r->bin_fill[ty * r->v.ntx + tx]++] = j;
   }
 }
 
@@ -666,17 +502,17 @@ static inline void accumulate(const dsrFace* f, const dsrConst* c, double* ps, d
 /* Adds face f to the pixels of rectangle [x0,x1] x [y0,y1] (already
  * intersected with its bounding box). */
 static void raster_face_rect(const dsRaster* r, const dsrFace* f, int x0, int x1, int y0, int y1) {
-  const dsrConst* c = &r->c;
+  const dsrConst* c = &r->v.c;
   int row, col, c0, c1;
   for (row = y0; row <= y1; row++) {
-    const double y = (double)(r->Hi - 1 - 2 * row) / r->Hi;
-    double* px = r->pix + 6 * ((size_t)row * r->Wi);
-    dsr_row_span(f, y, r->Wi, x0, x1, &c0, &c1);
+    const double y = (double)(r->v.Hi - 1 - 2 * row) / r->v.Hi;
+    double* px = r->pix + 6 * ((size_t)row * r->v.Wi);
+    dsr_row_span(f, y, r->v.Wi, x0, x1, &c0, &c1);
     col = c0;
     for (; col <= c1; col++) {
-      const double x = (double)(2 * col + 1 - r->Wi) * r->iWi;
+      const double x = (double)(2 * col + 1 - r->v.Wi) * r->v.iWi;
       dsrEval ev;
-      if (dsr_eval(f, c, x, y, &ev, 0)) accumulate(f, c, px + 6 * col, ev.D, ev.q, ev.e, ev.bp);
+      if (dsr_eval(f, c, x, y, &ev, 0)) dsr_accumulate(f, c, px + 6 * col, ev.D, ev.q, ev.e, ev.bp);
     }
   }
 }
@@ -686,20 +522,19 @@ static void raster_face_rect(const dsRaster* r, const dsrFace* f, int x0, int x1
  * tiles are multiples of k, so a block never straddles two tiles). */
 static void render_tiles(dsRaster* r, dsReal* image) {
   int t;
-  const double m0 = (double)r->s.eps / (double)r->s.gamma;
   const double abg = r->s.background[3];
-  const int k = r->k;
+  const int k = r->v.k;
   const double ik2 = 1.0 / ((double)k * k);
 #ifdef _OPENMP
-#pragma omp parallel for schedule(dynamic, 1) if (r->ntiles > 1)
+#pragma omp parallel for schedule(dynamic, 1) if (r->v.ntiles > 1)
 #endif
-  for (t = 0; t < r->ntiles; t++) {
-    int tx = t % r->ntx, ty = t / r->ntx;
-    int x0 = tx * r->tile, y0 = ty * r->tile;
-    int x1 = x0 + r->tile - 1, y1 = y0 + r->tile - 1;
+  for (t = 0; t < r->v.ntiles; t++) {
+    int tx = t % r->v.ntx, ty = t / r->v.ntx;
+    int x0 = tx * r->v.tile, y0 = ty * r->v.tile;
+    int x1 = x0 + r->v.tile - 1, y1 = y0 + r->v.tile - 1;
     int row, col, e, busy = r->bin_start[t + 1] > r->bin_start[t];
-    if (x1 >= r->Wi) x1 = r->Wi - 1;
-    if (y1 >= r->Hi) y1 = r->Hi - 1;
+    if (x1 >= r->v.Wi) x1 = r->v.Wi - 1;
+    if (y1 >= r->v.Hi) y1 = r->v.Hi - 1;
     for (e = 0; e < r->nbig && !busy; e++) {
       const dsrFace* f = &r->faces[r->big[e]];
       busy = f->x0 <= x1 && f->x1 >= x0 && f->y0 <= y1 && f->y1 >= y0;
@@ -719,20 +554,12 @@ static void render_tiles(dsRaster* r, dsReal* image) {
         }
         for (orow = y0 / k; orow <= y1 / k; orow++)
           for (ocol = x0 / k; ocol <= x1 / k; ocol++)
-            for (ch = 0; ch < 4; ch++) image[4 * ((size_t)orow * r->W + ocol) + ch] = (dsReal)(acc[ch] * ik2);
+            for (ch = 0; ch < 4; ch++) image[4 * ((size_t)orow * r->v.W + ocol) + ch] = (dsReal)(acc[ch] * ik2);
       }
       continue;
     }
     for (row = y0; row <= y1; row++)
-      for (col = x0; col <= x1; col++) {
-        double* ps = r->pix + 6 * ((size_t)row * r->Wi + col);
-        ps[0] = m0;  /* the background term starts the softmax: u_bg = 1 */
-        ps[1] = 1.0;
-        ps[2] = 1.0;
-        ps[3] = r->s.background[0];
-        ps[4] = r->s.background[1];
-        ps[5] = r->s.background[2];
-      }
+      for (col = x0; col <= x1; col++) dsr_pixel_init(&r->v, r->pix + 6 * ((size_t)row * r->v.Wi + col));
     for (e = r->bin_start[t]; e < r->bin_start[t + 1]; e++) {
       const dsrFace* f = &r->faces[r->bins[e]];
       raster_face_rect(r, f, f->x0 > x0 ? f->x0 : x0, f->x1 < x1 ? f->x1 : x1,
@@ -745,31 +572,12 @@ static void render_tiles(dsRaster* r, dsReal* image) {
       if (a0 <= a1 && b0 <= b1) raster_face_rect(r, f, a0, a1, b0, b1);
     }
     for (row = y0; row <= y1; row++)
-      for (col = x0; col <= x1; col++) {
-        double* ps = r->pix + 6 * ((size_t)row * r->Wi + col);
-        if (ps[1] != 1.0) { /* S = 1: nothing to normalise (exactly) */
-          double inv = 1.0 / ps[1];
-          ps[3] *= inv;
-          ps[4] *= inv;
-          ps[5] *= inv;
-        }
-      }
+      for (col = x0; col <= x1; col++) dsr_pixel_normalize(r->pix + 6 * ((size_t)row * r->v.Wi + col));
     if (image) {
       int orow, ocol;
       for (orow = y0 / k; orow <= y1 / k; orow++)
-        for (ocol = x0 / k; ocol <= x1 / k; ocol++) {
-          double acc[4] = {0, 0, 0, 0};
-          int a, b, ch;
-          for (a = 0; a < k; a++)
-            for (b = 0; b < k; b++) {
-              const double* ps = r->pix + 6 * ((size_t)(orow * k + a) * r->Wi + (size_t)(ocol * k + b));
-              acc[0] += ps[3];
-              acc[1] += ps[4];
-              acc[2] += ps[5];
-              acc[3] += 1.0 - (1.0 - abg) * ps[2];
-            }
-          for (ch = 0; ch < 4; ch++) image[4 * ((size_t)orow * r->W + ocol) + ch] = (dsReal)(acc[ch] * ik2);
-        }
+        for (ocol = x0 / k; ocol <= x1 / k; ocol++)
+          dsr_downsample(&r->v, r->pix, orow, ocol, image + 4 * ((size_t)orow * r->v.W + ocol));
     }
   }
 }
@@ -793,114 +601,8 @@ int ds_raster_render(dsRaster* r, const dsRasterMesh* mesh, dsReal* image) {
 
 /* ---- backward -------------------------------------------------------------- */
 
-/* Screen-space face gradient -> world-space vertex gradients (fgrad) and
- * colour gradients (fcgrad), including the light factor through the normal. */
-static void face_finish(dsRaster* r, const dsRasterMesh* m, int j, const dsrFace* f,
-                        const dsrFaceGrad* g) {
-  const dsrFrame* fr = &r->fr;
-  double* out = r->fgrad + 9 * (size_t)j;
-  double* cout = r->fcgrad + 9 * (size_t)j;
-  double gL = 0.0, p[3][3], n[3], nn, sg;
-  int i, k, lit;
-  dsrFaceGrad gg = *g;
-  double* cam = r->fcam + DSR_NCAM * (size_t)j;
-  if (r->want_cam) memset(cam, 0, DSR_NCAM * sizeof(double));
-  if (f->x0 > f->x1 || f->y0 > f->y1) {
-    /* culled or degenerate: no pixel saw it */
-    memset(out, 0, 9 * sizeof(double));
-    memset(cout, 0, 9 * sizeof(double));
-    return;
-  }
-  dsr_face_grad_finish(f, &gg);
-  g = &gg;
-  face_world(m, j, p);
-  for (i = 0; i < 3; i++) {
-    double gX, gY, gZ;
-    if (fr->ortho) {
-      gX = g->gpx[i] * fr->ax;
-      gY = g->gpy[i] * fr->ay;
-      gZ = g->gZ[i];
-    } else {
-      /* px = X ax / Z, py = Y ay / Z */
-      gX = g->gpx[i] * fr->ax * f->iz[i];
-      gY = g->gpy[i] * fr->ay * f->iz[i];
-      gZ = g->gZ[i] - (g->gpx[i] * f->px[i] + g->gpy[i] * f->py[i]) * f->iz[i];
-    }
-    for (k = 0; k < 3; k++) out[3 * i + k] = gX * fr->xc[k] + gY * fr->yc[k] + gZ * fr->zc[k];
-    if (r->want_cam) {
-      /* X = (p - eye).x_c etc.: dL/dx_c += gX (p - eye), dL/d(eye) -= the
-       * projection part of dL/dp; px, py are proportional to ay */
-      for (k = 0; k < 3; k++) {
-        double d = p[i][k] - fr->eye[k];
-        cam[k] += gX * d;
-        cam[3 + k] += gY * d;
-        cam[6 + k] += gZ * d;
-        cam[9 + k] -= out[3 * i + k];
-      }
-      cam[12] += (g->gpx[i] * f->px[i] + g->gpy[i] * f->py[i]) / fr->ay;
-    }
-  }
-  if (m->color_mode == DS_COLOR_VERTEX) {
-    for (i = 0; i < 3; i++)
-      for (k = 0; k < 3; k++) cout[3 * i + k] = g->gvc[i][k];
-    gL = g->gL;
-  } else {
-    for (k = 0; k < 3; k++) {
-      cout[k] = g->gcol[k] * f->light;
-      gL += g->gcol[k] * (double)m->colors[3 * j + k];
-    }
-  }
-  if (gL == 0.0) return;
-  face_light(r, p, n, &nn, &sg, &lit);
-  if (!lit) return;
-  {
-    /* L = k_amb + k_dir s n.l/|n|: dL/dn = k_dir s (l - n_u (n_u.l))/|n|;
-     * n = e1 x e2: dn/de1^T g = e2 x g, dn/de2^T g = g x e1 */
-    double gn[3], e1[3], e2[3], ge1[3], ge2[3], nl = 0.0, l[3], v[3], vn = 1.0;
-    if (r->head) {
-      /* headlight l = v/|v|, v = eye - (p0 + p1 + p2)/3 (orthographic: v = -z_c):
-       * dL/dv = k_dir s (n_u - l (n_u.l))/|v|, dv/dp_i = -I/3, dv/d(eye) = I */
-      for (k = 0; k < 3; k++)
-        v[k] = fr->ortho ? -fr->zc[k] : fr->eye[k] - (p[0][k] + p[1][k] + p[2][k]) / 3.0;
-      vn = sqrt(dot3(v, v));
-      for (k = 0; k < 3; k++) l[k] = v[k] / vn;
-    } else {
-      for (k = 0; k < 3; k++) l[k] = r->light[k];
-    }
-    for (k = 0; k < 3; k++) nl += n[k] / nn * l[k];
-    for (k = 0; k < 3; k++) gn[k] = gL * r->s.directional * sg * (l[k] - n[k] / nn * nl) / nn;
-    if (r->head) {
-      double gv[3];
-      for (k = 0; k < 3; k++) gv[k] = gL * r->s.directional * sg * (n[k] / nn - l[k] * nl) / vn;
-      if (fr->ortho) {
-        /* v = -z_c, unit: dL/dz_c = -dL/dl (raw partial, like the projection's) */
-        if (r->want_cam)
-          for (k = 0; k < 3; k++) cam[6 + k] -= gL * r->s.directional * sg * n[k] / nn;
-      } else {
-        for (i = 0; i < 3; i++)
-          for (k = 0; k < 3; k++) out[3 * i + k] -= gv[k] / 3.0;
-        if (r->want_cam)
-          for (k = 0; k < 3; k++) cam[9 + k] += gv[k];
-      }
-    }
-    for (k = 0; k < 3; k++) {
-      e1[k] = p[1][k] - p[0][k];
-      e2[k] = p[2][k] - p[0][k];
-    }
-    cross3(ge1, e2, gn);
-    cross3(ge2, gn, e1);
-    for (k = 0; k < 3; k++) {
-      out[3 + k] += ge1[k];
-      out[6 + k] += ge2[k];
-      out[k] -= ge1[k] + ge2[k];
-    }
-  }
-}
-
 static void backward_faces(dsRaster* r, const dsRasterMesh* m, const dsReal* d_image) {
-  const dsrConst* c = &r->c;
-  const int k = r->k;
-  const double ik2 = 1.0 / ((double)k * k), abg = r->s.background[3];
+  const int vc = m->color_mode == DS_COLOR_VERTEX;
   int j;
 #ifdef _OPENMP
 #pragma omp parallel for schedule(dynamic, 8) if (m->nface >= 32)
@@ -908,42 +610,10 @@ static void backward_faces(dsRaster* r, const dsRasterMesh* m, const dsReal* d_i
   for (j = 0; j < m->nface; j++) {
     const dsrFace* f = &r->faces[j];
     dsrFaceGrad g;
-    int row, col, c0, c1;
     memset(&g, 0, sizeof g);
-    for (row = f->y0; row <= f->y1; row++) {
-      double y = (double)(r->Hi - 1 - 2 * row) / r->Hi;
-      const dsReal* grow = d_image + 4 * (size_t)(row / k) * r->W;
-      dsr_row_span(f, y, r->Wi, f->x0, f->x1, &c0, &c1);
-      for (col = c0; col <= c1; col++) {
-        const dsReal* gp = grow + 4 * (col / k);
-        const double* ps;
-        double x, g4[4], E, u, w, gq, gu, gD, ge, gC[3];
-        dsrEval ev;
-        if (gp[0] == 0 && gp[1] == 0 && gp[2] == 0 && gp[3] == 0) continue;
-        x = (double)(2 * col + 1 - r->Wi) * r->iWi;
-        if (!dsr_eval(f, c, x, y, &ev, 1)) continue;
-        dsr_color(f, c, &ev, ev.C);
-        ps = r->pix + 6 * ((size_t)row * r->Wi + col);
-        g4[0] = gp[0] * ik2;
-        g4[1] = gp[1] * ik2;
-        g4[2] = gp[2] * ik2;
-        g4[3] = gp[3] * ik2;
-        E = ev.e - ps[0] < -DSR_SOFTMAX_CUT ? 0.0 : dsr_exp(ev.e - ps[0]);
-        gq = ev.q > 0.0 ? -g4[3] * (1.0 - abg) * ps[2] / ev.q : 0.0;
-        /* neither the softmax nor alpha sees this face here */
-        if (E == 0.0 && gq == 0.0) continue;
-        u = ev.D * E;
-        w = u / ps[1]; /* the face's softmax weight */
-        gu = (g4[0] * (ev.C[0] - ps[3]) + g4[1] * (ev.C[1] - ps[4]) + g4[2] * (ev.C[2] - ps[5])) / ps[1];
-        gD = gu * E - gq;
-        ge = gu * u;
-        gC[0] = g4[0] * w;
-        gC[1] = g4[1] * w;
-        gC[2] = g4[2] * w;
-        dsr_eval_bwd(f, c, x, y, &ev, gD, ge, gC, &g);
-      }
-    }
-    face_finish(r, m, j, f, &g);
+    dsr_face_bwd(&r->v, f, r->pix, d_image, &g);
+    dsr_face_finish(&r->v, m->verts, m->faces, m->colors, vc, j, f, &g, r->fgrad + 9 * (size_t)j,
+                    r->fcgrad + 9 * (size_t)j, r->want_cam ? r->fcam + DSR_NCAM * (size_t)j : NULL);
   }
 }
 
@@ -970,7 +640,7 @@ static void gather(const dsRaster* r, const dsRasterMesh* m, dsReal* d_verts, ds
  * d(a x b) with dL/d(a x b) = g: dL/da = b x g, dL/db = g x a;
  * d unit(v): dL/dv = (g - u (u.g))/|v|. */
 static void camera_adjoint(const dsRaster* r, int nface, dsCamera* dc) {
-  const dsrFrame* fr = &r->fr;
+  const dsrFrame* fr = &r->v.fr;
   double acc[DSR_NCAM], gxc[3], gyc[3], gzc[3], gw[3], gv[3], t[3], dot;
   int j, k;
   memset(acc, 0, sizeof acc);

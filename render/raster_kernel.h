@@ -17,6 +17,15 @@
 #include <math.h>
 
 #include "base/hd.h"
+#include "dsim/base.h"
+
+/* faces spanning more tiles than this go to the list every tile scans */
+#define DSR_BIG_TILES 16
+/* softmax terms exp(e_j - m) < exp(-40) ~ 4e-18 are dropped (forward and adjoint) */
+#define DSR_SOFTMAX_CUT 40.0
+/* per-face camera adjoint: dL/dx_c, dL/dy_c, dL/dz_c (frame vectors), direct
+ * dL/d(eye), dL/d(ay) */
+#define DSR_NCAM 13
 
 /* The per-pixel functions must inline into their loops (the `full` flag of
  * dsr_eval is then resolved at compile time). */
@@ -108,26 +117,31 @@ DS_HD DSR_INLINE void dsr_face_grad_finish(const dsrFace* f, dsrFaceGrad* g) {
   }
 }
 
-/* 2^(j/8), j = 0..7 and 2^-k, k = 0..63 */
-static const double dsr_exp_t8[8] = {
-    0x1.0000000000000p+0, 0x1.172b83c7d517bp+0, 0x1.306fe0a31b715p+0, 0x1.4bfdad5362a27p+0,
-    0x1.6a09e667f3bcdp+0, 0x1.8ace5422aa0dbp+0, 0x1.ae89f995ad3adp+0, 0x1.d5818dcfba487p+0};
-static const double dsr_exp_p2[64] = {
-    0x1p-0, 0x1p-1, 0x1p-2, 0x1p-3, 0x1p-4, 0x1p-5, 0x1p-6, 0x1p-7, 0x1p-8, 0x1p-9, 0x1p-10,
-    0x1p-11, 0x1p-12, 0x1p-13, 0x1p-14, 0x1p-15, 0x1p-16, 0x1p-17, 0x1p-18, 0x1p-19, 0x1p-20,
-    0x1p-21, 0x1p-22, 0x1p-23, 0x1p-24, 0x1p-25, 0x1p-26, 0x1p-27, 0x1p-28, 0x1p-29, 0x1p-30,
-    0x1p-31, 0x1p-32, 0x1p-33, 0x1p-34, 0x1p-35, 0x1p-36, 0x1p-37, 0x1p-38, 0x1p-39, 0x1p-40,
-    0x1p-41, 0x1p-42, 0x1p-43, 0x1p-44, 0x1p-45, 0x1p-46, 0x1p-47, 0x1p-48, 0x1p-49, 0x1p-50,
-    0x1p-51, 0x1p-52, 0x1p-53, 0x1p-54, 0x1p-55, 0x1p-56, 0x1p-57, 0x1p-58, 0x1p-59, 0x1p-60,
-    0x1p-61, 0x1p-62, 0x1p-63};
+/* 2^(j/8), j = 0..7 and 2^-k, k = 0..63; device code reads copies in
+ * __constant__ memory. */
+#define DSR_EXP_T8 \
+  {0x1.0000000000000p+0, 0x1.172b83c7d517bp+0, 0x1.306fe0a31b715p+0, 0x1.4bfdad5362a27p+0, \
+  0x1.6a09e667f3bcdp+0, 0x1.8ace5422aa0dbp+0, 0x1.ae89f995ad3adp+0, 0x1.d5818dcfba487p+0}
+#define DSR_EXP_P2 \
+  {0x1p-0, 0x1p-1, 0x1p-2, 0x1p-3, 0x1p-4, 0x1p-5, 0x1p-6, 0x1p-7, 0x1p-8, 0x1p-9, 0x1p-10, 0x1p-11, \
+  0x1p-12, 0x1p-13, 0x1p-14, 0x1p-15, 0x1p-16, 0x1p-17, 0x1p-18, 0x1p-19, 0x1p-20, 0x1p-21, 0x1p-22, \
+  0x1p-23, 0x1p-24, 0x1p-25, 0x1p-26, 0x1p-27, 0x1p-28, 0x1p-29, 0x1p-30, 0x1p-31, 0x1p-32, 0x1p-33, \
+  0x1p-34, 0x1p-35, 0x1p-36, 0x1p-37, 0x1p-38, 0x1p-39, 0x1p-40, 0x1p-41, 0x1p-42, 0x1p-43, 0x1p-44, \
+  0x1p-45, 0x1p-46, 0x1p-47, 0x1p-48, 0x1p-49, 0x1p-50, 0x1p-51, 0x1p-52, 0x1p-53, 0x1p-54, 0x1p-55, \
+  0x1p-56, 0x1p-57, 0x1p-58, 0x1p-59, 0x1p-60, 0x1p-61, 0x1p-62, 0x1p-63}
+static const double dsr_exp_t8[8] = DSR_EXP_T8;
+static const double dsr_exp_p2[64] = DSR_EXP_P2;
+#if defined(__CUDACC__)
+static __constant__ double dsr_exp_t8_dev[8] = DSR_EXP_T8;
+static __constant__ double dsr_exp_p2_dev[64] = DSR_EXP_P2;
+#endif
 
 /* exp(x) for x in [-41, 0], the only range the rasterizer needs (sigmoid
  * tails and softmax terms are cut at exp(-40)). x = n ln2/8 + r with
  * |r| <= ln2/16 (ln2/8 split in two so n ln2/8 is exact), e^r by its degree-8
  * Taylor polynomial (truncation < 2e-18), 2^(n/8) = 2^-k 2^(j/8) from two
  * tables: within 2 ulp of exp, the same bits on every platform,
- * short dependency chains, no libm call. (A CUDA port needs the tables in
- * __constant__ memory.) */
+ * short dependency chains, no libm call. */
 DS_HD DSR_INLINE double dsr_exp(double x0) {
   const double hi = 6.93147180369123816490e-01 / 8, lo = 1.90821492927058770002e-10 / 8;
   /* clamped into the domain (NaN -> -41) so a misuse can never index out of
@@ -145,7 +159,12 @@ DS_HD DSR_INLINE double dsr_exp(double x0) {
   const double p = p01 + r2 * p23 + r4 * (p45 + r2 * p67 + r4 * (1.0 / 40320.0));
   /* 2^(-m/8) = 2^-k 2^(j/8) with m = 8k - j, 0 <= j < 8 */
   const int k = (m + 7) >> 3, j = 8 * k - m;
-  return p * (dsr_exp_t8[j] * dsr_exp_p2[k]);
+#if defined(__CUDA_ARCH__)
+  const double *t8 = dsr_exp_t8_dev, *p2 = dsr_exp_p2_dev;
+#else
+  const double *t8 = dsr_exp_t8, *p2 = dsr_exp_p2;
+#endif
+  return p * (t8[j] * p2[k]);
 }
 
 /* D = sigmoid(x), q = 1 - D without cancellation, branch-free. For |x| > 40
@@ -187,8 +206,10 @@ DS_HD DSR_INLINE void dsr_row_span(const dsrFace* f, double y, int Wi, int lo, i
   }
   xl = ceil(((xl - 1e-9) * Wi + Wi - 1) * 0.5);
   xh = floor(((xh + 1e-9) * Wi + Wi - 1) * 0.5);
-  *c0 = xl > (double)lo ? (int)xl : lo;
-  *c1 = xh < (double)hi ? (int)xh : hi;
+  /* converted only inside [lo, hi] (a bound far outside the image, from a
+   * nearly horizontal edge, is beyond int) */
+  *c0 = xl > (double)lo ? (xl > (double)hi ? hi + 1 : (int)xl) : lo;
+  *c1 = xh < (double)hi ? (xh < (double)lo ? lo - 1 : (int)xh) : hi;
 }
 
 /* Sets up the row-span lines of face f: s_k = en_k (ea_k x + eb_k y + ec_k)
@@ -406,5 +427,425 @@ coverage:
 }
 
 
+
+
+/* ---- frame, view and the bodies of the renderer's loops -------------------------
+ * What every loop of a render and its backward reads, as plain values (a
+ * renderer on the host, a batch of instances on a device): the camera
+ * frame, the per-frame constants and the image geometry. The loops of
+ * render/raster.c and the batch stages of render/raster_batch.h call the
+ * bodies below, so both compute the same bits. */
+typedef struct dsrFrame {
+  double eye[3], xc[3], yc[3], zc[3];
+  double up[3];   /* as given */
+  double vn, wn;  /* |at - eye| and |up x z_c| (for the camera adjoint) */
+  double fov;     /* vertical field of view, radians (perspective) */
+  double ax, ay;  /* NDC = (X ax / Z, Y ay / Z) (perspective) or (X ax, Y ay) */
+  int ortho;
+} dsrFrame;
+
+typedef struct dsrView {
+  dsrFrame fr;
+  dsrConst c;
+  double light[3];        /* unit light direction (0: a headlight, see dsr_face_light) */
+  int head;               /* 1: headlight (light_dir 0, 0, 0) */
+  double ambient, directional;
+  double bg[4];           /* background RGBA */
+  double m0;              /* eps/gamma: the background's softmax exponent */
+  int W, H, k;            /* output size, supersampling */
+  int Wi, Hi;             /* internal size kW x kH */
+  double iWi;             /* 1/Wi: column c has centre x = (2c + 1 - Wi)/Wi */
+  int tile;               /* tile side in internal pixels: a multiple of k */
+  int ntx, nty, ntiles;
+} dsrView;
+
+DS_HD DSR_INLINE void dsr_cross3(double r[3], const double a[3], const double b[3]) {
+  /* r = a x b */
+  double x = a[1] * b[2] - a[2] * b[1], y = a[2] * b[0] - a[0] * b[2], z = a[0] * b[1] - a[1] * b[0];
+  r[0] = x;
+  r[1] = y;
+  r[2] = z;
+}
+
+DS_HD DSR_INLINE double dsr_dot3(const double a[3], const double b[3]) {
+  return a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
+}
+
+/* camera coordinates of a world point */
+DS_HD DSR_INLINE void dsr_to_camera(const dsrFrame* fr, const double p[3], double* X, double* Y, double* Z) {
+  double d[3] = {p[0] - fr->eye[0], p[1] - fr->eye[1], p[2] - fr->eye[2]};
+  *X = dsr_dot3(d, fr->xc);
+  *Y = dsr_dot3(d, fr->yc);
+  *Z = dsr_dot3(d, fr->zc);
+}
+
+/* Vertex v of verts (3 per vertex) projected: NDC x, NDC y, camera depth Z
+ * into out[0..2]. */
+DS_HD DSR_INLINE void dsr_project(const dsrView* vw, const dsReal* verts, int v, double* out) {
+  const dsrFrame* fr = &vw->fr;
+  double p[3] = {verts[3 * v], verts[3 * v + 1], verts[3 * v + 2]}, X, Y, Z;
+  dsr_to_camera(fr, p, &X, &Y, &Z);
+  if (fr->ortho) {
+    out[0] = X * fr->ax;
+    out[1] = Y * fr->ay;
+  } else {
+    out[0] = Z > 0 ? X * fr->ax / Z : 0.0;
+    out[1] = Z > 0 ? Y * fr->ay / Z : 0.0;
+  }
+  out[2] = Z;
+}
+
+/* World positions of face j's vertices. */
+DS_HD DSR_INLINE void dsr_face_world(const dsReal* verts, const int* faces, int j, double p[3][3]) {
+  int i, k;
+  for (i = 0; i < 3; i++) {
+    int v = faces[3 * j + i];
+    for (k = 0; k < 3; k++) p[i][k] = verts[3 * v + k];
+  }
+}
+
+/* Light factor of face (world vertices p0, p1, p2): L = k_amb + k_dir
+ * max(0, s n_u . l), n_u = n/|n|, n = (p1 - p0) x (p2 - p0), s = +-1 turns the
+ * normal toward the camera. Also returns n, |n|, s and whether the
+ * directional term is active. */
+DS_HD DSR_INLINE double dsr_face_light(const dsrView* vw, const double p[3][3], double n[3], double* nn,
+                                       double* sgn, int* lit) {
+  double e1[3], e2[3], view[3], cl;
+  int i;
+  for (i = 0; i < 3; i++) {
+    e1[i] = p[1][i] - p[0][i];
+    e2[i] = p[2][i] - p[0][i];
+  }
+  dsr_cross3(n, e1, e2);
+  *nn = sqrt(dsr_dot3(n, n));
+  *lit = 0;
+  *sgn = 1.0;
+  if (!(*nn > 0)) return vw->ambient;
+  if (vw->fr.ortho) {
+    for (i = 0; i < 3; i++) view[i] = -vw->fr.zc[i];
+  } else {
+    for (i = 0; i < 3; i++) view[i] = vw->fr.eye[i] - (p[0][i] + p[1][i] + p[2][i]) / 3.0;
+  }
+  *sgn = dsr_dot3(n, view) >= 0 ? 1.0 : -1.0;
+  if (vw->head) {
+    /* headlight: l = view / |view| (from the face towards the eye) */
+    const double vn = sqrt(dsr_dot3(view, view));
+    cl = vn > 0 ? *sgn * dsr_dot3(n, view) / (*nn * vn) : 0.0;
+  } else {
+    cl = *sgn * dsr_dot3(n, vw->light) / *nn;
+  }
+  if (cl > 0) {
+    *lit = 1;
+    return vw->ambient + vw->directional * cl;
+  }
+  return vw->ambient;
+}
+
+/* Sets up face j (f) from the projected vertices vproj and the mesh, and
+ * its tile range ft = tx0, tx1, ty0, ty1 (empty, x0 > x1, for a face culled
+ * or degenerate or off the image). */
+DS_HD DSR_INLINE void dsr_face_setup(const dsrView* vw, const dsReal* verts, const int* faces, const dsReal* colors,
+                                     int vertex_color, const double* vproj, int j, dsrFace* f, int* ft) {
+  const double rr = vw->c.r;
+  double xmin, xmax, ymin, ymax, p[3][3], n[3], nn, sg;
+  int i, lit, ok = 1;
+  for (i = 0; i < 3; i++) {
+    int vi = faces[3 * j + i];
+    f->px[i] = vproj[3 * vi];
+    f->py[i] = vproj[3 * vi + 1];
+    f->Z[i] = vproj[3 * vi + 2];
+    if (!(f->Z[i] >= vw->c.znear)) ok = 0;
+    f->iz[i] = ok ? 1.0 / f->Z[i] : 0.0;
+  }
+  f->A = (f->px[1] - f->px[0]) * (f->py[2] - f->py[0]) - (f->py[1] - f->py[0]) * (f->px[2] - f->px[0]);
+  if (!(f->A != 0.0) || !isfinite(1.0 / f->A)) ok = 0;
+  f->x0 = 1; /* empty box: an invalid face touches no pixel */
+  f->x1 = 0;
+  f->y0 = 1;
+  f->y1 = 0;
+  f->light = 0.0;
+  ft[0] = 1;
+  ft[1] = 0;
+  ft[2] = 1;
+  ft[3] = 0;
+  if (!ok) return;
+  f->invA = 1.0 / f->A;
+  for (i = 0; i < 3; i++) {
+    int ia = (i + 1) % 3, ib = (i + 2) % 3;
+    double ax = f->px[ia], ay = f->py[ia], bx = f->px[ib], by = f->py[ib];
+    double len = sqrt((bx - ax) * (bx - ax) + (by - ay) * (by - ay));
+    f->ea[i] = ay - by;
+    f->eb[i] = bx - ax;
+    f->ec[i] = ax * by - ay * bx;
+    f->en[i] = (f->A > 0 ? 1.0 : -1.0) / len;
+    f->tux[i] = (bx - ax) / (len * len);
+    f->tuy[i] = (by - ay) / (len * len);
+  }
+  dsr_span_setup(f, rr);
+  dsr_face_world(verts, faces, j, p);
+  f->light = dsr_face_light(vw, p, n, &nn, &sg, &lit);
+  if (vertex_color) {
+    for (i = 0; i < 3; i++) {
+      int vi = faces[3 * j + i], k;
+      for (k = 0; k < 3; k++) f->vc[i][k] = colors[3 * vi + k];
+    }
+  } else {
+    for (i = 0; i < 3; i++) f->col[i] = f->light * (double)colors[3 * j + i];
+  }
+  xmin = fmin(f->px[0], fmin(f->px[1], f->px[2])) - rr;
+  xmax = fmax(f->px[0], fmax(f->px[1], f->px[2])) + rr;
+  ymin = fmin(f->py[0], fmin(f->py[1], f->py[2])) - rr;
+  ymax = fmax(f->py[0], fmax(f->py[1], f->py[2])) + rr;
+  {
+    /* column c has centre x = (2c + 1 - Wi)/Wi; row has y = (Hi - 1 - 2 row)/Hi;
+     * one pixel of margin, clamped in double before converting */
+    const int Wi = vw->Wi, Hi = vw->Hi;
+    double c0 = floor((xmin * Wi + Wi - 1) * 0.5) - 1, c1 = ceil((xmax * Wi + Wi - 1) * 0.5) + 1;
+    double r0 = floor((Hi - 1 - ymax * Hi) * 0.5) - 1, r1 = ceil((Hi - 1 - ymin * Hi) * 0.5) + 1;
+    c0 = fmax(c0, 0.0);
+    r0 = fmax(r0, 0.0);
+    c1 = fmin(c1, (double)(Wi - 1));
+    r1 = fmin(r1, (double)(Hi - 1));
+    if (!(c0 <= c1) || !(r0 <= r1)) return;
+    f->x0 = (int)c0;
+    f->x1 = (int)c1;
+    f->y0 = (int)r0;
+    f->y1 = (int)r1;
+    ft[0] = f->x0 / vw->tile;
+    ft[1] = f->x1 / vw->tile;
+    ft[2] = f->y0 / vw->tile;
+    ft[3] = f->y1 / vw->tile;
+  }
+}
+
+/* Whether tile range ft holds any tile (0: the face reaches no pixel) and
+ * whether it spans more than DSR_BIG_TILES tiles. */
+DS_HD DSR_INLINE int dsr_ft_valid(const int* ft) { return !(ft[0] > ft[1] || ft[2] > ft[3]); }
+DS_HD DSR_INLINE int dsr_ft_big(const int* ft) {
+  return (long long)(ft[1] - ft[0] + 1) * (long long)(ft[3] - ft[2] + 1) > DSR_BIG_TILES;
+}
+
+/* Pixel state ps = (m, S, T, r, g, b) before any face: the background term
+ * starts the softmax (u_bg = 1). */
+DS_HD DSR_INLINE void dsr_pixel_init(const dsrView* vw, double* ps) {
+  ps[0] = vw->m0;
+  ps[1] = 1.0;
+  ps[2] = 1.0;
+  ps[3] = vw->bg[0];
+  ps[4] = vw->bg[1];
+  ps[5] = vw->bg[2];
+}
+
+/* T *= q and the online softmax update of pixel state ps with one face */
+DS_HD DSR_INLINE void dsr_accumulate(const dsrFace* f, const dsrConst* c, double* ps, double D, double q, double e,
+                                     const double bp[3]) {
+  double E, w, C[3];
+  ps[2] *= q;
+  if (e > ps[0]) {
+    double sc = ps[0] - e < -DSR_SOFTMAX_CUT ? 0.0 : dsr_exp(ps[0] - e);
+    ps[1] *= sc;
+    ps[3] *= sc;
+    ps[4] *= sc;
+    ps[5] *= sc;
+    ps[0] = e;
+    E = 1.0;
+  } else {
+    /* terms below exp(-DSR_SOFTMAX_CUT) of the largest are dropped */
+    double de = e - ps[0];
+    if (de < -DSR_SOFTMAX_CUT) return;
+    E = dsr_exp(de);
+  }
+  if (c->vertex_color) {
+    int k;
+    for (k = 0; k < 3; k++) C[k] = f->light * (bp[0] * f->vc[0][k] + bp[1] * f->vc[1][k] + bp[2] * f->vc[2][k]);
+  } else {
+    C[0] = f->col[0];
+    C[1] = f->col[1];
+    C[2] = f->col[2];
+  }
+  w = D * E;
+  ps[1] += w;
+  ps[3] += w * C[0];
+  ps[4] += w * C[1];
+  ps[5] += w * C[2];
+}
+
+/* Turns the numerators of pixel state ps into colours (S = 1: nothing to
+ * normalise, exactly). */
+DS_HD DSR_INLINE void dsr_pixel_normalize(double* ps) {
+  if (ps[1] != 1.0) {
+    double inv = 1.0 / ps[1];
+    ps[3] *= inv;
+    ps[4] *= inv;
+    ps[5] *= inv;
+  }
+}
+
+/* Output pixel (orow, ocol): the mean of its k x k block of pixel states
+ * (pix: Wi x Hi x 6), RGBA into out[0..3]. */
+DS_HD DSR_INLINE void dsr_downsample(const dsrView* vw, const double* pix, int orow, int ocol, dsReal* out) {
+  const int k = vw->k;
+  const double ik2 = 1.0 / ((double)k * k), abg = vw->bg[3];
+  double acc[4] = {0, 0, 0, 0};
+  int a, b, ch;
+  for (a = 0; a < k; a++)
+    for (b = 0; b < k; b++) {
+      const double* ps = pix + 6 * ((size_t)(orow * k + a) * vw->Wi + (size_t)(ocol * k + b));
+      acc[0] += ps[3];
+      acc[1] += ps[4];
+      acc[2] += ps[5];
+      acc[3] += 1.0 - (1.0 - abg) * ps[2];
+    }
+  for (ch = 0; ch < 4; ch++) out[ch] = (dsReal)(acc[ch] * ik2);
+}
+
+/* Adjoint of one face over the pixels of its bounding box: given the
+ * upstream image gradient d_image (W x H x 4) and the pixel states pix the
+ * forward kept, accumulates the face's screen-space gradient into g (zeroed
+ * by the caller). */
+DS_HD DSR_INLINE void dsr_face_bwd(const dsrView* vw, const dsrFace* f, const double* pix, const dsReal* d_image,
+                                   dsrFaceGrad* g) {
+  const dsrConst* c = &vw->c;
+  const int k = vw->k;
+  const double ik2 = 1.0 / ((double)k * k), abg = vw->bg[3];
+  int row, col, c0, c1;
+  for (row = f->y0; row <= f->y1; row++) {
+    double y = (double)(vw->Hi - 1 - 2 * row) / vw->Hi;
+    const dsReal* grow = d_image + 4 * (size_t)(row / k) * vw->W;
+    dsr_row_span(f, y, vw->Wi, f->x0, f->x1, &c0, &c1);
+    for (col = c0; col <= c1; col++) {
+      const dsReal* gp = grow + 4 * (col / k);
+      const double* ps;
+      double x, g4[4], E, u, w, gq, gu, gD, ge, gC[3];
+      dsrEval ev;
+      if (gp[0] == 0 && gp[1] == 0 && gp[2] == 0 && gp[3] == 0) continue;
+      x = (double)(2 * col + 1 - vw->Wi) * vw->iWi;
+      if (!dsr_eval(f, c, x, y, &ev, 1)) continue;
+      dsr_color(f, c, &ev, ev.C);
+      ps = pix + 6 * ((size_t)row * vw->Wi + col);
+      g4[0] = gp[0] * ik2;
+      g4[1] = gp[1] * ik2;
+      g4[2] = gp[2] * ik2;
+      g4[3] = gp[3] * ik2;
+      E = ev.e - ps[0] < -DSR_SOFTMAX_CUT ? 0.0 : dsr_exp(ev.e - ps[0]);
+      gq = ev.q > 0.0 ? -g4[3] * (1.0 - abg) * ps[2] / ev.q : 0.0;
+      /* neither the softmax nor alpha sees this face here */
+      if (E == 0.0 && gq == 0.0) continue;
+      u = ev.D * E;
+      w = u / ps[1]; /* the face's softmax weight */
+      gu = (g4[0] * (ev.C[0] - ps[3]) + g4[1] * (ev.C[1] - ps[4]) + g4[2] * (ev.C[2] - ps[5])) / ps[1];
+      gD = gu * E - gq;
+      ge = gu * u;
+      gC[0] = g4[0] * w;
+      gC[1] = g4[1] * w;
+      gC[2] = g4[2] * w;
+      dsr_eval_bwd(f, c, x, y, &ev, gD, ge, gC, g);
+    }
+  }
+}
+
+/* Face j's screen-space gradient g -> world-space gradients of its three
+ * vertices (out, 9) and colour gradients (cout, 9), including the light
+ * factor through the normal; cam (DSR_NCAM, NULL: not wanted) receives the
+ * face's part of the camera adjoint. */
+DS_HD DSR_INLINE void dsr_face_finish(const dsrView* vw, const dsReal* verts, const int* faces, const dsReal* colors,
+                                      int vertex_color, int j, const dsrFace* f, const dsrFaceGrad* g0, double* out,
+                                      double* cout, double* cam) {
+  const dsrFrame* fr = &vw->fr;
+  double gL = 0.0, p[3][3], n[3], nn, sg;
+  int i, k, lit;
+  dsrFaceGrad gg = *g0;
+  const dsrFaceGrad* g = &gg;
+  if (cam)
+    for (k = 0; k < DSR_NCAM; k++) cam[k] = 0.0;
+  if (f->x0 > f->x1 || f->y0 > f->y1) {
+    /* culled or degenerate: no pixel saw it */
+    for (k = 0; k < 9; k++) out[k] = cout[k] = 0.0;
+    return;
+  }
+  dsr_face_grad_finish(f, &gg);
+  dsr_face_world(verts, faces, j, p);
+  for (i = 0; i < 3; i++) {
+    double gX, gY, gZ;
+    if (fr->ortho) {
+      gX = g->gpx[i] * fr->ax;
+      gY = g->gpy[i] * fr->ay;
+      gZ = g->gZ[i];
+    } else {
+      /* px = X ax / Z, py = Y ay / Z */
+      gX = g->gpx[i] * fr->ax * f->iz[i];
+      gY = g->gpy[i] * fr->ay * f->iz[i];
+      gZ = g->gZ[i] - (g->gpx[i] * f->px[i] + g->gpy[i] * f->py[i]) * f->iz[i];
+    }
+    for (k = 0; k < 3; k++) out[3 * i + k] = gX * fr->xc[k] + gY * fr->yc[k] + gZ * fr->zc[k];
+    if (cam) {
+      /* X = (p - eye).x_c etc.: dL/dx_c += gX (p - eye), dL/d(eye) -= the
+       * projection part of dL/dp; px, py are proportional to ay */
+      for (k = 0; k < 3; k++) {
+        double d = p[i][k] - fr->eye[k];
+        cam[k] += gX * d;
+        cam[3 + k] += gY * d;
+        cam[6 + k] += gZ * d;
+        cam[9 + k] -= out[3 * i + k];
+      }
+      cam[12] += (g->gpx[i] * f->px[i] + g->gpy[i] * f->py[i]) / fr->ay;
+    }
+  }
+  if (vertex_color) {
+    for (i = 0; i < 3; i++)
+      for (k = 0; k < 3; k++) cout[3 * i + k] = g->gvc[i][k];
+    gL = g->gL;
+  } else {
+    for (k = 0; k < 3; k++) {
+      cout[k] = g->gcol[k] * f->light;
+      gL += g->gcol[k] * (double)colors[3 * j + k];
+    }
+  }
+  if (gL == 0.0) return;
+  dsr_face_light(vw, p, n, &nn, &sg, &lit);
+  if (!lit) return;
+  {
+    /* L = k_amb + k_dir s n.l/|n|: dL/dn = k_dir s (l - n_u (n_u.l))/|n|;
+     * n = e1 x e2: dn/de1^T g = e2 x g, dn/de2^T g = g x e1 */
+    const double kd = vw->directional;
+    double gn[3], e1[3], e2[3], ge1[3], ge2[3], nl = 0.0, l[3], v[3], vn = 1.0;
+    if (vw->head) {
+      /* headlight l = v/|v|, v = eye - (p0 + p1 + p2)/3 (orthographic: v = -z_c):
+       * dL/dv = k_dir s (n_u - l (n_u.l))/|v|, dv/dp_i = -I/3, dv/d(eye) = I */
+      for (k = 0; k < 3; k++) v[k] = fr->ortho ? -fr->zc[k] : fr->eye[k] - (p[0][k] + p[1][k] + p[2][k]) / 3.0;
+      vn = sqrt(dsr_dot3(v, v));
+      for (k = 0; k < 3; k++) l[k] = v[k] / vn;
+    } else {
+      for (k = 0; k < 3; k++) l[k] = vw->light[k];
+    }
+    for (k = 0; k < 3; k++) nl += n[k] / nn * l[k];
+    for (k = 0; k < 3; k++) gn[k] = gL * kd * sg * (l[k] - n[k] / nn * nl) / nn;
+    if (vw->head) {
+      double gv[3];
+      for (k = 0; k < 3; k++) gv[k] = gL * kd * sg * (n[k] / nn - l[k] * nl) / vn;
+      if (fr->ortho) {
+        /* v = -z_c, unit: dL/dz_c = -dL/dl (raw partial, like the projection's) */
+        if (cam)
+          for (k = 0; k < 3; k++) cam[6 + k] -= gL * kd * sg * n[k] / nn;
+      } else {
+        for (i = 0; i < 3; i++)
+          for (k = 0; k < 3; k++) out[3 * i + k] -= gv[k] / 3.0;
+        if (cam)
+          for (k = 0; k < 3; k++) cam[9 + k] += gv[k];
+      }
+    }
+    for (k = 0; k < 3; k++) {
+      e1[k] = p[1][k] - p[0][k];
+      e2[k] = p[2][k] - p[0][k];
+    }
+    dsr_cross3(ge1, e2, gn);
+    dsr_cross3(ge2, gn, e1);
+    for (k = 0; k < 3; k++) {
+      out[3 + k] += ge1[k];
+      out[6 + k] += ge2[k];
+      out[k] -= ge1[k] + ge2[k];
+    }
+  }
+}
 
 #endif
