@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "engine/batch_priv.h"
+#include "render/raster_batch.h"
 
 namespace {
 
@@ -291,9 +292,48 @@ int cu_run(void* ctx, const dsBatchLaunch* l) {
 
 const char* cu_last_error(void* ctx) { return ctx ? ((Ctx*)ctx)->msg : ""; }
 
+/* ---- the batched renderer's stages (render/raster_batch.h) on the batch's stream ---- */
+template <int S>
+__global__ void __launch_bounds__(THREADS) rstage_kernel(const dsrBatchArgs a, int count, long long n) {
+  const long long k = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (k < n) dsr_bstage_run(S, &a, (int)(k % count), (int)(k / count));
+}
+
+int cu_run_render(void* ctx, int stage, const dsrBatchArgs* a, int count, int B) {
+  Ctx* c = use(ctx);
+  const long long n = (long long)count * B;
+  if (n <= 0) return 0;
+  const unsigned blocks = (unsigned)((n + THREADS - 1) / THREADS);
+#define DS__RLAUNCH(S) \
+  case S: rstage_kernel<S><<<blocks, THREADS, 0, c->stream>>>(*a, count, n); break;
+  switch (stage) {
+    DS__RLAUNCH(DSR_BS_PROJECT)
+    DS__RLAUNCH(DSR_BS_FACES)
+    DS__RLAUNCH(DSR_BS_BIN_COUNT)
+    DS__RLAUNCH(DSR_BS_BIN_SCAN)
+    DS__RLAUNCH(DSR_BS_BIN_FILL)
+    DS__RLAUNCH(DSR_BS_PIXEL)
+    DS__RLAUNCH(DSR_BS_DOWN)
+    DS__RLAUNCH(DSR_BS_LOSS_SUM)
+    DS__RLAUNCH(DSR_BS_LOSS_GRAD)
+    DS__RLAUNCH(DSR_BS_FACE_BWD)
+    DS__RLAUNCH(DSR_BS_GATHER)
+    default:
+      snprintf(c->msg, sizeof c->msg, "unknown render stage %d", stage);
+      return DS_ERR_INVALID;
+  }
+#undef DS__RLAUNCH
+  cudaError_t e = cudaGetLastError();
+  return e == cudaSuccess ? 0 : fail(c, e, "render kernel launch");
+}
+
+const dsRasterBackend raster_backend = {"cuda", cu_alloc, cu_release, cu_put,       cu_get,
+                                        cu_copy, cu_zero,  cu_run_render, cu_last_error};
+
 const dsBatchBackend cuda_backend = {"cuda", cu_open, cu_close, cu_free_bytes, cu_alloc, cu_release, cu_put,
                                      cu_get, cu_copy, cu_zero, cu_run, cu_last_error};
 
 }  // namespace
 
 extern "C" const dsBatchBackend* ds__cuda_batch_backend(void) { return &cuda_backend; }
+extern "C" const dsRasterBackend* ds__cuda_raster_backend(void) { return &raster_backend; }

@@ -26,7 +26,8 @@ CLEANFILES += cuda/*.lo cuda/*.o cuda/.libs/*.o
 # the headers the CUDA objects include: rebuild them when these change
 cuda/batch.lo: $(top_srcdir)/engine/batch_body.h $(top_srcdir)/engine/batch_priv.h $(top_srcdir)/engine/force_tet.h \
   $(top_srcdir)/engine/force_tri.h $(top_srcdir)/engine/force_spring.h $(top_srcdir)/engine/force_bend.h \
-  $(top_srcdir)/engine/force_aero.h $(top_srcdir)/engine/force_contact.h $(top_srcdir)/engine/dsmath.h
+  $(top_srcdir)/engine/force_aero.h $(top_srcdir)/engine/force_contact.h $(top_srcdir)/engine/dsmath.h \
+  $(top_srcdir)/render/raster_batch.h $(top_srcdir)/render/raster_kernel.h $(top_srcdir)/render/loss_kernel.h
 cuda/device.lo: $(top_srcdir)/base/device_priv.h $(top_srcdir)/include/dsim/device.h
 check_PROGRAMS += tests/test_cuda_smoke tests/test_device tests/test_batch_sim tests/test_cuda_parity
 tests_test_cuda_smoke_SOURCES = tests/test_cuda_smoke.c

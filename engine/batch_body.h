@@ -369,7 +369,7 @@ DS_HD DS_INLINE void ds__bs_add_adj(const dsBatchArgs* a, int i, int b) {
   const size_t o = DS__BN3(a, b) + 3 * (size_t)i;
   for (int c = 0; c < 3; c++) {
     a->adj_x[o + c] += a->av[o + c];
-    a->adj_v[o + c] += a->af[o + c];
+    if (a->af) a->adj_v[o + c] += a->af[o + c];
   }
 }
 

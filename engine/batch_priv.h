@@ -110,6 +110,19 @@ typedef struct dsBatchBackend {
 int ds__bsim_create_on(const dsModel* m, const dsBatchSimDef* def, const dsBatchBackend* be, dsBatchSim** out,
                        char* err, size_t errlen);
 
+/* For code that runs on a batch's own backend and context (the envs'
+ * batched renderer, render/raster_batch.h): the context (the CUDA stream);
+ * where the positions of the current state lie, B x n3 in backend memory
+ * (forward: substep t; during a backward: the backward's substep, its
+ * checkpoint segment recomputed when needed); a zeroed B x n3 scratch for
+ * an adjoint of the positions, then that scratch added to the adjoint of
+ * the backward's current state. The scratch is free between backward
+ * steps only. */
+void* ds__bsim_context(const dsBatchSim* s);
+int ds__bsim_positions(dsBatchSim* s, const dsReal** x);
+int ds__bsim_adj_scratch(dsBatchSim* s, dsReal** adj_x);
+int ds__bsim_add_adj_scratch(dsBatchSim* s);
+
 /* engine/batch_cpu.c */
 extern const dsBatchBackend ds__cpu_batch_backend;
 /* cuda/batch.cu with --enable-cuda; NULL without. */

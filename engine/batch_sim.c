@@ -831,6 +831,51 @@ int ds_bsim_add_adjoint(dsBatchSim* s, const dsReal* adj_x, const dsReal* adj_v)
   return run(s, DS__BS_ADD_ADJ, &a);
 }
 
+static int load_segment(dsBatchSim* s, int t);
+
+void* ds__bsim_context(const dsBatchSim* s) { return s ? s->ctx : NULL; }
+
+int ds__bsim_adj_scratch(dsBatchSim* s, dsReal** adj_x) {
+  if (!s || !adj_x) return DS_ERR_INVALID;
+  if (s->bt < 0) return ds__seterr(&s->err, DS_ERR_STATE, "batch: adjoint scratch outside a backward pass");
+  *adj_x = s->R + s->L.o_av[0]; /* as ds_bsim_add_adjoint: free between backward steps */
+  int rc = s->be->zero(s->ctx, *adj_x, bn3(s) * sizeof(dsReal));
+  return rc ? be_fail(s, rc, "clearing adjoints") : 0;
+}
+
+int ds__bsim_add_adj_scratch(dsBatchSim* s) {
+  if (!s) return DS_ERR_INVALID;
+  if (s->bt < 0) return ds__seterr(&s->err, DS_ERR_STATE, "batch: add_adjoint outside a backward pass");
+  dsBatchArgs a = base_args(s);
+  a.adj_x = s->R + s->L.o_adj[0];
+  a.adj_v = s->R + s->L.o_adj[1];
+  a.av = s->R + s->L.o_av[0];
+  a.af = NULL; /* no velocity part */
+  return run(s, DS__BS_ADD_ADJ, &a);
+}
+
+int ds__bsim_positions(dsBatchSim* s, const dsReal** x) {
+  if (!s || !x) return DS_ERR_INVALID;
+  const dsBatchLayout* L = &s->L;
+  if (s->bt < 0) {
+    dsReal *cx, *cv;
+    cur_state(s, &cx, &cv);
+    *x = cx;
+    return 0;
+  }
+  const int t = s->bt;
+  if (L->K == 1) {
+    *x = s->R + L->o_tape[0] + (size_t)t * bn3(s);
+  } else if (t % L->K == 0) {
+    *x = s->R + L->o_tape[0] + (size_t)(t / L->K) * bn3(s);
+  } else {
+    int rc = load_segment(s, t);
+    if (rc) return rc;
+    *x = s->R + L->o_seg[0] + (size_t)(t - s->seg_start) * bn3(s);
+  }
+  return 0;
+}
+
 int ds_bsim_backward_begin(dsBatchSim* s, const dsReal* adj_x, const dsReal* adj_v) {
   if (!s) return DS_ERR_INVALID;
   const dsBatchLayout* L = &s->L;

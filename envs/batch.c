@@ -23,6 +23,7 @@ struct dsBatch {
   /* One engine for every env (a definition on the batched engine, without
      gradients): env i is instance i of bs and its data mirror it */
   dsBatchSim* bs;
+  dsEnvGroupRender* bgr; /* the frame renderer of the lockstep backward (made when first needed) */
   dsReal *bx, *bv;  /* n x n3: every env's state, to and from bs */
   dsReal* bact;     /* n x nact: every env's activations */
   int *s0, *s1;     /* per env: the substeps of its step in this call (s0 < 0: not stepped) */
@@ -49,6 +50,7 @@ void ds_batch_destroy(dsBatch* b) {
   ds__free(b->seed);
   ds__free(b->seeded);
   ds__free(b->rc);
+  ds__env_group_render_free(b->bgr);
   ds_bsim_free(b->bs);
   ds__free(b->bx);
   ds__free(b->bv);
@@ -545,7 +547,7 @@ static int batch_backward(dsBatch* b, int builtin, const dsReal* adj_obs, const 
     for (int i = 0; i < b->n; i++)
       if (b->rc[i] && !b->skip[i]) return collect(b, status);
     if (ref < 0) return collect(b, status); /* every episode failed */
-    int rc = ds__env_group_backward(b->envs, b->n, b->bs, b->specs, b->skip, 0, b->gas, b->bx, b->bv, b->badj,
+    int rc = ds__env_group_backward(b->envs, b->n, b->bs, &b->bgr, b->specs, b->skip, 0, b->gas, b->bx, b->bv, b->badj,
                                     b->rcs);
     if (rc) {
       int named = 0;

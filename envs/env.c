@@ -40,6 +40,8 @@
 #include <string.h>
 
 #include "envs/env_priv.h"
+#include "engine/batch_priv.h"
+#include "render/raster_batch.h"
 #include "io/cfg.h"
 
 /* ---- small helpers ---------------------------------------------------------- */
@@ -144,6 +146,8 @@ static void write_obs(const dsEnv* e, const dsReal* x, const dsReal* v, dsReal* 
 
 /* ---- build / free ----------------------------------------------------------- */
 static void free_sized(dsEnv* e) {
+  ds__env_group_render_free(e->bgr);
+  e->bgr = NULL;
   ds_bsim_free(e->bs);
   e->bs = NULL;
   ds_data_free(e->d);
@@ -466,6 +470,7 @@ static int env_create(const dsEnvDef* def, char* text, int member, dsEnv** out, 
     ds__seterr(&e->err, rc, "%s: %s", def->cls->name, why);
     goto fail;
   }
+  e->ldef = ld;
   rc = ds_image_loss_create(&e->il, &ld, def->width, def->height);
   if (rc) {
     ds__seterr(&e->err, rc, "cannot create the image loss (%s)", ds_strerror(rc));
@@ -690,6 +695,7 @@ static int place_goal(dsEnv* e) {
       return rc;
     }
     e->have_goal = 1;
+    e->goal_serial++;
   }
   return 0;
 }
@@ -887,21 +893,30 @@ int ds_env_loss(const dsEnv* ce, dsReal* loss) {
 
 typedef dsEnvBwdSpec BwdSpec;
 
-/* Adds dL/d(state s) of every term at substep s into d->adj_x / d->adj_v. */
-static int add_terms(dsEnv* e, const BwdSpec* sp, int s, int t, int nf) {
+/* The weight of frame f's image loss (at substep s; nf frames kept) in the
+ * loss a backward differentiates: the built-in loss's, and minus the
+ * reward adjoint of the step whose reward holds it. */
+static dsReal frame_weight(const dsEnv* e, const BwdSpec* sp, int s, int f, int nf) {
+  const int lk = e->def.loss_kind;
+  dsReal w = 0;
+  if (sp->builtin) w += (lk == DS_ENV_LOSS_IMAGE_SUM || (lk == DS_ENV_LOSS_IMAGE_LAST && f == nf - 1)) ? 1 : 0;
+  if (sp->adj_reward && s > 0 && (lk == DS_ENV_LOSS_IMAGE_SUM || (lk == DS_ENV_LOSS_IMAGE_LAST && f == e->nframe - 1)))
+    w -= sp->adj_reward[(s - 1) / e->C];
+  return w;
+}
+
+/* Adds dL/d(state s) of every term at substep s into d->adj_x / d->adj_v
+ * (frames 0: but the frame terms). */
+static int add_terms(dsEnv* e, const BwdSpec* sp, int s, int t, int nf, int frames) {
   const dsModel* m = e->m;
   dsData* d = e->d;
   const int lk = e->def.loss_kind, steps = (t + e->C - 1) / e->C;
   const size_t n3 = (size_t)e->n3, npix = 4 * (size_t)e->def.width * e->def.height;
   int rc = 0;
-  /* frame terms */
+  /* frame terms (unless the group renders them where its engine runs) */
   const int f = e->frame_at[s];
-  if (f >= 0 && f < nf) {
-    dsReal w = 0;
-    if (sp->builtin) w += (lk == DS_ENV_LOSS_IMAGE_SUM || (lk == DS_ENV_LOSS_IMAGE_LAST && f == nf - 1)) ? 1 : 0;
-    if (sp->adj_reward && s > 0 &&
-        (lk == DS_ENV_LOSS_IMAGE_SUM || (lk == DS_ENV_LOSS_IMAGE_LAST && f == e->nframe - 1)))
-      w -= sp->adj_reward[(s - 1) / e->C];
+  if (frames && f >= 0 && f < nf) {
+    const dsReal w = frame_weight(e, sp, s, f, nf);
     if (w != 0) {
       rc = frame_image_loss(e, e->frame_x + (size_t)f * n3, NULL, w, "backward", f);
       if (rc) return rc;
@@ -966,10 +981,124 @@ static int group_fail(dsEnv** envs, int n, dsBatchSim* bs, int rc, const char* w
   return rc;
 }
 
-/* every env's host terms at substep s, then their adjoints into the engine */
-static int group_terms(dsEnv** envs, int n, dsBatchSim* bs, const BwdSpec* sp, const unsigned char* skip, int s,
-                       int t, int nf, dsReal* bx, dsReal* bv, int* rcs) {
-  DS__ENVS_FOR(n, i) { rcs[i] = skip && skip[i] ? 0 : add_terms(envs[i], sp + i, s, t, nf); }
+/* ---- frame terms rendered where the group's engine runs ---------------------------
+ * One batched renderer per view on the engine's backend and context
+ * (render/raster_batch.h): the engine's positions at the frame's substep
+ * are rendered, the loss against each env's goal taken and differentiated
+ * (times each env's frame weight) and the adjoint added to the engine's,
+ * without the positions or images crossing to the host. Per instance the
+ * bits are those of frame_image_loss. */
+struct dsEnvGroupRender {
+  dsBatchRaster* r[2];
+  int B, nview;
+  unsigned* serial; /* B x 2: the goal serial of each instance's uploaded goal (0: none) */
+  dsReal* goals;    /* B x npx staging */
+  dsReal* w;        /* B frame weights */
+  dsReal* loss;     /* B */
+};
+
+static int batched_frames = 1;
+void ds__env_set_batched_frames(int on) { batched_frames = on != 0; }
+
+void ds__env_group_render_free(dsEnvGroupRender* gr) {
+  if (!gr) return;
+  ds__braster_destroy(gr->r[0]);
+  ds__braster_destroy(gr->r[1]);
+  ds__free(gr->serial);
+  ds__free(gr->goals);
+  ds__free(gr->w);
+  ds__free(gr->loss);
+  ds__free(gr);
+}
+
+static int group_render_make(dsEnvGroupRender** out, dsEnv* e0, dsBatchSim* bs, int B, char* err, size_t errlen) {
+  const dsRasterBackend* be =
+      ds_bsim_device(bs).kind == DS_DEVICE_CUDA ? ds__cuda_raster_backend() : &ds__cpu_raster_backend;
+  if (!be) return ds__puterr(err, errlen, DS_ERR_UNSUPPORTED, "this dsim was built without CUDA");
+  dsEnvGroupRender* gr = (dsEnvGroupRender*)ds__calloc(1, sizeof *gr);
+  const size_t npx = 4 * (size_t)e0->def.width * e0->def.height;
+  int rc = gr ? 0 : ds__puterr(err, errlen, DS_ERR_NOMEM, "out of memory");
+  if (gr) {
+    gr->B = B;
+    gr->nview = e0->r2 ? 2 : 1;
+    gr->serial = (unsigned*)ds__calloc(2 * (size_t)B, sizeof(unsigned));
+    gr->goals = (dsReal*)ds__malloc(sizeof(dsReal) * npx * (size_t)B);
+    gr->w = (dsReal*)ds__calloc((size_t)B, sizeof(dsReal));
+    gr->loss = (dsReal*)ds__calloc((size_t)B, sizeof(dsReal));
+    if (!gr->serial || !gr->goals || !gr->w || !gr->loss) rc = ds__puterr(err, errlen, DS_ERR_NOMEM, "out of memory");
+  }
+  for (int v = 0; v < (gr ? gr->nview : 0) && !rc; v++)
+    rc = ds__braster_create(&gr->r[v], be, ds__bsim_context(bs), ds_raster_settings(v ? e0->r2 : e0->r), B, e0->np,
+                            e0->m->nface, e0->m->face_idx, e0->face_colors, DS_COLOR_FACE, err, errlen);
+  if (rc) {
+    ds__env_group_render_free(gr);
+    return rc;
+  }
+  *out = gr;
+  return 0;
+}
+
+/* The frame terms at substep s of every env of the group (frame f of all of
+ * them: they are at one substep of one schedule), into the engine's
+ * adjoint. */
+static int group_frames(dsEnv** envs, int n, dsBatchSim* bs, dsEnvGroupRender** grp, const BwdSpec* sp,
+                        const unsigned char* skip, int ref, int s, int nf) {
+  dsEnv* e0 = envs[ref];
+  const int f = e0->frame_at[s];
+  if (f < 0 || f >= nf) return 0;
+  int any = 0;
+  for (int i = 0; i < n && !any; i++) any = !(skip && skip[i]) && frame_weight(envs[i], sp + i, s, f, nf) != 0;
+  if (!any) return 0;
+  char why[256];
+  int rc = 0;
+  if (!*grp && (rc = group_render_make(grp, e0, bs, n, why, sizeof why))) {
+    for (int i = 0; i < n; i++) ds__seterr(&envs[i]->err, rc, "backward: frame %d: batched render: %s", f, why);
+    return rc;
+  }
+  dsEnvGroupRender* gr = *grp;
+  for (int i = 0; i < n; i++) gr->w[i] = skip && skip[i] ? 0 : frame_weight(envs[i], sp + i, s, f, nf);
+  const dsReal* x = NULL;
+  dsReal* ax = NULL;
+  rc = ds__bsim_positions(bs, &x);
+  if (!rc) rc = ds__bsim_adj_scratch(bs, &ax);
+  if (rc) return group_fail(envs, n, bs, rc, "backward: batched engine");
+  const size_t npx = 4 * (size_t)e0->def.width * e0->def.height;
+  for (int v = 0; v < gr->nview && !rc; v++) {
+    int stale = 0;
+    for (int i = 0; i < n; i++) stale |= gr->serial[2 * i + v] != envs[i]->goal_serial;
+    if (stale) {
+      for (int i = 0; i < n; i++) {
+        memcpy(gr->goals + (size_t)i * npx, v ? envs[i]->goal_img2 : envs[i]->goal_img, npx * sizeof(dsReal));
+        gr->serial[2 * i + v] = envs[i]->goal_serial;
+      }
+      rc = ds__braster_set_goal(gr->r[v], gr->goals, 1);
+    }
+    if (!rc) rc = ds__braster_render(gr->r[v], x, NULL);
+    if (!rc) rc = ds__braster_loss(gr->r[v], &e0->ldef, gr->w, gr->loss);
+    if (!rc) rc = ds__braster_backward(gr->r[v], NULL, ax);
+    if (rc) {
+      for (int i = 0; i < n; i++) {
+        gr->serial[2 * i + v] = 0; /* upload again next time */
+        ds__seterr(&envs[i]->err, rc, "backward%s: frame %d: %s", v ? " (camera2)" : "", f,
+                   ds__braster_last_error(gr->r[v]));
+      }
+      return rc;
+    }
+  }
+  rc = ds__bsim_add_adj_scratch(bs);
+  return rc ? group_fail(envs, n, bs, rc, "backward: batched engine: adding adjoints") : 0;
+}
+
+/* every env's host terms at substep s, then their adjoints into the engine
+ * (the frame terms first, where the engine runs, when grp is not NULL) */
+static int group_terms(dsEnv** envs, int n, dsBatchSim* bs, dsEnvGroupRender** grp, const BwdSpec* sp,
+                       const unsigned char* skip, int ref, int s, int t, int nf, dsReal* bx, dsReal* bv, int* rcs) {
+  if (grp) {
+    int rc = group_frames(envs, n, bs, grp, sp, skip, ref, s, nf);
+    if (rc) return rc;
+  }
+  const int frames = grp == NULL;
+  DS__ENVS_FOR(n, i) { rcs[i] = skip && skip[i] ? 0 : add_terms(envs[i], sp + i, s, t, nf, frames); }
   DS__ENVS_END();
   int dirty = 0;
   for (int i = 0; i < n; i++) {
@@ -996,8 +1125,9 @@ static int group_terms(dsEnv** envs, int n, dsBatchSim* bs, const BwdSpec* sp, c
   return rc ? group_fail(envs, n, bs, rc, "backward: batched engine: adding adjoints") : 0;
 }
 
-int ds__env_group_backward(dsEnv** envs, int n, dsBatchSim* bs, const BwdSpec* sp, const unsigned char* skip,
-                           int first, dsReal* const* grad_actions, dsReal* bx, dsReal* bv, dsReal* badj, int* rcs) {
+int ds__env_group_backward(dsEnv** envs, int n, dsBatchSim* bs, dsEnvGroupRender** gr, const BwdSpec* sp,
+                           const unsigned char* skip, int first, dsReal* const* grad_actions, dsReal* bx, dsReal* bv,
+                           dsReal* badj, int* rcs) {
   int ref = 0;
   while (skip && ref < n - 1 && skip[ref]) ref++;
   dsEnv* e0 = envs[ref];
@@ -1013,7 +1143,9 @@ int ds__env_group_backward(dsEnv** envs, int n, dsBatchSim* bs, const BwdSpec* s
   int rc = ds_bsim_zero_grad(bs);
   if (!rc) rc = ds_bsim_backward_begin(bs, NULL, NULL);
   if (rc) return group_fail(envs, n, bs, rc, "backward: batched engine");
-  if ((rc = group_terms(envs, n, bs, sp, skip, t, t, nf, bx, bv, rcs))) return rc;
+  /* frame terms where the engine runs (one instance per env) */
+  dsEnvGroupRender** grp = batched_frames && gr && ds_bsim_batch(bs) == n ? gr : NULL;
+  if ((rc = group_terms(envs, n, bs, grp, sp, skip, ref, t, t, nf, bx, bv, rcs))) return rc;
   int s = t;
   while (s > s_stop) {
     const int k = (s - 1) / e0->C;
@@ -1033,7 +1165,7 @@ int ds__env_group_backward(dsEnv** envs, int n, dsBatchSim* bs, const BwdSpec* s
       for (int j = 0; j < A; j++) ga[j] += badj[(size_t)i * nact + (size_t)first_act + (size_t)j];
     }
     s = lo;
-    if ((rc = group_terms(envs, n, bs, sp, skip, s, t, nf, bx, bv, rcs))) return rc;
+    if ((rc = group_terms(envs, n, bs, grp, sp, skip, ref, s, t, nf, bx, bv, rcs))) return rc;
   }
   if (s_stop == 0 && (rc = ds_bsim_backward_finish(bs))) return group_fail(envs, n, bs, rc, "backward: batched engine");
   for (int i = 0; i < n; i++) {
@@ -1082,14 +1214,15 @@ static int env_backward(dsEnv* e, const BwdSpec* sp, int first, dsReal* grad_act
   if (rc) return rc;
   int one_rc;
   if (e->bs)
-    return ds__env_group_backward(&e, 1, e->bs, sp, NULL, first, &grad_actions, NULL, NULL, e->badj_act, &one_rc);
+    return ds__env_group_backward(&e, 1, e->bs, &e->bgr, sp, NULL, first, &grad_actions, NULL, NULL, e->badj_act,
+                                  &one_rc);
   const dsModel* m = e->m;
   dsData* d = e->d;
   const int t = d->t, nf = frames_done(e, t), A = e->adim;
   const int s_stop = first * e->C < t ? first * e->C : t;
   rc = ds_backward_begin(m, d);
   if (rc) return ds__seterr(&e->err, rc, "backward: %s", ds_data_last_error(d));
-  rc = add_terms(e, sp, t, t, nf);
+  rc = add_terms(e, sp, t, t, nf, 1);
   if (rc) return rc;
   for (int s = t - 1; s >= s_stop; s--) {
     rc = ds_backward_step(m, d, e->g, m->nact ? e->adj_act : NULL, e->adj_fext);
@@ -1098,7 +1231,7 @@ static int env_backward(dsEnv* e, const BwdSpec* sp, int first, dsReal* grad_act
     dsReal* ga = grad_actions ? grad_actions + (size_t)k * A : NULL;
     if (!ga) memset(e->sink, 0, (size_t)A * sizeof(dsReal)); /* dL/da nobody asked for */
     action_bwd(e, k, s, e->actions + (size_t)k * A, ga ? ga : e->sink);
-    rc = add_terms(e, sp, s, t, nf);
+    rc = add_terms(e, sp, s, t, nf, 1);
     if (rc) return rc;
   }
   if (s_stop == 0) { /* the initial state's adjoints: parameter gradients */

@@ -13,6 +13,15 @@
 #include "base/internal.h"
 #include "base/rng.h"
 
+/* The frame terms of a group of envs on one batched engine, rendered and
+ * differentiated where the engine's instances run (render/raster_batch.h;
+ * env.c). */
+typedef struct dsEnvGroupRender dsEnvGroupRender;
+void ds__env_group_render_free(dsEnvGroupRender* gr);
+/* Tests: 0 renders the group's frame terms on the host, env by env, as
+ * before (the same bits when a frame is the only term at its substep). */
+void ds__env_set_batched_frames(int on);
+
 struct dsEnv {
   dsEnvDef def;
   const dsEnvClass* cls;
@@ -27,6 +36,7 @@ struct dsEnv {
   dsRaster* r;
   dsRaster* r2;         /* the second view (camera2), or NULL */
   dsImageLoss* il;     /* frame loss against the goal image */
+  dsLossDef ldef;      /* its definition */
   dsReal* face_colors;  /* nface x 3 */
   dsReal* goal_x;       /* goal state positions, nparticle x 3 */
   dsReal* frame_x;      /* positions of every scheduled frame, nframe x n3 */
@@ -41,6 +51,7 @@ struct dsEnv {
   /* the physics on the batched engine (def.device CUDA, or def.batch_engine):
      d is then a host mirror without a tape (x, v, act, adjoint scratch, t) */
   dsBatchSim* bs;
+  dsEnvGroupRender* bgr; /* bs's frame renderer (made at the first backward that needs it), or NULL */
   dsReal* bgrad;        /* scratch: the largest parameter's count */
   dsReal* badj_act;     /* scratch: nact */
   int adj_dirty;        /* add_terms wrote into d->adj_x / d->adj_v since the last upload */
@@ -64,6 +75,7 @@ struct dsEnv {
   /* episode */
   int have_episode;     /* a reset happened */
   int have_goal;        /* goal_x and goal_img hold the goal of the current start */
+  unsigned goal_serial; /* counts the goal images rendered (a batched renderer's uploads follow it) */
   uint64_t goal_seed;   /* the seed of the current episode */
   dsReal goal_draw;     /* the goal x drawn from it (before the relative offset) */
   dsReal* x0_def;       /* the start the definition gives (built, placed by the class's reset) */
@@ -121,15 +133,17 @@ typedef struct dsEnvBwdSpec {
 int ds__env_bwd_prepare(dsEnv* e, const dsEnvBwdSpec* sp, int first, dsReal* grad_actions);
 /* Then the backward of n such envs that are instances 0..n-1 of one batched
  * engine bs (n = 1: an env's own engine), all at the same substep of one
- * schedule, down to the start of step `first`: sp[i] and grad_actions[i]
+ * schedule, down to the start of step `first` (*gr: the group's frame
+ * renderer, made when first needed, freed by the owner of bs): sp[i] and grad_actions[i]
  * (steps x action_size, or NULL) are env i's; bx, bv (n x n3; unused when n
  * is 1), badj (n x nact) and rcs (n) are scratch. Host terms run across
  * threads. skip (n, or NULL): envs left out (their episode failed: their
  * instance's adjoints are meaningless), not all of them. On failure the
  * message is on the env that failed, or on every env for the engine's own
  * errors. */
-int ds__env_group_backward(dsEnv** envs, int n, dsBatchSim* bs, const dsEnvBwdSpec* sp, const unsigned char* skip,
-                           int first, dsReal* const* grad_actions, dsReal* bx, dsReal* bv, dsReal* badj, int* rcs);
+int ds__env_group_backward(dsEnv** envs, int n, dsBatchSim* bs, dsEnvGroupRender** gr, const dsEnvBwdSpec* sp,
+                           const unsigned char* skip, int first, dsReal* const* grad_actions, dsReal* bx, dsReal* bv,
+                           dsReal* badj, int* rcs);
 
 /* env_def.c: the env section's key table (common keys, then the class's, in
  * group order) for def->cls, into tab (cap entries, NULL-terminated), with

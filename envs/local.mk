@@ -49,3 +49,6 @@ TESTS += tests/test_batch_lockstep
 check_PROGRAMS += tests/test_rigid_env
 tests_test_rigid_env_SOURCES = tests/test_rigid_env.c
 TESTS += tests/test_rigid_env
+check_PROGRAMS += tests/test_batch_frames
+tests_test_batch_frames_SOURCES = tests/test_batch_frames.c
+TESTS += tests/test_batch_frames

@@ -36,6 +36,7 @@
 
 #include "dsim/raster.h"
 #include "base/internal.h"
+#include "render/loss_kernel.h"
 
 #define NC 4 /* channels */
 
@@ -355,35 +356,13 @@ static double base_level(dsImageLoss* l, int lv, double wgt, int want_grad) {
   return acc / (double)n;
 }
 
-#define MOMENTS_EPS 1.0
-/* alpha mass m (with eps) and centroid c of an RGBA image; pixel centres in
- * normalised device coordinates, row 0 at the top */
-static void alpha_centroid(const dsReal* img, int w, int h, double* m, double c[2]) {
-  double s = 0, sx = 0, sy = 0;
-  for (int r = 0; r < h; r++) {
-    const double y = (double)(2 * (h - 1 - r) + 1 - h) / h;
-    double rs = 0, rx = 0;
-    for (int k = 0; k < w; k++) {
-      const double a = img[((size_t)r * w + k) * NC + 3];
-      rs += a;
-      rx += a * ((double)(2 * k + 1 - w) / w);
-    }
-    s += rs;
-    sx += rx;
-    sy += rs * y;
-  }
-  *m = s + MOMENTS_EPS;
-  c[0] = sx / *m;
-  c[1] = sy / *m;
-}
-
 /* the moments term; its gradient is added into g (full resolution) */
 static double moments_term(const dsImageLoss* l, const dsReal* img, const dsReal* goal, double* g) {
   const int w = l->w, h = l->h;
   const double wt = (double)l->def.moments_weight, q = (double)l->def.moments_size;
   double m, mg, c[2], cg[2];
-  alpha_centroid(img, w, h, &m, c);
-  alpha_centroid(goal, w, h, &mg, cg);
+  dsr_alpha_centroid(img, w, h, &m, c);
+  dsr_alpha_centroid(goal, w, h, &mg, cg);
   const double dx = c[0] - cg[0], dy = c[1] - cg[1], lr = 0.5 * log(m / mg);
   if (g) {
     const double sx = 2 * wt * dx / m, sy = 2 * wt * dy / m, s0 = wt * q * lr / m;

@@ -61,7 +61,7 @@
 
 #include "dsim/raster.h"
 #include "base/internal.h"
-#include "render/raster_kernel.h"
+#include "render/raster_batch.h"
 
 #define DSR_TILE 32
 #define DSR_PI 3.14159265358979323846
@@ -230,27 +230,50 @@ static int check_settings(const dsRenderSettings* s, dsrFrame* fr) {
   return camera_frame(&s->camera, s->width, s->height, fr);
 }
 
-static void apply_settings(dsRaster* r, const dsRenderSettings* s, const dsrFrame* fr) {
+/* The constants and geometry of settings s (frame fr) into v. */
+static void view_from(dsrView* v, const dsRenderSettings* s, const dsrFrame* fr) {
   double ln = log(1e4 - 1.0), n;
   int i;
+  memset(v, 0, sizeof *v);
+  v->fr = *fr;
+  v->c.sigma = s->sigma;
+  v->c.isigma = 1.0 / (double)s->sigma;
+  v->c.r2 = (double)s->sigma * ln;
+  v->c.r = sqrt(v->c.r2);
+  v->c.znear = s->camera.znear;
+  v->c.zfar = s->camera.zfar;
+  v->c.zscale = 1.0 / (((double)s->camera.zfar - (double)s->camera.znear) * (double)s->gamma);
+  v->c.ortho = fr->ortho;
+  for (i = 0; i < 3; i++) v->light[i] = s->light_dir[i];
+  n = sqrt(dot3(v->light, v->light));
+  for (i = 0; i < 3; i++) v->light[i] = n > 0 ? v->light[i] / n : 0.0;
+  v->head = !(n > 0);
+  v->ambient = s->ambient;
+  v->directional = s->directional;
+  for (i = 0; i < 4; i++) v->bg[i] = s->background[i];
+  v->m0 = (double)s->eps / (double)s->gamma;
+  v->W = s->width;
+  v->H = s->height;
+  v->k = s->supersample;
+  v->Wi = v->W * v->k;
+  v->Hi = v->H * v->k;
+  v->iWi = 1.0 / v->Wi;
+  v->tile = v->k * (DSR_TILE / v->k > 0 ? DSR_TILE / v->k : 1);
+  v->ntx = (v->Wi + v->tile - 1) / v->tile;
+  v->nty = (v->Hi + v->tile - 1) / v->tile;
+  v->ntiles = v->ntx * v->nty;
+}
+
+int ds__raster_view(const dsRenderSettings* s, dsrView* v) {
+  dsrFrame fr;
+  if (!s || !v || check_settings(s, &fr) != DS_OK) return DS_ERR_INVALID;
+  view_from(v, s, &fr);
+  return DS_OK;
+}
+
+static void apply_settings(dsRaster* r, const dsRenderSettings* s, const dsrFrame* fr) {
   r->s = *s;
-  r->v.fr = *fr;
-  r->v.c.sigma = s->sigma;
-  r->v.c.isigma = 1.0 / (double)s->sigma;
-  r->v.c.r2 = (double)s->sigma * ln;
-  r->v.c.r = sqrt(r->v.c.r2);
-  r->v.c.znear = s->camera.znear;
-  r->v.c.zfar = s->camera.zfar;
-  r->v.c.zscale = 1.0 / (((double)s->camera.zfar - (double)s->camera.znear) * (double)s->gamma);
-  r->v.c.ortho = fr->ortho;
-  for (i = 0; i < 3; i++) r->v.light[i] = s->light_dir[i];
-  n = sqrt(dot3(r->v.light, r->v.light));
-  for (i = 0; i < 3; i++) r->v.light[i] = n > 0 ? r->v.light[i] / n : 0.0;
-  r->v.head = !(n > 0);
-  r->v.ambient = s->ambient;
-  r->v.directional = s->directional;
-  for (i = 0; i < 4; i++) r->v.bg[i] = s->background[i];
-  r->v.m0 = (double)s->eps / (double)s->gamma;
+  view_from(&r->v, s, fr);
   r->rendered = 0;
 }
 
@@ -312,18 +335,9 @@ int ds_raster_create(dsRaster** out, const dsRenderSettings* s, int max_faces, i
   }
   r = (dsRaster*)ds__calloc(1, sizeof *r);
   if (!r) return DS_ERR_NOMEM;
-  r->v.W = s->width;
-  r->v.H = s->height;
-  r->v.k = s->supersample;
-  r->v.Wi = r->v.W * r->v.k;
-  r->v.Hi = r->v.H * r->v.k;
-  r->v.iWi = 1.0 / r->v.Wi;
+  view_from(&r->v, s, &fr);
   r->max_faces = max_faces;
   r->max_verts = max_verts;
-  r->v.tile = r->v.k * (DSR_TILE / r->v.k > 0 ? DSR_TILE / r->v.k : 1);
-  r->v.ntx = (r->v.Wi + r->v.tile - 1) / r->v.tile;
-  r->v.nty = (r->v.Hi + r->v.tile - 1) / r->v.tile;
-  r->v.ntiles = r->v.ntx * r->v.nty;
   r->bin_cap = DSR_BIG_TILES * (max_faces > 0 ? max_faces : 1);
   npix = (size_t)r->v.Wi * (size_t)r->v.Hi;
   r->vproj = (double*)ds__malloc(sizeof(double) * 3 * (size_t)(max_verts + 1));

@@ -15,6 +15,7 @@
 #define DSIM_RENDER_RASTER_KERNEL_H
 
 #include <math.h>
+#include <string.h>
 
 #include "base/hd.h"
 #include "dsim/base.h"

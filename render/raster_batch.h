@@ -1,0 +1,280 @@
+/* The soft rasterizer and the single-scale image losses for a batch of B
+ * instances of one mesh topology, as single-source stages: one DS_HD
+ * function per stage, called for (index e, instance b) with plain arrays.
+ * The CPU backend of the batched engine runs them in OpenMP loops over
+ * (b, e), the CUDA backend launches them from kernels, one thread per pair
+ * (engine/batch_priv.h, dsBatchBackend.run_render); engine/batch_render.c
+ * orders them.
+ *
+ * The math is render/raster_kernel.h's and render/loss_kernel.h's, the
+ * bodies ds_raster_render / ds_raster_backward / ds_image_loss_eval call, in
+ * the same order per pixel, face and vertex, so an instance gives the bits
+ * of the single renderer on its own positions (tests/test_batch_render.c):
+ *   PROJECT   (vertex)  NDC position and depth
+ *   FACES     (face)    face setup, light, bounding box, tile range
+ *   BIN_COUNT (tile)    faces (not big) whose tile range holds the tile
+ *   BIN_SCAN  (1)       per instance: bin offsets; the big faces' list
+ *   BIN_FILL  (tile)    the tile's faces, ascending
+ *   PIXEL     (pixel)   the pixel's state over its tile's faces, ascending,
+ *                       then the big faces, ascending (the order the
+ *                       single renderer's tile loop visits them), normalised
+ *   DOWN      (output pixel) the k x k mean: the image
+ *   LOSS_SUM  (1)       per instance: the loss, summed in pixel order
+ *   LOSS_GRAD (value)   dL/d(image), times the instance's weight
+ *   FACE_BWD  (face)    the face's adjoint over its pixels, then to world
+ *   GATHER    (vertex)  the vertex's faces' gradients, in face order
+ * No stage sums across threads. */
+#ifndef DSIM_RENDER_RASTER_BATCH_H
+#define DSIM_RENDER_RASTER_BATCH_H
+
+#include "render/loss_kernel.h"
+#include "render/raster_kernel.h"
+
+enum {
+  DSR_BS_PROJECT,
+  DSR_BS_FACES,
+  DSR_BS_BIN_COUNT,
+  DSR_BS_BIN_SCAN,
+  DSR_BS_BIN_FILL,
+  DSR_BS_PIXEL,
+  DSR_BS_DOWN,
+  DSR_BS_LOSS_SUM,
+  DSR_BS_LOSS_GRAD,
+  DSR_BS_FACE_BWD,
+  DSR_BS_GATHER,
+  DSR_BS_COUNT
+};
+
+/* Per-instance blocks: instance b's block of an array of n per instance
+ * starts at b n. */
+typedef struct dsrBatchArgs {
+  dsrView v;
+  int B, nvert, nface, vertex_color, bin_cap;
+  /* shared */
+  const int* faces;      /* 3 nface */
+  const dsReal* colors;  /* 3 nface (flat) or 3 nvert (per vertex) */
+  const int* vinc_start; /* nvert + 1 offsets into vinc */
+  const int* vinc;       /* per vertex: the face corners 3 j + i that use it, ascending */
+  /* per instance */
+  const dsReal* verts;   /* B x 3 nvert */
+  double* vproj;         /* B x 3 nvert */
+  dsrFace* face;         /* B x nface */
+  int* ftile;            /* B x 4 nface */
+  int* bin_start;        /* B x (ntiles + 1) */
+  int* bins;             /* B x bin_cap */
+  int* big;              /* B x (nface + 1): the count, then the faces */
+  double* pix;           /* B x 6 Wi Hi */
+  dsReal* image;         /* B x 4 W H */
+  /* losses */
+  dsrLossConst lc;
+  const dsReal* goal;    /* instance b's goal at goal + b goal_stride (0: one goal) */
+  size_t goal_stride;
+  const dsReal* weight;  /* B, NULL: 1 */
+  dsReal* loss;          /* B */
+  double* lstat;         /* B x DSR_LSTAT */
+  /* backward */
+  dsReal* dimage;        /* B x 4 W H: dL/d(image) */
+  double* fgrad;         /* B x 9 nface */
+  double* fcgrad;        /* B x 9 nface */
+  dsReal* dverts;        /* B x 3 nvert, += the gradient */
+} dsrBatchArgs;
+
+/* Indices a stage runs over, per instance (host code: counts only). */
+DS_HD DSR_INLINE int dsr_bstage_count(const dsrBatchArgs* a, int stage) {
+  switch (stage) {
+    case DSR_BS_PROJECT: case DSR_BS_GATHER: return a->nvert;
+    case DSR_BS_FACES: case DSR_BS_FACE_BWD: return a->nface;
+    case DSR_BS_BIN_COUNT: case DSR_BS_BIN_FILL: return a->v.ntiles;
+    case DSR_BS_PIXEL: return a->v.Wi * a->v.Hi;
+    case DSR_BS_DOWN: return a->v.W * a->v.H;
+    case DSR_BS_LOSS_GRAD: return 4 * a->v.W * a->v.H;
+    default: return 1;
+  }
+}
+
+#define DSR_B(a, b, n) ((size_t)(b) * (size_t)(n))
+
+/* Whether face j's tile range holds tile (tx, ty). */
+DS_HD DSR_INLINE int dsr_ft_holds(const int* ft, int tx, int ty) {
+  return tx >= ft[0] && tx <= ft[1] && ty >= ft[2] && ty <= ft[3];
+}
+
+DS_HD DSR_INLINE void dsr_bs_bin(const dsrBatchArgs* a, int t, int b, int fill) {
+  const int* ft = a->ftile + DSR_B(a, b, 4 * a->nface);
+  int* bs = a->bin_start + DSR_B(a, b, a->v.ntiles + 1);
+  int* bins = a->bins + DSR_B(a, b, a->bin_cap);
+  const int tx = t % a->v.ntx, ty = t / a->v.ntx;
+  int n = fill ? bs[t] : 0;
+  for (int j = 0; j < a->nface; j++) {
+    const int* f = ft + 4 * j;
+    if (!dsr_ft_valid(f) || dsr_ft_big(f) || !dsr_ft_holds(f, tx, ty)) continue;
+    if (fill) bins[n] = j;
+    n++;
+  }
+  if (!fill) bs[t + 1] = n;
+}
+
+DS_HD DSR_INLINE void dsr_bs_scan(const dsrBatchArgs* a, int b) {
+  const int* ft = a->ftile + DSR_B(a, b, 4 * a->nface);
+  int* bs = a->bin_start + DSR_B(a, b, a->v.ntiles + 1);
+  int* big = a->big + DSR_B(a, b, a->nface + 1);
+  bs[0] = 0;
+  for (int t = 0; t < a->v.ntiles; t++) bs[t + 1] += bs[t];
+  int nbig = 0;
+  for (int j = 0; j < a->nface; j++)
+    if (dsr_ft_valid(ft + 4 * j) && dsr_ft_big(ft + 4 * j)) big[1 + nbig++] = j;
+  big[0] = nbig;
+}
+
+/* Face f's contribution at pixel (row, col) of the tile spanning columns
+ * x0 .. x1: what raster.c's raster_face_rect adds there. */
+DS_HD DSR_INLINE void dsr_bs_face_at(const dsrBatchArgs* a, const dsrFace* f, int row, int col, int x0, int x1,
+                                     double x, double y, double* ps) {
+  if (row < f->y0 || row > f->y1 || col < f->x0 || col > f->x1) return;
+  int c0, c1;
+  dsr_row_span(f, y, a->v.Wi, f->x0 > x0 ? f->x0 : x0, f->x1 < x1 ? f->x1 : x1, &c0, &c1);
+  if (col < c0 || col > c1) return;
+  dsrEval ev;
+  if (dsr_eval(f, &a->v.c, x, y, &ev, 0)) dsr_accumulate(f, &a->v.c, ps, ev.D, ev.q, ev.e, ev.bp);
+}
+
+DS_HD DSR_INLINE void dsr_bs_pixel(const dsrBatchArgs* a, int p, int b) {
+  const dsrView* vw = &a->v;
+  const int row = p / vw->Wi, col = p % vw->Wi;
+  const int tx = col / vw->tile, ty = row / vw->tile, t = ty * vw->ntx + tx;
+  const int x0 = tx * vw->tile, x1 = x0 + vw->tile - 1 < vw->Wi - 1 ? x0 + vw->tile - 1 : vw->Wi - 1;
+  const dsrFace* faces = a->face + DSR_B(a, b, a->nface);
+  const int* bs = a->bin_start + DSR_B(a, b, vw->ntiles + 1);
+  const int* bins = a->bins + DSR_B(a, b, a->bin_cap);
+  const int* big = a->big + DSR_B(a, b, a->nface + 1);
+  double* ps = a->pix + DSR_B(a, b, 6 * (size_t)vw->Wi * vw->Hi) + 6 * (size_t)p;
+  const double y = (double)(vw->Hi - 1 - 2 * row) / vw->Hi;
+  const double x = (double)(2 * col + 1 - vw->Wi) * vw->iWi;
+  dsr_pixel_init(vw, ps);
+  for (int e = bs[t]; e < bs[t + 1]; e++) dsr_bs_face_at(a, faces + bins[e], row, col, x0, x1, x, y, ps);
+  for (int e = 0; e < big[0]; e++) dsr_bs_face_at(a, faces + big[1 + e], row, col, x0, x1, x, y, ps);
+  dsr_pixel_normalize(ps);
+}
+
+DS_HD DSR_INLINE void dsr_bs_face_bwd(const dsrBatchArgs* a, int j, int b) {
+  const dsrFace* f = a->face + DSR_B(a, b, a->nface) + j;
+  const size_t npx = 4 * (size_t)a->v.W * a->v.H;
+  dsrFaceGrad g;
+  memset(&g, 0, sizeof g);
+  dsr_face_bwd(&a->v, f, a->pix + DSR_B(a, b, 6 * (size_t)a->v.Wi * a->v.Hi), a->dimage + DSR_B(a, b, npx), &g);
+  dsr_face_finish(&a->v, a->verts + DSR_B(a, b, 3 * a->nvert), a->faces, a->colors, a->vertex_color, j, f, &g,
+                  a->fgrad + DSR_B(a, b, 9 * a->nface) + 9 * (size_t)j,
+                  a->fcgrad + DSR_B(a, b, 9 * a->nface) + 9 * (size_t)j, NULL);
+}
+
+/* Vertex v's gradient: its faces' parts in face order (raster.c's gather). */
+DS_HD DSR_INLINE void dsr_bs_gather(const dsrBatchArgs* a, int v, int b) {
+  const double* fg = a->fgrad + DSR_B(a, b, 9 * a->nface);
+  dsReal* dv = a->dverts + DSR_B(a, b, 3 * a->nvert) + 3 * (size_t)v;
+  for (int q = a->vinc_start[v]; q < a->vinc_start[v + 1]; q++) {
+    const double* g = fg + 9 * (size_t)(a->vinc[q] / 3) + 3 * (a->vinc[q] % 3);
+    for (int k = 0; k < 3; k++) dv[k] += (dsReal)g[k];
+  }
+}
+
+DS_HD DSR_INLINE void dsr_bstage_run(int stage, const dsrBatchArgs* a, int e, int b) {
+  const size_t npx = 4 * (size_t)a->v.W * a->v.H;
+  switch (stage) {
+    case DSR_BS_PROJECT:
+      dsr_project(&a->v, a->verts + DSR_B(a, b, 3 * a->nvert), e, a->vproj + DSR_B(a, b, 3 * a->nvert) + 3 * (size_t)e);
+      break;
+    case DSR_BS_FACES:
+      dsr_face_setup(&a->v, a->verts + DSR_B(a, b, 3 * a->nvert), a->faces, a->colors, a->vertex_color,
+                     a->vproj + DSR_B(a, b, 3 * a->nvert), e, a->face + DSR_B(a, b, a->nface) + e,
+                     a->ftile + DSR_B(a, b, 4 * a->nface) + 4 * (size_t)e);
+      break;
+    case DSR_BS_BIN_COUNT: dsr_bs_bin(a, e, b, 0); break;
+    case DSR_BS_BIN_SCAN: dsr_bs_scan(a, b); break;
+    case DSR_BS_BIN_FILL: dsr_bs_bin(a, e, b, 1); break;
+    case DSR_BS_PIXEL: dsr_bs_pixel(a, e, b); break;
+    case DSR_BS_DOWN:
+      dsr_downsample(&a->v, a->pix + DSR_B(a, b, 6 * (size_t)a->v.Wi * a->v.Hi), e / a->v.W, e % a->v.W,
+                     a->image + DSR_B(a, b, npx) + 4 * (size_t)e);
+      break;
+    case DSR_BS_LOSS_SUM:
+      a->loss[b] = (dsReal)dsr_loss_sum(&a->lc, a->image + DSR_B(a, b, npx), a->goal + DSR_B(a, b, a->goal_stride),
+                                        a->lstat + DSR_B(a, b, DSR_LSTAT));
+      break;
+    case DSR_BS_LOSS_GRAD: {
+      dsReal g = (dsReal)dsr_loss_grad(&a->lc, a->image + DSR_B(a, b, npx), a->goal + DSR_B(a, b, a->goal_stride),
+                                       a->lstat + DSR_B(a, b, DSR_LSTAT), e);
+      if (a->weight) g *= a->weight[b];
+      a->dimage[DSR_B(a, b, npx) + (size_t)e] = g;
+      break;
+    }
+    case DSR_BS_FACE_BWD: dsr_bs_face_bwd(a, e, b); break;
+    case DSR_BS_GATHER: dsr_bs_gather(a, e, b); break;
+    default: break;
+  }
+}
+
+/* ---- host side: the backend and the driver (render/raster_batch.c) ------------
+ * Memory is the backend's (device memory for CUDA); a renderer made on the
+ * context of a batched engine (the same stream) reads the engine's state
+ * where it lies. run() launches one stage over count x B pairs after every
+ * call before it; get() waits for them. Functions return 0 or a negative
+ * DS_ERR_*. */
+typedef struct dsRasterBackend {
+  const char* name;
+  void* (*alloc)(void* ctx, size_t bytes); /* zeroed; NULL on failure */
+  void (*release)(void* ctx, void* p);
+  int (*put)(void* ctx, void* dst, const void* src, size_t bytes);
+  int (*get)(void* ctx, void* dst, const void* src, size_t bytes);
+  int (*copy)(void* ctx, void* dst, const void* src, size_t bytes);
+  int (*zero)(void* ctx, void* dst, size_t bytes);
+  int (*run)(void* ctx, int stage, const dsrBatchArgs* a, int count, int B);
+  const char* (*last_error)(void* ctx);
+} dsRasterBackend;
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* render/raster.c: the view of settings s (DS_ERR_INVALID for bad settings) */
+int ds__raster_view(const dsRenderSettings* s, dsrView* v);
+
+/* render/raster_batch.c: host memory, OpenMP loops (ctx unused) */
+extern const dsRasterBackend ds__cpu_raster_backend;
+/* cuda/batch.cu with --enable-cuda (ctx: a batched engine's), NULL without */
+const dsRasterBackend* ds__cuda_raster_backend(void);
+
+typedef struct dsBatchRaster dsBatchRaster;
+
+/* A renderer of B meshes of one topology (faces index nvert vertices;
+ * colors per face or per vertex as color_mode says) with settings s, on
+ * backend be with context ctx. Fails with a message naming the bad field,
+ * face or size (err, errlen). */
+int ds__braster_create(dsBatchRaster** out, const dsRasterBackend* be, void* ctx, const dsRenderSettings* s, int B,
+                       int nvert, int nface, const int* faces, const dsReal* colors, int color_mode, char* err,
+                       size_t errlen);
+void ds__braster_destroy(dsBatchRaster* r);
+const char* ds__braster_last_error(const dsBatchRaster* r);
+/* Bytes the renderer holds on its backend. */
+size_t ds__braster_bytes(const dsBatchRaster* r);
+/* Renders the B meshes with vertices verts (backend memory, B x nvert x 3,
+ * copied: the backward needs them); images (host, B x H x W x 4) receives
+ * the images unless NULL (they stay on the backend for a loss). */
+int ds__braster_render(dsBatchRaster* r, const dsReal* verts, dsReal* images);
+/* The goal images (host): one for every instance, or B (per_instance). */
+int ds__braster_set_goal(dsBatchRaster* r, const dsReal* goals, int per_instance);
+/* The loss of the last rendered images against the goals (ds_image_loss_eval's,
+ * bit for bit): losses (host, B) and, kept for ds__braster_backward, the
+ * gradient times weights[b] (host, B; NULL: 1). Single-scale MSE and L1
+ * with or without the moments term run on the backend; multi-scale and
+ * D-SSIM losses download the images and run on the host. */
+int ds__braster_loss(dsBatchRaster* r, const dsLossDef* def, const dsReal* weights, dsReal* losses);
+/* Adds dL/d(vertices) of the last render into dverts (backend memory,
+ * B x nvert x 3): d_images (host, B x H x W x 4) is dL/d(image), NULL: the
+ * gradient the last ds__braster_loss kept (of this render). */
+int ds__braster_backward(dsBatchRaster* r, const dsReal* d_images, dsReal* dverts);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
