@@ -23,7 +23,10 @@ struct dsBatch {
   /* One engine for every env (a definition on the batched engine, without
      gradients): env i is instance i of bs and its data mirror it */
   dsBatchSim* bs;
-  dsEnvGroupRender* bgr; /* the frame renderer of the lockstep backward (made when first needed) */
+  dsEnvGroupRender* bgr; /* bs's renderer (frames, images, backward; made when first needed) */
+  dsReal* floss;    /* n: frame losses rendered where bs runs */
+  dsReal *limg, *oimg; /* n x npix: images rendered where bs runs; each env's step-end image */
+  uint8_t* have_oimg; /* n: oimg holds env i's image of this call */
   dsReal *bx, *bv;  /* n x n3: every env's state, to and from bs */
   dsReal* bact;     /* n x nact: every env's activations */
   int *s0, *s1;     /* per env: the substeps of its step in this call (s0 < 0: not stepped) */
@@ -52,6 +55,10 @@ void ds_batch_destroy(dsBatch* b) {
   ds__free(b->rc);
   ds__env_group_render_free(b->bgr);
   ds_bsim_free(b->bs);
+  ds__free(b->floss);
+  ds__free(b->limg);
+  ds__free(b->oimg);
+  ds__free(b->have_oimg);
   ds__free(b->bx);
   ds__free(b->bv);
   ds__free(b->bact);
@@ -95,9 +102,20 @@ static int create_shared(dsBatch* b, char* err, size_t errlen) {
   b->s1 = (int*)ds__calloc(n, sizeof(int));
   b->r = (dsReal*)ds__calloc(n, sizeof(dsReal));
   b->badj = (dsReal*)ds__calloc(n * nact + 1, sizeof(dsReal));
-  if (!b->bx || !b->bv || !b->bact || !b->s0 || !b->s1 || !b->r || !b->badj) {
+  const dsEnvDef* d0 = &e0->def;
+  const size_t np = d0->obs_image ? 4 * (size_t)d0->width * (size_t)d0->height : 0;
+  b->floss = (dsReal*)ds__calloc(n, sizeof(dsReal));
+  b->limg = (dsReal*)ds__calloc(n * np + 1, sizeof(dsReal));
+  b->oimg = (dsReal*)ds__calloc(n * np + 1, sizeof(dsReal));
+  b->have_oimg = (uint8_t*)ds__calloc(n, 1);
+  if (!b->bx || !b->bv || !b->bact || !b->s0 || !b->s1 || !b->r || !b->badj || !b->floss || !b->limg || !b->oimg ||
+      !b->have_oimg) {
     copy_err(err, errlen, "out of memory");
     return DS_ERR_NOMEM;
+  }
+  if ((rc = ds__env_group_render_make(&b->bgr, b->envs, b->n, b->bs))) {
+    if (err && errlen) snprintf(err, errlen, "batch of %d: %s", b->n, ds_env_last_error(e0));
+    return rc;
   }
   return 0;
 }
@@ -345,9 +363,46 @@ static int at_boundary(const dsBatch* b, int i, int j) {
   return s0 >= 0 && j <= L && (j == L || b->envs[i]->frame_at[s0 + j] >= 0);
 }
 
+/* The frames the envs at offset j keep that their loss counts, and their
+ * step-end images (want_image), rendered where the engine runs, once for
+ * every instance (b->floss, b->oimg); 0, or 1 when the host renders them
+ * (ds__env_set_batched_frames(0)), or a failure recorded on the envs at j. */
+static int shared_render(dsBatch* b, int j, int want_image, int* dev_loss) {
+  int need_loss = 0, need_img = 0;
+  *dev_loss = 0;
+  for (int i = 0; i < b->n; i++) {
+    if (!at_boundary(b, i, j)) continue;
+    const dsEnv* e = b->envs[i];
+    need_loss |= ds__env_frame_counts(e, e->frame_at[b->s0[i] + j]);
+    need_img |= want_image && e->def.obs_image && j == b->s1[i] - b->s0[i];
+  }
+  if (!need_loss && !need_img) return 0;
+  const int rc = ds__env_group_render_now(b->envs, b->n, b->bs, &b->bgr, need_img ? b->limg : NULL,
+                                          need_loss ? b->floss : NULL);
+  if (rc == DS_ERR_UNSUPPORTED) return 1;
+  if (rc) {
+    for (int i = 0; i < b->n; i++)
+      if (at_boundary(b, i, j)) { /* the message is on the env */
+        b->rc[i] = rc;
+        b->s0[i] = -1;
+        b->envs[i]->bs_dirty = !b->taped;
+      }
+    return 0;
+  }
+  const size_t np = npix_of(b);
+  for (int i = 0; i < b->n && need_img; i++)
+    if (at_boundary(b, i, j) && j == b->s1[i] - b->s0[i] && b->envs[i]->def.obs_image) {
+      memcpy(b->oimg + (size_t)i * np, b->limg + (size_t)i * np, np * sizeof(dsReal));
+      b->have_oimg[i] = 1;
+    }
+  *dev_loss = need_loss;
+  return 0;
+}
+
 /* The engine's substeps of every stepped env, its frames kept on the way. */
-static void shared_run(dsBatch* b, int want_reward) {
+static void shared_run(dsBatch* b, int want_reward, int want_image) {
   const size_t n3 = (size_t)b->envs[0]->n3;
+  memset(b->have_oimg, 0, (size_t)b->n);
   int rc = shared_sync(b);
   if (rc && b->taped) { /* the message is on the batch */
     for (int i = 0; i < b->n; i++)
@@ -399,12 +454,16 @@ static void shared_run(dsBatch* b, int want_reward) {
     for (int i = 0; i < b->n && !need; i++) need = at_boundary(b, i, j);
     if (!need) continue;
     if ((rc = ds_bsim_get_state(b->bs, b->bx, b->bv))) return fail_engine(b, rc, "reading the states");
+    int dev_loss = 0;
+    shared_render(b, j, want_image, &dev_loss);
     FOR_EACH_ENV(b, i) {
       dsEnv* e = b->envs[i];
       if (at_boundary(b, i, j)) {
         memcpy(e->d->x, b->bx + (size_t)i * n3, n3 * sizeof(dsReal));
         memcpy(e->d->v, b->bv + (size_t)i * n3, n3 * sizeof(dsReal));
-        const int rc_i = ds__env_step_at(e, b->s0[i] + j, want_reward, &b->r[i]);
+        const int s = b->s0[i] + j;
+        const int use = dev_loss && ds__env_frame_counts(e, e->frame_at[s]);
+        const int rc_i = ds__env_step_at(e, s, want_reward, &b->r[i], use ? &b->floss[i] : NULL);
         if (rc_i) {
           b->rc[i] = rc_i;
           b->s0[i] = -1;
@@ -442,14 +501,14 @@ static int shared_step(dsBatch* b, const dsReal* actions, dsReal* obs, dsReal* i
     if (nact) memcpy(b->bact + i * nact, e->d->act, nact * sizeof(dsReal));
   }
   END_FOR_EACH_ENV();
-  shared_run(b, rewards != NULL);
+  shared_run(b, rewards != NULL, image != NULL && np > 0);
   FOR_EACH_ENV(b, i) {
     dsEnv* e = b->envs[i];
     dsReal r = 0;
     int d = 0;
     if (b->s0[i] >= 0) {
       const int rc = ds__env_step_end(e, b->r[i], obs ? obs + i * od : NULL, image && np ? image + i * np : NULL,
-                                      &r, &d);
+                                      b->have_oimg[i] ? b->oimg + i * np : NULL, &r, &d);
       b->rc[i] = rc ? rc : DS_BATCH_STEPPED;
     }
     if (rewards) rewards[i] = b->rc[i] < 0 ? 0 : r;

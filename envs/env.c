@@ -44,6 +44,9 @@
 #include "render/raster_batch.h"
 #include "io/cfg.h"
 
+/* batched frames on (ds__env_set_batched_frames) */
+static int batched_frames;
+
 /* ---- small helpers ---------------------------------------------------------- */
 void ds__env_com(const dsModel* m, const dsReal* x, dsReal c[3]) {
   double s[3] = {0, 0, 0}, M = 0;
@@ -351,6 +354,7 @@ static int build_sized(dsEnv* e) {
   }
   e->have_goal = 0;
   e->have_episode = 0;
+  if (e->bs && (rc = ds__env_group_render_make(&e->bgr, &e, 1, e->bs))) return rc;
   return 0;
 }
 
@@ -741,8 +745,10 @@ static int bs_pull(dsEnv* e) {
 }
 
 /* Substeps s0 .. s1 of step k with the action held: one activation upload,
- * then runs of substeps up to each frame (whose positions are kept). */
-static int bs_step(dsEnv* e, int k, int s0, int s1, dsReal* r, int want_reward) {
+ * then runs of substeps up to each frame (whose positions are kept). The
+ * frames the loss counts and the observed image at the step's end (into
+ * image, *rendered set) are rendered where the engine runs. */
+static int bs_step(dsEnv* e, int k, int s0, int s1, dsReal* r, int want_reward, dsReal* image, int* rendered) {
   dsData* d = e->d;
   int rc = ds_bsim_set_act(e->bs, d->act);
   if (rc) return bs_fail(e, rc, "step: batched engine: activations");
@@ -754,7 +760,16 @@ static int bs_step(dsEnv* e, int k, int s0, int s1, dsReal* r, int want_reward) 
     if (rc) return ds__env_step_failed(e, k, rc, ds_bsim_last_error(e->bs));
     s = next;
     if (e->frame_at[s] >= 0 && (rc = bs_pull(e))) return rc;
-    if ((rc = ds__env_step_at(e, s, want_reward, r))) return rc;
+    const int want_loss = ds__env_frame_counts(e, e->frame_at[s]), want_img = s == s1 && image && e->def.obs_image;
+    dsReal fl = 0;
+    int dev = 0;
+    if (want_loss || want_img) {
+      rc = ds__env_group_render_now(&e, 1, e->bs, &e->bgr, want_img ? image : NULL, want_loss ? &fl : NULL);
+      if (rc && rc != DS_ERR_UNSUPPORTED) return rc;
+      dev = rc == 0;
+      *rendered = dev && want_img;
+    }
+    if ((rc = ds__env_step_at(e, s, want_reward, r, dev && want_loss ? &fl : NULL))) return rc;
   }
   return e->frame_at[s1] >= 0 ? 0 : bs_pull(e); /* at a frame the state came back already */
 }
@@ -814,16 +829,21 @@ int ds__env_step_begin(dsEnv* e, const dsReal* action, int* s0_out, int* s1_out)
   return 0;
 }
 
-int ds__env_step_at(dsEnv* e, int s, int want_reward, dsReal* r) {
+int ds__env_step_at(dsEnv* e, int s, int want_reward, dsReal* r, const dsReal* frame_loss) {
   e->d->t = s;
   const int f = e->frame_at[s];
   if (f < 0) return 0;
   keep_frame(e, f, e->d->x);
+  if (frame_loss) { /* rendered where the engine runs: the same bits as frame_loss_of */
+    e->frame_loss[f] = *frame_loss;
+    e->frame_done[f] = 1;
+  }
   /* the reward's loss term (rendered only when a reward is asked for) */
   return want_reward ? frame_reward(e, f, r) : 0;
 }
 
-int ds__env_step_end(dsEnv* e, dsReal r, dsReal* obs, dsReal* image, dsReal* reward, int* done) {
+int ds__env_step_end(dsEnv* e, dsReal r, dsReal* obs, dsReal* image, const dsReal* rendered, dsReal* reward,
+                     int* done) {
   dsData* d = e->d;
   const int s1 = d->t, k = (s1 - 1) / e->C;
   if (s1 == e->T && e->def.loss_kind == DS_ENV_LOSS_COM) r -= com_loss(e, d->x);
@@ -831,7 +851,12 @@ int ds__env_step_end(dsEnv* e, dsReal r, dsReal* obs, dsReal* image, dsReal* rew
   memcpy(e->step_v + (size_t)k * e->n3, d->v, (size_t)e->n3 * sizeof(dsReal));
   write_obs(e, d->x, d->v, obs);
   if (image && e->def.obs_image) {
-    int rc = render_x(e, d->x, image);
+    int rc = 0;
+    if (rendered) {
+      if (rendered != image) memcpy(image, rendered, 4 * (size_t)e->def.width * e->def.height * sizeof(dsReal));
+    } else {
+      rc = render_x(e, d->x, image);
+    }
     if (rc) return rc;
   }
   if (reward) *reward = r;
@@ -854,15 +879,16 @@ int ds_env_step(dsEnv* e, const dsReal* action, dsReal* obs, dsReal* image, dsRe
   if (rc) return rc;
   const int k = s0 / e->C;
   dsReal r = 0;
-  if (e->bs && (rc = bs_step(e, k, s0, s1, &r, reward != NULL))) return rc;
+  int rendered = 0;
+  if (e->bs && (rc = bs_step(e, k, s0, s1, &r, reward != NULL, image, &rendered))) return rc;
   for (int s = e->bs ? s1 : s0; s < s1; s++) {
     action_fwd(e, k, s, action);
     rc = ds_step(m, d);
     if (rc) return ds__env_step_failed(e, k, rc, ds_data_last_error(d));
-    if ((rc = ds__env_step_at(e, s + 1, reward != NULL, &r))) return rc;
+    if ((rc = ds__env_step_at(e, s + 1, reward != NULL, &r, NULL))) return rc;
   }
   d->t = s1;
-  return ds__env_step_end(e, r, obs, image, reward, done);
+  return ds__env_step_end(e, r, obs, image, rendered ? image : NULL, reward, done);
 }
 
 /* ---- losses and backward ------------------------------------------------------------ */
@@ -995,6 +1021,7 @@ struct dsEnvGroupRender {
   dsReal* goals;    /* B x npx staging */
   dsReal* w;        /* B frame weights */
   dsReal* loss;     /* B */
+  dsReal* lsum;     /* B: summed over the views */
 };
 
 static int batched_frames = 1;
@@ -1008,7 +1035,20 @@ void ds__env_group_render_free(dsEnvGroupRender* gr) {
   ds__free(gr->goals);
   ds__free(gr->w);
   ds__free(gr->loss);
+  ds__free(gr->lsum);
   ds__free(gr);
+}
+
+static int group_render_make(dsEnvGroupRender** out, dsEnv* e0, dsBatchSim* bs, int B, char* err, size_t errlen);
+
+int ds__env_group_render_make(dsEnvGroupRender** out, dsEnv** envs, int n, dsBatchSim* bs) {
+  const dsEnvDef* d = &envs[0]->def;
+  if (*out || !batched_frames || !(d->obs_image || d->loss_kind != DS_ENV_LOSS_COM)) return 0;
+  char why[256];
+  const int rc = group_render_make(out, envs[0], bs, n, why, sizeof why);
+  if (rc)
+    for (int i = 0; i < n; i++) ds__seterr(&envs[i]->err, rc, "%s: %s", envs[i]->cls->name, why);
+  return rc;
 }
 
 static int group_render_make(dsEnvGroupRender** out, dsEnv* e0, dsBatchSim* bs, int B, char* err, size_t errlen) {
@@ -1025,7 +1065,8 @@ static int group_render_make(dsEnvGroupRender** out, dsEnv* e0, dsBatchSim* bs, 
     gr->goals = (dsReal*)ds__malloc(sizeof(dsReal) * npx * (size_t)B);
     gr->w = (dsReal*)ds__calloc((size_t)B, sizeof(dsReal));
     gr->loss = (dsReal*)ds__calloc((size_t)B, sizeof(dsReal));
-    if (!gr->serial || !gr->goals || !gr->w || !gr->loss) rc = ds__puterr(err, errlen, DS_ERR_NOMEM, "out of memory");
+    gr->lsum = (dsReal*)ds__calloc((size_t)B, sizeof(dsReal));
+    if (!gr->serial || !gr->goals || !gr->w || !gr->loss || !gr->lsum) rc = ds__puterr(err, errlen, DS_ERR_NOMEM, "out of memory");
   }
   for (int v = 0; v < (gr ? gr->nview : 0) && !rc; v++)
     rc = ds__braster_create(&gr->r[v], be, ds__bsim_context(bs), ds_raster_settings(v ? e0->r2 : e0->r), B, e0->np,
@@ -1035,6 +1076,56 @@ static int group_render_make(dsEnvGroupRender** out, dsEnv* e0, dsBatchSim* bs, 
     return rc;
   }
   *out = gr;
+  return 0;
+}
+
+/* Uploads each env's goal seen from view v where the group's renderer runs,
+ * when some env's goal changed since the last upload. */
+static int group_goals(dsEnvGroupRender* gr, dsEnv** envs, int n, int v) {
+  const size_t npx = 4 * (size_t)envs[0]->def.width * envs[0]->def.height;
+  int stale = 0;
+  for (int i = 0; i < n; i++) stale |= gr->serial[2 * i + v] != envs[i]->goal_serial;
+  if (!stale) return 0;
+  for (int i = 0; i < n; i++) {
+    memcpy(gr->goals + (size_t)i * npx, v ? envs[i]->goal_img2 : envs[i]->goal_img, npx * sizeof(dsReal));
+    gr->serial[2 * i + v] = envs[i]->goal_serial;
+  }
+  int rc = ds__braster_set_goal(gr->r[v], gr->goals, 1);
+  if (rc)
+    for (int i = 0; i < n; i++) gr->serial[2 * i + v] = 0; /* upload again next time */
+  return rc;
+}
+
+int ds__env_frame_counts(const dsEnv* e, int f) {
+  const int lk = e->def.loss_kind;
+  return f >= 0 && (lk == DS_ENV_LOSS_IMAGE_SUM || (lk == DS_ENV_LOSS_IMAGE_LAST && f == e->nframe - 1));
+}
+
+int ds__env_group_render_now(dsEnv** envs, int n, dsBatchSim* bs, dsEnvGroupRender** grp, dsReal* images,
+                             dsReal* losses) {
+  if (!batched_frames || ds_bsim_batch(bs) != n) return DS_ERR_UNSUPPORTED;
+  char why[256];
+  int rc = 0;
+  if (!*grp && (rc = group_render_make(grp, envs[0], bs, n, why, sizeof why))) {
+    for (int i = 0; i < n; i++) ds__seterr(&envs[i]->err, rc, "render: batched render: %s", why);
+    return rc;
+  }
+  dsEnvGroupRender* gr = *grp;
+  const dsReal* x = NULL;
+  if ((rc = ds__bsim_positions(bs, &x))) return group_fail(envs, n, bs, rc, "render: batched engine");
+  for (int v = 0; v < gr->nview && !rc; v++) {
+    if (v > 0 && !losses) break; /* images are the first view's */
+    rc = losses ? group_goals(gr, envs, n, v) : 0;
+    if (!rc) rc = ds__braster_render(gr->r[v], x, v == 0 ? images : NULL);
+    if (!rc && losses) rc = ds__braster_loss(gr->r[v], &envs[0]->ldef, NULL, gr->loss);
+    if (rc) {
+      for (int i = 0; i < n; i++)
+        ds__seterr(&envs[i]->err, rc, "render%s: %s", v ? " (camera2)" : "", ds__braster_last_error(gr->r[v]));
+      return rc;
+    }
+    if (losses)
+      for (int i = 0; i < n; i++) losses[i] = v ? losses[i] + gr->loss[i] : gr->loss[i];
+  }
   return 0;
 }
 
@@ -1062,29 +1153,24 @@ static int group_frames(dsEnv** envs, int n, dsBatchSim* bs, dsEnvGroupRender** 
   rc = ds__bsim_positions(bs, &x);
   if (!rc) rc = ds__bsim_adj_scratch(bs, &ax);
   if (rc) return group_fail(envs, n, bs, rc, "backward: batched engine");
-  const size_t npx = 4 * (size_t)e0->def.width * e0->def.height;
   for (int v = 0; v < gr->nview && !rc; v++) {
-    int stale = 0;
-    for (int i = 0; i < n; i++) stale |= gr->serial[2 * i + v] != envs[i]->goal_serial;
-    if (stale) {
-      for (int i = 0; i < n; i++) {
-        memcpy(gr->goals + (size_t)i * npx, v ? envs[i]->goal_img2 : envs[i]->goal_img, npx * sizeof(dsReal));
-        gr->serial[2 * i + v] = envs[i]->goal_serial;
-      }
-      rc = ds__braster_set_goal(gr->r[v], gr->goals, 1);
-    }
+    rc = group_goals(gr, envs, n, v);
     if (!rc) rc = ds__braster_render(gr->r[v], x, NULL);
     if (!rc) rc = ds__braster_loss(gr->r[v], &e0->ldef, gr->w, gr->loss);
     if (!rc) rc = ds__braster_backward(gr->r[v], NULL, ax);
+    for (int i = 0; i < n && !rc; i++) gr->lsum[i] = v ? gr->lsum[i] + gr->loss[i] : gr->loss[i];
     if (rc) {
-      for (int i = 0; i < n; i++) {
-        gr->serial[2 * i + v] = 0; /* upload again next time */
+      for (int i = 0; i < n; i++)
         ds__seterr(&envs[i]->err, rc, "backward%s: frame %d: %s", v ? " (camera2)" : "", f,
                    ds__braster_last_error(gr->r[v]));
-      }
       return rc;
     }
   }
+  for (int i = 0; i < n; i++) /* the frame's loss, as frame_loss_of would render it */
+    if (!(skip && skip[i])) {
+      envs[i]->frame_loss[f] = gr->lsum[i];
+      envs[i]->frame_done[f] = 1;
+    }
   rc = ds__bsim_add_adj_scratch(bs);
   return rc ? group_fail(envs, n, bs, rc, "backward: batched engine: adding adjoints") : 0;
 }

@@ -18,9 +18,23 @@
  * env.c). */
 typedef struct dsEnvGroupRender dsEnvGroupRender;
 void ds__env_group_render_free(dsEnvGroupRender* gr);
-/* Tests: 0 renders the group's frame terms on the host, env by env, as
- * before (the same bits when a frame is the only term at its substep). */
+/* Tests: 0 renders the group's frames and images on the host, env by env
+ * (the same bits; a backward's adjoints too when a frame is the only term
+ * at its substep). */
 void ds__env_set_batched_frames(int on);
+/* The renderer of n envs, instances 0..n-1 of bs, when they render at all
+ * (image observations or an image loss) and batched frames are on; the
+ * message on every env on failure. Otherwise made when first needed. */
+int ds__env_group_render_make(dsEnvGroupRender** out, dsEnv** envs, int n, dsBatchSim* bs);
+/* Whether frame f enters e's built-in loss (and its reward). */
+int ds__env_frame_counts(const dsEnv* e, int f);
+/* The n envs' positions now, instances 0..n-1 of bs, rendered where bs
+ * runs (*grp made when first needed): the first view's images into images
+ * (host, n x h x w x 4; NULL: none) and each env's frame loss (summed over
+ * its views) into losses (NULL: none). DS_ERR_UNSUPPORTED (nothing done,
+ * no message): render on the host instead. */
+int ds__env_group_render_now(dsEnv** envs, int n, dsBatchSim* bs, dsEnvGroupRender** grp, dsReal* images,
+                             dsReal* losses);
 
 struct dsEnv {
   dsEnvDef def;
@@ -89,14 +103,17 @@ struct dsEnv {
  * engine, see bs_member) and ds_env_step in phases for such a batch:
  * begin checks and records the action and writes the activations into d->act
  * (s0, s1: the step's substeps); at(s), once d->x, d->v hold the state at
- * substep s (s0 < s <= s1), keeps the frame there and adds its reward term;
- * end writes what ds_env_step returns; failed records a simulation failure
+ * substep s (s0 < s <= s1), keeps the frame there (frame_loss, not NULL:
+ * its loss, rendered where the engine runs) and adds its reward term;
+ * end writes what ds_env_step returns (rendered, not NULL: the image,
+ * rendered where the engine runs); failed records a simulation failure
  * in step k (message after "step k: "). */
 int ds__env_create(const dsEnvDef* def, const char* name, const char* text, int member, dsEnv** out, char* err,
                    size_t errlen);
 int ds__env_step_begin(dsEnv* e, const dsReal* action, int* s0, int* s1);
-int ds__env_step_at(dsEnv* e, int s, int want_reward, dsReal* r);
-int ds__env_step_end(dsEnv* e, dsReal r, dsReal* obs, dsReal* image, dsReal* reward, int* done);
+int ds__env_step_at(dsEnv* e, int s, int want_reward, dsReal* r, const dsReal* frame_loss);
+int ds__env_step_end(dsEnv* e, dsReal r, dsReal* obs, dsReal* image, const dsReal* rendered, dsReal* reward,
+                     int* done);
 int ds__env_step_failed(dsEnv* e, int k, int rc, const char* msg);
 
 /* Threads across n envs (OpenMP, nested regions made inactive for the loop:

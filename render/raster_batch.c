@@ -70,7 +70,7 @@ struct dsBatchRaster {
   dsImageLoss* hl;          /* multi-scale / D-SSIM losses */
   dsLossDef hl_def;
   dsReal *himg, *hgoal, *hgrad; /* npx each (host loss), B x npx images */
-  int goal_per_instance, goal_cap;
+  int goal_per_instance;
   dsErrBuf err;
 };
 
@@ -182,10 +182,11 @@ int ds__braster_create(dsBatchRaster** out, const dsRasterBackend* be, void* ctx
   a->loss = (dsReal*)take(r, sizeof(dsReal) * nb);
   a->lstat = (double*)take(r, sizeof(double) * nb * DSR_LSTAT);
   dsReal* w_d = (dsReal*)take(r, sizeof(dsReal) * nb);
+  r->goal = (dsReal*)take(r, sizeof(dsReal) * nb * r->npx); /* one goal per instance at most */
   a->weight = NULL;
   if (!rc && (!f_d || !c_d || !vs_d || !vi_d || !a->verts || !a->vproj || !a->face || !a->ftile || !a->bin_start ||
               !a->bins || !a->big || !a->pix || !a->image || !a->dimage || !a->fgrad || !a->fcgrad || !a->loss ||
-              !a->lstat || !w_d))
+              !a->lstat || !w_d || !r->goal))
     rc = DS_ERR_NOMEM;
   if (!rc) rc = be->put(ctx, f_d, faces, sizeof(int) * 3 * (size_t)nface);
   if (!rc) rc = be->put(ctx, c_d, colors, sizeof(dsReal) * ncol);
@@ -227,14 +228,6 @@ int ds__braster_render(dsBatchRaster* r, const dsReal* verts, dsReal* images) {
 int ds__braster_set_goal(dsBatchRaster* r, const dsReal* goals, int per_instance) {
   if (!r || !goals) return DS_ERR_INVALID;
   const size_t n = r->npx * (per_instance ? (size_t)r->a.B : 1);
-  const int need = per_instance ? r->a.B : 1;
-  if (r->goal_cap < need) {
-    /* the goal block grows to B images at most once */
-    dsReal* g = (dsReal*)take(r, sizeof(dsReal) * n);
-    if (!g) return ds__seterr(&r->err, DS_ERR_NOMEM, "batched render: cannot allocate the goal images");
-    r->goal = g;
-    r->goal_cap = need;
-  }
   r->goal_per_instance = per_instance != 0;
   int rc = r->be->put(r->ctx, r->goal, goals, sizeof(dsReal) * n);
   if (rc) return be_fail(r, rc, "uploading the goals");
