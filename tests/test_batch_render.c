@@ -8,7 +8,9 @@
  * multiples, big faces (the list every tile scans), faces behind the camera,
  * degenerate and off-image faces; at 1 and 2 threads. Then a central
  * difference check of one instance's loss gradient through the batch, and
- * the errors a caller can meet. */
+ * the errors a caller can meet. With a CUDA device visible, the same
+ * renders, losses and gradients on cuda:0 (on a batched engine's stream)
+ * against the CPU backend within 1e-10 of each block's largest value. */
 #include "config.h"
 
 #include <stdint.h>
@@ -18,7 +20,10 @@
 #  include <omp.h>
 #endif
 
+#include "dsim/device.h"
+#include "dsim/env.h"
 #include "dsim/raster.h"
+#include "engine/batch_priv.h"
 #include "render/raster_batch.h"
 #include "tests/dstest.h"
 
@@ -284,6 +289,115 @@ static void errors(const Mesh* m) {
   ds__braster_destroy(br);
 }
 
+
+/* ---- CUDA parity (a GPU visible) ---------------------------------------------------- */
+typedef struct Out {
+  dsReal img[B * 50 * 41 * 4];
+  dsReal loss[4][B];
+  dsReal dv[4][B * NV * 3];
+} Out;
+static Out g_cpu, g_gpu;
+
+/* Renders, losses (the four kinds) and gradients of setup su on backend be
+ * (context ctx; verts go through the backend's memory). */
+static void outputs(const Setup* su, const Mesh* m, const dsRasterBackend* be, void* ctx, Out* o) {
+  dsRenderSettings s = ds_default_render_settings();
+  s.width = su->w;
+  s.height = su->h;
+  s.supersample = su->k;
+  s.sigma = (dsReal)2e-4;
+  s.camera.orthographic = su->ortho;
+  s.camera.ortho_height = 3;
+  const size_t npx = 4 * (size_t)su->w * su->h;
+  dsReal* goal = (dsReal*)calloc(B * npx, sizeof(dsReal));
+  g_rng = 77;
+  for (size_t i = 0; i < B * npx; i++) goal[i] = (dsReal)urand();
+  char err[256] = "";
+  dsBatchRaster* br = NULL;
+  CHECK_INT_EQ(ds__braster_create(&br, be, ctx, &s, B, NV, NF, m->faces, m->colors, su->mode, err, sizeof err), 0);
+  dsReal* dverts = (dsReal*)be->alloc(ctx, sizeof(dsReal) * B * NV * 3);
+  dsReal* dgrad = (dsReal*)be->alloc(ctx, sizeof(dsReal) * B * NV * 3);
+  if (!br || !dverts || !dgrad) {
+    fprintf(stderr, "  %s: %s\n", su->name, err);
+    return;
+  }
+  CHECK_INT_EQ(be->put(ctx, dverts, &m->verts[0][0], sizeof(dsReal) * B * NV * 3), 0);
+  CHECK_INT_EQ(ds__braster_render(br, dverts, o->img), 0);
+  CHECK_INT_EQ(ds__braster_set_goal(br, goal, 1), 0);
+  dsLossDef defs[4];
+  for (int d = 0; d < 4; d++) defs[d] = ds_default_loss_def();
+  defs[1].kind = DS_LOSS_L1;
+  defs[2].moments_weight = (dsReal)0.7;
+  defs[3].kind = DS_LOSS_DSSIM;
+  defs[3].levels = 2;
+  const dsReal wts[B] = {(dsReal)1.0, (dsReal)0.25, (dsReal)-2.0};
+  for (int d = 0; d < 4; d++) {
+    CHECK_INT_EQ(ds__braster_loss(br, &defs[d], wts, o->loss[d]), 0);
+    CHECK_INT_EQ(be->zero(ctx, dgrad, sizeof(dsReal) * B * NV * 3), 0);
+    CHECK_INT_EQ(ds__braster_backward(br, NULL, dgrad), 0);
+    CHECK_INT_EQ(be->get(ctx, o->dv[d], dgrad, sizeof(dsReal) * B * NV * 3), 0);
+  }
+  be->release(ctx, dverts);
+  be->release(ctx, dgrad);
+  ds__braster_destroy(br);
+  free(goal);
+}
+
+static double rel_diff(const dsReal* a, const dsReal* b, size_t n) {
+  double scale = 0, worst = 0;
+  for (size_t i = 0; i < n; i++) scale = fmax(scale, fabs((double)a[i]));
+  for (size_t i = 0; i < n; i++) worst = fmax(worst, fabs((double)a[i] - (double)b[i]));
+  return scale > 0 ? worst / scale : worst;
+}
+
+static void cuda_parity(const Setup* setups, int ns, const Mesh* m) {
+  const dsRasterBackend* cu = ds__cuda_raster_backend();
+  if (!cu || ds_cuda_device_count() <= 0) {
+    fprintf(stderr, "  no CUDA device: the CUDA backend's parity is not checked here\n");
+    return;
+  }
+  /* a batched engine on cuda:0 lends its context (stream) */
+  const char* name = NULL;
+  dsModel* model = NULL;
+  for (int c = 0; c < ds_env_class_count() && !model; c++) {
+    const dsEnvClass* cls = ds_env_class_at(c);
+    dsEnvDef def = ds_default_env_def(cls->name);
+    dsEnv* env = NULL;
+    char err[512];
+    if (ds_env_create(&def, &env, err, sizeof err)) continue;
+    if (ds_model_copy(ds_env_model(env), &model)) model = NULL;
+    name = cls->name;
+    ds_env_destroy(env);
+  }
+  dsBatchSimDef bd = ds_default_batch_sim_def();
+  bd.device = (dsDevice){DS_DEVICE_CUDA, 0};
+  dsBatchSim* bs = NULL;
+  char err[512];
+  CHECK(model != NULL);
+  if (!model) return;
+  CHECK_INT_EQ(ds_bsim_create(model, &bd, &bs, err, sizeof err), 0);
+  if (!bs) {
+    fprintf(stderr, "  cuda:0 (%s model): %s\n", name, err);
+    ds_model_free(model);
+    return;
+  }
+  for (int i = 0; i < ns; i++) {
+    const Setup* su = &setups[i];
+    const size_t npx = 4 * (size_t)su->w * su->h;
+    outputs(su, m, &ds__cpu_raster_backend, NULL, &g_cpu);
+    outputs(su, m, cu, ds__bsim_context(bs), &g_gpu);
+    double w = rel_diff(g_cpu.img, g_gpu.img, B * npx);
+    for (int d = 0; d < 4; d++) {
+      w = fmax(w, rel_diff(g_cpu.loss[d], g_gpu.loss[d], B));
+      w = fmax(w, rel_diff(g_cpu.dv[d], g_gpu.dv[d], B * NV * 3));
+    }
+    fprintf(stderr, "  cuda:0 %s: images, losses, gradients within %.3g of the CPU backend's\n", su->name, w);
+    if (!(w <= 1e-10)) DST_FAIL_AT("cuda:0 %s: %.3g from the CPU backend (1e-10 allowed)", su->name, w);
+  }
+  ds_bsim_free(bs);
+  ds_model_free(model);
+}
+
 int main(void) {
   Mesh m;
   make_mesh(&m);
@@ -299,5 +413,6 @@ int main(void) {
   }
   fd_check(&m);
   errors(&m);
+  cuda_parity(setups, (int)(sizeof setups / sizeof setups[0]), &m);
   return dst_result(__FILE__);
 }
