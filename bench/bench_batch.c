@@ -19,7 +19,8 @@
  *
  * Defaults: control-fem, N = 1, 8, 64, the CPU (and cuda:0 when a device is
  * visible), 24 calls, 3 reps. --rewards asks for rewards (each frame in a
- * step is rendered and compared with the goal on the host). --quick: N = 1
+ * step is rendered and compared with the goal: on the host for separate
+ * envs, where the engine runs for a shared one). --quick: N = 1
  * and 8, 8 calls (what `make bench` runs). */
 #include "config.h"
 

@@ -212,7 +212,7 @@ int ds__braster_create(dsBatchRaster** out, const dsRasterBackend* be, void* ctx
 int ds__braster_render(dsBatchRaster* r, const dsReal* verts, dsReal* images) {
   if (!r || !verts) return DS_ERR_INVALID;
   static const int stages[] = {DSR_BS_PROJECT, DSR_BS_FACES, DSR_BS_BIN_COUNT, DSR_BS_BIN_SCAN,
-                               DSR_BS_BIN_FILL, DSR_BS_PIXEL, DSR_BS_DOWN};
+                               DSR_BS_BIN_FILL, DSR_BS_ROW, DSR_BS_DOWN};
   r->rendered = r->have_grad = 0;
   int rc = r->be->copy(r->ctx, r->verts, verts, sizeof(dsReal) * (size_t)r->a.B * 3 * r->a.nvert);
   if (rc) return be_fail(r, rc, "copying the vertices");

@@ -15,9 +15,11 @@
  *   BIN_COUNT (tile)    faces (not big) whose tile range holds the tile
  *   BIN_SCAN  (1)       per instance: bin offsets; the big faces' list
  *   BIN_FILL  (tile)    the tile's faces, ascending
- *   PIXEL     (pixel)   the pixel's state over its tile's faces, ascending,
- *                       then the big faces, ascending (the order the
- *                       single renderer's tile loop visits them), normalised
+ *   ROW       (row of a tile) its pixels' states over the tile's faces,
+ *                       ascending, then the big faces, ascending, each over
+ *                       its columns on the row (the single renderer's tile
+ *                       loop, one row at a time: each pixel sees its faces
+ *                       in the same order), normalised
  *   DOWN      (output pixel) the k x k mean: the image
  *   LOSS_SUM  (1)       per instance: the loss, summed in pixel order
  *   LOSS_GRAD (value)   dL/d(image), times the instance's weight
@@ -36,7 +38,7 @@ enum {
   DSR_BS_BIN_COUNT,
   DSR_BS_BIN_SCAN,
   DSR_BS_BIN_FILL,
-  DSR_BS_PIXEL,
+  DSR_BS_ROW,
   DSR_BS_DOWN,
   DSR_BS_LOSS_SUM,
   DSR_BS_LOSS_GRAD,
@@ -85,7 +87,7 @@ DS_HD DSR_INLINE int dsr_bstage_count(const dsrBatchArgs* a, int stage) {
     case DSR_BS_PROJECT: case DSR_BS_GATHER: return a->nvert;
     case DSR_BS_FACES: case DSR_BS_FACE_BWD: return a->nface;
     case DSR_BS_BIN_COUNT: case DSR_BS_BIN_FILL: return a->v.ntiles;
-    case DSR_BS_PIXEL: return a->v.Wi * a->v.Hi;
+    case DSR_BS_ROW: return a->v.Hi * a->v.ntx;
     case DSR_BS_DOWN: return a->v.W * a->v.H;
     case DSR_BS_LOSS_GRAD: return 4 * a->v.W * a->v.H;
     default: return 1;
@@ -126,34 +128,41 @@ DS_HD DSR_INLINE void dsr_bs_scan(const dsrBatchArgs* a, int b) {
   big[0] = nbig;
 }
 
-/* Face f's contribution at pixel (row, col) of the tile spanning columns
- * x0 .. x1: what raster.c's raster_face_rect adds there. */
-DS_HD DSR_INLINE void dsr_bs_face_at(const dsrBatchArgs* a, const dsrFace* f, int row, int col, int x0, int x1,
-                                     double x, double y, double* ps) {
-  if (row < f->y0 || row > f->y1 || col < f->x0 || col > f->x1) return;
+/* Face f over the columns of row `row` (NDC height y) in [x0, x1] (its
+ * tile's, intersected with the face's box) where it can contribute: what
+ * raster.c's raster_face_rect does on that row. */
+DS_HD DSR_INLINE void dsr_bs_face_row(const dsrBatchArgs* a, const dsrFace* f, int row, int x0, int x1, double y,
+                                      double* prow) {
+  if (row < f->y0 || row > f->y1) return;
+  const int a0 = f->x0 > x0 ? f->x0 : x0, a1 = f->x1 < x1 ? f->x1 : x1;
+  if (a0 > a1) return;
   int c0, c1;
-  dsr_row_span(f, y, a->v.Wi, f->x0 > x0 ? f->x0 : x0, f->x1 < x1 ? f->x1 : x1, &c0, &c1);
-  if (col < c0 || col > c1) return;
-  dsrEval ev;
-  if (dsr_eval(f, &a->v.c, x, y, &ev, 0)) dsr_accumulate(f, &a->v.c, ps, ev.D, ev.q, ev.e, ev.bp);
+  dsr_row_span(f, y, a->v.Wi, a0, a1, &c0, &c1);
+  for (int col = c0; col <= c1; col++) {
+    const double x = (double)(2 * col + 1 - a->v.Wi) * a->v.iWi;
+    dsrEval ev;
+    if (dsr_eval(f, &a->v.c, x, y, &ev, 0)) dsr_accumulate(f, &a->v.c, prow + 6 * (size_t)col, ev.D, ev.q, ev.e, ev.bp);
+  }
 }
 
-DS_HD DSR_INLINE void dsr_bs_pixel(const dsrBatchArgs* a, int p, int b) {
+/* One row of one tile (index e = row ntx + tile column): its pixels'
+ * states over the tile's faces, ascending, then the big faces, ascending
+ * (each pixel sees its faces in the single renderer's order), normalised. */
+DS_HD DSR_INLINE void dsr_bs_row(const dsrBatchArgs* a, int e, int b) {
   const dsrView* vw = &a->v;
-  const int row = p / vw->Wi, col = p % vw->Wi;
-  const int tx = col / vw->tile, ty = row / vw->tile, t = ty * vw->ntx + tx;
+  const int row = e / vw->ntx, tx = e % vw->ntx;
+  const int t = (row / vw->tile) * vw->ntx + tx;
   const int x0 = tx * vw->tile, x1 = x0 + vw->tile - 1 < vw->Wi - 1 ? x0 + vw->tile - 1 : vw->Wi - 1;
   const dsrFace* faces = a->face + DSR_B(a, b, a->nface);
   const int* bs = a->bin_start + DSR_B(a, b, vw->ntiles + 1);
   const int* bins = a->bins + DSR_B(a, b, a->bin_cap);
   const int* big = a->big + DSR_B(a, b, a->nface + 1);
-  double* ps = a->pix + DSR_B(a, b, 6 * (size_t)vw->Wi * vw->Hi) + 6 * (size_t)p;
+  double* prow = a->pix + DSR_B(a, b, 6 * (size_t)vw->Wi * vw->Hi) + 6 * (size_t)row * vw->Wi;
   const double y = (double)(vw->Hi - 1 - 2 * row) / vw->Hi;
-  const double x = (double)(2 * col + 1 - vw->Wi) * vw->iWi;
-  dsr_pixel_init(vw, ps);
-  for (int e = bs[t]; e < bs[t + 1]; e++) dsr_bs_face_at(a, faces + bins[e], row, col, x0, x1, x, y, ps);
-  for (int e = 0; e < big[0]; e++) dsr_bs_face_at(a, faces + big[1 + e], row, col, x0, x1, x, y, ps);
-  dsr_pixel_normalize(ps);
+  for (int col = x0; col <= x1; col++) dsr_pixel_init(vw, prow + 6 * (size_t)col);
+  for (int q = bs[t]; q < bs[t + 1]; q++) dsr_bs_face_row(a, faces + bins[q], row, x0, x1, y, prow);
+  for (int q = 0; q < big[0]; q++) dsr_bs_face_row(a, faces + big[1 + q], row, x0, x1, y, prow);
+  for (int col = x0; col <= x1; col++) dsr_pixel_normalize(prow + 6 * (size_t)col);
 }
 
 DS_HD DSR_INLINE void dsr_bs_face_bwd(const dsrBatchArgs* a, int j, int b) {
@@ -191,7 +200,7 @@ DS_HD DSR_INLINE void dsr_bstage_run(int stage, const dsrBatchArgs* a, int e, in
     case DSR_BS_BIN_COUNT: dsr_bs_bin(a, e, b, 0); break;
     case DSR_BS_BIN_SCAN: dsr_bs_scan(a, b); break;
     case DSR_BS_BIN_FILL: dsr_bs_bin(a, e, b, 1); break;
-    case DSR_BS_PIXEL: dsr_bs_pixel(a, e, b); break;
+    case DSR_BS_ROW: dsr_bs_row(a, e, b); break;
     case DSR_BS_DOWN:
       dsr_downsample(&a->v, a->pix + DSR_B(a, b, 6 * (size_t)a->v.Wi * a->v.Hi), e / a->v.W, e % a->v.W,
                      a->image + DSR_B(a, b, npx) + 4 * (size_t)e);

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "dsim/batch.h"
+#include "dsim/device.h"
 #include "dsim/dsim.h"
 #include "envs/env_priv.h"
 #include "tests/dstest.h"
@@ -34,6 +35,8 @@ typedef struct Variant {
   double moments;
   int adj_reward;
 } Variant;
+
+static int g_cuda = 0; /* runs on cuda:0 */
 
 static dsEnvDef def_of(const Variant* v) {
   dsEnvDef def = ds_default_env_def("control-fem");
@@ -52,6 +55,7 @@ static dsEnvDef def_of(const Variant* v) {
   def.loss_moments = (dsReal)v->moments;
   def.cam2 = v->cam2;
   def.checkpoint_every = v->checkpoint;
+  if (g_cuda) def.device = (dsDevice){DS_DEVICE_CUDA, 0};
   return def;
 }
 
@@ -173,6 +177,26 @@ int main(void) {
       fprintf(stderr, "  %s (%s): %d values bitwise equal, max |g| %.3g\n", v->name,
               single ? "single env" : "lockstep batch", nh, scale);
     }
+  /* on cuda:0 (frames rendered on the GPU) against the host frames on the CPU */
+  if (ds_cuda_device_count() > 0) {
+    for (size_t q = 0; q < sizeof vars / sizeof vars[0]; q++)
+      for (int single = 0; single < 2; single++) {
+        const Variant* v = &vars[q];
+        const int nh = run(v, 0, single, 0, g_host);
+        g_cuda = 1;
+        const int nd = run(v, 1, single, 0, g_dev);
+        g_cuda = 0;
+        CHECK_INT_EQ(nh, nd);
+        double scale = 0, worst = 0;
+        for (int i = 0; i < nh; i++) scale = fmax(scale, fabs((double)g_host[i]));
+        for (int i = 0; i < nh; i++) worst = fmax(worst, fabs((double)g_host[i] - (double)g_dev[i]));
+        fprintf(stderr, "  cuda:0 %s (%s): within %.3g of the CPU's host frames\n", v->name,
+                single ? "single env" : "lockstep batch", worst / scale);
+        if (!(worst <= 1e-10 * scale)) DST_FAIL_AT("cuda:0 %s: %.3g relative (1e-10 allowed)", v->name, worst / scale);
+      }
+  } else {
+    fprintf(stderr, "  no CUDA device: frames on a GPU not checked here\n");
+  }
   /* the comparison sees a wrong goal: swapped seeds give other gradients */
   {
     const int nh = run(&vars[0], 0, 0, 0, g_host);
