@@ -932,8 +932,8 @@ static dsReal frame_weight(const dsEnv* e, const BwdSpec* sp, int s, int f, int 
 }
 
 /* Adds dL/d(state s) of every term at substep s into d->adj_x / d->adj_v
- * (frames 0: but the frame terms). */
-static int add_terms(dsEnv* e, const BwdSpec* sp, int s, int t, int nf, int frames) {
+ * (rendered 0: but the terms that render, frames and image adjoints). */
+static int add_terms(dsEnv* e, const BwdSpec* sp, int s, int t, int nf, int rendered) {
   const dsModel* m = e->m;
   dsData* d = e->d;
   const int lk = e->def.loss_kind, steps = (t + e->C - 1) / e->C;
@@ -941,7 +941,7 @@ static int add_terms(dsEnv* e, const BwdSpec* sp, int s, int t, int nf, int fram
   int rc = 0;
   /* frame terms (unless the group renders them where its engine runs) */
   const int f = e->frame_at[s];
-  if (frames && f >= 0 && f < nf) {
+  if (rendered && f >= 0 && f < nf) {
     const dsReal w = frame_weight(e, sp, s, f, nf);
     if (w != 0) {
       rc = frame_image_loss(e, e->frame_x + (size_t)f * n3, NULL, w, "backward", f);
@@ -982,7 +982,7 @@ static int add_terms(dsEnv* e, const BwdSpec* sp, int s, int t, int nf, int fram
           com_bwd(m, e->g, v, ao + 3, d->adj_v);
         }
       }
-      if (sp->adj_image) {
+      if (sp->adj_image && rendered) {
         e->adj_dirty = 1;
         dsRasterMesh rm = raster_mesh(e, x);
         rc = ds_raster_render(e->r, &rm, NULL);
@@ -1129,31 +1129,35 @@ int ds__env_group_render_now(dsEnv** envs, int n, dsBatchSim* bs, dsEnvGroupRend
   return 0;
 }
 
-/* The frame terms at substep s of every env of the group (frame f of all of
- * them: they are at one substep of one schedule), into the engine's
- * adjoint. */
-static int group_frames(dsEnv** envs, int n, dsBatchSim* bs, dsEnvGroupRender** grp, const BwdSpec* sp,
-                        const unsigned char* skip, int ref, int s, int nf) {
+/* The rendered terms at substep s of every env of the group, into one
+ * adjoint scratch of the engine, then added to its adjoints: the frame
+ * terms (frame f of all of them: they are at one substep of one schedule)
+ * and, at a step's end, the image observation's adjoints. */
+static int group_rendered(dsEnv** envs, int n, dsBatchSim* bs, dsEnvGroupRender** grp, const BwdSpec* sp,
+                          const unsigned char* skip, int ref, int s, int t, int nf) {
   dsEnv* e0 = envs[ref];
-  const int f = e0->frame_at[s];
-  if (f < 0 || f >= nf) return 0;
-  int any = 0;
-  for (int i = 0; i < n && !any; i++) any = !(skip && skip[i]) && frame_weight(envs[i], sp + i, s, f, nf) != 0;
-  if (!any) return 0;
+  const int f = e0->frame_at[s], steps = (t + e0->C - 1) / e0->C, k = (s - 1) / e0->C;
+  const size_t npx = 4 * (size_t)e0->def.width * e0->def.height;
+  int any_frame = 0, any_img = 0;
+  for (int i = 0; i < n && f >= 0 && f < nf && !any_frame; i++)
+    any_frame = !(skip && skip[i]) && frame_weight(envs[i], sp + i, s, f, nf) != 0;
+  if (s > 0 && (s % e0->C == 0 || s == e0->T) && k < steps)
+    for (int i = 0; i < n && !any_img; i++) any_img = !(skip && skip[i]) && sp[i].adj_image;
+  if (!any_frame && !any_img) return 0;
   char why[256];
   int rc = 0;
   if (!*grp && (rc = group_render_make(grp, e0, bs, n, why, sizeof why))) {
-    for (int i = 0; i < n; i++) ds__seterr(&envs[i]->err, rc, "backward: frame %d: batched render: %s", f, why);
+    for (int i = 0; i < n; i++) ds__seterr(&envs[i]->err, rc, "backward: batched render: %s", why);
     return rc;
   }
   dsEnvGroupRender* gr = *grp;
-  for (int i = 0; i < n; i++) gr->w[i] = skip && skip[i] ? 0 : frame_weight(envs[i], sp + i, s, f, nf);
   const dsReal* x = NULL;
   dsReal* ax = NULL;
   rc = ds__bsim_positions(bs, &x);
   if (!rc) rc = ds__bsim_adj_scratch(bs, &ax);
   if (rc) return group_fail(envs, n, bs, rc, "backward: batched engine");
-  for (int v = 0; v < gr->nview && !rc; v++) {
+  for (int i = 0; i < n; i++) gr->w[i] = !any_frame || (skip && skip[i]) ? 0 : frame_weight(envs[i], sp + i, s, f, nf);
+  for (int v = 0; v < gr->nview && any_frame; v++) {
     rc = group_goals(gr, envs, n, v);
     if (!rc) rc = ds__braster_render(gr->r[v], x, NULL);
     if (!rc) rc = ds__braster_loss(gr->r[v], &e0->ldef, gr->w, gr->loss);
@@ -1166,25 +1170,41 @@ static int group_frames(dsEnv** envs, int n, dsBatchSim* bs, dsEnvGroupRender** 
       return rc;
     }
   }
-  for (int i = 0; i < n; i++) /* the frame's loss, as frame_loss_of would render it */
+  for (int i = 0; i < n && any_frame; i++) /* the frame's loss, as frame_loss_of would render it */
     if (!(skip && skip[i])) {
       envs[i]->frame_loss[f] = gr->lsum[i];
       envs[i]->frame_done[f] = 1;
     }
+  if (any_img) { /* the step's image adjoints (image observations: the first view) */
+    for (int i = 0; i < n; i++) {
+      dsReal* row = gr->goals + (size_t)i * npx; /* host staging only: the uploaded goals stay */
+      if ((skip && skip[i]) || !sp[i].adj_image)
+        memset(row, 0, npx * sizeof(dsReal));
+      else
+        memcpy(row, sp[i].adj_image + (size_t)k * npx, npx * sizeof(dsReal));
+    }
+    if (!(any_frame && gr->nview == 1)) rc = ds__braster_render(gr->r[0], x, NULL); /* else rendered above */
+    if (!rc) rc = ds__braster_backward(gr->r[0], gr->goals, ax);
+    if (rc) {
+      for (int i = 0; i < n; i++)
+        ds__seterr(&envs[i]->err, rc, "backward: image of step %d: %s", k, ds__braster_last_error(gr->r[0]));
+      return rc;
+    }
+  }
   rc = ds__bsim_add_adj_scratch(bs);
   return rc ? group_fail(envs, n, bs, rc, "backward: batched engine: adding adjoints") : 0;
 }
 
 /* every env's host terms at substep s, then their adjoints into the engine
- * (the frame terms first, where the engine runs, when grp is not NULL) */
+ * (the rendered terms first, where the engine runs, when grp is not NULL) */
 static int group_terms(dsEnv** envs, int n, dsBatchSim* bs, dsEnvGroupRender** grp, const BwdSpec* sp,
                        const unsigned char* skip, int ref, int s, int t, int nf, dsReal* bx, dsReal* bv, int* rcs) {
   if (grp) {
-    int rc = group_frames(envs, n, bs, grp, sp, skip, ref, s, nf);
+    int rc = group_rendered(envs, n, bs, grp, sp, skip, ref, s, t, nf);
     if (rc) return rc;
   }
-  const int frames = grp == NULL;
-  DS__ENVS_FOR(n, i) { rcs[i] = skip && skip[i] ? 0 : add_terms(envs[i], sp + i, s, t, nf, frames); }
+  const int rendered = grp == NULL;
+  DS__ENVS_FOR(n, i) { rcs[i] = skip && skip[i] ? 0 : add_terms(envs[i], sp + i, s, t, nf, rendered); }
   DS__ENVS_END();
   int dirty = 0;
   for (int i = 0; i < n; i++) {

@@ -9,7 +9,9 @@
  *     with reward adjoints (frame weights other than 1, some negative);
  *   - MSE, L1 and the moments term (on the engine's backend), a two-level
  *     pyramid and D-SSIM (the host path of the batched loss);
- *   - a second camera; a checkpointed tape (frames between checkpoints).
+ *   - a second camera; a checkpointed tape (frames between checkpoints);
+ *   - adjoints of image observations at step ends (with frames at the same
+ *     substeps: one scratch for both).
  * A mutation check: a lockstep batch whose envs got each other's goals
  * (seeds swapped for the second run only) gives other gradients. With a
  * CUDA device the shared runs also go to cuda:0 and are compared within
@@ -34,6 +36,7 @@ typedef struct Variant {
   int loss_kind, image_loss, levels, cam2, checkpoint;
   double moments;
   int adj_reward;
+  int adj_image; /* image observations and adjoints of them */
 } Variant;
 
 static int g_cuda = 0; /* runs on cuda:0 */
@@ -56,6 +59,7 @@ static dsEnvDef def_of(const Variant* v) {
   def.cam2 = v->cam2;
   def.checkpoint_every = v->checkpoint;
   if (g_cuda) def.device = (dsDevice){DS_DEVICE_CUDA, 0};
+  def.obs_image = v->adj_image;
   return def;
 }
 
@@ -123,9 +127,12 @@ static int run(const Variant* v, int batched, int single, int swap, dsReal* out)
   dsReal losses[NB] = {0, 0, 0}, adj_r[NB * 64];
   for (int i = 0; i < n * S; i++) adj_r[i] = (dsReal)(0.3 + 0.5 * sin(1.7 * i)); /* some negative */
   int status[NB];
-  if (v->adj_reward) {
-    rc = single ? ds_env_backward_adjoints(e1, NULL, NULL, adj_r, ga)
-                : ds_batch_backward_adjoints(b, NULL, NULL, adj_r, ga, status);
+  const size_t npx = 4 * (size_t)def.width * def.height;
+  dsReal* adj_img = v->adj_image ? (dsReal*)malloc(sizeof(dsReal) * npx * n * S) : NULL;
+  for (size_t i = 0; adj_img && i < npx * n * S; i++) adj_img[i] = (dsReal)(0.01 * sin(0.37 * (double)i));
+  if (v->adj_reward || v->adj_image) {
+    rc = single ? ds_env_backward_adjoints(e1, NULL, adj_img, v->adj_reward ? adj_r : NULL, ga)
+                : ds_batch_backward_adjoints(b, NULL, adj_img, v->adj_reward ? adj_r : NULL, ga, status);
   } else {
     rc = single ? ds_env_backward_loss(e1, losses, ga) : ds_batch_backward_loss(b, losses, ga, status);
   }
@@ -139,6 +146,7 @@ static int run(const Variant* v, int batched, int single, int swap, dsReal* out)
   cnt += NB;
   free(acts);
   free(ga);
+  free(adj_img);
   if (single)
     ds_env_destroy(e1);
   else
@@ -151,11 +159,13 @@ static dsReal g_host[MAXG], g_dev[MAXG];
 
 int main(void) {
   static const Variant vars[] = {
-      {"image sum, MSE", DS_ENV_LOSS_IMAGE_SUM, DS_LOSS_MSE, 1, 0, 1, 0, 0},
-      {"image last, L1, reward adjoints", DS_ENV_LOSS_IMAGE_LAST, DS_LOSS_L1, 1, 0, 1, 0, 1},
-      {"image sum, MSE + moments, reward adjoints", DS_ENV_LOSS_IMAGE_SUM, DS_LOSS_MSE, 1, 0, 1, 0.6, 1},
-      {"image sum, two-level D-SSIM (host loss)", DS_ENV_LOSS_IMAGE_SUM, DS_LOSS_DSSIM, 2, 0, 1, 0, 0},
-      {"image sum, camera2, checkpointed tape (K 5)", DS_ENV_LOSS_IMAGE_SUM, DS_LOSS_MSE, 1, 1, 5, 0, 1},
+      {"image sum, MSE", DS_ENV_LOSS_IMAGE_SUM, DS_LOSS_MSE, 1, 0, 1, 0, 0, 0},
+      {"image last, L1, reward adjoints", DS_ENV_LOSS_IMAGE_LAST, DS_LOSS_L1, 1, 0, 1, 0, 1, 0},
+      {"image sum, MSE + moments, reward adjoints", DS_ENV_LOSS_IMAGE_SUM, DS_LOSS_MSE, 1, 0, 1, 0.6, 1, 0},
+      {"image sum, two-level D-SSIM (host loss)", DS_ENV_LOSS_IMAGE_SUM, DS_LOSS_DSSIM, 2, 0, 1, 0, 0, 0},
+      {"image sum, camera2, checkpointed tape (K 5)", DS_ENV_LOSS_IMAGE_SUM, DS_LOSS_MSE, 1, 1, 5, 0, 1, 0},
+      {"image observations' adjoints and reward adjoints", DS_ENV_LOSS_IMAGE_SUM, DS_LOSS_MSE, 1, 0, 1, 0, 1, 1},
+      {"image observations' adjoints, camera2, checkpointed", DS_ENV_LOSS_IMAGE_LAST, DS_LOSS_MSE, 1, 1, 4, 0, 0, 1},
   };
   for (size_t q = 0; q < sizeof vars / sizeof vars[0]; q++)
     for (int single = 0; single < 2; single++) {
