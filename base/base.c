@@ -111,6 +111,28 @@ int ds_replace_allocator(dsMallocFn m, dsReallocFn r, dsCallocFn c, dsFreeFn f) 
 
 void* ds__malloc(size_t size) { return g_alloc.m(size ? size : 1); }
 void* ds__calloc(size_t count, size_t size) { return g_alloc.c(count ? count : 1, size ? size : 1); }
+
+void* ds__host_alloc(void* ctx, size_t bytes) {
+  (void)ctx;
+  return ds__calloc(1, bytes ? bytes : 1);
+}
+
+void ds__host_release(void* ctx, void* p) {
+  (void)ctx;
+  ds__free(p);
+}
+
+int ds__host_move(void* ctx, void* dst, const void* src, size_t bytes) {
+  (void)ctx;
+  if (bytes) memmove(dst, src, bytes);
+  return 0;
+}
+
+int ds__host_zero(void* ctx, void* dst, size_t bytes) {
+  (void)ctx;
+  if (bytes) memset(dst, 0, bytes);
+  return 0;
+}
 void* ds__realloc(void* ptr, size_t size) { return g_alloc.r(ptr, size ? size : 1); }
 void ds__free(void* ptr) {
   if (ptr) g_alloc.f(ptr);

@@ -16,6 +16,13 @@ extern "C" {
 /* Allocation: every library allocation uses these (see ds_replace_allocator). */
 void* ds__malloc(size_t size);
 void* ds__calloc(size_t count, size_t size);
+/* Host memory as a compute backend's (the CPU backends of the batched
+ * engine and the batched renderer; ctx unused): zeroed allocation, release,
+ * copy (memmove) and zeroing; the int functions return 0. */
+void* ds__host_alloc(void* ctx, size_t bytes);
+void ds__host_release(void* ctx, void* p);
+int ds__host_move(void* ctx, void* dst, const void* src, size_t bytes);
+int ds__host_zero(void* ctx, void* dst, size_t bytes);
 void* ds__realloc(void* ptr, size_t size);
 void ds__free(void* ptr);
 /* Duplicate a string with ds__malloc; NULL on failure. */

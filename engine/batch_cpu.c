@@ -34,28 +34,6 @@ static int cpu_free_bytes(void* ctx, size_t* bytes) {
   return 0;
 }
 
-static void* cpu_alloc(void* ctx, size_t bytes) {
-  (void)ctx;
-  return ds__calloc(1, bytes ? bytes : 1);
-}
-
-static void cpu_release(void* ctx, void* p) {
-  (void)ctx;
-  ds__free(p);
-}
-
-static int cpu_move(void* ctx, void* dst, const void* src, size_t bytes) {
-  (void)ctx;
-  if (bytes) memmove(dst, src, bytes);
-  return 0;
-}
-
-static int cpu_zero(void* ctx, void* dst, size_t bytes) {
-  (void)ctx;
-  if (bytes) memset(dst, 0, bytes);
-  return 0;
-}
-
 static int cpu_run(void* ctx, const dsBatchLaunch* l) {
   (void)ctx;
   for (int p = l->nparts - 1; p >= 0; p--) { /* last to first: see dsBatchLaunch */
@@ -84,5 +62,6 @@ static const char* cpu_last_error(void* ctx) {
   return "";
 }
 
-const dsBatchBackend ds__cpu_batch_backend = {"cpu",     cpu_open, cpu_close, cpu_free_bytes, cpu_alloc, cpu_release,
-                                              cpu_move,  cpu_move, cpu_move,  cpu_zero,       cpu_run,   cpu_last_error};
+const dsBatchBackend ds__cpu_batch_backend = {"cpu",          cpu_open,         cpu_close,     cpu_free_bytes,
+                                              ds__host_alloc, ds__host_release, ds__host_move, ds__host_move,
+                                              ds__host_move,  ds__host_zero,    cpu_run,       cpu_last_error};

@@ -477,58 +477,9 @@ static void bin_faces(dsRaster* r, int nf) {
 }
 
 /* Adds face f to the pixels of rectangle [x0,x1] x [y0,y1] (already
- * intersected with its bounding box): T *= q, online softmax. */
-/* T *= q and the online softmax update of pixel state ps with one face */
-static inline void accumulate(const dsrFace* f, const dsrConst* c, double* ps, double D, double q,
-                              double e, const double bp[3]) {
-  double E, w, C[3];
-  ps[2] *= q;
-  if (e > ps[0]) {
-    double sc = ps[0] - e < -DSR_SOFTMAX_CUT ? 0.0 : dsr_exp(ps[0] - e);
-    ps[1] *= sc;
-    ps[3] *= sc;
-    ps[4] *= sc;
-    ps[5] *= sc;
-    ps[0] = e;
-    E = 1.0;
-  } else {
-    /* terms below exp(-DSR_SOFTMAX_CUT) of the largest are dropped */
-    double de = e - ps[0];
-    if (de < -DSR_SOFTMAX_CUT) return;
-    E = dsr_exp(de);
-  }
-  if (c->vertex_color) {
-    int k;
-    for (k = 0; k < 3; k++)
-      C[k] = f->light * (bp[0] * f->vc[0][k] + bp[1] * f->vc[1][k] + bp[2] * f->vc[2][k]);
-  } else {
-    C[0] = f->col[0];
-    C[1] = f->col[1];
-    C[2] = f->col[2];
-  }
-  w = D * E;
-  ps[1] += w;
-  ps[3] += w * C[0];
-  ps[4] += w * C[1];
-  ps[5] += w * C[2];
-}
-
-/* Adds face f to the pixels of rectangle [x0,x1] x [y0,y1] (already
  * intersected with its bounding box). */
 static void raster_face_rect(const dsRaster* r, const dsrFace* f, int x0, int x1, int y0, int y1) {
-  const dsrConst* c = &r->v.c;
-  int row, col, c0, c1;
-  for (row = y0; row <= y1; row++) {
-    const double y = (double)(r->v.Hi - 1 - 2 * row) / r->v.Hi;
-    double* px = r->pix + 6 * ((size_t)row * r->v.Wi);
-    dsr_row_span(f, y, r->v.Wi, x0, x1, &c0, &c1);
-    col = c0;
-    for (; col <= c1; col++) {
-      const double x = (double)(2 * col + 1 - r->v.Wi) * r->v.iWi;
-      dsrEval ev;
-      if (dsr_eval(f, c, x, y, &ev, 0)) dsr_accumulate(f, c, px + 6 * col, ev.D, ev.q, ev.e, ev.bp);
-    }
-  }
+  for (int row = y0; row <= y1; row++) dsr_face_row(&r->v, f, row, x0, x1, r->pix + 6 * ((size_t)row * r->v.Wi));
 }
 
 /* Renders every tile; each tile then turns its numerators into colours and,

@@ -17,24 +17,6 @@ const dsRasterBackend* ds__cuda_raster_backend(void) { return NULL; }
 /* Below this many pairs a stage runs on one thread. */
 #define DSR_PAR_MIN 256
 
-static void* cpu_alloc(void* ctx, size_t bytes) {
-  (void)ctx;
-  return ds__calloc(1, bytes ? bytes : 1);
-}
-static void cpu_release(void* ctx, void* p) {
-  (void)ctx;
-  ds__free(p);
-}
-static int cpu_move(void* ctx, void* dst, const void* src, size_t bytes) {
-  (void)ctx;
-  if (bytes) memmove(dst, src, bytes);
-  return 0;
-}
-static int cpu_zero(void* ctx, void* dst, size_t bytes) {
-  (void)ctx;
-  if (bytes) memset(dst, 0, bytes);
-  return 0;
-}
 /* Every pair writes only its own cells: any schedule gives the same bits. */
 static int cpu_run(void* ctx, int stage, const dsrBatchArgs* a, int count, int B) {
   (void)ctx;
@@ -51,8 +33,9 @@ static const char* cpu_last_error(void* ctx) {
   return "";
 }
 
-const dsRasterBackend ds__cpu_raster_backend = {"cpu",    cpu_alloc, cpu_release, cpu_move,      cpu_move,
-                                                cpu_move, cpu_zero,  cpu_run,     cpu_last_error};
+const dsRasterBackend ds__cpu_raster_backend = {"cpu",         ds__host_alloc, ds__host_release, ds__host_move,
+                                                ds__host_move, ds__host_move,  ds__host_zero,    cpu_run,
+                                                cpu_last_error};
 
 /* ---- the driver ----------------------------------------------------------------------- */
 struct dsBatchRaster {

@@ -128,21 +128,13 @@ DS_HD DSR_INLINE void dsr_bs_scan(const dsrBatchArgs* a, int b) {
   big[0] = nbig;
 }
 
-/* Face f over the columns of row `row` (NDC height y) in [x0, x1] (its
- * tile's, intersected with the face's box) where it can contribute: what
- * raster.c's raster_face_rect does on that row. */
-DS_HD DSR_INLINE void dsr_bs_face_row(const dsrBatchArgs* a, const dsrFace* f, int row, int x0, int x1, double y,
+/* Face f on row `row` of the tile spanning columns x0 .. x1: raster.c's
+ * raster_face_rect on that row (the face's box intersected with the tile). */
+DS_HD DSR_INLINE void dsr_bs_face_row(const dsrBatchArgs* a, const dsrFace* f, int row, int x0, int x1,
                                       double* prow) {
   if (row < f->y0 || row > f->y1) return;
   const int a0 = f->x0 > x0 ? f->x0 : x0, a1 = f->x1 < x1 ? f->x1 : x1;
-  if (a0 > a1) return;
-  int c0, c1;
-  dsr_row_span(f, y, a->v.Wi, a0, a1, &c0, &c1);
-  for (int col = c0; col <= c1; col++) {
-    const double x = (double)(2 * col + 1 - a->v.Wi) * a->v.iWi;
-    dsrEval ev;
-    if (dsr_eval(f, &a->v.c, x, y, &ev, 0)) dsr_accumulate(f, &a->v.c, prow + 6 * (size_t)col, ev.D, ev.q, ev.e, ev.bp);
-  }
+  if (a0 <= a1) dsr_face_row(&a->v, f, row, a0, a1, prow);
 }
 
 /* One row of one tile (index e = row ntx + tile column): its pixels'
@@ -158,10 +150,9 @@ DS_HD DSR_INLINE void dsr_bs_row(const dsrBatchArgs* a, int e, int b) {
   const int* bins = a->bins + DSR_B(a, b, a->bin_cap);
   const int* big = a->big + DSR_B(a, b, a->nface + 1);
   double* prow = a->pix + DSR_B(a, b, 6 * (size_t)vw->Wi * vw->Hi) + 6 * (size_t)row * vw->Wi;
-  const double y = (double)(vw->Hi - 1 - 2 * row) / vw->Hi;
   for (int col = x0; col <= x1; col++) dsr_pixel_init(vw, prow + 6 * (size_t)col);
-  for (int q = bs[t]; q < bs[t + 1]; q++) dsr_bs_face_row(a, faces + bins[q], row, x0, x1, y, prow);
-  for (int q = 0; q < big[0]; q++) dsr_bs_face_row(a, faces + big[1 + q], row, x0, x1, y, prow);
+  for (int q = bs[t]; q < bs[t + 1]; q++) dsr_bs_face_row(a, faces + bins[q], row, x0, x1, prow);
+  for (int q = 0; q < big[0]; q++) dsr_bs_face_row(a, faces + big[1 + q], row, x0, x1, prow);
   for (int col = x0; col <= x1; col++) dsr_pixel_normalize(prow + 6 * (size_t)col);
 }
 

@@ -671,6 +671,20 @@ DS_HD DSR_INLINE void dsr_accumulate(const dsrFace* f, const dsrConst* c, double
   ps[5] += w * C[2];
 }
 
+/* Face f over row `row` (NDC height y) between columns x0 and x1 (already
+ * intersected with its box): every column of its span there where it
+ * contributes, into the row's pixel states prow (Wi x 6). */
+DS_HD DSR_INLINE void dsr_face_row(const dsrView* vw, const dsrFace* f, int row, int x0, int x1, double* prow) {
+  const double y = (double)(vw->Hi - 1 - 2 * row) / vw->Hi;
+  int col, c0, c1;
+  dsr_row_span(f, y, vw->Wi, x0, x1, &c0, &c1);
+  for (col = c0; col <= c1; col++) {
+    const double x = (double)(2 * col + 1 - vw->Wi) * vw->iWi;
+    dsrEval ev;
+    if (dsr_eval(f, &vw->c, x, y, &ev, 0)) dsr_accumulate(f, &vw->c, prow + 6 * (size_t)col, ev.D, ev.q, ev.e, ev.bp);
+  }
+}
+
 /* Turns the numerators of pixel state ps into colours (S = 1: nothing to
  * normalise, exactly). */
 DS_HD DSR_INLINE void dsr_pixel_normalize(double* ps) {

@@ -77,12 +77,7 @@ typedef struct Setup {
   int w, h, k, ortho, mode, light;
 } Setup;
 
-static void run_setup(const Setup* su, const Mesh* m, int threads) {
-#ifdef _OPENMP
-  omp_set_num_threads(threads);
-#else
-  (void)threads;
-#endif
+static dsRenderSettings settings_of(const Setup* su) {
   dsRenderSettings s = ds_default_render_settings();
   s.width = su->w;
   s.height = su->h;
@@ -97,6 +92,16 @@ static void run_setup(const Setup* su, const Mesh* m, int threads) {
   }
   s.background[0] = (dsReal)0.1;
   s.background[3] = (dsReal)0.2;
+  return s;
+}
+
+static void run_setup(const Setup* su, const Mesh* m, int threads) {
+#ifdef _OPENMP
+  omp_set_num_threads(threads);
+#else
+  (void)threads;
+#endif
+  const dsRenderSettings s = settings_of(su);
   const size_t npx = 4 * (size_t)su->w * su->h;
   const int nf = NF;
   dsReal* img = (dsReal*)calloc(B * npx, sizeof(dsReal));
@@ -301,13 +306,7 @@ static Out g_cpu, g_gpu;
 /* Renders, losses (the four kinds) and gradients of setup su on backend be
  * (context ctx; verts go through the backend's memory). */
 static void outputs(const Setup* su, const Mesh* m, const dsRasterBackend* be, void* ctx, Out* o) {
-  dsRenderSettings s = ds_default_render_settings();
-  s.width = su->w;
-  s.height = su->h;
-  s.supersample = su->k;
-  s.sigma = (dsReal)2e-4;
-  s.camera.orthographic = su->ortho;
-  s.camera.ortho_height = 3;
+  const dsRenderSettings s = settings_of(su);
   const size_t npx = 4 * (size_t)su->w * su->h;
   dsReal* goal = (dsReal*)calloc(B * npx, sizeof(dsReal));
   g_rng = 77;
