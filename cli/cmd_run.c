@@ -90,7 +90,7 @@ static void usage(FILE* out) {
           "  --seed S        run.seed: goal and controller seed\n"
           "  --threads T     run.threads: OpenMP threads (0: OMP_NUM_THREADS or all cores)\n"
           "  --device D      run.device: cpu (default), cuda or cuda:N: the env's physics on that\n"
-          "                  GPU (batched engine; rendering and losses on the host; see dsim info)\n"
+          "                  GPU (batched engine, rendering and single-scale image losses; see dsim info)\n"
           "  --out FILE      run.out: run log (default runs/ENV-METHOD[-mpc]-sSEED.h5, or -1, -2, ...\n"
           "                  appended when taken; directories are created)\n"
           "  --force         replace an existing --out file (never the config or a plugin)\n"

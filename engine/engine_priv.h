@@ -33,8 +33,10 @@ dsErrBuf* ds__data_err(dsData* d);
  * for waking the workers; all threads get the second call only when the
  * first was under 4x the count in use, since under load one such call can
  * cost tens); the faster count is used. A losing probe of all threads at least doubles the interval to
- * the next (8 .. 4096 calls; longer the more it lost), so an unhelpful
- * count costs a few per cent at most; one thread, cheap to probe, is looked
+ * the next (8 .. 65,536 calls; 32 calls per unit of its slowdown, so a
+ * probe that waited a whole time slice for a descheduled thread, some 400
+ * calls' worth, is followed by ~12,800), so an unhelpful count costs about
+ * 3% at most; one thread, cheap to probe, is looked
  * at again within 64 calls, and at once when the count in use becomes
  * slower than one thread was; a change of nmax starts afresh, on one
  * thread.

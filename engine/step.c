@@ -59,6 +59,9 @@
 
 static _Atomic int g_adaptive = 1;
 
+/* the longest probe interval of all threads, calls (engine_priv.h) */
+#define DS__PICK_MAX 65536
+
 void ds_set_adaptive_threads(int on) { atomic_store(&g_adaptive, on ? 1 : 0); }
 int ds_get_adaptive_threads(void) { return atomic_load(&g_adaptive); }
 
@@ -124,11 +127,12 @@ static void pick_end(dsThreadPick* p, int arm, double sec) {
   } else if (arm == 1) {
     /* all threads lost: wait at least twice as long as before, and long
      * enough that its probes cost under ~3% of the time (32 calls per unit
-     * of its slowdown: a probe 50x slower waits 1,600 calls) */
+     * of its slowdown: a probe 50x slower waits 1,600 calls; one that
+     * waited a whole time slice for a descheduled thread, ~400x, 12,800) */
     const double r = 32 * sec / p->est[p->cur];
     int n = 2 * p->interval;
-    if (r > n) n = r < 4096 ? (int)r : 4096;
-    p->interval = n < 4096 ? n : 4096;
+    if (r > n) n = r < DS__PICK_MAX ? (int)r : DS__PICK_MAX;
+    p->interval = n < DS__PICK_MAX ? n : DS__PICK_MAX;
   } else {
     /* one thread lost: its probes are cheap, look again soon */
     p->interval = p->interval < 32 ? 2 * p->interval : 64;

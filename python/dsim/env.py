@@ -187,8 +187,8 @@ class Env(Owned):
 
     def __init__(self, name: str, config=None, label: str | None = None, device: str = "cpu", **overrides):
         """device: where the physics runs, "cpu" (default), "cuda" or "cuda:N"
-        (ds_env_set_device: the episode's state, tape and adjoints on that GPU;
-        rendering and losses on the host)."""
+        (ds_env_set_device: the episode's state, tape and adjoints on that GPU,
+        and its frames, image losses and image observations rendered there)."""
         self.name = name
         self.label = label or name
         text = config_text(name, config, overrides, self.label)
