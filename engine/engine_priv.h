@@ -24,34 +24,6 @@ size_t ds__arena_need(const dsModel* m);
 
 dsErrBuf* ds__data_err(dsData* d);
 
-/* ---- thread choice (step.c) -------------------------------------------------
- * A parallel stage is run on either 1 thread or all of them (nmax); every
- * count gives the same bits, so the choice is free to follow the clock. The
- * stage times each call: the count in use keeps a running mean of its
- * seconds per call, and now and then the other count is probed (the faster
- * of two calls: the first call on all threads after a spell on one pays
- * for waking the workers; all threads get the second call only when the
- * first was under 4x the count in use, since under load one such call can
- * cost tens); the faster count is used. A losing probe of all threads at least doubles the interval to
- * the next (8 .. 65,536 calls; 32 calls per unit of its slowdown, so a
- * probe that waited a whole time slice for a descheduled thread, some 400
- * calls' worth, is followed by ~12,800), so an unhelpful count costs about
- * 3% at most; one thread, cheap to probe, is looked
- * at again within 64 calls, and at once when the count in use becomes
- * slower than one thread was; a change of nmax starts afresh, on one
- * thread.
- * This is what makes a model too small to gain run on one thread, and a
- * run whose partner thread keeps being descheduled (another process on the
- * cores) fall back to one thread until the cores are free. */
-typedef struct dsThreadPick {
-  int nmax;      /* thread count the estimates belong to; 0: none yet */
-  int cur;       /* count in use: 0 one thread, 1 nmax threads */
-  int left;      /* calls until the other count is probed */
-  int interval;  /* probe interval, calls */
-  double est[2]; /* seconds per call of each; < 0 unknown */
-  int probes;    /* calls of the current probe so far */
-  double probe_min;
-} dsThreadPick;
 
 /* What a dsData keeps behind d->err_: the error buffer first, then the
  * thread choices of the forward substep and of the backward substep. */

@@ -54,91 +54,11 @@
 
 /* Below this many slots + particles a substep always runs on one thread:
  * the fork/join costs more than the work. Above, the thread choice
- * (engine_priv.h) decides from the clock. */
+ * (base/internal.h) decides from the clock. */
 #define DS__PAR_MIN 1024
 
-static _Atomic int g_adaptive = 1;
-
-/* the longest probe interval of all threads, calls (engine_priv.h) */
-#define DS__PICK_MAX 65536
-
-void ds_set_adaptive_threads(int on) { atomic_store(&g_adaptive, on ? 1 : 0); }
-int ds_get_adaptive_threads(void) { return atomic_load(&g_adaptive); }
-
-static double clock_s(void) {
-#ifdef _OPENMP
-  return omp_get_wtime();
-#else
-  return 0;
-#endif
-}
-
-/* Threads for the next call of a stage of `work` slots + particles; *arm:
- * the choice made (0: one thread, 1: all), -1 when not timed. */
-static int pick_begin(dsThreadPick* p, long long work, int* arm) {
-  *arm = -1;
-#ifdef _OPENMP
-  const int nmax = omp_in_parallel() ? 1 : omp_get_max_threads();
-#else
-  const int nmax = 1;
-#endif
-  if (nmax <= 1 || work < DS__PAR_MIN) return 1;
-  if (!p || !atomic_load(&g_adaptive)) return nmax;
-  if (p->nmax != nmax) { /* afresh: one thread first (a loaded machine makes a call on all threads
-                          * cost tens of calls; an idle one switches after a few calls) */
-    p->nmax = nmax;
-    p->cur = 0;
-    p->left = 4;
-    p->interval = 8;
-    p->est[0] = p->est[1] = -1;
-    p->probes = 0;
-  }
-  *arm = p->left > 0 ? p->cur : 1 - p->cur;
-  return *arm ? nmax : 1;
-}
-
-static void pick_end(dsThreadPick* p, int arm, double sec) {
-  if (arm < 0) return;
-  const int other = 1 - p->cur;
-  if (arm == p->cur) {
-    double* e = &p->est[arm];
-    *e = *e < 0 ? sec : *e + (sec - *e) / 8;
-    p->left--;
-    /* the count in use got slower than the other was: look again now */
-    if (p->est[other] > 0 && *e > p->est[other]) p->left = 0;
-    return;
-  }
-  /* a probe of the other count, twice, keeping the faster call: one
-   * preempted call must not condemn one thread, and the first call on all
-   * threads after a spell on one pays for waking the sleeping workers.
-   * All threads get the second call only when the first was not far slower
-   * than the count in use (under load one probe can cost tens of calls). */
-  if (p->probes == 0 && (arm == 0 || sec < 4 * p->est[p->cur])) {
-    p->probe_min = sec;
-    p->probes = 1;
-    return;
-  }
-  if (p->probes && p->probe_min < sec) sec = p->probe_min;
-  p->probes = 0;
-  p->est[arm] = sec;
-  if (sec < p->est[p->cur]) {
-    p->cur = arm;
-    p->interval = 8;
-  } else if (arm == 1) {
-    /* all threads lost: wait at least twice as long as before, and long
-     * enough that its probes cost under ~3% of the time (32 calls per unit
-     * of its slowdown: a probe 50x slower waits 1,600 calls; one that
-     * waited a whole time slice for a descheduled thread, ~400x, 12,800) */
-    const double r = 32 * sec / p->est[p->cur];
-    int n = 2 * p->interval;
-    if (r > n) n = r < DS__PICK_MAX ? (int)r : DS__PICK_MAX;
-    p->interval = n < DS__PICK_MAX ? n : DS__PICK_MAX;
-  } else {
-    /* one thread lost: its probes are cheap, look again soon */
-    p->interval = p->interval < 32 ? 2 * p->interval : 64;
-  }
-  p->left = p->interval;
-}
+void ds_set_adaptive_threads(int on) { ds__pick_set_adaptive(on); }
+int ds_get_adaptive_threads(void) { return ds__pick_adaptive(); }
 
 /* tets per iteration of the parallel J check */
 #define DS__CHECK_BLOCK 64
@@ -197,8 +117,8 @@ void ds__substep(const dsModel* m, const dsReal* x, const dsReal* v, const dsRea
   DS_ASSERT(particle_rows_known());
   const dsStepFwd pa = {x, v, fext, ef, f, fr, xo, vo, integrate};
   int arm;
-  const int nt = pick_begin(pick, m->nslot + np, &arm);
-  const double t0 = arm >= 0 ? clock_s() : 0;
+  const int nt = ds__pick_begin(pick, m->nslot + np, DS__PAR_MIN, &arm);
+  const double t0 = arm >= 0 ? ds__clock() : 0;
   (void)nt;
 #pragma omp parallel num_threads(nt) if (nt > 1)
   {
@@ -237,7 +157,7 @@ void ds__substep(const dsModel* m, const dsReal* x, const dsReal* v, const dsRea
       }
     }
   }
-  if (arm >= 0) pick_end(pick, arm, clock_s() - t0);
+  if (arm >= 0) ds__pick_end(pick, arm, ds__clock() - t0);
 }
 
 /* ---- forward ------------------------------------------------------------------*/
@@ -447,8 +367,8 @@ int ds_backward_step(const dsModel* m, dsData* d, dsGrad* g, dsReal* adj_act, ds
                         L.count[DS__F_RIGID_CONTACT] ? scr + L.scratch[DS__F_RIGID_CONTACT] : NULL, g};
   dsThreadPick* pick = &((dsDataPriv*)d->err_)->bwd;
   int arm;
-  const int nt = pick_begin(pick, m->nslot + np, &arm);
-  const double t0 = arm >= 0 ? clock_s() : 0;
+  const int nt = ds__pick_begin(pick, m->nslot + np, DS__PAR_MIN, &arm);
+  const double t0 = arm >= 0 ? ds__clock() : 0;
   (void)nt;
   /* R: rigid bodies first (engine/rigid.h): their vertices' adjoints of the
    * later state go into the body's, the body's through Newton-Euler; the
@@ -498,7 +418,7 @@ int ds_backward_step(const dsModel* m, dsData* d, dsGrad* g, dsReal* adj_act, ds
       }
     }
   }
-  if (arm >= 0) pick_end(pick, arm, clock_s() - t0);
+  if (arm >= 0) ds__pick_end(pick, arm, ds__clock() - t0);
   /* shared scalars: serial sums in element order */
   dsReal sg[3] = {0, 0, 0};
   for (int i = 0; i < np; i++)

@@ -64,6 +64,8 @@
 #include "render/raster_batch.h"
 
 #define DSR_TILE 32
+/* below this many internal pixels + faces a render runs on one thread */
+#define DSR_PAR_MIN 4096
 #define DSR_PI 3.14159265358979323846
 
 /* ---- camera ------------------------------------------------------------- */
@@ -218,6 +220,7 @@ struct dsRaster {
   double* fcgrad;     /* per face: colour gradient (max_faces x 9) */
   double* fcam;       /* per face: camera adjoint parts (max_faces x DSR_NCAM) */
   int want_cam;       /* the running backward also wants dL/d(camera) */
+  dsThreadPick pk_fwd, pk_bwd; /* thread choice of render and backward (base/internal.h) */
   int rendered;       /* a render's state is held for backward */
   int r_nvert, r_nface, r_mode;
   dsErrBuf err;
@@ -436,16 +439,16 @@ static int check_mesh(dsRaster* r, const dsRasterMesh* m) {
 }
 
 /* Projects vertices and sets up faces and their bounding boxes. */
-static void setup_faces(dsRaster* r, const dsRasterMesh* m) {
+static void setup_faces(dsRaster* r, const dsRasterMesh* m, int nt) {
   const int nv = m->nvert, nf = m->nface, vc = m->color_mode == DS_COLOR_VERTEX;
   int v, j;
   r->v.c.vertex_color = vc;
 #ifdef _OPENMP
-#pragma omp parallel for schedule(static) if (nv >= 1024)
+#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1 && nv >= 1024)
 #endif
   for (v = 0; v < nv; v++) dsr_project(&r->v, m->verts, v, r->vproj + 3 * v);
 #ifdef _OPENMP
-#pragma omp parallel for schedule(static) if (nf >= 256)
+#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1 && nf >= 256)
 #endif
   for (j = 0; j < nf; j++)
     dsr_face_setup(&r->v, m->verts, m->faces, m->colors, vc, r->vproj, j, &r->faces[j], &r->ftile[4 * j]);
@@ -485,13 +488,13 @@ static void raster_face_rect(const dsRaster* r, const dsrFace* f, int x0, int x1
 /* Renders every tile; each tile then turns its numerators into colours and,
  * when image is not NULL, writes its output pixels (mean of k x k blocks;
  * tiles are multiples of k, so a block never straddles two tiles). */
-static void render_tiles(dsRaster* r, dsReal* image) {
+static void render_tiles(dsRaster* r, dsReal* image, int nt) {
   int t;
   const double abg = r->s.background[3];
   const int k = r->v.k;
   const double ik2 = 1.0 / ((double)k * k);
 #ifdef _OPENMP
-#pragma omp parallel for schedule(dynamic, 1) if (r->v.ntiles > 1)
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (nt > 1 && r->v.ntiles > 1)
 #endif
   for (t = 0; t < r->v.ntiles; t++) {
     int tx = t % r->v.ntx, ty = t / r->v.ntx;
@@ -553,9 +556,16 @@ int ds_raster_render(dsRaster* r, const dsRasterMesh* mesh, dsReal* image) {
   r->rendered = 0;
   rc = check_mesh(r, mesh);
   if (rc) return rc;
-  setup_faces(r, mesh);
+  /* one thread or all, from the clock (base/internal.h): a machine whose
+     other cores are busy runs the render on one */
+  int arm;
+  const int nt = ds__pick_begin(&r->pk_fwd, (long long)r->v.Wi * r->v.Hi + mesh->nface, DSR_PAR_MIN, &arm);
+  const double t0 = arm >= 0 ? ds__clock() : 0;
+  (void)nt;
+  setup_faces(r, mesh, nt);
   bin_faces(r, mesh->nface);
-  render_tiles(r, image);
+  render_tiles(r, image, nt);
+  if (arm >= 0) ds__pick_end(&r->pk_fwd, arm, ds__clock() - t0);
   r->rendered = 1;
   r->r_nvert = mesh->nvert;
   r->r_nface = mesh->nface;
@@ -566,11 +576,11 @@ int ds_raster_render(dsRaster* r, const dsRasterMesh* mesh, dsReal* image) {
 
 /* ---- backward -------------------------------------------------------------- */
 
-static void backward_faces(dsRaster* r, const dsRasterMesh* m, const dsReal* d_image) {
+static void backward_faces(dsRaster* r, const dsRasterMesh* m, const dsReal* d_image, int nt) {
   const int vc = m->color_mode == DS_COLOR_VERTEX;
   int j;
 #ifdef _OPENMP
-#pragma omp parallel for schedule(dynamic, 8) if (m->nface >= 32)
+#pragma omp parallel for schedule(dynamic, 8) num_threads(nt) if (nt > 1 && m->nface >= 32)
 #endif
   for (j = 0; j < m->nface; j++) {
     const dsrFace* f = &r->faces[j];
@@ -660,9 +670,14 @@ int ds_raster_backward_camera(dsRaster* r, const dsRasterMesh* mesh, const dsRea
                       "(or use ds_raster_render_backward)");
   /* The face setup is recomputed from the inputs (cheap), so the forward need
    * keep only the per-pixel totals. */
-  setup_faces(r, mesh);
+  int arm;
+  const int nt = ds__pick_begin(&r->pk_bwd, (long long)r->v.Wi * r->v.Hi + mesh->nface, DSR_PAR_MIN, &arm);
+  const double t0 = arm >= 0 ? ds__clock() : 0;
+  (void)nt;
+  setup_faces(r, mesh, nt);
   r->want_cam = d_camera != NULL;
-  backward_faces(r, mesh, d_image);
+  backward_faces(r, mesh, d_image, nt);
+  if (arm >= 0) ds__pick_end(&r->pk_bwd, arm, ds__clock() - t0);
   gather(r, mesh, d_verts, d_colors);
   if (d_camera) camera_adjoint(r, mesh->nface, d_camera);
   r->want_cam = 0;
