@@ -1183,7 +1183,7 @@ static int group_rendered(dsEnv** envs, int n, dsBatchSim* bs, dsEnvGroupRender*
       else
         memcpy(row, sp[i].adj_image + (size_t)k * npx, npx * sizeof(dsReal));
     }
-    if (!(any_frame && gr->nview == 1)) rc = ds__braster_render(gr->r[0], x, NULL); /* else rendered above */
+    if (!any_frame) rc = ds__braster_render(gr->r[0], x, NULL); /* else view 0 rendered x above */
     if (!rc) rc = ds__braster_backward(gr->r[0], gr->goals, ax);
     if (rc) {
       for (int i = 0; i < n; i++)
