@@ -307,17 +307,7 @@ int cu_run_render(void* ctx, int stage, const dsrBatchArgs* a, int count, int B)
 #define DS__RLAUNCH(S) \
   case S: rstage_kernel<S><<<blocks, THREADS, 0, c->stream>>>(*a, count, n); break;
   switch (stage) {
-    DS__RLAUNCH(DSR_BS_PROJECT)
-    DS__RLAUNCH(DSR_BS_FACES)
-    DS__RLAUNCH(DSR_BS_BIN_COUNT)
-    DS__RLAUNCH(DSR_BS_BIN_SCAN)
-    DS__RLAUNCH(DSR_BS_BIN_FILL)
-    DS__RLAUNCH(DSR_BS_ROW)
-    DS__RLAUNCH(DSR_BS_DOWN)
-    DS__RLAUNCH(DSR_BS_LOSS_SUM)
-    DS__RLAUNCH(DSR_BS_LOSS_GRAD)
-    DS__RLAUNCH(DSR_BS_FACE_BWD)
-    DS__RLAUNCH(DSR_BS_GATHER)
+    DSR_BS_STAGES(DS__RLAUNCH)
     default:
       snprintf(c->msg, sizeof c->msg, "unknown render stage %d", stage);
       return DS_ERR_INVALID;

@@ -96,66 +96,28 @@ dsLossDef ds_default_loss_def(void) {
  * x or y to all NC channels. The transpose is written as a gather too,
  * (F^T g)_j = sum_i k[|j - i|] g_i / norm_i, so rows run in parallel and every
  * output is summed in a fixed order (bitwise the same for any thread count). */
-#define MAXR 16
-
-static double norm_at(const double* k, int R, int i, int n) {
-  double s = 0;
-  int j;
-  for (j = -R; j <= R; j++)
-    if (i + j >= 0 && i + j < n) s += k[j < 0 ? -j : j];
-  return s;
-}
-
-/* 1/norm_i: the full-window value away from the borders */
-static double inv_norm(const double* k, int R, int i, int n, double inv_full) {
-  return (i >= R && i < n - R) ? inv_full : 1.0 / norm_at(k, R, i, n);
-}
+#define MAXR DSR_MAXR
 
 /* out = F in along axis (0: x, 1: y); out must not alias in */
 static void filt(const double* in, double* out, int w, int h, const double* k, int R, int axis) {
-  const double inv_full = 1.0 / norm_at(k, R, R, 2 * R + 1);
+  const double inv_full = 1.0 / dsr_norm_at(k, R, R, 2 * R + 1);
   int y;
 #ifdef _OPENMP
 #pragma omp parallel for schedule(static) if ((size_t)w * h >= 16384)
 #endif
-  for (y = 0; y < h; y++) {
-    int x, c, j;
-    for (x = 0; x < w; x++) {
-      int i = axis ? y : x, n = axis ? h : w;
-      double inv = inv_norm(k, R, i, n, inv_full), acc[NC] = {0, 0, 0, 0};
-      int j0 = i - R < 0 ? -i : -R, j1 = i + R >= n ? n - 1 - i : R;
-      for (j = j0; j <= j1; j++) {
-        const double* p = axis ? in + ((size_t)(y + j) * w + x) * NC : in + ((size_t)y * w + x + j) * NC;
-        const double kk = k[j < 0 ? -j : j];
-        for (c = 0; c < NC; c++) acc[c] += kk * p[c];
-      }
-      for (c = 0; c < NC; c++) out[((size_t)y * w + x) * NC + c] = acc[c] * inv;
-    }
-  }
+  for (y = 0; y < h; y++)
+    for (int x = 0; x < w; x++) dsr_filt_px(in, out, w, h, k, R, axis, inv_full, x, y);
 }
 
 /* out += F^T g along axis (out must not alias g) */
 static void filt_T(const double* g, double* out, int w, int h, const double* k, int R, int axis) {
-  const double inv_full = 1.0 / norm_at(k, R, R, 2 * R + 1);
+  const double inv_full = 1.0 / dsr_norm_at(k, R, R, 2 * R + 1);
   int y;
 #ifdef _OPENMP
 #pragma omp parallel for schedule(static) if ((size_t)w * h >= 16384)
 #endif
-  for (y = 0; y < h; y++) {
-    int x, c, j;
-    for (x = 0; x < w; x++) {
-      int i = axis ? y : x, n = axis ? h : w;
-      double acc[NC] = {0, 0, 0, 0};
-      int j0 = i - R < 0 ? -i : -R, j1 = i + R >= n ? n - 1 - i : R;
-      for (j = j0; j <= j1; j++) {
-        /* source position i + j contributes k[|j|] g / norm_{i+j} */
-        const double* p = axis ? g + ((size_t)(y + j) * w + x) * NC : g + ((size_t)y * w + x + j) * NC;
-        const double kk = k[j < 0 ? -j : j] * inv_norm(k, R, i + j, n, inv_full);
-        for (c = 0; c < NC; c++) acc[c] += kk * p[c];
-      }
-      for (c = 0; c < NC; c++) out[((size_t)y * w + x) * NC + c] += acc[c];
-    }
-  }
+  for (y = 0; y < h; y++)
+    for (int x = 0; x < w; x++) dsr_filt_T_px(g, out, w, h, k, R, axis, inv_full, x, y);
 }
 
 /* ---- loss object ------------------------------------------------------------- */
@@ -307,22 +269,9 @@ static double dssim_level(dsImageLoss* l, const double* a, const double* b, int 
   for (i = 0; i < n; i++) l->t1[i] = a[i] * b[i];
   gauss(l, l->t1, sxy, w, h);
   dLds = -0.5 / (double)n;
-  for (i = 0; i < n; i++) {
-    double A1 = 2 * mx[i] * my[i] + C1, A2 = 2 * (sxy[i] - mx[i] * my[i]) + C2;
-    double B1 = mx[i] * mx[i] + my[i] * my[i] + C1;
-    double B2 = (sxx[i] - mx[i] * mx[i]) + (syy[i] - my[i] * my[i]) + C2;
-    double iB = 1.0 / (B1 * B2), s = A1 * A2 * iB;
-    acc += s;
-    if (g) {
-      double c = wgt * dLds;
-      /* reuse the maps: mx <- dL/dmx, sxx <- dL/dSxx, sxy <- dL/dSxy */
-      double dmx = 2 * my[i] * (A2 - A1) * iB + 2 * mx[i] * s * (1.0 / B2 - 1.0 / B1);
-      double dsxx = -s / B2, dsxy = 2 * A1 * iB;
-      mx[i] = c * dmx;
-      sxx[i] = c * dsxx;
-      sxy[i] = c * dsxy;
-    }
-  }
+  /* reuse the maps: mx <- dL/dmx, sxx <- dL/dSxx, sxy <- dL/dSxy */
+  for (i = 0; i < n; i++)
+    acc += dsr_ssim_value(mx + i, my + i, sxx + i, syy + i, sxy + i, C1, C2, wgt * dLds, g != NULL);
   if (g) {
     /* g += G^T dmx + 2 a G^T dsxx + b G^T dsxy; syy and my are free scratch */
     gauss_T(l, mx, g, w, h);

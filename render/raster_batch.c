@@ -4,6 +4,7 @@
  * runs. */
 #include "config.h"
 
+#include <math.h>
 #include <string.h>
 
 #include "base/internal.h"
@@ -49,10 +50,6 @@ struct dsBatchRaster {
   dsReal* verts;            /* B x 3 nvert: the last render's vertices */
   dsReal* goal;             /* B x npx (per instance) or npx */
   int have_goal, rendered, have_grad;
-  /* host */
-  dsImageLoss* hl;          /* multi-scale / D-SSIM losses */
-  dsLossDef hl_def;
-  dsReal *himg, *hgoal, *hgrad; /* npx each (host loss), B x npx images */
   int goal_per_instance;
   dsErrBuf err;
 };
@@ -69,10 +66,6 @@ static void* take(dsBatchRaster* r, size_t bytes) {
 void ds__braster_destroy(dsBatchRaster* r) {
   if (!r) return;
   for (int i = 0; i < r->nblk; i++) r->be->release(r->ctx, r->blk[i]);
-  ds_image_loss_destroy(r->hl);
-  ds__free(r->himg);
-  ds__free(r->hgoal);
-  ds__free(r->hgrad);
   ds__free(r);
 }
 
@@ -220,34 +213,234 @@ int ds__braster_set_goal(dsBatchRaster* r, const dsReal* goals, int per_instance
   return 0;
 }
 
-/* The loss on the host (multi-scale, D-SSIM), instance by instance. */
-static int host_loss(dsBatchRaster* r, const dsLossDef* def, const dsReal* weights, dsReal* losses) {
-  const int B = r->a.B;
-  const size_t npx = r->npx;
-  if (!r->hl || memcmp(&r->hl_def, def, sizeof *def) != 0) {
-    ds_image_loss_destroy(r->hl);
-    r->hl = NULL;
-    if (ds_image_loss_create(&r->hl, def, r->a.v.W, r->a.v.H))
-      return ds__seterr(&r->err, DS_ERR_NOMEM, "batched render: cannot make the image loss");
-    r->hl_def = *def;
+/* ---- multi-scale and D-SSIM losses as image operations (ds_image_loss_eval's steps) ---- */
+static int io_run(dsBatchRaster* r, const dsrImgOp* o) {
+  if (o->count <= 0) return 0;
+  r->a.io = *o;
+  return run(r, DSR_BS_IMG);
+}
+
+static dsrImgOp io_of(int op, int count) {
+  dsrImgOp o;
+  memset(&o, 0, sizeof o);
+  o.op = op;
+  o.count = count;
+  return o;
+}
+
+static int io_zero(dsBatchRaster* r, size_t at, int n) {
+  dsrImgOp o = io_of(DSR_IO_ZERO, n);
+  o.c = at;
+  return io_run(r, &o);
+}
+
+/* c = F a (transpose: c += F^T a) along axis on a w x h level */
+static int io_filt(dsBatchRaster* r, int transpose, int kern, int axis, int w, int h, size_t a, size_t c) {
+  const dsrLossConst* lc = &r->a.lc;
+  dsrImgOp o = io_of(transpose ? DSR_IO_FILT_T : DSR_IO_FILT, w * h);
+  o.w = w;
+  o.h = h;
+  o.kern = kern;
+  o.R = kern ? lc->R : 2;
+  o.axis = axis;
+  const double* k = kern ? lc->gk : lc->bk;
+  o.inv_full = 1.0 / dsr_norm_at(k, o.R, o.R, 2 * o.R + 1);
+  o.a = a;
+  o.c = c;
+  return io_run(r, &o);
+}
+
+/* G (the SSIM window) applied to a -> c, through t0 */
+static int io_gauss(dsBatchRaster* r, int w, int h, size_t a, size_t c, size_t t0) {
+  int rc = io_filt(r, 0, 1, 0, w, h, a, t0);
+  return rc ? rc : io_filt(r, 0, 1, 1, w, h, t0, c);
+}
+
+/* c += G^T a, through t0 */
+static int io_gauss_T(dsBatchRaster* r, int w, int h, size_t a, size_t c, size_t t0) {
+  int rc = io_zero(r, t0, 4 * w * h);
+  if (!rc) rc = io_filt(r, 1, 1, 1, w, h, a, t0);
+  return rc ? rc : io_filt(r, 1, 1, 0, w, h, t0, c);
+}
+
+/* The workspace of def's loss: three pyramids, two scratch images, the
+ * five SSIM maps and the per-value SSIM, the level values, the moments
+ * state. Offsets into it (doubles). */
+typedef struct IoLayout {
+  int lw[DS_LOSS_MAX_LEVELS], lh[DS_LOSS_MAX_LEVELS];
+  size_t off[DS_LOSS_MAX_LEVELS], pa, pb, pg, t0, t1, ss, sv, lvl, st, size;
+} IoLayout;
+
+static void io_layout(int W, int H, int levels, IoLayout* L) {
+  size_t tot = 0;
+  for (int i = 0; i < levels; i++) {
+    L->lw[i] = i ? (L->lw[i - 1] + 1) / 2 : W;
+    L->lh[i] = i ? (L->lh[i - 1] + 1) / 2 : H;
+    L->off[i] = tot;
+    tot += 4 * (size_t)L->lw[i] * L->lh[i];
   }
-  if (!r->himg) r->himg = (dsReal*)ds__malloc(sizeof(dsReal) * npx * (size_t)B);
-  if (!r->hgrad) r->hgrad = (dsReal*)ds__malloc(sizeof(dsReal) * npx * (size_t)B);
-  if (!r->hgoal) r->hgoal = (dsReal*)ds__malloc(sizeof(dsReal) * npx * (size_t)B);
-  if (!r->himg || !r->hgrad || !r->hgoal) return ds__seterr(&r->err, DS_ERR_NOMEM, "batched render: out of memory");
-  int rc = r->be->get(r->ctx, r->himg, r->a.image, sizeof(dsReal) * npx * (size_t)B);
-  if (!rc) rc = r->be->get(r->ctx, r->hgoal, r->goal, sizeof(dsReal) * npx * (r->goal_per_instance ? (size_t)B : 1));
-  if (rc) return be_fail(r, rc, "reading the images");
-  for (int b = 0; b < B; b++) {
-    dsReal* g = r->hgrad + (size_t)b * npx;
-    rc = ds_image_loss_eval(r->hl, r->himg + (size_t)b * npx, r->hgoal + (r->goal_per_instance ? (size_t)b * npx : 0),
-                            &losses[b], g);
-    if (rc) return ds__seterr(&r->err, rc, "batched render: image loss of instance %d failed", b);
-    if (weights)
-      for (size_t p = 0; p < npx; p++) g[p] *= weights[b];
+  const size_t n = 4 * (size_t)W * H;
+  L->pa = 0;
+  L->pb = tot;
+  L->pg = 2 * tot;
+  L->t0 = 3 * tot;
+  L->t1 = L->t0 + n;
+  L->ss = L->t1 + n;
+  L->sv = L->ss + 5 * n;
+  L->lvl = L->sv + n;
+  L->st = L->lvl + DS_LOSS_MAX_LEVELS;
+  L->size = L->st + DSR_LSTAT;
+}
+
+static int img_loss(dsBatchRaster* r, const dsLossDef* def) {
+  dsrLossConst* lc = &r->a.lc;
+  IoLayout L;
+  io_layout(lc->W, lc->H, def->levels, &L);
+  if (!r->a.ws || r->a.wsz < L.size) { /* the first such loss, or a larger one */
+    double* ws = (double*)take(r, sizeof(double) * L.size * (size_t)r->a.B);
+    if (!ws) {
+      char need[32];
+      return ds__seterr(&r->err, DS_ERR_NOMEM, "batched render: %s loss of %d images: cannot allocate %s",
+                        def->kind == DS_LOSS_DSSIM ? "D-SSIM" : "multi-scale", r->a.B,
+                        ds_format_size(sizeof(double) * L.size * (size_t)r->a.B, need, sizeof need));
+    }
+    r->a.ws = ws;
+    r->a.wsz = L.size;
   }
-  rc = r->be->put(r->ctx, r->a.dimage, r->hgrad, sizeof(dsReal) * npx * (size_t)B);
-  return rc ? be_fail(r, rc, "uploading the image gradients") : 0;
+  lc->levels = def->levels;
+  for (int i = 0; i < def->levels; i++) lc->weights[i] = def->weights[i];
+  lc->C1 = def->ssim_c1;
+  lc->C2 = def->ssim_c2;
+  lc->R = def->ssim_radius;
+  const double sg = def->ssim_sigma > 0 ? (double)def->ssim_sigma : 1.0; /* as ds_image_loss_create */
+  for (int i = 0; i <= DSR_MAXR; i++) lc->gk[i] = exp(-0.5 * i * i / (sg * sg));
+  lc->bk[0] = 6.0 / 16;
+  lc->bk[1] = 4.0 / 16;
+  lc->bk[2] = 1.0 / 16;
+  const int n0 = 4 * lc->W * lc->H;
+  dsrImgOp o = io_of(DSR_IO_IN, n0);
+  o.a = L.pa;
+  o.b = L.pb;
+  int rc = io_run(r, &o);
+  /* the pyramids: blur x, blur y, every other pixel */
+  for (int lv = 0; lv + 1 < def->levels && !rc; lv++)
+    for (int q = 0; q < 2 && !rc; q++) {
+      const size_t src = (q ? L.pb : L.pa) + L.off[lv], dst = (q ? L.pb : L.pa) + L.off[lv + 1];
+      const int w = L.lw[lv], h = L.lh[lv];
+      rc = io_filt(r, 0, 0, 0, w, h, src, L.t0);
+      if (!rc) rc = io_filt(r, 0, 0, 1, w, h, L.t0, L.t1);
+      if (!rc) {
+        o = io_of(DSR_IO_DECIM, L.lw[lv + 1] * L.lh[lv + 1]);
+        o.w = w;
+        o.h = h;
+        o.W = L.lw[lv + 1];
+        o.H = L.lh[lv + 1];
+        o.a = L.t1;
+        o.c = dst;
+        rc = io_run(r, &o);
+      }
+    }
+  if (!rc) rc = io_zero(r, L.pg, (int)(L.pb - L.pa));
+  /* each level's value and its gradient */
+  for (int lv = 0; lv < def->levels && !rc; lv++) {
+    const double wgt = def->weights[lv];
+    if (wgt == 0) continue;
+    const int w = L.lw[lv], h = L.lh[lv], n = 4 * w * h;
+    const size_t a = L.pa + L.off[lv], b = L.pb + L.off[lv], g = L.pg + L.off[lv];
+    if (def->kind == DS_LOSS_DSSIM) {
+      const size_t mx = L.ss, my = mx + (size_t)n, sxx = my + (size_t)n, syy = sxx + (size_t)n, sxy = syy + (size_t)n;
+      static const int sq[3][2] = {{0, 0}, {1, 1}, {0, 1}};
+      rc = io_gauss(r, w, h, a, mx, L.t0);
+      if (!rc) rc = io_gauss(r, w, h, b, my, L.t0);
+      for (int k = 0; k < 3 && !rc; k++) { /* a a, b b, a b */
+        o = io_of(DSR_IO_MUL, n);
+        o.a = sq[k][0] ? b : a;
+        o.b = sq[k][1] ? b : a;
+        o.c = L.t1;
+        rc = io_run(r, &o);
+        if (!rc) rc = io_gauss(r, w, h, L.t1, k == 0 ? sxx : k == 1 ? syy : sxy, L.t0);
+      }
+      if (!rc) {
+        o = io_of(DSR_IO_SSIM, n);
+        o.c = mx;
+        o.e = L.sv;
+        o.wgt = wgt;
+        rc = io_run(r, &o);
+      }
+      if (!rc) {
+        o = io_of(DSR_IO_SSIM_SUM, 1);
+        o.w = w;
+        o.h = h;
+        o.e = L.sv;
+        o.lvl = L.lvl;
+        o.slot = lv;
+        rc = io_run(r, &o);
+      }
+      /* g += G^T dmx + 2 a G^T dsxx + b G^T dsxy (my, syy: scratch) */
+      if (!rc) rc = io_gauss_T(r, w, h, mx, g, L.t0);
+      if (!rc) rc = io_zero(r, my, n);
+      if (!rc) rc = io_gauss_T(r, w, h, sxx, my, L.t0);
+      if (!rc) rc = io_zero(r, syy, n);
+      if (!rc) rc = io_gauss_T(r, w, h, sxy, syy, L.t0);
+      if (!rc) {
+        o = io_of(DSR_IO_COMBINE, n);
+        o.a = a;
+        o.b = b;
+        o.c = g;
+        o.d = my;
+        o.e = syy;
+        rc = io_run(r, &o);
+      }
+    } else {
+      o = io_of(DSR_IO_LVL_GRAD, n);
+      o.a = a;
+      o.b = b;
+      o.c = g;
+      o.wgt = wgt;
+      rc = io_run(r, &o);
+      if (!rc) {
+        o = io_of(DSR_IO_LVL_SUM, 1);
+        o.w = w;
+        o.h = h;
+        o.a = a;
+        o.b = b;
+        o.lvl = L.lvl;
+        o.slot = lv;
+        rc = io_run(r, &o);
+      }
+    }
+  }
+  /* the gradient down the pyramid: every other pixel back, then the blur's transpose */
+  for (int lv = def->levels - 2; lv >= 0 && !rc; lv--) {
+    const int w = L.lw[lv], h = L.lh[lv];
+    rc = io_zero(r, L.t1, 4 * w * h);
+    if (!rc) {
+      o = io_of(DSR_IO_SCATTER, L.lw[lv + 1] * L.lh[lv + 1]);
+      o.w = w;
+      o.h = h;
+      o.W = L.lw[lv + 1];
+      o.H = L.lh[lv + 1];
+      o.a = L.pg + L.off[lv + 1];
+      o.c = L.t1;
+      rc = io_run(r, &o);
+    }
+    if (!rc) rc = io_zero(r, L.t0, 4 * w * h);
+    if (!rc) rc = io_filt(r, 1, 0, 1, w, h, L.t1, L.t0);
+    if (!rc) rc = io_filt(r, 1, 0, 0, w, h, L.t0, L.pg + L.off[lv]);
+  }
+  if (!rc) {
+    o = io_of(DSR_IO_TOTAL, 1);
+    o.lvl = L.lvl;
+    o.st = L.st;
+    rc = io_run(r, &o);
+  }
+  if (!rc) {
+    o = io_of(DSR_IO_OUT, n0);
+    o.pg = L.pg;
+    o.st = L.st;
+    rc = io_run(r, &o);
+  }
+  return rc;
 }
 
 int ds__braster_loss(dsBatchRaster* r, const dsLossDef* def, const dsReal* weights, dsReal* losses) {
@@ -259,27 +452,27 @@ int ds__braster_loss(dsBatchRaster* r, const dsLossDef* def, const dsReal* weigh
   if (!r->have_goal) return ds__seterr(&r->err, DS_ERR_STATE, "batched render: loss: no goal images (set_goal)");
   r->have_grad = 0;
   int rc;
+  dsrLossConst* lc = &r->a.lc;
+  lc->W = r->a.v.W;
+  lc->H = r->a.v.H;
+  lc->kind = def->kind;
+  lc->w0 = def->weights[0];
+  lc->mom_w = def->moments_weight;
+  lc->mom_q = def->moments_size;
+  dsReal* w_d = (dsReal*)r->a.weight;
+  rc = weights ? r->be->put(r->ctx, w_d, weights, sizeof(dsReal) * (size_t)r->a.B) : 0;
+  if (rc) return be_fail(r, rc, "uploading the weights");
+  const dsReal* keep = r->a.weight;
+  if (!weights) r->a.weight = NULL;
   if (def->levels > 1 || def->kind == DS_LOSS_DSSIM) {
-    rc = host_loss(r, def, weights, losses);
-  } else {
-    dsrLossConst* lc = &r->a.lc;
-    lc->W = r->a.v.W;
-    lc->H = r->a.v.H;
-    lc->kind = def->kind;
-    lc->w0 = def->weights[0];
-    lc->mom_w = def->moments_weight;
-    lc->mom_q = def->moments_size;
-    dsReal* w_d = (dsReal*)r->a.weight;
-    rc = weights ? r->be->put(r->ctx, w_d, weights, sizeof(dsReal) * (size_t)r->a.B) : 0;
-    if (rc) return be_fail(r, rc, "uploading the weights");
-    const dsReal* keep = r->a.weight;
-    if (!weights) r->a.weight = NULL;
+    rc = img_loss(r, def);
+  } else { /* one level of MSE or L1: two stages */
     rc = run(r, DSR_BS_LOSS_SUM);
     if (!rc) rc = run(r, DSR_BS_LOSS_GRAD);
-    r->a.weight = keep;
-    if (!rc && (rc = r->be->get(r->ctx, losses, r->a.loss, sizeof(dsReal) * (size_t)r->a.B)))
-      rc = be_fail(r, rc, "reading the losses");
   }
+  r->a.weight = keep;
+  if (!rc && (rc = r->be->get(r->ctx, losses, r->a.loss, sizeof(dsReal) * (size_t)r->a.B)))
+    rc = be_fail(r, rc, "reading the losses");
   if (!rc) r->have_grad = 1;
   return rc;
 }

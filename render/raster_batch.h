@@ -32,20 +32,59 @@
 #include "render/loss_kernel.h"
 #include "render/raster_kernel.h"
 
+/* The stages, in one list: the enum and the CUDA launcher's cases come
+ * from it, so a new stage cannot miss its kernel. */
+#define DSR_BS_STAGES(X) \
+  X(DSR_BS_PROJECT)      \
+  X(DSR_BS_FACES)        \
+  X(DSR_BS_BIN_COUNT)    \
+  X(DSR_BS_BIN_SCAN)     \
+  X(DSR_BS_BIN_FILL)     \
+  X(DSR_BS_ROW)          \
+  X(DSR_BS_DOWN)         \
+  X(DSR_BS_LOSS_SUM)     \
+  X(DSR_BS_LOSS_GRAD)    \
+  X(DSR_BS_FACE_BWD)     \
+  X(DSR_BS_GATHER)       \
+  X(DSR_BS_IMG)
+
 enum {
-  DSR_BS_PROJECT,
-  DSR_BS_FACES,
-  DSR_BS_BIN_COUNT,
-  DSR_BS_BIN_SCAN,
-  DSR_BS_BIN_FILL,
-  DSR_BS_ROW,
-  DSR_BS_DOWN,
-  DSR_BS_LOSS_SUM,
-  DSR_BS_LOSS_GRAD,
-  DSR_BS_FACE_BWD,
-  DSR_BS_GATHER,
+#define DSR_BS_ENUM(S) S,
+  DSR_BS_STAGES(DSR_BS_ENUM)
+#undef DSR_BS_ENUM
   DSR_BS_COUNT
 };
+
+/* Multi-scale and D-SSIM losses: image operations on each instance's
+ * workspace (offsets in doubles into its block of ws), the steps of
+ * ds_image_loss_eval one at a time (render/raster_batch.c orders them). */
+enum {
+  DSR_IO_IN,       /* value i: a[i] = image, b[i] = goal */
+  DSR_IO_FILT,     /* pixel of w x h: c = F a along axis (kernel: 0 binomial, 1 Gaussian) */
+  DSR_IO_FILT_T,   /* pixel of w x h: c += F^T a */
+  DSR_IO_DECIM,    /* pixel of W x H: c (W x H) = every other pixel of a (w x h) */
+  DSR_IO_SCATTER,  /* pixel of W x H: c (w x h, zeroed) at every other pixel = a (W x H) */
+  DSR_IO_ZERO,     /* value i: c[i] = 0 */
+  DSR_IO_MUL,      /* value i: c[i] = a[i] b[i] */
+  DSR_IO_LVL_GRAD, /* value i of a level: c[i] += wgt d(MSE or L1)/d a[i] */
+  DSR_IO_LVL_SUM,  /* instance: level `slot`'s MSE or L1 of a against b, summed in order */
+  DSR_IO_SSIM,     /* value i: s into e, the SSIM maps at c (mx, my, sxx, syy, sxy) -> partials */
+  DSR_IO_SSIM_SUM, /* instance: level `slot`'s D-SSIM from e, summed in order */
+  DSR_IO_COMBINE,  /* value i: c[i] += 2 a[i] d[i] + b[i] e[i] */
+  DSR_IO_TOTAL,    /* instance: the weighted levels in order, then the moments term: the loss */
+  DSR_IO_OUT       /* value i: dL/d(image) = the pyramid's level-0 gradient (+ moments), times the weight */
+};
+
+typedef struct dsrImgOp {
+  int op, count;        /* indices per instance */
+  int w, h, W, H;       /* the level's size; DECIM, SCATTER: the coarse level's */
+  int kern, R, axis;    /* FILT, FILT_T */
+  double inv_full;      /* 1/(the filter's full-window norm) */
+  size_t a, b, c, d, e; /* workspace offsets */
+  int slot;             /* LVL_SUM, SSIM_SUM: the level */
+  double wgt;           /* LVL_GRAD, SSIM: the level's weight */
+  size_t lvl, pg, st;   /* TOTAL, OUT: level values, level-0 gradient, moments state */
+} dsrImgOp;
 
 /* Per-instance blocks: instance b's block of an array of n per instance
  * starts at b n. */
@@ -79,6 +118,10 @@ typedef struct dsrBatchArgs {
   double* fgrad;         /* B x 9 nface */
   double* fcgrad;        /* B x 9 nface */
   dsReal* dverts;        /* B x 3 nvert, += the gradient */
+  /* multi-scale and D-SSIM losses */
+  double* ws;            /* B x wsz */
+  size_t wsz;
+  dsrImgOp io;           /* the operation a DSR_BS_IMG launch runs */
 } dsrBatchArgs;
 
 /* Indices a stage runs over, per instance (host code: counts only). */
@@ -90,6 +133,7 @@ DS_HD DSR_INLINE int dsr_bstage_count(const dsrBatchArgs* a, int stage) {
     case DSR_BS_ROW: return a->v.Hi * a->v.ntx;
     case DSR_BS_DOWN: return a->v.W * a->v.H;
     case DSR_BS_LOSS_GRAD: return 4 * a->v.W * a->v.H;
+    case DSR_BS_IMG: return a->io.count;
     default: return 1;
   }
 }
@@ -177,6 +221,90 @@ DS_HD DSR_INLINE void dsr_bs_gather(const dsrBatchArgs* a, int v, int b) {
   }
 }
 
+/* One image operation (a->io) for index e of instance b. */
+DS_HD DSR_INLINE void dsr_bs_img(const dsrBatchArgs* a, int e, int b) {
+  const dsrImgOp* o = &a->io;
+  const dsrLossConst* lc = &a->lc;
+  const size_t npx = 4 * (size_t)a->v.W * a->v.H;
+  double* ws = a->ws + DSR_B(a, b, a->wsz);
+  const double* k = o->kern ? lc->gk : lc->bk;
+  switch (o->op) {
+    case DSR_IO_IN:
+      ws[o->a + e] = a->image[DSR_B(a, b, npx) + e];
+      ws[o->b + e] = a->goal[DSR_B(a, b, a->goal_stride) + e];
+      break;
+    case DSR_IO_FILT: dsr_filt_px(ws + o->a, ws + o->c, o->w, o->h, k, o->R, o->axis, o->inv_full, e % o->w, e / o->w); break;
+    case DSR_IO_FILT_T:
+      dsr_filt_T_px(ws + o->a, ws + o->c, o->w, o->h, k, o->R, o->axis, o->inv_full, e % o->w, e / o->w);
+      break;
+    case DSR_IO_DECIM: {
+      const int x = e % o->W, y = e / o->W;
+      for (int c = 0; c < 4; c++)
+        ws[o->c + ((size_t)y * o->W + x) * 4 + c] = ws[o->a + ((size_t)(2 * y) * o->w + 2 * x) * 4 + c];
+      break;
+    }
+    case DSR_IO_SCATTER: {
+      const int x = e % o->W, y = e / o->W;
+      for (int c = 0; c < 4; c++)
+        ws[o->c + ((size_t)(2 * y) * o->w + 2 * x) * 4 + c] = ws[o->a + ((size_t)y * o->W + x) * 4 + c];
+      break;
+    }
+    case DSR_IO_ZERO: ws[o->c + e] = 0.0; break;
+    case DSR_IO_MUL: ws[o->c + e] = ws[o->a + e] * ws[o->b + e]; break;
+    case DSR_IO_LVL_GRAD: {
+      const double d = ws[o->a + e] - ws[o->b + e], n = (double)o->count;
+      if (lc->kind == DS_LOSS_MSE)
+        ws[o->c + e] += o->wgt * 2.0 * d / n;
+      else
+        ws[o->c + e] += o->wgt * (d > 0 ? 1.0 : d < 0 ? -1.0 : 0.0) / n;
+      break;
+    }
+    case DSR_IO_LVL_SUM: {
+      const size_t n = 4 * (size_t)o->w * o->h;
+      double acc = 0;
+      for (size_t i = 0; i < n; i++) {
+        const double d = ws[o->a + i] - ws[o->b + i];
+        acc += lc->kind == DS_LOSS_MSE ? d * d : fabs(d);
+      }
+      ws[o->lvl + o->slot] = acc / (double)n;
+      break;
+    }
+    case DSR_IO_SSIM: {
+      const size_t n = (size_t)o->count;
+      double* mx = ws + o->c + e;
+      ws[o->e + e] = dsr_ssim_value(mx, mx + n, mx + 2 * n, mx + 3 * n, mx + 4 * n, lc->C1, lc->C2,
+                                    o->wgt * (-0.5 / (double)n), 1);
+      break;
+    }
+    case DSR_IO_SSIM_SUM: {
+      const size_t n = 4 * (size_t)o->w * o->h;
+      double acc = 0;
+      for (size_t i = 0; i < n; i++) acc += ws[o->e + i];
+      ws[o->lvl + o->slot] = 0.5 * (1.0 - acc / (double)n);
+      break;
+    }
+    case DSR_IO_COMBINE: ws[o->c + e] += 2 * ws[o->a + e] * ws[o->d + e] + ws[o->b + e] * ws[o->e + e]; break;
+    case DSR_IO_TOTAL: {
+      double total = 0;
+      for (int lv = 0; lv < lc->levels; lv++)
+        if (lc->weights[lv] != 0) total += lc->weights[lv] * ws[o->lvl + lv];
+      if (lc->mom_w > 0)
+        total += dsr_moments_sum(lc, a->image + DSR_B(a, b, npx), a->goal + DSR_B(a, b, a->goal_stride), ws + o->st);
+      a->loss[b] = (dsReal)total;
+      break;
+    }
+    case DSR_IO_OUT: {
+      double g = ws[o->pg + e];
+      if (lc->mom_w > 0 && e % 4 == 3) g += dsr_moments_grad(lc, ws + o->st, e);
+      dsReal gr = (dsReal)g;
+      if (a->weight) gr *= a->weight[b];
+      a->dimage[DSR_B(a, b, npx) + (size_t)e] = gr;
+      break;
+    }
+    default: break;
+  }
+}
+
 DS_HD DSR_INLINE void dsr_bstage_run(int stage, const dsrBatchArgs* a, int e, int b) {
   const size_t npx = 4 * (size_t)a->v.W * a->v.H;
   switch (stage) {
@@ -209,6 +337,7 @@ DS_HD DSR_INLINE void dsr_bstage_run(int stage, const dsrBatchArgs* a, int e, in
     }
     case DSR_BS_FACE_BWD: dsr_bs_face_bwd(a, e, b); break;
     case DSR_BS_GATHER: dsr_bs_gather(a, e, b); break;
+    case DSR_BS_IMG: dsr_bs_img(a, e, b); break;
     default: break;
   }
 }

@@ -1,7 +1,8 @@
 /* The batched renderer (render/raster_batch.h) on the CPU backend against
  * the single renderer and ds_image_loss_eval, bit for bit, instance by
- * instance: images, losses (MSE, L1, with the moments term on the backend;
- * multi-scale and D-SSIM on the host), image gradients times per-instance
+ * instance: images, losses (MSE, L1, with the moments term; multi-scale
+ * MSE and L1, D-SSIM on one to three levels, a level weighted 0: all on the
+ * backend), image gradients times per-instance
  * weights, and vertex gradients (from the loss's gradient and from given
  * image gradients), for perspective and orthographic cameras, flat and
  * per-vertex colours, supersampling 1 to 3, image sizes that are not tile
@@ -72,6 +73,33 @@ static void make_mesh(Mesh* m) {
 
 static int same(const dsReal* a, const dsReal* b, size_t n) { return memcmp(a, b, n * sizeof(dsReal)) == 0; }
 
+/* The loss kinds compared: single-scale MSE, L1, MSE with the moments term
+ * (two stages on the backend), then the image operations: D-SSIM on two
+ * levels, three-level MSE with the moments term, two-level L1, one-level
+ * D-SSIM, three-level D-SSIM with a level weighted 0. */
+#define NLOSS 8
+static void loss_defs(dsLossDef* defs) {
+  for (int d = 0; d < NLOSS; d++) defs[d] = ds_default_loss_def();
+  defs[1].kind = DS_LOSS_L1;
+  defs[2].moments_weight = (dsReal)0.7;
+  defs[2].moments_size = (dsReal)0.5;
+  defs[2].weights[0] = (dsReal)0.3;
+  defs[3].kind = DS_LOSS_DSSIM;
+  defs[3].levels = 2;
+  defs[3].weights[1] = (dsReal)0.5;
+  defs[4].levels = 3;
+  defs[4].weights[2] = (dsReal)2.0;
+  defs[4].moments_weight = (dsReal)0.4;
+  defs[5].kind = DS_LOSS_L1;
+  defs[5].levels = 2;
+  defs[6].kind = DS_LOSS_DSSIM;
+  defs[6].ssim_radius = 3;
+  defs[6].ssim_sigma = (dsReal)1.1;
+  defs[7].kind = DS_LOSS_DSSIM;
+  defs[7].levels = 3;
+  defs[7].weights[1] = 0;
+}
+
 typedef struct Setup {
   const char* name;
   int w, h, k, ortho, mode, light;
@@ -132,17 +160,10 @@ static void run_setup(const Setup* su, const Mesh* m, int threads) {
   }
 
   /* losses: backend kinds and host kinds, shared and per-instance goals */
-  dsLossDef defs[4];
-  for (int d = 0; d < 4; d++) defs[d] = ds_default_loss_def();
-  defs[1].kind = DS_LOSS_L1;
-  defs[2].moments_weight = (dsReal)0.7;
-  defs[2].moments_size = (dsReal)0.5;
-  defs[2].weights[0] = (dsReal)0.3;
-  defs[3].kind = DS_LOSS_DSSIM;
-  defs[3].levels = 2;
-  defs[3].weights[1] = (dsReal)0.5;
+  dsLossDef defs[NLOSS];
+  loss_defs(defs);
   const dsReal wts[B] = {(dsReal)1.0, (dsReal)0.25, (dsReal)-2.0};
-  for (int d = 0; d < 4; d++)
+  for (int d = 0; d < NLOSS; d++)
     for (int per = 0; per < 2; per++) {
       dsImageLoss* il = NULL;
       CHECK_INT_EQ(ds_image_loss_create(&il, &defs[d], su->w, su->h), DS_OK);
@@ -298,8 +319,8 @@ static void errors(const Mesh* m) {
 /* ---- CUDA parity (a GPU visible) ---------------------------------------------------- */
 typedef struct Out {
   dsReal img[B * 50 * 41 * 4];
-  dsReal loss[4][B];
-  dsReal dv[4][B * NV * 3];
+  dsReal loss[NLOSS][B];
+  dsReal dv[NLOSS][B * NV * 3];
 } Out;
 static Out g_cpu, g_gpu;
 
@@ -323,14 +344,10 @@ static void outputs(const Setup* su, const Mesh* m, const dsRasterBackend* be, v
   CHECK_INT_EQ(be->put(ctx, dverts, &m->verts[0][0], sizeof(dsReal) * B * NV * 3), 0);
   CHECK_INT_EQ(ds__braster_render(br, dverts, o->img), 0);
   CHECK_INT_EQ(ds__braster_set_goal(br, goal, 1), 0);
-  dsLossDef defs[4];
-  for (int d = 0; d < 4; d++) defs[d] = ds_default_loss_def();
-  defs[1].kind = DS_LOSS_L1;
-  defs[2].moments_weight = (dsReal)0.7;
-  defs[3].kind = DS_LOSS_DSSIM;
-  defs[3].levels = 2;
+  dsLossDef defs[NLOSS];
+  loss_defs(defs);
   const dsReal wts[B] = {(dsReal)1.0, (dsReal)0.25, (dsReal)-2.0};
-  for (int d = 0; d < 4; d++) {
+  for (int d = 0; d < NLOSS; d++) {
     CHECK_INT_EQ(ds__braster_loss(br, &defs[d], wts, o->loss[d]), 0);
     CHECK_INT_EQ(be->zero(ctx, dgrad, sizeof(dsReal) * B * NV * 3), 0);
     CHECK_INT_EQ(ds__braster_backward(br, NULL, dgrad), 0);
@@ -386,7 +403,7 @@ static void cuda_parity(const Setup* setups, int ns, const Mesh* m) {
     outputs(su, m, &ds__cpu_raster_backend, NULL, &g_cpu);
     outputs(su, m, cu, ds__bsim_context(bs), &g_gpu);
     double w = rel_diff(g_cpu.img, g_gpu.img, B * npx);
-    for (int d = 0; d < 4; d++) {
+    for (int d = 0; d < NLOSS; d++) {
       w = fmax(w, rel_diff(g_cpu.loss[d], g_gpu.loss[d], B));
       w = fmax(w, rel_diff(g_cpu.dv[d], g_gpu.dv[d], B * NV * 3));
     }
