@@ -162,7 +162,7 @@ int main(void) {
       {"image sum, MSE", DS_ENV_LOSS_IMAGE_SUM, DS_LOSS_MSE, 1, 0, 1, 0, 0, 0},
       {"image last, L1, reward adjoints", DS_ENV_LOSS_IMAGE_LAST, DS_LOSS_L1, 1, 0, 1, 0, 1, 0},
       {"image sum, MSE + moments, reward adjoints", DS_ENV_LOSS_IMAGE_SUM, DS_LOSS_MSE, 1, 0, 1, 0.6, 1, 0},
-      {"image sum, two-level D-SSIM (host loss)", DS_ENV_LOSS_IMAGE_SUM, DS_LOSS_DSSIM, 2, 0, 1, 0, 0, 0},
+      {"image sum, two-level D-SSIM", DS_ENV_LOSS_IMAGE_SUM, DS_LOSS_DSSIM, 2, 0, 1, 0, 0, 0},
       {"image sum, camera2, checkpointed tape (K 5)", DS_ENV_LOSS_IMAGE_SUM, DS_LOSS_MSE, 1, 1, 5, 0, 1, 0},
       {"image observations' adjoints and reward adjoints", DS_ENV_LOSS_IMAGE_SUM, DS_LOSS_MSE, 1, 0, 1, 0, 1, 1},
       {"image observations' adjoints, camera2, checkpointed", DS_ENV_LOSS_IMAGE_LAST, DS_LOSS_MSE, 1, 1, 4, 0, 0, 1},
