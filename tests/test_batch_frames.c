@@ -7,8 +7,8 @@
  *     and a single env on the batched engine;
  *   - the built-in loss summed over every frame and the last-frame loss,
  *     with reward adjoints (frame weights other than 1, some negative);
- *   - MSE, L1 and the moments term (on the engine's backend), a two-level
- *     pyramid and D-SSIM (the host path of the batched loss);
+ *   - MSE, L1 and the moments term (two stages), a two-level D-SSIM
+ *     pyramid (the batched loss's image operations);
  *   - a second camera; a checkpointed tape (frames between checkpoints);
  *   - adjoints of image observations at step ends (with frames at the same
  *     substeps: one scratch for both).
