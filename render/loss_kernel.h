@@ -1,8 +1,9 @@
-/* Per-value and per-image bodies of the single-scale image losses (MSE or
- * L1 plus the alpha-moments term; render/loss.c has the math), DS_HD: the
- * same code for ds_image_loss_eval on the host and for a batch of images
- * where the instances run (render/raster_batch.h). Multi-scale and D-SSIM
- * losses stay host code. */
+/* Per-value, per-pixel and per-image bodies of the image losses
+ * (render/loss.c has the math): the single-scale MSE or L1 terms, the
+ * alpha-moments term, the separable filters and their transposes, the
+ * SSIM of a value. DS_HD: the same code for ds_image_loss_eval on the host
+ * and for a batch of images where the instances run
+ * (render/raster_batch.h). */
 #ifndef DSIM_RENDER_LOSS_KERNEL_H
 #define DSIM_RENDER_LOSS_KERNEL_H
 

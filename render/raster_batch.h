@@ -393,9 +393,11 @@ int ds__braster_render(dsBatchRaster* r, const dsReal* verts, dsReal* images);
 int ds__braster_set_goal(dsBatchRaster* r, const dsReal* goals, int per_instance);
 /* The loss of the last rendered images against the goals (ds_image_loss_eval's,
  * bit for bit): losses (host, B) and, kept for ds__braster_backward, the
- * gradient times weights[b] (host, B; NULL: 1). Single-scale MSE and L1
- * with or without the moments term run on the backend; multi-scale and
- * D-SSIM losses download the images and run on the host. */
+ * gradient times weights[b] (host, B; NULL: 1), all on the backend:
+ * single-scale MSE and L1 (with or without the moments term) in two
+ * stages; multi-scale and D-SSIM losses as image operations on a workspace
+ * made at the first such call (about 12 doubles per image value and
+ * instance). */
 int ds__braster_loss(dsBatchRaster* r, const dsLossDef* def, const dsReal* weights, dsReal* losses);
 /* Adds dL/d(vertices) of the last render into dverts (backend memory,
  * B x nvert x 3): d_images (host, B x H x W x 4) is dL/d(image), NULL: the
