@@ -184,7 +184,7 @@ static void grid_eval(int mode) {
     for (int i = 0; i < 2; i++) {
       double l = 0, gr[8];
       CHECK_INT_EQ(ds_sysid_eval(s, x + (size_t)i * nv, &l, gr), 0);
-      const double tol = mode ? 1e-9 : 0;
+      const double tol = mode ? (DS_SINGLE ? 1e-4 : 1e-9) : 0; /* the batched engine: other groupings */
       int bad = !(fabs(l - loss[i]) <= tol * fabs(l));
       for (int j = 0; j < nv; j++) bad |= !(fabs(gr[j] - grad[(size_t)i * nv + j]) <= tol * fabs(gr[j]) + 1e-300);
       if (bad) DST_FAIL_AT("group eval (mode %d), point %d: loss %.17g / %.17g", mode, i, l, loss[i]);
@@ -209,11 +209,11 @@ int main(void) {
     compare(r ? "separate engines, large steps" : "separate engines", 0);
     memset(&got, 0, sizeof got);
     grouped(lrs[r], 1, &got);
-    compare(r ? "one engine, large steps" : "one engine", 1e-9);
+    compare(r ? "one engine, large steps" : "one engine", DS_SINGLE ? 1e-4 : 1e-9); /* float: its rounding */
     if (r == 0 && ds_cuda_device_count() > 0) {
       memset(&got, 0, sizeof got);
       grouped(lrs[r], 2, &got);
-      compare("one engine on cuda:0", 1e-9);
+      compare("one engine on cuda:0", DS_SINGLE ? 1e-4 : 1e-9);
       printf("group on cuda:0 compared\n");
     }
     printf("lr %g: object %d loss %.6g -> %.6g, %d evaluations in the last iteration\n", lrs[r], g_objects[0],
