@@ -296,16 +296,18 @@ static int img_loss(dsBatchRaster* r, const dsLossDef* def) {
   dsrLossConst* lc = &r->a.lc;
   IoLayout L;
   io_layout(lc->W, lc->H, def->levels, &L);
-  if (!r->a.ws || r->a.wsz < L.size) { /* the first such loss, or a larger one */
-    double* ws = (double*)take(r, sizeof(double) * L.size * (size_t)r->a.B);
+  if (!r->a.ws) { /* the first such loss: room for the most levels, so it never grows */
+    IoLayout Lmax;
+    io_layout(lc->W, lc->H, DS_LOSS_MAX_LEVELS, &Lmax);
+    double* ws = (double*)take(r, sizeof(double) * Lmax.size * (size_t)r->a.B);
     if (!ws) {
       char need[32];
       return ds__seterr(&r->err, DS_ERR_NOMEM, "batched render: %s loss of %d images: cannot allocate %s",
                         def->kind == DS_LOSS_DSSIM ? "D-SSIM" : "multi-scale", r->a.B,
-                        ds_format_size(sizeof(double) * L.size * (size_t)r->a.B, need, sizeof need));
+                        ds_format_size(sizeof(double) * Lmax.size * (size_t)r->a.B, need, sizeof need));
     }
     r->a.ws = ws;
-    r->a.wsz = L.size;
+    r->a.wsz = Lmax.size;
   }
   lc->levels = def->levels;
   for (int i = 0; i < def->levels; i++) lc->weights[i] = def->weights[i];
