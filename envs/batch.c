@@ -23,7 +23,7 @@ struct dsBatch {
   /* One engine for every env (a definition on the batched engine, without
      gradients): env i is instance i of bs and its data mirror it */
   dsBatchSim* bs;
-  dsEnvGroupRender* bgr; /* bs's renderer (frames, images, backward; made when first needed) */
+  dsEnvGroupRender* bgr; /* bs's renderer (frames, images, backward), made with bs */
   dsReal* floss;    /* n: frame losses rendered where bs runs */
   dsReal *limg, *oimg; /* n x npix: images rendered where bs runs; each env's step-end image */
   uint8_t* have_oimg; /* n: oimg holds env i's image of this call */
@@ -75,6 +75,12 @@ void ds_batch_destroy(dsBatch* b) {
 
 /* The engine every env shares (instance i: env i); every env starts from
  * its own model at the first step (each is dirty after a reset). */
+static int odim_of(const dsBatch* b) { return b->envs[0]->odim; }
+static size_t npix_of(const dsBatch* b) {
+  const dsEnvDef* d = &b->envs[0]->def;
+  return d->obs_image ? 4 * (size_t)d->width * (size_t)d->height : 0;
+}
+
 static int create_shared(dsBatch* b, char* err, size_t errlen) {
   const dsEnv* e0 = b->envs[0];
   const size_t n = (size_t)b->n, n3 = (size_t)e0->n3, nact = (size_t)e0->m->nact;
@@ -102,8 +108,7 @@ static int create_shared(dsBatch* b, char* err, size_t errlen) {
   b->s1 = (int*)ds__calloc(n, sizeof(int));
   b->r = (dsReal*)ds__calloc(n, sizeof(dsReal));
   b->badj = (dsReal*)ds__calloc(n * nact + 1, sizeof(dsReal));
-  const dsEnvDef* d0 = &e0->def;
-  const size_t np = d0->obs_image ? 4 * (size_t)d0->width * (size_t)d0->height : 0;
+  const size_t np = npix_of(b);
   b->floss = (dsReal*)ds__calloc(n, sizeof(dsReal));
   b->limg = (dsReal*)ds__calloc(n * np + 1, sizeof(dsReal));
   b->oimg = (dsReal*)ds__calloc(n * np + 1, sizeof(dsReal));
@@ -229,11 +234,6 @@ static int collect(dsBatch* b, int* status) {
 #define FOR_EACH_ENV(b, i) DS__ENVS_FOR((b)->n, i)
 #define END_FOR_EACH_ENV() DS__ENVS_END()
 
-static int odim_of(const dsBatch* b) { return b->envs[0]->odim; }
-static size_t npix_of(const dsBatch* b) {
-  const dsEnvDef* d = &b->envs[0]->def;
-  return d->obs_image ? 4 * (size_t)d->width * (size_t)d->height : 0;
-}
 
 static int lockstep_sync(dsBatch* b, int restart);
 
@@ -365,9 +365,10 @@ static int at_boundary(const dsBatch* b, int i, int j) {
 
 /* The frames the envs at offset j keep that their loss counts, and their
  * step-end images (want_image), rendered where the engine runs, once for
- * every instance (b->floss, b->oimg); 0, or 1 when the host renders them
- * (ds__env_set_batched_frames(0)), or a failure recorded on the envs at j. */
-static int shared_render(dsBatch* b, int j, int want_image, int* dev_loss) {
+ * every instance (b->floss, b->oimg; *dev_loss: floss holds them). When the
+ * host renders them instead (ds__env_set_batched_frames(0)) nothing is
+ * done; a failure is recorded on the envs at j. */
+static void shared_render(dsBatch* b, int j, int want_image, int* dev_loss) {
   int need_loss = 0, need_img = 0;
   *dev_loss = 0;
   for (int i = 0; i < b->n; i++) {
@@ -376,10 +377,10 @@ static int shared_render(dsBatch* b, int j, int want_image, int* dev_loss) {
     need_loss |= ds__env_frame_counts(e, e->frame_at[b->s0[i] + j]);
     need_img |= want_image && e->def.obs_image && j == b->s1[i] - b->s0[i];
   }
-  if (!need_loss && !need_img) return 0;
+  if (!need_loss && !need_img) return;
   const int rc = ds__env_group_render_now(b->envs, b->n, b->bs, &b->bgr, need_img ? b->limg : NULL,
                                           need_loss ? b->floss : NULL);
-  if (rc == DS_ERR_UNSUPPORTED) return 1;
+  if (rc == DS_ERR_UNSUPPORTED) return;
   if (rc) {
     for (int i = 0; i < b->n; i++)
       if (at_boundary(b, i, j)) { /* the message is on the env */
@@ -387,7 +388,7 @@ static int shared_render(dsBatch* b, int j, int want_image, int* dev_loss) {
         b->s0[i] = -1;
         b->envs[i]->bs_dirty = !b->taped;
       }
-    return 0;
+    return;
   }
   const size_t np = npix_of(b);
   for (int i = 0; i < b->n && need_img; i++)
@@ -396,7 +397,6 @@ static int shared_render(dsBatch* b, int j, int want_image, int* dev_loss) {
       b->have_oimg[i] = 1;
     }
   *dev_loss = need_loss;
-  return 0;
 }
 
 /* The engine's substeps of every stepped env, its frames kept on the way. */

@@ -1016,7 +1016,7 @@ static int group_fail(dsEnv** envs, int n, dsBatchSim* bs, int rc, const char* w
  * bits are those of frame_image_loss. */
 struct dsEnvGroupRender {
   dsBatchRaster* r[2];
-  int B, nview;
+  int nview;
   unsigned* serial; /* B x 2: the goal serial of each instance's uploaded goal (0: none) */
   dsReal* goals;    /* B x npx staging */
   dsReal* w;        /* B frame weights */
@@ -1059,7 +1059,6 @@ static int group_render_make(dsEnvGroupRender** out, dsEnv* e0, dsBatchSim* bs, 
   const size_t npx = 4 * (size_t)e0->def.width * e0->def.height;
   int rc = gr ? 0 : ds__puterr(err, errlen, DS_ERR_NOMEM, "out of memory");
   if (gr) {
-    gr->B = B;
     gr->nview = e0->r2 ? 2 : 1;
     gr->serial = (unsigned*)ds__calloc(2 * (size_t)B, sizeof(unsigned));
     gr->goals = (dsReal*)ds__malloc(sizeof(dsReal) * npx * (size_t)B);

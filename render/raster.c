@@ -96,9 +96,6 @@ int ds_camera_look_at(dsCamera* cam, dsReal distance, dsReal elevation_deg, dsRe
   return DS_OK;
 }
 
-#define cross3 dsr_cross3
-#define dot3 dsr_dot3
-
 /* Camera basis and projection scales; DS_ERR_INVALID for a degenerate camera. */
 static int camera_frame(const dsCamera* cam, int width, int height, dsrFrame* fr) {
   double up[3], n;
@@ -108,17 +105,17 @@ static int camera_frame(const dsCamera* cam, int width, int height, dsrFrame* fr
     fr->zc[i] = (double)cam->at[i] - (double)cam->eye[i];
     up[i] = cam->up[i];
   }
-  n = sqrt(dot3(fr->zc, fr->zc));
+  n = sqrt(dsr_dot3(fr->zc, fr->zc));
   if (!(n > 0) || !isfinite(n)) return DS_ERR_INVALID;
   fr->vn = n;
   for (i = 0; i < 3; i++) fr->zc[i] /= n;
   for (i = 0; i < 3; i++) fr->up[i] = up[i];
-  cross3(fr->xc, up, fr->zc);
-  n = sqrt(dot3(fr->xc, fr->xc));
-  if (!(n > 1e-12 * sqrt(dot3(up, up))) || !isfinite(n)) return DS_ERR_INVALID;
+  dsr_cross3(fr->xc, up, fr->zc);
+  n = sqrt(dsr_dot3(fr->xc, fr->xc));
+  if (!(n > 1e-12 * sqrt(dsr_dot3(up, up))) || !isfinite(n)) return DS_ERR_INVALID;
   fr->wn = n;
   for (i = 0; i < 3; i++) fr->xc[i] /= n;
-  cross3(fr->yc, fr->zc, fr->xc);
+  dsr_cross3(fr->yc, fr->zc, fr->xc);
   if (width <= 0 || height <= 0) return DS_ERR_INVALID;
   fr->ortho = cam->orthographic != 0;
   {
@@ -248,7 +245,7 @@ static void view_from(dsrView* v, const dsRenderSettings* s, const dsrFrame* fr)
   v->c.zscale = 1.0 / (((double)s->camera.zfar - (double)s->camera.znear) * (double)s->gamma);
   v->c.ortho = fr->ortho;
   for (i = 0; i < 3; i++) v->light[i] = s->light_dir[i];
-  n = sqrt(dot3(v->light, v->light));
+  n = sqrt(dsr_dot3(v->light, v->light));
   for (i = 0; i < 3; i++) v->light[i] = n > 0 ? v->light[i] / n : 0.0;
   v->head = !(n > 0);
   v->ambient = s->ambient;
@@ -626,17 +623,17 @@ static void camera_adjoint(const dsRaster* r, int nface, dsCamera* dc) {
     gyc[k] = acc[3 + k];
     gzc[k] = acc[6 + k];
   }
-  cross3(t, fr->xc, gyc); /* y_c = z_c x x_c */
+  dsr_cross3(t, fr->xc, gyc); /* y_c = z_c x x_c */
   for (k = 0; k < 3; k++) gzc[k] += t[k];
-  cross3(t, gyc, fr->zc);
+  dsr_cross3(t, gyc, fr->zc);
   for (k = 0; k < 3; k++) gxc[k] += t[k];
-  dot = dot3(fr->xc, gxc); /* x_c = unit(w) */
+  dot = dsr_dot3(fr->xc, gxc); /* x_c = unit(w) */
   for (k = 0; k < 3; k++) gw[k] = (gxc[k] - fr->xc[k] * dot) / fr->wn;
-  cross3(t, fr->zc, gw); /* w = up x z_c */
+  dsr_cross3(t, fr->zc, gw); /* w = up x z_c */
   for (k = 0; k < 3; k++) dc->up[k] += (dsReal)t[k];
-  cross3(t, gw, fr->up);
+  dsr_cross3(t, gw, fr->up);
   for (k = 0; k < 3; k++) gzc[k] += t[k];
-  dot = dot3(fr->zc, gzc); /* z_c = unit(at - eye) */
+  dot = dsr_dot3(fr->zc, gzc); /* z_c = unit(at - eye) */
   for (k = 0; k < 3; k++) gv[k] = (gzc[k] - fr->zc[k] * dot) / fr->vn;
   for (k = 0; k < 3; k++) {
     dc->at[k] += (dsReal)gv[k];

@@ -49,6 +49,7 @@ struct dsBatchRaster {
   int nblk;
   dsReal* verts;            /* B x 3 nvert: the last render's vertices */
   dsReal* goal;             /* B x npx (per instance) or npx */
+  dsReal* wbuf;             /* B: the weights of the last loss call */
   int have_goal, rendered, have_grad;
   int goal_per_instance;
   dsErrBuf err;
@@ -70,7 +71,6 @@ void ds__braster_destroy(dsBatchRaster* r) {
 }
 
 const char* ds__braster_last_error(const dsBatchRaster* r) { return r ? ds__errmsg(&r->err) : ""; }
-size_t ds__braster_bytes(const dsBatchRaster* r) { return r ? r->bytes : 0; }
 
 static int be_fail(dsBatchRaster* r, int rc, const char* what) {
   return ds__seterr(&r->err, rc ? rc : DS_ERR_CUDA, "batched render (%s): %s failed: %s", r->be->name, what,
@@ -180,7 +180,7 @@ int ds__braster_create(dsBatchRaster** out, const dsRasterBackend* be, void* ctx
     ds__braster_destroy(r);
     return rc;
   }
-  a->weight = w_d; /* set per loss call (NULL when none is given) */
+  r->wbuf = w_d; /* a->weight points at it during a loss call that gives weights */
   *out = r;
   return 0;
 }
@@ -461,18 +461,15 @@ int ds__braster_loss(dsBatchRaster* r, const dsLossDef* def, const dsReal* weigh
   lc->w0 = def->weights[0];
   lc->mom_w = def->moments_weight;
   lc->mom_q = def->moments_size;
-  dsReal* w_d = (dsReal*)r->a.weight;
-  rc = weights ? r->be->put(r->ctx, w_d, weights, sizeof(dsReal) * (size_t)r->a.B) : 0;
+  rc = weights ? r->be->put(r->ctx, r->wbuf, weights, sizeof(dsReal) * (size_t)r->a.B) : 0;
   if (rc) return be_fail(r, rc, "uploading the weights");
-  const dsReal* keep = r->a.weight;
-  if (!weights) r->a.weight = NULL;
+  r->a.weight = weights ? r->wbuf : NULL;
   if (def->levels > 1 || def->kind == DS_LOSS_DSSIM) {
     rc = img_loss(r, def);
   } else { /* one level of MSE or L1: two stages */
     rc = run(r, DSR_BS_LOSS_SUM);
     if (!rc) rc = run(r, DSR_BS_LOSS_GRAD);
   }
-  r->a.weight = keep;
   if (!rc && (rc = r->be->get(r->ctx, losses, r->a.loss, sizeof(dsReal) * (size_t)r->a.B)))
     rc = be_fail(r, rc, "reading the losses");
   if (!rc) r->have_grad = 1;

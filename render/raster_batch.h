@@ -383,8 +383,6 @@ int ds__braster_create(dsBatchRaster** out, const dsRasterBackend* be, void* ctx
                        size_t errlen);
 void ds__braster_destroy(dsBatchRaster* r);
 const char* ds__braster_last_error(const dsBatchRaster* r);
-/* Bytes the renderer holds on its backend. */
-size_t ds__braster_bytes(const dsBatchRaster* r);
 /* Renders the B meshes with vertices verts (backend memory, B x nvert x 3,
  * copied: the backward needs them); images (host, B x H x W x 4) receives
  * the images unless NULL (they stay on the backend for a loss). */
