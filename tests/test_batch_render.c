@@ -8,7 +8,8 @@
  * per-vertex colours, supersampling 1 to 3, image sizes that are not tile
  * multiples, big faces (the list every tile scans), faces behind the camera,
  * degenerate and off-image faces; at 1 and 2 threads. Then a central
- * difference check of one instance's loss gradient through the batch, and
+ * difference check of one instance's loss gradient through the batch (MSE with
+ * the moments term, two-level D-SSIM), and
  * the errors a caller can meet. With a CUDA device visible, the same
  * renders, losses and gradients on cuda:0 (on a batched engine's stream)
  * against the CPU backend within 1e-10 of each block's largest value. */
@@ -213,8 +214,8 @@ static void run_setup(const Setup* su, const Mesh* m, int threads) {
 }
 
 /* dL/d(vertex) of instance 1 through the batch against central differences
- * of the batch's own loss (MSE with the moments term). */
-static void fd_check(const Mesh* m0) {
+ * of the batch's own loss def. */
+static void fd_check(const Mesh* m0, dsLossDef def, const char* what) {
   Mesh m = *m0;
   dsRenderSettings s = ds_default_render_settings();
   s.width = 24;
@@ -224,8 +225,6 @@ static void fd_check(const Mesh* m0) {
   const size_t npx = 4 * (size_t)s.width * s.height;
   dsReal* goal = (dsReal*)calloc(npx, sizeof(dsReal));
   for (size_t i = 0; i < npx; i++) goal[i] = (dsReal)urand();
-  dsLossDef def = ds_default_loss_def();
-  def.moments_weight = (dsReal)0.5;
   dsBatchRaster* br = NULL;
   char err[256];
   CHECK_INT_EQ(ds__braster_create(&br, &ds__cpu_raster_backend, NULL, &s, B, NV, NF, m.faces, m.colors,
@@ -259,8 +258,8 @@ static void fd_check(const Mesh* m0) {
     /* the other instances' gradients do not see instance 1's vertex: a
      * wrong instance offset would put its gradient there */
   }
-  fprintf(stderr, "  batch loss gradient vs central differences: max |fd - an| / max |an| = %.3g (max %.3g)\n", worst,
-          scale);
+  fprintf(stderr, "  batch %s gradient vs central differences: max |fd - an| / max |an| = %.3g (max %.3g)\n", what,
+          worst, scale);
   CHECK(scale > 0);
   CHECK_INT_EQ(bad, 0);
   /* a wrong adjoint (instance 0's gradient in place of 1's) is rejected */
@@ -429,8 +428,15 @@ int main(void) {
   }
   if (DS_SINGLE) /* float positions: a difference quotient would measure rounding */
     fprintf(stderr, "  --enable-single: the central-difference check needs double; skipped\n");
-  else
-    fd_check(&m);
+  else {
+    dsLossDef mse = ds_default_loss_def(), dssim = ds_default_loss_def();
+    mse.moments_weight = (dsReal)0.5;
+    dssim.kind = DS_LOSS_DSSIM; /* the image operations' adjoints: filters, pyramid, SSIM maps */
+    dssim.levels = 2;
+    dssim.weights[1] = (dsReal)0.5;
+    fd_check(&m, mse, "MSE + moments");
+    fd_check(&m, dssim, "two-level D-SSIM");
+  }
   errors(&m);
   cuda_parity(setups, (int)(sizeof setups / sizeof setups[0]), &m);
   return dst_result(__FILE__);
