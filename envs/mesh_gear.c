@@ -12,13 +12,22 @@
  * Profile area (straight chords, s = sin(2*pi/M)/2):
  *   A = M*s*(r_r^2 - r_h^2) + teeth*s*(r_o^2 - r_r^2).
  *
- * Extrusion: layers L, z_l = -h + l*2h/L, vertex (l, p) at index l*P + p.
- * Each prism (triangle with profile indices a < b < c, bottom A B C, top
- * A' B' C') is split into (A,B,C,A'), (B,C,A',B'), (C,A',B',C'): every
- * quad side is cut by the diagonal from the bottom of its higher-index
- * vertex to the top of its lower-index one, a rule that depends only on the
- * shared edge, so neighbouring prisms conform. Tets of negative orientation
- * get two vertices swapped. Tets: 3*L*12*teeth.
+ * Extrusion: layers L, z_l = -h + l*2h/L, vertex (l, p) of profile vertex
+ * p = (row q, position a). Each prism (triangle with profile indices
+ * a < b < c, bottom A B C, top A' B' C') is split into (A,B,C,A'),
+ * (B,C,A',B'), (C,A',B',C'): every quad side is cut by the diagonal from
+ * the bottom of its higher-index vertex to the top of its lower-index one,
+ * a rule that depends only on the shared edge, so neighbouring prisms
+ * conform. Tets of negative orientation get two vertices swapped.
+ * Tets: 3*L*12*teeth.
+ *
+ * Numbering, angle first: vertex (l, q, a) has index (5a + q)(L + 1) + l,
+ * and the tets are ordered by their lowest vertex index (ties in the order
+ * above: layer, profile triangle, prism part). A run of indices is then a
+ * wedge of the gear, so threads sharing the particles and the tets out in
+ * contiguous ranges touch each other's data only at the wedges' borders
+ * (a layer-first numbering made every tet of one half share particles
+ * with the other half: 1.4x instead of 1.6x on two threads).
  *
  * Defaults: teeth 16, r_o = 1.84, r_r = 1.50, h = 1.14, L = 2, and r_h solved
  * from A*2h = 9.68 m^3 (the original's volume): r_h = 1.207334 m. This gives
@@ -98,6 +107,20 @@ int ds_mesh_gear(const dsGearDef* def, dsMesh* out) {
     ds__free(ptri);
     return rc;
   }
+  /* vertex index of layer l, profile vertex p (above: angle first) */
+  int* vid = (int*)ds__malloc((size_t)P * sizeof(int));
+  int* tt = vid ? (int*)ds__malloc((size_t)ntet * 4 * sizeof(int)) : NULL;
+  int* first = tt ? (int*)ds__calloc((size_t)nv + 1, sizeof(int)) : NULL;
+  if (!first) {
+    ds__free(tt);
+    ds__free(vid);
+    ds__free(ptri);
+    ds_mesh_free(&m);
+    return DS_ERR_NOMEM;
+  }
+  for (int q = 0; q < 5; q++)
+    for (int a = 0; a < M; a++) vid[PV(q, a)] = (5 * a + q) * (L + 1);
+#define VID(l, p) (vid[p] + (l))
   for (int l = 0; l <= L; l++) {
     double z = -h + (2.0 * h * l) / L;
     if (l == L) z = h; /* exact end face */
@@ -106,7 +129,7 @@ int ds_mesh_gear(const dsGearDef* def, dsMesh* out) {
         /* tooth rows exist at a = 2t and 2t+1 for every t, i.e. at every a */
         double r = q < 3 ? rh + q * (rr - rh) / 2.0 : rr + (q - 2) * (ro - rr) / 2.0;
         double phi = 2.0 * 3.14159265358979323846 * a / M;
-        dsReal* p = m.x + 3 * (l * P + PV(q, a));
+        dsReal* p = m.x + 3 * VID(l, PV(q, a));
         p[0] = (dsReal)(r * cos(phi));
         p[1] = (dsReal)(r * sin(phi));
         p[2] = (dsReal)z;
@@ -115,13 +138,14 @@ int ds_mesh_gear(const dsGearDef* def, dsMesh* out) {
 #undef PV
 #undef TOOTH
 #undef RING
-  int* e = m.tet;
+  /* the tets in generation order into tt, then stably by lowest index */
+  int* e = tt;
   for (int l = 0; l < L; l++)
     for (int k = 0; k < NT; k++) {
       int s[3] = {ptri[3 * k], ptri[3 * k + 1], ptri[3 * k + 2]};
-      sort3i(s);
-      int A = l * P + s[0], B = l * P + s[1], C = l * P + s[2];
-      int A1 = A + P, B1 = B + P, C1 = C + P;
+      sort3i(s); /* the diagonal rule orders by profile index */
+      const int A = VID(l, s[0]), B = VID(l, s[1]), C = VID(l, s[2]);
+      const int A1 = VID(l + 1, s[0]), B1 = VID(l + 1, s[1]), C1 = VID(l + 1, s[2]);
       const int tets[3][4] = {{A, B, C, A1}, {B, C, A1, B1}, {C, A1, B1, C1}};
       for (int j = 0; j < 3; j++) {
         for (int v = 0; v < 4; v++) e[v] = tets[j][v];
@@ -130,9 +154,23 @@ int ds_mesh_gear(const dsGearDef* def, dsMesh* out) {
           e[2] = e[3];
           e[3] = tmp;
         }
+        int lo = e[0];
+        for (int v = 1; v < 4; v++) lo = e[v] < lo ? e[v] : lo;
+        first[lo + 1]++;
         e += 4;
       }
     }
+#undef VID
+  for (long long i = 0; i < nv; i++) first[i + 1] += first[i]; /* counting sort, stable */
+  for (long long k = 0; k < ntet; k++) {
+    const int* f = tt + 4 * k;
+    int lo = f[0];
+    for (int v = 1; v < 4; v++) lo = f[v] < lo ? f[v] : lo;
+    memcpy(m.tet + 4 * (size_t)first[lo]++, f, 4 * sizeof(int));
+  }
+  ds__free(first);
+  ds__free(tt);
+  ds__free(vid);
   ds__free(ptri);
   rc = ds_mesh_extract_boundary(&m, NULL, 0);
   if (rc) {

@@ -39,7 +39,11 @@
  *   beyond x = 1.6 m was partly out of view, which biased the image loss)
  *   and its Adam became lr 0.3, beta1 0.5, beta2 0.9 (lr 0.5 saturated the
  *   tanh of most actions; issue 13: far goals within the target in 40
- *   iterations). */
+ *   iterations).
+ *   control-fem, when the gear's vertices and tets were renumbered angle
+ *   first (issue 14: the same tets, relabelled, so that threads share out
+ *   wedges; the controller's per-tet outputs now meet other tets, so the
+ *   first losses differ; seeds 0-19 still all meet the target). */
 #include "config.h"
 
 #include <inttypes.h>
@@ -60,7 +64,7 @@ typedef struct Golden {
 static const uint64_t kCanary = 0xf213f80ee9c74f3dull;
 static const Golden kGolden[] = {
     {"walker", 0xcdd7ed5f24f7a10aull, 0x655038a777aa68ebull, 0x761d3e4196219214ull}, /* losses 21.360300259269561 14.464667921638393 0.24756139247341016 */
-    {"control-fem", 0x37f50eb7d7c566f4ull, 0xf12c202286ef7b97ull, 0x7281b7f835b46a22ull}, /* losses 7.4539520777512971 4.2099404745846858 2.2841038147657176 */
+    {"control-fem", 0x723039490fc96cc6ull, 0xcd887b17191df99eull, 0xfb033e2d8d1485aaull}, /* losses 7.0800801269280527 4.0522145342700817 2.1254845900034747 */
     {"control-cloth", 0x215c0d527a542b90ull, 0xf06ba33097079e57ull, 0xd6a485eed59b4f71ull}, /* losses 22.956622032762468 17.296368519813516 9.7390415081069435 */
     {"walker-springs", 0x38c87a2bd1b5175aull, 0x86cb0b32dc2c85b6ull, 0x9cda2c405ead7c49ull}, /* losses 0.033140157158433929 0.033174359854815663 0.033115565561089889 */
     {"rigid-toss", 0xf96f37620dabdba7ull, 0xa95e9fa189d99ce8ull, 0xe01e7afdfae8e6c4ull}, /* losses 0.019219685269069555 0.019218382205913372 0.019216183839610664 */
