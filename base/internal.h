@@ -78,11 +78,13 @@ void ds__assert_fail(const char* expr, const char* file, int line);
  * A parallel stage is run on either 1 thread or all of them (nmax); every
  * count gives the same bits, so the choice is free to follow the clock. The
  * stage times each call: the count in use keeps a running mean of its
- * seconds per call, and now and then the other count is probed (the faster
- * of two calls: the first call on all threads after a spell on one pays
- * for waking the workers; all threads get the second call only when the
- * first was under 4x the count in use, since under load one such call can
- * cost tens); the faster count is used. A losing probe of all threads at least doubles the interval to
+ * seconds per call (each call counted at most twice the mean), and now and
+ * then the other count is probed (the fastest of up to 4 calls on all
+ * threads, or of 2 on one: the first calls on all threads after a spell on
+ * one pay for waking the workers; a further call only while the last was
+ * under 4x the count in use, 64x for the first, since under load one such
+ * call can cost hundreds); the faster count is used. A losing probe of all
+ * threads at least doubles the interval to
  * the next (8 .. 65,536 calls; 32 calls per unit of its slowdown, so a
  * probe that waited a whole time slice for a descheduled thread, some 400
  * calls' worth, is followed by ~12,800), so an unhelpful count costs about

@@ -13,6 +13,8 @@ static _Atomic int g_adaptive = 1;
 
 /* the longest probe interval of all threads, calls (base/internal.h) */
 #define DS__PICK_MAX 65536
+/* the most calls of one probe of all threads */
+#define DS__PICK_PROBE 4
 
 void ds__pick_set_adaptive(int on) { atomic_store(&g_adaptive, on ? 1 : 0); }
 int ds__pick_adaptive(void) { return atomic_load(&g_adaptive); }
@@ -52,23 +54,31 @@ void ds__pick_end(dsThreadPick* p, int arm, double sec) {
   const int other = 1 - p->cur;
   if (arm == p->cur) {
     double* e = &p->est[arm];
-    *e = *e < 0 ? sec : *e + (sec - *e) / 8;
+    /* a running mean of the calls, each taken at most twice the mean: one
+     * call held up by an interrupt or a descheduled thread must not flip
+     * the choice; a lasting change moves it by 1/8 a call */
+    *e = *e < 0 ? sec : *e + ((sec < 2 * *e ? sec : 2 * *e) - *e) / 8;
     p->left--;
     /* the count in use got slower than the other was: look again now */
     if (p->est[other] > 0 && *e > p->est[other]) p->left = 0;
     return;
   }
-  /* a probe of the other count, twice, keeping the faster call: one
-   * preempted call must not condemn one thread, and the first call on all
-   * threads after a spell on one pays for waking the sleeping workers.
-   * All threads get the second call only when the first was not far slower
-   * than the count in use (under load one probe can cost tens of calls). */
-  if (p->probes == 0 && (arm == 0 || sec < 4 * p->est[p->cur])) {
-    p->probe_min = sec;
-    p->probes = 1;
+  /* a probe of the other count: several calls, keeping the fastest. One
+   * preempted call must not condemn one thread, and the first calls on all
+   * threads after a spell on one pay for waking the sleeping workers and
+   * for moving their share of the data into their caches: all threads get
+   * up to DS__PICK_PROBE calls, one thread two. Under load a call on all
+   * threads can wait a whole time slice for a descheduled worker (100-400
+   * calls of a small model), so a further call is made only while the last
+   * one was not far slower than the count in use: 4x, or 64x for the first
+   * call, whose wake-up alone measured 150-270 us (5-9 calls of the gear)
+   * on an idle 2-vCPU machine; with the old 4x a first call always lost
+   * there, and each loss doubled the wait before the next probe. */
+  if (p->probes == 0 || sec < p->probe_min) p->probe_min = sec;
+  p->probes++;
+  if (p->probes < (arm ? DS__PICK_PROBE : 2) && (arm == 0 || sec < (p->probes == 1 ? 64 : 4) * p->est[p->cur]))
     return;
-  }
-  if (p->probes && p->probe_min < sec) sec = p->probe_min;
+  sec = p->probe_min;
   p->probes = 0;
   p->est[arm] = sec;
   if (sec < p->est[p->cur]) {
