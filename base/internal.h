@@ -114,6 +114,10 @@ typedef struct dsThreadPick {
 int ds__pick_begin(dsThreadPick* p, long long work, long long min_work, int* arm);
 void ds__pick_end(dsThreadPick* p, int arm, double sec);
 double ds__clock(void);
+/* One turn of a wait for another thread (spin: turns so far, from 1): a
+ * CPU pause, and every 1,024th turn a yield of the core (the awaited
+ * thread may be waiting for it). */
+void ds__spin_wait(unsigned spin);
 void ds__pick_set_adaptive(int on);
 int ds__pick_adaptive(void);
 

@@ -2,6 +2,7 @@
  * one thread or all of them, chosen from the clock. */
 #include "config.h"
 
+#include <sched.h>
 #include <stdatomic.h>
 #ifdef _OPENMP
 #  include <omp.h>
@@ -18,6 +19,16 @@ static _Atomic int g_adaptive = 1;
 
 void ds__pick_set_adaptive(int on) { atomic_store(&g_adaptive, on ? 1 : 0); }
 int ds__pick_adaptive(void) { return atomic_load(&g_adaptive); }
+
+void ds__spin_wait(unsigned spin) {
+  if (spin % 1024 == 0)
+    sched_yield();
+  else {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+  }
+}
 
 double ds__clock(void) {
 #ifdef _OPENMP

@@ -5,7 +5,13 @@
  * is allocated here, once: step and backward allocate nothing. */
 #include "config.h"
 
+#ifdef _OPENMP
+#  include <omp.h>
+#endif
+
 #include <math.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "dsim/engine.h"
@@ -63,6 +69,7 @@ void ds_data_free(dsData* d) {
 #define DS__FREE(field, type, count, name) ds__free(d->field);
   DS_DATA_ARRAYS(DS__FREE)
 #undef DS__FREE
+  if (d->err_) ds__free(((dsDataPriv*)d->err_)->chain_mem);
   ds__free(d->err_);
   ds__free(d);
 }
@@ -105,6 +112,22 @@ int ds_data_create(const dsModel* m, const dsDataDef* def, dsData** out) {
   if (!d->err_) {
     ds__free(d);
     return DS_ERR_NOMEM;
+  }
+  {
+    dsDataPriv* dp = (dsDataPriv*)d->err_;
+#ifdef _OPENMP
+    dp->nchain = omp_get_max_threads();
+#else
+    dp->nchain = 1;
+#endif
+    dp->chain_mem = ds__malloc((size_t)dp->nchain * sizeof(dsChainLink) + 128);
+    if (!dp->chain_mem) {
+      ds__free(d->err_);
+      ds__free(d);
+      return DS_ERR_NOMEM;
+    }
+    dp->chain = (dsChainLink*)(((uintptr_t)dp->chain_mem + 127) & ~(uintptr_t)127);
+    for (int t = 0; t < dp->nchain; t++) atomic_init(&dp->chain[t].ready, 0u);
   }
   const dsModel* m_ = m;
   const dsData* d_ = d;

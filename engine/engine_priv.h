@@ -25,12 +25,35 @@ size_t ds__arena_need(const dsModel* m);
 dsErrBuf* ds__data_err(dsData* d);
 
 
+/* One thread's link of a chained sum (ds_backward_step): the running sums
+ * after that thread's particles, published with the step's sequence number.
+ * One per 128 bytes, so two threads' links never share a cache line. */
+#define DS__CHAIN_N 8
+typedef struct dsChainLink {
+  _Alignas(128) dsReal s[DS__CHAIN_N];
+  _Atomic unsigned ready;
+} dsChainLink;
+
 /* What a dsData keeps behind d->err_: the error buffer first, then the
- * thread choices of the forward substep and of the backward substep. */
+ * thread choices of the forward substep and of the backward substep, then
+ * the links of the backward's chained sums (one per thread, for up to
+ * nchain threads: omp_get_max_threads() at creation) and their sequence. */
 typedef struct dsDataPriv {
   dsErrBuf err;
   dsThreadPick fwd, bwd;
+  dsChainLink* chain; /* 128-byte aligned, inside chain_mem */
+  void* chain_mem;
+  int nchain;
+  unsigned chain_seq;
 } dsDataPriv;
+
+/* Thread t's share [*i0, *i1) of n items split over nt threads in
+ * contiguous runs, in thread order (as OpenMP's static schedule). */
+static inline void ds__share(int n, int nt, int t, int* i0, int* i1) {
+  const int q = n / nt, r = n % nt;
+  *i0 = t * q + (t < r ? t : r);
+  *i1 = *i0 + q + (t < r ? 1 : 0);
+}
 
 /* ---- forward core (step.c) --------------------------------------------------
  * One substep from (x, v) with activations act and external force fext:

@@ -143,16 +143,21 @@ DS_HD DS_INLINE void ds__contact_pbwd(const dsModel* m, int i, const dsReal* x, 
   a5[4] = ac.skin;
 }
 
-static inline void ds__contact_reduce(const dsModel* m, const dsReal* s, dsGrad* g) {
-  const int n = ds__contact_count(m);
-  dsReal sc[5] = {0, 0, 0, 0, 0};
-  for (int i = 0; i < n; i++)
-    for (int k = 0; k < 5; k++) sc[k] += s[5 * (size_t)i + k];
+/* the sums' store (also ds_backward_step's chained sums) */
+static inline void ds__contact_reduce_store(const dsReal sc[5], dsGrad* g) {
   g->contact_ke[0] += sc[0];
   g->contact_kd[0] += sc[1];
   g->contact_kf[0] += sc[2];
   g->contact_mu[0] += sc[3];
   g->contact_skin[0] += sc[4];
+}
+
+static inline void ds__contact_reduce(const dsModel* m, const dsReal* s, dsGrad* g) {
+  const int n = ds__contact_count(m);
+  dsReal sc[5] = {0, 0, 0, 0, 0};
+  for (int i = 0; i < n; i++)
+    for (int k = 0; k < 5; k++) sc[k] += s[5 * (size_t)i + k];
+  ds__contact_reduce_store(sc, g);
 }
 
 #define DS__FORCE_CONTACT                                                                       \

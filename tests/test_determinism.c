@@ -10,12 +10,16 @@
 #include "tests/dstest.h"
 #include "tests/enginetest.h"
 
-static uint64_t run(dsModel* m, int T, int threads, dsReal act_amp, dsReal fext_amp) {
-  ds_set_num_threads(threads);
+/* run_at: the data is made while `made` threads are set and the rollout
+ * and backward run on `threads` (the backward's chained sums have one link
+ * per thread the data was made for, and fall back to serial sums beyond). */
+static uint64_t run_at(dsModel* m, int T, int made, int threads, dsReal act_amp, dsReal fext_amp) {
+  ds_set_num_threads(made);
   CHECK(ds_get_adaptive_threads() == 0 || threads == 2);
   et_rng = 4242;
   etScene s;
   et_scene_init(&s, m, T, 1, act_amp, fext_amp);
+  ds_set_num_threads(threads);
   et_rollout(&s);
   uint64_t h = et_hash(0, s.d->x, 3 * (size_t)m->nparticle * sizeof(dsReal));
   h = et_hash(h, s.d->v, 3 * (size_t)m->nparticle * sizeof(dsReal));
@@ -32,6 +36,10 @@ static uint64_t run(dsModel* m, int T, int threads, dsReal act_amp, dsReal fext_
   return h;
 }
 
+static uint64_t run(dsModel* m, int T, int threads, dsReal act_amp, dsReal fext_amp) {
+  return run_at(m, T, threads, threads, act_amp, fext_amp);
+}
+
 int main(void) {
   dsModel* soft = et_soft_model(6, 5e-4);
   dsModel* cloth = et_cloth_model(24, 24, 1e-3);
@@ -46,6 +54,10 @@ int main(void) {
     CHECK(s2 == s1);
     CHECK(c2 == c1);
   }
+  /* more threads than the data was made for, and fewer */
+  CHECK(run_at(soft, 60, 1, 3, 0.1, 0.5) == s1);
+  CHECK(run_at(soft, 60, 4, 2, 0.1, 0.5) == s1);
+  CHECK(run_at(cloth, 60, 1, 2, 0.2, 0.05) == c1);
   ds_set_adaptive_threads(1);
   CHECK(run(soft, 60, 2, 0.1, 0.5) == s1);
   CHECK(run(cloth, 60, 2, 0.2, 0.05) == c1);
