@@ -85,10 +85,10 @@ void ds__assert_fail(const char* expr, const char* file, int line);
  * under 4x the count in use, 64x for the first, since under load one such
  * call can cost hundreds); the faster count is used. A losing probe of all
  * threads at least doubles the interval to
- * the next (8 .. 65,536 calls; 32 calls per unit of its slowdown, so a
+ * the next (8 .. 65,536 calls; 100 calls per unit of its slowdown, so a
  * probe that waited a whole time slice for a descheduled thread, some 400
- * calls' worth, is followed by ~12,800), so an unhelpful count costs about
- * 3% at most; one thread, cheap to probe, is looked
+ * calls' worth, is followed by ~40,000), so an unhelpful count costs about
+ * 1% at most; one thread, cheap to probe, is looked
  * at again within 64 calls, and at once when the count in use becomes
  * slower than one thread was; a change of nmax starts afresh, on one
  * thread.

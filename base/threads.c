@@ -97,10 +97,12 @@ void ds__pick_end(dsThreadPick* p, int arm, double sec) {
     p->interval = 8;
   } else if (arm == 1) {
     /* all threads lost: wait at least twice as long as before, and long
-     * enough that its probes cost under ~3% of the time (32 calls per unit
-     * of its slowdown: a probe 50x slower waits 1,600 calls; one that
-     * waited a whole time slice for a descheduled thread, ~400x, 12,800) */
-    const double r = 32 * sec / p->est[p->cur];
+     * enough that its probes cost about 1% of the time (100 calls per
+     * unit of its slowdown: a probe 50x slower waits 5,000 calls; one that
+     * waited a whole time slice for a descheduled thread, ~400x, 40,000;
+     * with 32 calls, ~3%, a 2-thread gear run beside a busy process ran at
+     * 0.88-1.00x of one thread, with 100 at 0.98-1.01x) */
+    const double r = 100 * sec / p->est[p->cur];
     int n = 2 * p->interval;
     if (r > n) n = r < DS__PICK_MAX ? (int)r : DS__PICK_MAX;
     p->interval = n < DS__PICK_MAX ? n : DS__PICK_MAX;
