@@ -78,9 +78,8 @@ void ds__assert_fail(const char* expr, const char* file, int line);
  * A parallel stage is run on either 1 thread or all of them (nmax); every
  * count gives the same bits, so the choice is free to follow the clock. The
  * stage times each call: the count in use keeps a running mean of its
- * seconds per call (each call counted at most twice the mean), and now and
- * then the other count is probed (the fastest of up to 4 calls on all
- * threads, or of 2 on one: the first calls on all threads after a spell on
+ * seconds per call, and now and then the other count is probed (the
+ * fastest of up to 4 calls on all threads, or of 2 on one: the first calls on all threads after a spell on
  * one pay for waking the workers; a further call only while the last was
  * under 4x the count in use, 64x for the first, since under load one such
  * call can cost hundreds); the faster count is used. A losing probe of all
@@ -88,15 +87,17 @@ void ds__assert_fail(const char* expr, const char* file, int line);
  * the next (8 .. 65,536 calls; 100 calls per unit of its slowdown, so a
  * probe that waited a whole time slice for a descheduled thread, some 400
  * calls' worth, is followed by ~40,000), so an unhelpful count costs about
- * 1% at most; one thread, cheap to probe, is looked
- * at again within 64 calls, and at once when the count in use becomes
- * slower than one thread was; a change of nmax starts afresh, on one
- * thread.
+ * 1% at most; one thread is looked at again after twice as long each
+ * time it loses (8 .. 1,024 calls), and at once when the count in use
+ * becomes 25% slower than the other count's probe was; a change of nmax
+ * starts afresh, on one thread.
  * This is what makes a model too small to gain run on one thread, and a
  * run whose partner thread keeps being descheduled (another process on the
  * cores) fall back to one thread until the cores are free. Used by the
- * engine's substeps and the rasterizer's render and backward; the public
- * switch is ds_set_adaptive_threads (dsim/engine.h). */
+ * engine's substeps, the rasterizer's render and backward, the CPU
+ * batched engine's launches (engine/batch_cpu.c) and the batched envs'
+ * light loops over their envs (envs/batch.c); the public switch is
+ * ds_set_adaptive_threads (dsim/engine.h). */
 typedef struct dsThreadPick {
   int nmax;      /* thread count the estimates belong to; 0: none yet */
   int cur;       /* count in use: 0 one thread, 1 nmax threads */

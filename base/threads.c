@@ -14,6 +14,9 @@ static _Atomic int g_adaptive = 1;
 
 /* the longest probe interval of all threads, calls (base/internal.h) */
 #define DS__PICK_MAX 65536
+/* how much slower than the other count's probe the count in use may
+ * become before the other is probed again at once */
+#define DS__PICK_MARGIN 1.25
 /* the most calls of one probe of all threads */
 #define DS__PICK_PROBE 4
 
@@ -65,13 +68,15 @@ void ds__pick_end(dsThreadPick* p, int arm, double sec) {
   const int other = 1 - p->cur;
   if (arm == p->cur) {
     double* e = &p->est[arm];
-    /* a running mean of the calls, each taken at most twice the mean: one
-     * call held up by an interrupt or a descheduled thread must not flip
-     * the choice; a lasting change moves it by 1/8 a call */
-    *e = *e < 0 ? sec : *e + ((sec < 2 * *e ? sec : 2 * *e) - *e) / 8;
+    *e = *e < 0 ? sec : *e + (sec - *e) / 8;
     p->left--;
-    /* the count in use got slower than the other was: look again now */
-    if (p->est[other] > 0 && *e > p->est[other]) p->left = 0;
+    /* the count in use got clearly slower than the other was: look again
+     * now. The mean counts every call, the other's figure is the best of
+     * its probe's: the margin keeps a few slow calls (an interrupt, a
+     * migration) from flipping an idle machine's choice back and forth,
+     * while a descheduled worker's time-slice waits (100x a call) exceed
+     * it at once */
+    if (p->est[other] > 0 && *e > DS__PICK_MARGIN * p->est[other]) p->left = 0;
     return;
   }
   /* a probe of the other count: several calls, keeping the fastest. One
@@ -107,8 +112,11 @@ void ds__pick_end(dsThreadPick* p, int arm, double sec) {
     if (r > n) n = r < DS__PICK_MAX ? (int)r : DS__PICK_MAX;
     p->interval = n < DS__PICK_MAX ? n : DS__PICK_MAX;
   } else {
-    /* one thread lost: its probes are cheap, look again soon */
-    p->interval = p->interval < 32 ? 2 * p->interval : 64;
+    /* one thread lost: look again after twice as long, up to 1,024 calls
+     * (its probe costs its slowdown twice, 2-3x a call for a large stage;
+     * a count in use that gets slower than one thread was is probed at once
+     * anyway, above) */
+    p->interval = p->interval < 512 ? 2 * p->interval : 1024;
   }
   p->left = p->interval;
 }

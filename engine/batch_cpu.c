@@ -3,9 +3,10 @@
  * (instance, index) pairs, instance-major. Each pair writes only its own
  * cells, so any schedule and thread count give the same bits. A launch's
  * parts run last to first, a chain's stages one pair at a time
- * (dsBatchLaunch). */
+ * (dsBatchLaunch), in one parallel region per launch. */
 #include "config.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #ifdef _OPENMP
@@ -15,18 +16,27 @@
 #include "base/internal.h"
 #include "engine/batch_priv.h"
 
-/* Below this many pairs a stage runs on one thread. */
+/* Below this many pairs in all a launch runs on one thread. */
 #define DS__BATCH_PAR_MIN 2048
+
+/* The backend's state: the thread choice (base/internal.h) of each kind of
+ * launch, keyed by the stage of its first part. */
+typedef struct dsCpuBatch {
+  dsThreadPick pick[DS__BS_COUNT];
+} dsCpuBatch;
 
 static int cpu_open(int device, void** ctx, char* err, size_t errlen) {
   (void)device;
-  (void)err;
-  (void)errlen;
-  *ctx = NULL;
+  dsCpuBatch* c = (dsCpuBatch*)ds__calloc(1, sizeof *c);
+  if (!c) {
+    if (err && errlen) snprintf(err, errlen, "cpu: out of memory for the backend's state");
+    return DS_ERR_NOMEM;
+  }
+  *ctx = c;
   return 0;
 }
 
-static void cpu_close(void* ctx) { (void)ctx; }
+static void cpu_close(void* ctx) { ds__free(ctx); }
 
 static int cpu_free_bytes(void* ctx, size_t* bytes) {
   (void)ctx;
@@ -34,26 +44,39 @@ static int cpu_free_bytes(void* ctx, size_t* bytes) {
   return 0;
 }
 
+/* One parallel region per launch, its parts one after another (each
+ * part's loop ends in a barrier), on one thread or all of them as the
+ * thread choice of this kind of launch says: a busy core then costs one
+ * wait per launch at most, and a launch too small to gain runs on one. */
 static int cpu_run(void* ctx, const dsBatchLaunch* l) {
-  (void)ctx;
+  dsCpuBatch* c = (dsCpuBatch*)ctx;
+  long long work = 0;
+  for (int p = 0; p < l->nparts; p++) work += (long long)l->part[p].count * l->B;
+  if (work <= 0) return 0;
+  const int key = l->part[l->nparts - 1].stage[0];
+  dsThreadPick* pick = c && key >= 0 && key < DS__BS_COUNT ? &c->pick[key] : NULL;
+  int arm;
+  const int nt = ds__pick_begin(pick, work, DS__BATCH_PAR_MIN, &arm);
+  const double t0 = arm >= 0 ? ds__clock() : 0;
+  (void)nt;
+#pragma omp parallel num_threads(nt) if (nt > 1)
   for (int p = l->nparts - 1; p >= 0; p--) { /* last to first: see dsBatchLaunch */
     const dsBatchPart* q = l->part + p;
     const int count = q->count;
     const long long n = (long long)count * l->B;
     if (n <= 0) continue;
-    const int par = n >= DS__BATCH_PAR_MIN || (count == 1 && l->B > 1);
-    (void)par;
     if (q->nops == 1) {
       const int stage = q->stage[0];
       const dsBatchArgs* a = q->a;
-#pragma omp parallel for schedule(static) if (par)
+#pragma omp for schedule(static)
       for (long long k = 0; k < n; k++) ds__bstage_run(stage, a, (int)(k % count), (int)(k / count));
     } else {
-#pragma omp parallel for schedule(static) if (par)
+#pragma omp for schedule(static)
       for (long long k = 0; k < n; k++)
         for (int o = 0; o < q->nops; o++) ds__bstage_run(q->stage[o], q->a + o, (int)(k % count), (int)(k / count));
     }
   }
+  if (arm >= 0) ds__pick_end(pick, arm, ds__clock() - t0);
   return 0;
 }
 

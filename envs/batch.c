@@ -13,6 +13,9 @@
 #include "dsim/batch.h"
 #include "envs/env_priv.h"
 
+/* each light loop over the envs has its own thread choice (env_priv.h) */
+enum { LOOP_RESET, LOOP_BOUNDARY, LOOP_SHARED_PRE, LOOP_SHARED_POST, LOOP_BWD_POST, LOOP_COUNT };
+
 struct dsBatch {
   int n;
   dsEnv** envs;
@@ -38,6 +41,7 @@ struct dsBatch {
   dsReal** gas;     /* per env: its rows of grad_actions */
   dsReal* badj;     /* n x nact: action adjoints from the engine */
   int* rcs;         /* n: scratch */
+  dsThreadPick pick[LOOP_COUNT]; /* the thread choice of each loop over the envs (LOOP_*) */
   unsigned char* skip; /* n: envs a backward leaves out (their episode failed) */
 };
 
@@ -231,7 +235,8 @@ static int collect(dsBatch* b, int* status) {
 }
 
 /* Runs body(i) for every env: threads across envs (envs/env_priv.h). */
-#define FOR_EACH_ENV(b, i) DS__ENVS_FOR((b)->n, i)
+#define FOR_EACH_ENV(b, i, loop) DS__ENVS_FOR_PICK((b)->n, i, &(b)->pick[loop])
+#define FOR_EACH_ENV_HEAVY(b, i) DS__ENVS_FOR_HEAVY((b)->n, i)
 #define END_FOR_EACH_ENV() DS__ENVS_END()
 
 
@@ -248,7 +253,7 @@ int ds_batch_reset(dsBatch* b, const uint64_t* seeds, const uint8_t* mask, dsRea
                           "batch reset: env %d is left out by the mask, but a lockstep batch resets all its envs "
                           "together",
                           i);
-  FOR_EACH_ENV(b, i) {
+  FOR_EACH_ENV(b, i, LOOP_RESET) {
     b->rc[i] = DS_BATCH_STEPPED;
     if (mask && !mask[i]) continue;
     const uint64_t s = seeds ? seeds[i] : b->seeded[i] ? b->seed[i] + (uint64_t)b->n : (uint64_t)i;
@@ -456,7 +461,7 @@ static void shared_run(dsBatch* b, int want_reward, int want_image) {
     if ((rc = ds_bsim_get_state(b->bs, b->bx, b->bv))) return fail_engine(b, rc, "reading the states");
     int dev_loss = 0;
     shared_render(b, j, want_image, &dev_loss);
-    FOR_EACH_ENV(b, i) {
+    FOR_EACH_ENV(b, i, LOOP_BOUNDARY) {
       dsEnv* e = b->envs[i];
       if (at_boundary(b, i, j)) {
         memcpy(e->d->x, b->bx + (size_t)i * n3, n3 * sizeof(dsReal));
@@ -479,7 +484,7 @@ static int shared_step(dsBatch* b, const dsReal* actions, dsReal* obs, dsReal* i
                        int autoreset) {
   const size_t ad = (size_t)b->envs[0]->adim, od = (size_t)odim_of(b), np = npix_of(b);
   const size_t nact = (size_t)b->envs[0]->m->nact;
-  FOR_EACH_ENV(b, i) {
+  FOR_EACH_ENV(b, i, LOOP_SHARED_PRE) {
     dsEnv* e = b->envs[i];
     b->s0[i] = -1;
     b->r[i] = 0;
@@ -502,7 +507,7 @@ static int shared_step(dsBatch* b, const dsReal* actions, dsReal* obs, dsReal* i
   }
   END_FOR_EACH_ENV();
   shared_run(b, rewards != NULL, image != NULL && np > 0);
-  FOR_EACH_ENV(b, i) {
+  FOR_EACH_ENV(b, i, LOOP_SHARED_POST) {
     dsEnv* e = b->envs[i];
     dsReal r = 0;
     int d = 0;
@@ -543,7 +548,7 @@ int ds_batch_step(dsBatch* b, const dsReal* actions, dsReal* obs, dsReal* image,
     shared_step(b, actions, obs, image, rewards, done, autoreset);
     return collect(b, status);
   }
-  FOR_EACH_ENV(b, i) {
+  FOR_EACH_ENV_HEAVY(b, i) {
     dsEnv* e = b->envs[i];
     dsReal* o = obs ? obs + i * od : NULL;
     dsReal* im = image && np ? image + i * np : NULL;
@@ -583,7 +588,7 @@ static int batch_backward(dsBatch* b, int builtin, const dsReal* adj_obs, const 
     b->gas[i] = grad_actions && ad ? grad_actions + (size_t)i * ns * ad : NULL;
   }
   if (!b->taped) { /* every env its own backward, threads across envs */
-    FOR_EACH_ENV(b, i) {
+    FOR_EACH_ENV_HEAVY(b, i) {
       const dsEnvBwdSpec* sp = &b->specs[i];
       b->rc[i] = builtin ? ds_env_backward_loss(b->envs[i], NULL, b->gas[i])
                          : ds_env_backward_adjoints(b->envs[i], sp->adj_obs, sp->adj_image, sp->adj_reward, b->gas[i]);
@@ -620,7 +625,7 @@ static int batch_backward(dsBatch* b, int builtin, const dsReal* adj_obs, const 
     }
   }
   if (builtin && losses) {
-    FOR_EACH_ENV(b, i) {
+    FOR_EACH_ENV(b, i, LOOP_BWD_POST) {
       if (!b->rc[i]) b->rc[i] = ds_env_loss(b->envs[i], &losses[i]);
     }
     END_FOR_EACH_ENV();

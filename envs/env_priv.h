@@ -118,21 +118,46 @@ int ds__env_step_failed(dsEnv* e, int k, int rc, const char* msg);
 
 /* Threads across n envs (OpenMP, nested regions made inactive for the loop:
  * each env runs single-threaded inside); one thread when n is 1 or OpenMP
- * has one. Used as DS__ENVS_FOR(n, i) { body } DS__ENVS_END(); */
+ * has one. Used as DS__ENVS_FOR(n, i) { body } DS__ENVS_END(); or with
+ * DS__ENVS_FOR_PICK(n, i, pick), where pick (a dsThreadPick*, base/internal.h)
+ * chooses one thread or all from the clock: under load a loop on all
+ * threads can wait a whole time slice for a descheduled worker. */
 #ifdef _OPENMP
 #  include <omp.h>
-#  define DS__ENVS_FOR(n, i)                                                     \
+#  define DS__ENVS_FOR_PICK(n, i, pick)                                          \
     {                                                                            \
+      dsThreadPick* const pk_ = (pick);                                          \
+      int arm_;                                                                  \
+      const int nt_ = ds__pick_begin(pk_, (n), 2, &arm_);                        \
+      const double t0_ = arm_ >= 0 ? ds__clock() : 0;                            \
+      const int par_ = nt_ > 1;                                                  \
+      const int levels_ = omp_get_max_active_levels();                           \
+      if (par_) omp_set_max_active_levels(1);                                    \
+      _Pragma("omp parallel for schedule(static) num_threads(nt_) if (par_)") for (int i = 0; i < (n); i++)
+#  define DS__ENVS_END()                                         \
+      if (par_) omp_set_max_active_levels(levels_);              \
+      if (arm_ >= 0) ds__pick_end(pk_, arm_, ds__clock() - t0_); \
+    }
+#else
+#  define DS__ENVS_FOR_PICK(n, i, pick) { for (int i = 0; i < (n); i++)
+#  define DS__ENVS_END() }
+#endif
+#define DS__ENVS_FOR(n, i) DS__ENVS_FOR_PICK(n, i, NULL)
+/* For loops whose every env does much work (a step of its own engine, a
+ * whole backward): all threads, envs handed out one at a time, so a thread
+ * slowed by another process on its core takes fewer of them. */
+#ifdef _OPENMP
+#  define DS__ENVS_FOR_HEAVY(n, i)                                               \
+    {                                                                            \
+      const int arm_ = -1;                                                       \
+      dsThreadPick* const pk_ = NULL;                                            \
+      const double t0_ = 0;                                                      \
       const int par_ = (n) > 1 && omp_get_max_threads() > 1;                     \
       const int levels_ = omp_get_max_active_levels();                           \
       if (par_) omp_set_max_active_levels(1);                                    \
-      _Pragma("omp parallel for schedule(static) if (par_)") for (int i = 0; i < (n); i++)
-#  define DS__ENVS_END()                          \
-      if (par_) omp_set_max_active_levels(levels_); \
-    }
+      _Pragma("omp parallel for schedule(dynamic, 1) if (par_)") for (int i = 0; i < (n); i++)
 #else
-#  define DS__ENVS_FOR(n, i) { for (int i = 0; i < (n); i++)
-#  define DS__ENVS_END() }
+#  define DS__ENVS_FOR_HEAVY(n, i) { for (int i = 0; i < (n); i++)
 #endif
 
 /* What a backward starts from: the built-in loss, or the caller's adjoints
