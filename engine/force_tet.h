@@ -1,38 +1,55 @@
 /* Tetrahedron, stable Neo-Hookean with activation a; x = [x0, x1, x2, x3].
  *
  * Rest (ds_tet_rest): Dm = [x1-x0, x2-x0, x3-x0] (columns), B = Dm^-1,
- * V0 = det(Dm)/6 > 0.
+ * V0 = det(Dm)/6 > 0, and the kernels' rest data M = B B^T (symmetric;
+ * M_ij = b_i . b_j for the rows b_i of B) and det B.
  *
  * Forward (c_i = x_i - x0, w_i = v_i - v0 for i = 1..3; Ds = [c1 c2 c3],
  * Vs = [w1 w2 w3]; kmu = k_mu V0, klam = k_lambda V0, kd = k_damp V0;
- * alpha = 1 + 0.75 k_mu/k_lambda):
- *   F  = Ds B,  Fd = Vs B,  Ic = tr(F^T F),  J = det F = det(Ds) det(B)
- *   P  = kmu (1 - 1/(Ic+1)) F + kd Fd,   H = P B^T,  h_i = H[:,i-1]
- *   g1 = det(B) c2 x c3,  g2 = det(B) c3 x c1,  g3 = det(B) c1 x c2   (= dJ/dx_i)
- *   s  = klam (J - alpha + a) + kd sum_i g_i . w_i
- *      = k_lambda V0 (J - 1 + a) - 0.75 kmu + kd sum_i g_i . w_i
- *   h_i += g_i s;  h0 = -(h1 + h2 + h3);  f_k = -h_k
+ * alpha = 1 + 0.75 k_mu/k_lambda). With F = Ds B, Fd = Vs B:
+ *   Ic = tr(F^T F) = sum_ij (c_i . c_j) M_ij,   J = det F = det(Ds) det(B)
+ *   P  = phi F + kd Fd,  phi = kmu (1 - 1/(Ic+1))
+ *   H  = P B^T = Q M,  Q = phi Ds + kd Vs:  h_j = sum_i q_i M_ij,
+ *        q_i = phi c_i + kd w_i (column j of H is h_j)
+ *   g'_1 = c2 x c3,  g'_2 = c3 x c1,  g'_3 = c1 x c2  (dJ/dx_i = det(B) g'_i)
+ *   s  = klam (J - alpha + a) + kd sum_i dJ/dx_i . w_i
+ *      = k_lambda V0 (J - 1 + a) - 0.75 kmu + kd det(B) sum_i g'_i . w_i
+ *   h_j += g'_j s det(B);  h_0 = -(h_1 + h_2 + h_3);  f_k = -h_k
+ * F and Fd are never formed: through M the kernel needs neither B nor a
+ * 3x3 product per matrix (a third fewer operations than the F form).
  * The second form of s is used (finite at k_lambda = 0, no division).
  * Without damping f = -grad of E = V0 [mu/2 (Ic-3) - mu/2 log(Ic+1)
  * + lambda/2 (J - alpha + a)^2]; at F = I, a = 0 the force is zero.
  *
- * Adjoint: adj_h_i = adj_f_0 - adj_f_i (i = 1..3) then, in reverse,
- *   adj_s = sum_i adj_h_i . g_i,  adj_g_i = s adj_h_i + kd adj_s w_i
- *   adj_P = adj_H B,  adj_F = phi adj_P + 2 F kmu/(Ic+1)^2 <adj_P, F>,
- *   adj_Fd = kd adj_P,  adj_Ds = adj_F B^T + klam adj_s [g1 g2 g3],
- *   adj_Vs = adj_Fd B^T + kd adj_s [g1 g2 g3],  g_i through dsu_cross3_bwd.
+ * Adjoint: adj_h_j = adj_f_0 - adj_f_j (j = 1..3) then, in reverse
+ * (sd = s det B, gw = det(B) sum_i g'_i . w_i):
+ *   adj_s = det(B) sum_j adj_h_j . g'_j,  adj_g'_j = sd adj_h_j + kd det(B) adj_s w_j,
+ *   adj_w_j = kd det(B) adj_s g'_j,  adj_c_j = klam det(B) adj_s g'_j (J),
+ *   g'_j through dsu_cross3_bwd,
+ *   adj_q_i = sum_j adj_h_j M_ij,  adj_phi = sum_i adj_q_i . c_i,
+ *   adj_Ic = kmu adj_phi / (Ic+1)^2,
+ *   adj_c_i += phi adj_q_i + 2 adj_Ic sum_j M_ij c_j,  adj_w_i += kd adj_q_i,
+ *   parameters: k_mu V0 (1 - 1/(Ic+1)) adj_phi - 0.75 V0 adj_s,
+ *   k_lambda V0 (J - 1 + a) adj_s, k_damp V0 (gw adj_s + sum_i adj_q_i . w_i),
+ *   a k_lambda V0 adj_s.
  * An inverted tet (J <= 0) is computed with the same formulas (smooth
  * there); the caller reports it. No non-smooth points inside the kernel
- * (Ic + 1 >= 1). */
+ * (Ic + 1 >= 1 for any state: Ic = |F|^2 in exact arithmetic). */
 #ifndef DSIM_ENGINE_FORCE_TET_H
 #define DSIM_ENGINE_FORCE_TET_H
 
 #include "engine/dsmath.h"
 #include "engine/force_loop.h"
 
+/* the rest data of one tet in dsTetRest.M: M00 M01 M02 M11 M12 M22 of
+ * M = B B^T, then det B (the first rows of the model's tet.M, whose last
+ * row is V0: include/dsim/engine.h) */
+#define DS_TET_NREST 7
+
 typedef struct dsTetRest {
-  dsReal B[9]; /* Dm^-1, row-major */
-  dsReal vol;  /* rest volume V0 > 0, m^3 */
+  dsReal B[9];              /* Dm^-1, row-major */
+  dsReal vol;               /* rest volume V0 > 0, m^3 */
+  dsReal M[DS_TET_NREST];   /* M = B B^T (00 01 02 11 12 22), det B */
 } dsTetRest;
 
 typedef struct dsTetParam {
@@ -41,6 +58,13 @@ typedef struct dsTetParam {
   dsReal k_damp;   /* strain-rate damping density, Pa s */
   dsReal act;      /* activation a (dimensionless; a > 0 contracts) */
 } dsTetParam;
+
+/* M and det B from B (row-major) into M[DS_TET_NREST]. */
+DS_HD DS_INLINE void ds_tet_rest_metric(const dsReal B[9], dsReal M[DS_TET_NREST]) {
+  static const int ij[6][2] = {{0, 0}, {0, 1}, {0, 2}, {1, 1}, {1, 2}, {2, 2}};
+  for (int k = 0; k < 6; k++) M[k] = dsu_dot3(B + 3 * ij[k][0], B + 3 * ij[k][1]);
+  M[6] = dsu_mat3_det(B);
+}
 
 /* Rest data from rest positions x0 = [x0, x1, x2, x3]. Returns 0, or
  * DS_ERR_MESH when the rest tet is inverted or flat:
@@ -55,57 +79,65 @@ DS_HD DS_INLINE int ds_tet_rest(const dsReal x0[12], dsTetRest* r) {
   if (!(l2 - l2 == 0) || !(det > 64 * DS_REAL_EPS * l2 * ds_sqrt(l2))) return DS_ERR_MESH;
   if (dsu_mat3_inv(r->B, Dm) == 0) return DS_ERR_MESH;
   r->vol = det / 6;
+  ds_tet_rest_metric(r->B, r->M);
   return 0;
 }
 
-/* Shared forward part: F, Ic, J, g_i (dJ/dx_i), c_i, w_i. */
+/* Shared forward part: c_i, w_i, g'_i, Ic, J, sum_i g'_i . w_i. */
 typedef struct dsTet__Fwd {
   dsReal c[3][3], w[3][3]; /* c_i = x_i - x0, w_i = v_i - v0 */
-  dsReal F[9], Fd[9];      /* row-major */
-  dsReal g[3][3];          /* dJ/dx_i */
-  dsReal Ic, J, detB;
+  dsReal g[3][3];          /* g'_i = c_j x c_k (cyclic); dJ/dx_i = det(B) g'_i */
+  dsReal Ic, J, gw;        /* gw = sum_i g'_i . w_i */
 } dsTet__Fwd;
+
+/* Ic = sum_ij (c_i . c_j) M_ij: diagonal terms, then twice the others */
+DS_HD DS_INLINE dsReal ds__tet_ic(const dsReal c[3][3], const dsReal* M) {
+  const dsReal d = dsu_dot3(c[0], c[0]) * M[0] + dsu_dot3(c[1], c[1]) * M[3] + dsu_dot3(c[2], c[2]) * M[5];
+  const dsReal o = dsu_dot3(c[0], c[1]) * M[1] + dsu_dot3(c[0], c[2]) * M[2] + dsu_dot3(c[1], c[2]) * M[4];
+  return d + 2 * o;
+}
 
 DS_HD DS_INLINE void ds__tet_prep(const dsReal x[12], const dsReal v[12], const dsTetRest* r,
                                   dsTet__Fwd* t) {
-  dsReal Ds[9], Vs[9];
   for (int i = 0; i < 3; i++) {
     dsu_sub3(t->c[i], x + 3 * (i + 1), x);
     dsu_sub3(t->w[i], v + 3 * (i + 1), v);
-    for (int k = 0; k < 3; k++) {
-      Ds[3 * k + i] = t->c[i][k];
-      Vs[3 * k + i] = t->w[i][k];
-    }
   }
-  dsu_mat3_mul(t->F, Ds, r->B);
-  dsu_mat3_mul(t->Fd, Vs, r->B);
-  t->Ic = dsu_mat3_ddot(t->F, t->F);
-  t->detB = dsu_mat3_det(r->B);
+  t->Ic = ds__tet_ic(t->c, r->M);
   dsu_cross3(t->g[0], t->c[1], t->c[2]);
   dsu_cross3(t->g[1], t->c[2], t->c[0]);
   dsu_cross3(t->g[2], t->c[0], t->c[1]);
   /* det(Ds) = c1 . (c2 x c3) */
-  t->J = dsu_dot3(t->c[0], t->g[0]) * t->detB;
-  for (int i = 0; i < 3; i++) dsu_scl3(t->g[i], t->g[i], t->detB);
+  t->J = dsu_dot3(t->c[0], t->g[0]) * r->M[6];
+  t->gw = dsu_dot3(t->g[0], t->w[0]) + dsu_dot3(t->g[1], t->w[1]) + dsu_dot3(t->g[2], t->w[2]);
+}
+
+/* M_ij of the packed rows (i, j < 3) */
+DS_HD DS_INLINE dsReal ds__tet_m(const dsReal* M, int i, int j) {
+  const int lo = i < j ? i : j, hi = i < j ? j : i;
+  return M[lo == 0 ? hi : lo + hi + 1];
 }
 
 DS_HD DS_INLINE void ds_tet_fwd(const dsReal x[12], const dsReal v[12], const dsTetRest* r,
                                 const dsTetParam* p, dsReal f[12], dsReal* J) {
   dsTet__Fwd t;
   ds__tet_prep(x, v, r, &t);
+  const dsReal* M = r->M;
+  const dsReal detB = M[6];
   dsReal V0 = r->vol;
   dsReal kmu = p->k_mu * V0, kd = p->k_damp * V0;
   dsReal phi = kmu * (1 - 1 / (t.Ic + 1));
-  dsReal P[9], H[9];
-  for (int k = 0; k < 9; k++) P[k] = phi * t.F[k] + kd * t.Fd[k];
-  dsu_mat3_mulT(H, P, r->B);
-  dsReal gw = dsu_dot3(t.g[0], t.w[0]) + dsu_dot3(t.g[1], t.w[1]) + dsu_dot3(t.g[2], t.w[2]);
-  dsReal s = p->k_lambda * V0 * (t.J - 1 + p->act) - (dsReal)0.75 * kmu + kd * gw;
+  dsReal q[3][3];
+  for (int i = 0; i < 3; i++)
+    for (int c = 0; c < 3; c++) q[i][c] = phi * t.c[i][c] + kd * t.w[i][c];
+  dsReal s = p->k_lambda * V0 * (t.J - 1 + p->act) - (dsReal)0.75 * kmu + kd * (t.gw * detB);
+  dsReal sd = s * detB;
   for (int c = 0; c < 3; c++) f[c] = 0;
-  for (int i = 0; i < 3; i++) {
+  for (int j = 0; j < 3; j++) {
+    const dsReal m0 = ds__tet_m(M, 0, j), m1 = ds__tet_m(M, 1, j), m2 = ds__tet_m(M, 2, j);
     for (int c = 0; c < 3; c++) {
-      dsReal h = H[3 * c + i] + t.g[i][c] * s;
-      f[3 * (i + 1) + c] = -h;
+      dsReal h = (q[0][c] * m0 + q[1][c] * m1 + q[2][c] * m2) + t.g[j][c] * sd;
+      f[3 * (j + 1) + c] = -h;
       f[c] += h;
     }
   }
@@ -117,68 +149,68 @@ DS_HD DS_INLINE void ds_tet_bwd(const dsReal x[12], const dsReal v[12], const ds
                                 dsReal adj_v[12], dsTetParam* adj_p) {
   dsTet__Fwd t;
   ds__tet_prep(x, v, r, &t);
-  const dsReal* B = r->B;
+  const dsReal* M = r->M;
+  const dsReal detB = M[6];
   dsReal V0 = r->vol;
   dsReal kmu = p->k_mu * V0, kd = p->k_damp * V0;
   dsReal ip1 = 1 / (t.Ic + 1);
   dsReal phi = kmu * (1 - ip1);
-  dsReal gw = dsu_dot3(t.g[0], t.w[0]) + dsu_dot3(t.g[1], t.w[1]) + dsu_dot3(t.g[2], t.w[2]);
+  dsReal gwb = t.gw * detB;
   dsReal Jterm = t.J - 1 + p->act;
-  dsReal s = p->k_lambda * V0 * Jterm - (dsReal)0.75 * kmu + kd * gw;
+  dsReal s = p->k_lambda * V0 * Jterm - (dsReal)0.75 * kmu + kd * gwb;
+  dsReal sd = s * detB;
 
-  /* adjoint of H (3x3, column i = adj_h_{i+1}) */
-  dsReal aH[9];
-  for (int i = 0; i < 3; i++)
-    for (int c = 0; c < 3; c++) aH[3 * c + i] = adj_f[c] - adj_f[3 * (i + 1) + c];
+  /* adjoint of h_j (j = 0..2 here for h_1..h_3) */
+  dsReal aH[3][3];
+  for (int j = 0; j < 3; j++)
+    for (int c = 0; c < 3; c++) aH[j][c] = adj_f[c] - adj_f[3 * (j + 1) + c];
 
-  /* volume term h_i += g_i s */
-  dsReal as = 0;
-  for (int i = 0; i < 3; i++)
-    for (int c = 0; c < 3; c++) as += aH[3 * c + i] * t.g[i][c];
+  /* volume term h_j += g'_j s det(B) */
+  dsReal asd = 0;
+  for (int j = 0; j < 3; j++)
+    for (int c = 0; c < 3; c++) asd += aH[j][c] * t.g[j][c];
+  dsReal as = asd * detB;
   adj_p->k_lambda += V0 * Jterm * as;
   adj_p->act += p->k_lambda * V0 * as;
   adj_p->k_mu -= (dsReal)0.75 * V0 * as;
-  adj_p->k_damp += V0 * gw * as;
-  dsReal aJ = p->k_lambda * V0 * as, agw = kd * as;
+  adj_p->k_damp += V0 * gwb * as;
+  dsReal aJd = p->k_lambda * V0 * as * detB; /* adjoint of det(Ds) */
+  dsReal agw = kd * as * detB;               /* adjoint of sum_i g'_i . w_i */
 
   dsReal ag[3][3], ac[3][3], aw[3][3];
-  for (int i = 0; i < 3; i++)
+  for (int j = 0; j < 3; j++)
     for (int c = 0; c < 3; c++) {
-      ag[i][c] = s * aH[3 * c + i] + agw * t.w[i][c];
-      aw[i][c] = agw * t.g[i][c];
-      ac[i][c] = aJ * t.g[i][c]; /* J = det(Ds) det(B): dJ/dc_i = g_i */
+      ag[j][c] = sd * aH[j][c] + agw * t.w[j][c];
+      aw[j][c] = agw * t.g[j][c];
+      ac[j][c] = aJd * t.g[j][c]; /* d det(Ds)/dc_j = g'_j */
     }
-
-  /* g_i = det(B) c_j x c_k (cyclic) */
-  for (int i = 0; i < 3; i++) dsu_scl3(ag[i], ag[i], t.detB);
   dsu_cross3_bwd(t.c[1], t.c[2], ag[0], ac[1], ac[2]);
   dsu_cross3_bwd(t.c[2], t.c[0], ag[1], ac[2], ac[0]);
   dsu_cross3_bwd(t.c[0], t.c[1], ag[2], ac[0], ac[1]);
 
-  /* elastic + damping: H = P B^T, P = phi F + kd Fd */
-  dsReal aP[9];
-  dsu_mat3_mul(aP, aH, B);
-  dsReal aPF = dsu_mat3_ddot(aP, t.F), aPFd = dsu_mat3_ddot(aP, t.Fd);
-  adj_p->k_mu += V0 * (1 - ip1) * aPF;
-  adj_p->k_damp += V0 * aPFd;
-  dsReal aIc = kmu * ip1 * ip1 * aPF;
-  dsReal aF[9], aDs[9], aVs[9], aFd[9];
-  for (int k = 0; k < 9; k++) {
-    aF[k] = phi * aP[k] + 2 * aIc * t.F[k];
-    aFd[k] = kd * aP[k];
+  /* elastic + damping: h_j = sum_i q_i M_ij, q_i = phi c_i + kd w_i */
+  dsReal aq[3][3];
+  for (int i = 0; i < 3; i++) {
+    const dsReal m0 = ds__tet_m(M, i, 0), m1 = ds__tet_m(M, i, 1), m2 = ds__tet_m(M, i, 2);
+    for (int c = 0; c < 3; c++) aq[i][c] = aH[0][c] * m0 + aH[1][c] * m1 + aH[2][c] * m2;
   }
-  dsu_mat3_mulT(aDs, aF, B); /* F = Ds B -> adj_Ds = adj_F B^T */
-  dsu_mat3_mulT(aVs, aFd, B);
-
-  for (int i = 0; i < 3; i++)
+  dsReal aphi = dsu_dot3(aq[0], t.c[0]) + dsu_dot3(aq[1], t.c[1]) + dsu_dot3(aq[2], t.c[2]);
+  dsReal akd = dsu_dot3(aq[0], t.w[0]) + dsu_dot3(aq[1], t.w[1]) + dsu_dot3(aq[2], t.w[2]);
+  adj_p->k_mu += V0 * (1 - ip1) * aphi;
+  adj_p->k_damp += V0 * akd;
+  dsReal aIc2 = 2 * (kmu * ip1 * ip1 * aphi);
+  for (int i = 0; i < 3; i++) {
+    const dsReal m0 = ds__tet_m(M, i, 0), m1 = ds__tet_m(M, i, 1), m2 = ds__tet_m(M, i, 2);
     for (int c = 0; c < 3; c++) {
-      dsReal ax = ac[i][c] + aDs[3 * c + i];
-      dsReal av = aw[i][c] + aVs[3 * c + i];
+      const dsReal mc = t.c[0][c] * m0 + t.c[1][c] * m1 + t.c[2][c] * m2; /* (Ds M)_ci */
+      const dsReal ax = ac[i][c] + (phi * aq[i][c] + aIc2 * mc);
+      const dsReal av = aw[i][c] + kd * aq[i][c];
       adj_x[3 * (i + 1) + c] += ax;
       adj_x[c] -= ax;
       adj_v[3 * (i + 1) + c] += av;
       adj_v[c] -= av;
     }
+  }
 }
 
 /* ---- loop over the model's tets --------------------------------------------------
@@ -188,12 +220,17 @@ static inline int ds__tet_count(const dsModel* m) { return m->ntet; }
 static inline const int* ds__tet_idx(const dsModel* m) { return m->tet_idx; }
 
 /* Element bodies (one tet; engine/force_loop.h "Bodies"). */
+/* The kernels' rest data of tet e (V0, M, det B; not B, which they do not use). */
+DS_HD DS_INLINE void ds__tet_rest_load(const dsModel* m, int e, dsTetRest* r) {
+  const dsReal* p = m->tet_M + DS_TET_M_AT(e, 0);
+  for (int k = 0; k < DS_TET_NREST; k++) r->M[k] = p[k * DS_TET_LANES];
+  r->vol = p[DS_TET_NREST * DS_TET_LANES];
+}
 DS_HD DS_INLINE void ds__tet_fwd_elem(const dsModel* m, const dsForceFwd* a, int e) {
   dsReal xl[12], vl[12];
   const int* idx = m->tet_idx + 4 * (size_t)e;
   dsTetRest r;
-  for (int k = 0; k < 9; k++) r.B[k] = m->tet_B[9 * (size_t)e + k];
-  r.vol = m->tet_vol[e];
+  ds__tet_rest_load(m, e, &r);
   dsTetParam p = {m->tet_k_mu[e], m->tet_k_lambda[e], m->tet_k_damp[e], a->act ? a->act[e] : 0};
   ds__gather3(xl, a->x, idx, 4);
   ds__gather3(vl, a->v, idx, 4);
@@ -204,8 +241,7 @@ DS_HD DS_INLINE void ds__tet_bwd_elem(const dsModel* m, const dsForceBwd* a, int
   dsReal xl[12], vl[12], al[12], ax[12] = {0}, avl[12] = {0};
   const int* idx = m->tet_idx + 4 * (size_t)e;
   dsTetRest r;
-  for (int k = 0; k < 9; k++) r.B[k] = m->tet_B[9 * (size_t)e + k];
-  r.vol = m->tet_vol[e];
+  ds__tet_rest_load(m, e, &r);
   dsTetParam p = {m->tet_k_mu[e], m->tet_k_lambda[e], m->tet_k_damp[e], a->act ? a->act[e] : 0};
   dsTetParam ap = {0, 0, 0, 0};
   ds__gather3(xl, a->x, idx, 4);
@@ -241,6 +277,7 @@ DS_HD DS_INLINE void ds__tet_bwd_elem(const dsModel* m, const dsForceBwd* a, int
 /* DS__TL lanes per vector: 4 doubles or 8 floats (32 bytes, one AVX2
  * register; two SSE2 registers on the baseline copy). */
 #define DS__TL (32 / (int)sizeof(dsReal))
+_Static_assert(DS__TL == DS_TET_LANES, "tet.M blocks are the quads' lanes");
 typedef dsReal dsTet__V __attribute__((vector_size(32)));
 
 /* Lane loads. ds__tet_lanes: p[l][off] into lane l (the compiler builds the
@@ -255,7 +292,8 @@ static inline void ds__tet_lanes(dsTet__V* r, const dsReal* const p[DS__TL], siz
   *r = (dsTet__V){p[0][off], p[1][off], p[2][off], p[3][off]};
 #endif
 }
-static inline void ds__tet_vload(dsTet__V* r, const dsReal* p) { memcpy(r, p, sizeof *r); }
+typedef dsReal dsTet__VU __attribute__((vector_size(32), aligned(sizeof(dsReal)), may_alias));
+static inline void ds__tet_vload(dsTet__V* r, const dsReal* p) { *r = *(const dsTet__VU*)(const void*)p; }
 /* out[12 l + k] = f[k][l], k < 12, l < DS__TL: each lane's 12 values to
  * its element's slots (in double by 4x4 transposes and whole-vector
  * stores; the values are moved, not changed). */
@@ -316,12 +354,13 @@ static inline void ds__tet_vcross_bwd(const dsTet__V a[3], const dsTet__V b[3], 
 
 /* Lanes' inputs and ds__tet_prep on DS__TL tets. */
 typedef struct dsTet__Q {
-  dsTet__V x[12], v[12], B[9], V0, kmu_d, klam_d, kd_d, act;
-  dsTet__V c[3][3], w[3][3], F[9], Fd[9], g[3][3], Ic, J, detB;
+  dsTet__V M[DS_TET_NREST], V0, kmu_d, klam_d, kd_d, act;
+  dsTet__V c[3][3], w[3][3], g[3][3], Ic, J, gw;
 } dsTet__Q;
 
-DS__FLATTEN static inline void ds__tet_prep4(const dsModel* m, const dsReal* xs, const dsReal* vs,
-                                             const dsReal* acts, int e0, dsTet__Q* t) {
+/* the lanes of x_k - x_0 for k = 1..3 (c) and of v (w) */
+static inline void ds__tet_lanes_cw(const dsModel* m, const dsReal* xs, const dsReal* vs, int e0, dsTet__Q* t) {
+  dsTet__V x0[3], v0[3];
   for (int k = 0; k < 4; k++) {
     const dsReal *px[DS__TL], *pv[DS__TL];
     for (int l = 0; l < DS__TL; l++) {
@@ -330,14 +369,26 @@ DS__FLATTEN static inline void ds__tet_prep4(const dsModel* m, const dsReal* xs,
       pv[l] = vs + 3 * i;
     }
     for (int c = 0; c < 3; c++) {
-      ds__tet_lanes(&t->x[3 * k + c], px, (size_t)c);
-      ds__tet_lanes(&t->v[3 * k + c], pv, (size_t)c);
+      dsTet__V xv, vv;
+      ds__tet_lanes(&xv, px, (size_t)c);
+      ds__tet_lanes(&vv, pv, (size_t)c);
+      if (k == 0) {
+        x0[c] = xv;
+        v0[c] = vv;
+      } else {
+        t->c[k - 1][c] = xv - x0[c];
+        t->w[k - 1][c] = vv - v0[c];
+      }
     }
   }
-  const dsReal* pB[DS__TL];
-  for (int l = 0; l < DS__TL; l++) pB[l] = m->tet_B + 9 * (size_t)(e0 + l);
-  for (int k = 0; k < 9; k++) ds__tet_lanes(&t->B[k], pB, (size_t)k);
-  ds__tet_vload(&t->V0, m->tet_vol + e0);
+}
+
+DS__FLATTEN static inline void ds__tet_prep4(const dsModel* m, const dsReal* xs, const dsReal* vs,
+                                             const dsReal* acts, int e0, dsTet__Q* t) {
+  ds__tet_lanes_cw(m, xs, vs, e0, t);
+  const dsReal* pm = m->tet_M + DS_TET_M_AT(e0, 0); /* e0: a block's first tet */
+  for (int k = 0; k < DS_TET_NREST; k++) ds__tet_vload(&t->M[k], pm + k * DS__TL);
+  ds__tet_vload(&t->V0, pm + DS_TET_NREST * DS__TL);
   ds__tet_vload(&t->kmu_d, m->tet_k_mu + e0);
   ds__tet_vload(&t->klam_d, m->tet_k_lambda + e0);
   ds__tet_vload(&t->kd_d, m->tet_k_damp + e0);
@@ -345,58 +396,53 @@ DS__FLATTEN static inline void ds__tet_prep4(const dsModel* m, const dsReal* xs,
     ds__tet_vload(&t->act, acts + e0);
   else
     t->act = (dsTet__V){0};
-  const dsTet__V* x = t->x;
-  const dsTet__V* v = t->v;
-  const dsTet__V* B = t->B;
-  dsTet__V Ds[9], Vs[9];
-  for (int i = 0; i < 3; i++) {
-    for (int k = 0; k < 3; k++) {
-      t->c[i][k] = x[3 * (i + 1) + k] - x[k];
-      t->w[i][k] = v[3 * (i + 1) + k] - v[k];
-    }
-    for (int k = 0; k < 3; k++) {
-      Ds[3 * k + i] = t->c[i][k];
-      Vs[3 * k + i] = t->w[i][k];
-    }
-  }
-  for (int i = 0; i < 3; i++)
-    for (int j = 0; j < 3; j++) {
-      t->F[3 * i + j] = Ds[3 * i] * B[j] + Ds[3 * i + 1] * B[3 + j] + Ds[3 * i + 2] * B[6 + j];
-      t->Fd[3 * i + j] = Vs[3 * i] * B[j] + Vs[3 * i + 1] * B[3 + j] + Vs[3 * i + 2] * B[6 + j];
-    }
-  t->Ic = (dsTet__V){0};
-  for (int k = 0; k < 9; k++) t->Ic += t->F[k] * t->F[k];
-  t->detB = B[0] * (B[4] * B[8] - B[5] * B[7]) - B[1] * (B[3] * B[8] - B[5] * B[6]) +
-            B[2] * (B[3] * B[7] - B[4] * B[6]);
+  const dsTet__V* M = t->M;
+  dsTet__V d00, d11, d22, d01, d02, d12;
+  ds__tet_vdot(&d00, t->c[0], t->c[0]);
+  ds__tet_vdot(&d11, t->c[1], t->c[1]);
+  ds__tet_vdot(&d22, t->c[2], t->c[2]);
+  ds__tet_vdot(&d01, t->c[0], t->c[1]);
+  ds__tet_vdot(&d02, t->c[0], t->c[2]);
+  ds__tet_vdot(&d12, t->c[1], t->c[2]);
+  const dsTet__V dg = d00 * M[0] + d11 * M[3] + d22 * M[5];
+  const dsTet__V of = d01 * M[1] + d02 * M[2] + d12 * M[4];
+  t->Ic = dg + 2 * of;
   for (int i = 0; i < 3; i++) ds__tet_vcross(t->g[i], t->c[(i + 1) % 3], t->c[(i + 2) % 3]);
-  t->J = (t->c[0][0] * t->g[0][0] + t->c[0][1] * t->g[0][1] + t->c[0][2] * t->g[0][2]) * t->detB;
-  for (int i = 0; i < 3; i++)
-    for (int k = 0; k < 3; k++) t->g[i][k] = t->g[i][k] * t->detB;
+  dsTet__V dj;
+  ds__tet_vdot(&dj, t->c[0], t->g[0]);
+  t->J = dj * M[6];
+  ds__tet_vgw(&t->gw, t->g, t->w);
+}
+
+/* the packed M_ij (ds__tet_m) */
+static inline const dsTet__V* ds__tet_vm(const dsTet__V* M, int i, int j) {
+  const int lo = i < j ? i : j, hi = i < j ? j : i;
+  return &M[lo == 0 ? hi : lo + hi + 1];
 }
 
 DS__FLATTEN static inline void ds__tet_fwd_elem4(const dsModel* m, const dsForceFwd* a, int e0) {
   dsTet__Q t;
   ds__tet_prep4(m, a->x, a->v, a->act, e0, &t);
-  const dsTet__V* B = t.B;
+  const dsTet__V* M = t.M;
+  const dsTet__V detB = M[6];
   const dsTet__V V0 = t.V0;
   const dsTet__V kmu = t.kmu_d * V0, kd = t.kd_d * V0;
   const dsTet__V phi = kmu * (1 - 1 / (t.Ic + 1));
-  dsTet__V P[9], H[9];
-  for (int k = 0; k < 9; k++) P[k] = phi * t.F[k] + kd * t.Fd[k];
+  dsTet__V q[3][3];
   for (int i = 0; i < 3; i++)
-    for (int j = 0; j < 3; j++)
-      H[3 * i + j] = P[3 * i] * B[3 * j] + P[3 * i + 1] * B[3 * j + 1] + P[3 * i + 2] * B[3 * j + 2];
-  dsTet__V gw;
-  ds__tet_vgw(&gw, t.g, t.w);
-  const dsTet__V s = t.klam_d * V0 * (t.J - 1 + t.act) - (dsReal)0.75 * kmu + kd * gw;
+    for (int c = 0; c < 3; c++) q[i][c] = phi * t.c[i][c] + kd * t.w[i][c];
+  const dsTet__V s = t.klam_d * V0 * (t.J - 1 + t.act) - (dsReal)0.75 * kmu + kd * (t.gw * detB);
+  const dsTet__V sd = s * detB;
   dsTet__V f[12];
   for (int k = 0; k < 3; k++) f[k] = (dsTet__V){0};
-  for (int i = 0; i < 3; i++)
-    for (int k = 0; k < 3; k++) {
-      dsTet__V h = H[3 * k + i] + t.g[i][k] * s;
-      f[3 * (i + 1) + k] = -h;
-      f[k] += h;
+  for (int j = 0; j < 3; j++) {
+    const dsTet__V m0 = *ds__tet_vm(M, 0, j), m1 = *ds__tet_vm(M, 1, j), m2 = *ds__tet_vm(M, 2, j);
+    for (int c = 0; c < 3; c++) {
+      const dsTet__V h = (q[0][c] * m0 + q[1][c] * m1 + q[2][c] * m2) + t.g[j][c] * sd;
+      f[3 * (j + 1) + c] = -h;
+      f[c] += h;
     }
+  }
   ds__tet_store12(a->ef + 12 * (size_t)e0, f);
   memcpy(a->J + e0, &t.J, sizeof t.J);
 }
@@ -411,69 +457,69 @@ DS__FLATTEN static inline void ds__tet_bwd_elem4(const dsModel* m, const dsForce
     for (int l = 0; l < DS__TL; l++) pa[l] = a->af + 3 * (size_t)m->tet_idx[4 * (size_t)(e0 + l) + k];
     for (int c = 0; c < 3; c++) ds__tet_lanes(&af[3 * k + c], pa, (size_t)c);
   }
-  const dsTet__V* B = t.B;
+  const dsTet__V* M = t.M;
+  const dsTet__V detB = M[6];
   const dsTet__V V0 = t.V0, zero = {0};
   const dsTet__V kmu = t.kmu_d * V0, kd = t.kd_d * V0;
   const dsTet__V ip1 = 1 / (t.Ic + 1);
   const dsTet__V phi = kmu * (1 - ip1);
-  dsTet__V gw;
-  ds__tet_vgw(&gw, t.g, t.w);
+  const dsTet__V gwb = t.gw * detB;
   const dsTet__V Jterm = t.J - 1 + t.act;
-  const dsTet__V s = t.klam_d * V0 * Jterm - (dsReal)0.75 * kmu + kd * gw;
-  dsTet__V aH[9];
-  for (int i = 0; i < 3; i++)
-    for (int c = 0; c < 3; c++) aH[3 * c + i] = af[c] - af[3 * (i + 1) + c];
-  dsTet__V as = zero;
-  for (int i = 0; i < 3; i++)
-    for (int c = 0; c < 3; c++) as += aH[3 * c + i] * t.g[i][c];
+  const dsTet__V s = t.klam_d * V0 * Jterm - (dsReal)0.75 * kmu + kd * gwb;
+  const dsTet__V sd = s * detB;
+  dsTet__V aH[3][3];
+  for (int j = 0; j < 3; j++)
+    for (int c = 0; c < 3; c++) aH[j][c] = af[c] - af[3 * (j + 1) + c];
+  dsTet__V asd = zero;
+  for (int j = 0; j < 3; j++)
+    for (int c = 0; c < 3; c++) asd += aH[j][c] * t.g[j][c];
+  const dsTet__V as = asd * detB;
   dsTet__V ap_klam = zero + V0 * Jterm * as;
   dsTet__V ap_act = zero + t.klam_d * V0 * as;
   dsTet__V ap_kmu = zero - (dsReal)0.75 * V0 * as;
-  dsTet__V ap_kd = zero + V0 * gw * as;
-  const dsTet__V aJ = t.klam_d * V0 * as, agw = kd * as;
+  dsTet__V ap_kd = zero + V0 * gwb * as;
+  const dsTet__V aJd = t.klam_d * V0 * as * detB, agw = kd * as * detB;
   dsTet__V ag[3][3], ac[3][3], aw[3][3];
-  for (int i = 0; i < 3; i++)
+  for (int j = 0; j < 3; j++)
     for (int c = 0; c < 3; c++) {
-      ag[i][c] = s * aH[3 * c + i] + agw * t.w[i][c];
-      aw[i][c] = agw * t.g[i][c];
-      ac[i][c] = aJ * t.g[i][c];
+      ag[j][c] = sd * aH[j][c] + agw * t.w[j][c];
+      aw[j][c] = agw * t.g[j][c];
+      ac[j][c] = aJd * t.g[j][c];
     }
-  for (int i = 0; i < 3; i++)
-    for (int c = 0; c < 3; c++) ag[i][c] = ag[i][c] * t.detB;
   ds__tet_vcross_bwd(t.c[1], t.c[2], ag[0], ac[1], ac[2]);
   ds__tet_vcross_bwd(t.c[2], t.c[0], ag[1], ac[2], ac[0]);
   ds__tet_vcross_bwd(t.c[0], t.c[1], ag[2], ac[0], ac[1]);
-  dsTet__V aP[9];
-  for (int i = 0; i < 3; i++)
-    for (int j = 0; j < 3; j++)
-      aP[3 * i + j] = aH[3 * i] * B[j] + aH[3 * i + 1] * B[3 + j] + aH[3 * i + 2] * B[6 + j];
-  dsTet__V aPF = zero, aPFd = zero;
-  for (int k = 0; k < 9; k++) aPF += aP[k] * t.F[k];
-  for (int k = 0; k < 9; k++) aPFd += aP[k] * t.Fd[k];
-  ap_kmu += V0 * (1 - ip1) * aPF;
-  ap_kd += V0 * aPFd;
-  const dsTet__V aIc = kmu * ip1 * ip1 * aPF;
-  dsTet__V aF[9], aFd[9], aDs[9], aVs[9];
-  for (int k = 0; k < 9; k++) {
-    aF[k] = phi * aP[k] + 2 * aIc * t.F[k];
-    aFd[k] = kd * aP[k];
+  dsTet__V aq[3][3];
+  for (int i = 0; i < 3; i++) {
+    const dsTet__V m0 = *ds__tet_vm(M, i, 0), m1 = *ds__tet_vm(M, i, 1), m2 = *ds__tet_vm(M, i, 2);
+    for (int c = 0; c < 3; c++) aq[i][c] = aH[0][c] * m0 + aH[1][c] * m1 + aH[2][c] * m2;
   }
-  for (int i = 0; i < 3; i++)
-    for (int j = 0; j < 3; j++) {
-      aDs[3 * i + j] = aF[3 * i] * B[3 * j] + aF[3 * i + 1] * B[3 * j + 1] + aF[3 * i + 2] * B[3 * j + 2];
-      aVs[3 * i + j] = aFd[3 * i] * B[3 * j] + aFd[3 * i + 1] * B[3 * j + 1] + aFd[3 * i + 2] * B[3 * j + 2];
-    }
+  dsTet__V d0, d1, d2, aphi, akd;
+  ds__tet_vdot(&d0, aq[0], t.c[0]);
+  ds__tet_vdot(&d1, aq[1], t.c[1]);
+  ds__tet_vdot(&d2, aq[2], t.c[2]);
+  aphi = d0 + d1 + d2;
+  ds__tet_vdot(&d0, aq[0], t.w[0]);
+  ds__tet_vdot(&d1, aq[1], t.w[1]);
+  ds__tet_vdot(&d2, aq[2], t.w[2]);
+  akd = d0 + d1 + d2;
+  ap_kmu += V0 * (1 - ip1) * aphi;
+  ap_kd += V0 * akd;
+  const dsTet__V aIc2 = 2 * (kmu * ip1 * ip1 * aphi);
   dsTet__V ax[12], avl[12];
   for (int k = 0; k < 12; k++) ax[k] = avl[k] = zero;
-  for (int i = 0; i < 3; i++)
+  for (int i = 0; i < 3; i++) {
+    const dsTet__V m0 = *ds__tet_vm(M, i, 0), m1 = *ds__tet_vm(M, i, 1), m2 = *ds__tet_vm(M, i, 2);
     for (int c = 0; c < 3; c++) {
-      const dsTet__V xa = ac[i][c] + aDs[3 * c + i];
-      const dsTet__V va = aw[i][c] + aVs[3 * c + i];
+      const dsTet__V mc = t.c[0][c] * m0 + t.c[1][c] * m1 + t.c[2][c] * m2;
+      const dsTet__V xa = ac[i][c] + (phi * aq[i][c] + aIc2 * mc);
+      const dsTet__V va = aw[i][c] + kd * aq[i][c];
       ax[3 * (i + 1) + c] += xa;
       ax[c] -= xa;
       avl[3 * (i + 1) + c] += va;
       avl[c] -= va;
     }
+  }
   ds__tet_store12(a->aex + 12 * (size_t)e0, ax);
   ds__tet_store12(a->aev + 12 * (size_t)e0, avl);
   dsGrad* g = a->g;
@@ -522,6 +568,7 @@ static inline void ds__tet_fwd_loop(const dsModel* m, const dsForceFwd* a) {
 #pragma omp for schedule(static) nowait
   for (int e = DS__TL * nq; e < n; e++) ds__tet_fwd_elem(m, a, e);
 }
+
 #else
 DS__FLATTEN static inline void ds__tet_fwd_loop(const dsModel* m, const dsForceFwd* a) {
   const int n = m->ntet;

@@ -19,6 +19,8 @@
 #include "engine/forces.h"
 #include "engine/rigid.h"
 
+_Static_assert(DS_TET_NREST + 1 == DS_TET_MROWS, "tet.M rows: M, det B, then V0");
+
 /* ---- builder ----------------------------------------------------------------*/
 struct dsBuilder {
   dsErrBuf err;
@@ -801,6 +803,8 @@ int ds_builder_finalize(dsBuilder* b, dsModel** out) {
                         vol < 0 ? "inverted" : "flat", vol);
     }
     memcpy(m->tet_B + 9 * e, r.B, 9 * sizeof(dsReal));
+    for (int k = 0; k < DS_TET_NREST; k++) m->tet_M[DS_TET_M_AT(e, k)] = r.M[k];
+    m->tet_M[DS_TET_M_AT(e, DS_TET_NREST)] = r.vol;
     m->tet_vol[e] = r.vol;
     memcpy(m->tet_idx + 4 * e, b->te_idx + 4 * e, 4 * sizeof(int));
     m->tet_k_mu[e] = b->te_mu[e];

@@ -133,9 +133,14 @@ void ds__substep(const dsModel* m, const dsReal* x, const dsReal* v, const dsRea
     /* the J checks, shared out over the threads (after the barrier every J is there) */
     if (ck) {
 #pragma omp for schedule(static) nowait
-      for (int q = 0; q < nq; q++)
-        for (int e = DS__CHECK_BLOCK * q; e < DS__CHECK_BLOCK * (q + 1) && e < m->ntet; e++)
-          if (!(J[e] > 0)) atomic_min_int(&ck->bad_tet, e);
+      for (int q = 0; q < nq; q++) {
+        const int e0 = DS__CHECK_BLOCK * q, e1 = e0 + DS__CHECK_BLOCK < m->ntet ? e0 + DS__CHECK_BLOCK : m->ntet;
+        int bad = 0; /* branch-free over the block first (vectorised); the search only when one is bad */
+        for (int e = e0; e < e1; e++) bad |= !(J[e] > 0);
+        if (bad)
+          for (int e = e0; e < e1; e++)
+            if (!(J[e] > 0)) atomic_min_int(&ck->bad_tet, e);
+      }
     }
     /* gather in a fixed order, per-particle models (contact), integrate;
      * the region's end is the barrier unless rigid bodies follow */

@@ -44,6 +44,16 @@ extern "C" {
  * contact and aerodynamic coefficients) are arrays of 1 or 3 so that every
  * parameter is addressed the same way. Element force slots: springs first
  * (2 per spring), then triangles (3), bending edges (4), tets (4). */
+/* tet.M, the tet kernels' rest data (derived from tet.B and tet.vol at
+ * finalize), in blocks of DS_TET_LANES tets (the CPU kernels' vector
+ * width): DS_TET_MROWS rows per tet, M00 M01 M02 M11 M12 M22 of M = B B^T
+ * (1/m^2), det B (1/m^3), V0 (m^3); row k of tet e at DS_TET_M_AT(e, k).
+ * The lanes past ntet in the last block are zero. */
+#define DS_TET_LANES ((int)(32 / sizeof(dsReal)))
+#define DS_TET_MROWS 8
+#define DS_TET_PADDED(ntet) (((ntet) + DS_TET_LANES - 1) / DS_TET_LANES * DS_TET_LANES)
+#define DS_TET_M_AT(e, k) \
+  (((size_t)(e) / DS_TET_LANES * DS_TET_MROWS + (size_t)(k)) * DS_TET_LANES + (size_t)(e) % DS_TET_LANES)
 #define DS_MODEL_ARRAYS(X)                                                              \
   /* particles */                                                                       \
   X(x0, dsReal, 3 * (m_)->nparticle, 1, "initial_position") /* nparticle x 3, m */      \
@@ -70,6 +80,7 @@ extern "C" {
   /* tets (stable Neo-Hookean) */                                                       \
   X(tet_idx, int, 4 * (m_)->ntet, 0, "tet.idx")             /* ntet x 4 */              \
   X(tet_B, dsReal, 9 * (m_)->ntet, 0, "tet.B")              /* ntet x 3x3 Dm^-1, 1/m */ \
+  X(tet_M, dsReal, DS_TET_MROWS * DS_TET_PADDED((m_)->ntet), 0, "tet.M") /* DS_TET_M_AT */ \
   X(tet_vol, dsReal, (m_)->ntet, 0, "tet.vol")              /* rest volume, m^3 */      \
   X(tet_k_mu, dsReal, (m_)->ntet, 1, "tet.k_mu")            /* Pa (per rest volume) */  \
   X(tet_k_lambda, dsReal, (m_)->ntet, 1, "tet.k_lambda")                                \
