@@ -61,8 +61,12 @@ typedef struct dsTetParam {
 
 /* M and det B from B (row-major) into M[DS_TET_NREST]. */
 DS_HD DS_INLINE void ds_tet_rest_metric(const dsReal B[9], dsReal M[DS_TET_NREST]) {
-  static const int ij[6][2] = {{0, 0}, {0, 1}, {0, 2}, {1, 1}, {1, 2}, {2, 2}};
-  for (int k = 0; k < 6; k++) M[k] = dsu_dot3(B + 3 * ij[k][0], B + 3 * ij[k][1]);
+  M[0] = dsu_dot3(B, B);
+  M[1] = dsu_dot3(B, B + 3);
+  M[2] = dsu_dot3(B, B + 6);
+  M[3] = dsu_dot3(B + 3, B + 3);
+  M[4] = dsu_dot3(B + 3, B + 6);
+  M[5] = dsu_dot3(B + 6, B + 6);
   M[6] = dsu_mat3_det(B);
 }
 
