@@ -136,6 +136,7 @@ DS_HD DS_INLINE dsForceFwd ds__bs_ffwd(const dsBatchArgs* a, int k, int b) {
   f.act = a->act && a->actb[k] >= 0 ? a->act + (size_t)b * a->nact + a->actb[k] : 0;
   f.ef = a->ef + DS__BS3(a, b) + 3 * (size_t)a->slot[k];
   f.J = a->J + (size_t)b * a->ntet;
+  f.bad = 0; /* the batch records its own (ds__bs_elem_fwd) */
   return f;
 }
 

@@ -70,7 +70,7 @@ static inline void ds__share(int n, int nt, int t, int* i0, int* i1) {
 typedef struct dsStepCheck {
   dsReal *tx, *tv;       /* tape rows for the state before the substep, or NULL */
   int check;             /* 1: the new state's finiteness checked in the substep (no rigid bodies) */
-  _Atomic int bad_tet;   /* smallest tet with !(J > 0); INT_MAX: none */
+  int bad_tet;           /* smallest tet with !(J > 0); INT_MAX: none (the tet loop's atomic min) */
   _Atomic int bad_state; /* smallest 2 k + (x[k] finite ? 1 : 0) over k with x[k] or v[k] not finite; INT_MAX: none */
 } dsStepCheck;
 

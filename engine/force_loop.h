@@ -76,8 +76,24 @@ typedef struct dsForceFwd {
   const dsReal* v;   /* velocities */
   const dsReal* act; /* the model's activations (count), NULL: all 0 */
   dsReal* ef;        /* the model's (or its owner's) first slot */
-  dsReal* J;         /* tet: det F per element (ntet), checked by ds_step */
+  dsReal* J;         /* tet: det F per element (ntet) */
+  int* bad;          /* tet loop (CPU): *bad = min(*bad, e) for each e with !(J_e > 0)
+                      * (atomic; ds_step's check); NULL: not checked */
 } dsForceFwd;
+
+#if !defined(__CUDACC__)
+/* *p = min(*p, v), atomically (any thread may find a smaller one) */
+static inline void ds__atomic_min_int(int* p, int v) {
+#  if defined(__GNUC__)
+  int cur = __atomic_load_n(p, __ATOMIC_RELAXED);
+  while (v < cur && !__atomic_compare_exchange_n(p, &cur, v, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+  }
+#  else
+#    pragma omp critical(ds__atomic_min_int)
+  if (v < *p) *p = v;
+#  endif
+}
+#endif
 
 /* Backward inputs of one model's loop (pointers offset as above). */
 typedef struct dsForceBwd {

@@ -362,27 +362,30 @@ typedef struct dsTet__Q {
   dsTet__V c[3][3], w[3][3], g[3][3], Ic, J, gw;
 } dsTet__Q;
 
-/* the lanes of x_k - x_0 for k = 1..3 (c) and of v (w) */
+/* the lanes of x_k - x_0 for k = 1..3 (c) and of v (w); the vertices
+ * unrolled (a loop over them kept its pointers on the stack) */
+static inline void ds__tet_lanes_at(const dsReal* xs, const dsReal* vs, const int* id, int k, dsTet__V xv[3],
+                                    dsTet__V vv[3]) {
+  const dsReal *px[DS__TL], *pv[DS__TL];
+  for (int l = 0; l < DS__TL; l++) {
+    const size_t i = (size_t)id[4 * l + k];
+    px[l] = xs + 3 * i;
+    pv[l] = vs + 3 * i;
+  }
+  for (int c = 0; c < 3; c++) {
+    ds__tet_lanes(&xv[c], px, (size_t)c);
+    ds__tet_lanes(&vv[c], pv, (size_t)c);
+  }
+}
 static inline void ds__tet_lanes_cw(const dsModel* m, const dsReal* xs, const dsReal* vs, int e0, dsTet__Q* t) {
-  dsTet__V x0[3], v0[3];
-  for (int k = 0; k < 4; k++) {
-    const dsReal *px[DS__TL], *pv[DS__TL];
-    for (int l = 0; l < DS__TL; l++) {
-      const size_t i = (size_t)m->tet_idx[4 * (size_t)(e0 + l) + k];
-      px[l] = xs + 3 * i;
-      pv[l] = vs + 3 * i;
-    }
-    for (int c = 0; c < 3; c++) {
-      dsTet__V xv, vv;
-      ds__tet_lanes(&xv, px, (size_t)c);
-      ds__tet_lanes(&vv, pv, (size_t)c);
-      if (k == 0) {
-        x0[c] = xv;
-        v0[c] = vv;
-      } else {
-        t->c[k - 1][c] = xv - x0[c];
-        t->w[k - 1][c] = vv - v0[c];
-      }
+  const int* id = m->tet_idx + 4 * (size_t)e0;
+  dsTet__V x0[3], v0[3], xv[3], vv[3];
+  ds__tet_lanes_at(xs, vs, id, 0, x0, v0);
+  for (int c = 0; c < 3; c++) {
+    ds__tet_lanes_at(xs, vs, id, c + 1, xv, vv);
+    for (int k = 0; k < 3; k++) {
+      t->c[c][k] = xv[k] - x0[k];
+      t->w[c][k] = vv[k] - v0[k];
     }
   }
 }
@@ -432,23 +435,33 @@ DS__FLATTEN static inline void ds__tet_fwd_elem4(const dsModel* m, const dsForce
   const dsTet__V V0 = t.V0;
   const dsTet__V kmu = t.kmu_d * V0, kd = t.kd_d * V0;
   const dsTet__V phi = kmu * (1 - 1 / (t.Ic + 1));
-  dsTet__V q[3][3];
-  for (int i = 0; i < 3; i++)
-    for (int c = 0; c < 3; c++) q[i][c] = phi * t.c[i][c] + kd * t.w[i][c];
   const dsTet__V s = t.klam_d * V0 * (t.J - 1 + t.act) - (dsReal)0.75 * kmu + kd * (t.gw * detB);
   const dsTet__V sd = s * detB;
   dsTet__V f[12];
-  for (int k = 0; k < 3; k++) f[k] = (dsTet__V){0};
-  for (int j = 0; j < 3; j++) {
-    const dsTet__V m0 = *ds__tet_vm(M, 0, j), m1 = *ds__tet_vm(M, 1, j), m2 = *ds__tet_vm(M, 2, j);
-    for (int c = 0; c < 3; c++) {
-      const dsTet__V h = (q[0][c] * m0 + q[1][c] * m1 + q[2][c] * m2) + t.g[j][c] * sd;
+  /* one component at a time (fewer values live at once than j outer;
+   * each h and each f[c] sum is the scalar body's expression) */
+  for (int c = 0; c < 3; c++) {
+    const dsTet__V q0 = phi * t.c[0][c] + kd * t.w[0][c], q1 = phi * t.c[1][c] + kd * t.w[1][c],
+                   q2 = phi * t.c[2][c] + kd * t.w[2][c];
+    f[c] = (dsTet__V){0};
+    for (int j = 0; j < 3; j++) {
+      const dsTet__V h = (q0 * *ds__tet_vm(M, 0, j) + q1 * *ds__tet_vm(M, 1, j) + q2 * *ds__tet_vm(M, 2, j)) +
+                         t.g[j][c] * sd;
       f[3 * (j + 1) + c] = -h;
       f[c] += h;
     }
   }
   ds__tet_store12(a->ef + 12 * (size_t)e0, f);
   memcpy(a->J + e0, &t.J, sizeof t.J);
+  if (a->bad) { /* ds_step's check: any lane with !(J > 0) (NaN included) */
+    dsReal jl[DS__TL];
+    memcpy(jl, &t.J, sizeof jl);
+    int ok = 1;
+    for (int l = 0; l < DS__TL; l++) ok &= jl[l] > 0;
+    if (!ok)
+      for (int l = 0; l < DS__TL; l++)
+        if (!(jl[l] > 0)) ds__atomic_min_int(a->bad, e0 + l);
+  }
 }
 
 /* ds_tet_bwd and the body's stores on DS__TL tets (the same operations). */
@@ -570,14 +583,22 @@ static inline void ds__tet_fwd_loop(const dsModel* m, const dsForceFwd* a) {
 #endif
     ds__tet_fwd_quads(m, a, nq);
 #pragma omp for schedule(static) nowait
-  for (int e = DS__TL * nq; e < n; e++) ds__tet_fwd_elem(m, a, e);
+  for (int e = DS__TL * nq; e < n; e++) {
+    ds__tet_fwd_elem(m, a, e);
+    if (a->bad && !(a->J[e] > 0)) ds__atomic_min_int(a->bad, e);
+  }
 }
 
 #else
 DS__FLATTEN static inline void ds__tet_fwd_loop(const dsModel* m, const dsForceFwd* a) {
   const int n = m->ntet;
 #pragma omp for schedule(static) nowait
-  for (int e = 0; e < n; e++) ds__tet_fwd_elem(m, a, e);
+  for (int e = 0; e < n; e++) {
+    ds__tet_fwd_elem(m, a, e);
+#  if !defined(__CUDACC__)
+    if (a->bad && !(a->J[e] > 0)) ds__atomic_min_int(a->bad, e);
+#  endif
+  }
 }
 #endif
 

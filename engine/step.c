@@ -60,9 +60,6 @@
 void ds_set_adaptive_threads(int on) { ds__pick_set_adaptive(on); }
 int ds_get_adaptive_threads(void) { return ds__pick_adaptive(); }
 
-/* tets per iteration of the parallel J check */
-#define DS__CHECK_BLOCK 64
-
 /* *a = min(*a, v) (an int: the first bad index, whatever thread finds it) */
 static void atomic_min_int(_Atomic int* a, int v) {
   int cur = atomic_load(a);
@@ -111,7 +108,6 @@ void ds__substep(const dsModel* m, const dsReal* x, const dsReal* v, const dsRea
                  dsReal* ef, dsReal* J, dsReal* f, dsReal* xo, dsReal* vo, int integrate, const dsReal* bs,
                  const dsReal* bfext, dsReal* bso, dsReal* fr, dsThreadPick* pick, dsStepCheck* ck) {
   const int np = m->nparticle;
-  const int nq = (m->ntet + DS__CHECK_BLOCK - 1) / DS__CHECK_BLOCK;
   dsForceLayout L;
   ds__force_layout(m, &L);
   DS_ASSERT(particle_rows_known());
@@ -126,22 +122,12 @@ void ds__substep(const dsModel* m, const dsReal* x, const dsReal* v, const dsRea
     for (int k = 0; k < DS__NFORCE; k++) {
       const dsForceModel* F = &ds__forces[k];
       if (!F->fwd || !L.count[k]) continue;
-      const dsForceFwd a = {x, v, act && L.act[k] >= 0 ? act + L.act[k] : NULL, ef + 3 * (size_t)L.slot[k], J};
+      const dsForceFwd a = {x, v, act && L.act[k] >= 0 ? act + L.act[k] : NULL, ef + 3 * (size_t)L.slot[k], J,
+                            ck ? &ck->bad_tet : NULL};
       F->fwd(m, &a);
     }
 #pragma omp barrier
-    /* the J checks, shared out over the threads (after the barrier every J is there) */
-    if (ck) {
-#pragma omp for schedule(static) nowait
-      for (int q = 0; q < nq; q++) {
-        const int e0 = DS__CHECK_BLOCK * q, e1 = e0 + DS__CHECK_BLOCK < m->ntet ? e0 + DS__CHECK_BLOCK : m->ntet;
-        int bad = 0; /* branch-free over the block first (vectorised); the search only when one is bad */
-        for (int e = e0; e < e1; e++) bad |= !(J[e] > 0);
-        if (bad)
-          for (int e = e0; e < e1; e++)
-            if (!(J[e] > 0)) atomic_min_int(&ck->bad_tet, e);
-      }
-    }
+    /* the J checks: in the tet loop (dsForceFwd.bad) */
     /* gather in a fixed order, per-particle models (contact), integrate;
      * the region's end is the barrier unless rigid bodies follow */
     if (m->nbody) {
@@ -193,7 +179,7 @@ int ds_step(const dsModel* m, dsData* d) {
   dsStepCheck ck;
   ck.tx = ck.tv = NULL;
   ck.check = m->nbody == 0;
-  atomic_init(&ck.bad_tet, INT_MAX);
+  ck.bad_tet = INT_MAX;
   atomic_init(&ck.bad_state, INT_MAX);
   if (T > 0) {
     if (t >= T) return ds__seterr(eb, DS_ERR_STATE, "substep %d: tape full (max_substeps %d)", t, T);
@@ -225,7 +211,7 @@ int ds_step(const dsModel* m, dsData* d) {
   ds__substep(m, d->x, d->v, d->act, d->f_ext, ef, J, d->f, d->x, d->v, 1, d->body, d->body_fext, d->body, fr,
               &((dsDataPriv*)d->err_)->fwd, &ck);
   int rc = 0;
-  const int bad_tet = atomic_load(&ck.bad_tet);
+  const int bad_tet = ck.bad_tet; /* after the region's end */
   if (bad_tet != INT_MAX)
     rc = ds__seterr(eb, DS_ERR_INVERTED, "substep %d: tet %d inverted (J = %g)", t, bad_tet, (double)J[bad_tet]);
   ds__arena_free(d, mark);
