@@ -87,6 +87,12 @@ static inline void prefetch(const dsReal* p) {
 
 /* the serial check's order: for k ascending, x[k] before v[k] */
 static inline void check_particle(dsStepCheck* ck, const dsReal* x, const dsReal* v, int i) {
+  /* first without branches: y - y is 0 for a finite y, NaN otherwise */
+  const dsReal* px = x + 3 * (size_t)i;
+  const dsReal* pv = v + 3 * (size_t)i;
+  const dsReal z = ((px[0] - px[0]) + (px[1] - px[1])) + ((px[2] - px[2]) + (pv[0] - pv[0])) +
+                   ((pv[1] - pv[1]) + (pv[2] - pv[2]));
+  if (z == 0) return;
   for (int c = 0; c < 3; c++) {
     const int k = 3 * i + c;
     if (!isfinite(x[k]))
