@@ -69,6 +69,9 @@ static inline void ds__share(int n, int nt, int t, int* i0, int* i1) {
  * (the smallest index, so the same for any thread count). */
 typedef struct dsStepCheck {
   dsReal *tx, *tv;       /* tape rows for the state before the substep, or NULL */
+  const dsReal* act_prev;  /* the last activation record to compare act with, or NULL */
+  const dsReal* fext_prev; /* the last external-force record to compare fext with, or NULL */
+  int act_diff, fext_diff; /* out: 1 when act (fext) differs from act_prev (fext_prev) */
   int check;             /* 1: the new state's finiteness checked in the substep (no rigid bodies) */
   int bad_tet;           /* smallest tet with !(J > 0); INT_MAX: none (the tet loop's atomic min) */
   _Atomic int bad_state; /* smallest 2 k + (x[k] finite ? 1 : 0) over k with x[k] or v[k] not finite; INT_MAX: none */

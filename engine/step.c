@@ -57,6 +57,9 @@
  * (base/internal.h) decides from the clock. */
 #define DS__PAR_MIN 1024
 
+/* reals per block of the parallel record comparison */
+#define DS__CMP_BLOCK 4096
+
 void ds_set_adaptive_threads(int on) { ds__pick_set_adaptive(on); }
 int ds_get_adaptive_threads(void) { return ds__pick_adaptive(); }
 
@@ -122,8 +125,28 @@ void ds__substep(const dsModel* m, const dsReal* x, const dsReal* v, const dsRea
   const int nt = ds__pick_begin(pick, m->nslot + np, DS__PAR_MIN, &arm);
   const double t0 = arm >= 0 ? ds__clock() : 0;
   (void)nt;
+  int adiff = 0, fdiff = 0;
+  const int nab = ck && ck->act_prev ? (m->nact + DS__CMP_BLOCK - 1) / DS__CMP_BLOCK : 0;
+  const int nfb = ck && ck->fext_prev ? (3 * np + DS__CMP_BLOCK - 1) / DS__CMP_BLOCK : 0;
 #pragma omp parallel num_threads(nt) if (nt > 1)
   {
+    /* this substep's activations and external forces against their last
+     * records (read only here and by the elements; the results are there
+     * after the region) */
+    if (nab + nfb) {
+#pragma omp for schedule(static) reduction(| : adiff, fdiff) nowait
+      for (int b = 0; b < nab + nfb; b++) {
+        const int isf = b >= nab, k0 = (isf ? b - nab : b) * DS__CMP_BLOCK, n = isf ? 3 * np : m->nact;
+        const int len = n - k0 < DS__CMP_BLOCK ? n - k0 : DS__CMP_BLOCK;
+        const dsReal *cur = isf ? fext : act, *prev = isf ? ck->fext_prev : ck->act_prev;
+        if (memcmp(cur + k0, prev + k0, (size_t)len * sizeof(dsReal)) != 0) {
+          if (isf)
+            fdiff = 1;
+          else
+            adiff = 1;
+        }
+      }
+    }
     /* element models in list order, each into its own slots */
     for (int k = 0; k < DS__NFORCE; k++) {
       const dsForceModel* F = &ds__forces[k];
@@ -154,6 +177,10 @@ void ds__substep(const dsModel* m, const dsReal* x, const dsReal* v, const dsRea
       }
     }
   }
+  if (ck) {
+    ck->act_diff = adiff;
+    ck->fext_diff = fdiff;
+  }
   if (arm >= 0) ds__pick_end(pick, arm, ds__clock() - t0);
 }
 
@@ -163,6 +190,12 @@ void ds__substep(const dsModel* m, const dsReal* x, const dsReal* v, const dsRea
 static int record(dsReal* tape, int* n, int cap, const dsReal* cur, size_t len) {
   if (*n > 0 && memcmp(tape + (size_t)(*n - 1) * len, cur, len * sizeof(dsReal)) == 0) return *n - 1;
   if (*n >= cap) return -1;
+  memcpy(tape + (size_t)(*n) * len, cur, len * sizeof(dsReal));
+  return (*n)++;
+}
+
+/* cur as a new record (room checked by the caller); its index */
+static int append(dsReal* tape, int* n, const dsReal* cur, size_t len) {
   memcpy(tape + (size_t)(*n) * len, cur, len * sizeof(dsReal));
   return (*n)++;
 }
@@ -184,6 +217,8 @@ int ds_step(const dsModel* m, dsData* d) {
    * state after it, with the same check */
   dsStepCheck ck;
   ck.tx = ck.tv = NULL;
+  ck.act_prev = ck.fext_prev = NULL;
+  ck.act_diff = ck.fext_diff = 0;
   ck.check = m->nbody == 0;
   ck.bad_tet = INT_MAX;
   atomic_init(&ck.bad_state, INT_MAX);
@@ -201,8 +236,10 @@ int ds_step(const dsModel* m, dsData* d) {
       ck.tv = d->tape_v + slot * n3;
       if (nb13) memcpy(d->tape_body + slot * nb13, d->body, nb13 * sizeof(dsReal));
     }
-    if (m->nact) d->act_rec[t] = record(d->act_tape, &d->act_n, d->act_cap, d->act, (size_t)m->nact);
-    d->fext_rec[t] = record(d->fext_tape, &d->fext_n, d->fext_cap, d->f_ext, n3);
+    /* activations and external forces: compared with their last records
+     * inside the substep, by all its threads (recorded after it) */
+    if (m->nact && d->act_n > 0) ck.act_prev = d->act_tape + (size_t)(d->act_n - 1) * m->nact;
+    if (d->fext_n > 0) ck.fext_prev = d->fext_tape + (size_t)(d->fext_n - 1) * n3;
     if (nb13) d->bfext_rec[t] = record(d->bfext_tape, &d->bfext_n, d->bfext_cap, d->body_fext, nb6);
     d->seg_start = -1;
   }
@@ -216,6 +253,11 @@ int ds_step(const dsModel* m, dsData* d) {
   }
   ds__substep(m, d->x, d->v, d->act, d->f_ext, ef, J, d->f, d->x, d->v, 1, d->body, d->body_fext, d->body, fr,
               &((dsDataPriv*)d->err_)->fwd, &ck);
+  if (T > 0) { /* the tape checks above left room for a new record */
+    if (m->nact)
+      d->act_rec[t] = ck.act_prev && !ck.act_diff ? d->act_n - 1 : append(d->act_tape, &d->act_n, d->act, (size_t)m->nact);
+    d->fext_rec[t] = ck.fext_prev && !ck.fext_diff ? d->fext_n - 1 : append(d->fext_tape, &d->fext_n, d->f_ext, n3);
+  }
   int rc = 0;
   const int bad_tet = ck.bad_tet; /* after the region's end */
   if (bad_tet != INT_MAX)
