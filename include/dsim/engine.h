@@ -80,7 +80,6 @@ extern "C" {
   /* tets (stable Neo-Hookean) */                                                       \
   X(tet_idx, int, 4 * (m_)->ntet, 0, "tet.idx")             /* ntet x 4 */              \
   X(tet_B, dsReal, 9 * (m_)->ntet, 0, "tet.B")              /* ntet x 3x3 Dm^-1, 1/m */ \
-  X(tet_M, dsReal, DS_TET_MROWS * DS_TET_PADDED((m_)->ntet), 0, "tet.M") /* DS_TET_M_AT */ \
   X(tet_vol, dsReal, (m_)->ntet, 0, "tet.vol")              /* rest volume, m^3 */      \
   X(tet_k_mu, dsReal, (m_)->ntet, 1, "tet.k_mu")            /* Pa (per rest volume) */  \
   X(tet_k_lambda, dsReal, (m_)->ntet, 1, "tet.k_lambda")                                \
@@ -115,7 +114,9 @@ extern "C" {
   X(body_zeta, dsReal, (m_)->nbody, 0, "body.zeta") /* damping ratio of e (derived; set_param keeps it) */ \
   X(body_vrange, int, 2 * (m_)->nbody, 0, "body.vertex_range") /* [first, end) particles */ \
   X(body_r, dsReal, (m_)->nbody ? 3 * (m_)->nparticle : 0, 0, "body.vertex") /* body-frame vertex, m */ \
-  X(particle_body, int, (m_)->nbody ? (m_)->nparticle : 0, 0, "particle.body") /* body or -1 */
+  X(particle_body, int, (m_)->nbody ? (m_)->nparticle : 0, 0, "particle.body") /* body or -1 */ \
+  /* derived (last, so that the fields above keep their places in the struct) */        \
+  X(tet_M, dsReal, DS_TET_MROWS * DS_TET_PADDED((m_)->ntet), 0, "tet.M") /* DS_TET_M_AT */
 
 typedef struct dsModel {
   int nparticle;   /* particles */
