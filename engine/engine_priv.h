@@ -74,7 +74,7 @@ typedef struct dsStepCheck {
   int act_diff, fext_diff; /* out: 1 when act (fext) differs from act_prev (fext_prev) */
   int check;             /* 1: the new state's finiteness checked in the substep (no rigid bodies) */
   int bad_tet;           /* smallest tet with !(J > 0); INT_MAX: none (the tet loop's atomic min) */
-  _Atomic int bad_state; /* smallest 2 k + (x[k] finite ? 1 : 0) over k with x[k] or v[k] not finite; INT_MAX: none */
+  int bad_state;         /* (ds__atomic_min_int) smallest 2 k + (x[k] finite ? 1 : 0) over k with x[k] or v[k] not finite; INT_MAX: none */
 } dsStepCheck;
 
 void ds__substep(const dsModel* m, const dsReal* x, const dsReal* v, const dsReal* act, const dsReal* fext,

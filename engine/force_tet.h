@@ -116,11 +116,12 @@ DS_HD DS_INLINE void ds__tet_prep(const dsReal x[12], const dsReal v[12], const 
   t->gw = dsu_dot3(t->g[0], t->w[0]) + dsu_dot3(t->g[1], t->w[1]) + dsu_dot3(t->g[2], t->w[2]);
 }
 
-/* M_ij of the packed rows (i, j < 3) */
-DS_HD DS_INLINE dsReal ds__tet_m(const dsReal* M, int i, int j) {
+/* the row of M_ij among the packed rows 00 01 02 11 12 22 (i, j < 3) */
+DS_HD DS_INLINE int ds__tet_mi(int i, int j) {
   const int lo = i < j ? i : j, hi = i < j ? j : i;
-  return M[lo == 0 ? hi : lo + hi + 1];
+  return lo == 0 ? hi : lo + hi + 1;
 }
+DS_HD DS_INLINE dsReal ds__tet_m(const dsReal* M, int i, int j) { return M[ds__tet_mi(i, j)]; }
 
 DS_HD DS_INLINE void ds_tet_fwd(const dsReal x[12], const dsReal v[12], const dsTetRest* r,
                                 const dsTetParam* p, dsReal f[12], dsReal* J) {
@@ -422,10 +423,7 @@ DS__FLATTEN static inline void ds__tet_prep4(const dsModel* m, const dsReal* xs,
 }
 
 /* the packed M_ij (ds__tet_m) */
-static inline const dsTet__V* ds__tet_vm(const dsTet__V* M, int i, int j) {
-  const int lo = i < j ? i : j, hi = i < j ? j : i;
-  return &M[lo == 0 ? hi : lo + hi + 1];
-}
+static inline const dsTet__V* ds__tet_vm(const dsTet__V* M, int i, int j) { return &M[ds__tet_mi(i, j)]; }
 
 DS__FLATTEN static inline void ds__tet_fwd_elem4(const dsModel* m, const dsForceFwd* a, int e0) {
   dsTet__Q t;

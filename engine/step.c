@@ -63,13 +63,6 @@
 void ds_set_adaptive_threads(int on) { ds__pick_set_adaptive(on); }
 int ds_get_adaptive_threads(void) { return ds__pick_adaptive(); }
 
-/* *a = min(*a, v) (an int: the first bad index, whatever thread finds it) */
-static void atomic_min_int(_Atomic int* a, int v) {
-  int cur = atomic_load(a);
-  while (v < cur && !atomic_compare_exchange_weak(a, &cur, v)) {
-  }
-}
-
 /* particle i's state before the substep into the tape rows (before the
  * gather: xo, vo may alias x, v) */
 static inline void tape_particle(dsStepCheck* ck, const dsReal* x, const dsReal* v, int i) {
@@ -99,9 +92,9 @@ static inline void check_particle(dsStepCheck* ck, const dsReal* x, const dsReal
   for (int c = 0; c < 3; c++) {
     const int k = 3 * i + c;
     if (!isfinite(x[k]))
-      atomic_min_int(&ck->bad_state, 2 * k);
+      ds__atomic_min_int(&ck->bad_state, 2 * k);
     else if (!isfinite(v[k]))
-      atomic_min_int(&ck->bad_state, 2 * k + 1);
+      ds__atomic_min_int(&ck->bad_state, 2 * k + 1);
   }
 }
 
@@ -156,9 +149,9 @@ void ds__substep(const dsModel* m, const dsReal* x, const dsReal* v, const dsRea
       F->fwd(m, &a);
     }
 #pragma omp barrier
-    /* the J checks: in the tet loop (dsForceFwd.bad) */
     /* gather in a fixed order, per-particle models (contact), integrate;
-     * the region's end is the barrier unless rigid bodies follow */
+     * the region's end is the barrier unless rigid bodies follow (the J
+     * checks ran in the tet loop: dsForceFwd.bad) */
     if (m->nbody) {
 #pragma omp for schedule(static)
       for (int i = 0; i < np; i++) {
@@ -221,7 +214,7 @@ int ds_step(const dsModel* m, dsData* d) {
   ck.act_diff = ck.fext_diff = 0;
   ck.check = m->nbody == 0;
   ck.bad_tet = INT_MAX;
-  atomic_init(&ck.bad_state, INT_MAX);
+  ck.bad_state = INT_MAX;
   if (T > 0) {
     if (t >= T) return ds__seterr(eb, DS_ERR_STATE, "substep %d: tape full (max_substeps %d)", t, T);
     if (m->nact && d->act_n >= d->act_cap && needs_record(d->act_tape, d->act_n, d->act, (size_t)m->nact))
@@ -271,7 +264,7 @@ int ds_step(const dsModel* m, dsData* d) {
   if (!ck.check && !rc) /* rigid models: their vertices are posed after the gather, so checked here */
     for (int i = 0; i < np; i++) check_particle(&ck, d->x, d->v, i);
   if (!rc) {
-    const int key = atomic_load(&ck.bad_state);
+    const int key = ck.bad_state; /* after the region, or the serial checks */
     if (key != INT_MAX) {
       const int k = key / 2;
       const dsReal bad = key % 2 ? d->v[k] : d->x[k];

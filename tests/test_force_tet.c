@@ -135,8 +135,7 @@ static void check_lanes_vs_one(void) {
       for (int j = 0; j < 3; j++) {
         double mij = 0;
         for (int k = 0; k < 3; k++) mij += (double)B[3 * i + k] * B[3 * j + k];
-        const int lo = i < j ? i : j, hi = i < j ? j : i; /* rows 00 01 02 11 12 22 */
-        dsReal got = m->tet_M[DS_TET_M_AT(e, lo == 0 ? hi : lo + hi + 1)];
+        dsReal got = m->tet_M[DS_TET_M_AT(e, ds__tet_mi(i, j))];
         CHECK_CLOSE(got, mij, 1e-5, 1e-3);
       }
     CHECK_CLOSE(m->tet_M[DS_TET_M_AT(e, 7)], m->tet_vol[e], 0, 0);
