@@ -59,6 +59,17 @@ __global__ void __launch_bounds__(THREADS) stage_kernel(const dsBatchArgs a, int
   if (k < n) ds__bstage_run(S, &a, (int)(k % count), (int)(k / count));
 }
 
+/* One kernel per stage, for every stage of engine/batch_body.h's enum
+ * (which the force list generates): at[S] is stage_kernel<S>, so the
+ * launcher has no list of stages to keep up to date. */
+typedef void (*StageKernel)(const dsBatchArgs, int, long long);
+template <int N, int... S>
+struct stage_kernels : stage_kernels<N - 1, N - 1, S...> {};
+template <int... S>
+struct stage_kernels<0, S...> {
+  static constexpr StageKernel at[sizeof...(S)] = {stage_kernel<S>...};
+};
+
 /* Blocks of one part of a fused launch: ceil(count B / THREADS), REDUCE
  * count B (one per sum). */
 __host__ __device__ unsigned part_blocks(const dsBatchPart& q, int B) {
@@ -129,31 +140,9 @@ cudaError_t launch_one(Ctx* c, int stage, const dsBatchArgs& a, int count, int B
     reduce_kernel<<<(unsigned)n, RTHREADS, 0, c->stream>>>(a, count);
     return cudaGetLastError();
   }
+  if (stage < 0 || stage >= DS__BS_COUNT) return cudaErrorInvalidValue;
   const unsigned blocks = (unsigned)((n + THREADS - 1) / THREADS);
-#define DS__LAUNCH(S) \
-  case S: stage_kernel<S><<<blocks, THREADS, 0, c->stream>>>(a, count, n); break;
-  switch (stage) {
-    DS__LAUNCH(DS__BS_SPRING_FWD)
-    DS__LAUNCH(DS__BS_TRI_FWD)
-    DS__LAUNCH(DS__BS_AERO_FWD)
-    DS__LAUNCH(DS__BS_BEND_FWD)
-    DS__LAUNCH(DS__BS_TET_FWD)
-    DS__LAUNCH(DS__BS_GATHER_FWD)
-    DS__LAUNCH(DS__BS_INTEG_BWD)
-    DS__LAUNCH(DS__BS_SPRING_BWD)
-    DS__LAUNCH(DS__BS_TRI_BWD)
-    DS__LAUNCH(DS__BS_AERO_BWD)
-    DS__LAUNCH(DS__BS_BEND_BWD)
-    DS__LAUNCH(DS__BS_TET_BWD)
-    DS__LAUNCH(DS__BS_GATHER_BWD)
-    DS__LAUNCH(DS__BS_FINISH)
-    DS__LAUNCH(DS__BS_CHECK)
-    DS__LAUNCH(DS__BS_RESET)
-    DS__LAUNCH(DS__BS_ADD_ADJ)
-    DS__LAUNCH(DS__BS_ACCUMULATE)
-    default: return cudaErrorInvalidValue;
-  }
-#undef DS__LAUNCH
+  stage_kernels<DS__BS_COUNT>::at[stage]<<<blocks, THREADS, 0, c->stream>>>(a, count, n);
   return cudaGetLastError();
 }
 

@@ -23,17 +23,26 @@
  * is gv[b]. Every other array is instance-major: b's block of a B x n array
  * starts at b n.
  *
+ * The stages come from the force list (DS_FORCE_MODELS, engine/forces.h):
+ * each element row (kind ELEM or ELEM_J) has a forward and a backward stage,
+ * DS__BS_<ROW>_FWD and DS__BS_<ROW>_BWD, whose body is the row's
+ * ds__<name>_fwd_elem / _bwd_elem; the per-particle rows run inside the
+ * gather bodies; the SHARED rows' partials are REDUCE's sums. Nothing here
+ * names a force model, so a new row gets its batched stages (and its CUDA
+ * kernels, cuda/batch.cu) without an edit here.
+ *
  * Stages of one substep (each runs after the previous one has finished for
  * every (b, e)):
- *   forward:  SPRING, TRI, AERO (adds into the triangles' slots), BEND, TET
- *             element forces into slots; GATHER: each particle sums its slots
- *             in incidence order, adds contact, integrates.
+ *   forward:  the element stages in list order (today SPRING, TRI, AERO,
+ *             which adds into the triangles' slots, BEND, TET) into slots;
+ *             GATHER: each particle sums its slots in incidence order, adds
+ *             the per-particle models (contact), integrates.
  *   backward: INTEG (adjoint through the integrator, mass gradient), the
  *             element adjoints in the same list order into slots, GATHER_BWD
- *             (sum the slot adjoints, contact adjoint), REDUCE (per instance:
- *             gravity and the shared scalars' partials summed serially in
- *             element order, as the engine does), ACCUMULATE; FINISH (per
- *             particle, the initial-state gradient) at the end.
+ *             (sum the slot adjoints, per-particle adjoints), REDUCE (per
+ *             instance: gravity and the shared scalars' partials summed
+ *             serially in element order, as the engine does), ACCUMULATE;
+ *             FINISH (per particle, the initial-state gradient) at the end.
  * No stage sums across threads: results do not depend on the schedule. */
 #ifndef DSIM_ENGINE_BATCH_BODY_H
 #define DSIM_ENGINE_BATCH_BODY_H
@@ -42,21 +51,26 @@
 #include "engine/step_body.h"
 
 /* REDUCE runs this many independent sums per instance (ds__bs_reduce). */
-#define DS__BS_NREDUCE 10
+#define DS__BS_NREDUCE DS__NSHARED
 
+/* The stages: the element rows' forward stages, the gather, the
+ * integrator's adjoint, the element rows' backward stages, the gather's
+ * adjoint, then the batch's own. DS__BS_ELEM_FWD0 .. DS__BS_GATHER_FWD - 1
+ * are the forward element stages in list order, DS__BS_ELEM_BWD0 ..
+ * DS__BS_GATHER_BWD - 1 the backward ones. */
 enum {
-  DS__BS_SPRING_FWD,
-  DS__BS_TRI_FWD,
-  DS__BS_AERO_FWD,
-  DS__BS_BEND_FWD,
-  DS__BS_TET_FWD,
+  DS__BS_ELEM_FWD0,
+  DS__BS_ELEM_FWD_LAST_ = DS__BS_ELEM_FWD0 - 1,
+#define DS__BS_FWD_ID(row, name, kind, shared, nshared) DS__IF_ELEM_##kind(DS__BS_##row##_FWD, )
+  DS_FORCE_MODELS(DS__BS_FWD_ID)
+#undef DS__BS_FWD_ID
   DS__BS_GATHER_FWD,
   DS__BS_INTEG_BWD,
-  DS__BS_SPRING_BWD,
-  DS__BS_TRI_BWD,
-  DS__BS_AERO_BWD,
-  DS__BS_BEND_BWD,
-  DS__BS_TET_BWD,
+  DS__BS_ELEM_BWD0,
+  DS__BS_ELEM_BWD_LAST_ = DS__BS_ELEM_BWD0 - 1,
+#define DS__BS_BWD_ID(row, name, kind, shared, nshared) DS__IF_ELEM_##kind(DS__BS_##row##_BWD, )
+  DS_FORCE_MODELS(DS__BS_BWD_ID)
+#undef DS__BS_BWD_ID
   DS__BS_GATHER_BWD,
   DS__BS_REDUCE,
   DS__BS_FINISH,
@@ -72,12 +86,12 @@ enum {
 typedef struct dsBatchArgs {
   const dsModel* mv; /* B model views */
   dsGrad* gv;        /* B gradient views (backward) */
-  int B, np, nslot, nact, ntet, nspring, ntri, nbend; /* counts (the same in every view) */
-  int slot[DS__NFORCE];    /* first slot of each force model (the owner's for aero) */
+  int B, np, nslot, nact, ntet; /* counts (the same in every view) */
+  int count[DS__NFORCE];   /* elements (particles) of each force model; 0: off */
+  int slot[DS__NFORCE];    /* first slot of each force model (the owner's for an `into` one) */
   int actb[DS__NFORCE];    /* first activation, -1: none */
   int scr[DS__NFORCE];     /* first scratch real of each model, per instance */
   int nscr;                /* scratch reals per instance */
-  int ground, aero;        /* contact and aerodynamics on */
   int t;                   /* substep being computed (flags record t + 1) */
   /* forward */
   const dsReal* x;  /* B x n3: state at t */
@@ -106,16 +120,24 @@ typedef struct dsBatchArgs {
   dsReal* adj_fext;   /* B x n3, += af per substep; NULL: not wanted */
 } dsBatchArgs;
 
+/* The force row of an element stage; -1 for the other stages. */
+DS_HD DS_INLINE int ds__bstage_model(int stage) {
+  switch (stage) {
+#define DS__BS_MODEL_CASE(row, name, kind, shared, nshared) \
+  DS__IF_ELEM_##kind(case DS__BS_##row##_FWD: case DS__BS_##row##_BWD: return DS__F_##row;)
+    DS_FORCE_MODELS(DS__BS_MODEL_CASE)
+#undef DS__BS_MODEL_CASE
+    default: return -1;
+  }
+}
+
 /* Elements (or particles, or 1) a stage runs over, per instance. Host
  * code calls it, so it reads only the counts in a, never a->mv (device
  * memory on a GPU). */
 DS_HD DS_INLINE int ds__bstage_count(const dsBatchArgs* a, int stage) {
+  const int f = ds__bstage_model(stage);
+  if (f >= 0) return a->count[f];
   switch (stage) {
-    case DS__BS_SPRING_FWD: case DS__BS_SPRING_BWD: return a->nspring;
-    case DS__BS_TRI_FWD: case DS__BS_TRI_BWD: return a->ntri;
-    case DS__BS_AERO_FWD: case DS__BS_AERO_BWD: return a->aero ? a->ntri : 0;
-    case DS__BS_BEND_FWD: case DS__BS_BEND_BWD: return a->nbend;
-    case DS__BS_TET_FWD: case DS__BS_TET_BWD: return a->ntet;
     case DS__BS_GATHER_FWD: case DS__BS_INTEG_BWD: case DS__BS_GATHER_BWD: case DS__BS_FINISH:
     case DS__BS_RESET: case DS__BS_ADD_ADJ: return a->np;
     case DS__BS_ACCUMULATE: return a->nact + a->np;
@@ -168,29 +190,31 @@ DS_HD DS_INLINE dsStepBwd ds__bs_sbwd(const dsBatchArgs* a, int b) {
   s.av = a->av + o;
   s.af = a->af + o;
   s.adj_fext = 0; /* accumulated from af by DS__BS_ACCUMULATE */
-  s.scr_contact = a->ground ? a->scratch + (size_t)b * a->nscr + a->scr[DS__F_CONTACT] : 0;
-  s.scr_rcontact = 0; /* no rigid bodies in a batch */
   s.g = a->gv + b;
+  for (int k = 0; k < DS__NFORCE; k++) s.scr[k] = a->count[k] ? a->scratch + (size_t)b * a->nscr + a->scr[k] : 0;
   return s;
 }
 
 /* ---- forward: the engine's element bodies, then its particle body ------------------ */
+/* An ELEM_J row's element e after its forward: flag a J that is not > 0
+ * (inverted, degenerate or NaN) with the substep. */
+DS_HD DS_INLINE void ds__bs_check_J(const dsBatchArgs* a, const dsForceFwd* f, int e, int b) {
+  if (a->bad && !(f->J[e] > 0)) {
+    int* c = a->bad + (size_t)b * (a->ntet + a->np) + e;
+    if (*c == 0) *c = a->t + 1;
+  }
+}
+
 DS_HD DS_INLINE void ds__bs_elem_fwd(const dsBatchArgs* a, int stage, int e, int b) {
   const dsModel* m = a->mv + b;
   dsForceFwd f;
   switch (stage) {
-    case DS__BS_SPRING_FWD: f = ds__bs_ffwd(a, DS__F_SPRING, b); ds__spring_fwd_elem(m, &f, e); break;
-    case DS__BS_TRI_FWD: f = ds__bs_ffwd(a, DS__F_TRI, b); ds__tri_fwd_elem(m, &f, e); break;
-    case DS__BS_AERO_FWD: f = ds__bs_ffwd(a, DS__F_AERO, b); ds__aero_fwd_elem(m, &f, e); break;
-    case DS__BS_BEND_FWD: f = ds__bs_ffwd(a, DS__F_BEND, b); ds__bend_fwd_elem(m, &f, e); break;
-    default: /* DS__BS_TET_FWD */
-      f = ds__bs_ffwd(a, DS__F_TET, b);
-      ds__tet_fwd_elem(m, &f, e);
-      if (a->bad && !(f.J[e] > 0)) {
-        int* c = a->bad + (size_t)b * (a->ntet + a->np) + e;
-        if (*c == 0) *c = a->t + 1;
-      }
-      break;
+#define DS__BS_FWD_CASE(row, name, kind, shared, nshared) \
+  DS__IF_ELEM_##kind(case DS__BS_##row##_FWD: f = ds__bs_ffwd(a, DS__F_##row, b); \
+                     ds__##name##_fwd_elem(m, &f, e); DS__IF_J_##kind(ds__bs_check_J(a, &f, e, b);) break;)
+    DS_FORCE_MODELS(DS__BS_FWD_CASE)
+#undef DS__BS_FWD_CASE
+    default: break;
   }
 }
 
@@ -238,11 +262,12 @@ DS_HD DS_INLINE void ds__bs_elem_bwd(const dsBatchArgs* a, int stage, int e, int
   const dsModel* m = a->mv + b;
   dsForceBwd f;
   switch (stage) {
-    case DS__BS_SPRING_BWD: f = ds__bs_fbwd(a, DS__F_SPRING, b); ds__spring_bwd_elem(m, &f, e); break;
-    case DS__BS_TRI_BWD: f = ds__bs_fbwd(a, DS__F_TRI, b); ds__tri_bwd_elem(m, &f, e); break;
-    case DS__BS_AERO_BWD: f = ds__bs_fbwd(a, DS__F_AERO, b); ds__aero_bwd_elem(m, &f, e); break;
-    case DS__BS_BEND_BWD: f = ds__bs_fbwd(a, DS__F_BEND, b); ds__bend_bwd_elem(m, &f, e); break;
-    default: f = ds__bs_fbwd(a, DS__F_TET, b); ds__tet_bwd_elem(m, &f, e); break;
+#define DS__BS_BWD_CASE(row, name, kind, shared, nshared) \
+  DS__IF_ELEM_##kind(case DS__BS_##row##_BWD: f = ds__bs_fbwd(a, DS__F_##row, b); \
+                     ds__##name##_bwd_elem(m, &f, e); break;)
+    DS_FORCE_MODELS(DS__BS_BWD_CASE)
+#undef DS__BS_BWD_CASE
+    default: break;
   }
 }
 
@@ -266,20 +291,48 @@ DS_HD DS_INLINE void ds__bs_accumulate(const dsBatchArgs* a, int k, int b) {
 }
 
 /* ---- per instance: the shared scalars, serially in element order -------------------- */
-/* Ten independent serial sums per instance, one per index k: gravity x,
- * y, z (k < 3), lift and drag (3, 4), contact ke, kd, kf, mu, skin (5..9).
- * Each is the engine's own sum in the engine's order (a component at a
- * time gives the same bits as all at once), so a GPU runs ten sums per
- * instance instead of one. A sum is split into its terms (term i of sum k,
- * in order), its length and the store of its total, so that a backend may
- * fetch the terms in parallel (cuda/batch.cu stages them in shared memory)
- * and still add them one after another: the same bits as the loop of
- * ds__bs_reduce. A skipped term (a pinned particle's gravity) is +0, which
- * leaves a sum that starts at +0 unchanged bit for bit. */
+/* DS__BS_NREDUCE independent serial sums per instance, one per index k:
+ * gravity x, y, z (k < 3), then each SHARED row's nshared scalars in list
+ * order (today aero lift and drag, 3 and 4; contact ke, kd, kf, mu, skin,
+ * 5..9). Each is the engine's own sum in the engine's order (a component at
+ * a time gives the same bits as all at once), so a GPU runs that many sums
+ * per instance instead of one. A sum is split into its terms (term i of sum
+ * k, in order), its length and the store of its total, so that a backend
+ * may fetch the terms in parallel (cuda/batch.cu stages them in shared
+ * memory) and still add them one after another: the same bits as the loop
+ * of ds__bs_reduce. A skipped term (a pinned particle's gravity) is +0,
+ * which leaves a sum that starts at +0 unchanged bit for bit. */
+
+/* The SHARED row of sum k >= 3 and its scalar j within the row; -1: none. */
+DS_HD DS_INLINE int ds__bs_reduce_row(int k, int* j) {
+  int first = 3;
+#define DS__BS_REDUCE_ROW(row, name, kind, shared, nshared) \
+  DS__IF_SH_##shared(if (k < first + (nshared)) {           \
+    *j = k - first;                                          \
+    return DS__F_##row;                                      \
+  } first += (nshared);)
+  DS_FORCE_MODELS(DS__BS_REDUCE_ROW)
+#undef DS__BS_REDUCE_ROW
+  (void)first;
+  *j = 0;
+  return -1;
+}
+
 DS_HD DS_INLINE int ds__bs_reduce_len(const dsBatchArgs* a, int k) {
   if (k < 3) return a->np;
-  if (k < 5) return a->aero ? a->ntri : -1; /* -1: the sum is off (nothing stored) */
-  return a->ground ? a->np : -1;
+  int j;
+  const int f = ds__bs_reduce_row(k, &j);
+  return f >= 0 && a->count[f] > 0 ? a->count[f] : -1; /* -1: the sum is off (nothing stored) */
+}
+
+/* Scalars per element of SHARED row f (its scratch stride). */
+DS_HD DS_INLINE int ds__bs_nshared(int f) {
+  switch (f) {
+#define DS__BS_NSH_CASE(row, name, kind, shared, nshared) DS__IF_SH_##shared(case DS__F_##row: return nshared;)
+    DS_FORCE_MODELS(DS__BS_NSH_CASE)
+#undef DS__BS_NSH_CASE
+    default: return 0;
+  }
 }
 
 DS_HD DS_INLINE dsReal ds__bs_reduce_term(const dsBatchArgs* a, int k, int b, int i) {
@@ -287,22 +340,26 @@ DS_HD DS_INLINE dsReal ds__bs_reduce_term(const dsBatchArgs* a, int k, int b, in
     const dsModel* m = a->mv + b;
     return m->inv_mass[i] > 0 ? a->av[DS__BN3(a, b) + 3 * (size_t)i + k] : (dsReal)0;
   }
-  const dsReal* sc = a->scratch + (size_t)b * a->nscr;
-  if (k < 5) return sc[a->scr[DS__F_AERO] + (k - 3) + 2 * (size_t)i];   /* ds__aero_reduce */
-  return sc[a->scr[DS__F_CONTACT] + (k - 5) + 5 * (size_t)i];          /* ds__contact_reduce */
+  int j;
+  const int f = ds__bs_reduce_row(k, &j); /* the row's `reduce` sums the same partials */
+  if (f < 0) return 0;
+  const dsReal* sc = a->scratch + (size_t)b * a->nscr + a->scr[f];
+  return sc[j + (size_t)ds__bs_nshared(f) * i];
 }
 
 DS_HD DS_INLINE void ds__bs_reduce_store(const dsBatchArgs* a, int k, int b, dsReal sum) {
   dsGrad* g = a->gv + b;
-  switch (k) {
-    case 0: case 1: case 2: g->gravity[k] += a->mv[b].dt * sum; break;
-    case 3: g->aero_lift[0] += sum; break;
-    case 4: g->aero_drag[0] += sum; break;
-    case 5: g->contact_ke[0] += sum; break;
-    case 6: g->contact_kd[0] += sum; break;
-    case 7: g->contact_kf[0] += sum; break;
-    case 8: g->contact_mu[0] += sum; break;
-    default: g->contact_skin[0] += sum; break;
+  if (k < 3) {
+    g->gravity[k] += a->mv[b].dt * sum;
+    return;
+  }
+  int j;
+  switch (ds__bs_reduce_row(k, &j)) {
+#define DS__BS_STORE_CASE(row, name, kind, shared, nshared) \
+  DS__IF_SH_##shared(case DS__F_##row: ds__##name##_shared_add(g, j, sum); break;)
+    DS_FORCE_MODELS(DS__BS_STORE_CASE)
+#undef DS__BS_STORE_CASE
+    default: break;
   }
 }
 
@@ -376,15 +433,17 @@ DS_HD DS_INLINE void ds__bs_add_adj(const dsBatchArgs* a, int i, int b) {
 
 /* One stage for (e, b); `stage` is the same for a whole launch. */
 DS_HD DS_INLINE void ds__bstage_run(int stage, const dsBatchArgs* a, int e, int b) {
+  if (stage >= DS__BS_ELEM_FWD0 && stage < DS__BS_GATHER_FWD) {
+    ds__bs_elem_fwd(a, stage, e, b);
+    return;
+  }
+  if (stage >= DS__BS_ELEM_BWD0 && stage < DS__BS_GATHER_BWD) {
+    ds__bs_elem_bwd(a, stage, e, b);
+    return;
+  }
   switch (stage) {
-    case DS__BS_SPRING_FWD: case DS__BS_TRI_FWD: case DS__BS_AERO_FWD: case DS__BS_BEND_FWD: case DS__BS_TET_FWD:
-      ds__bs_elem_fwd(a, stage, e, b);
-      break;
     case DS__BS_GATHER_FWD: ds__bs_gather_fwd(a, e, b); break;
     case DS__BS_INTEG_BWD: ds__bs_integ_bwd(a, e, b); break;
-    case DS__BS_SPRING_BWD: case DS__BS_TRI_BWD: case DS__BS_AERO_BWD: case DS__BS_BEND_BWD: case DS__BS_TET_BWD:
-      ds__bs_elem_bwd(a, stage, e, b);
-      break;
     case DS__BS_GATHER_BWD: ds__bs_gather_bwd(a, e, b); break;
     case DS__BS_REDUCE: ds__bs_reduce(a, e, b); break;
     case DS__BS_FINISH: ds__bs_finish(a, e, b); break;

@@ -414,19 +414,15 @@ static dsBatchArgs base_args(const dsBatchSim* s) {
   a.nslot = L->nslot;
   a.nact = L->nact;
   a.ntet = L->ntet;
-  a.nspring = s->m->nspring;
-  a.ntri = s->m->ntri;
-  a.nbend = s->m->nbend;
   dsForceLayout FL;
   ds__force_layout(s->m, &FL);
   for (int k = 0; k < DS__NFORCE; k++) {
+    a.count[k] = FL.count[k];
     a.slot[k] = FL.slot[k];
     a.actb[k] = FL.act[k];
     a.scr[k] = (int)FL.scratch[k];
   }
   a.nscr = L->nscr;
-  a.ground = s->m->ground;
-  a.aero = s->m->aero && s->m->ntri > 0;
   return a;
 }
 
@@ -489,15 +485,14 @@ static const dsReal* fext_of(const dsBatchSim* s, int rec) {
   return rec >= 0 ? s->R + s->L.o_fext + (size_t)rec * bn3(s) : NULL;
 }
 
-/* One forward substep for every instance: element stages in the force
- * table's order, then the gather. a has x, v, xo, vo (, xc, vc, bad) set. */
+/* One forward substep for every instance: the element stages in the force
+ * list's order, then the gather (stages without work are skipped). a has x,
+ * v, xo, vo (, xc, vc, bad) set. */
 static int forward(dsBatchSim* s, dsBatchArgs* a) {
-  static const int stages[] = {DS__BS_SPRING_FWD, DS__BS_TRI_FWD, DS__BS_AERO_FWD, DS__BS_BEND_FWD, DS__BS_TET_FWD,
-                               DS__BS_GATHER_FWD};
   a->ef = s->R + s->L.o_ef;
   a->J = s->R + s->L.o_J;
-  for (size_t k = 0; k < sizeof stages / sizeof stages[0]; k++) {
-    int rc = run(s, stages[k], a);
+  for (int stage = DS__BS_ELEM_FWD0; stage <= DS__BS_GATHER_FWD; stage++) {
+    int rc = run(s, stage, a);
     if (rc) return rc;
   }
   return 0;
@@ -983,7 +978,6 @@ int ds_bsim_backward_step(dsBatchSim* s, int nsub, dsReal* adj_act, dsReal* adj_
   int rc = s->be->zero(s->ctx, s->R + L->o_aact, (size_t)L->B * L->nact * sizeof(dsReal));
   if (!rc) rc = s->be->zero(s->ctx, s->R + L->o_afext, n * sizeof(dsReal));
   if (rc) return be_fail(s, rc, "clearing control adjoints");
-  static const int elem[] = {DS__BS_SPRING_BWD, DS__BS_TRI_BWD, DS__BS_AERO_BWD, DS__BS_BEND_BWD, DS__BS_TET_BWD};
   dsBatchArgs tail; /* the pending tail's substep */
   int have_tail = 0, integ_done = -1;
   dsBatchLaunch l;
@@ -992,12 +986,12 @@ int ds_bsim_backward_step(dsBatchSim* s, int nsub, dsReal* adj_act, dsReal* adj_
     if (L->K > 1 && (rc = load_segment(s, t))) return rc;
     const dsBatchArgs a = bwd_args(s, t);
     if (integ_done != t && (rc = run(s, DS__BS_INTEG_BWD, &a))) return rc;
-    for (size_t k = 0; k < sizeof elem / sizeof elem[0]; k++) {
-      if (ds__bstage_count(&a, elem[k]) <= 0) continue;
+    for (int stage = DS__BS_ELEM_BWD0; stage < DS__BS_GATHER_BWD; stage++) { /* the force list's order */
+      if (ds__bstage_count(&a, stage) <= 0) continue;
       launch_init(&l, L->B);
       if (have_tail) tail_parts(&l, &tail);
       have_tail = 0;
-      launch_part(&l, elem[k], &a);
+      launch_part(&l, stage, &a);
       if ((rc = launch_send(s, &l))) return rc;
     }
     launch_init(&l, L->B);

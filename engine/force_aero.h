@@ -176,6 +176,14 @@ DS__FLATTEN static inline void ds__aero_bwd_loop(const dsModel* m, const dsForce
   for (int e = 0; e < n; e++) ds__aero_bwd_elem(m, a, e);
 }
 
+/* The shared scalars' gradients (SHARED row, forces.h): j = 0 lift, 1 drag. */
+DS_HD DS_INLINE void ds__aero_shared_add(dsGrad* g, int j, dsReal sum) {
+  if (j == 0)
+    g->aero_lift[0] += sum;
+  else
+    g->aero_drag[0] += sum;
+}
+
 static inline void ds__aero_reduce(const dsModel* m, const dsReal* s, dsGrad* g) {
   const int n = ds__aero_count(m);
   dsReal sl = 0, sd = 0;
@@ -183,8 +191,8 @@ static inline void ds__aero_reduce(const dsModel* m, const dsReal* s, dsGrad* g)
     sl += s[2 * (size_t)e];
     sd += s[2 * (size_t)e + 1];
   }
-  g->aero_lift[0] += sl;
-  g->aero_drag[0] += sd;
+  ds__aero_shared_add(g, 0, sl);
+  ds__aero_shared_add(g, 1, sd);
 }
 
 #define DS__FORCE_AERO                                                                          \

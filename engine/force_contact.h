@@ -112,7 +112,7 @@ DS_HD DS_INLINE void ds_contact_bwd(const dsReal x[3], const dsReal v[3], const 
  * cost a pass and a buffer, and adding the buffer would not round the same
  * way (f += contact on the slot sum, not slot sum + (0 + contact)).
  * Scratch: [dL/dke, kd, kf, mu, skin] per particle, summed in particle order. */
-static inline int ds__contact_count(const dsModel* m) { return m->ground ? m->nparticle : 0; }
+DS_HD DS_INLINE int ds__contact_count(const dsModel* m) { return m->ground ? m->nparticle : 0; }
 
 DS_HD DS_INLINE dsContactParam ds__contact_param(const dsModel* m) {
   dsContactParam cp = {m->contact_ke[0], m->contact_kd[0], m->contact_kf[0], m->contact_mu[0], m->contact_skin[0]};
@@ -143,13 +143,16 @@ DS_HD DS_INLINE void ds__contact_pbwd(const dsModel* m, int i, const dsReal* x, 
   a5[4] = ac.skin;
 }
 
+/* The shared scalars' gradients (SHARED row, forces.h): j = 0 ke, 1 kd,
+ * 2 kf, 3 mu, 4 skin. */
+DS_HD DS_INLINE void ds__contact_shared_add(dsGrad* g, int j, dsReal sum) {
+  dsReal* const to[5] = {g->contact_ke, g->contact_kd, g->contact_kf, g->contact_mu, g->contact_skin};
+  to[j][0] += sum;
+}
+
 /* the sums' store (also ds_backward_step's chained sums) */
 static inline void ds__contact_reduce_store(const dsReal sc[5], dsGrad* g) {
-  g->contact_ke[0] += sc[0];
-  g->contact_kd[0] += sc[1];
-  g->contact_kf[0] += sc[2];
-  g->contact_mu[0] += sc[3];
-  g->contact_skin[0] += sc[4];
+  for (int j = 0; j < 5; j++) ds__contact_shared_add(g, j, sc[j]);
 }
 
 static inline void ds__contact_reduce(const dsModel* m, const dsReal* s, dsGrad* g) {

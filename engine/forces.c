@@ -4,7 +4,7 @@
 #include "engine/forces.h"
 
 const dsForceModel ds__forces[DS__NFORCE] = {
-#define DS__FORCE_ROW(row) [DS__F_##row] = DS__FORCE_##row,
+#define DS__FORCE_ROW(row, name, kind, shared, nshared) [DS__F_##row] = DS__FORCE_##row,
     DS_FORCE_MODELS(DS__FORCE_ROW)
 #undef DS__FORCE_ROW
 };

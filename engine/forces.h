@@ -1,18 +1,46 @@
-/* The force table: the one list of force models the step runs.
+/* The force table: the one list of force models, which every driver runs.
  *
  * Each row names a model whose header (engine/force_<name>.h, included
- * below) defines its kernels, its loops and its descriptor DS__FORCE_<ROW>
- * (a dsForceModel initializer, see engine/force_loop.h). The list order is
- * the slot order (slot bases are running sums of count x nvert: springs,
- * then triangles, bending edges, tets, so that the incidence lists and the
- * per-particle gather order are those the golden hashes pin) and the order
- * the loops run in; an `into` model comes after its owner. The activation
- * blocks follow act_order instead: [tri | tet | spring].
+ * below) defines its DS_HD bodies, its CPU loops and its descriptor
+ * DS__FORCE_<ROW> (a dsForceModel initializer, see engine/force_loop.h).
+ * From this list alone come:
+ *   - the serial engine's table ds__forces, slot layout, incidence lists,
+ *     activation blocks and scratch (engine/forces.c, engine/step.c);
+ *   - the per-particle models called in the gather (engine/step_body.h);
+ *   - the batched engine's stages (their enum, counts, bodies, the REDUCE
+ *     sums) in engine/batch_body.h, the driver's launch order in
+ *     engine/batch_sim.c and the CUDA launcher's kernels (cuda/batch.cu),
+ *     which has no list of its own.
+ * The list order is the slot order (slot bases are running sums of
+ * count x nvert: springs, then triangles, bending edges, tets, so that the
+ * incidence lists and the per-particle gather order are those the golden
+ * hashes pin) and the order the loops and the batched stages run in; an
+ * `into` model comes after its owner. The activation blocks follow
+ * act_order instead: [tri | tet | spring].
  *
- * Adding a force model: its header (kernels, math comment, loops,
+ * A row is X(ROW, name, kind, shared, nshared):
+ *   ROW      DS__F_<ROW> (its index) and DS__FORCE_<ROW> (its descriptor);
+ *   name     prefix of its bodies: ds__<name>_fwd_elem / _bwd_elem for an
+ *            element model, ds__<name>_count / _pfwd / _pbwd for a
+ *            per-particle one;
+ *   kind     ELEM: element model (owns or adds into slots): a forward and a
+ *            backward stage in the batch, DS__BS_<ROW>_FWD / _BWD;
+ *            ELEM_J: an ELEM that also writes J (det F) per element, which
+ *            the step checks for inversion;
+ *            PARTICLE: per-particle model, run inside the gather (serial and
+ *            batched) when ds__<name>_count(m) > 0, in list order;
+ *   shared   SHARED: its backward writes per-element partials of nshared
+ *            shared scalars (scratch, nshared reals per element), which the
+ *            batch's REDUCE sums in element order and adds through
+ *            ds__<name>_shared_add(g, j, sum); the serial engine sums them
+ *            with the descriptor's `reduce`. NOSHARED: none that the batch
+ *            sums (a serial-only `reduce` may still exist, as rigid contact's
+ *            per-body sums; the batch refuses models with rigid bodies).
+ *
+ * Adding a force model: its header (bodies with the math comment, loops,
  * descriptor), one row here (and its #include), its builder call in
- * model.c, its test. The step, the backward, the slot layout, the
- * incidence lists, nslot, nact and the arena size follow from the list. */
+ * model.c, its test. tests/test_forces.c checks every row against its
+ * descriptor and its batched stages. */
 #ifndef DSIM_ENGINE_FORCES_H
 #define DSIM_ENGINE_FORCES_H
 
@@ -26,20 +54,47 @@
 #include "engine/force_tri.h"
 #include "engine/rigid.h"
 
-#define DS_FORCE_MODELS(X) \
-  X(SPRING)                \
-  X(TRI)                   \
-  X(AERO)                  \
-  X(BEND)                  \
-  X(TET)                   \
-  X(CONTACT)               \
-  X(RIGID_CONTACT)
+#define DS_FORCE_MODELS(X)                 \
+  X(SPRING, spring, ELEM, NOSHARED, 0)     \
+  X(TRI, tri, ELEM, NOSHARED, 0)           \
+  X(AERO, aero, ELEM, SHARED, 2)           \
+  X(BEND, bend, ELEM, NOSHARED, 0)         \
+  X(TET, tet, ELEM_J, NOSHARED, 0)         \
+  X(CONTACT, contact, PARTICLE, SHARED, 5) \
+  X(RIGID_CONTACT, rcontact, PARTICLE, NOSHARED, 0)
+
+/* Selectors on a row's kind and shared columns: DS__IF_ELEM_<kind>(code)
+ * keeps code for element models, DS__IF_J_<kind> for ELEM_J,
+ * DS__IF_PART_<kind> for per-particle models, DS__IF_SH_<shared> for
+ * SHARED rows. */
+#define DS__IF_ELEM_ELEM(...) __VA_ARGS__
+#define DS__IF_ELEM_ELEM_J(...) __VA_ARGS__
+#define DS__IF_ELEM_PARTICLE(...)
+#define DS__IF_J_ELEM(...)
+#define DS__IF_J_ELEM_J(...) __VA_ARGS__
+#define DS__IF_J_PARTICLE(...)
+#define DS__IF_PART_ELEM(...)
+#define DS__IF_PART_ELEM_J(...)
+#define DS__IF_PART_PARTICLE(...) __VA_ARGS__
+#define DS__IF_SH_SHARED(...) __VA_ARGS__
+#define DS__IF_SH_NOSHARED(...)
 
 enum {
-#define DS__FORCE_ID(row) DS__F_##row,
+#define DS__FORCE_ID(row, name, kind, shared, nshared) DS__F_##row,
   DS_FORCE_MODELS(DS__FORCE_ID)
 #undef DS__FORCE_ID
   DS__NFORCE
+};
+
+/* Kind of row k as a value (tests): */
+enum { DS__FK_ELEM = 1, DS__FK_ELEM_J, DS__FK_PARTICLE };
+
+/* Shared scalars the batch's REDUCE sums per instance: gravity's three
+ * components, then each SHARED row's nshared in list order. */
+enum { DS__NSHARED = 3
+#define DS__FORCE_NSH(row, name, kind, shared, nshared) +(nshared)
+       DS_FORCE_MODELS(DS__FORCE_NSH)
+#undef DS__FORCE_NSH
 };
 
 extern const dsForceModel ds__forces[DS__NFORCE];

@@ -98,21 +98,12 @@ static inline void check_particle(dsStepCheck* ck, const dsReal* x, const dsReal
   }
 }
 
-/* The per-particle bodies (engine/step_body.h) call the per-particle rows
- * by name; a new per-particle row must be added there too. */
-static inline int particle_rows_known(void) {
-  for (int k = 0; k < DS__NFORCE; k++)
-    if (ds__forces[k].pfwd && k != DS__F_CONTACT && k != DS__F_RIGID_CONTACT) return 0;
-  return DS__F_CONTACT < DS__F_RIGID_CONTACT;
-}
-
 void ds__substep(const dsModel* m, const dsReal* x, const dsReal* v, const dsReal* act, const dsReal* fext,
                  dsReal* ef, dsReal* J, dsReal* f, dsReal* xo, dsReal* vo, int integrate, const dsReal* bs,
                  const dsReal* bfext, dsReal* bso, dsReal* fr, dsThreadPick* pick, dsStepCheck* ck) {
   const int np = m->nparticle;
   dsForceLayout L;
   ds__force_layout(m, &L);
-  DS_ASSERT(particle_rows_known());
   const dsStepFwd pa = {x, v, fext, ef, f, fr, xo, vo, integrate};
   int arm;
   const int nt = ds__pick_begin(pick, m->nslot + np, DS__PAR_MIN, &arm);
@@ -394,9 +385,8 @@ int ds_backward_step(const dsModel* m, dsData* d, dsGrad* g, dsReal* adj_act, ds
   const dsReal dt = m->dt;
   const dsReal* pre_x = d->ckpt == 1 && t > 0 ? d->tape_x + (size_t)(t - 1) * n3 : NULL;
   const dsReal* pre_v = pre_x ? d->tape_v + (size_t)(t - 1) * n3 : NULL;
-  const dsStepBwd pa = {xt, vt, vt1, aex, aev, d->adj_x, d->adj_v, av, af, adj_fext,
-                        L.count[DS__F_CONTACT] ? scr + L.scratch[DS__F_CONTACT] : NULL,
-                        L.count[DS__F_RIGID_CONTACT] ? scr + L.scratch[DS__F_RIGID_CONTACT] : NULL, g};
+  dsStepBwd pa = {xt, vt, vt1, aex, aev, d->adj_x, d->adj_v, av, af, adj_fext, g, {0}};
+  for (int k = 0; k < DS__NFORCE; k++) pa.scr[k] = L.count[k] ? scr + L.scratch[k] : NULL;
   dsDataPriv* dp = (dsDataPriv*)d->err_;
   dsThreadPick* pick = &dp->bwd;
   int arm;

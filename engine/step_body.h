@@ -6,10 +6,10 @@
  * engine/force_loop.h ("Bodies"): a body writes only particle i's entries,
  * so any thread (or a CUDA thread) may run any particle.
  *
- * The per-particle force models are called by name here, in force-table
- * order (contact, then rigid contact): a device body cannot call through
- * the table's function pointers. step.c asserts (particle_rows_known)
- * that the table's per-particle rows are exactly these two (debug builds). */
+ * The per-particle force models (the PARTICLE rows of DS_FORCE_MODELS,
+ * engine/forces.h) are called by name, in list order, from code the list
+ * generates: a device body cannot call through the table's function
+ * pointers. */
 #ifndef DSIM_ENGINE_STEP_BODY_H
 #define DSIM_ENGINE_STEP_BODY_H
 
@@ -40,9 +40,9 @@ typedef struct dsStepBwd {
   dsReal* av;        /* total adjoint of v' per particle (stage A writes) */
   dsReal* af;        /* dL/d(total force) per particle (stage A writes; rigid: the body stage) */
   dsReal* adj_fext;  /* dL/d f_ext out; NULL: not wanted */
-  dsReal* scr_contact;  /* contact's scratch block (5 per particle); NULL when contact is off */
-  dsReal* scr_rcontact; /* rigid contact's scratch block (7 per particle); NULL when off */
-  dsGrad* g;            /* g->mass[i] += (stage A) */
+  dsGrad* g;         /* g->mass[i] += (stage A) */
+  dsReal* scr[DS__NFORCE]; /* per-particle model k's scratch block (descriptor's scratch reals per
+                            * particle); read only for the PARTICLE rows that are on */
 } dsStepBwd;
 
 /* Forward: f_i = f_ext_i + incident slots (ascending) + contact; then
@@ -61,10 +61,10 @@ DS_HD DS_INLINE void ds__gather_fwd_particle(const dsModel* m, const dsStepFwd* 
     fi[1] += fs[1];
     fi[2] += fs[2];
   }
-  if (m->ground) {
-    ds__contact_pfwd(m, i, a->x, a->v, fi);
-    if (m->nbody) ds__rcontact_pfwd(m, i, a->x, a->v, fi);
-  }
+#define DS__PFWD_ROW(row, name, kind, shared, nshared) \
+  DS__IF_PART_##kind(if (ds__##name##_count(m) > 0) ds__##name##_pfwd(m, i, a->x, a->v, fi);)
+  DS_FORCE_MODELS(DS__PFWD_ROW)
+#undef DS__PFWD_ROW
   if (a->f) {
     a->f[o] = fi[0];
     a->f[o + 1] = fi[1];
@@ -126,10 +126,11 @@ DS_HD DS_INLINE void ds__gather_bwd_particle(const dsModel* m, const dsStepBwd* 
     avl[1] += a->aev[o + 1];
     avl[2] += a->aev[o + 2];
   }
-  if (m->ground) {
-    ds__contact_pbwd(m, i, a->xt, a->vt, a->af, ax, avl, a->scr_contact);
-    if (m->nbody) ds__rcontact_pbwd(m, i, a->xt, a->vt, a->af, ax, avl, a->scr_rcontact);
-  }
+#define DS__PBWD_ROW(row, name, kind, shared, nshared) \
+  DS__IF_PART_##kind(if (ds__##name##_count(m) > 0)                            \
+                       ds__##name##_pbwd(m, i, a->xt, a->vt, a->af, ax, avl, a->scr[DS__F_##row]);)
+  DS_FORCE_MODELS(DS__PBWD_ROW)
+#undef DS__PBWD_ROW
   for (int c = 0; c < 3; c++) {
     a->adj_x[3 * (size_t)i + c] += ax[c];
     a->adj_v[3 * (size_t)i + c] = a->av[3 * (size_t)i + c] + avl[c];
