@@ -86,8 +86,6 @@ enum {
   DS__NFORCE
 };
 
-/* Kind of row k as a value (tests): */
-enum { DS__FK_ELEM = 1, DS__FK_ELEM_J, DS__FK_PARTICLE };
 
 /* Shared scalars the batch's REDUCE sums per instance: gravity's three
  * components, then each SHARED row's nshared in list order. */

@@ -15,7 +15,8 @@ EXTRA_DIST += tests/forcecheck.h tests/enginetest.h
 check_PROGRAMS += tests/test_force_spring tests/test_force_contact tests/test_force_tri \
   tests/test_force_tet tests/test_force_bend tests/test_force_aero tests/test_fd \
   tests/test_model tests/test_step tests/test_rollout_grad tests/test_checkpoint tests/test_determinism \
-  tests/test_alloc tests/test_mesh
+  tests/test_alloc tests/test_mesh tests/test_forces
+tests_test_forces_SOURCES = tests/test_forces.c
 tests_test_force_spring_SOURCES = tests/test_force_spring.c
 tests_test_force_contact_SOURCES = tests/test_force_contact.c
 tests_test_force_tri_SOURCES = tests/test_force_tri.c
@@ -33,7 +34,7 @@ tests_test_mesh_SOURCES = tests/test_mesh.c
 TESTS += tests/test_force_spring tests/test_force_contact tests/test_force_tri \
   tests/test_force_tet tests/test_force_bend tests/test_force_aero tests/test_fd \
   tests/test_model tests/test_step tests/test_rollout_grad tests/test_checkpoint tests/test_determinism \
-  tests/test_alloc tests/test_mesh
+  tests/test_alloc tests/test_mesh tests/test_forces
 BENCH_PROGS += bench/bench_engine
 bench_bench_engine_SOURCES = bench/bench_engine.c
 # Rigid bodies: adjoints vs central differences (single substeps and
