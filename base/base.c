@@ -294,8 +294,4 @@ int ds_get_max_threads(void) {
 #endif
 }
 
-#ifndef DS_HAVE_CUDA
-/* Without --enable-cuda nothing CUDA is compiled; these keep the ABI. */
-int ds_cuda_device_count(void) { return 0; }
-int ds_cuda_built(void) { return 0; }
-#endif
+

@@ -1,23 +1,22 @@
 /* Device names ("cpu", "cuda", "cuda:N"), their checks and the CUDA device
- * list. The CUDA runtime is only reached through cuda/device.cu; a build
- * without it has no CUDA devices. */
+ * list, all through the device layer's table (base/backend.h): a build
+ * without CUDA has no CUDA backend, hence no CUDA devices. */
 #include "config.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/device_priv.h"
+#include "base/backend.h"
 #include "base/internal.h"
 #include "dsim/device.h"
 
-#ifndef DS_HAVE_CUDA
-int ds__cuda_props(int i, dsDeviceInfo* info) {
-  (void)i;
-  (void)info;
-  return DS_ERR_UNSUPPORTED;
+int ds_cuda_built(void) { return ds__backend(DS_DEVICE_CUDA) != NULL; }
+
+int ds_cuda_device_count(void) {
+  const dsBackend* be = ds__backend(DS_DEVICE_CUDA);
+  return be ? be->device_count() : 0;
 }
-#endif
 
 dsDevice ds_device_cpu(void) {
   dsDevice d = {DS_DEVICE_CPU, 0};
@@ -90,5 +89,5 @@ int ds_cuda_device_info(int i, dsDeviceInfo* info) {
   memset(info, 0, sizeof *info);
   if (!ds_cuda_built()) return DS_ERR_UNSUPPORTED;
   if (i < 0 || i >= ds_cuda_device_count()) return DS_ERR_RANGE;
-  return ds__cuda_props(i, info);
+  return ds__backend(DS_DEVICE_CUDA)->device_props(i, info);
 }

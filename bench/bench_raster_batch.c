@@ -101,7 +101,7 @@ static Rates host_rates(const Mesh* m, const dsRenderSettings* s, int B, int rep
   return out;
 }
 
-static Rates batched_rates(const Mesh* m, const dsRenderSettings* s, int B, int reps, const dsRasterBackend* be,
+static Rates batched_rates(const Mesh* m, const dsRenderSettings* s, int B, int reps, const dsBackend* be,
                            void* ctx) {
   const size_t npx = 4 * (size_t)s->width * s->height;
   dsReal* verts = instance_verts(m, B);
@@ -186,12 +186,12 @@ int main(int argc, char** argv) {
     dsDevice dev;
     char err[512];
     if (ds_device_parse("--device", devices[d], &dev, err, sizeof err)) die("device", err);
-    const dsRasterBackend* be = &ds__cpu_raster_backend;
+    const dsBackend* be = ds__backend(DS_DEVICE_CPU);
     void* ctx = NULL;
     dsBatchSim* bs = NULL;
     dsModel* model = NULL;
     if (dev.kind == DS_DEVICE_CUDA) {
-      be = ds__cuda_raster_backend();
+      be = ds__backend(DS_DEVICE_CUDA);
       if (!be || ds_device_check("--device", dev, err, sizeof err)) die(devices[d], be ? err : "built without CUDA");
       /* a batched engine on the device lends its stream */
       dsEnvDef def = ds_default_env_def("control-fem");

@@ -1,6 +1,8 @@
-// The CUDA backend of the batched engine (engine/batch_priv.h): device
-// memory, transfers on one stream per batch, and one kernel launch per
-// stage of engine/batch_body.h, one thread per (instance, index) pair,
+// The CUDA backend: the device layer's table (base/backend.h) for CUDA
+// devices. Device memory, transfers on one stream per context, and one
+// kernel launch per stage of engine/batch_body.h (the batched engine) and
+// render/raster_stages.h (the batched renderer), one thread per
+// (instance, index) pair,
 // instance-major as the CPU backend's loop. The bodies are the CPU's, so
 // nothing of the physics lives here; stage order, tape and offsets are
 // engine/batch_sim.c's. No atomics: every thread writes its own cells.
@@ -12,7 +14,7 @@
 // own kernel (a template: the body's switch resolved at compile time), and
 // so does every stage of a launch large enough to fill the GPU by itself.
 //
-// REDUCE (per instance, ten serial sums in element order) gets one block
+// REDUCE (per instance, DS__BS_NREDUCE serial sums in element order) gets one block
 // per (sum, instance): the block fetches the terms into shared memory in
 // parallel (ds__bs_reduce_term), then one thread adds them in order, as
 // ds__bs_reduce's loop does. One thread fetching them from global memory one
@@ -22,8 +24,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/batch_priv.h"
-#include "render/raster_batch.h"
+#include "base/backend.h"
+#include "cuda/cuda_priv.h"
+#include "engine/batch_body.h"
+#include "render/raster_stages.h"
 
 namespace {
 
@@ -306,13 +310,19 @@ int cu_run_render(void* ctx, int stage, const dsrBatchArgs* a, int count, int B)
   return e == cudaSuccess ? 0 : fail(c, e, "render kernel launch");
 }
 
-const dsRasterBackend raster_backend = {"cuda", cu_alloc, cu_release, cu_put,       cu_get,
-                                        cu_copy, cu_zero,  cu_run_render, cu_last_error};
 
-const dsBatchBackend cuda_backend = {"cuda", cu_open, cu_close, cu_free_bytes, cu_alloc, cu_release, cu_put,
-                                     cu_get, cu_copy, cu_zero, cu_run, cu_last_error};
+int cu_sync(void* ctx) {
+  Ctx* c = use(ctx);
+  cudaError_t e = cudaStreamSynchronize(c->stream);
+  return e == cudaSuccess ? 0 : fail(c, e, "waiting for the stream");
+}
+
+/* The device layer's table (base/backend.h) for CUDA. */
+const dsBackend cuda_backend = {"cuda",        ds__cuda_count, ds__cuda_props, cu_open,      cu_close,
+                                cu_free_bytes, cu_alloc,       cu_release,     cu_put,       cu_get,
+                                cu_copy,       cu_zero,        cu_run,         cu_run_render, cu_sync,
+                                cu_last_error};
 
 }  // namespace
 
-extern "C" const dsBatchBackend* ds__cuda_batch_backend(void) { return &cuda_backend; }
-extern "C" const dsRasterBackend* ds__cuda_raster_backend(void) { return &raster_backend; }
+extern "C" const dsBackend* ds__cuda_backend(void) { return &cuda_backend; }

@@ -3,7 +3,7 @@
 #include <string.h>
 
 extern "C" {
-#include "base/device_priv.h"
+#include "cuda/cuda_priv.h"
 }
 
 extern "C" int ds__cuda_props(int i, dsDeviceInfo* info) {

@@ -4,11 +4,11 @@
 # cuda/: the optional CUDA backend (./configure --enable-cuda), compiled by
 # nvcc through scripts/cudalt into libtool objects of the core library. The
 # kernels' bodies are engine/batch_body.h, shared with the CPU backend.
-libdsim_core_la_SOURCES += base/device.c base/device_priv.h engine/batch_body.h engine/batch_priv.h \
+libdsim_core_la_SOURCES += base/device.c engine/batch_body.h engine/batch_priv.h \
   engine/batch_sim.c engine/batch_cpu.c
 dsiminclude_HEADERS += include/dsim/device.h include/dsim/engine_batch.h
 CUDA_SOURCES = cuda/smoke.cu cuda/device.cu cuda/batch.cu
-EXTRA_DIST += cuda/smoke.h
+EXTRA_DIST += cuda/smoke.h cuda/cuda_priv.h
 EXTRA_DIST += $(CUDA_SOURCES) scripts/cudalt scripts/gpu-check
 NVCC_CPPFLAGS = -I$(top_srcdir)/include -I$(top_builddir)/include -I$(top_srcdir) -I$(top_builddir)
 if DS_HAVE_CUDA
@@ -24,11 +24,13 @@ SUFFIXES = .cu .lo
 	  -O3 -std=c++17 -fmad=false -DHAVE_CONFIG_H $(NVCCFLAGS) -c $<
 CLEANFILES += cuda/*.lo cuda/*.o cuda/.libs/*.o
 # the headers the CUDA objects include: rebuild them when these change
-cuda/batch.lo: $(top_srcdir)/engine/batch_body.h $(top_srcdir)/engine/batch_priv.h $(top_srcdir)/engine/force_tet.h \
+cuda/batch.lo: $(top_srcdir)/base/backend.h $(top_srcdir)/cuda/cuda_priv.h $(top_srcdir)/engine/batch_body.h \
+  $(top_srcdir)/engine/forces.h $(top_srcdir)/engine/step_body.h $(top_srcdir)/engine/rigid.h $(top_srcdir)/engine/force_tet.h \
   $(top_srcdir)/engine/force_tri.h $(top_srcdir)/engine/force_spring.h $(top_srcdir)/engine/force_bend.h \
   $(top_srcdir)/engine/force_aero.h $(top_srcdir)/engine/force_contact.h $(top_srcdir)/engine/dsmath.h \
-  $(top_srcdir)/render/raster_batch.h $(top_srcdir)/render/raster_kernel.h $(top_srcdir)/render/loss_kernel.h
-cuda/device.lo: $(top_srcdir)/base/device_priv.h $(top_srcdir)/include/dsim/device.h
+  $(top_srcdir)/render/raster_stages.h $(top_srcdir)/render/raster_kernel.h $(top_srcdir)/render/loss_kernel.h
+cuda/device.lo: $(top_srcdir)/cuda/cuda_priv.h $(top_srcdir)/include/dsim/device.h
+cuda/smoke.lo: $(top_srcdir)/cuda/cuda_priv.h $(top_srcdir)/cuda/smoke.h
 check_PROGRAMS += tests/test_cuda_smoke tests/test_device tests/test_batch_sim tests/test_cuda_parity
 tests_test_cuda_smoke_SOURCES = tests/test_cuda_smoke.c
 tests_test_device_SOURCES = tests/test_device.c

@@ -1,10 +1,12 @@
 // CUDA smoke path: proves that device code compiles and links into libdsim.
-// ds_cuda_device_count() reports 0 (not an error) when there is no GPU or no
-// driver, so programs and tests can decide to skip.
+// ds__cuda_count() (the table's device_count, base/backend.h) reports 0 (not
+// an error) when there is no GPU or no driver, so programs and tests can
+// decide to skip.
 #include <cuda_runtime.h>
 
 extern "C" {
 #include "dsim/base.h"
+#include "cuda/cuda_priv.h"
 #include "cuda/smoke.h"
 }
 
@@ -13,9 +15,7 @@ __global__ void ds_cuda_axpy_kernel(int n, double a, const double* x, double* y)
   if (i < n) y[i] += a * x[i];
 }
 
-extern "C" DS_API int ds_cuda_built(void) { return 1; }
-
-extern "C" DS_API int ds_cuda_device_count(void) {
+extern "C" int ds__cuda_count(void) {
   int n = 0;
   if (cudaGetDeviceCount(&n) != cudaSuccess) {
     cudaGetLastError();  // clear the sticky error state

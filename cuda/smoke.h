@@ -1,7 +1,7 @@
 /* CUDA smoke kernel (internal, not installed): proves that a build with
- * --enable-cuda compiles, links and launches a kernel. The backend proper is
- * not there yet; ds_cuda_device_count() and ds_cuda_built() are in
- * dsim/base.h for every build. */
+ * --enable-cuda compiles, links and launches a kernel. ds_cuda_device_count()
+ * and ds_cuda_built() are in dsim/base.h for every build (base/device.c,
+ * through the device layer's table). */
 #ifndef DSIM_CUDA_SMOKE_H
 #define DSIM_CUDA_SMOKE_H
 

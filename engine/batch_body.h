@@ -120,6 +120,33 @@ typedef struct dsBatchArgs {
   dsReal* adj_fext;   /* B x n3, += af per substep; NULL: not wanted */
 } dsBatchArgs;
 
+/* One kernel launch: up to DS__BL_PARTS parts that run side by side
+ * (disjoint threads, any order: the driver only puts together stages that
+ * read nothing another part of the launch writes), each a chain of up to
+ * DS__BL_OPS stages over the same count x B (index, instance) pairs, run
+ * one after another by the pair's thread (the driver only chains stages in
+ * which pair (e, b) of a later stage reads nothing but what pair (e, b) of
+ * the earlier ones wrote, besides what no stage of the chain writes). The
+ * driver puts a backward substep's work into two launches this way (see
+ * ds_bsim_backward_step); launches of one stage are the common case.
+ * Backends: the CPU runs the parts last to first and a chain's stages per
+ * pair, so a part that read another's output, or a chained stage that read
+ * another pair's output, would show in the CPU tests' bitwise comparison
+ * with the serial engine; CUDA runs the parts concurrently. */
+#define DS__BL_PARTS 3
+#define DS__BL_OPS 2
+typedef struct dsBatchPart {
+  int count;                  /* indices per instance */
+  int nops;                   /* 1 .. DS__BL_OPS */
+  int stage[DS__BL_OPS];
+  dsBatchArgs a[DS__BL_OPS];
+} dsBatchPart;
+typedef struct dsBatchLaunch {
+  int nparts;                 /* 1 .. DS__BL_PARTS */
+  int B;
+  dsBatchPart part[DS__BL_PARTS];
+} dsBatchLaunch;
+
 /* The force row of an element stage; -1 for the other stages. */
 DS_HD DS_INLINE int ds__bstage_model(int stage) {
   switch (stage) {

@@ -25,7 +25,7 @@ typedef struct dsCpuBatch {
   dsThreadPick pick[DS__BS_COUNT];
 } dsCpuBatch;
 
-static int cpu_open(int device, void** ctx, char* err, size_t errlen) {
+int ds__host_batch_open(int device, void** ctx, char* err, size_t errlen) {
   (void)device;
   dsCpuBatch* c = (dsCpuBatch*)ds__calloc(1, sizeof *c);
   if (!c) {
@@ -36,19 +36,13 @@ static int cpu_open(int device, void** ctx, char* err, size_t errlen) {
   return 0;
 }
 
-static void cpu_close(void* ctx) { ds__free(ctx); }
-
-static int cpu_free_bytes(void* ctx, size_t* bytes) {
-  (void)ctx;
-  *bytes = ds_memory_limit();
-  return 0;
-}
+void ds__host_batch_close(void* ctx) { ds__free(ctx); }
 
 /* One parallel region per launch, its parts one after another (each
  * part's loop ends in a barrier), on one thread or all of them as the
  * thread choice of this kind of launch says: a busy core then costs one
  * wait per launch at most, and a launch too small to gain runs on one. */
-static int cpu_run(void* ctx, const dsBatchLaunch* l) {
+int ds__host_batch_run(void* ctx, const dsBatchLaunch* l) {
   dsCpuBatch* c = (dsCpuBatch*)ctx;
   long long work = 0;
   for (int p = 0; p < l->nparts; p++) work += (long long)l->part[p].count * l->B;
@@ -80,11 +74,4 @@ static int cpu_run(void* ctx, const dsBatchLaunch* l) {
   return 0;
 }
 
-static const char* cpu_last_error(void* ctx) {
-  (void)ctx;
-  return "";
-}
 
-const dsBatchBackend ds__cpu_batch_backend = {"cpu",          cpu_open,         cpu_close,     cpu_free_bytes,
-                                              ds__host_alloc, ds__host_release, ds__host_move, ds__host_move,
-                                              ds__host_move,  ds__host_zero,    cpu_run,       cpu_last_error};

@@ -1,7 +1,7 @@
 /* The batched engine's internals shared by engine/batch_sim.c (the driver,
  * backend-neutral), engine/batch_cpu.c (the CPU backend) and cuda/batch.cu
- * (the CUDA backend): the memory layout of a batch and the operations a
- * backend provides. A backend only moves memory and runs a stage of
+ * (the CUDA backend): the memory layout of a batch. A backend (the device
+ * layer's table, base/backend.h) only moves memory and runs a stage of
  * engine/batch_body.h over B x count (index, instance) pairs; the order of
  * the stages, the tape, the checkpoint recompute and every offset are the
  * driver's, so the CPU tests exercise them for the GPU too. Not installed. */
@@ -9,6 +9,7 @@
 #define DSIM_ENGINE_BATCH_PRIV_H
 
 #include "dsim/engine_batch.h"
+#include "base/backend.h"
 #include "engine/batch_body.h"
 
 #ifdef __cplusplus
@@ -59,55 +60,9 @@ typedef struct dsBatchLayout {
 /* Layout of m and def; DS_ERR_INVALID / DS_ERR_UNSUPPORTED / DS_ERR_RANGE with a message. */
 int ds__bsim_layout(const dsModel* m, const dsBatchSimDef* def, dsBatchLayout* L, char* err, size_t errlen);
 
-/* One kernel launch: up to DS__BL_PARTS parts that run side by side
- * (disjoint threads, any order: the driver only puts together stages that
- * read nothing another part of the launch writes), each a chain of up to
- * DS__BL_OPS stages over the same count x B (index, instance) pairs, run
- * one after another by the pair's thread (the driver only chains stages in
- * which pair (e, b) of a later stage reads nothing but what pair (e, b) of
- * the earlier ones wrote, besides what no stage of the chain writes). The
- * driver puts a backward substep's work into two launches this way (see
- * ds_bsim_backward_step); launches of one stage are the common case.
- * Backends: the CPU runs the parts last to first and a chain's stages per
- * pair, so a part that read another's output, or a chained stage that read
- * another pair's output, would show in the CPU tests' bitwise comparison
- * with the serial engine; CUDA runs the parts concurrently. */
-#define DS__BL_PARTS 3
-#define DS__BL_OPS 2
-typedef struct dsBatchPart {
-  int count;                  /* indices per instance */
-  int nops;                   /* 1 .. DS__BL_OPS */
-  int stage[DS__BL_OPS];
-  dsBatchArgs a[DS__BL_OPS];
-} dsBatchPart;
-typedef struct dsBatchLaunch {
-  int nparts;                 /* 1 .. DS__BL_PARTS */
-  int B;
-  dsBatchPart part[DS__BL_PARTS];
-} dsBatchLaunch;
-
-/* What a backend provides. Memory is the backend's (device memory for
- * CUDA); put/get move bytes between it and the host, get waits for every
- * launched stage. Functions return 0 or a negative DS_ERR_*. */
-typedef struct dsBatchBackend {
-  const char* name;
-  int (*open)(int device, void** ctx, char* err, size_t errlen);
-  void (*close)(void* ctx);
-  int (*free_bytes)(void* ctx, size_t* bytes); /* memory available for a batch */
-  void* (*alloc)(void* ctx, size_t bytes);     /* zeroed; NULL on failure */
-  void (*release)(void* ctx, void* p);
-  int (*put)(void* ctx, void* dst, const void* src, size_t bytes);
-  int (*get)(void* ctx, void* dst, const void* src, size_t bytes);
-  int (*copy)(void* ctx, void* dst, const void* src, size_t bytes);
-  int (*zero)(void* ctx, void* dst, size_t bytes);
-  /* one launch (parts with count > 0 only), after every launch before it */
-  int (*run)(void* ctx, const dsBatchLaunch* l);
-  const char* (*last_error)(void* ctx);
-} dsBatchBackend;
-
 /* ds_bsim_create on a given backend (its device checked by the caller);
  * tests use it to run the driver on instrumented backends. */
-int ds__bsim_create_on(const dsModel* m, const dsBatchSimDef* def, const dsBatchBackend* be, dsBatchSim** out,
+int ds__bsim_create_on(const dsModel* m, const dsBatchSimDef* def, const dsBackend* be, dsBatchSim** out,
                        char* err, size_t errlen);
 
 /* For code that runs on a batch's own backend and context (the envs'
@@ -122,11 +77,6 @@ void* ds__bsim_context(const dsBatchSim* s);
 int ds__bsim_positions(dsBatchSim* s, const dsReal** x);
 int ds__bsim_adj_scratch(dsBatchSim* s, dsReal** adj_x);
 int ds__bsim_add_adj_scratch(dsBatchSim* s);
-
-/* engine/batch_cpu.c */
-extern const dsBatchBackend ds__cpu_batch_backend;
-/* cuda/batch.cu with --enable-cuda; NULL without. */
-const dsBatchBackend* ds__cuda_batch_backend(void);
 
 #ifdef __cplusplus
 }

@@ -2,7 +2,7 @@
  * plan, the per-instance model and gradient views, the tape (full or
  * checkpointed), the order of the stages of a substep and of its adjoint,
  * and the checkpoint recompute. It runs the same for every backend: a
- * backend (engine/batch_cpu.c, cuda/batch.cu) only holds the memory, moves
+ * backend (the device layer's table, base/backend.h: host or CUDA) only holds the memory, moves
  * it and runs one stage of engine/batch_body.h at a time.
  *
  * Where instance b's data sits (offsets of engine/batch_priv.h):
@@ -24,16 +24,13 @@
 #include "engine/batch_priv.h"
 #include "engine/engine_priv.h"
 
-#ifndef DS_HAVE_CUDA
-const dsBatchBackend* ds__cuda_batch_backend(void) { return NULL; }
-#endif
 
 struct dsBatchSim {
   const dsModel* m;
   dsBatchSimDef def;
   dsBatchLayout L;
   dsBatchPlan plan;
-  const dsBatchBackend* be;
+  const dsBackend* be;
   void* ctx;
   dsReal* R;         /* backend: reals */
   int* I;            /* backend: ints */
@@ -294,12 +291,12 @@ int ds_bsim_create(const dsModel* m, const dsBatchSimDef* def, dsBatchSim** out,
   if (rc) return rc;
   rc = ds_device_check("batch device", d.device, err, errlen);
   if (rc) return rc;
-  const dsBatchBackend* be = d.device.kind == DS_DEVICE_CUDA ? ds__cuda_batch_backend() : &ds__cpu_batch_backend;
+  const dsBackend* be = ds__backend(d.device.kind);
   if (!be) return ds__puterr(err, errlen, DS_ERR_UNSUPPORTED, "batch device cuda: this dsim was built without CUDA");
   return ds__bsim_create_on(m, &d, be, out, err, errlen);
 }
 
-int ds__bsim_create_on(const dsModel* m, const dsBatchSimDef* def, const dsBatchBackend* be, dsBatchSim** out,
+int ds__bsim_create_on(const dsModel* m, const dsBatchSimDef* def, const dsBackend* be, dsBatchSim** out,
                        char* err, size_t errlen) {
   if (!out || !def || !be) return ds__puterr(err, errlen, DS_ERR_INVALID, "batch: no output, definition or backend");
   *out = NULL;
@@ -466,7 +463,7 @@ static void launch_chain(dsBatchPart* p, int stage, const dsBatchArgs* a) {
 
 static int launch_send(dsBatchSim* s, const dsBatchLaunch* l) {
   if (l->nparts == 0) return 0;
-  int rc = s->be->run(s->ctx, l);
+  int rc = s->be->run_batch(s->ctx, l);
   return rc ? be_fail(s, rc, "a stage launch") : 0;
 }
 

@@ -1052,8 +1052,8 @@ int ds__env_group_render_make(dsEnvGroupRender** out, dsEnv** envs, int n, dsBat
 }
 
 static int group_render_make(dsEnvGroupRender** out, dsEnv* e0, dsBatchSim* bs, int B, char* err, size_t errlen) {
-  const dsRasterBackend* be =
-      ds_bsim_device(bs).kind == DS_DEVICE_CUDA ? ds__cuda_raster_backend() : &ds__cpu_raster_backend;
+  const dsBackend* be =
+      ds__backend(ds_bsim_device(bs).kind);
   if (!be) return ds__puterr(err, errlen, DS_ERR_UNSUPPORTED, "this dsim was built without CUDA");
   dsEnvGroupRender* gr = (dsEnvGroupRender*)ds__calloc(1, sizeof *gr);
   const size_t npx = 4 * (size_t)e0->def.width * e0->def.height;

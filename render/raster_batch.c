@@ -10,16 +10,12 @@
 #include "base/internal.h"
 #include "render/raster_batch.h"
 
-#ifndef DS_HAVE_CUDA
-const dsRasterBackend* ds__cuda_raster_backend(void) { return NULL; }
-#endif
-
-/* ---- the CPU backend --------------------------------------------------------------- */
+/* ---- the host backend's launches (base/backend.h) ---------------------------------- */
 /* Below this many pairs a stage runs on one thread. */
 #define DSR_PAR_MIN 256
 
 /* Every pair writes only its own cells: any schedule gives the same bits. */
-static int cpu_run(void* ctx, int stage, const dsrBatchArgs* a, int count, int B) {
+int ds__host_raster_run(void* ctx, int stage, const dsrBatchArgs* a, int count, int B) {
   (void)ctx;
   const long long n = (long long)count * B;
   (void)n;
@@ -29,18 +25,10 @@ static int cpu_run(void* ctx, int stage, const dsrBatchArgs* a, int count, int B
   for (long long k = 0; k < n; k++) dsr_bstage_run(stage, a, (int)(k % count), (int)(k / count));
   return 0;
 }
-static const char* cpu_last_error(void* ctx) {
-  (void)ctx;
-  return "";
-}
-
-const dsRasterBackend ds__cpu_raster_backend = {"cpu",         ds__host_alloc, ds__host_release, ds__host_move,
-                                                ds__host_move, ds__host_move,  ds__host_zero,    cpu_run,
-                                                cpu_last_error};
 
 /* ---- the driver ----------------------------------------------------------------------- */
 struct dsBatchRaster {
-  const dsRasterBackend* be;
+  const dsBackend* be;
   void* ctx;
   dsrBatchArgs a;           /* every array in backend memory */
   size_t npx;               /* 4 W H */
@@ -80,11 +68,11 @@ static int be_fail(dsBatchRaster* r, int rc, const char* what) {
 static int run(dsBatchRaster* r, int stage) {
   const int count = dsr_bstage_count(&r->a, stage);
   if (count <= 0) return 0;
-  int rc = r->be->run(r->ctx, stage, &r->a, count, r->a.B);
+  int rc = r->be->run_raster(r->ctx, stage, &r->a, count, r->a.B);
   return rc ? be_fail(r, rc, "a stage launch") : 0;
 }
 
-int ds__braster_create(dsBatchRaster** out, const dsRasterBackend* be, void* ctx, const dsRenderSettings* s, int B,
+int ds__braster_create(dsBatchRaster** out, const dsBackend* be, void* ctx, const dsRenderSettings* s, int B,
                        int nvert, int nface, const int* faces, const dsReal* colors, int color_mode, char* err,
                        size_t errlen) {
   if (!out || !be) return ds__puterr(err, errlen, DS_ERR_INVALID, "batched render: no output or backend");

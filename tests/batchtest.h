@@ -20,7 +20,7 @@
 
 /* When set, bt_run_batch creates its batches on this backend (tests of
  * the driver on instrumented backends) instead of the device's. */
-static const dsBatchBackend* bt_backend = NULL;
+static const dsBackend* bt_backend = NULL;
 /* bt_run_batch runs its episode this many times on one batch (gradients
  * zeroed between), keeping the last: the CUDA backend then replays the
  * graphs it cached on the first run. */

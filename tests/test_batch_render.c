@@ -146,7 +146,7 @@ static void run_setup(const Setup* su, const Mesh* m, int threads) {
   CHECK_INT_EQ(ds_raster_create(&r, &s, nf, NV), DS_OK);
   dsBatchRaster* br = NULL;
   char err[256] = "";
-  int rc = ds__braster_create(&br, &ds__cpu_raster_backend, NULL, &s, B, NV, nf, m->faces, m->colors, su->mode, err,
+  int rc = ds__braster_create(&br, ds__backend(DS_DEVICE_CPU), NULL, &s, B, NV, nf, m->faces, m->colors, su->mode, err,
                               sizeof err);
   CHECK_INT_EQ(rc, 0);
   if (rc) {
@@ -227,7 +227,7 @@ static void fd_check(const Mesh* m0, dsLossDef def, const char* what) {
   for (size_t i = 0; i < npx; i++) goal[i] = (dsReal)urand();
   dsBatchRaster* br = NULL;
   char err[256];
-  CHECK_INT_EQ(ds__braster_create(&br, &ds__cpu_raster_backend, NULL, &s, B, NV, NF, m.faces, m.colors,
+  CHECK_INT_EQ(ds__braster_create(&br, ds__backend(DS_DEVICE_CPU), NULL, &s, B, NV, NF, m.faces, m.colors,
                                   DS_COLOR_FACE, err, sizeof err),
                0);
   if (!br) return;
@@ -278,24 +278,24 @@ static void errors(const Mesh* m) {
   char err[256] = "";
   dsBatchRaster* br = NULL;
   int bad_faces[3] = {0, 1, NV};
-  CHECK_INT_EQ(ds__braster_create(&br, &ds__cpu_raster_backend, NULL, &s, 2, NV, 1, bad_faces, m->colors,
+  CHECK_INT_EQ(ds__braster_create(&br, ds__backend(DS_DEVICE_CPU), NULL, &s, 2, NV, 1, bad_faces, m->colors,
                                   DS_COLOR_FACE, err, sizeof err),
                DS_ERR_MESH);
   CHECK_STR_CONTAINS(err, "face 0 refers to vertex 40");
   s.sigma = -1;
-  CHECK_INT_EQ(ds__braster_create(&br, &ds__cpu_raster_backend, NULL, &s, 2, NV, NF, m->faces, m->colors,
+  CHECK_INT_EQ(ds__braster_create(&br, ds__backend(DS_DEVICE_CPU), NULL, &s, 2, NV, NF, m->faces, m->colors,
                                   DS_COLOR_FACE, err, sizeof err),
                DS_ERR_INVALID);
   CHECK_STR_CONTAINS(err, "sigma");
   s.sigma = (dsReal)1e-4;
-  CHECK_INT_EQ(ds__braster_create(&br, &ds__cpu_raster_backend, NULL, &s, 0, NV, NF, m->faces, m->colors,
+  CHECK_INT_EQ(ds__braster_create(&br, ds__backend(DS_DEVICE_CPU), NULL, &s, 0, NV, NF, m->faces, m->colors,
                                   DS_COLOR_FACE, err, sizeof err),
                DS_ERR_INVALID);
-  CHECK_INT_EQ(ds__braster_create(&br, &ds__cpu_raster_backend, NULL, &s, 2, NV, NF, m->faces, m->colors, 7, err,
+  CHECK_INT_EQ(ds__braster_create(&br, ds__backend(DS_DEVICE_CPU), NULL, &s, 2, NV, NF, m->faces, m->colors, 7, err,
                                   sizeof err),
                DS_ERR_INVALID);
   CHECK_STR_CONTAINS(err, "color_mode 7");
-  CHECK_INT_EQ(ds__braster_create(&br, &ds__cpu_raster_backend, NULL, &s, 2, NV, NF, m->faces, m->colors,
+  CHECK_INT_EQ(ds__braster_create(&br, ds__backend(DS_DEVICE_CPU), NULL, &s, 2, NV, NF, m->faces, m->colors,
                                   DS_COLOR_FACE, err, sizeof err),
                0);
   dsLossDef def = ds_default_loss_def();
@@ -325,7 +325,7 @@ static Out g_cpu, g_gpu;
 
 /* Renders, losses (the four kinds) and gradients of setup su on backend be
  * (context ctx; verts go through the backend's memory). */
-static void outputs(const Setup* su, const Mesh* m, const dsRasterBackend* be, void* ctx, Out* o) {
+static void outputs(const Setup* su, const Mesh* m, const dsBackend* be, void* ctx, Out* o) {
   const dsRenderSettings s = settings_of(su);
   const size_t npx = 4 * (size_t)su->w * su->h;
   dsReal* goal = (dsReal*)calloc(B * npx, sizeof(dsReal));
@@ -366,7 +366,7 @@ static double rel_diff(const dsReal* a, const dsReal* b, size_t n) {
 }
 
 static void cuda_parity(const Setup* setups, int ns, const Mesh* m) {
-  const dsRasterBackend* cu = ds__cuda_raster_backend();
+  const dsBackend* cu = ds__backend(DS_DEVICE_CUDA);
   if (!cu || ds_cuda_device_count() <= 0) {
     fprintf(stderr, "  no CUDA device: the CUDA backend's parity is not checked here\n");
     return;
@@ -399,7 +399,7 @@ static void cuda_parity(const Setup* setups, int ns, const Mesh* m) {
   for (int i = 0; i < ns; i++) {
     const Setup* su = &setups[i];
     const size_t npx = 4 * (size_t)su->w * su->h;
-    outputs(su, m, &ds__cpu_raster_backend, NULL, &g_cpu);
+    outputs(su, m, ds__backend(DS_DEVICE_CPU), NULL, &g_cpu);
     outputs(su, m, cu, ds__bsim_context(bs), &g_gpu);
     double w = rel_diff(g_cpu.img, g_gpu.img, B * npx);
     for (int d = 0; d < NLOSS; d++) {

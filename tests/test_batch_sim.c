@@ -113,7 +113,7 @@ static void gd_release(void* ctx, void* p) {
 #define GD_WRAP(name, params, args)                              \
   static int gd_##name params {                                  \
     guard(PROT_READ | PROT_WRITE);                               \
-    int rc = ds__cpu_batch_backend.name args;                    \
+    int rc = ds__backend(DS_DEVICE_CPU)->name args;                    \
     guard(PROT_NONE);                                            \
     return rc;                                                   \
   }
@@ -121,11 +121,11 @@ GD_WRAP(put, (void* c, void* d, const void* s, size_t n), (c, d, s, n))
 GD_WRAP(get, (void* c, void* d, const void* s, size_t n), (c, d, s, n))
 GD_WRAP(copy, (void* c, void* d, const void* s, size_t n), (c, d, s, n))
 GD_WRAP(zero, (void* c, void* d, size_t n), (c, d, n))
-GD_WRAP(run, (void* c, const dsBatchLaunch* l), (c, l))
+GD_WRAP(run_batch, (void* c, const dsBatchLaunch* l), (c, l))
 #undef GD_WRAP
 
 static void test_guarded(const char* name, const dsModel* m) {
-  dsBatchBackend gb = ds__cpu_batch_backend;
+  dsBackend gb = *ds__backend(DS_DEVICE_CPU);
   gb.name = "guarded cpu";
   gb.alloc = gd_alloc;
   gb.release = gd_release;
@@ -133,7 +133,7 @@ static void test_guarded(const char* name, const dsModel* m) {
   gb.get = gd_get;
   gb.copy = gd_copy;
   gb.zero = gd_zero;
-  gb.run = gd_run;
+  gb.run_batch = gd_run_batch;
   const int B = 2, C = 2, S = 6;
   btEpisode e;
   bt_episode(&e, m, B, C, S, 0.05);
