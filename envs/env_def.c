@@ -1,7 +1,7 @@
 /* Environment definitions: the registry of classes, the common defaults and
  * config keys every environment shares, validation, and the env section of a
  * config (parse, set by key, write back). The classes themselves are one file
- * each (envs/walker.c, control_fem.c, control_cloth.c, walker_springs.c).
+ * each (envs/walker.c, control_fem.c, ...), listed once in envs/classes.h.
  *
  * The env section's key table is the common table merged with the class's,
  * group by group ("physics", "material", "contact", "scene", "gear", "goal",
@@ -14,14 +14,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "envs/classes.h"
 #include "envs/env_priv.h"
 #include "io/cfg.h"
 
 /* ---- registry ------------------------------------------------------------------ */
 #define MAX_CLASSES 64
-static const dsEnvClass* g_classes[MAX_CLASSES] = {&ds__walker_class, &ds__control_fem_class, &ds__control_cloth_class,
-                                                   &ds__walker_springs_class, &ds__rigid_toss_class, &ds__beam_class};
-static int g_nclass = 6;
+#define CLASS_PTR(c) &c,
+static const dsEnvClass* g_classes[MAX_CLASSES] = {DS_ENV_CLASSES(CLASS_PTR)};
+#undef CLASS_PTR
+#define CLASS_ONE(c) +1
+static int g_nclass = 0 DS_ENV_CLASSES(CLASS_ONE);
+#undef CLASS_ONE
 
 int ds_env_register(const dsEnvClass* c) {
   if (!c || !c->name || !c->name[0] || strlen(c->name) >= sizeof(((dsEnvParse*)0)->name) || !c->defaults ||

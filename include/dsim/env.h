@@ -274,7 +274,12 @@ struct dsEnvClass {
 /* The value this library expects (what dsim compares a plugin's with). */
 DS_API int ds_plugin_abi(void);
 
-/* Registers cls (kept by pointer: static storage). DS_ERR_INVALID for a
+/* The registry: the bundled classes (envs/classes.h: walker, control-fem,
+ * control-cloth, walker-springs, rigid-toss, beam) in that order, then the
+ * registered ones. ds_env_class_count() and ds_env_class_at(i) list them
+ * all, each with its name and one-line doc: the CLI's usage text, the
+ * config tests and the docs' table come from this list.
+ * Registers cls (kept by pointer: static storage). DS_ERR_INVALID for a
  * missing name or hook (act_first, or both action_fwd and action_bwd), or params_size over DS_ENV_PARAMS_MAX; DS_ERR_STATE
  * when the name is taken. Not thread-safe: register before creating envs. */
 DS_API int ds_env_register(const dsEnvClass* cls);
@@ -341,10 +346,36 @@ DS_API struct dsData* ds_env_data(dsEnv* env);
 DS_API struct dsGrad* ds_env_grad(dsEnv* env);
 DS_API const void* ds_env_params(const dsEnv* env);  /* the class's parameter struct */
 DS_API void* ds_env_class_state(dsEnv* env);          /* what create stored */
+/* The model, writable: for reset hooks that place the body for the episode
+ * (ds_model_set_param of "initial_position", ...). Elsewhere use
+ * ds_env_set_param, which keeps the episode consistent. */
+DS_API struct dsModel* ds_env_model_mut(dsEnv* env);
+/* The start the definition gives: the particle positions (nparticle x 3, m)
+ * of the built model as the class's reset placed it, and their centre of
+ * mass (m; set for the episode before the target hook runs). The episode's
+ * target and goal are relative to them (see "Targets" above). */
+DS_API const dsReal* ds_env_start_positions(const dsEnv* env);
+DS_API int ds_env_start_com(const dsEnv* env, dsReal com[3]);
 /* Rebuild the model (reset hooks: a draw changed the scene); sized buffers follow. */
 DS_API int ds_env_rebuild(dsEnv* env);
-/* Record an error on the env (hooks); returns code. */
+/* Record an error on the env (hooks); returns code. The f form formats like
+ * printf. */
 DS_API int ds_env_set_error(dsEnv* env, int code, const char* msg);
+DS_API int ds_env_set_errorf(dsEnv* env, int code, const char* fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+/* The reset hook's stream of draws (its uint64_t* rng argument, splitmix64
+ * seeded by the episode's seed after the goal's draw): the next 64-bit
+ * value, and a uniform double in [0, 1) (its top 53 bits). */
+DS_API uint64_t ds_env_rng_next(uint64_t* rng);
+DS_API double ds_env_rng_uniform(uint64_t* rng);
+/* Memory for a class's state through the library's allocator
+ * (ds_replace_allocator, so allocation tests see it): count x size bytes,
+ * zeroed; NULL on failure. Free with ds_env_free (NULL: nothing). */
+DS_API void* ds_env_calloc(size_t count, size_t size);
+DS_API void ds_env_free(void* p);
 
 /* ---- config sections (the io layer, for every owner of a section) -----------
  * Parse `section` ("env", "controller", "run") of a config text into target
