@@ -29,15 +29,6 @@ void ds__env_com(const dsModel* m, const dsReal* x, dsReal c[3]) {
   for (int k = 0; k < 3; k++) c[k] = (dsReal)(M > 0 ? s[k] / M : 0);
 }
 
-void ds_mesh_center(dsMesh* mesh) {
-  dsReal c[3];
-  ds_mesh_centroid(mesh, c);
-  c[0] = -c[0];
-  c[1] = -c[1];
-  c[2] = -c[2];
-  ds_mesh_translate(mesh, c);
-}
-
 /* The action into the data before substep s, and its adjoint after the pop
  * of substep s: an activation block (cls->act_first) or the class's hooks. */
 void ds__env_action_fwd(dsEnv* e, int k, int s, const dsReal* a) {
@@ -188,6 +179,45 @@ static int check_memory(dsEnv* e, const dsDataDef* dd) {
 }
 
 /* Model, data, gradient, renderer and every buffer sized by the model. */
+/* The first view's renderer and, with camera2, the second's (same settings
+ * but the camera). */
+static int make_renderers(dsEnv* e) {
+  const dsEnvDef* def = &e->def;
+  const dsModel* m = e->m;
+  int rc;
+  dsRenderSettings s = ds_default_render_settings();
+  s.width = def->width;
+  s.height = def->height;
+  s.supersample = def->supersample;
+  s.sigma = def->sigma;
+  s.gamma = def->gamma;
+  s.ambient = def->ambient;
+  s.directional = def->directional;
+  rc = ds_camera_look_at(&s.camera, def->cam_distance, def->cam_elevation, def->cam_azimuth);
+  if (rc) return ds__seterr(&e->err, rc, "camera: invalid view (distance %g, elevation %g)", (double)def->cam_distance,
+                            (double)def->cam_elevation);
+  for (int k = 0; k < 3; k++) s.light_dir[k] = def->light_dir[k]; /* 0, 0, 0: a headlight */
+  s.camera.fov_deg = def->cam_fov;
+  s.camera.znear = def->cam_near;
+  s.camera.zfar = def->cam_far;
+  char why[256];
+  if (ds_render_settings_check(&s, why, sizeof why))
+    return ds__seterr(&e->err, DS_ERR_INVALID, "%s: %s", e->cls->name, why);
+  rc = ds_raster_create(&e->r, &s, m->nface, m->nparticle);
+  if (rc) return ds__seterr(&e->err, rc, "cannot create the renderer (%s)", ds_strerror(rc));
+  if (def->cam2) {
+    rc = ds_camera_look_at(&s.camera, def->cam2_distance, def->cam2_elevation, def->cam2_azimuth);
+    if (rc)
+      return ds__seterr(&e->err, rc, "camera2: invalid view (distance %g, elevation %g)", (double)def->cam2_distance,
+                        (double)def->cam2_elevation);
+    if (ds_render_settings_check(&s, why, sizeof why))
+      return ds__seterr(&e->err, DS_ERR_INVALID, "%s: camera2: %s", e->cls->name, why);
+    rc = ds_raster_create(&e->r2, &s, m->nface, m->nparticle);
+    if (rc) return ds__seterr(&e->err, rc, "cannot create the second view's renderer (%s)", ds_strerror(rc));
+  }
+  return 0;
+}
+
 static int build_sized(dsEnv* e) {
   const dsEnvDef* def = &e->def;
   free_sized(e);
@@ -244,36 +274,7 @@ static int build_sized(dsEnv* e) {
   }
   rc = ds_grad_create(m, &e->g);
   if (rc) return ds__seterr(&e->err, rc, "cannot create the gradient (%s)", ds_strerror(rc));
-  dsRenderSettings s = ds_default_render_settings();
-  s.width = def->width;
-  s.height = def->height;
-  s.supersample = def->supersample;
-  s.sigma = def->sigma;
-  s.gamma = def->gamma;
-  s.ambient = def->ambient;
-  s.directional = def->directional;
-  rc = ds_camera_look_at(&s.camera, def->cam_distance, def->cam_elevation, def->cam_azimuth);
-  if (rc) return ds__seterr(&e->err, rc, "camera: invalid view (distance %g, elevation %g)", (double)def->cam_distance,
-                            (double)def->cam_elevation);
-  for (int k = 0; k < 3; k++) s.light_dir[k] = def->light_dir[k]; /* 0, 0, 0: a headlight */
-  s.camera.fov_deg = def->cam_fov;
-  s.camera.znear = def->cam_near;
-  s.camera.zfar = def->cam_far;
-  char why[256];
-  if (ds_render_settings_check(&s, why, sizeof why))
-    return ds__seterr(&e->err, DS_ERR_INVALID, "%s: %s", e->cls->name, why);
-  rc = ds_raster_create(&e->r, &s, m->nface, m->nparticle);
-  if (rc) return ds__seterr(&e->err, rc, "cannot create the renderer (%s)", ds_strerror(rc));
-  if (def->cam2) {
-    rc = ds_camera_look_at(&s.camera, def->cam2_distance, def->cam2_elevation, def->cam2_azimuth);
-    if (rc)
-      return ds__seterr(&e->err, rc, "camera2: invalid view (distance %g, elevation %g)", (double)def->cam2_distance,
-                        (double)def->cam2_elevation);
-    if (ds_render_settings_check(&s, why, sizeof why))
-      return ds__seterr(&e->err, DS_ERR_INVALID, "%s: camera2: %s", e->cls->name, why);
-    rc = ds_raster_create(&e->r2, &s, m->nface, m->nparticle);
-    if (rc) return ds__seterr(&e->err, rc, "cannot create the second view's renderer (%s)", ds_strerror(rc));
-  }
+  if ((rc = make_renderers(e))) return rc;
   const size_t n3 = (size_t)e->n3;
   e->face_colors = alloc_reals(3 * (size_t)m->nface);
   e->goal_x = alloc_reals(n3);

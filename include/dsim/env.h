@@ -1,7 +1,8 @@
 /* dsim environments behind one step/reset/gradient API (opaque dsEnv).
- * An environment is a class (dsEnvClass below): the bundled walker,
- * control-fem, control-cloth and walker-springs (docs/scenes.md), or one a
- * user registers from C with ds_env_register.
+ * An environment is a class (dsEnvClass below): a bundled one (walker,
+ * control-fem, control-cloth, walker-springs, rigid-toss, beam;
+ * docs/scenes.md; ds_env_class_at lists them), or one a user registers from
+ * C with ds_env_register.
  *
  *   dsEnvDef def = ds_default_env_def("control-fem");
  *   def.substeps = 600;                                      // shorten the episode
@@ -195,12 +196,12 @@ typedef struct dsEnvDef {
  * An environment is a class: its name, its parameter struct with defaults,
  * its config keys, how it builds the model, how its action enters the
  * physics (forward and adjoint) and what its metric measures. The bundled
- * classes (walker, control-fem, control-cloth, walker-springs) are
- * registered at start; ds_env_register adds one written in C, which then
- * works with the trainer, `dsim run` (its config's env.name) and every
- * binding, like the bundled ones. Hooks get the env and use the accessors
- * below (ds_env_model, ds_env_data, ds_env_grad, ds_env_params,
- * ds_env_class_state). */
+ * classes are registered at start; ds_env_register adds one written in C,
+ * which then works with the trainer, `dsim run` (its config's env.name) and
+ * every binding, like the bundled ones. Hooks get the env and use the
+ * accessors of "for class hooks" below (ds_env_def, ds_env_model,
+ * ds_env_data, ds_env_grad, ds_env_params, ds_env_class_state, ...): the
+ * bundled classes use nothing else, so a plugin can do all they do. */
 typedef enum dsActionKind {
   DS_ACTION_PER_STEP = 0,  /* a new action every step, held over its substeps */
   DS_ACTION_INITIAL = 1    /* only the first step's action is used (an initial condition) */
@@ -377,24 +378,9 @@ DS_API double ds_env_rng_uniform(uint64_t* rng);
 DS_API void* ds_env_calloc(size_t count, size_t size);
 DS_API void ds_env_free(void* p);
 
-/* ---- config sections (the io layer, for every owner of a section) -----------
- * Parse `section` ("env", "controller", "run") of a config text into target
- * (which holds the defaults) by the key table; absent keys keep their values;
- * messages name the file and "section.key". check_top: fail on a top-level
- * key outside "env|controller|run". */
-DS_API int ds_config_parse_section(const char* name, const char* text, const char* section, const dsConfigKey* keys,
-                                   void* target, size_t target_size, char* err, size_t errlen);
-/* One key of `section` from text (a command-line flag), checked as in a
- * config; messages read "SOURCE: section.key: expected ...". */
-DS_API int ds_config_set(const char* source, const char* section, const dsConfigKey* keys, void* target,
-                         size_t target_size, const char* key, const char* value, char* err, size_t errlen);
-/* Check every value of a definition made in code against the table, with a
- * config file's messages ("SOURCE: section.key: expected ..."). */
-DS_API int ds_config_check(const char* source, const char* section, const dsConfigKey* keys, const void* target,
-                           size_t target_size, char* err, size_t errlen);
-/* Read a whole text file (free it with ds_config_free_text). */
-DS_API int ds_config_read_file(const char* path, char** text, char* err, size_t errlen);
-DS_API void ds_config_free_text(char* text);
+/* ---- config sections ---------------------------------------------------------
+ * Parsing a section by its key table: ds_config_parse_section, ds_config_set,
+ * ds_config_check, ds_config_read_file, ... (dsim/base.h, "config keys"). */
 /* Write the section's values as a JSON object body: key tree of the table,
  * indented by `indent` spaces; returns the length needed (snprintf-like). */
 DS_API int ds_config_write_section(const dsConfigKey* keys, const void* source, int indent, char* buf, size_t buflen);
