@@ -103,7 +103,8 @@ struct dsEnv {
 };
 
 /* env.c: creation (text may be NULL; member: the env joins a batch's shared
- * engine, see bs_member) and ds_env_step in phases for such a batch:
+ * engine, see bs_member). env_episode.c: ds_env_step in phases for such a
+ * batch:
  * begin checks and records the action and writes the activations into d->act
  * (s0, s1: the step's substeps); at(s), once d->x, d->v hold the state at
  * substep s (s0 < s <= s1), keeps the frame there (frame_loss, not NULL:
@@ -164,15 +165,15 @@ typedef struct dsEnvBwdSpec {
   const dsReal* adj_reward;
 } dsEnvBwdSpec;
 
-/* The checks before a backward of e down to step `first` (gradients kept,
+/* env_backward.c: the checks before a backward of e down to step `first` (gradients kept,
  * an episode, not failed, image adjoints with image observations), then
  * its outputs cleared (grad_actions' rows, the parameter gradients). */
 int ds__env_bwd_prepare(dsEnv* e, const dsEnvBwdSpec* sp, int first, dsReal* grad_actions);
 /* Then the backward of n such envs that are instances 0..n-1 of one batched
  * engine bs (n = 1: an env's own engine), all at the same substep of one
  * schedule, down to the start of step `first` (*gr: the group's frame
- * renderer, made when first needed, freed by the owner of bs): sp[i] and grad_actions[i]
- * (steps x action_size, or NULL) are env i's; bx, bv (n x n3; unused when n
+ * renderer, made when first needed, freed by the owner of bs): sp[i] and
+ * grad_actions[i] (steps x action_size, or NULL) are env i's; bx, bv (n x n3; unused when n
  * is 1), badj (n x nact) and rcs (n) are scratch. Host terms run across
  * threads. skip (n, or NULL): envs left out (their episode failed: their
  * instance's adjoints are meaningless), not all of them. On failure the
