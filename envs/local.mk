@@ -54,3 +54,7 @@ TESTS += tests/test_rigid_env
 check_PROGRAMS += tests/test_batch_frames
 tests_test_batch_frames_SOURCES = tests/test_batch_frames.c
 TESTS += tests/test_batch_frames
+# The bundled classes include the public headers only and are each listed
+# once in envs/classes.h.
+TESTS += tests/test_env_classes.sh
+EXTRA_DIST += tests/test_env_classes.sh
