@@ -7,6 +7,7 @@ libdsim_core_la_SOURCES += engine/dsmath.h engine/force_loop.h engine/force_spri
   engine/force_tri.h engine/force_tet.h engine/force_bend.h engine/force_aero.h engine/rigid.h engine/rigid.c engine/forces.h engine/forces.c engine/step_body.h \
   engine/fd.c engine/model.c engine/data.c engine/grad.c engine/step.c engine/engine_priv.h \
   engine/mesh.c
+libdsim_core_la_SOURCES += engine/batch_api.c
 dsiminclude_HEADERS += include/dsim/engine.h include/dsim/fd.h include/dsim/mesh.h
 
 # One test per force model (adjoint vs central differences, forward vs energy

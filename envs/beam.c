@@ -9,9 +9,12 @@
  * Placement: the box's minimum corner at `start` (-0.5, -0.1, -0.1): the
  * beam lies along x through the camera's look-at point; no ground. Mass: density lumped V/4
  * per tet vertex (the clamped vertices' mass is dropped). */
-#include "config.h"
+#include <stddef.h>
+#include <stdio.h>
 
-#include "envs/env_priv.h"
+#include "dsim/engine.h"
+#include "dsim/env.h"
+#include "dsim/mesh.h"
 
 #define P(f) offsetof(dsBeamParams, f)
 
@@ -68,19 +71,21 @@ static void defaults(dsEnvDef* d) {
 static int validate(const dsEnvDef* d, char* err, size_t errlen) {
   const dsBeamParams* p = (const dsBeamParams*)d->params.bytes;
   for (int i = 0; i < 3; i++)
-    if (p->cells[i] != (dsReal)(int)p->cells[i])
-      return ds__puterr(err, errlen, DS_ERR_RANGE, "beam.cells: expected integers, got %g", (double)p->cells[i]);
+    if (p->cells[i] != (dsReal)(int)p->cells[i]) {
+      snprintf(err, errlen, "beam.cells: expected integers, got %g", (double)p->cells[i]);
+      return DS_ERR_RANGE;
+    }
   return 0;
 }
 
 static int build(dsEnv* e, dsBuilder* b) {
-  const dsBeamParams* p = (const dsBeamParams*)e->def.params.bytes;
+  const dsBeamParams* p = (const dsBeamParams*)ds_env_params(e);
   const int nx = (int)p->cells[0], ny = (int)p->cells[1], nz = (int)p->cells[2];
   dsMesh mesh;
   int rc = ds_mesh_tet_grid(nx, ny, nz, p->size[0] / nx, p->size[1] / ny, p->size[2] / nz, &mesh);
   if (rc) return rc;
-  ds_mesh_translate(&mesh, e->def.start);
-  dsReal* mass = (dsReal*)ds__malloc((size_t)mesh.nvert * sizeof(dsReal));
+  ds_mesh_translate(&mesh, ds_env_def(e)->start);
+  dsReal* mass = (dsReal*)ds_env_calloc((size_t)mesh.nvert, sizeof(dsReal));
   if (!mass) {
     ds_mesh_free(&mesh);
     return DS_ERR_NOMEM;
@@ -90,7 +95,7 @@ static int build(dsEnv* e, dsBuilder* b) {
   int first = -1;
   for (int i = 0; !rc && i < mesh.nvert; i++) {
     const int fixed = p->clamp && (i % (nx + 1)) == 0; /* vertex (0, j, k) */
-    const int r = ds_builder_add_particle(b, mesh.x + 3 * i, fixed ? NULL : e->def.velocity, fixed ? 0 : mass[i]);
+    const int r = ds_builder_add_particle(b, mesh.x + 3 * i, fixed ? NULL : ds_env_def(e)->velocity, fixed ? 0 : mass[i]);
     if (r < 0) rc = r;
     if (i == 0) first = r;
   }
@@ -104,14 +109,14 @@ static int build(dsEnv* e, dsBuilder* b) {
     const int r = ds_builder_add_face(b, first + q[0], first + q[1], first + q[2]);
     if (r < 0) rc = r;
   }
-  ds__free(mass);
+  ds_env_free(mass);
   ds_mesh_free(&mesh);
   return rc < 0 ? rc : 0;
 }
 
-static int action_size(const dsEnv* e) { return e->m->ntet; }
+static int action_size(const dsEnv* e) { return ds_env_model(e)->ntet; }
 
-static int act_first(const dsEnv* e) { return e->m->ntri; }
+static int act_first(const dsEnv* e) { return ds_env_model(e)->ntri; }
 
 const dsEnvClass ds__beam_class = {
     .name = "beam",

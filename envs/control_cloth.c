@@ -11,12 +11,14 @@
  * Action: a velocity 3-vector added to every particle at substep 0 (the
  * seed's initial-velocity control; an INITIAL action: only step 0's is
  * used). Adjoint: dL/da = sum_i dL/dv_i(0). Metric: |com - target|^2 / 3. */
-#include "config.h"
-
 #include <math.h>
+#include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
-#include "envs/env_priv.h"
+#include "dsim/engine.h"
+#include "dsim/env.h"
+#include "dsim/mesh.h"
 
 #define DS_PI 3.14159265358979323846
 #define P(f) offsetof(dsControlClothParams, f)
@@ -100,19 +102,20 @@ static void defaults(dsEnvDef* d) {
 static int validate(const dsEnvDef* d, char* err, size_t errlen) {
   const dsControlClothParams* f = (const dsControlClothParams*)d->params.bytes;
   if (f->size_min < 1 || f->size_max < f->size_min)
-    return ds__puterr(err, errlen, DS_ERR_RANGE, "scene.size_max: must be >= env.scene.size_min (%d), got %d",
-                      f->size_min, f->size_max);
-  if (f->height_max < f->height_min)
-    return ds__puterr(err, errlen, DS_ERR_RANGE, "scene.height_max: must be >= env.scene.height_min (%g), got %g",
-                      (double)f->height_min, (double)f->height_max);
-  if (!(fabs((double)f->axis[0]) + fabs((double)f->axis[1]) + fabs((double)f->axis[2]) > 0))
-    return ds__puterr(err, errlen, DS_ERR_RANGE, "scene.axis: must not be zero");
-  return 0;
+    snprintf(err, errlen, "scene.size_max: must be >= env.scene.size_min (%d), got %d", f->size_min, f->size_max);
+  else if (f->height_max < f->height_min)
+    snprintf(err, errlen, "scene.height_max: must be >= env.scene.height_min (%g), got %g", (double)f->height_min,
+             (double)f->height_max);
+  else if (!(fabs((double)f->axis[0]) + fabs((double)f->axis[1]) + fabs((double)f->axis[2]) > 0))
+    snprintf(err, errlen, "scene.axis: must not be zero");
+  else
+    return 0;
+  return DS_ERR_RANGE;
 }
 
 static int create(dsEnv* e, void** state) {
-  const dsControlClothParams* p = (const dsControlClothParams*)e->def.params.bytes;
-  ClothState* cs = (ClothState*)ds__calloc(1, sizeof *cs);
+  const dsControlClothParams* p = (const dsControlClothParams*)ds_env_params(e);
+  ClothState* cs = (ClothState*)ds_env_calloc(1, sizeof *cs);
   if (!cs) return DS_ERR_NOMEM;
   cs->D = p->size_min;
   cs->h = p->height_min;
@@ -123,9 +126,9 @@ static int create(dsEnv* e, void** state) {
 static void destroy(void* state) {
   ClothState* cs = (ClothState*)state;
   if (!cs) return;
-  ds__free(cs->base);
-  ds__free(cs->x0);
-  ds__free(cs);
+  ds_env_free(cs->base);
+  ds_env_free(cs->x0);
+  ds_env_free(cs);
 }
 
 /* The sheet of D cells per side at drop height h. */
@@ -133,7 +136,7 @@ static int cloth_mesh(const dsEnvDef* def, int D, dsReal h, dsMesh* mesh) {
   const dsControlClothParams* p = (const dsControlClothParams*)def->params.bytes;
   int rc = ds_mesh_cloth_grid(D, D, p->cell, mesh);
   if (rc) return rc;
-  ds__mesh_center(mesh);
+  ds_mesh_center(mesh);
   rc = ds_mesh_rotate(mesh, p->axis, p->angle);
   if (rc) {
     ds_mesh_free(mesh);
@@ -147,15 +150,15 @@ static int cloth_mesh(const dsEnvDef* def, int D, dsReal h, dsMesh* mesh) {
 }
 
 static int build(dsEnv* e, dsBuilder* b) {
-  const dsControlClothParams* p = (const dsControlClothParams*)e->def.params.bytes;
-  const ClothState* cs = (const ClothState*)e->cstate;
+  const dsControlClothParams* p = (const dsControlClothParams*)ds_env_params(e);
+  const ClothState* cs = (const ClothState*)ds_env_class_state(e);
   dsMesh mesh;
-  int rc = cloth_mesh(&e->def, cs->D, cs->h, &mesh);
+  int rc = cloth_mesh(ds_env_def(e), cs->D, cs->h, &mesh);
   if (rc) return rc;
   const dsTriMaterial mat = {p->k_mu, p->k_lambda, p->k_damp};
   const dsBendMaterial bend = {p->bend_ke, p->bend_kd};
   for (int i = 0; i < mesh.nvert && rc >= 0; i++)
-    rc = ds_builder_add_particle(b, mesh.x + 3 * i, e->def.velocity, p->particle_mass);
+    rc = ds_builder_add_particle(b, mesh.x + 3 * i, ds_env_def(e)->velocity, p->particle_mass);
   for (int t = 0; t < mesh.ntri && rc >= 0; t++) {
     const int* f = mesh.tri + 3 * t;
     rc = ds_builder_add_tri(b, f[0], f[1], f[2], &mat);
@@ -169,25 +172,26 @@ static int build(dsEnv* e, dsBuilder* b) {
 
 /* after a build: the sheet's positions at height 0 for this D */
 static int built(dsEnv* e) {
-  ClothState* cs = (ClothState*)e->cstate;
-  ds__free(cs->base);
-  ds__free(cs->x0);
-  cs->base = (dsReal*)ds__calloc((size_t)e->n3, sizeof(dsReal));
-  cs->x0 = (dsReal*)ds__calloc((size_t)e->n3, sizeof(dsReal));
-  if (!cs->base || !cs->x0) return ds__seterr(&e->err, DS_ERR_NOMEM, "out of memory");
+  ClothState* cs = (ClothState*)ds_env_class_state(e);
+  ds_env_free(cs->base);
+  ds_env_free(cs->x0);
+  const size_t n3 = 3 * (size_t)ds_env_num_particles(e);
+  cs->base = (dsReal*)ds_env_calloc(n3, sizeof(dsReal));
+  cs->x0 = (dsReal*)ds_env_calloc(n3, sizeof(dsReal));
+  if (!cs->base || !cs->x0) return ds_env_set_errorf(e, DS_ERR_NOMEM, "out of memory");
   dsMesh mesh;
-  int rc = cloth_mesh(&e->def, cs->D, 0, &mesh);
-  if (rc) return ds__seterr(&e->err, rc, "cloth placement failed (%s)", ds_strerror(rc));
+  int rc = cloth_mesh(ds_env_def(e), cs->D, 0, &mesh);
+  if (rc) return ds_env_set_errorf(e, rc, "cloth placement failed (%s)", ds_strerror(rc));
   memcpy(cs->base, mesh.x, 3 * (size_t)mesh.nvert * sizeof(dsReal));
   ds_mesh_free(&mesh);
   return 0;
 }
 
 static int reset(dsEnv* e, uint64_t* rng) {
-  const dsControlClothParams* p = (const dsControlClothParams*)e->def.params.bytes;
-  ClothState* cs = (ClothState*)e->cstate;
-  const int D = p->size_min + (int)(ds__splitmix64(rng) % (uint64_t)(p->size_max - p->size_min + 1));
-  const dsReal h = (dsReal)(p->height_min + (p->height_max - p->height_min) * ds__splitmix64_uniform(rng));
+  const dsControlClothParams* p = (const dsControlClothParams*)ds_env_params(e);
+  ClothState* cs = (ClothState*)ds_env_class_state(e);
+  const int D = p->size_min + (int)(ds_env_rng_next(rng) % (uint64_t)(p->size_max - p->size_min + 1));
+  const dsReal h = (dsReal)(p->height_min + (p->height_max - p->height_min) * ds_env_rng_uniform(rng));
   cs->h = h;
   if (D != cs->D) {
     cs->D = D;
@@ -196,17 +200,22 @@ static int reset(dsEnv* e, uint64_t* rng) {
   }
   /* the sheet lifted to its height, computed the same way whether or not the
    * model was just rebuilt (same seed, same bits; no allocation) */
-  for (int i = 0; i < e->np; i++)
+  const int np = ds_env_num_particles(e);
+  for (int i = 0; i < np; i++)
     for (int c = 0; c < 3; c++) cs->x0[3 * i + c] = cs->base[3 * i + c] + (c == 1 ? h : 0);
-  int rc = ds_model_set_param(e->m, "initial_position", cs->x0, e->n3);
-  if (rc) return ds__seterr(&e->err, rc, "cloth placement failed (%s)", ds_strerror(rc));
+  int rc = ds_model_set_param(ds_env_model_mut(e), "initial_position", cs->x0, 3 * np);
+  if (rc) return ds_env_set_errorf(e, rc, "cloth placement failed (%s)", ds_strerror(rc));
   return 0;
 }
 
 static void target(const dsEnv* e, dsReal t[3]) {
-  const dsControlClothParams* p = (const dsControlClothParams*)e->def.params.bytes;
-  if (p->anchor == 1) /* the point places the corner */
-    for (int k = 0; k < 3; k++) t[k] += e->com0[k] - e->x0_def[k];
+  const dsControlClothParams* p = (const dsControlClothParams*)ds_env_params(e);
+  if (p->anchor == 1) { /* the point places the corner: the shift from vertex 0 to the centre of mass */
+    dsReal com[3];
+    ds_env_start_com(e, com);
+    const dsReal* x0 = ds_env_start_positions(e);
+    for (int k = 0; k < 3; k++) t[k] += com[k] - x0[k];
+  }
 }
 
 static int action_size(const dsEnv* e) {
@@ -217,16 +226,20 @@ static int action_size(const dsEnv* e) {
 static void action_fwd(dsEnv* e, int step, int s, const dsReal* a) {
   (void)step;
   if (s != 0) return;
-  for (int i = 0; i < e->np; i++)
-    for (int c = 0; c < 3; c++) e->d->v[3 * i + c] += a[c];
+  const int np = ds_env_num_particles(e);
+  dsReal* v = ds_env_data(e)->v;
+  for (int i = 0; i < np; i++)
+    for (int c = 0; c < 3; c++) v[3 * i + c] += a[c];
 }
 
 static void action_bwd(dsEnv* e, int step, int s, const dsReal* a, const dsReal* adj_act, const dsReal* adj_fext,
                        dsReal* grad) {
   (void)step, (void)a, (void)adj_act, (void)adj_fext;
   if (s != 0) return;
-  for (int i = 0; i < e->np; i++)
-    for (int c = 0; c < 3; c++) grad[c] += e->d->adj_v[3 * i + c];
+  const int np = ds_env_num_particles(e);
+  const dsReal* adj_v = ds_env_data(e)->adj_v;
+  for (int i = 0; i < np; i++)
+    for (int c = 0; c < 3; c++) grad[c] += adj_v[3 * i + c];
 }
 
 const dsEnvClass ds__control_cloth_class = {

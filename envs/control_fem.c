@@ -4,9 +4,12 @@
  * (a > 0 contracts), the engine's activations after the triangles'; its
  * adjoint is the engine's dL/d(act) of those entries. Metric:
  * |com - target|^2 / 3. */
-#include "config.h"
+#include <stddef.h>
+#include <stdio.h>
 
-#include "envs/env_priv.h"
+#include "dsim/engine.h"
+#include "dsim/env.h"
+#include "dsim/mesh.h"
 
 #define P(f) offsetof(dsControlFemParams, f)
 
@@ -79,29 +82,31 @@ static void defaults(dsEnvDef* d) {
 static int validate(const dsEnvDef* d, char* err, size_t errlen) {
   const dsControlFemParams* p = (const dsControlFemParams*)d->params.bytes;
   if (!(p->gear.hub_radius > 0 && p->gear.hub_radius < p->gear.root_radius &&
-        p->gear.root_radius < p->gear.outer_radius))
-    return ds__puterr(err, errlen, DS_ERR_RANGE, "gear: radii must satisfy 0 < hub_radius < root_radius < outer_radius");
+        p->gear.root_radius < p->gear.outer_radius)) {
+    snprintf(err, errlen, "gear: radii must satisfy 0 < hub_radius < root_radius < outer_radius");
+    return DS_ERR_RANGE;
+  }
   return 0;
 }
 
 static int build(dsEnv* e, dsBuilder* b) {
-  const dsControlFemParams* p = (const dsControlFemParams*)e->def.params.bytes;
+  const dsControlFemParams* p = (const dsControlFemParams*)ds_env_params(e);
   dsMesh mesh;
   int rc = ds_mesh_gear(&p->gear, &mesh);
   if (rc) return rc;
-  ds__mesh_center(&mesh);
-  ds_mesh_translate(&mesh, e->def.start);
+  ds_mesh_center(&mesh);
+  ds_mesh_translate(&mesh, ds_env_def(e)->start);
   const dsTetMaterial mat = {p->k_mu, p->k_lambda, p->k_damp};
-  rc = ds_builder_add_soft_mesh(b, &mesh, p->density, e->def.velocity, &mat);
+  rc = ds_builder_add_soft_mesh(b, &mesh, p->density, ds_env_def(e)->velocity, &mat);
   ds_mesh_free(&mesh);
   return rc < 0 ? rc : 0;
 }
 
-static int action_size(const dsEnv* e) { return e->m->ntet; }
+static int action_size(const dsEnv* e) { return ds_env_model(e)->ntet; }
 
 /* the action is the engine's activation block from here */
 static int act_first(const dsEnv* e) {
-  return e->m->ntri;
+  return ds_env_model(e)->ntri;
 }
 
 const dsEnvClass ds__control_fem_class = {

@@ -1,7 +1,7 @@
 /* Environment definitions: the registry of classes, the common defaults and
  * config keys every environment shares, validation, and the env section of a
  * config (parse, set by key, write back). The classes themselves are one file
- * each (envs/walker.c, control_fem.c, control_cloth.c, walker_springs.c).
+ * each (envs/walker.c, control_fem.c, ...), listed once in envs/classes.h.
  *
  * The env section's key table is the common table merged with the class's,
  * group by group ("physics", "material", "contact", "scene", "gear", "goal",
@@ -14,14 +14,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "envs/classes.h"
 #include "envs/env_priv.h"
-#include "io/cfg.h"
 
 /* ---- registry ------------------------------------------------------------------ */
 #define MAX_CLASSES 64
-static const dsEnvClass* g_classes[MAX_CLASSES] = {&ds__walker_class, &ds__control_fem_class, &ds__control_cloth_class,
-                                                   &ds__walker_springs_class, &ds__rigid_toss_class, &ds__beam_class};
-static int g_nclass = 6;
+#define CLASS_PTR(c) &c,
+static const dsEnvClass* g_classes[MAX_CLASSES] = {DS_ENV_CLASSES(CLASS_PTR)};
+#undef CLASS_PTR
+#define CLASS_ONE(c) +1
+static int g_nclass = 0 DS_ENV_CLASSES(CLASS_ONE);
+#undef CLASS_ONE
 
 int ds_env_register(const dsEnvClass* c) {
   if (!c || !c->name || !c->name[0] || strlen(c->name) >= sizeof(((dsEnvParse*)0)->name) || !c->defaults ||
@@ -237,13 +240,9 @@ int ds__env_validate_def(const dsEnvDef* f, dsErrBuf* eb) {
   dsEnvParse p;
   memset(&p, 0, sizeof p);
   p.def = *f;
-  int rc = ds__cfg_check("env", "env", tab + 1, &p, sizeof p, eb);
-  if (rc) {
-    char msg[DS_ERRMSG_LEN];
-    const char* m = ds__errmsg(eb);
-    snprintf(msg, sizeof msg, "%s", !strncmp(m, "env: ", 5) ? m + 5 : m);
-    return ds__seterr(eb, DS_ERR_RANGE, "%s", msg);
-  }
+  char m[DS_ERRMSG_LEN];
+  int rc = ds_config_check("env", "env", tab + 1, &p, sizeof p, m, sizeof m);
+  if (rc) return ds__seterr(eb, DS_ERR_RANGE, "%s", !strncmp(m, "env: ", 5) ? m + 5 : m);
   if (f->goal_x_max < f->goal_x_min)
     return ds__seterr(eb, DS_ERR_RANGE, "env.goal.x_max: must be >= env.goal.x_min (%g), got %g", (double)f->goal_x_min,
                       (double)f->goal_x_max);
@@ -270,10 +269,11 @@ static void class_names(char* out, size_t n) {
 }
 
 static int env_parse(const char* file, const char* text, dsEnvDef* def, dsErrBuf* eb) {
-  int rc = ds__cfg_check_top(file, text, "env|controller|run|sysid", eb);
-  if (rc) return rc;
+  char m[DS_ERRMSG_LEN];
+  int rc = ds_config_check_top(file, text, m, sizeof m);
+  if (rc) return ds__seterr(eb, rc, "%s", m);
   char name[64];
-  rc = ds__cfg_peek_string(text, "env", "name", name, sizeof name);
+  rc = ds_config_peek_string(text, "env", "name", name, sizeof name);
   if (rc == DS_ERR_PARSE) return ds__seterr(eb, DS_ERR_PARSE, "%s: invalid JSON", file);
   char names[512];
   class_names(names, sizeof names);
@@ -291,8 +291,8 @@ static int env_parse(const char* file, const char* text, dsEnvDef* def, dsErrBuf
   memset(&p, 0, sizeof p);
   p.def = ds_default_env_def(name);
   snprintf(p.name, sizeof p.name, "%s", name);
-  rc = ds__cfg_parse(file, text, "env", tab, &p, sizeof p, eb);
-  if (rc) return rc;
+  rc = ds_config_parse_section(file, text, "env", tab, &p, sizeof p, m, sizeof m);
+  if (rc) return ds__seterr(eb, rc, "%s", m);
   rc = ds__env_validate_def(&p.def, eb);
   if (rc) {
     char msg[DS_ERRMSG_LEN];
@@ -316,70 +316,24 @@ int ds_env_def_from_text(const char* name, const char* text, dsEnvDef* def, char
 int ds_env_def_set(dsEnvDef* def, const char* key, const char* value, char* err, size_t errlen) {
   if (err && errlen) err[0] = '\0';
   if (!def || !key || !value) return DS_ERR_INVALID;
-  dsErrBuf eb;
-  ds__clearerr(&eb);
   dsConfigKey tab[DS__ENV_MAX_KEYS];
   if (ds__env_key_table(def->cls, tab, DS__ENV_MAX_KEYS) < 0) return DS_ERR_RANGE;
   dsEnvParse p;
   memset(&p, 0, sizeof p);
   p.def = *def;
   if (def->cls) snprintf(p.name, sizeof p.name, "%s", def->cls->name);
-  int rc = !strcmp(key, "name") ? ds__seterr(&eb, DS_ERR_CONFIG, "env.name: the class is chosen by ds_default_env_def")
-                                : ds__cfg_set("env", "env", tab + 1, &p, sizeof p, key, value, &eb);
+  char m[DS_ERRMSG_LEN] = "";
+  int rc = DS_ERR_CONFIG;
+  if (!strcmp(key, "name"))
+    snprintf(m, sizeof m, "env.name: the class is chosen by ds_default_env_def");
+  else
+    rc = ds_config_set("env", "env", tab + 1, &p, sizeof p, key, value, m, sizeof m);
   if (!rc) *def = p.def;
   /* the message names the key path already ("env.material.k_mu: ..."): drop the source */
-  const char* msg = ds__errmsg(&eb);
-  if (!strncmp(msg, "env: ", 5)) msg += 5;
+  const char* msg = !strncmp(m, "env: ", 5) ? m + 5 : m;
   if (rc && err && errlen) snprintf(err, errlen, "%s", msg);
   return rc;
 }
-
-/* ---- the io layer for the other sections' owners ------------------------------------------- */
-int ds_config_parse_section(const char* name, const char* text, const char* section, const dsConfigKey* keys,
-                            void* target, size_t target_size, char* err, size_t errlen) {
-  if (err && errlen) err[0] = '\0';
-  if (!name || !text || !section || !keys || !target) return DS_ERR_INVALID;
-  dsErrBuf eb;
-  ds__clearerr(&eb);
-  int rc = ds__cfg_check_top(name, text, "env|controller|run|sysid", &eb);
-  if (!rc) rc = ds__cfg_parse(name, text, section, keys, target, target_size, &eb);
-  if (rc && err && errlen) snprintf(err, errlen, "%s", ds__errmsg(&eb));
-  return rc;
-}
-
-int ds_config_set(const char* source, const char* section, const dsConfigKey* keys, void* target, size_t target_size,
-                  const char* key, const char* value, char* err, size_t errlen) {
-  if (err && errlen) err[0] = '\0';
-  if (!source || !keys || !target || !key || !value) return DS_ERR_INVALID;
-  dsErrBuf eb;
-  ds__clearerr(&eb);
-  int rc = ds__cfg_set(source, section, keys, target, target_size, key, value, &eb);
-  if (rc && err && errlen) snprintf(err, errlen, "%s", ds__errmsg(&eb));
-  return rc;
-}
-
-int ds_config_check(const char* source, const char* section, const dsConfigKey* keys, const void* target,
-                    size_t target_size, char* err, size_t errlen) {
-  if (err && errlen) err[0] = '\0';
-  if (!source || !keys || !target) return DS_ERR_INVALID;
-  dsErrBuf eb;
-  ds__clearerr(&eb);
-  int rc = ds__cfg_check(source, section, keys, (void*)target, target_size, &eb);
-  if (rc && err && errlen) snprintf(err, errlen, "%s", ds__errmsg(&eb));
-  return rc;
-}
-
-int ds_config_read_file(const char* path, char** text, char* err, size_t errlen) {
-  if (err && errlen) err[0] = '\0';
-  if (!path || !text) return DS_ERR_INVALID;
-  dsErrBuf eb;
-  ds__clearerr(&eb);
-  int rc = ds__read_text_file(path, text, NULL, &eb);
-  if (rc && err && errlen) snprintf(err, errlen, "%s", ds__errmsg(&eb));
-  return rc;
-}
-
-void ds_config_free_text(char* text) { ds__free(text); }
 
 /* ---- writing ------------------------------------------------------------------------------- */
 typedef struct Out {

@@ -1,6 +1,8 @@
-/* Environments: internals shared by envs/env.c (episode, gradients),
- * envs/env_scene.c (scene construction) and envs/env_config.c (JSON
- * tables). Not installed. */
+/* Environments: internals shared by the env core (envs/env.c: creation and
+ * queries; env_episode.c; env_backward.c; env_frames.c), the registry and
+ * config tables (env_def.c) and batches (batch.c). Not installed. The
+ * classes (walker.c, ...) do not include it: they use dsim/env.h only, as a
+ * plugin does. */
 #ifndef DSIM_ENVS_ENV_PRIV_H
 #define DSIM_ENVS_ENV_PRIV_H
 
@@ -14,14 +16,15 @@
 #include "base/rng.h"
 
 /* The frame terms of a group of envs on one batched engine, rendered and
- * differentiated where the engine's instances run (render/raster_batch.h;
- * env.c). */
+ * differentiated where the engine's instances run (the batched renderer of
+ * dsim/raster.h; env_frames.c). */
 typedef struct dsEnvGroupRender dsEnvGroupRender;
 void ds__env_group_render_free(dsEnvGroupRender* gr);
 /* Tests: 0 renders the group's frames and images on the host, env by env
  * (the same bits; a backward's adjoints too when a frame is the only term
  * at its substep). */
 void ds__env_set_batched_frames(int on);
+int ds__env_batched_frames(void);
 /* The renderer of n envs, instances 0..n-1 of bs, when they render at all
  * (image observations or an image loss) and batched frames are on; the
  * message on every env on failure. Otherwise made when first needed. */
@@ -100,7 +103,8 @@ struct dsEnv {
 };
 
 /* env.c: creation (text may be NULL; member: the env joins a batch's shared
- * engine, see bs_member) and ds_env_step in phases for such a batch:
+ * engine, see bs_member). env_episode.c: ds_env_step in phases for such a
+ * batch:
  * begin checks and records the action and writes the activations into d->act
  * (s0, s1: the step's substeps); at(s), once d->x, d->v hold the state at
  * substep s (s0 < s <= s1), keeps the frame there (frame_loss, not NULL:
@@ -121,10 +125,15 @@ int ds__env_step_failed(dsEnv* e, int k, int rc, const char* msg);
  * has one. Used as DS__ENVS_FOR(n, i) { body } DS__ENVS_END(); or with
  * DS__ENVS_FOR_PICK(n, i, pick), where pick (a dsThreadPick*, base/internal.h)
  * chooses one thread or all from the clock: under load a loop on all
- * threads can wait a whole time slice for a descheduled worker. */
+ * threads can wait a whole time slice for a descheduled worker. For loops
+ * whose every env does much work (a step of its own engine, a whole
+ * backward), DS__ENVS_FOR_HEAVY: all threads, envs handed out one at a time,
+ * so a thread slowed by another process on its core takes fewer of them.
+ * One loop, DS__ENVS_LOOP_, with the pick and the schedule as arguments. */
 #ifdef _OPENMP
 #  include <omp.h>
-#  define DS__ENVS_FOR_PICK(n, i, pick)                                          \
+#  define DS__PRAGMA_(...) _Pragma(#__VA_ARGS__)
+#  define DS__ENVS_LOOP_(n, i, pick, ...)                                        \
     {                                                                            \
       dsThreadPick* const pk_ = (pick);                                          \
       int arm_;                                                                  \
@@ -133,32 +142,19 @@ int ds__env_step_failed(dsEnv* e, int k, int rc, const char* msg);
       const int par_ = nt_ > 1;                                                  \
       const int levels_ = omp_get_max_active_levels();                           \
       if (par_) omp_set_max_active_levels(1);                                    \
-      _Pragma("omp parallel for schedule(static) num_threads(nt_) if (par_)") for (int i = 0; i < (n); i++)
+      DS__PRAGMA_(omp parallel for schedule(__VA_ARGS__) num_threads(nt_) if (par_)) \
+      for (int i = 0; i < (n); i++)
 #  define DS__ENVS_END()                                         \
       if (par_) omp_set_max_active_levels(levels_);              \
       if (arm_ >= 0) ds__pick_end(pk_, arm_, ds__clock() - t0_); \
     }
 #else
-#  define DS__ENVS_FOR_PICK(n, i, pick) { for (int i = 0; i < (n); i++)
+#  define DS__ENVS_LOOP_(n, i, pick, ...) { for (int i = 0; i < (n); i++)
 #  define DS__ENVS_END() }
 #endif
+#define DS__ENVS_FOR_PICK(n, i, pick) DS__ENVS_LOOP_(n, i, pick, static)
 #define DS__ENVS_FOR(n, i) DS__ENVS_FOR_PICK(n, i, NULL)
-/* For loops whose every env does much work (a step of its own engine, a
- * whole backward): all threads, envs handed out one at a time, so a thread
- * slowed by another process on its core takes fewer of them. */
-#ifdef _OPENMP
-#  define DS__ENVS_FOR_HEAVY(n, i)                                               \
-    {                                                                            \
-      const int arm_ = -1;                                                       \
-      dsThreadPick* const pk_ = NULL;                                            \
-      const double t0_ = 0;                                                      \
-      const int par_ = (n) > 1 && omp_get_max_threads() > 1;                     \
-      const int levels_ = omp_get_max_active_levels();                           \
-      if (par_) omp_set_max_active_levels(1);                                    \
-      _Pragma("omp parallel for schedule(dynamic, 1) if (par_)") for (int i = 0; i < (n); i++)
-#else
-#  define DS__ENVS_FOR_HEAVY(n, i) { for (int i = 0; i < (n); i++)
-#endif
+#define DS__ENVS_FOR_HEAVY(n, i) DS__ENVS_LOOP_(n, i, NULL, dynamic, 1)
 
 /* What a backward starts from: the built-in loss, or the caller's adjoints
  * of observations, images and rewards (steps x size each; NULL: 0). */
@@ -169,15 +165,15 @@ typedef struct dsEnvBwdSpec {
   const dsReal* adj_reward;
 } dsEnvBwdSpec;
 
-/* The checks before a backward of e down to step `first` (gradients kept,
+/* env_backward.c: the checks before a backward of e down to step `first` (gradients kept,
  * an episode, not failed, image adjoints with image observations), then
  * its outputs cleared (grad_actions' rows, the parameter gradients). */
 int ds__env_bwd_prepare(dsEnv* e, const dsEnvBwdSpec* sp, int first, dsReal* grad_actions);
 /* Then the backward of n such envs that are instances 0..n-1 of one batched
  * engine bs (n = 1: an env's own engine), all at the same substep of one
  * schedule, down to the start of step `first` (*gr: the group's frame
- * renderer, made when first needed, freed by the owner of bs): sp[i] and grad_actions[i]
- * (steps x action_size, or NULL) are env i's; bx, bv (n x n3; unused when n
+ * renderer, made when first needed, freed by the owner of bs): sp[i] and
+ * grad_actions[i] (steps x action_size, or NULL) are env i's; bx, bv (n x n3; unused when n
  * is 1), badj (n x nact) and rcs (n) are scratch. Host terms run across
  * threads. skip (n, or NULL): envs left out (their episode failed: their
  * instance's adjoints are meaningless), not all of them. On failure the
@@ -198,13 +194,40 @@ int ds__env_key_table(const dsEnvClass* cls, dsConfigKey* tab, int cap);
 #define DS__ENV_MAX_KEYS 192
 /* Common and class checks of a definition; message into eb. */
 int ds__env_validate_def(const dsEnvDef* def, dsErrBuf* eb);
-/* The registered bundled classes (envs/walker.c, ...). */
-extern const dsEnvClass ds__walker_class, ds__control_fem_class, ds__control_cloth_class, ds__walker_springs_class,
-    ds__rigid_toss_class, ds__beam_class;
 
-/* Centre of mass of positions x (mass-weighted). */
+/* ---- shared by the env core's files ---------------------------------------- */
+/* env.c: centre of mass of positions x (mass-weighted); |com(x) - target|^2. */
 void ds__env_com(const dsModel* m, const dsReal* x, dsReal c[3]);
-/* Translate a mesh so that its vertex centroid is at the origin. */
-void ds__mesh_center(dsMesh* mesh);
+dsReal ds__env_com_loss(const dsEnv* e, const dsReal* x);
+/* The action into the data before substep s of step k, and its adjoint
+ * (grad += dL/da) after the pop of substep s: an activation block
+ * (cls->act_first) or the class's hooks. */
+void ds__env_action_fwd(dsEnv* e, int k, int s, const dsReal* a);
+void ds__env_action_bwd(dsEnv* e, int k, int s, const dsReal* a, dsReal* grad);
+/* The render mesh of positions x (the model's faces, flat face colours);
+ * the first view's render of x into image (message on e on failure). */
+dsRasterMesh ds__env_raster_mesh(const dsEnv* e, const dsReal* x);
+int ds__env_render_x(dsEnv* e, const dsReal* x, dsReal* image);
+/* The state observation of (x, v) into obs (NULL: none). */
+void ds__env_write_obs(const dsEnv* e, const dsReal* x, const dsReal* v, dsReal* obs);
+/* DS_ERR_STATE with a message: `what` is refused for a member of a batch's
+ * shared engine (it keeps the topology the engine was made for). */
+int ds__env_refuse_member(dsEnv* e, const char* what);
+/* env_episode.c: frames taken by substep t; the image loss of positions x
+ * summed over the views (w != 0: its gradient times w added into
+ * d->adj_x; what, f: for messages). */
+int ds__env_frames_done(const dsEnv* e, int t);
+int ds__env_frame_image_loss(dsEnv* e, const dsReal* x, dsReal* loss, dsReal w, const char* what, int f);
+/* env_backward.c: the weight of frame f's loss (at substep s, nf frames
+ * kept) in the loss a backward differentiates; an engine error on every
+ * env of a group. */
+dsReal ds__env_frame_weight(const dsEnv* e, const dsEnvBwdSpec* sp, int s, int f, int nf);
+int ds__env_group_fail(dsEnv** envs, int n, dsBatchSim* bs, int rc, const char* what);
+/* env_frames.c: the rendered terms at substep s of every env of the group
+ * (frame f of all of them, the image observations' adjoints at a step's
+ * end), added to the adjoints of the group's engine; ref: an env not
+ * skipped. */
+int ds__env_group_rendered(dsEnv** envs, int n, dsBatchSim* bs, dsEnvGroupRender** grp, const dsEnvBwdSpec* sp,
+                           const unsigned char* skip, int ref, int s, int t, int nf);
 
 #endif

@@ -1,8 +1,10 @@
 # envs/: environments behind the step/reset/gradient API of
 # include/dsim/env.h, their scene generators and the bundled configs.
-libdsim_core_la_SOURCES += envs/env.c envs/env_def.c envs/env_priv.h envs/walker.c envs/control_fem.c \
-  envs/control_cloth.c envs/walker_springs.c envs/batch.c envs/rigid_toss.c envs/beam.c \
-  envs/mesh_gear.c envs/mesh_walker.c
+libdsim_core_la_SOURCES += envs/env_priv.h envs/env.c envs/env_episode.c envs/env_backward.c envs/env_frames.c \
+  envs/env_def.c envs/batch_priv.h envs/batch.c envs/batch_shared.c envs/mesh_gear.c envs/mesh_walker.c
+# The bundled classes: one file each, listed in envs/classes.h.
+libdsim_core_la_SOURCES += envs/classes.h envs/walker.c envs/control_fem.c envs/control_cloth.c envs/walker_springs.c \
+  envs/rigid_toss.c envs/beam.c
 dsiminclude_HEADERS += include/dsim/env.h include/dsim/scenes.h include/dsim/batch.h
 dist_configs_DATA += configs/walker.json configs/control-fem.json configs/control-cloth.json \
   configs/walker-springs.json configs/rigid-toss.json configs/beam.json \
@@ -52,3 +54,7 @@ TESTS += tests/test_rigid_env
 check_PROGRAMS += tests/test_batch_frames
 tests_test_batch_frames_SOURCES = tests/test_batch_frames.c
 TESTS += tests/test_batch_frames
+# The bundled classes include the public headers only and are each listed
+# once in envs/classes.h.
+TESTS += tests/test_env_classes.sh
+EXTRA_DIST += tests/test_env_classes.sh

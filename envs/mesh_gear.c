@@ -39,8 +39,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "dsim/env.h"
 #include "dsim/scenes.h"
-#include "base/internal.h"
 
 dsGearDef ds_default_gear_def(void) {
   dsGearDef d;
@@ -62,26 +62,18 @@ static void sort3i(int* k) {
   if (k[0] > k[1]) t = k[0], k[0] = k[1], k[1] = t;
 }
 
-int ds_mesh_gear(const dsGearDef* def, dsMesh* out) {
-  if (!def || !out) return DS_ERR_INVALID;
-  const int T = def->teeth, L = def->layers;
-  const double ro = (double)def->outer_radius, rr = (double)def->root_radius, rh = (double)def->hub_radius,
-               h = (double)def->half_thickness;
-  if (T < 3 || L < 1 || !(rh > 0) || !(rh < rr) || !(rr < ro) || !(h > 0) || !isfinite(ro) || !isfinite(h))
-    return DS_ERR_INVALID;
-  if (T > 100000 || L > 100000) return DS_ERR_INVALID;
-  const int M = 2 * T, P = 10 * T, NT = 12 * T;
-  long long nv = (long long)P * (L + 1), ntet = 3LL * NT * L;
-  if (nv > INT_MAX / 3 || ntet > INT_MAX / 4) return DS_ERR_INVALID;
-
-  /* profile triangles */
-  int* ptri = (int*)ds__malloc((size_t)NT * 3 * sizeof(int));
-  if (!ptri) return DS_ERR_NOMEM;
-  int nt = 0;
-  /* index of the profile vertex at row q, angular position a (a mod M) */
+/* index of the profile vertex at row q, angular position a (a mod M) */
 #define RING(q, a) ((q) * M + ((a) % M))
 #define TOOTH(q, a) (3 * M + ((a) / 2) * 4 + ((q) - 3) * 2 + ((a) % 2))
 #define PV(q, a) ((q) < 3 ? RING(q, a) : TOOTH(q, a))
+/* vertex index of layer l, profile vertex p (above: angle first) */
+#define VID(l, p) (vid[p] + (l))
+
+/* The profile's 12 T triangles into ptri (3 indices each): the ring's cells,
+ * then the teeth's, each cell split into two counter-clockwise triangles. */
+static void gear_profile(int T, int* ptri) {
+  const int M = 2 * T;
+  int nt = 0;
   for (int q = 0; q < 2; q++)
     for (int a = 0; a < M; a++) {
       int p00 = RING(q, a), p01 = RING(q, a + 1), p10 = RING(q + 1, a), p11 = RING(q + 1, a + 1);
@@ -100,27 +92,16 @@ int ds_mesh_gear(const dsGearDef* def, dsMesh* out) {
       f[3] = p00, f[4] = p11, f[5] = p01;
       nt += 2;
     }
+}
 
-  dsMesh m;
-  int rc = ds_mesh_alloc(&m, (int)nv, 0, (int)ntet);
-  if (rc) {
-    ds__free(ptri);
-    return rc;
-  }
-  /* vertex index of layer l, profile vertex p (above: angle first) */
-  int* vid = (int*)ds__malloc((size_t)P * sizeof(int));
-  int* tt = vid ? (int*)ds__malloc((size_t)ntet * 4 * sizeof(int)) : NULL;
-  int* first = tt ? (int*)ds__calloc((size_t)nv + 1, sizeof(int)) : NULL;
-  if (!first) {
-    ds__free(tt);
-    ds__free(vid);
-    ds__free(ptri);
-    ds_mesh_free(&m);
-    return DS_ERR_NOMEM;
-  }
+/* The layer-0 index of every profile vertex into vid (10 T; angle first),
+ * and the positions of every layer's vertices into m->x. */
+static void gear_vertices(const dsGearDef* def, int* vid, dsMesh* m) {
+  const int T = def->teeth, L = def->layers, M = 2 * T;
+  const double ro = (double)def->outer_radius, rr = (double)def->root_radius, rh = (double)def->hub_radius,
+               h = (double)def->half_thickness;
   for (int q = 0; q < 5; q++)
     for (int a = 0; a < M; a++) vid[PV(q, a)] = (5 * a + q) * (L + 1);
-#define VID(l, p) (vid[p] + (l))
   for (int l = 0; l <= L; l++) {
     double z = -h + (2.0 * h * l) / L;
     if (l == L) z = h; /* exact end face */
@@ -129,16 +110,20 @@ int ds_mesh_gear(const dsGearDef* def, dsMesh* out) {
         /* tooth rows exist at a = 2t and 2t+1 for every t, i.e. at every a */
         double r = q < 3 ? rh + q * (rr - rh) / 2.0 : rr + (q - 2) * (ro - rr) / 2.0;
         double phi = 2.0 * 3.14159265358979323846 * a / M;
-        dsReal* p = m.x + 3 * VID(l, PV(q, a));
+        dsReal* p = m->x + 3 * VID(l, PV(q, a));
         p[0] = (dsReal)(r * cos(phi));
         p[1] = (dsReal)(r * sin(phi));
         p[2] = (dsReal)z;
       }
   }
-#undef PV
-#undef TOOTH
-#undef RING
-  /* the tets in generation order into tt, then stably by lowest index */
+}
+
+/* Every prism of the NT profile triangles and L layers split into 3 tets
+ * (positively oriented) into m->tet, stably by lowest vertex index: in
+ * generation order into tt (ntet x 4), counted by lowest index in first
+ * (nv + 1, zeroed), then a counting sort. */
+static void gear_tets(int NT, int L, const int* ptri, const int* vid, int* tt, int* first, dsMesh* m) {
+  const long long nv = m->nvert, ntet = 3LL * NT * L;
   int* e = tt;
   for (int l = 0; l < L; l++)
     for (int k = 0; k < NT; k++) {
@@ -149,7 +134,7 @@ int ds_mesh_gear(const dsGearDef* def, dsMesh* out) {
       const int tets[3][4] = {{A, B, C, A1}, {B, C, A1, B1}, {C, A1, B1, C1}};
       for (int j = 0; j < 3; j++) {
         for (int v = 0; v < 4; v++) e[v] = tets[j][v];
-        if (ds_tet_signed_volume(m.x + 3 * e[0], m.x + 3 * e[1], m.x + 3 * e[2], m.x + 3 * e[3]) < 0) {
+        if (ds_tet_signed_volume(m->x + 3 * e[0], m->x + 3 * e[1], m->x + 3 * e[2], m->x + 3 * e[3]) < 0) {
           int tmp = e[2];
           e[2] = e[3];
           e[3] = tmp;
@@ -160,19 +145,53 @@ int ds_mesh_gear(const dsGearDef* def, dsMesh* out) {
         e += 4;
       }
     }
-#undef VID
   for (long long i = 0; i < nv; i++) first[i + 1] += first[i]; /* counting sort, stable */
   for (long long k = 0; k < ntet; k++) {
     const int* f = tt + 4 * k;
     int lo = f[0];
     for (int v = 1; v < 4; v++) lo = f[v] < lo ? f[v] : lo;
-    memcpy(m.tet + 4 * (size_t)first[lo]++, f, 4 * sizeof(int));
+    memcpy(m->tet + 4 * (size_t)first[lo]++, f, 4 * sizeof(int));
   }
-  ds__free(first);
-  ds__free(tt);
-  ds__free(vid);
-  ds__free(ptri);
-  rc = ds_mesh_extract_boundary(&m, NULL, 0);
+}
+#undef VID
+#undef PV
+#undef TOOTH
+#undef RING
+
+int ds_mesh_gear(const dsGearDef* def, dsMesh* out) {
+  if (!def || !out) return DS_ERR_INVALID;
+  const int T = def->teeth, L = def->layers;
+  const double ro = (double)def->outer_radius, rr = (double)def->root_radius, rh = (double)def->hub_radius,
+               h = (double)def->half_thickness;
+  if (T < 3 || L < 1 || !(rh > 0) || !(rh < rr) || !(rr < ro) || !(h > 0) || !isfinite(ro) || !isfinite(h))
+    return DS_ERR_INVALID;
+  if (T > 100000 || L > 100000) return DS_ERR_INVALID;
+  const int P = 10 * T, NT = 12 * T;
+  long long nv = (long long)P * (L + 1), ntet = 3LL * NT * L;
+  if (nv > INT_MAX / 3 || ntet > INT_MAX / 4) return DS_ERR_INVALID;
+
+  int* ptri = (int*)ds_env_calloc((size_t)NT * 3, sizeof(int));
+  if (!ptri) return DS_ERR_NOMEM;
+  gear_profile(T, ptri);
+  dsMesh m;
+  int rc = ds_mesh_alloc(&m, (int)nv, 0, (int)ntet);
+  if (rc) {
+    ds_env_free(ptri);
+    return rc;
+  }
+  int* vid = (int*)ds_env_calloc((size_t)P, sizeof(int));
+  int* tt = vid ? (int*)ds_env_calloc((size_t)ntet * 4, sizeof(int)) : NULL;
+  int* first = tt ? (int*)ds_env_calloc((size_t)nv + 1, sizeof(int)) : NULL;
+  const int have = first != NULL;
+  if (have) {
+    gear_vertices(def, vid, &m);
+    gear_tets(NT, L, ptri, vid, tt, first, &m);
+  }
+  ds_env_free(first);
+  ds_env_free(tt);
+  ds_env_free(vid);
+  ds_env_free(ptri);
+  rc = have ? ds_mesh_extract_boundary(&m, NULL, 0) : DS_ERR_NOMEM;
   if (rc) {
     ds_mesh_free(&m);
     return rc;

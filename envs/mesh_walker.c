@@ -13,7 +13,6 @@
 #include "config.h"
 
 #include "dsim/scenes.h"
-#include "base/internal.h"
 
 #define WALKER_COLS 10
 #define WALKER_ROWS 9
@@ -58,4 +57,13 @@ int ds_mesh_walker(dsMesh* out) {
     }
   *out = m;
   return 0;
+}
+
+void ds_mesh_center(dsMesh* mesh) {
+  dsReal c[3];
+  ds_mesh_centroid(mesh, c);
+  c[0] = -c[0];
+  c[1] = -c[1];
+  c[2] = -c[2];
+  ds_mesh_translate(mesh, c);
 }

@@ -12,12 +12,13 @@
  * Action adjoint: the impulse enters as the wrench (J/dt, r x J/dt) over
  * substep 0 (r = impulse_offset), so dL/dJ = (AF + AT x r)/dt with (AF, AT)
  * the engine's dL/d(body wrench) of substep 0. */
-#include "config.h"
-
 #include <math.h>
+#include <stddef.h>
 #include <string.h>
 
-#include "envs/env_priv.h"
+#include "dsim/engine.h"
+#include "dsim/env.h"
+#include "dsim/mesh.h"
 
 #define P(f) offsetof(dsRigidTossParams, f)
 
@@ -82,16 +83,16 @@ static dsReal rest_height(const dsEnvDef* def, const dsRigidTossParams* p) {
 }
 
 static int build(dsEnv* e, dsBuilder* b) {
-  const dsRigidTossParams* p = (const dsRigidTossParams*)e->def.params.bytes;
+  const dsRigidTossParams* p = (const dsRigidTossParams*)ds_env_params(e);
   dsRigidDef d = ds_default_rigid_def();
-  for (int k = 0; k < 3; k++) d.position[k] = e->def.start[k];
-  d.position[1] += rest_height(&e->def, p);
-  for (int k = 0; k < 3; k++) d.velocity[k] = e->def.velocity[k];
+  for (int k = 0; k < 3; k++) d.position[k] = ds_env_def(e)->start[k];
+  d.position[1] += rest_height(ds_env_def(e), p);
+  for (int k = 0; k < 3; k++) d.velocity[k] = ds_env_def(e)->velocity[k];
   d.mass = p->mass;
-  d.ke = e->def.contact_ke;
-  d.kd = e->def.contact_kd;
-  d.kf = e->def.contact_kf;
-  d.mu = e->def.contact_mu;
+  d.ke = ds_env_def(e)->contact_ke;
+  d.kd = ds_env_def(e)->contact_kd;
+  d.kf = ds_env_def(e)->contact_kf;
+  d.mu = ds_env_def(e)->contact_mu;
   d.restitution = p->restitution;
   int rc;
   if (p->shape == 1)
@@ -110,12 +111,12 @@ static int action_size(const dsEnv* e) {
 
 static void action_fwd(dsEnv* e, int step, int s, const dsReal* a) {
   (void)step;
-  const dsRigidTossParams* p = (const dsRigidTossParams*)e->def.params.bytes;
-  dsData* d = e->d;
+  const dsRigidTossParams* p = (const dsRigidTossParams*)ds_env_params(e);
+  dsData* d = ds_env_data(e);
   if (s == 0) {
     const dsReal* c = d->body;
     const dsReal at[3] = {c[0] + p->impulse_offset[0], c[1] + p->impulse_offset[1], c[2] + p->impulse_offset[2]};
-    ds_body_set_impulse(e->m, d, 0, a, at);
+    ds_body_set_impulse(ds_env_model(e), d, 0, a, at);
   } else if (s == 1) {
     memset(d->body_fext, 0, 6 * sizeof(dsReal));
   }
@@ -125,11 +126,11 @@ static void action_bwd(dsEnv* e, int step, int s, const dsReal* a, const dsReal*
                        dsReal* grad) {
   (void)step, (void)a, (void)adj_act, (void)adj_fext;
   if (s != 0) return;
-  const dsRigidTossParams* p = (const dsRigidTossParams*)e->def.params.bytes;
-  const dsReal* A = e->d->adj_body_fext;
+  const dsRigidTossParams* p = (const dsRigidTossParams*)ds_env_params(e);
+  const dsReal* A = ds_env_data(e)->adj_body_fext;
   const dsReal* r = p->impulse_offset;
   const dsReal t[3] = {A[4] * r[2] - A[5] * r[1], A[5] * r[0] - A[3] * r[2], A[3] * r[1] - A[4] * r[0]};
-  for (int k = 0; k < 3; k++) grad[k] += (A[k] + t[k]) / e->m->dt;
+  for (int k = 0; k < 3; k++) grad[k] += (A[k] + t[k]) / ds_env_model(e)->dt;
 }
 
 const dsEnvClass ds__rigid_toss_class = {

@@ -5,9 +5,11 @@
  * at every substep of the step; its adjoint is the engine's dL/d(act) summed
  * over those substeps. Metric: centre-of-mass displacement along x since
  * substep 0 (goal: +2 m). */
-#include "config.h"
+#include <stddef.h>
 
-#include "envs/env_priv.h"
+#include "dsim/engine.h"
+#include "dsim/env.h"
+#include "dsim/mesh.h"
 
 #define P(f) offsetof(dsWalkerParams, f)
 
@@ -47,14 +49,14 @@ static void defaults(dsEnvDef* d) {
 }
 
 static int build(dsEnv* e, dsBuilder* b) {
-  const dsWalkerParams* p = (const dsWalkerParams*)e->def.params.bytes;
+  const dsWalkerParams* p = (const dsWalkerParams*)ds_env_params(e);
   dsMesh mesh;
   int rc = ds_mesh_walker(&mesh);
   if (rc) return rc;
-  ds_mesh_translate(&mesh, e->def.start);
+  ds_mesh_translate(&mesh, ds_env_def(e)->start);
   const dsTriMaterial mat = {p->k_mu, p->k_lambda, p->k_damp};
   for (int i = 0; i < mesh.nvert && rc >= 0; i++)
-    rc = ds_builder_add_particle(b, mesh.x + 3 * i, e->def.velocity, p->particle_mass);
+    rc = ds_builder_add_particle(b, mesh.x + 3 * i, ds_env_def(e)->velocity, p->particle_mass);
   for (int t = 0; t < mesh.ntri && rc >= 0; t++) {
     const int* f = mesh.tri + 3 * t;
     rc = ds_builder_add_tri(b, f[0], f[1], f[2], &mat);
@@ -64,7 +66,7 @@ static int build(dsEnv* e, dsBuilder* b) {
   return rc < 0 ? rc : 0;
 }
 
-static int action_size(const dsEnv* e) { return e->m->ntri; }
+static int action_size(const dsEnv* e) { return ds_env_model(e)->ntri; }
 
 /* the action is the engine's activation block from here */
 static int act_first(const dsEnv* e) {

@@ -6,9 +6,11 @@
  * activations follow the triangles' and tets' in the engine's vector
  * [tri | tet | spring]; the action's adjoint is dL/d(act) of those entries.
  * Metric: centre-of-mass displacement along x since substep 0 (goal +1 m). */
-#include "config.h"
+#include <stddef.h>
 
-#include "envs/env_priv.h"
+#include "dsim/engine.h"
+#include "dsim/env.h"
+#include "dsim/mesh.h"
 
 #define P(f) offsetof(dsWalkerSpringsParams, f)
 
@@ -57,7 +59,7 @@ static int ws_cell(int legs, int r, int c) {
 }
 
 static int build(dsEnv* e, dsBuilder* b) {
-  const dsEnvDef* def = &e->def;
+  const dsEnvDef* def = ds_env_def(e);
   const dsWalkerSpringsParams* p = (const dsWalkerSpringsParams*)def->params.bytes;
   int id[WS_ROWS][WS_COLS];
   const dsReal hs = 0.1, y0 = 0.02;
@@ -88,11 +90,11 @@ static int build(dsEnv* e, dsBuilder* b) {
   return rc < 0 ? rc : 0;
 }
 
-static int action_size(const dsEnv* e) { return e->m->nspring; }
+static int action_size(const dsEnv* e) { return ds_env_model(e)->nspring; }
 
 /* the action is the engine's activation block from here */
 static int act_first(const dsEnv* e) {
-  return e->m->ntri + e->m->ntet;
+  return ds_env_model(e)->ntri + ds_env_model(e)->ntet;
 }
 
 const dsEnvClass ds__walker_springs_class = {

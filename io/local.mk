@@ -3,6 +3,7 @@
 # hdf5.h, png.h and gif_lib.h.
 libdsim_core_la_SOURCES += io/cfg.c io/cfg.h io/runlog.c io/gif.c io/gif.h io/png.c io/libinfo.c \
   io/mesh_obj.c io/mesh_tetgen.c io/mesh_read.h
+libdsim_core_la_SOURCES += io/config_api.c
 dsiminclude_HEADERS += include/dsim/runlog.h
 check_PROGRAMS += tests/test_config tests/test_runlog tests/runlog_writer tests/runlog_hostile tests/test_png tests/test_mesh_io
 tests_test_config_SOURCES = tests/test_config.c

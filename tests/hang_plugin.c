@@ -1,8 +1,6 @@
 /* A `dsim run --plugin` shared object: registers the hanging-spring class
  * (tests/hang_env.h). Built against the public headers only; its ds_*
  * references resolve to the dsim program that loads it. */
-#include "config.h"
-
 #include "tests/hang_env.h"
 
 /* The entry point dsim looks up: register the classes, return 0 or a code. */

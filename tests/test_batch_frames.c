@@ -1,5 +1,5 @@
 /* Frame terms of a backward on the batched engine, rendered where the
- * engine runs (envs/env.c group_frames over render/raster_batch.h), against
+ * engine runs (envs/env_frames.c over the batched renderer of dsim/raster.h), against
  * the same backward with the frames rendered on the host env by env
  * (ds__env_set_batched_frames(0)): dL/d(actions), every parameter gradient
  * and the losses bitwise equal, for

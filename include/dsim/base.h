@@ -173,6 +173,34 @@ typedef struct dsConfigKey {
   const char* doc;      /* one line, units included (`dsim config --keys` lists them) */
 } dsConfigKey;
 
+/* Config sections (io/config_api.c, for every owner of a section). Parse
+ * `section` ("env", "controller", "run") of a config text into target
+ * (which holds the defaults) by the key table; absent keys keep their values;
+ * messages name the file and "section.key"; a top-level key other than a
+ * section (ds_config_check_top) is an error. */
+DS_API int ds_config_parse_section(const char* name, const char* text, const char* section, const dsConfigKey* keys,
+                                   void* target, size_t target_size, char* err, size_t errlen);
+/* One key of `section` from text (a command-line flag), checked as in a
+ * config; messages read "SOURCE: section.key: expected ...". */
+DS_API int ds_config_set(const char* source, const char* section, const dsConfigKey* keys, void* target,
+                         size_t target_size, const char* key, const char* value, char* err, size_t errlen);
+/* Check every value of a definition made in code against the table, with a
+ * config file's messages ("SOURCE: section.key: expected ..."). */
+DS_API int ds_config_check(const char* source, const char* section, const dsConfigKey* keys, const void* target,
+                           size_t target_size, char* err, size_t errlen);
+/* Read a whole text file (free it with ds_config_free_text). */
+DS_API int ds_config_read_file(const char* path, char** text, char* err, size_t errlen);
+DS_API void ds_config_free_text(char* text);
+/* DS_ERR_CONFIG unless every top-level key of the config text is a section
+ * ("env", "controller", "run", "sysid"); the message (err) names the file
+ * `name` and suggests the nearest section. */
+DS_API int ds_config_check_top(const char* name, const char* text, char* err, size_t errlen);
+/* The string at `section.key` (section NULL: a top-level key) of a config
+ * text into out (outlen bytes): DS_ERR_NOTFOUND when absent, DS_ERR_RANGE
+ * when not a string or too long, DS_ERR_PARSE for invalid JSON. Picks the
+ * env class before its section is parsed. */
+DS_API int ds_config_peek_string(const char* text, const char* section, const char* key, char* out, size_t outlen);
+
 /* ---- episode record ----------------------------------------------------------
  * One episode's trajectory as the recorder fills it (ds_recorder_record,
  * dsim/controller.h) and a run log stores it (ds_runlog_write_episode,

@@ -161,6 +161,22 @@ DS_API int ds_bsim_zero_grad(dsBatchSim* s);
 /* Gradient of instance b with respect to a differentiable parameter. */
 DS_API int ds_bsim_get_grad(const dsBatchSim* s, int b, const char* name, dsReal* values, int count);
 
+/* ---- for code on the batch's own backend -----------------------------------
+ * What a batched renderer made on the same backend (ds_batch_raster_create,
+ * dsim/raster.h) needs to read and write the engine's arrays where they lie
+ * (device memory on CUDA) without a copy through the host:
+ * the backend context (the CUDA stream; pass it with ds_bsim_device(s).kind);
+ * where the positions of the current state lie, B x nparticle x 3 in backend
+ * memory (forward: substep t; during a backward: the backward's substep, its
+ * checkpoint segment recomputed when needed); a zeroed B x nparticle x 3
+ * scratch in backend memory for an adjoint of those positions, then that
+ * scratch added to the adjoint of the backward's current state. The scratch
+ * is free between backward steps only. */
+DS_API void* ds_bsim_context(const dsBatchSim* s);
+DS_API int ds_bsim_positions(dsBatchSim* s, const dsReal** x);
+DS_API int ds_bsim_adj_scratch(dsBatchSim* s, dsReal** adj_x);
+DS_API int ds_bsim_add_adj_scratch(dsBatchSim* s);
+
 #ifdef __cplusplus
 }
 #endif

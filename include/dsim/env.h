@@ -1,7 +1,8 @@
 /* dsim environments behind one step/reset/gradient API (opaque dsEnv).
- * An environment is a class (dsEnvClass below): the bundled walker,
- * control-fem, control-cloth and walker-springs (docs/scenes.md), or one a
- * user registers from C with ds_env_register.
+ * An environment is a class (dsEnvClass below): a bundled one (walker,
+ * control-fem, control-cloth, walker-springs, rigid-toss, beam;
+ * docs/scenes.md; ds_env_class_at lists them), or one a user registers from
+ * C with ds_env_register.
  *
  *   dsEnvDef def = ds_default_env_def("control-fem");
  *   def.substeps = 600;                                      // shorten the episode
@@ -195,12 +196,12 @@ typedef struct dsEnvDef {
  * An environment is a class: its name, its parameter struct with defaults,
  * its config keys, how it builds the model, how its action enters the
  * physics (forward and adjoint) and what its metric measures. The bundled
- * classes (walker, control-fem, control-cloth, walker-springs) are
- * registered at start; ds_env_register adds one written in C, which then
- * works with the trainer, `dsim run` (its config's env.name) and every
- * binding, like the bundled ones. Hooks get the env and use the accessors
- * below (ds_env_model, ds_env_data, ds_env_grad, ds_env_params,
- * ds_env_class_state). */
+ * classes are registered at start; ds_env_register adds one written in C,
+ * which then works with the trainer, `dsim run` (its config's env.name) and
+ * every binding, like the bundled ones. Hooks get the env and use the
+ * accessors of "for class hooks" below (ds_env_def, ds_env_model,
+ * ds_env_data, ds_env_grad, ds_env_params, ds_env_class_state, ...): the
+ * bundled classes use nothing else, so a plugin can do all they do. */
 typedef enum dsActionKind {
   DS_ACTION_PER_STEP = 0,  /* a new action every step, held over its substeps */
   DS_ACTION_INITIAL = 1    /* only the first step's action is used (an initial condition) */
@@ -274,7 +275,12 @@ struct dsEnvClass {
 /* The value this library expects (what dsim compares a plugin's with). */
 DS_API int ds_plugin_abi(void);
 
-/* Registers cls (kept by pointer: static storage). DS_ERR_INVALID for a
+/* The registry: the bundled classes (envs/classes.h: walker, control-fem,
+ * control-cloth, walker-springs, rigid-toss, beam) in that order, then the
+ * registered ones. ds_env_class_count() and ds_env_class_at(i) list them
+ * all, each with its name and one-line doc: the CLI's usage text, the
+ * config tests and the docs' table come from this list.
+ * Registers cls (kept by pointer: static storage). DS_ERR_INVALID for a
  * missing name or hook (act_first, or both action_fwd and action_bwd), or params_size over DS_ENV_PARAMS_MAX; DS_ERR_STATE
  * when the name is taken. Not thread-safe: register before creating envs. */
 DS_API int ds_env_register(const dsEnvClass* cls);
@@ -341,29 +347,40 @@ DS_API struct dsData* ds_env_data(dsEnv* env);
 DS_API struct dsGrad* ds_env_grad(dsEnv* env);
 DS_API const void* ds_env_params(const dsEnv* env);  /* the class's parameter struct */
 DS_API void* ds_env_class_state(dsEnv* env);          /* what create stored */
+/* The model, writable: for reset hooks that place the body for the episode
+ * (ds_model_set_param of "initial_position", ...). Elsewhere use
+ * ds_env_set_param, which keeps the episode consistent. */
+DS_API struct dsModel* ds_env_model_mut(dsEnv* env);
+/* The start the definition gives: the particle positions (nparticle x 3, m)
+ * of the built model as the class's reset placed it, and their centre of
+ * mass (m; set for the episode before the target hook runs). The episode's
+ * target and goal are relative to them (see "Targets" above). */
+DS_API const dsReal* ds_env_start_positions(const dsEnv* env);
+DS_API int ds_env_start_com(const dsEnv* env, dsReal com[3]);
 /* Rebuild the model (reset hooks: a draw changed the scene); sized buffers follow. */
 DS_API int ds_env_rebuild(dsEnv* env);
-/* Record an error on the env (hooks); returns code. */
+/* Record an error on the env (hooks); returns code. The f form formats like
+ * printf. */
 DS_API int ds_env_set_error(dsEnv* env, int code, const char* msg);
+DS_API int ds_env_set_errorf(dsEnv* env, int code, const char* fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+/* The reset hook's stream of draws (its uint64_t* rng argument, splitmix64
+ * seeded by the episode's seed after the goal's draw): the next 64-bit
+ * value, and a uniform double in [0, 1) (its top 53 bits). */
+DS_API uint64_t ds_env_rng_next(uint64_t* rng);
+DS_API double ds_env_rng_uniform(uint64_t* rng);
+/* Memory for a class's state through the library's allocator
+ * (ds_replace_allocator, so allocation tests see it): count x size bytes,
+ * zeroed; NULL on failure. Free with ds_env_free (NULL: nothing). */
+DS_API void* ds_env_calloc(size_t count, size_t size);
+DS_API void ds_env_free(void* p);
 
-/* ---- config sections (the io layer, for every owner of a section) -----------
- * Parse `section` ("env", "controller", "run") of a config text into target
- * (which holds the defaults) by the key table; absent keys keep their values;
- * messages name the file and "section.key". check_top: fail on a top-level
- * key outside "env|controller|run". */
-DS_API int ds_config_parse_section(const char* name, const char* text, const char* section, const dsConfigKey* keys,
-                                   void* target, size_t target_size, char* err, size_t errlen);
-/* One key of `section` from text (a command-line flag), checked as in a
- * config; messages read "SOURCE: section.key: expected ...". */
-DS_API int ds_config_set(const char* source, const char* section, const dsConfigKey* keys, void* target,
-                         size_t target_size, const char* key, const char* value, char* err, size_t errlen);
-/* Check every value of a definition made in code against the table, with a
- * config file's messages ("SOURCE: section.key: expected ..."). */
-DS_API int ds_config_check(const char* source, const char* section, const dsConfigKey* keys, const void* target,
-                           size_t target_size, char* err, size_t errlen);
-/* Read a whole text file (free it with ds_config_free_text). */
-DS_API int ds_config_read_file(const char* path, char** text, char* err, size_t errlen);
-DS_API void ds_config_free_text(char* text);
+/* ---- config sections ---------------------------------------------------------
+ * Parsing a section by its key table: ds_config_parse_section, ds_config_set,
+ * ds_config_check, ds_config_read_file, ... (dsim/base.h, "config keys"). */
 /* Write the section's values as a JSON object body: key tree of the table,
  * indented by `indent` spaces; returns the length needed (snprintf-like). */
 DS_API int ds_config_write_section(const dsConfigKey* keys, const void* source, int indent, char* buf, size_t buflen);

@@ -21,6 +21,7 @@
 #define DSIM_RASTER_H
 
 #include "dsim/base.h"
+#include "dsim/device.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -205,6 +206,40 @@ DS_API void ds_image_loss_destroy(dsImageLoss* l);
 /* Allocation-free evaluation; grad may be NULL. */
 DS_API int ds_image_loss_eval(dsImageLoss* l, const dsReal* img, const dsReal* goal, dsReal* loss,
                               dsReal* grad);
+
+/* ---- batched renderer -------------------------------------------------------
+ * B meshes of one topology rendered, compared with goal images and
+ * differentiated together, on the CPU (OpenMP) or a CUDA device: where a
+ * batched engine runs (dsim/engine_batch.h), made on its context
+ * (ds_bsim_context, ds_bsim_device(bs).kind) so that vertices and adjoints
+ * stay in its memory. Per instance the bits are those of ds_raster_render,
+ * ds_image_loss_eval and ds_raster_backward. Functions return 0 or a
+ * negative DS_ERR_*; messages from ds_batch_raster_last_error. */
+typedef struct dsBatchRaster dsBatchRaster;
+/* faces index nvert vertices (3 per face); colors per face or per vertex as
+ * color_mode (dsColorMode) says; ctx: the context of the memory the vertices
+ * will be in (NULL on the CPU). DS_ERR_UNSUPPORTED for CUDA in a build
+ * without it; other failures name the bad field, face or size in err. */
+DS_API int ds_batch_raster_create(dsBatchRaster** out, dsDeviceKind device, void* ctx, const dsRenderSettings* s,
+                                  int B, int nvert, int nface, const int* faces, const dsReal* colors, int color_mode,
+                                  char* err, size_t errlen);
+DS_API void ds_batch_raster_destroy(dsBatchRaster* r);
+DS_API const char* ds_batch_raster_last_error(const dsBatchRaster* r);
+/* Renders the B meshes with vertices verts (the backend's memory, B x nvert
+ * x 3; kept for the backward); images (host, B x h x w x 4) receives the
+ * images unless NULL (they stay on the backend for a loss). */
+DS_API int ds_batch_raster_render(dsBatchRaster* r, const dsReal* verts, dsReal* images);
+/* Goal images (host, h x w x 4 each): one for every instance, or B of them
+ * (per_instance). */
+DS_API int ds_batch_raster_set_goal(dsBatchRaster* r, const dsReal* goals, int per_instance);
+/* The loss (def) of the last rendered images against the goals: losses
+ * (host, B) and, kept for ds_batch_raster_backward, its gradient times
+ * weights[b] (host, B; NULL: 1). */
+DS_API int ds_batch_raster_loss(dsBatchRaster* r, const dsLossDef* def, const dsReal* weights, dsReal* losses);
+/* dverts (the backend's memory, B x nvert x 3) += dL/d(vertices) of the last
+ * render, from d_images (host, B x h x w x 4), or NULL: the gradient the last
+ * ds_batch_raster_loss kept. */
+DS_API int ds_batch_raster_backward(dsBatchRaster* r, const dsReal* d_images, dsReal* dverts);
 
 #ifdef __cplusplus
 }

@@ -42,6 +42,9 @@ DS_API int ds_mesh_gear(const dsGearDef* def, dsMesh* out);
  * row by row from the bottom, x increasing in a row. Exactly 74 vertices and
  * 104 triangles, each of rest area h^2/2, counter-clockwise seen from +z. */
 DS_API int ds_mesh_walker(dsMesh* out);
+/* Translate a mesh so that its vertex centroid (ds_mesh_centroid) is at the
+ * origin: the gear and the cloth sheet are placed from there. */
+DS_API void ds_mesh_center(dsMesh* mesh);
 
 /* ---- parameters of the bundled classes (config keys in brackets) ---------- */
 /* walker: a triangle-FEM lattice (ds_mesh_walker) translated by start; one

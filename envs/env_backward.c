@@ -1,0 +1,311 @@
+/* Environments: the backward pass through the engine tape and the renderer.
+ *
+ * Any loss here is a sum of terms, each a function of the state at
+ * one substep s: frame losses w_f l_f(x_s), centre-of-mass terms
+ * w |com(x_s) - target|^2 and observation terms. Popping substeps from the
+ * engine tape from t down to 0, the adjoints of the terms at s are added
+ * into d->adj_x / d->adj_v right after the pop that made them the adjoints
+ * of state s; frames are re-rendered from the kept positions and
+ * backpropagated through ds_raster_backward. dL/d(action of step k) is the
+ * sum over the step's substeps, after each pop, of the same block of the
+ * engine's dL/d(act), or of what the class's action_bwd takes from the
+ * engine's adjoints (dL/d(act), dL/d(f_ext), dL/d(state)).
+ *
+ * Centre of mass: com = sum_i m_i x_i / M, so dcom/dx_i = m_i/M and
+ * dcom/dm_i = (x_i - com)/M (added to the particle.mass gradient). */
+#include "config.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "envs/env_priv.h"
+
+static dsReal total_mass(const dsModel* m) {
+  double M = 0;
+  for (int i = 0; i < m->nparticle; i++) M += m->mass[i];
+  return (dsReal)M;
+}
+
+/* adj_x_i += w_c m_i/M, g_mass_i += w_c.(x_i - com)/M  (w: dL/dcom) */
+static void com_bwd(const dsModel* m, dsGrad* g, const dsReal* x, const dsReal w[3], dsReal* adj_x) {
+  dsReal c[3];
+  ds__env_com(m, x, c);
+  const dsReal M = total_mass(m);
+  if (!(M > 0)) return;
+  for (int i = 0; i < m->nparticle; i++) {
+    const dsReal mi = m->mass[i] / M;
+    dsReal gm = 0;
+    for (int k = 0; k < 3; k++) {
+      adj_x[3 * i + k] += w[k] * mi;
+      gm += w[k] * (x[3 * i + k] - c[k]);
+    }
+    g->mass[i] += gm / M;
+  }
+}
+
+/* The weight of frame f's image loss (at substep s; nf frames kept) in the
+ * loss a backward differentiates: the built-in loss's, and minus the
+ * reward adjoint of the step whose reward holds it. */
+dsReal ds__env_frame_weight(const dsEnv* e, const dsEnvBwdSpec* sp, int s, int f, int nf) {
+  const int lk = e->def.loss_kind;
+  dsReal w = 0;
+  if (sp->builtin) w += (lk == DS_ENV_LOSS_IMAGE_SUM || (lk == DS_ENV_LOSS_IMAGE_LAST && f == nf - 1)) ? 1 : 0;
+  if (sp->adj_reward && s > 0 && (lk == DS_ENV_LOSS_IMAGE_SUM || (lk == DS_ENV_LOSS_IMAGE_LAST && f == e->nframe - 1)))
+    w -= sp->adj_reward[(s - 1) / e->C];
+  return w;
+}
+
+/* Adds dL/d(state s) of every term at substep s into d->adj_x / d->adj_v
+ * (rendered 0: but the terms that render, frames and image adjoints). */
+static int add_terms(dsEnv* e, const dsEnvBwdSpec* sp, int s, int t, int nf, int rendered) {
+  const dsModel* m = e->m;
+  dsData* d = e->d;
+  const int lk = e->def.loss_kind, steps = (t + e->C - 1) / e->C;
+  const size_t n3 = (size_t)e->n3, npix = 4 * (size_t)e->def.width * e->def.height;
+  int rc = 0;
+  /* frame terms (unless the group renders them where its engine runs) */
+  const int f = e->frame_at[s];
+  if (rendered && f >= 0 && f < nf) {
+    const dsReal w = ds__env_frame_weight(e, sp, s, f, nf);
+    if (w != 0) {
+      rc = ds__env_frame_image_loss(e, e->frame_x + (size_t)f * n3, NULL, w, "backward", f);
+      if (rc) return rc;
+      e->adj_dirty = 1;
+    }
+  }
+  /* centre-of-mass terms: w |com - target|^2 */
+  {
+    dsReal w = 0;
+    if (sp->builtin && lk == DS_ENV_LOSS_COM && s == t) w += 1;
+    if (sp->adj_reward && lk == DS_ENV_LOSS_COM && s == e->T && t == e->T) w -= sp->adj_reward[e->nstep - 1];
+    if (w != 0) {
+      const dsReal* x = s == t ? d->x : e->step_x + (size_t)(e->nstep - 1) * n3;
+      dsReal c[3], wc[3];
+      ds__env_com(m, x, c);
+      for (int k = 0; k < 3; k++) wc[k] = 2 * w * (c[k] - e->target[k]);
+      com_bwd(m, e->g, x, wc, d->adj_x);
+      e->adj_dirty = 1;
+    }
+  }
+  /* observation terms at step ends */
+  if (s > 0 && (s % e->C == 0 || s == e->T)) {
+    const int k = (s - 1) / e->C;
+    if (k < steps) {
+      const dsReal* x = e->step_x + (size_t)k * n3;
+      const dsReal* v = e->step_v + (size_t)k * n3;
+      if (sp->adj_obs && e->odim > 0) {
+        const dsReal* ao = sp->adj_obs + (size_t)k * e->odim;
+        e->adj_dirty = 1;
+        if (e->def.obs_state == DS_OBS_STATE_FULL) {
+          for (size_t q = 0; q < n3; q++) {
+            d->adj_x[q] += ao[q];
+            d->adj_v[q] += ao[n3 + q];
+          }
+        } else {
+          com_bwd(m, e->g, x, ao, d->adj_x);
+          com_bwd(m, e->g, v, ao + 3, d->adj_v);
+        }
+      }
+      if (sp->adj_image && rendered) {
+        e->adj_dirty = 1;
+        dsRasterMesh rm = ds__env_raster_mesh(e, x);
+        rc = ds_raster_render(e->r, &rm, NULL);
+        if (!rc) rc = ds_raster_backward(e->r, &rm, sp->adj_image + (size_t)k * npix, d->adj_x, NULL);
+        if (rc) return ds__seterr(&e->err, rc, "backward: image of step %d: %s", k, ds_raster_last_error(e->r));
+      }
+    }
+  }
+  return 0;
+}
+
+/* env_backward on the batched engine: the tape is popped in runs that end
+ * where a term may add adjoints (a frame) or a step starts (its action's
+ * adjoint is read back, summed over the run); the parameter gradients come
+ * back at the end and are added to those of the host terms (centre of
+ * mass). Sums are taken in other groupings than the serial engine's, so
+ * results agree with env_backward on the CPU engine to rounding, not bits.
+ * A group of envs on one engine runs the same schedule (they are at one
+ * substep), each env's host terms on its own thread. */
+int ds__env_group_fail(dsEnv** envs, int n, dsBatchSim* bs, int rc, const char* what) {
+  for (int i = 0; i < n; i++) ds__seterr(&envs[i]->err, rc, "%s: %s", what, ds_bsim_last_error(bs));
+  return rc;
+}
+
+/* every env's host terms at substep s, then their adjoints into the engine
+ * (the rendered terms first, where the engine runs, when grp is not NULL) */
+static int group_terms(dsEnv** envs, int n, dsBatchSim* bs, dsEnvGroupRender** grp, const dsEnvBwdSpec* sp,
+                       const unsigned char* skip, int ref, int s, int t, int nf, dsReal* bx, dsReal* bv, int* rcs) {
+  if (grp) {
+    int rc = ds__env_group_rendered(envs, n, bs, grp, sp, skip, ref, s, t, nf);
+    if (rc) return rc;
+  }
+  const int rendered = grp == NULL;
+  DS__ENVS_FOR(n, i) { rcs[i] = skip && skip[i] ? 0 : add_terms(envs[i], sp + i, s, t, nf, rendered); }
+  DS__ENVS_END();
+  int dirty = 0;
+  for (int i = 0; i < n; i++) {
+    if (rcs[i]) return rcs[i];
+    dirty |= envs[i]->adj_dirty;
+  }
+  if (!dirty) return 0;
+  const size_t n3 = (size_t)envs[0]->n3;
+  int rc;
+  if (n == 1) {
+    rc = ds_bsim_add_adjoint(bs, envs[0]->d->adj_x, envs[0]->d->adj_v);
+  } else {
+    for (int i = 0; i < n; i++) {
+      memcpy(bx + (size_t)i * n3, envs[i]->d->adj_x, n3 * sizeof(dsReal));
+      memcpy(bv + (size_t)i * n3, envs[i]->d->adj_v, n3 * sizeof(dsReal));
+    }
+    rc = ds_bsim_add_adjoint(bs, bx, bv);
+  }
+  for (int i = 0; i < n; i++) {
+    memset(envs[i]->d->adj_x, 0, n3 * sizeof(dsReal));
+    memset(envs[i]->d->adj_v, 0, n3 * sizeof(dsReal));
+    envs[i]->adj_dirty = 0;
+  }
+  return rc ? ds__env_group_fail(envs, n, bs, rc, "backward: batched engine: adding adjoints") : 0;
+}
+
+int ds__env_group_backward(dsEnv** envs, int n, dsBatchSim* bs, dsEnvGroupRender** gr, const dsEnvBwdSpec* sp,
+                           const unsigned char* skip, int first, dsReal* const* grad_actions, dsReal* bx, dsReal* bv,
+                           dsReal* badj, int* rcs) {
+  int ref = 0;
+  while (skip && ref < n - 1 && skip[ref]) ref++;
+  dsEnv* e0 = envs[ref];
+  const dsModel* m = e0->m;
+  const int t = e0->d->t, nf = ds__env_frames_done(e0, t), A = e0->adim, first_act = e0->cls->act_first(e0);
+  const int s_stop = first * e0->C < t ? first * e0->C : t;
+  const size_t nact = (size_t)m->nact;
+  for (int i = 0; i < n; i++) {
+    memset(envs[i]->d->adj_x, 0, (size_t)e0->n3 * sizeof(dsReal));
+    memset(envs[i]->d->adj_v, 0, (size_t)e0->n3 * sizeof(dsReal));
+    envs[i]->adj_dirty = 0;
+  }
+  int rc = ds_bsim_zero_grad(bs);
+  if (!rc) rc = ds_bsim_backward_begin(bs, NULL, NULL);
+  if (rc) return ds__env_group_fail(envs, n, bs, rc, "backward: batched engine");
+  /* frame terms where the engine runs (one instance per env) */
+  dsEnvGroupRender** grp = ds__env_batched_frames() && gr && ds_bsim_batch(bs) == n ? gr : NULL;
+  if ((rc = group_terms(envs, n, bs, grp, sp, skip, ref, t, t, nf, bx, bv, rcs))) return rc;
+  int s = t;
+  while (s > s_stop) {
+    const int k = (s - 1) / e0->C;
+    int lo = k * e0->C > s_stop ? k * e0->C : s_stop;
+    for (int q = s - 1; q > lo; q--)
+      if (e0->frame_at[q] >= 0) {
+        lo = q;
+        break;
+      }
+    rc = ds_bsim_backward_step(bs, s - lo, nact ? badj : NULL, NULL);
+    if (rc) return ds__env_group_fail(envs, n, bs, rc, "backward: batched engine");
+    for (int i = 0; i < n; i++) {
+      dsEnv* e = envs[i];
+      if (skip && skip[i]) continue;
+      dsReal* ga = grad_actions[i] ? grad_actions[i] + (size_t)k * A : e->sink;
+      if (!grad_actions[i]) memset(e->sink, 0, (size_t)A * sizeof(dsReal)); /* dL/da nobody asked for */
+      for (int j = 0; j < A; j++) ga[j] += badj[(size_t)i * nact + (size_t)first_act + (size_t)j];
+    }
+    s = lo;
+    if ((rc = group_terms(envs, n, bs, grp, sp, skip, ref, s, t, nf, bx, bv, rcs))) return rc;
+  }
+  if (s_stop == 0 && (rc = ds_bsim_backward_finish(bs))) return ds__env_group_fail(envs, n, bs, rc, "backward: batched engine");
+  for (int i = 0; i < n; i++) {
+    dsEnv* e = envs[i];
+    if (skip && skip[i]) continue;
+    for (int k = 0; k < ds_param_count(); k++) {
+      const char* name = ds_param_name(k);
+      const dsReal* p;
+      dsReal* g;
+      int np, ng;
+      if (ds_model_param(e->m, name, &p, &np) || np == 0 || ds_grad_param(e->g, name, &g, &ng) || ng != np) continue;
+      if ((rc = ds_bsim_get_grad(bs, i, name, e->bgrad, np))) return ds__env_group_fail(envs, n, bs, rc, "backward: batched engine");
+      for (int j = 0; j < np; j++) g[j] += e->bgrad[j];
+    }
+    e->did_backward = 1;
+  }
+  return 0;
+}
+
+/* The checks before a backward of e down to step first, and its outputs cleared. */
+static int bwd_prepare(dsEnv* e, const dsEnvBwdSpec* sp, int first, dsReal* grad_actions) {
+  if (!e->def.gradients)
+    return ds__seterr(&e->err, DS_ERR_STATE,
+                      "backward: %s was created forward only (env.physics.gradients false): no tape to go back on",
+                      e->cls->name);
+  if (!e->have_episode) return ds__seterr(&e->err, DS_ERR_STATE, "backward: reset the env first");
+  if (e->failed) return ds__seterr(&e->err, DS_ERR_STATE, "backward: the episode diverged");
+  if (sp->adj_image && !e->def.obs_image)
+    return ds__seterr(&e->err, DS_ERR_INVALID, "backward: image adjoints need observation.image");
+  const int t = e->d->t, steps = (t + e->C - 1) / e->C;
+  if (first < 0 || first > steps)
+    return ds__seterr(&e->err, DS_ERR_RANGE, "backward: first step %d outside [0, %d]", first, steps);
+  if (grad_actions) memset(grad_actions, 0, (size_t)steps * e->adim * sizeof(dsReal));
+  ds_grad_zero(e->g);
+  return 0;
+}
+
+int ds__env_bwd_prepare(dsEnv* e, const dsEnvBwdSpec* sp, int first, dsReal* grad_actions) {
+  return bwd_prepare(e, sp, first, grad_actions);
+}
+
+/* Backward down to the start of step first (0: the whole episode). */
+static int env_backward(dsEnv* e, const dsEnvBwdSpec* sp, int first, dsReal* grad_actions) {
+  if (e->bs_member && e->def.gradients) return ds__env_refuse_member(e, "backward (use ds_batch_backward_loss or _adjoints)");
+  int rc = bwd_prepare(e, sp, first, grad_actions);
+  if (rc) return rc;
+  int one_rc;
+  if (e->bs)
+    return ds__env_group_backward(&e, 1, e->bs, &e->bgr, sp, NULL, first, &grad_actions, NULL, NULL, e->badj_act,
+                                  &one_rc);
+  const dsModel* m = e->m;
+  dsData* d = e->d;
+  const int t = d->t, nf = ds__env_frames_done(e, t), A = e->adim;
+  const int s_stop = first * e->C < t ? first * e->C : t;
+  rc = ds_backward_begin(m, d);
+  if (rc) return ds__seterr(&e->err, rc, "backward: %s", ds_data_last_error(d));
+  rc = add_terms(e, sp, t, t, nf, 1);
+  if (rc) return rc;
+  for (int s = t - 1; s >= s_stop; s--) {
+    rc = ds_backward_step(m, d, e->g, m->nact ? e->adj_act : NULL, e->adj_fext);
+    if (rc) return ds__seterr(&e->err, rc, "backward: %s", ds_data_last_error(d));
+    const int k = s / e->C;
+    dsReal* ga = grad_actions ? grad_actions + (size_t)k * A : NULL;
+    if (!ga) memset(e->sink, 0, (size_t)A * sizeof(dsReal)); /* dL/da nobody asked for */
+    ds__env_action_bwd(e, k, s, e->actions + (size_t)k * A, ga ? ga : e->sink);
+    rc = add_terms(e, sp, s, t, nf, 1);
+    if (rc) return rc;
+  }
+  if (s_stop == 0) { /* the initial state's adjoints: parameter gradients */
+    rc = ds_backward_finish(m, d, e->g);
+    if (rc) return ds__seterr(&e->err, rc, "backward: %s", ds_data_last_error(d));
+  }
+  e->did_backward = 1;
+  return 0;
+}
+
+int ds_env_backward_loss_from(dsEnv* e, int first_step, dsReal* loss, dsReal* grad_actions) {
+  if (!e) return DS_ERR_INVALID;
+  dsEnvBwdSpec sp = {1, NULL, NULL, NULL};
+  int rc = env_backward(e, &sp, first_step, grad_actions);
+  if (!rc && loss) rc = ds_env_loss(e, loss);
+  return rc;
+}
+
+int ds_env_backward_loss(dsEnv* e, dsReal* loss, dsReal* grad_actions) {
+  return ds_env_backward_loss_from(e, 0, loss, grad_actions);
+}
+
+int ds_env_backward_adjoints_from(dsEnv* e, int first_step, const dsReal* adj_obs, const dsReal* adj_image,
+                                  const dsReal* adj_reward, dsReal* grad_actions) {
+  if (!e) return DS_ERR_INVALID;
+  dsEnvBwdSpec sp = {0, adj_obs, adj_image, adj_reward};
+  return env_backward(e, &sp, first_step, grad_actions);
+}
+
+int ds_env_backward_adjoints(dsEnv* e, const dsReal* adj_obs, const dsReal* adj_image, const dsReal* adj_reward,
+                             dsReal* grad_actions) {
+  return ds_env_backward_adjoints_from(e, 0, adj_obs, adj_image, adj_reward, grad_actions);
+}
+

@@ -1,0 +1,30 @@
+#!/bin/sh
+# The bundled env classes are written as a plugin would be: every file under
+# envs/ that defines a dsEnvClass includes only public headers (dsim/*.h) and
+# the C library, and every class object is listed once in envs/classes.h
+# (the list the registry is made from). Prints every violation.
+set -u
+top=${DS_SRCDIR:-$(cd "$(dirname "$0")/.." && pwd)}
+cd "$top" || exit 99
+fail=0 n=0
+for f in envs/*.c; do
+  cls=$(sed -n 's/^const dsEnvClass \([A-Za-z0-9_]*\) = {.*/\1/p' "$f")
+  [ -n "$cls" ] || continue
+  n=$((n + 1))
+  for inc in $(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$f"); do
+    case $inc in
+      dsim/*) ;;
+      *) echo "$f: includes \"$inc\"; a class uses the public headers only (dsim/env.h)"; fail=1 ;;
+    esac
+  done
+  if [ "$(grep -c "X($cls)" envs/classes.h)" != 1 ]; then
+    echo "$f: $cls is not listed once in envs/classes.h"
+    fail=1
+  fi
+done
+if [ "$n" -lt 1 ]; then
+  echo "test_env_classes: no class found under $top/envs: wrong directory?"
+  exit 99
+fi
+[ "$fail" -eq 0 ] && echo "test_env_classes: $n classes, public headers only, each listed once"
+exit "$fail"
