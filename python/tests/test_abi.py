@@ -10,9 +10,12 @@ claimed: test_checker_sees_* run the same comparison on a struct with two
 fields swapped (a field moved in Python), on a table whose offset for a
 field is shifted by 8 (a field moved in C, as ds_abi_lookup then reports
 it), on a wrong constant and on a C field the binding lacks; each must be
-reported. (By hand, swapping real_bytes and openmp in BuildInfo._fields_,
-or inserting a field before dsBuildInfo.hdf5 in include/dsim/base.h and
-rebuilding, makes test_structs fail with the moved offsets named.)
+reported. Checked by hand as well: swapping real_bytes and openmp in
+BuildInfo._fields_ fails test_structs with "BuildInfo.openmp: offset 8, C
+offsetof(dsBuildInfo, openmp) = 12"; inserting `int moved_in;` after
+dsBuildInfo.gif in include/dsim/base.h and rebuilding the library fails it
+with "BuildInfo.hdf5_version: offset 36, C offsetof(dsBuildInfo,
+hdf5_version) = 40" (and the fields after it).
 """
 import ctypes
 import re
