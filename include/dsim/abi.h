@@ -25,8 +25,8 @@ extern "C" {
  * not in the table, DS_ERR_INVALID for a NULL argument. */
 DS_API int ds_abi_lookup(const char* name, long long* value);
 
-/* Every name of the table, in table order (structs, each followed by its
- * fields; then constants), ending with NULL. */
+/* Every name of the table, in table order (dsReal; each struct followed by
+ * its fields; then the constants), ending with NULL. */
 DS_API const char* const* ds_abi_names(void);
 
 #ifdef __cplusplus

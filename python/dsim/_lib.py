@@ -5,9 +5,11 @@ names defined here and never imports ctypes.
 
 - C functions: ``ds_env_step`` is ``env_step`` here (the ``ds_`` prefix
   dropped), a ctypes function with its argtypes and restype declared; it
-  returns what the C function returns. Pointer arguments take numpy
-  arrays' addresses (``ptr(a)``), None for NULL, or a ctypes instance of
-  the pointee (``REAL()``, ``INT()``), which ctypes passes by reference.
+  returns what the C function returns (where a wrapper below takes the
+  plain name, the raw function ends in ``_c``: ``env_param_c``). Pointer
+  arguments take numpy arrays' addresses (``ptr(a)``), None for NULL, or a
+  ctypes instance of the pointee (``REAL()``, ``INT()``), which ctypes
+  passes by reference.
 - Fallible calls that need more than one C call are wrapped (``env_create``,
   ``env_param``, ``resolved_config``, ...); every error is a ``DsimError``
   naming the label, what failed, the C code's name and the library's
