@@ -38,8 +38,8 @@ def overhead_us(seconds):
     genv = gymnasium.make("dsim/WalkerSprings-v0", **kw).unwrapped
     a = np.zeros(env.action_size, _lib.real_dtype)
     obs = np.empty(env.obs_size, _lib.real_dtype)
-    reward, done = _lib.REAL(), __import__("ctypes").c_int()
-    f, p, ap, op = _lib.lib.ds_env_step, env.handle, a.ctypes.data, obs.ctypes.data
+    reward, done = _lib.REAL(), _lib.INT()
+    f, p, ap, op = _lib.env_step, env.handle, a.ctypes.data, obs.ctypes.data
     n = 4000
 
     def t_raw():

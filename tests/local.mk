@@ -18,3 +18,9 @@ TESTS += tests/test_frames
 check_PROGRAMS += tests/test_env_device
 tests_test_env_device_SOURCES = tests/test_env_device.c
 TESTS += tests/test_env_device
+
+# The ABI table (include/dsim/abi.h): names unique, every struct, field, error
+# code and constant listed with the value the compiler gives it.
+check_PROGRAMS += tests/test_abi
+tests_test_abi_SOURCES = tests/test_abi.c
+TESTS += tests/test_abi

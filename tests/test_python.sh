@@ -1,7 +1,9 @@
 #!/bin/sh
 # The Python package (python/dsim) against the library of this build: pytest
 # over python/tests (Gymnasium envs, batched vector env, torch bridge, error
-# handling, PPO smoke test). Exit 77 (SKIP) when python3, numpy, gymnasium or
+# handling, PPO smoke test, and the binding itself: its structs and constants
+# against the library's ABI table, no raw calls outside dsim/_lib.py, no
+# import circle). Exit 77 (SKIP) when python3, numpy, gymnasium or
 # pytest is missing, when the build has no shared library, and in a
 # sanitizer build: an ASan/UBSan libdsim.so cannot be loaded into a python3
 # that was not itself started under the sanitizer runtime. With

@@ -3,6 +3,7 @@
 #ifndef DSIM_DSIM_H
 #define DSIM_DSIM_H
 
+#include "dsim/abi.h"
 #include "dsim/base.h"
 #include "dsim/batch.h"
 #include "dsim/controller.h"

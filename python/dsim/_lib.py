@@ -1,4 +1,22 @@
-"""ctypes binding of libdsim's C ABI (include/dsim/env.h, dsim/batch.h).
+"""The binding of libdsim's C ABI (include/dsim/*.h): the one module of the
+package that loads the library, declares the C functions and mirrors C
+structs and constants. Every other module calls the library through the
+names defined here and never imports ctypes.
+
+- C functions: ``ds_env_step`` is ``env_step`` here (the ``ds_`` prefix
+  dropped), a ctypes function with its argtypes and restype declared; it
+  returns what the C function returns (where a wrapper below takes the
+  plain name, the raw function ends in ``_c``: ``env_param_c``). Pointer
+  arguments take numpy arrays' addresses (``ptr(a)``), None for NULL, or a
+  ctypes instance of the pointee (``REAL()``, ``INT()``), which ctypes
+  passes by reference.
+- Fallible calls that need more than one C call are wrapped (``env_create``,
+  ``env_param``, ``resolved_config``, ...); every error is a ``DsimError``
+  naming the label, what failed, the C code's name and the library's
+  message (``raise_env`` / ``raise_batch`` build it from a code).
+- Structs (``ctypes.Structure`` with ``_c_name_``) and constants (``DS_*``)
+  copy the C headers; python/tests/test_abi.py compares them with the
+  library's ABI table (include/dsim/abi.h) both ways.
 
 The library is found, in order: the file named by the environment variable
 DSIM_LIBRARY; the build tree (``.libs/libdsim.so`` next to the ``python/``
@@ -17,9 +35,10 @@ import subprocess
 
 import numpy as np
 
-__all__ = ["lib", "REAL", "real_dtype", "DsimError", "path", "build_info"]
+__all__ = ["lib", "path", "REAL", "INT", "real_dtype", "DsimError", "build_info", "ptr"]
 
 
+# -- loading --------------------------------------------------------------------------
 def _candidates():
     env = os.environ.get("DSIM_LIBRARY")
     if env:
@@ -61,51 +80,6 @@ def _load():
 lib, path = _load()
 
 
-class _BuildInfo(ctypes.Structure):
-    _fields_ = [("version", ctypes.c_char_p), ("real_bytes", ctypes.c_int), ("openmp", ctypes.c_int),
-                ("max_threads", ctypes.c_int), ("cuda", ctypes.c_int), ("cuda_devices", ctypes.c_int),
-                ("hdf5", ctypes.c_int), ("gif", ctypes.c_int), ("hdf5_version", ctypes.c_char * 32),
-                ("cjson_version", ctypes.c_char * 32), ("png_version", ctypes.c_char * 32),
-                ("options", ctypes.c_char_p)]
-
-
-lib.ds_build_info.argtypes = [ctypes.POINTER(_BuildInfo)]
-lib.ds_build_info.restype = None
-
-
-def build_info() -> dict:
-    """ds_build_info as a dict."""
-    bi = _BuildInfo()
-    lib.ds_build_info(ctypes.byref(bi))
-    out = {}
-    for name, _ in _BuildInfo._fields_:
-        v = getattr(bi, name)
-        out[name] = v.decode() if isinstance(v, bytes) else v
-    return out
-
-
-_bi = build_info()
-REAL = ctypes.c_double if _bi["real_bytes"] == 8 else ctypes.c_float
-real_dtype = np.dtype(np.float64 if _bi["real_bytes"] == 8 else np.float32)
-
-
-class ConfigKey(ctypes.Structure):  # dsConfigKey
-    _fields_ = [("path", ctypes.c_char_p), ("type", ctypes.c_int), ("offset", ctypes.c_size_t),
-                ("min", ctypes.c_double), ("max", ctypes.c_double), ("choices", ctypes.c_char_p),
-                ("aux_offset", ctypes.c_size_t), ("doc", ctypes.c_char_p)]
-
-
-class EnvClassHead(ctypes.Structure):  # the leading fields of dsEnvClass (read only)
-    _fields_ = [("name", ctypes.c_char_p), ("doc", ctypes.c_char_p), ("params_size", ctypes.c_size_t),
-                ("keys", ctypes.POINTER(ConfigKey))]
-
-
-P = ctypes.c_void_p
-RP = ctypes.POINTER(REAL)
-I = ctypes.c_int
-S = ctypes.c_char_p
-
-
 def _fn(name, restype, *argtypes):
     f = getattr(lib, name)
     f.restype = restype
@@ -113,69 +87,156 @@ def _fn(name, restype, *argtypes):
     return f
 
 
-_fn("ds_err_name", S, I)
-_fn("ds_strerror", S, I)
-_fn("ds_version_string", S)
-_fn("ds_plugin_abi", I)
-_fn("ds_set_num_threads", None, I)
-_fn("ds_get_max_threads", I)
-_fn("ds_env_class_count", I)
-_fn("ds_env_class_at", ctypes.POINTER(EnvClassHead), I)
-_fn("ds_env_class_find", ctypes.POINTER(EnvClassHead), S)
-_fn("ds_env_common_keys", ctypes.POINTER(ConfigKey))
-_fn("ds_env_create_from_text", I, S, S, ctypes.POINTER(P), S, ctypes.c_size_t)
-_fn("ds_env_destroy", None, P)
-_fn("ds_env_set_device", I, P, S)
-_fn("ds_cuda_device_count", I)
-_fn("ds_env_last_error", S, P)
-_fn("ds_env_name", S, P)
-_fn("ds_env_config_text", S, P)
-_fn("ds_env_def", P, P)
-_fn("ds_env_def_to_json", I, P, S, ctypes.c_size_t)
-_fn("ds_env_obs_size", I, P)
-_fn("ds_env_action_size", I, P)
-_fn("ds_env_action_kind", I, P)
-_fn("ds_env_image_size", None, P, ctypes.POINTER(I), ctypes.POINTER(I))
-_fn("ds_env_num_steps", I, P)
-_fn("ds_env_steps_taken", I, P)
-_fn("ds_env_num_particles", I, P)
-_fn("ds_env_state_size", I, P)
-_fn("ds_env_reset", I, P, ctypes.c_uint64, P, P)
-_fn("ds_env_step", I, P, P, P, P, RP, ctypes.POINTER(I))
-_fn("ds_env_loss", I, P, RP)
-_fn("ds_env_backward_loss", I, P, RP, P)
-_fn("ds_env_backward_adjoints", I, P, P, P, P, P)
-_fn("ds_env_backward_loss_from", I, P, I, RP, P)
-_fn("ds_env_param", I, P, S, ctypes.POINTER(RP), ctypes.POINTER(I))
-_fn("ds_env_set_param", I, P, S, P, I)
-_fn("ds_env_param_grad", I, P, S, ctypes.POINTER(RP), ctypes.POINTER(I))
-_fn("ds_env_get_state", I, P, P, I)
-_fn("ds_env_set_state", I, P, P, I)
-_fn("ds_env_render", I, P, P)
-_fn("ds_env_target", I, P, P)
-_fn("ds_env_metric", I, P, RP)
-_fn("ds_env_metric_goal", ctypes.c_double, P)
-_fn("ds_batch_create_from_text", I, S, S, I, ctypes.POINTER(P), S, ctypes.c_size_t)
-_fn("ds_batch_create_from_text_on", I, S, S, I, S, I, ctypes.POINTER(P), S, ctypes.c_size_t)
-_fn("ds_batch_destroy", None, P)
-_fn("ds_batch_size", I, P)
-_fn("ds_batch_env", P, P, I)
-_fn("ds_batch_last_error", S, P)
-_fn("ds_batch_reset", I, P, P, P, P, P, P)
-_fn("ds_batch_step", I, P, P, P, P, P, P, P, I)
-_fn("ds_batch_metric", I, P, P)
-_fn("ds_batch_backward_loss", I, P, P, P, P)
-_fn("ds_batch_backward_adjoints", I, P, P, P, P, P, P)
-DS_BATCH_LOCKSTEP = 2
+# -- structs (dsim/base.h, dsim/env.h) --------------------------------------------------
+# _c_name_: the C struct; _c_prefix_ = True when only its leading fields are
+# mirrored (the Python struct is then never allocated, only read through a
+# pointer the library returns).
+class BuildInfo(ctypes.Structure):
+    _c_name_ = "dsBuildInfo"
+    _fields_ = [("version", ctypes.c_char_p), ("real_bytes", ctypes.c_int), ("openmp", ctypes.c_int),
+                ("max_threads", ctypes.c_int), ("cuda", ctypes.c_int), ("cuda_devices", ctypes.c_int),
+                ("hdf5", ctypes.c_int), ("gif", ctypes.c_int), ("hdf5_version", ctypes.c_char * 32),
+                ("cjson_version", ctypes.c_char * 32), ("png_version", ctypes.c_char * 32),
+                ("options", ctypes.c_char_p)]
 
-DS_ERR_STATE = -12
-DS_ERR_RANGE = -9
+
+class ConfigKey(ctypes.Structure):
+    _c_name_ = "dsConfigKey"
+    _fields_ = [("path", ctypes.c_char_p), ("type", ctypes.c_int), ("offset", ctypes.c_size_t),
+                ("min", ctypes.c_double), ("max", ctypes.c_double), ("choices", ctypes.c_char_p),
+                ("aux_offset", ctypes.c_size_t), ("doc", ctypes.c_char_p)]
+
+
+class EnvClassHead(ctypes.Structure):
+    _c_name_ = "dsEnvClass"
+    _c_prefix_ = True
+    _fields_ = [("name", ctypes.c_char_p), ("doc", ctypes.c_char_p), ("params_size", ctypes.c_size_t),
+                ("keys", ctypes.POINTER(ConfigKey))]
+
+
+# -- constants (dsim/base.h error list, dsim/env.h, dsim/batch.h) -------------------------
+DS_OK = 0
+DS_ERR_NOMEM = -1
+DS_ERR_INVALID = -2
+DS_ERR_IO = -3
+DS_ERR_PARSE = -4
+DS_ERR_CONFIG = -5
+DS_ERR_MESH = -6
 DS_ERR_DIVERGED = -7
 DS_ERR_INVERTED = -8
+DS_ERR_RANGE = -9
+DS_ERR_UNSUPPORTED = -10
+DS_ERR_ARENA = -11
+DS_ERR_STATE = -12
 DS_ERR_NOTFOUND = -13
+DS_ERR_CUDA = -14
+DS_ERR_FORMAT = -15
+DS_ERR_INTERRUPTED = -16
+DS_ACTION_PER_STEP = 0
 DS_ACTION_INITIAL = 1
-DS_BATCH_AUTORESET = 1
+DS_BATCH_AUTORESET = 1  # ds_batch_step flag
+DS_BATCH_LOCKSTEP = 2  # ds_batch_create_from_text_on flag
+DS_BATCH_STEPPED = 0  # status values
 DS_BATCH_RESET = 1
+
+# -- functions ---------------------------------------------------------------------------
+build_info_c = _fn("ds_build_info", None, ctypes.POINTER(BuildInfo))
+
+
+def build_info() -> dict:
+    """ds_build_info as a dict."""
+    bi = BuildInfo()
+    build_info_c(ctypes.byref(bi))
+    out = {}
+    for name, _ in BuildInfo._fields_:
+        v = getattr(bi, name)
+        out[name] = v.decode() if isinstance(v, bytes) else v
+    return out
+
+
+_bi = build_info()
+REAL = ctypes.c_double if _bi["real_bytes"] == 8 else ctypes.c_float  # dsReal
+INT = ctypes.c_int
+real_dtype = np.dtype(np.float64 if _bi["real_bytes"] == 8 else np.float32)
+
+P = ctypes.c_void_p
+RP = ctypes.POINTER(REAL)
+IP = ctypes.POINTER(INT)
+I = ctypes.c_int
+S = ctypes.c_char_p
+Z = ctypes.c_size_t
+U64 = ctypes.c_uint64
+
+# dsim/base.h
+err_name_c = _fn("ds_err_name", S, I)
+strerror_c = _fn("ds_strerror", S, I)
+version_string_c = _fn("ds_version_string", S)
+set_num_threads_c = _fn("ds_set_num_threads", None, I)
+get_max_threads = _fn("ds_get_max_threads", I)
+cuda_device_count = _fn("ds_cuda_device_count", I)
+# dsim/abi.h
+abi_lookup_c = _fn("ds_abi_lookup", I, S, ctypes.POINTER(ctypes.c_longlong))
+abi_names_c = _fn("ds_abi_names", ctypes.POINTER(S))
+# dsim/env.h: classes
+plugin_abi = _fn("ds_plugin_abi", I)
+env_class_count = _fn("ds_env_class_count", I)
+env_class_at = _fn("ds_env_class_at", ctypes.POINTER(EnvClassHead), I)
+env_class_find = _fn("ds_env_class_find", ctypes.POINTER(EnvClassHead), S)
+env_common_keys = _fn("ds_env_common_keys", ctypes.POINTER(ConfigKey))
+# dsim/env.h: one env
+env_create_from_text = _fn("ds_env_create_from_text", I, S, S, ctypes.POINTER(P), S, Z)
+env_destroy = _fn("ds_env_destroy", None, P)
+env_set_device = _fn("ds_env_set_device", I, P, S)
+env_last_error = _fn("ds_env_last_error", S, P)
+env_name = _fn("ds_env_name", S, P)
+env_config_text = _fn("ds_env_config_text", S, P)
+env_def = _fn("ds_env_def", P, P)
+env_def_to_json = _fn("ds_env_def_to_json", I, P, S, Z)
+env_obs_size = _fn("ds_env_obs_size", I, P)
+env_action_size = _fn("ds_env_action_size", I, P)
+env_action_kind = _fn("ds_env_action_kind", I, P)
+env_image_size_c = _fn("ds_env_image_size", None, P, IP, IP)
+env_num_steps = _fn("ds_env_num_steps", I, P)
+env_steps_taken = _fn("ds_env_steps_taken", I, P)
+env_num_particles = _fn("ds_env_num_particles", I, P)
+env_state_size = _fn("ds_env_state_size", I, P)
+env_reset = _fn("ds_env_reset", I, P, U64, P, P)
+env_step = _fn("ds_env_step", I, P, P, P, P, RP, IP)
+env_loss = _fn("ds_env_loss", I, P, RP)
+env_backward_loss = _fn("ds_env_backward_loss", I, P, RP, P)
+env_backward_adjoints = _fn("ds_env_backward_adjoints", I, P, P, P, P, P)
+env_backward_loss_from = _fn("ds_env_backward_loss_from", I, P, I, RP, P)
+env_param_c = _fn("ds_env_param", I, P, S, ctypes.POINTER(RP), IP)
+env_set_param = _fn("ds_env_set_param", I, P, S, P, I)
+env_param_grad_c = _fn("ds_env_param_grad", I, P, S, ctypes.POINTER(RP), IP)
+env_get_state = _fn("ds_env_get_state", I, P, P, I)
+env_set_state = _fn("ds_env_set_state", I, P, P, I)
+env_render = _fn("ds_env_render", I, P, P)
+env_target = _fn("ds_env_target", I, P, P)
+env_metric = _fn("ds_env_metric", I, P, RP)
+env_metric_goal = _fn("ds_env_metric_goal", ctypes.c_double, P)
+# dsim/batch.h
+batch_create_from_text = _fn("ds_batch_create_from_text", I, S, S, I, ctypes.POINTER(P), S, Z)
+batch_create_from_text_on = _fn("ds_batch_create_from_text_on", I, S, S, I, S, I, ctypes.POINTER(P), S, Z)
+batch_destroy = _fn("ds_batch_destroy", None, P)
+batch_size = _fn("ds_batch_size", I, P)
+batch_env = _fn("ds_batch_env", P, P, I)
+batch_last_error = _fn("ds_batch_last_error", S, P)
+batch_reset = _fn("ds_batch_reset", I, P, P, P, P, P, P)
+batch_step = _fn("ds_batch_step", I, P, P, P, P, P, P, P, I)
+batch_metric = _fn("ds_batch_metric", I, P, P)
+batch_backward_loss = _fn("ds_batch_backward_loss", I, P, P, P, P)
+batch_backward_adjoints = _fn("ds_batch_backward_adjoints", I, P, P, P, P, P, P)
+
+
+# -- errors ------------------------------------------------------------------------------
+def err_name(code: int) -> str:
+    """"DS_ERR_DIVERGED" etc. (ds_err_name)."""
+    return err_name_c(code).decode()
+
+
+def strerror(code: int) -> str:
+    return strerror_c(code).decode()
 
 
 class DsimError(RuntimeError):
@@ -185,7 +246,7 @@ class DsimError(RuntimeError):
 
     def __init__(self, env: str, what: str, code: int = 0, c_message: str = ""):
         self.env, self.code, self.c_message = env, code, c_message
-        self.name = lib.ds_err_name(code).decode() if code else ""
+        self.name = err_name(code) if code else ""
         msg = f"{env}: {what}"
         if code:
             msg += f" [{self.name}]"
@@ -194,8 +255,32 @@ class DsimError(RuntimeError):
         super().__init__(msg)
 
 
-def err_name(code: int) -> str:
-    return lib.ds_err_name(code).decode()
+def _text(b) -> str:
+    return (b or b"").decode(errors="replace")
+
+
+def env_error(p) -> str:
+    """Env p's last error message (ds_env_last_error; "" when none)."""
+    return _text(env_last_error(p))
+
+
+def batch_error(p) -> str:
+    """Batch p's last error message (ds_batch_last_error; "" when none)."""
+    return _text(batch_last_error(p))
+
+
+def raise_env(p, label: str, what: str, rc: int):
+    """Raise the DsimError of code rc from env p (its message attached)."""
+    raise DsimError(label, what, rc, env_error(p))
+
+
+def raise_batch(p, label: str, what: str, rc: int):
+    """Raise the DsimError of code rc from batch p (its message attached)."""
+    raise DsimError(label, what, rc, batch_error(p))
+
+
+# -- wrappers ----------------------------------------------------------------------------
+_ERRLEN = 1024
 
 
 def ptr(a: np.ndarray):
@@ -203,10 +288,119 @@ def ptr(a: np.ndarray):
     return a.ctypes.data
 
 
+def version() -> str:
+    return version_string_c().decode()
+
+
+def set_num_threads(n: int):
+    set_num_threads_c(int(n))
+
+
+def class_names() -> list[str]:
+    """Names of every registered env class, in registry order."""
+    return [env_class_at(i).contents.name.decode() for i in range(env_class_count())]
+
+
+def _key_paths(p) -> list[str]:
+    out = []
+    i = 0
+    while p and p[i].path:
+        out.append(p[i].path.decode())
+        i += 1
+    return out
+
+
+def class_key_paths(name: str):
+    """The dotted config key paths of class `name`'s env section (the common
+    keys, then the class's), or None for an unknown class."""
+    cls = env_class_find(name.encode())
+    if not cls:
+        return None
+    return _key_paths(env_common_keys()) + _key_paths(cls.contents.keys)
+
+
+def env_create(label: str, text: str):
+    """ds_env_create_from_text: the new env's handle, or DsimError."""
+    p = P()
+    err = ctypes.create_string_buffer(_ERRLEN)
+    rc = env_create_from_text(label.encode(), text.encode(), ctypes.byref(p), err, _ERRLEN)
+    if rc:
+        raise DsimError(label, "cannot create the env", rc, err.value.decode(errors="replace"))
+    return p
+
+
+def batch_create(label: str, text: str, num_envs: int, device: str, flags: int, what: str):
+    """ds_batch_create_from_text_on: the new batch's handle, or DsimError
+    ("cannot create the <what>")."""
+    p = P()
+    err = ctypes.create_string_buffer(_ERRLEN)
+    rc = batch_create_from_text_on(label.encode(), text.encode(), int(num_envs), str(device).encode(), int(flags),
+                                   ctypes.byref(p), err, _ERRLEN)
+    if rc:
+        raise DsimError(label, f"cannot create the {what}", rc, err.value.decode(errors="replace"))
+    return p
+
+
+def env_image_size(p) -> tuple[int, int]:
+    """(width, height) of env p's renders."""
+    w, h = INT(), INT()
+    env_image_size_c(p, ctypes.byref(w), ctypes.byref(h))
+    return w.value, h.value
+
+
+def env_param(p, name: str, grad: bool = False):
+    """(code, a copy of env p's named parameter, or of its gradient with
+    grad=True); the array is None when the code is not 0."""
+    vals, n = RP(), INT()
+    rc = (env_param_grad_c if grad else env_param_c)(p, name.encode(), ctypes.byref(vals), ctypes.byref(n))
+    if rc:
+        return rc, None
+    return 0, (np.ctypeslib.as_array(vals, (n.value,)).copy() if n.value else np.empty(0, real_dtype))
+
+
 def resolved_config(env_handle) -> str:
     """The env's complete config (every key) as JSON text (ds_env_def_to_json)."""
-    d = lib.ds_env_def(env_handle)
-    need = lib.ds_env_def_to_json(d, None, 0)
+    d = env_def(env_handle)
+    need = env_def_to_json(d, None, 0)
     buf = ctypes.create_string_buffer(need + 1)
-    lib.ds_env_def_to_json(d, buf, need + 1)
+    env_def_to_json(d, buf, need + 1)
     return buf.value.decode()
+
+
+def load_plugin_so(path: str):
+    """Load a plugin shared object and run its dsim_plugin_init (after
+    checking its dsim_plugin_abi against the library's); returns the loaded
+    object, which must be kept alive. DsimError ("plugin") on any failure."""
+    try:
+        so = ctypes.CDLL(os.path.abspath(path), mode=ctypes.RTLD_GLOBAL)
+    except OSError as e:
+        raise DsimError("plugin", f"cannot load {path}: {e}") from None
+    try:
+        abi = ctypes.c_int.in_dll(so, "dsim_plugin_abi").value
+        init = so.dsim_plugin_init
+    except (ValueError, AttributeError):
+        raise DsimError("plugin", f"{path} is not a dsim plugin (no dsim_plugin_init / dsim_plugin_abi)") from None
+    if abi != plugin_abi():
+        raise DsimError("plugin", f"{path} was built against other dsim headers (ABI {abi}, library "
+                        f"{plugin_abi()})")
+    init.restype = ctypes.c_int
+    init.argtypes = []
+    rc = init()
+    if rc:
+        raise DsimError("plugin", f"{path}: dsim_plugin_init failed", rc, strerror(rc))
+    return so
+
+
+def abi_names() -> list[str]:
+    """Every name of the library's ABI table (ds_abi_names)."""
+    arr = abi_names_c()
+    out = []
+    while arr[len(out)]:
+        out.append(arr[len(out)].decode())
+    return out
+
+
+def abi_lookup(name: str):
+    """The value of the ABI table's entry `name`, or None when it has none."""
+    v = ctypes.c_longlong()
+    return v.value if abi_lookup_c(name.encode(), ctypes.byref(v)) == 0 else None

@@ -10,38 +10,33 @@ file, and its message names the key.
 """
 from __future__ import annotations
 
-import ctypes
 import json
 import os
 
 import numpy as np
 
 from . import _lib
-from ._lib import DsimError, lib, ptr, real_dtype
+from ._lib import DsimError, ptr, real_dtype
 
-__all__ = ["Env", "classes", "class_keys", "config_text"]
+__all__ = ["Env", "classes", "class_keys", "config_text", "env_id"]
 
 
 def classes() -> list[str]:
     """Names of every registered env class (bundled, then registered from C)."""
-    return [lib.ds_env_class_at(i).contents.name.decode() for i in range(lib.ds_env_class_count())]
+    return _lib.class_names()
 
 
-def _keys(p) -> list[str]:
-    out = []
-    i = 0
-    while p and p[i].path:
-        out.append(p[i].path.decode())
-        i += 1
-    return out
+def env_id(name: str) -> str:
+    """Gymnasium id of an env class: walker-springs -> dsim/WalkerSprings-v0."""
+    return "dsim/" + "".join(p[:1].upper() + p[1:] for p in name.replace("_", "-").split("-") if p) + "-v0"
 
 
 def class_keys(name: str) -> list[str]:
     """Every config key of the env section of class `name` (dotted paths)."""
-    cls = lib.ds_env_class_find(name.encode())
-    if not cls:
+    keys = _lib.class_key_paths(name)
+    if keys is None:
         raise DsimError(name, f"unknown env class (registered: {', '.join(classes())})", _lib.DS_ERR_NOTFOUND)
-    return _keys(lib.ds_env_common_keys()) + _keys(cls.contents.keys)
+    return keys
 
 
 def _resolve(name: str, key: str, keys: list[str]) -> str:
@@ -115,26 +110,22 @@ def check_array(label: str, what: str, a, shape: tuple, dtype=None) -> np.ndarra
     return a
 
 
-def _env_fail(p, label: str, what: str, rc: int):
-    raise DsimError(label, what, rc, (lib.ds_env_last_error(p) or b"").decode(errors="replace"))
-
-
-def _named(p, label: str, name: str, fn, what: str) -> np.ndarray:
-    vals, n = _lib.RP(), ctypes.c_int()
-    rc = fn(p, name.encode(), ctypes.byref(vals), ctypes.byref(n))
+def _named(p, label: str, name: str, grad: bool, what: str) -> np.ndarray:
+    rc, values = _lib.env_param(p, name, grad)
     if rc:
-        _env_fail(p, label, f"unknown parameter {name!r}" if rc == _lib.DS_ERR_NOTFOUND else f"{what} {name!r}", rc)
-    return np.ctypeslib.as_array(vals, (n.value,)).copy() if n.value else np.empty(0, real_dtype)
+        _lib.raise_env(p, label, f"unknown parameter {name!r}" if rc == _lib.DS_ERR_NOTFOUND else f"{what} {name!r}",
+                       rc)
+    return values
 
 
 def param_of(p, label: str, name: str) -> np.ndarray:
     """A copy of env p's named parameter."""
-    return _named(p, label, name, lib.ds_env_param, "parameter")
+    return _named(p, label, name, False, "parameter")
 
 
 def param_grad_of(p, label: str, name: str) -> np.ndarray:
     """A copy of env p's gradient of the named parameter (last backward)."""
-    return _named(p, label, name, lib.ds_env_param_grad, "gradient of")
+    return _named(p, label, name, True, "gradient of")
 
 
 def set_param_of(p, label: str, name: str, values):
@@ -145,9 +136,9 @@ def set_param_of(p, label: str, name: str, values):
         v = np.full(cur.size, v[0], real_dtype)
     if v.size != cur.size:
         raise DsimError(label, f"parameter {name!r} has {cur.size} values, got {v.size}")
-    rc = lib.ds_env_set_param(p, name.encode(), ptr(v), v.size)
+    rc = _lib.env_set_param(p, name.encode(), ptr(v), v.size)
     if rc:
-        _env_fail(p, label, f"cannot set parameter {name!r}", rc)
+        _lib.raise_env(p, label, f"cannot set parameter {name!r}", rc)
 
 
 class Owned:
@@ -192,38 +183,31 @@ class Env(Owned):
         self.name = name
         self.label = label or name
         text = config_text(name, config, overrides, self.label)
-        self._p = ctypes.c_void_p()
-        err = ctypes.create_string_buffer(1024)
-        rc = lib.ds_env_create_from_text(self.label.encode(), text.encode(), ctypes.byref(self._p), err, 1024)
-        if rc:
-            self._p = None
-            raise DsimError(self.label, "cannot create the env", rc, err.value.decode(errors="replace"))
-        p = self._p
+        self._p = None
+        self._p = p = _lib.env_create(self.label, text)
         self.device = device
         if device != "cpu":
-            rc = lib.ds_env_set_device(p, str(device).encode())
+            rc = _lib.env_set_device(p, str(device).encode())
             if rc:
-                msg = (lib.ds_env_last_error(p) or b"").decode(errors="replace")
+                msg = _lib.env_error(p)
                 self.close()
                 raise DsimError(self.label, f"device {device}", rc, msg)
-        self.action_size = lib.ds_env_action_size(p)
-        self.action_kind = lib.ds_env_action_kind(p)
-        self.num_steps = lib.ds_env_num_steps(p)
-        w, h = ctypes.c_int(), ctypes.c_int()
-        lib.ds_env_image_size(p, ctypes.byref(w), ctypes.byref(h))
-        self.width, self.height = w.value, h.value
+        self.action_size = _lib.env_action_size(p)
+        self.action_kind = _lib.env_action_kind(p)
+        self.num_steps = _lib.env_num_steps(p)
+        self.width, self.height = _lib.env_image_size(p)
         cfg = json.loads(_lib.resolved_config(p))["env"]
         self.config = cfg
         self.obs_image = bool(cfg.get("observation", {}).get("image", False))
         self._reward = _lib.REAL()
-        self._done = ctypes.c_int()
+        self._done = _lib.INT()
         self._done_flag = False
 
-    _destroy = staticmethod(lib.ds_env_destroy)
+    _destroy = staticmethod(_lib.env_destroy)
     _what = "env"
 
     def _fail(self, what: str, rc: int):
-        raise DsimError(self.label, what, rc, (lib.ds_env_last_error(self._p) or b"").decode(errors="replace"))
+        _lib.raise_env(self._p, self.label, what, rc)
 
     # -- episode ----------------------------------------------------------------
     def reset(self, seed: int = 0, image: bool = False):
@@ -231,7 +215,7 @@ class Env(Owned):
         p = self.handle
         obs = np.empty(self.obs_size, real_dtype)
         img = np.empty((self.height, self.width, 4), real_dtype) if image and self.obs_image else None
-        rc = lib.ds_env_reset(p, int(seed) & 0xFFFFFFFFFFFFFFFF, ptr(obs), ptr(img) if img is not None else None)
+        rc = _lib.env_reset(p, int(seed) & 0xFFFFFFFFFFFFFFFF, ptr(obs), ptr(img) if img is not None else None)
         if rc:
             self._fail("reset failed", rc)
         self._done_flag = False
@@ -252,8 +236,8 @@ class Env(Owned):
                             _lib.DS_ERR_STATE)
         if obs is None:
             obs = np.empty(self.obs_size, real_dtype)
-        rc = lib.ds_env_step(p, action.ctypes.data, obs.ctypes.data, image.ctypes.data if image is not None else None,
-                             self._reward, self._done)
+        rc = _lib.env_step(p, action.ctypes.data, obs.ctypes.data, image.ctypes.data if image is not None else None,
+                           self._reward, self._done)
         if rc:
             if rc == _lib.DS_ERR_RANGE:
                 bad = np.flatnonzero(~np.isfinite(action))
@@ -265,33 +249,33 @@ class Env(Owned):
 
     def step_raw(self, action_ptr: int, obs_ptr: int) -> int:
         """The bare C call (for overhead measurements): returns the code."""
-        return lib.ds_env_step(self._p, action_ptr, obs_ptr, None, self._reward, self._done)
+        return _lib.env_step(self._p, action_ptr, obs_ptr, None, self._reward, self._done)
 
     @property
     def steps_taken(self) -> int:
-        return lib.ds_env_steps_taken(self.handle)
+        return _lib.env_steps_taken(self.handle)
 
     # -- queries ----------------------------------------------------------------
     def metric(self) -> float:
         v = _lib.REAL()
-        rc = lib.ds_env_metric(self.handle, ctypes.byref(v))
+        rc = _lib.env_metric(self.handle, v)
         if rc:
             self._fail("metric", rc)
         return v.value
 
     def metric_goal(self) -> float:
-        return lib.ds_env_metric_goal(self.handle)
+        return _lib.env_metric_goal(self.handle)
 
     def loss(self) -> float:
         v = _lib.REAL()
-        rc = lib.ds_env_loss(self.handle, ctypes.byref(v))
+        rc = _lib.env_loss(self.handle, v)
         if rc:
             self._fail("loss", rc)
         return v.value
 
     def target(self) -> np.ndarray:
         t = np.empty(3, real_dtype)
-        rc = lib.ds_env_target(self.handle, ptr(t))
+        rc = _lib.env_target(self.handle, ptr(t))
         if rc:
             self._fail("target", rc)
         return t
@@ -299,7 +283,7 @@ class Env(Owned):
     def render(self) -> np.ndarray:
         """RGBA image of the current state (h x w x 4, values in [0, 1])."""
         img = np.empty((self.height, self.width, 4), real_dtype)
-        rc = lib.ds_env_render(self.handle, ptr(img))
+        rc = _lib.env_render(self.handle, ptr(img))
         if rc:
             self._fail("render", rc)
         return img
@@ -308,29 +292,29 @@ class Env(Owned):
     # episode), so these are read from the env each time rather than cached.
     @property
     def obs_size(self) -> int:
-        return lib.ds_env_obs_size(self.handle)
+        return _lib.env_obs_size(self.handle)
 
     @property
     def num_particles(self) -> int:
-        return lib.ds_env_num_particles(self.handle)
+        return _lib.env_num_particles(self.handle)
 
     @property
     def state_size(self) -> int:
-        return lib.ds_env_state_size(self.handle)
+        return _lib.env_state_size(self.handle)
 
     def get_state(self) -> np.ndarray:
         s = np.empty(self.state_size, real_dtype)
-        rc = lib.ds_env_get_state(self.handle, ptr(s), self.state_size)
+        rc = _lib.env_get_state(self.handle, ptr(s), self.state_size)
         if rc:
             self._fail("get_state", rc)
         return s
 
     def set_state(self, state: np.ndarray):
         check_array(self.label, "state", state, (self.state_size,))
-        rc = lib.ds_env_set_state(self.handle, ptr(state), self.state_size)
+        rc = _lib.env_set_state(self.handle, ptr(state), self.state_size)
         if rc:
             self._fail("set_state", rc)
-        self._done_flag = lib.ds_env_steps_taken(self._p) >= self.num_steps
+        self._done_flag = _lib.env_steps_taken(self._p) >= self.num_steps
 
     # -- parameters and gradients -------------------------------------------------
     def param(self, name: str) -> np.ndarray:
@@ -349,7 +333,7 @@ class Env(Owned):
         """(loss, d loss / d actions (steps_taken x action_size)) by the adjoint."""
         g = np.zeros((self.steps_taken, self.action_size), real_dtype)
         loss = _lib.REAL()
-        rc = lib.ds_env_backward_loss_from(self.handle, int(first_step), ctypes.byref(loss), ptr(g))
+        rc = _lib.env_backward_loss_from(self.handle, int(first_step), loss, ptr(g))
         if rc:
             self._fail("backward failed", rc)
         return loss.value, g
@@ -362,8 +346,8 @@ class Env(Owned):
         if adj_reward is not None:
             check_array(self.label, "adj_reward", adj_reward, (k,))
         g = np.zeros((k, self.action_size), real_dtype)
-        rc = lib.ds_env_backward_adjoints(self.handle, ptr(adj_obs) if adj_obs is not None else None, None,
-                                          ptr(adj_reward) if adj_reward is not None else None, ptr(g))
+        rc = _lib.env_backward_adjoints(self.handle, ptr(adj_obs) if adj_obs is not None else None, None,
+                                        ptr(adj_reward) if adj_reward is not None else None, ptr(g))
         if rc:
             self._fail("backward failed", rc)
         return g

@@ -25,40 +25,18 @@ import functools
 
 import gymnasium
 import numpy as np
-from gymnasium import spaces
 
 from . import _lib
 from ._lib import DsimError, real_dtype
-from .env import Env, check_array, classes
+from ._spaces import OBS_BOUND, make_spaces, to_rgb8
+from ._spaces import action_scale as _action_scale
+from .env import Env, check_array, classes, env_id
+from .vector import DsimVectorEnv
 
 __all__ = ["DsimGymEnv", "register_envs", "OBS_BOUND"]
 
-_step = _lib.lib.ds_env_step
-_metric = _lib.lib.ds_env_metric
-
-OBS_BOUND = 1.0e4
-
-
-def _action_scale(env: Env, action_scale):
-    if action_scale is not None:
-        return float(action_scale)
-    return 5.0 if env.action_kind == _lib.DS_ACTION_INITIAL else 1.0
-
-
-def to_rgb8(img: np.ndarray) -> np.ndarray:
-    """RGBA in [0, 1] (h x w x 4) -> uint8 RGB (h x w x 3)."""
-    return (np.clip(img[..., :3], 0.0, 1.0) * 255.0 + 0.5).astype(np.uint8)
-
-
-def make_spaces(env: Env, image_obs: bool):
-    state = spaces.Box(-OBS_BOUND, OBS_BOUND, (env.obs_size,), real_dtype)
-    action = spaces.Box(-1.0, 1.0, (env.action_size,), real_dtype)
-    if image_obs:
-        image = spaces.Box(0, 255, (env.height, env.width, 3), np.uint8)
-        obs = spaces.Dict({"state": state, "image": image})
-    else:
-        obs = state
-    return obs, action
+_step = _lib.env_step
+_metric = _lib.env_metric
 
 
 class DsimGymEnv(gymnasium.Env):
@@ -68,7 +46,6 @@ class DsimGymEnv(gymnasium.Env):
 
     def __init__(self, env_name: str, render_mode: str | None = None, config=None, image_obs: bool = False,
                  action_scale: float | None = None, device: str = "cpu", **overrides):
-        from . import env_id
         self.env_name = env_name
         self.id = env_id(env_name)
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
@@ -142,7 +119,7 @@ class DsimGymEnv(gymnasium.Env):
         rc = _step(e._p, a.ctypes.data, obs.ctypes.data, self._img_p, e._reward, e._done)
         if rc:
             if rc in (_lib.DS_ERR_DIVERGED, _lib.DS_ERR_INVERTED):  # ends the episode; reset to go on
-                err = DsimError(self.id, "the simulation failed", rc, _lib.lib.ds_env_last_error(e._p).decode())
+                err = DsimError(self.id, "the simulation failed", rc, _lib.env_error(e._p))
                 obs[:] = 0
                 if self._img is not None:
                     self._img[...] = 0
@@ -167,8 +144,6 @@ class DsimGymEnv(gymnasium.Env):
 def register_envs():
     """Register every env class of the library with Gymnasium (idempotent):
     dsim/<CamelCase>-v0, with the batched env as its vector entry point."""
-    from . import env_id
-    from .vector import DsimVectorEnv
     registry = gymnasium.envs.registration.registry
     ids = []
     for name in classes():

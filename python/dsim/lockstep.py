@@ -19,20 +19,19 @@ gradients to rounding on one engine (test_batch_lockstep, test_torch).
 """
 from __future__ import annotations
 
-import ctypes
 import json
 
 import numpy as np
 
 from . import _lib
-from ._lib import DsimError, lib, ptr, real_dtype
+from ._lib import DsimError, ptr, real_dtype
 from .env import Owned, check_array, config_text, param_of, param_grad_of, set_param_of
 
 __all__ = ["Lockstep"]
 
 
 class Lockstep(Owned):
-    _destroy = staticmethod(lib.ds_batch_destroy)
+    _destroy = staticmethod(_lib.batch_destroy)
     _what = "lockstep batch"
 
     def __init__(self, name: str, num_envs: int, config=None, device: str = "cpu", label: str | None = None,
@@ -43,19 +42,14 @@ class Lockstep(Owned):
             raise DsimError(self.label, f"num_envs must be >= 1, got {num_envs}")
         self.num_envs = int(num_envs)
         text = config_text(name, config, overrides, self.label)
-        self._p = ctypes.c_void_p()
-        err = ctypes.create_string_buffer(1024)
-        rc = lib.ds_batch_create_from_text_on(self.label.encode(), text.encode(), self.num_envs,
-                                              str(device).encode(), _lib.DS_BATCH_LOCKSTEP, ctypes.byref(self._p),
-                                              err, 1024)
-        if rc:
-            self._p = None
-            raise DsimError(self.label, "cannot create the lockstep batch", rc, err.value.decode(errors="replace"))
+        self._p = None
+        self._p = _lib.batch_create(self.label, text, self.num_envs, str(device), _lib.DS_BATCH_LOCKSTEP,
+                                    "lockstep batch")
         self.device = str(device)
-        e0 = lib.ds_batch_env(self._p, 0)
-        self.action_size = lib.ds_env_action_size(e0)
-        self.obs_size = lib.ds_env_obs_size(e0)
-        self.num_steps = lib.ds_env_num_steps(e0)
+        e0 = _lib.batch_env(self._p, 0)
+        self.action_size = _lib.env_action_size(e0)
+        self.obs_size = _lib.env_obs_size(e0)
+        self.num_steps = _lib.env_num_steps(e0)
         self.config = json.loads(_lib.resolved_config(e0))["env"]
         n = self.num_envs
         self._status = np.zeros(n, np.int32)
@@ -65,10 +59,10 @@ class Lockstep(Owned):
         """Handle (ctypes pointer) of env i, for dsim's C functions."""
         if not 0 <= int(i) < self.num_envs:
             raise DsimError(self.label, f"env index {i} outside [0, {self.num_envs})")
-        return lib.ds_batch_env(self.handle, int(i))
+        return _lib.batch_env(self.handle, int(i))
 
     def _fail(self, what: str, rc: int):
-        raise DsimError(self.label, what, rc, (lib.ds_batch_last_error(self._p) or b"").decode(errors="replace"))
+        _lib.raise_batch(self._p, self.label, what, rc)
 
     # -- episode ----------------------------------------------------------------
     def reset(self, seeds=0) -> np.ndarray:
@@ -82,7 +76,7 @@ class Lockstep(Owned):
             if s.size != n:
                 raise DsimError(self.label, f"seeds: {s.size} values for {n} envs")
         obs = np.empty((n, self.obs_size), real_dtype)
-        rc = lib.ds_batch_reset(self.handle, ptr(s), None, ptr(obs), None, ptr(self._status))
+        rc = _lib.batch_reset(self.handle, ptr(s), None, ptr(obs), None, ptr(self._status))
         if rc:
             self._fail("reset failed", rc)
         return obs
@@ -92,24 +86,23 @@ class Lockstep(Owned):
         a = check_array(self.label, "actions", np.ascontiguousarray(actions, dtype=real_dtype),
                         (self.num_envs, self.action_size))
         obs = np.empty((self.num_envs, self.obs_size), real_dtype)
-        rc = lib.ds_batch_step(self.handle, ptr(a), ptr(obs), None, ptr(self._rew), None, ptr(self._status), 0)
+        rc = _lib.batch_step(self.handle, ptr(a), ptr(obs), None, ptr(self._rew), None, ptr(self._status), 0)
         if rc:
             self._fail("step failed", rc)
         return obs, self._rew.copy()
 
     @property
     def steps_taken(self) -> int:
-        return lib.ds_env_steps_taken(self.env(0))
+        return _lib.env_steps_taken(self.env(0))
 
     def loss(self) -> np.ndarray:
         """Every env's built-in loss of the episode so far (N)."""
         out = np.empty(self.num_envs, real_dtype)
         for i in range(self.num_envs):
             v = _lib.REAL()
-            rc = lib.ds_env_loss(self.env(i), ctypes.byref(v))
+            rc = _lib.env_loss(self.env(i), v)
             if rc:
-                raise DsimError(self.label, f"env {i}: loss", rc,
-                                (lib.ds_env_last_error(self.env(i)) or b"").decode(errors="replace"))
+                _lib.raise_env(self.env(i), self.label, f"env {i}: loss", rc)
             out[i] = v.value
         return out
 
@@ -128,7 +121,7 @@ class Lockstep(Owned):
         n, T, A = self.num_envs, self.num_steps, self.action_size
         g = np.zeros((n, T, A), real_dtype)
         losses = np.empty(n, real_dtype)
-        rc = lib.ds_batch_backward_loss(self.handle, ptr(losses), ptr(g), ptr(self._status))
+        rc = _lib.batch_backward_loss(self.handle, ptr(losses), ptr(g), ptr(self._status))
         if rc:
             self._fail("backward failed", rc)
         return losses, g[:, : self.steps_taken].copy()
@@ -148,8 +141,8 @@ class Lockstep(Owned):
             ar = np.zeros((n, T), real_dtype)
             ar[:, :k] = a
         g = np.zeros((n, T, A), real_dtype)
-        rc = lib.ds_batch_backward_adjoints(self.handle, ptr(ao) if ao is not None else None, None,
-                                            ptr(ar) if ar is not None else None, ptr(g), ptr(self._status))
+        rc = _lib.batch_backward_adjoints(self.handle, ptr(ao) if ao is not None else None, None,
+                                          ptr(ar) if ar is not None else None, ptr(g), ptr(self._status))
         if rc:
             self._fail("backward failed", rc)
         return g[:, :k].copy()

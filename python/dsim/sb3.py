@@ -15,7 +15,7 @@ import numpy as np
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv
 
 from . import _lib
-from ._lib import lib, ptr
+from ._lib import ptr
 
 __all__ = ["SB3VecEnv"]
 
@@ -50,7 +50,7 @@ class SB3VecEnv(VecEnv):
                 infos[i]["metric"] = float(metric[i])
                 self.episode_metric.append(float(metric[i]))
             mask = np.ascontiguousarray(done, dtype=np.uint8)
-            rc = lib.ds_batch_reset(v._p, None, ptr(mask), v._p_obs, None, v._p_status)
+            rc = _lib.batch_reset(v._p, None, ptr(mask), v._p_obs, None, v._p_status)
             if rc:
                 v._raise("reset failed", rc)
             obs = v._obs.copy()

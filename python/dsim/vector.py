@@ -14,7 +14,6 @@ batched engine on that GPU, all stepped together by each call.
 """
 from __future__ import annotations
 
-import ctypes
 import json
 
 import gymnasium
@@ -23,9 +22,10 @@ from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
 from . import _lib
-from ._lib import DsimError, lib, ptr, real_dtype
-from .env import check_array, config_text
-from .gym import _action_scale, make_spaces, to_rgb8
+from ._lib import DsimError, ptr, real_dtype
+from ._spaces import make_spaces, to_rgb8
+from ._spaces import action_scale as _action_scale
+from .env import check_array, config_text, env_id
 
 __all__ = ["DsimVectorEnv"]
 
@@ -49,12 +49,10 @@ def _forward_only(text: str) -> str:
 
 class _Probe:  # what make_spaces / _action_scale read of an env
     def __init__(self, p):
-        self.obs_size = lib.ds_env_obs_size(p)
-        self.action_size = lib.ds_env_action_size(p)
-        self.action_kind = lib.ds_env_action_kind(p)
-        w, h = ctypes.c_int(), ctypes.c_int()
-        lib.ds_env_image_size(p, ctypes.byref(w), ctypes.byref(h))
-        self.width, self.height = w.value, h.value
+        self.obs_size = _lib.env_obs_size(p)
+        self.action_size = _lib.env_action_size(p)
+        self.action_kind = _lib.env_action_kind(p)
+        self.width, self.height = _lib.env_image_size(p)
 
 
 class DsimVectorEnv(gymnasium.vector.VectorEnv):
@@ -63,7 +61,6 @@ class DsimVectorEnv(gymnasium.vector.VectorEnv):
     def __init__(self, env_name: str, num_envs: int = 1, render_mode: str | None = None, config=None,
                  action_scale: float | None = None, max_episode_steps: int | None = None, device: str = "cpu",
                  **overrides):
-        from . import env_id
         self.env_name = env_name
         self.id = env_id(env_name)
         if max_episode_steps is not None:
@@ -75,15 +72,10 @@ class DsimVectorEnv(gymnasium.vector.VectorEnv):
         self.render_mode = render_mode
         self.num_envs = int(num_envs)
         text = _forward_only(config_text(env_name, config, overrides, self.id))
-        self._p = ctypes.c_void_p()
-        err = ctypes.create_string_buffer(1024)
+        self._p = None
         self.device = str(device)
-        rc = lib.ds_batch_create_from_text_on(self.id.encode(), text.encode(), self.num_envs,
-                                              self.device.encode(), 0, ctypes.byref(self._p), err, 1024)
-        if rc:
-            self._p = None
-            raise DsimError(self.id, "cannot create the batched env", rc, err.value.decode(errors="replace"))
-        e0 = lib.ds_batch_env(self._p, 0)
+        self._p = _lib.batch_create(self.id, text, self.num_envs, self.device, 0, "batched env")
+        e0 = _lib.batch_env(self._p, 0)
         probe = _Probe(e0)
         self.config = json.loads(_lib.resolved_config(e0))["env"]
         self.scale = _action_scale(probe, action_scale)
@@ -105,29 +97,27 @@ class DsimVectorEnv(gymnasium.vector.VectorEnv):
 
     def env(self, i: int):
         """Handle (ctypes pointer) of env i, for dsim's C functions."""
-        return lib.ds_batch_env(self._p, int(i))
+        return _lib.batch_env(self._p, int(i))
 
     def set_param(self, i: int, name: str, values):
         """Env i's named physical parameter (before its episode's first step)."""
         e = self.env(i)
         if not e:
             raise DsimError(self.id, f"env index {i} outside [0, {self.num_envs})")
-        vals, cnt = _lib.RP(), ctypes.c_int()
-        rc = lib.ds_env_param(e, name.encode(), ctypes.byref(vals), ctypes.byref(cnt))
+        rc, cur = _lib.env_param(e, name)
         if rc:
-            raise DsimError(self.id, f"env {i}: unknown parameter {name!r}", rc,
-                            lib.ds_env_last_error(e).decode(errors="replace"))
+            _lib.raise_env(e, self.id, f"env {i}: unknown parameter {name!r}", rc)
         v = np.ascontiguousarray(values, dtype=real_dtype).reshape(-1)
-        if v.size == 1 and cnt.value > 1:
-            v = np.full(cnt.value, v[0], real_dtype)
-        if v.size != cnt.value:
-            raise DsimError(self.id, f"env {i}: parameter {name!r} has {cnt.value} values, got {v.size}")
-        rc = lib.ds_env_set_param(e, name.encode(), ptr(v), v.size)
+        if v.size == 1 and cur.size > 1:
+            v = np.full(cur.size, v[0], real_dtype)
+        if v.size != cur.size:
+            raise DsimError(self.id, f"env {i}: parameter {name!r} has {cur.size} values, got {v.size}")
+        rc = _lib.env_set_param(e, name.encode(), ptr(v), v.size)
         if rc:
-            raise DsimError(self.id, f"env {i}: cannot set {name!r}", rc, lib.ds_env_last_error(e).decode())
+            _lib.raise_env(e, self.id, f"env {i}: cannot set {name!r}", rc)
 
     def _raise(self, what: str, rc: int):
-        raise DsimError(self.id, what, rc, lib.ds_batch_last_error(self._p).decode(errors="replace"))
+        _lib.raise_batch(self._p, self.id, what, rc)
 
     def reset(self, *, seed=None, options=None):
         super().reset(seed=seed if seed is None or isinstance(seed, (int, np.integer)) else None)
@@ -149,11 +139,11 @@ class DsimVectorEnv(gymnasium.vector.VectorEnv):
             mask = np.ascontiguousarray(options["reset_mask"], dtype=np.uint8)
             if mask.shape != (n,):
                 raise DsimError(self.id, f"reset_mask has shape {mask.shape}; expected ({n},)")
-        rc = lib.ds_batch_reset(self._p, ptr(seeds), ptr(mask) if mask is not None else None, self._p_obs, None,
-                                self._p_status)
+        rc = _lib.batch_reset(self._p, ptr(seeds), ptr(mask) if mask is not None else None, self._p_obs, None,
+                              self._p_status)
         if rc:
             self._raise("reset failed", rc)
-        lib.ds_batch_metric(self._p, self._p_metric)
+        _lib.batch_metric(self._p, self._p_metric)
         return self._obs.copy(), {"metric": self._metric.copy(), "_metric": self._true.copy()}
 
     def step(self, actions):
@@ -171,8 +161,8 @@ class DsimVectorEnv(gymnasium.vector.VectorEnv):
         if self.scale != 1.0:
             np.multiply(a, self.scale, out=self._act)
             a = self._act
-        rc = lib.ds_batch_step(self._p, a.ctypes.data, self._p_obs, None, self._p_rew, self._p_done, self._p_status,
-                               _lib.DS_BATCH_AUTORESET)
+        rc = _lib.batch_step(self._p, a.ctypes.data, self._p_obs, None, self._p_rew, self._p_done, self._p_status,
+                             _lib.DS_BATCH_AUTORESET)
         terminated = np.zeros(self.num_envs, bool)
         info = {}
         if rc:
@@ -181,10 +171,10 @@ class DsimVectorEnv(gymnasium.vector.VectorEnv):
             if bad.size:
                 self._raise(f"step failed in env {int(bad[0])}", int(st[bad[0]]))
             terminated = st < 0  # diverged: ends the episode; the next step resets it
-            info["error"] = np.array([lib.ds_env_last_error(self.env(i)).decode() if terminated[i] else ""
+            info["error"] = np.array([_lib.env_error(self.env(i)) if terminated[i] else ""
                                       for i in range(self.num_envs)], dtype=object)
             info["_error"] = terminated.copy()
-        lib.ds_batch_metric(self._p, self._p_metric)
+        _lib.batch_metric(self._p, self._p_metric)
         info["metric"] = self._metric.copy()
         info["_metric"] = self._true.copy()
         return self._obs.copy(), self._rew.copy(), terminated, self._done.astype(bool), info
@@ -195,16 +185,15 @@ class DsimVectorEnv(gymnasium.vector.VectorEnv):
         frames = []
         for i in range(self.num_envs):
             e = self.env(i)
-            w, h = ctypes.c_int(), ctypes.c_int()
-            lib.ds_env_image_size(e, ctypes.byref(w), ctypes.byref(h))
-            img = np.empty((h.value, w.value, 4), real_dtype)
-            lib.ds_env_render(e, ptr(img))
+            w, h = _lib.env_image_size(e)
+            img = np.empty((h, w, 4), real_dtype)
+            _lib.env_render(e, ptr(img))
             frames.append(to_rgb8(img))
         return tuple(frames)
 
     def close_extras(self, **kwargs):
         if self._p is not None:
-            lib.ds_batch_destroy(self._p)
+            _lib.batch_destroy(self._p)
             self._p = None
 
     def __del__(self):

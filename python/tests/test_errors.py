@@ -155,7 +155,7 @@ def test_device():
     env.close()
     with pytest.raises(DsimError, match=r"walker: device gpu.*expected cpu, cuda or cuda:N"):
         dsim.Env("walker", device="gpu", **SMALL["walker"])
-    if dsim._lib.lib.ds_cuda_device_count() == 0:
+    if dsim._lib.cuda_device_count() == 0:
         with pytest.raises(DsimError, match=r"walker: device cuda.*(without CUDA|no CUDA device is visible)"):
             dsim.Env("walker", device="cuda", **SMALL["walker"])
     else:

@@ -80,7 +80,7 @@ def test_sync_vector_env_same_results():
 
 def test_device_refused_clearly():
     # no GPU on the test machines (or no CUDA in the build): a clear error naming the device
-    if dsim._lib.lib.ds_cuda_device_count() > 0:
+    if dsim._lib.cuda_device_count() > 0:
         import pytest
         pytest.skip("a CUDA device is present")
     try:
