@@ -4,7 +4,7 @@
 # that brings it up to date, when a key, default, range or description has
 # changed without the page. It also checks that every relative link in
 # README.md, CHANGELOG.md, python/README.md and docs/*.md names a file or
-# folder that exists.
+# folder that exists, and that README.md stays within 300 lines.
 set -u
 : "${DSIM:?DSIM must name the dsim binary}"
 : "${DS_SRCDIR:?DS_SRCDIR must name the source tree}"
@@ -54,6 +54,13 @@ for page in README.md CHANGELOG.md python/README.md docs/*.md; do
   done
 done
 [ -f "$tmp/badlinks" ] && fail=1
+
+# The README stays a page (what dsim is, how to start, a tour, results,
+# links); the subjects live in docs/.
+n=$(wc -l <"$DS_SRCDIR/README.md")
+if [ "$n" -gt 300 ]; then
+  echo "FAIL: README.md has $n lines (at most 300: move the detail into a page under docs/)"; fail=1
+fi
 
 [ $fail = 0 ] && echo "config reference current, links resolve"
 exit $fail
