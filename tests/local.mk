@@ -6,6 +6,13 @@ tests_test_golden_SOURCES = tests/test_golden.c
 TESTS += tests/test_golden tests/test_includes.sh
 EXTRA_DIST += tests/test_includes.sh
 
+# The documentation: docs/config.md is `dsim config --reference`, regenerated
+# and compared (and every relative link in the pages checked) by this test.
+TESTS += tests/test_config_reference.sh
+EXTRA_DIST += tests/test_config_reference.sh CHANGELOG.md \
+  docs/architecture.md docs/config.md docs/python.md docs/sysid.md docs/performance.md \
+  docs/cli.md docs/control.md docs/c-api.md docs/devices.md docs/rigid-bodies.md docs/build.md
+
 # Frames rendered on demand: losses and rewards equal those of frames
 # rendered as they are taken; a run log's frames equal a re-run's renders.
 check_PROGRAMS += tests/test_frames
