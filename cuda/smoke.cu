@@ -10,7 +10,7 @@ extern "C" {
 #include "cuda/smoke.h"
 }
 
-__global__ void ds_cuda_axpy_kernel(int n, double a, const double* x, double* y) {
+__global__ void axpy_kernel(int n, double a, const double* x, double* y) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) y[i] += a * x[i];
 }
@@ -34,7 +34,7 @@ extern "C" int ds__cuda_smoke_axpy(int n, double a, const double* x, double* y) 
   if (cudaMalloc(&dy, bytes) != cudaSuccess) goto done;
   if (cudaMemcpy(dx, x, bytes, cudaMemcpyHostToDevice) != cudaSuccess) goto done;
   if (cudaMemcpy(dy, y, bytes, cudaMemcpyHostToDevice) != cudaSuccess) goto done;
-  ds_cuda_axpy_kernel<<<(n + 255) / 256, 256>>>(n, a, dx, dy);
+  axpy_kernel<<<(n + 255) / 256, 256>>>(n, a, dx, dy);
   if (cudaGetLastError() != cudaSuccess) goto done;
   if (cudaMemcpy(y, dy, bytes, cudaMemcpyDeviceToHost) != cudaSuccess) goto done;
   rc = DS_OK;

@@ -211,7 +211,7 @@ int ds_data_set_body_state(const dsModel* m, dsData* d, const dsReal* body) {
     for (int k = 0; k < 13; k++)
       if (!isfinite(s[k])) return ds__seterr(ds__data_err(d), DS_ERR_INVALID, "body %d: state not finite", b);
     memcpy(o, s, 13 * sizeof(dsReal));
-    if (ds_qnormalize(o + 3, s + 3) == 0)
+    if (dsu_qnormalize(o + 3, s + 3) == 0)
       return ds__seterr(ds__data_err(d), DS_ERR_INVALID, "body %d: orientation quaternion is zero", b);
   }
   ds__rigid_pose_all(m, d->body, d->x, d->v);

@@ -18,25 +18,25 @@
 
 /* ---- scalar functions following dsReal ---------------------------------- */
 #if DS_SINGLE
-#  define ds_sqrt sqrtf
-#  define ds_fabs fabsf
-#  define ds_atan2 atan2f
-#  define ds_acos acosf
-#  define ds_asin asinf
-#  define ds_exp expf
-#  define ds_log logf
-#  define ds_fmin fminf
-#  define ds_fmax fmaxf
+#  define dsu_sqrt sqrtf
+#  define dsu_fabs fabsf
+#  define dsu_atan2 atan2f
+#  define dsu_acos acosf
+#  define dsu_asin asinf
+#  define dsu_exp expf
+#  define dsu_log logf
+#  define dsu_fmin fminf
+#  define dsu_fmax fmaxf
 #else
-#  define ds_sqrt sqrt
-#  define ds_fabs fabs
-#  define ds_atan2 atan2
-#  define ds_acos acos
-#  define ds_asin asin
-#  define ds_exp exp
-#  define ds_log log
-#  define ds_fmin fmin
-#  define ds_fmax fmax
+#  define dsu_sqrt sqrt
+#  define dsu_fabs fabs
+#  define dsu_atan2 atan2
+#  define dsu_acos acos
+#  define dsu_asin asin
+#  define dsu_exp exp
+#  define dsu_log log
+#  define dsu_fmin fmin
+#  define dsu_fmax fmax
 #endif
 
 /* Lengths and areas below this are treated as zero by the kernels (the
@@ -121,7 +121,7 @@ DS_HD DS_INLINE void dsu_cross3_bwd(const dsReal a[3], const dsReal b[3], const 
 DS_HD DS_INLINE dsReal dsu_norm3sq(const dsReal a[3]) { return dsu_dot3(a, a); }
 
 // return |a|
-DS_HD DS_INLINE dsReal dsu_norm3(const dsReal a[3]) { return ds_sqrt(dsu_dot3(a, a)); }
+DS_HD DS_INLINE dsReal dsu_norm3(const dsReal a[3]) { return dsu_sqrt(dsu_dot3(a, a)); }
 
 // res = a / |a| and return |a|; res = 0 (and return 0) when |a|^2 <= DSU_TINY2
 DS_HD DS_INLINE dsReal dsu_normalize3(dsReal res[3], const dsReal a[3]) {
@@ -130,7 +130,7 @@ DS_HD DS_INLINE dsReal dsu_normalize3(dsReal res[3], const dsReal a[3]) {
     dsu_zero3(res);
     return 0;
   }
-  dsReal l = ds_sqrt(l2);
+  dsReal l = dsu_sqrt(l2);
   dsu_scl3(res, a, 1 / l);
   return l;
 }

@@ -42,7 +42,7 @@ typedef struct dsAeroParam {
   dsReal k_drag; /* drag coefficient, kg/m^3 */
 } dsAeroParam;
 
-DS_HD DS_INLINE void ds_aero_fwd(const dsReal x[9], const dsReal v[9], const dsAeroParam* p,
+DS_HD DS_INLINE void ds__aero_fwd(const dsReal x[9], const dsReal v[9], const dsAeroParam* p,
                                  dsReal f[9]) {
   dsReal eq[3], er[3], n[3], m[3], vb[3];
   dsu_sub3(eq, x + 3, x);
@@ -52,8 +52,8 @@ DS_HD DS_INLINE void ds_aero_fwd(const dsReal x[9], const dsReal v[9], const dsA
   for (int c = 0; c < 3; c++) vb[c] = (v[c] + v[3 + c] + v[6 + c]) * third;
   dsReal un = dsu_dot3(n, vb);
   dsu_cross3(m, n, vb);
-  dsReal th = ds_atan2(un, dsu_norm3(m));
-  dsReal sd = (dsReal)0.5 * p->k_drag * ds_fabs(un);
+  dsReal th = dsu_atan2(un, dsu_norm3(m));
+  dsReal sd = (dsReal)0.5 * p->k_drag * dsu_fabs(un);
   dsReal sl = (dsReal)0.5 * p->k_lift * th * dsu_dot3(vb, vb);
   for (int c = 0; c < 3; c++) {
     dsReal fc = -(sd * vb[c] + sl * n[c]);
@@ -63,7 +63,7 @@ DS_HD DS_INLINE void ds_aero_fwd(const dsReal x[9], const dsReal v[9], const dsA
   }
 }
 
-DS_HD DS_INLINE void ds_aero_bwd(const dsReal x[9], const dsReal v[9], const dsAeroParam* p,
+DS_HD DS_INLINE void ds__aero_bwd(const dsReal x[9], const dsReal v[9], const dsAeroParam* p,
                                  const dsReal adj_f[9], dsReal adj_x[9], dsReal adj_v[9],
                                  dsAeroParam* adj_p) {
   dsReal eq[3], er[3], n[3], m[3], vb[3], G[3];
@@ -78,15 +78,15 @@ DS_HD DS_INLINE void ds_aero_bwd(const dsReal x[9], const dsReal v[9], const dsA
   dsReal un = dsu_dot3(n, vb);
   dsu_cross3(m, n, vb);
   dsReal ut = dsu_norm3(m);
-  dsReal th = ds_atan2(un, ut);
+  dsReal th = dsu_atan2(un, ut);
   dsReal vv = dsu_dot3(vb, vb), nn = dsu_dot3(n, n);
   dsReal Gv = dsu_dot3(G, vb), Gn = dsu_dot3(G, n);
   dsReal sgn = un > 0 ? (dsReal)1 : (un < 0 ? (dsReal)-1 : (dsReal)0);
 
   dsReal an[3], avb[3], am[3];
   /* drag: D = (k_drag/2)|un| vb */
-  adj_p->k_drag += (dsReal)0.5 * ds_fabs(un) * Gv;
-  dsu_scl3(avb, G, (dsReal)0.5 * p->k_drag * ds_fabs(un));
+  adj_p->k_drag += (dsReal)0.5 * dsu_fabs(un) * Gv;
+  dsu_scl3(avb, G, (dsReal)0.5 * p->k_drag * dsu_fabs(un));
   dsReal aun = (dsReal)0.5 * p->k_drag * sgn * Gv;
   /* lift: L = (k_lift/2) th |vb|^2 n */
   adj_p->k_lift += (dsReal)0.5 * th * vv * Gn;
@@ -136,7 +136,7 @@ DS_HD DS_INLINE void ds__aero_fwd_elem(const dsModel* m, const dsForceFwd* a, in
   const int* idx = m->tri_idx + 3 * (size_t)e;
   ds__gather3(xl, a->x, idx, 3);
   ds__gather3(vl, a->v, idx, 3);
-  ds_aero_fwd(xl, vl, &p, fa);
+  ds__aero_fwd(xl, vl, &p, fa);
   dsReal* fe = a->ef + 9 * (size_t)e;
   for (int k = 0; k < 9; k++) fe[k] += fa[k];
 }
@@ -155,7 +155,7 @@ DS_HD DS_INLINE void ds__aero_bwd_elem(const dsModel* m, const dsForceBwd* a, in
   ds__gather3(vl, a->v, idx, 3);
   ds__gather3(al, a->af, idx, 3);
   dsAeroParam ap = {0, 0};
-  ds_aero_bwd(xl, vl, &p, al, ax, avl, &ap);
+  ds__aero_bwd(xl, vl, &p, al, ax, avl, &ap);
   for (int k = 0; k < 9; k++) {
     sx[k] = ax[k];
     sv[k] = avl[k];

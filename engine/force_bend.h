@@ -70,10 +70,10 @@ DS_HD DS_INLINE int ds__bend_geo(const dsReal x[12], dsBend__Geo* g) {
 }
 
 /* theta of FORMULAS (atan2 form), in (-pi, pi]; 0 for a degenerate hinge. */
-DS_HD DS_INLINE dsReal ds_bend_angle(const dsReal x[12]) {
+DS_HD DS_INLINE dsReal ds__bend_angle(const dsReal x[12]) {
   dsBend__Geo g;
   if (!ds__bend_geo(x, &g)) return 0;
-  return ds_atan2(g.Y, g.X);
+  return dsu_atan2(g.Y, g.X);
 }
 
 /* d_i (dtheta/dx_i) into d[12]. */
@@ -98,7 +98,7 @@ DS_HD DS_INLINE void ds__bend_dirs(const dsReal x[12], const dsBend__Geo* g, dsR
   }
 }
 
-DS_HD DS_INLINE void ds_bend_fwd(const dsReal x[12], const dsReal v[12], const dsBendParam* p,
+DS_HD DS_INLINE void ds__bend_fwd(const dsReal x[12], const dsReal v[12], const dsBendParam* p,
                                  dsReal f[12]) {
   dsBend__Geo g;
   if (!ds__bend_geo(x, &g)) {
@@ -108,12 +108,12 @@ DS_HD DS_INLINE void ds_bend_fwd(const dsReal x[12], const dsReal v[12], const d
   dsReal d[12], dd = 0;
   ds__bend_dirs(x, &g, d);
   for (int k = 0; k < 12; k++) dd += d[k] * v[k];
-  dsReal th = ds_atan2(g.Y, g.X);
+  dsReal th = dsu_atan2(g.Y, g.X);
   dsReal s = -g.le * (p->ke * (th - p->rest) + p->kd * dd);
   for (int k = 0; k < 12; k++) f[k] = s * d[k];
 }
 
-DS_HD DS_INLINE void ds_bend_bwd(const dsReal x[12], const dsReal v[12], const dsBendParam* p,
+DS_HD DS_INLINE void ds__bend_bwd(const dsReal x[12], const dsReal v[12], const dsBendParam* p,
                                  const dsReal adj_f[12], dsReal adj_x[12], dsReal adj_v[12],
                                  dsBendParam* adj_p) {
   dsBend__Geo g;
@@ -125,7 +125,7 @@ DS_HD DS_INLINE void ds_bend_bwd(const dsReal x[12], const dsReal v[12], const d
     dd += d[k] * v[k];
     as += adj_f[k] * d[k];
   }
-  dsReal th = ds_atan2(g.Y, g.X);
+  dsReal th = dsu_atan2(g.Y, g.X);
   dsReal el = p->ke * (th - p->rest) + p->kd * dd;
   dsReal s = -g.le * el;
 
@@ -239,7 +239,7 @@ DS_HD DS_INLINE void ds__bend_fwd_elem(const dsModel* m, const dsForceFwd* a, in
   dsBendParam p = {m->bend_ke[e], m->bend_kd[e], m->bend_rest[e]};
   ds__gather3(xl, a->x, idx, 4);
   ds__gather3(vl, a->v, idx, 4);
-  ds_bend_fwd(xl, vl, &p, a->ef + 12 * (size_t)e);
+  ds__bend_fwd(xl, vl, &p, a->ef + 12 * (size_t)e);
 }
 
 DS_HD DS_INLINE void ds__bend_bwd_elem(const dsModel* m, const dsForceBwd* a, int e) {
@@ -249,7 +249,7 @@ DS_HD DS_INLINE void ds__bend_bwd_elem(const dsModel* m, const dsForceBwd* a, in
   ds__gather3(xl, a->x, idx, 4);
   ds__gather3(vl, a->v, idx, 4);
   ds__gather3(al, a->af, idx, 4);
-  ds_bend_bwd(xl, vl, &p, al, ax, avl, &ap);
+  ds__bend_bwd(xl, vl, &p, al, ax, avl, &ap);
   for (int k = 0; k < 12; k++) {
     a->aex[12 * (size_t)e + k] = ax[k];
     a->aev[12 * (size_t)e + k] = avl[k];

@@ -44,7 +44,53 @@ typedef struct dsContactParam {
   dsReal skin; /* contact skin r: contact starts at y < r, m */
 } dsContactParam;
 
-DS_HD DS_INLINE void ds_contact_fwd(const dsReal x[3], const dsReal v[3], const dsContactParam* p,
+/* The tangential part shared by particle and rigid contact: Coulomb-capped
+ * viscous friction on vt = (v_x, 0, v_z) under a normal force fn,
+ *   ft = -kf vt                 when kf |vt| <= mu fn (sticking branch)
+ *   ft = -mu fn vt / |vt|       otherwise, for |vt|^2 > DSU_TINY2 (sliding)
+ *   ft = 0                      otherwise (no direction).
+ * Adjoint, with G = dL/dft (G_x, G_z):
+ *   sticking: dL/dkf -= G . vt,  dL/dvt -= kf G
+ *   sliding:  t = vt / |vt|, g = G . t: dL/dmu -= fn g, dL/dfn -= mu g,
+ *             dL/dvt += (-mu fn / |vt|) (G - t g)  (the projector I - t t^T). */
+DS_HD DS_INLINE void ds__friction_fwd(const dsReal v[3], dsReal kf, dsReal mu, dsReal fn, dsReal* ft0, dsReal* ft2) {
+  const dsReal vt2 = v[0] * v[0] + v[2] * v[2];
+  const dsReal cap = mu * fn;
+  if (kf * kf * vt2 <= cap * cap && cap >= 0) { /* kf |vt| <= mu fn (kf >= 0) */
+    *ft0 = -kf * v[0];
+    *ft2 = -kf * v[2];
+  } else if (vt2 > DSU_TINY2) {
+    const dsReal s = -cap / dsu_sqrt(vt2);
+    *ft0 = s * v[0];
+    *ft2 = s * v[2];
+  } else {
+    *ft0 = 0;
+    *ft2 = 0;
+  }
+}
+
+/* Adds into adj_v (x and z), *adj_kf, *adj_mu and *adj_fn. */
+DS_HD DS_INLINE void ds__friction_bwd(const dsReal v[3], dsReal kf, dsReal mu, dsReal fn, const dsReal adj_f[3],
+                                      dsReal adj_v[3], dsReal* adj_kf, dsReal* adj_mu, dsReal* adj_fn) {
+  const dsReal vt2 = v[0] * v[0] + v[2] * v[2];
+  const dsReal cap = mu * fn;
+  if (kf * kf * vt2 <= cap * cap && cap >= 0) {
+    *adj_kf -= adj_f[0] * v[0] + adj_f[2] * v[2];
+    adj_v[0] -= kf * adj_f[0];
+    adj_v[2] -= kf * adj_f[2];
+  } else if (vt2 > DSU_TINY2) {
+    const dsReal l = dsu_sqrt(vt2), il = 1 / l;
+    const dsReal t0 = v[0] * il, t2 = v[2] * il;
+    const dsReal gt = adj_f[0] * t0 + adj_f[2] * t2; /* G . vt^ */
+    *adj_mu -= fn * gt;
+    *adj_fn -= mu * gt;
+    const dsReal s = -cap * il; /* d(-cap vt^)/dvt = s (I - vt^ vt^T) */
+    adj_v[0] += s * (adj_f[0] - t0 * gt);
+    adj_v[2] += s * (adj_f[2] - t2 * gt);
+  }
+}
+
+DS_HD DS_INLINE void ds__contact_fwd(const dsReal x[3], const dsReal v[3], const dsContactParam* p,
                                     dsReal f[3]) {
   dsReal c = x[1] - p->skin;
   if (!(c < 0)) {
@@ -53,26 +99,14 @@ DS_HD DS_INLINE void ds_contact_fwd(const dsReal x[3], const dsReal v[3], const 
   }
   dsReal vn = v[1];
   dsReal fn = -p->ke * c - p->kd * (vn < 0 ? vn : 0);
-  dsReal vt2 = v[0] * v[0] + v[2] * v[2];
-  dsReal cap = p->mu * fn;
   dsReal ft0, ft2;
-  if (p->kf * p->kf * vt2 <= cap * cap && cap >= 0) { /* kf |vt| <= mu fn (kf >= 0) */
-    ft0 = -p->kf * v[0];
-    ft2 = -p->kf * v[2];
-  } else if (vt2 > DSU_TINY2) {
-    dsReal s = -cap / ds_sqrt(vt2);
-    ft0 = s * v[0];
-    ft2 = s * v[2];
-  } else {
-    ft0 = 0;
-    ft2 = 0;
-  }
+  ds__friction_fwd(v, p->kf, p->mu, fn, &ft0, &ft2);
   f[0] = ft0;
   f[1] = fn;
   f[2] = ft2;
 }
 
-DS_HD DS_INLINE void ds_contact_bwd(const dsReal x[3], const dsReal v[3], const dsContactParam* p,
+DS_HD DS_INLINE void ds__contact_bwd(const dsReal x[3], const dsReal v[3], const dsContactParam* p,
                                     const dsReal adj_f[3], dsReal adj_x[3], dsReal adj_v[3],
                                     dsContactParam* adj_p) {
   dsReal c = x[1] - p->skin;
@@ -80,23 +114,8 @@ DS_HD DS_INLINE void ds_contact_bwd(const dsReal x[3], const dsReal v[3], const 
   dsReal vn = v[1];
   dsReal vnm = vn < 0 ? vn : 0;
   dsReal fn = -p->ke * c - p->kd * vnm;
-  dsReal vt2 = v[0] * v[0] + v[2] * v[2];
-  dsReal cap = p->mu * fn;
   dsReal adj_fn = adj_f[1];
-  if (p->kf * p->kf * vt2 <= cap * cap && cap >= 0) {
-    adj_p->kf -= adj_f[0] * v[0] + adj_f[2] * v[2];
-    adj_v[0] -= p->kf * adj_f[0];
-    adj_v[2] -= p->kf * adj_f[2];
-  } else if (vt2 > DSU_TINY2) {
-    dsReal l = ds_sqrt(vt2), il = 1 / l;
-    dsReal t0 = v[0] * il, t2 = v[2] * il;
-    dsReal gt = adj_f[0] * t0 + adj_f[2] * t2; /* G . vt^ */
-    adj_p->mu -= fn * gt;
-    adj_fn -= p->mu * gt;
-    dsReal s = -cap * il;                      /* d(-cap vt^)/dvt = s (I - vt^ vt^T) */
-    adj_v[0] += s * (adj_f[0] - t0 * gt);
-    adj_v[2] += s * (adj_f[2] - t2 * gt);
-  }
+  ds__friction_bwd(v, p->kf, p->mu, fn, adj_f, adj_v, &adj_p->kf, &adj_p->mu, &adj_fn);
   adj_p->ke -= adj_fn * c;
   adj_p->kd -= adj_fn * vnm;
   adj_x[1] -= p->ke * adj_fn;
@@ -123,7 +142,7 @@ DS_HD DS_INLINE void ds__contact_pfwd(const dsModel* m, int i, const dsReal* x, 
   if (m->nbody && m->particle_body[i] >= 0) return; /* rigid vertex: engine/rigid.h */
   const dsContactParam cp = ds__contact_param(m);
   dsReal fc[3];
-  ds_contact_fwd(x + 3 * (size_t)i, v + 3 * (size_t)i, &cp, fc);
+  ds__contact_fwd(x + 3 * (size_t)i, v + 3 * (size_t)i, &cp, fc);
   f[0] += fc[0];
   f[1] += fc[1];
   f[2] += fc[2];
@@ -134,7 +153,7 @@ DS_HD DS_INLINE void ds__contact_pbwd(const dsModel* m, int i, const dsReal* x, 
   const dsContactParam cp = ds__contact_param(m);
   dsContactParam ac = {0, 0, 0, 0, 0};
   const size_t o = 3 * (size_t)i;
-  if (!(m->nbody && m->particle_body[i] >= 0)) ds_contact_bwd(x + o, v + o, &cp, af + o, ax, av, &ac);
+  if (!(m->nbody && m->particle_body[i] >= 0)) ds__contact_bwd(x + o, v + o, &cp, af + o, ax, av, &ac);
   dsReal* a5 = scratch + 5 * (size_t)i;
   a5[0] = ac.ke;
   a5[1] = ac.kd;

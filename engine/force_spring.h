@@ -32,7 +32,7 @@ typedef struct dsSpringParam {
   dsReal act;  /* activation a: rest length L (1 + a); dimensionless */
 } dsSpringParam;
 
-DS_HD DS_INLINE void ds_spring_fwd(const dsReal x[6], const dsReal v[6], const dsSpringParam* p,
+DS_HD DS_INLINE void ds__spring_fwd(const dsReal x[6], const dsReal v[6], const dsSpringParam* p,
                                    dsReal f[6]) {
   dsReal d[3], dh[3], dv[3];
   dsu_sub3(d, x, x + 3);
@@ -47,7 +47,7 @@ DS_HD DS_INLINE void ds_spring_fwd(const dsReal x[6], const dsReal v[6], const d
   dsu_scl3(f, dh, -s);
 }
 
-DS_HD DS_INLINE void ds_spring_bwd(const dsReal x[6], const dsReal v[6], const dsSpringParam* p,
+DS_HD DS_INLINE void ds__spring_bwd(const dsReal x[6], const dsReal v[6], const dsSpringParam* p,
                                    const dsReal adj_f[6], dsReal adj_x[6], dsReal adj_v[6],
                                    dsSpringParam* adj_p) {
   dsReal d[3], dh[3], dv[3], G[3], adj_dh[3], adj_d[3];
@@ -90,7 +90,7 @@ DS_HD DS_INLINE void ds__spring_fwd_elem(const dsModel* m, const dsForceFwd* a, 
   dsSpringParam p = {m->spring_ke[e], m->spring_kd[e], m->spring_rest[e], a->act ? a->act[e] : 0};
   ds__gather3(xl, a->x, idx, 2);
   ds__gather3(vl, a->v, idx, 2);
-  ds_spring_fwd(xl, vl, &p, a->ef + 6 * (size_t)e);
+  ds__spring_fwd(xl, vl, &p, a->ef + 6 * (size_t)e);
 }
 
 DS_HD DS_INLINE void ds__spring_bwd_elem(const dsModel* m, const dsForceBwd* a, int e) {
@@ -101,7 +101,7 @@ DS_HD DS_INLINE void ds__spring_bwd_elem(const dsModel* m, const dsForceBwd* a, 
   ds__gather3(xl, a->x, idx, 2);
   ds__gather3(vl, a->v, idx, 2);
   ds__gather3(al, a->af, idx, 2);
-  ds_spring_bwd(xl, vl, &p, al, ax, avl, &ap);
+  ds__spring_bwd(xl, vl, &p, al, ax, avl, &ap);
   for (int k = 0; k < 6; k++) {
     a->aex[6 * (size_t)e + k] = ax[k];
     a->aev[6 * (size_t)e + k] = avl[k];

@@ -1,6 +1,6 @@
 /* Tetrahedron, stable Neo-Hookean with activation a; x = [x0, x1, x2, x3].
  *
- * Rest (ds_tet_rest): Dm = [x1-x0, x2-x0, x3-x0] (columns), B = Dm^-1,
+ * Rest (ds__tet_rest): Dm = [x1-x0, x2-x0, x3-x0] (columns), B = Dm^-1,
  * V0 = det(Dm)/6 > 0, and the kernels' rest data M = B B^T (symmetric;
  * M_ij = b_i . b_j for the rows b_i of B) and det B.
  *
@@ -60,7 +60,7 @@ typedef struct dsTetParam {
 } dsTetParam;
 
 /* M and det B from B (row-major) into M[DS_TET_NREST]. */
-DS_HD DS_INLINE void ds_tet_rest_metric(const dsReal B[9], dsReal M[DS_TET_NREST]) {
+DS_HD DS_INLINE void ds__tet_rest_metric(const dsReal B[9], dsReal M[DS_TET_NREST]) {
   M[0] = dsu_dot3(B, B);
   M[1] = dsu_dot3(B, B + 3);
   M[2] = dsu_dot3(B, B + 6);
@@ -73,17 +73,17 @@ DS_HD DS_INLINE void ds_tet_rest_metric(const dsReal B[9], dsReal M[DS_TET_NREST
 /* Rest data from rest positions x0 = [x0, x1, x2, x3]. Returns 0, or
  * DS_ERR_MESH when the rest tet is inverted or flat:
  * 6 V0 <= 64 eps (sum of squared edge lengths from x0)^(3/2), or non-finite. */
-DS_HD DS_INLINE int ds_tet_rest(const dsReal x0[12], dsTetRest* r) {
+DS_HD DS_INLINE int ds__tet_rest(const dsReal x0[12], dsTetRest* r) {
   dsReal Dm[9], c[3][3];
   for (int i = 0; i < 3; i++) dsu_sub3(c[i], x0 + 3 * (i + 1), x0);
   for (int i = 0; i < 3; i++)
     for (int k = 0; k < 3; k++) Dm[3 * k + i] = c[i][k];
   dsReal det = dsu_mat3_det(Dm);
   dsReal l2 = dsu_dot3(c[0], c[0]) + dsu_dot3(c[1], c[1]) + dsu_dot3(c[2], c[2]);
-  if (!(l2 - l2 == 0) || !(det > 64 * DS_REAL_EPS * l2 * ds_sqrt(l2))) return DS_ERR_MESH;
+  if (!(l2 - l2 == 0) || !(det > 64 * DS_REAL_EPS * l2 * dsu_sqrt(l2))) return DS_ERR_MESH;
   if (dsu_mat3_inv(r->B, Dm) == 0) return DS_ERR_MESH;
   r->vol = det / 6;
-  ds_tet_rest_metric(r->B, r->M);
+  ds__tet_rest_metric(r->B, r->M);
   return 0;
 }
 
@@ -123,7 +123,7 @@ DS_HD DS_INLINE int ds__tet_mi(int i, int j) {
 }
 DS_HD DS_INLINE dsReal ds__tet_m(const dsReal* M, int i, int j) { return M[ds__tet_mi(i, j)]; }
 
-DS_HD DS_INLINE void ds_tet_fwd(const dsReal x[12], const dsReal v[12], const dsTetRest* r,
+DS_HD DS_INLINE void ds__tet_fwd(const dsReal x[12], const dsReal v[12], const dsTetRest* r,
                                 const dsTetParam* p, dsReal f[12], dsReal* J) {
   dsTet__Fwd t;
   ds__tet_prep(x, v, r, &t);
@@ -149,7 +149,7 @@ DS_HD DS_INLINE void ds_tet_fwd(const dsReal x[12], const dsReal v[12], const ds
   if (J) *J = t.J;
 }
 
-DS_HD DS_INLINE void ds_tet_bwd(const dsReal x[12], const dsReal v[12], const dsTetRest* r,
+DS_HD DS_INLINE void ds__tet_bwd(const dsReal x[12], const dsReal v[12], const dsTetRest* r,
                                 const dsTetParam* p, const dsReal adj_f[12], dsReal adj_x[12],
                                 dsReal adj_v[12], dsTetParam* adj_p) {
   dsTet__Fwd t;
@@ -239,7 +239,7 @@ DS_HD DS_INLINE void ds__tet_fwd_elem(const dsModel* m, const dsForceFwd* a, int
   dsTetParam p = {m->tet_k_mu[e], m->tet_k_lambda[e], m->tet_k_damp[e], a->act ? a->act[e] : 0};
   ds__gather3(xl, a->x, idx, 4);
   ds__gather3(vl, a->v, idx, 4);
-  ds_tet_fwd(xl, vl, &r, &p, a->ef + 12 * (size_t)e, a->J + e);
+  ds__tet_fwd(xl, vl, &r, &p, a->ef + 12 * (size_t)e, a->J + e);
 }
 
 DS_HD DS_INLINE void ds__tet_bwd_elem(const dsModel* m, const dsForceBwd* a, int e) {
@@ -252,7 +252,7 @@ DS_HD DS_INLINE void ds__tet_bwd_elem(const dsModel* m, const dsForceBwd* a, int
   ds__gather3(xl, a->x, idx, 4);
   ds__gather3(vl, a->v, idx, 4);
   ds__gather3(al, a->af, idx, 4);
-  ds_tet_bwd(xl, vl, &r, &p, al, ax, avl, &ap);
+  ds__tet_bwd(xl, vl, &r, &p, al, ax, avl, &ap);
   for (int k = 0; k < 12; k++) {
     a->aex[12 * (size_t)e + k] = ax[k];
     a->aev[12 * (size_t)e + k] = avl[k];
@@ -273,7 +273,7 @@ DS_HD DS_INLINE void ds__tet_bwd_elem(const dsModel* m, const dsForceBwd* a, int
 #if defined(__GNUC__) && !defined(__CUDACC__)
 #  include <string.h>
 /* DS__TL tets at once (CPU): lane l of every vector is tet e0 + l, and the
- * operations are those of ds__tet_prep and ds_tet_fwd above, one for one
+ * operations are those of ds__tet_prep and ds__tet_fwd above, one for one
  * and in the same order (GCC vector arithmetic rounds each lane as the
  * scalar operation would; -ffp-contract=off keeps products and sums apart),
  * so each tet's force and J are the scalar body's bits (test_force_tet
@@ -462,7 +462,7 @@ DS__FLATTEN static inline void ds__tet_fwd_elem4(const dsModel* m, const dsForce
   }
 }
 
-/* ds_tet_bwd and the body's stores on DS__TL tets (the same operations). */
+/* ds__tet_bwd and the body's stores on DS__TL tets (the same operations). */
 DS__FLATTEN static inline void ds__tet_bwd_elem4(const dsModel* m, const dsForceBwd* a, int e0) {
   dsTet__Q t;
   ds__tet_prep4(m, a->x, a->v, a->act, e0, &t);

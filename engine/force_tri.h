@@ -1,6 +1,6 @@
 /* Triangle membrane FEM (p, q, r) with activation a; x = [p, q, r].
  *
- * Rest (ds_tri_rest): e1 = (q-p)/|q-p|, n = unit((q-p) x (r-p)), e2 = n x e1;
+ * Rest (ds__tri_rest): e1 = (q-p)/|q-p|, n = unit((q-p) x (r-p)), e2 = n x e1;
  * D = [[(q-p).e1, (r-p).e1], [0, (r-p).e2]] (columns: 2-D coordinates of
  * q-p and r-p); Dm = D^-1; A0 = det D / 2.
  *
@@ -48,7 +48,7 @@ typedef struct dsTriParam {
 /* Rest data from rest positions x0 = [p, q, r]. Returns 0, or DS_ERR_MESH when
  * the rest triangle is degenerate: 2 A0 <= 64 eps (|q-p|^2 + |r-p|^2), or a
  * non-finite coordinate. */
-DS_HD DS_INLINE int ds_tri_rest(const dsReal x0[9], dsTriRest* r) {
+DS_HD DS_INLINE int ds__tri_rest(const dsReal x0[9], dsTriRest* r) {
   dsReal eq[3], er[3], n[3], e1[3], e2[3];
   dsu_sub3(eq, x0 + 3, x0);
   dsu_sub3(er, x0 + 6, x0);
@@ -66,7 +66,7 @@ DS_HD DS_INLINE int ds_tri_rest(const dsReal x0[9], dsTriRest* r) {
   return 0;
 }
 
-DS_HD DS_INLINE void ds_tri_fwd(const dsReal x[9], const dsReal v[9], const dsTriRest* r,
+DS_HD DS_INLINE void ds__tri_fwd(const dsReal x[9], const dsReal v[9], const dsTriRest* r,
                                 const dsTriParam* p, dsReal f[9]) {
   const dsReal* Dm = r->Dm;
   dsReal A0 = r->area;
@@ -107,7 +107,7 @@ DS_HD DS_INLINE void ds_tri_fwd(const dsReal x[9], const dsReal v[9], const dsTr
   }
 }
 
-DS_HD DS_INLINE void ds_tri_bwd(const dsReal x[9], const dsReal v[9], const dsTriRest* r,
+DS_HD DS_INLINE void ds__tri_bwd(const dsReal x[9], const dsReal v[9], const dsTriRest* r,
                                 const dsTriParam* p, const dsReal adj_f[9], dsReal adj_x[9],
                                 dsReal adj_v[9], dsTriParam* adj_p) {
   const dsReal* Dm = r->Dm;
@@ -211,7 +211,7 @@ DS_HD DS_INLINE void ds__tri_fwd_elem(const dsModel* m, const dsForceFwd* a, int
   dsTriParam p = {m->tri_k_mu[e], m->tri_k_lambda[e], m->tri_k_damp[e], a->act ? a->act[e] : 0};
   ds__gather3(xl, a->x, idx, 3);
   ds__gather3(vl, a->v, idx, 3);
-  ds_tri_fwd(xl, vl, &r, &p, a->ef + 9 * (size_t)e);
+  ds__tri_fwd(xl, vl, &r, &p, a->ef + 9 * (size_t)e);
 }
 
 DS_HD DS_INLINE void ds__tri_bwd_elem(const dsModel* m, const dsForceBwd* a, int e) {
@@ -225,7 +225,7 @@ DS_HD DS_INLINE void ds__tri_bwd_elem(const dsModel* m, const dsForceBwd* a, int
   ds__gather3(xl, a->x, idx, 3);
   ds__gather3(vl, a->v, idx, 3);
   ds__gather3(al, a->af, idx, 3);
-  ds_tri_bwd(xl, vl, &r, &p, al, ax, avl, &ap);
+  ds__tri_bwd(xl, vl, &r, &p, al, ax, avl, &ap);
   for (int k = 0; k < 9; k++) {
     a->aex[9 * (size_t)e + k] = ax[k];
     a->aev[9 * (size_t)e + k] = avl[k];

@@ -498,12 +498,12 @@ int ds_builder_add_rigid(dsBuilder* b, const dsMesh* mesh, const dsReal* vertex_
   /* vertices as particles (mass 0) at their posed positions */
   dsReal st[13];
   memcpy(st, r.x0, sizeof r.x0);
-  ds_qnormalize(st + 3, r.q0);
+  dsu_qnormalize(st + 3, r.q0);
   memcpy(st + 7, r.v0, sizeof r.v0);
   memcpy(st + 10, r.w0, sizeof r.w0);
   for (int i = 0; i < nv && rc >= 0; i++) {
     dsReal xi[3], vi[3];
-    ds_rigid_pose_fwd(st, mesh->x + 3 * i, r.com, xi, vi);
+    ds__rigid_pose_fwd(st, mesh->x + 3 * i, r.com, xi, vi);
     rc = ds_builder_add_particle(b, xi, vi, r.mass / nv); /* a weight for centre-of-mass observations only */
   }
   for (int t = 0; t < mesh->ntri && rc >= 0; t++)
@@ -759,7 +759,7 @@ int ds_builder_finalize(dsBuilder* b, dsModel** out) {
     dsReal x[9];
     dsTriRest r;
     for (int a = 0; a < 3; a++) memcpy(x + 3 * a, b->x + 3 * b->t_idx[3 * e + a], 3 * sizeof(dsReal));
-    if (ds_tri_rest(x, &r)) {
+    if (ds__tri_rest(x, &r)) {
       ds_model_free(m);
       return ds__seterr(&b->err, DS_ERR_MESH, "tri %d (particles %d, %d, %d): degenerate rest triangle", e,
                         b->t_idx[3 * e], b->t_idx[3 * e + 1], b->t_idx[3 * e + 2]);
@@ -775,7 +775,7 @@ int ds_builder_finalize(dsBuilder* b, dsModel** out) {
     dsReal x[12];
     for (int a = 0; a < 4; a++) memcpy(x + 3 * a, b->x + 3 * b->b_idx[4 * e + a], 3 * sizeof(dsReal));
     dsBend__Geo geo;
-    dsReal th = ds_bend_angle(x);
+    dsReal th = ds__bend_angle(x);
     if (!ds__bend_geo(x, &geo) || !isfinite(th)) {
       ds_model_free(m);
       return ds__seterr(&b->err, DS_ERR_MESH, "bend %d (particles %d, %d, %d, %d): degenerate hinge (no rest angle)",
@@ -790,7 +790,7 @@ int ds_builder_finalize(dsBuilder* b, dsModel** out) {
     dsReal x[12];
     dsTetRest r;
     for (int a = 0; a < 4; a++) memcpy(x + 3 * a, b->x + 3 * b->te_idx[4 * e + a], 3 * sizeof(dsReal));
-    if (ds_tet_rest(x, &r)) {
+    if (ds__tet_rest(x, &r)) {
       dsReal c[3][3];
       for (int a = 0; a < 3; a++)
         for (int k = 0; k < 3; k++) c[a][k] = x[3 * (a + 1) + k] - x[k];
@@ -840,7 +840,7 @@ int ds_builder_finalize(dsBuilder* b, dsModel** out) {
     m->body_restitution[e] = r->e;
     if (r->e < 1) {
       dsReal dz;
-      m->body_zeta[e] = ds_rigid_zeta(r->e, &dz);
+      m->body_zeta[e] = ds__rigid_zeta(r->e, &dz);
     }
     m->body_vrange[2 * e] = r->p0;
     m->body_vrange[2 * e + 1] = r->p0 + r->n;
@@ -969,7 +969,7 @@ int ds_model_set_param(dsModel* m, const char* name, const dsReal* values, int c
   if (strcmp(name, "body.restitution") == 0)
     for (int b = 0; b < m->nbody; b++) {
       dsReal dz;
-      m->body_zeta[b] = m->body_restitution[b] < 1 ? ds_rigid_zeta(m->body_restitution[b], &dz) : 0;
+      m->body_zeta[b] = m->body_restitution[b] < 1 ? ds__rigid_zeta(m->body_restitution[b], &dz) : 0;
     }
   if (strcmp(name, "particle.mass") == 0)
     for (int i = 0; i < m->nparticle; i++)

@@ -18,7 +18,7 @@ static void inertia_of(const dsModel* m, int b, dsRigidInertia* I) {
 
 void ds__rigid_initial(const dsModel* m, int b, dsReal s[13]) {
   memcpy(s, m->body_x0 + 3 * (size_t)b, 3 * sizeof(dsReal));
-  ds_qnormalize(s + 3, m->body_q0 + 4 * (size_t)b);
+  dsu_qnormalize(s + 3, m->body_q0 + 4 * (size_t)b);
   memcpy(s + 7, m->body_v0 + 3 * (size_t)b, 3 * sizeof(dsReal));
   memcpy(s + 10, m->body_w0 + 3 * (size_t)b, 3 * sizeof(dsReal));
 }
@@ -45,7 +45,7 @@ static void wrench(const dsModel* m, int b, const dsReal* x, const dsReal* fr, c
 static void pose_body(const dsModel* m, int b, const dsReal* s, dsReal* x, dsReal* v) {
   const dsReal* c = m->body_com + 3 * (size_t)b;
   for (int i = m->body_vrange[2 * b]; i < m->body_vrange[2 * b + 1]; i++)
-    ds_rigid_pose_fwd(s, m->body_r + 3 * (size_t)i, c, x + 3 * (size_t)i, v + 3 * (size_t)i);
+    ds__rigid_pose_fwd(s, m->body_r + 3 * (size_t)i, c, x + 3 * (size_t)i, v + 3 * (size_t)i);
 }
 
 void ds__rigid_pose_all(const dsModel* m, const dsReal* bs, dsReal* x, dsReal* v) {
@@ -60,7 +60,7 @@ void ds__rigid_fwd(const dsModel* m, int b, const dsReal* x, const dsReal* fr, c
   wrench(m, b, x, fr, s, bfext, F, T);
   dsRigidInertia I;
   inertia_of(m, b, &I);
-  ds_rigid_integrate_fwd(s, F, T, &I, m->gravity, m->dt, s1);
+  ds__rigid_integrate_fwd(s, F, T, &I, m->gravity, m->dt, s1);
   memcpy(bo + 13 * (size_t)b, s1, sizeof s1);
   pose_body(m, b, s1, xo, vo);
 }
@@ -76,7 +76,7 @@ void ds__rigid_bwd(const dsModel* m, int b, const dsReal* x, const dsReal* v, co
   /* 1: the vertices' adjoints at the later state into the body's */
   for (int i = i0; i < i1; i++) {
     const size_t o = 3 * (size_t)i;
-    ds_rigid_pose_bwd(s1, m->body_r + o, c, adj_x + o, adj_v + o, A, g->body_com + 3 * (size_t)b);
+    ds__rigid_pose_bwd(s1, m->body_r + o, c, adj_x + o, adj_v + o, A, g->body_com + 3 * (size_t)b);
     dsu_zero3(adj_x + o);
     dsu_zero3(adj_v + o);
   }
@@ -90,7 +90,7 @@ void ds__rigid_bwd(const dsModel* m, int b, const dsReal* x, const dsReal* v, co
     if (fext) dsu_copy3(fi, fext + o);
     if (contact) {
       dsReal fc[3];
-      ds_rigid_contact_fwd(x + o, v + o, &cp, fc);
+      ds__rigid_contact_fwd(x + o, v + o, &cp, fc);
       dsu_addto3(fi, fc);
     }
     dsu_sub3(r, x + o, s);
@@ -108,7 +108,7 @@ void ds__rigid_bwd(const dsModel* m, int b, const dsReal* x, const dsReal* v, co
   memset(&AI, 0, sizeof AI);
   dsReal As[13], AF[3] = {0, 0, 0}, AT[3] = {0, 0, 0};
   memset(As, 0, sizeof As);
-  ds_rigid_integrate_bwd(s, F, T, &I, m->gravity, m->dt, A, As, AF, AT, &AI, ag);
+  ds__rigid_integrate_bwd(s, F, T, &I, m->gravity, m->dt, A, As, AF, AT, &AI, ag);
   g->body_mass[b] += AI.m;
   for (int k = 0; k < 9; k++) g->body_inertia[9 * (size_t)b + k] += AI.I[k];
   for (int k = 0; k < 3; k++) {
@@ -122,7 +122,7 @@ void ds__rigid_bwd(const dsModel* m, int b, const dsReal* x, const dsReal* v, co
     if (fext) dsu_copy3(fi, fext + o);
     if (contact) {
       dsReal fc[3];
-      ds_rigid_contact_fwd(x + o, v + o, &cp, fc);
+      ds__rigid_contact_fwd(x + o, v + o, &cp, fc);
       dsu_addto3(fi, fc);
     }
     dsu_sub3(r, x + o, s);
@@ -144,14 +144,14 @@ void ds__rigid_finish(const dsModel* m, const dsReal* bs, dsReal* adj_x, dsReal*
     dsReal* A = adj_body + 13 * (size_t)b;
     for (int i = m->body_vrange[2 * b]; i < m->body_vrange[2 * b + 1]; i++) {
       const size_t o = 3 * (size_t)i;
-      ds_rigid_pose_bwd(s, m->body_r + o, c, adj_x + o, adj_v + o, A, g->body_com + 3 * (size_t)b);
+      ds__rigid_pose_bwd(s, m->body_r + o, c, adj_x + o, adj_v + o, A, g->body_com + 3 * (size_t)b);
       dsu_zero3(adj_x + o);
       dsu_zero3(adj_v + o);
     }
     dsReal qn[4];
     const dsReal* q0 = m->body_q0 + 4 * (size_t)b;
-    dsReal n = ds_qnormalize(qn, q0);
-    ds_qnormalize_bwd(qn, n, A + 3, g->body_q0 + 4 * (size_t)b);
+    dsReal n = dsu_qnormalize(qn, q0);
+    dsu_qnormalize_bwd(qn, n, A + 3, g->body_q0 + 4 * (size_t)b);
     for (int k = 0; k < 3; k++) {
       g->body_x0[3 * (size_t)b + k] += A[k];
       g->body_v0[3 * (size_t)b + k] += A[7 + k];

@@ -86,12 +86,13 @@
 
 #include "engine/dsmath.h"
 #include "engine/force_loop.h"
+#include "engine/force_contact.h"
 
 #define DS_RIGID_PI 3.14159265358979323846
 
 /* ---- quaternion rotation ---------------------------------------------------- */
 // res = R(q) a  (q = (w, x, y, z); exact rotation for unit q)
-DS_HD DS_INLINE void ds_qrot(dsReal res[3], const dsReal q[4], const dsReal a[3]) {
+DS_HD DS_INLINE void dsu_qrot(dsReal res[3], const dsReal q[4], const dsReal a[3]) {
   const dsReal* qv = q + 1;
   dsReal t[3], s[3];
   dsu_cross3(t, qv, a);
@@ -100,7 +101,7 @@ DS_HD DS_INLINE void ds_qrot(dsReal res[3], const dsReal q[4], const dsReal a[3]
 }
 
 // adjoint of res = R(q) a: adj_q += (4), adj_a += (3); either may be NULL
-DS_HD DS_INLINE void ds_qrot_bwd(const dsReal q[4], const dsReal a[3], const dsReal U[3], dsReal adj_q[4],
+DS_HD DS_INLINE void dsu_qrot_bwd(const dsReal q[4], const dsReal a[3], const dsReal U[3], dsReal adj_q[4],
                                  dsReal adj_a[3]) {
   const dsReal* qv = q + 1;
   dsReal t[3], At[3], c1[3];
@@ -122,16 +123,16 @@ DS_HD DS_INLINE void ds_qrot_bwd(const dsReal q[4], const dsReal a[3], const dsR
 }
 
 // res = R(q)^T a
-DS_HD DS_INLINE void ds_qrotT(dsReal res[3], const dsReal q[4], const dsReal a[3]) {
+DS_HD DS_INLINE void dsu_qrotT(dsReal res[3], const dsReal q[4], const dsReal a[3]) {
   const dsReal qc[4] = {q[0], -q[1], -q[2], -q[3]};
-  ds_qrot(res, qc, a);
+  dsu_qrot(res, qc, a);
 }
 
-DS_HD DS_INLINE void ds_qrotT_bwd(const dsReal q[4], const dsReal a[3], const dsReal U[3], dsReal adj_q[4],
+DS_HD DS_INLINE void dsu_qrotT_bwd(const dsReal q[4], const dsReal a[3], const dsReal U[3], dsReal adj_q[4],
                                   dsReal adj_a[3]) {
   const dsReal qc[4] = {q[0], -q[1], -q[2], -q[3]};
   dsReal aq[4] = {0, 0, 0, 0};
-  ds_qrot_bwd(qc, a, U, aq, adj_a);
+  dsu_qrot_bwd(qc, a, U, aq, adj_a);
   if (adj_q) {
     adj_q[0] += aq[0];
     adj_q[1] -= aq[1];
@@ -141,19 +142,19 @@ DS_HD DS_INLINE void ds_qrotT_bwd(const dsReal q[4], const dsReal a[3], const ds
 }
 
 // res = q / |q|, returns |q| (0: res = identity)
-DS_HD DS_INLINE dsReal ds_qnormalize(dsReal res[4], const dsReal q[4]) {
+DS_HD DS_INLINE dsReal dsu_qnormalize(dsReal res[4], const dsReal q[4]) {
   dsReal n2 = q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3];
   if (!(n2 > DSU_TINY2)) {
     res[0] = 1; res[1] = 0; res[2] = 0; res[3] = 0;
     return 0;
   }
-  dsReal n = ds_sqrt(n2), in = 1 / n;
+  dsReal n = dsu_sqrt(n2), in = 1 / n;
   for (int k = 0; k < 4; k++) res[k] = q[k] * in;
   return n;
 }
 
 // adjoint of u = q / |q| given u and n = |q|: adj_q += (U - u (u.U)) / n
-DS_HD DS_INLINE void ds_qnormalize_bwd(const dsReal u[4], dsReal n, const dsReal U[4], dsReal adj_q[4]) {
+DS_HD DS_INLINE void dsu_qnormalize_bwd(const dsReal u[4], dsReal n, const dsReal U[4], dsReal adj_q[4]) {
   if (!(n > 0)) return;
   dsReal d = u[0] * U[0] + u[1] * U[1] + u[2] * U[2] + u[3] * U[3], in = 1 / n;
   for (int k = 0; k < 4; k++) adj_q[k] += (U[k] - u[k] * d) * in;
@@ -161,11 +162,11 @@ DS_HD DS_INLINE void ds_qnormalize_bwd(const dsReal u[4], dsReal n, const dsReal
 
 /* ---- pose map ------------------------------------------------------------------ */
 // vertex i: x = p + R(q)(r - c), v = v_b + om x R(q)(r - c); s = body state (13)
-DS_HD DS_INLINE void ds_rigid_pose_fwd(const dsReal s[13], const dsReal r[3], const dsReal c[3], dsReal x[3],
+DS_HD DS_INLINE void ds__rigid_pose_fwd(const dsReal s[13], const dsReal r[3], const dsReal c[3], dsReal x[3],
                                        dsReal v[3]) {
   dsReal a[3], u[3], w[3];
   dsu_sub3(a, r, c);
-  ds_qrot(u, s + 3, a);
+  dsu_qrot(u, s + 3, a);
   dsu_cross3(w, s + 10, u);
   for (int k = 0; k < 3; k++) {
     x[k] = s[k] + u[k];
@@ -174,11 +175,11 @@ DS_HD DS_INLINE void ds_rigid_pose_fwd(const dsReal s[13], const dsReal r[3], co
 }
 
 // adjoint: adj_s (13) += , adj_c (3) += from X = dL/dx, V = dL/dv
-DS_HD DS_INLINE void ds_rigid_pose_bwd(const dsReal s[13], const dsReal r[3], const dsReal c[3], const dsReal X[3],
+DS_HD DS_INLINE void ds__rigid_pose_bwd(const dsReal s[13], const dsReal r[3], const dsReal c[3], const dsReal X[3],
                                        const dsReal V[3], dsReal adj_s[13], dsReal adj_c[3]) {
   dsReal a[3], u[3], U[3], t[3], Aa[3] = {0, 0, 0};
   dsu_sub3(a, r, c);
-  ds_qrot(u, s + 3, a);
+  dsu_qrot(u, s + 3, a);
   dsu_cross3(t, u, V);
   dsu_cross3(U, V, s + 10);
   for (int k = 0; k < 3; k++) {
@@ -187,30 +188,30 @@ DS_HD DS_INLINE void ds_rigid_pose_bwd(const dsReal s[13], const dsReal r[3], co
     adj_s[10 + k] += t[k];
     U[k] += X[k];
   }
-  ds_qrot_bwd(s + 3, a, U, adj_s + 3, Aa);
+  dsu_qrot_bwd(s + 3, a, U, adj_s + 3, Aa);
   dsu_subfrom3(adj_c, Aa);
 }
 
 /* ---- ground contact with restitution ------------------------------------------- */
 typedef struct dsRigidContact {
   dsReal ke, kd, kf, mu, e, m, skin;
-  dsReal z; /* damping ratio of e (ds_rigid_zeta, kept in the model: not differentiated as such) */
+  dsReal z; /* damping ratio of e (ds__rigid_zeta, kept in the model: not differentiated as such) */
 } dsRigidContact;
 
 // h(z) = (pi - 2 asin z) / sqrt(1 - z^2) (z < 1), 2 acosh z / sqrt(z^2 - 1) (z > 1), 2 at z = 1
 // (one analytic function), and its derivative h' = (z h - 2) / (1 - z^2) (-2/3 at z = 1)
-DS_HD DS_INLINE dsReal ds_rigid_h(dsReal z, dsReal* dh) {
+DS_HD DS_INLINE dsReal ds__rigid_h(dsReal z, dsReal* dh) {
   dsReal d = z - 1, h;
-  if (ds_fabs(d) < (dsReal)1e-6) {
+  if (dsu_fabs(d) < (dsReal)1e-6) {
     h = 2 - (dsReal)(2.0 / 3.0) * d;
     *dh = -(dsReal)(2.0 / 3.0);
     return h;
   }
   if (z < 1) {
-    h = ((dsReal)DS_RIGID_PI - 2 * ds_asin(z)) / ds_sqrt(1 - z * z);
+    h = ((dsReal)DS_RIGID_PI - 2 * dsu_asin(z)) / dsu_sqrt(1 - z * z);
   } else {
-    dsReal q = ds_sqrt(z * z - 1);
-    h = 2 * ds_log(z + q) / q;
+    dsReal q = dsu_sqrt(z * z - 1);
+    h = 2 * dsu_log(z + q) / q;
   }
   *dh = (z * h - 2) / (1 - z * z);
   return h;
@@ -218,24 +219,24 @@ DS_HD DS_INLINE dsReal ds_rigid_h(dsReal z, dsReal* dh) {
 
 // damping ratio z with exit/entry speed ratio e of the clamped spring-damper:
 // -ln e = z h(z); dz_de = dz/de
-DS_HD DS_INLINE dsReal ds_rigid_zeta(dsReal e, dsReal* dz_de) {
-  const dsReal Lm = -ds_log(e);
-  dsReal z = Lm / ds_sqrt((dsReal)(DS_RIGID_PI * DS_RIGID_PI) + Lm * Lm), dh, Fp = 1;
+DS_HD DS_INLINE dsReal ds__rigid_zeta(dsReal e, dsReal* dz_de) {
+  const dsReal Lm = -dsu_log(e);
+  dsReal z = Lm / dsu_sqrt((dsReal)(DS_RIGID_PI * DS_RIGID_PI) + Lm * Lm), dh, Fp = 1;
   for (int it = 0; it < 60; it++) {
-    dsReal h = ds_rigid_h(z, &dh);
+    dsReal h = ds__rigid_h(z, &dh);
     Fp = h + z * dh;
     dsReal step = (z * h - Lm) / Fp;
     z -= step;
     if (!(z > 0)) z = Lm * (dsReal)1e-3;
-    if (ds_fabs(step) <= (dsReal)1e-15 * z) break;
+    if (dsu_fabs(step) <= (dsReal)1e-15 * z) break;
   }
-  Fp = ds_rigid_h(z, &dh) + z * dh;
+  Fp = ds__rigid_h(z, &dh) + z * dh;
   *dz_de = -1 / (e * Fp);
   return z;
 }
 
 // kr(e, m, ke) = 2 z(e) sqrt(m ke), z = p->z, and its partials (d_e, d_m, d_ke; any may be NULL)
-DS_HD DS_INLINE dsReal ds_rigid_kr(const dsRigidContact* p, dsReal* d_e, dsReal* d_m, dsReal* d_ke) {
+DS_HD DS_INLINE dsReal ds__rigid_kr(const dsRigidContact* p, dsReal* d_e, dsReal* d_m, dsReal* d_ke) {
   dsReal mk = p->m * p->ke;
   if (!(p->e < 1) || !(p->e > 0) || !(mk > 0) || !(p->z > 0)) {
     if (d_e) *d_e = 0;
@@ -243,9 +244,9 @@ DS_HD DS_INLINE dsReal ds_rigid_kr(const dsRigidContact* p, dsReal* d_e, dsReal*
     if (d_ke) *d_ke = 0;
     return 0;
   }
-  dsReal s = ds_sqrt(mk), kr = 2 * p->z * s;
+  dsReal s = dsu_sqrt(mk), kr = 2 * p->z * s;
   if (d_e) {
-    dsReal dh, h = ds_rigid_h(p->z, &dh);
+    dsReal dh, h = ds__rigid_h(p->z, &dh);
     *d_e = 2 * s * (-1 / (p->e * (h + p->z * dh)));
   }
   if (d_m) *d_m = kr / (2 * p->m);
@@ -253,55 +254,31 @@ DS_HD DS_INLINE dsReal ds_rigid_kr(const dsRigidContact* p, dsReal* d_e, dsReal*
   return kr;
 }
 
-DS_HD DS_INLINE void ds_rigid_contact_fwd(const dsReal x[3], const dsReal v[3], const dsRigidContact* p,
+DS_HD DS_INLINE void ds__rigid_contact_fwd(const dsReal x[3], const dsReal v[3], const dsRigidContact* p,
                                           dsReal f[3]) {
   f[0] = 0; f[1] = 0; f[2] = 0;
   dsReal c = x[1] - p->skin;
   if (!(c < 0)) return;
-  dsReal vn = v[1], kr = ds_rigid_kr(p, NULL, NULL, NULL);
+  dsReal vn = v[1], kr = ds__rigid_kr(p, NULL, NULL, NULL);
   dsReal fn = -p->ke * c - p->kd * (vn < 0 ? vn : 0) - kr * vn;
   if (!(fn > 0)) return;
-  dsReal vt2 = v[0] * v[0] + v[2] * v[2];
-  dsReal cap = p->mu * fn;
-  if (p->kf * p->kf * vt2 <= cap * cap && cap >= 0) {
-    f[0] = -p->kf * v[0];
-    f[2] = -p->kf * v[2];
-  } else if (vt2 > DSU_TINY2) {
-    dsReal s = -cap / ds_sqrt(vt2);
-    f[0] = s * v[0];
-    f[2] = s * v[2];
-  }
+  ds__friction_fwd(v, p->kf, p->mu, fn, &f[0], &f[2]); /* engine/force_contact.h */
   f[1] = fn;
 }
 
 // adjoint: adj_x, adj_v, adj_p accumulate
-DS_HD DS_INLINE void ds_rigid_contact_bwd(const dsReal x[3], const dsReal v[3], const dsRigidContact* p,
+DS_HD DS_INLINE void ds__rigid_contact_bwd(const dsReal x[3], const dsReal v[3], const dsRigidContact* p,
                                           const dsReal adj_f[3], dsReal adj_x[3], dsReal adj_v[3],
                                           dsRigidContact* adj_p) {
   dsReal c = x[1] - p->skin;
   if (!(c < 0)) return;
   dsReal kr_e, kr_m, kr_ke;
-  dsReal vn = v[1], kr = ds_rigid_kr(p, &kr_e, &kr_m, &kr_ke);
+  dsReal vn = v[1], kr = ds__rigid_kr(p, &kr_e, &kr_m, &kr_ke);
   dsReal vnm = vn < 0 ? vn : 0;
   dsReal fn = -p->ke * c - p->kd * vnm - kr * vn;
   if (!(fn > 0)) return;
-  dsReal vt2 = v[0] * v[0] + v[2] * v[2];
-  dsReal cap = p->mu * fn;
   dsReal adj_fn = adj_f[1];
-  if (p->kf * p->kf * vt2 <= cap * cap && cap >= 0) {
-    adj_p->kf -= adj_f[0] * v[0] + adj_f[2] * v[2];
-    adj_v[0] -= p->kf * adj_f[0];
-    adj_v[2] -= p->kf * adj_f[2];
-  } else if (vt2 > DSU_TINY2) {
-    dsReal l = ds_sqrt(vt2), il = 1 / l;
-    dsReal t0 = v[0] * il, t2 = v[2] * il;
-    dsReal gt = adj_f[0] * t0 + adj_f[2] * t2;
-    adj_p->mu -= fn * gt;
-    adj_fn -= p->mu * gt;
-    dsReal s = -cap * il;
-    adj_v[0] += s * (adj_f[0] - t0 * gt);
-    adj_v[2] += s * (adj_f[2] - t2 * gt);
-  }
+  ds__friction_bwd(v, p->kf, p->mu, fn, adj_f, adj_v, &adj_p->kf, &adj_p->mu, &adj_fn);
   dsReal adj_kr = -adj_fn * vn;
   adj_p->ke -= adj_fn * c;
   adj_p->ke += adj_kr * kr_ke;
@@ -321,19 +298,19 @@ typedef struct dsRigidInertia {
 } dsRigidInertia;
 
 // so = state after dt from s under (F, tau) (so may alias s)
-DS_HD DS_INLINE void ds_rigid_integrate_fwd(const dsReal s[13], const dsReal F[3], const dsReal tau[3],
+DS_HD DS_INLINE void ds__rigid_integrate_fwd(const dsReal s[13], const dsReal F[3], const dsReal tau[3],
                                             const dsRigidInertia* b, const dsReal g[3], dsReal dt, dsReal so[13]) {
   const dsReal* q = s + 3;
   dsReal wb[3], tb[3], h[3], gyr[3], rhs[3], Iinv[9], ab[3], aw[3], om1[3], v1[3], p1[3], qt[4], q1[4];
-  ds_qrotT(wb, q, s + 10);
-  ds_qrotT(tb, q, tau);
+  dsu_qrotT(wb, q, s + 10);
+  dsu_qrotT(tb, q, tau);
   for (int i = 0; i < 3; i++) h[i] = b->I[3 * i] * wb[0] + b->I[3 * i + 1] * wb[1] + b->I[3 * i + 2] * wb[2];
   dsu_cross3(gyr, wb, h);
   dsu_sub3(rhs, tb, gyr);
   if (dsu_mat3_inv(Iinv, b->I) == 0)
     for (int k = 0; k < 9; k++) Iinv[k] = 0; /* singular (refused by the builder and set_param) */
   for (int i = 0; i < 3; i++) ab[i] = Iinv[3 * i] * rhs[0] + Iinv[3 * i + 1] * rhs[1] + Iinv[3 * i + 2] * rhs[2];
-  ds_qrot(aw, q, ab);
+  dsu_qrot(aw, q, ab);
   const dsReal im = 1 / b->m;
   for (int k = 0; k < 3; k++) {
     om1[k] = s[10 + k] + dt * aw[k];
@@ -345,7 +322,7 @@ DS_HD DS_INLINE void ds_rigid_integrate_fwd(const dsReal s[13], const dsReal F[3
   dsu_cross3(cr, om1, q + 1);
   qt[0] = q[0] - hd * dsu_dot3(om1, q + 1);
   for (int k = 0; k < 3; k++) qt[1 + k] = q[1 + k] + hd * (q[0] * om1[k] + cr[k]);
-  ds_qnormalize(q1, qt);
+  dsu_qnormalize(q1, qt);
   for (int k = 0; k < 3; k++) {
     so[k] = p1[k];
     so[7 + k] = v1[k];
@@ -356,7 +333,7 @@ DS_HD DS_INLINE void ds_rigid_integrate_fwd(const dsReal s[13], const dsReal F[3
 
 // adjoint: given A1 = dL/d(so) (13), accumulates dL/ds into As (13; may not
 // alias A1), dL/dF, dL/dtau, dL/dm, dL/dI (9), dL/dg (3)
-DS_HD DS_INLINE void ds_rigid_integrate_bwd(const dsReal s[13], const dsReal F[3], const dsReal tau[3],
+DS_HD DS_INLINE void ds__rigid_integrate_bwd(const dsReal s[13], const dsReal F[3], const dsReal tau[3],
                                             const dsRigidInertia* b, const dsReal g[3], dsReal dt,
                                             const dsReal A1[13], dsReal As[13], dsReal AF[3], dsReal AT[3],
                                             dsRigidInertia* Ab, dsReal Ag[3]) {
@@ -364,25 +341,25 @@ DS_HD DS_INLINE void ds_rigid_integrate_bwd(const dsReal s[13], const dsReal F[3
   const dsReal* q = s + 3;
   /* recompute */
   dsReal wb[3], h[3], gyr[3], rhs[3], Iinv[9], ab[3], aw[3], om1[3], qt[4], q1[4], tb[3];
-  ds_qrotT(wb, q, s + 10);
-  ds_qrotT(tb, q, tau);
+  dsu_qrotT(wb, q, s + 10);
+  dsu_qrotT(tb, q, tau);
   for (int i = 0; i < 3; i++) h[i] = b->I[3 * i] * wb[0] + b->I[3 * i + 1] * wb[1] + b->I[3 * i + 2] * wb[2];
   dsu_cross3(gyr, wb, h);
   dsu_sub3(rhs, tb, gyr);
   if (dsu_mat3_inv(Iinv, b->I) == 0)
     for (int k = 0; k < 9; k++) Iinv[k] = 0; /* singular (refused by the builder and set_param) */
   for (int i = 0; i < 3; i++) ab[i] = Iinv[3 * i] * rhs[0] + Iinv[3 * i + 1] * rhs[1] + Iinv[3 * i + 2] * rhs[2];
-  ds_qrot(aw, q, ab);
+  dsu_qrot(aw, q, ab);
   for (int k = 0; k < 3; k++) om1[k] = s[10 + k] + dt * aw[k];
   const dsReal hd = dt / 2, im = 1 / b->m;
   dsReal cr[3];
   dsu_cross3(cr, om1, q + 1);
   qt[0] = q[0] - hd * dsu_dot3(om1, q + 1);
   for (int k = 0; k < 3; k++) qt[1 + k] = q[1 + k] + hd * (q[0] * om1[k] + cr[k]);
-  dsReal nq = ds_qnormalize(q1, qt);
+  dsReal nq = dsu_qnormalize(q1, qt);
   /* normalisation and quaternion update */
   dsReal Qt[4] = {0, 0, 0, 0}, Om1[3], V1[3];
-  ds_qnormalize_bwd(q1, nq, A1 + 3, Qt);
+  dsu_qnormalize_bwd(q1, nq, A1 + 3, Qt);
   for (int k = 0; k < 4; k++) As[3 + k] += Qt[k];
   const dsReal* Qv = Qt + 1;
   dsReal c1[3], c2[3];
@@ -410,7 +387,7 @@ DS_HD DS_INLINE void ds_rigid_integrate_bwd(const dsReal s[13], const dsReal F[3
     As[10 + k] += Om1[k];
     Aaw[k] = dt * Om1[k];
   }
-  ds_qrot_bwd(q, ab, Aaw, As + 3, Aab);
+  dsu_qrot_bwd(q, ab, Aaw, As + 3, Aab);
   for (int j = 0; j < 3; j++) Arhs[j] = Iinv[j] * Aab[0] + Iinv[3 + j] * Aab[1] + Iinv[6 + j] * Aab[2];
   for (int i = 0; i < 3; i++)
     for (int j = 0; j < 3; j++) Ab->I[3 * i + j] -= Arhs[i] * ab[j];
@@ -422,8 +399,8 @@ DS_HD DS_INLINE void ds_rigid_integrate_bwd(const dsReal s[13], const dsReal F[3
       Ab->I[3 * i + j] += Ah[i] * wb[j];
       Awb[j] += b->I[3 * i + j] * Ah[i];
     }
-  ds_qrotT_bwd(q, tau, Arhs, As + 3, AT);
-  ds_qrotT_bwd(q, s + 10, Awb, As + 3, As + 10);
+  dsu_qrotT_bwd(q, tau, Arhs, As + 3, AT);
+  dsu_qrotT_bwd(q, s + 10, Awb, As + 3, As + 10);
 }
 
 /* ---- the stage's loops (engine/rigid.c), called by engine/step.c -------------------
@@ -467,7 +444,7 @@ DS_HD DS_INLINE void ds__rcontact_pfwd(const dsModel* m, int i, const dsReal* x,
   if (b < 0) return;
   const dsRigidContact p = ds__rcontact_param(m, b);
   dsReal fc[3];
-  ds_rigid_contact_fwd(x + 3 * (size_t)i, v + 3 * (size_t)i, &p, fc);
+  ds__rigid_contact_fwd(x + 3 * (size_t)i, v + 3 * (size_t)i, &p, fc);
   f[0] += fc[0];
   f[1] += fc[1];
   f[2] += fc[2];
@@ -480,7 +457,7 @@ DS_HD DS_INLINE void ds__rcontact_pbwd(const dsModel* m, int i, const dsReal* x,
   const dsRigidContact p = ds__rcontact_param(m, b);
   dsRigidContact a = {0, 0, 0, 0, 0, 0, 0, 0};
   const size_t o = 3 * (size_t)i;
-  ds_rigid_contact_bwd(x + o, v + o, &p, af + o, ax, av, &a);
+  ds__rigid_contact_bwd(x + o, v + o, &p, af + o, ax, av, &a);
   dsReal* s7 = scratch + 7 * (size_t)i;
   s7[0] = a.ke;
   s7[1] = a.kd;

@@ -19,10 +19,10 @@
 #define P(f) offsetof(dsBeamParams, f)
 
 static const dsConfigKey keys[] = {
-    {"material.density", DS_KEY_REAL, P(density), 1e-9, 1e12, NULL, 0, "kg/m^3, lumped V/4 per vertex"},
-    {"material.k_mu", DS_KEY_REAL, P(k_mu), 0, 1e12, NULL, 0, "shear stiffness density, Pa"},
-    {"material.k_lambda", DS_KEY_REAL, P(k_lambda), 1e-9, 1e12, NULL, 0, "volume stiffness density, Pa"},
-    {"material.k_damp", DS_KEY_REAL, P(k_damp), 0, 1e12, NULL, 0, "damping density"},
+    {"material.density", DS_KEY_REAL, P(density), DS_KEY_MIN_POSITIVE, DS_KEY_MAX, NULL, 0, "kg/m^3, lumped V/4 per vertex"},
+    {"material.k_mu", DS_KEY_REAL, P(k_mu), 0, DS_KEY_MAX, NULL, 0, "shear stiffness density, Pa"},
+    {"material.k_lambda", DS_KEY_REAL, P(k_lambda), DS_KEY_MIN_POSITIVE, DS_KEY_MAX, NULL, 0, "volume stiffness density, Pa"},
+    {"material.k_damp", DS_KEY_REAL, P(k_damp), 0, DS_KEY_MAX, NULL, 0, "damping density"},
     {"beam.cells", DS_KEY_VEC3, P(cells), 1, 64, NULL, 0, "cells along x, y, z (integers)"},
     {"beam.size", DS_KEY_VEC3, P(size), 1e-6, 1e6, NULL, 0, "extent along x, y, z, m"},
     {"beam.clamp", DS_KEY_BOOL, P(clamp), 0, 1, NULL, 0, "fix the particles of the x-minimum face"},

@@ -24,14 +24,14 @@
 #define P(f) offsetof(dsControlClothParams, f)
 
 static const dsConfigKey keys[] = {
-    {"material.particle_mass", DS_KEY_REAL, P(particle_mass), 1e-9, 1e12, NULL, 0, "kg per particle"},
-    {"material.k_mu", DS_KEY_REAL, P(k_mu), 0, 1e12, NULL, 0, "shear stiffness density, Pa m"},
-    {"material.k_lambda", DS_KEY_REAL, P(k_lambda), 1e-9, 1e12, NULL, 0, "area stiffness density, Pa m"},
-    {"material.k_damp", DS_KEY_REAL, P(k_damp), 0, 1e12, NULL, 0, "damping density"},
-    {"material.bend_ke", DS_KEY_REAL, P(bend_ke), 0, 1e12, NULL, 0, "bending stiffness"},
-    {"material.bend_kd", DS_KEY_REAL, P(bend_kd), 0, 1e12, NULL, 0, "bending damping"},
-    {"material.lift", DS_KEY_REAL, P(lift), 0, 1e12, NULL, 0, "lift coefficient"},
-    {"material.drag", DS_KEY_REAL, P(drag), 0, 1e12, NULL, 0, "drag coefficient"},
+    {"material.particle_mass", DS_KEY_REAL, P(particle_mass), DS_KEY_MIN_POSITIVE, DS_KEY_MAX, NULL, 0, "kg per particle"},
+    {"material.k_mu", DS_KEY_REAL, P(k_mu), 0, DS_KEY_MAX, NULL, 0, "shear stiffness density, Pa m"},
+    {"material.k_lambda", DS_KEY_REAL, P(k_lambda), DS_KEY_MIN_POSITIVE, DS_KEY_MAX, NULL, 0, "area stiffness density, Pa m"},
+    {"material.k_damp", DS_KEY_REAL, P(k_damp), 0, DS_KEY_MAX, NULL, 0, "damping density"},
+    {"material.bend_ke", DS_KEY_REAL, P(bend_ke), 0, DS_KEY_MAX, NULL, 0, "bending stiffness"},
+    {"material.bend_kd", DS_KEY_REAL, P(bend_kd), 0, DS_KEY_MAX, NULL, 0, "bending damping"},
+    {"material.lift", DS_KEY_REAL, P(lift), 0, DS_KEY_MAX, NULL, 0, "lift coefficient"},
+    {"material.drag", DS_KEY_REAL, P(drag), 0, DS_KEY_MAX, NULL, 0, "drag coefficient"},
     {"scene.height_min", DS_KEY_REAL, P(height_min), -1e6, 1e6, NULL, 0, "drop height h ~ U[min, max), m"},
     {"scene.height_max", DS_KEY_REAL, P(height_max), -1e6, 1e6, NULL, 0, "m"},
     {"scene.size_min", DS_KEY_INT, P(size_min), 1, 512, NULL, 0, "cells per side D ~ U{min..max}"},

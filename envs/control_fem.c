@@ -14,10 +14,10 @@
 #define P(f) offsetof(dsControlFemParams, f)
 
 static const dsConfigKey keys[] = {
-    {"material.density", DS_KEY_REAL, P(density), 1e-9, 1e12, NULL, 0, "kg/m^3, lumped V/4 per vertex"},
-    {"material.k_mu", DS_KEY_REAL, P(k_mu), 0, 1e12, NULL, 0, "shear stiffness density, Pa"},
-    {"material.k_lambda", DS_KEY_REAL, P(k_lambda), 1e-9, 1e12, NULL, 0, "volume stiffness density, Pa"},
-    {"material.k_damp", DS_KEY_REAL, P(k_damp), 0, 1e12, NULL, 0, "damping density"},
+    {"material.density", DS_KEY_REAL, P(density), DS_KEY_MIN_POSITIVE, DS_KEY_MAX, NULL, 0, "kg/m^3, lumped V/4 per vertex"},
+    {"material.k_mu", DS_KEY_REAL, P(k_mu), 0, DS_KEY_MAX, NULL, 0, "shear stiffness density, Pa"},
+    {"material.k_lambda", DS_KEY_REAL, P(k_lambda), DS_KEY_MIN_POSITIVE, DS_KEY_MAX, NULL, 0, "volume stiffness density, Pa"},
+    {"material.k_damp", DS_KEY_REAL, P(k_damp), 0, DS_KEY_MAX, NULL, 0, "damping density"},
     {"gear.teeth", DS_KEY_INT, P(gear.teeth), 3, 256, NULL, 0, "number of teeth"},
     {"gear.outer_radius", DS_KEY_REAL, P(gear.outer_radius), 1e-6, 1e6, NULL, 0, "tooth tip radius, m"},
     {"gear.root_radius", DS_KEY_REAL, P(gear.root_radius), 1e-6, 1e6, NULL, 0, "tooth root radius, m"},

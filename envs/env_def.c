@@ -52,7 +52,6 @@ const dsEnvClass* ds_env_class_at(int i) { return i >= 0 && i < g_nclass ? g_cla
 
 /* ---- common keys ------------------------------------------------------------------ */
 #define O(f) offsetof(dsEnvDef, f)
-#define BIG 1e12
 #define END {NULL, DS_KEY_REAL, 0, 0, 0, NULL, 0, NULL}
 
 static const dsConfigKey g_common[] = {
@@ -71,9 +70,9 @@ static const dsConfigKey g_common[] = {
     {"physics.batched_engine", DS_KEY_BOOL, O(batch_engine), 0, 1, NULL, 0,
      "the batched engine (what a CUDA device runs) on the CPU too: comparisons and tests; slower than the CPU "
      "engine"},
-    {"contact.ke", DS_KEY_REAL, O(contact_ke), 0, BIG, NULL, 0, "normal stiffness, N/m"},
-    {"contact.kd", DS_KEY_REAL, O(contact_kd), 0, BIG, NULL, 0, "normal damping, N s/m"},
-    {"contact.kf", DS_KEY_REAL, O(contact_kf), 0, BIG, NULL, 0, "friction viscosity, N s/m"},
+    {"contact.ke", DS_KEY_REAL, O(contact_ke), 0, DS_KEY_MAX, NULL, 0, "normal stiffness, N/m"},
+    {"contact.kd", DS_KEY_REAL, O(contact_kd), 0, DS_KEY_MAX, NULL, 0, "normal damping, N s/m"},
+    {"contact.kf", DS_KEY_REAL, O(contact_kf), 0, DS_KEY_MAX, NULL, 0, "friction viscosity, N s/m"},
     {"contact.mu", DS_KEY_REAL, O(contact_mu), 0, 100, NULL, 0, "Coulomb coefficient"},
     {"contact.skin", DS_KEY_REAL, O(contact_skin), 0, 10, NULL, 0, "contact skin, m"},
     {"scene.start", DS_KEY_VEC3, O(start), -1e6, 1e6, NULL, 0, "translation of the body at substep 0, m"},

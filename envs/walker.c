@@ -14,10 +14,10 @@
 #define P(f) offsetof(dsWalkerParams, f)
 
 static const dsConfigKey keys[] = {
-    {"material.particle_mass", DS_KEY_REAL, P(particle_mass), 1e-9, 1e12, NULL, 0, "kg per particle"},
-    {"material.k_mu", DS_KEY_REAL, P(k_mu), 0, 1e12, NULL, 0, "shear stiffness density, Pa m"},
-    {"material.k_lambda", DS_KEY_REAL, P(k_lambda), 1e-9, 1e12, NULL, 0, "area stiffness density, Pa m"},
-    {"material.k_damp", DS_KEY_REAL, P(k_damp), 0, 1e12, NULL, 0, "damping density"},
+    {"material.particle_mass", DS_KEY_REAL, P(particle_mass), DS_KEY_MIN_POSITIVE, DS_KEY_MAX, NULL, 0, "kg per particle"},
+    {"material.k_mu", DS_KEY_REAL, P(k_mu), 0, DS_KEY_MAX, NULL, 0, "shear stiffness density, Pa m"},
+    {"material.k_lambda", DS_KEY_REAL, P(k_lambda), DS_KEY_MIN_POSITIVE, DS_KEY_MAX, NULL, 0, "area stiffness density, Pa m"},
+    {"material.k_damp", DS_KEY_REAL, P(k_damp), 0, DS_KEY_MAX, NULL, 0, "damping density"},
     {NULL, DS_KEY_REAL, 0, 0, 0, NULL, 0, NULL}};
 
 static void defaults(dsEnvDef* d) {

@@ -15,9 +15,9 @@
 #define P(f) offsetof(dsWalkerSpringsParams, f)
 
 static const dsConfigKey keys[] = {
-    {"material.particle_mass", DS_KEY_REAL, P(particle_mass), 1e-9, 1e12, NULL, 0, "kg per particle"},
-    {"material.spring_ke", DS_KEY_REAL, P(spring_ke), 0, 1e12, NULL, 0, "spring stiffness, N/m"},
-    {"material.spring_kd", DS_KEY_REAL, P(spring_kd), 0, 1e12, NULL, 0, "spring damping, N s/m"},
+    {"material.particle_mass", DS_KEY_REAL, P(particle_mass), DS_KEY_MIN_POSITIVE, DS_KEY_MAX, NULL, 0, "kg per particle"},
+    {"material.spring_ke", DS_KEY_REAL, P(spring_ke), 0, DS_KEY_MAX, NULL, 0, "spring stiffness, N/m"},
+    {"material.spring_kd", DS_KEY_REAL, P(spring_kd), 0, DS_KEY_MAX, NULL, 0, "spring damping, N s/m"},
     {"scene.legs", DS_KEY_BOOL, P(legs), 0, 1, NULL, 0, "two legs under the body"},
     {NULL, DS_KEY_REAL, 0, 0, 0, NULL, 0, NULL}};
 

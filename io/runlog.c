@@ -1,4 +1,4 @@
-/* HDF5 run logs (schema in README.md, "Run log schema").
+/* HDF5 run logs (schema in docs/cli.md, "Run logs (HDF5)").
  *
  * Crash safety: the file is created with the default (oldest compatible)
  * superblock, which carries no "file is open for writing" flag, and every

@@ -1,6 +1,6 @@
 /* Per face-pixel math of the soft rasterizer, forward and adjoint side by
  * side (DS_HD: compiles as C and as CUDA C++). Everything is double
- * precision internally, whatever dsReal is. See engine/raster.c for the
+ * precision internally, whatever dsReal is. See render/raster.c for the
  * full derivation; the notation here follows it.
  *
  * Screen-space face data (NDC): vertices v_i = (px_i, py_i), camera depths

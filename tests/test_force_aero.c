@@ -14,7 +14,7 @@ int main(void) { DST_SKIP("gradient checks need double precision"); }
 static void fwd(const double* x, const double* v, const double* p, double* f, const void* ctx) {
   (void)ctx;
   dsAeroParam ap = {p[0], p[1]};
-  ds_aero_fwd(x, v, &ap, f);
+  ds__aero_fwd(x, v, &ap, f);
 }
 
 static void bwd(const double* x, const double* v, const double* p, const double* af, double* ax,
@@ -22,7 +22,7 @@ static void bwd(const double* x, const double* v, const double* p, const double*
   (void)ctx;
   dsAeroParam pp = {p[0], p[1]};
   dsAeroParam a = {ap[0], ap[1]};
-  ds_aero_bwd(x, v, &pp, af, ax, av, &a);
+  ds__aero_bwd(x, v, &pp, af, ax, av, &a);
   ap[0] = a.k_lift;
   ap[1] = a.k_drag;
 }
@@ -75,7 +75,7 @@ int main(void) {
   for (int t = 0; t < 20; t++) {
     rand_state(z, 1);
     dsAeroParam p = {z[18], z[19]};
-    ds_aero_fwd(z, z + 9, &p, f);
+    ds__aero_fwd(z, z + 9, &p, f);
     reference(z, z + 9, z[18], z[19], ref);
     for (int k = 0; k < 3; k++)
       for (int c = 0; c < 3; c++) CHECK_CLOSE(f[3 * k + c], ref[c], 1e-12, 1e-14);
@@ -85,7 +85,7 @@ int main(void) {
   {
     double x[9] = {0, 0, 0, 1, 0, 0, 0, 1, 0}, v[9] = {0, 0, 2, 1, 0, 2, -1, 0, 2};
     dsAeroParam p = {10, 5};
-    ds_aero_fwd(x, v, &p, f);
+    ds__aero_fwd(x, v, &p, f);
     double want = -(5 * 0.5 * 2 * 2 + 10 * 0.5 * (3.14159265358979323846 / 2) * 4);
     CHECK_CLOSE(f[2], want, 1e-14, 0);
     CHECK_CLOSE(f[5], want, 1e-14, 0);
@@ -138,14 +138,14 @@ int main(void) {
     double w[9], ax[9] = {0}, av[9] = {0};
     dsAeroParam p = {10, 5}, ap = {0, 0};
     for (int i = 0; i < 9; i++) w[i] = fc_unif(-1, 1);
-    ds_aero_fwd(x, v, &p, f);
-    ds_aero_bwd(x, v, &p, w, ax, av, &ap);
+    ds__aero_fwd(x, v, &p, f);
+    ds__aero_bwd(x, v, &p, w, ax, av, &ap);
     int zero = ap.k_lift == 0 && ap.k_drag == 0;
     for (int i = 0; i < 9; i++) zero &= f[i] == 0 && ax[i] == 0 && av[i] == 0;
     CHECK(zero);
     double xc[9] = {0, 0, 0, 1, 1, 1, 2, 2, 2}, vc[9] = {1, 0, 0, 1, 0, 0, 1, 0, 0};
-    ds_aero_fwd(xc, vc, &p, f);
-    ds_aero_bwd(xc, vc, &p, w, ax, av, &ap);
+    ds__aero_fwd(xc, vc, &p, f);
+    ds__aero_bwd(xc, vc, &p, w, ax, av, &ap);
     int fin = isfinite(ap.k_lift) && isfinite(ap.k_drag);
     for (int i = 0; i < 9; i++) fin &= isfinite(f[i]) && isfinite(ax[i]) && isfinite(av[i]);
     CHECK(fin);

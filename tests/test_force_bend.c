@@ -13,7 +13,7 @@ int main(void) { DST_SKIP("gradient checks need double precision"); }
 static void fwd(const double* x, const double* v, const double* p, double* f, const void* ctx) {
   (void)ctx;
   dsBendParam bp = {p[0], p[1], p[2]};
-  ds_bend_fwd(x, v, &bp, f);
+  ds__bend_fwd(x, v, &bp, f);
 }
 
 static void bwd(const double* x, const double* v, const double* p, const double* af, double* ax,
@@ -21,7 +21,7 @@ static void bwd(const double* x, const double* v, const double* p, const double*
   (void)ctx;
   dsBendParam bp = {p[0], p[1], p[2]};
   dsBendParam a = {ap[0], ap[1], ap[2]};
-  ds_bend_bwd(x, v, &bp, af, ax, av, &a);
+  ds__bend_bwd(x, v, &bp, af, ax, av, &a);
   ap[0] = a.ke;
   ap[1] = a.kd;
   ap[2] = a.rest;
@@ -30,7 +30,7 @@ static void bwd(const double* x, const double* v, const double* p, const double*
 static double neg_angle(const double* x, int n, void* ctx) {
   (void)n;
   (void)ctx;
-  return -ds_bend_angle(x);
+  return -ds__bend_angle(x);
 }
 
 /* Hinge with edge x3 -> x4 of length le, wings of widths w1, w2 at signed
@@ -61,14 +61,14 @@ int main(void) {
   {
     double x[12];
     hinge(x, 0.2, 0.1, 0.15, 0);
-    CHECK_CLOSE(ds_bend_angle(x), 0, 0, 1e-12);
+    CHECK_CLOSE(ds__bend_angle(x), 0, 0, 1e-12);
     for (int k = 1; k < 8; k++) {
       double phi = k * 0.4;
       hinge(x, 0.2, 0.1, 0.15, phi);
-      double th = ds_bend_angle(x);
+      double th = ds__bend_angle(x);
       CHECK_CLOSE(fabs(th), phi, 1e-10, 1e-12);
       hinge(x, 0.2, 0.1, 0.15, -phi);
-      CHECK_CLOSE(ds_bend_angle(x), -th, 1e-10, 1e-12);
+      CHECK_CLOSE(ds__bend_angle(x), -th, 1e-10, 1e-12);
     }
   }
 
@@ -78,11 +78,11 @@ int main(void) {
     double x[12], v[12] = {0}, f[12], d[12];
     double phi = t < 16 ? fc_unif(-3, 3) : (t % 2 ? 1 : -1) * (PI - 1e-2);
     hinge(x, fc_unif(0.1, 1), fc_unif(0.05, 0.5), fc_unif(0.05, 0.5), phi);
-    double th = ds_bend_angle(x), le = sqrt((x[9] - x[6]) * (x[9] - x[6]) +
+    double th = ds__bend_angle(x), le = sqrt((x[9] - x[6]) * (x[9] - x[6]) +
                                             (x[10] - x[7]) * (x[10] - x[7]) +
                                             (x[11] - x[8]) * (x[11] - x[8]));
     dsBendParam p = {100, 0, th - 1};
-    ds_bend_fwd(x, v, &p, f);
+    ds__bend_fwd(x, v, &p, f);
     for (int i = 0; i < 12; i++) d[i] = f[i] / (-le * 100);
     snprintf(label, sizeof label, "bend dtheta/dx %d (theta %.3f)", t, th);
     fc_energy_check(neg_angle, NULL, x, 12, d, 1e-7, 1e-6, 1e-8, label);
@@ -129,12 +129,12 @@ int main(void) {
       double v[12], f[12], w[12], ax[12] = {0}, av[12] = {0};
       for (int i = 0; i < 12; i++) v[i] = fc_unif(-1, 1), w[i] = fc_unif(-1, 1);
       dsBendParam p = {100, 1, 0.3}, ap = {0, 0, 0};
-      ds_bend_fwd(xs[k], v, &p, f);
-      ds_bend_bwd(xs[k], v, &p, w, ax, av, &ap);
+      ds__bend_fwd(xs[k], v, &p, f);
+      ds__bend_bwd(xs[k], v, &p, w, ax, av, &ap);
       int zero = ap.ke == 0 && ap.kd == 0 && ap.rest == 0;
       for (int i = 0; i < 12; i++) zero &= f[i] == 0 && ax[i] == 0 && av[i] == 0;
       CHECK(zero);
-      CHECK(ds_bend_angle(xs[k]) == 0);
+      CHECK(ds__bend_angle(xs[k]) == 0);
     }
   }
 
@@ -144,8 +144,8 @@ int main(void) {
     hinge(x, 0.3, 0.1, 0.2, 0.7);
     for (int i = 0; i < 12; i++) v[i] = (i % 3 == 0) ? 1 : -2;
     dsBendParam p = {10, 5, 0.2};
-    ds_bend_fwd(x, v, &p, f);
-    ds_bend_fwd(x, v0, &p, f0);
+    ds__bend_fwd(x, v, &p, f);
+    ds__bend_fwd(x, v0, &p, f0);
     for (int i = 0; i < 12; i++) CHECK_CLOSE(f[i], f0[i], 1e-12, 1e-12);
   }
   return DST_RESULT();

@@ -13,7 +13,7 @@ int main(void) { DST_SKIP("gradient checks need double precision"); }
 static void fwd(const double* x, const double* v, const double* p, double* f, const void* ctx) {
   (void)ctx;
   dsContactParam cp = {p[0], p[1], p[2], p[3], p[4]};
-  ds_contact_fwd(x, v, &cp, f);
+  ds__contact_fwd(x, v, &cp, f);
 }
 
 static void bwd(const double* x, const double* v, const double* p, const double* af, double* ax,
@@ -21,7 +21,7 @@ static void bwd(const double* x, const double* v, const double* p, const double*
   (void)ctx;
   dsContactParam cp = {p[0], p[1], p[2], p[3], p[4]};
   dsContactParam a = {ap[0], ap[1], ap[2], ap[3], ap[4]};
-  ds_contact_bwd(x, v, &cp, af, ax, av, &a);
+  ds__contact_bwd(x, v, &cp, af, ax, av, &a);
   ap[0] = a.ke;
   ap[1] = a.kd;
   ap[2] = a.kf;
@@ -97,16 +97,16 @@ int main(void) {
     double x[3] = {0.2, -0.01, 0.3}, v[3] = {0, -0.5, 0}, f[3], w[3] = {1, 1, 1};
     double ax[3] = {0}, av[3] = {0};
     dsContactParam p = {1e4, 1e3, 1e3, 0.5, 0.01}, ap = {0, 0, 0, 0, 0};
-    ds_contact_fwd(x, v, &p, f);
+    ds__contact_fwd(x, v, &p, f);
     CHECK(f[0] == 0 && f[2] == 0);
     CHECK_CLOSE(f[1], -1e4 * (-0.02) - 1e3 * (-0.5), 1e-14, 0);
-    ds_contact_bwd(x, v, &p, w, ax, av, &ap);
+    ds__contact_bwd(x, v, &p, w, ax, av, &ap);
     CHECK_CLOSE(av[0], -1e3, 1e-14, 0);
     CHECK_CLOSE(av[2], -1e3, 1e-14, 0);
     CHECK(isfinite(ap.mu) && isfinite(ap.kf));
     /* sliding with zero fn cap (mu = 0): |vt| = 0 still gives zero friction */
     p.mu = 0;
-    ds_contact_fwd(x, v, &p, f);
+    ds__contact_fwd(x, v, &p, f);
     CHECK(f[0] == 0 && f[2] == 0 && isfinite(f[1]));
   }
 
@@ -114,14 +114,14 @@ int main(void) {
   {
     double x[3] = {0, 0.0, 0}, v[3] = {3, 0.2, -4}, f[3];
     dsContactParam p = {1e4, 1e3, 1e3, 0.5, 0.01};
-    ds_contact_fwd(x, v, &p, f);
+    ds__contact_fwd(x, v, &p, f);
     double fn = 1e4 * 0.01; /* vn > 0: no damping */
     CHECK_CLOSE(f[1], fn, 1e-14, 0);
     CHECK_CLOSE(f[0], -0.5 * fn * 3 / 5, 1e-14, 0);
     CHECK_CLOSE(f[2], -0.5 * fn * -4 / 5, 1e-14, 0);
     /* y = skin exactly: out of contact */
     x[1] = 0.01;
-    ds_contact_fwd(x, v, &p, f);
+    ds__contact_fwd(x, v, &p, f);
     CHECK(f[0] == 0 && f[1] == 0 && f[2] == 0);
   }
 
@@ -129,7 +129,7 @@ int main(void) {
   {
     double zz[3] = {0.1, -0.003, 0.2}, f[3], v[3] = {0, 0, 0};
     static dsContactParam pe = {2e4, 0, 0, 0.5, 0.01};
-    ds_contact_fwd(zz, v, &pe, f);
+    ds__contact_fwd(zz, v, &pe, f);
     CHECK_CLOSE(f[1], -2e4 * (-0.013), 1e-13, 0);
   }
   return DST_RESULT();

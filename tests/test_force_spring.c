@@ -14,7 +14,7 @@ static void fwd(const double* x, const double* v, const double* p, double* f, co
   fc_to_real(xr, x, 6);
   fc_to_real(vr, v, 6);
   dsSpringParam sp = {(dsReal)p[0], (dsReal)p[1], (dsReal)p[2], (dsReal)p[3]};
-  ds_spring_fwd(xr, vr, &sp, fr);
+  ds__spring_fwd(xr, vr, &sp, fr);
   fc_from_real(f, fr, 6);
 }
 
@@ -29,7 +29,7 @@ static void bwd(const double* x, const double* v, const double* p, const double*
   fc_to_real(avr, av, 6);
   dsSpringParam sp = {(dsReal)p[0], (dsReal)p[1], (dsReal)p[2], (dsReal)p[3]};
   dsSpringParam asp = {(dsReal)ap[0], (dsReal)ap[1], (dsReal)ap[2], (dsReal)ap[3]};
-  ds_spring_bwd(xr, vr, &sp, afr, axr, avr, &asp);
+  ds__spring_bwd(xr, vr, &sp, afr, axr, avr, &asp);
   fc_from_real(ax, axr, 6);
   fc_from_real(av, avr, 6);
   ap[0] = asp.ke;
@@ -87,7 +87,7 @@ int main(void) {
     /* elastic force is -dE/dx */
     dsSpringParam p = {z[12], 0, z[14], z[15]};
     double f[6];
-    ds_spring_fwd(z, z + 6, &p, f);
+    ds__spring_fwd(z, z + 6, &p, f);
     fc_energy_check(energy, &p, z, 6, f, 1e-6, 1e-6, 1e-8, label);
   }
 
@@ -124,7 +124,7 @@ int main(void) {
         w[i] = fc_unif(-1, 1);
       }
       dsSpringParam p = {fc_unif(1e2, 1e4), fc_unif(0, 1e2), fc_unif(0.1, 2), 0};
-      ds_spring_fwd(x, v, &p, f1);
+      ds__spring_fwd(x, v, &p, f1);
       /* the passive formula, s = ke (l - L) + kd cdot */
       double dd[3] = {x[0] - x[3], x[1] - x[4], x[2] - x[5]}, dh[3], dv[3];
       double l = dsu_normalize3(dh, dd);
@@ -135,7 +135,7 @@ int main(void) {
       CHECK(memcmp(f0, f1, sizeof f0) == 0);
       double ax[6] = {0}, av[6] = {0};
       dsSpringParam ap = {0, 0, 0, 0};
-      ds_spring_bwd(x, v, &p, w, ax, av, &ap);
+      ds__spring_bwd(x, v, &p, w, ax, av, &ap);
       double G[3] = {w[3] - w[0], w[4] - w[1], w[5] - w[2]};
       double adj_s = dsu_dot3(G, dh);
       double ar = 0;
@@ -150,8 +150,8 @@ int main(void) {
     double x[6] = {0.3, 0.2, 0.1, 0.3, 0.2, 0.1}, v[6] = {1, 2, 3, -1, 0, 2}, f[6];
     double w[6] = {1, -2, 3, 0.5, 1, -1}, ax[6] = {0}, av[6] = {0};
     dsSpringParam p = {1e3, 10, 0.5, 0.3}, ap = {0, 0, 0, 0};
-    ds_spring_fwd(x, v, &p, f);
-    ds_spring_bwd(x, v, &p, w, ax, av, &ap);
+    ds__spring_fwd(x, v, &p, f);
+    ds__spring_bwd(x, v, &p, w, ax, av, &ap);
     for (int i = 0; i < 6; i++) {
       CHECK(f[i] == 0);
       CHECK(ax[i] == 0);
@@ -166,8 +166,8 @@ int main(void) {
     double w[6] = {1, -2, 3, 0.5, 1, -1}, a1[6] = {0}, b1[6] = {0}, a2[6], b2[6];
     dsSpringParam p = {1e3, 10, 0.5, 0.2}, c1 = {0, 0, 0, 0}, c2 = {1, 2, 3, 4};
     for (int i = 0; i < 6; i++) a2[i] = b2[i] = 1;
-    ds_spring_bwd(x, v, &p, w, a1, b1, &c1);
-    ds_spring_bwd(x, v, &p, w, a2, b2, &c2);
+    ds__spring_bwd(x, v, &p, w, a1, b1, &c1);
+    ds__spring_bwd(x, v, &p, w, a2, b2, &c2);
     for (int i = 0; i < 6; i++) {
       CHECK_CLOSE(a2[i], a1[i] + 1, 1e-15, 1e-15);
       CHECK_CLOSE(b2[i], b1[i] + 1, 1e-15, 1e-15);

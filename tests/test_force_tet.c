@@ -16,7 +16,7 @@ static void fwd(const double* x, const double* v, const double* p, double* f, co
   fc_to_real(xr, x, 12);
   fc_to_real(vr, v, 12);
   dsTetParam tp = {(dsReal)p[0], (dsReal)p[1], (dsReal)p[2], (dsReal)p[3]};
-  ds_tet_fwd(xr, vr, (const dsTetRest*)ctx, &tp, fr, NULL);
+  ds__tet_fwd(xr, vr, (const dsTetRest*)ctx, &tp, fr, NULL);
   fc_from_real(f, fr, 12);
 }
 
@@ -30,7 +30,7 @@ static void bwd(const double* x, const double* v, const double* p, const double*
   fc_to_real(avr, av, 12);
   dsTetParam tp = {(dsReal)p[0], (dsReal)p[1], (dsReal)p[2], (dsReal)p[3]};
   dsTetParam a = {(dsReal)ap[0], (dsReal)ap[1], (dsReal)ap[2], (dsReal)ap[3]};
-  ds_tet_bwd(xr, vr, (const dsTetRest*)ctx, &tp, afr, axr, avr, &a);
+  ds__tet_bwd(xr, vr, (const dsTetRest*)ctx, &tp, afr, axr, avr, &a);
   fc_from_real(ax, axr, 12);
   fc_from_real(av, avr, 12);
   ap[0] = a.k_mu;
@@ -172,7 +172,7 @@ int main(void) {
     dsReal x0r[12];
     rand_tet(x0, fc_unif(0.2, 1));
     fc_to_real(x0r, x0, 12);
-    CHECK_INT_EQ(ds_tet_rest(x0r, &r), 0);
+    CHECK_INT_EQ(ds__tet_rest(x0r, &r), 0);
     deform(x0, z, 0.3);
     for (int i = 0; i < 12; i++) z[12 + i] = fc_unif(-1.5, 1.5);
     z[24] = fc_unif(1e2, 1e4);  /* k_mu */
@@ -227,7 +227,7 @@ int main(void) {
   /* rest data of a known tet */
   {
     double x0[12] = {1, 1, 1, 1.5, 1, 1, 1, 1.2, 1, 1, 1, 1.1};
-    CHECK_INT_EQ(ds_tet_rest(x0, &r), 0);
+    CHECK_INT_EQ(ds__tet_rest(x0, &r), 0);
     CHECK_CLOSE(r.vol, 0.5 * 0.2 * 0.1 / 6, 1e-14, 0);
     CHECK_CLOSE(r.B[0], 2, 1e-14, 0);
     CHECK_CLOSE(r.B[4], 5, 1e-14, 0);
@@ -239,13 +239,13 @@ int main(void) {
     double nearflat[12] = {0, 0, 0, 1, 0, 0, 0, 1, 0, 0.3, 0.3, 1e-15};
     double same[12] = {0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1};
     double bad[12] = {0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, NAN};
-    CHECK_INT_EQ(ds_tet_rest(inv, &r), DS_ERR_MESH);
-    CHECK_INT_EQ(ds_tet_rest(flat, &r), DS_ERR_MESH);
-    CHECK_INT_EQ(ds_tet_rest(nearflat, &r), DS_ERR_MESH);
-    CHECK_INT_EQ(ds_tet_rest(same, &r), DS_ERR_MESH);
-    CHECK_INT_EQ(ds_tet_rest(bad, &r), DS_ERR_MESH);
+    CHECK_INT_EQ(ds__tet_rest(inv, &r), DS_ERR_MESH);
+    CHECK_INT_EQ(ds__tet_rest(flat, &r), DS_ERR_MESH);
+    CHECK_INT_EQ(ds__tet_rest(nearflat, &r), DS_ERR_MESH);
+    CHECK_INT_EQ(ds__tet_rest(same, &r), DS_ERR_MESH);
+    CHECK_INT_EQ(ds__tet_rest(bad, &r), DS_ERR_MESH);
     double thin[12] = {0, 0, 0, 1, 0, 0, 0, 1, 0, 0.3, 0.3, 1e-6};
-    CHECK_INT_EQ(ds_tet_rest(thin, &r), 0);
+    CHECK_INT_EQ(ds__tet_rest(thin, &r), 0);
   }
 
   fc_seed(5);
@@ -254,7 +254,7 @@ int main(void) {
   for (int t = 0; t < 10; t++) {
     double x0[12], x[12], v[12], f[12], J = 0;
     rand_tet(x0, fc_unif(0.2, 1));
-    CHECK_INT_EQ(ds_tet_rest(x0, &r), 0);
+    CHECK_INT_EQ(ds__tet_rest(x0, &r), 0);
     double ang = fc_unif(0, 6.28), ca = cos(ang), sa = sin(ang);
     for (int k = 0; k < 4; k++) {
       x[3 * k] = ca * x0[3 * k] - sa * x0[3 * k + 2] + 0.3;
@@ -263,7 +263,7 @@ int main(void) {
       v[3 * k] = 1.5, v[3 * k + 1] = -0.3, v[3 * k + 2] = 0.7;
     }
     dsTetParam p = {fc_unif(1e2, 1e4), fc_unif(1e3, 1e4), 1, 0};
-    ds_tet_fwd(x, v, &r, &p, f, &J);
+    ds__tet_fwd(x, v, &r, &p, f, &J);
     double fmax = 0, L = cbrt(6 * r.vol);
     for (int i = 0; i < 12; i++) fmax = fmax > fabs(f[i]) ? fmax : fabs(f[i]);
     CHECK(fmax < 1e-9 * p.k_mu * L * L);
@@ -275,7 +275,7 @@ int main(void) {
   for (int t = 0; t < 24; t++) {
     double x0[12], F[9], f[12], J = 0;
     rand_tet(x0, fc_unif(0.2, 1));
-    CHECK_INT_EQ(ds_tet_rest(x0, &r), 0);
+    CHECK_INT_EQ(ds__tet_rest(x0, &r), 0);
     deform(x0, z, 0.3);
     for (int i = 0; i < 12; i++) z[12 + i] = fc_unif(-1.5, 1.5);
     z[24] = fc_unif(1e2, 1e4);  /* k_mu */
@@ -287,13 +287,13 @@ int main(void) {
 
     /* J = det F */
     dsTetParam p = {z[24], z[25], z[26], z[27]};
-    ds_tet_fwd(z, z + 12, &r, &p, f, &J);
+    ds__tet_fwd(z, z + 12, &r, &p, f, &J);
     defgrad(z, &r, F);
     CHECK_CLOSE(J, det3(F), 1e-12, 1e-14);
 
     /* force (without damping) is -dE/dx */
     EnergyCtx e = {r, {z[24], z[25], 0, z[27]}};
-    ds_tet_fwd(z, z + 12, &r, &e.p, f, NULL);
+    ds__tet_fwd(z, z + 12, &r, &e.p, f, NULL);
     fc_energy_check(energy, &e, z, 12, f, 1e-6, 1e-6, 1e-8, label);
   }
 
@@ -301,7 +301,7 @@ int main(void) {
    * J small positive; and one slightly inverted (J < 0, still finite) */
   for (int t = 0; t < 6; t++) {
     double x0[12] = {0, 0, 0, 0.5, 0, 0, 0, 0.5, 0, 0, 0, 0.5}, f[12], J = 0;
-    CHECK_INT_EQ(ds_tet_rest(x0, &r), 0);
+    CHECK_INT_EQ(ds__tet_rest(x0, &r), 0);
     /* base stays in the plane z = 0 so J = (in-plane area ratio) (z3 / 0.5) */
     for (int i = 0; i < 12; i++) z[i] = x0[i] + (i % 3 == 2 ? 0 : fc_unif(-0.01, 0.01));
     z[9] = 0.1, z[10] = 0.1;
@@ -309,22 +309,22 @@ int main(void) {
     for (int i = 0; i < 12; i++) z[12 + i] = fc_unif(-1, 1);
     z[24] = 1e3, z[25] = 1e3, z[26] = 1, z[27] = 0.2;
     dsTetParam p = {z[24], z[25], z[26], z[27]};
-    ds_tet_fwd(z, z + 12, &r, &p, f, &J);
+    ds__tet_fwd(z, z + 12, &r, &p, f, &J);
     dst_checks++;
     if (!(t < 5 ? (J > 0 && J < 0.25) : J < 0)) DST_FAIL_AT("nearly inverted %d: J = %g", t, J);
     snprintf(label, sizeof label, "tet nearly inverted %d (J %.2g)", t, J);
     fc_check(&K, z, 1e-8, 1e-6, 1e-8, label);
     EnergyCtx e = {r, {z[24], z[25], 0, z[27]}};
-    ds_tet_fwd(z, z + 12, &r, &e.p, f, NULL);
+    ds__tet_fwd(z, z + 12, &r, &e.p, f, NULL);
     fc_energy_check(energy, &e, z, 12, f, 1e-8, 1e-6, 1e-8, label);
   }
 
   /* activation contracts the volume: a > 0 at rest pushes x3 toward the base */
   {
     double x0[12] = {0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1}, v[12] = {0}, f[12];
-    CHECK_INT_EQ(ds_tet_rest(x0, &r), 0);
+    CHECK_INT_EQ(ds__tet_rest(x0, &r), 0);
     dsTetParam p = {1e3, 1e3, 1, 0.3};
-    ds_tet_fwd(x0, v, &r, &p, f, NULL);
+    ds__tet_fwd(x0, v, &r, &p, f, NULL);
     CHECK(f[11] < 0);
     double sum[3] = {0, 0, 0};
     for (int k = 0; k < 4; k++)

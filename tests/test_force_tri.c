@@ -11,7 +11,7 @@ static void fwd(const double* x, const double* v, const double* p, double* f, co
   fc_to_real(xr, x, 9);
   fc_to_real(vr, v, 9);
   dsTriParam tp = {(dsReal)p[0], (dsReal)p[1], (dsReal)p[2], (dsReal)p[3]};
-  ds_tri_fwd(xr, vr, (const dsTriRest*)ctx, &tp, fr);
+  ds__tri_fwd(xr, vr, (const dsTriRest*)ctx, &tp, fr);
   fc_from_real(f, fr, 9);
 }
 
@@ -25,7 +25,7 @@ static void bwd(const double* x, const double* v, const double* p, const double*
   fc_to_real(avr, av, 9);
   dsTriParam tp = {(dsReal)p[0], (dsReal)p[1], (dsReal)p[2], (dsReal)p[3]};
   dsTriParam a = {(dsReal)ap[0], (dsReal)ap[1], (dsReal)ap[2], (dsReal)ap[3]};
-  ds_tri_bwd(xr, vr, (const dsTriRest*)ctx, &tp, afr, axr, avr, &a);
+  ds__tri_bwd(xr, vr, (const dsTriRest*)ctx, &tp, afr, axr, avr, &a);
   fc_from_real(ax, axr, 9);
   fc_from_real(av, avr, 9);
   ap[0] = a.k_mu;
@@ -49,7 +49,7 @@ int main(void) {
     dsReal x0[9];
     double xc[9], M[9];
     for (int i = 0; i < 9; i++) x0[i] = (dsReal)fc_unif(-1, 1);
-    if (ds_tri_rest(x0, &r) != 0 || r.area < 0.05) continue;
+    if (ds__tri_rest(x0, &r) != 0 || r.area < 0.05) continue;
     for (int i = 0; i < 9; i++) M[i] = (i % 4 == 0 ? 1 : 0) + fc_unif(-0.3, 0.3);
     for (int k = 0; k < 3; k++)
       for (int c = 0; c < 3; c++)
@@ -118,7 +118,7 @@ int main(void) {
   /* rest data of a known triangle: right triangle legs 0.3 (x) and 0.4 (y) */
   {
     double x0[9] = {1, 2, 3, 1.3, 2, 3, 1, 2.4, 3};
-    CHECK_INT_EQ(ds_tri_rest(x0, &r), 0);
+    CHECK_INT_EQ(ds__tri_rest(x0, &r), 0);
     CHECK_CLOSE(r.area, 0.06, 1e-14, 0);
     CHECK_CLOSE(r.Dm[0], 1 / 0.3, 1e-13, 0);
     CHECK_CLOSE(r.Dm[1], 0, 0, 1e-13);
@@ -126,7 +126,7 @@ int main(void) {
     CHECK_CLOSE(r.Dm[3], 1 / 0.4, 1e-13, 0);
     /* clockwise order gives the same positive area */
     double x1[9] = {1, 2, 3, 1, 2.4, 3, 1.3, 2, 3};
-    CHECK_INT_EQ(ds_tri_rest(x1, &r), 0);
+    CHECK_INT_EQ(ds__tri_rest(x1, &r), 0);
     CHECK_CLOSE(r.area, 0.06, 1e-14, 0);
   }
   /* degenerate rest shapes are rejected */
@@ -137,14 +137,14 @@ int main(void) {
     double nan9[9] = {0, 0, 0, 1, 0, 0, 0, NAN, 0};
     double inf9[9] = {0, 0, 0, 1, 0, 0, 0, INFINITY, 0};
     double flat[9] = {0, 0, 0, 1, 0, 0, 0.5, 1e-16, 0};
-    CHECK_INT_EQ(ds_tri_rest(col, &r), DS_ERR_MESH);
-    CHECK_INT_EQ(ds_tri_rest(same, &r), DS_ERR_MESH);
-    CHECK_INT_EQ(ds_tri_rest(zero, &r), DS_ERR_MESH);
-    CHECK_INT_EQ(ds_tri_rest(nan9, &r), DS_ERR_MESH);
-    CHECK_INT_EQ(ds_tri_rest(inf9, &r), DS_ERR_MESH);
-    CHECK_INT_EQ(ds_tri_rest(flat, &r), DS_ERR_MESH);
+    CHECK_INT_EQ(ds__tri_rest(col, &r), DS_ERR_MESH);
+    CHECK_INT_EQ(ds__tri_rest(same, &r), DS_ERR_MESH);
+    CHECK_INT_EQ(ds__tri_rest(zero, &r), DS_ERR_MESH);
+    CHECK_INT_EQ(ds__tri_rest(nan9, &r), DS_ERR_MESH);
+    CHECK_INT_EQ(ds__tri_rest(inf9, &r), DS_ERR_MESH);
+    CHECK_INT_EQ(ds__tri_rest(flat, &r), DS_ERR_MESH);
     double thin[9] = {0, 0, 0, 1, 0, 0, 0.5, 1e-6, 0}; /* thin but valid */
-    CHECK_INT_EQ(ds_tri_rest(thin, &r), 0);
+    CHECK_INT_EQ(ds__tri_rest(thin, &r), 0);
     CHECK_CLOSE(r.area, 0.5e-6, 1e-9, 0);
   }
 
@@ -153,15 +153,15 @@ int main(void) {
   for (int t = 0; t < 10; t++) {
     double x0[9], v[9] = {0}, f[9];
     rand_tri(x0, 1);
-    if (ds_tri_rest(x0, &r) != 0) continue;
+    if (ds__tri_rest(x0, &r) != 0) continue;
     dsTriParam p = {fc_unif(1e2, 1e4), fc_unif(1e3, 1e4), 100, 0};
-    ds_tri_fwd(x0, v, &r, &p, f);
+    ds__tri_fwd(x0, v, &r, &p, f);
     double fmax = 0, L = sqrt(2 * r.area);
     for (int i = 0; i < 9; i++) fmax = fmax > fabs(f[i]) ? fmax : fabs(f[i]);
     CHECK(fmax < 1e-9 * p.k_mu * L);
     /* a uniform velocity (rigid translation) adds no damping force */
     for (int i = 0; i < 9; i++) v[i] = (i % 3 == 0) ? 1.5 : (i % 3 == 1 ? -0.5 : 0.25);
-    ds_tri_fwd(x0, v, &r, &p, f);
+    ds__tri_fwd(x0, v, &r, &p, f);
     for (int i = 0; i < 9; i++) fmax = fmax > fabs(f[i]) ? fmax : fabs(f[i]);
     CHECK(fmax < 1e-9 * p.k_mu * L);
   }
@@ -171,7 +171,7 @@ int main(void) {
   for (int t = 0; t < 24; t++) {
     double x0[9];
     rand_tri(x0, fc_unif(0.1, 1));
-    if (ds_tri_rest(x0, &r) != 0 || r.area < 1e-4) {
+    if (ds__tri_rest(x0, &r) != 0 || r.area < 1e-4) {
       t--;
       continue;
     }
@@ -186,7 +186,7 @@ int main(void) {
 
     EnergyCtx e = {r, {z[18], z[19], 0, z[21]}};
     double f[9];
-    ds_tri_fwd(z, z + 9, &r, &e.p, f);
+    ds__tri_fwd(z, z + 9, &r, &e.p, f);
     fc_energy_check(energy, &e, z, 9, f, 1e-6, 1e-6, 1e-8, label);
   }
 
@@ -195,7 +195,7 @@ int main(void) {
   for (int t = 0; t < 6; t++) {
     double x0[9] = {0, 0, 0, 0.5, 0, 0, 0.25, 5e-4, 0};
     if (t >= 3) x0[7] = 0.2; /* normal rest, nearly collapsed current */
-    CHECK_INT_EQ(ds_tri_rest(x0, &r), 0);
+    CHECK_INT_EQ(ds__tri_rest(x0, &r), 0);
     double x[9] = {0.01, 0.02, 0, 0.52, -0.01, 0.01, 0.3, 0.01, 0};
     x[7] = 0.02 * (0.3 - 0.01) / 0.51 + 0.01 + 1e-4 * (t % 3 + 1) * (t % 2 ? 1 : -1);
     for (int i = 0; i < 9; i++) z[i] = x[i];
@@ -205,7 +205,7 @@ int main(void) {
     fc_check(&K, z, 1e-8, 1e-5, 1e-8, label);
     EnergyCtx e = {r, {z[18], z[19], 0, z[21]}};
     double f[9];
-    ds_tri_fwd(z, z + 9, &r, &e.p, f);
+    ds__tri_fwd(z, z + 9, &r, &e.p, f);
     fc_energy_check(energy, &e, z, 9, f, 1e-9, 1e-5, 1e-8, label);
   }
 
@@ -213,11 +213,11 @@ int main(void) {
   {
     double x0[9] = {0, 0, 0, 1, 0, 0, 0, 1, 0}, x[9] = {0, 0, 0, 1, 0, 0, 2, 0, 0};
     double v[9] = {1, 2, 3, 0, 0, 0, -1, 0, 1}, f[9], w[9], ax[9] = {0}, av[9] = {0};
-    CHECK_INT_EQ(ds_tri_rest(x0, &r), 0);
+    CHECK_INT_EQ(ds__tri_rest(x0, &r), 0);
     dsTriParam p = {1e3, 1e4, 10, 0}, ap = {0, 0, 0, 0};
     for (int i = 0; i < 9; i++) w[i] = 1;
-    ds_tri_fwd(x, v, &r, &p, f);
-    ds_tri_bwd(x, v, &r, &p, w, ax, av, &ap);
+    ds__tri_fwd(x, v, &r, &p, f);
+    ds__tri_bwd(x, v, &r, &p, w, ax, av, &ap);
     int fin = 1;
     for (int i = 0; i < 9; i++) fin &= isfinite(f[i]) && isfinite(ax[i]) && isfinite(av[i]);
     CHECK(fin && isfinite(ap.k_mu) && isfinite(ap.k_lambda));
@@ -226,9 +226,9 @@ int main(void) {
   /* activation contracts: a > 0 at rest pulls the vertices toward the centroid */
   {
     double x0[9] = {0, 0, 0, 1, 0, 0, 0, 1, 0}, v[9] = {0}, f[9];
-    CHECK_INT_EQ(ds_tri_rest(x0, &r), 0);
+    CHECK_INT_EQ(ds__tri_rest(x0, &r), 0);
     dsTriParam p = {1e4, 1e4, 100, 0.2};
-    ds_tri_fwd(x0, v, &r, &p, f);
+    ds__tri_fwd(x0, v, &r, &p, f);
     double cen[3] = {1.0 / 3, 1.0 / 3, 0}, dot = 0;
     for (int k = 0; k < 3; k++)
       for (int c = 0; c < 3; c++) dot += f[3 * k + c] * (cen[c] - x0[3 * k + c]);

@@ -163,6 +163,13 @@ typedef enum dsConfigType {
   DS_KEY_U64     /* JSON integer -> uint64_t, within [min, max] */
 } dsConfigType;
 
+/* Bounds the key tables share (bundled classes and plugins alike): the
+ * largest value of a material, contact or other physical key, and the
+ * smallest value of one that must stay positive (masses, densities, the
+ * volume modulus). */
+#define DS_KEY_MAX 1e12
+#define DS_KEY_MIN_POSITIVE 1e-9
+
 typedef struct dsConfigKey {
   const char* path;     /* dotted key path within the section, e.g. "contact.ke" */
   dsConfigType type;

@@ -3,7 +3,7 @@
  * A differentiable renderer of triangle meshes: every pixel's colour and
  * alpha are smooth functions of the vertex positions and colours, and the
  * backward pass gives the exact adjoint of the forward (up to rounding).
- * The math is written out at the top of engine/raster.c and in
+ * The math is written out at the top of render/raster.c and in
  * FORMULAS.md ("Soft rasterizer").
  *
  * Images are dsReal RGBA, row-major, (height x width x 4), row 0 at the top,

@@ -1,7 +1,7 @@
 /* Run logs: one HDF5 file per `dsim run`, readable by h5py, h5dump and
  * MATLAB, flushed after every iteration so that a killed run leaves a file
- * with every completed iteration. The schema is documented in README.md
- * ("Run log schema"). In a build --without-hdf5 every function returns
+ * with every completed iteration. The schema is documented in docs/cli.md
+ * ("Run logs (HDF5)"). In a build --without-hdf5 every function returns
  * DS_ERR_UNSUPPORTED. */
 #ifndef DSIM_RUNLOG_H
 #define DSIM_RUNLOG_H
