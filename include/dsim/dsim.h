@@ -14,6 +14,7 @@
 #include "dsim/image.h"
 #include "dsim/mesh.h"
 #include "dsim/raster.h"
+#include "dsim/run.h"
 #include "dsim/runlog.h"
 #include "dsim/scenes.h"
 #include "dsim/sysid.h"
