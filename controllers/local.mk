@@ -1,7 +1,7 @@
 # controllers/: sinusoid network, optimisers, whole-episode optimisation,
 # receding-horizon MPC, baselines, episode recorder. Only the env API below.
 libdsim_core_la_SOURCES += controllers/sinnet.c controllers/optim.c controllers/trainer.c \
-  controllers/recorder.c controllers/lbfgs.c controllers/sysid.c controllers/run.c controllers/landscape.c
+  controllers/recorder.c controllers/lbfgs.c controllers/sysid.c controllers/run.c controllers/landscape.c controllers/sysid_video.c
 dsiminclude_HEADERS += include/dsim/controller.h include/dsim/sysid.h include/dsim/run.h
 check_PROGRAMS += tests/test_controller tests/test_optim tests/test_mpc
 tests_test_controller_SOURCES = tests/test_controller.c

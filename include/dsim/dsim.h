@@ -18,5 +18,6 @@
 #include "dsim/runlog.h"
 #include "dsim/scenes.h"
 #include "dsim/sysid.h"
+#include "dsim/video.h"
 
 #endif

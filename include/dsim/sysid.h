@@ -164,6 +164,17 @@ typedef struct dsSysidVideo {
   const dsReal* rgba;
 } dsSysidVideo;
 
+/* Footage (video "frames"): read sd's camera file and PNG frames
+ * (sd->camera, sd->frames_dir; dsim/video.h) and set def from them: the
+ * image size, the camera (which looks at the origin: look_at must be
+ * [0, 0, 0]), and the schedule (render and control interval = the greatest
+ * common divisor of the frames' substeps, substeps = the last one); a frame
+ * at time 0 is the initial state and left out of *out. Every input is
+ * checked; errors name the file or key (DS_ERR_CONFIG, DS_ERR_IO, ...).
+ * Free *out with ds_sysid_video_free. */
+DS_API int ds_sysid_load_video(const dsSysidDef* sd, dsEnvDef* def, dsSysidVideo* out, char* err, size_t errlen);
+DS_API void ds_sysid_video_free(dsSysidVideo* v);
+
 typedef struct dsSysid dsSysid;
 
 /* Create an identification of object `object` (0, 1, ...: its draws come
