@@ -52,6 +52,8 @@
 #endif
 
 #define RUN_MAX_OVERRIDES 128
+/* columns of the usage text */
+#define USAGE_WIDTH 86
 
 static volatile sig_atomic_t g_interrupts = 0;
 static volatile sig_atomic_t g_signal = 0; /* the first stopping signal */
@@ -69,12 +71,23 @@ static void usage(FILE* out) {
           "                [--plugin FILE.so] [options]\n"
           "\n"
           "Optimise the controller of an environment against its goal and log the run.\n"
-          "CONFIG is a JSON run config (sections env, controller, run); ENV-NAME (");
-  /* the registry's classes (bundled, and those a --plugin given before --help adds) */
-  for (int i = 0; i < ds_env_class_count(); i++) fprintf(out, "%s, ", ds_env_class_at(i)->name);
+          "CONFIG is a JSON run config (sections env, controller, run); ENV-NAME (one of the\n"
+          "registered classes:");
+  /* the registry's classes (bundled, and those of a --plugin given before --help),
+   * wrapped at USAGE_WIDTH columns */
+  int col = 19;
+  for (int i = 0; i < ds_env_class_count(); i++) {
+    const char* name = ds_env_class_at(i)->name;
+    const int w = (int)strlen(name) + 2;
+    if (col + w > USAGE_WIDTH) {
+      fprintf(out, "\n");
+      col = 0;
+    }
+    fprintf(out, "%s%s%s", col ? " " : "", name, i + 1 < ds_env_class_count() ? "," : ")");
+    col += w;
+  }
   fprintf(out,
-          "\nor a registered class) picks that env's bundled config; without either, the\n"
-          "bundled control-fem config.\n"
+          "\npicks that env's bundled config; without either, the bundled control-fem config.\n"
           "Bundled configs are searched in $DS_SRCDIR/configs, the source tree's configs/,\n"
           "next to the executable (configs, ../configs, ../share/dsim/configs), then the\n"
           "installed share/dsim/configs.\n"
