@@ -337,7 +337,7 @@ static void test_landscape(void) {
 /* A synthetic video written as PNG frames (plus one at time 0) with its
  * camera file, read back into a fresh env definition. */
 static void test_video(void) {
-  char dir[2048], path[2300], err[1024];
+  char dir[900], path[1000], err[1024]; /* paths that fit dsSysidDef.camera, .frames_dir */
   const char* base = getenv("DS_BUILDDIR");
   snprintf(dir, sizeof dir, "%s/test_sysid.XXXXXX", base && *base ? base : "/tmp");
   if (!mkdtemp(dir)) {
