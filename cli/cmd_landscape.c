@@ -10,8 +10,10 @@
  * (method "landscape": one "iteration" per grid point, row-major with axis 2
  * fastest; loss; params = the values then the gradient); OUT.png, a plot
  * drawn by python3's matplotlib when it is installed (skipped with a note
- * otherwise). Points are evaluated in parallel over run.threads threads,
- * each with its own env; the values do not depend on the thread count. */
+ * otherwise). The evaluation is the library's (ds_landscape_*, dsim/sysid.h:
+ * points in parallel over run.threads threads, each with its own env; the
+ * values do not depend on the thread count); this file parses flags and
+ * writes the outputs. */
 #define _POSIX_C_SOURCE 200809L
 #include "config.h"
 

@@ -1,5 +1,8 @@
 /* `dsim run [CONFIG|ENV-NAME] [options]`: optimise a controller against the
- * env's goal (dsim/controller.h) and log the run (dsim/runlog.h).
+ * env's goal (dsim/controller.h) and log the run (dsim/runlog.h). The run
+ * itself (iterations, log, best episode, stop requests) is the run object's
+ * (dsim/run.h); this file parses flags, finds the config, checks the output
+ * path, turns signals into stop requests and prints.
  *
  * A run config has three sections, each read by its owner: "env"
  * (ds_env_def_from_text), "controller" (ds_trainer_def_from_text) and "run"

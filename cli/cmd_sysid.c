@@ -14,7 +14,8 @@
  * episode (env.physics.render_interval = the greatest common divisor of the
  * frames' substeps, env.physics.substeps = the last one); a frame at time 0
  * is the initial state and left out of the loss. Every input is checked
- * before any simulation runs.
+ * before any simulation runs (ds_sysid_load_video; the reading is io's,
+ * dsim/video.h).
  *
  * Batches: --objects N identifies objects 0..N-1 (each its own draws of the
  * true values and initial guesses, its own env and log), in parallel over
