@@ -41,6 +41,9 @@ static const ExitRow kExit[] = {
     {DS_ERR_INTERRUPTED, DS_EXIT_INTERRUPTED, DS_EXIT_INTERRUPTED, DS_EXIT_INTERRUPTED},
 };
 
+/* a new error code needs its row (the list in dsim/base.h ends at -(DS_ERR_COUNT_ - 1)) */
+_Static_assert(sizeof kExit / sizeof kExit[0] == DS_ERR_COUNT_, "cli/exit.c: one row per DS_ERR_* code");
+
 int ds_cli_exit_code(int err, int stage) {
   for (size_t i = 0; i < sizeof kExit / sizeof kExit[0]; i++)
     if (kExit[i].err == err)
