@@ -15,6 +15,15 @@ enum {
   DS_EXIT_INTERRUPTED = 130 /* stopped by SIGINT after a clean close (128 + the signal: 143 SIGTERM) */
 };
 
+/* What failed, for ds_cli_exit_code (cli/exit.c has the table). */
+enum {
+  DS_CLI_INPUT = 0,  /* reading the inputs, building the job from them */
+  DS_CLI_RUNLOG = 1, /* reading a run log (info, export) */
+  DS_CLI_JOB = 2     /* the job itself: iterations, writing outputs */
+};
+/* The exit code of library error err (0 or a negative DS_ERR_*) at stage. */
+int ds_cli_exit_code(int err, int stage);
+
 typedef struct dsCliCommand {
   const char* name;
   const char* summary;

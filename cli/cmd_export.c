@@ -41,7 +41,7 @@ static int write_csv(const char* run, const char* out, int force) {
   int rc = ds_runlog_read_iterations(run, &n, &loss, &metric, &wall, &gn, err, sizeof err);
   if (rc) {
     fprintf(stderr, "dsim export: %s\n", err);
-    return DS_EXIT_INPUT;
+    return ds_cli_exit_code(rc, DS_CLI_RUNLOG);
   }
   char tmp[4400];
   int fd = ds_cli_temp_for("export", out, tmp, sizeof tmp), status = DS_EXIT_FAILURE;
@@ -213,7 +213,7 @@ int ds_cli_export(int argc, char** argv) {
     }
     if (rc) {
       fprintf(stderr, "dsim export: %s\n", err);
-      return DS_EXIT_INPUT;
+      return ds_cli_exit_code(rc, DS_CLI_RUNLOG);
     }
     if (frames) status = export_frames_png(frames, rgba, nf, h, w, force);
     if (status == DS_EXIT_OK && gif) status = write_gif(gif, rgba, nf, h, w, fps, force);

@@ -48,7 +48,7 @@ static int info_run(const char* path) {
   rc = ds_runlog_read_summary(path, &s, err, sizeof err);
   if (rc) {
     fprintf(stderr, "dsim info: %s\n", err);
-    return rc == DS_ERR_UNSUPPORTED ? DS_EXIT_FAILURE : DS_EXIT_INPUT;
+    return ds_cli_exit_code(rc, DS_CLI_RUNLOG);
   }
   printf("run:        %s\n", path);
   printf("written by: dsim %s\n", s.version);

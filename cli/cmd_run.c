@@ -1,5 +1,8 @@
 /* `dsim run [CONFIG|ENV-NAME] [options]`: optimise a controller against the
- * env's goal (dsim/controller.h) and log the run (dsim/runlog.h).
+ * env's goal (dsim/controller.h) and log the run (dsim/runlog.h). The run
+ * itself (iterations, log, best episode, stop requests) is the run object's
+ * (dsim/run.h); this file parses flags, finds the config, checks the output
+ * path, turns signals into stop requests and prints.
  *
  * A run config has three sections, each read by its owner: "env"
  * (ds_env_def_from_text), "controller" (ds_trainer_def_from_text) and "run"
@@ -51,17 +54,12 @@
 #  define DS_CONFIGS_DATADIR ""
 #endif
 
-/* parameters logged per iteration at most (the first ones of the flattened W) */
-#define RUN_MAX_LOGGED_PARAMS 65536
 #define RUN_MAX_OVERRIDES 128
+/* columns of the usage text */
+#define USAGE_WIDTH 86
 
 static volatile sig_atomic_t g_interrupts = 0;
 static volatile sig_atomic_t g_signal = 0; /* the first stopping signal */
-
-static void on_stop_signal(int sig) {
-  if (!g_interrupts) g_signal = sig;
-  g_interrupts++;
-}
 
 static double now_s(void) {
   struct timespec ts;
@@ -76,9 +74,23 @@ static void usage(FILE* out) {
           "                [--plugin FILE.so] [options]\n"
           "\n"
           "Optimise the controller of an environment against its goal and log the run.\n"
-          "CONFIG is a JSON run config (sections env, controller, run); ENV-NAME (walker,\n"
-          "control-fem, control-cloth, walker-springs, rigid-toss, or a registered class)\n"
-          "picks that env's bundled config; without either, the bundled control-fem config.\n"
+          "CONFIG is a JSON run config (sections env, controller, run); ENV-NAME (one of the\n"
+          "registered classes:");
+  /* the registry's classes (bundled, and those of a --plugin given before --help),
+   * wrapped at USAGE_WIDTH columns */
+  int col = 19;
+  for (int i = 0; i < ds_env_class_count(); i++) {
+    const char* name = ds_env_class_at(i)->name;
+    const int w = (int)strlen(name) + 2;
+    if (col + w > USAGE_WIDTH) {
+      fprintf(out, "\n");
+      col = 0;
+    }
+    fprintf(out, "%s%s%s", col ? " " : "", name, i + 1 < ds_env_class_count() ? "," : ")");
+    col += w;
+  }
+  fprintf(out,
+          "\npicks that env's bundled config; without either, the bundled control-fem config.\n"
           "Bundled configs are searched in $DS_SRCDIR/configs, the source tree's configs/,\n"
           "next to the executable (configs, ../configs, ../share/dsim/configs), then the\n"
           "installed share/dsim/configs.\n"
@@ -319,24 +331,9 @@ static void fmt_time(double s, char* buf, size_t n) {
 
 typedef struct Run {
   char path[4096];      /* the config file */
-  char* text;           /* its text */
-  char* resolved;       /* the complete config with the command line's keys applied */
-  dsEnv* env;
-  dsTrainerDef td;
-  dsRunDef rd;
-  dsTrainer* tr;
-  dsRunLog* log;
-  dsRecorder* rec;
   char out[4096];       /* the run log's path */
-  char mname[32];       /* "image", "image-mpc", ... */
-  int nthreads, S, A, np, nlog;
-  /* the loop's results */
-  dsReal *best_act, *last_act;
-  int best_it, last_it, have, done_its, interrupted, logged_best;
-  double best_metric, first_metric, last_metric, first_loss, last_loss, t_iter, wall, t_record;
-  double low_loss, low_metric; /* the iteration of the lowest loss (the optimiser's result) */
-  int low_it;
-  char status[600];
+  dsRun* run;
+  double wall;
 } Run;
 
 /* Locate the config of target (a file or an env name). */
@@ -371,8 +368,9 @@ int ds_cli_locate_config(const char* cmd, const char* target, char* path, size_t
  * first free numbered suffix. */
 static int choose_output(const RunArgs* a, Run* r) {
   struct stat st;
-  if (r->rd.out[0]) {
-    snprintf(r->out, sizeof r->out, "%s", r->rd.out);
+  const dsRunDef* rd = ds_run_run_def(r->run);
+  if (rd->out[0]) {
+    snprintf(r->out, sizeof r->out, "%s", rd->out);
     const char* what = ds_cli_same_file(r->out, r->path) ? "the run's config file" : NULL;
     for (int i = 0; i < a->nplugins && !what; i++)
       if (ds_cli_same_file(r->out, a->plugins[i])) what = "a plugin the run loads";
@@ -391,144 +389,88 @@ static int choose_output(const RunArgs* a, Run* r) {
     }
     return DS_EXIT_OK;
   }
-  char base[3072];
-  snprintf(base, sizeof base, "runs/%s-%s-s%llu", ds_env_name(r->env), r->mname, (unsigned long long)r->td.seed);
-  for (int k = 0; k < 100000; k++) {
-    if (k == 0)
-      snprintf(r->out, sizeof r->out, "%s.h5", base);
-    else
-      snprintf(r->out, sizeof r->out, "%s-%d.h5", base, k);
-    if (stat(r->out, &st) != 0 && errno == ENOENT) return DS_EXIT_OK;
+  if (ds_run_default_log_path(r->run, r->out, sizeof r->out)) {
+    fprintf(stderr, "dsim run: %s (give --out)\n", ds_run_last_error(r->run));
+    return DS_EXIT_USAGE;
   }
-  fprintf(stderr, "dsim run: %s.h5 and 99999 numbered names after it exist; give --out\n", base);
-  return DS_EXIT_USAGE;
+  return DS_EXIT_OK;
 }
 
 /* Config -> env, controller and run definitions with the command line's
- * keys applied; the env, the trainer, the recorder and the log. */
-static int setup(const RunArgs* a, Run* r) {
+ * keys applied (the command line's rules for their errors), checked. */
+static int resolve(const RunArgs* a, Run* r, dsEnvDef* ed, dsTrainerDef* td, dsRunDef* rd) {
   char err[1024];
+  char* text = NULL;
   int rc = ds_cli_locate_config("run", a->target, r->path, sizeof r->path);
   if (rc) return rc;
-  if (ds_config_read_file(r->path, &r->text, err, sizeof err)) {
+  if ((rc = ds_config_read_file(r->path, &text, err, sizeof err)) == 0)
+    rc = ds_run_defs_from_text(r->path, text, ed, td, rd, err, sizeof err);
+  ds_config_free_text(text);
+  if (rc) {
     fprintf(stderr, "dsim run: %s\n", err);
-    return DS_EXIT_INPUT;
-  }
-  dsEnvDef ed;
-  if ((rc = ds_env_def_from_text(r->path, r->text, &ed, err, sizeof err))) {
-    fprintf(stderr, "dsim run: %s\n", err);
-    return rc == DS_ERR_NOMEM ? DS_EXIT_FAILURE : DS_EXIT_INPUT;
-  }
-  r->td = ds_default_trainer_def();
-  r->rd = ds_default_run_def();
-  if (ds_trainer_def_from_text(r->path, r->text, &r->td, err, sizeof err) ||
-      ds_run_def_from_text(r->path, r->text, &r->rd, err, sizeof err)) {
-    fprintf(stderr, "dsim run: %s\n", err);
-    return DS_EXIT_INPUT;
+    return ds_cli_exit_code(rc, DS_CLI_INPUT);
   }
   for (int i = 0; i < a->nov; i++) {
     const Override* o = &a->ov[i];
-    rc = !strcmp(o->section, "env") ? ds_env_def_set(&ed, o->key, o->value, err, sizeof err)
-                                    : apply_run_override(o, &r->td, &r->rd, err, sizeof err);
-    if (rc) {
+    char key[160];
+    snprintf(key, sizeof key, "%s.%s", o->section, o->key);
+    if (ds_run_defs_set(ed, td, rd, o->source, key, o->value, err, sizeof err)) {
       fprintf(stderr, "dsim run: %s: %s\n", o->source, err);
       return DS_EXIT_USAGE;
     }
   }
-  r->td.method = r->rd.method;
-  r->td.seed = r->td.env_seed = r->td.net.seed = r->rd.seed;
-  if ((rc = ds_trainer_def_validate(&r->td, err, sizeof err))) {
+  ds_run_apply_def(rd, td);
+  if (ds_trainer_def_validate(td, err, sizeof err)) {
     fprintf(stderr, "dsim run: %s: %s\n", a->run_flags ? "options" : r->path, err);
     return a->run_flags ? DS_EXIT_USAGE : DS_EXIT_INPUT;
   }
-  {
-    const char* what = "run.device";
-    for (int i = 0; i < a->nov; i++)
-      if (!strcmp(a->ov[i].section, "run") && !strcmp(a->ov[i].key, "device")) what = strncmp(a->ov[i].source, "--device", 8) ? "run.device" : "--device";
-    if ((rc = ds_cli_check_device("run", what, r->rd.device, &ed.device))) return rc;
-  }
-  if (r->rd.threads > 0) ds_set_num_threads(r->rd.threads);
-  r->nthreads = ds_get_max_threads();
-  /* the log keeps the config the run resolved to (every key, flags applied):
-   * a rerun from it repeats the run */
-  r->resolved = ds_cli_config_json(&ed, &r->td, &r->rd);
-  if (!r->resolved) {
-    fprintf(stderr, "dsim run: out of memory\n");
-    return DS_EXIT_FAILURE;
-  }
-  rc = ds_env_create(&ed, &r->env, err, sizeof err);
-  if (rc) {
+  const char* what = "run.device";
+  for (int i = 0; i < a->nov; i++)
+    if (!strcmp(a->ov[i].section, "run") && !strcmp(a->ov[i].key, "device"))
+      what = strncmp(a->ov[i].source, "--device", 8) ? "run.device" : "--device";
+  return ds_cli_check_device("run", what, rd->device, &ed->device);
+}
+
+/* The run (dsim/run.h) and its log. */
+static int setup(const RunArgs* a, Run* r) {
+  dsEnvDef ed;
+  dsTrainerDef td;
+  dsRunDef rd;
+  int rc = resolve(a, r, &ed, &td, &rd);
+  if (rc) return rc;
+  char err[1024];
+  dsRunOptions opt = ds_default_run_options();
+  opt.log = 0; /* opened below, after the command line's checks of its path */
+  opt.name = r->path;
+  if ((rc = ds_run_create(&ed, &td, &rd, &opt, &r->run, err, sizeof err))) {
     fprintf(stderr, "dsim run: %s\n", err);
-    return rc == DS_ERR_NOMEM ? DS_EXIT_FAILURE : DS_EXIT_INPUT;
+    return ds_cli_exit_code(rc, DS_CLI_INPUT);
   }
-  if ((rc = ds_trainer_create(r->env, &r->td, &r->tr, err, sizeof err))) {
-    fprintf(stderr, "dsim run: %s: %s\n", r->path, err);
-    return rc == DS_ERR_NOMEM ? DS_EXIT_FAILURE : DS_EXIT_INPUT;
-  }
-  r->S = ds_env_num_steps(r->env);
-  r->A = ds_env_action_size(r->env);
-  const size_t SA = (size_t)r->S * (size_t)r->A;
-  r->best_act = (dsReal*)calloc(SA + 1, sizeof(dsReal));
-  r->last_act = (dsReal*)calloc(SA + 1, sizeof(dsReal));
-  if (!r->best_act || !r->last_act) {
-    fprintf(stderr, "dsim run: out of memory\n");
-    return DS_EXIT_FAILURE;
-  }
-  /* run log */
-  snprintf(r->mname, sizeof r->mname, "%s%s", ds_method_name(r->td.method), r->td.mpc ? "-mpc" : "");
   if ((rc = choose_output(a, r))) return rc;
-  r->np = ds_trainer_num_params(r->tr);
-  r->nlog = r->np < RUN_MAX_LOGGED_PARAMS ? r->np : RUN_MAX_LOGGED_PARAMS;
-  dsRunLogDef ld = ds_default_runlog_def();
-  ld.config_text = r->resolved;
-  ld.env = ds_env_name(r->env);
-  ld.method = r->mname;
-  ld.seed = r->td.seed;
-  ld.threads = r->nthreads;
-  ld.nparams = r->nlog;
-  ld.substep_stride = ds_env_def(r->env)->render_interval;
-  ld.overwrite = a->force && r->rd.out[0];
-  ld.has_metric_goal = 1;
-  ld.metric_goal = ds_env_metric_goal(r->env);
-  if (ds_cli_make_parent_dirs(r->out) != 0) {
-    fprintf(stderr, "dsim run: %s: cannot create its directory: %s\n", r->out, strerror(errno));
-    return DS_EXIT_FAILURE;
-  }
-  rc = ds_runlog_create(r->out, &ld, &r->log, err, sizeof err);
+  rc = ds_run_open_log(r->run, r->out, a->force && rd.out[0]);
   if (rc == DS_ERR_UNSUPPORTED) {
     fprintf(stderr, "dsim run: warning: no run log (dsim was built --without-hdf5)\n");
-    r->log = NULL;
   } else if (rc) {
-    fprintf(stderr, "dsim run: %s\n", err);
-    return DS_EXIT_FAILURE;
-  }
-  if (r->log && (rc = ds_recorder_create(r->env, ld.substep_stride, &r->rec, err, sizeof err))) {
-    fprintf(stderr, "dsim run: %s\n", err);
-    return DS_EXIT_FAILURE;
+    fprintf(stderr, "dsim run: %s\n", ds_run_last_error(r->run));
+    return ds_cli_exit_code(rc, DS_CLI_JOB);
   }
   return DS_EXIT_OK;
 }
 
 /* ---- loop ------------------------------------------------------------------------ */
-static int write_episode(Run* r, const char* which, int iteration, const dsReal* actions) {
-  if (!r->log) return 0;
-  const dsEpisodeRecord* e = NULL;
-  int rc = ds_recorder_record(r->rec, r->td.env_seed, iteration, actions, &e);
-  if (rc) {
-    fprintf(stderr, "dsim run: recording the %s episode: %s\n", which, ds_recorder_last_error(r->rec));
-    return rc;
-  }
-  rc = ds_runlog_write_episode(r->log, which, e);
-  if (rc) fprintf(stderr, "dsim run: %s\n", ds_runlog_last_error(r->log));
-  return rc;
+static dsRun* volatile g_run = NULL; /* the run the stop signals reach */
+
+static void on_stop_signal(int sig) {
+  if (!g_interrupts) g_signal = sig;
+  g_interrupts++;
+  if (g_run) ds_run_request_stop(g_run);
 }
 
-/* Lower is better: the distance of the metric to the env's metric goal. */
-static double score(const Run* r, double metric) { return fabs(metric - ds_env_metric_goal(r->env)); }
-
-static void progress(const Run* r, long i, const dsTrainerIter* it, double t0) {
-  const long n = r->rd.iterations;
-  const double per = r->t_iter / (double)(i + 1);
+static void progress(const Run* r, const dsTrainerIter* it, double t0) {
+  dsRunResult res;
+  ds_run_result(r->run, &res);
+  const long n = res.planned, i = res.iterations - 1;
+  const double per = res.iteration_time / (double)(i + 1);
   if (isatty(STDOUT_FILENO)) {
     char eta[32], bar[32];
     fmt_time(per * (double)(n - i - 1), eta, sizeof eta);
@@ -548,136 +490,59 @@ static void progress(const Run* r, long i, const dsTrainerIter* it, double t0) {
   fflush(stdout);
 }
 
-/* The optimisation iterations; returns the exit code. */
+/* The iterations, the best and last episodes, the log closed; the exit code. */
 static int loop(Run* r) {
-  const size_t SA = (size_t)r->S * (size_t)r->A;
   const double t0 = now_s();
-  snprintf(r->status, sizeof r->status, "completed");
-  r->best_metric = INFINITY;
-  r->logged_best = -1;
-  int exitc = DS_EXIT_OK;
-  for (long i = 0; i < r->rd.iterations; i++) {
-    const double ti = now_s();
+  int failed = 0;
+  while (!ds_run_done(r->run)) {
     dsTrainerIter it;
-    int rc = ds_trainer_iterate(r->tr, &it);
-    r->t_iter += now_s() - ti;
-    if (rc) {
+    if (ds_run_step(r->run, &it)) {
       if (isatty(STDOUT_FILENO)) printf("\n");
-      fprintf(stderr, "dsim run: iteration %ld failed: %s\n", i, ds_trainer_last_error(r->tr));
-      snprintf(r->status, sizeof r->status, "failed: iteration %ld: %s", i, ds_trainer_last_error(r->tr));
-      return DS_EXIT_FAILURE;
-    }
-    r->done_its++;
-    memcpy(r->last_act, it.actions, SA * sizeof(dsReal));
-    r->last_it = (int)i;
-    r->last_metric = it.metric;
-    r->last_loss = it.loss;
-    if (i == 0) {
-      r->first_metric = it.metric;
-      r->first_loss = it.loss;
-    }
-    if (!r->have || it.loss < r->low_loss) {
-      r->low_loss = it.loss;
-      r->low_metric = it.metric;
-      r->low_it = (int)i;
-    }
-    int improved = 0;
-    if (!r->have || score(r, it.metric) < score(r, r->best_metric)) {
-      r->best_metric = it.metric;
-      r->best_it = (int)i;
-      memcpy(r->best_act, it.actions, SA * sizeof(dsReal));
-      improved = 1;
-    }
-    r->have = 1;
-    if (r->log) {
-      dsRunIteration ri;
-      ri.loss = it.loss;
-      ri.metric = it.metric;
-      ri.wall_time = now_s() - t0;
-      ri.grad_norm = it.grad_norm;
-      ri.params = it.params;
-      if (ds_runlog_append_iteration(r->log, &ri)) {
-        fprintf(stderr, "dsim run: %s\n", ds_runlog_last_error(r->log));
-        snprintf(r->status, sizeof r->status, "failed: %s", ds_runlog_last_error(r->log));
-        return DS_EXIT_FAILURE;
-      }
-      if (i == 0 && write_episode(r, "first", 0, it.actions)) {
-        snprintf(r->status, sizeof r->status, "failed: cannot record the first episode");
-        return DS_EXIT_FAILURE;
-      }
-      /* The best episode is kept in the log as it improves, so that a killed
-       * run has one, at a bounded cost: recording re-simulates an episode,
-       * so it is done only while recording has taken at most 10% of the
-       * run's time (and always at the end, in finish). */
-      if (improved && i > 0 && r->t_record <= 0.1 * (now_s() - t0)) {
-        const double tr = now_s();
-        if (write_episode(r, "best", (int)i, it.actions)) {
-          snprintf(r->status, sizeof r->status, "failed: cannot record the best episode");
-          return DS_EXIT_FAILURE;
-        }
-        r->logged_best = (int)i;
-        r->t_record += now_s() - tr;
-      }
-    }
-    progress(r, i, &it, t0);
-    if (g_interrupts) {
-      snprintf(r->status, sizeof r->status, "interrupted");
-      r->interrupted = 1;
-      exitc = 128 + (g_signal ? (int)g_signal : SIGINT);
+      fprintf(stderr, "dsim run: %s\n", ds_run_last_error(r->run));
+      failed = 1;
       break;
     }
+    progress(r, &it, t0);
   }
-  return exitc;
-}
-
-/* ---- summary ------------------------------------------------------------------------ */
-/* Best and last episodes, the log's status; returns the final exit code. */
-static int finish(Run* r, int exitc) {
   if (isatty(STDOUT_FILENO)) printf("\n");
-  if (r->interrupted)
-    printf("interrupted (%s) after %d iteration%s\n", g_signal == SIGTERM ? "SIGTERM" : g_signal == SIGHUP ? "SIGHUP" : "SIGINT",
-           r->done_its, r->done_its == 1 ? "" : "s");
   fflush(stdout);
-  if (r->log && r->have && g_interrupts < 2) { /* a second Ctrl-C skips the episodes */
-    int e1 = r->logged_best == r->best_it ? 0 : write_episode(r, "best", r->best_it, r->best_act);
-    int e2 = g_interrupts < 2 ? write_episode(r, "last", r->last_it, r->last_act) : 0;
-    if ((e1 || e2) && exitc == DS_EXIT_OK) {
-      snprintf(r->status, sizeof r->status, "failed: cannot record the best/last episodes");
-      exitc = DS_EXIT_FAILURE;
-    }
-  }
-  if (r->log) {
-    if (ds_runlog_close(r->log, r->status) && exitc == DS_EXIT_OK) {
-      fprintf(stderr, "dsim run: %s: cannot close the run log\n", r->out);
-      exitc = DS_EXIT_FAILURE;
-    }
-    r->log = NULL;
-  }
-  return exitc;
+  const int rc = ds_run_finish(r->run);
+  dsRunResult res;
+  ds_run_result(r->run, &res);
+  if (res.interrupted)
+    printf("interrupted (%s) after %d iteration%s\n", g_signal == SIGTERM ? "SIGTERM" : g_signal == SIGHUP ? "SIGHUP" : "SIGINT",
+           res.iterations, res.iterations == 1 ? "" : "s");
+  if (rc) fprintf(stderr, "dsim run: %s\n", ds_run_last_error(r->run));
+  if (failed) return DS_EXIT_FAILURE;
+  if (res.interrupted) return 128 + (g_signal ? (int)g_signal : SIGINT);
+  return rc ? ds_cli_exit_code(rc, DS_CLI_JOB) : DS_EXIT_OK;
 }
 
 static void summary(const Run* r) {
-  if (!r->have) return;
-  const char* env = ds_env_name(r->env);
-  printf("summary: %s %s seed %llu: %d iteration%s, status %s\n", env, r->mname, (unsigned long long)r->td.seed,
-         r->done_its, r->done_its == 1 ? "" : "s", r->status);
-  printf("  metric: initial %.6g -> final %.6g (best %.6g at iteration %d)\n", r->first_metric, r->last_metric,
-         r->best_metric, r->best_it);
-  printf("  loss:   initial %.6g -> final %.6g\n", r->first_loss, r->last_loss);
-  printf("  result: metric %.6g at iteration %d (the lowest loss, %.6g)\n", r->low_metric, r->low_it, r->low_loss);
-  printf("  wall time: %.2f s (%.3f s per iteration)\n", r->wall, r->t_iter / (double)r->done_its);
+  dsRunResult s;
+  ds_run_result(r->run, &s);
+  if (!s.iterations) return;
+  const char* env = ds_env_name(ds_run_env(r->run));
+  printf("summary: %s %s seed %llu: %d iteration%s, status %s\n", env, ds_run_method_name(r->run),
+         (unsigned long long)ds_run_trainer_def(r->run)->seed, s.iterations, s.iterations == 1 ? "" : "s", s.status);
+  printf("  metric: initial %.6g -> final %.6g (best %.6g at iteration %d)\n", s.first_metric, s.last_metric,
+         s.best_metric, s.best_iteration);
+  printf("  loss:   initial %.6g -> final %.6g\n", s.first_loss, s.last_loss);
+  printf("  result: metric %.6g at iteration %d (the lowest loss, %.6g)\n", s.low_metric, s.low_iteration, s.low_loss);
+  printf("  wall time: %.2f s (%.3f s per iteration)\n", r->wall, s.iteration_time / (double)s.iterations);
   fflush(stdout);
 }
 
-static void cleanup(Run* r) {
-  if (r->log) ds_runlog_close(r->log, "failed: setup");
-  ds_recorder_destroy(r->rec);
-  ds_trainer_destroy(r->tr);
-  ds_env_destroy(r->env);
-  ds_config_free_text(r->text);
-  free(r->resolved);
-  free(r->best_act);
-  free(r->last_act);
+static void header(const Run* r) {
+  dsRunResult s;
+  ds_run_result(r->run, &s);
+  const dsTrainerDef* td = ds_run_trainer_def(r->run);
+  const char* log = ds_run_log_path(r->run);
+  printf("dsim run: %s (%s), method %s, seed %llu, %d thread%s, %d iterations, %d parameters, lr %g\n",
+         ds_env_name(ds_run_env(r->run)), r->path, ds_run_method_name(r->run), (unsigned long long)td->seed, s.threads,
+         s.threads == 1 ? "" : "s", s.planned, s.nparams, td->method <= DS_METHOD_STATE ? td->optim.lr : 0.0);
+  printf("run log: %s%s\n", *log ? log : "(none)", *log ? "" : " (built --without-hdf5)");
+  fflush(stdout);
 }
 
 int ds_cli_run(int argc, char** argv) {
@@ -691,27 +556,24 @@ int ds_cli_run(int argc, char** argv) {
   }
   int exitc = setup(&args, r);
   if (exitc == DS_EXIT_OK) {
-    printf("dsim run: %s (%s), method %s, seed %llu, %d thread%s, %d iterations, %d parameters, lr %g\n",
-           ds_env_name(r->env), r->path, r->mname, (unsigned long long)r->td.seed, r->nthreads,
-           r->nthreads == 1 ? "" : "s", r->rd.iterations, r->np,
-           r->td.method <= DS_METHOD_STATE ? r->td.optim.lr : 0.0);
-    printf("run log: %s%s\n", r->log ? r->out : "(none)", r->log ? "" : " (built --without-hdf5)");
-    fflush(stdout);
+    header(r);
     static const int stop_signals[3] = {SIGINT, SIGTERM, SIGHUP};
     struct sigaction sa, old[3];
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_stop_signal;
     sigemptyset(&sa.sa_mask);
-    for (int i = 0; i < 3; i++) sigaction(stop_signals[i], &sa, &old[i]);
     g_interrupts = 0;
     g_signal = 0;
+    g_run = r->run;
+    for (int i = 0; i < 3; i++) sigaction(stop_signals[i], &sa, &old[i]);
     const double t0 = now_s();
-    exitc = finish(r, loop(r));
+    exitc = loop(r);
     r->wall = now_s() - t0;
     for (int i = 0; i < 3; i++) sigaction(stop_signals[i], &old[i], NULL);
+    g_run = NULL;
     summary(r);
   }
-  cleanup(r);
+  ds_run_destroy(r->run);
   free(r);
   return exitc;
 }

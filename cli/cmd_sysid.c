@@ -14,7 +14,8 @@
  * episode (env.physics.render_interval = the greatest common divisor of the
  * frames' substeps, env.physics.substeps = the last one); a frame at time 0
  * is the initial state and left out of the loss. Every input is checked
- * before any simulation runs.
+ * before any simulation runs (ds_sysid_load_video; the reading is io's,
+ * dsim/video.h).
  *
  * Batches: --objects N identifies objects 0..N-1 (each its own draws of the
  * true values and initial guesses, its own env and log), in parallel over
@@ -37,7 +38,6 @@
 #define _POSIX_C_SOURCE 200809L
 #include "config.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -54,10 +54,8 @@
 
 #include "cli/cli.h"
 #include "dsim/dsim.h"
-#include "io/cfg.h"
 
 #define MAX_SETS 64
-#define MAX_VIDEO_FRAMES 4096
 #define MAX_COLLECT 100000
 
 static volatile sig_atomic_t g_stop = 0;
@@ -224,158 +222,6 @@ static int parse_args(int argc, char** argv, Args* a) {
   return 0;
 }
 
-/* ---- the video of footage: PNG frames + camera file ------------------------- */
-typedef struct Video {
-  int nframes, width, height;
-  int* substep;
-  dsReal* rgba;
-} Video;
-
-static int cmp_str(const void* a, const void* b) { return strcmp(*(char* const*)a, *(char* const*)b); }
-
-static long gcd_l(long a, long b) {
-  while (b) {
-    long t = a % b;
-    a = b;
-    b = t;
-  }
-  return a;
-}
-
-/* Load the frames and the camera into video and def (size, camera, schedule). */
-static int load_video(const dsSysidDef* sd, dsEnvDef* def, Video* v) {
-  char err[1024];
-  memset(v, 0, sizeof *v);
-  /* camera file */
-  char* text = NULL;
-  int rc = ds_config_read_file(sd->camera, &text, err, sizeof err);
-  if (rc) {
-    fprintf(stderr, "dsim sysid: sysid.camera: %s\n", err);
-    return DS_EXIT_INPUT;
-  }
-  static double times[MAX_VIDEO_FRAMES];
-  double pos[3], look[3], fov = 0;
-  int nt = 0;
-  dsErrBuf eb;
-  ds__clearerr(&eb);
-  rc = ds__cfg_video_camera(sd->camera, text, times, MAX_VIDEO_FRAMES, &nt, pos, look, &fov, &eb);
-  ds_config_free_text(text);
-  if (rc) {
-    fprintf(stderr, "dsim sysid: %s\n", ds__errmsg(&eb));
-    return DS_EXIT_INPUT;
-  }
-  if (look[0] != 0 || look[1] != 0 || look[2] != 0) {
-    fprintf(stderr,
-            "dsim sysid: %s: look_at: the env's camera looks at the origin; give position (and the scene) in "
-            "coordinates centred on the look-at point, with look_at [0, 0, 0]\n",
-            sd->camera);
-    return DS_EXIT_INPUT;
-  }
-  const double d = sqrt(pos[0] * pos[0] + pos[1] * pos[1] + pos[2] * pos[2]);
-  if (!(d > 0) || fabs(pos[1]) >= d * 0.999999) {
-    fprintf(stderr, "dsim sysid: %s: position: a camera at the look-at point or straight above or below it\n",
-            sd->camera);
-    return DS_EXIT_INPUT;
-  }
-  /* eye = (d cos e sin a, d sin e, -d cos e cos a) (docs/scenes.md) */
-  def->cam_distance = (dsReal)d;
-  def->cam_elevation = (dsReal)(asin(pos[1] / d) * 57.295779513082321);
-  def->cam_azimuth = (dsReal)(atan2(pos[0], -pos[2]) * 57.295779513082321);
-  def->cam_fov = (dsReal)fov;
-  /* frames */
-  DIR* dir = opendir(sd->frames_dir);
-  if (!dir) {
-    fprintf(stderr, "dsim sysid: sysid.frames_dir: %s: cannot open: %s\n", sd->frames_dir, strerror(errno));
-    return DS_EXIT_INPUT;
-  }
-  char** names = (char**)calloc(MAX_VIDEO_FRAMES + 1, sizeof(char*));
-  int nn = 0;
-  struct dirent* de;
-  while (names && (de = readdir(dir)) != NULL) {
-    const size_t L = strlen(de->d_name);
-    if (L < 5 || strcmp(de->d_name + L - 4, ".png")) continue;
-    if (nn >= MAX_VIDEO_FRAMES) {
-      nn++;
-      break;
-    }
-    names[nn++] = strdup(de->d_name);
-  }
-  closedir(dir);
-  int exitc = DS_EXIT_OK;
-  if (!names) {
-    fprintf(stderr, "dsim sysid: out of memory\n");
-    return DS_EXIT_FAILURE;
-  }
-  if (nn != nt) {
-    fprintf(stderr, "dsim sysid: %s: %d PNG frame%s, but %s gives %d frame times (a frame missing?)\n", sd->frames_dir,
-            nn, nn == 1 ? "" : "s", sd->camera, nt);
-    exitc = DS_EXIT_INPUT;
-  }
-  if (!exitc) qsort(names, (size_t)nn, sizeof(char*), cmp_str);
-  /* times -> substeps: frames at time 0 are the initial state */
-  int first = 0;
-  while (first < nt && times[first] == 0) first++;
-  if (!exitc && first == nt) {
-    fprintf(stderr, "dsim sysid: %s: times: every frame is at time 0\n", sd->camera);
-    exitc = DS_EXIT_INPUT;
-  }
-  long g = 0;
-  if (!exitc) {
-    v->nframes = nt - first;
-    v->substep = (int*)calloc((size_t)v->nframes, sizeof(int));
-    if (!v->substep) exitc = DS_EXIT_FAILURE;
-  }
-  for (int i = first; i < nt && !exitc; i++) {
-    const double q = times[i] / (double)def->dt;
-    const long s = lround(q);
-    if (fabs(q - (double)s) > 1e-6 * fmax(1.0, q) || s < 1 || s > 100000000) {
-      fprintf(stderr, "dsim sysid: %s: times[%d] = %g s is not a whole number of substeps of env.physics.dt = %g s\n",
-              sd->camera, i, times[i], (double)def->dt);
-      exitc = DS_EXIT_INPUT;
-    }
-    v->substep[i - first] = (int)s;
-    g = gcd_l(g, s);
-  }
-  if (!exitc) {
-    def->render_interval = (int)g;
-    def->control_interval = (int)g;
-    def->substeps = v->substep[v->nframes - 1];
-  }
-  /* read every frame: all readable, all one size */
-  char path[4096], first_path[4096] = "";
-  for (int i = 0; i < nn && !exitc; i++) {
-    snprintf(path, sizeof path, "%s/%s", sd->frames_dir, names[i]);
-    dsReal* img = NULL;
-    int w = 0, h = 0;
-    if (ds_png_read_real(path, &img, &w, &h, err, sizeof err)) {
-      fprintf(stderr, "dsim sysid: frame %d: %s\n", i, err);
-      exitc = DS_EXIT_INPUT;
-      break;
-    }
-    if (i == 0) {
-      v->width = w;
-      v->height = h;
-      snprintf(first_path, sizeof first_path, "%s", path);
-      v->rgba = (dsReal*)calloc((size_t)(v->nframes ? v->nframes : 1) * 4 * (size_t)w * (size_t)h, sizeof(dsReal));
-      if (!v->rgba) exitc = DS_EXIT_FAILURE;
-    } else if (w != v->width || h != v->height) {
-      fprintf(stderr, "dsim sysid: %s: %d x %d pixels, but %s is %d x %d (frames must share one size)\n", path, w, h,
-              first_path, v->width, v->height);
-      exitc = DS_EXIT_INPUT;
-    }
-    if (!exitc && i >= first)
-      memcpy(v->rgba + (size_t)(i - first) * 4 * (size_t)w * (size_t)h, img, 4 * (size_t)w * (size_t)h * sizeof(dsReal));
-    ds_image_free(img);
-  }
-  if (!exitc) {
-    def->width = v->width;
-    def->height = v->height;
-  }
-  for (int i = 0; i < nn && i < MAX_VIDEO_FRAMES; i++) free(names[i]);
-  free(names);
-  return exitc;
-}
-
 /* ---- one object ----------------------------------------------------------------- */
 typedef struct Obj {
   int k;
@@ -394,7 +240,7 @@ typedef struct Ctx {
   dsEnvDef def;
   dsSysidDef sd;
   dsRunDef rd;
-  Video video;
+  dsSysidVideo video; /* footage (ds_sysid_load_video) */
   int have_video, nthreads, nobj;
   Obj* obj;
   dsSysidGroup* group; /* --group: owns the objects' dsSysid */
@@ -549,7 +395,7 @@ static int object_begin(Ctx* c, Obj* o) {
   char err[1024];
   int rc = 0;
   if (!o->s) {
-    rc = ds_sysid_create(&c->def, &c->sd, o->k, c->have_video ? (const dsSysidVideo*)&c->video : NULL, &o->s, err,
+    rc = ds_sysid_create(&c->def, &c->sd, o->k, c->have_video ? &c->video : NULL, &o->s, err,
                          sizeof err);
     if (rc) {
       snprintf(o->err, sizeof o->err, "%s", err);
@@ -662,7 +508,7 @@ static int run_group(Ctx* c) {
   for (int i = 0; i < c->nobj; i++) ks[i] = c->obj[i].k;
   char err[1024];
   dsSysidGroup* g = NULL;
-  int rc = ds_sysid_group_create(&c->def, &c->sd, ks, c->nobj, c->have_video ? (const dsSysidVideo*)&c->video : NULL,
+  int rc = ds_sysid_group_create(&c->def, &c->sd, ks, c->nobj, c->have_video ? &c->video : NULL,
                                  &g, err, sizeof err);
   if (rc) {
     for (int i = 0; i < c->nobj; i++) {
@@ -856,7 +702,7 @@ static int collect(Args* a) {
     }
     if (rc) {
       fprintf(stderr, "dsim sysid: --collect: %s\n", err);
-      exitc = DS_EXIT_INPUT;
+      exitc = ds_cli_exit_code(rc, DS_CLI_RUNLOG);
     } else {
       int best = 0;
       for (int k = 1; k < n; k++)
@@ -904,7 +750,7 @@ static int setup(Ctx* c) {
   ds_config_free_text(text);
   if (rc) {
     fprintf(stderr, "dsim sysid: %s\n", err);
-    return DS_EXIT_INPUT;
+    return ds_cli_exit_code(rc, DS_CLI_INPUT);
   }
   for (int i = 0; i < a->nsets; i++) {
     const Set* s = &a->sets[i];
@@ -925,7 +771,7 @@ static int setup(Ctx* c) {
   rc = ds_sysid_def_validate(&c->sd, err, sizeof err);
   if (rc) {
     fprintf(stderr, "dsim sysid: %s: %s\n", c->path, err);
-    return DS_EXIT_INPUT;
+    return ds_cli_exit_code(rc, DS_CLI_INPUT);
   }
   if (a->group && c->sd.optimizer == DS_SYSID_LBFGS) {
     fprintf(stderr,
@@ -935,8 +781,10 @@ static int setup(Ctx* c) {
   }
   c->sd.seed = c->rd.seed;
   if (c->sd.video == DS_SYSID_FRAMES) {
-    exitc = load_video(&c->sd, &c->def, &c->video);
-    if (exitc) return exitc;
+    if ((rc = ds_sysid_load_video(&c->sd, &c->def, &c->video, err, sizeof err))) {
+      fprintf(stderr, "dsim sysid: %s\n", err);
+      return ds_cli_exit_code(rc, DS_CLI_INPUT);
+    }
     c->have_video = 1;
   }
   {
@@ -980,11 +828,11 @@ static int setup(Ctx* c) {
     return DS_EXIT_USAGE;
   }
   /* the first object checks every parameter before anything runs */
-  rc = ds_sysid_create(&c->def, &c->sd, c->obj[0].k, c->have_video ? (const dsSysidVideo*)&c->video : NULL,
+  rc = ds_sysid_create(&c->def, &c->sd, c->obj[0].k, c->have_video ? &c->video : NULL,
                        &c->obj[0].s, err, sizeof err);
   if (rc) {
     fprintf(stderr, "dsim sysid: %s: %s\n", c->path, err);
-    return rc == DS_ERR_NOMEM ? DS_EXIT_FAILURE : DS_EXIT_INPUT;
+    return ds_cli_exit_code(rc, DS_CLI_INPUT);
   }
   return DS_EXIT_OK;
 }
@@ -1087,7 +935,6 @@ int ds_cli_sysid(int argc, char** argv) {
   }
   ds_sysid_group_destroy(c.group);
   free(c.obj);
-  free(c.video.substep);
-  free(c.video.rgba);
+  ds_sysid_video_free(&c.video);
   return exitc;
 }

@@ -54,7 +54,7 @@ static int probe_reads(const char* path, const char* episode, char* msg, size_t 
     if (rc == DS_ERR_NOTFOUND) rc = DS_OK; /* the command itself says so */
   }
   if (!rc) return DS_EXIT_OK;
-  return rc == DS_ERR_UNSUPPORTED || rc == DS_ERR_NOMEM ? DS_EXIT_FAILURE : DS_EXIT_INPUT;
+  return ds_cli_exit_code(rc, DS_CLI_RUNLOG);
 }
 
 int ds_cli_probe_runlog(const char* cmd, const char* path, const char* episode) {

@@ -4,7 +4,7 @@
 # exports only the DS_API symbols. Bundled configs are looked up in the source
 # tree and the installed $(pkgdatadir)/configs (cli/cmd_run.c has the order).
 bin_PROGRAMS = dsim
-dsim_SOURCES = cli/main.c cli/cli.h cli/cmd_info.c cli/cmd_export.c cli/cmd_run.c cli/cmd_config.c cli/plugin.c cli/files.c cli/cmd_sysid.c cli/cmd_landscape.c cli/device.c
+dsim_SOURCES = cli/main.c cli/cli.h cli/cmd_info.c cli/cmd_export.c cli/cmd_run.c cli/cmd_config.c cli/plugin.c cli/files.c cli/cmd_sysid.c cli/cmd_landscape.c cli/device.c cli/exit.c
 # --plugin objects resolve their ds_* references to this program
 dsim_LDFLAGS = $(AM_LDFLAGS) -export-dynamic
 dsim_LDADD = libdsim_core.la
@@ -20,3 +20,7 @@ check_PROGRAMS += tests/test_export_decode
 tests_test_export_decode_SOURCES = tests/test_export_decode.c
 TESTS += tests/test_cli.sh tests/test_run_cli.sh tests/test_export.sh tests/test_outputs.sh tests/test_sysid_cli.sh
 EXTRA_DIST += tests/test_cli.sh tests/test_run_cli.sh tests/test_export.sh tests/test_outputs.sh tests/test_sysid_cli.sh scripts/reproduce-results scripts/reproduce-sysid
+# the table from error codes to exit codes (cli/exit.c)
+check_PROGRAMS += tests/test_exit_codes
+tests_test_exit_codes_SOURCES = tests/test_exit_codes.c cli/exit.c
+TESTS += tests/test_exit_codes

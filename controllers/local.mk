@@ -1,8 +1,8 @@
 # controllers/: sinusoid network, optimisers, whole-episode optimisation,
 # receding-horizon MPC, baselines, episode recorder. Only the env API below.
 libdsim_core_la_SOURCES += controllers/sinnet.c controllers/optim.c controllers/trainer.c \
-  controllers/recorder.c controllers/lbfgs.c controllers/sysid.c
-dsiminclude_HEADERS += include/dsim/controller.h include/dsim/sysid.h
+  controllers/recorder.c controllers/lbfgs.c controllers/sysid.c controllers/run.c controllers/landscape.c controllers/sysid_video.c
+dsiminclude_HEADERS += include/dsim/controller.h include/dsim/sysid.h include/dsim/run.h
 check_PROGRAMS += tests/test_controller tests/test_optim tests/test_mpc
 tests_test_controller_SOURCES = tests/test_controller.c
 tests_test_optim_SOURCES = tests/test_optim.c
@@ -16,3 +16,8 @@ TESTS += tests/test_sysid
 check_PROGRAMS += tests/test_sysid_group
 tests_test_sysid_group_SOURCES = tests/test_sysid_group.c
 TESTS += tests/test_sysid_group
+# The run object (dsim/run.h): a short run through the C API against the same
+# run through `dsim run` (same final loss bits), stop requests, bad configs.
+check_PROGRAMS += tests/test_run
+tests_test_run_SOURCES = tests/test_run.c
+TESTS += tests/test_run

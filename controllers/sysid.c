@@ -354,50 +354,38 @@ int ds_sysid_create(const dsEnvDef* env_def, const dsSysidDef* def, int object, 
   return sysid_create(env_def, def, object, video, 0, out, err, errlen);
 }
 
-static int sysid_create(const dsEnvDef* env_def, const dsSysidDef* def, int object, const dsSysidVideo* video,
-                        int group, dsSysid** out, char* err, size_t errlen) {
-  if (err && errlen) err[0] = '\0';
-  if (!env_def || !def || !out || object < 0) return DS_ERR_INVALID;
-  *out = NULL;
-  int rc = ds_sysid_def_validate(def, err, errlen);
-  if (rc) return rc;
-  dsSysid* s = (dsSysid*)ds__calloc(1, sizeof *s);
-  if (!s) return DS_ERR_NOMEM;
-  s->def = *def;
-  s->np = ds_sysid_num_params(def);
-  dsEnvDef ed = sysid_env_def(env_def);
+/* The identification's env (sysid_env_def; a group's own env is forward
+ * only on the CPU), its sizes, reset for the object. */
+static int create_env(dsSysid* s, const dsEnvDef* env_def, int object, const dsSysidVideo* video, int group,
+                      dsEnvDef* ed, char* err, size_t errlen) {
+  *ed = sysid_env_def(env_def);
   if (group) {
-    ed.gradients = 0;
-    ed.device = ds_device_cpu();
-    ed.batch_engine = 0;
+    ed->gradients = 0;
+    ed->device = ds_device_cpu();
+    ed->batch_engine = 0;
   }
-  if (video && (video->width != ed.width || video->height != ed.height)) {
-    ds_sysid_destroy(s);
+  if (video && (video->width != ed->width || video->height != ed->height))
     return ds__puterr(err, errlen, DS_ERR_CONFIG, "video frames are %d x %d but env.render is %d x %d", video->width,
-                      video->height, ed.width, ed.height);
-  }
+                      video->height, ed->width, ed->height);
   char msg[512];
-  rc = ds_env_create(&ed, &s->env, msg, sizeof msg);
-  if (rc) {
-    ds_sysid_destroy(s);
-    return ds__puterr(err, errlen, rc, "env: %s", msg);
-  }
+  int rc = ds_env_create(ed, &s->env, msg, sizeof msg);
+  if (rc) return ds__puterr(err, errlen, rc, "env: %s", msg);
   s->nstep = ds_env_num_steps(s->env);
   s->adim = ds_env_action_size(s->env);
-  s->w = ed.width;
-  s->h = ed.height;
+  s->w = ed->width;
+  s->h = ed->height;
   s->npix = 4 * (size_t)s->w * (size_t)s->h;
-  const int C = ed.control_interval, T = ed.substeps;
-  uint64_t rng = object_seed(def, object);
-  s->env_seed = def->seed + (uint64_t)object;
+  s->env_seed = s->def.seed + (uint64_t)object;
   rc = ds_env_reset(s->env, s->env_seed, NULL, NULL);
-  if (rc) {
-    ds__puterr(err, errlen, rc, "env reset: %s", ds_env_last_error(s->env));
-    ds_sysid_destroy(s);
-    return rc;
-  }
-  /* parameters: names, sizes, layout */
-  int maxcount = 1;
+  if (rc) return ds__puterr(err, errlen, rc, "env reset: %s", ds_env_last_error(s->env));
+  return 0;
+}
+
+/* Parameters: names checked against the env, sizes, the flattened layout;
+ * *maxcount gets the largest parameter array. */
+static int param_layout(dsSysid* s, int* maxcount, char* err, size_t errlen) {
+  const dsSysidDef* def = &s->def;
+  *maxcount = 1;
   for (int k = 0; k < s->np; k++) {
     const dsSysidParam* sp = &def->params[k];
     Param* p = &s->p[k];
@@ -405,26 +393,18 @@ static int sysid_create(const dsEnvDef* env_def, const dsSysidDef* def, int obje
     const dsReal* v = NULL;
     const dsReal* g = NULL;
     int n = 0, ng = 0;
-    if (ds_env_param(s->env, p->name, &v, &n)) {
-      ds__puterr(err, errlen, DS_ERR_CONFIG,
-                 "sysid.param%d.name: env \"%s\" has no parameter \"%s\" (engine names: particle.mass, tet.k_mu, "
-                 "tet.k_lambda, tri.k_mu, spring.ke, contact.ke, contact.mu, initial_velocity, gravity, ...)",
-                 k + 1, ds_env_name(s->env), p->name);
-      ds_sysid_destroy(s);
-      return DS_ERR_CONFIG;
-    }
-    if (ds_env_param_grad(s->env, p->name, &g, &ng)) {
-      ds__puterr(err, errlen, DS_ERR_CONFIG, "sysid.param%d.name: \"%s\" is not a differentiable parameter", k + 1,
-                 p->name);
-      ds_sysid_destroy(s);
-      return DS_ERR_CONFIG;
-    }
-    if (n == 0) {
-      ds__puterr(err, errlen, DS_ERR_CONFIG, "sysid.param%d.name: env \"%s\" has no elements of \"%s\"", k + 1,
-                 ds_env_name(s->env), p->name);
-      ds_sysid_destroy(s);
-      return DS_ERR_CONFIG;
-    }
+    if (ds_env_param(s->env, p->name, &v, &n))
+      return ds__puterr(err, errlen, DS_ERR_CONFIG,
+                        "sysid.param%d.name: env \"%s\" has no parameter \"%s\" (engine names: particle.mass, "
+                        "tet.k_mu, tet.k_lambda, tri.k_mu, spring.ke, contact.ke, contact.mu, initial_velocity, "
+                        "gravity, ...)",
+                        k + 1, ds_env_name(s->env), p->name);
+    if (ds_env_param_grad(s->env, p->name, &g, &ng))
+      return ds__puterr(err, errlen, DS_ERR_CONFIG, "sysid.param%d.name: \"%s\" is not a differentiable parameter",
+                        k + 1, p->name);
+    if (n == 0)
+      return ds__puterr(err, errlen, DS_ERR_CONFIG, "sysid.param%d.name: env \"%s\" has no elements of \"%s\"", k + 1,
+                        ds_env_name(s->env), p->name);
     p->count = n;
     p->width = width_of(p->name);
     p->nelem = n / p->width;
@@ -432,17 +412,19 @@ static int sysid_create(const dsEnvDef* env_def, const dsSysidDef* def, int obje
     p->offset = s->nval;
     p->logp = sp->lower > 0;
     s->nval += p->nval;
-    if (n > maxcount) maxcount = n;
+    if (n > *maxcount) *maxcount = n;
     const int nv[3] = {sp->ninit, sp->ntruth, 0};
     const char* what[2] = {"init", "true"};
     for (int q = 0; q < 2; q++)
-      if (nv[q] && nv[q] != 1 && nv[q] != p->width) {
-        ds__puterr(err, errlen, DS_ERR_CONFIG, "sysid.param%d.%s: expected 1 or %d values for \"%s\", got %d", k + 1,
-                   what[q], p->width, p->name, nv[q]);
-        ds_sysid_destroy(s);
-        return DS_ERR_CONFIG;
-      }
+      if (nv[q] && nv[q] != 1 && nv[q] != p->width)
+        return ds__puterr(err, errlen, DS_ERR_CONFIG, "sysid.param%d.%s: expected 1 or %d values for \"%s\", got %d",
+                          k + 1, what[q], p->width, p->name, nv[q]);
   }
+  return 0;
+}
+
+/* Every per-value and per-step buffer (sized by the layout). */
+static int alloc_buffers(dsSysid* s, int maxcount, char* err, size_t errlen) {
   const size_t nv = (size_t)s->nval;
   s->x = (double*)ds__calloc(nv, sizeof(double));
   s->u = (double*)ds__calloc(nv, sizeof(double));
@@ -463,100 +445,75 @@ static int sysid_create(const dsEnvDef* env_def, const dsSysidDef* def, int obje
   s->adj = (dsReal*)ds__calloc((size_t)s->nstep * s->npix, sizeof(dsReal));
   s->step_frame = (int*)ds__calloc((size_t)s->nstep, sizeof(int));
   if (!s->x || !s->u || !s->gu || !s->gx || !s->x0 || !s->best || !s->truth || !s->ulo || !s->uhi || !s->itx || !s->uprev || !s->fixed ||
-      !s->vparam || !s->pbuf || !s->action || !s->scratch_img || !s->adj || !s->step_frame) {
-    ds_sysid_destroy(s);
+      !s->vparam || !s->pbuf || !s->action || !s->scratch_img || !s->adj || !s->step_frame)
     return ds__puterr(err, errlen, DS_ERR_NOMEM, "sysid: out of memory");
+  for (int i = 0; i < s->def.naction && i < s->adim; i++) s->action[i] = s->def.action[i];
+  return 0;
+}
+
+/* Parameter k's values: initial guess and truth, in the flattened layout
+ * (draws from *rng in a fixed order: truth components, shared guess
+ * components, then a guess per value). */
+static int init_param_values(dsSysid* s, int k, uint64_t* rng, char* err, size_t errlen) {
+  const dsSysidParam* sp = &s->def.params[k];
+  Param* p = &s->p[k];
+  const dsReal* cur = NULL;
+  int n = 0;
+  ds_env_param(s->env, p->name, &cur, &n);
+  p->zero = (unsigned char*)ds__calloc((size_t)n, 1);
+  if (!p->zero) return ds__puterr(err, errlen, DS_ERR_NOMEM, "sysid: out of memory");
+  int nzero = 0;
+  for (int i = 0; i < n; i++) {
+    p->zero[i] = p->logp && cur[i] == 0;
+    nzero += p->zero[i];
   }
-  for (int i = 0; i < def->naction && i < s->adim; i++) s->action[i] = def->action[i];
-  /* values: initial guess and truth, in the flattened layout */
-  for (int k = 0; k < s->np; k++) {
-    const dsSysidParam* sp = &def->params[k];
-    const Param* p = &s->p[k];
-    const dsReal* cur = NULL;
-    int n = 0;
-    ds_env_param(s->env, p->name, &cur, &n);
-    s->p[k].zero = (unsigned char*)ds__calloc((size_t)n, 1);
-    if (!s->p[k].zero) {
-      ds_sysid_destroy(s);
-      return ds__puterr(err, errlen, DS_ERR_NOMEM, "sysid: out of memory");
+  if (nzero == n)
+    return ds__puterr(err, errlen, DS_ERR_CONFIG,
+                      "sysid.param%d: every value of \"%s\" is 0 in env \"%s\", and lower > 0 keeps zeros (fixed) at 0",
+                      k + 1, p->name, ds_env_name(s->env));
+  /* truth: one draw per parameter and component (a uniform material) */
+  double tdraw[3] = {0, 0, 0};
+  for (int c = 0; c < p->width && sp->ntruth_range == 2; c++)
+    tdraw[c] = sp->truth_range[0] + (sp->truth_range[1] - sp->truth_range[0]) * ds__splitmix64_uniform(rng);
+  double idraw[3] = {0, 0, 0};
+  for (int c = 0; c < p->width && sp->ninit_range == 2 && !sp->init_each; c++)
+    idraw[c] = sp->init_range[0] + (sp->init_range[1] - sp->init_range[0]) * ds__splitmix64_uniform(rng);
+  for (int i = 0; i < p->nval; i++) {
+    const int j = p->offset + i;
+    const int c = i % p->width;
+    s->vparam[j] = k;
+    if (p->nval == p->count && p->zero[i]) { /* held at 0 */
+      s->fixed[j] = 1;
+      continue;
     }
-    int nzero = 0;
-    for (int i = 0; i < n; i++) {
-      s->p[k].zero[i] = p->logp && cur[i] == 0;
-      nzero += s->p[k].zero[i];
-    }
-    if (nzero == n) {
-      ds__puterr(err, errlen, DS_ERR_CONFIG,
-                 "sysid.param%d: every value of \"%s\" is 0 in env \"%s\", and lower > 0 keeps zeros (fixed) at 0",
-                 k + 1, p->name, ds_env_name(s->env));
-      ds_sysid_destroy(s);
-      return DS_ERR_CONFIG;
-    }
-    /* truth: one draw per parameter and component (a uniform material) */
-    double tdraw[3] = {0, 0, 0};
-    for (int c = 0; c < p->width && sp->ntruth_range == 2; c++)
-      tdraw[c] = sp->truth_range[0] + (sp->truth_range[1] - sp->truth_range[0]) * ds__splitmix64_uniform(&rng);
-    double idraw[3] = {0, 0, 0};
-    for (int c = 0; c < p->width && sp->ninit_range == 2 && !sp->init_each; c++)
-      idraw[c] = sp->init_range[0] + (sp->init_range[1] - sp->init_range[0]) * ds__splitmix64_uniform(&rng);
-    for (int i = 0; i < p->nval; i++) {
-      const int j = p->offset + i;
-      const int c = i % p->width;
-      s->vparam[j] = k;
-      if (p->nval == p->count && p->zero[i]) { /* held at 0 */
-        s->fixed[j] = 1;
-        continue;
-      }
-      double t = (double)cur[i % p->count];
-      if (sp->ntruth_range == 2)
-        t = tdraw[c];
-      else if (sp->ntruth)
-        t = (double)sp->truth[sp->ntruth == 1 ? 0 : c];
-      s->truth[j] = t;
-      double x0 = (double)cur[i % p->count];
-      if (sp->ninit_range == 2 && sp->init_each)
-        x0 = sp->init_range[0] + (sp->init_range[1] - sp->init_range[0]) * ds__splitmix64_uniform(&rng);
-      else if (sp->ninit_range == 2)
-        x0 = idraw[c];
-      else if (sp->ninit)
-        x0 = (double)sp->init[sp->ninit == 1 ? 0 : c];
-      if (!(x0 >= sp->lower && x0 <= sp->upper)) {
-        ds__puterr(err, errlen, DS_ERR_CONFIG,
-                   "sysid.param%d: the initial guess %g of \"%s\" (value %d) is outside the bounds [%g, %g]", k + 1,
-                   x0, p->name, i, (double)sp->lower, (double)sp->upper);
-        ds_sysid_destroy(s);
-        return DS_ERR_CONFIG;
-      }
-      s->x0[j] = x0;
-      s->ulo[j] = p->logp ? log((double)sp->lower) : (double)sp->lower;
-      s->uhi[j] = p->logp ? log((double)sp->upper) : (double)sp->upper;
-    }
+    double t = (double)cur[i % p->count];
+    if (sp->ntruth_range == 2)
+      t = tdraw[c];
+    else if (sp->ntruth)
+      t = (double)sp->truth[sp->ntruth == 1 ? 0 : c];
+    s->truth[j] = t;
+    double x0 = (double)cur[i % p->count];
+    if (sp->ninit_range == 2 && sp->init_each)
+      x0 = sp->init_range[0] + (sp->init_range[1] - sp->init_range[0]) * ds__splitmix64_uniform(rng);
+    else if (sp->ninit_range == 2)
+      x0 = idraw[c];
+    else if (sp->ninit)
+      x0 = (double)sp->init[sp->ninit == 1 ? 0 : c];
+    if (!(x0 >= sp->lower && x0 <= sp->upper))
+      return ds__puterr(err, errlen, DS_ERR_CONFIG,
+                        "sysid.param%d: the initial guess %g of \"%s\" (value %d) is outside the bounds [%g, %g]",
+                        k + 1, x0, p->name, i, (double)sp->lower, (double)sp->upper);
+    s->x0[j] = x0;
+    s->ulo[j] = p->logp ? log((double)sp->lower) : (double)sp->lower;
+    s->uhi[j] = p->logp ? log((double)sp->upper) : (double)sp->upper;
   }
-  s->have_truth = video == NULL;
-  /* the video */
-  if (video) {
-    s->video.nframes = video->nframes;
-    s->video.width = video->width;
-    s->video.height = video->height;
-  } else {
-    s->video.nframes = s->nstep;
-    s->video.width = s->w;
-    s->video.height = s->h;
-  }
+  return 0;
+}
+
+/* The frames' schedule: frame f at substep sub is the image of step k (the
+ * step ending there); C the frame interval, T the episode's substeps. */
+static int frame_schedule(dsSysid* s, const dsSysidVideo* video, int C, int T, char* err, size_t errlen) {
   const int F = s->video.nframes;
-  if (F < 1) {
-    ds_sysid_destroy(s);
-    return ds__puterr(err, errlen, DS_ERR_CONFIG, "video: no frames");
-  }
-  s->substep = (int*)ds__calloc((size_t)F, sizeof(int));
-  s->fstep = (int*)ds__calloc((size_t)F, sizeof(int));
-  s->used = (int*)ds__calloc((size_t)F, sizeof(int));
-  s->rgba = (dsReal*)ds__calloc((size_t)F * s->npix, sizeof(dsReal));
-  s->rendered = (dsReal*)ds__calloc((size_t)F * s->npix, sizeof(dsReal));
-  if (!s->substep || !s->fstep || !s->used || !s->rgba || !s->rendered) {
-    ds_sysid_destroy(s);
-    return ds__puterr(err, errlen, DS_ERR_NOMEM, "sysid: out of memory");
-  }
   for (int k = 0; k < s->nstep; k++) s->step_frame[k] = -1;
   for (int f = 0; f < F; f++) {
     const int sub = video ? video->substep[f] : (f + 1 < s->nstep ? (f + 1) * C : T);
@@ -565,39 +522,59 @@ static int sysid_create(const dsEnvDef* env_def, const dsSysidDef* def, int obje
       k = s->nstep - 1;
     else if (sub > 0 && sub < T && sub % C == 0)
       k = sub / C - 1;
-    if (k < 0 || (f > 0 && sub <= s->substep[f - 1])) {
-      ds__puterr(err, errlen, DS_ERR_CONFIG,
-                 "video frame %d: substep %d is not after the previous frame at a multiple of the frame interval %d "
-                 "(env.physics.render_interval) within the episode (%d substeps)",
-                 f, sub, C, T);
-      ds_sysid_destroy(s);
-      return DS_ERR_CONFIG;
-    }
+    if (k < 0 || (f > 0 && sub <= s->substep[f - 1]))
+      return ds__puterr(err, errlen, DS_ERR_CONFIG,
+                        "video frame %d: substep %d is not after the previous frame at a multiple of the frame "
+                        "interval %d (env.physics.render_interval) within the episode (%d substeps)",
+                        f, sub, C, T);
     s->substep[f] = sub;
     s->fstep[f] = k;
     s->step_frame[k] = f;
-    s->used[f] = def->frames == DS_SYSID_FRAMES_ALL || f == F - 1 || (def->frames == DS_SYSID_FRAMES_FIRST_LAST && f == 0);
+    s->used[f] = s->def.frames == DS_SYSID_FRAMES_ALL || f == F - 1 ||
+                 (s->def.frames == DS_SYSID_FRAMES_FIRST_LAST && f == 0);
     s->nused += s->used[f];
   }
+  return 0;
+}
+
+/* The target video: the caller's frames, or rendered with the true values. */
+static int setup_video(dsSysid* s, const dsSysidVideo* video, int C, int T, char* err, size_t errlen) {
+  s->have_truth = video == NULL;
+  s->video.nframes = video ? video->nframes : s->nstep;
+  s->video.width = video ? video->width : s->w;
+  s->video.height = video ? video->height : s->h;
+  const int F = s->video.nframes;
+  if (F < 1) return ds__puterr(err, errlen, DS_ERR_CONFIG, "video: no frames");
+  s->substep = (int*)ds__calloc((size_t)F, sizeof(int));
+  s->fstep = (int*)ds__calloc((size_t)F, sizeof(int));
+  s->used = (int*)ds__calloc((size_t)F, sizeof(int));
+  s->rgba = (dsReal*)ds__calloc((size_t)F * s->npix, sizeof(dsReal));
+  s->rendered = (dsReal*)ds__calloc((size_t)F * s->npix, sizeof(dsReal));
+  if (!s->substep || !s->fstep || !s->used || !s->rgba || !s->rendered)
+    return ds__puterr(err, errlen, DS_ERR_NOMEM, "sysid: out of memory");
+  int rc = frame_schedule(s, video, C, T, err, errlen);
+  if (rc) return rc;
   s->video.substep = s->substep;
   if (video) {
     memcpy(s->rgba, video->rgba, (size_t)F * s->npix * sizeof(dsReal));
   } else {
     double l = 0;
     rc = episode(s, s->truth, &l, 0);
-    if (rc) {
-      ds__puterr(err, errlen, rc, "synthetic video: %s", ds__errmsg(&s->err));
-      ds_sysid_destroy(s);
-      return rc;
-    }
+    if (rc) return ds__puterr(err, errlen, rc, "synthetic video: %s", ds__errmsg(&s->err));
     memcpy(s->rgba, s->rendered, (size_t)F * s->npix * sizeof(dsReal));
   }
   s->video.rgba = s->rgba;
-  /* the optimiser, in u */
+  return 0;
+}
+
+/* The optimiser, in u, from the initial guess. */
+static int create_optimiser(dsSysid* s, char* err, size_t errlen) {
+  const dsSysidDef* def = &s->def;
   for (int i = 0; i < s->nval; i++) {
     s->x[i] = s->x0[i];
     s->u[i] = s->fixed[i] ? 0 : to_u(&s->p[s->vparam[i]], s->x0[i]);
   }
+  int rc;
   if (def->optimizer == DS_SYSID_LBFGS) {
     dsLbfgsDef ld = ds_default_lbfgs_def();
     ld.memory = def->lbfgs_memory;
@@ -611,12 +588,36 @@ static int sysid_create(const dsEnvDef* env_def, const dsSysidDef* def, int obje
     od.momentum = def->momentum;
     rc = ds_optim_create(&od, s->nval, &s->opt);
   }
+  if (rc) return ds__puterr(err, errlen, rc, "sysid: optimiser: %s", ds_strerror(rc));
+  s->best_loss = INFINITY;
+  memcpy(s->best, s->x0, (size_t)s->nval * sizeof(double));
+  return 0;
+}
+
+static int sysid_create(const dsEnvDef* env_def, const dsSysidDef* def, int object, const dsSysidVideo* video,
+                        int group, dsSysid** out, char* err, size_t errlen) {
+  if (err && errlen) err[0] = '\0';
+  if (!env_def || !def || !out || object < 0) return DS_ERR_INVALID;
+  *out = NULL;
+  int rc = ds_sysid_def_validate(def, err, errlen);
+  if (rc) return rc;
+  dsSysid* s = (dsSysid*)ds__calloc(1, sizeof *s);
+  if (!s) return DS_ERR_NOMEM;
+  s->def = *def;
+  s->np = ds_sysid_num_params(def);
+  uint64_t rng = object_seed(def, object);
+  dsEnvDef ed;
+  int maxcount = 1;
+  rc = create_env(s, env_def, object, video, group, &ed, err, errlen);
+  if (!rc) rc = param_layout(s, &maxcount, err, errlen);
+  if (!rc) rc = alloc_buffers(s, maxcount, err, errlen);
+  for (int k = 0; k < s->np && !rc; k++) rc = init_param_values(s, k, &rng, err, errlen);
+  if (!rc) rc = setup_video(s, video, ed.control_interval, ed.substeps, err, errlen);
+  if (!rc) rc = create_optimiser(s, err, errlen);
   if (rc) {
     ds_sysid_destroy(s);
-    return ds__puterr(err, errlen, rc, "sysid: optimiser: %s", ds_strerror(rc));
+    return rc;
   }
-  s->best_loss = INFINITY;
-  memcpy(s->best, s->x0, nv * sizeof(double));
   *out = s;
   return 0;
 }

@@ -80,10 +80,10 @@ static const char* const g_methods[] = {"image", "state", "random", "cem"};
 const char* ds_method_name(int method) { return method >= 0 && method < 4 ? g_methods[method] : NULL; }
 
 int ds_method_parse(const char* name) {
-  if (!name) return -1;
+  if (!name) return DS_ERR_INVALID;
   for (int i = 0; i < 4; i++)
     if (!strcmp(name, g_methods[i])) return i;
-  return -1;
+  return DS_ERR_NOTFOUND;
 }
 
 dsTrainerDef ds_default_trainer_def(void) {

@@ -2,9 +2,9 @@
 # library versions of `dsim info`. The only area that includes cJSON.h,
 # hdf5.h, png.h and gif_lib.h.
 libdsim_core_la_SOURCES += io/cfg.c io/cfg.h io/runlog.c io/gif.c io/gif.h io/png.c io/libinfo.c \
-  io/mesh_obj.c io/mesh_tetgen.c io/mesh_read.h
+  io/mesh_obj.c io/mesh_tetgen.c io/mesh_read.h io/video.c
 libdsim_core_la_SOURCES += io/config_api.c
-dsiminclude_HEADERS += include/dsim/runlog.h
+dsiminclude_HEADERS += include/dsim/runlog.h include/dsim/video.h
 check_PROGRAMS += tests/test_config tests/test_runlog tests/runlog_writer tests/runlog_hostile tests/test_png tests/test_mesh_io
 tests_test_config_SOURCES = tests/test_config.c
 tests_test_runlog_SOURCES = tests/test_runlog.c

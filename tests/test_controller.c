@@ -575,7 +575,8 @@ static void test_recorder_and_baselines(void) {
   CHECK_INT_EQ(ds_trainer_create(env, &bad, &tr, err, sizeof err), DS_ERR_RANGE);
   CHECK_STR_EQ(ds_method_name(DS_METHOD_STATE), "state");
   CHECK_INT_EQ(ds_method_parse("cem"), DS_METHOD_CEM);
-  CHECK_INT_EQ(ds_method_parse("nope"), -1);
+  CHECK_INT_EQ(ds_method_parse("nope"), DS_ERR_NOTFOUND);
+  CHECK_INT_EQ(ds_method_parse(NULL), DS_ERR_INVALID);
   ds_env_destroy(env);
 }
 

@@ -5,11 +5,11 @@
 #
 #   base  <-  engine, render  <-  envs  <-  controllers  <-  cli
 #   io (configs, logs, images, meshes) may use base, engine and render types
-#   and is used by envs and cli only; cuda may use base, engine and render.
+#   and is used by envs, controllers (the run object's log) and cli; cuda may use base, engine and render.
 #
 # Public headers belong to an area: include/dsim/base.h (and the generated
 # build_config.h, device.h) to base; engine.h, engine_batch.h, fd.h, mesh.h to engine; raster.h,
-# image.h to render; runlog.h to io; env.h, scenes.h, batch.h, abi.h to envs; controller.h
+# image.h to render; runlog.h, video.h to io; env.h, scenes.h, batch.h, abi.h to envs; controller.h
 # to controllers; the umbrella dsim.h to cli. Only io/ may include the
 # headers of cJSON, HDF5, libpng and giflib. Prints every violation.
 set -u
@@ -21,9 +21,9 @@ area_of_header() { # include path -> area ("" when unknown)
     dsim/base.h|dsim/build_config.h|dsim/device.h) echo base ;;
     dsim/engine.h|dsim/fd.h|dsim/mesh.h|dsim/engine_batch.h) echo engine ;;
     dsim/raster.h|dsim/image.h) echo render ;;
-    dsim/runlog.h) echo io ;;
+    dsim/runlog.h|dsim/video.h) echo io ;;
     dsim/env.h|dsim/scenes.h|dsim/batch.h|dsim/abi.h) echo envs ;;
-    dsim/controller.h|dsim/sysid.h) echo controllers ;;
+    dsim/controller.h|dsim/sysid.h|dsim/run.h) echo controllers ;;
     dsim/dsim.h) echo cli ;;
     base/*|engine/*|render/*|io/*|envs/*|controllers/*|cli/*|cuda/*) echo "${1%%/*}" ;;
     *) echo "" ;;
@@ -37,7 +37,7 @@ allowed() { # area -> the areas it may include
     render) echo "base render" ;;
     io) echo "base engine render io" ;;
     envs) echo "base engine render io envs" ;;
-    controllers) echo "base envs controllers" ;;
+    controllers) echo "base envs io controllers" ;;
     cli) echo "base engine render io envs controllers cli" ;;
     cuda) echo "base engine render cuda" ;;
   esac

@@ -2,7 +2,10 @@
  * quadratic and Rosenbrock; the sysid loss's gradient w.r.t. every kind of
  * parameter (shared and per element, log-reparameterised or not, a
  * 3-vector) against central finite differences in double; a synthetic
- * identification recovering a mass; the config checks of bad parameters. */
+ * identification recovering a mass; the config checks of bad parameters;
+ * a loss landscape (thread and group paths); footage read from PNG frames
+ * and a camera file into an env's camera and schedule. */
+#define _POSIX_C_SOURCE 200809L /* mkdtemp */
 #include "config.h"
 
 #include <math.h>
@@ -11,6 +14,7 @@
 #include <string.h>
 
 #include "dsim/env.h"
+#include "dsim/image.h"
 #include "dsim/sysid.h"
 #include "tests/dstest.h"
 
@@ -267,6 +271,151 @@ static void test_bad(void) {
   CHECK_STR_EQ(err, "s.json: sysid.param2: comes after sysid.param1, which has no name");
 }
 
+/* ---- loss landscape ---------------------------------------------------------- */
+static void landscape_run(int group, double* res) {
+  dsEnvDef ed = small_beam(1);
+  dsSysidDef sd = ds_default_sysid_def();
+  set_param(&sd, 0, "tet.k_mu", 0, 1, 1e6, 800, 1000);
+  dsLandscapeDef ld = ds_default_landscape_def();
+  ld.axis[0].lo = 800;
+  ld.axis[0].hi = 1200;
+  ld.axis[0].n = 3;
+  ld.threads = 2;
+  ld.group = group;
+  char err[512];
+  dsLandscape* ls = NULL;
+  int rc = ds_landscape_create(&ed, &sd, &ld, &ls, err, sizeof err);
+  if (rc) printf("landscape: %s\n", err);
+  CHECK_INT_EQ(rc, 0);
+  if (!ls) return;
+  CHECK_INT_EQ(ds_landscape_num_points(ls), 3);
+  CHECK_INT_EQ(ds_landscape_dims(ls), 1);
+  CHECK_STR_EQ(ds_landscape_param_name(ls, 0), "tet.k_mu");
+  CHECK_CLOSE(ds_landscape_truth(ls, 0), 1000, 0, 0);
+  CHECK_INT_EQ(ds_landscape_evaluate(ls), 0);
+  CHECK_INT_EQ(ds_landscape_num_failed(ls), 0);
+  memcpy(res, ds_landscape_results(ls), sizeof(double) * 15);
+  CHECK_INT_EQ(ds_landscape_lowest(ls), 1);
+  ds_landscape_destroy(ls);
+}
+
+static void test_landscape(void) {
+  double r[15], rg[15];
+  landscape_run(0, r);
+  /* the truth renders the video itself: loss 0 there, and the slope points at it */
+  CHECK_CLOSE(r[0], 800, 0, 0);
+  CHECK_CLOSE(r[5], 1000, 0, 0);
+  CHECK_CLOSE(r[7], 0, 0, 0);
+  CHECK(r[2] > 0 && r[12] > 0);
+  CHECK(r[3] < 0 && r[13] > 0);
+  landscape_run(1, rg); /* lockstep batches: the same values */
+  for (int i = 0; i < 15; i++) CHECK_CLOSE(rg[i], r[i], 1e-9, 1e-12);
+  /* the checks name the key */
+  dsSysidDef sd = ds_default_sysid_def();
+  set_param(&sd, 0, "tet.k_mu", 1, 1, 1e6, 800, 1000);
+  dsLandscapeDef ld = ds_default_landscape_def();
+  ld.axis[0].lo = 1;
+  ld.axis[0].hi = 2;
+  ld.axis[0].n = 2;
+  char err[512];
+  CHECK_INT_EQ(ds_landscape_check(&sd, &ld, err, sizeof err), DS_ERR_CONFIG);
+  CHECK_STR_CONTAINS(err, "sysid.param1.per_element");
+  sd.params[0].per_element = 0;
+  ld.axis[1] = ld.axis[0];
+  CHECK_INT_EQ(ds_landscape_check(&sd, &ld, err, sizeof err), DS_ERR_CONFIG);
+  CHECK_STR_CONTAINS(err, "sysid.param2");
+  ld.axis[1].n = 0;
+  sd.video = DS_SYSID_FRAMES;
+  CHECK_INT_EQ(ds_landscape_check(&sd, &ld, err, sizeof err), DS_ERR_CONFIG);
+  CHECK_STR_CONTAINS(err, "sysid.video");
+  sd.video = DS_SYSID_SYNTHETIC;
+  ld.axis[0].hi = 0.5;
+  CHECK_INT_EQ(ds_landscape_check(&sd, &ld, err, sizeof err), DS_ERR_RANGE);
+}
+
+/* ---- footage ------------------------------------------------------------------- */
+/* A synthetic video written as PNG frames (plus one at time 0) with its
+ * camera file, read back into a fresh env definition. */
+static void test_video(void) {
+  char dir[900], path[1000], err[1024]; /* paths that fit dsSysidDef.camera, .frames_dir */
+  const char* base = getenv("DS_BUILDDIR");
+  snprintf(dir, sizeof dir, "%s/test_sysid.XXXXXX", base && *base ? base : "/tmp");
+  if (!mkdtemp(dir)) {
+    printf("test_video: cannot make a temporary folder; not checked\n");
+    return;
+  }
+  dsEnvDef ed = small_beam(1);
+  ed.cam_azimuth = 0;
+  ed.cam_elevation = 0;
+  dsSysidDef sd = ds_default_sysid_def();
+  set_param(&sd, 0, "tet.k_mu", 0, 1, 1e6, 800, 1000);
+  dsSysid* s = NULL;
+  CHECK_INT_EQ(ds_sysid_create(&ed, &sd, 0, NULL, &s, err, sizeof err), 0);
+  if (!s) return;
+  const dsSysidVideo* v = ds_sysid_video(s);
+  const int F = v->nframes, w = v->width, h = v->height;
+  const size_t npix = 4 * (size_t)w * (size_t)h;
+  /* frame 0 at time 0 (the initial state: left out), then the video's */
+  for (int f = 0; f <= F; f++) {
+    snprintf(path, sizeof path, "%s/frame_%04d.png", dir, f);
+    CHECK_INT_EQ(ds_png_write_real(path, v->rgba + (size_t)(f ? f - 1 : 0) * npix, w, h, err, sizeof err), 0);
+  }
+  snprintf(path, sizeof path, "%s/camera.json", dir);
+  FILE* cf = fopen(path, "w");
+  CHECK(cf != NULL);
+  if (!cf) return;
+  fprintf(cf, "{\"times\": [0");
+  for (int f = 0; f < F; f++) fprintf(cf, ", %.17g", (double)v->substep[f] * (double)ed.dt);
+  fprintf(cf, "], \"position\": [0, 0, %.17g], \"look_at\": [0, 0, 0], \"fov\": %.17g}\n", -(double)ed.cam_distance,
+          (double)ed.cam_fov);
+  fclose(cf);
+  dsSysidDef fd = sd;
+  fd.video = DS_SYSID_FRAMES;
+  snprintf(fd.camera, sizeof fd.camera, "%s", path);
+  snprintf(fd.frames_dir, sizeof fd.frames_dir, "%s", dir);
+  dsEnvDef d2 = ds_default_env_def("beam");
+  dsSysidVideo got;
+  int rc = ds_sysid_load_video(&fd, &d2, &got, err, sizeof err);
+  if (rc) printf("load video: %s\n", err);
+  CHECK_INT_EQ(rc, 0);
+  if (!rc) {
+    CHECK_INT_EQ(got.nframes, F);
+    CHECK_INT_EQ(d2.width, w);
+    CHECK_INT_EQ(d2.height, h);
+    CHECK_INT_EQ(d2.render_interval, ed.render_interval);
+    CHECK_INT_EQ(d2.substeps, ed.substeps);
+    CHECK_CLOSE(d2.cam_distance, ed.cam_distance, 1e-12, 0);
+    CHECK_CLOSE(d2.cam_elevation, 0, 0, 1e-9);
+    CHECK_CLOSE(d2.cam_azimuth, 0, 0, 1e-9);
+    for (int f = 0; f < F; f++) CHECK_INT_EQ(got.substep[f], v->substep[f]);
+    double maxd = 0;
+    for (size_t i = 0; i < (size_t)F * npix; i++) maxd = fmax(maxd, fabs((double)(got.rgba[i] - v->rgba[i])));
+    CHECK(maxd <= 0.5 / 255 + 1e-6); /* 8-bit frames */
+    ds_sysid_video_free(&got);
+  }
+  /* a frame missing; a camera not looking at the origin */
+  snprintf(path, sizeof path, "%s/frame_%04d.png", dir, F);
+  remove(path);
+  CHECK_INT_EQ(ds_sysid_load_video(&fd, &d2, &got, err, sizeof err), DS_ERR_CONFIG);
+  CHECK_STR_CONTAINS(err, "PNG frames, but");
+  snprintf(path, sizeof path, "%s/camera.json", dir);
+  cf = fopen(path, "w");
+  if (cf) {
+    fprintf(cf, "{\"times\": [0.1], \"position\": [0, 0, -2], \"look_at\": [0, 1, 0], \"fov\": 40}\n");
+    fclose(cf);
+  }
+  CHECK_INT_EQ(ds_sysid_load_video(&fd, &d2, &got, err, sizeof err), DS_ERR_CONFIG);
+  CHECK_STR_CONTAINS(err, "look_at");
+  snprintf(fd.frames_dir, sizeof fd.frames_dir, "%s/none", dir);
+  snprintf(fd.camera, sizeof fd.camera, "%s/none.json", dir);
+  CHECK(ds_sysid_load_video(&fd, &d2, &got, err, sizeof err) < 0);
+  CHECK_STR_CONTAINS(err, "sysid.camera");
+  ds_sysid_destroy(s);
+  char cmd[2400];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  if (system(cmd) != 0) printf("could not remove %s\n", dir);
+}
+
 int main(void) {
   test_lbfgs();
   test_bad();
@@ -279,5 +428,7 @@ int main(void) {
   test_recover_mass(DS_SYSID_LBFGS);
   test_recover_mass(DS_SYSID_ADAM);
   test_rigid_mass();
+  test_landscape();
+  test_video();
   return DST_RESULT();
 }

@@ -230,7 +230,8 @@ DS_API dsRunDef ds_default_run_def(void);
 /* Keys of the "run" section: seed, iterations, method, threads, device, out. */
 DS_API const dsConfigKey* ds_run_keys(void);
 DS_API int ds_run_def_from_text(const char* name, const char* text, dsRunDef* def, char* err, size_t errlen);
-/* "image", "state", "random", "cem" (NULL otherwise); parse: the dsMethod or -1. */
+/* "image", "state", "random", "cem" (NULL otherwise); parse: the dsMethod,
+ * DS_ERR_NOTFOUND for another name, DS_ERR_INVALID for NULL. */
 DS_API const char* ds_method_name(int method);
 DS_API int ds_method_parse(const char* name);
 

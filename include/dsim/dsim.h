@@ -15,8 +15,10 @@
 #include "dsim/image.h"
 #include "dsim/mesh.h"
 #include "dsim/raster.h"
+#include "dsim/run.h"
 #include "dsim/runlog.h"
 #include "dsim/scenes.h"
 #include "dsim/sysid.h"
+#include "dsim/video.h"
 
 #endif

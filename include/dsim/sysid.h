@@ -164,6 +164,17 @@ typedef struct dsSysidVideo {
   const dsReal* rgba;
 } dsSysidVideo;
 
+/* Footage (video "frames"): read sd's camera file and PNG frames
+ * (sd->camera, sd->frames_dir; dsim/video.h) and set def from them: the
+ * image size, the camera (which looks at the origin: look_at must be
+ * [0, 0, 0]), and the schedule (render and control interval = the greatest
+ * common divisor of the frames' substeps, substeps = the last one); a frame
+ * at time 0 is the initial state and left out of *out. Every input is
+ * checked; errors name the file or key (DS_ERR_CONFIG, DS_ERR_IO, ...).
+ * Free *out with ds_sysid_video_free. */
+DS_API int ds_sysid_load_video(const dsSysidDef* sd, dsEnvDef* def, dsSysidVideo* out, char* err, size_t errlen);
+DS_API void ds_sysid_video_free(dsSysidVideo* v);
+
 typedef struct dsSysid dsSysid;
 
 /* Create an identification of object `object` (0, 1, ...: its draws come
@@ -244,6 +255,58 @@ DS_API int ds_sysid_group_iterate(dsSysidGroup* g, dsSysidIter* its, int* status
  * evaluates a grid this way with n copies of one object. The objects'
  * iterations are not touched. */
 DS_API int ds_sysid_group_eval(dsSysidGroup* g, const double* values, double* losses, double* grads, int* status);
+
+/* ---- loss landscapes ------------------------------------------------------------
+ * The loss of a synthetic-video sysid definition and its gradient on a grid
+ * of values of the first one (1-D) or two (2-D) parameters, each a shared
+ * value (not per element), every other value at its truth; the object's true
+ * values are drawn from seed + object as in ds_sysid_create. Points run in
+ * parallel over `threads` objects (the values do not depend on the thread
+ * count), or in lockstep batches of up to DS_LANDSCAPE_GROUP points (group:
+ * on a GPU, one engine per batch). */
+#define DS_LANDSCAPE_GROUP 256
+#define DS_LANDSCAPE_MAX_AXIS 100000
+
+typedef struct dsLandscapeAxis {
+  double lo, hi; /* the first and last value (lo < hi) */
+  int n;         /* values, 2 .. DS_LANDSCAPE_MAX_AXIS; axis[1].n = 0: a 1-D grid */
+} dsLandscapeAxis;
+
+typedef struct dsLandscapeDef {
+  dsLandscapeAxis axis[2];
+  int geometric;  /* 1: value i = lo (hi/lo)^(i/(n-1)) (lo > 0); 0: lo + (hi - lo) i/(n-1) */
+  int object;     /* the object whose draws give the true values */
+  int threads;    /* 0: ds_get_max_threads() */
+  int group;      /* 1: lockstep batches (ds_sysid_group_eval) */
+} dsLandscapeDef;
+
+typedef struct dsLandscape dsLandscape;
+
+DS_API dsLandscapeDef ds_default_landscape_def(void);
+/* The definitions' checks (also made by create): axes, a synthetic video,
+ * enough parameters, shared values; errors name the key. */
+DS_API int ds_landscape_check(const dsSysidDef* sd, const dsLandscapeDef* def, char* err, size_t errlen);
+DS_API int ds_landscape_create(const dsEnvDef* env_def, const dsSysidDef* sd, const dsLandscapeDef* def,
+                               dsLandscape** out, char* err, size_t errlen);
+DS_API void ds_landscape_destroy(dsLandscape* ls);
+/* Evaluate every point (ds_set_num_threads(1) is left set on the thread
+ * path: the parallelism is over the points). A diverged point is not an
+ * error: its loss and gradient are NaN (ds_landscape_num_failed). */
+DS_API int ds_landscape_evaluate(dsLandscape* ls);
+/* Value i of an axis. */
+DS_API double ds_landscape_axis_value(const dsLandscapeDef* def, int axis, int i);
+DS_API int ds_landscape_dims(const dsLandscape* ls);
+DS_API int ds_landscape_num_points(const dsLandscape* ls);   /* n1 (x n2) */
+DS_API int ds_landscape_threads(const dsLandscape* ls);
+DS_API int ds_landscape_num_failed(const dsLandscape* ls);
+/* num_points rows of 5, row-major with axis 2 fastest: v1, v2 (0 in 1-D),
+ * loss, d(loss)/d(v1), d(loss)/d(v2) (0 in 1-D). */
+DS_API const double* ds_landscape_results(const dsLandscape* ls);
+/* The point of the lowest loss (-1 when every point diverged). */
+DS_API int ds_landscape_lowest(const dsLandscape* ls);
+DS_API const char* ds_landscape_param_name(const dsLandscape* ls, int axis);
+DS_API double ds_landscape_truth(const dsLandscape* ls, int axis);
+DS_API const char* ds_landscape_last_error(const dsLandscape* ls);
 
 #ifdef __cplusplus
 }

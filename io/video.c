@@ -1,0 +1,113 @@
+/* Footage reading (dsim/video.h): the camera file through the config
+ * reader's checks (io/cfg.c), the frames through the PNG reader. */
+#define _POSIX_C_SOURCE 200809L /* strdup */
+#include "config.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dsim/image.h"
+#include "dsim/video.h"
+#include "base/internal.h"
+#include "io/cfg.h"
+
+int ds_video_read_camera(const char* path, const char* label, dsVideo* v, char* err, size_t errlen) {
+  if (!path || !v) return ds__puterr(err, errlen, DS_ERR_INVALID, "video: NULL argument");
+  memset(v, 0, sizeof *v);
+  snprintf(v->camera_file, sizeof v->camera_file, "%s", path);
+  char* text = NULL;
+  dsErrBuf eb;
+  ds__clearerr(&eb);
+  int rc = ds__read_text_file(path, &text, NULL, &eb);
+  if (rc) return ds__puterr(err, errlen, rc, "%s%s%s", label ? label : "", label ? ": " : "", ds__errmsg(&eb));
+  ds__clearerr(&eb);
+  rc = ds__cfg_video_camera(path, text, v->times, DS_VIDEO_MAX_FRAMES, &v->nframes, v->position, v->look_at, &v->fov,
+                            &eb);
+  ds__free(text);
+  if (rc) return ds__puterr(err, errlen, rc, "%s", ds__errmsg(&eb));
+  return 0;
+}
+
+static int cmp_str(const void* a, const void* b) { return strcmp(*(char* const*)a, *(char* const*)b); }
+
+/* The *.png names of dir, sorted (at most DS_VIDEO_MAX_FRAMES + 1 counted:
+ * *n past the cap means too many). */
+static int list_frames(const char* dir, const char* label, char*** names, int* n, char* err, size_t errlen) {
+  DIR* d = opendir(dir);
+  if (!d)
+    return ds__puterr(err, errlen, DS_ERR_IO, "%s%s%s: cannot open: %s", label ? label : "", label ? ": " : "", dir,
+                      strerror(errno));
+  char** nm = (char**)calloc(DS_VIDEO_MAX_FRAMES + 1, sizeof(char*));
+  int k = 0, nomem = !nm;
+  struct dirent* de;
+  while (nm && (de = readdir(d)) != NULL) {
+    const size_t L = strlen(de->d_name);
+    if (L < 5 || strcmp(de->d_name + L - 4, ".png")) continue;
+    if (k >= DS_VIDEO_MAX_FRAMES) {
+      k++;
+      break;
+    }
+    if (!(nm[k++] = strdup(de->d_name))) nomem = 1;
+  }
+  closedir(d);
+  *names = nm;
+  *n = k;
+  if (nomem) return ds__puterr(err, errlen, DS_ERR_NOMEM, "out of memory");
+  qsort(nm, (size_t)(k < DS_VIDEO_MAX_FRAMES ? k : DS_VIDEO_MAX_FRAMES), sizeof(char*), cmp_str);
+  return 0;
+}
+
+/* Read frame i (path) into v: the first sets the size, the others must match it. */
+static int read_frame(dsVideo* v, int i, const char* path, const char* first, char* err, size_t errlen) {
+  dsReal* img = NULL;
+  int w = 0, h = 0;
+  char msg[1024];
+  int rc = ds_png_read_real(path, &img, &w, &h, msg, sizeof msg);
+  if (rc) return ds__puterr(err, errlen, rc, "frame %d: %s", i, msg);
+  if (i == 0) {
+    v->width = w;
+    v->height = h;
+    v->rgba = (dsReal*)calloc((size_t)v->nframes * 4 * (size_t)w * (size_t)h, sizeof(dsReal));
+    if (!v->rgba) rc = ds__puterr(err, errlen, DS_ERR_NOMEM, "out of memory");
+  } else if (w != v->width || h != v->height) {
+    rc = ds__puterr(err, errlen, DS_ERR_CONFIG, "%s: %d x %d pixels, but %s is %d x %d (frames must share one size)",
+                    path, w, h, first, v->width, v->height);
+  }
+  if (!rc) memcpy(v->rgba + (size_t)i * 4 * (size_t)w * (size_t)h, img, 4 * (size_t)w * (size_t)h * sizeof(dsReal));
+  ds_image_free(img);
+  return rc;
+}
+
+int ds_video_read_frames(const char* dir, const char* label, dsVideo* v, char* err, size_t errlen) {
+  if (!dir || !v) return ds__puterr(err, errlen, DS_ERR_INVALID, "video: NULL argument");
+  free(v->rgba);
+  v->rgba = NULL;
+  char** names = NULL;
+  int nn = 0;
+  int rc = list_frames(dir, label, &names, &nn, err, errlen);
+  if (!rc && nn != v->nframes)
+    rc = ds__puterr(err, errlen, DS_ERR_CONFIG, "%s: %d PNG frame%s, but %s gives %d frame times (a frame missing?)",
+                    dir, nn, nn == 1 ? "" : "s", v->camera_file, v->nframes);
+  char path[4096], first[4096] = "";
+  for (int i = 0; i < nn && !rc; i++) {
+    snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+    if (i == 0) snprintf(first, sizeof first, "%s", path);
+    rc = read_frame(v, i, path, first, err, errlen);
+  }
+  for (int i = 0; names && i < nn && i < DS_VIDEO_MAX_FRAMES; i++) free(names[i]);
+  free(names);
+  if (rc) {
+    free(v->rgba);
+    v->rgba = NULL;
+  }
+  return rc;
+}
+
+void ds_video_free(dsVideo* v) {
+  if (!v) return;
+  free(v->rgba);
+  v->rgba = NULL;
+}
