@@ -15,14 +15,14 @@ enum {
   DS_EXIT_INTERRUPTED = 130 /* stopped by SIGINT after a clean close (128 + the signal: 143 SIGTERM) */
 };
 
-/* What failed, for ds_cli_exit_code (cli/exit.c has the table). */
+/* What failed, for ds__cli_exit_code (cli/exit.c has the table). */
 enum {
   DS_CLI_INPUT = 0,  /* reading the inputs, building the job from them */
   DS_CLI_RUNLOG = 1, /* reading a run log (info, export) */
   DS_CLI_JOB = 2     /* the job itself: iterations, writing outputs */
 };
 /* The exit code of library error err (0 or a negative DS_ERR_*) at stage. */
-int ds_cli_exit_code(int err, int stage);
+int ds__cli_exit_code(int err, int stage);
 
 typedef struct dsCliCommand {
   const char* name;
@@ -30,53 +30,44 @@ typedef struct dsCliCommand {
   int (*fn)(int argc, char** argv); /* argv[0] is the command name */
 } dsCliCommand;
 
-int ds_cli_info(int argc, char** argv);
-int ds_cli_export(int argc, char** argv);
-int ds_cli_run(int argc, char** argv);
-int ds_cli_config(int argc, char** argv);
-
-struct dsEnvDef;
-struct dsTrainerDef;
-struct dsRunDef;
-/* The complete run config of the three definitions (every key) as JSON
- * (cli/cmd_config.c; free() it); NULL when out of memory. */
-char* ds_cli_config_json(const struct dsEnvDef* def, const struct dsTrainerDef* td, const struct dsRunDef* rd);
+int ds__cli_info(int argc, char** argv);
+int ds__cli_export(int argc, char** argv);
+int ds__cli_run(int argc, char** argv);
+int ds__cli_config(int argc, char** argv);
 
 /* Load a plugin (cli/plugin.c) for command cmd; DS_EXIT_OK or an exit code
  * after printing why. */
-int ds_cli_load_plugin(const char* cmd, const char* path);
+int ds__cli_load_plugin(const char* cmd, const char* path);
 /* run.device (text, set by `what`: "--device" or "run.device"): DS_EXIT_OK for
  * the CPU, else a message on stderr and DS_EXIT_USAGE (cli/device.c). */
-int ds_cli_check_device(const char* cmd, const char* what, const char* text, dsDevice* out);
+int ds__cli_check_device(const char* cmd, const char* what, const char* text, dsDevice* out);
 
 /* ---- files (cli/files.c) ----
  * Read the run log in a child process the way the command will (summary,
  * config, and the frames of episode when not NULL): DS_EXIT_OK when it reads,
  * else the exit code after printing why (a crash or hang inside libhdf5 is
  * a corrupt file, exit 3). */
-int ds_cli_probe_runlog(const char* cmd, const char* path, const char* episode);
+int ds__cli_probe_runlog(const char* cmd, const char* path, const char* episode);
 /* 1 when a and b name the same existing file. */
-int ds_cli_same_file(const char* a, const char* b);
-/* mkdir -p of the directory part of path; 0 or -1 (errno set) */
-int ds_cli_make_parent_dirs(const char* path);
+int ds__cli_same_file(const char* a, const char* b);
 /* Before writing out: refused when it is the input, a directory, exists
  * without force, or its directory is missing (message printed). */
-int ds_cli_check_output(const char* cmd, const char* out, const char* input, int force);
+int ds__cli_check_output(const char* cmd, const char* out, const char* input, int force);
 /* A uniquely named temporary file beside out (mkstemp): its fd (path in
  * tmp), or -1 after printing why. */
-int ds_cli_temp_for(const char* cmd, const char* out, char* tmp, size_t n);
+int ds__cli_temp_for(const char* cmd, const char* out, char* tmp, size_t n);
 /* Move tmp to out with the user's umask; without force an existing out is
  * kept (and tmp removed). DS_EXIT_OK or an exit code after printing why. */
-int ds_cli_commit_temp(const char* cmd, const char* tmp, const char* out, int force);
+int ds__cli_commit_temp(const char* cmd, const char* tmp, const char* out, int force);
 
 /* The config file of target: an existing file, or NAME.json in the bundled
  * configs (cli/cmd_run.c has the search order); DS_EXIT_OK or an exit code
  * after printing why (messages start "dsim CMD: "). */
-int ds_cli_locate_config(const char* cmd, const char* target, char* path, size_t len);
-int ds_cli_sysid(int argc, char** argv);
-int ds_cli_landscape(int argc, char** argv);
+int ds__cli_locate_config(const char* cmd, const char* target, char* path, size_t len);
+int ds__cli_sysid(int argc, char** argv);
+int ds__cli_landscape(int argc, char** argv);
 
 /* 1 when argv[i] is --help or -h. */
-int ds_cli_is_help(const char* arg);
+int ds__cli_is_help(const char* arg);
 
 #endif

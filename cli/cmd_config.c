@@ -191,34 +191,6 @@ static int print_reference(void) {
   return DS_EXIT_OK;
 }
 
-char* ds_cli_config_json(const dsEnvDef* def, const dsTrainerDef* td, const dsRunDef* rd) {
-  const int n = ds_env_def_to_json(def, NULL, 0);
-  const int nc = ds_config_write_section(ds_trainer_keys(), td, 4, NULL, 0);
-  const int nr = ds_config_write_section(ds_run_keys(), rd, 4, NULL, 0);
-  if (n < 0 || nc < 0 || nr < 0) return NULL;
-  char* env = (char*)malloc((size_t)n + 1);
-  char* ctrl = (char*)malloc((size_t)nc + 1);
-  char* run = (char*)malloc((size_t)nr + 1);
-  const size_t total = (size_t)n + (size_t)nc + (size_t)nr + 64;
-  char* out = (char*)malloc(total);
-  if (env && ctrl && run && out) {
-    ds_env_def_to_json(def, env, (size_t)n + 1);
-    ds_config_write_section(ds_trainer_keys(), td, 4, ctrl, (size_t)nc + 1);
-    ds_config_write_section(ds_run_keys(), rd, 4, run, (size_t)nr + 1);
-    /* env's text ends in "\n  }\n}\n": continue the object after its section */
-    char* tail = strstr(env, "\n  }\n}\n");
-    if (tail) tail[4] = '\0';
-    snprintf(out, total, "%s,\n  \"controller\": {%s\n  },\n  \"run\": {%s\n  }\n}\n", env, ctrl, run);
-  } else {
-    free(out);
-    out = NULL;
-  }
-  free(env);
-  free(ctrl);
-  free(run);
-  return out;
-}
-
 static int print_config(const char* arg) {
   char err[1024];
   dsEnvDef def;
@@ -243,7 +215,7 @@ static int print_config(const char* arg) {
       return DS_EXIT_USAGE;
     }
   }
-  char* json = ds_cli_config_json(&def, &td, &rd);
+  char* json = ds_run_config_json(&def, &td, &rd);
   if (!json) {
     fprintf(stderr, "dsim config: out of memory\n");
     return DS_EXIT_FAILURE;
@@ -253,11 +225,11 @@ static int print_config(const char* arg) {
   return DS_EXIT_OK;
 }
 
-int ds_cli_config(int argc, char** argv) {
+int ds__cli_config(int argc, char** argv) {
   int keys = 0, reference = 0;
   const char* arg = NULL;
   for (int i = 1; i < argc; i++) {
-    if (ds_cli_is_help(argv[i])) {
+    if (ds__cli_is_help(argv[i])) {
       usage(stdout);
       return DS_EXIT_OK;
     }
@@ -270,7 +242,7 @@ int ds_cli_config(int argc, char** argv) {
         fprintf(stderr, "dsim config: option '--plugin' needs a value\n");
         return DS_EXIT_USAGE;
       }
-      int rc = ds_cli_load_plugin("config", argv[++i]);
+      int rc = ds__cli_load_plugin("config", argv[++i]);
       if (rc) return rc;
     } else if (argv[i][0] == '-') {
       fprintf(stderr, "dsim config: unknown option '%s'\nRun 'dsim config --help' for the options.\n", argv[i]);

@@ -41,10 +41,10 @@ static int write_csv(const char* run, const char* out, int force) {
   int rc = ds_runlog_read_iterations(run, &n, &loss, &metric, &wall, &gn, err, sizeof err);
   if (rc) {
     fprintf(stderr, "dsim export: %s\n", err);
-    return ds_cli_exit_code(rc, DS_CLI_RUNLOG);
+    return ds__cli_exit_code(rc, DS_CLI_RUNLOG);
   }
   char tmp[4400];
-  int fd = ds_cli_temp_for("export", out, tmp, sizeof tmp), status = DS_EXIT_FAILURE;
+  int fd = ds__cli_temp_for("export", out, tmp, sizeof tmp), status = DS_EXIT_FAILURE;
   FILE* fp = fd >= 0 ? fdopen(fd, "w") : NULL;
   if (fd >= 0 && !fp) close(fd);
   if (fp) {
@@ -56,7 +56,7 @@ static int write_csv(const char* run, const char* out, int force) {
       fprintf(stderr, "dsim export: %s: cannot write: %s\n", out, strerror(errno));
       unlink(tmp);
     } else {
-      status = ds_cli_commit_temp("export", tmp, out, force);
+      status = ds__cli_commit_temp("export", tmp, out, force);
     }
   } else if (fd >= 0) {
     fprintf(stderr, "dsim export: %s: cannot write: %s\n", out, strerror(errno));
@@ -72,7 +72,7 @@ static int write_csv(const char* run, const char* out, int force) {
 
 static int write_gif(const char* out, const uint8_t* rgba, int nf, int h, int w, int fps, int force) {
   char err[1024], tmp[4400];
-  int fd = ds_cli_temp_for("export", out, tmp, sizeof tmp);
+  int fd = ds__cli_temp_for("export", out, tmp, sizeof tmp);
   if (fd < 0) return DS_EXIT_FAILURE;
   close(fd); /* the GIF writer opens it by name: a name only this process knows */
   int delay = (100 + fps / 2) / fps;
@@ -82,7 +82,7 @@ static int write_gif(const char* out, const uint8_t* rgba, int nf, int h, int w,
     fprintf(stderr, "dsim export: %s: cannot write: %s\n", out, err);
     return DS_EXIT_FAILURE;
   }
-  int status = ds_cli_commit_temp("export", tmp, out, force);
+  int status = ds__cli_commit_temp("export", tmp, out, force);
   if (status == DS_EXIT_OK) printf("wrote %s (%d frames, %d x %d)\n", out, nf, w, h);
   return status;
 }
@@ -120,13 +120,13 @@ static int export_frames_png(const char* dir, const uint8_t* rgba, int nf, int h
   return DS_EXIT_OK;
 }
 
-int ds_cli_export(int argc, char** argv) {
+int ds__cli_export(int argc, char** argv) {
   const char *run = NULL, *frames = NULL, *gif = NULL, *csv = NULL, *episode = "best";
   int fps = 10, force = 0;
   for (int i = 1; i < argc; i++) {
     const char* a = argv[i];
     int has_val = i + 1 < argc;
-    if (ds_cli_is_help(a)) {
+    if (ds__cli_is_help(a)) {
       usage(stdout);
       return DS_EXIT_OK;
     } else if (!strcmp(a, "--force")) {
@@ -180,14 +180,14 @@ int ds_cli_export(int argc, char** argv) {
   const char* outs[2] = {csv, gif};
   for (int k = 0; k < 2; k++) {
     if (!outs[k]) continue;
-    int rc = ds_cli_check_output("export", outs[k], run, force);
+    int rc = ds__cli_check_output("export", outs[k], run, force);
     if (rc) return rc;
   }
-  if (frames && ds_cli_same_file(frames, run)) {
+  if (frames && ds__cli_same_file(frames, run)) {
     fprintf(stderr, "dsim export: --frames %s is the run log\n", frames);
     return DS_EXIT_USAGE;
   }
-  int rc = ds_cli_probe_runlog("export", run, (frames || gif) ? episode : NULL);
+  int rc = ds__cli_probe_runlog("export", run, (frames || gif) ? episode : NULL);
   if (rc) return rc;
   char err[1024];
   int status = DS_EXIT_OK;
@@ -213,7 +213,7 @@ int ds_cli_export(int argc, char** argv) {
     }
     if (rc) {
       fprintf(stderr, "dsim export: %s\n", err);
-      return ds_cli_exit_code(rc, DS_CLI_RUNLOG);
+      return ds__cli_exit_code(rc, DS_CLI_RUNLOG);
     }
     if (frames) status = export_frames_png(frames, rgba, nf, h, w, force);
     if (status == DS_EXIT_OK && gif) status = write_gif(gif, rgba, nf, h, w, fps, force);

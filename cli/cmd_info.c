@@ -43,12 +43,12 @@ static int info_build(void) {
 static int info_run(const char* path) {
   dsRunSummary s;
   char err[1024];
-  int rc = ds_cli_probe_runlog("info", path, NULL); /* in a child first: cli/files.c */
+  int rc = ds__cli_probe_runlog("info", path, NULL); /* in a child first: cli/files.c */
   if (rc) return rc;
   rc = ds_runlog_read_summary(path, &s, err, sizeof err);
   if (rc) {
     fprintf(stderr, "dsim info: %s\n", err);
-    return ds_cli_exit_code(rc, DS_CLI_RUNLOG);
+    return ds__cli_exit_code(rc, DS_CLI_RUNLOG);
   }
   printf("run:        %s\n", path);
   printf("written by: dsim %s\n", s.version);
@@ -71,10 +71,10 @@ static int info_run(const char* path) {
   return DS_EXIT_OK;
 }
 
-int ds_cli_info(int argc, char** argv) {
+int ds__cli_info(int argc, char** argv) {
   const char* path = NULL;
   for (int i = 1; i < argc; i++) {
-    if (ds_cli_is_help(argv[i])) {
+    if (ds__cli_is_help(argv[i])) {
       printf("usage: dsim info [RUN.h5]\n\n"
              "Without an argument: the version, precision, OpenMP threads, the devices (cpu and\n"
              "every CUDA device: name, memory, compute capability) and the\n"

@@ -120,7 +120,7 @@ static int parse_args(int argc, char** argv, LsArgs* a) {
   a->ld = ds_default_landscape_def();
   for (int i = 1; i < argc; i++) {
     const char* f = argv[i];
-    if (ds_cli_is_help(f)) {
+    if (ds__cli_is_help(f)) {
       usage(stdout);
       return -1;
     }
@@ -229,7 +229,7 @@ typedef struct Ls {
 /* Config, keys and checks, in the order their errors are reported. */
 static int load(LsArgs* a, Ls* c) {
   char err[2048];
-  int exitc = ds_cli_locate_config("landscape", a->target, c->path, sizeof c->path);
+  int exitc = ds__cli_locate_config("landscape", a->target, c->path, sizeof c->path);
   if (exitc) return exitc;
   c->sd = ds_default_sysid_def();
   c->rd = ds_default_run_def();
@@ -239,7 +239,7 @@ static int load(LsArgs* a, Ls* c) {
   if (!rc) rc = ds_run_def_from_text(c->path, c->text, &c->rd, err, sizeof err);
   if (rc) {
     fprintf(stderr, "dsim landscape: %s\n", err);
-    return ds_cli_exit_code(rc, DS_CLI_INPUT);
+    return ds__cli_exit_code(rc, DS_CLI_INPUT);
   }
   if ((exitc = apply_sets(a, &c->def, &c->sd, &c->rd))) return exitc;
   c->sd.seed = c->rd.seed;
@@ -247,9 +247,9 @@ static int load(LsArgs* a, Ls* c) {
   a->ld.threads = c->rd.threads;
   if ((rc = ds_landscape_check(&c->sd, &a->ld, err, sizeof err))) {
     fprintf(stderr, "dsim landscape: %s: %s\n", c->path, err);
-    return ds_cli_exit_code(rc, DS_CLI_INPUT);
+    return ds__cli_exit_code(rc, DS_CLI_INPUT);
   }
-  if ((exitc = ds_cli_check_device("landscape", "run.device", c->rd.device, &c->def.device))) return exitc;
+  if ((exitc = ds__cli_check_device("landscape", "run.device", c->rd.device, &c->def.device))) return exitc;
   if (c->def.device.kind == DS_DEVICE_CUDA) a->ld.group = 1;
   /* outputs */
   char prefix[3072];
@@ -265,16 +265,16 @@ static int load(LsArgs* a, Ls* c) {
   snprintf(c->csvp, sizeof c->csvp, "%s.csv", prefix);
   snprintf(c->h5p, sizeof c->h5p, "%s.h5", prefix);
   snprintf(c->pngp, sizeof c->pngp, "%s.png", prefix);
-  if ((exitc = ds_cli_check_output("landscape", c->csvp, c->path, a->force)) ||
-      (exitc = ds_cli_check_output("landscape", c->h5p, c->path, a->force)) ||
-      (!a->noplot && (exitc = ds_cli_check_output("landscape", c->pngp, c->path, a->force))))
+  if ((exitc = ds__cli_check_output("landscape", c->csvp, c->path, a->force)) ||
+      (exitc = ds__cli_check_output("landscape", c->h5p, c->path, a->force)) ||
+      (!a->noplot && (exitc = ds__cli_check_output("landscape", c->pngp, c->path, a->force))))
     return exitc;
   if ((rc = ds_landscape_create(&c->def, &c->sd, &a->ld, &c->ls, err, sizeof err))) {
     if (rc == DS_ERR_NOMEM)
       fprintf(stderr, "dsim landscape: out of memory\n");
     else
       fprintf(stderr, "dsim landscape: %s: %s\n", c->path, err);
-    return ds_cli_exit_code(rc, DS_CLI_INPUT);
+    return ds__cli_exit_code(rc, DS_CLI_INPUT);
   }
   return DS_EXIT_OK;
 }
@@ -285,7 +285,7 @@ static int write_csv(const Ls* c, int force) {
   const int dims = ds_landscape_dims(c->ls), npt = ds_landscape_num_points(c->ls);
   const char *n1 = ds_landscape_param_name(c->ls, 0), *n2 = ds_landscape_param_name(c->ls, 1);
   const double* res = ds_landscape_results(c->ls);
-  int fd = ds_cli_temp_for("landscape", c->csvp, tmp, sizeof tmp);
+  int fd = ds__cli_temp_for("landscape", c->csvp, tmp, sizeof tmp);
   FILE* f = fd >= 0 ? fdopen(fd, "w") : NULL;
   if (!f) return DS_EXIT_FAILURE;
   if (dims == 1)
@@ -303,7 +303,7 @@ static int write_csv(const Ls* c, int force) {
     unlink(tmp);
     return DS_EXIT_FAILURE;
   }
-  return ds_cli_commit_temp("landscape", tmp, c->csvp, force);
+  return ds__cli_commit_temp("landscape", tmp, c->csvp, force);
 }
 
 /* OUT.h5: a run log with one row per point. */
@@ -352,12 +352,12 @@ static int report(const Ls* c, const LsArgs* a) {
   printf("landscape: %s, %s\n", c->csvp, c->h5p);
   if (a->noplot) return DS_EXIT_OK;
   char tmp[4096];
-  int fd = ds_cli_temp_for("landscape", c->pngp, tmp, sizeof tmp);
+  int fd = ds__cli_temp_for("landscape", c->pngp, tmp, sizeof tmp);
   if (fd < 0) return DS_EXIT_OK;
   close(fd);
   const int pr = plot(c->csvp, tmp, dims, n1, n2, a->ld.geometric);
   if (pr == 0) {
-    const int exitc = ds_cli_commit_temp("landscape", tmp, c->pngp, a->force);
+    const int exitc = ds__cli_commit_temp("landscape", tmp, c->pngp, a->force);
     if (!exitc) printf("plot: %s\n", c->pngp);
     return exitc;
   }
@@ -366,7 +366,7 @@ static int report(const Ls* c, const LsArgs* a) {
   return DS_EXIT_OK;
 }
 
-int ds_cli_landscape(int argc, char** argv) {
+int ds__cli_landscape(int argc, char** argv) {
   static LsArgs a; /* large (the keys): not on the stack */
   int exitc = parse_args(argc, argv, &a);
   if (exitc) return exitc < 0 ? DS_EXIT_OK : exitc;
@@ -384,7 +384,7 @@ int ds_cli_landscape(int argc, char** argv) {
     const int rc = ds_landscape_evaluate(c.ls);
     if (rc) { /* nothing is written */
       fprintf(stderr, "dsim landscape: %s: %s\n", c.path, ds_landscape_last_error(c.ls));
-      exitc = ds_cli_exit_code(rc, DS_CLI_JOB);
+      exitc = ds__cli_exit_code(rc, DS_CLI_JOB);
     }
     if (!exitc) exitc = write_csv(&c, a.force);
     if (!exitc) exitc = write_h5(&c, &a.ld, a.force);

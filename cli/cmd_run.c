@@ -224,7 +224,7 @@ static int parse_args(int argc, char** argv, RunArgs* a) {
   memset(a, 0, sizeof *a);
   for (int i = 1; i < argc; i++) {
     const char* arg = argv[i];
-    if (ds_cli_is_help(arg)) {
+    if (ds__cli_is_help(arg)) {
       usage(stdout);
       return -1;
     }
@@ -270,7 +270,7 @@ static int parse_args(int argc, char** argv, RunArgs* a) {
       val = argv[++i];
     }
     if (plugin && a->nplugins < (int)(sizeof a->plugins / sizeof a->plugins[0])) a->plugins[a->nplugins++] = val;
-    int rc = plugin ? ds_cli_load_plugin("run", val) : f ? add_override(a, flag, f->section, f->key, val) : parse_set(a, val);
+    int rc = plugin ? ds__cli_load_plugin("run", val) : f ? add_override(a, flag, f->section, f->key, val) : parse_set(a, val);
     if (rc) return rc;
   }
   return DS_EXIT_OK;
@@ -337,7 +337,7 @@ typedef struct Run {
 } Run;
 
 /* Locate the config of target (a file or an env name). */
-int ds_cli_locate_config(const char* cmd, const char* target, char* path, size_t len) {
+int ds__cli_locate_config(const char* cmd, const char* target, char* path, size_t len) {
   const char* name = target ? target : "control-fem";
   if (is_file(name)) {
     snprintf(path, len, "%s", name);
@@ -371,9 +371,9 @@ static int choose_output(const RunArgs* a, Run* r) {
   const dsRunDef* rd = ds_run_run_def(r->run);
   if (rd->out[0]) {
     snprintf(r->out, sizeof r->out, "%s", rd->out);
-    const char* what = ds_cli_same_file(r->out, r->path) ? "the run's config file" : NULL;
+    const char* what = ds__cli_same_file(r->out, r->path) ? "the run's config file" : NULL;
     for (int i = 0; i < a->nplugins && !what; i++)
-      if (ds_cli_same_file(r->out, a->plugins[i])) what = "a plugin the run loads";
+      if (ds__cli_same_file(r->out, a->plugins[i])) what = "a plugin the run loads";
     if (what) {
       fprintf(stderr, "dsim run: --out %s is %s: refusing to replace an input with the run log\n", r->out, what);
       return DS_EXIT_USAGE;
@@ -401,14 +401,14 @@ static int choose_output(const RunArgs* a, Run* r) {
 static int resolve(const RunArgs* a, Run* r, dsEnvDef* ed, dsTrainerDef* td, dsRunDef* rd) {
   char err[1024];
   char* text = NULL;
-  int rc = ds_cli_locate_config("run", a->target, r->path, sizeof r->path);
+  int rc = ds__cli_locate_config("run", a->target, r->path, sizeof r->path);
   if (rc) return rc;
   if ((rc = ds_config_read_file(r->path, &text, err, sizeof err)) == 0)
     rc = ds_run_defs_from_text(r->path, text, ed, td, rd, err, sizeof err);
   ds_config_free_text(text);
   if (rc) {
     fprintf(stderr, "dsim run: %s\n", err);
-    return ds_cli_exit_code(rc, DS_CLI_INPUT);
+    return ds__cli_exit_code(rc, DS_CLI_INPUT);
   }
   for (int i = 0; i < a->nov; i++) {
     const Override* o = &a->ov[i];
@@ -428,7 +428,7 @@ static int resolve(const RunArgs* a, Run* r, dsEnvDef* ed, dsTrainerDef* td, dsR
   for (int i = 0; i < a->nov; i++)
     if (!strcmp(a->ov[i].section, "run") && !strcmp(a->ov[i].key, "device"))
       what = strncmp(a->ov[i].source, "--device", 8) ? "run.device" : "--device";
-  return ds_cli_check_device("run", what, rd->device, &ed->device);
+  return ds__cli_check_device("run", what, rd->device, &ed->device);
 }
 
 /* The run (dsim/run.h) and its log. */
@@ -444,7 +444,7 @@ static int setup(const RunArgs* a, Run* r) {
   opt.name = r->path;
   if ((rc = ds_run_create(&ed, &td, &rd, &opt, &r->run, err, sizeof err))) {
     fprintf(stderr, "dsim run: %s\n", err);
-    return ds_cli_exit_code(rc, DS_CLI_INPUT);
+    return ds__cli_exit_code(rc, DS_CLI_INPUT);
   }
   if ((rc = choose_output(a, r))) return rc;
   rc = ds_run_open_log(r->run, r->out, a->force && rd.out[0]);
@@ -452,7 +452,7 @@ static int setup(const RunArgs* a, Run* r) {
     fprintf(stderr, "dsim run: warning: no run log (dsim was built --without-hdf5)\n");
   } else if (rc) {
     fprintf(stderr, "dsim run: %s\n", ds_run_last_error(r->run));
-    return ds_cli_exit_code(rc, DS_CLI_JOB);
+    return ds__cli_exit_code(rc, DS_CLI_JOB);
   }
   return DS_EXIT_OK;
 }
@@ -515,7 +515,7 @@ static int loop(Run* r) {
   if (rc) fprintf(stderr, "dsim run: %s\n", ds_run_last_error(r->run));
   if (failed) return DS_EXIT_FAILURE;
   if (res.interrupted) return 128 + (g_signal ? (int)g_signal : SIGINT);
-  return rc ? ds_cli_exit_code(rc, DS_CLI_JOB) : DS_EXIT_OK;
+  return rc ? ds__cli_exit_code(rc, DS_CLI_JOB) : DS_EXIT_OK;
 }
 
 static void summary(const Run* r) {
@@ -545,7 +545,7 @@ static void header(const Run* r) {
   fflush(stdout);
 }
 
-int ds_cli_run(int argc, char** argv) {
+int ds__cli_run(int argc, char** argv) {
   static RunArgs args; /* large (the overrides): not on the stack */
   int rc = parse_args(argc, argv, &args);
   if (rc) return rc < 0 ? DS_EXIT_OK : rc;

@@ -152,7 +152,7 @@ static int parse_args(int argc, char** argv, Args* a) {
                 {"--out", "run", "out"},                 {"--device", "run", "device"}};
   for (int i = 1; i < argc; i++) {
     const char* f = argv[i];
-    if (ds_cli_is_help(f)) {
+    if (ds__cli_is_help(f)) {
       usage(stdout);
       return -1;
     }
@@ -630,9 +630,9 @@ static int object_rows(const dsSysid* s, int object, const double* values, const
 static int open_csv(const char* cmd, const char* path, int force, FILE** out, char* tmp, size_t n) {
   *out = NULL;
   if (!path) return DS_EXIT_OK;
-  int rc = ds_cli_check_output(cmd, path, NULL, force);
+  int rc = ds__cli_check_output(cmd, path, NULL, force);
   if (rc) return rc;
-  int fd = ds_cli_temp_for(cmd, path, tmp, n);
+  int fd = ds__cli_temp_for(cmd, path, tmp, n);
   if (fd < 0) return DS_EXIT_FAILURE;
   *out = fdopen(fd, "w");
   if (!*out) {
@@ -651,7 +651,7 @@ static int close_csv(const char* cmd, FILE* f, const char* tmp, const char* path
     fprintf(stderr, "dsim %s: cannot write %s\n", cmd, path);
     return DS_EXIT_FAILURE;
   }
-  int rc = ds_cli_commit_temp(cmd, tmp, path, force);
+  int rc = ds__cli_commit_temp(cmd, tmp, path, force);
   if (!rc) printf("table: %s\n", path);
   return rc;
 }
@@ -664,7 +664,7 @@ static int collect(Args* a) {
   for (int i = 0; i < a->nlogs && !exitc; i++) {
     const char* path = a->logs[i];
     char err[1024];
-    exitc = ds_cli_probe_runlog("sysid", path, NULL);
+    exitc = ds__cli_probe_runlog("sysid", path, NULL);
     if (exitc) break;
     dsRunSummary sum;
     char* text = NULL;
@@ -702,7 +702,7 @@ static int collect(Args* a) {
     }
     if (rc) {
       fprintf(stderr, "dsim sysid: --collect: %s\n", err);
-      exitc = ds_cli_exit_code(rc, DS_CLI_RUNLOG);
+      exitc = ds__cli_exit_code(rc, DS_CLI_RUNLOG);
     } else {
       int best = 0;
       for (int k = 1; k < n; k++)
@@ -737,7 +737,7 @@ static int collect(Args* a) {
 /* ---- setup ------------------------------------------------------------------------ */
 static int setup(Ctx* c) {
   Args* a = c->a;
-  int exitc = ds_cli_locate_config("sysid", a->target, c->path, sizeof c->path);
+  int exitc = ds__cli_locate_config("sysid", a->target, c->path, sizeof c->path);
   if (exitc) return exitc;
   char* text = NULL;
   char err[2048];
@@ -750,7 +750,7 @@ static int setup(Ctx* c) {
   ds_config_free_text(text);
   if (rc) {
     fprintf(stderr, "dsim sysid: %s\n", err);
-    return ds_cli_exit_code(rc, DS_CLI_INPUT);
+    return ds__cli_exit_code(rc, DS_CLI_INPUT);
   }
   for (int i = 0; i < a->nsets; i++) {
     const Set* s = &a->sets[i];
@@ -771,7 +771,7 @@ static int setup(Ctx* c) {
   rc = ds_sysid_def_validate(&c->sd, err, sizeof err);
   if (rc) {
     fprintf(stderr, "dsim sysid: %s: %s\n", c->path, err);
-    return ds_cli_exit_code(rc, DS_CLI_INPUT);
+    return ds__cli_exit_code(rc, DS_CLI_INPUT);
   }
   if (a->group && c->sd.optimizer == DS_SYSID_LBFGS) {
     fprintf(stderr,
@@ -783,7 +783,7 @@ static int setup(Ctx* c) {
   if (c->sd.video == DS_SYSID_FRAMES) {
     if ((rc = ds_sysid_load_video(&c->sd, &c->def, &c->video, err, sizeof err))) {
       fprintf(stderr, "dsim sysid: %s\n", err);
-      return ds_cli_exit_code(rc, DS_CLI_INPUT);
+      return ds__cli_exit_code(rc, DS_CLI_INPUT);
     }
     c->have_video = 1;
   }
@@ -791,7 +791,7 @@ static int setup(Ctx* c) {
     const char* what = "run.device";
     for (int i = 0; i < a->nsets; i++)
       if (!strcmp(a->sets[i].section, "run") && !strcmp(a->sets[i].key, "device")) what = strncmp(a->sets[i].source, "--device", 8) ? "run.device" : "--device";
-    if ((exitc = ds_cli_check_device("sysid", what, c->rd.device, &c->def.device))) return exitc;
+    if ((exitc = ds__cli_check_device("sysid", what, c->rd.device, &c->def.device))) return exitc;
   }
   c->nthreads = c->rd.threads > 0 ? c->rd.threads : ds_get_max_threads();
   /* the shard's objects and their logs */
@@ -815,11 +815,11 @@ static int setup(Ctx* c) {
       snprintf(o->out, sizeof o->out, "%s.h5", base);
     else
       snprintf(o->out, sizeof o->out, "%s-o%d.h5", base, k);
-    if (ds_cli_make_parent_dirs(o->out)) {
+    if (ds_make_parent_dirs(o->out)) {
       fprintf(stderr, "dsim sysid: cannot create the directory of %s: %s\n", o->out, strerror(errno));
       return DS_EXIT_FAILURE;
     }
-    exitc = ds_cli_check_output("sysid", o->out, c->path, a->force);
+    exitc = ds__cli_check_output("sysid", o->out, c->path, a->force);
     if (exitc) return exitc;
   }
   if (c->nobj == 0) {
@@ -832,12 +832,12 @@ static int setup(Ctx* c) {
                        &c->obj[0].s, err, sizeof err);
   if (rc) {
     fprintf(stderr, "dsim sysid: %s: %s\n", c->path, err);
-    return ds_cli_exit_code(rc, DS_CLI_INPUT);
+    return ds__cli_exit_code(rc, DS_CLI_INPUT);
   }
   return DS_EXIT_OK;
 }
 
-int ds_cli_sysid(int argc, char** argv) {
+int ds__cli_sysid(int argc, char** argv) {
   static Args args;
   int rc = parse_args(argc, argv, &args);
   if (rc) return rc < 0 ? DS_EXIT_OK : rc;

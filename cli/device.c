@@ -8,7 +8,7 @@
 #include "cli/cli.h"
 #include "dsim/device.h"
 
-int ds_cli_check_device(const char* cmd, const char* what, const char* text, dsDevice* out) {
+int ds__cli_check_device(const char* cmd, const char* what, const char* text, dsDevice* out) {
   char err[512];
   dsDevice dev;
   int rc = ds_device_parse(what, text, &dev, err, sizeof err);

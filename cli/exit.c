@@ -44,7 +44,7 @@ static const ExitRow kExit[] = {
 /* a new error code needs its row (the list in dsim/base.h ends at -(DS_ERR_COUNT_ - 1)) */
 _Static_assert(sizeof kExit / sizeof kExit[0] == DS_ERR_COUNT_, "cli/exit.c: one row per DS_ERR_* code");
 
-int ds_cli_exit_code(int err, int stage) {
+int ds__cli_exit_code(int err, int stage) {
   for (size_t i = 0; i < sizeof kExit / sizeof kExit[0]; i++)
     if (kExit[i].err == err)
       return stage == DS_CLI_JOB ? kExit[i].job : stage == DS_CLI_RUNLOG ? kExit[i].runlog : kExit[i].input;

@@ -1,7 +1,7 @@
 /* Files the CLI reads from or writes for the user, handled so that nothing
  * is lost and nothing untrusted can take the process down:
  *
- *   - run logs are read first in a child process (ds_cli_probe_runlog): a
+ *   - run logs are read first in a child process (ds__cli_probe_runlog): a
  *     file corrupt enough to crash libhdf5, to make it loop or to make it
  *     allocate without bound is reported as a corrupt file (exit 3) instead
  *     of killing `dsim info` or `dsim export`;
@@ -54,10 +54,10 @@ static int probe_reads(const char* path, const char* episode, char* msg, size_t 
     if (rc == DS_ERR_NOTFOUND) rc = DS_OK; /* the command itself says so */
   }
   if (!rc) return DS_EXIT_OK;
-  return ds_cli_exit_code(rc, DS_CLI_RUNLOG);
+  return ds__cli_exit_code(rc, DS_CLI_RUNLOG);
 }
 
-int ds_cli_probe_runlog(const char* cmd, const char* path, const char* episode) {
+int ds__cli_probe_runlog(const char* cmd, const char* path, const char* episode) {
   int fds[2];
   char msg[1024] = "";
   if (pipe(fds) != 0) return DS_EXIT_OK; /* cannot isolate: the command reads it directly */
@@ -138,7 +138,7 @@ int ds_cli_probe_runlog(const char* cmd, const char* path, const char* episode) 
   return DS_EXIT_OK;
 }
 
-int ds_cli_same_file(const char* a, const char* b) {
+int ds__cli_same_file(const char* a, const char* b) {
   struct stat sa, sb;
   return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
@@ -155,9 +155,9 @@ static void dir_of(const char* path, char* dir, size_t n) {
     *slash = '\0';
 }
 
-int ds_cli_check_output(const char* cmd, const char* out, const char* input, int force) {
+int ds__cli_check_output(const char* cmd, const char* out, const char* input, int force) {
   struct stat st;
-  if (input && ds_cli_same_file(out, input)) {
+  if (input && ds__cli_same_file(out, input)) {
     fprintf(stderr, "dsim %s: %s is the input: refusing to replace it\n", cmd, out);
     return DS_EXIT_USAGE;
   }
@@ -181,7 +181,7 @@ int ds_cli_check_output(const char* cmd, const char* out, const char* input, int
   return DS_EXIT_OK;
 }
 
-int ds_cli_temp_for(const char* cmd, const char* out, char* tmp, size_t n) {
+int ds__cli_temp_for(const char* cmd, const char* out, char* tmp, size_t n) {
   char dir[4096];
   dir_of(out, dir, sizeof dir);
   const char* base = strrchr(out, '/');
@@ -200,7 +200,7 @@ int ds_cli_temp_for(const char* cmd, const char* out, char* tmp, size_t n) {
   return fd;
 }
 
-int ds_cli_commit_temp(const char* cmd, const char* tmp, const char* out, int force) {
+int ds__cli_commit_temp(const char* cmd, const char* tmp, const char* out, int force) {
   const mode_t mask = umask(0);
   umask(mask);
   int rc = chmod(tmp, 0666 & ~mask);
@@ -223,19 +223,3 @@ int ds_cli_commit_temp(const char* cmd, const char* tmp, const char* out, int fo
   return DS_EXIT_OK;
 }
 
-/* mkdir -p of the directory part of path */
-int ds_cli_make_parent_dirs(const char* path) {
-  char buf[4096];
-  snprintf(buf, sizeof buf, "%s", path);
-  char* slash = strrchr(buf, '/');
-  if (!slash || slash == buf) return 0;
-  *slash = 0;
-  for (char* p = buf + 1; *p; p++) {
-    if (*p != '/') continue;
-    *p = 0;
-    if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
-    *p = '/';
-  }
-  if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
-  return 0;
-}

@@ -8,14 +8,14 @@
 #include "cli/cli.h"
 
 static const dsCliCommand commands[] = {
-    {"info", "print the build (version, precision, threads, CUDA, libraries), or summarise a run log", ds_cli_info},
-    {"export", "turn a run log into PNG frames, an animated GIF or a CSV of metrics", ds_cli_export},
-    {"run", "optimise a controller against an environment's goal and log the run (HDF5)", ds_cli_run},
+    {"info", "print the build (version, precision, threads, CUDA, libraries), or summarise a run log", ds__cli_info},
+    {"export", "turn a run log into PNG frames, an animated GIF or a CSV of metrics", ds__cli_export},
+    {"run", "optimise a controller against an environment's goal and log the run (HDF5)", ds__cli_run},
     {"sysid", "identify physical parameters from video (gradSim's system identification); --collect merges logs",
-     ds_cli_sysid},
+     ds__cli_sysid},
     {"landscape", "the sysid loss and its gradient on a 1-D or 2-D grid of parameter values (CSV, HDF5, PNG)",
-     ds_cli_landscape},
-    {"config", "print a complete run config (an env's defaults, or a file filled in), or list the keys", ds_cli_config},
+     ds__cli_landscape},
+    {"config", "print a complete run config (an env's defaults, or a file filled in), or list the keys", ds__cli_config},
 };
 enum { NCOMMANDS = sizeof commands / sizeof commands[0] };
 
@@ -65,4 +65,4 @@ int main(int argc, char** argv) {
   return DS_EXIT_USAGE;
 }
 
-int ds_cli_is_help(const char* arg) { return !strcmp(arg, "--help") || !strcmp(arg, "-h"); }
+int ds__cli_is_help(const char* arg) { return !strcmp(arg, "--help") || !strcmp(arg, "-h"); }

@@ -13,7 +13,7 @@
 #include "cli/cli.h"
 #include "dsim/dsim.h"
 
-int ds_cli_load_plugin(const char* cmd, const char* path) {
+int ds__cli_load_plugin(const char* cmd, const char* path) {
   void* h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!h) {
     fprintf(stderr, "dsim %s: --plugin %s: cannot load: %s\n", cmd, path, dlerror());

@@ -237,7 +237,7 @@ int ds_run_default_log_path(dsRun* r, char* path, size_t len) {
 }
 
 /* mkdir -p of the directory part of path; 0 or -1 (errno set) */
-static int make_parent_dirs(const char* path) {
+int ds_make_parent_dirs(const char* path) {
   char buf[4096];
   if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) {
     errno = ENAMETOOLONG;
@@ -262,7 +262,7 @@ int ds_run_open_log(dsRun* r, const char* path, int overwrite) {
     return ds__seterr(&r->err, DS_ERR_STATE, "%s: the run log is opened before the first iteration, once", path);
   if (snprintf(r->out, sizeof r->out, "%s", path) >= (int)sizeof r->out)
     return ds__seterr(&r->err, DS_ERR_RANGE, "%s: path too long", path);
-  if (make_parent_dirs(r->out) != 0) {
+  if (ds_make_parent_dirs(r->out) != 0) {
     const int e = errno;
     r->out[0] = '\0';
     return ds__seterr(&r->err, DS_ERR_IO, "%s: cannot create its directory: %s", path, strerror(e));

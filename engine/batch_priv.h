@@ -27,6 +27,33 @@ enum {
 /* Where a model array lives in a batch. */
 enum { DS__BL_NONE = 0, DS__BL_SHARED_REAL, DS__BL_SHARED_INT, DS__BL_INSTANCE };
 
+/* The batch's own arrays of reals (after the shared model arrays and the
+ * parameter and gradient blocks), in memory order, one row each:
+ *   X(name, copies, reals, when, kind)
+ * gives dsBatchLayout.o_<name>[copies], the offsets of `copies` arrays of
+ * B x `reals` reals each (reals per instance, an expression of the layout
+ * L), present when `when` holds (offset 0 otherwise); kind says what the
+ * plan counts them as (STATE: per-substep work, TAPE: grows with the
+ * horizon). Adding an array is one row; the layout, the plan and
+ * tests/test_batch_sim.c's overlap check follow. */
+#define DS__BSIM_REALS(X)                                                  \
+  X(cur, 4, L->n3, L->T == 0 || L->K > 1, STATE) /* [2 parity + x|v] */   \
+  X(tape, 2, (size_t)L->nstate * L->n3, 1, TAPE) /* [x|v] T + 1 states or every K-th */ \
+  X(seg, 2, (size_t)L->nseg * L->n3, 1, TAPE)    /* [x|v] a recomputed segment */ \
+  X(act, 1, (size_t)L->act_cap * L->nact, 1, TAPE)   /* activation records */       \
+  X(fext, 1, (size_t)L->fext_cap * L->n3, 1, TAPE)   /* external-force records */   \
+  X(ef, 1, L->s3, 1, STATE)                      /* element slots */      \
+  X(J, 1, (size_t)L->ntet, 1, STATE)             /* the ELEM_J row's J */ \
+  X(adj, 2, L->n3, L->T > 0, STATE)              /* [x|v] adjoints */     \
+  X(av, 2, L->n3, L->T > 0, STATE)               /* [substep parity] */   \
+  X(af, 2, L->n3, L->T > 0, STATE)               /* [substep parity] */   \
+  X(scr, 2, (size_t)L->nscr, L->T > 0, STATE)    /* [substep parity] */   \
+  X(aact_t, 2, (size_t)L->nact, L->T > 0, STATE) /* [substep parity] */   \
+  X(aex, 1, L->s3, L->T > 0, STATE)              /* slot adjoints (x) */  \
+  X(aev, 1, L->s3, L->T > 0, STATE)              /* slot adjoints (v) */  \
+  X(aact, 1, (size_t)L->nact, L->T > 0, STATE)   /* control adjoints */   \
+  X(afext, 1, L->n3, L->T > 0, STATE)
+
 /* Offsets are in elements of the buffer named: reals (dsReal), ints (int). */
 typedef struct dsBatchLayout {
   int B, T, K, nstate, nseg, act_cap, fext_cap;
@@ -38,17 +65,9 @@ typedef struct dsBatchLayout {
   size_t P;                      /* reals of one instance's parameter (and gradient) block */
   /* reals */
   size_t o_param, o_grad;        /* B x P each */
-  size_t o_cur[2][2];            /* [buffer][x|v]: B x n3 (no tape or checkpointed) */
-  size_t o_tape[2];              /* [x|v]: nstate x B x n3 */
-  size_t o_seg[2];               /* [x|v]: nseg x B x n3 */
-  size_t o_act, o_fext;          /* act_cap x B x nact, fext_cap x B x n3 */
-  size_t o_ef, o_J;              /* B x s3, B x ntet */
-  size_t o_adj[2];               /* B x n3 */
-  size_t o_av[2], o_af[2];       /* B x n3 each, [substep parity] (the backward's pipeline) */
-  size_t o_aex, o_aev;           /* B x s3 */
-  size_t o_scr[2];               /* B x nscr, [substep parity] */
-  size_t o_aact_t[2];            /* B x nact, [substep parity] */
-  size_t o_aact, o_afext;        /* B x nact, B x n3 */
+#define DS__BSIM_OFFSET(name, copies, reals, when, kind) size_t o_##name[copies];
+  DS__BSIM_REALS(DS__BSIM_OFFSET)
+#undef DS__BSIM_OFFSET
   size_t nreal;
   /* ints */
   size_t o_bad, o_status;        /* B x (ntet + np), B x 3 */

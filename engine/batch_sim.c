@@ -137,46 +137,19 @@ int ds__bsim_layout(const dsModel* m, const dsBatchSimDef* def, dsBatchLayout* L
   /* reals; dtop follows top in double to refuse sizes that overflow */
   size_t top = 0;
   double dtop = 0;
-  const size_t Bn3 = (size_t)B * L->n3, Bs3 = (size_t)B * L->s3;
   take(&top, &dtop, rs); /* shared reals at 0 */
   L->o_param = take(&top, &dtop, (size_t)B * L->P);
   L->o_grad = take(&top, &dtop, (size_t)B * L->P);
-  if (T == 0 || K > 1)
-    for (int k = 0; k < 2; k++)
-      for (int c = 0; c < 2; c++) L->o_cur[k][c] = take(&top, &dtop, Bn3);
-  for (int c = 0; c < 2; c++) {
-    dtop += (double)L->nstate * (double)Bn3;
-    L->o_tape[c] = take(&top, &dtop, (size_t)L->nstate * Bn3);
+#define DS__BSIM_TAKE(name, copies, reals, when, kind)                      \
+  for (int c_ = 0; c_ < (copies); c_++) {                                 \
+    L->o_##name[c_] = 0;                                                  \
+    if (when) {                                                           \
+      dtop += (double)B * (double)(reals); /* before the size_t product */ \
+      L->o_##name[c_] = take(&top, &dtop, (size_t)B * (reals));           \
+    }                                                                     \
   }
-  for (int c = 0; c < 2; c++) {
-    dtop += (double)L->nseg * (double)Bn3;
-    L->o_seg[c] = take(&top, &dtop, (size_t)L->nseg * Bn3);
-  }
-  dtop += (double)L->act_cap * B * L->nact + (double)L->fext_cap * (double)Bn3;
-  L->o_act = take(&top, &dtop, (size_t)L->act_cap * B * L->nact);
-  L->o_fext = take(&top, &dtop, (size_t)L->fext_cap * Bn3);
-  L->o_ef = take(&top, &dtop, Bs3);
-  L->o_J = take(&top, &dtop, (size_t)B * L->ntet);
-  if (T > 0) {
-    L->o_adj[0] = take(&top, &dtop, Bn3);
-    L->o_adj[1] = take(&top, &dtop, Bn3);
-    for (int c = 0; c < 2; c++) {
-      L->o_av[c] = take(&top, &dtop, Bn3);
-      L->o_af[c] = take(&top, &dtop, Bn3);
-      L->o_scr[c] = take(&top, &dtop, (size_t)B * L->nscr);
-      L->o_aact_t[c] = take(&top, &dtop, (size_t)B * L->nact);
-    }
-    L->o_aex = take(&top, &dtop, Bs3);
-    L->o_aev = take(&top, &dtop, Bs3);
-    L->o_aact = take(&top, &dtop, (size_t)B * L->nact);
-    L->o_afext = take(&top, &dtop, Bn3);
-  } else {
-    /* the caller's adjoints are never uploaded without a tape; av/af still
-     * need a home for ADD_ADJ's arguments to be valid pointers */
-    L->o_adj[0] = L->o_adj[1] = L->o_aex = L->o_aev = 0;
-    for (int c = 0; c < 2; c++) L->o_av[c] = L->o_af[c] = L->o_scr[c] = L->o_aact_t[c] = 0;
-    L->o_aact = L->o_afext = 0;
-  }
+  DS__BSIM_REALS(DS__BSIM_TAKE)
+#undef DS__BSIM_TAKE
   L->nreal = top;
   if (dtop * sizeof(dsReal) > 4.0e18)
     return ds__puterr(err, errlen, DS_ERR_RANGE, "batch %d: the layout does not fit in memory (%.3g bytes)", B,
@@ -191,7 +164,6 @@ int ds__bsim_layout(const dsModel* m, const dsBatchSimDef* def, dsBatchLayout* L
 
 static void plan_from_layout(const dsBatchLayout* L, dsBatchPlan* p) {
   memset(p, 0, sizeof *p);
-  const size_t n3 = L->n3, s3 = L->s3;
   size_t rs = 0, is = 0;
   for (int f = 0; f < DS__MF_COUNT; f++) {
     if (L->where[f] == DS__BL_SHARED_REAL) rs += L->cnt[f];
@@ -202,10 +174,13 @@ static void plan_from_layout(const dsBatchLayout* L, dsBatchPlan* p) {
   p->nseg = L->nseg;
   p->param_reals = L->P;
   p->grad_reals = L->P;
-  p->state_reals = ((L->T == 0 || L->K > 1) ? 4 * n3 : 0) + s3 + (size_t)L->ntet +
-                   (L->T > 0 ? 7 * n3 + 2 * s3 + 2 * (size_t)L->nscr + 3 * (size_t)L->nact : 0);
-  p->tape_reals = 2 * n3 * ((size_t)L->nstate + (size_t)L->nseg) + (size_t)L->act_cap * L->nact +
-                  (size_t)L->fext_cap * n3;
+  /* per instance, by the kind of each of the batch's arrays */
+  size_t* kind_STATE = &p->state_reals;
+  size_t* kind_TAPE = &p->tape_reals;
+#define DS__BSIM_PLAN(name, copies, reals, when, kind) \
+  if (when) *kind_##kind += (size_t)(copies) * (reals);
+  DS__BSIM_REALS(DS__BSIM_PLAN)
+#undef DS__BSIM_PLAN
   p->shared_bytes = rs * sizeof(dsReal) + is * sizeof(int);
   p->view_bytes = L->view_bytes;
   p->device_bytes = L->nreal * sizeof(dsReal) + L->nint * sizeof(int) + L->view_bytes;
@@ -432,8 +407,8 @@ static void cur_state(const dsBatchSim* s, dsReal** x, dsReal** v) {
     *x = s->R + L->o_tape[0] + (size_t)s->t * bn3(s);
     *v = s->R + L->o_tape[1] + (size_t)s->t * bn3(s);
   } else {
-    *x = s->R + L->o_cur[s->t % 2][0];
-    *v = s->R + L->o_cur[s->t % 2][1];
+    *x = s->R + L->o_cur[2 * (s->t % 2)];
+    *v = s->R + L->o_cur[2 * (s->t % 2) + 1];
   }
 }
 
@@ -476,18 +451,18 @@ static int run(dsBatchSim* s, int stage, const dsBatchArgs* a) {
 }
 
 static const dsReal* act_of(const dsBatchSim* s, int rec) {
-  return rec >= 0 && s->L.nact ? s->R + s->L.o_act + (size_t)rec * s->L.B * s->L.nact : NULL;
+  return rec >= 0 && s->L.nact ? s->R + s->L.o_act[0] + (size_t)rec * s->L.B * s->L.nact : NULL;
 }
 static const dsReal* fext_of(const dsBatchSim* s, int rec) {
-  return rec >= 0 ? s->R + s->L.o_fext + (size_t)rec * bn3(s) : NULL;
+  return rec >= 0 ? s->R + s->L.o_fext[0] + (size_t)rec * bn3(s) : NULL;
 }
 
 /* One forward substep for every instance: the element stages in the force
  * list's order, then the gather (stages without work are skipped). a has x,
  * v, xo, vo (, xc, vc, bad) set. */
 static int forward(dsBatchSim* s, dsBatchArgs* a) {
-  a->ef = s->R + s->L.o_ef;
-  a->J = s->R + s->L.o_J;
+  a->ef = s->R + s->L.o_ef[0];
+  a->J = s->R + s->L.o_J[0];
   for (int stage = DS__BS_ELEM_FWD0; stage <= DS__BS_GATHER_FWD; stage++) {
     int rc = run(s, stage, a);
     if (rc) return rc;
@@ -532,8 +507,8 @@ int ds_bsim_rewind(dsBatchSim* s, int t, const dsReal* x, const dsReal* v) {
   const size_t n = bn3(s), bytes = n * sizeof(dsReal);
   int rc = 0;
   if (t != s->t && ck && t % L->K == 0) { /* the current buffers from the checkpoint */
-    rc = s->be->copy(s->ctx, s->R + L->o_cur[t % 2][0], s->R + L->o_tape[0] + (size_t)(t / L->K) * n, bytes);
-    if (!rc) rc = s->be->copy(s->ctx, s->R + L->o_cur[t % 2][1], s->R + L->o_tape[1] + (size_t)(t / L->K) * n, bytes);
+    rc = s->be->copy(s->ctx, s->R + L->o_cur[2 * (t % 2)], s->R + L->o_tape[0] + (size_t)(t / L->K) * n, bytes);
+    if (!rc) rc = s->be->copy(s->ctx, s->R + L->o_cur[2 * (t % 2) + 1], s->R + L->o_tape[1] + (size_t)(t / L->K) * n, bytes);
     if (rc) return be_fail(s, rc, "loading a checkpoint");
   }
   s->t = t;
@@ -581,7 +556,7 @@ int ds_bsim_set_act(dsBatchSim* s, const dsReal* act) {
   if (s->L.nact == 0) return 0;
   int r = next_record(s, &s->act_n, s->L.act_cap, "activation");
   if (r < 0) return r;
-  int rc = s->be->put(s->ctx, s->R + s->L.o_act + (size_t)r * s->L.B * s->L.nact, act,
+  int rc = s->be->put(s->ctx, s->R + s->L.o_act[0] + (size_t)r * s->L.B * s->L.nact, act,
                       (size_t)s->L.B * s->L.nact * sizeof(dsReal));
   if (rc) return be_fail(s, rc, "uploading activations");
   s->cur_act = r;
@@ -596,7 +571,7 @@ int ds_bsim_set_fext(dsBatchSim* s, const dsReal* fext) {
   }
   int r = next_record(s, &s->fext_n, s->L.fext_cap, "external-force");
   if (r < 0) return r;
-  int rc = s->be->put(s->ctx, s->R + s->L.o_fext + (size_t)r * bn3(s), fext, bn3(s) * sizeof(dsReal));
+  int rc = s->be->put(s->ctx, s->R + s->L.o_fext[0] + (size_t)r * bn3(s), fext, bn3(s) * sizeof(dsReal));
   if (rc) return be_fail(s, rc, "uploading external forces");
   s->cur_fext = r;
   return 0;
@@ -651,8 +626,8 @@ int ds_bsim_step(dsBatchSim* s, int nsub, int* status) {
       a.xo = (dsReal*)a.x + n;
       a.vo = (dsReal*)a.v + n;
     } else {
-      a.xo = s->R + L->o_cur[(t + 1) % 2][0];
-      a.vo = s->R + L->o_cur[(t + 1) % 2][1];
+      a.xo = s->R + L->o_cur[2 * ((t + 1) % 2)];
+      a.vo = s->R + L->o_cur[2 * ((t + 1) % 2) + 1];
       if (L->T > 0 && (t + 1) % L->K == 0) {
         a.xc = s->R + L->o_tape[0] + (size_t)((t + 1) / L->K) * n;
         a.vc = s->R + L->o_tape[1] + (size_t)((t + 1) / L->K) * n;
@@ -931,12 +906,12 @@ static dsBatchArgs bwd_args(const dsBatchSim* s, int t) {
   a.adj_v = s->R + L->o_adj[1];
   a.av = s->R + L->o_av[p];
   a.af = s->R + L->o_af[p];
-  a.aex = s->R + L->o_aex;
-  a.aev = s->R + L->o_aev;
+  a.aex = s->R + L->o_aex[0];
+  a.aev = s->R + L->o_aev[0];
   a.scratch = s->R + L->o_scr[p];
   a.adj_act_t = L->nact ? s->R + L->o_aact_t[p] : NULL;
-  a.adj_act = L->nact ? s->R + L->o_aact : NULL;
-  a.adj_fext = s->R + L->o_afext;
+  a.adj_act = L->nact ? s->R + L->o_aact[0] : NULL;
+  a.adj_fext = s->R + L->o_afext[0];
   return a;
 }
 
@@ -972,8 +947,8 @@ int ds_bsim_backward_step(dsBatchSim* s, int nsub, dsReal* adj_act, dsReal* adj_
   if (s->bt < nsub)
     return ds__seterr(&s->err, DS_ERR_STATE, "batch: backward: %d substeps to pop, %d left", nsub, s->bt < 0 ? 0 : s->bt);
   const size_t n = bn3(s);
-  int rc = s->be->zero(s->ctx, s->R + L->o_aact, (size_t)L->B * L->nact * sizeof(dsReal));
-  if (!rc) rc = s->be->zero(s->ctx, s->R + L->o_afext, n * sizeof(dsReal));
+  int rc = s->be->zero(s->ctx, s->R + L->o_aact[0], (size_t)L->B * L->nact * sizeof(dsReal));
+  if (!rc) rc = s->be->zero(s->ctx, s->R + L->o_afext[0], n * sizeof(dsReal));
   if (rc) return be_fail(s, rc, "clearing control adjoints");
   dsBatchArgs tail; /* the pending tail's substep */
   int have_tail = 0, integ_done = -1;
@@ -1009,8 +984,8 @@ int ds_bsim_backward_step(dsBatchSim* s, int nsub, dsReal* adj_act, dsReal* adj_
     tail_parts(&l, &tail);
     if ((rc = launch_send(s, &l))) return rc;
   }
-  if (adj_act && L->nact) rc = s->be->get(s->ctx, adj_act, s->R + L->o_aact, (size_t)L->B * L->nact * sizeof(dsReal));
-  if (!rc && adj_fext) rc = s->be->get(s->ctx, adj_fext, s->R + L->o_afext, n * sizeof(dsReal));
+  if (adj_act && L->nact) rc = s->be->get(s->ctx, adj_act, s->R + L->o_aact[0], (size_t)L->B * L->nact * sizeof(dsReal));
+  if (!rc && adj_fext) rc = s->be->get(s->ctx, adj_fext, s->R + L->o_afext[0], n * sizeof(dsReal));
   return rc ? be_fail(s, rc, "reading control adjoints") : 0;
 }
 

@@ -80,6 +80,10 @@ typedef struct dsRunResult {
  * repeats the run. NULL when out of memory; free() it. */
 DS_API char* ds_run_config_json(const dsEnvDef* env, const dsTrainerDef* td, const dsRunDef* rd);
 
+/* mkdir -p of the directory part of path (for a log or output file): 0, or
+ * -1 with errno set. */
+DS_API int ds_make_parent_dirs(const char* path);
+
 /* Parse a run config's three sections into *env, *td and *rd (td and rd
  * start from the defaults). name names the text in messages. Errors name the
  * file and key (DS_ERR_CONFIG, DS_ERR_PARSE, DS_ERR_NOMEM). */
