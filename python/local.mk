@@ -3,15 +3,16 @@
 # make check), examples, and the vector-env benchmark of `make bench`.
 PY_FILES = python/pyproject.toml python/setup.py python/README.md python/dsim/__init__.py python/dsim/_lib.py \
   python/dsim/env.py python/dsim/gym.py python/dsim/vector.py python/dsim/torch.py python/dsim/sb3.py \
-  python/dsim/lockstep.py python/dsim/_spaces.py python/tests/test_lockstep.py \
+  python/dsim/lockstep.py python/dsim/_spaces.py python/dsim/run.py python/tests/test_lockstep.py \
   python/tests/conftest.py python/tests/test_gym.py python/tests/test_vector.py \
   python/tests/test_errors.py python/tests/test_torch.py python/tests/test_ppo.py \
-  python/tests/test_abi.py python/tests/test_binding.py \
+  python/tests/test_abi.py python/tests/test_binding.py python/tests/test_run.py \
   python/examples/ppo_walker.py python/examples/mpc_control_fem.py python/bench_vector.py
 # The ABI table the bindings check their copies of structs and constants
-# against (include/dsim/abi.h). Its source sits in envs/ by the include order
-# (it reaches env.h and batch.h); it is listed here, with the binding it serves.
-libdsim_core_la_SOURCES += envs/abi.c
+# against (include/dsim/abi.h). Its source sits in controllers/ by the include
+# order (it reaches env.h, batch.h and run.h); it is listed here, with the
+# binding it serves.
+libdsim_core_la_SOURCES += controllers/abi.c
 dsiminclude_HEADERS += include/dsim/abi.h
 EXTRA_DIST += $(PY_FILES) tests/test_python.sh bench/bench_python.sh docs/ppo_walker.png
 TESTS += tests/test_python.sh

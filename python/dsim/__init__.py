@@ -16,9 +16,10 @@ from . import _lib
 from ._lib import DsimError, build_info, real_dtype
 from .env import Env, class_keys, classes, env_id
 from .lockstep import Lockstep
+from .run import Run
 
 __version__ = _lib.version()
-__all__ = ["Env", "Lockstep", "DsimError", "classes", "class_keys", "build_info", "real_dtype", "load_plugin", "env_id",
+__all__ = ["Env", "Lockstep", "Run", "DsimError", "classes", "class_keys", "build_info", "real_dtype", "load_plugin", "env_id",
            "set_num_threads", "__version__"]
 
 _plugins = []  # keep loaded plugins alive

@@ -114,6 +114,25 @@ class EnvClassHead(ctypes.Structure):
                 ("keys", ctypes.POINTER(ConfigKey))]
 
 
+# dsim/run.h
+DS_RUN_STATUS_MAX = 600
+
+
+class RunOptions(ctypes.Structure):
+    _c_name_ = "dsRunOptions"
+    _fields_ = [("log", ctypes.c_int), ("overwrite", ctypes.c_int), ("name", ctypes.c_char_p)]
+
+
+class RunResult(ctypes.Structure):
+    _c_name_ = "dsRunResult"
+    _fields_ = [("iterations", ctypes.c_int), ("planned", ctypes.c_int), ("interrupted", ctypes.c_int),
+                ("first_loss", ctypes.c_double), ("last_loss", ctypes.c_double), ("first_metric", ctypes.c_double),
+                ("last_metric", ctypes.c_double), ("best_metric", ctypes.c_double),
+                ("best_iteration", ctypes.c_int), ("low_loss", ctypes.c_double), ("low_metric", ctypes.c_double),
+                ("low_iteration", ctypes.c_int), ("iteration_time", ctypes.c_double), ("nparams", ctypes.c_int),
+                ("threads", ctypes.c_int), ("status", ctypes.c_char * DS_RUN_STATUS_MAX)]
+
+
 # -- constants (dsim/base.h error list, dsim/env.h, dsim/batch.h) -------------------------
 DS_OK = 0
 DS_ERR_NOMEM = -1
@@ -227,6 +246,21 @@ batch_step = _fn("ds_batch_step", I, P, P, P, P, P, P, P, I)
 batch_metric = _fn("ds_batch_metric", I, P, P)
 batch_backward_loss = _fn("ds_batch_backward_loss", I, P, P, P, P)
 batch_backward_adjoints = _fn("ds_batch_backward_adjoints", I, P, P, P, P, P, P)
+# dsim/run.h
+run_default_options = _fn("ds_default_run_options", RunOptions)
+run_create_from_text = _fn("ds_run_create_from_text", I, S, S, ctypes.POINTER(S), I, ctypes.POINTER(RunOptions),
+                           ctypes.POINTER(P), S, Z)
+run_destroy = _fn("ds_run_destroy", None, P)
+run_done = _fn("ds_run_done", I, P)
+run_step_c = _fn("ds_run_step", I, P, P)
+run_finish = _fn("ds_run_finish", I, P)
+run_execute = _fn("ds_run_execute", I, P)
+run_request_stop = _fn("ds_run_request_stop", None, P)
+run_result_c = _fn("ds_run_result", I, P, ctypes.POINTER(RunResult))
+run_env = _fn("ds_run_env", P, P)
+run_log_path = _fn("ds_run_log_path", S, P)
+run_method_name = _fn("ds_run_method_name", S, P)
+run_last_error = _fn("ds_run_last_error", S, P)
 
 
 # -- errors ------------------------------------------------------------------------------
@@ -339,6 +373,37 @@ def batch_create(label: str, text: str, num_envs: int, device: str, flags: int, 
     if rc:
         raise DsimError(label, f"cannot create the {what}", rc, err.value.decode(errors="replace"))
     return p
+
+
+def run_create(label: str, text: str, overrides: list[str], log: bool, overwrite: bool):
+    """ds_run_create_from_text: the new run's handle, or DsimError. overrides
+    are "SECTION.KEY=VALUE" strings; log: open the run log at create."""
+    opt = run_default_options()
+    opt.log = 1 if log else 0
+    opt.overwrite = 1 if overwrite else 0
+    name = label.encode()
+    opt.name = name
+    arr = (S * max(1, len(overrides)))(*[o.encode() for o in overrides])
+    p = P()
+    err = ctypes.create_string_buffer(_ERRLEN)
+    rc = run_create_from_text(name, text.encode(), arr, len(overrides), ctypes.byref(opt), ctypes.byref(p), err,
+                              _ERRLEN)
+    if rc:
+        raise DsimError(label, "cannot create the run", rc, err.value.decode(errors="replace"))
+    return p
+
+
+def run_result(p) -> dict:
+    """ds_run_result as a dict (status as text)."""
+    r = RunResult()
+    run_result_c(p, ctypes.byref(r))
+    out = {name: getattr(r, name) for name, _ in RunResult._fields_}
+    out["status"] = r.status.decode(errors="replace")
+    return out
+
+
+def run_error(p) -> str:
+    return _text(run_last_error(p))
 
 
 def env_image_size(p) -> tuple[int, int]:

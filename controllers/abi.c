@@ -1,6 +1,7 @@
-/* The ABI table of include/dsim/abi.h. It sits in envs/ because it reaches
- * the envs' public headers (dsEnvClass, the batch flags) and the include
- * order lets only envs/ and the areas above it do that.
+/* The ABI table of include/dsim/abi.h. It sits in controllers/ because it
+ * reaches the public headers of envs/ (dsEnvClass, the batch flags) and of
+ * controllers/ (the run object's structs), which the include order lets
+ * only controllers/ and cli/ do; the library's top area is controllers/.
  *
  * Three lists, one line per entry: ABI_STRUCTS (a struct and the fields a
  * binding mirrors), ABI_CONSTS (a public constant) and the error list of
@@ -14,6 +15,7 @@
 #include "dsim/base.h"
 #include "dsim/batch.h"
 #include "dsim/env.h"
+#include "dsim/run.h"
 
 /* S(type) opens a struct, F(type, field) names one of its fields. */
 #define ABI_STRUCTS(S, F)          \
@@ -43,7 +45,28 @@
   F(dsEnvClass, name)              \
   F(dsEnvClass, doc)               \
   F(dsEnvClass, params_size)       \
-  F(dsEnvClass, keys)
+  F(dsEnvClass, keys)              \
+  S(dsRunOptions)                  \
+  F(dsRunOptions, log)             \
+  F(dsRunOptions, overwrite)       \
+  F(dsRunOptions, name)            \
+  S(dsRunResult)                   \
+  F(dsRunResult, iterations)       \
+  F(dsRunResult, planned)          \
+  F(dsRunResult, interrupted)      \
+  F(dsRunResult, first_loss)       \
+  F(dsRunResult, last_loss)        \
+  F(dsRunResult, first_metric)     \
+  F(dsRunResult, last_metric)      \
+  F(dsRunResult, best_metric)      \
+  F(dsRunResult, best_iteration)   \
+  F(dsRunResult, low_loss)         \
+  F(dsRunResult, low_metric)       \
+  F(dsRunResult, low_iteration)    \
+  F(dsRunResult, iteration_time)   \
+  F(dsRunResult, nparams)          \
+  F(dsRunResult, threads)          \
+  F(dsRunResult, status)
 
 /* Constants other than the error codes. */
 #define ABI_CONSTS(C)       \
@@ -53,7 +76,8 @@
   C(DS_BATCH_AUTORESET)     \
   C(DS_BATCH_LOCKSTEP)      \
   C(DS_BATCH_STEPPED)       \
-  C(DS_BATCH_RESET)
+  C(DS_BATCH_RESET)         \
+  C(DS_RUN_STATUS_MAX)
 
 #define FIELD_SIZE(T, f) sizeof(((T*)0)->f)
 
