@@ -573,11 +573,11 @@ DS__FLATTEN static inline void ds__tet_bwd_elem4(const dsModel* m, const dsForce
 enum { DS__TET_ISA_BASE = 0, DS__TET_ISA_AVX2 = 1, DS__TET_ISA_AVX512VL = 2 };
 
 #ifdef DS__TET_X86_CLONES
-static inline int ds__tet_isa(void) {
-  if (__builtin_cpu_supports("avx512vl")) return DS__TET_ISA_AVX512VL;
-  if (__builtin_cpu_supports("avx2")) return DS__TET_ISA_AVX2;
-  return DS__TET_ISA_BASE;
-}
+/* the run-time choice: e512 on CPUs with AVX-512VL, e2 on those with AVX2,
+ * e0 on the others */
+#  define DS__TET_PICK(e512, e2, e0) \
+    (__builtin_cpu_supports("avx512vl") ? (e512) : __builtin_cpu_supports("avx2") ? (e2) : (e0))
+static inline int ds__tet_isa(void) { return DS__TET_PICK(DS__TET_ISA_AVX512VL, DS__TET_ISA_AVX2, DS__TET_ISA_BASE); }
 #  define DS__TET_QUADS(name, Args, elem4)                                                                 \
     DS__FLATTEN static inline void name##_base(const dsModel* m, const Args* a, int nq)                   \
         DS__TET_QUADS_LOOP(elem4)                                                                          \
@@ -587,11 +587,7 @@ static inline int ds__tet_isa(void) {
     __attribute__((target("avx2,avx512f,avx512vl"))) DS__FLATTEN static inline void name##_avx512(        \
         const dsModel* m, const Args* a, int nq) DS__TET_QUADS_LOOP(elem4)                                 \
     static inline void name(const dsModel* m, const Args* a, int nq) {                                     \
-      switch (ds__tet_isa()) {                                                                             \
-        case DS__TET_ISA_AVX512VL: name##_avx512(m, a, nq); break;                                         \
-        case DS__TET_ISA_AVX2: name##_avx2(m, a, nq); break;                                               \
-        default: name##_base(m, a, nq); break;                                                             \
-      }                                                                                                    \
+      DS__TET_PICK(name##_avx512(m, a, nq), name##_avx2(m, a, nq), name##_base(m, a, nq));                 \
     }
 #else
 static inline int ds__tet_isa(void) { return DS__TET_ISA_BASE; }
