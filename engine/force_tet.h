@@ -544,50 +544,77 @@ DS__FLATTEN static inline void ds__tet_bwd_elem4(const dsModel* m, const dsForce
   if (a->adj_act) memcpy(a->adj_act + e0, &ap_act, sizeof ap_act);
 }
 
-/* The quads, compiled three times on x86-64: for the baseline (SSE2: a
- * vector is two instructions), for AVX2 (one) and for AVX2 with AVX-512VL
- * (the same 4-lane vectors, but 32 registers instead of 16, so fewer of
- * the kernel's values spill: the backward ~5-10% faster on the machine it
- * was measured on), chosen at run time. The same operations every way (no
- * FMA), so the same bits. */
-DS__FLATTEN static inline void ds__tet_fwd_quads(const dsModel* m, const dsForceFwd* a, int nq) {
-#pragma omp for schedule(static) nowait
-  for (int q = 0; q < nq; q++) ds__tet_fwd_elem4(m, a, DS__TL * q);
-}
+/* The quads: DS__TET_QUADS(name, Args, elem4) defines
+ * name(m, a, nq), which runs elem4 on tets DS__TL q .. DS__TL q + DS__TL - 1
+ * for q < nq in an omp-for, once for forward and once for backward.
+ *
+ * On x86-64 (GCC or Clang: target attributes and __builtin_cpu_supports)
+ * the loop is compiled three times: for the baseline (SSE2: a vector is two
+ * instructions), for AVX2 (one) and for AVX2 with AVX-512VL (the same 4-lane
+ * vectors, but 32 registers instead of 16, so fewer of the kernel's values
+ * spill: the backward ~5-10% faster on the machine it was measured on), and
+ * name() chooses at run time (ds__tet_isa). The same operations every way (no
+ * FMA), so the same bits. On any other target (aarch64, a compiler without
+ * target attributes, or -DDS_NO_AVX2) there is one copy, for the target's
+ * own baseline: GCC lowers the 32-byte vectors to what the target has (two
+ * NEON registers on aarch64), lane by lane the same operations. */
+#define DS__TET_QUADS_LOOP(elem4)                                                                    \
+  {                                                                                                  \
+    _Pragma("omp for schedule(static) nowait") for (int q = 0; q < nq; q++) elem4(m, a, DS__TL * q); \
+  }
 
-#if defined(__x86_64__) && !defined(DS_NO_AVX2)
-__attribute__((target("avx2"))) DS__FLATTEN static inline void ds__tet_fwd_quads_avx2(const dsModel* m,
-                                                                                      const dsForceFwd* a,
-                                                                                      int nq) {
-#pragma omp for schedule(static) nowait
-  for (int q = 0; q < nq; q++) ds__tet_fwd_elem4(m, a, DS__TL * q);
-}
+#if defined(__x86_64__) && !defined(DS_NO_AVX2) && defined(__has_attribute)
+#  if __has_attribute(target)
+#    define DS__TET_X86_CLONES 1
+#  endif
 #endif
 
-__attribute__((target("avx2,avx512f,avx512vl"))) DS__FLATTEN static inline void ds__tet_fwd_quads_avx512(
-    const dsModel* m, const dsForceFwd* a, int nq) {
-#pragma omp for schedule(static) nowait
-  for (int q = 0; q < nq; q++) ds__tet_fwd_elem4(m, a, DS__TL * q);
-}
+/* which copy of the quads runs (x86-64 clones; DS__TET_ISA_BASE elsewhere) */
+enum { DS__TET_ISA_BASE = 0, DS__TET_ISA_AVX2 = 1, DS__TET_ISA_AVX512VL = 2 };
+
+#ifdef DS__TET_X86_CLONES
+/* the run-time choice: e512 on CPUs with AVX-512VL, e2 on those with AVX2,
+ * e0 on the others */
+#  define DS__TET_PICK(e512, e2, e0) \
+    (__builtin_cpu_supports("avx512vl") ? (e512) : __builtin_cpu_supports("avx2") ? (e2) : (e0))
+static inline int ds__tet_isa(void) { return DS__TET_PICK(DS__TET_ISA_AVX512VL, DS__TET_ISA_AVX2, DS__TET_ISA_BASE); }
+#  define DS__TET_QUADS(name, Args, elem4)                                                                 \
+    DS__FLATTEN static inline void name##_base(const dsModel* m, const Args* a, int nq)                   \
+        DS__TET_QUADS_LOOP(elem4)                                                                          \
+    __attribute__((target("avx2"))) DS__FLATTEN static inline void name##_avx2(const dsModel* m,          \
+                                                                               const Args* a, int nq)     \
+        DS__TET_QUADS_LOOP(elem4)                                                                          \
+    __attribute__((target("avx2,avx512f,avx512vl"))) DS__FLATTEN static inline void name##_avx512(        \
+        const dsModel* m, const Args* a, int nq) DS__TET_QUADS_LOOP(elem4)                                 \
+    static inline void name(const dsModel* m, const Args* a, int nq) {                                     \
+      DS__TET_PICK(name##_avx512(m, a, nq), name##_avx2(m, a, nq), name##_base(m, a, nq));                 \
+    }
+#else
+static inline int ds__tet_isa(void) { return DS__TET_ISA_BASE; }
+#  define DS__TET_QUADS(name, Args, elem4) \
+    DS__FLATTEN static inline void name(const dsModel* m, const Args* a, int nq) DS__TET_QUADS_LOOP(elem4)
+#endif
+
+DS__TET_QUADS(ds__tet_fwd_quads, dsForceFwd, ds__tet_fwd_elem4)
+DS__TET_QUADS(ds__tet_bwd_quads, dsForceBwd, ds__tet_bwd_elem4)
 
 static inline void ds__tet_fwd_loop(const dsModel* m, const dsForceFwd* a) {
   const int n = m->ntet, nq = n / DS__TL;
-#if defined(__x86_64__) && !defined(DS_NO_AVX2)
-  if (__builtin_cpu_supports("avx512vl"))
-    ds__tet_fwd_quads_avx512(m, a, nq);
-  else if (__builtin_cpu_supports("avx2"))
-    ds__tet_fwd_quads_avx2(m, a, nq);
-  else
-#endif
-    ds__tet_fwd_quads(m, a, nq);
+  ds__tet_fwd_quads(m, a, nq);
 #pragma omp for schedule(static) nowait
   for (int e = DS__TL * nq; e < n; e++) {
     ds__tet_fwd_elem(m, a, e);
     if (a->bad && !(a->J[e] > 0)) ds__atomic_min_int(a->bad, e);
   }
 }
+static inline void ds__tet_bwd_loop(const dsModel* m, const dsForceBwd* a) {
+  const int n = m->ntet, nq = n / DS__TL;
+  ds__tet_bwd_quads(m, a, nq);
+#pragma omp for schedule(static) nowait
+  for (int e = DS__TL * nq; e < n; e++) ds__tet_bwd_elem(m, a, e);
+}
 
-#else
+#else /* CUDA, or a compiler without GCC vector extensions: the one-tet bodies */
 DS__FLATTEN static inline void ds__tet_fwd_loop(const dsModel* m, const dsForceFwd* a) {
   const int n = m->ntet;
 #pragma omp for schedule(static) nowait
@@ -598,43 +625,6 @@ DS__FLATTEN static inline void ds__tet_fwd_loop(const dsModel* m, const dsForceF
 #  endif
   }
 }
-#endif
-
-#if defined(__GNUC__) && !defined(__CUDACC__)
-DS__FLATTEN static inline void ds__tet_bwd_quads(const dsModel* m, const dsForceBwd* a, int nq) {
-#pragma omp for schedule(static) nowait
-  for (int q = 0; q < nq; q++) ds__tet_bwd_elem4(m, a, DS__TL * q);
-}
-
-#if defined(__x86_64__) && !defined(DS_NO_AVX2)
-__attribute__((target("avx2"))) DS__FLATTEN static inline void ds__tet_bwd_quads_avx2(const dsModel* m,
-                                                                                      const dsForceBwd* a,
-                                                                                      int nq) {
-#pragma omp for schedule(static) nowait
-  for (int q = 0; q < nq; q++) ds__tet_bwd_elem4(m, a, DS__TL * q);
-}
-#endif
-
-__attribute__((target("avx2,avx512f,avx512vl"))) DS__FLATTEN static inline void ds__tet_bwd_quads_avx512(
-    const dsModel* m, const dsForceBwd* a, int nq) {
-#pragma omp for schedule(static) nowait
-  for (int q = 0; q < nq; q++) ds__tet_bwd_elem4(m, a, DS__TL * q);
-}
-
-static inline void ds__tet_bwd_loop(const dsModel* m, const dsForceBwd* a) {
-  const int n = m->ntet, nq = n / DS__TL;
-#if defined(__x86_64__) && !defined(DS_NO_AVX2)
-  if (__builtin_cpu_supports("avx512vl"))
-    ds__tet_bwd_quads_avx512(m, a, nq);
-  else if (__builtin_cpu_supports("avx2"))
-    ds__tet_bwd_quads_avx2(m, a, nq);
-  else
-#endif
-    ds__tet_bwd_quads(m, a, nq);
-#pragma omp for schedule(static) nowait
-  for (int e = DS__TL * nq; e < n; e++) ds__tet_bwd_elem(m, a, e);
-}
-#else
 DS__FLATTEN static inline void ds__tet_bwd_loop(const dsModel* m, const dsForceBwd* a) {
   const int n = m->ntet;
 #pragma omp for schedule(static) nowait
