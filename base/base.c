@@ -93,6 +93,9 @@ static struct {
   dsFreeFn f;
 } g_alloc = {malloc, realloc, calloc, free};
 
+void* ds_calloc(size_t count, size_t size) { return ds__calloc(count, size); }
+void ds_free(void* p) { ds__free(p); }
+
 int ds_replace_allocator(dsMallocFn m, dsReallocFn r, dsCallocFn c, dsFreeFn f) {
   if (!m && !r && !c && !f) {
     g_alloc.m = malloc;

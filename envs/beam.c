@@ -85,7 +85,7 @@ static int build(dsEnv* e, dsBuilder* b) {
   int rc = ds_mesh_tet_grid(nx, ny, nz, p->size[0] / nx, p->size[1] / ny, p->size[2] / nz, &mesh);
   if (rc) return rc;
   ds_mesh_translate(&mesh, ds_env_def(e)->start);
-  dsReal* mass = (dsReal*)ds_env_calloc((size_t)mesh.nvert, sizeof(dsReal));
+  dsReal* mass = (dsReal*)ds_calloc((size_t)mesh.nvert, sizeof(dsReal));
   if (!mass) {
     ds_mesh_free(&mesh);
     return DS_ERR_NOMEM;
@@ -109,7 +109,7 @@ static int build(dsEnv* e, dsBuilder* b) {
     const int r = ds_builder_add_face(b, first + q[0], first + q[1], first + q[2]);
     if (r < 0) rc = r;
   }
-  ds_env_free(mass);
+  ds_free(mass);
   ds_mesh_free(&mesh);
   return rc < 0 ? rc : 0;
 }

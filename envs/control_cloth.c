@@ -115,7 +115,7 @@ static int validate(const dsEnvDef* d, char* err, size_t errlen) {
 
 static int create(dsEnv* e, void** state) {
   const dsControlClothParams* p = (const dsControlClothParams*)ds_env_params(e);
-  ClothState* cs = (ClothState*)ds_env_calloc(1, sizeof *cs);
+  ClothState* cs = (ClothState*)ds_calloc(1, sizeof *cs);
   if (!cs) return DS_ERR_NOMEM;
   cs->D = p->size_min;
   cs->h = p->height_min;
@@ -126,9 +126,9 @@ static int create(dsEnv* e, void** state) {
 static void destroy(void* state) {
   ClothState* cs = (ClothState*)state;
   if (!cs) return;
-  ds_env_free(cs->base);
-  ds_env_free(cs->x0);
-  ds_env_free(cs);
+  ds_free(cs->base);
+  ds_free(cs->x0);
+  ds_free(cs);
 }
 
 /* The sheet of D cells per side at drop height h. */
@@ -173,11 +173,11 @@ static int build(dsEnv* e, dsBuilder* b) {
 /* after a build: the sheet's positions at height 0 for this D */
 static int built(dsEnv* e) {
   ClothState* cs = (ClothState*)ds_env_class_state(e);
-  ds_env_free(cs->base);
-  ds_env_free(cs->x0);
+  ds_free(cs->base);
+  ds_free(cs->x0);
   const size_t n3 = 3 * (size_t)ds_env_num_particles(e);
-  cs->base = (dsReal*)ds_env_calloc(n3, sizeof(dsReal));
-  cs->x0 = (dsReal*)ds_env_calloc(n3, sizeof(dsReal));
+  cs->base = (dsReal*)ds_calloc(n3, sizeof(dsReal));
+  cs->x0 = (dsReal*)ds_calloc(n3, sizeof(dsReal));
   if (!cs->base || !cs->x0) return ds_env_set_errorf(e, DS_ERR_NOMEM, "out of memory");
   dsMesh mesh;
   int rc = cloth_mesh(ds_env_def(e), cs->D, 0, &mesh);

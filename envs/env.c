@@ -522,8 +522,6 @@ int ds_env_start_com(const dsEnv* e, dsReal com[3]) {
 }
 uint64_t ds_env_rng_next(uint64_t* rng) { return ds__splitmix64(rng); }
 double ds_env_rng_uniform(uint64_t* rng) { return ds__splitmix64_uniform(rng); }
-void* ds_env_calloc(size_t count, size_t size) { return ds__calloc(count, size); }
-void ds_env_free(void* p) { ds__free(p); }
 int ds_env_obs_size(const dsEnv* e) { return e ? e->odim : DS_ERR_INVALID; }
 int ds_env_action_size(const dsEnv* e) { return e ? e->adim : DS_ERR_INVALID; }
 void ds_env_image_size(const dsEnv* e, int* w, int* h) {

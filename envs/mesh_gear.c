@@ -39,7 +39,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "dsim/env.h"
+#include "dsim/base.h"
 #include "dsim/scenes.h"
 
 dsGearDef ds_default_gear_def(void) {
@@ -170,27 +170,27 @@ int ds_mesh_gear(const dsGearDef* def, dsMesh* out) {
   long long nv = (long long)P * (L + 1), ntet = 3LL * NT * L;
   if (nv > INT_MAX / 3 || ntet > INT_MAX / 4) return DS_ERR_INVALID;
 
-  int* ptri = (int*)ds_env_calloc((size_t)NT * 3, sizeof(int));
+  int* ptri = (int*)ds_calloc((size_t)NT * 3, sizeof(int));
   if (!ptri) return DS_ERR_NOMEM;
   gear_profile(T, ptri);
   dsMesh m;
   int rc = ds_mesh_alloc(&m, (int)nv, 0, (int)ntet);
   if (rc) {
-    ds_env_free(ptri);
+    ds_free(ptri);
     return rc;
   }
-  int* vid = (int*)ds_env_calloc((size_t)P, sizeof(int));
-  int* tt = vid ? (int*)ds_env_calloc((size_t)ntet * 4, sizeof(int)) : NULL;
-  int* first = tt ? (int*)ds_env_calloc((size_t)nv + 1, sizeof(int)) : NULL;
+  int* vid = (int*)ds_calloc((size_t)P, sizeof(int));
+  int* tt = vid ? (int*)ds_calloc((size_t)ntet * 4, sizeof(int)) : NULL;
+  int* first = tt ? (int*)ds_calloc((size_t)nv + 1, sizeof(int)) : NULL;
   const int have = first != NULL;
   if (have) {
     gear_vertices(def, vid, &m);
     gear_tets(NT, L, ptri, vid, tt, first, &m);
   }
-  ds_env_free(first);
-  ds_env_free(tt);
-  ds_env_free(vid);
-  ds_env_free(ptri);
+  ds_free(first);
+  ds_free(tt);
+  ds_free(vid);
+  ds_free(ptri);
   rc = have ? ds_mesh_extract_boundary(&m, NULL, 0) : DS_ERR_NOMEM;
   if (rc) {
     ds_mesh_free(&m);

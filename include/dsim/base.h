@@ -142,6 +142,11 @@ typedef void* (*dsReallocFn)(void* ptr, size_t size);
 typedef void* (*dsCallocFn)(size_t count, size_t size);
 typedef void (*dsFreeFn)(void* ptr);
 DS_API int ds_replace_allocator(dsMallocFn m, dsReallocFn r, dsCallocFn c, dsFreeFn f);
+/* Through the allocator in use (for plugins and env classes, whose memory
+ * then counts with the library's): count x size bytes zeroed, NULL on
+ * failure; ds_free(NULL) does nothing. */
+DS_API void* ds_calloc(size_t count, size_t size);
+DS_API void ds_free(void* p);
 
 /* ---- config keys -----------------------------------------------------------
  * A config section (env, controller, run) is described by one table of

@@ -372,11 +372,8 @@ DS_API int ds_env_set_errorf(dsEnv* env, int code, const char* fmt, ...)
  * value, and a uniform double in [0, 1) (its top 53 bits). */
 DS_API uint64_t ds_env_rng_next(uint64_t* rng);
 DS_API double ds_env_rng_uniform(uint64_t* rng);
-/* Memory for a class's state through the library's allocator
- * (ds_replace_allocator, so allocation tests see it): count x size bytes,
- * zeroed; NULL on failure. Free with ds_env_free (NULL: nothing). */
-DS_API void* ds_env_calloc(size_t count, size_t size);
-DS_API void ds_env_free(void* p);
+/* Memory for a class's state: ds_calloc / ds_free (dsim/base.h), the
+ * library's allocator, so allocation tests see it. */
 
 /* ---- config sections ---------------------------------------------------------
  * Parsing a section by its key table: ds_config_parse_section, ds_config_set,
