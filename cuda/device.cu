@@ -1,9 +1,21 @@
-// CUDA device properties for base/device.c (dsim info, device checks).
+// The CUDA devices: their count and properties, the device layer's
+// device_count and device_props for CUDA (base/backend.h; dsim info and the
+// device checks of base/device.c reach them through the table).
 #include <cuda_runtime.h>
 #include <string.h>
 
 extern "C" {
 #include "cuda/cuda_priv.h"
+}
+
+// 0 (not an error) without a GPU or a driver, so programs and tests can skip.
+extern "C" int ds__cuda_count(void) {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    cudaGetLastError();  // clear the sticky error state
+    return 0;
+  }
+  return n;
 }
 
 extern "C" int ds__cuda_props(int i, dsDeviceInfo* info) {

@@ -7,8 +7,8 @@
 libdsim_core_la_SOURCES += base/device.c engine/batch_body.h engine/batch_priv.h \
   engine/batch_sim.c engine/batch_cpu.c
 dsiminclude_HEADERS += include/dsim/device.h include/dsim/engine_batch.h
-CUDA_SOURCES = cuda/smoke.cu cuda/device.cu cuda/batch.cu
-EXTRA_DIST += cuda/smoke.h cuda/cuda_priv.h
+CUDA_SOURCES = cuda/device.cu cuda/batch.cu
+EXTRA_DIST += cuda/cuda_priv.h
 EXTRA_DIST += $(CUDA_SOURCES) scripts/cudalt scripts/gpu-check
 NVCC_CPPFLAGS = -I$(top_srcdir)/include -I$(top_builddir)/include -I$(top_srcdir) -I$(top_builddir)
 if DS_HAVE_CUDA
@@ -30,7 +30,6 @@ cuda/batch.lo: $(top_srcdir)/base/backend.h $(top_srcdir)/cuda/cuda_priv.h $(top
   $(top_srcdir)/engine/force_aero.h $(top_srcdir)/engine/force_contact.h $(top_srcdir)/engine/dsmath.h \
   $(top_srcdir)/render/raster_stages.h $(top_srcdir)/render/raster_kernel.h $(top_srcdir)/render/loss_kernel.h
 cuda/device.lo: $(top_srcdir)/cuda/cuda_priv.h $(top_srcdir)/include/dsim/device.h
-cuda/smoke.lo: $(top_srcdir)/cuda/cuda_priv.h $(top_srcdir)/cuda/smoke.h
 check_PROGRAMS += tests/test_cuda_smoke tests/test_device tests/test_batch_sim tests/test_cuda_parity
 tests_test_cuda_smoke_SOURCES = tests/test_cuda_smoke.c
 tests_test_device_SOURCES = tests/test_device.c

@@ -3,8 +3,8 @@
 # and the include-order check of the areas.
 check_PROGRAMS += tests/test_golden
 tests_test_golden_SOURCES = tests/test_golden.c
-TESTS += tests/test_golden tests/test_includes.sh
-EXTRA_DIST += tests/test_includes.sh
+TESTS += tests/test_golden tests/test_includes.sh tests/test_function_length.sh
+EXTRA_DIST += tests/test_includes.sh tests/test_function_length.sh
 
 # The documentation: docs/config.md is `dsim config --reference`, regenerated
 # and compared (and every relative link in the pages checked) by this test.

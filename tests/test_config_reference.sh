@@ -37,6 +37,18 @@ if [ $skip_ref = 0 ]; then
   fi
 fi
 
+# The environments table of README.md lists exactly the registered classes
+# (the class list in envs/classes.h is the one source; this catches a class
+# added without its docs entry, or a row left for a class removed).
+"$DSIM" config --help 2>&1 | sed -n 's/.*Environments: //p' | tr -d '.' | tr ',' '\n' | sed 's/^ *//' | grep . | sort >"$tmp/classes"
+sed -n '/^## Environments/,/^## /p' "$DS_SRCDIR/README.md" | sed -n 's/^| `\([a-z0-9-]*\)` |.*/\1/p' | sort >"$tmp/readme_envs"
+if [ ! -s "$tmp/classes" ]; then
+  echo "FAIL: dsim config --help lists no environments"; fail=1
+elif ! diff -u "$tmp/classes" "$tmp/readme_envs" >"$tmp/envdiff"; then
+  echo "FAIL: README.md's environments table and the registered classes differ (- registry, + README):"
+  cat "$tmp/envdiff"; fail=1
+fi
+
 # Relative links: [text](target) where target is neither a URL nor a bare
 # #anchor; the #anchor part of target is dropped and the rest must exist
 # beside the page that links it.

@@ -73,6 +73,26 @@ for f in $files; do
     fail=1
   fi
 done
+# The device layer (base/backend.h): cuda/ reaches the engine and the
+# renderer only through the headers a backend needs (the stage bodies), and
+# only the layer's files ask whether CUDA is compiled in.
+for f in $(find cuda -name '*.cu' -o -name '*.h' 2>/dev/null); do
+  for inc in $(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\(engine\/[^"]*\|render\/[^"]*\|envs\/[^"]*\)".*/\1/p' "$f"); do
+    case $inc in
+      engine/batch_body.h|render/raster_stages.h) ;;
+      *) echo "$f: includes \"$inc\"; cuda/ may include only base/backend.h, engine/batch_body.h and render/raster_stages.h of the other areas"; fail=1 ;;
+    esac
+  done
+done
+for f in $files; do
+  case $f in
+    base/backend.h|base/backend.c|base/backend_none.c|cuda/*) continue ;;
+  esac
+  if grep -q 'DS_HAVE_CUDA' "$f"; then
+    echo "$f: tests DS_HAVE_CUDA; only the device layer's files (base/backend*, cuda/) may"
+    fail=1
+  fi
+done
 if [ "$checked" -lt 50 ]; then
   echo "test_includes: only $checked includes found under $top: wrong directory?"
   exit 99
