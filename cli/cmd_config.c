@@ -60,14 +60,20 @@ static void value_text(const dsConfigKey* k, const void* src, char* buf, size_t 
   snprintf(buf, n, "%s", colon ? colon + 2 : tmp);
 }
 
+/* Key k's type text and its value in src, whose section starts at offset. */
+static void key_texts(const dsConfigKey* k, const void* src, size_t offset, char* type, size_t tn, char* val,
+                      size_t vn) {
+  dsConfigKey shifted = *k;
+  shifted.offset += offset;
+  if (shifted.type == DS_KEY_REALS) shifted.aux_offset += offset;
+  describe_type(k, type, tn);
+  value_text(&shifted, src, val, vn);
+}
+
 static void list_keys(const char* section, const dsConfigKey* keys, const void* src, size_t offset) {
   for (const dsConfigKey* k = keys; k && k->path; k++) {
-    dsConfigKey shifted = *k;
-    shifted.offset += offset;
-    if (shifted.type == DS_KEY_REALS) shifted.aux_offset += offset;
     char type[128], val[512];
-    describe_type(k, type, sizeof type);
-    value_text(&shifted, src, val, sizeof val);
+    key_texts(k, src, offset, type, sizeof type, val, sizeof val);
     char full[160];
     snprintf(full, sizeof full, "%s.%s", section, k->path);
     printf("%-34s %-38s default %-12s %s\n", full, type, val, k->doc ? k->doc : "");
@@ -109,12 +115,8 @@ static void md_cell(const char* s) {
 static void md_keys(const char* section, const dsConfigKey* keys, const void* src, size_t offset) {
   for (const dsConfigKey* k = keys; k && k->path; k++) {
     if (!strncmp(k->path, "param", 5) && k->path[5] >= '2' && k->path[5] <= '9') continue;
-    dsConfigKey shifted = *k;
-    shifted.offset += offset;
-    if (shifted.type == DS_KEY_REALS) shifted.aux_offset += offset;
     char type[128], val[512];
-    describe_type(k, type, sizeof type);
-    value_text(&shifted, src, val, sizeof val);
+    key_texts(k, src, offset, type, sizeof type, val, sizeof val);
     printf("| `%s.%s` | ", section, k->path);
     md_cell(type);
     printf(" | `");
