@@ -713,36 +713,31 @@ static int finalize_check(dsBuilder* b) {
   return 0;
 }
 
-int ds_builder_finalize(dsBuilder* b, dsModel** out) {
-  if (!b || !out) return DS_ERR_INVALID;
-  *out = NULL;
-  int rc = finalize_check(b);
-  if (rc) return rc;
-  dsModel counts;
-  memset(&counts, 0, sizeof counts);
-  counts.nparticle = b->np;
-  counts.nspring = b->ns;
-  counts.ntri = b->nt;
-  counts.nbend = b->nb;
-  counts.ntet = b->ntet;
-  counts.nface = b->nf;
-  counts.dt = b->dt;
-  counts.ground = b->ground;
-  counts.aero = b->aero;
-  counts.nbody = b->nbody;
-  dsForceLayout L;
-  ds__force_layout(&counts, &L);
-  if (L.nslot > (1 << 30)) return ds__seterr(&b->err, DS_ERR_RANGE, "model too large (%lld slots)", L.nslot);
-  counts.nslot = (int)L.nslot;
-  counts.nact = L.nact;
-  dsModel* m = (dsModel*)ds__calloc(1, sizeof *m);
-  if (!m) return ds__seterr(&b->err, DS_ERR_NOMEM, "out of memory");
-  *m = counts;
-  if ((rc = model_alloc(m))) {
-    ds_model_free(m);
-    return ds__seterr(&b->err, DS_ERR_NOMEM, "out of memory allocating the model");
-  }
-  int np = b->np;
+/* The model's counts and its force-slot layout (L); the slots must fit an
+ * int, as the incidence stores them as ints. */
+static int finalize_layout(dsBuilder* b, dsModel* counts, dsForceLayout* L) {
+  memset(counts, 0, sizeof *counts);
+  counts->nparticle = b->np;
+  counts->nspring = b->ns;
+  counts->ntri = b->nt;
+  counts->nbend = b->nb;
+  counts->ntet = b->ntet;
+  counts->nface = b->nf;
+  counts->dt = b->dt;
+  counts->ground = b->ground;
+  counts->aero = b->aero;
+  counts->nbody = b->nbody;
+  ds__force_layout(counts, L);
+  if (L->nslot > (1 << 30)) return ds__seterr(&b->err, DS_ERR_RANGE, "model too large (%lld slots)", L->nslot);
+  counts->nslot = (int)L->nslot;
+  counts->nact = L->nact;
+  return 0;
+}
+
+/* The initial state, inv_mass = 1/mass (0 for a pinned particle of mass 0)
+ * and the springs, as added. */
+static void finalize_particles(const dsBuilder* b, dsModel* m) {
+  const int np = b->np;
   memcpy(m->x0, b->x, 3 * (size_t)np * sizeof(dsReal));
   memcpy(m->v0, b->v, 3 * (size_t)np * sizeof(dsReal));
   for (int i = 0; i < np; i++) {
@@ -755,15 +750,18 @@ int ds_builder_finalize(dsBuilder* b, dsModel** out) {
     memcpy(m->spring_kd, b->s_kd, (size_t)b->ns * sizeof(dsReal));
     memcpy(m->spring_rest, b->s_rest, (size_t)b->ns * sizeof(dsReal));
   }
+}
+
+/* Each triangle's rest shape from the initial positions: Dm (the inverse
+ * 2x2 rest matrix) and area A0; a degenerate one is an error naming it. */
+static int finalize_tris(dsBuilder* b, dsModel* m) {
   for (int e = 0; e < b->nt; e++) {
     dsReal x[9];
     dsTriRest r;
     for (int a = 0; a < 3; a++) memcpy(x + 3 * a, b->x + 3 * b->t_idx[3 * e + a], 3 * sizeof(dsReal));
-    if (ds__tri_rest(x, &r)) {
-      ds_model_free(m);
+    if (ds__tri_rest(x, &r))
       return ds__seterr(&b->err, DS_ERR_MESH, "tri %d (particles %d, %d, %d): degenerate rest triangle", e,
                         b->t_idx[3 * e], b->t_idx[3 * e + 1], b->t_idx[3 * e + 2]);
-    }
     memcpy(m->tri_Dm + 4 * e, r.Dm, 4 * sizeof(dsReal));
     m->tri_area[e] = r.area;
     memcpy(m->tri_idx + 3 * e, b->t_idx + 3 * e, 3 * sizeof(int));
@@ -771,33 +769,50 @@ int ds_builder_finalize(dsBuilder* b, dsModel** out) {
     m->tri_k_lambda[e] = b->t_lam[e];
     m->tri_k_damp[e] = b->t_damp[e];
   }
+  return 0;
+}
+
+/* Each hinge's rest angle from the initial positions; a hinge without one
+ * (a wing of zero area or an edge of zero length: no normals to measure
+ * between) is an error naming it. */
+static int finalize_bends(dsBuilder* b, dsModel* m) {
   for (int e = 0; e < b->nb; e++) {
     dsReal x[12];
     for (int a = 0; a < 4; a++) memcpy(x + 3 * a, b->x + 3 * b->b_idx[4 * e + a], 3 * sizeof(dsReal));
     dsBend__Geo geo;
     dsReal th = ds__bend_angle(x);
-    if (!ds__bend_geo(x, &geo) || !isfinite(th)) {
-      ds_model_free(m);
+    if (!ds__bend_geo(x, &geo) || !isfinite(th))
       return ds__seterr(&b->err, DS_ERR_MESH, "bend %d (particles %d, %d, %d, %d): degenerate hinge (no rest angle)",
                         e, b->b_idx[4 * e], b->b_idx[4 * e + 1], b->b_idx[4 * e + 2], b->b_idx[4 * e + 3]);
-    }
     memcpy(m->bend_idx + 4 * e, b->b_idx + 4 * e, 4 * sizeof(int));
     m->bend_ke[e] = b->b_ke[e];
     m->bend_kd[e] = b->b_kd[e];
     m->bend_rest[e] = th;
   }
+  return 0;
+}
+
+/* The signed volume of the tet x (4 x 3), det[x1-x0, x2-x0, x3-x0] / 6, in
+ * double: only for the message of a rejected tet. */
+static double tet_signed_volume(const dsReal* x) {
+  dsReal c[3][3];
+  for (int a = 0; a < 3; a++)
+    for (int k = 0; k < 3; k++) c[a][k] = x[3 * (a + 1) + k] - x[k];
+  return ((double)c[0][0] * (c[1][1] * c[2][2] - c[1][2] * c[2][1]) -
+          (double)c[0][1] * (c[1][0] * c[2][2] - c[1][2] * c[2][0]) +
+          (double)c[0][2] * (c[1][0] * c[2][1] - c[1][1] * c[2][0])) / 6.0;
+}
+
+/* Each tet's rest shape from the initial positions: B = Dm^-1, the rest
+ * terms M (B B^T, det B) followed by the rest volume V0, and V0 itself; an
+ * inverted or flat tet is an error giving its signed volume. */
+static int finalize_tets(dsBuilder* b, dsModel* m) {
   for (int e = 0; e < b->ntet; e++) {
     dsReal x[12];
     dsTetRest r;
     for (int a = 0; a < 4; a++) memcpy(x + 3 * a, b->x + 3 * b->te_idx[4 * e + a], 3 * sizeof(dsReal));
     if (ds__tet_rest(x, &r)) {
-      dsReal c[3][3];
-      for (int a = 0; a < 3; a++)
-        for (int k = 0; k < 3; k++) c[a][k] = x[3 * (a + 1) + k] - x[k];
-      double vol = ((double)c[0][0] * (c[1][1] * c[2][2] - c[1][2] * c[2][1]) -
-                    (double)c[0][1] * (c[1][0] * c[2][2] - c[1][2] * c[2][0]) +
-                    (double)c[0][2] * (c[1][0] * c[2][1] - c[1][1] * c[2][0])) / 6.0;
-      ds_model_free(m);
+      double vol = tet_signed_volume(x);
       return ds__seterr(&b->err, DS_ERR_MESH, "tet %d (particles %d, %d, %d, %d): %s rest tet (signed volume %g)",
                         e, b->te_idx[4 * e], b->te_idx[4 * e + 1], b->te_idx[4 * e + 2], b->te_idx[4 * e + 3],
                         vol < 0 ? "inverted" : "flat", vol);
@@ -811,6 +826,12 @@ int ds_builder_finalize(dsBuilder* b, dsModel** out) {
     m->tet_k_lambda[e] = b->te_lam[e];
     m->tet_k_damp[e] = b->te_damp[e];
   }
+  return 0;
+}
+
+/* The render faces and the model-wide parameters: gravity, the ground
+ * contact and the aerodynamic coefficients (one value each). */
+static void finalize_globals(const dsBuilder* b, dsModel* m) {
   if (b->nf) memcpy(m->face_idx, b->f_idx, 3 * (size_t)b->nf * sizeof(int));
   memcpy(m->gravity, b->gravity, 3 * sizeof(dsReal));
   if (b->ground) {
@@ -824,6 +845,13 @@ int ds_builder_finalize(dsBuilder* b, dsModel** out) {
     m->aero_lift[0] = b->lift;
     m->aero_drag[0] = b->drag;
   }
+}
+
+/* The rigid bodies: each body's mass properties, initial state, contact
+ * parameters (zeta from the restitution when e < 1) and vertex range; then
+ * each particle's body (-1: none) and body-frame offset r, a body's vertices
+ * getting inv_mass 0 as the body, not the particle integrator, moves them. */
+static void finalize_bodies(const dsBuilder* b, dsModel* m) {
   for (int e = 0; e < b->nbody; e++) {
     const BodyRec* r = &b->body[e];
     m->body_mass[e] = r->mass;
@@ -846,7 +874,7 @@ int ds_builder_finalize(dsBuilder* b, dsModel** out) {
     m->body_vrange[2 * e + 1] = r->p0 + r->n;
   }
   if (b->nbody) {
-    for (int i = 0; i < np; i++) m->particle_body[i] = -1;
+    for (int i = 0; i < b->np; i++) m->particle_body[i] = -1;
     for (int e = 0; e < b->nbody; e++)
       for (int k = 0; k < b->body[e].n; k++) m->inv_mass[b->body[e].p0 + k] = 0; /* the body moves them */
     for (int e = 0; e < b->nbody; e++) {
@@ -857,42 +885,78 @@ int ds_builder_finalize(dsBuilder* b, dsModel** out) {
       }
     }
   }
-  /* Incidence (CSR). The slots are numbered in the order of the force
-   * table's element models (spring_idx | tri_idx | bend_idx | tet_idx), so
-   * slot s belongs to the s-th entry of that concatenation. Filling in
-   * ascending s gives every particle its slots in ascending order: the
-   * fixed gather order. */
+}
+
+/* Incidence (CSR). The slots are numbered in the order of the force
+ * table's element models (spring_idx | tri_idx | bend_idx | tet_idx), so
+ * slot s belongs to the s-th entry of that concatenation. Filling in
+ * ascending s gives every particle its slots in ascending order: the
+ * fixed gather order. */
+static int finalize_incidence(dsBuilder* b, dsModel* m, const dsForceLayout* L) {
+  const int np = b->np;
   int* cnt = m->inc_start;
   for (int k = 0; k < DS__NFORCE; k++) {
     const dsForceModel* F = &ds__forces[k];
     if (F->nvert == 0) continue;
     const int* idx = F->idx(m);
-    const size_t len = (size_t)F->nvert * L.count[k];
+    const size_t len = (size_t)F->nvert * L->count[k];
     for (size_t s = 0; s < len; s++) cnt[idx[s] + 1]++;
   }
   for (int i = 0; i < np; i++) cnt[i + 1] += cnt[i];
   int* fill = (int*)ds__malloc(((size_t)np + 1) * sizeof(int));
-  if (!fill) {
-    ds_model_free(m);
-    return ds__seterr(&b->err, DS_ERR_NOMEM, "out of memory");
-  }
+  if (!fill) return ds__seterr(&b->err, DS_ERR_NOMEM, "out of memory");
   memcpy(fill, cnt, (size_t)np * sizeof(int));
   for (int k = 0; k < DS__NFORCE; k++) {
     const dsForceModel* F = &ds__forces[k];
     if (F->nvert == 0) continue;
     const int* idx = F->idx(m);
-    const size_t len = (size_t)F->nvert * L.count[k];
-    for (size_t s = 0; s < len; s++) m->inc_slot[fill[idx[s]]++] = L.slot[k] + (int)s;
+    const size_t len = (size_t)F->nvert * L->count[k];
+    for (size_t s = 0; s < len; s++) m->inc_slot[fill[idx[s]]++] = L->slot[k] + (int)s;
   }
   ds__free(fill);
-  for (int i = 0; i < np && b->nbody; i++)
-    if (m->particle_body[i] >= 0 && m->inc_start[i + 1] > m->inc_start[i]) {
-      int e = m->particle_body[i];
-      ds_model_free(m);
+  return 0;
+}
+
+/* A rigid body's vertices carry no elements: the body's motion would
+ * override whatever force an element put on them. */
+static int finalize_rigid_check(dsBuilder* b, const dsModel* m) {
+  for (int i = 0; i < b->np && b->nbody; i++)
+    if (m->particle_body[i] >= 0 && m->inc_start[i + 1] > m->inc_start[i])
       return ds__seterr(&b->err, DS_ERR_INVALID,
                         "particle %d (a vertex of body %d) belongs to an element: rigid vertices carry no elements", i,
-                        e);
-    }
+                        m->particle_body[i]);
+  return 0;
+}
+
+int ds_builder_finalize(dsBuilder* b, dsModel** out) {
+  if (!b || !out) return DS_ERR_INVALID;
+  *out = NULL;
+  int rc = finalize_check(b);
+  if (rc) return rc;
+  dsModel counts;
+  dsForceLayout L;
+  if ((rc = finalize_layout(b, &counts, &L))) return rc;
+  dsModel* m = (dsModel*)ds__calloc(1, sizeof *m);
+  if (!m) return ds__seterr(&b->err, DS_ERR_NOMEM, "out of memory");
+  *m = counts;
+  if ((rc = model_alloc(m))) {
+    ds_model_free(m);
+    return ds__seterr(&b->err, DS_ERR_NOMEM, "out of memory allocating the model");
+  }
+  finalize_particles(b, m);
+  rc = finalize_tris(b, m);
+  if (!rc) rc = finalize_bends(b, m);
+  if (!rc) rc = finalize_tets(b, m);
+  if (!rc) {
+    finalize_globals(b, m);
+    finalize_bodies(b, m);
+    rc = finalize_incidence(b, m, &L);
+  }
+  if (!rc) rc = finalize_rigid_check(b, m);
+  if (rc) { /* b->err names the element at fault */
+    ds_model_free(m);
+    return rc;
+  }
   *out = m;
   ds__clearerr(&b->err);
   return 0;

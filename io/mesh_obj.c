@@ -166,6 +166,110 @@ static char* face_vertex_part(char* tok) {
   return tok;
 }
 
+/* The out-of-memory message of a statement's line. */
+static int obj_nomem(char* err, size_t errlen, const char* P, long L) {
+  return ds__puterr(err, errlen, DS_ERR_NOMEM, "%s:%ld: out of memory", P, L);
+}
+
+/* "v x y z [...]": appends one vertex of three finite coordinates; further
+ * numbers (w, colours) are ignored. */
+static int obj_vertex(ObjBuild* b, char* cur, const char* P, long L, char* err, size_t errlen) {
+  if (b->nv >= INT_MAX / 3) return ds__puterr(err, errlen, DS_ERR_PARSE, "%s:%ld: too many vertices", P, L);
+  if (ds__mesh_grow((void**)&b->x, &b->capx, 3 * (size_t)b->nv + 3, sizeof(dsReal)))
+    return obj_nomem(err, errlen, P, L);
+  for (int k = 0; k < 3; k++) {
+    char* tok = ds__mesh_token(&cur);
+    if (!tok)
+      return ds__puterr(err, errlen, DS_ERR_PARSE, "%s:%ld: vertex needs 3 coordinates, found %d", P, L, k);
+    if (ds__mesh_parse_real(tok, &b->x[3 * (size_t)b->nv + k]))
+      return ds__puterr(err, errlen, DS_ERR_PARSE, "%s:%ld: cannot parse '%.40s' as a finite coordinate", P, L,
+                        tok);
+  }
+  b->nv++;
+  return 0;
+}
+
+/* The indices of an "f" statement into b->poly as 0-based vertices (*np of
+ * them): positive indices count 1..nv from the first vertex, negative ones
+ * -1..-nv back from the last vertex read so far. */
+static int obj_face_indices(ObjBuild* b, char* cur, size_t* np_out, const char* P, long L, char* err,
+                            size_t errlen) {
+  size_t np = 0;
+  char* tok;
+  while ((tok = ds__mesh_token(&cur)) != NULL) {
+    char* vp = face_vertex_part(tok);
+    long idx;
+    int pr = vp ? ds__mesh_parse_long(vp, &idx) : -1;
+    if (pr == -1)
+      return ds__puterr(err, errlen, DS_ERR_PARSE, "%s:%ld: cannot parse '%.40s' as a face index", P, L,
+                        vp ? vp : tok);
+    if (pr == 0 && idx == 0)
+      return ds__puterr(err, errlen, DS_ERR_PARSE, "%s:%ld: face index 0 is invalid (OBJ indices start at 1)", P,
+                        L);
+    if (pr == -2 || idx > b->nv || idx < -(long)b->nv) {
+      if (pr == -2 ? vp[0] != '-' : idx > 0)
+        return ds__puterr(err, errlen, DS_ERR_PARSE, "%s:%ld: face index %.40s out of range (1..%d)", P, L, vp,
+                          b->nv);
+      return ds__puterr(err, errlen, DS_ERR_PARSE, "%s:%ld: face index %.40s out of range (-%d..-1)", P, L, vp,
+                        b->nv);
+    }
+    if (ds__mesh_grow((void**)&b->poly, &b->capp, np + 1, sizeof(int))) return obj_nomem(err, errlen, P, L);
+    b->poly[np++] = idx > 0 ? (int)(idx - 1) : (int)(b->nv + idx);
+  }
+  *np_out = np;
+  return 0;
+}
+
+/* "f i j k [...]": a polygon of np >= 3 distinct corners, appended as the
+ * fan (p0, p_i, p_i+1), i = 1..np-2, each triangle remembering line L. */
+static int obj_face(ObjBuild* b, char* cur, const char* P, long L, char* err, size_t errlen) {
+  size_t np = 0;
+  int rc = obj_face_indices(b, cur, &np, P, L, err, errlen);
+  if (rc) return rc;
+  if (np < 3)
+    return ds__puterr(err, errlen, DS_ERR_PARSE, "%s:%ld: face has %zu vertices, needs at least 3", P, L, np);
+  if ((size_t)b->nt + (np - 2) > (size_t)INT_MAX / 3)
+    return ds__puterr(err, errlen, DS_ERR_PARSE, "%s:%ld: too many triangles", P, L);
+  size_t need = (size_t)b->nt + (np - 2);
+  if (ds__mesh_grow((void**)&b->tri, &b->capt, 3 * need, sizeof(int))) return obj_nomem(err, errlen, P, L);
+  if (ds__mesh_grow((void**)&b->tline, &b->capl, need, sizeof(long))) return obj_nomem(err, errlen, P, L);
+  for (size_t i = 1; i + 1 < np; i++) {
+    int a = b->poly[0], c = b->poly[i], d = b->poly[i + 1];
+    if (a == c || a == d || c == d) {
+      int rep = (a == c || a == d) ? a : c;
+      return ds__puterr(err, errlen, DS_ERR_MESH, "%s:%ld: face repeats vertex %d", P, L, rep + 1);
+    }
+    int* f = b->tri + 3 * (size_t)b->nt;
+    f[0] = a, f[1] = c, f[2] = d;
+    b->tline[b->nt++] = L;
+  }
+  return 0;
+}
+
+/* Statements that carry nothing the mesh keeps (normals, texture
+ * coordinates, groups, materials, lines, points): skipped, not errors. */
+static int obj_ignored(const char* kw) {
+  return strcmp(kw, "vn") == 0 || strcmp(kw, "vt") == 0 || strcmp(kw, "vp") == 0 || strcmp(kw, "o") == 0 ||
+         strcmp(kw, "g") == 0 || strcmp(kw, "s") == 0 || strcmp(kw, "usemtl") == 0 || strcmp(kw, "mtllib") == 0 ||
+         strcmp(kw, "l") == 0 || strcmp(kw, "p") == 0;
+}
+
+/* The whole file read: at least one vertex, and every triangle of area
+ * above 1e-12 times the squared bounding-box diagonal (a scale-free test),
+ * a degenerate one named by its line. */
+static int obj_check(const ObjBuild* b, const char* P, char* err, size_t errlen) {
+  if (b->nv == 0) return ds__puterr(err, errlen, DS_ERR_PARSE, "%s: no vertices", P);
+  double diag2 = ds_bbox_diag2(b->x, b->nv);
+  for (int t = 0; t < b->nt; t++) {
+    const int* f = b->tri + 3 * (size_t)t;
+    double area = 0.5 * ds_tri_area2(b->x + 3 * f[0], b->x + 3 * f[1], b->x + 3 * f[2]);
+    if (!(area > 1e-12 * diag2))
+      return ds__puterr(err, errlen, DS_ERR_MESH, "%s:%ld: degenerate triangle (%d, %d, %d), area %g", P,
+                        b->tline[t], f[0] + 1, f[1] + 1, f[2] + 1, area);
+  }
+  return 0;
+}
+
 int ds_mesh_read_obj(const char* path, dsMesh* out, char* err, size_t errlen) {
   if (!out) return ds__puterr(err, errlen, DS_ERR_INVALID, "output mesh is NULL");
   dsMeshLines rd;
@@ -180,104 +284,20 @@ int ds_mesh_read_obj(const char* path, dsMesh* out, char* err, size_t errlen) {
     char* kw = ds__mesh_token(&cur);
     if (!kw) continue;
     long L = rd.lineno;
-    if (strcmp(kw, "v") == 0) {
-      if (b.nv >= INT_MAX / 3) {
-        rc = ds__puterr(err, errlen, DS_ERR_PARSE, "%s:%ld: too many vertices", P, L);
-        goto fail;
-      }
-      if (ds__mesh_grow((void**)&b.x, &b.capx, 3 * (size_t)b.nv + 3, sizeof(dsReal))) goto nomem;
-      for (int k = 0; k < 3; k++) {
-        char* tok = ds__mesh_token(&cur);
-        if (!tok) {
-          rc = ds__puterr(err, errlen, DS_ERR_PARSE, "%s:%ld: vertex needs 3 coordinates, found %d", P, L, k);
-          goto fail;
-        }
-        if (ds__mesh_parse_real(tok, &b.x[3 * (size_t)b.nv + k])) {
-          rc = ds__puterr(err, errlen, DS_ERR_PARSE, "%s:%ld: cannot parse '%.40s' as a finite coordinate", P,
-                            L, tok);
-          goto fail;
-        }
-      }
-      b.nv++; /* further numbers (w, colours) are ignored */
-    } else if (strcmp(kw, "f") == 0) {
-      size_t np = 0;
-      char* tok;
-      while ((tok = ds__mesh_token(&cur)) != NULL) {
-        char* vp = face_vertex_part(tok);
-        long idx;
-        int pr = vp ? ds__mesh_parse_long(vp, &idx) : -1;
-        if (pr == -1) {
-          rc = ds__puterr(err, errlen, DS_ERR_PARSE, "%s:%ld: cannot parse '%.40s' as a face index", P, L,
-                            vp ? vp : tok);
-          goto fail;
-        }
-        if (pr == 0 && idx == 0) {
-          rc = ds__puterr(err, errlen, DS_ERR_PARSE, "%s:%ld: face index 0 is invalid (OBJ indices start at 1)",
-                            P, L);
-          goto fail;
-        }
-        /* positive: 1..nv; negative: relative to the last vertex, -1..-nv */
-        if (pr == -2 || idx > b.nv || idx < -(long)b.nv) {
-          if (pr == -2 ? vp[0] != '-' : idx > 0)
-            rc = ds__puterr(err, errlen, DS_ERR_PARSE, "%s:%ld: face index %.40s out of range (1..%d)", P, L, vp,
-                              b.nv);
-          else
-            rc = ds__puterr(err, errlen, DS_ERR_PARSE, "%s:%ld: face index %.40s out of range (-%d..-1)", P, L,
-                              vp, b.nv);
-          goto fail;
-        }
-        if (ds__mesh_grow((void**)&b.poly, &b.capp, np + 1, sizeof(int))) goto nomem;
-        b.poly[np++] = idx > 0 ? (int)(idx - 1) : (int)(b.nv + idx);
-      }
-      if (np < 3) {
-        rc = ds__puterr(err, errlen, DS_ERR_PARSE, "%s:%ld: face has %zu vertices, needs at least 3", P, L, np);
-        goto fail;
-      }
-      /* fan (p0, p_i, p_i+1), i = 1..np-2 */
-      if ((size_t)b.nt + (np - 2) > (size_t)INT_MAX / 3) {
-        rc = ds__puterr(err, errlen, DS_ERR_PARSE, "%s:%ld: too many triangles", P, L);
-        goto fail;
-      }
-      size_t need = (size_t)b.nt + (np - 2);
-      if (ds__mesh_grow((void**)&b.tri, &b.capt, 3 * need, sizeof(int))) goto nomem;
-      if (ds__mesh_grow((void**)&b.tline, &b.capl, need, sizeof(long))) goto nomem;
-      for (size_t i = 1; i + 1 < np; i++) {
-        int a = b.poly[0], c = b.poly[i], d = b.poly[i + 1];
-        if (a == c || a == d || c == d) {
-          int rep = (a == c || a == d) ? a : c;
-          rc = ds__puterr(err, errlen, DS_ERR_MESH, "%s:%ld: face repeats vertex %d", P, L, rep + 1);
-          goto fail;
-        }
-        int* f = b.tri + 3 * (size_t)b.nt;
-        f[0] = a, f[1] = c, f[2] = d;
-        b.tline[b.nt++] = L;
-      }
-    } else if (strcmp(kw, "vn") == 0 || strcmp(kw, "vt") == 0 || strcmp(kw, "vp") == 0 || strcmp(kw, "o") == 0 ||
-               strcmp(kw, "g") == 0 || strcmp(kw, "s") == 0 || strcmp(kw, "usemtl") == 0 ||
-               strcmp(kw, "mtllib") == 0 || strcmp(kw, "l") == 0 || strcmp(kw, "p") == 0) {
-      continue;
-    } else {
+    rc = 0;
+    if (strcmp(kw, "v") == 0)
+      rc = obj_vertex(&b, cur, P, L, err, errlen);
+    else if (strcmp(kw, "f") == 0)
+      rc = obj_face(&b, cur, P, L, err, errlen);
+    else if (!obj_ignored(kw))
       rc = ds__puterr(err, errlen, DS_ERR_PARSE, "%s:%ld: unknown statement '%.40s'", P, L, kw);
-      goto fail;
-    }
+    if (rc) break;
   }
-  if (rc < 0) goto fail;
-  if (b.nv == 0) {
-    rc = ds__puterr(err, errlen, DS_ERR_PARSE, "%s: no vertices", P);
-    goto fail;
-  }
-  {
-    /* degenerate triangles, named by their line */
-    double diag2 = ds_bbox_diag2(b.x, b.nv);
-    for (int t = 0; t < b.nt; t++) {
-      const int* f = b.tri + 3 * (size_t)t;
-      double area = 0.5 * ds_tri_area2(b.x + 3 * f[0], b.x + 3 * f[1], b.x + 3 * f[2]);
-      if (!(area > 1e-12 * diag2)) {
-        rc = ds__puterr(err, errlen, DS_ERR_MESH, "%s:%ld: degenerate triangle (%d, %d, %d), area %g", P,
-                          b.tline[t], f[0] + 1, f[1] + 1, f[2] + 1, area);
-        goto fail;
-      }
-    }
+  if (!rc) rc = obj_check(&b, P, err, errlen);
+  if (rc) {
+    ds__lines_close(&rd);
+    obj_free(&b);
+    return rc;
   }
   ds__lines_close(&rd);
   ds__free(b.tline);
@@ -289,10 +309,4 @@ int ds_mesh_read_obj(const char* path, dsMesh* out, char* err, size_t errlen) {
   out->ntet = 0;
   out->tet = NULL;
   return 0;
-nomem:
-  rc = ds__puterr(err, errlen, DS_ERR_NOMEM, "%s:%ld: out of memory", P, rd.lineno);
-fail:
-  ds__lines_close(&rd);
-  obj_free(&b);
-  return rc;
 }

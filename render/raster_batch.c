@@ -280,23 +280,31 @@ static void io_layout(int W, int H, int levels, IoLayout* L) {
   L->size = L->st + DSR_LSTAT;
 }
 
-static int img_loss(dsBatchRaster* r, const dsLossDef* def) {
-  dsrLossConst* lc = &r->a.lc;
-  IoLayout L;
-  io_layout(lc->W, lc->H, def->levels, &L);
-  if (!r->a.ws) { /* the first such loss: room for the most levels, so it never grows */
-    IoLayout Lmax;
-    io_layout(lc->W, lc->H, DS_LOSS_MAX_LEVELS, &Lmax);
-    double* ws = (double*)take(r, sizeof(double) * Lmax.size * (size_t)r->a.B);
-    if (!ws) {
-      char need[32];
-      return ds__seterr(&r->err, DS_ERR_NOMEM, "batched render: %s loss of %d images: cannot allocate %s",
-                        def->kind == DS_LOSS_DSSIM ? "D-SSIM" : "multi-scale", r->a.B,
-                        ds_format_size(sizeof(double) * Lmax.size * (size_t)r->a.B, need, sizeof need));
-    }
-    r->a.ws = ws;
-    r->a.wsz = Lmax.size;
+/* The workspace, taken once on the first multi-level or D-SSIM loss and
+ * sized for DS_LOSS_MAX_LEVELS, so a later loss with more levels never
+ * grows it (no allocation after the first loss call). */
+static int img_workspace(dsBatchRaster* r, const dsLossDef* def) {
+  if (r->a.ws) return 0;
+  const dsrLossConst* lc = &r->a.lc;
+  IoLayout Lmax;
+  io_layout(lc->W, lc->H, DS_LOSS_MAX_LEVELS, &Lmax);
+  double* ws = (double*)take(r, sizeof(double) * Lmax.size * (size_t)r->a.B);
+  if (!ws) {
+    char need[32];
+    return ds__seterr(&r->err, DS_ERR_NOMEM, "batched render: %s loss of %d images: cannot allocate %s",
+                      def->kind == DS_LOSS_DSSIM ? "D-SSIM" : "multi-scale", r->a.B,
+                      ds_format_size(sizeof(double) * Lmax.size * (size_t)r->a.B, need, sizeof need));
   }
+  r->a.ws = ws;
+  r->a.wsz = Lmax.size;
+  return 0;
+}
+
+/* def's constants for the stages: level weights, SSIM C1, C2 and window
+ * radius, the Gaussian window g_i = exp(-i^2 / (2 sigma^2)) (unnormalised:
+ * the filters divide by the taps inside the image) and the 5-tap binomial
+ * blur (1 4 6 4 1)/16. */
+static void img_consts(dsrLossConst* lc, const dsLossDef* def) {
   lc->levels = def->levels;
   for (int i = 0; i < def->levels; i++) lc->weights[i] = def->weights[i];
   lc->C1 = def->ssim_c1;
@@ -307,117 +315,159 @@ static int img_loss(dsBatchRaster* r, const dsLossDef* def) {
   lc->bk[0] = 6.0 / 16;
   lc->bk[1] = 4.0 / 16;
   lc->bk[2] = 1.0 / 16;
-  const int n0 = 4 * lc->W * lc->H;
+}
+
+/* The image and the goal in level 0 of pyramids a and b, each further level
+ * the previous one blurred in x, then y, and every other pixel kept; the
+ * gradient pyramid g zeroed. */
+static int img_pyramids(dsBatchRaster* r, const dsLossDef* def, const IoLayout* L, int n0) {
   dsrImgOp o = io_of(DSR_IO_IN, n0);
-  o.a = L.pa;
-  o.b = L.pb;
+  o.a = L->pa;
+  o.b = L->pb;
   int rc = io_run(r, &o);
-  /* the pyramids: blur x, blur y, every other pixel */
   for (int lv = 0; lv + 1 < def->levels && !rc; lv++)
     for (int q = 0; q < 2 && !rc; q++) {
-      const size_t src = (q ? L.pb : L.pa) + L.off[lv], dst = (q ? L.pb : L.pa) + L.off[lv + 1];
-      const int w = L.lw[lv], h = L.lh[lv];
-      rc = io_filt(r, 0, 0, 0, w, h, src, L.t0);
-      if (!rc) rc = io_filt(r, 0, 0, 1, w, h, L.t0, L.t1);
+      const size_t src = (q ? L->pb : L->pa) + L->off[lv], dst = (q ? L->pb : L->pa) + L->off[lv + 1];
+      const int w = L->lw[lv], h = L->lh[lv];
+      rc = io_filt(r, 0, 0, 0, w, h, src, L->t0);
+      if (!rc) rc = io_filt(r, 0, 0, 1, w, h, L->t0, L->t1);
       if (!rc) {
-        o = io_of(DSR_IO_DECIM, L.lw[lv + 1] * L.lh[lv + 1]);
+        o = io_of(DSR_IO_DECIM, L->lw[lv + 1] * L->lh[lv + 1]);
         o.w = w;
         o.h = h;
-        o.W = L.lw[lv + 1];
-        o.H = L.lh[lv + 1];
-        o.a = L.t1;
+        o.W = L->lw[lv + 1];
+        o.H = L->lh[lv + 1];
+        o.a = L->t1;
         o.c = dst;
         rc = io_run(r, &o);
       }
     }
-  if (!rc) rc = io_zero(r, L.pg, (int)(L.pb - L.pa));
-  /* each level's value and its gradient */
+  if (!rc) rc = io_zero(r, L->pg, (int)(L->pb - L->pa));
+  return rc;
+}
+
+/* Level lv's D-SSIM with weight wgt: the SSIM maps mx = G a, my = G b,
+ * sxx = G a^2, syy = G b^2, sxy = G ab, the per-value SSIM and the level's
+ * sum; then its gradient into g (a's level lv in the gradient pyramid). */
+static int img_level_dssim(dsBatchRaster* r, const IoLayout* L, int lv, double wgt) {
+  const int w = L->lw[lv], h = L->lh[lv], n = 4 * w * h;
+  const size_t a = L->pa + L->off[lv], b = L->pb + L->off[lv], g = L->pg + L->off[lv];
+  const size_t mx = L->ss, my = mx + (size_t)n, sxx = my + (size_t)n, syy = sxx + (size_t)n, sxy = syy + (size_t)n;
+  static const int sq[3][2] = {{0, 0}, {1, 1}, {0, 1}};
+  dsrImgOp o;
+  int rc = io_gauss(r, w, h, a, mx, L->t0);
+  if (!rc) rc = io_gauss(r, w, h, b, my, L->t0);
+  for (int k = 0; k < 3 && !rc; k++) { /* a a, b b, a b */
+    o = io_of(DSR_IO_MUL, n);
+    o.a = sq[k][0] ? b : a;
+    o.b = sq[k][1] ? b : a;
+    o.c = L->t1;
+    rc = io_run(r, &o);
+    if (!rc) rc = io_gauss(r, w, h, L->t1, k == 0 ? sxx : k == 1 ? syy : sxy, L->t0);
+  }
+  if (!rc) {
+    o = io_of(DSR_IO_SSIM, n);
+    o.c = mx;
+    o.e = L->sv;
+    o.wgt = wgt;
+    rc = io_run(r, &o);
+  }
+  if (!rc) {
+    o = io_of(DSR_IO_SSIM_SUM, 1);
+    o.w = w;
+    o.h = h;
+    o.e = L->sv;
+    o.lvl = L->lvl;
+    o.slot = lv;
+    rc = io_run(r, &o);
+  }
+  /* g += G^T dmx + 2 a G^T dsxx + b G^T dsxy (my, syy: scratch) */
+  if (!rc) rc = io_gauss_T(r, w, h, mx, g, L->t0);
+  if (!rc) rc = io_zero(r, my, n);
+  if (!rc) rc = io_gauss_T(r, w, h, sxx, my, L->t0);
+  if (!rc) rc = io_zero(r, syy, n);
+  if (!rc) rc = io_gauss_T(r, w, h, sxy, syy, L->t0);
+  if (!rc) {
+    o = io_of(DSR_IO_COMBINE, n);
+    o.a = a;
+    o.b = b;
+    o.c = g;
+    o.d = my;
+    o.e = syy;
+    rc = io_run(r, &o);
+  }
+  return rc;
+}
+
+/* Level lv's MSE or L1 with weight wgt: its gradient into g, its value into
+ * the level sums. */
+static int img_level_pixel(dsBatchRaster* r, const IoLayout* L, int lv, double wgt) {
+  const int w = L->lw[lv], h = L->lh[lv], n = 4 * w * h;
+  const size_t a = L->pa + L->off[lv], b = L->pb + L->off[lv], g = L->pg + L->off[lv];
+  dsrImgOp o = io_of(DSR_IO_LVL_GRAD, n);
+  o.a = a;
+  o.b = b;
+  o.c = g;
+  o.wgt = wgt;
+  int rc = io_run(r, &o);
+  if (!rc) {
+    o = io_of(DSR_IO_LVL_SUM, 1);
+    o.w = w;
+    o.h = h;
+    o.a = a;
+    o.b = b;
+    o.lvl = L->lvl;
+    o.slot = lv;
+    rc = io_run(r, &o);
+  }
+  return rc;
+}
+
+/* The gradient down the pyramid, coarsest level first: level lv += B^T D^T
+ * of level lv+1, with D keeping every other pixel (its transpose scatters
+ * them back) and B the separable blur (transposed: y, then x). */
+static int img_grad_down(dsBatchRaster* r, const dsLossDef* def, const IoLayout* L) {
+  int rc = 0;
+  for (int lv = def->levels - 2; lv >= 0 && !rc; lv--) {
+    const int w = L->lw[lv], h = L->lh[lv];
+    rc = io_zero(r, L->t1, 4 * w * h);
+    if (!rc) {
+      dsrImgOp o = io_of(DSR_IO_SCATTER, L->lw[lv + 1] * L->lh[lv + 1]);
+      o.w = w;
+      o.h = h;
+      o.W = L->lw[lv + 1];
+      o.H = L->lh[lv + 1];
+      o.a = L->pg + L->off[lv + 1];
+      o.c = L->t1;
+      rc = io_run(r, &o);
+    }
+    if (!rc) rc = io_zero(r, L->t0, 4 * w * h);
+    if (!rc) rc = io_filt(r, 1, 0, 1, w, h, L->t1, L->t0);
+    if (!rc) rc = io_filt(r, 1, 0, 0, w, h, L->t0, L->pg + L->off[lv]);
+  }
+  return rc;
+}
+
+/* A multi-scale or D-SSIM loss as image operations: pyramids, each level
+ * with a nonzero weight valued and differentiated, the gradient carried
+ * down to level 0, then the total (with the moments term) and the image
+ * gradient out. */
+static int img_loss(dsBatchRaster* r, const dsLossDef* def) {
+  dsrLossConst* lc = &r->a.lc;
+  IoLayout L;
+  io_layout(lc->W, lc->H, def->levels, &L);
+  int rc = img_workspace(r, def);
+  if (rc) return rc;
+  img_consts(lc, def);
+  const int n0 = 4 * lc->W * lc->H;
+  rc = img_pyramids(r, def, &L, n0);
   for (int lv = 0; lv < def->levels && !rc; lv++) {
     const double wgt = def->weights[lv];
     if (wgt == 0) continue;
-    const int w = L.lw[lv], h = L.lh[lv], n = 4 * w * h;
-    const size_t a = L.pa + L.off[lv], b = L.pb + L.off[lv], g = L.pg + L.off[lv];
-    if (def->kind == DS_LOSS_DSSIM) {
-      const size_t mx = L.ss, my = mx + (size_t)n, sxx = my + (size_t)n, syy = sxx + (size_t)n, sxy = syy + (size_t)n;
-      static const int sq[3][2] = {{0, 0}, {1, 1}, {0, 1}};
-      rc = io_gauss(r, w, h, a, mx, L.t0);
-      if (!rc) rc = io_gauss(r, w, h, b, my, L.t0);
-      for (int k = 0; k < 3 && !rc; k++) { /* a a, b b, a b */
-        o = io_of(DSR_IO_MUL, n);
-        o.a = sq[k][0] ? b : a;
-        o.b = sq[k][1] ? b : a;
-        o.c = L.t1;
-        rc = io_run(r, &o);
-        if (!rc) rc = io_gauss(r, w, h, L.t1, k == 0 ? sxx : k == 1 ? syy : sxy, L.t0);
-      }
-      if (!rc) {
-        o = io_of(DSR_IO_SSIM, n);
-        o.c = mx;
-        o.e = L.sv;
-        o.wgt = wgt;
-        rc = io_run(r, &o);
-      }
-      if (!rc) {
-        o = io_of(DSR_IO_SSIM_SUM, 1);
-        o.w = w;
-        o.h = h;
-        o.e = L.sv;
-        o.lvl = L.lvl;
-        o.slot = lv;
-        rc = io_run(r, &o);
-      }
-      /* g += G^T dmx + 2 a G^T dsxx + b G^T dsxy (my, syy: scratch) */
-      if (!rc) rc = io_gauss_T(r, w, h, mx, g, L.t0);
-      if (!rc) rc = io_zero(r, my, n);
-      if (!rc) rc = io_gauss_T(r, w, h, sxx, my, L.t0);
-      if (!rc) rc = io_zero(r, syy, n);
-      if (!rc) rc = io_gauss_T(r, w, h, sxy, syy, L.t0);
-      if (!rc) {
-        o = io_of(DSR_IO_COMBINE, n);
-        o.a = a;
-        o.b = b;
-        o.c = g;
-        o.d = my;
-        o.e = syy;
-        rc = io_run(r, &o);
-      }
-    } else {
-      o = io_of(DSR_IO_LVL_GRAD, n);
-      o.a = a;
-      o.b = b;
-      o.c = g;
-      o.wgt = wgt;
-      rc = io_run(r, &o);
-      if (!rc) {
-        o = io_of(DSR_IO_LVL_SUM, 1);
-        o.w = w;
-        o.h = h;
-        o.a = a;
-        o.b = b;
-        o.lvl = L.lvl;
-        o.slot = lv;
-        rc = io_run(r, &o);
-      }
-    }
+    rc = def->kind == DS_LOSS_DSSIM ? img_level_dssim(r, &L, lv, wgt) : img_level_pixel(r, &L, lv, wgt);
   }
-  /* the gradient down the pyramid: every other pixel back, then the blur's transpose */
-  for (int lv = def->levels - 2; lv >= 0 && !rc; lv--) {
-    const int w = L.lw[lv], h = L.lh[lv];
-    rc = io_zero(r, L.t1, 4 * w * h);
-    if (!rc) {
-      o = io_of(DSR_IO_SCATTER, L.lw[lv + 1] * L.lh[lv + 1]);
-      o.w = w;
-      o.h = h;
-      o.W = L.lw[lv + 1];
-      o.H = L.lh[lv + 1];
-      o.a = L.pg + L.off[lv + 1];
-      o.c = L.t1;
-      rc = io_run(r, &o);
-    }
-    if (!rc) rc = io_zero(r, L.t0, 4 * w * h);
-    if (!rc) rc = io_filt(r, 1, 0, 1, w, h, L.t1, L.t0);
-    if (!rc) rc = io_filt(r, 1, 0, 0, w, h, L.t0, L.pg + L.off[lv]);
-  }
+  if (!rc) rc = img_grad_down(r, def, &L);
+  dsrImgOp o;
   if (!rc) {
     o = io_of(DSR_IO_TOTAL, 1);
     o.lvl = L.lvl;
