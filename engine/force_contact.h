@@ -131,7 +131,10 @@ DS_HD DS_INLINE void ds__contact_bwd(const dsReal x[3], const dsReal v[3], const
  * cost a pass and a buffer, and adding the buffer would not round the same
  * way (f += contact on the slot sum, not slot sum + (0 + contact)).
  * Scratch: [dL/dke, kd, kf, mu, skin] per particle, summed in particle order. */
-DS_HD DS_INLINE int ds__contact_count(const dsModel* m) { return m->ground ? m->nparticle : 0; }
+/* On for every particle when the ground is (the gather's per-particle test:
+ * one load). */
+DS_HD DS_INLINE int ds__contact_on(const dsModel* m) { return m->ground; }
+DS_HD DS_INLINE int ds__contact_count(const dsModel* m) { return ds__contact_on(m) ? m->nparticle : 0; }
 
 DS_HD DS_INLINE dsContactParam ds__contact_param(const dsModel* m) {
   dsContactParam cp = {m->contact_ke[0], m->contact_kd[0], m->contact_kf[0], m->contact_mu[0], m->contact_skin[0]};

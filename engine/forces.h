@@ -21,14 +21,15 @@
  * A row is X(ROW, name, kind, shared, nshared):
  *   ROW      DS__F_<ROW> (its index) and DS__FORCE_<ROW> (its descriptor);
  *   name     prefix of its bodies: ds__<name>_fwd_elem / _bwd_elem for an
- *            element model, ds__<name>_count / _pfwd / _pbwd for a
- *            per-particle one;
+ *            element model, ds__<name>_on / _count / _pfwd / _pbwd for a
+ *            per-particle one (on: a DS_HD test of the model, cheap, as the
+ *            gather makes it per particle);
  *   kind     ELEM: element model (owns or adds into slots): a forward and a
  *            backward stage in the batch, DS__BS_<ROW>_FWD / _BWD;
  *            ELEM_J: an ELEM that also writes J (det F) per element, which
  *            the step checks for inversion;
  *            PARTICLE: per-particle model, run inside the gather (serial and
- *            batched) when ds__<name>_count(m) > 0, in list order;
+ *            batched) when ds__<name>_on(m), in list order;
  *   shared   SHARED: its backward writes per-element partials of nshared
  *            shared scalars (scratch, nshared reals per element), which the
  *            batch's REDUCE sums in element order and adds through

@@ -431,7 +431,8 @@ void ds__rigid_initial(const dsModel* m, int b, dsReal s[13]);
  * The particle contact row skips rigid vertices; this row handles them with
  * their body's coefficients. Scratch per particle: dL/d[ke, kd, kf, mu, e,
  * m, skin], summed serially in particle order into the body's gradients. */
-DS_HD DS_INLINE int ds__rcontact_count(const dsModel* m) { return m->ground && m->nbody ? m->nparticle : 0; }
+DS_HD DS_INLINE int ds__rcontact_on(const dsModel* m) { return m->ground && m->nbody; }
+DS_HD DS_INLINE int ds__rcontact_count(const dsModel* m) { return ds__rcontact_on(m) ? m->nparticle : 0; }
 
 DS_HD DS_INLINE dsRigidContact ds__rcontact_param(const dsModel* m, int b) {
   dsRigidContact p = {m->body_ke[b], m->body_kd[b],   m->body_kf[b],      m->body_mu[b],

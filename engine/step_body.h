@@ -62,7 +62,7 @@ DS_HD DS_INLINE void ds__gather_fwd_particle(const dsModel* m, const dsStepFwd* 
     fi[2] += fs[2];
   }
 #define DS__PFWD_ROW(row, name, kind, shared, nshared) \
-  DS__IF_PART_##kind(if (ds__##name##_count(m) > 0) ds__##name##_pfwd(m, i, a->x, a->v, fi);)
+  DS__IF_PART_##kind(if (ds__##name##_on(m)) ds__##name##_pfwd(m, i, a->x, a->v, fi);)
   DS_FORCE_MODELS(DS__PFWD_ROW)
 #undef DS__PFWD_ROW
   if (a->f) {
@@ -127,7 +127,7 @@ DS_HD DS_INLINE void ds__gather_bwd_particle(const dsModel* m, const dsStepBwd* 
     avl[2] += a->aev[o + 2];
   }
 #define DS__PBWD_ROW(row, name, kind, shared, nshared) \
-  DS__IF_PART_##kind(if (ds__##name##_count(m) > 0)                            \
+  DS__IF_PART_##kind(if (ds__##name##_on(m))                                    \
                        ds__##name##_pbwd(m, i, a->xt, a->vt, a->af, ax, avl, a->scr[DS__F_##row]);)
   DS_FORCE_MODELS(DS__PBWD_ROW)
 #undef DS__PBWD_ROW
