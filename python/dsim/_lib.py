@@ -261,6 +261,11 @@ run_env = _fn("ds_run_env", P, P)
 run_log_path = _fn("ds_run_log_path", S, P)
 run_method_name = _fn("ds_run_method_name", S, P)
 run_last_error = _fn("ds_run_last_error", S, P)
+# dsim/runlog.h
+_DP = ctypes.POINTER(ctypes.c_double)
+runlog_read_iterations_c = _fn("ds_runlog_read_iterations", I, S, IP, ctypes.POINTER(_DP), ctypes.POINTER(_DP),
+                               ctypes.POINTER(_DP), ctypes.POINTER(_DP), S, Z)
+runlog_free = _fn("ds_runlog_free", None, P)
 
 
 # -- errors ------------------------------------------------------------------------------
@@ -399,6 +404,23 @@ def run_result(p) -> dict:
     run_result_c(p, ctypes.byref(r))
     out = {name: getattr(r, name) for name, _ in RunResult._fields_}
     out["status"] = r.status.decode(errors="replace")
+    return out
+
+
+def runlog_iterations(path: str) -> dict:
+    """A run log's per-iteration series (loss, metric, wall_time, grad_norm)
+    as lists of floats (ds_runlog_read_iterations)."""
+    n = INT()
+    arrs = [_DP() for _ in range(4)]
+    err = ctypes.create_string_buffer(_ERRLEN)
+    rc = runlog_read_iterations_c(os.fspath(path).encode(), ctypes.byref(n), *[ctypes.byref(a) for a in arrs], err,
+                                  _ERRLEN)
+    if rc:
+        raise DsimError(os.fspath(path), "cannot read the run log", rc, err.value.decode(errors="replace"))
+    out = {}
+    for name, a in zip(("loss", "metric", "wall_time", "grad_norm"), arrs):
+        out[name] = [a[i] for i in range(n.value)] if a else []
+        runlog_free(ctypes.cast(a, P))
     return out
 
 

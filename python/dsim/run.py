@@ -5,7 +5,9 @@
 
 or one iteration at a time (``run.step()`` until ``run.done``), then
 ``run.finish()``. The config is a run config file (a path), a dict of a whole
-run config, or the name of an env class (its bundled defaults). Overrides
+run config, or the name of an env class: its bundled config (configs/NAME.json,
+found as `dsim run NAME` finds it; ``run.config_path`` says which file), or,
+where none is installed, the class's defaults. Overrides
 name keys as ``SECTION.KEY`` (sections env, controller, run; ``dsim config
 --keys`` lists them); the library checks each value as it checks a config
 file, and its message names the key. With ``log=True`` the run writes its
@@ -20,22 +22,45 @@ import os
 from . import _lib
 from ._lib import DsimError
 
-__all__ = ["Run"]
+__all__ = ["Run", "bundled_config"]
 
 
-def _config(config) -> tuple[str, str]:
-    """(label, JSON text) of a run config given as a path, a dict or a class name."""
+def bundled_config(name: str) -> str | None:
+    """The bundled config file of env class `name` (configs/NAME.json), looked
+    for as `dsim run NAME` does: under $DS_SRCDIR/configs, beside the loaded
+    library in a build tree, then in the installed share/dsim/configs; None
+    when there is none."""
+    lib_dir = os.path.dirname(os.path.abspath(_lib.path))
+    dirs = []
+    if os.environ.get("DS_SRCDIR"):
+        dirs.append(os.path.join(os.environ["DS_SRCDIR"], "configs"))
+    for up in (".", "..", os.path.join("..", "..")):  # build tree: .libs/libdsim.so -> configs/
+        dirs.append(os.path.normpath(os.path.join(lib_dir, up, "configs")))
+    dirs.append(os.path.normpath(os.path.join(lib_dir, "..", "share", "dsim", "configs")))
+    for d in dirs:
+        f = os.path.join(d, name + ".json")
+        if os.path.isfile(f):
+            return f
+    return None
+
+
+def _config(config) -> tuple[str, str, str]:
+    """(label, JSON text, file or "") of a run config given as a path, a
+    dict or a class name (its bundled config, else the class's defaults)."""
     if isinstance(config, dict):
-        return "config", json.dumps(config)
+        return "config", json.dumps(config), ""
     path = os.fspath(config)
+    if not os.path.isfile(path) and path in _lib.class_names():
+        found = bundled_config(path)
+        if not found:
+            return path, json.dumps({"env": {"name": path}}), ""
+        path = found
     if os.path.isfile(path):
         try:
             with open(path) as f:
-                return path, f.read()
+                return path, f.read(), path
         except OSError as e:
             raise DsimError(path, f"cannot read config: {e}") from None
-    if path in _lib.class_names():
-        return path, json.dumps({"env": {"name": path}})
     raise DsimError(path, "neither a config file nor an env class "
                           f"(registered: {', '.join(_lib.class_names())})", _lib.DS_ERR_NOTFOUND)
 
@@ -49,7 +74,7 @@ class Run:
     """One run: env, controller, optimiser iterations, run log, result."""
 
     def __init__(self, config, overrides: dict | None = None, log: bool = False, overwrite: bool = False):
-        self.label, text = _config(config)
+        self.label, text, self.config_path = _config(config)
         ov = [_override(k, v) for k, v in (overrides or {}).items()]
         self._p = _lib.run_create(self.label, text, ov, log, overwrite)
         self._finished = False
