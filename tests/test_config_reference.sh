@@ -52,7 +52,7 @@ fi
 # Relative links: [text](target) where target is neither a URL nor a bare
 # #anchor; the #anchor part of target is dropped and the rest must exist
 # beside the page that links it.
-for page in README.md CHANGELOG.md python/README.md docs/*.md; do
+for page in README.md CHANGELOG.md python/README.md $(cd "$DS_SRCDIR" && ls docs/*.md); do
   [ -f "$DS_SRCDIR/$page" ] || { echo "FAIL: $page is missing"; fail=1; continue; }
   dir=$(dirname "$DS_SRCDIR/$page")
   grep -o '\]([^)]*)' "$DS_SRCDIR/$page" | sed 's/^](//; s/)$//; s/#.*//; s/ .*//' | while read -r target; do
