@@ -10,6 +10,7 @@ file, and its message names the key.
 """
 from __future__ import annotations
 
+import difflib
 import json
 import os
 
@@ -50,7 +51,21 @@ def _resolve(name: str, key: str, keys: list[str]) -> str:
         return hits[0]
     if len(hits) > 1:
         raise DsimError(name, f"config key {key!r} is ambiguous: {', '.join(hits)}; give the dotted path")
-    return k
+    raise DsimError(name, f"unknown config key {key!r}{suggest(k, keys)} (`dsim config --keys` lists them)",
+                    _lib.DS_ERR_CONFIG)
+
+
+def suggest(key: str, keys: list[str]) -> str:
+    """' (did you mean "a.b"?)' for the key nearest to `key`, by its dotted
+    path or its last part (what a keyword argument gives), or ''."""
+    leaves = {}
+    for p in keys:
+        leaves.setdefault(p.split(".")[-1], p)
+    hit = difflib.get_close_matches(key, keys, n=1, cutoff=0.75)
+    if not hit:
+        near = difflib.get_close_matches(key.split(".")[-1], list(leaves), n=1, cutoff=0.75)
+        hit = [leaves[near[0]]] if near else []
+    return f" (did you mean {hit[0]!r}?)" if hit else ""
 
 
 def config_text(name: str, config=None, overrides: dict | None = None, label: str | None = None) -> str:
