@@ -43,6 +43,8 @@ check "the same plugin twice" 0 "$DSIM" run myenv --plugin ./myenv.so --plugin "
 check "without the plugin" 3 "$DSIM" run myenv --iterations 1 --out run3.h5
 expect "without the plugin" "'myenv' is neither a config file nor a bundled config"
 case $LAST in *"myenv,"*|*"myenv)"*) echo "FAIL: the not-found list names myenv, which it refuses"; fail=1 ;; esac
+check "unknown name, plugin loaded" 3 "$DSIM" run nosuch --plugin ./myenv.so --iterations 1 --out run4.h5
+case $LAST in *"myenv,"*|*"myenv)"*) echo "FAIL: the not-found list names myenv (it runs, but not as a config)"; fail=1 ;; esac
 # every name the message lists is a bundled config (one of dsim config --paths' folders has it)
 names=$(printf '%s\n' "$LAST" | sed -n "s/.*bundled config (\(.*\))$/\1/p" | tr ',' ' ')
 [ -n "$names" ] || { echo "FAIL: the not-found message lists no bundled configs"; fail=1; }

@@ -51,21 +51,22 @@ def _resolve(name: str, key: str, keys: list[str]) -> str:
         return hits[0]
     if len(hits) > 1:
         raise DsimError(name, f"config key {key!r} is ambiguous: {', '.join(hits)}; give the dotted path")
-    raise DsimError(name, f"unknown config key {key!r}{suggest(k, keys)} (`dsim config --keys` lists them)",
-                    _lib.DS_ERR_CONFIG)
+    if "." not in k:  # a keyword names a key by its last part: the library's suggestion compares whole paths
+        near = suggest(k, keys)
+        if near:
+            raise DsimError(name, "cannot create the env", _lib.DS_ERR_CONFIG,
+                            f'unknown key "env.{k}" (did you mean "env.{near}"?)')
+    return k  # the library rejects it with its own message (and its suggestion)
 
 
-def suggest(key: str, keys: list[str]) -> str:
-    """' (did you mean "a.b"?)' for the key nearest to `key`, by its dotted
-    path or its last part (what a keyword argument gives), or ''."""
+def suggest(key: str, keys: list[str]) -> str | None:
+    """The dotted key whose last part is nearest to `key` (a keyword
+    argument's name: substepz -> physics.substeps), or None."""
     leaves = {}
     for p in keys:
         leaves.setdefault(p.split(".")[-1], p)
-    hit = difflib.get_close_matches(key, keys, n=1, cutoff=0.75)
-    if not hit:
-        near = difflib.get_close_matches(key.split(".")[-1], list(leaves), n=1, cutoff=0.75)
-        hit = [leaves[near[0]]] if near else []
-    return f" (did you mean {hit[0]!r}?)" if hit else ""
+    near = difflib.get_close_matches(key, list(leaves), n=1, cutoff=0.75)
+    return leaves[near[0]] if near else None
 
 
 def config_text(name: str, config=None, overrides: dict | None = None, label: str | None = None) -> str:
