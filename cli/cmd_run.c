@@ -390,7 +390,7 @@ static int resolve(const RunArgs* a, Run* r, dsEnvDef* ed, dsTrainerDef* td, dsR
   char* text = NULL;
   int rc;
   if (class_defaults(a->target)) { /* {"env": {"name": NAME}}: the class's defaults */
-    snprintf(r->path, sizeof r->path, "%s (class defaults)", a->target);
+    snprintf(r->path, sizeof r->path, "class defaults"); /* the header reads "dsim run: NAME (class defaults)" */
     char cfg[256];
     snprintf(cfg, sizeof cfg, "{\"env\": {\"name\": \"%s\"}}", a->target);
     rc = ds_run_defs_from_text(r->path, cfg, ed, td, rd, err, sizeof err);

@@ -36,7 +36,7 @@ esac
 
 # a registered class without a config file runs with its defaults
 check "run myenv" 0 "$DSIM" run myenv --plugin ./myenv.so --iterations 2 --out run.h5
-expect "run myenv: defaults" "dsim run: myenv (myenv (class defaults))"
+expect "run myenv: defaults" "dsim run: myenv (class defaults)"
 expect "run myenv: summary" "summary: myenv image seed 0: 2 iterations, status completed"
 check "run myenv, --plugin=FILE after the name" 0 "$DSIM" run myenv --iterations 1 --plugin=./myenv.so --out run1.h5
 check "the same plugin twice" 0 "$DSIM" run myenv --plugin ./myenv.so --plugin "$dir/myenv.so" --iterations 1 --out run2.h5
