@@ -3,6 +3,7 @@
 #define DSIM_CLI_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include "dsim/device.h"
 
@@ -38,6 +39,16 @@ int ds__cli_config(int argc, char** argv);
 /* Load a plugin (cli/plugin.c) for command cmd; DS_EXIT_OK or an exit code
  * after printing why. */
 int ds__cli_load_plugin(const char* cmd, const char* path);
+/* The shared --plugin option of every command that takes an env: 0 when
+ * argv[*i] is not --plugin; else 1, with *i moved past its value and *rc
+ * DS_EXIT_OK (loaded, or loaded before) or an exit code after printing why. */
+int ds__cli_plugin_option(const char* cmd, int argc, char** argv, int* i, int* rc);
+/* The plugins loaded so far (their paths as given; NULL past the count). */
+int ds__cli_plugin_count(void);
+const char* ds__cli_plugin_path(int i);
+/* The --plugin lines of a command's usage text, the option in a column of
+ * width col. */
+void ds__cli_plugin_usage(FILE* out, int col);
 /* run.device (text, set by `what`: "--device" or "run.device"): DS_EXIT_OK for
  * the CPU, else a message on stderr and DS_EXIT_USAGE (cli/device.c). */
 int ds__cli_check_device(const char* cmd, const char* what, const char* text, dsDevice* out);

@@ -22,12 +22,14 @@ static void usage(FILE* out) {
           "usage: dsim config [--plugin FILE.so] [ENV-NAME|CONFIG]\n"
           "       dsim config [--plugin FILE.so] --keys [ENV-NAME]\n"
           "       dsim config [--plugin FILE.so] --reference\n"
+          "       dsim config --paths\n"
           "\n"
           "Print the complete run config (sections env, controller, run; every key with its\n"
           "value): the defaults of ENV-NAME (default control-fem), or CONFIG with the keys it\n"
           "leaves out filled in. --keys lists every key with its type, range, default and\n"
           "meaning. --reference prints every env class's keys and the controller, run and\n"
-          "sysid sections' as Markdown (docs/config.md). Environments: ");
+          "sysid sections' as Markdown (docs/config.md). --paths prints the folders bundled\n"
+          "configs are read from, in order ($DSIM_CONFIG_DIR first when set). Environments: ");
   for (int i = 0; i < ds_env_class_count(); i++) fprintf(out, "%s%s", i ? ", " : "", ds_env_class_at(i)->name);
   fprintf(out, ".\n");
 }
@@ -227,8 +229,23 @@ static int print_config(const char* arg) {
   return DS_EXIT_OK;
 }
 
+/* The folders bundled configs are read from, in order (ds_run_config_dir),
+ * each marked when it exists. */
+static int print_paths(void) {
+  char dir[4096];
+  printf("bundled configs (NAME.json) are read from the first of these folders that has the file:\n");
+  for (int i = 0; ds_run_config_dir(i, dir, sizeof dir) != DS_ERR_NOTFOUND; i++) {
+    struct stat st;
+    if (!dir[0]) continue;
+    const int there = stat(dir, &st) == 0 && S_ISDIR(st.st_mode);
+    printf("  %s%s\n", dir, there ? "" : "  (absent)");
+  }
+  printf("($DSIM_CONFIG_DIR, when set, comes first.)\n");
+  return DS_EXIT_OK;
+}
+
 int ds__cli_config(int argc, char** argv) {
-  int keys = 0, reference = 0;
+  int keys = 0, reference = 0, rc = 0;
   const char* arg = NULL;
   for (int i = 1; i < argc; i++) {
     if (ds__cli_is_help(argv[i])) {
@@ -239,12 +256,9 @@ int ds__cli_config(int argc, char** argv) {
       keys = 1;
     } else if (!strcmp(argv[i], "--reference")) {
       reference = 1;
-    } else if (!strcmp(argv[i], "--plugin")) {
-      if (i + 1 >= argc) {
-        fprintf(stderr, "dsim config: option '--plugin' needs a value\n");
-        return DS_EXIT_USAGE;
-      }
-      int rc = ds__cli_load_plugin("config", argv[++i]);
+    } else if (!strcmp(argv[i], "--paths")) {
+      return print_paths();
+    } else if (ds__cli_plugin_option("config", argc, argv, &i, &rc)) {
       if (rc) return rc;
     } else if (argv[i][0] == '-') {
       fprintf(stderr, "dsim config: unknown option '%s'\nRun 'dsim config --help' for the options.\n", argv[i]);

@@ -48,7 +48,9 @@ static void usage(FILE* out) {
           "  --device D        run.device: cpu (default), cuda or cuda:N (the physics on that GPU)\n"
           "  --group           evaluate the grid in lockstep batches of up to 256 points (on a GPU:\n"
           "                    one engine for a batch; the default there)\n"
-          "  --set S.K=V       any config key (env, sysid or run section)\n"
+          "  --set S.K=V       any config key (env, sysid or run section)\n");
+  ds__cli_plugin_usage(out, 20);
+  fprintf(out,
           "\n"
           "exit status: 0 success, 1 run-time failure, 2 usage error, 3 bad config.\n");
 }
@@ -123,6 +125,11 @@ static int parse_args(int argc, char** argv, LsArgs* a) {
     if (ds__cli_is_help(f)) {
       usage(stdout);
       return -1;
+    }
+    int prc = 0;
+    if (ds__cli_plugin_option("landscape", argc, argv, &i, &prc)) {
+      if (prc) return prc;
+      continue;
     }
     const int needs = !strcmp(f, "--range1") || !strcmp(f, "--range2") || !strcmp(f, "--object") ||
                       !strcmp(f, "--threads") || !strcmp(f, "--out") || !strcmp(f, "--set") || !strcmp(f, "--device");

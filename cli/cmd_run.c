@@ -12,11 +12,10 @@
  * config accepts.
  *
  * Config search (ENV-NAME or no argument = "control-fem"): an argument that
- * names an existing file is that file; otherwise NAME.json is looked up in
- *   1. $DS_SRCDIR/configs            (set by `make check`)
- *   2. the source tree's configs/    (compile-time DS_CONFIGS_SRCDIR)
- *   3. next to the executable: DIR/configs, DIR/../configs, DIR/../share/dsim/configs
- *   4. the installed $(pkgdatadir)/configs (compile-time DS_CONFIGS_DATADIR).
+ * names an existing file is that file; otherwise the bundled NAME.json
+ * (ds_run_find_config, dsim/run.h, has the order of folders; `dsim config
+ * --paths` prints them); otherwise, for a registered class without one (a
+ * plugin's), the class's defaults: the config {"env": {"name": NAME}}.
  *
  * SIGINT, SIGTERM, SIGHUP: the current iteration finishes, the best and
  * last episodes are recorded (a second signal skips that), the log is closed
@@ -30,9 +29,10 @@
  * The best episode is the iteration whose metric is closest to the env's
  * metric goal (ds_env_metric_goal: 0 for a squared distance to the target,
  * the goal offset for a displacement). */
-#define _POSIX_C_SOURCE 200809L /* sigaction, readlink */
+#define _POSIX_C_SOURCE 200809L /* sigaction */
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -46,13 +46,6 @@
 
 #include "cli/cli.h"
 #include "dsim/dsim.h"
-
-#ifndef DS_CONFIGS_SRCDIR
-#  define DS_CONFIGS_SRCDIR ""
-#endif
-#ifndef DS_CONFIGS_DATADIR
-#  define DS_CONFIGS_DATADIR ""
-#endif
 
 #define RUN_MAX_OVERRIDES 128
 /* columns of the usage text */
@@ -90,10 +83,10 @@ static void usage(FILE* out) {
     col += w;
   }
   fprintf(out,
-          "\npicks that env's bundled config; without either, the bundled control-fem config.\n"
-          "Bundled configs are searched in $DS_SRCDIR/configs, the source tree's configs/,\n"
-          "next to the executable (configs, ../configs, ../share/dsim/configs), then the\n"
-          "installed share/dsim/configs.\n"
+          "\nruns that env's bundled config (NAME.json), or the class's defaults where it has\n"
+          "none (a --plugin class); without either, the bundled control-fem config. Bundled\n"
+          "configs are read from $DSIM_CONFIG_DIR, then next to the library (a build tree's\n"
+          "configs/, an install's share/dsim/configs); `dsim config --paths` prints the folders.\n"
           "\n"
           "Each flag sets one config key and is checked like it (default: the config's value):\n"
           "  --iterations N  run.iterations: optimisation iterations, one rollout each\n"
@@ -118,9 +111,9 @@ static void usage(FILE* out) {
           "  --decay-every N, --decay-factor F   controller.decay_every, .decay_factor: step decay\n"
           "  --population K, --elite E           controller.population, .elite: CEM\n"
           "  --set KEY=VALUE any key, e.g. --set env.physics.substeps=600,\n"
-          "                  --set controller.phases=4, --set run.seed=2\n"
-          "  --plugin FILE   load a shared object whose dsim_plugin_init() registers environment\n"
-          "                  classes (ds_env_register); its env.name then works like a bundled one\n"
+          "                  --set controller.phases=4, --set run.seed=2\n");
+  ds__cli_plugin_usage(out, 17);
+  fprintf(out,
           "\n"
           "Output: a progress bar on a terminal, else one line per iteration; then a summary\n"
           "(initial and final metric, best iteration, wall time). Ctrl-C (or SIGTERM, SIGHUP)\n"
@@ -167,8 +160,6 @@ typedef struct RunArgs {
   int nov;
   int run_flags;       /* controller/run keys were given (their errors are usage errors) */
   int force;           /* --force: replace an existing --out */
-  const char* plugins[16];
-  int nplugins;
 } RunArgs;
 
 static int usage_error(const char* fmt, const char* a, const char* b) {
@@ -247,7 +238,11 @@ static int parse_args(int argc, char** argv, RunArgs* a) {
     const Flag* f = NULL;
     for (size_t q = 0; q < NFLAGS; q++)
       if (!strcmp(flag, g_flags[q].flag)) f = &g_flags[q];
-    const int plugin = !strcmp(flag, "--plugin");
+    int prc = 0;
+    if (ds__cli_plugin_option("run", argc, argv, &i, &prc)) {
+      if (prc) return prc;
+      continue;
+    }
     if (!strcmp(flag, "--force")) {
       if (val) return usage_error("%s: takes no value, got '%s'", flag, val);
       a->force = 1;
@@ -261,7 +256,7 @@ static int parse_args(int argc, char** argv, RunArgs* a) {
       ds_set_memory_limit(bytes);
       continue;
     }
-    if (!f && strcmp(flag, "--set") && !plugin) return usage_error("unknown option '%s'%s", flag, "");
+    if (!f && strcmp(flag, "--set")) return usage_error("unknown option '%s'%s", flag, "");
     if (f && f->fixed) {
       if (val) return usage_error("%s: takes no value, got '%s'", flag, val);
       val = f->fixed;
@@ -269,8 +264,7 @@ static int parse_args(int argc, char** argv, RunArgs* a) {
       if (i + 1 >= argc) return usage_error("option '%s' needs a value%s", flag, "");
       val = argv[++i];
     }
-    if (plugin && a->nplugins < (int)(sizeof a->plugins / sizeof a->plugins[0])) a->plugins[a->nplugins++] = val;
-    int rc = plugin ? ds__cli_load_plugin("run", val) : f ? add_override(a, flag, f->section, f->key, val) : parse_set(a, val);
+    int rc = f ? add_override(a, flag, f->section, f->key, val) : parse_set(a, val);
     if (rc) return rc;
   }
   return DS_EXIT_OK;
@@ -280,41 +274,6 @@ static int parse_args(int argc, char** argv, RunArgs* a) {
 static int is_file(const char* p) {
   struct stat st;
   return stat(p, &st) == 0 && S_ISREG(st.st_mode);
-}
-
-/* dst = a + b; -1 when it does not fit */
-static int join(char* dst, size_t n, const char* a, const char* b) {
-  if (!dst || !n) return -1;
-  int k = snprintf(dst, n, "%s%s", a, b);
-  return k < 0 || (size_t)k >= n ? -1 : 0;
-}
-
-/* find NAME.json along the search order; 0 when found */
-static int find_config(const char* name, char* path, size_t len) {
-  char dirs[6][4096];
-  int n = 0;
-  const char* src = getenv("DS_SRCDIR");
-  if (src && *src && !join(dirs[n], sizeof dirs[0], src, "/configs")) n++;
-  if (*DS_CONFIGS_SRCDIR && !join(dirs[n], sizeof dirs[0], DS_CONFIGS_SRCDIR, "")) n++;
-  char exe[4096];
-  ssize_t k = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (k > 0) {
-    exe[k] = 0;
-    char* slash = strrchr(exe, '/');
-    if (slash) {
-      *slash = 0;
-      if (!join(dirs[n], sizeof dirs[0], exe, "/configs")) n++;
-      if (!join(dirs[n], sizeof dirs[0], exe, "/../configs")) n++;
-      if (!join(dirs[n], sizeof dirs[0], exe, "/../share/dsim/configs")) n++;
-    }
-  }
-  if (*DS_CONFIGS_DATADIR && !join(dirs[n], sizeof dirs[0], DS_CONFIGS_DATADIR, "")) n++;
-  char file[512];
-  if (join(file, sizeof file, "/", name) || join(file + strlen(file), sizeof file - strlen(file), ".json", ""))
-    return -1;
-  for (int i = 0; i < n; i++)
-    if (!join(path, len, dirs[i], file) && is_file(path)) return 0;
-  return -1;
 }
 
 static void fmt_time(double s, char* buf, size_t n) {
@@ -353,13 +312,32 @@ int ds__cli_locate_config(const char* cmd, const char* target, char* path, size_
     fprintf(stderr, "dsim %s: %s: cannot open: %s\n", cmd, name, strerror(ENOENT));
     return DS_EXIT_INPUT;
   }
-  if (find_config(name, path, len) == 0) return 0;
-  char names[512] = "";
-  for (int i = 0; i < ds_env_class_count(); i++) {
-    size_t k = strlen(names);
-    snprintf(names + k, sizeof names - k, "%s%s", i ? ", " : "", ds_env_class_at(i)->name);
+  if (ds_run_find_config(name, path, len, NULL, 0) == 0) return 0;
+  /* only names that are there: the configs found (each folder of the search
+   * order, first one of a name wins) */
+  char names[1024] = "";
+  char dir[4096];
+  struct dirent** list = NULL;
+  for (int i = 0; ds_run_config_dir(i, dir, sizeof dir) != DS_ERR_NOTFOUND; i++) {
+    const int m = dir[0] ? scandir(dir, &list, NULL, alphasort) : -1;
+    for (int q = 0; q < m; q++) {
+      const struct dirent* e = list[q];
+      const size_t n = strlen(e->d_name);
+      char one[260], file[4096];
+      if (n < 6 || strcmp(e->d_name + n - 5, ".json") || n - 5 >= sizeof one) continue;
+      snprintf(one, sizeof one, "%.*s", (int)(n - 5), e->d_name);
+      if (ds_run_find_config(one, file, sizeof file, NULL, 0) || strncmp(file, dir, strlen(dir)) ||
+          file[strlen(dir)] != '/')
+        continue; /* an earlier folder has it: listed there */
+      size_t k = strlen(names);
+      snprintf(names + k, sizeof names - k, "%s%s", k ? ", " : "", one);
+    }
+    for (int q = 0; q < m; q++) free(list[q]);
+    free(list);
+    list = NULL;
   }
-  fprintf(stderr, "dsim %s: '%s' is neither a config file nor a bundled config (%s)\n", cmd, name, names);
+  fprintf(stderr, "dsim %s: '%s' is neither a config file nor a bundled config (%s)\n", cmd, name,
+          names[0] ? names : "none found: `dsim config --paths` lists the folders searched");
   return DS_EXIT_INPUT;
 }
 
@@ -372,8 +350,8 @@ static int choose_output(const RunArgs* a, Run* r) {
   if (rd->out[0]) {
     snprintf(r->out, sizeof r->out, "%s", rd->out);
     const char* what = ds__cli_same_file(r->out, r->path) ? "the run's config file" : NULL;
-    for (int i = 0; i < a->nplugins && !what; i++)
-      if (ds__cli_same_file(r->out, a->plugins[i])) what = "a plugin the run loads";
+    for (int i = 0; i < ds__cli_plugin_count() && !what; i++)
+      if (ds__cli_same_file(r->out, ds__cli_plugin_path(i))) what = "a plugin the run loads";
     if (what) {
       fprintf(stderr, "dsim run: --out %s is %s: refusing to replace an input with the run log\n", r->out, what);
       return DS_EXIT_USAGE;
@@ -396,16 +374,32 @@ static int choose_output(const RunArgs* a, Run* r) {
   return DS_EXIT_OK;
 }
 
+/* 1 when target is a registered class with neither a file nor a bundled
+ * config of that name (a plugin's class): the run takes its defaults. */
+static int class_defaults(const char* target) {
+  char path[4096];
+  struct stat st;
+  return target && ds_env_class_find(target) && strlen(target) < 200 && !strpbrk(target, "/\"\\") &&
+         stat(target, &st) != 0 && ds_run_find_config(target, path, sizeof path, NULL, 0) != 0;
+}
+
 /* Config -> env, controller and run definitions with the command line's
  * keys applied (the command line's rules for their errors), checked. */
 static int resolve(const RunArgs* a, Run* r, dsEnvDef* ed, dsTrainerDef* td, dsRunDef* rd) {
   char err[1024];
   char* text = NULL;
-  int rc = ds__cli_locate_config("run", a->target, r->path, sizeof r->path);
-  if (rc) return rc;
-  if ((rc = ds_config_read_file(r->path, &text, err, sizeof err)) == 0)
-    rc = ds_run_defs_from_text(r->path, text, ed, td, rd, err, sizeof err);
-  ds_config_free_text(text);
+  int rc;
+  if (class_defaults(a->target)) { /* {"env": {"name": NAME}}: the class's defaults */
+    snprintf(r->path, sizeof r->path, "class defaults"); /* the header reads "dsim run: NAME (class defaults)" */
+    char cfg[256];
+    snprintf(cfg, sizeof cfg, "{\"env\": {\"name\": \"%s\"}}", a->target);
+    rc = ds_run_defs_from_text(r->path, cfg, ed, td, rd, err, sizeof err);
+  } else {
+    if ((rc = ds__cli_locate_config("run", a->target, r->path, sizeof r->path))) return rc;
+    if ((rc = ds_config_read_file(r->path, &text, err, sizeof err)) == 0)
+      rc = ds_run_defs_from_text(r->path, text, ed, td, rd, err, sizeof err);
+    ds_config_free_text(text);
+  }
   if (rc) {
     fprintf(stderr, "dsim run: %s\n", err);
     return ds__cli_exit_code(rc, DS_CLI_INPUT);

@@ -116,7 +116,9 @@ static void usage(FILE* out) {
           "  --force           replace existing outputs\n"
           "  --quiet           no per-iteration progress\n"
           "  --set S.K=V       any config key, e.g. --set env.render.width=32\n"
-          "  --collect LOG...  merge the logs of earlier runs (shards) into one table\n"
+          "  --collect LOG...  merge the logs of earlier runs (shards) into one table\n");
+  ds__cli_plugin_usage(out, 20);
+  fprintf(out,
           "\n"
           "exit status: 0 success, 1 run-time failure, 2 usage error (including an output\n"
           "that exists), 3 bad input (config, frames, camera file, log), 128 + signal when stopped.\n");
@@ -158,6 +160,11 @@ static int parse_args(int argc, char** argv, Args* a) {
     }
     if (a->collect && f[0] != '-') {
       a->logs[a->nlogs++] = argv[i];
+      continue;
+    }
+    int prc = 0;
+    if (ds__cli_plugin_option("sysid", argc, argv, &i, &prc)) {
+      if (prc) return prc;
       continue;
     }
     int done = 0;

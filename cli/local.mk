@@ -24,3 +24,13 @@ EXTRA_DIST += tests/test_cli.sh tests/test_run_cli.sh tests/test_export.sh tests
 check_PROGRAMS += tests/test_exit_codes
 tests_test_exit_codes_SOURCES = tests/test_exit_codes.c cli/exit.c
 TESTS += tests/test_exit_codes
+# the plugin template of docs/plugins.md, built as the page says and run by
+# every command that takes an env; bundled configs found from a copied tree
+TESTS += tests/test_plugin_template.sh tests/test_plugin_configs.sh
+EXTRA_DIST += tests/test_plugin_template.sh tests/test_plugin_configs.sh examples/plugin/myenv.c \
+  examples/plugin/myenv-sysid.json docs/plugins.md
+# the test plugin sees the public headers only, as a user's would
+tests_hang_plugin_la_CPPFLAGS = -I$(top_srcdir)/include -I$(top_builddir)/include
+# configure links configs/ into a build outside the source tree (configure.ac)
+distclean-local:
+	-test ! -L configs || rm -f configs

@@ -21,3 +21,7 @@ TESTS += tests/test_sysid_group
 check_PROGRAMS += tests/test_run
 tests_test_run_SOURCES = tests/test_run.c
 TESTS += tests/test_run
+# bundled configs found next to the library at run time (dsim/run.h), then
+# in the installed datadir
+libdsim_core_la_SOURCES += controllers/run_config_find.c
+libdsim_core_la_CPPFLAGS += -DDS_CONFIGS_DATADIR='"$(pkgdatadir)/configs"'

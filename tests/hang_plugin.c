@@ -1,7 +1,10 @@
 /* A `dsim run --plugin` shared object: registers the hanging-spring class
- * (tests/hang_env.h). Built against the public headers only; its ds_*
- * references resolve to the dsim program that loads it. */
-#include "tests/hang_env.h"
+ * (hang_env.h beside it). Built against the public headers only (nothing of
+ * the build tree's: no config.h, no internal include path), as a user's
+ * plugin is (docs/plugins.md; tests/test_plugin_template.sh compiles it with
+ * the documented command); its ds_* references resolve to the dsim program
+ * that loads it. */
+#include "hang_env.h"
 
 /* The entry point dsim looks up: register the classes, return 0 or a code. */
 DS_API extern const int dsim_plugin_abi;

@@ -1,6 +1,6 @@
 #!/bin/sh
 # `dsim run`: flags and their errors (exit codes of cli/cli.h), config lookup
-# by env name (through $DS_SRCDIR/configs), short runs of every method and of
+# by env name (through $DSIM_CONFIG_DIR), short runs of every method and of
 # MPC on shortened scenes, the run log they leave, and SIGINT / SIGTERM: the
 # current iteration finishes, the log is closed as "interrupted", exit status
 # 130 / 143.
@@ -13,7 +13,7 @@ trap 'rm -rf "$dir"' EXIT
 hdf5=1
 "$DSIM" info | grep -q "HDF5:       off" && hdf5=0
 
-# shortened scenes, found by name through $DS_SRCDIR/configs
+# shortened scenes, found by name through $DSIM_CONFIG_DIR
 mkdir -p "$dir/src/configs"
 cat >"$dir/src/configs/walker.json" <<'JSON'
 { "env": { "name": "walker",
@@ -69,11 +69,11 @@ check "config: unknown section" 3 "$DSIM" run "$dir/badsec.json"; expect "config
 check "two configs" 2 "$DSIM" run "$W" "$W";               expect "two configs" "unexpected argument"
 check "bad threads" 2 "$DSIM" run "$W" --threads -1;       expect "bad threads" "--threads: run.threads: expected an integer in [0, 4096]"
 check "missing config" 3 "$DSIM" run "$dir/none.json";     expect "missing config" "none.json: cannot open"
-check "unknown env" 3 env DS_SRCDIR="$dir/src" "$DSIM" run frobnicator; expect "unknown env" "'frobnicator' is neither"
+check "unknown env" 3 env DSIM_CONFIG_DIR="$dir/src/configs" "$DSIM" run frobnicator; expect "unknown env" "'frobnicator' is neither"
 check "bad config" 3 "$DSIM" run "$dir/bad.json" --out "$dir/bad.h5"; expect "bad config" "env.physics.substeps: expected an integer"
 
 # by env name, default output path (runs/ in the current directory), the config's iterations
-( cd "$dir" && DS_SRCDIR="$dir/src" "$DSIM" run walker ) >"$dir/name.txt" 2>&1; st=$?
+( cd "$dir" && DSIM_CONFIG_DIR="$dir/src/configs" "$DSIM" run walker ) >"$dir/name.txt" 2>&1; st=$?
 LAST=$(cat "$dir/name.txt")
 [ "$st" = 0 ] || { echo "FAIL: run walker by name: exit $st"; sed 's/^/  | /' "$dir/name.txt"; fail=1; }
 expect "by name: progress lines" "iteration 3/3 loss"
@@ -90,7 +90,7 @@ if [ "$hdf5" = 1 ]; then
 fi
 
 # no argument: the bundled control-fem config
-check "default config" 0 env DS_SRCDIR="$dir/src" "$DSIM" run --out "$dir/fem.h5" --threads 1
+check "default config" 0 env DSIM_CONFIG_DIR="$dir/src/configs" "$DSIM" run --out "$dir/fem.h5" --threads 1
 expect "default config" "control-fem"
 expect "default config: threads" "1 thread,"
 

@@ -22,7 +22,7 @@ __version__ = _lib.version()
 __all__ = ["Env", "Lockstep", "Run", "DsimError", "classes", "class_keys", "build_info", "real_dtype", "load_plugin", "env_id",
            "set_num_threads", "__version__"]
 
-_plugins = []  # keep loaded plugins alive
+_plugins = {}  # (device, inode) of each loaded plugin -> (the loaded object, the class names it added)
 
 
 def set_num_threads(n: int):
@@ -33,17 +33,27 @@ def set_num_threads(n: int):
 def load_plugin(path) -> list[str]:
     """Load a dsim plugin (a shared object exporting dsim_plugin_init and
     dsim_plugin_abi, as for `dsim run --plugin`): registers its env classes
-    in the library and with Gymnasium. Returns the new class names."""
+    in the library and with Gymnasium. Returns the new class names. Loading
+    the same file again (by any path to it) is a no-op that returns the same
+    names."""
     path = os.fspath(path)
+    try:
+        st = os.stat(path)
+        key = (st.st_dev, st.st_ino)
+    except OSError:
+        key = None  # the loader's message says why
+    if key in _plugins:
+        return list(_plugins[key][1])
     before = set(classes())
-    _plugins.append(_lib.load_plugin_so(path))
+    so = _lib.load_plugin_so(path)
     new = [c for c in classes() if c not in before]
+    _plugins[key] = (so, new)
     try:
         from . import gym as _gym
         _gym.register_envs()
     except ImportError:
         pass
-    return new
+    return list(new)
 
 
 try:  # Gymnasium is optional for the plain API

@@ -251,6 +251,8 @@ run_default_options = _fn("ds_default_run_options", RunOptions)
 run_create_from_text = _fn("ds_run_create_from_text", I, S, S, ctypes.POINTER(S), I, ctypes.POINTER(RunOptions),
                            ctypes.POINTER(P), S, Z)
 run_destroy = _fn("ds_run_destroy", None, P)
+run_config_dir_c = _fn("ds_run_config_dir", I, I, S, Z)
+run_find_config_c = _fn("ds_run_find_config", I, S, S, Z, S, Z)
 run_done = _fn("ds_run_done", I, P)
 run_step_c = _fn("ds_run_step", I, P, P)
 run_finish = _fn("ds_run_finish", I, P)
@@ -476,6 +478,27 @@ def load_plugin_so(path: str):
     if rc:
         raise DsimError("plugin", f"{path}: dsim_plugin_init failed", rc, strerror(rc))
     return so
+
+
+def find_config(name: str):
+    """ds_run_find_config: the path of the bundled config NAME.json (the
+    library's search order: $DSIM_CONFIG_DIR, next to the library, the
+    installed datadir), or None when there is none."""
+    buf = ctypes.create_string_buffer(4096)
+    err = ctypes.create_string_buffer(_ERRLEN)
+    rc = run_find_config_c(name.encode(), buf, 4096, err, _ERRLEN)
+    return buf.value.decode() if rc == 0 else None
+
+
+def config_dirs() -> list[str]:
+    """The folders bundled configs are read from, in order (ds_run_config_dir)."""
+    out, buf = [], ctypes.create_string_buffer(4096)
+    i = 0
+    while run_config_dir_c(i, buf, 4096) == 0:
+        if buf.value:
+            out.append(buf.value.decode())
+        i += 1
+    return out
 
 
 def abi_names() -> list[str]:

@@ -10,6 +10,7 @@ file, and its message names the key.
 """
 from __future__ import annotations
 
+import difflib
 import json
 import os
 
@@ -50,7 +51,22 @@ def _resolve(name: str, key: str, keys: list[str]) -> str:
         return hits[0]
     if len(hits) > 1:
         raise DsimError(name, f"config key {key!r} is ambiguous: {', '.join(hits)}; give the dotted path")
-    return k
+    if "." not in k:  # a keyword names a key by its last part: the library's suggestion compares whole paths
+        near = suggest(k, keys)
+        if near:
+            raise DsimError(name, "cannot create the env", _lib.DS_ERR_CONFIG,
+                            f'unknown key "env.{k}" (did you mean "env.{near}"?)')
+    return k  # the library rejects it with its own message (and its suggestion)
+
+
+def suggest(key: str, keys: list[str]) -> str | None:
+    """The dotted key whose last part is nearest to `key` (a keyword
+    argument's name: substepz -> physics.substeps), or None."""
+    leaves = {}
+    for p in keys:
+        leaves.setdefault(p.split(".")[-1], p)
+    near = difflib.get_close_matches(key, list(leaves), n=1, cutoff=0.75)
+    return leaves[near[0]] if near else None
 
 
 def config_text(name: str, config=None, overrides: dict | None = None, label: str | None = None) -> str:

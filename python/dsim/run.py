@@ -26,22 +26,14 @@ __all__ = ["Run", "bundled_config"]
 
 
 def bundled_config(name: str) -> str | None:
-    """The bundled config file of env class `name` (configs/NAME.json), looked
-    for as `dsim run NAME` does: under $DS_SRCDIR/configs, beside the loaded
-    library in a build tree, then in the installed share/dsim/configs; None
-    when there is none."""
-    lib_dir = os.path.dirname(os.path.abspath(_lib.path))
-    dirs = []
-    if os.environ.get("DS_SRCDIR"):
-        dirs.append(os.path.join(os.environ["DS_SRCDIR"], "configs"))
-    for up in (".", "..", os.path.join("..", "..")):  # build tree: .libs/libdsim.so -> configs/
-        dirs.append(os.path.normpath(os.path.join(lib_dir, up, "configs")))
-    dirs.append(os.path.normpath(os.path.join(lib_dir, "..", "share", "dsim", "configs")))
-    for d in dirs:
-        f = os.path.join(d, name + ".json")
-        if os.path.isfile(f):
-            return f
-    return None
+    """The bundled config file of env class `name` (NAME.json), found by the
+    library as `dsim run NAME` finds it (ds_run_find_config: under
+    $DSIM_CONFIG_DIR when set, next to the loaded library, then the installed
+    share/dsim/configs; ``dsim._lib.config_dirs()`` lists them); None when
+    there is none."""
+    if not name or "/" in name:
+        return None
+    return _lib.find_config(name)
 
 
 def _config(config) -> tuple[str, str, str]:
