@@ -21,3 +21,6 @@ TESTS += tests/test_sysid_group
 check_PROGRAMS += tests/test_run
 tests_test_run_SOURCES = tests/test_run.c
 TESTS += tests/test_run
+# a killed run's best episode at most RUN_BEST_LAG iterations stale (20 kills of dsim run)
+TESTS += tests/test_run_kill_best.sh
+EXTRA_DIST += tests/test_run_kill_best.sh

@@ -146,7 +146,8 @@ struct dsSysid {
   double *x, *u, *gu, *gx, *x0, *best, *truth, *ulo, *uhi, *itx, *uprev;
   unsigned char* fixed; /* nval: values held at 0 (see Param.zero) */
   double best_loss, f, f0;
-  int have_truth, iter, have_f, converged;
+  int have_truth, iter, have_f;
+  const char* stop;        /* L-BFGS: why it stopped (NULL: it has steps left) */
   int *vparam;
   /* video */
   dsSysidVideo video;
@@ -624,13 +625,25 @@ static int sysid_create(const dsEnvDef* env_def, const dsSysidDef* def, int obje
 
 static int finish_iteration(dsSysid* s, dsSysidIter* it, int rc, int nev);
 
+/* 1 when every component of dL/du is 0 or pushes u out of its bounds */
+static int projected_gradient_zero(const dsSysid* s) {
+  for (int i = 0; i < s->nval; i++) {
+    const double g = s->gu[i];
+    const int held = (s->u[i] <= s->ulo[i] && g > 0) || (s->u[i] >= s->uhi[i] && g < 0);
+    if (g != 0 && !held) return 0;
+  }
+  return 1;
+}
+
+const char* ds_sysid_stop_reason(const dsSysid* s) { return s && s->stop ? s->stop : ""; }
+
 int ds_sysid_iterate(dsSysid* s, dsSysidIter* it) {
   if (!s || !it) return DS_ERR_INVALID;
   ds__clearerr(&s->err);
   memset(it, 0, sizeof *it);
   it->iteration = s->iter;
   int rc = 0, nev = 0;
-  if (s->lb && s->have_f && s->converged) {
+  if (s->lb && s->have_f && s->stop) {
     nev = 0;
   } else if (s->lb && s->have_f) {
     rc = ds_lbfgs_step(s->lb, s->u, &s->f, s->gu, objective, s, &nev);
@@ -639,7 +652,7 @@ int ds_sysid_iterate(dsSysid* s, dsSysidIter* it) {
       rc = ds_lbfgs_step(s->lb, s->u, &s->f, s->gu, objective, s, &nev2);
       nev += nev2;
       if (rc == DS_ERR_RANGE) {
-        s->converged = 1;
+        s->stop = "converged: no decrease along steepest descent (line search)";
         rc = 0;
       }
     }
@@ -666,8 +679,10 @@ int ds_sysid_iterate(dsSysid* s, dsSysidIter* it) {
 static int finish_iteration(dsSysid* s, dsSysidIter* it, int rc, int nev) {
   if (rc) return s->err.code ? rc : ds__seterr(&s->err, rc, "iteration %d failed (%s)", s->iter, ds_strerror(rc));
   if (s->iter == 0) s->f0 = s->f;
-  /* L-BFGS: the loss at round-off of its start: nothing left to find */
-  if (s->lb && s->f <= 1e-15 * s->f0) s->converged = 1;
+  /* L-BFGS: the loss at round-off of its start, or no component of the
+   * gradient that a step within the bounds could follow: nothing left to find */
+  if (s->lb && !s->stop && s->f <= 1e-15 * s->f0) s->stop = "converged: loss at most 1e-15 of its initial value";
+  if (s->lb && !s->stop && projected_gradient_zero(s)) s->stop = "gradient tolerance: the projected gradient is 0";
   if (s->lb)
     u_to_x(s, s->u, s->x); /* the accepted point (a trial that failed may have been evaluated last) */
   else

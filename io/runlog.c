@@ -963,12 +963,11 @@ static int read_header(Rd* r, dsRunSummary* s, int n, double* goal, int* has_goa
     if ((rc = rd_open(r, gp, H5I_GROUP, 0, &g))) return rc;
     s->has_episode[i] = g >= 0;
     if (i == 1 && g >= 0) {
-      /* The writer knows what "best" means for its task (the walkers'
-       * metric is a displacement to bring to a goal, not a cost): take the
-       * iteration of the logged best episode. */
+      /* which iteration the kept best episode is: a killed run's may be
+       * older than the lowest loss of the series */
       long long it = -1;
       rc = rd_int_attr(r, g, gp, "iteration", 0, 0, INT_MAX, &it, NULL, &present);
-      if (rc == DS_OK && present && it < n) s->best_iteration = (int)it;
+      if (rc == DS_OK && present && it < n) s->best_episode_iteration = (int)it;
     }
     rd_close(g);
     if (rc) return rc;
@@ -978,7 +977,7 @@ static int read_header(Rd* r, dsRunSummary* s, int n, double* goal, int* has_goa
 
 int ds_runlog_read_summary(const char* path, dsRunSummary* s, char* err, size_t errlen) {
   memset(s, 0, sizeof *s);
-  s->best_iteration = -1;
+  s->best_iteration = s->best_episode_iteration = -1;
   double *loss = NULL, *metric = NULL, *wall = NULL;
   int n = 0;
   int rc = ds_runlog_read_iterations(path, &n, &loss, &metric, &wall, NULL, err, errlen);
@@ -999,16 +998,10 @@ int ds_runlog_read_summary(const char* path, dsRunSummary* s, char* err, size_t 
       s->first_metric = metric[0];
       s->last_metric = metric[n - 1];
       s->wall_time = wall[n - 1];
-      if (s->best_iteration < 0) {
-        /* no best episode logged (a killed run): the metric closest to the
-         * run's goal, or the lowest metric in logs without a goal */
-        s->best_iteration = 0;
-        for (int i = 1; i < n; i++) {
-          const double a = has_goal ? fabs(metric[i] - goal) : metric[i];
-          const double b = has_goal ? fabs(metric[s->best_iteration] - goal) : metric[s->best_iteration];
-          if (a < b) s->best_iteration = i;
-        }
-      }
+      /* the best is the lowest loss, what the optimiser minimises (dsim/run.h) */
+      s->best_iteration = 0;
+      for (int i = 1; i < n; i++)
+        if (loss[i] < loss[s->best_iteration]) s->best_iteration = i;
       s->best_loss = loss[s->best_iteration];
       s->best_metric = metric[s->best_iteration];
     } else {
@@ -1016,7 +1009,7 @@ int ds_runlog_read_summary(const char* path, dsRunSummary* s, char* err, size_t 
     }
   } else {
     memset(s, 0, sizeof *s);
-    s->best_iteration = -1;
+    s->best_iteration = s->best_episode_iteration = -1;
   }
   ds__free(loss);
   ds__free(metric);
