@@ -348,10 +348,14 @@ int ds_runlog_write_episode(dsRunLog* log, const char* which, const dsEpisodeRec
   if ((ep->frames || ep->goal) && (ep->height < 1 || ep->width < 1 || (ep->frames && ep->nframes < 1)))
     return ds__seterr(&log->eb, DS_ERR_INVALID, "%s: episode %s: %d frames of %d x %d", log->path, which, ep->nframes,
                       ep->height, ep->width);
-  char gpath[64];
+  /* written as /episodes/<which>.writing and linked as <which> once it is
+   * complete and flushed: a run killed while writing keeps the previous
+   * episode readable (or none), never a half-written one */
+  char gpath[64], tpath[80];
   snprintf(gpath, sizeof gpath, "/episodes/%s", which);
-  if (H5Lexists(log->file, gpath, H5P_DEFAULT) > 0) H5Ldelete(log->file, gpath, H5P_DEFAULT);
-  hid_t g = H5Gcreate2(log->file, gpath, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  snprintf(tpath, sizeof tpath, "%s.writing", gpath);
+  if (H5Lexists(log->file, tpath, H5P_DEFAULT) > 0) H5Ldelete(log->file, tpath, H5P_DEFAULT);
+  hid_t g = H5Gcreate2(log->file, tpath, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
   int ok = g >= 0;
   ok = ok && write_int_attr(g, "iteration", ep->iteration) >= 0 && write_dbl_attr(g, "loss", ep->loss) >= 0 &&
        write_dbl_attr(g, "metric", ep->metric) >= 0 && write_dbl_attr(g, "dt", ep->dt) >= 0 &&
@@ -376,6 +380,9 @@ int ds_runlog_write_episode(dsRunLog* log, const char* which, const dsEpisodeRec
                      "RGBA 0..255") >= 0;
   }
   if (g >= 0) H5Gclose(g);
+  ok = ok && H5Fflush(log->file, H5F_SCOPE_GLOBAL) >= 0;
+  if (ok && H5Lexists(log->file, gpath, H5P_DEFAULT) > 0) ok = H5Ldelete(log->file, gpath, H5P_DEFAULT) >= 0;
+  ok = ok && H5Lmove(log->file, tpath, log->file, gpath, H5P_DEFAULT, H5P_DEFAULT) >= 0;
   if (!ok || H5Fflush(log->file, H5F_SCOPE_GLOBAL) < 0)
     return ds__seterr(&log->eb, DS_ERR_IO, "%s: cannot write episode %s", log->path, which);
   return DS_OK;

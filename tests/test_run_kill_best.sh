@@ -8,7 +8,8 @@
 #   - the kept best episode E (info's "best episode: iteration E" line, or B
 #     when there is none) has a loss no higher than every iteration but the
 #     last 5 the log holds: loss[E] <= min(loss[0 .. N-6]);
-#   - export --episode best exports it and names the same iteration E when
+#   - export --episode best exports it (never a half-written episode: one is
+#     linked as best only once complete) and names the same iteration E when
 #     it differs from B.
 # The check holds for every kill point, so the random delay makes no
 # timing assumption.
@@ -56,6 +57,12 @@ EOF
   if [ -z "$b" ] || [ "$b" != "$lowest" ]; then
     echo "FAIL: round $round: info's best iteration '$b', the CSV's lowest loss is at $lowest"; echo "$info"; fail=1; continue
   fi
+  case $(echo "$info" | grep '^episodes:') in
+    *best*) ;;
+    *) # killed while iteration 0's episode was being recorded: nothing kept yet
+       [ "$n" = 1 ] || { echo "FAIL: round $round: $n iterations logged and no best episode"; echo "$info"; fail=1; }
+       echo "round $round: killed while recording iteration 0"; continue ;;
+  esac
   [ -n "$e" ] && stale_rounds=$((stale_rounds + 1))
   [ -n "$e" ] || e=$b
   le=$(awk -F, -v e="$e" 'NR > 1 && $1 == e { print $2 }' "$dir/r$round.csv")
