@@ -21,10 +21,10 @@
 /* names tried for the default log path: base.h5, base-1.h5 .. base-99999.h5 */
 #define RUN_MAX_LOG_SUFFIX 100000
 /* Recording re-simulates an episode (a forward replay with rendering, no
- * backward). A new best (the lowest loss) is written at once while recording
- * has taken at most RUN_RECORD_SHARE of the run's time; past that, a best
- * not yet written is written when the last best recording is RUN_BEST_LAG
- * iterations old. So after a kill the kept best episode is the lowest loss of
+ * backward). A best (the lowest loss) not yet written is written after the
+ * iteration that found it while recording has taken at most RUN_RECORD_SHARE
+ * of the run's time; past that share, once the last best recording is
+ * RUN_BEST_LAG iterations old. So after a kill the kept best episode is the lowest loss of
  * every iteration but the last RUN_BEST_LAG logged ones, for at most one
  * extra replay per RUN_BEST_LAG iterations (and none once the best stops
  * improving). */
@@ -314,11 +314,11 @@ static int write_episode(dsRun* r, const char* which, int iteration, const dsRea
   return 0;
 }
 
-/* The results after iteration i; 1 when its loss is the lowest so far. The
- * best iteration is the lowest loss: what the optimiser minimises and returns
- * (its steps restart from it), not the metric, which a controller may not
- * observe (image losses) and which only reports on the task. */
-static int note_iteration(dsRun* r, int i, const dsTrainerIter* it) {
+/* The results after iteration i. The best iteration is the lowest loss: what
+ * the optimiser minimises and returns (controller.reject restarts its steps
+ * from it), not the metric, which a controller may not observe (image
+ * losses) and which only reports on the task. */
+static void note_iteration(dsRun* r, int i, const dsTrainerIter* it) {
   dsRunResult* s = &r->res;
   const size_t SA = (size_t)r->S * (size_t)r->A;
   s->iterations++;
@@ -330,16 +330,13 @@ static int note_iteration(dsRun* r, int i, const dsTrainerIter* it) {
     s->first_metric = it->metric;
     s->first_loss = it->loss;
   }
-  int improved = 0;
   if (!r->have || it->loss < s->low_loss) {
     s->low_loss = it->loss;
     s->low_metric = s->best_metric = it->metric;
     s->low_iteration = s->best_iteration = i;
     memcpy(r->best_act, it->actions, SA * sizeof(dsReal));
-    improved = 1;
   }
   r->have = 1;
-  return improved;
 }
 
 /* Write the best iteration's episode (iteration i just logged). */
@@ -358,7 +355,7 @@ static int write_best(dsRun* r, int i) {
 
 /* The log's row of iteration i; the first episode (also the first best);
  * a best not yet written when the time share or the lag says so. */
-static int log_iteration(dsRun* r, int i, const dsTrainerIter* it, int improved) {
+static int log_iteration(dsRun* r, int i, const dsTrainerIter* it) {
   dsRunIteration ri;
   ri.loss = it->loss;
   ri.metric = it->metric;
@@ -387,7 +384,7 @@ static int log_iteration(dsRun* r, int i, const dsTrainerIter* it, int improved)
     return 0;
   }
   if (r->logged_best == r->res.best_iteration) return 0;
-  const int share = improved && r->t_record <= RUN_RECORD_SHARE * (now_s() - r->t0);
+  const int share = r->t_record <= RUN_RECORD_SHARE * (now_s() - r->t0);
   return share || i - r->recorded_at >= RUN_BEST_LAG ? write_best(r, i) : 0;
 }
 
@@ -411,8 +408,8 @@ int ds_run_step(dsRun* r, dsTrainerIter* out) {
     snprintf(r->res.status, sizeof r->res.status, "failed: iteration %d: %s", i, ds_trainer_last_error(r->tr));
     return ds__seterr(&r->err, rc, "iteration %d failed: %s", i, ds_trainer_last_error(r->tr));
   }
-  const int improved = note_iteration(r, i, &it);
-  if (r->log && (rc = log_iteration(r, i, &it, improved))) {
+  note_iteration(r, i, &it);
+  if (r->log && (rc = log_iteration(r, i, &it))) {
     r->failed = 1;
     return rc;
   }
