@@ -73,9 +73,12 @@ static int info_run(const char* path) {
   printf("parameters: %d per iteration\n", s.nparams);
   printf("episodes:  %s%s%s%s\n", s.has_episode[0] ? " first" : "", s.has_episode[1] ? " best" : "",
          s.has_episode[2] ? " last" : "", (s.has_episode[0] | s.has_episode[1] | s.has_episode[2]) ? "" : " none");
+  /* a killed run's kept best may lag (dsim/run.h); a log of an older dsim may have chosen it by the metric */
   if (s.has_episode[1] && s.best_episode_iteration >= 0 && s.best_episode_iteration != s.best_iteration)
-    printf("best episode: iteration %d, an older best: iteration %d was not recorded before the run stopped\n",
-           s.best_episode_iteration, s.best_iteration);
+    printf("best episode: iteration %d, %s: iteration %d\n", s.best_episode_iteration,
+           strcmp(s.status, "running") ? "not the lowest loss (its writer chose by another rule)"
+                                       : "an older best: the run stopped before recording the best logged iteration",
+           s.best_iteration);
   return DS_EXIT_OK;
 }
 
