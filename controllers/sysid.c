@@ -145,7 +145,7 @@ struct dsSysid {
   Param p[DS_SYSID_MAX_PARAMS];
   double *x, *u, *gu, *gx, *x0, *best, *truth, *ulo, *uhi, *itx, *uprev;
   unsigned char* fixed; /* nval: values held at 0 (see Param.zero) */
-  double best_loss, f, f0;
+  double best_loss, f, f0, g0; /* g0: |projected dL/du| at iteration 0 */
   int have_truth, iter, have_f;
   const char* stop;        /* L-BFGS: why it stopped (NULL: it has steps left) */
   int *vparam;
@@ -624,15 +624,19 @@ static int sysid_create(const dsEnvDef* env_def, const dsSysidDef* def, int obje
 }
 
 static int finish_iteration(dsSysid* s, dsSysidIter* it, int rc, int nev);
+/* L-BFGS stops at a projected gradient norm this small relative to iteration 0's */
+#define SYSID_GTOL 1e-10
 
-/* 1 when every component of dL/du is 0 or pushes u out of its bounds */
-static int projected_gradient_zero(const dsSysid* s) {
+/* |dL/du| without the components that push u out of its bounds (a step
+ * could not follow them) */
+static double projected_gradient_norm(const dsSysid* s) {
+  double n = 0;
   for (int i = 0; i < s->nval; i++) {
     const double g = s->gu[i];
     const int held = (s->u[i] <= s->ulo[i] && g > 0) || (s->u[i] >= s->uhi[i] && g < 0);
-    if (g != 0 && !held) return 0;
+    if (!held) n += g * g;
   }
-  return 1;
+  return sqrt(n);
 }
 
 const char* ds_sysid_stop_reason(const dsSysid* s) { return s && s->stop ? s->stop : ""; }
@@ -678,11 +682,16 @@ int ds_sysid_iterate(dsSysid* s, dsSysidIter* it) {
 /* The rest of an iteration once its evaluations are done (rc: their outcome). */
 static int finish_iteration(dsSysid* s, dsSysidIter* it, int rc, int nev) {
   if (rc) return s->err.code ? rc : ds__seterr(&s->err, rc, "iteration %d failed (%s)", s->iter, ds_strerror(rc));
-  if (s->iter == 0) s->f0 = s->f;
-  /* L-BFGS: the loss at round-off of its start, or no component of the
-   * gradient that a step within the bounds could follow: nothing left to find */
+  const double pg = s->lb ? projected_gradient_norm(s) : 0;
+  if (s->iter == 0) {
+    s->f0 = s->f;
+    s->g0 = pg;
+  }
+  /* L-BFGS: the loss at round-off of its start, or a gradient (within the
+   * bounds) at round-off of its start: nothing left to find */
   if (s->lb && !s->stop && s->f <= 1e-15 * s->f0) s->stop = "converged: loss at most 1e-15 of its initial value";
-  if (s->lb && !s->stop && projected_gradient_zero(s)) s->stop = "gradient tolerance: the projected gradient is 0";
+  if (s->lb && !s->stop && pg <= SYSID_GTOL * s->g0)
+    s->stop = "gradient tolerance: projected gradient at most 1e-10 of its initial norm";
   if (s->lb)
     u_to_x(s, s->u, s->x); /* the accepted point (a trial that failed may have been evaluated last) */
   else

@@ -46,9 +46,9 @@
  * search, one line search per iteration). Iteration 0 evaluates the initial
  * guess for every optimiser. L-BFGS stops (ds_sysid_stop_reason says why;
  * later iterations report the same point with 0 evaluations) when a line
- * search from steepest descent finds no decrease, the loss is below 1e-15 of
- * its initial value, or the projected gradient is 0 (every component 0 or
- * pushing against its bound).
+ * search from steepest descent finds no decrease, the loss is at most 1e-15
+ * of its initial value, or the projected gradient (without the components
+ * that push against a bound) is at most 1e-10 of its norm at iteration 0.
  *
  * Every buffer is allocated at create; iterate allocates nothing. Distinct
  * dsSysid objects may run in distinct threads (each owns its env). */
