@@ -52,7 +52,8 @@ while [ $round -lt 20 ]; do
   # the lowest loss of the rows (the first of equal ones) and of the rows but the last LAG
   read -r lowest prefix <<EOF
 $(awk -F, -v lag=$LAG 'NR > 1 { i = $1; l = $2 + 0; L[i] = l; if (NR == 2 || l < best) { best = l; it = i } n++ }
-  END { m = ""; for (j = 0; j < n - lag; j++) if (m == "" || L[j] < m) m = L[j]; print it, (m == "" ? "none" : m) }' "$dir/r$round.csv")
+  END { m = ""; for (j = 0; j < n - lag; j++) if (m == "" || L[j] < m) m = L[j]
+        print it, (m == "" ? "none" : sprintf("%.17g", m)) }' "$dir/r$round.csv")
 EOF
   if [ -z "$b" ] || [ "$b" != "$lowest" ]; then
     echo "FAIL: round $round: info's best iteration '$b', the CSV's lowest loss is at $lowest"; echo "$info"; fail=1; continue
