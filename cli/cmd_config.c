@@ -25,7 +25,7 @@ static void usage(FILE* out) {
           "       dsim config --paths\n"
           "\n"
           "Print the complete run config (sections env, controller, run; every key with its\n"
-          "value): the defaults of ENV-NAME (default control-fem), or CONFIG with the keys it\n"
+          "value; a sysid config: env, sysid with its parameters, run): the defaults of ENV-NAME (default control-fem), or CONFIG with the keys it\n"
           "leaves out filled in. --keys lists every key with its type, range, default and\n"
           "meaning. --reference prints every env class's keys and the controller, run and\n"
           "sysid sections' as Markdown (docs/config.md). --paths prints the folders bundled\n"
@@ -46,7 +46,7 @@ static void describe_type(const dsConfigKey* k, char* buf, size_t n) {
     case DS_KEY_ENUM: snprintf(buf, n, "%s", k->choices); break;
     case DS_KEY_VEC3:
     case DS_KEY_DVEC3: snprintf(buf, n, "[x, y, z], each in [%g, %g]", k->min, k->max); break;
-    case DS_KEY_REALS: snprintf(buf, n, "1 to %g numbers >= %g", k->max, k->min); break;
+    case DS_KEY_REALS: snprintf(buf, n, "a number or 1 to %g numbers >= %g", k->max, k->min); break;
   }
 }
 
@@ -195,6 +195,65 @@ static int print_reference(void) {
   return DS_EXIT_OK;
 }
 
+/* A sysid config (sections env, sysid, run) as JSON: the sysid section holds
+ * the parameters in use and the lists that are given (an empty list reads
+ * as "absent" and is no valid value). */
+static int print_sysid_config(const dsEnvDef* def, const dsSysidDef* sd, const dsRunDef* rd) {
+  const dsConfigKey* all = ds_sysid_keys();
+  int nk = 0;
+  while (all[nk].path) nk++;
+  dsConfigKey* keys = (dsConfigKey*)calloc((size_t)nk + 1, sizeof *keys);
+  const int n = ds_env_def_to_json(def, NULL, 0);
+  char* env = n > 0 ? (char*)malloc((size_t)n + 1) : NULL;
+  if (!keys || !env) {
+    free(keys);
+    free(env);
+    fprintf(stderr, "dsim config: out of memory\n");
+    return DS_EXIT_FAILURE;
+  }
+  const int np = ds_sysid_num_params(sd);
+  int m = 0;
+  for (int i = 0; i < nk; i++) {
+    int p = 0;
+    if (sscanf(all[i].path, "param%d.", &p) == 1 && p > np) continue;
+    if (all[i].type == DS_KEY_REALS && *(const int*)((const char*)sd + all[i].aux_offset) == 0) continue;
+    keys[m++] = all[i];
+  }
+  ds_env_def_to_json(def, env, (size_t)n + 1);
+  char* tail = strstr(env, "\n  }\n}\n"); /* continue the object after the env section */
+  if (tail) tail[4] = '\0';
+  const int ns = ds_config_write_section(keys, sd, 4, NULL, 0), nr = ds_config_write_section(ds_run_keys(), rd, 4, NULL, 0);
+  char* sys = ns >= 0 ? (char*)malloc((size_t)ns + 1) : NULL;
+  char* run = nr >= 0 ? (char*)malloc((size_t)nr + 1) : NULL;
+  if (sys && run) {
+    ds_config_write_section(keys, sd, 4, sys, (size_t)ns + 1);
+    ds_config_write_section(ds_run_keys(), rd, 4, run, (size_t)nr + 1);
+    printf("%s,\n  \"sysid\": {%s\n  },\n  \"run\": {%s\n  }\n}\n", env, sys, run);
+  } else {
+    fprintf(stderr, "dsim config: out of memory\n");
+  }
+  const int ok = sys && run;
+  free(sys);
+  free(run);
+  free(env);
+  free(keys);
+  return ok ? DS_EXIT_OK : DS_EXIT_FAILURE;
+}
+
+/* 1 when text has a sysid section with keys (into *sd, checked), 0 when it
+ * has none; a DS_EXIT_* code (message printed) when it is bad. */
+static int sysid_section(const char* arg, const char* text, dsSysidDef* sd) {
+  const dsSysidDef dflt = ds_default_sysid_def();
+  *sd = dflt;
+  char err[1024];
+  int rc = ds_config_parse_section(arg, text, "sysid", ds_sysid_keys(), sd, sizeof *sd, err, sizeof err);
+  if (!rc && !memcmp(sd, &dflt, sizeof dflt)) return 0;
+  if (!rc) rc = ds_sysid_def_from_text(arg, text, sd, err, sizeof err);
+  if (!rc) return 1;
+  fprintf(stderr, "dsim config: %s\n", err);
+  return -DS_EXIT_INPUT;
+}
+
 static int print_config(const char* arg) {
   char err[1024];
   dsEnvDef def;
@@ -203,10 +262,17 @@ static int print_config(const char* arg) {
   struct stat st;
   if (stat(arg, &st) == 0 && S_ISREG(st.st_mode)) {
     char* text = NULL;
+    dsSysidDef sd;
     int rc = ds_config_read_file(arg, &text, err, sizeof err);
     if (!rc) rc = ds_env_def_from_text(arg, text, &def, err, sizeof err);
+    if (!rc && (rc = ds_run_def_from_text(arg, text, &rd, err, sizeof err)) == 0) {
+      const int sys = sysid_section(arg, text, &sd);
+      if (sys) {
+        ds_config_free_text(text);
+        return sys < 0 ? -sys : print_sysid_config(&def, &sd, &rd);
+      }
+    }
     if (!rc) rc = ds_trainer_def_from_text(arg, text, &td, err, sizeof err);
-    if (!rc) rc = ds_run_def_from_text(arg, text, &rd, err, sizeof err);
     ds_config_free_text(text);
     if (rc) {
       fprintf(stderr, "dsim config: %s\n", err);

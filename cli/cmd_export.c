@@ -215,6 +215,11 @@ int ds__cli_export(int argc, char** argv) {
       fprintf(stderr, "dsim export: %s\n", err);
       return ds__cli_exit_code(rc, DS_CLI_RUNLOG);
     }
+    dsRunSummary sum; /* a killed run's best episode may be older than its best iteration */
+    if (!strcmp(episode, "best") && !ds_runlog_read_summary(run, &sum, err, sizeof err) &&
+        sum.best_episode_iteration >= 0 && sum.best_episode_iteration != sum.best_iteration)
+      fprintf(stderr, "dsim export: %s: the best episode is iteration %d; the best logged iteration, %d, was not "
+              "recorded before the run stopped\n", run, sum.best_episode_iteration, sum.best_iteration);
     if (frames) status = export_frames_png(frames, rgba, nf, h, w, force);
     if (status == DS_EXIT_OK && gif) status = write_gif(gif, rgba, nf, h, w, fps, force);
     ds_runlog_free(rgba);

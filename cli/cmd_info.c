@@ -58,16 +58,27 @@ static int info_run(const char* path) {
   printf("threads:    %d\n", s.threads);
   printf("started:    %s\n", s.start_time);
   printf("status:     %s\n", s.status);
-  printf("iterations: %d\n", s.niterations);
+  if (s.niterations > 0)
+    printf("iterations: %d (numbered 0 to %d)\n", s.niterations, s.niterations - 1);
+  else
+    printf("iterations: 0\n");
   if (s.niterations > 0) {
-    printf("loss:       %.6g -> %.6g (best %.6g)\n", s.first_loss, s.last_loss, s.best_loss);
-    printf("metric:     %.6g -> %.6g (best %.6g at iteration %d)\n", s.first_metric, s.last_metric, s.best_metric,
-           s.best_iteration);
+    /* the best is the lowest loss (dsim/run.h); the metric is the task's own measure */
+    printf("loss:       first %.6g, last %.6g, lowest %.6g at iteration %d (the best)\n", s.first_loss, s.last_loss,
+           s.best_loss, s.best_iteration);
+    printf("metric:     first %.6g, last %.6g, at the best iteration %.6g\n", s.first_metric, s.last_metric,
+           s.best_metric);
     printf("wall time:  %.3f s\n", s.wall_time);
   }
   printf("parameters: %d per iteration\n", s.nparams);
   printf("episodes:  %s%s%s%s\n", s.has_episode[0] ? " first" : "", s.has_episode[1] ? " best" : "",
          s.has_episode[2] ? " last" : "", (s.has_episode[0] | s.has_episode[1] | s.has_episode[2]) ? "" : " none");
+  /* a killed run's kept best may lag (dsim/run.h); a log of an older dsim may have chosen it by the metric */
+  if (s.has_episode[1] && s.best_episode_iteration >= 0 && s.best_episode_iteration != s.best_iteration)
+    printf("best episode: iteration %d, %s: iteration %d\n", s.best_episode_iteration,
+           strcmp(s.status, "running") ? "not the lowest loss (its writer chose by another rule)"
+                                       : "an older best: the run stopped before recording the best logged iteration",
+           s.best_iteration);
   return DS_EXIT_OK;
 }
 

@@ -26,9 +26,8 @@
  * inputs (config, plugins), even with --force. Without --out the default
  * name gets a numbered suffix (-1, -2, ...) when taken.
  *
- * The best episode is the iteration whose metric is closest to the env's
- * metric goal (ds_env_metric_goal: 0 for a squared distance to the target,
- * the goal offset for a displacement). */
+ * The best iteration is the lowest loss (dsim/run.h), numbered from 0 in
+ * progress lines, the summary and the log alike. */
 #define _POSIX_C_SOURCE 200809L /* sigaction */
 #include "config.h"
 
@@ -116,7 +115,8 @@ static void usage(FILE* out) {
   fprintf(out,
           "\n"
           "Output: a progress bar on a terminal, else one line per iteration; then a summary\n"
-          "(initial and final metric, best iteration, wall time). Ctrl-C (or SIGTERM, SIGHUP)\n"
+          "(loss and metric, the result: the lowest-loss iteration, numbered from 0 as everywhere,\n"
+          "wall time). Ctrl-C (or SIGTERM, SIGHUP)\n"
           "stops after the current iteration and closes the log with status \"interrupted\"\n"
           "(a second one skips recording episodes).\n"
           "Exit status: 0 done, 1 run-time failure (divergence, I/O, memory), 2 usage error\n"
@@ -471,11 +471,12 @@ static void progress(const Run* r, const dsTrainerIter* it, double t0) {
     const int width = 24, fill = (int)((double)width * (double)(i + 1) / (double)n);
     for (int q = 0; q < width; q++) bar[q] = q < fill ? '#' : '.';
     bar[width] = 0;
-    printf("\r%5ld/%ld [%s] loss %.4g  metric %.4g  %.2f s/it  ETA %s   ", i + 1, n, bar, it->loss, it->metric, per,
-           eta);
+    printf("\r%5ld/%ld [%s] iteration %ld loss %.4g  metric %.4g  %.2f s/it  ETA %s   ", i + 1, n, bar, i, it->loss,
+           it->metric, per, eta);
   } else {
-    printf("iteration %ld/%ld loss %.6g metric %.6g grad_norm %.4g lr %.4g time %.2f s", i + 1, n, it->loss,
-           it->metric, it->grad_norm, it->lr, now_s() - t0);
+    /* iterations are numbered from 0 as in the summary, the log and dsim info; (k of n) counts them */
+    printf("iteration %ld (%ld of %ld) loss %.6g metric %.6g grad_norm %.4g lr %.4g time %.2f s", i, i + 1, n,
+           it->loss, it->metric, it->grad_norm, it->lr, now_s() - t0);
     if (it->backtracks)
       printf(" (step halved %d time%s: the longer step diverged)", it->backtracks, it->backtracks == 1 ? "" : "s");
     if (it->rejected) printf(" (rejected: loss above the lowest; next step from the best, lr scaled)");
@@ -519,10 +520,10 @@ static void summary(const Run* r) {
   const char* env = ds_env_name(ds_run_env(r->run));
   printf("summary: %s %s seed %llu: %d iteration%s, status %s\n", env, ds_run_method_name(r->run),
          (unsigned long long)ds_run_trainer_def(r->run)->seed, s.iterations, s.iterations == 1 ? "" : "s", s.status);
-  printf("  metric: initial %.6g -> final %.6g (best %.6g at iteration %d)\n", s.first_metric, s.last_metric,
-         s.best_metric, s.best_iteration);
   printf("  loss:   initial %.6g -> final %.6g\n", s.first_loss, s.last_loss);
-  printf("  result: metric %.6g at iteration %d (the lowest loss, %.6g)\n", s.low_metric, s.low_iteration, s.low_loss);
+  printf("  metric: initial %.6g -> final %.6g\n", s.first_metric, s.last_metric);
+  printf("  result: iteration %d (the best: the lowest loss) loss %.6g metric %.6g\n", s.best_iteration, s.low_loss,
+         s.best_metric);
   printf("  wall time: %.2f s (%.3f s per iteration)\n", r->wall, s.iteration_time / (double)s.iterations);
   fflush(stdout);
 }

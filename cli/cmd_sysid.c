@@ -453,12 +453,17 @@ static void object_iteration(Ctx* c, Obj* o, int i, int rc, const dsSysidIter* i
     rc = ds_runlog_append_iteration(o->log, &ri);
   }
   if (show) {
-    if (isatty(STDOUT_FILENO))
-      printf("\r%5d/%d loss %.4g  grad %.3g  %s %.3g  %.2f s   ", i + 1, n, it->loss, it->grad_norm,
-             truth ? "error" : "loss", metric, now_s() - t0);
-    else
-      printf("iteration %d/%d loss %.6g grad_norm %.4g%s%.4g evaluations %d time %.2f s\n", i + 1, n, it->loss,
-             it->grad_norm, truth ? " error " : " loss ", metric, it->evaluations, now_s() - t0);
+    /* iterations numbered from 0 as in the log; the mean error only where the truth is known */
+    char err[32] = "";
+    if (isatty(STDOUT_FILENO)) {
+      if (truth) snprintf(err, sizeof err, "  error %.3g", metric);
+      printf("\r%5d/%d iteration %d loss %.4g  grad %.3g%s  %.2f s   ", i + 1, n, i, it->loss, it->grad_norm, err,
+             now_s() - t0);
+    } else {
+      if (truth) snprintf(err, sizeof err, " error %.4g", metric);
+      printf("iteration %d (%d of %d) loss %.6g grad_norm %.4g%s evaluations %d time %.2f s\n", i, i + 1, n,
+             it->loss, it->grad_norm, err, it->evaluations, now_s() - t0);
+    }
     fflush(stdout);
   }
 }
@@ -495,6 +500,11 @@ static void run_object(Ctx* c, Obj* o, int show) {
     dsSysidIter it;
     const int rc = ds_sysid_iterate(o->s, &it);
     object_iteration(c, o, i, rc, &it, t0, show);
+    const char* why = ds_sysid_stop_reason(o->s);
+    if (*why && !o->failed) { /* L-BFGS has nothing left to find: later iterations would repeat this one */
+      if (show) printf("%sstopped after iteration %d: %s\n", isatty(STDOUT_FILENO) ? "\n" : "", i, why);
+      break;
+    }
   }
   object_end(o, t0, show);
 }
@@ -538,8 +548,8 @@ static int run_group(Ctx* c) {
         going += !o->failed;
       }
       if (!c->a->quiet) {
-        printf("iteration %d/%d: %d of %d objects going, %.2f s\n", it + 1, c->sd.iterations, going, c->nobj,
-               now_s() - t0);
+        printf("iteration %d (%d of %d): %d of %d objects going, %.2f s\n", it, it + 1, c->sd.iterations, going,
+               c->nobj, now_s() - t0);
         fflush(stdout);
       }
       if (!going) break;
@@ -564,12 +574,25 @@ typedef struct Row {
   int iterations;
 } Row;
 
+/* v as fmt in b, or "-" where it is not a number (footage without true values) */
+static const char* num(char* b, size_t len, const char* fmt, double v) __attribute__((format(printf, 3, 0)));
+static const char* num(char* b, size_t len, const char* fmt, double v) {
+  if (isfinite(v))
+    snprintf(b, len, fmt, v);
+  else
+    snprintf(b, len, "-");
+  return b;
+}
+
 static void print_table(const Row* rows, int n, FILE* csv) {
   printf("\n%-7s %-18s %14s %14s %12s %8s %6s\n", "seed", "parameter", "true", "estimate", "abs.rel.err", "time s",
          "iters");
-  for (int i = 0; i < n; i++)
-    printf("%-7d %-18s %14.6g %14.6g %12.4g %8.2f %6d\n", rows[i].object, rows[i].param, rows[i].truth,
-           rows[i].estimate, rows[i].are, rows[i].wall, rows[i].iterations);
+  for (int i = 0; i < n; i++) {
+    char tv[32], ae[32];
+    printf("%-7d %-18s %14s %14.6g %12s %8.2f %6d\n", rows[i].object, rows[i].param,
+           num(tv, sizeof tv, "%.6g", rows[i].truth), rows[i].estimate, num(ae, sizeof ae, "%.4g", rows[i].are),
+           rows[i].wall, rows[i].iterations);
+  }
   /* per parameter: mean and median absolute relative error over objects */
   printf("\n%-18s %8s %12s %12s %12s\n", "parameter", "objects", "mean ARE", "median ARE", "mean time s");
   for (int i = 0; i < n; i++) {
@@ -597,7 +620,9 @@ static void print_table(const Row* rows, int n, FILE* csv) {
       med = m % 2 ? v[m / 2] : 0.5 * (v[m / 2 - 1] + v[m / 2]);
     }
     free(v);
-    printf("%-18s %8d %12.4g %12.4g %12.2f\n", rows[i].param, m, sum / m, med, tsum / m);
+    char mean[32], median[32];
+    printf("%-18s %8d %12s %12s %12.2f\n", rows[i].param, m, num(mean, sizeof mean, "%.4g", sum / m),
+           num(median, sizeof median, "%.4g", med), tsum / m);
   }
   if (csv) {
     fprintf(csv, "seed,parameter,true,estimate,abs_rel_error,time_s,iterations\n");

@@ -25,3 +25,6 @@ TESTS += tests/test_run
 # in the installed datadir
 libdsim_core_la_SOURCES += controllers/run_config_find.c
 libdsim_core_la_CPPFLAGS += -DDS_CONFIGS_DATADIR='"$(pkgdatadir)/configs"'
+# a killed run's best episode at most RUN_BEST_LAG iterations stale (20 kills of dsim run)
+TESTS += tests/test_run_kill_best.sh
+EXTRA_DIST += tests/test_run_kill_best.sh

@@ -20,9 +20,16 @@
 
 /* names tried for the default log path: base.h5, base-1.h5 .. base-99999.h5 */
 #define RUN_MAX_LOG_SUFFIX 100000
-/* recording re-simulates an episode: the best one is written during the run
- * only while recording has taken at most this share of the run's time */
+/* Recording re-simulates an episode (a forward replay with rendering, no
+ * backward). A best (the lowest loss) not yet written is written after the
+ * iteration that found it while recording has taken at most RUN_RECORD_SHARE
+ * of the run's time; past that share, once the last best recording is
+ * RUN_BEST_LAG iterations old. So after a kill the kept best episode is the lowest loss of
+ * every iteration but the last RUN_BEST_LAG logged ones, for at most one
+ * extra replay per RUN_BEST_LAG iterations (and none once the best stops
+ * improving). */
 #define RUN_RECORD_SHARE 0.1
+#define RUN_BEST_LAG 5
 
 struct dsRun {
   dsEnv* env;
@@ -36,7 +43,9 @@ struct dsRun {
   char mname[32];          /* "image", "image-mpc", ... */
   int S, A, np, nlog, nthreads;
   dsReal *best_act, *last_act; /* S x A */
-  int have, last_it, logged_best, finished, failed;
+  int have, last_it, finished, failed;
+  int logged_best;         /* iteration of the best episode in the log (-1: none) */
+  int recorded_at;         /* iteration after which the best episode was last written */
   int stopped;             /* finished after a stop request */
   double t0, t_record;
   volatile sig_atomic_t stop_requests;
@@ -156,7 +165,7 @@ int ds_run_create(const dsEnvDef* env, const dsTrainerDef* td, const dsRunDef* r
   r->td = *td;
   r->rd = *rd;
   ds_run_apply_def(&r->rd, &r->td);
-  r->logged_best = r->last_it = -1;
+  r->logged_best = r->last_it = r->recorded_at = -1;
   r->res.best_iteration = r->res.low_iteration = -1;
   r->res.best_metric = INFINITY;
   r->res.planned = r->rd.iterations;
@@ -305,11 +314,11 @@ static int write_episode(dsRun* r, const char* which, int iteration, const dsRea
   return 0;
 }
 
-/* Lower is better: the distance of the metric to the env's metric goal. */
-static double score(const dsRun* r, double metric) { return fabs(metric - ds_env_metric_goal(r->env)); }
-
-/* The results after iteration i; 1 when its metric is the best so far. */
-static int note_iteration(dsRun* r, int i, const dsTrainerIter* it) {
+/* The results after iteration i. The best iteration is the lowest loss: what
+ * the optimiser minimises and returns (controller.reject restarts its steps
+ * from it), not the metric, which a controller may not observe (image
+ * losses) and which only reports on the task. */
+static void note_iteration(dsRun* r, int i, const dsTrainerIter* it) {
   dsRunResult* s = &r->res;
   const size_t SA = (size_t)r->S * (size_t)r->A;
   s->iterations++;
@@ -323,23 +332,30 @@ static int note_iteration(dsRun* r, int i, const dsTrainerIter* it) {
   }
   if (!r->have || it->loss < s->low_loss) {
     s->low_loss = it->loss;
-    s->low_metric = it->metric;
-    s->low_iteration = i;
-  }
-  int improved = 0;
-  if (!r->have || score(r, it->metric) < score(r, s->best_metric)) {
-    s->best_metric = it->metric;
-    s->best_iteration = i;
+    s->low_metric = s->best_metric = it->metric;
+    s->low_iteration = s->best_iteration = i;
     memcpy(r->best_act, it->actions, SA * sizeof(dsReal));
-    improved = 1;
   }
   r->have = 1;
-  return improved;
 }
 
-/* The log's row of iteration i, the first episode, and the best one while
- * recording stays within its share of the time. */
-static int log_iteration(dsRun* r, int i, const dsTrainerIter* it, int improved) {
+/* Write the best iteration's episode (iteration i just logged). */
+static int write_best(dsRun* r, int i) {
+  const double tr = now_s();
+  int rc = write_episode(r, "best", r->res.best_iteration, r->best_act);
+  if (rc) {
+    snprintf(r->res.status, sizeof r->res.status, "failed: cannot record the best episode");
+    return rc;
+  }
+  r->logged_best = r->res.best_iteration;
+  r->recorded_at = i;
+  r->t_record += now_s() - tr;
+  return 0;
+}
+
+/* The log's row of iteration i; the first episode (also the first best);
+ * a best not yet written when the time share or the lag says so. */
+static int log_iteration(dsRun* r, int i, const dsTrainerIter* it) {
   dsRunIteration ri;
   ri.loss = it->loss;
   ri.metric = it->metric;
@@ -352,20 +368,24 @@ static int log_iteration(dsRun* r, int i, const dsTrainerIter* it, int improved)
     return DS_ERR_IO;
   }
   int rc;
-  if (i == 0 && (rc = write_episode(r, "first", 0, it->actions))) {
-    snprintf(r->res.status, sizeof r->res.status, "failed: cannot record the first episode");
-    return rc;
-  }
-  if (improved && i > 0 && r->t_record <= RUN_RECORD_SHARE * (now_s() - r->t0)) {
-    const double tr = now_s();
-    if ((rc = write_episode(r, "best", i, it->actions))) {
-      snprintf(r->res.status, sizeof r->res.status, "failed: cannot record the best episode");
+  if (i == 0) {
+    /* one replay written twice: iteration 0 is the first and the best so far
+     * (not counted in the time share: every run writes it) */
+    const dsEpisodeRecord* e = NULL;
+    rc = ds_recorder_record(r->rec, r->td.env_seed, 0, it->actions, &e);
+    if (rc) ds__seterr(&r->err, rc, "recording the first episode: %s", ds_recorder_last_error(r->rec));
+    if (!rc && (rc = ds_runlog_write_episode(r->log, "first", e)) == 0) rc = ds_runlog_write_episode(r->log, "best", e);
+    if (rc) {
+      if (e) ds__seterr(&r->err, rc, "%s", ds_runlog_last_error(r->log));
+      snprintf(r->res.status, sizeof r->res.status, "failed: cannot record the first episode");
       return rc;
     }
-    r->logged_best = i;
-    r->t_record += now_s() - tr;
+    r->logged_best = r->recorded_at = 0;
+    return 0;
   }
-  return 0;
+  if (r->logged_best == r->res.best_iteration) return 0;
+  const int share = r->t_record <= RUN_RECORD_SHARE * (now_s() - r->t0);
+  return share || i - r->recorded_at >= RUN_BEST_LAG ? write_best(r, i) : 0;
 }
 
 /* A stop request is honoured after an iteration: the first always runs. */
@@ -388,8 +408,8 @@ int ds_run_step(dsRun* r, dsTrainerIter* out) {
     snprintf(r->res.status, sizeof r->res.status, "failed: iteration %d: %s", i, ds_trainer_last_error(r->tr));
     return ds__seterr(&r->err, rc, "iteration %d failed: %s", i, ds_trainer_last_error(r->tr));
   }
-  const int improved = note_iteration(r, i, &it);
-  if (r->log && (rc = log_iteration(r, i, &it, improved))) {
+  note_iteration(r, i, &it);
+  if (r->log && (rc = log_iteration(r, i, &it))) {
     r->failed = 1;
     return rc;
   }

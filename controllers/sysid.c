@@ -145,8 +145,9 @@ struct dsSysid {
   Param p[DS_SYSID_MAX_PARAMS];
   double *x, *u, *gu, *gx, *x0, *best, *truth, *ulo, *uhi, *itx, *uprev;
   unsigned char* fixed; /* nval: values held at 0 (see Param.zero) */
-  double best_loss, f, f0;
-  int have_truth, iter, have_f, converged;
+  double best_loss, f, f0, g0; /* g0: |projected dL/du| at iteration 0 */
+  int have_truth, iter, have_f;
+  const char* stop;        /* L-BFGS: why it stopped (NULL: it has steps left) */
   int *vparam;
   /* video */
   dsSysidVideo video;
@@ -623,6 +624,22 @@ static int sysid_create(const dsEnvDef* env_def, const dsSysidDef* def, int obje
 }
 
 static int finish_iteration(dsSysid* s, dsSysidIter* it, int rc, int nev);
+/* L-BFGS stops at a projected gradient norm this small relative to iteration 0's */
+#define SYSID_GTOL 1e-10
+
+/* |dL/du| without the components that push u out of its bounds (a step
+ * could not follow them) */
+static double projected_gradient_norm(const dsSysid* s) {
+  double n = 0;
+  for (int i = 0; i < s->nval; i++) {
+    const double g = s->gu[i];
+    const int held = (s->u[i] <= s->ulo[i] && g > 0) || (s->u[i] >= s->uhi[i] && g < 0);
+    if (!held) n += g * g;
+  }
+  return sqrt(n);
+}
+
+const char* ds_sysid_stop_reason(const dsSysid* s) { return s && s->stop ? s->stop : ""; }
 
 int ds_sysid_iterate(dsSysid* s, dsSysidIter* it) {
   if (!s || !it) return DS_ERR_INVALID;
@@ -630,7 +647,7 @@ int ds_sysid_iterate(dsSysid* s, dsSysidIter* it) {
   memset(it, 0, sizeof *it);
   it->iteration = s->iter;
   int rc = 0, nev = 0;
-  if (s->lb && s->have_f && s->converged) {
+  if (s->lb && s->have_f && s->stop) {
     nev = 0;
   } else if (s->lb && s->have_f) {
     rc = ds_lbfgs_step(s->lb, s->u, &s->f, s->gu, objective, s, &nev);
@@ -639,7 +656,7 @@ int ds_sysid_iterate(dsSysid* s, dsSysidIter* it) {
       rc = ds_lbfgs_step(s->lb, s->u, &s->f, s->gu, objective, s, &nev2);
       nev += nev2;
       if (rc == DS_ERR_RANGE) {
-        s->converged = 1;
+        s->stop = "converged: no decrease along steepest descent (line search)";
         rc = 0;
       }
     }
@@ -665,9 +682,16 @@ int ds_sysid_iterate(dsSysid* s, dsSysidIter* it) {
 /* The rest of an iteration once its evaluations are done (rc: their outcome). */
 static int finish_iteration(dsSysid* s, dsSysidIter* it, int rc, int nev) {
   if (rc) return s->err.code ? rc : ds__seterr(&s->err, rc, "iteration %d failed (%s)", s->iter, ds_strerror(rc));
-  if (s->iter == 0) s->f0 = s->f;
-  /* L-BFGS: the loss at round-off of its start: nothing left to find */
-  if (s->lb && s->f <= 1e-15 * s->f0) s->converged = 1;
+  const double pg = s->lb ? projected_gradient_norm(s) : 0;
+  if (s->iter == 0) {
+    s->f0 = s->f;
+    s->g0 = pg;
+  }
+  /* L-BFGS: the loss at round-off of its start, or a gradient (within the
+   * bounds) at round-off of its start: nothing left to find */
+  if (s->lb && !s->stop && s->f <= 1e-15 * s->f0) s->stop = "converged: loss at most 1e-15 of its initial value";
+  if (s->lb && !s->stop && pg <= SYSID_GTOL * s->g0)
+    s->stop = "gradient tolerance: projected gradient at most 1e-10 of its initial norm";
   if (s->lb)
     u_to_x(s, s->u, s->x); /* the accepted point (a trial that failed may have been evaluated last) */
   else

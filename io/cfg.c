@@ -256,18 +256,23 @@ static int apply(Ctx* c, const dsConfigKey* f, const char* path, const cJSON* v)
       return DS_OK;
     }
     case DS_KEY_REALS: {
-      int n = cJSON_IsArray(v) ? cJSON_GetArraySize(v) : -1;
+      /* a bare number is the list of that one number ("init": 1200) */
+      const int scalar = cJSON_IsNumber(v);
+      int n = scalar ? 1 : cJSON_IsArray(v) ? cJSON_GetArraySize(v) : -1;
       if (n < 1 || n > (int)f->max || n > DS_KEY_MAX_REALS) {
         char expected[96];
-        snprintf(expected, sizeof expected, "an array of 1 to %d numbers",
+        snprintf(expected, sizeof expected, "a number or an array of 1 to %d numbers",
                  (int)f->max < DS_KEY_MAX_REALS ? (int)f->max : DS_KEY_MAX_REALS);
         return type_error(c, path, expected, v);
       }
       dsReal tmp[DS_KEY_MAX_REALS];
       for (int i = 0; i < n; i++) {
-        const cJSON* e = cJSON_GetArrayItem(v, i);
+        const cJSON* e = scalar ? v : cJSON_GetArrayItem(v, i);
         char ipath[PATH_MAX_LEN + 8];
-        snprintf(ipath, sizeof ipath, "%s[%d]", path, i);
+        if (scalar)
+          snprintf(ipath, sizeof ipath, "%s", path);
+        else
+          snprintf(ipath, sizeof ipath, "%s[%d]", path, i);
         if (!cJSON_IsNumber(e)) return type_error(c, ipath, "a number", e);
         if (!isfinite(e->valuedouble) || e->valuedouble < f->min) {
           char got[96];

@@ -348,10 +348,14 @@ int ds_runlog_write_episode(dsRunLog* log, const char* which, const dsEpisodeRec
   if ((ep->frames || ep->goal) && (ep->height < 1 || ep->width < 1 || (ep->frames && ep->nframes < 1)))
     return ds__seterr(&log->eb, DS_ERR_INVALID, "%s: episode %s: %d frames of %d x %d", log->path, which, ep->nframes,
                       ep->height, ep->width);
-  char gpath[64];
+  /* written as /episodes/<which>.writing and linked as <which> once it is
+   * complete and flushed: a run killed while writing keeps the previous
+   * episode readable (or none), never a half-written one */
+  char gpath[64], tpath[80];
   snprintf(gpath, sizeof gpath, "/episodes/%s", which);
-  if (H5Lexists(log->file, gpath, H5P_DEFAULT) > 0) H5Ldelete(log->file, gpath, H5P_DEFAULT);
-  hid_t g = H5Gcreate2(log->file, gpath, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  snprintf(tpath, sizeof tpath, "%s.writing", gpath);
+  if (H5Lexists(log->file, tpath, H5P_DEFAULT) > 0) H5Ldelete(log->file, tpath, H5P_DEFAULT);
+  hid_t g = H5Gcreate2(log->file, tpath, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
   int ok = g >= 0;
   ok = ok && write_int_attr(g, "iteration", ep->iteration) >= 0 && write_dbl_attr(g, "loss", ep->loss) >= 0 &&
        write_dbl_attr(g, "metric", ep->metric) >= 0 && write_dbl_attr(g, "dt", ep->dt) >= 0 &&
@@ -376,6 +380,9 @@ int ds_runlog_write_episode(dsRunLog* log, const char* which, const dsEpisodeRec
                      "RGBA 0..255") >= 0;
   }
   if (g >= 0) H5Gclose(g);
+  ok = ok && H5Fflush(log->file, H5F_SCOPE_GLOBAL) >= 0;
+  if (ok && H5Lexists(log->file, gpath, H5P_DEFAULT) > 0) ok = H5Ldelete(log->file, gpath, H5P_DEFAULT) >= 0;
+  ok = ok && H5Lmove(log->file, tpath, log->file, gpath, H5P_DEFAULT, H5P_DEFAULT) >= 0;
   if (!ok || H5Fflush(log->file, H5F_SCOPE_GLOBAL) < 0)
     return ds__seterr(&log->eb, DS_ERR_IO, "%s: cannot write episode %s", log->path, which);
   return DS_OK;
@@ -963,12 +970,11 @@ static int read_header(Rd* r, dsRunSummary* s, int n, double* goal, int* has_goa
     if ((rc = rd_open(r, gp, H5I_GROUP, 0, &g))) return rc;
     s->has_episode[i] = g >= 0;
     if (i == 1 && g >= 0) {
-      /* The writer knows what "best" means for its task (the walkers'
-       * metric is a displacement to bring to a goal, not a cost): take the
-       * iteration of the logged best episode. */
+      /* which iteration the kept best episode is: a killed run's may be
+       * older than the lowest loss of the series */
       long long it = -1;
       rc = rd_int_attr(r, g, gp, "iteration", 0, 0, INT_MAX, &it, NULL, &present);
-      if (rc == DS_OK && present && it < n) s->best_iteration = (int)it;
+      if (rc == DS_OK && present && it < n) s->best_episode_iteration = (int)it;
     }
     rd_close(g);
     if (rc) return rc;
@@ -978,7 +984,7 @@ static int read_header(Rd* r, dsRunSummary* s, int n, double* goal, int* has_goa
 
 int ds_runlog_read_summary(const char* path, dsRunSummary* s, char* err, size_t errlen) {
   memset(s, 0, sizeof *s);
-  s->best_iteration = -1;
+  s->best_iteration = s->best_episode_iteration = -1;
   double *loss = NULL, *metric = NULL, *wall = NULL;
   int n = 0;
   int rc = ds_runlog_read_iterations(path, &n, &loss, &metric, &wall, NULL, err, errlen);
@@ -999,16 +1005,10 @@ int ds_runlog_read_summary(const char* path, dsRunSummary* s, char* err, size_t 
       s->first_metric = metric[0];
       s->last_metric = metric[n - 1];
       s->wall_time = wall[n - 1];
-      if (s->best_iteration < 0) {
-        /* no best episode logged (a killed run): the metric closest to the
-         * run's goal, or the lowest metric in logs without a goal */
-        s->best_iteration = 0;
-        for (int i = 1; i < n; i++) {
-          const double a = has_goal ? fabs(metric[i] - goal) : metric[i];
-          const double b = has_goal ? fabs(metric[s->best_iteration] - goal) : metric[s->best_iteration];
-          if (a < b) s->best_iteration = i;
-        }
-      }
+      /* the best is the lowest loss, what the optimiser minimises (dsim/run.h) */
+      s->best_iteration = 0;
+      for (int i = 1; i < n; i++)
+        if (loss[i] < loss[s->best_iteration]) s->best_iteration = i;
       s->best_loss = loss[s->best_iteration];
       s->best_metric = metric[s->best_iteration];
     } else {
@@ -1016,7 +1016,7 @@ int ds_runlog_read_summary(const char* path, dsRunSummary* s, char* err, size_t 
     }
   } else {
     memset(s, 0, sizeof *s);
-    s->best_iteration = -1;
+    s->best_iteration = s->best_episode_iteration = -1;
   }
   ds__free(loss);
   ds__free(metric);

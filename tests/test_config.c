@@ -72,8 +72,11 @@ static const Case bad[] = {
     {"{\"start\": [1, 2]}", DS_ERR_CONFIG, "t.json: start: expected an array of 3 numbers, got an array"},
     {"{\"start\": [1, \"2\", 3]}", DS_ERR_CONFIG, "t.json: start[1]: expected a number, got \"2\""},
     {"{\"start\": [1, 2, 300]}", DS_ERR_CONFIG, "t.json: start[2]: expected a number in [-100, 100], got 300"},
-    {"{\"loss\": {\"weights\": []}}", DS_ERR_CONFIG, "t.json: loss.weights: expected an array of 1 to 4 numbers, got an array"},
+    {"{\"loss\": {\"weights\": []}}", DS_ERR_CONFIG, "t.json: loss.weights: expected a number or an array of 1 to 4 numbers, got an array"},
     {"{\"loss\": {\"weights\": [1, -1]}}", DS_ERR_CONFIG, "t.json: loss.weights[1]: expected a number >= 0, got -1"},
+    {"{\"loss\": {\"weights\": -1}}", DS_ERR_CONFIG, "t.json: loss.weights: expected a number >= 0, got -1"},
+    {"{\"loss\": {\"weights\": \"1\"}}", DS_ERR_CONFIG,
+     "t.json: loss.weights: expected a number or an array of 1 to 4 numbers, got \"1\""},
     {"{\"contact\": {\"ke\": 1, \"ke\": 2}}", DS_ERR_CONFIG, "t.json: key \"contact.ke\" appears twice"},
     {"[1, 2]", DS_ERR_CONFIG, "t.json: expected a JSON object at the top level, got an array"},
     {"{\n  \"physics\": {\n    \"dt\": 0.001,\n  }\n}", DS_ERR_PARSE, "t.json:4:4: invalid JSON near '}'"},
@@ -171,6 +174,11 @@ int main(void) {
     CHECK_CLOSE(c.pos[0], -4, 0, 0);
     CHECK_INT_EQ(c.nweights, 2);
     CHECK_CLOSE(c.ke, 1e4, 0, 0);
+    /* a bare number is a list of one ("init": 1200 in a sysid config) */
+    Cfg one = defaults();
+    ds__clearerr(&eb);
+    CHECK_INT_EQ(ds__cfg_parse("t.json", "{\"loss\": {\"weights\": 1200}}", NULL, fields, &one, sizeof one, &eb), DS_OK);
+    CHECK(one.nweights == 1 && one.weights[0] == 1200);
     /* the same text at the top level: "controller" is no key of the table */
     Cfg d = defaults(), ref = defaults();
     CHECK_INT_EQ(ds__cfg_parse("t.json", js, NULL, fields, &d, sizeof d, &eb), DS_ERR_CONFIG);

@@ -12,8 +12,7 @@
 #   - config values: a \u0000 escape is refused; --decay-factor has the
 #     range of the config key.
 #   - a killed run: dsim info takes the best iteration from the rows (the
-#     metric closest to the run's goal); dsim export falls back to the latest
-#     episode present.
+#     lowest loss); dsim export exports the kept best episode.
 #   - hostile run logs (tests/runlog_hostile --write): dsim info and dsim
 #     export exit 3 naming the object and what was expected; a crash inside
 #     the HDF5 library while probing is reported as a corrupt file.
@@ -120,7 +119,7 @@ check "export frames --force" 0 "$DSIM" export "$run" --frames "$dir/fr" --force
 check "info of a directory" 3 "$DSIM" info "$dir"
 expect "info of a directory" "is a directory, expected a run log"
 
-# ---- a killed run: best from the rows (closest to the goal), export falls back --
+# ---- a killed run: best from the rows (the lowest loss), export --------------------
 cat >"$dir/long.json" <<'JSON'
 { "env": { "name": "walker",
     "physics": {"substeps": 256, "control_interval": 16, "render_interval": 64, "render_last": true},
@@ -137,11 +136,11 @@ while [ "$k" -lt 6 ] && [ "$tries" -lt 2400 ]; do
 done
 kill -KILL "$pid"; wait "$pid" 2>/dev/null
 check "killed: info" 0 "$DSIM" info "$dir/killed.h5"
-got=$(echo "$LAST" | sed -n 's/^metric:.*at iteration \([0-9]*\).*/\1/p')
+got=$(echo "$LAST" | sed -n 's/^loss:.*lowest .* at iteration \([0-9]*\) (the best).*/\1/p')
 "$DSIM" export "$dir/killed.h5" --csv "$dir/killed.csv" >/dev/null 2>&1
-# the walker's metric is a displacement with goal 2 m: best = closest to 2
-want=$(awk -F, 'NR > 1 { d = $3 - 2; if (d < 0) d = -d; if (NR == 2 || d < best) { best = d; it = $1 } } END { print it }' "$dir/killed.csv")
-[ -n "$got" ] && [ "$got" = "$want" ] || { echo "FAIL: killed run: best iteration '$got', expected $want (closest to the goal)"; echo "$LAST"; fail=1; }
+# the best is the lowest loss (the first of equal ones), not the metric closest to the walker's goal
+want=$(awk -F, 'NR > 1 { if (NR == 2 || $2 + 0 < best) { best = $2 + 0; it = $1 } } END { print it }' "$dir/killed.csv")
+[ -n "$got" ] && [ "$got" = "$want" ] || { echo "FAIL: killed run: best iteration '$got', expected $want (the lowest loss)"; echo "$LAST"; fail=1; }
 check "killed: export gif" 0 "$DSIM" export "$dir/killed.h5" --gif "$dir/killed.gif"
 case $LAST in *"no best episode"*|*"wrote "*) ;; *) echo "FAIL: killed: export message"; echo "$LAST"; fail=1 ;; esac
 

@@ -76,7 +76,7 @@ check "bad config" 3 "$DSIM" run "$dir/bad.json" --out "$dir/bad.h5"; expect "ba
 ( cd "$dir" && DSIM_CONFIG_DIR="$dir/src/configs" "$DSIM" run walker ) >"$dir/name.txt" 2>&1; st=$?
 LAST=$(cat "$dir/name.txt")
 [ "$st" = 0 ] || { echo "FAIL: run walker by name: exit $st"; sed 's/^/  | /' "$dir/name.txt"; fail=1; }
-expect "by name: progress lines" "iteration 3/3 loss"
+expect "by name: progress lines" "iteration 2 (3 of 3) loss"
 expect "by name: summary" "metric: initial"
 expect "by name: wall time" "wall time:"
 expect "by name: seed from the config" "seed 3"
@@ -87,6 +87,13 @@ if [ "$hdf5" = 1 ]; then
   expect "info: iterations" "iterations: 3"
   expect "info: episodes" "episodes:   first best last"
   expect "info: parameters" "parameters: 416 per iteration"
+  # one numbering (from 0), one best (the lowest loss): the progress lines, the summary and info agree
+  p=$(awk '/^iteration [0-9]+ \([0-9]+ of [0-9]+\) loss / { if (n++ == 0 || $7 + 0 < b) { b = $7 + 0; it = $2 } } END { print it }' "$dir/name.txt")
+  r=$(sed -n 's/^  result: iteration \([0-9]*\) (the best: the lowest loss).*/\1/p' "$dir/name.txt")
+  i=$(echo "$LAST" | sed -n 's/^loss:.*lowest .* at iteration \([0-9]*\) (the best).*/\1/p')
+  [ -n "$p" ] && [ "$p" = "$r" ] && [ "$r" = "$i" ] || {
+    echo "FAIL: best iteration: progress lines '$p', summary '$r', info '$i'"; cat "$dir/name.txt"; echo "$LAST"; fail=1; }
+  case $LAST in *"best episode:"*) echo "FAIL: a completed run's best episode is not its best iteration"; echo "$LAST"; fail=1 ;; esac
 fi
 
 # no argument: the bundled control-fem config

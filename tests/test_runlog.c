@@ -95,7 +95,7 @@ int main(void) {
   CHECK_INT_EQ(ds_runlog_write_episode(log, "first", &ep), DS_OK);
   CHECK_INT_EQ(ds_runlog_write_episode(log, "best", &ep), DS_OK);
   frames[0] = 99;
-  ep.iteration = 3; /* the writer's notion of best (e.g. a walker's displacement) wins over the lowest metric */
+  ep.iteration = 3; /* a best episode older than the lowest loss (iteration 4): a killed run's */
   CHECK_INT_EQ(ds_runlog_write_episode(log, "best", &ep), DS_OK); /* replaced */
   CHECK_INT_EQ(ds_runlog_write_episode(log, "worst", &ep), DS_ERR_INVALID);
   CHECK_STR_CONTAINS(ds_runlog_last_error(log), "expected first, best or last");
@@ -112,8 +112,10 @@ int main(void) {
   CHECK_STR_EQ(s.version, ds_version_string());
   CHECK(s.seed == 1234567890123ULL);
   CHECK_INT_EQ(s.threads, 2);
-  CHECK_INT_EQ(s.best_iteration, 3);
-  CHECK_CLOSE(s.best_metric, 0.9, 0, 0);
+  CHECK_INT_EQ(s.best_iteration, 4); /* the lowest loss, whatever the metric */
+  CHECK_CLOSE(s.best_loss, 0.5, 0, 0);
+  CHECK_CLOSE(s.best_metric, 0.3, 0, 0);
+  CHECK_INT_EQ(s.best_episode_iteration, 3); /* which episode is kept as best */
   CHECK_CLOSE(s.first_loss, 4.0, 0, 0);
   CHECK_CLOSE(s.last_loss, 0.5, 0, 0);
   CHECK_CLOSE(s.wall_time, 2.5, 0, 0);

@@ -30,7 +30,7 @@ JSON
 
 # a synthetic identification
 check "synthetic" 0 "$DSIM" sysid "$dir/m.json" --out "$dir/a.h5" --csv "$dir/a.csv"
-expect "progress" "iteration 10/10"
+expect "progress" "iteration 0 (1 of 10) loss"
 expect "table" "tet.k_mu"
 [ -f "$dir/a.h5" ] || { echo "FAIL: no log"; fail=1; }
 are=$(awk -F, 'NR == 2 { print $5 }' "$dir/a.csv")
@@ -54,7 +54,7 @@ cmp -s "$dir/t1.cut" "$dir/t2.cut" || { echo "FAIL: results differ with 1 and 2 
 check "adam, one by one" 0 "$DSIM" sysid "$dir/m.json" --objects 3 --optimizer adam --lr 0.1 --iterations 4 --out "$dir/g1" --csv "$dir/g1.csv" --quiet
 check "adam, --group" 0 "$DSIM" sysid "$dir/m.json" --objects 3 --optimizer adam --lr 0.1 --iterations 4 --group --out "$dir/g2" --csv "$dir/g2.csv"
 expect "group" "objects evaluated together"
-expect "group progress" "iteration 4/4: 3 of 3 objects going"
+expect "group progress" "iteration 3 (4 of 4): 3 of 3 objects going"
 cut -d, -f1-5,7 "$dir/g1.csv" >"$dir/g1.cut"
 cut -d, -f1-5,7 "$dir/g2.csv" >"$dir/g2.cut"
 cmp -s "$dir/g1.cut" "$dir/g2.cut" || { echo "FAIL: --group results differ"; diff "$dir/g1.cut" "$dir/g2.cut"; fail=1; }
@@ -132,6 +132,30 @@ check "footage" 0 "$DSIM" sysid "$dir/f.json" --out "$dir/f.h5" --csv "$dir/f.cs
 expect "footage frames" "video $dir/frames (4 frames)"
 est=$(awk -F, 'NR == 2 { print $4 }' "$dir/f.csv")
 awk -v e="$est" 'BEGIN { exit !(e > 990 && e < 1010) }' || { echo "FAIL: footage estimate $est, expected 1000 +- 1 %"; fail=1; }
+# footage has no true values: "-" instead of nan; "loss" once per progress line
+case $LAST in *nan*) echo "FAIL: footage output prints nan"; echo "$LAST"; fail=1 ;; esac
+echo "$LAST" | grep '^iteration' | grep -q 'loss.* loss ' && { echo "FAIL: a progress line prints loss twice"; echo "$LAST"; fail=1; }
+echo "$LAST" | grep -q '^0 *tet.k_mu *- *[0-9.e+]* *- ' || { echo "FAIL: footage table row: true and error not '-'"; echo "$LAST"; fail=1; }
+# L-BFGS stops with its reason instead of iterating with 0 evaluations
+check "footage, 40 iterations" 0 "$DSIM" sysid "$dir/f.json" --iterations 40 --out "$dir/f40.h5" --force
+case $LAST in *"evaluations 0 "*) echo "FAIL: L-BFGS iterated after it stopped"; echo "$LAST"; fail=1 ;; esac
+expect "footage stops" "stopped after iteration"
+check "guess at the truth" 0 "$DSIM" sysid "$dir/l.json" --set sysid.param1.init=[1000] --iterations 5 --out "$dir/t5.h5"
+expect "guess at the truth" "stopped after iteration 0: converged: loss at most 1e-15 of its initial value"
+# a bare number for a one-value list; `dsim config` keeps the sysid section
+sed 's/"init": \[800\]/"init": 1200/' "$dir/f.json" >"$dir/scalar.json"
+check "init as a number" 0 "$DSIM" sysid "$dir/scalar.json" --iterations 1 --out "$dir/sc.h5" --quiet
+check "init as a number (flag)" 0 "$DSIM" sysid "$dir/l.json" --set sysid.param1.init=900 --iterations 1 --out "$dir/sc2.h5" --quiet
+check "init_range as a number" 3 "$DSIM" sysid "$dir/m.json" --set sysid.param1.init_range=700 --out "$dir/x.h5"
+expect "init_range as a number" "sysid.param1.init_range: expected [a, b]"
+check "config of a sysid config" 0 "$DSIM" config "$dir/scalar.json"
+echo "$LAST" >"$dir/rt.json"
+expect "config sysid section" '"sysid": {'
+expect "config sysid init" '"init": [1200]'
+case $LAST in *'"controller"'*|*param2*) echo "FAIL: dsim config of a sysid config: controller section or unused parameters"; echo "$LAST"; fail=1 ;; esac
+check "config round trip" 0 "$DSIM" config "$dir/rt.json"
+[ "$LAST" = "$(cat "$dir/rt.json")" ] || { echo "FAIL: dsim config of its own output differs"; fail=1; }
+check "sysid from dsim config" 0 "$DSIM" sysid "$dir/rt.json" --iterations 1 --out "$dir/rt.h5" --quiet
 
 # bad input, each refused before anything runs (no log)
 check "unknown parameter" 3 "$DSIM" sysid "$dir/m.json" --set sysid.param1.name=tet.k_muu --out "$dir/x.h5"

@@ -21,10 +21,14 @@
  * "interrupted". A second request before ds_run_finish skips recording the
  * episodes.
  *
- * The best episode is the iteration whose metric is closest to the env's
- * metric goal (ds_env_metric_goal). It is written to the log as it improves,
- * while recording has taken at most 10% of the run's time (recording
- * re-simulates an episode), so that a killed run has one; ds_run_finish
+ * Iterations are numbered from 0 everywhere (results, log, CLI output).
+ * The best iteration is the one with the lowest loss: what the optimiser
+ * minimises and returns (the metric reports on the task and is logged next
+ * to it). Its episode is written with iteration 0's (first = best), then as
+ * it improves while recording has taken at most 10% of the run's time
+ * (recording re-simulates an episode), and otherwise once the last best
+ * recording is 5 iterations old: a killed run keeps a best episode that is
+ * the lowest loss of every iteration but the last 5 logged. ds_run_finish
  * writes it if the latest best was not written yet.
  *
  * Nothing is printed; errors are returned (0 or a negative DS_ERR_*) with a
@@ -65,10 +69,10 @@ typedef struct dsRunResult {
   int planned;             /* dsRunDef.iterations */
   int interrupted;         /* 1: stopped by ds_run_request_stop */
   double first_loss, last_loss, first_metric, last_metric;
-  double best_metric;      /* the metric closest to the env's metric goal ... */
-  int best_iteration;      /* ... and its iteration (-1 before the first) */
-  double low_loss, low_metric; /* the lowest loss (the optimiser's result) and its metric ... */
-  int low_iteration;       /* ... and its iteration (-1 before the first) */
+  double best_metric;      /* the metric of the best iteration (the lowest loss) ... */
+  int best_iteration;      /* ... and its iteration, from 0 (-1 before the first) */
+  double low_loss, low_metric; /* the lowest loss (the optimiser's result, the best) and its metric ... */
+  int low_iteration;       /* ... and its iteration: always best_iteration (kept for the ABI) */
   double iteration_time;   /* s, in the trainer's iterations (recording excluded) */
   int nparams;             /* controller parameters */
   int threads;             /* OpenMP threads the run uses */

@@ -30,7 +30,7 @@ typedef struct dsRunLogDef {
   int compression;           /* gzip level 0..9 for frames and trajectories */
   int overwrite;             /* 0 (default): refuse a path that exists; 1: replace it */
   int has_metric_goal;       /* 1: metric_goal is stored (/meta "metric_goal") */
-  double metric_goal;        /* the best iteration is the one whose metric is closest to it */
+  double metric_goal;        /* the metric's target (stored in /meta; the best iteration is the lowest loss) */
 } dsRunLogDef;
 
 DS_API dsRunLogDef ds_default_runlog_def(void);
@@ -76,10 +76,12 @@ typedef struct dsRunSummary {
   int niterations;           /* completed iterations */
   int nparams;
   double first_loss, last_loss, best_loss, first_metric, last_metric, best_metric;
-  int best_iteration;        /* the logged best episode's iteration, else the iteration whose metric is
-                                closest to /meta "metric_goal" (lowest metric in logs without it); -1 when none */
+  int best_iteration;        /* the best logged iteration, from 0: the lowest loss (the first of equal
+                                ones); best_loss and best_metric are its values; -1 when none */
   double wall_time;          /* wall time of the last iteration, s */
   int has_episode[3];        /* first, best, last */
+  int best_episode_iteration; /* the iteration of /episodes/best (-1: none). A killed run's may be an
+                                 older best than best_iteration (dsim/run.h says by how much) */
 } dsRunSummary;
 
 DS_API int ds_runlog_read_summary(const char* path, dsRunSummary* s, char* err, size_t errlen);

@@ -44,10 +44,11 @@
  * Optimisers: Adam and SGD (ds_optim_*, dsim/controller.h) and L-BFGS
  * (ds_lbfgs_* below: two-loop recursion with a backtracking Armijo line
  * search, one line search per iteration). Iteration 0 evaluates the initial
- * guess for every optimiser. L-BFGS stops evaluating (converged: the
- * iterations report the same point, 0 evaluations) when a line search from
- * steepest descent finds no decrease, or the loss is below 1e-15 of its
- * initial value.
+ * guess for every optimiser. L-BFGS stops (ds_sysid_stop_reason says why;
+ * later iterations report the same point with 0 evaluations) when a line
+ * search from steepest descent finds no decrease, the loss is at most 1e-15
+ * of its initial value, or the projected gradient (without the components
+ * that push against a bound) is at most 1e-10 of its norm at iteration 0.
  *
  * Every buffer is allocated at create; iterate allocates nothing. Distinct
  * dsSysid objects may run in distinct threads (each owns its env). */
@@ -198,6 +199,10 @@ typedef struct dsSysidIter {
 } dsSysidIter;
 
 DS_API int ds_sysid_iterate(dsSysid* s, dsSysidIter* it);
+/* Why the optimiser stopped ("converged: ...", "gradient tolerance: ..."),
+ * "" while it has steps left (always "" for Adam and SGD, which run every
+ * iteration). A caller stops iterating when it is not "". */
+DS_API const char* ds_sysid_stop_reason(const dsSysid* s);
 /* Identified values (the flattened parameters, in order) and the per-param
  * split: value i belongs to parameter ds_sysid_value_param(s, i). */
 DS_API int ds_sysid_num_values(const dsSysid* s);

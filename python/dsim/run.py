@@ -116,7 +116,8 @@ class Run:
 
     def result(self) -> dict:
         """iterations, planned, first/last/low loss and metric, best_metric and
-        best_iteration (closest to the env's goal), low_iteration, times, status."""
+        best_iteration (the best is the lowest loss; best_iteration ==
+        low_iteration, counted from 0 as in the log and the CLI), times, status."""
         return _lib.run_result(self._p)
 
     def close(self):

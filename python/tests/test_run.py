@@ -45,6 +45,10 @@ def test_same_as_cli(tmp_path):
     losses = dsim._lib.runlog_iterations(log)["loss"]
     assert len(losses) == 3
     assert float(losses[-1]) == res["last_loss"] and float(losses[0]) == res["first_loss"]
+    # one best (the lowest loss, the first of equal ones), one numbering (from 0) with the log
+    low = min(range(len(losses)), key=lambda i: (float(losses[i]), i))
+    assert res["best_iteration"] == res["low_iteration"] == low
+    assert res["low_loss"] == float(losses[low])
 
 
 def test_bad_override_names_key():
