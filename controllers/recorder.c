@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "dsim/controller.h"
+#include "dsim/raster.h"
 #include "base/internal.h"
 
 struct dsRecorder {
@@ -88,6 +89,11 @@ int ds_recorder_create(const dsEnv* src, int stride, dsRecorder** out, char* err
   q->nframes = nf;
   q->height = r->H;
   q->width = r->W;
+  dsCamera cam; /* the frames' camera, so that a log's footage describes itself */
+  if (ds_camera_look_at(&cam, d.cam_distance, d.cam_elevation, d.cam_azimuth) == DS_OK) {
+    for (int i = 0; i < 3; i++) q->cam_eye[i] = (double)cam.eye[i];
+    q->cam_fov = (double)d.cam_fov;
+  }
   const size_t rows = (size_t)(r->T + 1) * (size_t)r->N * 3, px = (size_t)r->W * (size_t)r->H * 4;
   q->positions = (float*)ds__calloc(rows, sizeof(float));
   q->velocities = (float*)ds__calloc(rows, sizeof(float));

@@ -220,6 +220,10 @@ DS_API int ds_sysid_eval(dsSysid* s, const double* values, double* loss, double*
 /* The frames of the last evaluation (nframes x h x w x 4) and the video's. */
 DS_API const dsReal* ds_sysid_rendered(const dsSysid* s);
 DS_API const dsSysidVideo* ds_sysid_video(const dsSysid* s);
+/* The initial state (substep 0, time 0) with values, rendered into image
+ * (h x w x 4): the frame before the video's, which no parameter moves but
+ * a log of the episode shows. */
+DS_API int ds_sysid_render_initial(dsSysid* s, const double* values, dsReal* image);
 DS_API dsEnv* ds_sysid_env(dsSysid* s);
 DS_API int ds_sysid_nparams(const dsSysid* s);
 DS_API const char* ds_sysid_param_name(const dsSysid* s, int p);
