@@ -24,3 +24,6 @@ EXTRA_DIST += tests/test_cli.sh tests/test_run_cli.sh tests/test_export.sh tests
 check_PROGRAMS += tests/test_exit_codes
 tests_test_exit_codes_SOURCES = tests/test_exit_codes.c cli/exit.c
 TESTS += tests/test_exit_codes
+# Self-describing footage and the landscape's outputs (issue 32)
+TESTS += tests/test_export_footage.sh tests/test_landscape_plot.sh
+EXTRA_DIST += tests/test_export_footage.sh tests/test_landscape_plot.sh

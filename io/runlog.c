@@ -367,16 +367,20 @@ static int write_frame_info(hid_t g, const dsEpisodeRecord* ep) {
   const int F = ep->nframes, last = ep->nsubsteps > 0 ? ep->nsubsteps - 1 : 0;
   int* sub = (int*)ds__malloc(sizeof(int) * (size_t)F);
   double* t = (double*)ds__malloc(sizeof(double) * (size_t)F);
-  int ok = sub && t;
+  int ok = sub && t, known = 1;
   for (int f = 0; f < F && ok; f++) {
     const long s = ep->frame_substep ? ep->frame_substep[f] : (long)f * ep->render_interval;
     sub[f] = ep->frame_substep || s < last ? (int)s : last;
     t[f] = sub[f] * ep->dt;
+    known = known && sub[f] >= 0 && (f == 0 || sub[f] > sub[f - 1]);
   }
+  /* a record without a schedule (no dt or render interval) or with more
+     frames than it has: no times rather than wrong ones */
+  known = known && ep->dt > 0 && (ep->frame_substep || ep->render_interval > 0);
   hsize_t n = (hsize_t)F;
-  ok = ok && write_array(g, "substeps", H5T_NATIVE_INT, 1, &n, 0, sub, "1") >= 0 &&
-       write_array(g, "times", H5T_NATIVE_DOUBLE, 1, &n, 0, t, "s") >= 0;
-  if (ok && ep->cam_fov > 0) {
+  ok = ok && (!known || (write_array(g, "substeps", H5T_NATIVE_INT, 1, &n, 0, sub, "1") >= 0 &&
+                         write_array(g, "times", H5T_NATIVE_DOUBLE, 1, &n, 0, t, "s") >= 0));
+  if (ok && known && ep->cam_fov > 0) {
     const double at[3] = {0, 0, 0};
     ok = write_vec_attr(g, "camera_position", ep->cam_eye, 3) >= 0 && write_vec_attr(g, "camera_look_at", at, 3) >= 0 &&
          write_dbl_attr(g, "camera_fov", ep->cam_fov) >= 0;
