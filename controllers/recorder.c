@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include "dsim/controller.h"
-#include "dsim/raster.h"
 #include "base/internal.h"
 
 struct dsRecorder {
@@ -89,9 +88,12 @@ int ds_recorder_create(const dsEnv* src, int stride, dsRecorder** out, char* err
   q->nframes = nf;
   q->height = r->H;
   q->width = r->W;
-  dsCamera cam; /* the frames' camera, so that a log's footage describes itself */
-  if (ds_camera_look_at(&cam, d.cam_distance, d.cam_elevation, d.cam_azimuth) == DS_OK) {
-    for (int i = 0; i < 3; i++) q->cam_eye[i] = (double)cam.eye[i];
+  { /* the frames' camera, so that a log's footage describes itself: the env's
+       look-at camera, eye = d (cos e sin a, sin e, -cos e cos a) (docs/scenes.md) */
+    const double e = (double)d.cam_elevation * (3.14159265358979323846 / 180.0), a = (double)d.cam_azimuth * (3.14159265358979323846 / 180.0);
+    q->cam_eye[0] = (double)d.cam_distance * cos(e) * sin(a);
+    q->cam_eye[1] = (double)d.cam_distance * sin(e);
+    q->cam_eye[2] = -(double)d.cam_distance * cos(e) * cos(a);
     q->cam_fov = (double)d.cam_fov;
   }
   const size_t rows = (size_t)(r->T + 1) * (size_t)r->N * 3, px = (size_t)r->W * (size_t)r->H * 4;
