@@ -64,42 +64,74 @@ static int parse_axis(const char* s, dsLandscapeAxis* a) {
   return 0;
 }
 
+/* The plot's script: the loss (1-D: with its gradient on a second axis;
+ * 2-D: filled contours with the descent direction -gradient as arrows), the
+ * true value marked when known (argv[3], argv[4]: "nan" for footage), at
+ * most 6 x ticks rotated so that their labels never overlap. The PNG's
+ * "Description" text lists the legend entries and the number of
+ * overlapping x tick labels (tests/test_landscape_plot.sh reads it). */
+static const char plot_code[] =
+    "import sys, csv, math\n"
+    "try:\n"
+    "    import matplotlib\n"
+    "    matplotlib.use('Agg')\n"
+    "    import matplotlib.pyplot as plt\n"
+    "    from matplotlib.ticker import MaxNLocator, LogLocator, NullFormatter, ScalarFormatter\n"
+    "except Exception:\n"
+    "    sys.exit(3)\n"
+    "dims, geo, n1, n2 = int(sys.argv[5]), int(sys.argv[6]), sys.argv[7], sys.argv[8]\n"
+    "t1, t2 = float(sys.argv[3]), float(sys.argv[4])\n"
+    "rows = [list(map(float, r)) for r in list(csv.reader(open(sys.argv[1])))[1:]]\n"
+    "fig, ax = plt.subplots(figsize=(6.4, 4.8))\n"
+    "handles = []\n"
+    "if dims == 1:\n"
+    "    x = [r[0] for r in rows]; l = [r[1] for r in rows]; g = [r[2] for r in rows]\n"
+    "    handles += ax.plot(x, l, 'k.-', label='loss')\n"
+    "    ax.set_xlabel(n1); ax.set_ylabel('loss')\n"
+    "    if geo: ax.set_xscale('log')\n"
+    "    ax2 = ax.twinx(); handles += ax2.plot(x, g, 'r--', label='d loss / d ' + n1)\n"
+    "    ax2.set_ylabel('gradient', color='r')\n"
+    "    if not math.isnan(t1): handles.append(ax.axvline(t1, color='tab:green', ls=':', lw=2, label='true value'))\n"
+    "else:\n"
+    "    xs = sorted(set(r[0] for r in rows)); ys = sorted(set(r[1] for r in rows))\n"
+    "    L = [[0.0] * len(xs) for _ in ys]\n"
+    "    for r in rows: L[ys.index(r[1])][xs.index(r[0])] = r[2]\n"
+    "    c = ax.contourf(xs, ys, L, 30); fig.colorbar(c, ax=ax, label='loss')\n"
+    "    handles.append(ax.quiver([r[0] for r in rows], [r[1] for r in rows], [-r[3] for r in rows],\n"
+    "                             [-r[4] for r in rows], color='w', angles='xy', label='-gradient (descent direction)'))\n"
+    "    ax.set_xlabel(n1); ax.set_ylabel(n2)\n"
+    "    if geo: ax.set_xscale('log'); ax.set_yscale('log')\n"
+    "    if not math.isnan(t1) and not math.isnan(t2):\n"
+    "        handles += ax.plot([t1], [t2], marker='*', ms=14, color='tab:red', ls='none', label='true value')\n"
+    "for a in ([ax.xaxis] if dims == 1 else [ax.xaxis, ax.yaxis]):\n"
+    "    if geo:\n"
+    "        a.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0), numticks=8))\n"
+    "        a.set_major_formatter(ScalarFormatter()); a.set_minor_formatter(NullFormatter())\n"
+    "    else:\n"
+    "        a.set_major_locator(MaxNLocator(6))\n"
+    "for t in ax.get_xticklabels(): t.set_rotation(30); t.set_horizontalalignment('right')\n"
+    "ax.legend(handles=handles, loc='best', fontsize='small', framealpha=0.8)\n"
+    "ax.set_title('sysid loss landscape')\n"
+    "fig.tight_layout(); fig.canvas.draw()\n"
+    "r = fig.canvas.get_renderer()\n"
+    "boxes = [t.get_window_extent(r) for t in ax.get_xticklabels() if t.get_visible() and t.get_text()]\n"
+    "over = sum(1 for i in range(len(boxes)) for j in range(i + 1, len(boxes)) if boxes[i].overlaps(boxes[j]))\n"
+    "desc = 'legend: ' + ', '.join(h.get_label() for h in handles) + '; overlapping x tick labels: %d' % over\n"
+    "fig.savefig(sys.argv[2], dpi=100, format='png', metadata={'Description': desc})\n";
+
 /* Plot with matplotlib in a child python3; 0 when drawn, 1 when python3 or
  * matplotlib is missing, 2 when the plot failed. */
-static int plot(const char* csv, const char* png, int dims, const char* n1, const char* n2, int geometric) {
-  char code[4096];
-  snprintf(code, sizeof code,
-           "import sys, csv\n"
-           "try:\n"
-           "    import matplotlib\n"
-           "    matplotlib.use('Agg')\n"
-           "    import matplotlib.pyplot as plt\n"
-           "except Exception:\n"
-           "    sys.exit(3)\n"
-           "rows = [list(map(float, r)) for r in list(csv.reader(open(sys.argv[1])))[1:]]\n"
-           "fig, ax = plt.subplots(figsize=(6, 4.5))\n"
-           "if %d == 1:\n"
-           "    x = [r[0] for r in rows]; l = [r[1] for r in rows]; g = [r[2] for r in rows]\n"
-           "    ax.plot(x, l, 'k.-', label='loss')\n"
-           "    ax.set_xlabel('%s'); ax.set_ylabel('loss')\n"
-           "    ax2 = ax.twinx(); ax2.plot(x, g, 'r--', label='d loss / d value'); ax2.set_ylabel('gradient', color='r')\n"
-           "    if %d: ax.set_xscale('log')\n"
-           "else:\n"
-           "    xs = sorted(set(r[0] for r in rows)); ys = sorted(set(r[1] for r in rows))\n"
-           "    L = [[0.0] * len(xs) for _ in ys]\n"
-           "    for r in rows: L[ys.index(r[1])][xs.index(r[0])] = r[2]\n"
-           "    c = ax.contourf(xs, ys, L, 30); fig.colorbar(c, ax=ax, label='loss')\n"
-           "    ax.quiver([r[0] for r in rows], [r[1] for r in rows], [-r[3] for r in rows], [-r[4] for r in rows],\n"
-           "              color='w', angles='xy')\n"
-           "    ax.set_xlabel('%s'); ax.set_ylabel('%s')\n"
-           "    if %d: ax.set_xscale('log'); ax.set_yscale('log')\n"
-           "ax.set_title('sysid loss landscape')\n"
-           "fig.tight_layout(); fig.savefig(sys.argv[2], dpi=100, format='png')\n",
-           dims, n1, geometric, n1, n2 ? n2 : "", geometric);
+static int plot(const char* csv, const char* png, int dims, const char* n1, const char* n2, int geometric,
+                const double truth[2]) {
+  char t1[64], t2[64], sd[8], sg[8];
+  snprintf(t1, sizeof t1, "%.17g", truth[0]);
+  snprintf(t2, sizeof t2, "%.17g", truth[1]);
+  snprintf(sd, sizeof sd, "%d", dims);
+  snprintf(sg, sizeof sg, "%d", geometric);
   pid_t pid = fork();
   if (pid < 0) return 1;
   if (pid == 0) {
-    execlp("python3", "python3", "-c", code, csv, png, (char*)NULL);
+    execlp("python3", "python3", "-c", plot_code, csv, png, t1, t2, sd, sg, n1, n2 ? n2 : "", (char*)NULL);
     _exit(127);
   }
   int st = 0;
@@ -233,6 +265,27 @@ typedef struct Ls {
   dsLandscape* ls;
 } Ls;
 
+/* The folders of an output prefix (as dsim run --out creates them). */
+static int make_out_dirs(const char* prefix) {
+  if (ds_make_parent_dirs(prefix) == 0) return DS_EXIT_OK;
+  fprintf(stderr, "dsim landscape: %s: cannot create its folder: %s\n", prefix, strerror(errno));
+  return DS_EXIT_FAILURE;
+}
+
+/* What the grid is of, and the truth when the video has one. */
+static void print_header(const Ls* c) {
+  const char *n1 = ds_landscape_param_name(c->ls, 0), *n2 = ds_landscape_param_name(c->ls, 1);
+  const int npt = ds_landscape_num_points(c->ls), nthreads = ds_landscape_threads(c->ls);
+  printf("dsim landscape: %s (%s), %s%s%s on %d point%s, %d thread%s\n", c->def.cls->name, c->path, n1, n2 ? " x " : "",
+         n2 ? n2 : "", npt, npt == 1 ? "" : "s", nthreads, nthreads == 1 ? "" : "s");
+  if (c->sd.video == DS_SYSID_FRAMES) {
+    printf("video %s: true values unknown; other parameters at their initial values\n", c->sd.frames_dir);
+    return;
+  }
+  printf("true values: %s = %.6g%s", n1, ds_landscape_truth(c->ls, 0), n2 ? "" : "\n");
+  if (n2) printf(", %s = %.6g\n", n2, ds_landscape_truth(c->ls, 1));
+}
+
 /* Config, keys and checks, in the order their errors are reported. */
 static int load(LsArgs* a, Ls* c) {
   char err[2048];
@@ -269,6 +322,7 @@ static int load(LsArgs* a, Ls* c) {
              (unsigned long long)(c->rd.seed + (uint64_t)a->ld.object));
     mkdir("runs", 0777);
   }
+  if ((exitc = make_out_dirs(prefix))) return exitc;
   snprintf(c->csvp, sizeof c->csvp, "%s.csv", prefix);
   snprintf(c->h5p, sizeof c->h5p, "%s.h5", prefix);
   snprintf(c->pngp, sizeof c->pngp, "%s.png", prefix);
@@ -362,7 +416,8 @@ static int report(const Ls* c, const LsArgs* a) {
   int fd = ds__cli_temp_for("landscape", c->pngp, tmp, sizeof tmp);
   if (fd < 0) return DS_EXIT_OK;
   close(fd);
-  const int pr = plot(c->csvp, tmp, dims, n1, n2, a->ld.geometric);
+  const double truth[2] = {ds_landscape_truth(c->ls, 0), dims == 2 ? ds_landscape_truth(c->ls, 1) : NAN};
+  const int pr = plot(c->csvp, tmp, dims, n1, n2, a->ld.geometric, truth);
   if (pr == 0) {
     const int exitc = ds__cli_commit_temp("landscape", tmp, c->pngp, a->force);
     if (!exitc) printf("plot: %s\n", c->pngp);
@@ -381,12 +436,7 @@ int ds__cli_landscape(int argc, char** argv) {
   memset(&c, 0, sizeof c);
   exitc = load(&a, &c);
   if (!exitc) {
-    const char *n1 = ds_landscape_param_name(c.ls, 0), *n2 = ds_landscape_param_name(c.ls, 1);
-    const int npt = ds_landscape_num_points(c.ls), nthreads = ds_landscape_threads(c.ls);
-    printf("dsim landscape: %s (%s), %s%s%s on %d point%s, %d thread%s\n", c.def.cls->name, c.path, n1, n2 ? " x " : "",
-           n2 ? n2 : "", npt, npt == 1 ? "" : "s", nthreads, nthreads == 1 ? "" : "s");
-    printf("true values: %s = %.6g%s", n1, ds_landscape_truth(c.ls, 0), n2 ? "" : "\n");
-    if (n2) printf(", %s = %.6g\n", n2, ds_landscape_truth(c.ls, 1));
+    print_header(&c);
     fflush(stdout);
     const int rc = ds_landscape_evaluate(c.ls);
     if (rc) { /* nothing is written */

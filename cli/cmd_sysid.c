@@ -349,22 +349,36 @@ static void to_u8(const dsReal* src, int n, int w, int h, uint8_t* dst) {
   for (int f = 0; f < n; f++) ds_image_to_u8(src + (size_t)f * 4 * w * h, w, h, dst + (size_t)f * 4 * w * h);
 }
 
-/* The frames rendered with values, as an episode of the log. */
+/* The frames rendered with values, as an episode of the log: the initial
+ * state (time 0) first, then the video's frames, each with its substep and
+ * the camera, so that exported frames describe themselves. */
 static int write_frames(Obj* o, const char* which, int iteration, const double* values, double metric) {
   double loss = 0;
   int rc = ds_sysid_eval(o->s, values, &loss, NULL);
   if (rc) return rc;
   const dsSysidVideo* v = ds_sysid_video(o->s);
   const size_t fb = 4 * (size_t)v->width * (size_t)v->height;
-  uint8_t* frames = (uint8_t*)malloc((size_t)v->nframes * fb);
+  const int nf = v->nframes + 1;
+  uint8_t* frames = (uint8_t*)malloc((size_t)nf * fb);
   uint8_t* goal = (uint8_t*)malloc(fb);
-  if (!frames || !goal) {
+  dsReal* img0 = (dsReal*)malloc(fb * sizeof(dsReal));
+  int* sub = (int*)malloc(sizeof(int) * (size_t)nf);
+  if (!frames || !goal || !img0 || !sub) rc = DS_ERR_NOMEM;
+  if (!rc) { /* the rendered frames first: the initial render resets the env */
+    to_u8(ds_sysid_rendered(o->s), v->nframes, v->width, v->height, frames + fb);
+    rc = ds_sysid_render_initial(o->s, values, img0);
+  }
+  if (rc) {
     free(frames);
     free(goal);
-    return DS_ERR_NOMEM;
+    free(img0);
+    free(sub);
+    return rc;
   }
-  to_u8(ds_sysid_rendered(o->s), v->nframes, v->width, v->height, frames);
+  to_u8(img0, 1, v->width, v->height, frames);
   to_u8(v->rgba + (size_t)(v->nframes - 1) * fb, 1, v->width, v->height, goal);
+  sub[0] = 0;
+  for (int f = 0; f < v->nframes; f++) sub[f + 1] = v->substep[f];
   const dsEnvDef* d = ds_env_def(ds_sysid_env(o->s));
   dsEpisodeRecord ep;
   memset(&ep, 0, sizeof ep);
@@ -376,15 +390,23 @@ static int write_frames(Obj* o, const char* which, int iteration, const double* 
   ep.render_interval = d->control_interval;
   ep.stride = 1;
   ep.nsubsteps = d->substeps + 1;
-  ep.nframes = v->nframes;
+  ep.nframes = nf;
   ep.height = v->height;
   ep.width = v->width;
   ep.frames = frames;
   ep.goal = goal;
+  ep.frame_substep = sub;
+  dsCamera cam;
+  if (ds_camera_look_at(&cam, d->cam_distance, d->cam_elevation, d->cam_azimuth) == DS_OK) {
+    for (int i = 0; i < 3; i++) ep.cam_eye[i] = (double)cam.eye[i];
+    ep.cam_fov = (double)d->cam_fov;
+  }
 #pragma omp critical(dsim_sysid_hdf5)
   rc = ds_runlog_write_episode(o->log, which, &ep);
   free(frames);
   free(goal);
+  free(img0);
+  free(sub);
   return rc;
 }
 

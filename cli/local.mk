@@ -34,3 +34,6 @@ tests_hang_plugin_la_CPPFLAGS = -I$(top_srcdir)/include -I$(top_builddir)/includ
 # configure links configs/ into a build outside the source tree (configure.ac)
 distclean-local:
 	-test ! -L configs || rm -f configs
+# Self-describing footage and the landscape's outputs (issue 32)
+TESTS += tests/test_export_footage.sh tests/test_landscape_plot.sh
+EXTRA_DIST += tests/test_export_footage.sh tests/test_landscape_plot.sh

@@ -23,6 +23,7 @@ struct dsLandscape {
   dsSysidDef sd;
   int dims, npt, nthreads, nv, failed;
   dsSysid** S;  /* one identification object per thread (each owns its env) */
+  dsSysidVideo video; /* footage (video "frames"); nframes 0: synthetic */
   double* res;  /* npt x LS_ROW */
   dsErrBuf err;
 };
@@ -47,8 +48,6 @@ int ds_landscape_check(const dsSysidDef* sd, const dsLandscapeDef* def, char* er
       return ds__puterr(err, errlen, DS_ERR_RANGE, "axis %d: a geometric axis needs lo > 0, got %g", a + 1, x->lo);
   }
   const int dims = dims_of(def);
-  if (sd->video != DS_SYSID_SYNTHETIC)
-    return ds__puterr(err, errlen, DS_ERR_CONFIG, "sysid.video: the landscape needs a synthetic video (true values)");
   if (ds_sysid_num_params(sd) < dims)
     return ds__puterr(err, errlen, DS_ERR_CONFIG, "a 2-D grid (--range2) needs sysid.param2");
   for (int a = 0; a < dims; a++)
@@ -77,8 +76,11 @@ int ds_landscape_create(const dsEnvDef* env_def, const dsSysidDef* sd, const dsL
   ls->S = (dsSysid**)calloc((size_t)ls->nthreads, sizeof(dsSysid*));
   ls->res = (double*)calloc((size_t)ls->npt * LS_ROW, sizeof(double));
   if (!ls->S || !ls->res) rc = ds__puterr(err, errlen, DS_ERR_NOMEM, "out of memory");
+  /* footage sets the env's camera, image size and schedule (ls->env_def) */
+  if (!rc && sd->video == DS_SYSID_FRAMES) rc = ds_sysid_load_video(&ls->sd, &ls->env_def, &ls->video, err, errlen);
+  const dsSysidVideo* video = ls->video.nframes ? &ls->video : NULL;
   for (int t = 0; t < ls->nthreads && !rc; t++)
-    rc = ds_sysid_create(&ls->env_def, &ls->sd, def->object, NULL, &ls->S[t], err, errlen);
+    rc = ds_sysid_create(&ls->env_def, &ls->sd, def->object, video, &ls->S[t], err, errlen);
   if (rc) {
     ds_landscape_destroy(ls);
     return rc;
@@ -93,6 +95,7 @@ void ds_landscape_destroy(dsLandscape* ls) {
   for (int t = 0; ls->S && t < ls->nthreads; t++) ds_sysid_destroy(ls->S[t]);
   free(ls->S);
   free(ls->res);
+  ds_sysid_video_free(&ls->video);
   free(ls);
 }
 
@@ -102,15 +105,16 @@ double ds_landscape_axis_value(const dsLandscapeDef* def, int axis, int i) {
   return def->geometric ? a->lo * pow(a->hi / a->lo, t) : a->lo + (a->hi - a->lo) * t;
 }
 
-/* Grid point q's values: the truth, with the axes' parameters at the
- * point's values v (row-major, axis 2 fastest). */
+/* Grid point q's values: the truth (footage: the initial guesses), with
+ * the axes' parameters at the point's values v (row-major, axis 2 fastest). */
 static void point_values(const dsLandscape* ls, int q, double* x, double v[2]) {
   const dsLandscapeDef* d = &ls->def;
   const int i1 = ls->dims == 2 ? q / d->axis[1].n : q, i2 = ls->dims == 2 ? q % d->axis[1].n : 0;
   v[0] = ds_landscape_axis_value(d, 0, i1);
   v[1] = ls->dims == 2 ? ds_landscape_axis_value(d, 1, i2) : 0;
   const dsSysid* s = ls->S[0];
-  memcpy(x, ds_sysid_truth(s), sizeof(double) * (size_t)ls->nv);
+  const double* base = ds_sysid_truth(s) ? ds_sysid_truth(s) : ds_sysid_initial_values(s);
+  memcpy(x, base, sizeof(double) * (size_t)ls->nv);
   for (int i = 0; i < ls->nv; i++) {
     const int p = ds_sysid_value_param(s, i);
     if (p < ls->dims && !ds_sysid_value_fixed(s, i)) x[i] = v[p];
@@ -152,7 +156,8 @@ static int eval_group(dsLandscape* ls) {
   char msg[1024] = "out of memory";
   int rc = objs && X && Gr && L && V && st ? 0 : DS_ERR_NOMEM;
   for (int i = 0; i < G && !rc; i++) objs[i] = ls->def.object;
-  if (!rc) rc = ds_sysid_group_create(&ls->env_def, &gd, objs, G, NULL, &g, msg, sizeof msg);
+  if (!rc)
+    rc = ds_sysid_group_create(&ls->env_def, &gd, objs, G, ls->video.nframes ? &ls->video : NULL, &g, msg, sizeof msg);
   for (int q0 = 0; q0 < npt && !rc; q0 += G) {
     const int m = npt - q0 < G ? npt - q0 : G;
     for (int i = 0; i < G; i++) /* a short last batch repeats its last point */
@@ -222,7 +227,7 @@ const char* ds_landscape_param_name(const dsLandscape* ls, int axis) {
 }
 
 double ds_landscape_truth(const dsLandscape* ls, int axis) {
-  if (!ls || axis < 0 || axis >= ls->dims) return NAN;
+  if (!ls || axis < 0 || axis >= ls->dims || !ds_sysid_truth(ls->S[0])) return NAN;
   for (int i = 0; i < ls->nv; i++)
     if (ds_sysid_value_param(ls->S[0], i) == axis) return ds_sysid_truth(ls->S[0])[i];
   return NAN;

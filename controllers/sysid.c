@@ -298,6 +298,15 @@ int ds_sysid_eval(dsSysid* s, const double* x, double* loss, double* grad) {
   return read_grad(s, s->env, grad);
 }
 
+int ds_sysid_render_initial(dsSysid* s, const double* x, dsReal* image) {
+  if (!s || !x || !image) return DS_ERR_INVALID;
+  int rc = ds_env_reset(s->env, s->env_seed, NULL, NULL);
+  if (!rc) rc = set_params_in(s, s->env, x);
+  if (!rc) rc = ds_env_render(s->env, image);
+  if (rc && !s->err.code) ds__seterr(&s->err, rc, "initial frame: %s", ds_env_last_error(s->env));
+  return rc;
+}
+
 static void u_to_x(dsSysid* s, const double* u, double* x) {
   for (int i = 0; i < s->nval; i++) x[i] = s->fixed[i] ? 0 : to_x(&s->p[s->vparam[i]], u[i]);
 }

@@ -566,13 +566,13 @@ int ds__cfg_video_camera(const char* file, const char* text, double* times, int 
       rc = ds__seterr(eb, DS_ERR_CONFIG, "%s: unknown key \"%s\" (keys: times, position, look_at, fov)", file,
                       ch->string);
   }
-  for (int i = 0; i < 4 && !rc; i++)
+  for (int i = 1; i < 4 && !rc; i++) /* times may come with the frames instead (dsim/video.h) */
     if (!cJSON_GetObjectItemCaseSensitive(root, keys[i]))
       rc = ds__seterr(eb, DS_ERR_CONFIG, "%s: missing key \"%s\"", file, keys[i]);
   if (!rc) {
     const cJSON* t = cJSON_GetObjectItemCaseSensitive(root, "times");
-    const int n = cJSON_IsArray(t) ? cJSON_GetArraySize(t) : -1;
-    if (n < 1 || n > cap) {
+    const int n = !t ? 0 : cJSON_IsArray(t) ? cJSON_GetArraySize(t) : -1;
+    if (t && (n < 1 || n > cap)) {
       char got[96];
       describe(t, got, sizeof got);
       rc = ds__seterr(eb, DS_ERR_CONFIG, "%s: times: expected an array of 1 to %d frame times (s), got %s", file, cap,

@@ -10,6 +10,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "dsim/image.h"
@@ -191,7 +192,7 @@ int ds_png_read(const char* path, uint8_t** rgba, int* width, int* height, char*
   }
 }
 
-static int write_session(PngCtx* c, const uint8_t* rgba, int w, int h) {
+static int write_session(PngCtx* c, const uint8_t* rgba, int w, int h, const char* key, const char* text) {
   png_structp png;
   png_infop info;
   int y;
@@ -211,6 +212,15 @@ static int write_session(PngCtx* c, const uint8_t* rgba, int w, int h) {
   png_set_write_fn(png, c, png_write_cb, png_flush_cb);
   png_set_IHDR(png, info, (png_uint_32)w, (png_uint_32)h, 8, PNG_COLOR_TYPE_RGB_ALPHA,
                PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+  if (key && text) { /* before the image data: a reader finds it with the header */
+    png_text t;
+    memset(&t, 0, sizeof t);
+    t.compression = PNG_TEXT_COMPRESSION_NONE;
+    t.key = (png_charp)(uintptr_t)key;
+    t.text = (png_charp)(uintptr_t)text;
+    t.text_length = strlen(text);
+    png_set_text(png, info, &t, 1);
+  }
   png_write_info(png, info);
   for (y = 0; y < h; y++) png_write_row(png, (png_const_bytep)(rgba + (size_t)y * w * 4));
   png_write_end(png, NULL);
@@ -220,6 +230,11 @@ static int write_session(PngCtx* c, const uint8_t* rgba, int w, int h) {
 
 int ds_png_write(const char* path, const uint8_t* rgba, int width, int height, char* err,
                  size_t errlen) {
+  return ds_png_write_text(path, rgba, width, height, NULL, NULL, err, errlen);
+}
+
+int ds_png_write_text(const char* path, const uint8_t* rgba, int width, int height, const char* key,
+                      const char* text, char* err, size_t errlen) {
   PngCtx c;
   int rc;
   if (err && errlen) err[0] = '\0';
@@ -231,7 +246,12 @@ int ds_png_write(const char* path, const uint8_t* rgba, int width, int height, c
   c.path = path;
   c.fp = fopen(path, "wb");
   if (!c.fp) return ds__puterr(err, errlen, DS_ERR_IO, "%s: cannot create (%s)", path, strerror(errno));
-  rc = write_session(&c, rgba, width, height);
+  if (key && (!key[0] || strlen(key) > 79)) {
+    fclose(c.fp);
+    remove(path);
+    return ds__puterr(err, errlen, DS_ERR_INVALID, "%s: text key \"%s\": expected 1 to 79 characters", path, key);
+  }
+  rc = write_session(&c, rgba, width, height, key, text);
   if (fclose(c.fp) != 0 && rc == DS_OK) {
     rc = DS_ERR_IO;
     snprintf(c.msg, sizeof c.msg, "%s", strerror(errno));
@@ -293,4 +313,59 @@ int ds_png_write_real(const char* path, const dsReal* img, int width, int height
   rc = ds_png_write(path, b, width, height, err, errlen);
   ds__free(b);
   return rc;
+}
+
+/* The header of c->fp (after the signature) up to the image data: the
+ * text chunks there, key's copied into text. */
+static int text_session(PngCtx* c, const char* key, char* text, size_t textlen, int* found) {
+  png_structp png = png_create_read_struct_2(PNG_LIBPNG_VER_STRING, c, png_err_cb, png_warn_cb, c, png_malloc_cb,
+                                             png_free_cb);
+  if (!png) return DS_ERR_NOMEM;
+  png_infop info = png_create_info_struct(png);
+  if (!info) {
+    png_destroy_read_struct(&png, NULL, NULL);
+    return DS_ERR_NOMEM;
+  }
+  if (setjmp(png_jmpbuf(png))) {
+    png_destroy_read_struct(&png, &info, NULL);
+    if (c->nomem) return DS_ERR_NOMEM;
+    return c->io_error ? DS_ERR_IO : DS_ERR_FORMAT;
+  }
+  png_set_read_fn(png, c, png_read_cb);
+  png_set_sig_bytes(png, 8);
+  png_read_info(png, info);
+  png_textp t = NULL;
+  int n = 0;
+  png_get_text(png, info, &t, &n);
+  for (int i = 0; i < n && !*found; i++)
+    if (t[i].key && !strcmp(t[i].key, key)) {
+      snprintf(text, textlen, "%s", t[i].text ? t[i].text : "");
+      *found = 1;
+    }
+  png_destroy_read_struct(&png, &info, NULL);
+  return DS_OK;
+}
+
+int ds_png_read_text(const char* path, const char* key, char* text, size_t textlen, char* err, size_t errlen) {
+  if (err && errlen) err[0] = '\0';
+  if (!path || !key || !text || !textlen) return ds__puterr(err, errlen, DS_ERR_INVALID, "ds_png_read_text: NULL argument");
+  text[0] = '\0';
+  PngCtx c;
+  memset(&c, 0, sizeof c);
+  c.path = path;
+  c.fp = fopen(path, "rb");
+  if (!c.fp) return ds__puterr(err, errlen, DS_ERR_IO, "%s: cannot open (%s)", path, strerror(errno));
+  unsigned char sig[8];
+  const size_t nsig = fread(sig, 1, 8, c.fp);
+  if (nsig < 8 || png_sig_cmp(sig, 0, 8) != 0) {
+    fclose(c.fp);
+    return ds__puterr(err, errlen, DS_ERR_FORMAT, "%s: not a PNG file", path);
+  }
+  int found = 0;
+  const int rc = text_session(&c, key, text, textlen, &found);
+  fclose(c.fp);
+  if (rc == DS_ERR_NOMEM) return ds__puterr(err, errlen, rc, "%s: out of memory", path);
+  if (rc) return ds__puterr(err, errlen, rc, "%s: corrupt PNG header (libpng: %s)", path, c.msg);
+  if (!found) return ds__puterr(err, errlen, DS_ERR_NOTFOUND, "%s: no text \"%s\"", path, key);
+  return DS_OK;
 }

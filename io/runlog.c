@@ -62,6 +62,19 @@ int ds_runlog_read_frames(const char* path, const char* which, int* nframes, int
                           uint8_t** rgba, char* err, size_t errlen) {
   return ds__puterr(err, errlen, DS_ERR_UNSUPPORTED, "%s: dsim was built --without-hdf5: cannot read run logs", path);
 }
+int ds_runlog_read_goal(const char* path, const char* which, int* height, int* width, uint8_t** rgba, char* err,
+                        size_t errlen) {
+  (void)which, (void)height, (void)width, (void)rgba;
+  return ds__puterr(err, errlen, DS_ERR_UNSUPPORTED, "%s: dsim was built --without-hdf5: cannot read run logs", path);
+}
+int ds_runlog_read_frame_info(const char* path, const char* which, dsRunFrameInfo* fi, char* err, size_t errlen) {
+  (void)which;
+  if (fi) memset(fi, 0, sizeof *fi);
+  return ds__puterr(err, errlen, DS_ERR_UNSUPPORTED, "%s: dsim was built --without-hdf5: cannot read run logs", path);
+}
+void ds_runlog_frame_info_free(dsRunFrameInfo* fi) {
+  if (fi) memset(fi, 0, sizeof *fi);
+}
 int ds_runlog_read_config(const char* path, char** text, char* err, size_t errlen) {
   return ds__puterr(err, errlen, DS_ERR_UNSUPPORTED, "%s: dsim was built --without-hdf5: cannot read run logs", path);
 }
@@ -336,6 +349,47 @@ static int write_traj(dsRunLog* log, hid_t g, const char* name, const float* src
   return rc;
 }
 
+static herr_t write_vec_attr(hid_t loc, const char* name, const double* v, int n) {
+  hsize_t dim = (hsize_t)n;
+  hid_t s = H5Screate_simple(1, &dim, NULL);
+  if (s < 0) return -1;
+  hid_t a = H5Acreate2(loc, name, H5T_NATIVE_DOUBLE, s, H5P_DEFAULT, H5P_DEFAULT);
+  herr_t rc = a >= 0 ? H5Awrite(a, H5T_NATIVE_DOUBLE, v) : -1;
+  if (a >= 0) H5Aclose(a);
+  H5Sclose(s);
+  return rc;
+}
+
+/* What the frames show, beside them: "substeps" and "times" (one per frame;
+ * time = substep * dt) and the camera as group attributes, so that exported
+ * footage needs no guessing. */
+static int write_frame_info(hid_t g, const dsEpisodeRecord* ep) {
+  const int F = ep->nframes, last = ep->nsubsteps > 0 ? ep->nsubsteps - 1 : 0;
+  int* sub = (int*)ds__malloc(sizeof(int) * (size_t)F);
+  double* t = (double*)ds__malloc(sizeof(double) * (size_t)F);
+  int ok = sub && t, known = 1;
+  for (int f = 0; f < F && ok; f++) {
+    const long s = ep->frame_substep ? ep->frame_substep[f] : (long)f * ep->render_interval;
+    sub[f] = ep->frame_substep || s < last ? (int)s : last;
+    t[f] = sub[f] * ep->dt;
+    known = known && sub[f] >= 0 && (f == 0 || sub[f] > sub[f - 1]);
+  }
+  /* a record without a schedule (no dt or render interval) or with more
+     frames than it has: no times rather than wrong ones */
+  known = known && ep->dt > 0 && (ep->frame_substep || ep->render_interval > 0);
+  hsize_t n = (hsize_t)F;
+  ok = ok && (!known || (write_array(g, "substeps", H5T_NATIVE_INT, 1, &n, 0, sub, "1") >= 0 &&
+                         write_array(g, "times", H5T_NATIVE_DOUBLE, 1, &n, 0, t, "s") >= 0));
+  if (ok && known && ep->cam_fov > 0) {
+    const double at[3] = {0, 0, 0};
+    ok = write_vec_attr(g, "camera_position", ep->cam_eye, 3) >= 0 && write_vec_attr(g, "camera_look_at", at, 3) >= 0 &&
+         write_dbl_attr(g, "camera_fov", ep->cam_fov) >= 0;
+  }
+  ds__free(sub);
+  ds__free(t);
+  return ok ? 0 : -1;
+}
+
 int ds_runlog_write_episode(dsRunLog* log, const char* which, const dsEpisodeRecord* ep) {
   if (!log || !ep || !which) return DS_ERR_INVALID;
   int known = 0;
@@ -374,6 +428,7 @@ int ds_runlog_write_episode(dsRunLog* log, const char* which, const dsEpisodeRec
     ok = write_array(g, "frames", H5T_NATIVE_UINT8, 4, dims, log->compression > 0 ? log->compression : 4, ep->frames,
                      "RGBA 0..255") >= 0;
   }
+  if (ok && ep->frames) ok = write_frame_info(g, ep) == 0;
   if (ok && ep->goal) {
     hsize_t dims[3] = {(hsize_t)ep->height, (hsize_t)ep->width, 4};
     ok = write_array(g, "goal", H5T_NATIVE_UINT8, 3, dims, log->compression > 0 ? log->compression : 4, ep->goal,
@@ -1064,6 +1119,157 @@ int ds_runlog_read_frames(const char* path, const char* which, int* nframes, int
   if (d >= 0) H5Dclose(d);
   H5Fclose(r.f);
   return rc;
+}
+
+int ds_runlog_read_goal(const char* path, const char* which, int* height, int* width, uint8_t** rgba, char* err,
+                        size_t errlen) {
+  int known = 0;
+  for (int i = 0; i < 3 && which; i++) known |= !strcmp(which, g_episode_names[i]);
+  if (!known || !height || !width || !rgba)
+    return ds__puterr(err, errlen, DS_ERR_INVALID, "%s: episode \"%s\": expected first, best or last", path,
+                      which ? which : "(null)");
+  Rd r;
+  int rc = open_run(path, &r, err, errlen);
+  if (rc) return rc;
+  char dp[64];
+  snprintf(dp, sizeof dp, "/episodes/%s/goal", which);
+  hsize_t dims[3] = {0, 0, 0};
+  hid_t d;
+  size_t bytes = 0;
+  rc = rd_array(&r, dp, H5T_INTEGER, 3, 0, dims, &d);
+  if (rc == DS_OK && d < 0)
+    rc = ds__puterr(err, errlen, DS_ERR_NOTFOUND, "%s: no goal image for episode \"%s\" (%s is missing)", path, which, dp);
+  if (rc == DS_OK && (dims[2] != 4 || dims[0] < 1 || dims[1] < 1 || dims[0] > 65536 || dims[1] > 65536))
+    rc = rd_bad(&r, dp, "expected an H x W x 4 RGBA image, found %llu x %llu x %llu", (unsigned long long)dims[0],
+                (unsigned long long)dims[1], (unsigned long long)dims[2]);
+  if (rc == DS_OK) rc = rd_check_storage(&r, d, dp, 3, dims, 1, 0, &bytes);
+  if (rc == DS_OK) {
+    uint8_t* buf = (uint8_t*)ds__malloc(bytes);
+    if (!buf) {
+      rc = ds__puterr(err, errlen, DS_ERR_NOMEM, "%s: out of memory reading %s", path, dp);
+    } else if (H5Dread(d, H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) {
+      ds__free(buf);
+      rc = rd_bad(&r, dp, "cannot read (corrupt data?)");
+    } else {
+      *height = (int)dims[0];
+      *width = (int)dims[1];
+      *rgba = buf;
+    }
+  }
+  if (d >= 0) H5Dclose(d);
+  H5Fclose(r.f);
+  return rc;
+}
+
+/* A rank-1 array attribute of n doubles (absent: *present 0). */
+static int rd_vec_attr(Rd* r, hid_t obj, const char* objname, const char* name, int n, double* v, int* present) {
+  char what[160], shape[96];
+  hid_t a;
+  *present = 0;
+  int rc = rd_attr(r, obj, objname, name, 0, &a, what, sizeof what);
+  if (rc || a < 0) return rc;
+  hid_t t = H5Aget_type(a), sp = H5Aget_space(a);
+  hsize_t dim = 0;
+  double x[8] = {0};
+  if (t < 0 || sp < 0) {
+    rc = rd_bad(r, what, "cannot read its type or dataspace");
+  } else if (H5Tget_class(t) != H5T_FLOAT) {
+    rc = rd_bad(r, what, "expected floating-point numbers, found %s data", class_name(H5Tget_class(t)));
+  } else if (H5Sget_simple_extent_type(sp) != H5S_SIMPLE || H5Sget_simple_extent_ndims(sp) != 1 ||
+             H5Sget_simple_extent_dims(sp, &dim, NULL) != 1 || dim != (hsize_t)n || n > 8) {
+    shape_text(sp, shape, sizeof shape);
+    rc = rd_bad(r, what, "expected %d numbers, found %s", n, shape);
+  } else if (H5Aread(a, H5T_NATIVE_DOUBLE, x) < 0) {
+    rc = rd_bad(r, what, "cannot read");
+  }
+  for (int i = 0; i < n && !rc; i++)
+    if (!isfinite(x[i])) rc = rd_bad(r, what, "element %d is not a finite number", i);
+  if (sp >= 0) H5Sclose(sp);
+  if (t >= 0) H5Tclose(t);
+  H5Aclose(a);
+  if (rc == DS_OK) {
+    memcpy(v, x, sizeof(double) * (size_t)n);
+    *present = 1;
+  }
+  return rc;
+}
+
+/* The frame substeps and times of episode group gp: F each, substeps
+ * increasing from >= 0, times finite. */
+static int rd_frame_series(Rd* r, const char* gp, dsRunFrameInfo* fi) {
+  char ps[96], pt[96];
+  snprintf(ps, sizeof ps, "%s/substeps", gp);
+  snprintf(pt, sizeof pt, "%s/times", gp);
+  hsize_t ds[1] = {0}, dt[1] = {0};
+  hid_t d = -1;
+  size_t bytes = 0;
+  int rc = rd_array(r, ps, H5T_INTEGER, 1, 0, ds, &d);
+  if (rc == DS_OK && d < 0)
+    return ds__puterr(r->err, r->errlen, DS_ERR_NOTFOUND, "%s: %s is missing (a log written before frames carried their times)",
+                      r->path, ps);
+  if (rc == DS_OK && (ds[0] < 1 || ds[0] > DS_RUNLOG_MAX_FRAMES))
+    rc = rd_bad(r, ps, "expected 1 to %d frames, found %llu", DS_RUNLOG_MAX_FRAMES, (unsigned long long)ds[0]);
+  if (rc == DS_OK) rc = rd_check_storage(r, d, ps, 1, ds, sizeof(int), 0, &bytes);
+  if (rc == DS_OK) {
+    fi->substeps = (int*)ds__malloc(sizeof(int) * (size_t)ds[0]);
+    fi->times = (double*)ds__malloc(sizeof(double) * (size_t)ds[0]);
+    if (!fi->substeps || !fi->times)
+      rc = ds__puterr(r->err, r->errlen, DS_ERR_NOMEM, "%s: %s: out of memory", r->path, ps);
+    else if (H5Dread(d, H5T_NATIVE_INT, H5S_ALL, H5S_ALL, H5P_DEFAULT, fi->substeps) < 0)
+      rc = rd_bad(r, ps, "cannot read (corrupt data?)");
+  }
+  if (d >= 0) H5Dclose(d);
+  d = -1;
+  if (rc == DS_OK) rc = rd_array(r, pt, H5T_FLOAT, 1, 1, dt, &d);
+  if (rc == DS_OK && dt[0] != ds[0])
+    rc = rd_bad(r, pt, "%llu times for %llu substeps", (unsigned long long)dt[0], (unsigned long long)ds[0]);
+  if (rc == DS_OK) rc = rd_check_storage(r, d, pt, 1, dt, sizeof(double), 0, &bytes);
+  if (rc == DS_OK && H5Dread(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, fi->times) < 0)
+    rc = rd_bad(r, pt, "cannot read (corrupt data?)");
+  if (d >= 0) H5Dclose(d);
+  for (int f = 0; rc == DS_OK && f < (int)ds[0]; f++) {
+    if (fi->substeps[f] < 0 || (f > 0 && fi->substeps[f] <= fi->substeps[f - 1]))
+      rc = rd_bad(r, ps, "element %d (%d) is not after the previous frame's", f, fi->substeps[f]);
+    else if (!isfinite(fi->times[f]) || fi->times[f] < 0)
+      rc = rd_bad(r, pt, "element %d is not a finite time >= 0", f);
+  }
+  if (rc == DS_OK) fi->nframes = (int)ds[0];
+  return rc;
+}
+
+int ds_runlog_read_frame_info(const char* path, const char* which, dsRunFrameInfo* fi, char* err, size_t errlen) {
+  if (!fi) return ds__puterr(err, errlen, DS_ERR_INVALID, "ds_runlog_read_frame_info: NULL argument");
+  memset(fi, 0, sizeof *fi);
+  int known = 0;
+  for (int i = 0; i < 3 && which; i++) known |= !strcmp(which, g_episode_names[i]);
+  if (!known)
+    return ds__puterr(err, errlen, DS_ERR_INVALID, "%s: episode \"%s\": expected first, best or last", path,
+                      which ? which : "(null)");
+  Rd r;
+  int rc = open_run(path, &r, err, errlen);
+  if (rc) return rc;
+  char gp[64];
+  snprintf(gp, sizeof gp, "/episodes/%s", which);
+  hid_t g = -1;
+  rc = rd_open(&r, gp, H5I_GROUP, 0, &g);
+  if (rc == DS_OK && g < 0) rc = ds__puterr(err, errlen, DS_ERR_NOTFOUND, "%s: no episode \"%s\"", path, which);
+  if (rc == DS_OK) rc = rd_frame_series(&r, gp, fi);
+  int has[3] = {0, 0, 0};
+  if (rc == DS_OK) rc = rd_vec_attr(&r, g, gp, "camera_position", 3, fi->position, &has[0]);
+  if (rc == DS_OK) rc = rd_vec_attr(&r, g, gp, "camera_look_at", 3, fi->look_at, &has[1]);
+  if (rc == DS_OK) rc = rd_dbl_attr(&r, g, gp, "camera_fov", &fi->fov, &has[2]);
+  fi->has_camera = rc == DS_OK && has[0] && has[1] && has[2] && fi->fov > 0 && fi->fov < 180;
+  rd_close(g);
+  H5Fclose(r.f);
+  if (rc) ds_runlog_frame_info_free(fi);
+  return rc;
+}
+
+void ds_runlog_frame_info_free(dsRunFrameInfo* fi) {
+  if (!fi) return;
+  ds__free(fi->times);
+  ds__free(fi->substeps);
+  memset(fi, 0, sizeof *fi);
 }
 
 int ds_runlog_read_params(const char* path, int* n, int* nparams, double** params, char* err, size_t errlen) {

@@ -14,6 +14,8 @@
 #include "base/internal.h"
 #include "io/cfg.h"
 
+#include <cjson/cJSON.h>
+
 int ds_video_read_camera(const char* path, const char* label, dsVideo* v, char* err, size_t errlen) {
   if (!path || !v) return ds__puterr(err, errlen, DS_ERR_INVALID, "video: NULL argument");
   memset(v, 0, sizeof *v);
@@ -81,6 +83,62 @@ static int read_frame(dsVideo* v, int i, const char* path, const char* first, ch
   return rc;
 }
 
+/* times[0..n) from a JSON array: numbers >= 0, increasing; what names the source. */
+static int times_of(const cJSON* t, int n, const char* what, double* times, char* err, size_t errlen) {
+  if (!cJSON_IsArray(t) || cJSON_GetArraySize(t) != n)
+    return ds__puterr(err, errlen, DS_ERR_CONFIG, "%s: \"times\": expected an array of %d frame times (one per PNG)",
+                      what, n);
+  for (int i = 0; i < n; i++) {
+    const cJSON* e = cJSON_GetArrayItem(t, i);
+    if (!cJSON_IsNumber(e) || !(e->valuedouble >= 0) || (i > 0 && !(e->valuedouble > times[i - 1])))
+      return ds__puterr(err, errlen, DS_ERR_CONFIG, "%s: times[%d]: expected a number >= 0 after the previous (s)",
+                        what, i);
+    times[i] = e->valuedouble;
+  }
+  return 0;
+}
+
+/* The frames' own times when the camera file gives none: DIR/frames.json
+ * (dsim export writes it), else each PNG's "dsim:frame" text chunk. */
+static int footage_times(const char* dir, char** names, int nn, dsVideo* v, char* err, size_t errlen) {
+  char path[4096], text[512];
+  snprintf(path, sizeof path, "%s/frames.json", dir);
+  char* js = NULL;
+  dsErrBuf eb;
+  ds__clearerr(&eb);
+  int rc = 0;
+  if (ds__read_text_file(path, &js, NULL, &eb) == 0) {
+    cJSON* root = cJSON_Parse(js);
+    ds__free(js);
+    if (!root) return ds__puterr(err, errlen, DS_ERR_PARSE, "%s: not valid JSON", path);
+    rc = times_of(cJSON_GetObjectItemCaseSensitive(root, "times"), nn, path, v->times, err, errlen);
+    cJSON_Delete(root);
+    if (!rc) v->nframes = nn;
+    return rc;
+  }
+  for (int i = 0; i < nn && !rc; i++) {
+    snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+    char msg[512];
+    rc = ds_png_read_text(path, "dsim:frame", text, sizeof text, msg, sizeof msg);
+    if (rc == DS_ERR_NOTFOUND)
+      return ds__puterr(err, errlen, DS_ERR_CONFIG,
+                        "%s: no \"times\", and %s has no frames.json and %s carries no time: give the frame times "
+                        "in the camera file",
+                        v->camera_file, dir, names[i]);
+    if (rc) return ds__puterr(err, errlen, rc, "frame %d: %s", i, msg);
+    cJSON* root = cJSON_Parse(text);
+    const cJSON* t = root ? cJSON_GetObjectItemCaseSensitive(root, "time") : NULL;
+    if (!cJSON_IsNumber(t) || !(t->valuedouble >= 0) || (i > 0 && !(t->valuedouble > v->times[i - 1])))
+      rc = ds__puterr(err, errlen, DS_ERR_CONFIG, "%s: text \"dsim:frame\": expected a time >= 0 after the previous frame's",
+                      path);
+    else
+      v->times[i] = t->valuedouble;
+    cJSON_Delete(root);
+  }
+  if (!rc) v->nframes = nn;
+  return rc;
+}
+
 int ds_video_read_frames(const char* dir, const char* label, dsVideo* v, char* err, size_t errlen) {
   if (!dir || !v) return ds__puterr(err, errlen, DS_ERR_INVALID, "video: NULL argument");
   free(v->rgba);
@@ -88,6 +146,10 @@ int ds_video_read_frames(const char* dir, const char* label, dsVideo* v, char* e
   char** names = NULL;
   int nn = 0;
   int rc = list_frames(dir, label, &names, &nn, err, errlen);
+  if (!rc && nn < 1) rc = ds__puterr(err, errlen, DS_ERR_CONFIG, "%s: no PNG frames", dir);
+  if (!rc && nn > DS_VIDEO_MAX_FRAMES)
+    rc = ds__puterr(err, errlen, DS_ERR_CONFIG, "%s: more than %d PNG frames", dir, DS_VIDEO_MAX_FRAMES);
+  if (!rc && v->nframes == 0) rc = footage_times(dir, names, nn, v, err, errlen);
   if (!rc && nn != v->nframes)
     rc = ds__puterr(err, errlen, DS_ERR_CONFIG, "%s: %d PNG frame%s, but %s gives %d frame times (a frame missing?)",
                     dir, nn, nn == 1 ? "" : "s", v->camera_file, v->nframes);

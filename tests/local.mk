@@ -8,8 +8,8 @@ EXTRA_DIST += tests/test_includes.sh tests/test_function_length.sh
 
 # The documentation: docs/config.md is `dsim config --reference`, regenerated
 # and compared (and every relative link in the pages checked) by this test.
-TESTS += tests/test_config_reference.sh
-EXTRA_DIST += tests/test_config_reference.sh CHANGELOG.md \
+TESTS += tests/test_config_reference.sh tests/test_docs_numbers.sh
+EXTRA_DIST += tests/test_config_reference.sh tests/test_docs_numbers.sh CHANGELOG.md \
   docs/architecture.md docs/config.md docs/python.md docs/sysid.md docs/performance.md \
   docs/cli.md docs/control.md docs/c-api.md docs/devices.md docs/rigid-bodies.md docs/build.md
 

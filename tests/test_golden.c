@@ -47,7 +47,10 @@
  *   control-fem, when the tet kernel began to work through M = B B^T
  *   (issue 14: Ic = sum (c_i . c_j) M_ij and H = (phi Ds + kd Vs) M instead
  *   of forming F and Fd; the same function rounded differently: the three
- *   losses agree to 15-16 digits). */
+ *   losses agree to 15-16 digits).
+ *   control-cloth, when its first camera moved back to 22 m (issue 32: at
+ *   15 m the start and goal sheets left the view on most seeds, which cut
+ *   off the final frame; seeds 0-2 still meet the target). */
 #include "config.h"
 
 #include <inttypes.h>
@@ -69,7 +72,7 @@ static const uint64_t kCanary = 0xf213f80ee9c74f3dull;
 static const Golden kGolden[] = {
     {"walker", 0xcdd7ed5f24f7a10aull, 0x655038a777aa68ebull, 0x761d3e4196219214ull}, /* losses 21.360300259269561 14.464667921638393 0.24756139247341016 */
     {"control-fem", 0x0009dc4907f14c22ull, 0x50ccfc1c834a331bull, 0x7558736d69ee91c9ull}, /* losses 7.0800801269280509 4.0522145342700755 2.1254845900031158 */
-    {"control-cloth", 0x215c0d527a542b90ull, 0xf06ba33097079e57ull, 0xd6a485eed59b4f71ull}, /* losses 22.956622032762468 17.296368519813516 9.7390415081069435 */
+    {"control-cloth", 0xfe8cc409e37e0141ull, 0xb23e7373cacad17cull, 0x9ce6a08f788b2242ull}, /* losses 17.060374572491945 12.661572232348405 7.2910967949429217 */
     {"walker-springs", 0x38c87a2bd1b5175aull, 0x86cb0b32dc2c85b6ull, 0x9cda2c405ead7c49ull}, /* losses 0.033140157158433929 0.033174359854815663 0.033115565561089889 */
     {"rigid-toss", 0xf96f37620dabdba7ull, 0xa95e9fa189d99ce8ull, 0xe01e7afdfae8e6c4ull}, /* losses 0.019219685269069555 0.019218382205913372 0.019216183839610664 */
 };

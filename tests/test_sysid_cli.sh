@@ -111,12 +111,13 @@ check "landscape exists" 2 "$DSIM" landscape "$dir/l.json" --range1 800:1200:3 -
 check "landscape range" 2 "$DSIM" landscape "$dir/l.json" --range1 800:700:3
 expect "landscape range" "--range1: expected LO:HI:N"
 
-# footage: the frames of the true value as PNGs, a camera file (the beam's own
-# camera: 2.5 m away, 10 degrees above), a guess off by 20 %
+# footage: the frames of the true value as PNGs (t = 0, the initial state,
+# first), a camera file (the beam's own camera: 2.5 m away, 10 degrees
+# above), a guess off by 20 %
 check "truth video" 0 "$DSIM" sysid "$dir/l.json" --iterations 1 --set sysid.param1.init=[1000] --out "$dir/v.h5" --quiet
 check "frames" 0 "$DSIM" export "$dir/v.h5" --episode first --frames "$dir/frames"
 cat >"$dir/camera.json" <<'JSON'
-{ "times": [0.033333333333333333, 0.066666666666666667, 0.1, 0.13333333333333333],
+{ "times": [0, 0.033333333333333333, 0.066666666666666667, 0.1, 0.13333333333333333],
   "position": [0, 0.43412044416732576, -2.4620193825305203], "look_at": [0, 0, 0], "fov": 30 }
 JSON
 cat >"$dir/f.json" <<JSON
@@ -172,7 +173,7 @@ check "camera key misspelt" 3 "$DSIM" sysid "$dir/f.json" --set "sysid.camera=$d
 expect "camera key misspelt" "cam3.json: unknown key \"lookat\""
 mkdir "$dir/missing" && cp "$dir/frames/"*.png "$dir/missing/" && rm "$dir/missing/frame_0002.png"
 check "frame missing" 3 "$DSIM" sysid "$dir/f.json" --set "sysid.frames_dir=$dir/missing" --out "$dir/x.h5"
-expect "frame missing" "missing: 3 PNG frames, but $dir/camera.json gives 4 frame times"
+expect "frame missing" "missing: 4 PNG frames, but $dir/camera.json gives 5 frame times"
 check "small video" 0 "$DSIM" sysid "$dir/l.json" --iterations 1 --set env.render.width=16 --set env.render.height=16 --out "$dir/v16.h5" --quiet
 check "small frames" 0 "$DSIM" export "$dir/v16.h5" --episode first --frames "$dir/f16"
 mkdir "$dir/sized" && cp "$dir/frames/"*.png "$dir/sized/" && cp "$dir/f16/frame_0001.png" "$dir/sized/frame_0001.png"

@@ -29,6 +29,16 @@ DS_API int ds_png_read(const char* path, uint8_t** rgba, int* width, int* height
 DS_API int ds_png_write(const char* path, const uint8_t* rgba, int width, int height, char* err,
                         size_t errlen);
 
+/* ds_png_write with a tEXt chunk key = text (key: 1 to 79 Latin-1
+ * characters; NULL key: none), written before the image data. dsim's
+ * exported frames carry "dsim:frame" = {"frame": F, "substep": S, "time": T}. */
+DS_API int ds_png_write_text(const char* path, const uint8_t* rgba, int width, int height, const char* key,
+                             const char* text, char* err, size_t errlen);
+/* The text of the first tEXt/zTXt/iTXt chunk named key before the image
+ * data, into text (textlen bytes, truncated); DS_ERR_NOTFOUND when the
+ * file has none. */
+DS_API int ds_png_read_text(const char* path, const char* key, char* text, size_t textlen, char* err, size_t errlen);
+
 /* Frees a buffer returned by ds_png_read / ds_png_read_real (NULL is fine). */
 DS_API void ds_image_free(void* p);
 

@@ -91,6 +91,27 @@ DS_API int ds_runlog_read_iterations(const char* path, int* n, double** loss, do
 /* The frames of /episodes/<which>: *rgba is F x H x W x 4 (free with ds_runlog_free). */
 DS_API int ds_runlog_read_frames(const char* path, const char* which, int* nframes, int* height, int* width,
                                  uint8_t** rgba, char* err, size_t errlen);
+/* The goal image of /episodes/<which>: *rgba is H x W x 4 (free with ds_runlog_free). */
+DS_API int ds_runlog_read_goal(const char* path, const char* which, int* height, int* width, uint8_t** rgba, char* err,
+                               size_t errlen);
+/* What the frames of /episodes/<which> show (datasets "substeps" and
+ * "times" beside "frames", camera attributes on the episode group): one
+ * substep and time per frame, and the camera the frames were rendered
+ * from. Logs written before frames carried their times give
+ * DS_ERR_NOTFOUND. Free with ds_runlog_frame_info_free. */
+#define DS_RUNLOG_MAX_FRAMES 1000000
+typedef struct dsRunFrameInfo {
+  int nframes;
+  int* substeps;             /* nframes substeps (increasing, frame 0 at 0 when the initial state is shown) */
+  double* times;             /* nframes times, s (substep x dt) */
+  int has_camera;            /* 1: position, look_at and fov are the frames' camera */
+  double position[3];        /* camera position, m */
+  double look_at[3];         /* the point it looks at (y up), m */
+  double fov;                /* vertical field of view, degrees */
+} dsRunFrameInfo;
+DS_API int ds_runlog_read_frame_info(const char* path, const char* which, dsRunFrameInfo* info, char* err,
+                                     size_t errlen);
+DS_API void ds_runlog_frame_info_free(dsRunFrameInfo* info);
 /* The per-iteration parameters: *params is n x nparams (free with
  * ds_runlog_free); n = 0 and *params NULL when the log has none. */
 DS_API int ds_runlog_read_params(const char* path, int* n, int* nparams, double** params, char* err, size_t errlen);

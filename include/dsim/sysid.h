@@ -225,6 +225,10 @@ DS_API int ds_sysid_eval(dsSysid* s, const double* values, double* loss, double*
 /* The frames of the last evaluation (nframes x h x w x 4) and the video's. */
 DS_API const dsReal* ds_sysid_rendered(const dsSysid* s);
 DS_API const dsSysidVideo* ds_sysid_video(const dsSysid* s);
+/* The initial state (substep 0, time 0) with values, rendered into image
+ * (h x w x 4): the frame before the video's, which no parameter moves but
+ * a log of the episode shows. */
+DS_API int ds_sysid_render_initial(dsSysid* s, const double* values, dsReal* image);
 DS_API dsEnv* ds_sysid_env(dsSysid* s);
 DS_API int ds_sysid_nparams(const dsSysid* s);
 DS_API const char* ds_sysid_param_name(const dsSysid* s, int p);
@@ -262,10 +266,12 @@ DS_API int ds_sysid_group_iterate(dsSysidGroup* g, dsSysidIter* its, int* status
 DS_API int ds_sysid_group_eval(dsSysidGroup* g, const double* values, double* losses, double* grads, int* status);
 
 /* ---- loss landscapes ------------------------------------------------------------
- * The loss of a synthetic-video sysid definition and its gradient on a grid
- * of values of the first one (1-D) or two (2-D) parameters, each a shared
- * value (not per element), every other value at its truth; the object's true
- * values are drawn from seed + object as in ds_sysid_create. Points run in
+ * The loss of a sysid definition and its gradient on a grid of values of
+ * the first one (1-D) or two (2-D) parameters, each a shared value (not per
+ * element), every other value at its truth; the object's true values are
+ * drawn from seed + object as in ds_sysid_create. With footage (video
+ * "frames": ds_sysid_load_video) the truth is unknown: the other values sit
+ * at their initial guesses and ds_landscape_truth is NaN. Points run in
  * parallel over `threads` objects (the values do not depend on the thread
  * count), or in lockstep batches of up to DS_LANDSCAPE_GROUP points (group:
  * on a GPU, one engine per batch). */
@@ -288,8 +294,8 @@ typedef struct dsLandscapeDef {
 typedef struct dsLandscape dsLandscape;
 
 DS_API dsLandscapeDef ds_default_landscape_def(void);
-/* The definitions' checks (also made by create): axes, a synthetic video,
- * enough parameters, shared values; errors name the key. */
+/* The definitions' checks (also made by create): axes, enough
+ * parameters, shared values; errors name the key. */
 DS_API int ds_landscape_check(const dsSysidDef* sd, const dsLandscapeDef* def, char* err, size_t errlen);
 DS_API int ds_landscape_create(const dsEnvDef* env_def, const dsSysidDef* sd, const dsLandscapeDef* def,
                                dsLandscape** out, char* err, size_t errlen);

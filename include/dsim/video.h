@@ -1,7 +1,10 @@
 /* Footage for system identification: a folder of PNG frames and a camera
- * file (JSON with exactly the keys "times": frame times in s, one per frame,
+ * file (JSON with the keys "times": frame times in s, one per frame,
  * increasing, >= 0; "position" and "look_at": arrays of 3 numbers, m; "fov":
- * the vertical field of view in degrees, in (0, 180)). Reading only: what
+ * the vertical field of view in degrees, in (0, 180)). "times" may be left
+ * out when the frames carry their times, as `dsim export --frames` writes
+ * them: the folder's frames.json ("times"), else each PNG's "dsim:frame"
+ * text chunk ({"time": s, ...}). Reading only: what
  * the frames mean for an env (its camera, image size and substep schedule)
  * is ds_sysid_load_video's (dsim/sysid.h).
  *
@@ -42,7 +45,8 @@ typedef struct dsVideo {
  * file and key (DS_ERR_PARSE, DS_ERR_CONFIG). */
 DS_API int ds_video_read_camera(const char* path, const char* label, dsVideo* v, char* err, size_t errlen);
 /* Read every *.png of dir, sorted by name, into v->rgba: exactly v->nframes
- * of them (the camera's times), all of one size. label names the folder's
+ * of them (the camera's times; when it gave none, the frames' own times set
+ * v->times and v->nframes), all of one size. label names the folder's
  * setting in the message of a folder that cannot be opened (NULL: none).
  * DS_ERR_IO, DS_ERR_CONFIG (count, sizes), the PNG reader's errors ("frame K:
  * ..."), DS_ERR_NOMEM. */
