@@ -49,3 +49,10 @@ tests_test_rigid_physics_SOURCES = tests/test_rigid_physics.c
 TESTS += tests/test_rigid_physics
 BENCH_PROGS += bench/bench_rigid
 bench_bench_rigid_SOURCES = bench/bench_rigid.c
+# Element Jacobians (Kx = -df/dx, Kv = -df/dv) of every model against central
+# differences, their symmetric parts, the small dense eigen-solver and the
+# PSD projection that Newton's method uses (engine/dense_small.h).
+libdsim_core_la_SOURCES += engine/dense_small.h
+check_PROGRAMS += tests/test_force_jac
+tests_test_force_jac_SOURCES = tests/test_force_jac.c
+TESTS += tests/test_force_jac
