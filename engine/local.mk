@@ -56,3 +56,9 @@ libdsim_core_la_SOURCES += engine/dense_small.h
 check_PROGRAMS += tests/test_force_jac
 tests_test_force_jac_SOURCES = tests/test_force_jac.c
 TESTS += tests/test_force_jac
+# Block-sparse 3 x 3 matrices for implicit steps: pattern from the element
+# incidence, assembly of M + h Kv + h^2 Kx, PCG with block-Jacobi.
+libdsim_core_la_SOURCES += engine/sparse.h engine/sparse.c
+check_PROGRAMS += tests/test_sparse
+tests_test_sparse_SOURCES = tests/test_sparse.c
+TESTS += tests/test_sparse
