@@ -199,4 +199,12 @@ static inline void ds__aero_reduce(const dsModel* m, const dsReal* s, dsGrad* g)
   {.name = "aero", .count = ds__aero_count, .into = DS__F_TRI, .scratch = 2,                   \
    .fwd = ds__aero_fwd_loop, .bwd = ds__aero_bwd_loop, .reduce = ds__aero_reduce}
 
+/* No element Jacobian (engine/forces.h "Jacobians"): lift and drag are
+ * not conservative and depend on the face's velocity through |un| and the
+ * atan2 of the angle of attack, whose kinks (un = 0, ut = 0) a Newton
+ * solve would sit on; an implicit step treats aero explicitly (its force
+ * at the step start). The row names NULL here on purpose, so that the
+ * table's entry is an explicit choice, not a forgotten function. */
+#define ds__aero_jac_elem NULL
+
 #endif

@@ -227,6 +227,37 @@ DS_HD DS_INLINE void ds__bend_bwd(const dsReal x[12], const dsReal v[12], const 
   dsu_subfrom3(adj_x + 3, ab);
 }
 
+/* ---- Jacobians (engine/forces.h "Jacobians") ------------------------------------
+ * Kx = -df/dx, Kv = -df/dv (12 x 12, [x1..x4]). With d = grad theta,
+ * Ht = Hess theta (symmetric), el = ke (theta - theta0) + kd d.v and
+ * s = -|e| el:
+ *   Kx = -s Ht + d (el grad|e| + |e| ke d + |e| kd Ht v)^T
+ *   Kv = |e| kd d d^T
+ * Symmetric: -s Ht + |e| ke d d^T (the Hessian of ke |e|/2 (theta -
+ * theta0)^2 with |e| frozen, as the force itself freezes it, plus the
+ * damping share of s in -s Ht); not symmetric: d grad|e|^T el (|e| is not
+ * frozen in the force's own derivative) and |e| kd d (Ht v)^T. Kv is
+ * symmetric, PSD for kd >= 0.
+ * Computed by reverse mode: row k of -df/dx and of -df/dv is minus
+ * ds__bend_bwd's adjoint for adj_f = e_k, which is exact (the derivative of
+ * the force as computed, to rounding) and shares the backward's atan2 and
+ * degeneracy handling; 12 backward passes, no second copy of Ht's long
+ * closed form (Tamstorf & Grinspun 2013) to keep in step with the force.
+ * Degenerate hinge: both zero (as the force). */
+DS_HD DS_INLINE void ds__bend_jac(const dsReal x[12], const dsReal v[12], const dsBendParam* p,
+                                 dsReal Kx[144], dsReal Kv[144]) {
+  for (int k = 0; k < 12; k++) {
+    dsReal ek[12] = {0}, ax[12] = {0}, av[12] = {0};
+    dsBendParam ap = {0, 0, 0};
+    ek[k] = 1;
+    ds__bend_bwd(x, v, p, ek, ax, av, &ap);
+    for (int j = 0; j < 12; j++) {
+      Kx[12 * k + j] = -ax[j];
+      Kv[12 * k + j] = -av[j];
+    }
+  }
+}
+
 /* ---- loop over the model's bending edges ---------------------------------------
  * Slots: 4 per edge, [x1, x2, x3, x4]. */
 static inline int ds__bend_count(const dsModel* m) { return m->nbend; }
@@ -258,6 +289,16 @@ DS_HD DS_INLINE void ds__bend_bwd_elem(const dsModel* m, const dsForceBwd* a, in
   g->bend_ke[e] += ap.ke;
   g->bend_kd[e] += ap.kd;
   g->bend_rest[e] += ap.rest;
+}
+
+/* Kx, Kv (144 each) of hinge e at a->x, a->v. */
+DS_HD DS_INLINE void ds__bend_jac_elem(const dsModel* m, const dsForceFwd* a, int e, dsReal* Kx, dsReal* Kv) {
+  dsReal xl[12], vl[12];
+  const int* idx = m->bend_idx + 4 * (size_t)e;
+  dsBendParam p = {m->bend_ke[e], m->bend_kd[e], m->bend_rest[e]};
+  ds__gather3(xl, a->x, idx, 4);
+  ds__gather3(vl, a->v, idx, 4);
+  ds__bend_jac(xl, vl, &p, Kx, Kv);
 }
 
 DS__FLATTEN static inline void ds__bend_fwd_loop(const dsModel* m, const dsForceFwd* a) {

@@ -189,4 +189,55 @@ static inline void ds__contact_reduce(const dsModel* m, const dsReal* s, dsGrad*
   {.name = "contact", .count = ds__contact_count, .scratch = 5, .pfwd = ds__contact_pfwd,       \
    .pbwd = ds__contact_pbwd, .reduce = ds__contact_reduce}
 
+/* ---- Jacobians (engine/forces.h "Jacobians") ------------------------------------
+ * Kx = -df/dx, Kv = -df/dv (3 x 3) of ds__contact_fwd, branch by branch
+ * (the one-sided choices above; with [vn < 0] the approach indicator):
+ *   in contact (c < 0):  dfn/dy = -ke,  dfn/dvy = -kd [vn < 0]
+ *   sticking:  dft/dvt = -kf I (x, z)
+ *   sliding:   dft/dvt = -mu fn (I - t t^T) / |vt|,  t = vt / |vt|,
+ *              dft/dfn = -mu t  (so dft/dy = mu ke t, dft/dvy = mu kd [vn < 0] t)
+ *   no direction (|vt| ~ 0 while sliding), out of contact: zero.
+ * Symmetric: the normal stiffness ke and damping, and the tangential
+ * blocks (PSD: kf >= 0, mu fn >= 0 in the sliding branch); not symmetric:
+ * the sliding friction's coupling to the normal force (columns y and vy of
+ * the x and z rows). */
+DS_HD DS_INLINE void ds__contact_jac(const dsReal x[3], const dsReal v[3], const dsContactParam* p,
+                                    dsReal Kx[9], dsReal Kv[9]) {
+  for (int k = 0; k < 9; k++) Kx[k] = Kv[k] = 0;
+  const dsReal c = x[1] - p->skin;
+  if (!(c < 0)) return;
+  const dsReal vn = v[1];
+  const dsReal dn = vn < 0 ? p->kd : 0; /* -dfn/dvy */
+  const dsReal fn = -p->ke * c - p->kd * (vn < 0 ? vn : 0);
+  Kx[4] = p->ke;
+  Kv[4] = dn;
+  const dsReal vt2 = v[0] * v[0] + v[2] * v[2];
+  const dsReal cap = p->mu * fn;
+  if (p->kf * p->kf * vt2 <= cap * cap && cap >= 0) { /* sticking, as ds__friction_fwd */
+    Kv[0] = p->kf;
+    Kv[8] = p->kf;
+  } else if (vt2 > DSU_TINY2) {
+    const dsReal l = dsu_sqrt(vt2), il = 1 / l;
+    const dsReal t[3] = {v[0] * il, 0, v[2] * il};
+    const dsReal sc = cap * il;
+    for (int a = 0; a < 3; a += 2) {
+      for (int b = 0; b < 3; b += 2) Kv[3 * a + b] = sc * ((a == b) - t[a] * t[b]);
+      Kx[3 * a + 1] = -p->mu * p->ke * t[a];
+      Kv[3 * a + 1] = -p->mu * dn * t[a];
+    }
+  }
+}
+
+/* Kx, Kv (9 each) of the ground contact on particle i (zero on a rigid
+ * body's vertex, whose contact is engine/rigid.h's). */
+DS_HD DS_INLINE void ds__contact_pjac(const dsModel* m, int i, const dsReal* x, const dsReal* v, dsReal Kx[9],
+                                     dsReal Kv[9]) {
+  const dsContactParam cp = ds__contact_param(m);
+  if (m->nbody && m->particle_body[i] >= 0) {
+    for (int k = 0; k < 9; k++) Kx[k] = Kv[k] = 0;
+    return;
+  }
+  ds__contact_jac(x + 3 * (size_t)i, v + 3 * (size_t)i, &cp, Kx, Kv);
+}
+
 #endif

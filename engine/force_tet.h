@@ -38,6 +38,7 @@
 #ifndef DSIM_ENGINE_FORCE_TET_H
 #define DSIM_ENGINE_FORCE_TET_H
 
+#include "engine/dense_small.h"
 #include "engine/dsmath.h"
 #include "engine/force_loop.h"
 
@@ -218,6 +219,68 @@ DS_HD DS_INLINE void ds__tet_bwd(const dsReal x[12], const dsReal v[12], const d
   }
 }
 
+/* ---- Jacobians (engine/forces.h "Jacobians") ------------------------------------
+ * Kx = -df/dx, Kv = -df/dv (12 x 12, [x0..x3]). In the edge variables
+ * y = [c1, c2, c3] (w = [w1, w2, w3]) the kernel computes h = [h1, h2, h3]
+ * and f = -S^T h, so Kx = S^T (dh/dy) S, Kv = S^T (dh/dw) S
+ * (ds__jac_from_edges). With m_j = sum_i M_ij c_i (grad_y Ic = 2 m),
+ * G = [g'_1, g'_2, g'_3] = grad_y det(Ds), Hd = Hess_y det(Ds) and
+ * b = det B:
+ *   dh/dy = phi M (x) I + 2 kmu/(Ic+1)^2 m m^T                (deviatoric)
+ *         + sd Hd + k_lambda V0 b^2 G G^T + kd b^2 G (Hd w)^T   (volume)
+ *   dh/dw = kd M (x) I + kd b^2 G G^T
+ *   Hd: block (i, j) = -[c_k]x, block (j, i) = [c_k]x for (i, j, k) cyclic
+ *       (det = c1 . (c2 x c3) is trilinear), zero diagonal blocks.
+ * The activation enters through s (in sd) only. Symmetric: all but
+ * kd b^2 G (Hd w)^T (the volume rate's direction turns with x); the rest
+ * is the Hessian of E plus the damping share of s in sd Hd. Kv is
+ * symmetric, PSD for kd >= 0. The elastic part is indefinite (sd Hd has
+ * eigenvalues of both signs): Newton projects it. */
+DS_HD DS_INLINE void ds__tet_jac(const dsReal x[12], const dsReal v[12], const dsTetRest* r,
+                                const dsTetParam* p, dsReal Kx[144], dsReal Kv[144]) {
+  dsTet__Fwd t;
+  ds__tet_prep(x, v, r, &t);
+  const dsReal* M = r->M;
+  const dsReal detB = M[6], V0 = r->vol;
+  const dsReal kmu = p->k_mu * V0, kd = p->k_damp * V0;
+  const dsReal ip1 = 1 / (t.Ic + 1);
+  const dsReal phi = kmu * (1 - ip1);
+  const dsReal s = p->k_lambda * V0 * (t.J - 1 + p->act) - (dsReal)0.75 * kmu + kd * (t.gw * detB);
+  const dsReal sd = s * detB;
+  dsReal mv[9], G[9], w[9], Hd[81], Hw[9], Ky[81], Kw[81];
+  for (int j = 0; j < 3; j++)
+    for (int c = 0; c < 3; c++) {
+      mv[3 * j + c] = t.c[0][c] * ds__tet_m(M, 0, j) + t.c[1][c] * ds__tet_m(M, 1, j) + t.c[2][c] * ds__tet_m(M, 2, j);
+      G[3 * j + c] = t.g[j][c];
+      w[3 * j + c] = t.w[j][c];
+    }
+  for (int k = 0; k < 81; k++) Hd[k] = 0;
+  for (int i = 0; i < 3; i++) {
+    const int j = (i + 1) % 3, k = (i + 2) % 3;
+    const dsReal* u = t.c[k];
+    const dsReal X[9] = {0, -u[2], u[1], u[2], 0, -u[0], -u[1], u[0], 0};
+    for (int a = 0; a < 3; a++)
+      for (int b = 0; b < 3; b++) {
+        Hd[9 * (3 * i + a) + 3 * j + b] = -X[3 * a + b];
+        Hd[9 * (3 * j + a) + 3 * i + b] = X[3 * a + b];
+      }
+  }
+  for (int i = 0; i < 9; i++) {
+    Hw[i] = 0;
+    for (int j = 0; j < 9; j++) Hw[i] += Hd[9 * i + j] * w[j];
+  }
+  const dsReal cm = 2 * kmu * ip1 * ip1, b2 = detB * detB;
+  for (int i = 0; i < 9; i++)
+    for (int j = 0; j < 9; j++) {
+      const dsReal mij = (i % 3 == j % 3) ? ds__tet_m(M, i / 3, j / 3) : 0;
+      Ky[9 * i + j] = phi * mij + cm * mv[i] * mv[j] + sd * Hd[9 * i + j] +
+                      b2 * G[i] * (p->k_lambda * V0 * G[j] + kd * Hw[j]);
+      Kw[9 * i + j] = kd * mij + kd * b2 * G[i] * G[j];
+    }
+  ds__jac_from_edges(4, Ky, Kx);
+  ds__jac_from_edges(4, Kw, Kv);
+}
+
 /* ---- loop over the model's tets --------------------------------------------------
  * Slots: 4 per tet, [x0, x1, x2, x3]; activation: one per tet (block 2 of
  * d->act); J = det F per tet into a->J (ds_step reports J <= 0). */
@@ -262,6 +325,18 @@ DS_HD DS_INLINE void ds__tet_bwd_elem(const dsModel* m, const dsForceBwd* a, int
   g->tet_k_lambda[e] += ap.k_lambda;
   g->tet_k_damp[e] += ap.k_damp;
   if (a->adj_act) a->adj_act[e] = ap.act;
+}
+
+/* Kx, Kv (144 each) of tet e at a->x, a->v, a->act (a->J not written). */
+DS_HD DS_INLINE void ds__tet_jac_elem(const dsModel* m, const dsForceFwd* a, int e, dsReal* Kx, dsReal* Kv) {
+  dsReal xl[12], vl[12];
+  const int* idx = m->tet_idx + 4 * (size_t)e;
+  dsTetRest r;
+  ds__tet_rest_load(m, e, &r);
+  dsTetParam p = {m->tet_k_mu[e], m->tet_k_lambda[e], m->tet_k_damp[e], a->act ? a->act[e] : 0};
+  ds__gather3(xl, a->x, idx, 4);
+  ds__gather3(vl, a->v, idx, 4);
+  ds__tet_jac(xl, vl, &r, &p, Kx, Kv);
 }
 
 #if defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__)

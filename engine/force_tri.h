@@ -30,6 +30,7 @@
 #ifndef DSIM_ENGINE_FORCE_TRI_H
 #define DSIM_ENGINE_FORCE_TRI_H
 
+#include "engine/dense_small.h"
 #include "engine/dsmath.h"
 #include "engine/force_loop.h"
 
@@ -195,6 +196,91 @@ DS_HD DS_INLINE void ds__tri_bwd(const dsReal x[9], const dsReal v[9], const dsT
   }
 }
 
+/* ---- Jacobians (engine/forces.h "Jacobians") ------------------------------------
+ * Kx = -df/dx, Kv = -df/dv (9 x 9, [p, q, r]). In the edge variables
+ * y = [eq, er], w = [wq, wr] the kernel computes g = [gq, gr] and
+ * f = -S^T g (S: y = S x), so Kx = S^T (dg/dy) S, Kv = S^T (dg/dw) S
+ * (ds__jac_from_edges). With Q = Dm Dm^T (g's F term is [eq, er] Q times
+ * kmu, the Fd term the same in w times kd), a = [dc/dq, dc/dr] = grad_y A / A0
+ * and Ha = Hess_y A / A0:
+ *   dg/dy = kmu Q (x) I + s Ha + a (k_lambda A0 a + kd Ha w)^T
+ *   dg/dw = kd Q (x) I + kd a a^T
+ *   Hess_y |n| = Jn^T (I - n^ n^T) Jn / |n| + [[0, -[n^]x], [[n^]x, 0]],
+ *   Jn = dn/dy = [-[er]x, [eq]x]  (n = eq x er is bilinear: the second
+ *   term is n^ . d2n, whose (eq, er) block is -[n^]x); A = |n| / 2.
+ * Symmetric: kmu Q (x) I, s Ha, k_lambda A0 a a^T (the Hessian of E, with
+ * the damping force's share of s in s Ha); not symmetric: kd a (Ha w)^T
+ * (the area rate's direction turns with x). Kv is symmetric, PSD for
+ * kd >= 0. Collapsed triangle: the area terms are zero, as in the force.
+ * The activation enters through s only. */
+DS_HD DS_INLINE void ds__tri_jac(const dsReal x[9], const dsReal v[9], const dsTriRest* r,
+                                const dsTriParam* p, dsReal Kx[81], dsReal Kv[81]) {
+  const dsReal* Dm = r->Dm;
+  const dsReal A0 = r->area;
+  const dsReal kmu = p->k_mu * A0, kd = p->k_damp * A0;
+  const dsReal Q[4] = {Dm[0] * Dm[0] + Dm[1] * Dm[1], Dm[0] * Dm[2] + Dm[1] * Dm[3],
+                       Dm[0] * Dm[2] + Dm[1] * Dm[3], Dm[2] * Dm[2] + Dm[3] * Dm[3]};
+  dsReal eq[3], er[3], w[6], Ky[36], Kw[36];
+  dsu_sub3(eq, x + 3, x);
+  dsu_sub3(er, x + 6, x);
+  dsu_sub3(w, v + 3, v);
+  dsu_sub3(w + 3, v + 6, v);
+  for (int i = 0; i < 6; i++)
+    for (int j = 0; j < 6; j++) {
+      const dsReal q = (i % 3 == j % 3) ? Q[2 * (i / 3) + j / 3] : 0;
+      Ky[6 * i + j] = kmu * q;
+      Kw[6 * i + j] = kd * q;
+    }
+  dsReal n[3], nh[3];
+  dsu_cross3(n, eq, er);
+  const dsReal ln = dsu_normalize3(nh, n);
+  if (ln > 0) {
+    const dsReal i2A0 = 1 / (2 * A0);
+    dsReal a[6], Jn[18], T[18], Ha[36], Hw[6];
+    dsu_cross3(a, er, nh);
+    dsu_scl3(a, a, i2A0);
+    dsu_cross3(a + 3, nh, eq);
+    dsu_scl3(a + 3, a + 3, i2A0);
+    /* Jn (3 x 6) = [-[er]x, [eq]x], [u]x = [[0, -u2, u1], [u2, 0, -u0], [-u1, u0, 0]] */
+    const dsReal* col[2] = {er, eq};
+    for (int b = 0; b < 2; b++) {
+      const dsReal* u = col[b];
+      const dsReal sg = b == 0 ? -1 : 1;
+      const dsReal X[9] = {0, -u[2], u[1], u[2], 0, -u[0], -u[1], u[0], 0};
+      for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++) Jn[6 * i + 3 * b + j] = sg * X[3 * i + j];
+    }
+    /* T = (I - n^ n^T) Jn */
+    for (int j = 0; j < 6; j++) {
+      const dsReal nj = nh[0] * Jn[j] + nh[1] * Jn[6 + j] + nh[2] * Jn[12 + j];
+      for (int i = 0; i < 3; i++) T[6 * i + j] = Jn[6 * i + j] - nh[i] * nj;
+    }
+    /* Ha = (Jn^T T / |n| + the bilinear term) / (2 A0) */
+    const dsReal NX[9] = {0, -nh[2], nh[1], nh[2], 0, -nh[0], -nh[1], nh[0], 0};
+    for (int i = 0; i < 6; i++)
+      for (int j = 0; j < 6; j++) {
+        dsReal h = (Jn[i] * T[j] + Jn[6 + i] * T[6 + j] + Jn[12 + i] * T[12 + j]) / ln;
+        if (i < 3 && j >= 3) h -= NX[3 * i + j - 3];
+        if (i >= 3 && j < 3) h += NX[3 * (i - 3) + j];
+        Ha[6 * i + j] = h * i2A0;
+      }
+    dsReal cd = 0;
+    for (int i = 0; i < 6; i++) {
+      cd += a[i] * w[i];
+      Hw[i] = 0;
+      for (int j = 0; j < 6; j++) Hw[i] += Ha[6 * i + j] * w[j];
+    }
+    const dsReal s = p->k_lambda * ((dsReal)0.5 * ln - A0 + p->act * A0) - kmu + kd * cd;
+    for (int i = 0; i < 6; i++)
+      for (int j = 0; j < 6; j++) {
+        Ky[6 * i + j] += s * Ha[6 * i + j] + a[i] * (p->k_lambda * A0 * a[j] + kd * Hw[j]);
+        Kw[6 * i + j] += kd * a[i] * a[j];
+      }
+  }
+  ds__jac_from_edges(3, Ky, Kx);
+  ds__jac_from_edges(3, Kw, Kv);
+}
+
 /* ---- loop over the model's triangles ------------------------------------------
  * Slots: 3 per triangle, [p, q, r]; activation: one per triangle (block 1
  * of d->act). */
@@ -235,6 +321,19 @@ DS_HD DS_INLINE void ds__tri_bwd_elem(const dsModel* m, const dsForceBwd* a, int
   g->tri_k_lambda[e] += ap.k_lambda;
   g->tri_k_damp[e] += ap.k_damp;
   if (a->adj_act) a->adj_act[e] = ap.act;
+}
+
+/* Kx, Kv (81 each) of triangle e at a->x, a->v, a->act. */
+DS_HD DS_INLINE void ds__tri_jac_elem(const dsModel* m, const dsForceFwd* a, int e, dsReal* Kx, dsReal* Kv) {
+  dsReal xl[9], vl[9];
+  const int* idx = m->tri_idx + 3 * (size_t)e;
+  dsTriRest r;
+  for (int k = 0; k < 4; k++) r.Dm[k] = m->tri_Dm[4 * (size_t)e + k];
+  r.area = m->tri_area[e];
+  dsTriParam p = {m->tri_k_mu[e], m->tri_k_lambda[e], m->tri_k_damp[e], a->act ? a->act[e] : 0};
+  ds__gather3(xl, a->x, idx, 3);
+  ds__gather3(vl, a->v, idx, 3);
+  ds__tri_jac(xl, vl, &r, &p, Kx, Kv);
 }
 
 DS__FLATTEN static inline void ds__tri_fwd_loop(const dsModel* m, const dsForceFwd* a) {

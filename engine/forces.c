@@ -9,6 +9,12 @@ const dsForceModel ds__forces[DS__NFORCE] = {
 #undef DS__FORCE_ROW
 };
 
+const dsForceJacFn ds__force_jac[DS__NFORCE] = {
+#define DS__FORCE_JAC(row, name, kind, shared, nshared) DS__IF_ELEM_##kind([DS__F_##row] = ds__##name##_jac_elem, )
+    DS_FORCE_MODELS(DS__FORCE_JAC)
+#undef DS__FORCE_JAC
+};
+
 void ds__force_layout(const dsModel* m, dsForceLayout* L) {
   long long slot = 0;
   size_t scratch = 0;

@@ -38,9 +38,26 @@
  *            sums (a serial-only `reduce` may still exist, as rigid contact's
  *            per-body sums; the batch refuses models with rigid bodies).
  *
+ * Jacobians. Every ELEM row's header also defines
+ *   DS_HD DS_INLINE void ds__<name>_jac_elem(const dsModel* m, const dsForceFwd* a, int e,
+ *                                            dsReal* Kx, dsReal* Kv);
+ * Kx = -df/dx and Kv = -df/dv of element e's force on its nvert vertices
+ * ((3 nvert)^2 each, row-major, rows and columns in the element's vertex
+ * order, 3 per vertex; exact: the derivative of the force as the forward
+ * computes it, not projected), at a->x, a->v, a->act (a->ef and a->J are
+ * not touched), beside ds__<name>_jac (element-local, with the math) in
+ * the same header. ds__force_jac (forces.c) is generated from the rows,
+ * so a row without the function does not compile; a row that has no
+ * Jacobian defines ds__<name>_jac_elem as NULL with its reason (aero).
+ * Per-particle rows are outside the table: ground contact gives
+ * ds__contact_pjac (3 x 3 per particle); rigid contact belongs to the rigid
+ * solver. Which parts are symmetric is said per model; Newton's forward
+ * solve uses ds__sym_project_psd (engine/dense_small.h) on a block, or
+ * ds__spring_jac_proj (closed form).
+ *
  * Adding a force model: its header (bodies with the math comment, loops,
- * descriptor), one row here (and its #include), its builder call in
- * model.c, its test. tests/test_forces.c checks every row against its
+ * descriptor, Jacobian), one row here (and its #include), its builder
+ * call in model.c, its test (and its case in tests/test_force_jac.c). tests/test_forces.c checks every row against its
  * descriptor and its batched stages. */
 #ifndef DSIM_ENGINE_FORCES_H
 #define DSIM_ENGINE_FORCES_H
@@ -97,6 +114,12 @@ enum { DS__NSHARED = 3
 };
 
 extern const dsForceModel ds__forces[DS__NFORCE];
+
+/* An ELEM row's ds__<name>_jac_elem ("Jacobians" above). */
+typedef void (*dsForceJacFn)(const dsModel* m, const dsForceFwd* a, int e, dsReal* Kx, dsReal* Kv);
+/* per row: its element Jacobian; NULL for per-particle rows and for rows
+ * that have none */
+extern const dsForceJacFn ds__force_jac[DS__NFORCE];
 
 /* Where each model's blocks sit for a model m. */
 typedef struct dsForceLayout {

@@ -49,3 +49,16 @@ tests_test_rigid_physics_SOURCES = tests/test_rigid_physics.c
 TESTS += tests/test_rigid_physics
 BENCH_PROGS += bench/bench_rigid
 bench_bench_rigid_SOURCES = bench/bench_rigid.c
+# Element Jacobians (Kx = -df/dx, Kv = -df/dv) of every model against central
+# differences, their symmetric parts, the small dense eigen-solver and the
+# PSD projection that Newton's method uses (engine/dense_small.h).
+libdsim_core_la_SOURCES += engine/dense_small.h
+check_PROGRAMS += tests/test_force_jac
+tests_test_force_jac_SOURCES = tests/test_force_jac.c
+TESTS += tests/test_force_jac
+# Block-sparse 3 x 3 matrices for implicit steps: pattern from the element
+# incidence, assembly of M + h Kv + h^2 Kx, PCG with block-Jacobi.
+libdsim_core_la_SOURCES += engine/sparse.h engine/sparse.c
+check_PROGRAMS += tests/test_sparse
+tests_test_sparse_SOURCES = tests/test_sparse.c
+TESTS += tests/test_sparse

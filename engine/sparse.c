@@ -1,0 +1,375 @@
+/* Block-sparse 3 x 3 matrices: pattern, assembly, product, PCG
+ * (engine/sparse.h). */
+#include "config.h"
+
+#include "engine/sparse.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/dense_small.h"
+#include "engine/forces.h"
+
+_Static_assert(DS__NFORCE <= 16, "dsBlockSparse.jrow holds a first real per force row");
+
+void ds__bsr_free(dsBlockSparse* A) {
+  if (!A) return;
+  free(A->row_start);
+  free(A->col);
+  free(A->diag);
+  free(A->val);
+  free(A->src_start);
+  free(A->src);
+  free(A->src_ld);
+  free(A->jx);
+  free(A->jv);
+  free(A->dinv);
+  free(A->work);
+  free(A->part);
+  free(A);
+}
+
+static int cmp_ll(const void* a, const void* b) {
+  const long long x = *(const long long*)a, y = *(const long long*)b;
+  return (x > y) - (x < y);
+}
+
+/* block index of (i, j) in row i (present by construction) */
+static int find_block(const dsBlockSparse* A, int i, int j) {
+  int lo = A->row_start[i], hi = A->row_start[i + 1] - 1;
+  while (lo < hi) {
+    const int mid = lo + (hi - lo) / 2;
+    if (A->col[mid] < j) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/* Walks every source in assembly order: fill = 0 counts per block, 1
+ * writes src / src_ld at the running positions (cursor: per-block next). */
+static void walk_sources(dsBlockSparse* A, const dsModel* m, int fill, int* cursor) {
+  for (int k = 0; k < DS__NFORCE; k++) {
+    const dsForceModel* F = &ds__forces[k];
+    const int cnt = F->count(m), nv = F->nvert, ld = 3 * nv;
+    if (!ds__force_jac[k] || cnt == 0) continue;
+    const int* idx = F->idx(m);
+    for (int e = 0; e < cnt; e++)
+      for (int a = 0; a < nv; a++)
+        for (int b = 0; b < nv; b++) {
+          const int blk = find_block(A, idx[(size_t)nv * e + a], idx[(size_t)nv * e + b]);
+          if (!fill) {
+            cursor[blk]++;
+            continue;
+          }
+          const int s = cursor[blk]++;
+          A->src[s] = A->jrow[k] + (size_t)e * (size_t)(ld * ld) + (size_t)(3 * a * ld + 3 * b);
+          A->src_ld[s] = (unsigned char)ld;
+        }
+  }
+  if (A->jcontact == (size_t)-1) return;
+  for (int i = 0; i < A->n; i++) {
+    const int blk = A->diag[i];
+    if (!fill) {
+      cursor[blk]++;
+      continue;
+    }
+    const int s = cursor[blk]++;
+    A->src[s] = A->jcontact + 9 * (size_t)i;
+    A->src_ld[s] = 3;
+  }
+}
+
+/* the pattern: every (i, j) sharing an element with a Jacobian, and (i, i) */
+static int build_pattern(dsBlockSparse* A, const dsModel* m) {
+  const int n = A->n;
+  size_t np = (size_t)n;
+  for (int k = 0; k < DS__NFORCE; k++)
+    if (ds__force_jac[k]) np += (size_t)ds__forces[k].count(m) * (size_t)(ds__forces[k].nvert * ds__forces[k].nvert);
+  long long* key = malloc(sizeof(long long) * np);
+  A->row_start = calloc((size_t)n + 1, sizeof(int));
+  if (!key || !A->row_start) {
+    free(key);
+    return DS_ERR_NOMEM;
+  }
+  size_t q = 0;
+  for (int i = 0; i < n; i++) key[q++] = (long long)i * n + i;
+  for (int k = 0; k < DS__NFORCE; k++) {
+    const dsForceModel* F = &ds__forces[k];
+    const int cnt = F->count(m), nv = F->nvert;
+    if (!ds__force_jac[k] || cnt == 0) continue;
+    const int* idx = F->idx(m);
+    for (int e = 0; e < cnt; e++)
+      for (int a = 0; a < nv; a++)
+        for (int b = 0; b < nv; b++) key[q++] = (long long)idx[(size_t)nv * e + a] * n + idx[(size_t)nv * e + b];
+  }
+  qsort(key, np, sizeof(long long), cmp_ll);
+  size_t u = 0;
+  for (size_t t = 0; t < np; t++)
+    if (t == 0 || key[t] != key[u - 1]) key[u++] = key[t];
+  if (u > (size_t)INT32_MAX / 9) {
+    free(key);
+    return DS_ERR_RANGE;
+  }
+  A->nnzb = (int)u;
+  A->col = malloc(sizeof(int) * (u ? u : 1));
+  A->diag = malloc(sizeof(int) * (n ? (size_t)n : 1));
+  if (!A->col || !A->diag) {
+    free(key);
+    return DS_ERR_NOMEM;
+  }
+  for (size_t t = 0; t < u; t++) {
+    const int i = (int)(key[t] / n), j = (int)(key[t] % n);
+    A->col[t] = j;
+    A->row_start[i + 1]++;
+    if (i == j) A->diag[i] = (int)t;
+  }
+  for (int i = 0; i < n; i++) A->row_start[i + 1] += A->row_start[i];
+  free(key);
+  return 0;
+}
+
+int ds__bsr_create(const dsModel* m, dsBlockSparse** out) {
+  *out = NULL;
+  if ((size_t)m->nparticle > (size_t)INT32_MAX / 3) return DS_ERR_RANGE;
+  dsBlockSparse* A = calloc(1, sizeof *A);
+  if (!A) return DS_ERR_NOMEM;
+  A->n = m->nparticle;
+  int rc = build_pattern(A, m);
+  if (rc) {
+    ds__bsr_free(A);
+    return rc;
+  }
+  size_t nj = 0;
+  for (int k = 0; k < DS__NFORCE; k++) {
+    A->jrow[k] = nj;
+    if (!ds__force_jac[k]) continue;
+    const size_t ld = 3 * (size_t)ds__forces[k].nvert;
+    nj += (size_t)ds__forces[k].count(m) * ld * ld;
+  }
+  A->jcontact = (size_t)-1;
+  if (ds__contact_count(m) > 0) {
+    A->jcontact = nj;
+    nj += 9 * (size_t)A->n;
+  }
+  A->njac = nj;
+  const size_t nb = (size_t)A->nnzb, n3 = 3 * (size_t)A->n;
+  A->val = malloc(sizeof(dsReal) * 9 * (nb ? nb : 1));
+  A->src_start = calloc(nb + 1, sizeof(int));
+  A->jx = malloc(sizeof(dsReal) * (nj ? nj : 1));
+  A->jv = malloc(sizeof(dsReal) * (nj ? nj : 1));
+  A->dinv = malloc(sizeof(dsReal) * 9 * (A->n ? (size_t)A->n : 1));
+  A->work = malloc(sizeof(dsReal) * 4 * (n3 ? n3 : 1));
+  A->part = malloc(sizeof(dsReal) * (n3 / DS__BSR_CHUNK + 1));
+  int* cursor = calloc(nb + 1, sizeof(int));
+  if (!A->val || !A->src_start || !A->jx || !A->jv || !A->dinv || !A->work || !A->part || !cursor) {
+    free(cursor);
+    ds__bsr_free(A);
+    return DS_ERR_NOMEM;
+  }
+  walk_sources(A, m, 0, cursor);
+  for (size_t b = 0; b < nb; b++) A->src_start[b + 1] = A->src_start[b] + cursor[b];
+  const size_t ns = (size_t)A->src_start[nb];
+  A->src = malloc(sizeof(size_t) * (ns ? ns : 1));
+  A->src_ld = malloc(ns ? ns : 1);
+  if (!A->src || !A->src_ld) {
+    free(cursor);
+    ds__bsr_free(A);
+    return DS_ERR_NOMEM;
+  }
+  memcpy(cursor, A->src_start, sizeof(int) * nb);
+  walk_sources(A, m, 1, cursor);
+  free(cursor);
+  *out = A;
+  return 0;
+}
+
+/* the spring's Kx projected in closed form (ds__spring_jac_proj) */
+static void spring_proj(const dsModel* m, const dsForceFwd* a, int e, dsReal* Kx) {
+  dsReal xl[6], vl[6];
+  const int* idx = m->spring_idx + 2 * (size_t)e;
+  dsSpringParam p = {m->spring_ke[e], m->spring_kd[e], m->spring_rest[e], a->act ? a->act[e] : 0};
+  ds__gather3(xl, a->x, idx, 2);
+  ds__gather3(vl, a->v, idx, 2);
+  ds__spring_jac_proj(xl, vl, &p, Kx);
+}
+
+/* phase 1: every element's (and particle's contact) Kx, Kv into jx, jv */
+static void element_jacobians(dsBlockSparse* A, const dsModel* m, const dsReal* x, const dsReal* v,
+                              const dsReal* act, int projected) {
+  dsForceLayout L;
+  ds__force_layout(m, &L);
+#pragma omp parallel
+  {
+    for (int k = 0; k < DS__NFORCE; k++) {
+      const int cnt = ds__forces[k].count(m), nn = 3 * ds__forces[k].nvert;
+      if (!ds__force_jac[k] || cnt == 0) continue;
+      const dsForceFwd a = {x, v, act && L.act[k] >= 0 ? act + L.act[k] : NULL, NULL, NULL, NULL};
+      const size_t sz = (size_t)nn * (size_t)nn;
+#pragma omp for schedule(static)
+      for (int e = 0; e < cnt; e++) {
+        dsReal* Kx = A->jx + A->jrow[k] + sz * (size_t)e;
+        dsReal* Kv = A->jv + A->jrow[k] + sz * (size_t)e;
+        ds__force_jac[k](m, &a, e, Kx, Kv);
+        if (!projected) continue;
+        if (k == DS__F_SPRING) spring_proj(m, &a, e, Kx);
+        else ds__sym_project_psd(nn, Kx);
+        ds__sym_project_psd(nn, Kv);
+      }
+    }
+    if (A->jcontact != (size_t)-1) {
+#pragma omp for schedule(static)
+      for (int i = 0; i < A->n; i++) {
+        dsReal* Kx = A->jx + A->jcontact + 9 * (size_t)i;
+        dsReal* Kv = A->jv + A->jcontact + 9 * (size_t)i;
+        ds__contact_pjac(m, i, x, v, Kx, Kv);
+        if (projected) {
+          ds__sym_project_psd(3, Kx);
+          ds__sym_project_psd(3, Kv);
+        }
+      }
+    }
+  }
+}
+
+void ds__bsr_assemble(dsBlockSparse* A, const dsModel* m, const dsReal* x, const dsReal* v, const dsReal* act,
+                      dsReal h, int projected) {
+  element_jacobians(A, m, x, v, act, projected);
+  const dsReal h2 = h * h;
+  const int n = A->n;
+  /* phase 2: each block gathers its sources in their fixed order */
+#pragma omp parallel for schedule(static)
+  for (int i = 0; i < n; i++)
+    for (int b = A->row_start[i]; b < A->row_start[i + 1]; b++) {
+      const int j = A->col[b];
+      dsReal* o = A->val + 9 * (size_t)b;
+      if (m->mass[i] == 0 || m->mass[j] == 0) { /* fixed: identity row and column */
+        for (int c = 0; c < 9; c++) o[c] = (i == j && c % 4 == 0) ? 1 : 0;
+        continue;
+      }
+      dsReal acc[9];
+      for (int c = 0; c < 9; c++) acc[c] = (i == j && c % 4 == 0) ? m->mass[i] : 0;
+      for (int s = A->src_start[b]; s < A->src_start[b + 1]; s++) {
+        const dsReal* kx = A->jx + A->src[s];
+        const dsReal* kv = A->jv + A->src[s];
+        const int ld = A->src_ld[s];
+        for (int r = 0; r < 3; r++)
+          for (int c = 0; c < 3; c++) acc[3 * r + c] += h * kv[ld * r + c] + h2 * kx[ld * r + c];
+      }
+      for (int c = 0; c < 9; c++) o[c] = acc[c];
+    }
+}
+
+void ds__bsr_matvec(const dsBlockSparse* A, const dsReal* x, dsReal* y) {
+  const int n = A->n;
+#pragma omp parallel for schedule(static)
+  for (int i = 0; i < n; i++) {
+    dsReal s0 = 0, s1 = 0, s2 = 0;
+    for (int b = A->row_start[i]; b < A->row_start[i + 1]; b++) {
+      const dsReal* a = A->val + 9 * (size_t)b;
+      const dsReal* xj = x + 3 * (size_t)A->col[b];
+      s0 += a[0] * xj[0] + a[1] * xj[1] + a[2] * xj[2];
+      s1 += a[3] * xj[0] + a[4] * xj[1] + a[5] * xj[2];
+      s2 += a[6] * xj[0] + a[7] * xj[1] + a[8] * xj[2];
+    }
+    y[3 * (size_t)i] = s0;
+    y[3 * (size_t)i + 1] = s1;
+    y[3 * (size_t)i + 2] = s2;
+  }
+}
+
+/* a . b over len reals: fixed chunks summed in parallel, the chunk sums in
+ * order (the same bits on any thread count) */
+static dsReal dot(const dsBlockSparse* A, const dsReal* a, const dsReal* b, size_t len) {
+  const long nch = (long)((len + DS__BSR_CHUNK - 1) / DS__BSR_CHUNK);
+#pragma omp parallel for schedule(static)
+  for (long c = 0; c < nch; c++) {
+    const size_t lo = (size_t)c * DS__BSR_CHUNK, hi = lo + DS__BSR_CHUNK < len ? lo + DS__BSR_CHUNK : len;
+    dsReal s = 0;
+    for (size_t t = lo; t < hi; t++) s += a[t] * b[t];
+    A->part[c] = s;
+  }
+  dsReal s = 0;
+  for (long c = 0; c < nch; c++) s += A->part[c];
+  return s;
+}
+
+/* z_i = dinv_i r_i per particle */
+static void precondition(const dsBlockSparse* A, const dsReal* r, dsReal* z) {
+  const int n = A->n;
+#pragma omp parallel for schedule(static)
+  for (int i = 0; i < n; i++) {
+    const dsReal* d = A->dinv + 9 * (size_t)i;
+    const dsReal* ri = r + 3 * (size_t)i;
+    dsReal* zi = z + 3 * (size_t)i;
+    zi[0] = d[0] * ri[0] + d[1] * ri[1] + d[2] * ri[2];
+    zi[1] = d[3] * ri[0] + d[4] * ri[1] + d[5] * ri[2];
+    zi[2] = d[6] * ri[0] + d[7] * ri[1] + d[8] * ri[2];
+  }
+}
+
+/* y += s x (len reals) */
+static void axpy(dsReal* y, const dsReal* x, dsReal s, size_t len) {
+  const long nl = (long)len;
+#pragma omp parallel for schedule(static)
+  for (long t = 0; t < nl; t++) y[t] += s * x[t];
+}
+
+int ds__bsr_pcg(dsBlockSparse* A, const dsReal* b, dsReal* x, dsReal tol, int maxit, int* iters, dsReal* resid) {
+  const size_t len = 3 * (size_t)A->n;
+  dsReal *r = A->work, *z = r + len, *p = z + len, *q = p + len;
+  int it = 0, rc = 1;
+  dsReal rel = 0;
+  for (int i = 0; i < A->n; i++)
+    if (dsu_mat3_inv(A->dinv + 9 * (size_t)i, A->val + 9 * (size_t)A->diag[i]) == 0) {
+      rc = DS_ERR_DIVERGED;
+      goto done;
+    }
+  const dsReal bn = dsu_sqrt(dot(A, b, b, len));
+  if (!(bn - bn == 0)) {
+    rc = DS_ERR_DIVERGED;
+    goto done;
+  }
+  if (bn == 0) {
+    memset(x, 0, sizeof(dsReal) * len);
+    rc = 0;
+    goto done;
+  }
+  ds__bsr_matvec(A, x, q);
+  for (size_t t = 0; t < len; t++) r[t] = b[t] - q[t];
+  precondition(A, r, z);
+  memcpy(p, z, sizeof(dsReal) * len);
+  dsReal rz = dot(A, r, z, len);
+  for (;; it++) {
+    rel = dsu_sqrt(dot(A, r, r, len)) / bn;
+    if (!(rel - rel == 0)) {
+      rc = DS_ERR_DIVERGED;
+      break;
+    }
+    if (rel <= tol) {
+      rc = 0;
+      break;
+    }
+    if (it >= maxit) break;
+    ds__bsr_matvec(A, p, q);
+    const dsReal pq = dot(A, p, q, len);
+    if (!(pq > 0)) {
+      rc = DS_ERR_DIVERGED;
+      break;
+    }
+    const dsReal alpha = rz / pq;
+    axpy(x, p, alpha, len);
+    axpy(r, q, -alpha, len);
+    precondition(A, r, z);
+    const dsReal rz1 = dot(A, r, z, len);
+    const dsReal beta = rz1 / rz;
+    rz = rz1;
+    const long nl = (long)len;
+#pragma omp parallel for schedule(static)
+    for (long t = 0; t < nl; t++) p[t] = z[t] + beta * p[t];
+  }
+done:
+  if (iters) *iters = it;
+  if (resid) *resid = rel;
+  return rc;
+}

@@ -1,0 +1,91 @@
+/* Block-sparse matrices with 3 x 3 blocks over a model's particles, for
+ * the Newton systems of an implicit step (issue 31): the pattern from the
+ * element incidence of the force description (engine/forces.h), assembly
+ * of A = M + h Kv + h^2 Kx from the element Jacobians, A x, and a
+ * conjugate-gradient solve with a block-Jacobi preconditioner.
+ *
+ * Storage: block CSR of the full pattern (both triangles): row i holds the
+ * blocks (i, j) for every particle j that shares an element with i (and
+ * (i, i)), columns ascending; val[9 b + 3 r + c] is entry (r, c) of block
+ * b. A symmetric matrix stores both (i, j) and (j, i), so A x is a gather
+ * per row (no atomics, no scatter) like the engine's force gather.
+ *
+ * Assembly is a gather in a fixed order, whatever the thread count:
+ * (1) every element with a Jacobian (ds__force_jac) writes its Kx and Kv
+ * into its own place in jx / jv (and ground contact its 3 x 3 per
+ * particle); (2) each block sums its sources in the order the pattern
+ * builder listed them: the mass, then the elements in list order (rows of
+ * DS_FORCE_MODELS, elements ascending, vertex pairs in element order),
+ * then contact. Dot products in the solver sum fixed chunks of
+ * DS__BSR_CHUNK reals in parallel and the chunk sums serially, so the
+ * solve is bitwise the same on any number of threads.
+ *
+ * Fixed particles (mass 0) get identity rows and columns (their blocks
+ * (i, j), (j, i) for j != i are zero): a Dirichlet condition that keeps A
+ * SPD and leaves the right-hand side's entry as the solution's.
+ *
+ * Everything is allocated by ds__bsr_create; assembly, products and solves
+ * allocate nothing. Internal (not installed). */
+#ifndef DSIM_ENGINE_SPARSE_H
+#define DSIM_ENGINE_SPARSE_H
+
+#include <stddef.h>
+
+#include "dsim/engine.h"
+
+/* reals per chunk of the solver's fixed-order sums */
+#define DS__BSR_CHUNK 1024
+
+typedef struct dsBlockSparse {
+  int n;          /* block rows (particles) */
+  int nnzb;       /* stored blocks */
+  int* row_start; /* n + 1: blocks of row i are row_start[i] .. row_start[i+1]-1 */
+  int* col;       /* nnzb: block column, ascending within a row */
+  int* diag;      /* n: index of block (i, i) */
+  dsReal* val;    /* nnzb x 9, row-major blocks */
+  /* assembly sources: block b sums src[src_start[b] .. src_start[b+1]-1],
+   * each an offset into jx / jv of the 3 x 3 sub-block's first entry, whose
+   * rows are src_ld[s] reals apart (the element's 3 nvert) */
+  int* src_start;
+  size_t* src;
+  unsigned char* src_ld;
+  size_t njac;    /* reals in jx (and in jv) */
+  dsReal* jx;     /* element Kx, then contact's 9 per particle */
+  dsReal* jv;     /* element Kv, the same layout */
+  size_t jrow[16]; /* first real of each force row's elements in jx (DS__NFORCE <= 16) */
+  size_t jcontact; /* first real of contact's blocks; (size_t)-1: no ground */
+  dsReal* dinv;   /* n x 9: inverses of the diagonal blocks (preconditioner) */
+  dsReal* work;   /* 4 x 3n: the solver's r, z, p, q */
+  dsReal* part;   /* chunk sums */
+} dsBlockSparse;
+
+/* Pattern of m (its element rows that have a Jacobian, and the diagonal)
+ * and every buffer the other functions use. Returns 0, DS_ERR_NOMEM, or
+ * DS_ERR_RANGE when the model is too large for the int block indices. */
+int ds__bsr_create(const dsModel* m, dsBlockSparse** out);
+void ds__bsr_free(dsBlockSparse* A);
+
+/* A = M + h Kv + h^2 Kx at positions x, velocities v (nparticle x 3) and
+ * activations act (m->nact, laid out as dsData.act; NULL: all 0). With
+ * projected != 0 every element's Kx and Kv (and contact's) is replaced by
+ * the PSD projection of its symmetric part first (ds__sym_project_psd;
+ * the spring's Kx by its closed form): A is then symmetric positive
+ * definite where every particle has mass. With projected == 0, A holds the
+ * exact Jacobians, not symmetric in general (damping, friction). */
+void ds__bsr_assemble(dsBlockSparse* A, const dsModel* m, const dsReal* x, const dsReal* v, const dsReal* act,
+                      dsReal h, int projected);
+
+/* y = A x (3n each; y must not alias x). */
+void ds__bsr_matvec(const dsBlockSparse* A, const dsReal* x, dsReal* y);
+
+/* Preconditioned conjugate gradients on A x = b (A symmetric positive
+ * definite: assembled with projected != 0), x the initial guess on entry
+ * and the solution on return; the preconditioner is the inverse of A's
+ * diagonal 3 x 3 blocks. Stops when |b - A x| <= tol |b| or after maxit
+ * iterations. *iters (may be NULL) gets the iterations, *resid (may be
+ * NULL) the final |b - A x| / |b| (0 for b = 0, where x = 0). Returns 0
+ * when converged, 1 when maxit was reached first, DS_ERR_DIVERGED when a
+ * curvature p.A p <= 0 or a non-finite value shows A is not SPD. */
+int ds__bsr_pcg(dsBlockSparse* A, const dsReal* b, dsReal* x, dsReal tol, int maxit, int* iters, dsReal* resid);
+
+#endif
