@@ -72,7 +72,9 @@
  * Adjoint of the kr term: adj_kr = -adj_fn vn, and by the implicit function
  * theorem dz/de = -1 / (e (h + z h')), h' = (z h - 2) / (1 - z^2) (-2/3 at
  * z = 1), so dkr/de = 2 sqrt(m ke) dz/de; dkr/dm = kr / (2m),
- * dkr/dke = kr / (2 ke).
+ * dkr/dke = kr / (2 ke). At e = 1 (z = 0, kr = 0) the backward gives the
+ * left derivative dkr/de = -2 sqrt(m ke) / pi (h(0) = pi): e > 1 is refused,
+ * and a zero partial there would leave an optimiser stuck at the bound.
  * Non-smooth points, one-sided choices: y = s and fn = 0 count as out of
  * contact (zero force, zero gradient); vn = 0 as separating for the kd term;
  * the friction switch and |vt| = 0 as sticking (as engine/force_contact.h).
@@ -235,10 +237,11 @@ DS_HD DS_INLINE dsReal ds__rigid_zeta(dsReal e, dsReal* dz_de) {
   return z;
 }
 
-// kr(e, m, ke) = 2 z(e) sqrt(m ke), z = p->z, and its partials (d_e, d_m, d_ke; any may be NULL)
+// kr(e, m, ke) = 2 z(e) sqrt(m ke), z = p->z, and its partials (d_e, d_m, d_ke; any may be NULL).
+// At e = 1 (z = 0, kr = 0) d_e is the left derivative -2 sqrt(m ke) / pi (h(0) = pi).
 DS_HD DS_INLINE dsReal ds__rigid_kr(const dsRigidContact* p, dsReal* d_e, dsReal* d_m, dsReal* d_ke) {
   dsReal mk = p->m * p->ke;
-  if (!(p->e < 1) || !(p->e > 0) || !(mk > 0) || !(p->z > 0)) {
+  if (!(p->e <= 1) || !(p->e > 0) || !(mk > 0) || !(p->z >= 0)) {
     if (d_e) *d_e = 0;
     if (d_m) *d_m = 0;
     if (d_ke) *d_ke = 0;

@@ -18,7 +18,8 @@
  * single substeps, 1e-4 on rollouts. Each class also proves the check can
  * fail: its largest component scaled by 1.01, and separately its sign
  * flipped, must be rejected. A model with a soft tet box beside a rigid
- * box is checked the same way. Also: the checkpointed tape gives the same
+ * box is checked the same way. body.restitution at its bound e = 1 (onset
+ * and rollout) is checked against a second-order left difference. Also: the checkpointed tape gives the same
  * gradient bits, and 600 bodies give the same bits on 1, 2 and 3 threads. */
 #include "config.h"
 
@@ -190,14 +191,8 @@ static const char* const kParams[] = {"body.mass",        "body.com",          "
 
 static int g_classes = 0;
 
-static void check_case(dsModel* m, const Case* c, const double* state0) {
-  dsDataDef dd = ds_default_data_def();
-  dd.max_substeps = c->T;
-  dsData* d;
-  dsGrad* g;
-  CHECK_INT_EQ(ds_data_create(m, &dd, &d), 0);
-  CHECK_INT_EQ(ds_grad_create(m, &g), 0);
-  /* initial body state through the parameters */
+/* initial body states (13 per body) through the parameters */
+static void set_state0(dsModel* m, const double* state0) {
   for (int b = 0; b < m->nbody; b++) {
     const double* s = state0 + 13 * b;
     memcpy(m->body_x0 + 3 * b, s, 3 * sizeof(double));
@@ -205,6 +200,71 @@ static void check_case(dsModel* m, const Case* c, const double* state0) {
     memcpy(m->body_v0 + 3 * b, s + 7, 3 * sizeof(double));
     memcpy(m->body_w0 + 3 * b, s + 10, 3 * sizeof(double));
   }
+}
+
+/* Restitution at its upper bound e = 1 (the default, and sysid's bound):
+ * e > 1 is refused, so the gradient there is the left derivative, checked
+ * against the second-order left difference (3 L(1) - 4 L(1 - h) + L(1 - 2h)) / 2h
+ * with the case's step and tolerances. The case must touch down while
+ * approaching (the kr term acts only in contact). */
+static void check_restitution_bound(dsModel* m, const Case* c, const double* state0) {
+  const unsigned long long rng0 = g_rng; /* the later cases keep their random draws */
+  const dsReal* pv;
+  int ne;
+  CHECK_INT_EQ(ds_model_param(m, "body.restitution", &pv, &ne), 0);
+  dsReal e0[2], one[2] = {1, 1};
+  memcpy(e0, pv, sizeof e0);
+  CHECK_INT_EQ(ds_model_set_param(m, "body.restitution", one, 2), 0);
+  set_state0(m, state0);
+  dsDataDef dd = ds_default_data_def();
+  dd.max_substeps = c->T;
+  dsData* d;
+  dsGrad* g;
+  CHECK_INT_EQ(ds_data_create(m, &dd, &d), 0);
+  CHECK_INT_EQ(ds_grad_create(m, &g), 0);
+  const int n3 = 3 * m->nparticle, nb = 13 * m->nbody;
+  Weights w;
+  w.wx = calloc((size_t)n3, sizeof(double));
+  w.wv = calloc((size_t)n3, sizeof(double));
+  w.wmid = calloc((size_t)n3, sizeof(double));
+  w.wb = calloc((size_t)nb, sizeof(double));
+  for (int k = 0; k < n3; k++) w.wx[k] = unif(-1, 1), w.wv[k] = unif(-0.1, 0.1), w.wmid[k] = unif(-1, 1);
+  for (int k = 0; k < nb; k++) w.wb[k] = unif(-1, 1);
+  double gw[6], a[2], f[2];
+  CHECK_INT_EQ(grad(m, d, g, c, &w, c->wrench, gw), 0);
+  CHECK(g_touch[0] >= 1 && g_touch[1] >= 1);
+  const double L0 = run(m, d, c, &w, c->wrench), h = c->hrel;
+  for (int b = 0; b < 2; b++) {
+    dsReal ev[2] = {1, 1};
+    ev[b] = 1 - h;
+    ds_model_set_param(m, "body.restitution", ev, 2);
+    const double L1 = run(m, d, c, &w, c->wrench);
+    ev[b] = 1 - 2 * h;
+    ds_model_set_param(m, "body.restitution", ev, 2);
+    const double L2 = run(m, d, c, &w, c->wrench);
+    f[b] = (3 * L0 - 4 * L1 + L2) / (2 * h);
+    a[b] = g->body_restitution[b];
+    ds_model_set_param(m, "body.restitution", one, 2);
+  }
+  printf("%s, e = 1: dL/de analytic %.9g %.9g, left difference %.9g %.9g\n", c->name, a[0], a[1], f[0], f[1]);
+  CHECK(fabs(a[0]) > 1e-6 && fabs(a[1]) > 1e-6); /* the kr term matters here: not the old zero */
+  check_class(c->name, "body.restitution at e = 1 (left difference)", a, f, 2, c);
+  g_classes++;
+  CHECK_INT_EQ(ds_model_set_param(m, "body.restitution", e0, 2), 0);
+  g_rng = rng0;
+  free(w.wx), free(w.wv), free(w.wmid), free(w.wb);
+  ds_grad_free(g);
+  ds_data_free(d);
+}
+
+static void check_case(dsModel* m, const Case* c, const double* state0) {
+  dsDataDef dd = ds_default_data_def();
+  dd.max_substeps = c->T;
+  dsData* d;
+  dsGrad* g;
+  CHECK_INT_EQ(ds_data_create(m, &dd, &d), 0);
+  CHECK_INT_EQ(ds_grad_create(m, &g), 0);
+  set_state0(m, state0);
   const int n3 = 3 * m->nparticle, nb = 13 * m->nbody;
   Weights w;
   w.wx = calloc((size_t)n3, sizeof(double));
@@ -506,6 +566,7 @@ int main(void) {
   s[14] = 0.2 - 1e-4, s[21] = -0.5;
   c1.name = "single: contact onset";
   check_case(m, &c1, s);
+  check_restitution_bound(m, &c1, s);
 
   /* rollouts: thrown, bounce (e = 0.5, 0.8), slide and spin; impulse at substep 100 */
   /* steps relative to the parameter down to 0.01 (inertia entries are ~0.02
@@ -517,6 +578,7 @@ int main(void) {
   s[13] = 2, s[14] = 0.3, s[16] = 1, s[20] = -0.5, s[23] = 1;
   c2.name = "rollout 500: bounces and sliding";
   check_case(m, &c2, s);
+  check_restitution_bound(m, &c2, s);
 
   /* the checkpointed tape (every 16th state, segments recomputed) gives the
      same gradients bit for bit */
