@@ -47,7 +47,11 @@
  *   control-fem, when the tet kernel began to work through M = B B^T
  *   (issue 14: Ic = sum (c_i . c_j) M_ij and H = (phi Ds + kd Vs) M instead
  *   of forming F and Fd; the same function rounded differently: the three
- *   losses agree to 15-16 digits). */
+ *   losses agree to 15-16 digits).
+ *   rigid-toss, when the rigid contact's approach damping switched on
+ *   smoothly over 1 cm/s instead of at v_y = 0 (issue 33 #8: the box starts
+ *   at rest, on the kink): the first loss is unchanged (the first episode's
+ *   frames agree), the next two agree to 15 and 8 digits. */
 #include "config.h"
 
 #include <inttypes.h>
@@ -71,7 +75,7 @@ static const Golden kGolden[] = {
     {"control-fem", 0x0009dc4907f14c22ull, 0x50ccfc1c834a331bull, 0x7558736d69ee91c9ull}, /* losses 7.0800801269280509 4.0522145342700755 2.1254845900031158 */
     {"control-cloth", 0x215c0d527a542b90ull, 0xf06ba33097079e57ull, 0xd6a485eed59b4f71ull}, /* losses 22.956622032762468 17.296368519813516 9.7390415081069435 */
     {"walker-springs", 0x38c87a2bd1b5175aull, 0x86cb0b32dc2c85b6ull, 0x9cda2c405ead7c49ull}, /* losses 0.033140157158433929 0.033174359854815663 0.033115565561089889 */
-    {"rigid-toss", 0xf96f37620dabdba7ull, 0xa95e9fa189d99ce8ull, 0xe01e7afdfae8e6c4ull}, /* losses 0.019219685269069555 0.019218382205913372 0.019216183839610664 */
+    {"rigid-toss", 0xe83545f5d2a8a078ull, 0x9c9f56f2bef33d6full, 0xf1e7990cfd79f25aull}, /* losses 0.019219685269069555 0.019218382205913404 0.019216184084840549 */
 };
 #define NGOLDEN (sizeof kGolden / sizeof kGolden[0])
 #define ITERS 3
