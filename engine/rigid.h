@@ -59,7 +59,7 @@
  *   a = vn S(t),  S = t^2 (3 - 2t) (smoothstep; S = 0 for t <= 0, 1 for t >= 1)
  *   a' = da/dvn = t^2 (9 - 8t) on (0, 1), 0 for vn >= 0, 1 for vn <= -w
  * a is min(vn, 0) outside -w < vn < 0, C1 everywhere and C2 at vn = 0
- * (a ~ -vn^3 / w^2): separating vertices are not damped, approach faster than
+ * (a ~ 3 vn^3 / w^2): separating vertices are not damped, approach faster than
  * w is damped by kd as before, and between them the damping fades in.
  * Restitution e: kr is the damping (damping ratio z) for which a point of
  * mass m on a linear spring ke and damper kr that only pushes (the max(0,
@@ -90,7 +90,7 @@
  * contact (zero force, zero gradient);
  * the friction switch and |vt| = 0 as sticking (as engine/force_contact.h).
  * As in the engine's contact, the damping terms make fn jump from 0 to
- * -(kd + kr) vn when a vertex touches down while approaching, so a loss is
+ * -kd a(vn) - kr vn when a vertex touches down while approaching, so a loss is
  * discontinuous in whatever moves a touch-down across a substep boundary
  * (the adjoint is that of the fixed contact sequence). Friction is
  * explicit: dt kf (vertices in contact) / m must stay below 2. */

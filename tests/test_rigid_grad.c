@@ -19,7 +19,10 @@
  * fail: its largest component scaled by 1.01, and separately its sign
  * flipped, must be rejected. A model with a soft tet box beside a rigid
  * box is checked the same way. body.restitution at its bound e = 1 (onset
- * and rollout) is checked against a second-order left difference. Also: the checkpointed tape gives the same
+ * and rollout) is checked against a second-order left difference;
+ * rigid-toss's start at rest (v_y = 0, kd on) over 1 and 32 substeps like
+ * the single and rollout cases; the contact kernel across the approach
+ * damping's smooth switch. Also: the checkpointed tape gives the same
  * gradient bits, and 600 bodies give the same bits on 1, 2 and 3 threads. */
 #include "config.h"
 
