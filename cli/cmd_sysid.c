@@ -283,6 +283,19 @@ static void append_reals(char** b, size_t* l, size_t* c, const char* key, const 
   append(b, l, c, "]");
 }
 
+/* ",\n    \"KEY\": VALUE" for the sysid key at path, through the section writer (a
+ * string escaped as JSON: a folder name may hold quotes or backslashes) */
+static void append_key(char** b, size_t* l, size_t* c, const char* path, const dsSysidDef* sd) {
+  dsConfigKey one[2];
+  memset(one, 0, sizeof one);
+  for (const dsConfigKey* k = ds_sysid_keys(); k->path; k++)
+    if (!strcmp(k->path, path)) one[0] = *k;
+  const int n = one[0].path ? ds_config_write_section(one, sd, 4, NULL, 0) : -1;
+  char* t = n > 0 ? (char*)malloc((size_t)n + 1) : NULL;
+  if (t && ds_config_write_section(one, sd, 4, t, (size_t)n + 1) == n) append(b, l, c, ",%s", t);
+  free(t);
+}
+
 /* The object's complete config: env (every key), sysid (the used keys, with
  * the drawn true values), run (seed of the object). */
 static char* object_config(const Ctx* c, const dsSysid* s, int k) {
@@ -333,8 +346,10 @@ static char* object_config(const Ctx* c, const dsSysid* s, int k) {
          ",\n    \"optimizer\": \"%s\",\n    \"lr\": %.17g,\n    \"momentum\": %.17g,\n    \"lbfgs_memory\": %d,\n"
          "    \"iterations\": %d,\n    \"video\": \"%s\",\n    \"frames\": \"%s\"",
          optn[sd->optimizer], sd->lr, sd->momentum, sd->lbfgs_memory, sd->iterations, vidn[sd->video], frn[sd->frames]);
-  if (sd->video == DS_SYSID_FRAMES)
-    append(&buf, &len, &cap, ",\n    \"frames_dir\": \"%s\",\n    \"camera\": \"%s\"", sd->frames_dir, sd->camera);
+  if (sd->video == DS_SYSID_FRAMES) {
+    append_key(&buf, &len, &cap, "frames_dir", sd);
+    append_key(&buf, &len, &cap, "camera", sd);
+  }
   if (sd->naction) {
     append(&buf, &len, &cap, ",\n    \"action\": [");
     for (int i = 0; i < sd->naction; i++) append(&buf, &len, &cap, "%s%.17g", i ? ", " : "", (double)sd->action[i]);

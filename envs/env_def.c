@@ -365,6 +365,24 @@ static void put_num(Out* o, double v, int is_real) {
   put(o, "%s", s);
 }
 
+/* s[0..n) as a JSON string: '"', '\\' and the control characters escaped (RFC 8259 section 7),
+ * every other byte (UTF-8 included) as it is, so that cJSON reads back the same bytes */
+static void put_str(Out* o, const char* s, size_t n) {
+  put(o, "\"");
+  for (size_t i = 0; i < n; i++) {
+    const unsigned char ch = (unsigned char)s[i];
+    const char* esc = ch == '"' ? "\\\"" : ch == '\\' ? "\\\\" : ch == '\n' ? "\\n" : ch == '\t' ? "\\t"
+                    : ch == '\r' ? "\\r" : ch == '\b' ? "\\b" : ch == '\f' ? "\\f" : NULL;
+    if (esc)
+      put(o, "%s", esc);
+    else if (ch < 0x20)
+      put(o, "\\u%04x", ch);
+    else
+      put(o, "%c", ch);
+  }
+  put(o, "\"");
+}
+
 static void put_value(Out* o, const dsConfigKey* f, const void* src) {
   const char* p = (const char*)src + f->offset;
   switch (f->type) {
@@ -373,7 +391,7 @@ static void put_value(Out* o, const dsConfigKey* f, const void* src) {
     case DS_KEY_INT: put(o, "%d", *(const int*)p); break;
     case DS_KEY_U64: put(o, "%llu", (unsigned long long)*(const uint64_t*)p); break;
     case DS_KEY_BOOL: put(o, "%s", *(const int*)p ? "true" : "false"); break;
-    case DS_KEY_STRING: put(o, "\"%s\"", p); break; /* config strings are names and paths, no escapes */
+    case DS_KEY_STRING: put_str(o, p, strlen(p)); break;
     case DS_KEY_ENUM: {
       int idx = *(const int*)p;
       const char* s = f->choices;
@@ -382,7 +400,7 @@ static void put_value(Out* o, const dsConfigKey* f, const void* src) {
         if (s) s++;
       }
       size_t len = s ? (strchr(s, '|') ? (size_t)(strchr(s, '|') - s) : strlen(s)) : 0;
-      put(o, "\"%.*s\"", (int)len, s ? s : "");
+      put_str(o, s ? s : "", len);
       break;
     }
     case DS_KEY_VEC3:

@@ -9,6 +9,14 @@ EXTRA_DIST += tests/test_includes.sh tests/test_function_length.sh
 # The documentation: docs/config.md is `dsim config --reference`, regenerated
 # and compared (and every relative link in the pages checked) by this test.
 TESTS += tests/test_config_reference.sh tests/test_docs_numbers.sh
+
+# Config strings with quotes, backslashes, control characters and UTF-8
+# round-trip through `dsim config` and a run log's /config (read back by
+# tests/runlog_config).
+check_PROGRAMS += tests/runlog_config
+tests_runlog_config_SOURCES = tests/runlog_config.c
+TESTS += tests/test_config_strings.sh
+EXTRA_DIST += tests/test_config_strings.sh
 EXTRA_DIST += tests/test_config_reference.sh tests/test_docs_numbers.sh CHANGELOG.md \
   docs/architecture.md docs/config.md docs/python.md docs/sysid.md docs/performance.md \
   docs/cli.md docs/control.md docs/c-api.md docs/devices.md docs/rigid-bodies.md docs/build.md

@@ -50,7 +50,11 @@
  *   losses agree to 15-16 digits).
  *   control-cloth, when its first camera moved back to 22 m (issue 32: at
  *   15 m the start and goal sheets left the view on most seeds, which cut
- *   off the final frame; seeds 0-2 still meet the target). */
+ *   off the final frame; seeds 0-2 still meet the target);
+ *   rigid-toss, when the rigid contact's approach damping switched on
+ *   smoothly over 1 cm/s instead of at v_y = 0 (issue 33 #8: the box starts
+ *   at rest, on the kink): the first loss is unchanged (the first episode's
+ *   frames agree), the next two agree to 15 and 8 digits. */
 #include "config.h"
 
 #include <inttypes.h>
@@ -74,7 +78,7 @@ static const Golden kGolden[] = {
     {"control-fem", 0x0009dc4907f14c22ull, 0x50ccfc1c834a331bull, 0x7558736d69ee91c9ull}, /* losses 7.0800801269280509 4.0522145342700755 2.1254845900031158 */
     {"control-cloth", 0xfe8cc409e37e0141ull, 0xb23e7373cacad17cull, 0x9ce6a08f788b2242ull}, /* losses 17.060374572491945 12.661572232348405 7.2910967949429217 */
     {"walker-springs", 0x38c87a2bd1b5175aull, 0x86cb0b32dc2c85b6ull, 0x9cda2c405ead7c49ull}, /* losses 0.033140157158433929 0.033174359854815663 0.033115565561089889 */
-    {"rigid-toss", 0xf96f37620dabdba7ull, 0xa95e9fa189d99ce8ull, 0xe01e7afdfae8e6c4ull}, /* losses 0.019219685269069555 0.019218382205913372 0.019216183839610664 */
+    {"rigid-toss", 0xe83545f5d2a8a078ull, 0x9c9f56f2bef33d6full, 0xf1e7990cfd79f25aull}, /* losses 0.019219685269069555 0.019218382205913404 0.019216184084840549 */
 };
 #define NGOLDEN (sizeof kGolden / sizeof kGolden[0])
 #define ITERS 3
