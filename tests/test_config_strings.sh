@@ -72,10 +72,8 @@ JSON
   (cd "$dir" && python3 -c '
 import json, os, shutil, subprocess, sys
 from value import W
-subprocess.check_call([os.environ["DSIM"], "export", "t.h5", "--episode", "first", "--frames", W + "frames"],
-                      stdout=subprocess.DEVNULL)
-json.dump({"times": [0.066666666666666667, 0.13333333333333333], "position": [0, 0.43412044416732576, -2.4620193825305203],
-           "look_at": [0, 0, 0], "fov": 30}, open(W + "camera.json", "w"))
+subprocess.check_call([os.environ["DSIM"], "export", "t.h5", "--episode", "first", "--frames", W + "frames",
+                       "--camera", W + "camera.json"], stdout=subprocess.DEVNULL)
 d = json.load(open("t.json"))
 d["sysid"].update({"video": "frames", "frames_dir": W + "frames", "camera": W + "camera.json"})
 json.dump(d, open("f.json", "w"), ensure_ascii=False)
