@@ -30,6 +30,7 @@ from . import _lib
 from ._lib import DsimError, real_dtype
 from ._spaces import OBS_BOUND, make_spaces, to_rgb8
 from ._spaces import action_scale as _action_scale
+from ._spaces import clip_action as _clip
 from .env import Env, check_array, classes, env_id
 from .vector import DsimVectorEnv
 
@@ -55,7 +56,7 @@ class DsimGymEnv(gymnasium.Env):
             overrides["observation.image"] = True
         self.env = Env(env_name, config=config, label=self.id, device=device, **overrides)
         self.image_obs = image_obs
-        self.scale = _action_scale(self.env, action_scale)
+        self.scale = _action_scale(self.env, action_scale, env_name)
         self.observation_space, self.action_space = make_spaces(self.env, image_obs)
         dt = float(self.env.config["physics"]["dt"]) * int(self.env.config["physics"]["control_interval"])
         self.metadata = dict(self.metadata, render_fps=max(1, int(round(1.0 / dt))))
@@ -110,9 +111,8 @@ class DsimGymEnv(gymnasium.Env):
             a = np.ascontiguousarray(a, dtype=real_dtype)
             if a.shape != self._ashape:
                 check_array(self.id, "action", a, self._ashape)
-        if self.scale != 1.0:
-            np.multiply(a, self.scale, out=self._act)
-            a = self._act
+        clipped = _clip(a, self._act, self.scale)
+        a = self._act
         if e._done_flag or not e._p:
             e.step(a)  # raises: step after the episode ended / closed
         obs = np.empty(self._osize, real_dtype)
@@ -124,12 +124,13 @@ class DsimGymEnv(gymnasium.Env):
                 if self._img is not None:
                     self._img[...] = 0
                 e._done_flag = True
-                return self._obs(obs), 0.0, True, False, {"metric": float("nan"), "error": str(err)}
+                return self._obs(obs), 0.0, True, False, {"metric": float("nan"), "error": str(err),
+                                                          "clipped": clipped}
             e.step(a)  # the same failure again, raised with the library's message
         done = e._done.value != 0
         e._done_flag = done
         _metric(e._p, self._metric)
-        return self._obs(obs), e._reward.value, False, done, {"metric": self._metric.value}
+        return self._obs(obs), e._reward.value, False, done, {"metric": self._metric.value, "clipped": clipped}
 
     def render(self):
         if self.render_mode != "rgb_array":
