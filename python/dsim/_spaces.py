@@ -18,20 +18,21 @@ OBS_BOUND = 1.0e4
 
 
 # The activation range a Box action of [-1, 1] maps to, per class, where the
-# physics cannot take the whole [-1, 1]: control-fem's tets contract by a
-# fraction a of their rest shape, and a gear whose every tet contracts by 0.5
-# inverts a tet as it lands (so do random +-0.5 patterns); at 0.3 none of
-# uniform random, all +1, all -1 or random +-1 patterns inverts one
-# (python/tests/test_rl.py runs every class with random actions).
-CLASS_SCALE = {"control-fem": 0.3}
+# physics cannot take the whole [-1, 1]. Tet muscles (control-fem, beam)
+# contract by a fraction a of their rest shape: a gear whose every tet
+# contracts by 0.5 inverts a tet as it lands (so do random +-0.5 patterns),
+# the beam at a = 1 inverts one in its first step; at 0.3 none of uniform
+# random, all +1, all -1 or random +-1 patterns inverts one
+# (python/tests/test_rl.py runs every class with random and corner actions).
+CLASS_SCALE = {"control-fem": 0.3, "beam": 0.3}
 
 
 def action_scale(env, scale, name: str | None = None):
     """The factor a [-1, 1] action is multiplied by: `scale` when given, else 5
     (m/s per unit) for an initial-condition action (control-cloth), the
-    class's safe range for activations (CLASS_SCALE: control-fem 0.3), and 1
-    for the other activations and rest-length scales (walker, walker-springs,
-    beam; rigid-toss: N s). env: anything with action_kind; name: its class."""
+    class's safe range for activations (CLASS_SCALE: control-fem and beam
+    0.3), and 1 for the other activations and rest-length scales (walker,
+    walker-springs). rigid-toss's impulse: 5 N s per unit. env: anything with action_kind; name: its class."""
     if scale is not None:
         return float(scale)
     if name in CLASS_SCALE:

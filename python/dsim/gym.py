@@ -1,23 +1,27 @@
 """Gymnasium environments for every dsim env class.
 
 gymnasium.make("dsim/Walker-v0", config="my.json", substeps=960,
-render_mode="rgb_array", image_obs=False, action_scale=None)
+render_mode="rgb_array", image_obs=False, action_scale=None, reward="dense")
 
 - Observation: the env's state vector (observation.state: com or full) as a
   Box of the library's real dtype; with image_obs=True a Dict of "state" and
   "image" (uint8 h x w x 3, the soft rasterizer's render at the step's end).
   Bounds: +-1e4 (m, m/s) per coordinate, beyond any state a scene reaches
   without diverging (a diverged step ends the episode instead).
-- Action: Box [-1, 1]^A, multiplied by action_scale before it enters the
-  physics: activations (walker, control-fem: a > 0 contracts) and spring
-  rest-length scales (walker-springs: L (1 + a)) are used as they are
-  (scale 1); control-cloth's initial velocity is action_scale m/s (default
-  5) per unit.
+- Action: Box [-1, 1]^A, clipped to it (entries outside counted in
+  info["clipped"]; non-finite ones refused) and multiplied by the action
+  scale before it enters the physics: activations of walker (1), control-fem
+  and beam (0.3: their tets invert beyond), spring rest-length scales of
+  walker-springs (L (1 + a), 1), control-cloth's initial velocity and
+  rigid-toss's impulse (5 m/s, 5 N s per unit); action_scale overrides it
+  (_spaces.CLASS_SCALE, docs/python.md).
 - Episode: the env's horizon (physics.substeps / control_interval steps);
   its end is reported as truncated (a time limit), never terminated, except
   when the simulation diverges (terminated, info["error"]). info["metric"]
   is the class's metric (ds_env_metric) after the step.
-- Reward: minus the loss terms of the step (dsim/env.h "Loss and reward").
+- Reward: minus the loss terms of the step (dsim/env.h "Loss and reward");
+  reward="dense" (config key loss.reward): the step's progress by the
+  metric (forward displacement, or decrease of the distance to the target).
 """
 from __future__ import annotations
 

@@ -6,8 +6,9 @@ across envs, bitwise what N separate envs give for any thread count.
 Autoreset is Gymnasium's default, next step: the step after an env's
 episode ended resets it (its action ignored; reward 0). Seeds: reset(seed=s)
 gives env i the library seed s + i, and its later episodes s + i + N,
-s + i + 2N, ...; reset(seed=[s0, s1, ...]) sets each. Spaces, scaling and
-info["metric"] as dsim.gym.DsimGymEnv (no image observations here).
+s + i + 2N, ...; reset(seed=[s0, s1, ...]) sets each. Spaces, scaling,
+clipping and info["metric"] as dsim.gym.DsimGymEnv (no image observations
+here); info["clipped"] counts each env's out-of-range action entries.
 The envs run forward only (physics.gradients false unless the config sets
 it); with device="cuda" (or "cuda:N") every env is then one instance of one
 batched engine on that GPU, all stepped together by each call.
