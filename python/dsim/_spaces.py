@@ -42,11 +42,14 @@ def action_scale(env, scale, name: str | None = None):
 
 def clip_action(a: np.ndarray, out: np.ndarray, scale: float) -> int:
     """out = clip(a, -1, 1) * scale; returns how many entries were outside
-    [-1, 1] (NaN and inf count as inside: the library refuses them)."""
+    [-1, 1]. An action with a NaN or an infinity is passed on unclipped
+    (count 0), for the library to refuse with its message."""
     n = int(np.count_nonzero(np.abs(a) > 1.0))
-    if n:
+    if n and np.isfinite(a).all():
         np.clip(a, -1.0, 1.0, out=out)
         a = out
+    else:
+        n = 0
     if scale != 1.0:
         np.multiply(a, scale, out=out)
         return n

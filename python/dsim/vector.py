@@ -160,8 +160,8 @@ class DsimVectorEnv(gymnasium.vector.VectorEnv):
             a = np.ascontiguousarray(a, dtype=real_dtype)
         if a.shape != (self.num_envs, self.action_size):
             check_array(self.id, "actions", a, (self.num_envs, self.action_size))
-        n_out = np.count_nonzero(np.abs(a) > 1.0, axis=1)
         clipped = _clip(a, self._act, self.scale)
+        n_out = np.count_nonzero(np.abs(a) > 1.0, axis=1) if clipped else None
         a = self._act
         rc = _lib.batch_step(self._p, a.ctypes.data, self._p_obs, None, self._p_rew, self._p_done, self._p_status,
                              _lib.DS_BATCH_AUTORESET)
