@@ -151,6 +151,7 @@ def main(argv=None):
     ap.add_argument("--out", default="ppo_walker")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="env config key")
     ap.add_argument("--no-plot", action="store_true")
+    ap.add_argument("--save", metavar="ZIP", help="save the trained policy (SB3 model.save) to look at its gait")
     ap.add_argument("--plot", nargs="+", metavar=("PNG", "CSV"), help="only plot the runs CSV... into PNG")
     args = ap.parse_args(argv)
     if args.plot:
@@ -177,6 +178,8 @@ def main(argv=None):
     t0 = time.time()
     model.learn(total_timesteps=args.steps)
     wall = time.time() - t0
+    if args.save:
+        model.save(args.save)
     rows = feats.rows
     with open(args.out + ".csv", "w", newline="") as f:
         w = csv.writer(f)
