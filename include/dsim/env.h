@@ -86,7 +86,8 @@
  *
  * Gradients. After any number of steps, ds_env_backward_loss gives
  * d(loss)/d(action of every step taken) and ds_env_backward_adjoints does the
- * same for caller-supplied adjoints of the observations and rewards; both
+ * same for caller-supplied adjoints of the observations and rewards (the
+ * sparse rewards: adjoints of dense ones are refused, DS_ERR_UNSUPPORTED); both
  * leave d/d(every named parameter) for ds_env_param_grad. Parameter names are
  * those of the engine (dsim/engine.h DS_MODEL_ARRAYS): "particle.mass",
  * "tet.k_mu", "tri.k_lambda", "contact.mu", "initial_velocity",

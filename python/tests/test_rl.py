@@ -157,3 +157,17 @@ def test_dense_reward_target_is_distance_decrease():
     np.testing.assert_allclose(r, -np.diff(dist), rtol=0, atol=1e-9)
     rb, _, _ = _episode("dsim/ControlFem-v0", 2, physics__batched_engine=True, **kw)
     np.testing.assert_allclose(rb, r, rtol=0, atol=1e-9)
+
+
+def test_dense_reward_has_no_adjoint():
+    """backward_adjoints with reward adjoints is refused for dense rewards
+    (its adjoint is the sparse reward's); the loss's backward still works."""
+    env = dsim.Env("walker", substeps=64, control_interval=32, reward="dense", render__width=24, render__height=24,
+                   render__supersample=1)
+    env.reset(1)
+    for _ in range(2):
+        env.step(np.zeros(104))
+    with pytest.raises(dsim.DsimError, match="dense"):
+        env.backward_adjoints(adj_reward=np.ones(2))
+    loss, g = env.backward_loss()
+    assert g.shape == (2, 104) and np.isfinite(loss)
