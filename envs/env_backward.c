@@ -300,6 +300,11 @@ int ds_env_backward_loss(dsEnv* e, dsReal* loss, dsReal* grad_actions) {
 int ds_env_backward_adjoints_from(dsEnv* e, int first_step, const dsReal* adj_obs, const dsReal* adj_image,
                                   const dsReal* adj_reward, dsReal* grad_actions) {
   if (!e) return DS_ERR_INVALID;
+  /* the adjoint below is that of the sparse reward (the loss terms) */
+  if (adj_reward && e->def.reward_kind == DS_ENV_REWARD_DENSE)
+    return ds__seterr(&e->err, DS_ERR_UNSUPPORTED,
+                      "backward: no adjoint of the dense reward (loss.reward \"dense\"); use \"sparse\" or "
+                      "adjoints of the observations");
   dsEnvBwdSpec sp = {0, adj_obs, adj_image, adj_reward};
   return env_backward(e, &sp, first_step, grad_actions);
 }

@@ -112,6 +112,9 @@ static const dsConfigKey g_common[] = {
     {"loss.moments", DS_KEY_REAL, O(loss_moments), 0, 1e6, NULL, 0,
      "weight of the alpha-moments (centroid and size) term"},
     {"loss.moments_size", DS_KEY_REAL, O(loss_moments_size), 0, 1e6, NULL, 0, "relative weight of its size part"},
+    {"loss.reward", DS_KEY_ENUM, O(reward_kind), 0, 0, "sparse|dense", 0,
+     "RL reward of a step: sparse (minus the loss terms of the step) or dense (the step's progress: forward "
+     "displacement, or decrease of the distance to the target)"},
     END};
 
 const dsConfigKey* ds_env_common_keys(void) { return g_common; }

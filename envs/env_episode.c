@@ -124,6 +124,7 @@ static int place_goal(dsEnv* e) {
 /* *r minus frame f's loss term, when the built-in loss weighs frame f. */
 static int frame_reward(dsEnv* e, int f, dsReal* r) {
   const int lk = e->def.loss_kind;
+  if (e->def.reward_kind == DS_ENV_REWARD_DENSE) return 0; /* dense_reward instead */
   if (!(lk == DS_ENV_LOSS_IMAGE_SUM || (lk == DS_ENV_LOSS_IMAGE_LAST && f == e->nframe - 1))) return 0;
   dsReal l = 0;
   int rc = frame_loss_of(e, f, &l);
@@ -259,11 +260,33 @@ int ds__env_step_at(dsEnv* e, int s, int want_reward, dsReal* r, const dsReal* f
   return want_reward ? frame_reward(e, f, r) : 0;
 }
 
+/* The dense reward of step k ending at positions x (dsim/env.h "Loss and
+ * reward"): the progress by the class's metric from the end of step k - 1
+ * (its kept positions; k = 0: the metric's origin com0) to x. */
+static dsReal dense_reward(const dsEnv* e, int k, const dsReal* x) {
+  dsReal c0[3], c1[3];
+  if (k > 0)
+    ds__env_com(e->m, e->step_x + (size_t)(k - 1) * e->n3, c0);
+  else
+    memcpy(c0, e->com0, sizeof c0);
+  ds__env_com(e->m, x, c1);
+  if (e->cls->metric_kind == DS_METRIC_DISPLACEMENT) return c1[0] - c0[0];
+  dsReal d0 = 0, d1 = 0;
+  for (int i = 0; i < 3; i++) {
+    d0 += (c0[i] - e->target[i]) * (c0[i] - e->target[i]);
+    d1 += (c1[i] - e->target[i]) * (c1[i] - e->target[i]);
+  }
+  return (dsReal)(sqrt((double)d0) - sqrt((double)d1));
+}
+
 int ds__env_step_end(dsEnv* e, dsReal r, dsReal* obs, dsReal* image, const dsReal* rendered, dsReal* reward,
                      int* done) {
   dsData* d = e->d;
   const int s1 = d->t, k = (s1 - 1) / e->C;
-  if (s1 == e->T && e->def.loss_kind == DS_ENV_LOSS_COM) r -= ds__env_com_loss(e, d->x);
+  if (e->def.reward_kind == DS_ENV_REWARD_DENSE)
+    r = dense_reward(e, k, d->x);
+  else if (s1 == e->T && e->def.loss_kind == DS_ENV_LOSS_COM)
+    r -= ds__env_com_loss(e, d->x);
   memcpy(e->step_x + (size_t)k * e->n3, d->x, (size_t)e->n3 * sizeof(dsReal));
   memcpy(e->step_v + (size_t)k * e->n3, d->v, (size_t)e->n3 * sizeof(dsReal));
   ds__env_write_obs(e, d->x, d->v, obs);

@@ -61,6 +61,15 @@
  * COM: the terminal term, in the last step of the episode. Over a complete
  * episode the rewards sum to minus the loss (IMAGE_SUM: minus the loss
  * without the frame of substep 0, which no action affects).
+ * That is the sparse reward (reward_kind SPARSE, the default). DENSE: the
+ * step's progress by the class's metric, whatever the loss: DISPLACEMENT
+ * classes (walker, walker-springs) r_k = com_x(end of step k) - com_x(end
+ * of step k-1), TARGET classes r_k = |com_{k-1} - target| - |com_k -
+ * target| (the decrease of the distance to the target, m), with com_{-1} the
+ * start centre of mass of the definition (the metric's origin). Over an
+ * episode the dense rewards sum to the final displacement (DISPLACEMENT) or
+ * to the start distance minus the final distance (TARGET). No frame is
+ * rendered for a dense reward; the loss (ds_env_loss, backward) is the same.
  *
  * Targets. An episode's target, its goal image and the metric's origin (the
  * start centre of mass) are relative to the start the env's definition
@@ -77,7 +86,8 @@
  *
  * Gradients. After any number of steps, ds_env_backward_loss gives
  * d(loss)/d(action of every step taken) and ds_env_backward_adjoints does the
- * same for caller-supplied adjoints of the observations and rewards; both
+ * same for caller-supplied adjoints of the observations and rewards (the
+ * sparse rewards: adjoints of dense ones are refused, DS_ERR_UNSUPPORTED); both
  * leave d/d(every named parameter) for ds_env_param_grad. Parameter names are
  * those of the engine (dsim/engine.h DS_MODEL_ARRAYS): "particle.mass",
  * "tet.k_mu", "tri.k_lambda", "contact.mu", "initial_velocity",
@@ -116,6 +126,12 @@ typedef enum dsEnvLossKind {
   DS_ENV_LOSS_IMAGE_SUM = 1,
   DS_ENV_LOSS_COM = 2
 } dsEnvLossKind;
+
+/* The reward of a step (config key loss.reward; "Loss and reward" above). */
+typedef enum dsEnvRewardKind {
+  DS_ENV_REWARD_SPARSE = 0, /* minus the loss terms the step produces */
+  DS_ENV_REWARD_DENSE = 1   /* the step's progress by the class's metric (no frame is rendered for it) */
+} dsEnvRewardKind;
 
 /* Image loss applied to frames: dsLossKind of dsim/raster.h (MSE, L1, DSSIM). */
 
@@ -175,6 +191,7 @@ typedef struct dsEnvDef {
   int loss_levels;         /* image pyramid levels (1: single scale; weights 1) */
   dsReal loss_moments;     /* weight of the image loss's alpha-moments term (0: off) */
   dsReal loss_moments_size; /* relative weight of the moments term's size part */
+  int reward_kind;         /* dsEnvRewardKind */
   /* where the physics runs (not keys of the env section: `dsim run` and
      `dsim sysid` take run.device). A CUDA device runs the episode's physics
      on the batched engine (dsim/engine_batch.h, B = 1): state, tape and

@@ -1,23 +1,27 @@
 """Gymnasium environments for every dsim env class.
 
 gymnasium.make("dsim/Walker-v0", config="my.json", substeps=960,
-render_mode="rgb_array", image_obs=False, action_scale=None)
+render_mode="rgb_array", image_obs=False, action_scale=None, reward="dense")
 
 - Observation: the env's state vector (observation.state: com or full) as a
   Box of the library's real dtype; with image_obs=True a Dict of "state" and
   "image" (uint8 h x w x 3, the soft rasterizer's render at the step's end).
   Bounds: +-1e4 (m, m/s) per coordinate, beyond any state a scene reaches
   without diverging (a diverged step ends the episode instead).
-- Action: Box [-1, 1]^A, multiplied by action_scale before it enters the
-  physics: activations (walker, control-fem: a > 0 contracts) and spring
-  rest-length scales (walker-springs: L (1 + a)) are used as they are
-  (scale 1); control-cloth's initial velocity is action_scale m/s (default
-  5) per unit.
+- Action: Box [-1, 1]^A, clipped to it (entries outside counted in
+  info["clipped"]; non-finite ones refused) and multiplied by the action
+  scale before it enters the physics: activations of walker (1), control-fem
+  and beam (0.3: their tets invert beyond), spring rest-length scales of
+  walker-springs (L (1 + a), 1), control-cloth's initial velocity and
+  rigid-toss's impulse (5 m/s, 5 N s per unit); action_scale overrides it
+  (_spaces.CLASS_SCALE, docs/python.md).
 - Episode: the env's horizon (physics.substeps / control_interval steps);
   its end is reported as truncated (a time limit), never terminated, except
   when the simulation diverges (terminated, info["error"]). info["metric"]
   is the class's metric (ds_env_metric) after the step.
-- Reward: minus the loss terms of the step (dsim/env.h "Loss and reward").
+- Reward: minus the loss terms of the step (dsim/env.h "Loss and reward");
+  reward="dense" (config key loss.reward): the step's progress by the
+  metric (forward displacement, or decrease of the distance to the target).
 """
 from __future__ import annotations
 
@@ -30,6 +34,7 @@ from . import _lib
 from ._lib import DsimError, real_dtype
 from ._spaces import OBS_BOUND, make_spaces, to_rgb8
 from ._spaces import action_scale as _action_scale
+from ._spaces import clip_action as _clip
 from .env import Env, check_array, classes, env_id
 from .vector import DsimVectorEnv
 
@@ -55,7 +60,7 @@ class DsimGymEnv(gymnasium.Env):
             overrides["observation.image"] = True
         self.env = Env(env_name, config=config, label=self.id, device=device, **overrides)
         self.image_obs = image_obs
-        self.scale = _action_scale(self.env, action_scale)
+        self.scale = _action_scale(self.env, action_scale, env_name)
         self.observation_space, self.action_space = make_spaces(self.env, image_obs)
         dt = float(self.env.config["physics"]["dt"]) * int(self.env.config["physics"]["control_interval"])
         self.metadata = dict(self.metadata, render_fps=max(1, int(round(1.0 / dt))))
@@ -110,9 +115,8 @@ class DsimGymEnv(gymnasium.Env):
             a = np.ascontiguousarray(a, dtype=real_dtype)
             if a.shape != self._ashape:
                 check_array(self.id, "action", a, self._ashape)
-        if self.scale != 1.0:
-            np.multiply(a, self.scale, out=self._act)
-            a = self._act
+        clipped = _clip(a, self._act, self.scale)
+        a = self._act
         if e._done_flag or not e._p:
             e.step(a)  # raises: step after the episode ended / closed
         obs = np.empty(self._osize, real_dtype)
@@ -124,12 +128,13 @@ class DsimGymEnv(gymnasium.Env):
                 if self._img is not None:
                     self._img[...] = 0
                 e._done_flag = True
-                return self._obs(obs), 0.0, True, False, {"metric": float("nan"), "error": str(err)}
+                return self._obs(obs), 0.0, True, False, {"metric": float("nan"), "error": str(err),
+                                                          "clipped": clipped}
             e.step(a)  # the same failure again, raised with the library's message
         done = e._done.value != 0
         e._done_flag = done
         _metric(e._p, self._metric)
-        return self._obs(obs), e._reward.value, False, done, {"metric": self._metric.value}
+        return self._obs(obs), e._reward.value, False, done, {"metric": self._metric.value, "clipped": clipped}
 
     def render(self):
         if self.render_mode != "rgb_array":

@@ -35,13 +35,14 @@ class SB3VecEnv(VecEnv):
         return obs
 
     def step_async(self, actions):
-        self._actions = np.clip(np.asarray(actions, dtype=_lib.real_dtype), -1.0, 1.0)
+        self._actions = np.asarray(actions, dtype=_lib.real_dtype)  # clipped (and counted) by the vector env
 
     def step_wait(self):
         v = self.venv
         obs, rew, term, trunc, info = v.step(self._actions)
         done = term | trunc
-        infos = [{} for _ in range(self.num_envs)]
+        clipped = info["clipped"]
+        infos = [{"clipped": int(clipped[i])} for i in range(self.num_envs)]
         if done.any():
             metric = info["metric"]
             for i in np.flatnonzero(done):

@@ -6,8 +6,9 @@ across envs, bitwise what N separate envs give for any thread count.
 Autoreset is Gymnasium's default, next step: the step after an env's
 episode ended resets it (its action ignored; reward 0). Seeds: reset(seed=s)
 gives env i the library seed s + i, and its later episodes s + i + N,
-s + i + 2N, ...; reset(seed=[s0, s1, ...]) sets each. Spaces, scaling and
-info["metric"] as dsim.gym.DsimGymEnv (no image observations here).
+s + i + 2N, ...; reset(seed=[s0, s1, ...]) sets each. Spaces, scaling,
+clipping and info["metric"] as dsim.gym.DsimGymEnv (no image observations
+here); info["clipped"] counts each env's out-of-range action entries.
 The envs run forward only (physics.gradients false unless the config sets
 it); with device="cuda" (or "cuda:N") every env is then one instance of one
 batched engine on that GPU, all stepped together by each call.
@@ -25,6 +26,7 @@ from . import _lib
 from ._lib import DsimError, ptr, real_dtype
 from ._spaces import make_spaces, to_rgb8
 from ._spaces import action_scale as _action_scale
+from ._spaces import clip_action as _clip
 from .env import check_array, config_text, env_id
 
 __all__ = ["DsimVectorEnv"]
@@ -78,7 +80,7 @@ class DsimVectorEnv(gymnasium.vector.VectorEnv):
         e0 = _lib.batch_env(self._p, 0)
         probe = _Probe(e0)
         self.config = json.loads(_lib.resolved_config(e0))["env"]
-        self.scale = _action_scale(probe, action_scale)
+        self.scale = _action_scale(probe, action_scale, env_name)
         self.single_observation_space, self.single_action_space = make_spaces(probe, False)
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
         self.action_space = batch_space(self.single_action_space, self.num_envs)
@@ -158,9 +160,9 @@ class DsimVectorEnv(gymnasium.vector.VectorEnv):
             a = np.ascontiguousarray(a, dtype=real_dtype)
         if a.shape != (self.num_envs, self.action_size):
             check_array(self.id, "actions", a, (self.num_envs, self.action_size))
-        if self.scale != 1.0:
-            np.multiply(a, self.scale, out=self._act)
-            a = self._act
+        clipped = _clip(a, self._act, self.scale)
+        n_out = np.count_nonzero(np.abs(a) > 1.0, axis=1) if clipped else None
+        a = self._act
         rc = _lib.batch_step(self._p, a.ctypes.data, self._p_obs, None, self._p_rew, self._p_done, self._p_status,
                              _lib.DS_BATCH_AUTORESET)
         terminated = np.zeros(self.num_envs, bool)
@@ -177,6 +179,8 @@ class DsimVectorEnv(gymnasium.vector.VectorEnv):
         _lib.batch_metric(self._p, self._p_metric)
         info["metric"] = self._metric.copy()
         info["_metric"] = self._true.copy()
+        info["clipped"] = n_out if clipped else np.zeros(self.num_envs, np.int64)
+        info["_clipped"] = self._true.copy()
         return self._obs.copy(), self._rew.copy(), terminated, self._done.astype(bool), info
 
     def render(self):

@@ -22,5 +22,8 @@ def test_ppo_short_training(tmp_path):
                             "--set", "render.supersample=1"])
     assert len(rows) == 3000 // 15  # 15 steps per episode
     lines = open(out + ".csv").read().splitlines()
-    assert lines[0] == "episode,control_steps,substeps,return,metric" and len(lines) == len(rows) + 1
+    assert lines[0] == "episode,env_steps,substeps,return,metric" and len(lines) == len(rows) + 1
+    # the dense reward (the default) sums to the metric over an episode
+    for _, _, ret, met in rows:
+        assert abs(ret - met) < 1e-4 * max(1.0, abs(met))
     assert os.path.getsize(out + ".png") > 1000
