@@ -284,12 +284,21 @@ static int take_lock(int fd, long* holder) {
 #endif
   const int e = errno;
   if (e != EAGAIN && e != EACCES) return 0; /* a file system without locks: run unlocked */
-  memset(&fl, 0, sizeof fl);
-  fl.l_type = F_WRLCK;
-  fl.l_whence = SEEK_SET;
-  fl.l_start = 1;
-  fl.l_len = 1;
-  if (fcntl(fd, F_GETLK, &fl) == 0 && fl.l_type != F_UNLCK && fl.l_pid > 0) *holder = (long)fl.l_pid;
+  /* the holder's pid lock is missing while its H5Fcreate runs: look a few
+   * times (for the message only) */
+  for (int tries = 0; tries < 50 && !*holder; tries++) {
+    memset(&fl, 0, sizeof fl);
+    fl.l_type = F_WRLCK;
+    fl.l_whence = SEEK_SET;
+    fl.l_start = 1;
+    fl.l_len = 1;
+    if (fcntl(fd, F_GETLK, &fl) == 0 && fl.l_type != F_UNLCK && fl.l_pid > 0) {
+      *holder = (long)fl.l_pid;
+    } else {
+      const struct timespec ms2 = {0, 2000000};
+      nanosleep(&ms2, NULL);
+    }
+  }
   return e;
 }
 
@@ -343,6 +352,7 @@ int ds_runlog_create(const char* path, const dsRunLogDef* def, dsRunLog** out, c
       return ds__puterr(err, errlen, DS_ERR_IO, "%s: in use by another run (pid %ld); not replacing it", path, holder);
     return ds__puterr(err, errlen, DS_ERR_IO, "%s: in use by another run; not replacing it", path);
   }
+  mark_lock_owner(log->fd); /* dropped inside H5Fcreate, taken again after it */
   const size_t header = strlen(def->config_text ? def->config_text : "{}") + 2 * RL_WRITE_MARGIN;
   const int room = probe_room(log, header);
   if (room) {
