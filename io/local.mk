@@ -18,8 +18,10 @@ tests_test_png_SOURCES = tests/test_png.c
 tests_test_mesh_io_SOURCES = tests/test_mesh_io.c
 tests_test_png_fifo_SOURCES = tests/test_png_fifo.c
 TESTS += tests/test_config tests/test_runlog tests/runlog_hostile tests/test_runlog_kill.sh tests/test_png tests/test_mesh_io \
-  tests/test_png_fifo tests/test_runlog_full.sh tests/test_runlog_concurrent.sh
+  tests/test_png_fifo tests/test_runlog_full.sh tests/test_runlog_concurrent.sh tests/test_runlog_flipped.sh
 EXTRA_DIST += tests/test_runlog_kill.sh tests/test_runlog_full.sh tests/test_runlog_concurrent.sh \
+  tests/test_runlog_flipped.sh scripts/flip-runlog tests/data/runlog/chunk_wider_first.h5.gz \
+  tests/data/runlog/chunk_wider_best.h5.gz tests/data/runlog/chunk_wider_last.h5.gz tests/data/runlog/meta_header.h5.gz \
   tests/data/cube.obj tests/data/cube_crlf.obj tests/data/empty.obj \
   tests/data/bad_index.obj tests/data/bad_negative.obj tests/data/bad_zero.obj \
   tests/data/bad_token.obj tests/data/bad_face_token.obj tests/data/bad_keyword.obj \

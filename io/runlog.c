@@ -924,10 +924,30 @@ static int rd_check_storage(Rd* r, hid_t d, const char* p, int rank, const hsize
       rc = rd_bad(r, p, "unreadable chunk layout");
       goto out;
     }
+    /* libhdf5 1.10 trusts the chunk dimensions: a chunk wider than a
+     * fixed-size dataset makes it copy past the inflated chunk's buffer
+     * (a heap overflow that reads as valid data). dsim chunks whole rows:
+     * every dimension after the first is the dataset's own, and no chunk is
+     * larger than the dataset may grow. */
+    hsize_t maxd[H5S_MAX_RANK];
+    hid_t sp = H5Dget_space(d);
+    const int got_rank = sp >= 0 ? H5Sget_simple_extent_dims(sp, NULL, maxd) : -1;
+    if (sp >= 0) H5Sclose(sp);
+    if (got_rank != rank) {
+      rc = rd_bad(r, p, "unreadable maximum dimensions");
+      goto out;
+    }
     size_t want = 1, cbytes = elsize;
     for (int i = 0; i < rank; i++) {
       if (cd[i] < 1 || cd[i] > RL_MAX_DIM) {
         rc = rd_bad(r, p, "chunk dimension %d is %llu", i, (unsigned long long)cd[i]);
+        goto out;
+      }
+      const hsize_t whole = dims[i] ? dims[i] : 1;
+      if ((i > 0 && cd[i] != whole) || (maxd[i] != H5S_UNLIMITED && cd[i] > (maxd[i] ? maxd[i] : 1))) {
+        rc = rd_bad(r, p, "chunk dimension %d is %llu, expected %s%llu (corrupt layout)", i,
+                    (unsigned long long)cd[i], i > 0 ? "" : "at most ",
+                    (unsigned long long)(i > 0 ? whole : (maxd[i] ? maxd[i] : 1)));
         goto out;
       }
       if (!mul_ok(want, (size_t)((dims[i] + cd[i] - 1) / cd[i]), SIZE_MAX, &want) ||
@@ -1102,7 +1122,26 @@ int ds_runlog_read_iterations(const char* path, int* n, double** loss, double** 
   return rc;
 }
 
-/* /meta's attributes, /iterations/params' width and which episodes exist. */
+/* The frames dataset dp (F x H x W x 4 bytes), its shape and storage
+ * checked; *d = -1 when absent. *bytes: what reading it allocates. */
+static int rd_frames(Rd* r, const char* dp, hsize_t dims[4], hid_t* d, size_t* bytes) {
+  int rc = rd_array(r, dp, H5T_INTEGER, 4, 0, dims, d);
+  if (rc || *d < 0) return rc;
+  if (dims[3] != 4 || dims[0] < 1 || dims[1] < 1 || dims[2] < 1 || dims[1] > 65536 || dims[2] > 65536)
+    rc = rd_bad(r, dp, "expected F x H x W x 4 RGBA frames (F >= 1, 1 <= H, W <= 65536), found %llu x %llu x %llu x %llu",
+                (unsigned long long)dims[0], (unsigned long long)dims[1], (unsigned long long)dims[2],
+                (unsigned long long)dims[3]);
+  if (rc == DS_OK) rc = rd_check_storage(r, *d, dp, 4, dims, 1, 0, bytes);
+  if (rc) {
+    H5Dclose(*d);
+    *d = -1;
+  }
+  return rc;
+}
+
+/* /meta's attributes, /iterations/params' width and which episodes exist
+ * (not their content: a log with a corrupt episode still has a summary; the
+ * export that reads the episode refuses it). */
 static int read_header(Rd* r, dsRunSummary* s, int n, double* goal, int* has_goal) {
   hid_t meta;
   int rc = rd_open(r, "/meta", H5I_GROUP, 1, &meta);
@@ -1217,14 +1256,9 @@ int ds_runlog_read_frames(const char* path, const char* which, int* nframes, int
   hsize_t dims[4] = {0, 0, 0, 0};
   hid_t d;
   size_t bytes = 0;
-  rc = rd_array(&r, dp, H5T_INTEGER, 4, 0, dims, &d);
+  rc = rd_frames(&r, dp, dims, &d, &bytes);
   if (rc == DS_OK && d < 0)
     rc = ds__puterr(err, errlen, DS_ERR_NOTFOUND, "%s: no frames for episode \"%s\" (%s is missing)", path, which, dp);
-  if (rc == DS_OK && (dims[3] != 4 || dims[0] < 1 || dims[1] < 1 || dims[2] < 1 || dims[1] > 65536 || dims[2] > 65536))
-    rc = rd_bad(&r, dp, "expected F x H x W x 4 RGBA frames (F >= 1, 1 <= H, W <= 65536), found %llu x %llu x %llu x %llu",
-                (unsigned long long)dims[0], (unsigned long long)dims[1], (unsigned long long)dims[2],
-                (unsigned long long)dims[3]);
-  if (rc == DS_OK) rc = rd_check_storage(&r, d, dp, 4, dims, 1, 0, &bytes);
   if (rc == DS_OK) {
     uint8_t* buf = (uint8_t*)ds__malloc(bytes);
     if (!buf) {
