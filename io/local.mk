@@ -22,6 +22,7 @@ TESTS += tests/test_config tests/test_runlog tests/runlog_hostile tests/test_run
 EXTRA_DIST += tests/test_runlog_kill.sh tests/test_runlog_full.sh tests/test_runlog_concurrent.sh \
   tests/test_runlog_flipped.sh scripts/flip-runlog tests/data/runlog/chunk_wider_first.h5.gz \
   tests/data/runlog/chunk_wider_best.h5.gz tests/data/runlog/chunk_wider_last.h5.gz tests/data/runlog/meta_header.h5.gz \
+  tests/data/runlog/frames_header_alloc.h5.gz tests/data/runlog/meta_header_alloc.h5.gz \
   tests/data/cube.obj tests/data/cube_crlf.obj tests/data/empty.obj \
   tests/data/bad_index.obj tests/data/bad_negative.obj tests/data/bad_zero.obj \
   tests/data/bad_token.obj tests/data/bad_face_token.obj tests/data/bad_keyword.obj \

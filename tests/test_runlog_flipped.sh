@@ -10,7 +10,9 @@
 #   chunk_wider_*: the chunk dimensions of an episode's frames grown past the
 #     dataset's (libhdf5 1.10 then copies past the inflated chunk);
 #   meta_header: /meta's object header (libhdf5 crashes iterating it; the CLI
-#     reads logs in a child process and reports the crash as a corrupt file).
+#     reads logs in a child process and reports the crash as a corrupt file);
+#   *_header_alloc: an object header that makes libhdf5's metadata cache ask
+#     for petabytes (an abort under AddressSanitizer, a failed open without).
 set -u
 : "${DSIM:?}" "${DS_BUILDDIR:?}" "${DS_SRCDIR:?}"
 "$DSIM" info | grep -q "HDF5:       off" && { echo "SKIP: built --without-hdf5"; exit 77; }
@@ -34,6 +36,9 @@ for e in first best last; do
   expect "meta_header.h5 --episode $e" "meta_header.h5: "
 done
 check "meta_header.h5 info" 3 "$DSIM" info "$dir/meta_header.h5"
+check "meta_header_alloc.h5 info" 3 "$DSIM" info "$dir/meta_header_alloc.h5"
+expect "meta_header_alloc.h5 info" "meta_header_alloc.h5: /meta: cannot open (corrupt object header?)"
+refused frames_header_alloc.h5 first "/episodes/first/frames: cannot open (corrupt object header?)"
 # the intact parts of the chunk_wider logs still read
 check "chunk_wider_first.h5 info" 0 "$DSIM" info "$dir/chunk_wider_first.h5"
 check "chunk_wider_first.h5 --episode last" 0 "$DSIM" export "$dir/chunk_wider_first.h5" --episode last --frames "$dir/frames" --force
