@@ -15,7 +15,7 @@
  * exit-time cleanup then crashes). So no write is started without room for
  * it: before each append, episode and the final status the writer checks
  * that the file can grow by what the write needs plus a margin
- * (posix_fallocate past the end, then giving it back). Refused, the write
+ * (fallocate past the end, then giving it back). Refused, the write
  * is not attempted: the file stays as the last flush left it, with every
  * iteration before, and closes cleanly.
  *
@@ -23,7 +23,7 @@
  * the file (F_OFD_SETLK) from before anything is truncated until it is
  * closed; a second writer, even with overwrite, is refused instead of
  * truncating a log in use. */
-#define _GNU_SOURCE /* F_OFD_SETLK, posix_fallocate */
+#define _GNU_SOURCE /* F_OFD_SETLK, fallocate */
 #include "config.h"
 
 #include <errno.h>
@@ -252,14 +252,24 @@ static void iso_now(char* buf, size_t n) {
 
 /* 0 when the file can grow by `need` bytes now, else the errno (ENOSPC,
  * EFBIG past RLIMIT_FSIZE, ...). The blocks are allocated and given back:
- * this asks the file system, it keeps nothing. A file system that cannot
- * allocate ahead (EOPNOTSUPP, EINVAL) gets the write unchecked. */
+ * this asks the file system, it keeps nothing. fallocate(2) itself, not
+ * posix_fallocate, whose fallback where the file system cannot allocate
+ * ahead writes a byte into every block; there (EOPNOTSUPP) and outside
+ * Linux the write goes unchecked. */
 static int probe_room(const dsRunLog* log, size_t need) {
+#ifdef __linux__
   struct stat st;
-  if (log->fd < 0 || fstat(log->fd, &st) != 0) return 0;
-  const int e = posix_fallocate(log->fd, st.st_size, (off_t)need);
-  if (e == 0 && ftruncate(log->fd, st.st_size) != 0) return errno;
-  return e == EOPNOTSUPP || e == EINVAL ? 0 : e;
+  if (log->fd < 0 || need == 0 || fstat(log->fd, &st) != 0) return 0;
+  if (fallocate(log->fd, 0, st.st_size, (off_t)need) != 0) {
+    const int e = errno;
+    return e == ENOSPC || e == EFBIG || e == EDQUOT ? e : 0;
+  }
+  return ftruncate(log->fd, st.st_size) == 0 ? 0 : errno;
+#else
+  (void)log;
+  (void)need;
+  return 0;
+#endif
 }
 
 /* The writer's lock on fd (see the top of this file): 0, or the errno of
@@ -364,6 +374,12 @@ int ds_runlog_create(const char* path, const dsRunLogDef* def, dsRunLog** out, c
   /* closing the file closes every object a failed write left open */
   hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
   if (fapl >= 0) H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG);
+#if H5_VERSION_GE(1, 10, 7)
+  /* the lock above is the writer's lock; libhdf5's own (flock on its
+   * descriptor) would conflict with it where flock is built on byte-range
+   * locks (NFS), refusing every run there */
+  if (fapl >= 0) H5Pset_file_locking(fapl, 0, 1);
+#endif
   errno = 0;
   log->file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl >= 0 ? fapl : H5P_DEFAULT);
   if (fapl >= 0) H5Pclose(fapl);
