@@ -1,11 +1,12 @@
 # io/: config text (cJSON), HDF5 run logs, PNG and GIF, mesh readers, and the
 # library versions of `dsim info`. The only area that includes cJSON.h,
 # hdf5.h, png.h and gif_lib.h.
-libdsim_core_la_SOURCES += io/cfg.c io/cfg.h io/runlog.c io/gif.c io/gif.h io/png.c io/libinfo.c \
+libdsim_core_la_SOURCES += io/cfg.c io/cfg.h io/runlog.c io/runlog_internal.h io/gif.c io/gif.h io/png.c io/libinfo.c \
   io/mesh_obj.c io/mesh_tetgen.c io/mesh_read.h io/video.c
 libdsim_core_la_SOURCES += io/config_api.c
 dsiminclude_HEADERS += include/dsim/runlog.h include/dsim/video.h
-check_PROGRAMS += tests/test_config tests/test_runlog tests/runlog_writer tests/runlog_hostile tests/test_png tests/test_mesh_io
+check_PROGRAMS += tests/test_config tests/test_runlog tests/runlog_writer tests/runlog_hostile tests/test_png tests/test_mesh_io \
+  tests/test_png_fifo
 tests_test_config_SOURCES = tests/test_config.c
 tests_test_runlog_SOURCES = tests/test_runlog.c
 tests_test_runlog_CPPFLAGS = $(AM_CPPFLAGS) $(HDF5_CFLAGS)
@@ -15,8 +16,13 @@ tests_runlog_hostile_CPPFLAGS = $(AM_CPPFLAGS) $(HDF5_CFLAGS)
 tests_runlog_hostile_LDADD = $(LDADD) $(HDF5_LIBS)
 tests_test_png_SOURCES = tests/test_png.c
 tests_test_mesh_io_SOURCES = tests/test_mesh_io.c
-TESTS += tests/test_config tests/test_runlog tests/runlog_hostile tests/test_runlog_kill.sh tests/test_png tests/test_mesh_io
-EXTRA_DIST += tests/test_runlog_kill.sh \
+tests_test_png_fifo_SOURCES = tests/test_png_fifo.c
+TESTS += tests/test_config tests/test_runlog tests/runlog_hostile tests/test_runlog_kill.sh tests/test_png tests/test_mesh_io \
+  tests/test_png_fifo tests/test_runlog_full.sh tests/test_runlog_concurrent.sh tests/test_runlog_flipped.sh
+EXTRA_DIST += tests/test_runlog_kill.sh tests/test_runlog_full.sh tests/test_runlog_concurrent.sh \
+  tests/test_runlog_flipped.sh scripts/flip-runlog tests/data/runlog/chunk_wider_first.h5.gz \
+  tests/data/runlog/chunk_wider_best.h5.gz tests/data/runlog/chunk_wider_last.h5.gz tests/data/runlog/meta_header.h5.gz \
+  tests/data/runlog/frames_header_alloc.h5.gz tests/data/runlog/meta_header_alloc.h5.gz \
   tests/data/cube.obj tests/data/cube_crlf.obj tests/data/empty.obj \
   tests/data/bad_index.obj tests/data/bad_negative.obj tests/data/bad_zero.obj \
   tests/data/bad_token.obj tests/data/bad_face_token.obj tests/data/bad_keyword.obj \

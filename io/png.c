@@ -3,15 +3,19 @@
  * context struct, which the error branch frees, so a corrupt or truncated
  * file never leaks or crashes. libpng's own allocations go through the
  * library allocator. */
+#define _POSIX_C_SOURCE 200809L /* open, fstat, fdopen */
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <png.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "dsim/image.h"
 #include "base/internal.h"
@@ -147,6 +151,36 @@ static int read_session(PngCtx* c, int* width, int* height) {
   return DS_OK;
 }
 
+/* fopen(path, "rb") of a regular file only: reading a FIFO blocks until a
+ * writer comes (a FIFO named frame.png in a frame folder hung `dsim sysid`)
+ * and a device may never end. O_NONBLOCK makes the open itself return for a
+ * FIFO without a writer; fstat of that descriptor then tells what it is. */
+static FILE* open_regular(const char* path, int* rc, char* err, size_t errlen) {
+  const int fd = open(path, O_RDONLY | O_NONBLOCK);
+  if (fd < 0) {
+    *rc = ds__puterr(err, errlen, DS_ERR_IO, "%s: cannot open (%s)", path, strerror(errno));
+    return NULL;
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0) st.st_mode = 0;
+  if (!S_ISREG(st.st_mode)) {
+    const char* kind = !st.st_mode               ? "unreadable (fstat failed)"
+                       : S_ISFIFO(st.st_mode) ? "a FIFO"
+                       : S_ISDIR(st.st_mode)  ? "a directory"
+                                              : "a device or socket";
+    *rc = ds__puterr(err, errlen, DS_ERR_IO, "%s: %s%s, expected a regular PNG file", path,
+                     st.st_mode ? "is " : "", kind);
+    close(fd);
+    return NULL;
+  }
+  FILE* fp = fcntl(fd, F_SETFL, 0) == 0 ? fdopen(fd, "rb") : NULL;
+  if (!fp) {
+    *rc = ds__puterr(err, errlen, DS_ERR_IO, "%s: cannot open (%s)", path, strerror(errno));
+    close(fd);
+  }
+  return fp;
+}
+
 int ds_png_read(const char* path, uint8_t** rgba, int* width, int* height, char* err,
                 size_t errlen) {
   PngCtx c;
@@ -159,8 +193,8 @@ int ds_png_read(const char* path, uint8_t** rgba, int* width, int* height, char*
     return ds__puterr(err, errlen, DS_ERR_INVALID, "ds_png_read: NULL argument");
   memset(&c, 0, sizeof c);
   c.path = path;
-  c.fp = fopen(path, "rb");
-  if (!c.fp) return ds__puterr(err, errlen, DS_ERR_IO, "%s: cannot open (%s)", path, strerror(errno));
+  c.fp = open_regular(path, &rc, err, errlen);
+  if (!c.fp) return rc;
   nsig = fread(sig, 1, 8, c.fp);
   if (nsig < 8 || png_sig_cmp(sig, 0, 8) != 0) {
     int ioerr = ferror(c.fp);

@@ -1,4 +1,5 @@
-/* HDF5 run logs (schema in docs/cli.md, "Run logs (HDF5)").
+/* HDF5 run logs (schema in docs/cli.md, "Run logs (HDF5)"; what they
+ * guarantee in docs/reliability.md).
  *
  * Crash safety: the file is created with the default (oldest compatible)
  * superblock, which carries no "file is open for writing" flag, and every
@@ -6,10 +7,27 @@
  * leaves a file that h5dump, h5py and this reader open, holding every
  * completed iteration; /meta's "status" attribute then still says "running".
  * HDF5's automatic error printing is switched off: the library never
- * prints, errors come back as codes and messages. */
+ * prints, errors come back as codes and messages.
+ *
+ * A full disk: libhdf5 cannot undo a write that fails half-way (some
+ * metadata updated in place, the blocks it points to never written), and a
+ * file it cannot flush it cannot close either (it stays open and libhdf5's
+ * exit-time cleanup then crashes). So no write is started without room for
+ * it: before each append, episode and the final status the writer checks
+ * that the file can grow by what the write needs plus a margin
+ * (fallocate past the end, then giving it back). Refused, the write
+ * is not attempted: the file stays as the last flush left it, with every
+ * iteration before, and closes cleanly.
+ *
+ * One writer per file: the writer holds an open-file-description lock on
+ * the file (F_OFD_SETLK) from before anything is truncated until it is
+ * closed; a second writer, even with overwrite, is refused instead of
+ * truncating a log in use. */
+#define _GNU_SOURCE /* F_OFD_SETLK, fallocate */
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <stdint.h>
@@ -18,9 +36,11 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "dsim/runlog.h"
 #include "base/internal.h"
+#include "io/runlog_internal.h"
 
 dsRunLogDef ds_default_runlog_def(void) {
   dsRunLogDef d;
@@ -35,6 +55,15 @@ dsRunLogDef ds_default_runlog_def(void) {
 }
 
 void ds_runlog_free(void* p) { ds__free(p); }
+
+/* The fuzz harness's memory image (see io/runlog_internal.h); NULL: files. */
+static const void* g_image;
+static size_t g_image_len;
+
+void ds__runlog_read_image(const void* image, size_t len) {
+  g_image = image;
+  g_image_len = image ? len : 0;
+}
 
 
 #ifndef DS_HAVE_HDF5
@@ -91,6 +120,7 @@ static const char* const g_episode_names[3] = {"first", "best", "last"};
 struct dsRunLog {
   hid_t file;
   hid_t d_loss, d_metric, d_wall, d_gnorm, d_params;
+  int fd;         /* holds the writer's lock; probes for room */
   int nparams;
   int stride;
   int compression;
@@ -226,6 +256,85 @@ static void iso_now(char* buf, size_t n) {
 }
 
 /* ---- writer --------------------------------------------------------------- */
+/* Room for libhdf5's metadata around a write (object headers, chunk index
+ * nodes, the heap; it allocates metadata in 2 KiB blocks) and for the final
+ * status: a write is started only with twice this left after it, so the
+ * status can still be recorded once a write has been refused. */
+#define RL_WRITE_MARGIN ((size_t)64 << 10)
+#define RL_SERIES_CHUNK 256 /* rows per chunk of the /iterations series */
+
+/* 0 when the file can grow by `need` bytes now, else the errno (ENOSPC,
+ * EFBIG past RLIMIT_FSIZE, ...). The blocks are allocated and given back:
+ * this asks the file system, it keeps nothing. fallocate(2) itself, not
+ * posix_fallocate, whose fallback where the file system cannot allocate
+ * ahead writes a byte into every block; there (EOPNOTSUPP) and outside
+ * Linux the write goes unchecked. */
+static int probe_room(const dsRunLog* log, size_t need) {
+#ifdef __linux__
+  struct stat st;
+  if (log->fd < 0 || need == 0 || fstat(log->fd, &st) != 0) return 0;
+  if (fallocate(log->fd, 0, st.st_size, (off_t)need) != 0) {
+    const int e = errno;
+    return e == ENOSPC || e == EFBIG || e == EDQUOT ? e : 0;
+  }
+  return ftruncate(log->fd, st.st_size) == 0 ? 0 : errno;
+#else
+  (void)log;
+  (void)need;
+  return 0;
+#endif
+}
+
+/* The writer's lock on fd (see the top of this file): 0, or the errno of
+ * the refusal with *holder = the pid holding it (0 when unknown). An OFD
+ * lock on byte 0 excludes other writers and survives libhdf5 opening and
+ * closing its own descriptors of the file (H5Fcreate does: a classic POSIX
+ * lock would be dropped by that close). Its owner's pid is not reported to
+ * others, so the writer also holds a classic lock on byte 1, taken after
+ * H5Fcreate (mark_lock_owner), which F_GETLK reports with the pid. */
+static int take_lock(int fd, long* holder) {
+  *holder = 0;
+  struct flock fl;
+  memset(&fl, 0, sizeof fl);
+  fl.l_type = F_WRLCK;
+  fl.l_whence = SEEK_SET;
+  fl.l_start = 0;
+  fl.l_len = 1;
+#ifdef F_OFD_SETLK
+  if (fcntl(fd, F_OFD_SETLK, &fl) == 0) return 0;
+#else
+  if (fcntl(fd, F_SETLK, &fl) == 0) return 0;
+#endif
+  const int e = errno;
+  if (e != EAGAIN && e != EACCES) return 0; /* a file system without locks: run unlocked */
+  /* the holder's pid lock is missing while its H5Fcreate runs: look a few
+   * times (for the message only) */
+  for (int tries = 0; tries < 50 && !*holder; tries++) {
+    memset(&fl, 0, sizeof fl);
+    fl.l_type = F_WRLCK;
+    fl.l_whence = SEEK_SET;
+    fl.l_start = 1;
+    fl.l_len = 1;
+    if (fcntl(fd, F_GETLK, &fl) == 0 && fl.l_type != F_UNLCK && fl.l_pid > 0) {
+      *holder = (long)fl.l_pid;
+    } else {
+      const struct timespec ms2 = {0, 2000000};
+      nanosleep(&ms2, NULL);
+    }
+  }
+  return e;
+}
+
+static void mark_lock_owner(int fd) {
+  struct flock fl;
+  memset(&fl, 0, sizeof fl);
+  fl.l_type = F_RDLCK;
+  fl.l_whence = SEEK_SET;
+  fl.l_start = 1;
+  fl.l_len = 1;
+  (void)fcntl(fd, F_SETLK, &fl); /* only for the pid in a second writer's message */
+}
+
 int ds_runlog_create(const char* path, const dsRunLogDef* def, dsRunLog** out, char* err, size_t errlen) {
   *out = NULL;
   if (!def || !path) return ds__puterr(err, errlen, DS_ERR_INVALID, "run log: path and definition are required");
@@ -237,6 +346,7 @@ int ds_runlog_create(const char* path, const dsRunLogDef* def, dsRunLog** out, c
   dsRunLog* log = (dsRunLog*)ds__calloc(1, sizeof *log);
   if (!log) return ds__puterr(err, errlen, DS_ERR_NOMEM, "%s: out of memory", path);
   log->d_loss = log->d_metric = log->d_wall = log->d_gnorm = log->d_params = -1;
+  log->file = -1;
   log->nparams = def->nparams;
   log->stride = def->substep_stride;
   log->compression = def->compression;
@@ -246,16 +356,54 @@ int ds_runlog_create(const char* path, const dsRunLogDef* def, dsRunLog** out, c
     ds__free(log);
     return ds__puterr(err, errlen, DS_ERR_IO, "%s: exists; refusing to replace it (dsRunLogDef.overwrite)", path);
   }
+  /* lock first, truncate after: the file is opened without O_TRUNC (and
+   * created exclusively unless overwrite), locked, and only then handed to
+   * H5Fcreate, which truncates it */
+  log->fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | (def->overwrite ? 0 : O_EXCL), 0666);
+  if (log->fd < 0) {
+    const int e = errno;
+    ds__free(log);
+    if (e == EEXIST) /* created by someone else meanwhile */
+      return ds__puterr(err, errlen, DS_ERR_IO, "%s: exists; refusing to replace it (dsRunLogDef.overwrite)", path);
+    return ds__puterr(err, errlen, DS_ERR_IO, "%s: cannot create the run log: %s", path, strerror(e));
+  }
+  long holder = 0;
+  if (take_lock(log->fd, &holder) != 0) {
+    close(log->fd);
+    ds__free(log);
+    if (holder > 0)
+      return ds__puterr(err, errlen, DS_ERR_IO, "%s: in use by another run (pid %ld); not replacing it", path, holder);
+    return ds__puterr(err, errlen, DS_ERR_IO, "%s: in use by another run; not replacing it", path);
+  }
+  mark_lock_owner(log->fd); /* dropped inside H5Fcreate, taken again after it */
+  const size_t header = strlen(def->config_text ? def->config_text : "{}") + 2 * RL_WRITE_MARGIN;
+  const int room = probe_room(log, header);
+  if (room) {
+    close(log->fd);
+    if (!def->overwrite) unlink(path); /* the empty file this call created */
+    ds__free(log);
+    return ds__puterr(err, errlen, DS_ERR_IO, "%s: cannot create the run log: %s", path, strerror(room));
+  }
+  /* closing the file closes every object a failed write left open */
+  hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+  if (fapl >= 0) H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG);
+#if H5_VERSION_GE(1, 10, 7)
+  /* the lock above is the writer's lock; libhdf5's own (flock on its
+   * descriptor) would conflict with it where flock is built on byte-range
+   * locks (NFS), refusing every run there */
+  if (fapl >= 0) H5Pset_file_locking(fapl, 0, 1);
+#endif
   errno = 0;
-  log->file = H5Fcreate(path, def->overwrite ? H5F_ACC_TRUNC : H5F_ACC_EXCL, H5P_DEFAULT, H5P_DEFAULT);
+  log->file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl >= 0 ? fapl : H5P_DEFAULT);
+  if (fapl >= 0) H5Pclose(fapl);
   if (log->file < 0) {
     int e = errno;
+    close(log->fd);
     ds__free(log);
-    if (!def->overwrite && stat(path, &st) == 0) /* created by someone else meanwhile */
-      return ds__puterr(err, errlen, DS_ERR_IO, "%s: exists; refusing to replace it (dsRunLogDef.overwrite)", path);
     return ds__puterr(err, errlen, DS_ERR_IO, "%s: cannot create the run log%s%s", path, e ? ": " : "",
                    e ? strerror(e) : "");
   }
+  mark_lock_owner(log->fd);
   hid_t meta = H5Gcreate2(log->file, "meta", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
   hid_t iters = H5Gcreate2(log->file, "iterations", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
   hid_t eps = H5Gcreate2(log->file, "episodes", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
@@ -304,6 +452,12 @@ int ds_runlog_append_iteration(dsRunLog* log, const dsRunIteration* it) {
   if (log->nparams > 0 && !it->params)
     return ds__seterr(&log->eb, DS_ERR_INVALID, "%s: iteration %llu: %d parameters expected, got none", log->path,
                       (unsigned long long)log->n, log->nparams);
+  /* a new chunk of each series every RL_SERIES_CHUNK rows */
+  const size_t chunks = log->n % RL_SERIES_CHUNK ? 0 : RL_SERIES_CHUNK * sizeof(double) * (size_t)(4 + log->nparams);
+  const int room = probe_room(log, chunks + 2 * RL_WRITE_MARGIN);
+  if (room)
+    return ds__seterr(&log->eb, DS_ERR_IO, "%s: cannot append iteration %llu: %s (the log keeps the %llu before it)",
+                      log->path, (unsigned long long)log->n, strerror(room), (unsigned long long)log->n);
   int ok = append_row(log->d_loss, log->n, 0, &it->loss) >= 0 && append_row(log->d_metric, log->n, 0, &it->metric) >= 0 &&
            append_row(log->d_wall, log->n, 0, &it->wall_time) >= 0 &&
            append_row(log->d_gnorm, log->n, 0, &it->grad_norm) >= 0 &&
@@ -402,6 +556,17 @@ int ds_runlog_write_episode(dsRunLog* log, const char* which, const dsEpisodeRec
   if ((ep->frames || ep->goal) && (ep->height < 1 || ep->width < 1 || (ep->frames && ep->nframes < 1)))
     return ds__seterr(&log->eb, DS_ERR_INVALID, "%s: episode %s: %d frames of %d x %d", log->path, which, ep->nframes,
                       ep->height, ep->width);
+  /* what it stores, uncompressed (deflate grows incompressible data by
+   * well under 1%), then the margin */
+  size_t need = 2 * RL_WRITE_MARGIN;
+  if (ep->positions) need += (size_t)ep->nsubsteps * (size_t)ep->nparticles * 3 * sizeof(float) * 101 / 100;
+  if (ep->velocities) need += (size_t)ep->nsubsteps * (size_t)ep->nparticles * 3 * sizeof(float) * 101 / 100;
+  if (ep->actions && ep->nsteps > 0 && ep->action_dim > 0)
+    need += (size_t)ep->nsteps * (size_t)ep->action_dim * sizeof(float) * 101 / 100;
+  if (ep->frames) need += (size_t)ep->nframes * (size_t)ep->height * (size_t)ep->width * 4 * 101 / 100;
+  if (ep->goal) need += (size_t)ep->height * (size_t)ep->width * 4 * 101 / 100;
+  const int room = probe_room(log, need);
+  if (room) return ds__seterr(&log->eb, DS_ERR_IO, "%s: cannot write episode %s: %s", log->path, which, strerror(room));
   /* written as /episodes/<which>.writing and linked as <which> once it is
    * complete and flushed: a run killed while writing keeps the previous
    * episode readable (or none), never a half-written one */
@@ -446,7 +611,11 @@ int ds_runlog_write_episode(dsRunLog* log, const char* which, const dsEpisodeRec
 int ds_runlog_close(dsRunLog* log, const char* status) {
   if (!log) return DS_OK;
   int rc = DS_OK;
-  if (status && log->file >= 0) {
+  const int room = status && log->file >= 0 ? probe_room(log, RL_WRITE_MARGIN) : 0;
+  if (room) /* /meta keeps "running": a log that did not end cleanly */
+    rc = ds__seterr(&log->eb, DS_ERR_IO, "%s: cannot record the final status \"%s\": %s", log->path, status,
+                    strerror(room));
+  if (status && log->file >= 0 && !room) {
     hid_t meta = H5Gopen2(log->file, "meta", H5P_DEFAULT);
     char now[32];
     iso_now(now, sizeof now);
@@ -457,7 +626,9 @@ int ds_runlog_close(dsRunLog* log, const char* status) {
   hid_t* ds[] = {&log->d_loss, &log->d_metric, &log->d_wall, &log->d_gnorm, &log->d_params};
   for (size_t i = 0; i < sizeof ds / sizeof ds[0]; i++)
     if (*ds[i] >= 0) H5Dclose(*ds[i]);
-  if (log->file >= 0 && H5Fclose(log->file) < 0 && rc == DS_OK) rc = DS_ERR_IO;
+  if (log->file >= 0 && H5Fclose(log->file) < 0 && rc == DS_OK)
+    rc = ds__seterr(&log->eb, DS_ERR_IO, "%s: cannot close the run log", log->path);
+  if (log->fd >= 0) close(log->fd); /* releases the lock */
   ds__free(log);
   return rc;
 }
@@ -831,10 +1002,30 @@ static int rd_check_storage(Rd* r, hid_t d, const char* p, int rank, const hsize
       rc = rd_bad(r, p, "unreadable chunk layout");
       goto out;
     }
+    /* libhdf5 1.10 trusts the chunk dimensions: a chunk wider than a
+     * fixed-size dataset makes it copy past the inflated chunk's buffer
+     * (a heap overflow that reads as valid data). dsim chunks whole rows:
+     * every dimension after the first is the dataset's own, and no chunk is
+     * larger than the dataset may grow. */
+    hsize_t maxd[H5S_MAX_RANK];
+    hid_t sp = H5Dget_space(d);
+    const int got_rank = sp >= 0 ? H5Sget_simple_extent_dims(sp, NULL, maxd) : -1;
+    if (sp >= 0) H5Sclose(sp);
+    if (got_rank != rank) {
+      rc = rd_bad(r, p, "unreadable maximum dimensions");
+      goto out;
+    }
     size_t want = 1, cbytes = elsize;
     for (int i = 0; i < rank; i++) {
       if (cd[i] < 1 || cd[i] > RL_MAX_DIM) {
         rc = rd_bad(r, p, "chunk dimension %d is %llu", i, (unsigned long long)cd[i]);
+        goto out;
+      }
+      const hsize_t whole = dims[i] ? dims[i] : 1;
+      if ((i > 0 && cd[i] != whole) || (maxd[i] != H5S_UNLIMITED && cd[i] > (maxd[i] ? maxd[i] : 1))) {
+        rc = rd_bad(r, p, "chunk dimension %d is %llu, expected %s%llu (corrupt layout)", i,
+                    (unsigned long long)cd[i], i > 0 ? "" : "at most ",
+                    (unsigned long long)(i > 0 ? whole : (maxd[i] ? maxd[i] : 1)));
         goto out;
       }
       if (!mul_ok(want, (size_t)((dims[i] + cd[i] - 1) / cd[i]), SIZE_MAX, &want) ||
@@ -905,12 +1096,29 @@ static int open_run(const char* path, Rd* r, char* err, size_t errlen) {
   r->path = path;
   r->err = err;
   r->errlen = errlen;
-  if (stat(path, &st) != 0) return ds__puterr(err, errlen, DS_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-  if (S_ISDIR(st.st_mode)) return ds__puterr(err, errlen, DS_ERR_IO, "%s: is a directory, expected a run log (.h5)", path);
-  if (!S_ISREG(st.st_mode)) return ds__puterr(err, errlen, DS_ERR_IO, "%s: not a regular file", path);
-  if (H5Fis_hdf5(path) <= 0) return ds__puterr(err, errlen, DS_ERR_FORMAT, "%s: not an HDF5 file (or truncated)", path);
-  /* closing the file closes whatever a failed read left open */
   hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+  if (g_image) {
+    /* the core (memory) driver over a copy of the image, never written back */
+    if (fapl < 0 || H5Pset_fapl_core(fapl, 1 << 16, 0) < 0 || H5Pset_file_image(fapl, (void*)g_image, g_image_len) < 0) {
+      if (fapl >= 0) H5Pclose(fapl);
+      return ds__puterr(err, errlen, DS_ERR_NOMEM, "%s: cannot set up the memory image", path);
+    }
+  } else {
+    int rc = DS_OK;
+    if (stat(path, &st) != 0)
+      rc = ds__puterr(err, errlen, DS_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    else if (S_ISDIR(st.st_mode))
+      rc = ds__puterr(err, errlen, DS_ERR_IO, "%s: is a directory, expected a run log (.h5)", path);
+    else if (!S_ISREG(st.st_mode))
+      rc = ds__puterr(err, errlen, DS_ERR_IO, "%s: not a regular file", path);
+    else if (H5Fis_hdf5(path) <= 0)
+      rc = ds__puterr(err, errlen, DS_ERR_FORMAT, "%s: not an HDF5 file (or truncated)", path);
+    if (rc) {
+      if (fapl >= 0) H5Pclose(fapl);
+      return rc;
+    }
+  }
+  /* closing the file closes whatever a failed read left open */
   if (fapl >= 0) H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG);
   r->f = H5Fopen(path, H5F_ACC_RDONLY, fapl >= 0 ? fapl : H5P_DEFAULT);
   if (fapl >= 0) H5Pclose(fapl);
@@ -959,16 +1167,13 @@ static int read_series(Rd* r, const char* p, int* n, double** out) {
   return rc;
 }
 
-int ds_runlog_read_iterations(const char* path, int* n, double** loss, double** metric, double** wall_time,
-                              double** grad_norm, char* err, size_t errlen) {
-  Rd r;
-  int rc = open_run(path, &r, err, errlen);
-  if (rc) return rc;
+/* The four series of an open log (outs[i] may be NULL: read and dropped). */
+static int rd_iterations(Rd* r, int* n, double** const outs[4]) {
+  int rc = DS_OK;
   const char* names[4] = {"/iterations/loss", "/iterations/metric", "/iterations/wall_time", "/iterations/grad_norm"};
-  double** outs[4] = {loss, metric, wall_time, grad_norm};
   double* got[4] = {NULL, NULL, NULL, NULL};
   int counts[4] = {0, 0, 0, 0};
-  for (int i = 0; i < 4 && rc == DS_OK; i++) rc = read_series(&r, names[i], &counts[i], &got[i]);
+  for (int i = 0; i < 4 && rc == DS_OK; i++) rc = read_series(r, names[i], &counts[i], &got[i]);
   /* A run killed mid-iteration may have extended some series and not others:
    * only rows present in all of them are complete. */
   int m = counts[0];
@@ -981,11 +1186,40 @@ int ds_runlog_read_iterations(const char* path, int* n, double** loss, double** 
       ds__free(got[i]);
   }
   if (rc == DS_OK) *n = m;
+  return rc;
+}
+
+int ds_runlog_read_iterations(const char* path, int* n, double** loss, double** metric, double** wall_time,
+                              double** grad_norm, char* err, size_t errlen) {
+  Rd r;
+  int rc = open_run(path, &r, err, errlen);
+  if (rc) return rc;
+  double** const outs[4] = {loss, metric, wall_time, grad_norm};
+  rc = rd_iterations(&r, n, outs);
   H5Fclose(r.f);
   return rc;
 }
 
-/* /meta's attributes, /iterations/params' width and which episodes exist. */
+/* The frames dataset dp (F x H x W x 4 bytes), its shape and storage
+ * checked; *d = -1 when absent. *bytes: what reading it allocates. */
+static int rd_frames(Rd* r, const char* dp, hsize_t dims[4], hid_t* d, size_t* bytes) {
+  int rc = rd_array(r, dp, H5T_INTEGER, 4, 0, dims, d);
+  if (rc || *d < 0) return rc;
+  if (dims[3] != 4 || dims[0] < 1 || dims[1] < 1 || dims[2] < 1 || dims[1] > 65536 || dims[2] > 65536)
+    rc = rd_bad(r, dp, "expected F x H x W x 4 RGBA frames (F >= 1, 1 <= H, W <= 65536), found %llu x %llu x %llu x %llu",
+                (unsigned long long)dims[0], (unsigned long long)dims[1], (unsigned long long)dims[2],
+                (unsigned long long)dims[3]);
+  if (rc == DS_OK) rc = rd_check_storage(r, *d, dp, 4, dims, 1, 0, bytes);
+  if (rc) {
+    H5Dclose(*d);
+    *d = -1;
+  }
+  return rc;
+}
+
+/* /meta's attributes, /iterations/params' width and which episodes exist
+ * (not their content: a log with a corrupt episode still has a summary; the
+ * export that reads the episode refuses it). */
 static int read_header(Rd* r, dsRunSummary* s, int n, double* goal, int* has_goal) {
   hid_t meta;
   int rc = rd_open(r, "/meta", H5I_GROUP, 1, &meta);
@@ -1042,16 +1276,15 @@ int ds_runlog_read_summary(const char* path, dsRunSummary* s, char* err, size_t 
   s->best_iteration = s->best_episode_iteration = -1;
   double *loss = NULL, *metric = NULL, *wall = NULL;
   int n = 0;
-  int rc = ds_runlog_read_iterations(path, &n, &loss, &metric, &wall, NULL, err, errlen);
-  if (rc) return rc;
   Rd r;
   double goal = 0;
   int has_goal = 0;
-  rc = open_run(path, &r, err, errlen);
-  if (rc == DS_OK) {
-    rc = read_header(&r, s, n, &goal, &has_goal);
-    H5Fclose(r.f);
-  }
+  int rc = open_run(path, &r, err, errlen); /* once: each open costs libhdf5 a new metadata cache */
+  if (rc) return rc;
+  double** const outs[4] = {&loss, &metric, &wall, NULL};
+  rc = rd_iterations(&r, &n, outs);
+  if (rc == DS_OK) rc = read_header(&r, s, n, &goal, &has_goal);
+  H5Fclose(r.f);
   if (rc == DS_OK) {
     s->niterations = n;
     if (n > 0) {
@@ -1094,14 +1327,9 @@ int ds_runlog_read_frames(const char* path, const char* which, int* nframes, int
   hsize_t dims[4] = {0, 0, 0, 0};
   hid_t d;
   size_t bytes = 0;
-  rc = rd_array(&r, dp, H5T_INTEGER, 4, 0, dims, &d);
+  rc = rd_frames(&r, dp, dims, &d, &bytes);
   if (rc == DS_OK && d < 0)
     rc = ds__puterr(err, errlen, DS_ERR_NOTFOUND, "%s: no frames for episode \"%s\" (%s is missing)", path, which, dp);
-  if (rc == DS_OK && (dims[3] != 4 || dims[0] < 1 || dims[1] < 1 || dims[2] < 1 || dims[1] > 65536 || dims[2] > 65536))
-    rc = rd_bad(&r, dp, "expected F x H x W x 4 RGBA frames (F >= 1, 1 <= H, W <= 65536), found %llu x %llu x %llu x %llu",
-                (unsigned long long)dims[0], (unsigned long long)dims[1], (unsigned long long)dims[2],
-                (unsigned long long)dims[3]);
-  if (rc == DS_OK) rc = rd_check_storage(&r, d, dp, 4, dims, 1, 0, &bytes);
   if (rc == DS_OK) {
     uint8_t* buf = (uint8_t*)ds__malloc(bytes);
     if (!buf) {

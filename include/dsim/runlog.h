@@ -47,10 +47,16 @@ typedef struct dsRunIteration {
 
 /* Create path and write /config and /meta. An existing path is refused
  * (DS_ERR_IO, "exists") unless def->overwrite; the check and the creation
- * are one step (no race with another writer). err gets a message naming the
- * file on failure. */
+ * are one step (no race with another writer). The log is locked until
+ * ds_runlog_close: a path another writer holds is refused (DS_ERR_IO, "in
+ * use by another run (pid N)") before anything is truncated, even with
+ * overwrite. err gets a message naming the file on failure. */
 DS_API int ds_runlog_create(const char* path, const dsRunLogDef* def, dsRunLog** out, char* err, size_t errlen);
-/* Append one iteration to /iterations and flush the file. */
+/* Append one iteration to /iterations and flush the file. Every write
+ * (this, an episode, the final status) first checks that the file can grow
+ * by what it needs; when it cannot (a full disk, RLIMIT_FSIZE) it returns
+ * DS_ERR_IO without writing, so the file keeps every iteration before and
+ * still closes cleanly (docs/reliability.md). */
 DS_API int ds_runlog_append_iteration(dsRunLog* log, const dsRunIteration* it);
 /* Write (or replace) /episodes/<which>, which is "first", "best" or "last"; flushes. */
 DS_API int ds_runlog_write_episode(dsRunLog* log, const char* which, const dsEpisodeRecord* ep);

@@ -1,0 +1,15 @@
+/* Internal hooks of the run-log reader (io/runlog.c), not public API. */
+#ifndef DSIM_IO_RUNLOG_INTERNAL_H
+#define DSIM_IO_RUNLOG_INTERNAL_H
+
+#include <stddef.h>
+
+/* Make every ds_runlog_read_* call read this memory image of an HDF5 file
+ * instead of the path it is given (the path still names it in messages);
+ * NULL goes back to files. The image must outlive the reads. Process-wide
+ * and not thread-safe: for the fuzz harness (tests/fuzz/fuzz_runlog.c),
+ * where writing each input to disk and letting libhdf5 reopen it dominated
+ * the time per execution. */
+void ds__runlog_read_image(const void* image, size_t len);
+
+#endif
