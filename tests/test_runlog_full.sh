@@ -32,6 +32,12 @@ check "export after a full disk" 0 "$DSIM" export "$dir/full.h5" --csv "$dir/ful
 n=$(($(wc -l <"$dir/full.csv") - 1))
 [ "$n" = 256 ] || { echo "FAIL: export wrote $n rows, expected 256"; fail=1; }
 # no room even for the header: refused before anything is written
+# the same limit with SIGXFSZ at its default (dsim ignores it itself: a
+# write past the limit fails with EFBIG instead of killing the run)
+sized() { kib=$1; shift; (ulimit -f "$kib" && trap - XFSZ && exec "$@"); }
+check "run past ulimit -f, SIGXFSZ not ignored by the caller" 1 sized 2500 "$DSIM" run "$dir/w.json" --out "$dir/full2.h5"
+check "info after the limit" 0 "$DSIM" info "$dir/full2.h5"
+expect "info: iterations kept" "iterations: 256"
 check "run with no room at all" 1 limited 16 "$DSIM" run "$dir/w.json" --out "$dir/none.h5"
 expect "no room" "none.h5: cannot create the run log: File too large"
 exit $fail
