@@ -12,12 +12,13 @@ dist_configs_DATA += configs/walker.json configs/control-fem.json configs/contro
   configs/sysid-beam-mu.json configs/sysid-beam-lambda.json \
   configs/sysid-rigid-mass.json configs/sysid-rigid-contact.json \
   configs/control-fem-gradsim.json configs/walker-gradsim.json
-check_PROGRAMS += tests/test_env_grad tests/test_env_config tests/test_env tests/test_env_target
+check_PROGRAMS += tests/test_env_grad tests/test_env_config tests/test_env tests/test_env_target tests/test_cloth_view
+tests_test_cloth_view_SOURCES = tests/test_cloth_view.c
 tests_test_env_grad_SOURCES = tests/test_env_grad.c
 tests_test_env_config_SOURCES = tests/test_env_config.c
 tests_test_env_SOURCES = tests/test_env.c
 tests_test_env_target_SOURCES = tests/test_env_target.c
-TESTS += tests/test_env_grad tests/test_env_config tests/test_env tests/test_env_target
+TESTS += tests/test_env_grad tests/test_env_config tests/test_env tests/test_env_target tests/test_cloth_view
 BENCH_PROGS += bench/bench_env
 BENCH_PROGS += bench/bench_batch
 bench_bench_batch_SOURCES = bench/bench_batch.c
