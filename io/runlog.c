@@ -15,7 +15,7 @@
  * exit-time cleanup then crashes). So no write is started without room for
  * it: before each append, episode and the final status the writer checks
  * that the file can grow by what the write needs plus a margin
- * (fallocate past the end, then giving it back). Refused, the write
+ * (RLIMIT_FSIZE and the free blocks of the file system). Refused, the write
  * is not attempted: the file stays as the last flush left it, with every
  * iteration before, and closes cleanly.
  *
@@ -23,11 +23,13 @@
  * the file (F_OFD_SETLK) from before anything is truncated until it is
  * closed; a second writer, even with overwrite, is refused instead of
  * truncating a log in use. */
-#define _GNU_SOURCE /* F_OFD_SETLK, fallocate */
+#define _GNU_SOURCE /* F_OFD_SETLK */
 #include "config.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/statvfs.h>
 #include <limits.h>
 #include <math.h>
 #include <stdint.h>
@@ -263,26 +265,28 @@ static void iso_now(char* buf, size_t n) {
 #define RL_WRITE_MARGIN ((size_t)64 << 10)
 #define RL_SERIES_CHUNK 256 /* rows per chunk of the /iterations series */
 
-/* 0 when the file can grow by `need` bytes now, else the errno (ENOSPC,
- * EFBIG past RLIMIT_FSIZE, ...). The blocks are allocated and given back:
- * this asks the file system, it keeps nothing. fallocate(2) itself, not
- * posix_fallocate, whose fallback where the file system cannot allocate
- * ahead writes a byte into every block; there (EOPNOTSUPP) and outside
- * Linux the write goes unchecked. */
+/* 0 when the file can grow by `need` bytes now, else the errno the write
+ * would meet: EFBIG past RLIMIT_FSIZE (ulimit -f), ENOSPC when the file
+ * system has fewer free blocks (those an unprivileged writer may use). It
+ * asks and changes nothing: an earlier version reserved the room with
+ * fallocate(2) (and gave it back, or kept it until the next flush), and a
+ * log killed during a flush then came out shorter than the end of
+ * allocation its superblock records, which libhdf5 refuses as truncated
+ * (1 to 7 of 150 random kills, none without the reservation). Another
+ * writer can still take the room between the check and the write; quotas
+ * (EDQUOT) are not checked. */
 static int probe_room(const dsRunLog* log, size_t need) {
-#ifdef __linux__
   struct stat st;
   if (log->fd < 0 || need == 0 || fstat(log->fd, &st) != 0) return 0;
-  if (fallocate(log->fd, 0, st.st_size, (off_t)need) != 0) {
-    const int e = errno;
-    return e == ENOSPC || e == EFBIG || e == EDQUOT ? e : 0;
-  }
-  return ftruncate(log->fd, st.st_size) == 0 ? 0 : errno;
-#else
-  (void)log;
-  (void)need;
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+      (unsigned long long)st.st_size + need > (unsigned long long)rl.rlim_cur)
+    return EFBIG;
+  struct statvfs vf;
+  if (fstatvfs(log->fd, &vf) == 0 && vf.f_frsize > 0 &&
+      (unsigned long long)vf.f_bavail < (need + vf.f_frsize - 1) / vf.f_frsize)
+    return ENOSPC;
   return 0;
-#endif
 }
 
 /* The writer's lock on fd (see the top of this file): 0, or the errno of
@@ -1312,6 +1316,19 @@ int ds_runlog_read_summary(const char* path, dsRunSummary* s, char* err, size_t 
   return rc;
 }
 
+/* The bytes of dataset d (named dp) as uint8, into a new buffer of `bytes`
+ * (already checked against its stored size). */
+static int rd_bytes(Rd* r, hid_t d, const char* dp, size_t bytes, uint8_t** out) {
+  uint8_t* buf = (uint8_t*)ds__malloc(bytes);
+  if (!buf) return ds__puterr(r->err, r->errlen, DS_ERR_NOMEM, "%s: out of memory reading %s", r->path, dp);
+  if (H5Dread(d, H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) {
+    ds__free(buf);
+    return rd_bad(r, dp, "cannot read (corrupt data?)");
+  }
+  *out = buf;
+  return DS_OK;
+}
+
 int ds_runlog_read_frames(const char* path, const char* which, int* nframes, int* height, int* width,
                           uint8_t** rgba, char* err, size_t errlen) {
   int known = 0;
@@ -1330,19 +1347,12 @@ int ds_runlog_read_frames(const char* path, const char* which, int* nframes, int
   rc = rd_frames(&r, dp, dims, &d, &bytes);
   if (rc == DS_OK && d < 0)
     rc = ds__puterr(err, errlen, DS_ERR_NOTFOUND, "%s: no frames for episode \"%s\" (%s is missing)", path, which, dp);
-  if (rc == DS_OK) {
-    uint8_t* buf = (uint8_t*)ds__malloc(bytes);
-    if (!buf) {
-      rc = ds__puterr(err, errlen, DS_ERR_NOMEM, "%s: out of memory reading %s", path, dp);
-    } else if (H5Dread(d, H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) {
-      ds__free(buf);
-      rc = rd_bad(&r, dp, "cannot read (corrupt data?)");
-    } else {
-      *nframes = (int)dims[0];
-      *height = (int)dims[1];
-      *width = (int)dims[2];
-      *rgba = buf;
-    }
+  uint8_t* buf = NULL;
+  if (rc == DS_OK && (rc = rd_bytes(&r, d, dp, bytes, &buf)) == DS_OK) {
+    *nframes = (int)dims[0];
+    *height = (int)dims[1];
+    *width = (int)dims[2];
+    *rgba = buf;
   }
   if (d >= 0) H5Dclose(d);
   H5Fclose(r.f);
@@ -1371,18 +1381,11 @@ int ds_runlog_read_goal(const char* path, const char* which, int* height, int* w
     rc = rd_bad(&r, dp, "expected an H x W x 4 RGBA image, found %llu x %llu x %llu", (unsigned long long)dims[0],
                 (unsigned long long)dims[1], (unsigned long long)dims[2]);
   if (rc == DS_OK) rc = rd_check_storage(&r, d, dp, 3, dims, 1, 0, &bytes);
-  if (rc == DS_OK) {
-    uint8_t* buf = (uint8_t*)ds__malloc(bytes);
-    if (!buf) {
-      rc = ds__puterr(err, errlen, DS_ERR_NOMEM, "%s: out of memory reading %s", path, dp);
-    } else if (H5Dread(d, H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) {
-      ds__free(buf);
-      rc = rd_bad(&r, dp, "cannot read (corrupt data?)");
-    } else {
-      *height = (int)dims[0];
-      *width = (int)dims[1];
-      *rgba = buf;
-    }
+  uint8_t* buf = NULL;
+  if (rc == DS_OK && (rc = rd_bytes(&r, d, dp, bytes, &buf)) == DS_OK) {
+    *height = (int)dims[0];
+    *width = (int)dims[1];
+    *rgba = buf;
   }
   if (d >= 0) H5Dclose(d);
   H5Fclose(r.f);
