@@ -92,7 +92,9 @@ DS_HD DS_INLINE int ds__sym_eig(int n, const dsReal* A, dsReal* lam, dsReal* V) 
  * K is set to S exactly (a symmetric PSD K is left bit for bit as it is).
  * Returns the number of eigenvalues clamped. */
 DS_HD DS_INLINE int ds__sym_project_psd(int n, dsReal* K) {
-  dsReal S[DS__DENSE_MAXN * DS__DENSE_MAXN], V[DS__DENSE_MAXN * DS__DENSE_MAXN], lam[DS__DENSE_MAXN];
+  /* S zeroed: GCC 12 for aarch64 at -O2 cannot see that the loop fills
+     the n x n the solver reads (-Wmaybe-uninitialized) */
+  dsReal S[DS__DENSE_MAXN * DS__DENSE_MAXN] = {0}, V[DS__DENSE_MAXN * DS__DENSE_MAXN], lam[DS__DENSE_MAXN];
   for (int i = 0; i < n; i++)
     for (int j = 0; j < n; j++) S[n * i + j] = i == j ? K[n * i + j] : (K[n * i + j] + K[n * j + i]) / 2;
   ds__sym_eig(n, S, lam, V);
