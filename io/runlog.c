@@ -1,35 +1,43 @@
 /* HDF5 run logs (schema in docs/cli.md, "Run logs (HDF5)"; what they
  * guarantee in docs/reliability.md).
  *
- * Crash safety: the file is created with the default (oldest compatible)
- * superblock, which carries no "file is open for writing" flag, and every
- * iteration ends with H5Fflush. A run killed between two flushes therefore
- * leaves a file that h5dump, h5py and this reader open, holding every
- * completed iteration; /meta's "status" attribute then still says "running".
+ * Crash safety by whole-file commits: the writer builds the log in memory
+ * (libhdf5's core driver, no backing store) and every call that changes it
+ * (create, each iteration, each episode, the final status) ends with a
+ * commit: the file image is written to a temporary file beside the log
+ * (".NAME.dsim-PID.tmp") and renamed over it. rename(2) replaces the name
+ * atomically, so the path always names a complete log written by one
+ * commit: a run killed at any instant (during a commit too) leaves the log
+ * of its last commit, holding every completed iteration, which h5dump,
+ * h5py and this reader open; /meta's "status" then still says "running".
+ * (libhdf5 writing its metadata in place, in an order of its own, made an
+ * in-place flush unsafe: a kill during it could leave the file shorter
+ * than the end of allocation its superblock records, refused as
+ * truncated.) A commit costs one write of the image (the log's size) and
+ * a rename; the image is kept small (series chunks of at most
+ * RL_CHUNK_BYTES).
+ *
+ * A full disk (or RLIMIT_FSIZE): the commit's write fails, the temporary
+ * file is removed, the log keeps its last commit, and the in-memory file
+ * is unharmed, so the final status can still be attempted and the file
+ * closes cleanly. A write past RLIMIT_FSIZE is refused before it is made
+ * (EFBIG), so that a caller who did not ignore SIGXFSZ is not killed.
+ *
+ * One writer per log: the writer holds an open-file-description lock
+ * (F_OFD_SETLK) on the file the path names, from before its first commit
+ * to its close; each commit locks the new file before renaming it into
+ * place and releases the old one after. A second writer, even with
+ * overwrite, finds the lock and is refused without touching the log.
  * HDF5's automatic error printing is switched off: the library never
- * prints, errors come back as codes and messages.
- *
- * A full disk: libhdf5 cannot undo a write that fails half-way (some
- * metadata updated in place, the blocks it points to never written), and a
- * file it cannot flush it cannot close either (it stays open and libhdf5's
- * exit-time cleanup then crashes). So no write is started without room for
- * it: before each append, episode and the final status the writer checks
- * that the file can grow by what the write needs plus a margin
- * (RLIMIT_FSIZE and the free blocks of the file system). Refused, the write
- * is not attempted: the file stays as the last flush left it, with every
- * iteration before, and closes cleanly.
- *
- * One writer per file: the writer holds an open-file-description lock on
- * the file (F_OFD_SETLK) from before anything is truncated until it is
- * closed; a second writer, even with overwrite, is refused instead of
- * truncating a log in use. */
+ * prints, errors come back as codes and messages. */
 #define _GNU_SOURCE /* F_OFD_SETLK */
 #include "config.h"
 
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <sys/resource.h>
-#include <sys/statvfs.h>
 #include <limits.h>
 #include <math.h>
 #include <stdint.h>
@@ -37,6 +45,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -122,12 +131,19 @@ static const char* const g_episode_names[3] = {"first", "best", "last"};
 struct dsRunLog {
   hid_t file;
   hid_t d_loss, d_metric, d_wall, d_gnorm, d_params;
-  int fd;         /* holds the writer's lock; probes for room */
+  int fd;         /* the file the path names, locked by this writer */
   int nparams;
+  size_t chunk_rows; /* rows per chunk of the /iterations series */
+  unsigned char* img; /* commit buffer */
+  size_t img_cap;
+  unsigned char* good; /* the last committed image */
+  size_t good_len, good_cap;
   int stride;
   int compression;
   hsize_t n;      /* iterations written */
   char path[1024];
+  char tmp[2100];  /* the commit's temporary file, beside path */
+  char dir[1024];  /* path's folder */
   dsErrBuf eb;
 };
 
@@ -196,9 +212,9 @@ out:
 }
 
 /* Extendable (unlimited first dimension) double dataset of rank 1 or 2. */
-static hid_t create_series(hid_t loc, const char* name, int cols, const char* units) {
+static hid_t create_series(hid_t loc, const char* name, int cols, size_t rows, const char* units) {
   hsize_t dims[2] = {0, (hsize_t)cols}, maxd[2] = {H5S_UNLIMITED, (hsize_t)cols};
-  hsize_t chunk[2] = {256, (hsize_t)(cols > 0 ? cols : 1)};
+  hsize_t chunk[2] = {(hsize_t)rows, (hsize_t)(cols > 0 ? cols : 1)};
   int rank = cols > 0 ? 2 : 1;
   hid_t s = H5Screate_simple(rank, dims, maxd), p = H5Pcreate(H5P_DATASET_CREATE), d = -1;
   if (s >= 0 && p >= 0 && H5Pset_chunk(p, rank, chunk) >= 0)
@@ -258,46 +274,26 @@ static void iso_now(char* buf, size_t n) {
 }
 
 /* ---- writer --------------------------------------------------------------- */
-/* Room for libhdf5's metadata around a write (object headers, chunk index
- * nodes, the heap; it allocates metadata in 2 KiB blocks) and for the final
- * status: a write is started only with twice this left after it, so the
- * status can still be recorded once a write has been refused. */
-#define RL_WRITE_MARGIN ((size_t)64 << 10)
-#define RL_SERIES_CHUNK 256 /* rows per chunk of the /iterations series */
-
-/* 0 when the file can grow by `need` bytes now, else the errno the write
- * would meet: EFBIG past RLIMIT_FSIZE (ulimit -f), ENOSPC when the file
- * system has fewer free blocks (those an unprivileged writer may use). It
- * asks and changes nothing: an earlier version reserved the room with
- * fallocate(2) (and gave it back, or kept it until the next flush), and a
- * log killed during a flush then came out shorter than the end of
- * allocation its superblock records, which libhdf5 refuses as truncated
- * (1 to 7 of 150 random kills, none without the reservation). Another
- * writer can still take the room between the check and the write; quotas
- * (EDQUOT) are not checked. */
-static int probe_room(const dsRunLog* log, size_t need) {
-  struct stat st;
-  if (log->fd < 0 || need == 0 || fstat(log->fd, &st) != 0) return 0;
-  struct rlimit rl;
-  if (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
-      (unsigned long long)st.st_size + need > (unsigned long long)rl.rlim_cur)
-    return EFBIG;
-  struct statvfs vf;
-  if (fstatvfs(log->fd, &vf) == 0 && vf.f_frsize > 0 &&
-      (unsigned long long)vf.f_bavail < (need + vf.f_frsize - 1) / vf.f_frsize)
-    return ENOSPC;
-  return 0;
-}
+/* A chunk of an /iterations series holds at most this many bytes (and at
+ * most 256 rows): a commit rewrites the whole image, chunks included. */
+#define RL_CHUNK_BYTES ((size_t)16 << 10)
+#define RL_CHUNK_ROWS 256
+/* an unlocked temporary file older than this is a killed writer's */
+#define RL_STALE_TMP_S 60
+/* commit's answer when the file system makes no hard links (the first
+ * commit then falls back to creating the file and renaming over it) */
+#define ENOTSUP_LINK (-1)
+/* Room kept free by every commit but the final one, so that the final
+ * status can still be recorded once a write has been refused */
+#define RL_MARGIN ((size_t)64 << 10)
 
 /* The writer's lock on fd (see the top of this file): 0, or the errno of
- * the refusal with *holder = the pid holding it (0 when unknown). An OFD
- * lock on byte 0 excludes other writers and survives libhdf5 opening and
- * closing its own descriptors of the file (H5Fcreate does: a classic POSIX
- * lock would be dropped by that close). Its owner's pid is not reported to
- * others, so the writer also holds a classic lock on byte 1, taken after
- * H5Fcreate (mark_lock_owner), which F_GETLK reports with the pid. */
-static int take_lock(int fd, long* holder) {
-  *holder = 0;
+ * the refusal. An OFD
+ * lock on byte 0 excludes other writers, in other processes and in this
+ * one. Its owner's pid is not reported to others, so the writer also holds
+ * a classic lock on byte 1 (mark_lock_owner), which F_GETLK reports with
+ * the pid. */
+static int take_lock(int fd) {
   struct flock fl;
   memset(&fl, 0, sizeof fl);
   fl.l_type = F_WRLCK;
@@ -311,21 +307,6 @@ static int take_lock(int fd, long* holder) {
 #endif
   const int e = errno;
   if (e != EAGAIN && e != EACCES) return 0; /* a file system without locks: run unlocked */
-  /* the holder's pid lock is missing while its H5Fcreate runs: look a few
-   * times (for the message only) */
-  for (int tries = 0; tries < 50 && !*holder; tries++) {
-    memset(&fl, 0, sizeof fl);
-    fl.l_type = F_WRLCK;
-    fl.l_whence = SEEK_SET;
-    fl.l_start = 1;
-    fl.l_len = 1;
-    if (fcntl(fd, F_GETLK, &fl) == 0 && fl.l_type != F_UNLCK && fl.l_pid > 0) {
-      *holder = (long)fl.l_pid;
-    } else {
-      const struct timespec ms2 = {0, 2000000};
-      nanosleep(&ms2, NULL);
-    }
-  }
   return e;
 }
 
@@ -339,75 +320,268 @@ static void mark_lock_owner(int fd) {
   (void)fcntl(fd, F_SETLK, &fl); /* only for the pid in a second writer's message */
 }
 
-int ds_runlog_create(const char* path, const dsRunLogDef* def, dsRunLog** out, char* err, size_t errlen) {
-  *out = NULL;
-  if (!def || !path) return ds__puterr(err, errlen, DS_ERR_INVALID, "run log: path and definition are required");
-  if (def->nparams < 0 || def->substep_stride < 1 || def->compression < 0 || def->compression > 9)
-    return ds__puterr(err, errlen, DS_ERR_INVALID,
-                   "%s: bad run log definition (nparams %d >= 0, substep_stride %d >= 1, compression %d in 0..9)",
-                   path, def->nparams, def->substep_stride, def->compression);
-  quiet_hdf5();
-  dsRunLog* log = (dsRunLog*)ds__calloc(1, sizeof *log);
-  if (!log) return ds__puterr(err, errlen, DS_ERR_NOMEM, "%s: out of memory", path);
-  log->d_loss = log->d_metric = log->d_wall = log->d_gnorm = log->d_params = -1;
-  log->file = -1;
-  log->nparams = def->nparams;
-  log->stride = def->substep_stride;
-  log->compression = def->compression;
-  snprintf(log->path, sizeof log->path, "%s", path);
-  struct stat st;
-  if (!def->overwrite && stat(path, &st) == 0) {
-    ds__free(log);
-    return ds__puterr(err, errlen, DS_ERR_IO, "%s: exists; refusing to replace it (dsRunLogDef.overwrite)", path);
+/* The pid marked on the file path names now (mark_lock_owner), or 0: the
+ * file a refused writer locked may have been replaced by a commit, its
+ * holder's marks going with it. */
+static long lock_holder(const char* path) {
+  for (int tries = 0; tries < 50; tries++) {
+    const int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    struct flock fl;
+    memset(&fl, 0, sizeof fl);
+    fl.l_type = F_WRLCK;
+    fl.l_whence = SEEK_SET;
+    fl.l_start = 1;
+    fl.l_len = 1;
+    const int got = fd >= 0 && fcntl(fd, F_GETLK, &fl) == 0 && fl.l_type != F_UNLCK && fl.l_pid > 0;
+    if (fd >= 0) close(fd);
+    if (got) return (long)fl.l_pid;
+    const struct timespec ms2 = {0, 2000000};
+    nanosleep(&ms2, NULL);
   }
-  /* lock first, truncate after: the file is opened without O_TRUNC (and
-   * created exclusively unless overwrite), locked, and only then handed to
-   * H5Fcreate, which truncates it */
-  log->fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | (def->overwrite ? 0 : O_EXCL), 0666);
-  if (log->fd < 0) {
-    const int e = errno;
-    ds__free(log);
-    if (e == EEXIST) /* created by someone else meanwhile */
-      return ds__puterr(err, errlen, DS_ERR_IO, "%s: exists; refusing to replace it (dsRunLogDef.overwrite)", path);
-    return ds__puterr(err, errlen, DS_ERR_IO, "%s: cannot create the run log: %s", path, strerror(e));
+  return 0;
+}
+
+/* Splits path into its folder (or ".") and base name. */
+static void split_path(const char* path, char* dir, size_t ndir, char* base, size_t nbase) {
+  const char* slash = strrchr(path, '/');
+  if (!slash) {
+    snprintf(dir, ndir, ".");
+    snprintf(base, nbase, "%s", path);
+  } else {
+    snprintf(dir, ndir, "%.*s", (int)(slash == path ? 1 : slash - path), path);
+    snprintf(base, nbase, "%s", slash + 1);
   }
-  long holder = 0;
-  if (take_lock(log->fd, &holder) != 0) {
-    close(log->fd);
-    ds__free(log);
-    if (holder > 0)
-      return ds__puterr(err, errlen, DS_ERR_IO, "%s: in use by another run (pid %ld); not replacing it", path, holder);
-    return ds__puterr(err, errlen, DS_ERR_IO, "%s: in use by another run; not replacing it", path);
+}
+
+/* Removes temporary files of killed writers of the same log (".BASE.dsim-
+ * *.tmp" in its folder, older than RL_STALE_TMP_S and not locked: a live
+ * writer locks its temporary file before it writes a byte). */
+static void sweep_stale_tmp(const char* dir, const char* base) {
+  DIR* dp = opendir(dir);
+  if (!dp) return;
+  char prefix[1100];
+  const int np = snprintf(prefix, sizeof prefix, ".%s.dsim-", base);
+  if (np <= 0 || (size_t)np >= sizeof prefix) {
+    closedir(dp);
+    return;
   }
-  mark_lock_owner(log->fd); /* dropped inside H5Fcreate, taken again after it */
-  const size_t header = strlen(def->config_text ? def->config_text : "{}") + 2 * RL_WRITE_MARGIN;
-  const int room = probe_room(log, header);
-  if (room) {
-    close(log->fd);
-    if (!def->overwrite) unlink(path); /* the empty file this call created */
-    ds__free(log);
-    return ds__puterr(err, errlen, DS_ERR_IO, "%s: cannot create the run log: %s", path, strerror(room));
+  const time_t now = time(NULL);
+  struct dirent* e;
+  while ((e = readdir(dp)) != NULL) {
+    const size_t len = strlen(e->d_name);
+    if (strncmp(e->d_name, prefix, (size_t)np) != 0 || len < (size_t)np + 4 || strcmp(e->d_name + len - 4, ".tmp"))
+      continue;
+    const int fd = openat(dirfd(dp), e->d_name, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    struct stat st;
+    if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && now - st.st_mtime > RL_STALE_TMP_S &&
+        take_lock(fd) == 0)
+      (void)unlinkat(dirfd(dp), e->d_name, 0);
+    if (fd >= 0) close(fd);
   }
-  /* closing the file closes every object a failed write left open */
+  closedir(dp);
+}
+
+/* Writes n bytes at fd's position; 0 or the errno. */
+static int write_all(int fd, const unsigned char* p, size_t n) {
+  while (n > 0) {
+    const ssize_t w = write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return w < 0 ? errno : EIO;
+    p += w;
+    n -= (size_t)w;
+  }
+  return 0;
+}
+
+/* 0 when a file of len bytes can be written now with `margin` bytes to
+ * spare, else the errno the write would meet: EFBIG past RLIMIT_FSIZE
+ * (checked so that a caller who did not ignore SIGXFSZ is not killed),
+ * ENOSPC when the file system has fewer free blocks (those an unprivileged
+ * writer may use). The temporary file is written while the log still
+ * exists, so the whole image must fit. */
+static int probe_room(const dsRunLog* log, size_t len, size_t margin) {
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+      (unsigned long long)len + margin > (unsigned long long)rl.rlim_cur)
+    return EFBIG;
+  struct statvfs vf;
+  if (statvfs(log->dir, &vf) == 0 && vf.f_frsize > 0 &&
+      (unsigned long long)vf.f_bavail < (len + margin + vf.f_frsize - 1) / vf.f_frsize)
+    return ENOSPC;
+  return 0;
+}
+
+/* The commit (see the top of this file): 0, or the errno that stopped it,
+ * the log on disk then unchanged (and the file in memory rolled back to
+ * it: rollback). final: no margin is kept (see RL_MARGIN), and the file
+ * and its folder are synced (the other commits survive a killed process,
+ * not a power cut). */
+static int commit(dsRunLog* log, int final) {
+  if (H5Fflush(log->file, H5F_SCOPE_GLOBAL) < 0) return EIO;
+  const ssize_t len = H5Fget_file_image(log->file, NULL, 0);
+  if (len <= 0) return EIO;
+  if ((size_t)len > log->img_cap) {
+    const size_t cap = (size_t)len + (size_t)len / 2;
+    unsigned char* p = (unsigned char*)ds__realloc(log->img, cap);
+    if (!p) return ENOMEM;
+    log->img = p;
+    log->img_cap = cap;
+  }
+  if (H5Fget_file_image(log->file, log->img, (size_t)len) != len) return EIO;
+  int e = probe_room(log, (size_t)len, final ? 0 : RL_MARGIN);
+  if (e) return e;
+  int fd = open(log->tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  if (fd < 0 && errno == EEXIST) { /* left by a killed writer with this pid */
+    (void)unlink(log->tmp);
+    fd = open(log->tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  }
+  if (fd < 0) return errno;
+  (void)take_lock(fd); /* nobody else knows the file yet */
+  mark_lock_owner(fd);
+  e = write_all(fd, log->img, (size_t)len);
+  if (!e && final && fsync(fd) != 0) e = errno;
+  /* the first commit of a new log links its file in (link(2) fails with
+   * EEXIST rather than replace a file that appeared meanwhile: the caller
+   * decides); the others replace the file they hold */
+  if (!e && log->fd < 0) {
+    if (link(log->tmp, log->path) == 0)
+      (void)unlink(log->tmp);
+    else
+      e = errno == EEXIST ? EEXIST : ENOTSUP_LINK;
+  } else if (!e && rename(log->tmp, log->path) != 0) {
+    e = errno;
+  }
+  if (e) {
+    close(fd);
+    (void)unlink(log->tmp);
+    return e;
+  }
+  if (log->fd >= 0) close(log->fd); /* the replaced file, and its lock */
+  log->fd = fd;
+  if (final) {
+    const int dfd = open(log->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+      (void)fsync(dfd);
+      close(dfd);
+    }
+  }
+  /* the committed image: what a rollback returns to */
+  unsigned char* t = log->good;
+  log->good = log->img;
+  log->good_len = (size_t)len;
+  log->img = t;
+  const size_t c = log->good_cap;
+  log->good_cap = log->img_cap;
+  log->img_cap = c;
+  return 0;
+}
+
+static void close_series(dsRunLog* log) {
+  hid_t* ds[] = {&log->d_loss, &log->d_metric, &log->d_wall, &log->d_gnorm, &log->d_params};
+  for (size_t i = 0; i < sizeof ds / sizeof ds[0]; i++) {
+    if (*ds[i] >= 0) H5Dclose(*ds[i]);
+    *ds[i] = -1;
+  }
+}
+
+/* In-memory file access: grown 1 MiB at a time, no backing store (the
+ * commits write the file); closing the file closes every object a failed
+ * write left open. image: start from these bytes. */
+static hid_t memory_fapl(const void* image, size_t len) {
   hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
-  if (fapl >= 0) H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG);
-#if H5_VERSION_GE(1, 10, 7)
-  /* the lock above is the writer's lock; libhdf5's own (flock on its
-   * descriptor) would conflict with it where flock is built on byte-range
-   * locks (NFS), refusing every run there */
-  if (fapl >= 0) H5Pset_file_locking(fapl, 0, 1);
-#endif
-  errno = 0;
-  log->file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl >= 0 ? fapl : H5P_DEFAULT);
-  if (fapl >= 0) H5Pclose(fapl);
-  if (log->file < 0) {
-    int e = errno;
-    close(log->fd);
-    ds__free(log);
-    return ds__puterr(err, errlen, DS_ERR_IO, "%s: cannot create the run log%s%s", path, e ? ": " : "",
-                   e ? strerror(e) : "");
+  if (fapl >= 0 && (H5Pset_fapl_core(fapl, (size_t)1 << 20, 0) < 0 ||
+                    H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG) < 0 ||
+                    (image && H5Pset_file_image(fapl, (void*)image, len) < 0))) {
+    H5Pclose(fapl);
+    fapl = -1;
   }
-  mark_lock_owner(log->fd);
+  return fapl;
+}
+
+/* After a failed write or commit: the file in memory becomes the last
+ * committed image again (so that a later commit, such as the final status,
+ * does not carry half of the failed write); 0, or -1 with the file closed. */
+static int rollback(dsRunLog* log) {
+  close_series(log);
+  if (log->file >= 0) H5Fclose(log->file);
+  log->file = -1;
+  hid_t fapl = log->good ? memory_fapl(log->good, log->good_len) : -1;
+  /* the name must not exist: libhdf5 refuses to open an image under the
+   * name of an existing file */
+  char name[sizeof log->tmp + 8];
+  snprintf(name, sizeof name, "%s.memory", log->tmp);
+  if (fapl >= 0) log->file = H5Fopen(name, H5F_ACC_RDWR, fapl);
+  if (fapl >= 0) H5Pclose(fapl);
+  if (log->file < 0) return -1;
+  const char* names[] = {"/iterations/loss", "/iterations/metric", "/iterations/wall_time", "/iterations/grad_norm",
+                         "/iterations/params"};
+  hid_t* ds[] = {&log->d_loss, &log->d_metric, &log->d_wall, &log->d_gnorm, &log->d_params};
+  for (int i = 0; i < 5; i++)
+    if (i < 4 || log->nparams > 0) {
+      *ds[i] = H5Dopen2(log->file, names[i], H5P_DEFAULT);
+      if (*ds[i] < 0) return -1;
+    }
+  return 0;
+}
+
+/* Opens and locks the file the path names (creating it, exclusively unless
+ * overwrite): DS_OK with log->fd set and *created when this call made it,
+ * or a DS_ERR_* with the message in err. A writer that replaced the file
+ * between this open and the lock is noticed (the path then names another
+ * file) and the open repeated. */
+static int open_target(dsRunLog* log, int overwrite, int* created, char* err, size_t errlen) {
+  const char* path = log->path;
+  for (int tries = 0; tries < 100; tries++) {
+    int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    *created = fd >= 0;
+    if (fd < 0 && errno == EEXIST && !overwrite)
+      return ds__puterr(err, errlen, DS_ERR_IO, "%s: exists; refusing to replace it (dsRunLogDef.overwrite)", path);
+    if (fd < 0 && errno == EEXIST) {
+      fd = open(path, O_RDWR | O_CLOEXEC | O_NONBLOCK);
+      if (fd < 0 && errno == ENOENT) continue; /* removed meanwhile */
+    }
+    if (fd < 0) return ds__puterr(err, errlen, DS_ERR_IO, "%s: cannot create the run log: %s", path, strerror(errno));
+    struct stat st, now;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+      close(fd);
+      return ds__puterr(err, errlen, DS_ERR_IO, "%s: cannot create the run log: not a regular file", path);
+    }
+    if (take_lock(fd) != 0) {
+      close(fd);
+      const long holder = lock_holder(path);
+      if (holder > 0)
+        return ds__puterr(err, errlen, DS_ERR_IO, "%s: in use by another run (pid %ld); not replacing it", path, holder);
+      return ds__puterr(err, errlen, DS_ERR_IO, "%s: in use by another run; not replacing it", path);
+    }
+    if (stat(path, &now) == 0 && now.st_ino == st.st_ino && now.st_dev == st.st_dev) {
+      mark_lock_owner(fd);
+      log->fd = fd;
+      return DS_OK;
+    }
+    close(fd); /* replaced by another writer's commit meanwhile: look again */
+  }
+  return ds__puterr(err, errlen, DS_ERR_IO, "%s: in use by another run; not replacing it", path);
+}
+
+/* The log's path (a symbolic link is followed to its target, which the
+ * commits then replace) and its commit file. */
+static int set_paths(dsRunLog* log, const char* path, char* err, size_t errlen) {
+  struct stat st;
+  char* real = lstat(path, &st) == 0 && S_ISLNK(st.st_mode) ? realpath(path, NULL) : NULL;
+  const int n = snprintf(log->path, sizeof log->path, "%s", real ? real : path);
+  free(real);
+  if (n < 0 || (size_t)n >= sizeof log->path)
+    return ds__puterr(err, errlen, DS_ERR_INVALID, "%s: path longer than %zu bytes", path, sizeof log->path - 1);
+  char base[1024];
+  split_path(log->path, log->dir, sizeof log->dir, base, sizeof base);
+  if (!base[0] || strlen(base) > 200)
+    return ds__puterr(err, errlen, DS_ERR_IO, "%s: cannot create the run log: not a file name of 1 to 200 bytes", path);
+  snprintf(log->tmp, sizeof log->tmp, "%s/.%s.dsim-%ld.tmp", log->dir, base, (long)getpid());
+  return DS_OK;
+}
+
+/* The header: /config, /meta and the empty /iterations series. */
+static int write_header(dsRunLog* log, const dsRunLogDef* def) {
   hid_t meta = H5Gcreate2(log->file, "meta", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
   hid_t iters = H5Gcreate2(log->file, "iterations", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
   hid_t eps = H5Gcreate2(log->file, "episodes", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
@@ -431,21 +605,84 @@ int ds_runlog_create(const char* path, const dsRunLogDef* def, dsRunLog** out, c
   ok = ok && write_str_attr(meta, "status", "running") >= 0;
   if (def->has_metric_goal) ok = ok && write_dbl_attr(meta, "metric_goal", def->metric_goal) >= 0;
   if (ok) {
-    log->d_loss = create_series(iters, "loss", 0, "1");
-    log->d_metric = create_series(iters, "metric", 0, "task metric (see /meta/env)");
-    log->d_wall = create_series(iters, "wall_time", 0, "s");
-    log->d_gnorm = create_series(iters, "grad_norm", 0, "1");
-    if (def->nparams > 0) log->d_params = create_series(iters, "params", def->nparams, "1");
+    /* scalar series: RL_CHUNK_ROWS rows a chunk; params: as many as fit in
+     * RL_CHUNK_BYTES (at least 1) */
+    const size_t r1 = RL_CHUNK_ROWS;
+    size_t rp = def->nparams > 0 ? RL_CHUNK_BYTES / (sizeof(double) * (size_t)def->nparams) : r1;
+    rp = rp < 1 ? 1 : rp > r1 ? r1 : rp;
+    log->d_loss = create_series(iters, "loss", 0, r1, "1");
+    log->d_metric = create_series(iters, "metric", 0, r1, "task metric (see /meta/env)");
+    log->d_wall = create_series(iters, "wall_time", 0, r1, "s");
+    log->d_gnorm = create_series(iters, "grad_norm", 0, r1, "1");
+    if (def->nparams > 0) log->d_params = create_series(iters, "params", def->nparams, rp, "1");
     ok = log->d_loss >= 0 && log->d_metric >= 0 && log->d_wall >= 0 && log->d_gnorm >= 0 &&
          (def->nparams == 0 || log->d_params >= 0);
   }
   if (meta >= 0) H5Gclose(meta);
   if (iters >= 0) H5Gclose(iters);
   if (eps >= 0) H5Gclose(eps);
-  if (ok) ok = H5Fflush(log->file, H5F_SCOPE_GLOBAL) >= 0;
-  if (!ok) {
-    ds_runlog_close(log, NULL);
-    return ds__puterr(err, errlen, DS_ERR_IO, "%s: cannot write the run log header", path);
+  return ok ? 0 : -1;
+}
+
+/* Frees what the writer holds (the file image in memory, the lock). */
+static void free_writer(dsRunLog* log) {
+  close_series(log);
+  if (log->file >= 0) H5Fclose(log->file);
+  if (log->fd >= 0) close(log->fd); /* releases the lock */
+  ds__free(log->img);
+  ds__free(log->good);
+  ds__free(log);
+}
+
+int ds_runlog_create(const char* path, const dsRunLogDef* def, dsRunLog** out, char* err, size_t errlen) {
+  *out = NULL;
+  if (!def || !path) return ds__puterr(err, errlen, DS_ERR_INVALID, "run log: path and definition are required");
+  if (def->nparams < 0 || def->substep_stride < 1 || def->compression < 0 || def->compression > 9)
+    return ds__puterr(err, errlen, DS_ERR_INVALID,
+                   "%s: bad run log definition (nparams %d >= 0, substep_stride %d >= 1, compression %d in 0..9)",
+                   path, def->nparams, def->substep_stride, def->compression);
+  quiet_hdf5();
+  dsRunLog* log = (dsRunLog*)ds__calloc(1, sizeof *log);
+  if (!log) return ds__puterr(err, errlen, DS_ERR_NOMEM, "%s: out of memory", path);
+  log->d_loss = log->d_metric = log->d_wall = log->d_gnorm = log->d_params = -1;
+  log->file = -1;
+  log->fd = -1;
+  log->nparams = def->nparams;
+  log->stride = def->substep_stride;
+  log->compression = def->compression;
+  /* an existing file is opened and locked now; a new one appears with the
+   * first commit, complete (a run killed before leaves no file) */
+  int created = 0;
+  struct stat st;
+  int rc = set_paths(log, path, err, errlen);
+  if (!rc && (lstat(log->path, &st) == 0 || errno != ENOENT))
+    rc = open_target(log, def->overwrite, &created, err, errlen);
+  if (rc) {
+    free_writer(log);
+    return rc;
+  }
+  char base[1024];
+  split_path(log->path, log->dir, sizeof log->dir, base, sizeof base);
+  sweep_stale_tmp(log->dir, base);
+  hid_t fapl = memory_fapl(NULL, 0);
+  if (fapl >= 0) log->file = H5Fcreate(log->tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+  if (fapl >= 0) H5Pclose(fapl);
+  int e = log->file < 0 || write_header(log, def) != 0 ? EIO : 0;
+  if (!e) e = commit(log, 0);
+  if ((e == EEXIST && !def->overwrite))
+    rc = ds__puterr(err, errlen, DS_ERR_IO, "%s: exists; refusing to replace it (dsRunLogDef.overwrite)", path);
+  else if (e == EEXIST || e == ENOTSUP_LINK) { /* created meanwhile, or no hard links here */
+    rc = open_target(log, def->overwrite, &created, err, errlen);
+    e = rc ? 0 : commit(log, 0);
+  }
+  if (e && !rc) {
+    if (created) unlink(log->path); /* the empty file this call made */
+    rc = ds__puterr(err, errlen, DS_ERR_IO, "%s: cannot create the run log: %s", path,
+                    e == EIO ? "cannot write its header" : strerror(e));
+  }
+  if (rc) {
+    free_writer(log);
+    return rc;
   }
   *out = log;
   return DS_OK;
@@ -456,18 +693,19 @@ int ds_runlog_append_iteration(dsRunLog* log, const dsRunIteration* it) {
   if (log->nparams > 0 && !it->params)
     return ds__seterr(&log->eb, DS_ERR_INVALID, "%s: iteration %llu: %d parameters expected, got none", log->path,
                       (unsigned long long)log->n, log->nparams);
-  /* a new chunk of each series every RL_SERIES_CHUNK rows */
-  const size_t chunks = log->n % RL_SERIES_CHUNK ? 0 : RL_SERIES_CHUNK * sizeof(double) * (size_t)(4 + log->nparams);
-  const int room = probe_room(log, chunks + 2 * RL_WRITE_MARGIN);
-  if (room)
-    return ds__seterr(&log->eb, DS_ERR_IO, "%s: cannot append iteration %llu: %s (the log keeps the %llu before it)",
-                      log->path, (unsigned long long)log->n, strerror(room), (unsigned long long)log->n);
   int ok = append_row(log->d_loss, log->n, 0, &it->loss) >= 0 && append_row(log->d_metric, log->n, 0, &it->metric) >= 0 &&
            append_row(log->d_wall, log->n, 0, &it->wall_time) >= 0 &&
            append_row(log->d_gnorm, log->n, 0, &it->grad_norm) >= 0 &&
            (log->nparams == 0 || append_row(log->d_params, log->n, log->nparams, it->params) >= 0);
-  if (!ok || H5Fflush(log->file, H5F_SCOPE_GLOBAL) < 0)
-    return ds__seterr(&log->eb, DS_ERR_IO, "%s: cannot append iteration %llu", log->path, (unsigned long long)log->n);
+  const int e = ok ? commit(log, 0) : EIO;
+  if (e) {
+    if (rollback(log) != 0)
+      return ds__seterr(&log->eb, DS_ERR_IO, "%s: cannot append iteration %llu: %s; the log keeps the %llu before it, "
+                        "and no more can be written", log->path, (unsigned long long)log->n, strerror(e),
+                        (unsigned long long)log->n);
+    return ds__seterr(&log->eb, DS_ERR_IO, "%s: cannot append iteration %llu: %s (the log keeps the %llu before it)",
+                      log->path, (unsigned long long)log->n, strerror(e), (unsigned long long)log->n);
+  }
   log->n++;
   return DS_OK;
 }
@@ -560,25 +798,13 @@ int ds_runlog_write_episode(dsRunLog* log, const char* which, const dsEpisodeRec
   if ((ep->frames || ep->goal) && (ep->height < 1 || ep->width < 1 || (ep->frames && ep->nframes < 1)))
     return ds__seterr(&log->eb, DS_ERR_INVALID, "%s: episode %s: %d frames of %d x %d", log->path, which, ep->nframes,
                       ep->height, ep->width);
-  /* what it stores, uncompressed (deflate grows incompressible data by
-   * well under 1%), then the margin */
-  size_t need = 2 * RL_WRITE_MARGIN;
-  if (ep->positions) need += (size_t)ep->nsubsteps * (size_t)ep->nparticles * 3 * sizeof(float) * 101 / 100;
-  if (ep->velocities) need += (size_t)ep->nsubsteps * (size_t)ep->nparticles * 3 * sizeof(float) * 101 / 100;
-  if (ep->actions && ep->nsteps > 0 && ep->action_dim > 0)
-    need += (size_t)ep->nsteps * (size_t)ep->action_dim * sizeof(float) * 101 / 100;
-  if (ep->frames) need += (size_t)ep->nframes * (size_t)ep->height * (size_t)ep->width * 4 * 101 / 100;
-  if (ep->goal) need += (size_t)ep->height * (size_t)ep->width * 4 * 101 / 100;
-  const int room = probe_room(log, need);
-  if (room) return ds__seterr(&log->eb, DS_ERR_IO, "%s: cannot write episode %s: %s", log->path, which, strerror(room));
-  /* written as /episodes/<which>.writing and linked as <which> once it is
-   * complete and flushed: a run killed while writing keeps the previous
-   * episode readable (or none), never a half-written one */
-  char gpath[64], tpath[80];
+  if (log->file < 0) return ds__seterr(&log->eb, DS_ERR_IO, "%s: cannot write episode %s: the log is closed", log->path, which);
+  /* the commit makes the episode appear whole or not at all: a run killed
+   * while writing keeps the previous episode of that name (or none) */
+  char gpath[64];
   snprintf(gpath, sizeof gpath, "/episodes/%s", which);
-  snprintf(tpath, sizeof tpath, "%s.writing", gpath);
-  if (H5Lexists(log->file, tpath, H5P_DEFAULT) > 0) H5Ldelete(log->file, tpath, H5P_DEFAULT);
-  hid_t g = H5Gcreate2(log->file, tpath, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  if (H5Lexists(log->file, gpath, H5P_DEFAULT) > 0) H5Ldelete(log->file, gpath, H5P_DEFAULT);
+  hid_t g = H5Gcreate2(log->file, gpath, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
   int ok = g >= 0;
   ok = ok && write_int_attr(g, "iteration", ep->iteration) >= 0 && write_dbl_attr(g, "loss", ep->loss) >= 0 &&
        write_dbl_attr(g, "metric", ep->metric) >= 0 && write_dbl_attr(g, "dt", ep->dt) >= 0 &&
@@ -604,36 +830,34 @@ int ds_runlog_write_episode(dsRunLog* log, const char* which, const dsEpisodeRec
                      "RGBA 0..255") >= 0;
   }
   if (g >= 0) H5Gclose(g);
-  ok = ok && H5Fflush(log->file, H5F_SCOPE_GLOBAL) >= 0;
-  if (ok && H5Lexists(log->file, gpath, H5P_DEFAULT) > 0) ok = H5Ldelete(log->file, gpath, H5P_DEFAULT) >= 0;
-  ok = ok && H5Lmove(log->file, tpath, log->file, gpath, H5P_DEFAULT, H5P_DEFAULT) >= 0;
-  if (!ok || H5Fflush(log->file, H5F_SCOPE_GLOBAL) < 0)
-    return ds__seterr(&log->eb, DS_ERR_IO, "%s: cannot write episode %s", log->path, which);
+  const int e = ok ? commit(log, 0) : EIO;
+  if (e) {
+    const int rb = rollback(log);
+    return ds__seterr(&log->eb, DS_ERR_IO, "%s: cannot write episode %s: %s%s", log->path, which,
+                      e == EIO ? "the HDF5 write failed" : strerror(e), rb ? "; no more can be written" : "");
+  }
   return DS_OK;
 }
 
 int ds_runlog_close(dsRunLog* log, const char* status) {
   if (!log) return DS_OK;
   int rc = DS_OK;
-  const int room = status && log->file >= 0 ? probe_room(log, RL_WRITE_MARGIN) : 0;
-  if (room) /* /meta keeps "running": a log that did not end cleanly */
-    rc = ds__seterr(&log->eb, DS_ERR_IO, "%s: cannot record the final status \"%s\": %s", log->path, status,
-                    strerror(room));
-  if (status && log->file >= 0 && !room) {
+  if (status && log->file >= 0) {
     hid_t meta = H5Gopen2(log->file, "meta", H5P_DEFAULT);
     char now[32];
     iso_now(now, sizeof now);
-    if (meta < 0 || write_str_attr(meta, "status", status) < 0 || write_str_attr(meta, "end_time", now) < 0)
-      rc = ds__seterr(&log->eb, DS_ERR_IO, "%s: cannot record the final status", log->path);
+    int e = meta < 0 || write_str_attr(meta, "status", status) < 0 || write_str_attr(meta, "end_time", now) < 0;
     if (meta >= 0) H5Gclose(meta);
+    if (!e) e = commit(log, 1);
+    /* on failure /meta keeps "running": a log that did not end cleanly */
+    if (e)
+      rc = ds__seterr(&log->eb, DS_ERR_IO, "%s: cannot record the final status \"%s\": %s", log->path, status,
+                      e == 1 || e == EIO ? "the HDF5 write failed" : strerror(e));
+  } else if (status) {
+    rc = ds__seterr(&log->eb, DS_ERR_IO, "%s: cannot record the final status \"%s\": an earlier write failed",
+                    log->path, status);
   }
-  hid_t* ds[] = {&log->d_loss, &log->d_metric, &log->d_wall, &log->d_gnorm, &log->d_params};
-  for (size_t i = 0; i < sizeof ds / sizeof ds[0]; i++)
-    if (*ds[i] >= 0) H5Dclose(*ds[i]);
-  if (log->file >= 0 && H5Fclose(log->file) < 0 && rc == DS_OK)
-    rc = ds__seterr(&log->eb, DS_ERR_IO, "%s: cannot close the run log", log->path);
-  if (log->fd >= 0) close(log->fd); /* releases the lock */
-  ds__free(log);
+  free_writer(log);
   return rc;
 }
 

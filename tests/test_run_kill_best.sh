@@ -31,7 +31,6 @@ fail=0
 seed=${KILL_SEED:-$$}
 round=0
 stale_rounds=0
-truncated=0
 while [ $round -lt 20 ]; do
   round=$((round + 1))
   log="$dir/r$round.h5"; out="$dir/r$round.txt"
@@ -44,16 +43,7 @@ while [ $round -lt 20 ]; do
     tries=$((tries + 1)); sleep 0.01
   done
   kill -KILL "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
-  info=$("$DSIM" info "$log" 2>&1) || {
-    # A known, open bug (docs/reliability.md, "Known gap"): a SIGKILL during
-    # libhdf5's flush can leave the file shorter than the end of allocation
-    # its superblock records, and libhdf5 refuses it as truncated (about 1
-    # kill in 20 to 150 here). Counted, and a failure past 3 of 20; any other
-    # failure of info fails the test.
-    case $info in
-      *"corrupt or truncated"*) truncated=$((truncated + 1)); echo "KNOWN GAP: round $round: log truncated by the kill"; continue ;;
-    esac
-    echo "FAIL: round $round: dsim info failed:"; echo "$info"; fail=1; continue; }
+  info=$("$DSIM" info "$log" 2>&1) || { echo "FAIL: round $round: dsim info failed:"; echo "$info"; fail=1; continue; }
   n=$(echo "$info" | sed -n 's/^iterations: *\([0-9]*\).*/\1/p')
   [ "${n:-0}" -ge 1 ] || { echo "round $round: killed before the first iteration was logged"; continue; }
   b=$(echo "$info" | sed -n 's/^loss:.*lowest .* at iteration \([0-9]*\) (the best).*/\1/p')
@@ -89,6 +79,4 @@ EOF
   echo "round $round: killed after $k progress lines; $n iterations logged, best $b, kept best episode $e"
 done
 echo "$stale_rounds of 20 kills kept an older best episode than the best logged iteration"
-echo "$truncated of 20 kills left a truncated log (the known gap)"
-[ "$truncated" -le 3 ] || { echo "FAIL: $truncated of 20 kills left a truncated log (more than the 3 allowed for the known gap)"; fail=1; }
 exit $fail

@@ -1,10 +1,16 @@
 /* Run logs: write then read back, episode replacement and striding, refusal
  * of missing / truncated / non-HDF5 / foreign-HDF5 files, bad arguments. */
+#define _GNU_SOURCE /* lstat, symlink, utimensat */
 #include "config.h"
 
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "dsim/runlog.h"
 #include "tests/dstest.h"
@@ -247,6 +253,80 @@ int main(void) {
     CHECK_INT_EQ(ds_runlog_close(log, "completed"), DS_OK);
     log = NULL;
     remove(keep);
+  }
+  /* commits (io/runlog.c): after every append the path names a complete
+   * log another reader opens, with that many iterations */
+  {
+    const char* cpath = tmp_path("test_runlog_commit.h5");
+    dsRunLogDef d3 = ds_default_runlog_def();
+    d3.overwrite = 1;
+    d3.nparams = 2000; /* a row of 16 KB: one row a chunk */
+    double* row = (double*)calloc(2000, sizeof(double));
+    CHECK_INT_EQ(ds_runlog_create(cpath, &d3, &log, err, sizeof err), DS_OK);
+    for (int i = 0; i < 12 && log && row; i++) {
+      row[i] = i;
+      dsRunIteration it = {1.0 / (i + 1), 0, 0.1 * i, 1, row};
+      CHECK_INT_EQ(ds_runlog_append_iteration(log, &it), DS_OK);
+      dsRunSummary rs;
+      CHECK_INT_EQ(ds_runlog_read_summary(cpath, &rs, err, sizeof err), DS_OK);
+      CHECK_INT_EQ(rs.niterations, i + 1);
+      CHECK_STR_EQ(rs.status, "running");
+    }
+    free(row);
+    CHECK_INT_EQ(ds_runlog_close(log, "completed"), DS_OK);
+    log = NULL;
+    dsRunSummary rs;
+    CHECK_INT_EQ(ds_runlog_read_summary(cpath, &rs, err, sizeof err), DS_OK);
+    CHECK_STR_EQ(rs.status, "completed");
+    remove(cpath);
+  }
+  /* a killed writer's temporary file: removed by the next writer of that
+   * log when older than a minute and unlocked; a recent one is kept */
+  {
+    const char* lpath = tmp_path("test_runlog_stale.h5");
+    char old_tmp[2400], new_tmp[2400];
+    snprintf(old_tmp, sizeof old_tmp, "%s/.test_runlog_stale.h5.dsim-999999991.tmp", g_dir);
+    snprintf(new_tmp, sizeof new_tmp, "%s/.test_runlog_stale.h5.dsim-999999992.tmp", g_dir);
+    FILE* f1 = fopen(old_tmp, "w");
+    FILE* f2 = fopen(new_tmp, "w");
+    if (f1) fclose(f1);
+    if (f2) fclose(f2);
+    struct timespec ts[2] = {{0, 0}, {0, 0}};
+    ts[0].tv_sec = ts[1].tv_sec = time(NULL) - 3600;
+    CHECK(utimensat(AT_FDCWD, old_tmp, ts, 0) == 0);
+    dsRunLogDef d4 = ds_default_runlog_def();
+    d4.overwrite = 1;
+    CHECK_INT_EQ(ds_runlog_create(lpath, &d4, &log, err, sizeof err), DS_OK);
+    CHECK_INT_EQ(ds_runlog_close(log, "completed"), DS_OK);
+    log = NULL;
+    struct stat st;
+    CHECK(stat(old_tmp, &st) != 0);
+    CHECK(stat(new_tmp, &st) == 0);
+    remove(new_tmp);
+    /* a symbolic link is written through: the link stays, its target is the log */
+    const char* link = tmp_path("test_runlog_link.h5");
+    remove(link);
+    CHECK(symlink(lpath, link) == 0);
+    CHECK_INT_EQ(ds_runlog_create(link, &d4, &log, err, sizeof err), DS_OK);
+    CHECK_INT_EQ(ds_runlog_close(log, "linked"), DS_OK);
+    log = NULL;
+    CHECK(lstat(link, &st) == 0 && S_ISLNK(st.st_mode));
+    dsRunSummary rs;
+    CHECK_INT_EQ(ds_runlog_read_summary(lpath, &rs, err, sizeof err), DS_OK);
+    CHECK_STR_EQ(rs.status, "linked");
+    remove(link);
+    remove(lpath);
+    /* a folder or a FIFO is not a log */
+    CHECK_INT_EQ(ds_runlog_create(g_dir, &d4, &log, err, sizeof err), DS_ERR_IO);
+    CHECK_STR_CONTAINS(err, "cannot create the run log: Is a directory");
+    CHECK(log == NULL);
+    const char* fifo = tmp_path("test_runlog_fifo.h5");
+    remove(fifo);
+    CHECK(mkfifo(fifo, 0600) == 0);
+    CHECK_INT_EQ(ds_runlog_create(fifo, &d4, &log, err, sizeof err), DS_ERR_IO);
+    CHECK_STR_CONTAINS(err, "cannot create the run log: not a regular file");
+    CHECK(log == NULL);
+    remove(fifo);
   }
   CHECK_INT_EQ(ds_runlog_close(NULL, "x"), DS_OK);
 

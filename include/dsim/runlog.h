@@ -49,18 +49,27 @@ typedef struct dsRunIteration {
  * (DS_ERR_IO, "exists") unless def->overwrite; the check and the creation
  * are one step (no race with another writer). The log is locked until
  * ds_runlog_close: a path another writer holds is refused (DS_ERR_IO, "in
- * use by another run (pid N)") before anything is truncated, even with
- * overwrite. err gets a message naming the file on failure. */
+ * use by another run (pid N)") before anything is replaced, even with
+ * overwrite. err gets a message naming the file on failure.
+ *
+ * The log is built in memory and every call below commits it: the whole
+ * file is written beside the path and renamed over it, so the path always
+ * names a complete log, whenever the process is killed (docs/reliability.md).
+ * The log's folder must therefore be writable. A symbolic link is followed
+ * to its target. */
 DS_API int ds_runlog_create(const char* path, const dsRunLogDef* def, dsRunLog** out, char* err, size_t errlen);
-/* Append one iteration to /iterations and flush the file. Every write
- * (this, an episode, the final status) first checks that the file can grow
- * by what it needs; when it cannot (a full disk, RLIMIT_FSIZE) it returns
- * DS_ERR_IO without writing, so the file keeps every iteration before and
- * still closes cleanly (docs/reliability.md). */
+/* Append one iteration to /iterations and commit. A commit that cannot be
+ * written (a full disk, RLIMIT_FSIZE: every commit but the final one also
+ * keeps 64 KiB free for the final status) returns DS_ERR_IO; the log on
+ * disk and in memory is then as the last commit left it, with every
+ * iteration before, and still closes cleanly. */
 DS_API int ds_runlog_append_iteration(dsRunLog* log, const dsRunIteration* it);
-/* Write (or replace) /episodes/<which>, which is "first", "best" or "last"; flushes. */
+/* Write (or replace) /episodes/<which>, which is "first", "best" or "last",
+ * and commit (the episode appears whole or not at all). */
 DS_API int ds_runlog_write_episode(dsRunLog* log, const char* which, const dsEpisodeRecord* ep);
-/* Record the end state ("completed", "interrupted", "failed: ...") in /meta and close. NULL-safe. */
+/* Record the end state ("completed", "interrupted", "failed: ...") in /meta,
+ * commit (synced to disk) and close. NULL-safe; NULL status: close without
+ * a final commit (the log keeps its last one). */
 DS_API int ds_runlog_close(dsRunLog* log, const char* status);
 DS_API const char* ds_runlog_last_error(const dsRunLog* log);
 
