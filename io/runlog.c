@@ -1553,15 +1553,22 @@ static int rd_bytes(Rd* r, hid_t d, const char* dp, size_t bytes, uint8_t** out)
   return DS_OK;
 }
 
-int ds_runlog_read_frames(const char* path, const char* which, int* nframes, int* height, int* width,
-                          uint8_t** rgba, char* err, size_t errlen) {
+/* Opens the run log for one of its episodes, which must be "first", "best"
+ * or "last" (ok: the caller's other arguments are valid); DS_OK with r
+ * open, or the error. */
+static int open_episode(const char* path, const char* which, int ok, Rd* r, char* err, size_t errlen) {
   int known = 0;
   for (int i = 0; i < 3 && which; i++) known |= !strcmp(which, g_episode_names[i]);
-  if (!known)
+  if (!known || !ok)
     return ds__puterr(err, errlen, DS_ERR_INVALID, "%s: episode \"%s\": expected first, best or last", path,
                       which ? which : "(null)");
+  return open_run(path, r, err, errlen);
+}
+
+int ds_runlog_read_frames(const char* path, const char* which, int* nframes, int* height, int* width,
+                          uint8_t** rgba, char* err, size_t errlen) {
   Rd r;
-  int rc = open_run(path, &r, err, errlen);
+  int rc = open_episode(path, which, 1, &r, err, errlen);
   if (rc) return rc;
   char dp[64];
   snprintf(dp, sizeof dp, "/episodes/%s/frames", which);
@@ -1585,13 +1592,8 @@ int ds_runlog_read_frames(const char* path, const char* which, int* nframes, int
 
 int ds_runlog_read_goal(const char* path, const char* which, int* height, int* width, uint8_t** rgba, char* err,
                         size_t errlen) {
-  int known = 0;
-  for (int i = 0; i < 3 && which; i++) known |= !strcmp(which, g_episode_names[i]);
-  if (!known || !height || !width || !rgba)
-    return ds__puterr(err, errlen, DS_ERR_INVALID, "%s: episode \"%s\": expected first, best or last", path,
-                      which ? which : "(null)");
   Rd r;
-  int rc = open_run(path, &r, err, errlen);
+  int rc = open_episode(path, which, height && width && rgba, &r, err, errlen);
   if (rc) return rc;
   char dp[64];
   snprintf(dp, sizeof dp, "/episodes/%s/goal", which);
@@ -1695,13 +1697,8 @@ static int rd_frame_series(Rd* r, const char* gp, dsRunFrameInfo* fi) {
 int ds_runlog_read_frame_info(const char* path, const char* which, dsRunFrameInfo* fi, char* err, size_t errlen) {
   if (!fi) return ds__puterr(err, errlen, DS_ERR_INVALID, "ds_runlog_read_frame_info: NULL argument");
   memset(fi, 0, sizeof *fi);
-  int known = 0;
-  for (int i = 0; i < 3 && which; i++) known |= !strcmp(which, g_episode_names[i]);
-  if (!known)
-    return ds__puterr(err, errlen, DS_ERR_INVALID, "%s: episode \"%s\": expected first, best or last", path,
-                      which ? which : "(null)");
   Rd r;
-  int rc = open_run(path, &r, err, errlen);
+  int rc = open_episode(path, which, 1, &r, err, errlen);
   if (rc) return rc;
   char gp[64];
   snprintf(gp, sizeof gp, "/episodes/%s", which);
