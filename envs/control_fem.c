@@ -121,4 +121,9 @@ const dsEnvClass ds__control_fem_class = {
     .action_kind = DS_ACTION_PER_STEP,
     .act_first = act_first,
     .metric_kind = DS_METRIC_TARGET,
+    /* tet muscles contract by a fraction a of their rest shape: a gear whose
+       every tet contracts by 0.5 inverts a tet as it lands (so do random
+       +-0.5 patterns), the beam at a = 1 one in its first step; at 0.3 none
+       of uniform random, all +1, all -1 or random +-1 patterns does */
+    .action_scale = 0.3,
 };

@@ -493,6 +493,11 @@ const char* ds_env_config_text(const dsEnv* e) { return e ? e->config_text : NUL
 const dsEnvDef* ds_env_def(const dsEnv* e) { return e ? &e->def : NULL; }
 const char* ds_env_name(const dsEnv* e) { return e ? e->cls->name : NULL; }
 int ds_env_action_kind(const dsEnv* e) { return e ? e->cls->action_kind : DS_ERR_INVALID; }
+double ds_env_action_scale(const dsEnv* e) {
+  if (!e) return NAN;
+  if (e->cls->action_scale > 0) return e->cls->action_scale;
+  return e->cls->action_kind == DS_ACTION_INITIAL ? 5.0 : 1.0;
+}
 double ds_env_metric_goal(const dsEnv* e) {
   return e && e->cls->metric_kind == DS_METRIC_DISPLACEMENT ? (double)e->def.goal_x_min : 0.0;
 }

@@ -89,6 +89,20 @@ int main(void) {
   }
   CHECK_STR_EQ(ds_env_name(env), "hanging-spring");
   CHECK_INT_EQ(ds_env_action_kind(env), DS_ACTION_PER_STEP);
+  CHECK_CLOSE(ds_env_action_scale(env), 1.0, 0, 0); /* the per-step default */
+  CHECK(isnan(ds_env_action_scale(NULL)));
+  /* the bundled classes' action scales (the range their physics stands) */
+  {
+    const char* names[6] = {"walker", "control-fem", "control-cloth", "walker-springs", "rigid-toss", "beam"};
+    const double want[6] = {1, 0.3, 5, 1, 5, 0.3};
+    for (int k = 0; k < 6; k++) {
+      dsEnvDef bd = ds_default_env_def(names[k]);
+      dsEnv* be = NULL;
+      CHECK_INT_EQ(ds_env_create(&bd, &be, err, sizeof err), 0);
+      if (be) CHECK_CLOSE(ds_env_action_scale(be), want[k], 0, 0);
+      ds_env_destroy(be);
+    }
+  }
   const int S = ds_env_num_steps(env), A = ds_env_action_size(env);
   CHECK_INT_EQ(S, 10);
   CHECK_INT_EQ(A, 2);

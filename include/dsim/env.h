@@ -278,6 +278,11 @@ struct dsEnvClass {
   int (*reset)(dsEnv* env, uint64_t* rng);
   /* Optional: adjust the drawn target centroid (cloth: placed by a corner). */
   void (*target)(const dsEnv* env, dsReal target[3]);
+  /* The factor an RL action in [-1, 1] is multiplied by before the env takes
+   * it (ds_env_action_scale): the range the physics stands. 0: the default
+   * for the action kind (5 for DS_ACTION_INITIAL, m/s or N s per unit; 1
+   * otherwise). */
+  double action_scale;
 };
 
 /* A plugin (`dsim run --plugin FILE.so`) exports, besides its
@@ -286,7 +291,7 @@ struct dsEnvClass {
  * so that dsim refuses one built against headers with another layout of the
  * class or definition structs. DS_ENV_ABI_VERSION is raised by hand with any
  * change of their meaning; a change of their size shows by itself. */
-#define DS_ENV_ABI_VERSION 3
+#define DS_ENV_ABI_VERSION 4
 #define DS_PLUGIN_ABI \
   (DS_ENV_ABI_VERSION * 1000000 + (int)sizeof(dsEnvClass) * 1000 + (int)(sizeof(dsEnvDef) % 1000))
 /* The value this library expects (what dsim compares a plugin's with). */
@@ -342,6 +347,12 @@ DS_API const char* ds_env_config_text(const dsEnv* env);
 DS_API const dsEnvDef* ds_env_def(const dsEnv* env);
 DS_API const char* ds_env_name(const dsEnv* env);   /* its class's name */
 DS_API int ds_env_action_kind(const dsEnv* env);    /* dsActionKind */
+/* The factor an RL action in [-1, 1] maps to (dsEnvClass.action_scale, or
+ * its default for the action kind): 0.3 for control-fem's and beam's tet
+ * muscles (a larger contraction can invert a tet), 5 for control-cloth's
+ * initial velocity and rigid-toss's impulse, 1 for the others. The Python
+ * package's Gymnasium envs use it; NaN for a NULL env. */
+DS_API double ds_env_action_scale(const dsEnv* env);
 /* The metric's goal value: the score of a metric m is |m - goal| (lower is
  * better): 0 for DS_METRIC_TARGET, goal_x_min for DS_METRIC_DISPLACEMENT. */
 DS_API double ds_env_metric_goal(const dsEnv* env);

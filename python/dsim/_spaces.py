@@ -10,34 +10,23 @@ from gymnasium import spaces
 from . import _lib
 from ._lib import real_dtype
 
-__all__ = ["OBS_BOUND", "CLASS_SCALE", "action_scale", "clip_action", "make_spaces", "to_rgb8"]
+__all__ = ["OBS_BOUND", "action_scale", "clip_action", "make_spaces", "to_rgb8"]
 
 # Bounds of the state observation: +-1e4 (m, m/s) per coordinate, beyond any
 # state a scene reaches without diverging (a diverged step ends the episode).
 OBS_BOUND = 1.0e4
 
 
-# The activation range a Box action of [-1, 1] maps to, per class, where the
-# physics cannot take the whole [-1, 1]. Tet muscles (control-fem, beam)
-# contract by a fraction a of their rest shape: a gear whose every tet
-# contracts by 0.5 inverts a tet as it lands (so do random +-0.5 patterns),
-# the beam at a = 1 inverts one in its first step; at 0.3 none of uniform
-# random, all +1, all -1 or random +-1 patterns inverts one
-# (python/tests/test_rl.py runs every class with random and corner actions).
-CLASS_SCALE = {"control-fem": 0.3, "beam": 0.3}
-
-
 def action_scale(env, scale, name: str | None = None):
-    """The factor a [-1, 1] action is multiplied by: `scale` when given, else 5
-    (m/s per unit) for an initial-condition action (control-cloth), the
-    class's safe range for activations (CLASS_SCALE: control-fem and beam
-    0.3), and 1 for the other activations and rest-length scales (walker,
-    walker-springs). rigid-toss's impulse: 5 N s per unit. env: anything with action_kind; name: its class."""
+    """The factor a [-1, 1] action is multiplied by: `scale` when given, else
+    the class's own (ds_env_action_scale: 0.3 for control-fem's and beam's
+    tet muscles, 5 m/s or N s per unit for control-cloth's initial velocity
+    and rigid-toss's impulse, 1 for the others; a plugin class sets
+    dsEnvClass.action_scale). env: anything with action_scale (the library's
+    value); name: its class, unused (kept for callers)."""
     if scale is not None:
         return float(scale)
-    if name in CLASS_SCALE:
-        return CLASS_SCALE[name]
-    return 5.0 if env.action_kind == _lib.DS_ACTION_INITIAL else 1.0
+    return float(env.action_scale)
 
 
 def clip_action(a: np.ndarray, out: np.ndarray, scale: float) -> int:

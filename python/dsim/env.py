@@ -210,6 +210,7 @@ class Env(Owned):
                 raise DsimError(self.label, f"device {device}", rc, msg)
         self.action_size = _lib.env_action_size(p)
         self.action_kind = _lib.env_action_kind(p)
+        self.action_scale = _lib.env_action_scale(p)
         self.num_steps = _lib.env_num_steps(p)
         self.width, self.height = _lib.env_image_size(p)
         cfg = json.loads(_lib.resolved_config(p))["env"]

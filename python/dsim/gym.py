@@ -14,7 +14,8 @@ render_mode="rgb_array", image_obs=False, action_scale=None, reward="dense")
   and beam (0.3: their tets invert beyond), spring rest-length scales of
   walker-springs (L (1 + a), 1), control-cloth's initial velocity and
   rigid-toss's impulse (5 m/s, 5 N s per unit); action_scale overrides it
-  (_spaces.CLASS_SCALE, docs/python.md).
+  (the class's scale comes from the library: ds_env_action_scale,
+  dsEnvClass.action_scale; docs/python.md).
 - Episode: the env's horizon (physics.substeps / control_interval steps);
   its end is reported as truncated (a time limit), never terminated, except
   when the simulation diverges (terminated, info["error"]). info["metric"]

@@ -54,6 +54,7 @@ class _Probe:  # what make_spaces / _action_scale read of an env
         self.obs_size = _lib.env_obs_size(p)
         self.action_size = _lib.env_action_size(p)
         self.action_kind = _lib.env_action_kind(p)
+        self.action_scale = _lib.env_action_scale(p)
         self.width, self.height = _lib.env_image_size(p)
 
 
