@@ -21,8 +21,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cjson/cJSON.h>
-
 #include "cli/cli.h"
 #include "cli/report.h"
 #include "dsim/dsim.h"
@@ -147,32 +145,59 @@ static void label_logs(dsReport* r) {
   }
 }
 
-/* The config without run.seed, for comparing the logs of a sweep. */
-static cJSON* config_but_seed(const char* text) {
-  cJSON* j = cJSON_Parse(text);
-  cJSON* run = j ? cJSON_GetObjectItemCaseSensitive(j, "run") : NULL;
-  if (run) cJSON_DeleteItemFromObjectCaseSensitive(run, "seed");
-  return j;
+/* The config without what a seed sweep's runs may differ in and still be
+ * one experiment: run.seed, where the log went (run.out) and the thread
+ * count (results are the same on any number: tests/test_golden). dsim
+ * writes a log's config resolved, one key per line, so those keys are
+ * lines of the "run" object; trailing commas go too (a last key dropped
+ * then compares equal). malloc'd; NULL without memory. */
+static char* config_but_seed(const char* text) {
+  static const char* const drop[] = {"\"seed\":", "\"out\":", "\"threads\":"};
+  char* out = (char*)malloc(strlen(text) + 1);
+  size_t n = 0;
+  int in_run = 0;
+  for (const char* line = text; out && *line;) {
+    const char* end = strchr(line, '\n');
+    if (!end) end = line + strlen(line);
+    const char* t = line;
+    while (t < end && (*t == ' ' || *t == '\t')) t++;
+    int keep = 1;
+    if (!strncmp(t, "\"run\":", 6)) in_run = 1;
+    else if (in_run && *t == '}') in_run = 0;
+    else if (in_run)
+      for (int k = 0; k < 3; k++)
+        if (!strncmp(t, drop[k], strlen(drop[k]))) keep = 0;
+    const char* e = end;
+    while (e > t && (e[-1] == ',' || e[-1] == ' ' || e[-1] == '\r')) e--;
+    if (keep) {
+      memcpy(out + n, t, (size_t)(e - t));
+      n += (size_t)(e - t);
+      out[n++] = '\n';
+    }
+    line = *end ? end + 1 : end;
+  }
+  if (out) out[n] = '\0';
+  return out;
 }
 
 /* 1 when the logs of kind are two or more runs of one env and one config
  * apart from the seed. */
 static int is_sweep(const dsReport* r, int kind) {
-  cJSON* ref = NULL;
+  char* ref = NULL;
   int count = 0, same = 1;
   for (int i = 0; i < r->nlogs && same; i++) {
     const dsReportLog* L = &r->logs[i];
     if (L->kind != kind) continue;
-    cJSON* c = config_but_seed(L->config);
+    char* c = config_but_seed(L->config);
     if (!c) same = 0;
     else if (!ref) ref = c;
     else {
-      same = cJSON_Compare(ref, c, 1);
-      cJSON_Delete(c);
+      same = !strcmp(ref, c);
+      free(c);
     }
     count++;
   }
-  cJSON_Delete(ref);
+  free(ref);
   return same && count >= 2 && !envs_differ(r, kind);
 }
 
@@ -276,6 +301,17 @@ void ds__report_curves(dsReport* r, FILE* fp, int kind, const char* name) {
 }
 
 /* ---- a run log's own parts ------------------------------------------------- */
+/* Pixels over a white page: c a + 255 (1 - a), opaque. The renderer's
+ * background is transparent; a GIF has no partial transparency, and the
+ * final frame (PNG) and the animation (GIF) should look alike. */
+static void over_white(uint8_t* rgba, size_t npx) {
+  for (size_t i = 0; i < npx; i++) {
+    uint8_t* q = rgba + 4 * i;
+    for (int c = 0; c < 3; c++) q[c] = (uint8_t)((q[c] * q[3] + 255 * (255 - q[3]) + 127) / 255);
+    q[3] = 255;
+  }
+}
+
 /* One episode: its goal, final frame and animation, captioned. */
 static void episode_figures(dsReport* r, FILE* fp, const dsReportLog* L, int e, int with_goal) {
   char err[1024], cap[200];
@@ -288,7 +324,9 @@ static void episode_figures(dsReport* r, FILE* fp, const dsReportLog* L, int e, 
     fprintf(fp, ")</p>\n");
     return;
   }
+  over_white(rgba, (size_t)nf * h * w);
   if (with_goal && !ds_runlog_read_goal(L->path, episode_name[e], &gh, &gw, &goal, err, sizeof err)) {
+    over_white(goal, (size_t)gh * gw);
     fprintf(fp, "<figure>");
     ds__report_png_img(fp, r->tmpdir, goal, gw, gh, "the goal");
     fprintf(fp, "<figcaption>goal</figcaption></figure>\n");
@@ -330,13 +368,13 @@ static void episodes(dsReport* r, FILE* fp, const dsReportLog* L) {
     return;
   }
   int goal_shown = 0;
+  fprintf(fp, "<div class='frames'>\n");
   for (int e = 0; e < 3; e++) {
     if (!L->s.has_episode[e]) continue;
-    fprintf(fp, "<div class='frames'>\n");
     episode_figures(r, fp, L, e, !goal_shown);
     goal_shown = 1;
-    fprintf(fp, "</div>\n");
   }
+  fprintf(fp, "</div>\n");
 }
 
 /* The parameters of the first, best and last iterations. */
@@ -471,10 +509,17 @@ static void banners(const dsReport* r, FILE* fp, int nkinds) {
   }
   if (nkinds > 1) {
     fprintf(fp, "<div class='banner'>These logs are of different kinds:");
-    for (int k = 0; k < r->nlogs; k++) {
-      fprintf(fp, "%s <b>", k ? "," : "");
-      ds__report_escape(fp, r->logs[k].path);
-      fprintf(fp, "</b> is a %s log (method %s)", kind_name[r->logs[k].kind], r->logs[k].s.method);
+    for (int kind = 0, nk = 0; kind < DS_REPORT_NKINDS; kind++) {
+      int m = 0;
+      for (int k = 0; k < r->nlogs; k++) {
+        if (r->logs[k].kind != kind) continue;
+        fprintf(fp, "%s <b>", m ? "," : nk ? ";" : "");
+        ds__report_escape(fp, r->logs[k].path);
+        fprintf(fp, "</b>");
+        m++;
+      }
+      if (m) fprintf(fp, " %s log%s of <code>dsim %s</code>", m == 1 ? "is a" : "are", m == 1 ? "" : "s", kind_name[kind]);
+      nk += m > 0;
     }
     fprintf(fp, ". Each kind has its own section; their losses are not plotted together.</div>\n");
   }

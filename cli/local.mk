@@ -9,7 +9,7 @@ dsim_SOURCES = cli/main.c cli/cli.h cli/cmd_info.c cli/cmd_export.c cli/cmd_run.
 # --plugin objects resolve their ds_* references to this program
 dsim_LDFLAGS = $(AM_LDFLAGS) -export-dynamic
 dsim_LDADD = libdsim_core.la
-dsim_CPPFLAGS = $(AM_CPPFLAGS) $(CJSON_CFLAGS) -DDS_CONFIGS_SRCDIR='"$(abs_top_srcdir)/configs"' \
+dsim_CPPFLAGS = $(AM_CPPFLAGS) -DDS_CONFIGS_SRCDIR='"$(abs_top_srcdir)/configs"' \
   -DDS_CONFIGS_DATADIR='"$(pkgdatadir)/configs"'
 # a plugin with a user-written env class (tests/hang_env.h) for test_run_cli.sh;
 # -rpath makes libtool build it shared although it is never installed

@@ -1,8 +1,9 @@
 /* The HTML of `dsim report`: escaping, pictures as data: URIs, the page's
  * head. Everything the page shows is in the file: pictures are PNG (libpng,
  * through ds_png_write) or GIF (giflib, through the export's writer) bytes in
- * base64 data: URIs, plots are inline SVG, the style is inline, and the only
- * script (the frame player of a build without giflib) is inline too. */
+ * base64 data: URIs, plots are inline SVG, the style is inline, and the
+ * scripts (the frame player of a build without giflib, the pictures'
+ * self-check) are inline too. */
 #define _POSIX_C_SOURCE 200809L /* mkstemp */
 #include "config.h"
 
@@ -168,7 +169,12 @@ void ds__report_head(FILE* fp, const char* title) {
           "</style>\n</head>\n<body>\n");
 }
 
+/* The page checks its own pictures once loaded: one that did not decode
+ * says so on the console (what tests/test_report_browser.sh looks for). */
 void ds__report_tail(FILE* fp) {
   fprintf(fp, "<p class='note'>Written by dsim %s (<code>dsim report</code>). This page loads nothing: "
-          "plots are inline SVG, pictures are embedded.</p>\n</body>\n</html>\n", ds_version_string());
+          "plots are inline SVG, pictures are embedded.</p>\n", ds_version_string());
+  fprintf(fp, "<script>window.addEventListener('load',function(){var im=document.images;"
+          "for(var i=0;i<im.length;i++)if(!im[i].complete||!im[i].naturalWidth)"
+          "console.error('dsim report: picture \"'+im[i].alt+'\" did not load');});</script>\n</body>\n</html>\n");
 }

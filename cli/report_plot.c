@@ -37,6 +37,7 @@ const char* ds__report_color(int index) { return palette[(index % NPALETTE + NPA
 
 typedef struct Axis {
   int log;
+  int integer; /* iterations: no ticks between whole numbers */
   double lo, hi; /* transformed (log10 when log) */
   int nticks;
   double tick[MAX_TICKS]; /* transformed positions */
@@ -112,6 +113,7 @@ static void linear_ticks(Axis* ax, double a, double b, int lg) {
       step *= mult[i];
       break;
     }
+  if (ax->integer && step < 1) step = 1;
   ax->nticks = 0;
   for (double k = ceil(a / step - 1e-9); k * step <= b + step * 1e-9 && ax->nticks < MAX_TICKS; k++) {
     const double v = k * step;
@@ -145,6 +147,9 @@ static void layout(const dsReportPlot* p, Layout* L) {
   memset(L, 0, sizeof *L);
   L->heat = p->hz != NULL && p->nx > 0 && p->ny > 0;
   L->x.log = p->logx;
+  L->x.integer = !L->heat;
+  for (int i = 0; i < p->nseries; i++)
+    if (p->s[i].x) L->x.integer = 0;
   L->y.log = p->logy < 0 ? (!L->heat && wants_log(p)) : p->logy;
   double xlo = INFINITY, xhi = -INFINITY, ylo = INFINITY, yhi = -INFINITY;
   if (L->heat) {
@@ -338,7 +343,7 @@ static void svg_axes(FILE* fp, const dsReportPlot* p, const Layout* L) {
   fprintf(fp, "<text x='16' y='%.0f' font-size='13' text-anchor='middle' transform='rotate(-90 16 %.0f)'>",
           (BOX_T + BOX_B) / 2, (BOX_T + BOX_B) / 2);
   ds__report_escape(fp, p->ylabel);
-  fprintf(fp, "%s</text>\n", L->y.log && !L->heat ? " (log scale)" : "");
+  fprintf(fp, "%s</text>\n", L->y.log ? " (log scale)" : "");
 }
 
 static void svg_legend(FILE* fp, const dsReportPlot* p) {
@@ -540,7 +545,7 @@ static void raster_axes(Canvas* c, const dsReportPlot* p, const Layout* L) {
   draw_text(c, BOX_L, 22, p->title, 1.6, -1, 0, ink);
   snprintf(buf, sizeof buf, "%s%s", p->xlabel, L->x.log ? " (log scale)" : "");
   draw_text(c, (BOX_L + BOX_R) / 2, PH - 8, buf, 1.4, 0, 0, ink);
-  snprintf(buf, sizeof buf, "%s%s", p->ylabel, L->y.log && !L->heat ? " (log scale)" : "");
+  snprintf(buf, sizeof buf, "%s%s", p->ylabel, L->y.log ? " (log scale)" : "");
   draw_text(c, 20, (BOX_T + BOX_B) / 2, buf, 1.4, 0, 1, ink);
 }
 

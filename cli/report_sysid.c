@@ -15,8 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cjson/cJSON.h>
-
 #include "cli/report.h"
 #include "dsim/dsim.h"
 #include "dsim/env.h"
@@ -184,22 +182,15 @@ void ds__report_sysid(dsReport* r, FILE* fp) {
 }
 
 /* ---- landscape --------------------------------------------------------------- */
-/* sysid.param<k+1>'s name and first true value from the config. */
-static void axis_of(const char* config, int k, char* name, size_t n, double* truth) {
-  char key[16];
-  snprintf(key, sizeof key, "param%d", k + 1);
+/* sysid.param<k+1>'s name and first true value (NaN for footage) from the config. */
+static void axis_of(const char* path, const char* config, int k, char* name, size_t n, double* truth) {
+  dsSysidDef sd = ds_default_sysid_def();
+  char err[512];
   snprintf(name, n, "parameter %d", k + 1);
   *truth = NAN;
-  cJSON* j = cJSON_Parse(config);
-  const cJSON* p = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "sysid"), key);
-  const cJSON* nm = cJSON_GetObjectItemCaseSensitive(p, "name");
-  const cJSON* t = cJSON_GetObjectItemCaseSensitive(p, "true");
-  const cJSON* v = cJSON_IsArray(t) ? cJSON_GetArrayItem(t, 0) : t;
-  if (cJSON_IsString(nm)) snprintf(name, n, "%s", nm->valuestring);
-  const cJSON* video = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "sysid"), "video");
-  const int footage = cJSON_IsString(video) && strcmp(video->valuestring, "synthetic");
-  if (cJSON_IsNumber(v) && !footage) *truth = v->valuedouble;
-  cJSON_Delete(j);
+  if (ds_sysid_def_from_text(path, config, &sd, err, sizeof err) || k >= ds_sysid_num_params(&sd)) return;
+  snprintf(name, n, "%s", sd.params[k].name);
+  if (sd.video == DS_SYSID_SYNTHETIC && sd.params[k].ntruth > 0) *truth = (double)sd.params[k].truth[0];
 }
 
 static int cmp_double(const void* a, const void* b) {
@@ -236,8 +227,8 @@ static void landscape_plot(dsReport* r, FILE* fp, const dsReportLog* L, int k) {
   char n1[96], n2[96];
   double t[2], *xs = (double*)malloc(sizeof(double) * ((size_t)L->nrows + 1)),
                *ys = (double*)malloc(sizeof(double) * ((size_t)L->nrows + 1));
-  axis_of(L->config, 0, n1, sizeof n1, &t[0]);
-  axis_of(L->config, 1, n2, sizeof n2, &t[1]);
+  axis_of(L->path, L->config, 0, n1, sizeof n1, &t[0]);
+  axis_of(L->path, L->config, 1, n2, sizeof n2, &t[1]);
   dsReportPlot p;
   memset(&p, 0, sizeof p);
   snprintf(p.name, sizeof p.name, "landscape%d", k);
