@@ -153,7 +153,7 @@ static void label_logs(dsReport* r) {
  * then compares equal). malloc'd; NULL without memory. */
 static char* config_but_seed(const char* text) {
   static const char* const drop[] = {"\"seed\":", "\"out\":", "\"threads\":"};
-  char* out = (char*)malloc(strlen(text) + 1);
+  char* out = (char*)malloc(strlen(text) + 2); /* + a newline after a last line without one */
   size_t n = 0;
   int in_run = 0;
   for (const char* line = text; out && *line;) {
@@ -275,9 +275,12 @@ void ds__report_curves(dsReport* r, FILE* fp, int kind, const char* name) {
     dsReportPlot p;
     memset(&p, 0, sizeof p);
     snprintf(p.name, sizeof p.name, "%s%s", name, which ? "metric" : "loss");
-    snprintf(p.title, sizeof p.title, "%s per iteration", which ? "Task metric" : "Loss");
+    /* a sysid log's metric is the mean absolute relative error (its loss when the truth is unknown) */
+    const char* metric = kind == DS_REPORT_SYSID ? "mean abs. relative error" : "metric";
+    snprintf(p.title, sizeof p.title, "%s per iteration", which ? (kind == DS_REPORT_SYSID ? "Error" : "Task metric")
+                                                                : "Loss");
     snprintf(p.xlabel, sizeof p.xlabel, "iteration");
-    snprintf(p.ylabel, sizeof p.ylabel, "%s", which ? "metric" : "loss");
+    snprintf(p.ylabel, sizeof p.ylabel, "%s", which ? metric : "loss");
     p.logy = -1;
     if (st) {
       sweep_stats(r, kind, which, n, st);

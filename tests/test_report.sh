@@ -175,6 +175,13 @@ check "killed run" 0 "$DSIM" report "$dir/k.h5" -o "$dir/k.html"
 expect "killed run note" "status \"running\": the run did not end cleanly"
 page_ok "killed run" "$dir/k.html" "class='banner bad'" "its writer never closed it (the run was killed or crashed)"
 
+# logs with little in them (tests/runlog_writer: config "{}", no goal, no
+# frame times; one with no iteration at all)
+"$DS_BUILDDIR/tests/runlog_writer" "$dir/z0.h5" 0 0 >/dev/null && "$DS_BUILDDIR/tests/runlog_writer" "$dir/z3.h5" 3 0 >/dev/null ||
+  { echo "FAIL: runlog_writer"; fail=1; }
+check "sparse logs" 0 "$DSIM" report "$dir/z0.h5" "$dir/z3.h5" -o "$dir/z.html" --png "$dir/zpng"
+page_ok "sparse logs" "$dir/z.html" @png "This log has no episodes." "last episode (iteration 2): final frame"
+
 # corrupt logs: refused with the file named, exit 3
 head -c 3000 "$dir/r0.h5" >"$dir/trunc.h5"
 check "truncated" 3 "$DSIM" report "$dir/r0.h5" "$dir/trunc.h5" -o "$dir/t.html"
