@@ -99,6 +99,14 @@ static void free_log(dsReportLog* L) {
   ds_runlog_free(L->config);
 }
 
+/* Names and times a log carries (env, method, version, precision, start
+ * and end time) never hold HTML's special characters; one from a hostile
+ * file that does gets '?' for each, so that the page prints them as they are. */
+static void plain(char* s) {
+  for (; *s; s++)
+    if (strchr("<>&\"'", *s)) *s = '?';
+}
+
 /* The log whole (episodes aside), after the child-process probe. */
 static int load_log(const char* path, dsReportLog* L) {
   char err[1024];
@@ -118,6 +126,8 @@ static int load_log(const char* path, dsReportLog* L) {
     fprintf(stderr, "dsim report: %s\n", err);
     return ds__cli_exit_code(rc, DS_CLI_RUNLOG);
   }
+  char* names[] = {L->s.env, L->s.method, L->s.version, L->s.start_time, L->precision, L->end_time};
+  for (int k = 0; k < 6; k++) plain(names[k]);
   L->kind = !strcmp(L->s.method, "sysid") ? DS_REPORT_SYSID
             : !strcmp(L->s.method, "landscape") ? DS_REPORT_LANDSCAPE : DS_REPORT_RUN;
   if (L->nrows > L->n) L->nrows = L->n; /* rows of a killed run's unfinished iteration */

@@ -129,7 +129,9 @@ static void error_table(const dsReport* r, FILE* fp, const Sys* sys) {
     for (int p = 0; p < ds_sysid_nparams(y->s); p++) {
       fprintf(fp, "<tr><td class='l'>");
       ds__report_escape(fp, L->path);
-      fprintf(fp, "</td><td>%llu</td><td class='l'>%s</td>", (unsigned long long)L->s.seed, ds_sysid_param_name(y->s, p));
+      fprintf(fp, "</td><td>%llu</td><td class='l'>", (unsigned long long)L->s.seed);
+      ds__report_escape(fp, ds_sysid_param_name(y->s, p));
+      fprintf(fp, "</td>");
       if (y->known)
         fprintf(fp, "<td>%.6g</td>", y->truth[p]);
       else
