@@ -373,7 +373,7 @@ static void episode_figures(dsReport* r, FILE* fp, const dsReportLog* L, int e, 
   ds_runlog_free(rgba);
 }
 
-static void episodes(dsReport* r, FILE* fp, const dsReportLog* L) {
+void ds__report_episodes(dsReport* r, FILE* fp, const dsReportLog* L) {
   const int any = L->s.has_episode[0] | L->s.has_episode[1] | L->s.has_episode[2];
   fprintf(fp, "<h4>Episodes</h4>\n");
   if (!any) {
@@ -472,7 +472,7 @@ static void run_section(dsReport* r, FILE* fp) {
     ds__report_escape(fp, L->label);
     fprintf(fp, "</h3>\n<p>env <b>%s</b>, method %s, %d iterations; best loss %.6g at iteration %d.</p>\n", L->s.env,
             L->s.method, L->n, L->s.best_loss, L->s.best_iteration);
-    episodes(r, fp, L);
+    ds__report_episodes(r, fp, L);
     param_table(fp, L);
     ds__report_log_details(fp, L);
   }

@@ -100,6 +100,9 @@ typedef struct dsReport {
 
 /* The plot as SVG into fp and, with --png, as DIR/NAME.png. */
 void ds__report_plot(dsReport* r, FILE* fp, const dsReportPlot* p);
+/* A log's episodes: the goal (a sysid log's: the video's last frame)
+ * beside the first, best and last episodes' final frames and animations. */
+void ds__report_episodes(dsReport* r, FILE* fp, const dsReportLog* L);
 /* A log's machine, build and timing table and its config (collapsed). */
 void ds__report_log_details(FILE* fp, const dsReportLog* L);
 /* The loss and metric curves of the logs of one kind (a seed sweep as

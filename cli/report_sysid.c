@@ -175,6 +175,7 @@ void ds__report_sysid(dsReport* r, FILE* fp) {
     fprintf(fp, "<h3>");
     ds__report_escape(fp, r->logs[k].label);
     fprintf(fp, "</h3>\n");
+    ds__report_episodes(r, fp, &r->logs[k]);
     ds__report_log_details(fp, &r->logs[k]);
     ds_sysid_destroy(sys[k].s);
     free(sys[k].traj);
