@@ -77,6 +77,8 @@ int ds__cli_commit_temp(const char* cmd, const char* tmp, const char* out, int f
 int ds__cli_locate_config(const char* cmd, const char* target, char* path, size_t len);
 int ds__cli_sysid(int argc, char** argv);
 int ds__cli_landscape(int argc, char** argv);
+/* `dsim report` (cli/cmd_report.c) */
+int ds__cli_report(int argc, char** argv);
 
 /* 1 when argv[i] is --help or -h. */
 int ds__cli_is_help(const char* arg);

@@ -17,6 +17,8 @@ static const dsCliCommand commands[] = {
      ds__cli_sysid},
     {"landscape", "the sysid loss and its gradient on a 1-D or 2-D grid of parameter values (CSV, HDF5, PNG)",
      ds__cli_landscape},
+    {"report", "one self-contained HTML page of run, sysid and landscape logs (curves, frames, parameters)",
+     ds__cli_report},
     {"config", "print a complete run config (an env's defaults, or a file filled in), or list the keys", ds__cli_config},
 };
 enum { NCOMMANDS = sizeof commands / sizeof commands[0] };

@@ -1776,3 +1776,28 @@ int ds_runlog_read_config(const char* path, char** text, char* err, size_t errle
 }
 
 #endif /* DS_HAVE_HDF5 */
+
+/* ---- /meta's string attributes by name (dsim report's build and end time) ---- */
+#ifdef DS_HAVE_HDF5
+int ds__runlog_read_meta_text(const char* path, const char* name, char* out, size_t outlen, char* err,
+                              size_t errlen) {
+  Rd r;
+  out[0] = '\0';
+  int rc = open_run(path, &r, err, errlen);
+  if (rc) return rc;
+  hid_t meta;
+  rc = rd_open(&r, "/meta", H5I_GROUP, 1, &meta);
+  if (rc == DS_OK) {
+    rc = rd_str_attr(&r, meta, "/meta", name, 0, out, outlen);
+    rd_close(meta);
+  }
+  H5Fclose(r.f);
+  return rc;
+}
+#else
+int ds__runlog_read_meta_text(const char* path, const char* name, char* out, size_t outlen, char* err,
+                              size_t errlen) {
+  out[0] = '\0';
+  return ds__puterr(err, errlen, DS_ERR_UNSUPPORTED, "%s: dsim was built --without-hdf5: cannot read run logs", path);
+}
+#endif

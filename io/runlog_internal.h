@@ -12,4 +12,9 @@
  * the time per execution. */
 void ds__runlog_read_image(const void* image, size_t len);
 
+/* /meta's string attribute name (e.g. "build_options", "precision",
+ * "end_time") into out (outlen bytes, truncated); "" when the log lacks it. */
+int ds__runlog_read_meta_text(const char* path, const char* name, char* out, size_t outlen, char* err,
+                              size_t errlen);
+
 #endif

@@ -40,3 +40,8 @@ TESTS += tests/test_env_device
 check_PROGRAMS += tests/test_abi
 tests_test_abi_SOURCES = tests/test_abi.c
 TESTS += tests/test_abi
+
+# `dsim report` (issue 37): the HTML page of run, sysid and landscape logs and
+# its bad inputs; the page in headless Chromium (skipped without chromium)
+TESTS += tests/test_report.sh tests/test_report_browser.sh
+EXTRA_DIST += tests/test_report.sh tests/test_report_browser.sh docs/images/report.png
