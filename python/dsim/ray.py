@@ -88,7 +88,9 @@ def sweep(config, seeds=(0,), grid: dict | None = None, overrides: dict | None =
     config: a run config path, a bundled env name or a dict (as dsim.Run).
     grid: {"SECTION.KEY": [values]}: every combination (with each seed).
     overrides: keys set in every run. out_dir: each run writes its log there
-    (NAME-sSEED[-pK].h5, K the grid point's index); without it no logs.
+    (NAME-sSEED[-pK].h5, K the grid point's index) and the rows' scalar
+    columns go to out_dir/sweep.csv (floats written exactly); without it no
+    logs and no table.
     threads: run.threads of each run and the CPUs its task asks Ray for.
     Returns one row per run, in seed-major, grid-minor order: "seed", the
     grid point's keys, then ds_run_result's fields (iterations, low_loss,
@@ -115,7 +117,20 @@ def sweep(config, seeds=(0,), grid: dict | None = None, overrides: dict | None =
         init(address)
         task = ray.remote(num_cpus=max(1, int(threads)))(_run_one)
         results = ray.get([task.remote(config, ov, out) for _, ov, out in jobs])
-    return [{**head, **res} for (head, _, _), res in zip(jobs, results)]
+    rows = [{**head, **res} for (head, _, _), res in zip(jobs, results)]
+    if out_dir:
+        _write_table(os.path.join(out_dir, "sweep.csv"), rows)
+    return rows
+
+
+def _write_table(path: str, rows: list[dict]):
+    """The rows' scalar columns (not the loss series) as CSV, in row order."""
+    cols = [k for k in rows[0] if not isinstance(rows[0][k], (list, dict))] if rows else []
+    with open(path, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=cols, extrasaction="ignore")
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: repr(v) if isinstance(v, float) else v for k, v in r.items() if k in cols})
 
 
 def cli_path() -> str:

@@ -1,6 +1,7 @@
 """dsim.ray on a local Ray instance with 2 CPUs: a seed sweep and a sysid
 batch as Ray tasks give the single-process results bit for bit; the RLlib
 registration makes the Gymnasium env and the native batched env."""
+import csv
 import json
 import os
 
@@ -44,6 +45,14 @@ def test_sweep_equals_single_process(local_ray, tmp_path):
         assert a["low_loss"] == b["low_loss"] and a["best_metric"] == b["best_metric"]
         assert a["iterations"] == 3 and a["status"] == b["status"]
         assert os.path.basename(a["log"]) == os.path.basename(b["log"])
+    # one table of the sweep, the same from Ray and from one process
+    def table(d):
+        with open(tmp_path / d / "sweep.csv", newline="") as fh:
+            return [{k: v for k, v in r.items() if "time" not in k and k != "log"} for r in csv.DictReader(fh)]
+
+    assert table("r") == table("l") and len(table("r")) == 4
+    head = (tmp_path / "r" / "sweep.csv").read_text().splitlines()[0]
+    assert head.startswith("seed,controller.lr,") and "low_loss" in head and "losses" not in head
     # seeds and learning rates differ: the runs are not copies of one another
     assert len({r["losses"][-1] for r in remote}) == 4
     # no logs without out_dir
