@@ -4,7 +4,8 @@
  * 3-vector) against central finite differences in double; a synthetic
  * identification recovering a mass; the config checks of bad parameters;
  * a loss landscape (thread and group paths); footage read from PNG frames
- * and a camera file into an env's camera and schedule. */
+ * and a camera file into an env's camera and schedule; footage in memory
+ * and whole configs as text (the entry points of bindings). */
 #define _POSIX_C_SOURCE 200809L /* mkdtemp */
 #include "config.h"
 
@@ -415,6 +416,124 @@ static void test_video(void) {
   if (system(cmd) != 0) printf("could not remove %s\n", dir);
 }
 
+/* Footage in memory (ds_sysid_footage_video): the same schedule, camera and
+ * pixels as the frames it came from; without times, the env's schedule;
+ * bad cameras and times named. A whole config's text
+ * (ds_sysid_create_from_text, ds_landscape_create_from_text) with that
+ * footage: the loss is 0 at the true value, positive beside it. */
+static const char* const FOOTAGE_CONFIG =
+    "{\"env\": {\"name\": \"beam\", \"beam\": {\"cells\": [3, 1, 1]}, \"physics\": {\"substeps\": 384, "
+    "\"render_interval\": 64}, \"render\": {\"width\": 24, \"height\": 24, \"sigma\": 0.001}, "
+    "\"camera\": {\"distance\": 2, \"elevation\": 0, \"azimuth\": 0}},\n"
+    " \"sysid\": {\"param1\": {\"name\": \"%s\", \"lower\": 1, \"upper\": 1e6, \"init\": 800}, \"iterations\": 1},\n"
+    " \"run\": {\"seed\": 0}}";
+
+static void test_footage(void) {
+  char err[1024], text[2048];
+  snprintf(text, sizeof text, FOOTAGE_CONFIG, "tet.k_mu");
+  dsEnvDef ed;
+  dsSysidDef sd;
+  CHECK_INT_EQ(ds_sysid_defs_from_text("footage.json", text, &ed, &sd, err, sizeof err), 0);
+  sd.params[0].truth[0] = 1000;
+  sd.params[0].ntruth = 1;
+  dsSysid* s = NULL;
+  CHECK_INT_EQ(ds_sysid_create(&ed, &sd, 0, NULL, &s, err, sizeof err), 0);
+  if (!s) return;
+  const dsSysidVideo* v = ds_sysid_video(s);
+  const int F = v->nframes;
+  const size_t npix = 4 * (size_t)v->width * (size_t)v->height;
+  double times[64];
+  for (int f = 0; f < F && f < 64; f++) times[f] = (double)v->substep[f] * (double)ed.dt;
+  dsSysidFootage ft;
+  memset(&ft, 0, sizeof ft);
+  ft.position[2] = -(double)ed.cam_distance;
+  ft.fov = (double)ed.cam_fov;
+  ft.times = times;
+  ft.nframes = F;
+  ft.width = v->width;
+  ft.height = v->height;
+  ft.rgba = v->rgba;
+  dsEnvDef d2 = ds_default_env_def("beam");
+  dsSysidVideo got;
+  int rc = ds_sysid_footage_video(&ft, &d2, &got, err, sizeof err);
+  if (rc) printf("footage: %s\n", err);
+  CHECK_INT_EQ(rc, 0);
+  if (!rc) {
+    CHECK_INT_EQ(got.nframes, F);
+    CHECK_INT_EQ(d2.render_interval, ed.render_interval);
+    CHECK_INT_EQ(d2.substeps, ed.substeps);
+    CHECK_INT_EQ(d2.width, v->width);
+    CHECK_CLOSE(d2.cam_distance, ed.cam_distance, 1e-12, 0);
+    for (int f = 0; f < F; f++) CHECK_INT_EQ(got.substep[f], v->substep[f]);
+    CHECK(memcmp(got.rgba, v->rgba, (size_t)F * npix * sizeof(dsReal)) == 0);
+    ds_sysid_video_free(&got);
+  }
+  /* no times: frame k at substep (k + 1) C of the env's C */
+  dsEnvDef d3 = ds_default_env_def("beam");
+  d3.render_interval = 32;
+  ft.times = NULL;
+  ft.nframes = 3;
+  CHECK_INT_EQ(ds_sysid_footage_video(&ft, &d3, &got, err, sizeof err), 0);
+  CHECK_INT_EQ(got.nframes, 3);
+  if (got.nframes == 3) CHECK_INT_EQ(got.substep[2], 96);
+  CHECK_INT_EQ(d3.substeps, 96);
+  CHECK_INT_EQ(d3.control_interval, 32);
+  ds_sysid_video_free(&got);
+  /* bad input, named */
+  ft.times = times;
+  ft.nframes = F;
+  ft.fov = 0;
+  CHECK_INT_EQ(ds_sysid_footage_video(&ft, &d3, &got, err, sizeof err), DS_ERR_CONFIG);
+  CHECK_STR_CONTAINS(err, "camera: fov");
+  ft.fov = (double)ed.cam_fov;
+  ft.look_at[1] = 1;
+  CHECK_INT_EQ(ds_sysid_footage_video(&ft, &d3, &got, err, sizeof err), DS_ERR_CONFIG);
+  CHECK_STR_CONTAINS(err, "look_at");
+  ft.look_at[1] = 0;
+  const double t1 = times[1];
+  times[1] = times[0];
+  CHECK_INT_EQ(ds_sysid_footage_video(&ft, &d3, &got, err, sizeof err), DS_ERR_CONFIG);
+  CHECK_STR_CONTAINS(err, "times[1]");
+  times[1] = t1;
+  /* the whole config as text, with the footage: its loss is 0 at the truth only */
+  dsSysid* s2 = NULL;
+  rc = ds_sysid_create_from_text("footage.json", text, 0, &ft, &s2, err, sizeof err);
+  if (rc) printf("create_from_text: %s\n", err);
+  CHECK_INT_EQ(rc, 0);
+  if (s2) {
+    CHECK(ds_sysid_truth(s2) == NULL);
+    double x = 1000, loss = -1, loss2 = -1;
+    CHECK_INT_EQ(ds_sysid_eval(s2, &x, &loss, NULL), 0);
+    CHECK(loss <= 1e-12);
+    x = 1100;
+    CHECK_INT_EQ(ds_sysid_eval(s2, &x, &loss2, NULL), 0);
+    CHECK(loss2 > 1e-8);
+    ds_sysid_destroy(s2);
+  }
+  dsLandscapeDef ld = ds_default_landscape_def();
+  ld.axis[0].lo = 500;
+  ld.axis[0].hi = 1500;
+  ld.axis[0].n = 3; /* 500, 1000, 1500 */
+  ld.threads = 1;
+  dsLandscape* ls = NULL;
+  rc = ds_landscape_create_from_text("footage.json", text, &ld, &ft, &ls, err, sizeof err);
+  if (rc) printf("landscape_create_from_text: %s\n", err);
+  CHECK_INT_EQ(rc, 0);
+  if (ls) {
+    CHECK_INT_EQ(ds_landscape_evaluate(ls), 0);
+    CHECK_INT_EQ(ds_landscape_lowest(ls), 1);
+    CHECK(ds_landscape_results(ls)[5 + 2] <= 1e-12);
+    CHECK(isnan(ds_landscape_truth(ls, 0)));
+    ds_landscape_destroy(ls);
+  }
+  /* a parameter the env does not have, named by its key */
+  snprintf(text, sizeof text, FOOTAGE_CONFIG, "tet.no_such");
+  CHECK(ds_sysid_create_from_text("footage.json", text, 0, &ft, &s2, err, sizeof err) < 0);
+  CHECK_STR_CONTAINS(err, "sysid.param1");
+  CHECK(s2 == NULL);
+  ds_sysid_destroy(s);
+}
+
 int main(void) {
   test_lbfgs();
   test_bad();
@@ -429,5 +548,6 @@ int main(void) {
   test_rigid_mass();
   test_landscape();
   test_video();
+  test_footage();
   return DST_RESULT();
 }
