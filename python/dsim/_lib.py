@@ -133,6 +133,54 @@ class RunResult(ctypes.Structure):
                 ("threads", ctypes.c_int), ("status", ctypes.c_char * DS_RUN_STATUS_MAX)]
 
 
+# dsim/sysid.h
+class SysidFootage(ctypes.Structure):
+    _c_name_ = "dsSysidFootage"
+    _fields_ = [("camera_file", ctypes.c_char_p), ("position", ctypes.c_double * 3),
+                ("look_at", ctypes.c_double * 3), ("fov", ctypes.c_double),
+                ("times", ctypes.POINTER(ctypes.c_double)), ("frames_dir", ctypes.c_char_p),
+                ("nframes", ctypes.c_int), ("width", ctypes.c_int), ("height", ctypes.c_int),
+                ("rgba", ctypes.c_void_p)]
+
+
+class SysidVideo(ctypes.Structure):
+    _c_name_ = "dsSysidVideo"
+    _fields_ = [("nframes", ctypes.c_int), ("width", ctypes.c_int), ("height", ctypes.c_int),
+                ("substep", ctypes.POINTER(ctypes.c_int)), ("rgba", ctypes.c_void_p)]
+
+
+class SysidIter(ctypes.Structure):
+    _c_name_ = "dsSysidIter"
+    _fields_ = [("iteration", ctypes.c_int), ("loss", ctypes.c_double), ("grad_norm", ctypes.c_double),
+                ("values", ctypes.POINTER(ctypes.c_double)), ("evaluations", ctypes.c_int)]
+
+
+class LandscapeAxis(ctypes.Structure):
+    _c_name_ = "dsLandscapeAxis"
+    _fields_ = [("lo", ctypes.c_double), ("hi", ctypes.c_double), ("n", ctypes.c_int)]
+
+
+class LandscapeDef(ctypes.Structure):
+    _c_name_ = "dsLandscapeDef"
+    _fields_ = [("axis", LandscapeAxis * 2), ("geometric", ctypes.c_int), ("object", ctypes.c_int),
+                ("threads", ctypes.c_int), ("group", ctypes.c_int)]
+
+
+# dsim/runlog.h
+class RunLogDef(ctypes.Structure):
+    _c_name_ = "dsRunLogDef"
+    _fields_ = [("config_text", ctypes.c_char_p), ("env", ctypes.c_char_p), ("method", ctypes.c_char_p),
+                ("seed", ctypes.c_uint64), ("threads", ctypes.c_int), ("nparams", ctypes.c_int),
+                ("substep_stride", ctypes.c_int), ("compression", ctypes.c_int), ("overwrite", ctypes.c_int),
+                ("has_metric_goal", ctypes.c_int), ("metric_goal", ctypes.c_double)]
+
+
+class RunIteration(ctypes.Structure):
+    _c_name_ = "dsRunIteration"
+    _fields_ = [("loss", ctypes.c_double), ("metric", ctypes.c_double), ("wall_time", ctypes.c_double),
+                ("grad_norm", ctypes.c_double), ("params", ctypes.POINTER(ctypes.c_double))]
+
+
 # -- constants (dsim/base.h error list, dsim/env.h, dsim/batch.h) -------------------------
 DS_OK = 0
 DS_ERR_NOMEM = -1
@@ -157,6 +205,7 @@ DS_BATCH_AUTORESET = 1  # ds_batch_step flag
 DS_BATCH_LOCKSTEP = 2  # ds_batch_create_from_text_on flag
 DS_BATCH_STEPPED = 0  # status values
 DS_BATCH_RESET = 1
+DS_SYSID_MAX_PARAMS = 8  # dsim/sysid.h
 
 # -- functions ---------------------------------------------------------------------------
 build_info_c = _fn("ds_build_info", None, ctypes.POINTER(BuildInfo))
@@ -268,6 +317,50 @@ _DP = ctypes.POINTER(ctypes.c_double)
 runlog_read_iterations_c = _fn("ds_runlog_read_iterations", I, S, IP, ctypes.POINTER(_DP), ctypes.POINTER(_DP),
                                ctypes.POINTER(_DP), ctypes.POINTER(_DP), S, Z)
 runlog_free = _fn("ds_runlog_free", None, P)
+
+# dsim/sysid.h
+_FP = ctypes.POINTER(SysidFootage)
+sysid_create_from_text = _fn("ds_sysid_create_from_text", I, S, S, I, _FP, ctypes.POINTER(P), S, Z)
+sysid_destroy = _fn("ds_sysid_destroy", None, P)
+sysid_last_error = _fn("ds_sysid_last_error", S, P)
+sysid_iterate = _fn("ds_sysid_iterate", I, P, ctypes.POINTER(SysidIter))
+sysid_stop_reason = _fn("ds_sysid_stop_reason", S, P)
+sysid_num_values = _fn("ds_sysid_num_values", I, P)
+sysid_value_param = _fn("ds_sysid_value_param", I, P, I)
+sysid_value_fixed = _fn("ds_sysid_value_fixed", I, P, I)
+sysid_values = _fn("ds_sysid_values", _DP, P)
+sysid_initial_values = _fn("ds_sysid_initial_values", _DP, P)
+sysid_best_values = _fn("ds_sysid_best_values", _DP, P, _DP)
+sysid_truth = _fn("ds_sysid_truth", _DP, P)
+sysid_errors = _fn("ds_sysid_errors", I, P, P, P)
+sysid_eval = _fn("ds_sysid_eval", I, P, P, _DP, P)
+sysid_rendered = _fn("ds_sysid_rendered", RP, P)
+sysid_video = _fn("ds_sysid_video", ctypes.POINTER(SysidVideo), P)
+sysid_env = _fn("ds_sysid_env", P, P)
+sysid_nparams = _fn("ds_sysid_nparams", I, P)
+sysid_param_name = _fn("ds_sysid_param_name", S, P, I)
+sysid_param_width = _fn("ds_sysid_param_width", I, P, I)
+default_landscape_def = _fn("ds_default_landscape_def", LandscapeDef)
+landscape_create_from_text = _fn("ds_landscape_create_from_text", I, S, S, ctypes.POINTER(LandscapeDef), _FP,
+                                 ctypes.POINTER(P), S, Z)
+landscape_destroy = _fn("ds_landscape_destroy", None, P)
+landscape_evaluate = _fn("ds_landscape_evaluate", I, P)
+landscape_dims = _fn("ds_landscape_dims", I, P)
+landscape_num_points = _fn("ds_landscape_num_points", I, P)
+landscape_num_failed = _fn("ds_landscape_num_failed", I, P)
+landscape_results = _fn("ds_landscape_results", _DP, P)
+landscape_lowest = _fn("ds_landscape_lowest", I, P)
+landscape_param_name = _fn("ds_landscape_param_name", S, P, I)
+landscape_truth = _fn("ds_landscape_truth", ctypes.c_double, P, I)
+landscape_last_error = _fn("ds_landscape_last_error", S, P)
+# dsim/runlog.h: writing (a sysid's log from Python)
+default_runlog_def = _fn("ds_default_runlog_def", RunLogDef)
+runlog_create = _fn("ds_runlog_create", I, S, ctypes.POINTER(RunLogDef), ctypes.POINTER(P), S, Z)
+runlog_append_iteration = _fn("ds_runlog_append_iteration", I, P, ctypes.POINTER(RunIteration))
+runlog_close = _fn("ds_runlog_close", I, P, S)
+runlog_last_error = _fn("ds_runlog_last_error", S, P)
+# dsim/image.h
+png_write = _fn("ds_png_write", I, S, P, I, I, S, Z)
 
 
 # -- errors ------------------------------------------------------------------------------
