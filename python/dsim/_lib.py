@@ -607,3 +607,162 @@ def abi_lookup(name: str):
     """The value of the ABI table's entry `name`, or None when it has none."""
     v = ctypes.c_longlong()
     return v.value if abi_lookup_c(name.encode(), ctypes.byref(v)) == 0 else None
+
+
+# -- system identification (dsim/sysid.h) ---------------------------------------------------
+def sysid_footage(camera_file=None, position=None, look_at=None, fov=0.0, times=None, frames_dir=None,
+                  rgba=None):
+    """(a dsSysidFootage, the objects it points into: keep them until the
+    create call returns). rgba: a C-contiguous (T, H, W, 4) array of
+    real_dtype; times: float64 values."""
+    f = SysidFootage()
+    keep = []
+    if camera_file is not None:
+        keep.append(os.fsencode(camera_file))
+        f.camera_file = keep[-1]
+    else:
+        f.position[:] = [float(v) for v in position]
+        f.look_at[:] = [float(v) for v in look_at]
+        f.fov = float(fov)
+    n = 0
+    if frames_dir is not None:
+        keep.append(os.fsencode(frames_dir))
+        f.frames_dir = keep[-1]
+    else:
+        keep.append(rgba)
+        f.rgba = rgba.ctypes.data
+        n, f.height, f.width = rgba.shape[0], rgba.shape[1], rgba.shape[2]
+    if times is not None:
+        keep.append(times)
+        f.times = times.ctypes.data_as(_DP)
+        n = times.size
+    f.nframes = n
+    return f, keep
+
+
+def sysid_create(label: str, text: str, obj: int, footage=None):
+    """ds_sysid_create_from_text: the new identification's handle, or DsimError."""
+    p = P()
+    err = ctypes.create_string_buffer(_ERRLEN)
+    rc = sysid_create_from_text(label.encode(), text.encode(), int(obj),
+                                ctypes.byref(footage) if footage is not None else None, ctypes.byref(p), err, _ERRLEN)
+    if rc:
+        raise DsimError(label, "cannot set up the identification", rc, err.value.decode(errors="replace"))
+    return p
+
+
+def sysid_error(p) -> str:
+    return _text(sysid_last_error(p))
+
+
+def _dvec(ptr, n: int):
+    return np.ctypeslib.as_array(ptr, (n,)).copy() if ptr else None
+
+
+def sysid_step(p, n: int):
+    """One ds_sysid_iterate: (code, loss, grad_norm, a copy of the n estimates)."""
+    it = SysidIter()
+    rc = sysid_iterate(p, ctypes.byref(it))
+    if rc:
+        return rc, None, None, None
+    return 0, it.loss, it.grad_norm, _dvec(it.values, n)
+
+
+def sysid_arrays(p, n: int) -> dict:
+    """Copies of the identification's value vectors: values (the iterate),
+    initial, best (with best_loss), truth (None when unknown)."""
+    bl = ctypes.c_double()
+    best = _dvec(sysid_best_values(p, ctypes.byref(bl)), n)
+    return {"values": _dvec(sysid_values(p), n), "initial": _dvec(sysid_initial_values(p), n), "best": best,
+            "best_loss": bl.value, "truth": _dvec(sysid_truth(p), n)}
+
+
+def sysid_are(p, values: np.ndarray, nparams: int):
+    """ds_sysid_errors at values (None without a truth)."""
+    if not sysid_truth(p):
+        return None
+    are = np.zeros(nparams)
+    v = np.ascontiguousarray(values, dtype=np.float64)
+    sysid_errors(p, ptr(v), ptr(are))
+    return are
+
+
+def sysid_evaluate(p, values: np.ndarray):
+    """ds_sysid_eval (loss only): (code, loss)."""
+    v = np.ascontiguousarray(values, dtype=np.float64)
+    loss = ctypes.c_double()
+    rc = sysid_eval(p, ptr(v), ctypes.byref(loss), None)
+    return rc, loss.value
+
+
+def sysid_frames(p):
+    """(the video's frames (T, H, W, 4), their substeps, the frames of the
+    last evaluation) as copies."""
+    v = sysid_video(p).contents
+    shape = (v.nframes, v.height, v.width, 4)
+    video = np.ctypeslib.as_array(ctypes.cast(v.rgba, RP), shape).copy()
+    sub = np.array([v.substep[i] for i in range(v.nframes)], dtype=np.int64)
+    r = sysid_rendered(p)
+    return video, sub, (np.ctypeslib.as_array(r, shape).copy() if r else None)
+
+
+def landscape_run(label: str, text: str, axes, geometric: bool, obj: int, threads: int, group: bool, footage=None):
+    """Create, evaluate and destroy a landscape (ds_landscape_*_from_text):
+    {"dims", "rows" (points x 5), "names", "truth", "lowest", "failed"}.
+    The OpenMP thread count is restored after (the thread path sets 1)."""
+    d = default_landscape_def()
+    for a, (lo, hi, n) in enumerate(axes):
+        d.axis[a] = LandscapeAxis(float(lo), float(hi), int(n))
+    d.geometric, d.object, d.threads, d.group = int(bool(geometric)), int(obj), int(threads), int(bool(group))
+    p = P()
+    err = ctypes.create_string_buffer(_ERRLEN)
+    rc = landscape_create_from_text(label.encode(), text.encode(), ctypes.byref(d),
+                                    ctypes.byref(footage) if footage is not None else None, ctypes.byref(p), err,
+                                    _ERRLEN)
+    if rc:
+        raise DsimError(label, "cannot set up the landscape", rc, err.value.decode(errors="replace"))
+    before = get_max_threads()
+    try:
+        rc = landscape_evaluate(p)
+        if rc:
+            raise DsimError(label, "evaluating the landscape failed", rc, _text(landscape_last_error(p)))
+        dims, npt = landscape_dims(p), landscape_num_points(p)
+        return {"dims": dims, "rows": np.ctypeslib.as_array(landscape_results(p), (npt, 5)).copy(),
+                "names": [landscape_param_name(p, a).decode() for a in range(dims)],
+                "truth": [landscape_truth(p, a) for a in range(dims)], "lowest": landscape_lowest(p),
+                "failed": landscape_num_failed(p)}
+    finally:
+        landscape_destroy(p)
+        set_num_threads_c(before)
+
+
+def runlog_open(path: str, config_text: str, env: str, method: str, seed: int, nparams: int, overwrite: bool):
+    """ds_runlog_create: (the log's handle, the strings it points to: keep
+    them while it is open), or DsimError."""
+    d = default_runlog_def()
+    keep = [config_text.encode(), env.encode(), method.encode()]
+    d.config_text, d.env, d.method = keep
+    d.seed, d.threads, d.nparams, d.overwrite = int(seed), 1, int(nparams), 1 if overwrite else 0
+    p = P()
+    err = ctypes.create_string_buffer(_ERRLEN)
+    rc = runlog_create(os.fsencode(path), ctypes.byref(d), ctypes.byref(p), err, _ERRLEN)
+    if rc:
+        raise DsimError(path, "cannot create the run log", rc, err.value.decode(errors="replace"))
+    return p, keep
+
+
+def runlog_append(p, path: str, loss: float, metric: float, wall: float, grad_norm: float, params: np.ndarray):
+    v = np.ascontiguousarray(params, dtype=np.float64)
+    it = RunIteration(loss, metric, wall, grad_norm, v.ctypes.data_as(_DP))
+    rc = runlog_append_iteration(p, ctypes.byref(it))
+    if rc:
+        raise DsimError(path, "cannot write the run log", rc, _text(runlog_last_error(p)))
+
+
+def png_write_rgba(path: str, rgba: np.ndarray):
+    """ds_png_write of one (H, W, 4) uint8 frame, or DsimError."""
+    a = np.ascontiguousarray(rgba, dtype=np.uint8)
+    err = ctypes.create_string_buffer(_ERRLEN)
+    rc = png_write(os.fsencode(path), ptr(a), a.shape[1], a.shape[0], err, _ERRLEN)
+    if rc:
+        raise DsimError(path, "cannot write the frame", rc, err.value.decode(errors="replace"))

@@ -35,7 +35,6 @@ camera does; give positions centred on the look-at point).
 from __future__ import annotations
 
 import copy
-import ctypes
 import json
 import math
 import os
@@ -155,8 +154,8 @@ def _frames_array(label: str, frames) -> np.ndarray:
 
 
 def _footage(label: str, frames, times, camera):
-    """(SysidFootage, the buffers it points into) for frames / times / camera,
-    or (None, None) without frames."""
+    """(dsSysidFootage, the buffers it points into) for frames / times /
+    camera, or (None, None) without frames."""
     if frames is None:
         if camera is not None or times is not None:
             raise DsimError(label, "camera and times describe footage: give frames too", _lib.DS_ERR_CONFIG)
@@ -164,8 +163,7 @@ def _footage(label: str, frames, times, camera):
     if camera is None:
         raise DsimError(label, "camera: footage needs its camera (a dict with position and fov, or a camera file)",
                         _lib.DS_ERR_CONFIG)
-    f = _lib.SysidFootage()
-    keep = []
+    cam = {}
     if isinstance(camera, dict):
         bad = [k for k in camera if k not in _CAMERA_KEYS]
         if bad:
@@ -175,37 +173,28 @@ def _footage(label: str, frames, times, camera):
             if k not in camera:
                 raise DsimError(label, f"camera: no {k!r} (expected {{\"position\": [x, y, z], \"fov\": degrees}})",
                                 _lib.DS_ERR_CONFIG)
-        for k, n in (("position", 3), ("look_at", 3)):
+        for k in ("position", "look_at"):
             v = np.asarray(camera.get(k, [0.0, 0.0, 0.0]), dtype=np.float64)
-            if v.shape != (n,):
+            if v.shape != (3,):
                 raise DsimError(label, f"camera: {k}: expected 3 numbers, got {camera[k]!r}", _lib.DS_ERR_CONFIG)
-            getattr(f, k)[:] = v.tolist()
-        f.fov = float(camera["fov"])
+            cam[k] = v.tolist()
+        cam["fov"] = float(camera["fov"])
         if times is None and camera.get("times") is not None:
             times = camera["times"]
     else:
-        path = os.fsencode(os.fspath(camera))
-        keep.append(path)
-        f.camera_file = path
+        cam["camera_file"] = os.fspath(camera)
+    n = None
     if isinstance(frames, (str, os.PathLike)):
-        d = os.fsencode(os.fspath(frames))
-        keep.append(d)
-        f.frames_dir = d
-        n = None
+        cam["frames_dir"] = os.fspath(frames)
     else:
-        x = _frames_array(label, frames)
-        keep.append(x)
-        f.rgba = x.ctypes.data
-        n, f.height, f.width = x.shape[0], x.shape[1], x.shape[2]
+        cam["rgba"] = _frames_array(label, frames)
+        n = cam["rgba"].shape[0]
     if times is not None:
         t = np.ascontiguousarray(np.asarray(times, dtype=np.float64).reshape(-1))
         if n is not None and t.size != n:
             raise DsimError(label, f"times: {t.size} frame times for {n} frames", _lib.DS_ERR_CONFIG)
-        keep.append(t)
-        f.times = t.ctypes.data_as(ctypes.POINTER(ctypes.c_double))
-        n = t.size
-    f.nframes = n or 0
-    return f, keep
+        cam["times"] = t
+    return _lib.sysid_footage(**cam)
 
 
 def save_frames(folder, frames, times=None):
@@ -221,12 +210,8 @@ def save_frames(folder, frames, times=None):
         x = _frames_array(folder, frames)
         u8 = np.ascontiguousarray((x.astype(np.float64) * 255.0 + 0.5).astype(np.uint8))  # ds_image_to_u8's rounding
     os.makedirs(folder, exist_ok=True)
-    err = ctypes.create_string_buffer(_lib._ERRLEN)
     for k in range(u8.shape[0]):
-        path = os.path.join(folder, f"frame_{k:04d}.png")
-        rc = _lib.png_write(path.encode(), u8[k].ctypes.data, u8.shape[2], u8.shape[1], err, _lib._ERRLEN)
-        if rc:
-            raise DsimError(path, "cannot write the frame", rc, err.value.decode(errors="replace"))
+        _lib.png_write_rgba(os.path.join(folder, f"frame_{k:04d}.png"), u8[k])
     if times is not None:
         t = [float(v) for v in np.asarray(times, dtype=np.float64).reshape(-1)]
         if len(t) != u8.shape[0]:
@@ -263,27 +248,17 @@ class _Sysid:
 
     def __init__(self, label: str, cfg: dict, footage, object_: int):
         self.label = label
-        p = _lib.P()
-        err = ctypes.create_string_buffer(_lib._ERRLEN)
-        rc = _lib.sysid_create_from_text(label.encode(), json.dumps(cfg).encode(), int(object_),
-                                         ctypes.byref(footage) if footage is not None else None, ctypes.byref(p),
-                                         err, _lib._ERRLEN)
-        if rc:
-            raise DsimError(label, "cannot set up the identification", rc, err.value.decode(errors="replace"))
-        self.p = p
-        self.n = _lib.sysid_num_values(p)
-        self.np = _lib.sysid_nparams(p)
-        self.names = [_lib.sysid_param_name(p, i).decode() for i in range(self.np)]
-        self.widths = [_lib.sysid_param_width(p, i) for i in range(self.np)]
-        self.owner = np.array([_lib.sysid_value_param(p, i) for i in range(self.n)])
+        self.p = _lib.sysid_create(label, json.dumps(cfg), object_, footage)
+        self.n = _lib.sysid_num_values(self.p)
+        self.np = _lib.sysid_nparams(self.p)
+        self.names = [_lib.sysid_param_name(self.p, i).decode() for i in range(self.np)]
+        self.widths = [_lib.sysid_param_width(self.p, i) for i in range(self.np)]
+        self.owner = np.array([_lib.sysid_value_param(self.p, i) for i in range(self.n)])
 
     def close(self):
         if self.p:
             _lib.sysid_destroy(self.p)
             self.p = None
-
-    def array(self, ptr) -> np.ndarray | None:
-        return np.ctypeslib.as_array(ptr, (self.n,)).copy() if ptr else None
 
     def by_name(self, values) -> dict | None:
         if values is None:
@@ -295,23 +270,8 @@ class _Sysid:
             out[name] = float(v[0]) if v.size == 1 else (v.copy() if v.size == w else v.reshape(-1, w).copy())
         return out
 
-    def error(self, what: str, rc: int):
-        raise DsimError(self.label, what, rc, _lib._text(_lib.sysid_last_error(self.p)))
-
-    def errors(self, values) -> np.ndarray | None:
-        if not _lib.sysid_truth(self.p):
-            return None
-        are = np.zeros(self.np)
-        v = np.ascontiguousarray(values, dtype=np.float64)
-        _lib.sysid_errors(self.p, v.ctypes.data, are.ctypes.data)
-        return are
-
-    def video(self) -> tuple[np.ndarray, np.ndarray]:
-        v = _lib.sysid_video(self.p).contents
-        rgba = np.ctypeslib.as_array(ctypes.cast(v.rgba, ctypes.POINTER(_lib.REAL)),
-                                     (v.nframes, v.height, v.width, 4)).copy()
-        sub = np.array([v.substep[i] for i in range(v.nframes)], dtype=np.int64)
-        return rgba, sub
+    def fail(self, what: str, rc: int):
+        raise DsimError(self.label, what, rc, _lib.sysid_error(self.p))
 
     def env_config(self) -> dict:
         return json.loads(_lib.resolved_config(_lib.sysid_env(self.p)))
@@ -321,27 +281,16 @@ class _Log:
     """The identification's run log (dsim/runlog.h): the config, per iteration
     loss, metric, wall time, gradient norm and the estimates."""
 
-    def __init__(self, path: str, cfg: dict, env: str, seed: int, nvalues: int, overwrite: bool):
+    def __init__(self, path, cfg: dict, env: str, seed: int, nvalues: int, overwrite: bool):
         self.path = os.fspath(path)
-        d = _lib.default_runlog_def()
-        self._keep = [json.dumps(cfg, indent=2).encode(), env.encode(), b"sysid"]
-        d.config_text, d.env, d.method = self._keep
-        d.seed, d.threads, d.nparams, d.overwrite = seed, 1, nvalues, 1 if overwrite else 0
-        p = _lib.P()
-        err = ctypes.create_string_buffer(_lib._ERRLEN)
         parent = os.path.dirname(self.path)
         if parent:
             os.makedirs(parent, exist_ok=True)
-        rc = _lib.runlog_create(self.path.encode(), ctypes.byref(d), ctypes.byref(p), err, _lib._ERRLEN)
-        if rc:
-            raise DsimError(self.path, "cannot create the run log", rc, err.value.decode(errors="replace"))
-        self.p = p
+        self.p, self._keep = _lib.runlog_open(self.path, json.dumps(cfg, indent=2), env, "sysid", seed, nvalues,
+                                              overwrite)
 
     def append(self, loss, metric, wall, grad_norm, values):
-        it = _lib.RunIteration(loss, metric, wall, grad_norm, values.ctypes.data_as(ctypes.POINTER(ctypes.c_double)))
-        rc = _lib.runlog_append_iteration(self.p, ctypes.byref(it))
-        if rc:
-            raise DsimError(self.path, "cannot write the run log", rc, _lib._text(_lib.runlog_last_error(self.p)))
+        _lib.runlog_append(self.p, self.path, loss, metric, wall, grad_norm, values)
 
     def close(self, status: str):
         if self.p:
@@ -364,8 +313,8 @@ def sysid(config, frames=None, *, times=None, camera=None, params=None, iteratio
     "last": sysid.frames), action: the sysid keys; seed: run.seed; object:
     the object's draws (seed + object). log: write a run log there (HDF5;
     `dsim info` reads it); overwrite: replace one that exists.
-    callback(iteration, loss, values): called after every iteration; return
-    True to stop. Errors: DsimError with the library's message."""
+    callback(iteration, loss, estimates): called after every iteration;
+    return True to stop. Errors: DsimError with the library's message."""
     settings = {"iterations": iterations, "optimizer": optimizer, "lr": lr, "momentum": momentum,
                 "lbfgs_memory": lbfgs_memory, "frames": frames_used,
                 "action": None if action is None else [float(a) for a in np.asarray(action).reshape(-1)],
@@ -378,52 +327,46 @@ def sysid(config, frames=None, *, times=None, camera=None, params=None, iteratio
     try:
         n_it = int(cfg.get("sysid", {}).get("iterations", 60))
         if log is not None:
-            env = cfg.get("env", {}).get("name", "")
-            lg = _Log(log, cfg, env, int(cfg.get("run", {}).get("seed", 0)) + int(object), s.n, overwrite)
+            seed0 = int(cfg.get("run", {}).get("seed", 0))
+            lg = _Log(log, cfg, cfg.get("env", {}).get("name", ""), seed0 + int(object), s.n, overwrite)
         losses, gnorms = [], []
-        it = _lib.SysidIter()
         reason = "iterations"
         t0 = time.perf_counter()
         for i in range(n_it):
-            rc = _lib.sysid_iterate(s.p, ctypes.byref(it))
+            rc, loss, gnorm, values = _lib.sysid_step(s.p, s.n)
             if rc:
-                s.error(f"iteration {i} failed", rc)
-            values = np.ctypeslib.as_array(it.values, (s.n,)).copy()
-            losses.append(it.loss)
-            gnorms.append(it.grad_norm)
+                s.fail(f"iteration {i} failed", rc)
+            losses.append(loss)
+            gnorms.append(gnorm)
             if lg:
-                are = s.errors(values)
-                lg.append(it.loss, float(np.mean(are)) if are is not None else it.loss, time.perf_counter() - t0,
-                          it.grad_norm, values)
+                are = _lib.sysid_are(s.p, values, s.np)
+                lg.append(loss, float(np.mean(are)) if are is not None else loss, time.perf_counter() - t0, gnorm,
+                          values)
             why = _lib._text(_lib.sysid_stop_reason(s.p))
-            if callback is not None and callback(i, it.loss, s.by_name(values)):
+            if callback is not None and callback(i, loss, s.by_name(values)):
                 reason = "callback"
                 break
             if why:
                 reason = why
                 break
-        best_loss = ctypes.c_double()
-        best = s.array(_lib.sysid_best_values(s.p, ctypes.byref(best_loss)))
+        v = _lib.sysid_arrays(s.p, s.n)
         r = SysidResult()
-        r.estimates = s.by_name(best)
-        r.last = s.by_name(s.array(_lib.sysid_values(s.p)))
-        r.initial = s.by_name(s.array(_lib.sysid_initial_values(s.p)))
-        truth = s.array(_lib.sysid_truth(s.p))
-        r.truth = s.by_name(truth)
-        are = s.errors(best)
+        r.estimates = s.by_name(v["best"])
+        r.last = s.by_name(v["values"])
+        r.initial = s.by_name(v["initial"])
+        r.truth = s.by_name(v["truth"])
+        are = _lib.sysid_are(s.p, v["best"], s.np)
         r.errors = None if are is None else {name: float(are[i]) for i, name in enumerate(s.names)}
-        r.values = best
+        r.values = v["best"]
         r.loss = np.array(losses)
         r.grad_norm = np.array(gnorms)
-        r.best_loss = best_loss.value
+        r.best_loss = v["best_loss"]
         r.best_iteration = int(np.argmin(r.loss)) if losses else -1
         r.stop_reason = reason
-        r.video, r.substeps = s.video()
-        rc = _lib.sysid_eval(s.p, best.ctypes.data, ctypes.byref(ctypes.c_double()), None)
+        rc, _ = _lib.sysid_evaluate(s.p, v["best"])
         if rc:
-            s.error("rendering the best estimate failed", rc)
-        v = _lib.sysid_video(s.p).contents
-        r.rendered = np.ctypeslib.as_array(_lib.sysid_rendered(s.p), (v.nframes, v.height, v.width, 4)).copy()
+            s.fail("rendering the best estimate failed", rc)
+        r.video, r.substeps, r.rendered = _lib.sysid_frames(s.p)
         r.config = cfg
         r.log = lg.path if lg else None
         if lg:
@@ -460,7 +403,7 @@ def render_footage(config, values: dict | None = None, *, overrides: dict | None
     sec["iterations"] = 1
     s = _Sysid(label, cfg, None, object)
     try:
-        rgba, sub = s.video()
+        rgba, sub, _ = _lib.sysid_frames(s.p)
         env = s.env_config()["env"]
         dt = float(env["physics"]["dt"])
         cam = env["camera"]
@@ -469,7 +412,7 @@ def render_footage(config, values: dict | None = None, *, overrides: dict | None
         pos = [d * math.cos(e) * math.sin(a), d * math.sin(e), -d * math.cos(e) * math.cos(a)]
         return {"frames": rgba, "times": sub * dt,
                 "camera": {"position": pos, "look_at": [0.0, 0.0, 0.0], "fov": float(cam["fov"])},
-                "truth": s.by_name(s.array(_lib.sysid_truth(s.p)))}
+                "truth": s.by_name(_lib.sysid_arrays(s.p, s.n)["truth"])}
     finally:
         s.close()
 
@@ -488,10 +431,10 @@ class LandscapeResult:
         return f"LandscapeResult(names={self.names}, grid={shape}, lowest={self.lowest}, failed={self.failed})"
 
 
-def _axis(label: str, k: int, a) -> _lib.LandscapeAxis:
+def _axis(label: str, k: int, a) -> tuple:
     try:
         lo, hi, n = a
-        return _lib.LandscapeAxis(float(lo), float(hi), int(n))
+        return float(lo), float(hi), int(n)
     except (TypeError, ValueError):
         raise DsimError(label, f"axis{k}: expected (lo, hi, n), got {a!r}", _lib.DS_ERR_CONFIG) from None
 
@@ -507,43 +450,22 @@ def landscape(config, axis1, axis2=None, *, geometric: bool = False, frames=None
     batches. frames, times, camera, params, seed, object, overrides: as for
     :func:`sysid`."""
     label, cfg = _build(config, params, overrides, {"run.seed": seed})
-    d = _lib.default_landscape_def()
-    d.axis[0] = _axis(label, 1, axis1)
-    if axis2 is not None:
-        d.axis[1] = _axis(label, 2, axis2)
-    d.geometric, d.object, d.threads, d.group = int(bool(geometric)), int(object), int(threads), int(bool(group))
+    axes = [_axis(label, 1, axis1)] + ([_axis(label, 2, axis2)] if axis2 is not None else [])
     fp, keep = _footage(label, frames, times, camera)
-    p = _lib.P()
-    err = ctypes.create_string_buffer(_lib._ERRLEN)
-    rc = _lib.landscape_create_from_text(label.encode(), json.dumps(cfg).encode(), ctypes.byref(d),
-                                         ctypes.byref(fp) if fp is not None else None, ctypes.byref(p), err,
-                                         _lib._ERRLEN)
+    out = _lib.landscape_run(label, json.dumps(cfg), axes, geometric, object, threads, group, fp)
     del keep
-    if rc:
-        raise DsimError(label, "cannot set up the landscape", rc, err.value.decode(errors="replace"))
-    threads_before = _lib.get_max_threads()
-    try:
-        rc = _lib.landscape_evaluate(p)
-        if rc:
-            raise DsimError(label, "evaluating the landscape failed", rc, _lib._text(_lib.landscape_last_error(p)))
-        dims = _lib.landscape_dims(p)
-        npt = _lib.landscape_num_points(p)
-        rows = np.ctypeslib.as_array(_lib.landscape_results(p), (npt, 5)).copy()
-        n1 = d.axis[0].n
-        shape = (n1,) if dims == 1 else (n1, d.axis[1].n)
-        r = LandscapeResult()
-        r.names = [_lib.landscape_param_name(p, a).decode() for a in range(dims)]
-        r.axes = [rows[:, 0].reshape(shape)[:, 0] if dims == 2 else rows[:, 0].copy()]
-        if dims == 2:
-            r.axes.append(rows[:, 1].reshape(shape)[0, :].copy())
-        r.loss = rows[:, 2].reshape(shape)
-        r.grad = rows[:, 3:3 + dims].reshape(shape + (dims,))
-        r.truth = [_lib.landscape_truth(p, a) for a in range(dims)]
-        low = _lib.landscape_lowest(p)
-        r.lowest = None if low < 0 else (low if dims == 1 else divmod(low, d.axis[1].n))
-        r.failed = _lib.landscape_num_failed(p)
-        r.config = cfg
-        return r
-    finally:
-        _lib.landscape_destroy(p)
-        _lib.set_num_threads(threads_before)  # the thread path leaves 1 set
+    dims, rows = out["dims"], out["rows"]
+    shape = tuple(a[2] for a in axes[:dims])
+    r = LandscapeResult()
+    r.names = out["names"]
+    r.axes = [rows[:, 0].reshape(shape)[:, 0].copy()] if dims == 2 else [rows[:, 0].copy()]
+    if dims == 2:
+        r.axes.append(rows[:, 1].reshape(shape)[0, :].copy())
+    r.loss = rows[:, 2].reshape(shape)
+    r.grad = rows[:, 3:3 + dims].reshape(shape + (dims,))
+    r.truth = out["truth"]
+    low = out["lowest"]
+    r.lowest = None if low < 0 else (low if dims == 1 else divmod(low, shape[1]))
+    r.failed = out["failed"]
+    r.config = cfg
+    return r
