@@ -74,6 +74,10 @@
   F(dsSysidFootage, position)      \
   F(dsSysidFootage, look_at)       \
   F(dsSysidFootage, fov)           \
+  F(dsSysidFootage, fx)            \
+  F(dsSysidFootage, fy)            \
+  F(dsSysidFootage, cx)            \
+  F(dsSysidFootage, cy)            \
   F(dsSysidFootage, times)         \
   F(dsSysidFootage, frames_dir)    \
   F(dsSysidFootage, nframes)       \

@@ -28,23 +28,32 @@ static long gcd_l(long a, long b) {
   return a;
 }
 
-/* The env camera of the file's: it looks at the origin from
- * eye = (d cos e sin a, d sin e, -d cos e cos a) (docs/scenes.md). */
+/* The env camera of the file's: it looks at look_at from
+ * eye = look_at + (d cos e sin a, d sin e, -d cos e cos a) (docs/scenes.md),
+ * with the file's fov or intrinsics. */
 static int set_camera(const dsVideo* v, dsEnvDef* def, char* err, size_t errlen) {
-  const double* pos = v->position;
-  if (v->look_at[0] != 0 || v->look_at[1] != 0 || v->look_at[2] != 0)
+  double rel[3];
+  for (int i = 0; i < 3; i++) rel[i] = v->position[i] - v->look_at[i];
+  const double d = sqrt(rel[0] * rel[0] + rel[1] * rel[1] + rel[2] * rel[2]);
+  if (!(d > 0) || fabs(rel[1]) >= d * 0.999999)
     return ds__puterr(err, errlen, DS_ERR_CONFIG,
-                      "%s: look_at: the env's camera looks at the origin; give position (and the scene) in "
-                      "coordinates centred on the look-at point, with look_at [0, 0, 0]",
-                      v->camera_file);
-  const double d = sqrt(pos[0] * pos[0] + pos[1] * pos[1] + pos[2] * pos[2]);
-  if (!(d > 0) || fabs(pos[1]) >= d * 0.999999)
-    return ds__puterr(err, errlen, DS_ERR_CONFIG,
-                      "%s: position: a camera at the look-at point or straight above or below it", v->camera_file);
+                      "%s: position: a camera at the look-at point or straight above or below it (the view is "
+                      "y-up)", v->camera_file);
+  if (!(v->fov > 0) && !(v->fx > 0))
+    return ds__puterr(err, errlen, DS_ERR_CONFIG, "%s: fov: expected degrees in (0, 180), or the intrinsics fx, fy, "
+                      "cx, cy", v->camera_file);
+  if (v->fx > 0 && !(v->fy > 0))
+    return ds__puterr(err, errlen, DS_ERR_CONFIG, "%s: fy: expected a positive number of pixels, got %g",
+                      v->camera_file, v->fy);
   def->cam_distance = (dsReal)d;
-  def->cam_elevation = (dsReal)(asin(pos[1] / d) * 57.295779513082321);
-  def->cam_azimuth = (dsReal)(atan2(pos[0], -pos[2]) * 57.295779513082321);
-  def->cam_fov = (dsReal)v->fov;
+  def->cam_elevation = (dsReal)(asin(rel[1] / d) * 57.295779513082321);
+  def->cam_azimuth = (dsReal)(atan2(rel[0], -rel[2]) * 57.295779513082321);
+  for (int i = 0; i < 3; i++) def->cam_look_at[i] = (dsReal)v->look_at[i];
+  if (v->fov > 0) def->cam_fov = (dsReal)v->fov;
+  def->cam_fx = (dsReal)(v->fx > 0 ? v->fx : 0);
+  def->cam_fy = (dsReal)(v->fx > 0 ? v->fy : 0);
+  def->cam_cx = (dsReal)(v->fx > 0 ? v->cx : 0);
+  def->cam_cy = (dsReal)(v->fx > 0 ? v->cy : 0);
   return 0;
 }
 
@@ -145,7 +154,16 @@ static int footage_camera(const dsSysidFootage* f, dsVideo* v, int* have_times, 
                           isfinite(f->position[i]) ? "look_at" : "position", i);
     }
     v->fov = f->fov;
-    if (!(f->fov > 0 && f->fov < 180))
+    v->fx = f->fx;
+    v->fy = f->fy;
+    v->cx = f->cx;
+    v->cy = f->cy;
+    if (f->fx != 0 && !(f->fx > 0 && f->fy > 0 && isfinite(f->fx) && isfinite(f->fy) && isfinite(f->cx) &&
+                        isfinite(f->cy)))
+      return ds__puterr(err, errlen, DS_ERR_CONFIG,
+                        "camera: intrinsics: expected fx > 0, fy > 0 and finite cx, cy (pixels), got %g, %g, %g, %g",
+                        f->fx, f->fy, f->cx, f->cy);
+    if (!(f->fx > 0) && !(f->fov > 0 && f->fov < 180))
       return ds__puterr(err, errlen, DS_ERR_CONFIG, "camera: fov: expected degrees in (0, 180), got %g", f->fov);
   }
   if (f->times) {

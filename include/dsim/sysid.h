@@ -167,8 +167,9 @@ typedef struct dsSysidVideo {
 
 /* Footage (video "frames"): read sd's camera file and PNG frames
  * (sd->camera, sd->frames_dir; dsim/video.h) and set def from them: the
- * image size, the camera (which looks at the origin: look_at must be
- * [0, 0, 0]), and the schedule (render and control interval = the greatest
+ * image size, the camera (env.camera: look_at, distance, elevation and
+ * azimuth of the position about it, fov or the intrinsics fx, fy, cx, cy;
+ * the view is y-up, so not straight down or up), and the schedule (render and control interval = the greatest
  * common divisor of the frames' substeps, substeps = the last one); a frame
  * at time 0 is the initial state and left out of *out. Every input is
  * checked; errors name the file or key (DS_ERR_CONFIG, DS_ERR_IO, ...).
@@ -179,9 +180,9 @@ DS_API void ds_sysid_video_free(dsSysidVideo* v);
 /* Footage in memory or in a folder, with its camera given as values or a
  * file: what a binding (python/dsim/sysid.py) passes where `dsim sysid`
  * reads sysid.frames_dir and sysid.camera. The camera: camera_file (a
- * camera file, dsim/video.h: position, look_at, fov, optional times) or,
- * when it is NULL, position, look_at (which must be [0, 0, 0], as in a
- * camera file) and fov (vertical, degrees). The frames: frames_dir (PNG
+ * camera file, dsim/video.h: position, look_at, fov or intrinsics, optional
+ * times) or, when it is NULL, position, look_at, and fov (vertical,
+ * degrees) or the intrinsics fx, fy, cx, cy (pixels). The frames: frames_dir (PNG
  * files sorted by name) or, when it is NULL, rgba (nframes x height x
  * width x 4 in [0, 1], row 0 at the top). Frame times, in order of
  * precedence: times (nframes values, s, increasing, >= 0), the camera
@@ -193,7 +194,8 @@ typedef struct dsSysidFootage {
   const char* camera_file;   /* NULL: position, look_at, fov */
   double position[3];        /* m */
   double look_at[3];         /* m */
-  double fov;                /* degrees, (0, 180) */
+  double fov;                /* degrees, (0, 180) (unused with intrinsics) */
+  double fx, fy, cx, cy;     /* intrinsics, pixels (dsCamera, dsim/raster.h); fx 0: fov */
   const double* times;       /* nframes frame times, s (NULL: see above) */
   const char* frames_dir;    /* NULL: rgba */
   int nframes, width, height;

@@ -137,7 +137,8 @@ class RunResult(ctypes.Structure):
 class SysidFootage(ctypes.Structure):
     _c_name_ = "dsSysidFootage"
     _fields_ = [("camera_file", ctypes.c_char_p), ("position", ctypes.c_double * 3),
-                ("look_at", ctypes.c_double * 3), ("fov", ctypes.c_double),
+                ("look_at", ctypes.c_double * 3), ("fov", ctypes.c_double), ("fx", ctypes.c_double),
+                ("fy", ctypes.c_double), ("cx", ctypes.c_double), ("cy", ctypes.c_double),
                 ("times", ctypes.POINTER(ctypes.c_double)), ("frames_dir", ctypes.c_char_p),
                 ("nframes", ctypes.c_int), ("width", ctypes.c_int), ("height", ctypes.c_int),
                 ("rgba", ctypes.c_void_p)]
@@ -610,11 +611,11 @@ def abi_lookup(name: str):
 
 
 # -- system identification (dsim/sysid.h) ---------------------------------------------------
-def sysid_footage(camera_file=None, position=None, look_at=None, fov=0.0, times=None, frames_dir=None,
-                  rgba=None):
+def sysid_footage(camera_file=None, position=None, look_at=None, fov=0.0, intrinsics=None, times=None,
+                  frames_dir=None, rgba=None):
     """(a dsSysidFootage, the objects it points into: keep them until the
     create call returns). rgba: a C-contiguous (T, H, W, 4) array of
-    real_dtype; times: float64 values."""
+    real_dtype; times: float64 values; intrinsics: (fx, fy, cx, cy), pixels."""
     f = SysidFootage()
     keep = []
     if camera_file is not None:
@@ -624,6 +625,8 @@ def sysid_footage(camera_file=None, position=None, look_at=None, fov=0.0, times=
         f.position[:] = [float(v) for v in position]
         f.look_at[:] = [float(v) for v in look_at]
         f.fov = float(fov)
+        if intrinsics is not None:
+            f.fx, f.fy, f.cx, f.cy = (float(v) for v in intrinsics)
     n = 0
     if frames_dir is not None:
         keep.append(os.fsencode(frames_dir))

@@ -27,10 +27,11 @@ or a folder's own (``frames.json``, as `dsim export --frames` and
 :func:`save_frames` write it), and for an array, the env's schedule (frame k
 at substep (k + 1) C, C = env.physics.render_interval, as a synthetic
 video). A frame at time 0 is the initial state and is not compared.
-``camera``: a dict ``{"position": [x, y, z], "look_at": [0, 0, 0], "fov":
-degrees, "times": [...]}`` (look_at and times optional) or the path of a
-camera file (dsim/video.h). The camera looks at the origin (the env's
-camera does; give positions centred on the look-at point).
+``camera``: a dict ``{"position": [x, y, z], "look_at": [x, y, z], "fov":
+degrees, "times": [...]}`` (look_at, default the origin, and times optional;
+the intrinsics ``"fx", "fy", "cx", "cy"`` in pixels, u = fx X/Z + cx from the
+image's left edge, v = cy - fy Y/Z from its top, instead of fov) or the path
+of a camera file (dsim/video.h). The view is y-up.
 """
 from __future__ import annotations
 
@@ -48,7 +49,8 @@ from ._lib import DsimError
 __all__ = ["sysid", "landscape", "SysidResult", "LandscapeResult", "save_frames", "render_footage"]
 
 _PARAM_KEYS = ("name", "per_element", "lower", "upper", "init", "init_range", "init_each", "true", "true_range")
-_CAMERA_KEYS = ("position", "look_at", "fov", "times")
+_CAMERA_KEYS = ("position", "look_at", "fov", "fx", "fy", "cx", "cy", "times")
+_INTRINSICS = ("fx", "fy", "cx", "cy")
 _OPTIMIZERS = ("adam", "sgd", "lbfgs")
 
 
@@ -169,16 +171,22 @@ def _footage(label: str, frames, times, camera):
         if bad:
             raise DsimError(label, f"camera: unknown key {bad[0]!r} (keys: {', '.join(_CAMERA_KEYS)})",
                             _lib.DS_ERR_CONFIG)
-        for k in ("position", "fov"):
+        has = [k for k in _INTRINSICS if k in camera]
+        if has and len(has) != 4:
+            raise DsimError(label, "camera: intrinsics: give all of fx, fy, cx, cy (pixels) or none",
+                            _lib.DS_ERR_CONFIG)
+        for k in ("position",) + (() if has else ("fov",)):
             if k not in camera:
-                raise DsimError(label, f"camera: no {k!r} (expected {{\"position\": [x, y, z], \"fov\": degrees}})",
-                                _lib.DS_ERR_CONFIG)
+                raise DsimError(label, f"camera: no {k!r} (expected {{\"position\": [x, y, z], \"fov\": degrees}} "
+                                "or fx, fy, cx, cy in pixels instead of fov)", _lib.DS_ERR_CONFIG)
         for k in ("position", "look_at"):
             v = np.asarray(camera.get(k, [0.0, 0.0, 0.0]), dtype=np.float64)
             if v.shape != (3,):
                 raise DsimError(label, f"camera: {k}: expected 3 numbers, got {camera[k]!r}", _lib.DS_ERR_CONFIG)
             cam[k] = v.tolist()
-        cam["fov"] = float(camera["fov"])
+        cam["fov"] = float(camera.get("fov", 0.0))
+        if has:
+            cam["intrinsics"] = [float(camera[k]) for k in _INTRINSICS]
         if times is None and camera.get("times") is not None:
             times = camera["times"]
     else:
@@ -386,7 +394,8 @@ def render_footage(config, values: dict | None = None, *, overrides: dict | None
     `values` (name -> the true value; None: the config's true values or
     draws) and rendered by its env, as `dsim sysid` renders a synthetic
     video. Returns {"frames": (T, H, W, 4) floats in [0, 1], "times": s,
-    "camera": {"position", "look_at", "fov"}, "truth": name -> value}:
+    "camera": {"position", "look_at", "fov" (and fx, fy, cx, cy when the env
+    has intrinsics)}, "truth": name -> value}:
     sysid(config, frames=..., times=..., camera=...) identifies from it."""
     label, cfg = _build(config, None, overrides, {"run.seed": seed})
     sec = cfg.setdefault("sysid", {})
@@ -408,10 +417,13 @@ def render_footage(config, values: dict | None = None, *, overrides: dict | None
         dt = float(env["physics"]["dt"])
         cam = env["camera"]
         d, e, a = float(cam["distance"]), math.radians(float(cam["elevation"])), math.radians(float(cam["azimuth"]))
-        # the env's eye: (d cos e sin a, d sin e, -d cos e cos a), looking at the origin (docs/scenes.md)
-        pos = [d * math.cos(e) * math.sin(a), d * math.sin(e), -d * math.cos(e) * math.cos(a)]
-        return {"frames": rgba, "times": sub * dt,
-                "camera": {"position": pos, "look_at": [0.0, 0.0, 0.0], "fov": float(cam["fov"])},
+        at = [float(v) for v in cam.get("look_at", [0.0, 0.0, 0.0])]
+        # the env's eye: look_at + (d cos e sin a, d sin e, -d cos e cos a) (docs/scenes.md)
+        off = [d * math.cos(e) * math.sin(a), d * math.sin(e), -d * math.cos(e) * math.cos(a)]
+        camera = {"position": [at[i] + off[i] for i in range(3)], "look_at": at, "fov": float(cam["fov"])}
+        if float(cam.get("fx", 0)) > 0:
+            camera.update({k: float(cam[k]) for k in _INTRINSICS})
+        return {"frames": rgba, "times": sub * dt, "camera": camera,
                 "truth": s.by_name(_lib.sysid_arrays(s.p, s.n)["truth"])}
     finally:
         s.close()
