@@ -3,8 +3,12 @@ beam whose shear modulus (tet.k_mu, true 1000, initial guess 800) is
 identified from its synthetic video to 1e-6 relative, and from 8-bit footage
 rendered through the package (dsim.render_footage) to 1e-3; the footage as
 an array and as a folder of PNGs give the same estimates bit for bit; the
-log holds the loss history; a landscape's lowest point is the truth; bad
-inputs raise DsimError naming what is wrong."""
+log holds the loss history; a landscape's lowest point is the truth; a
+camera looking at a point off the origin through intrinsics (a dict or a
+file) identifies from its own footage; bad inputs raise DsimError naming
+what is wrong."""
+import json
+
 import numpy as np
 import pytest
 
@@ -106,8 +110,8 @@ def test_bad_inputs(footage):
         dsim.sysid(CFG, frames=footage["u8"], camera={"position": [0, 0, -2]})
     assert "'fov'" in str(e.value)
     with pytest.raises(dsim.DsimError) as e:
-        dsim.sysid(CFG, frames=footage["u8"], camera=dict(cam, look_at=[0, 1, 0]))
-    assert "look_at" in str(e.value)
+        dsim.sysid(CFG, frames=footage["u8"], camera=dict(cam, position=[0, 3, 0], look_at=[0, 1, 0]))
+    assert "straight above or below" in str(e.value)
     with pytest.raises(dsim.DsimError) as e:
         dsim.sysid(CFG, frames=footage["u8"], times=footage["times"][:-1], camera=cam)
     assert "times" in str(e.value)
@@ -117,3 +121,23 @@ def test_bad_inputs(footage):
     with pytest.raises(dsim.DsimError) as e:
         dsim.landscape(CFG, (500, 1500, 3), (1, 2, 3))
     assert "sysid.param2" in str(e.value)
+
+
+def test_camera_look_at_and_intrinsics(tmp_path):
+    # footage seen from a camera that looks at a point off the origin, through intrinsics
+    ov = {"env.camera.look_at": [0.1, -0.05, 0.05], "env.camera.fx": 48, "env.camera.fy": 46, "env.camera.cx": 13,
+          "env.camera.cy": 11}
+    f = dsim.render_footage(CFG, overrides=ov)
+    cam = f["camera"]
+    assert cam["look_at"] == [0.1, -0.05, 0.05] and (cam["fx"], cam["fy"], cam["cx"], cam["cy"]) == (48, 46, 13, 11)
+    del cam["fov"]  # the intrinsics stand in for it
+    r = dsim.sysid(CFG, frames=f["frames"], times=f["times"], camera=cam)
+    assert abs(r.estimates["tet.k_mu"] - TRUE_MU) / TRUE_MU < 1e-6
+    # the same camera as a file
+    path = tmp_path / "camera.json"
+    path.write_text(json.dumps(dict(cam, times=[float(t) for t in f["times"]])))
+    r2 = dsim.sysid(CFG, frames=f["frames"], camera=path)
+    assert np.array_equal(r.values, r2.values)
+    with pytest.raises(dsim.DsimError) as e:
+        dsim.sysid(CFG, frames=f["frames"], camera={"position": cam["position"], "fx": 48})
+    assert "fx, fy, cx, cy" in str(e.value)
