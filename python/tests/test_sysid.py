@@ -5,9 +5,12 @@ rendered through the package (dsim.render_footage) to 1e-3; the footage as
 an array and as a folder of PNGs give the same estimates bit for bit; the
 log holds the loss history; a landscape's lowest point is the truth; a
 camera looking at a point off the origin through intrinsics (a dict or a
-file) identifies from its own footage; bad inputs raise DsimError naming
-what is wrong."""
+file) identifies from its own footage; the CLI's landscape and sysid give
+the same numbers bit for bit; bad inputs raise DsimError naming what is
+wrong."""
 import json
+import os
+import subprocess
 
 import numpy as np
 import pytest
@@ -141,3 +144,29 @@ def test_camera_look_at_and_intrinsics(tmp_path):
     with pytest.raises(dsim.DsimError) as e:
         dsim.sysid(CFG, frames=f["frames"], camera={"position": cam["position"], "fx": 48})
     assert "fx, fy, cx, cy" in str(e.value)
+
+
+def _dsim_exe():
+    exe = os.environ.get("DSIM")
+    if not exe or not os.path.exists(exe):
+        pytest.skip("DSIM (the dsim program) not set")
+    return exe
+
+
+def test_same_as_cli(tmp_path):
+    exe = _dsim_exe()
+    path = tmp_path / "beam.json"
+    path.write_text(json.dumps(CFG))
+    out = tmp_path / "grid"
+    subprocess.run([exe, "landscape", str(path), "--range1", "500:1500:3", "--threads", "1", "--out", str(out),
+                    "--no-plot"], check=True, capture_output=True)
+    rows = np.loadtxt(str(out) + ".csv", delimiter=",", skiprows=1, ndmin=2)
+    g = dsim.landscape(str(path), (500, 1500, 3), threads=1)
+    assert np.array_equal(rows[:, 0], g.axes[0])
+    assert np.array_equal(rows[:, 1], g.loss) and np.array_equal(rows[:, 2], g.grad[:, 0])  # value, loss, gradient
+    if not dsim.build_info()["hdf5"]:
+        return
+    log = tmp_path / "cli.h5"
+    subprocess.run([exe, "sysid", str(path), "--out", str(log), "--threads", "1"], check=True, capture_output=True)
+    r = dsim.sysid(str(path))
+    assert np.array_equal(np.array(_lib.runlog_iterations(log)["loss"]), r.loss)
