@@ -90,6 +90,9 @@ def test_params_by_spec():
     r = dsim.sysid(CFG, params={"tet.k_mu": {"lower": 10, "upper": 1e5, "init": 900, "true": TRUE_MU}},
                    iterations=2)
     assert r.initial == {"tet.k_mu": 900.0}
+    seen = []
+    r = dsim.sysid(CFG, callback=lambda i, loss, est: seen.append((i, loss, est["tet.k_mu"])) or i == 1)
+    assert [s[0] for s in seen] == [0, 1] and r.stop_reason == "callback" and list(r.loss) == [s[1] for s in seen]
 
 
 def test_bad_inputs(footage):
