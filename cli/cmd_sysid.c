@@ -9,9 +9,9 @@
  * tables (--lr is sysid.lr; --set SECTION.KEY=VALUE reaches any key).
  *
  * Video "frames": a folder of PNG frames (sorted by name) and a camera file
- * (JSON: times, position, look_at, fov). The frames set env.render.width and
- * height, the camera the env's view (it looks at the origin), the times the
- * episode (env.physics.render_interval = the greatest common divisor of the
+ * (JSON: times, position, look_at, fov or fx, fy, cx, cy). The frames set
+ * env.render.width and height, the camera the env's view (any look-at
+ * point), the times the episode (env.physics.render_interval = the greatest common divisor of the
  * frames' substeps, env.physics.substeps = the last one); a frame at time 0
  * is the initial state and left out of the loss. Every input is checked
  * before any simulation runs (ds_sysid_load_video; the reading is io's,

@@ -16,6 +16,8 @@
 #include "dsim/batch.h"
 #include "dsim/env.h"
 #include "dsim/run.h"
+#include "dsim/runlog.h"
+#include "dsim/sysid.h"
 
 /* S(type) opens a struct, F(type, field) names one of its fields. */
 #define ABI_STRUCTS(S, F)          \
@@ -66,7 +68,62 @@
   F(dsRunResult, iteration_time)   \
   F(dsRunResult, nparams)          \
   F(dsRunResult, threads)          \
-  F(dsRunResult, status)
+  F(dsRunResult, status)           \
+  S(dsSysidFootage)                \
+  F(dsSysidFootage, camera_file)   \
+  F(dsSysidFootage, position)      \
+  F(dsSysidFootage, look_at)       \
+  F(dsSysidFootage, fov)           \
+  F(dsSysidFootage, fx)            \
+  F(dsSysidFootage, fy)            \
+  F(dsSysidFootage, cx)            \
+  F(dsSysidFootage, cy)            \
+  F(dsSysidFootage, times)         \
+  F(dsSysidFootage, frames_dir)    \
+  F(dsSysidFootage, nframes)       \
+  F(dsSysidFootage, width)         \
+  F(dsSysidFootage, height)        \
+  F(dsSysidFootage, rgba)          \
+  S(dsSysidVideo)                  \
+  F(dsSysidVideo, nframes)         \
+  F(dsSysidVideo, width)           \
+  F(dsSysidVideo, height)          \
+  F(dsSysidVideo, substep)         \
+  F(dsSysidVideo, rgba)            \
+  S(dsSysidIter)                   \
+  F(dsSysidIter, iteration)        \
+  F(dsSysidIter, loss)             \
+  F(dsSysidIter, grad_norm)        \
+  F(dsSysidIter, values)           \
+  F(dsSysidIter, evaluations)      \
+  S(dsLandscapeAxis)               \
+  F(dsLandscapeAxis, lo)           \
+  F(dsLandscapeAxis, hi)           \
+  F(dsLandscapeAxis, n)            \
+  S(dsLandscapeDef)                \
+  F(dsLandscapeDef, axis)          \
+  F(dsLandscapeDef, geometric)     \
+  F(dsLandscapeDef, object)        \
+  F(dsLandscapeDef, threads)       \
+  F(dsLandscapeDef, group)         \
+  S(dsRunLogDef)                   \
+  F(dsRunLogDef, config_text)      \
+  F(dsRunLogDef, env)              \
+  F(dsRunLogDef, method)           \
+  F(dsRunLogDef, seed)             \
+  F(dsRunLogDef, threads)          \
+  F(dsRunLogDef, nparams)          \
+  F(dsRunLogDef, substep_stride)   \
+  F(dsRunLogDef, compression)      \
+  F(dsRunLogDef, overwrite)        \
+  F(dsRunLogDef, has_metric_goal)  \
+  F(dsRunLogDef, metric_goal)      \
+  S(dsRunIteration)                \
+  F(dsRunIteration, loss)          \
+  F(dsRunIteration, metric)        \
+  F(dsRunIteration, wall_time)     \
+  F(dsRunIteration, grad_norm)     \
+  F(dsRunIteration, params)
 
 /* Constants other than the error codes. */
 #define ABI_CONSTS(C)       \
@@ -77,7 +134,8 @@
   C(DS_BATCH_LOCKSTEP)      \
   C(DS_BATCH_STEPPED)       \
   C(DS_BATCH_RESET)         \
-  C(DS_RUN_STATUS_MAX)
+  C(DS_RUN_STATUS_MAX)      \
+  C(DS_SYSID_MAX_PARAMS)
 
 #define FIELD_SIZE(T, f) sizeof(((T*)0)->f)
 

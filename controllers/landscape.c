@@ -57,8 +57,9 @@ int ds_landscape_check(const dsSysidDef* sd, const dsLandscapeDef* def, char* er
   return 0;
 }
 
-int ds_landscape_create(const dsEnvDef* env_def, const dsSysidDef* sd, const dsLandscapeDef* def, dsLandscape** out,
-                        char* err, size_t errlen) {
+/* With video NULL, the definition's (sysid.video "frames": its files; else synthetic). */
+static int landscape_create(const dsEnvDef* env_def, const dsSysidDef* sd, const dsLandscapeDef* def,
+                            const dsSysidVideo* footage, dsLandscape** out, char* err, size_t errlen) {
   if (!out) return ds__puterr(err, errlen, DS_ERR_INVALID, "landscape: out is NULL");
   *out = NULL;
   if (!env_def) return ds__puterr(err, errlen, DS_ERR_INVALID, "landscape: env definition is NULL");
@@ -77,8 +78,9 @@ int ds_landscape_create(const dsEnvDef* env_def, const dsSysidDef* sd, const dsL
   ls->res = (double*)calloc((size_t)ls->npt * LS_ROW, sizeof(double));
   if (!ls->S || !ls->res) rc = ds__puterr(err, errlen, DS_ERR_NOMEM, "out of memory");
   /* footage sets the env's camera, image size and schedule (ls->env_def) */
-  if (!rc && sd->video == DS_SYSID_FRAMES) rc = ds_sysid_load_video(&ls->sd, &ls->env_def, &ls->video, err, errlen);
-  const dsSysidVideo* video = ls->video.nframes ? &ls->video : NULL;
+  if (!rc && !footage && sd->video == DS_SYSID_FRAMES)
+    rc = ds_sysid_load_video(&ls->sd, &ls->env_def, &ls->video, err, errlen);
+  const dsSysidVideo* video = footage ? footage : ls->video.nframes ? &ls->video : NULL;
   for (int t = 0; t < ls->nthreads && !rc; t++)
     rc = ds_sysid_create(&ls->env_def, &ls->sd, def->object, video, &ls->S[t], err, errlen);
   if (rc) {
@@ -88,6 +90,29 @@ int ds_landscape_create(const dsEnvDef* env_def, const dsSysidDef* sd, const dsL
   ls->nv = ds_sysid_num_values(ls->S[0]);
   *out = ls;
   return 0;
+}
+
+int ds_landscape_create(const dsEnvDef* env_def, const dsSysidDef* sd, const dsLandscapeDef* def, dsLandscape** out,
+                        char* err, size_t errlen) {
+  return landscape_create(env_def, sd, def, NULL, out, err, errlen);
+}
+
+int ds_landscape_create_from_text(const char* name, const char* text, const dsLandscapeDef* def,
+                                  const dsSysidFootage* footage, dsLandscape** out, char* err, size_t errlen) {
+  if (!out) return ds__puterr(err, errlen, DS_ERR_INVALID, "landscape: out is NULL");
+  *out = NULL;
+  dsEnvDef* ed = (dsEnvDef*)malloc(sizeof *ed);
+  dsSysidDef* sd = (dsSysidDef*)malloc(sizeof *sd);
+  dsSysidVideo video;
+  memset(&video, 0, sizeof video);
+  int rc = ed && sd ? 0 : ds__puterr(err, errlen, DS_ERR_NOMEM, "out of memory");
+  if (!rc) rc = ds_sysid_defs_from_text(name, text, ed, sd, err, errlen);
+  if (!rc && footage) rc = ds_sysid_footage_video(footage, ed, &video, err, errlen);
+  if (!rc) rc = landscape_create(ed, sd, def, footage ? &video : NULL, out, err, errlen);
+  ds_sysid_video_free(&video);
+  free(ed);
+  free(sd);
+  return rc;
 }
 
 void ds_landscape_destroy(dsLandscape* ls) {

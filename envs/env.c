@@ -178,6 +178,16 @@ static int check_memory(dsEnv* e, const dsDataDef* dd) {
                     ds_format_size(lim, b, sizeof b), ds_memory_limit_source());
 }
 
+/* The view of ds_camera_look_at moved to look at `at` (the origin's bits
+ * untouched: no + 0.0). */
+static void aim_at(dsCamera* c, const dsReal at[3]) {
+  for (int k = 0; k < 3; k++)
+    if (at[k] != 0) {
+      c->eye[k] += at[k];
+      c->at[k] = at[k];
+    }
+}
+
 /* Model, data, gradient, renderer and every buffer sized by the model. */
 /* The first view's renderer and, with camera2, the second's (same settings
  * but the camera). */
@@ -196,6 +206,11 @@ static int make_renderers(dsEnv* e) {
   rc = ds_camera_look_at(&s.camera, def->cam_distance, def->cam_elevation, def->cam_azimuth);
   if (rc) return ds__seterr(&e->err, rc, "camera: invalid view (distance %g, elevation %g)", (double)def->cam_distance,
                             (double)def->cam_elevation);
+  aim_at(&s.camera, def->cam_look_at);
+  s.camera.fx = def->cam_fx;
+  s.camera.fy = def->cam_fy;
+  s.camera.cx = def->cam_cx;
+  s.camera.cy = def->cam_cy;
   for (int k = 0; k < 3; k++) s.light_dir[k] = def->light_dir[k]; /* 0, 0, 0: a headlight */
   s.camera.fov_deg = def->cam_fov;
   s.camera.znear = def->cam_near;
@@ -210,6 +225,7 @@ static int make_renderers(dsEnv* e) {
     if (rc)
       return ds__seterr(&e->err, rc, "camera2: invalid view (distance %g, elevation %g)", (double)def->cam2_distance,
                         (double)def->cam2_elevation);
+    aim_at(&s.camera, def->cam_look_at);
     if (ds_render_settings_check(&s, why, sizeof why))
       return ds__seterr(&e->err, DS_ERR_INVALID, "%s: camera2: %s", e->cls->name, why);
     rc = ds_raster_create(&e->r2, &s, m->nface, m->nparticle);

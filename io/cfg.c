@@ -554,21 +554,36 @@ static int vec3_of(const char* file, const cJSON* v, const char* key, double out
 }
 
 int ds__cfg_video_camera(const char* file, const char* text, double* times, int cap, int* ntimes, double pos[3],
-                         double look[3], double* fov, dsErrBuf* eb) {
+                         double look[3], double* fov, double intr[4], dsErrBuf* eb) {
   int rc = DS_OK;
   cJSON* root = parse_json(file, text, eb, &rc);
   if (!root) return rc;
-  static const char* const keys[4] = {"times", "position", "look_at", "fov"};
+  static const char* const keys[8] = {"times", "position", "look_at", "fov", "fx", "fy", "cx", "cy"};
   for (const cJSON* ch = root->child; ch && !rc; ch = ch->next) {
     int known = 0;
-    for (int i = 0; i < 4; i++) known |= !strcmp(ch->string, keys[i]);
+    for (int i = 0; i < 8; i++) known |= !strcmp(ch->string, keys[i]);
     if (!known)
-      rc = ds__seterr(eb, DS_ERR_CONFIG, "%s: unknown key \"%s\" (keys: times, position, look_at, fov)", file,
-                      ch->string);
+      rc = ds__seterr(eb, DS_ERR_CONFIG, "%s: unknown key \"%s\" (keys: times, position, look_at, fov, fx, fy, cx, cy)",
+                      file, ch->string);
   }
+  /* intrinsics: all four or none; without them fov is required */
+  int nintr = 0;
+  for (int i = 4; i < 8; i++) nintr += cJSON_GetObjectItemCaseSensitive(root, keys[i]) != NULL;
+  if (!rc && nintr != 0 && nintr != 4)
+    rc = ds__seterr(eb, DS_ERR_CONFIG, "%s: intrinsics: give all of fx, fy, cx, cy (pixels) or none", file);
+  for (int i = 4; i < 8 && nintr == 4 && !rc; i++) {
+    const cJSON* e = cJSON_GetObjectItemCaseSensitive(root, keys[i]);
+    if (!cJSON_IsNumber(e) || !isfinite(e->valuedouble) || (i < 6 && !(e->valuedouble > 0)))
+      rc = ds__seterr(eb, DS_ERR_CONFIG, "%s: %s: expected a %snumber of pixels", file, keys[i],
+                      i < 6 ? "positive " : "");
+    else
+      intr[i - 4] = e->valuedouble;
+  }
+  if (nintr == 0) intr[0] = intr[1] = intr[2] = intr[3] = 0;
   for (int i = 1; i < 4 && !rc; i++) /* times may come with the frames instead (dsim/video.h) */
-    if (!cJSON_GetObjectItemCaseSensitive(root, keys[i]))
-      rc = ds__seterr(eb, DS_ERR_CONFIG, "%s: missing key \"%s\"", file, keys[i]);
+    if (!cJSON_GetObjectItemCaseSensitive(root, keys[i]) && !(i == 3 && nintr == 4))
+      rc = ds__seterr(eb, DS_ERR_CONFIG, "%s: missing key \"%s\"%s", file, keys[i],
+                      i == 3 ? " (or the intrinsics fx, fy, cx, cy)" : "");
   if (!rc) {
     const cJSON* t = cJSON_GetObjectItemCaseSensitive(root, "times");
     const int n = !t ? 0 : cJSON_IsArray(t) ? cJSON_GetArraySize(t) : -1;
@@ -592,7 +607,8 @@ int ds__cfg_video_camera(const char* file, const char* text, double* times, int 
   }
   if (!rc) rc = vec3_of(file, cJSON_GetObjectItemCaseSensitive(root, "position"), "position", pos, eb);
   if (!rc) rc = vec3_of(file, cJSON_GetObjectItemCaseSensitive(root, "look_at"), "look_at", look, eb);
-  if (!rc) {
+  *fov = 0;
+  if (!rc && cJSON_GetObjectItemCaseSensitive(root, "fov")) {
     const cJSON* f = cJSON_GetObjectItemCaseSensitive(root, "fov");
     if (!cJSON_IsNumber(f) || !(f->valuedouble > 0 && f->valuedouble < 180))
       rc = ds__seterr(eb, DS_ERR_CONFIG, "%s: fov: expected a number of degrees in (0, 180)", file);

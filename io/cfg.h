@@ -61,12 +61,14 @@ int ds__read_text_file(const char* path, char** text, size_t* len, dsErrBuf* eb)
 int ds__cfg_peek_string(const char* text, const char* section, const char* key, char* out, size_t outlen);
 
 /* A video's camera file (dsim sysid, video "frames"): a JSON object with
- * exactly the keys "times" (frame times, s: an array of 1..cap numbers >= 0,
- * increasing), "position" and "look_at" (arrays of 3 numbers, m) and "fov"
- * (vertical field of view, degrees, in (0, 180)). Errors name the file and
- * the key (DS_ERR_PARSE, DS_ERR_CONFIG). */
+ * the keys "times" (frame times, s: an array of 1..cap numbers >= 0,
+ * increasing; optional), "position" and "look_at" (arrays of 3 numbers, m),
+ * "fov" (vertical field of view, degrees, in (0, 180); *fov = 0 without it)
+ * and/or the intrinsics "fx", "fy", "cx", "cy" (pixels, all four, into
+ * intr; zeros without them), one of the two required. Errors name the file
+ * and the key (DS_ERR_PARSE, DS_ERR_CONFIG). */
 int ds__cfg_video_camera(const char* file, const char* text, double* times, int cap, int* ntimes, double pos[3],
-                         double look[3], double* fov, dsErrBuf* eb);
+                         double look[3], double* fov, double intr[4], dsErrBuf* eb);
 
 #ifdef __cplusplus
 }

@@ -26,8 +26,13 @@ int ds_video_read_camera(const char* path, const char* label, dsVideo* v, char* 
   int rc = ds__read_text_file(path, &text, NULL, &eb);
   if (rc) return ds__puterr(err, errlen, rc, "%s%s%s", label ? label : "", label ? ": " : "", ds__errmsg(&eb));
   ds__clearerr(&eb);
+  double intr[4] = {0, 0, 0, 0};
   rc = ds__cfg_video_camera(path, text, v->times, DS_VIDEO_MAX_FRAMES, &v->nframes, v->position, v->look_at, &v->fov,
-                            &eb);
+                            intr, &eb);
+  v->fx = intr[0];
+  v->fy = intr[1];
+  v->cx = intr[2];
+  v->cy = intr[3];
   ds__free(text);
   if (rc) return ds__puterr(err, errlen, rc, "%s", ds__errmsg(&eb));
   return 0;

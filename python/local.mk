@@ -7,9 +7,9 @@ PY_FILES = python/pyproject.toml python/setup.py python/README.md python/dsim/__
   python/tests/conftest.py python/tests/test_gym.py python/tests/test_vector.py \
   python/tests/test_errors.py python/tests/test_torch.py python/tests/test_ppo.py \
   python/tests/test_abi.py python/tests/test_binding.py python/tests/test_run.py \
-  python/tests/test_plugins.py python/tests/test_rl.py \
-  python/examples/ppo_walker.py python/examples/mpc_control_fem.py python/bench_vector.py \
-  python/dsim/ray.py python/tests/test_ray.py python/examples/ray_sweep.py \
+  python/tests/test_plugins.py python/tests/test_rl.py python/dsim/sysid.py python/tests/test_sysid.py \
+  python/examples/ppo_walker.py python/examples/mpc_control_fem.py python/examples/sysid_from_frames.py \
+  python/bench_vector.py python/dsim/ray.py python/tests/test_ray.py python/examples/ray_sweep.py \
   python/examples/rllib_ppo_walker.py python/examples/tune_lr_control_fem.py
 # The ABI table the bindings check their copies of structs and constants
 # against (include/dsim/abi.h). Its source sits in controllers/ by the include

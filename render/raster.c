@@ -132,6 +132,21 @@ static int camera_frame(const dsCamera* cam, int width, int height, dsrFrame* fr
     }
     fr->ax = fr->ay / aspect;
   }
+  /* intrinsics (pixels of the width x height image, u from the left edge, v
+   * from the top): u = fx X/Z + cx, v = cy - fy Y/Z, so NDC x = 2u/W - 1 =
+   * (2 fx/W) X/Z + (2 cx/W - 1) and y = 1 - 2v/H = (2 fy/H) Y/Z + (1 - 2 cy/H) */
+  fr->ox = fr->oy = 0.0;
+  fr->pp = 0;
+  if (!fr->ortho && cam->fx > 0) {
+    const double fx = cam->fx, fy = cam->fy, cx = cam->cx, cy = cam->cy;
+    if (!(fy > 0) || !isfinite(fx) || !isfinite(fy) || !isfinite(cx) || !isfinite(cy)) return DS_ERR_INVALID;
+    fr->ax = 2.0 * fx / (double)width;
+    fr->ay = 2.0 * fy / (double)height;
+    fr->ox = 2.0 * cx / (double)width - 1.0;
+    fr->oy = 1.0 - 2.0 * cy / (double)height;
+    fr->fov = 2.0 * atan(0.5 * (double)height / fy);
+    fr->pp = 1;
+  }
   if (!(cam->znear > 0) || !(cam->zfar > cam->znear) || !isfinite(cam->zfar)) return DS_ERR_INVALID;
   return DS_OK;
 }
@@ -170,8 +185,8 @@ int ds_camera_project(const dsCamera* cam, int width, int height, const dsReal p
     ndc[1] = (dsReal)(Y * fr.ay);
   } else {
     if (!(Z > 0)) return DS_ERR_RANGE;
-    ndc[0] = (dsReal)(X * fr.ax / Z);
-    ndc[1] = (dsReal)(Y * fr.ay / Z);
+    ndc[0] = (dsReal)(X * fr.ax / Z + fr.ox);
+    ndc[1] = (dsReal)(Y * fr.ay / Z + fr.oy);
   }
   ndc[2] = (dsReal)Z;
   return DS_OK;
@@ -310,6 +325,10 @@ int ds_render_settings_check(const dsRenderSettings* s, char* err, size_t errlen
     BAD("camera: znear: expected a finite number > 0, got %g", (double)c->znear);
   if (!(c->zfar > c->znear) || !isfinite((double)c->zfar))
     BAD("camera: zfar: expected a finite number > znear (%g), got %g", (double)c->znear, (double)c->zfar);
+  if (c->fx < 0 || !isfinite((double)c->fx) || (c->fx > 0 && (!(c->fy > 0) || !isfinite((double)c->fy))) ||
+      !isfinite((double)c->cx) || !isfinite((double)c->cy))
+    BAD("camera: intrinsics: expected fx = 0 (fov) or fx > 0 and fy > 0 with finite cx, cy (pixels), got fx %g, fy %g, "
+        "cx %g, cy %g", (double)c->fx, (double)c->fy, (double)c->cx, (double)c->cy);
   dsrFrame fr;
   if (camera_frame(c, s->width, s->height, &fr) != DS_OK) BAD("camera: up is parallel to the view direction (at - eye)");
 #undef BAD

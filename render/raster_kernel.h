@@ -441,7 +441,9 @@ typedef struct dsrFrame {
   double up[3];   /* as given */
   double vn, wn;  /* |at - eye| and |up x z_c| (for the camera adjoint) */
   double fov;     /* vertical field of view, radians (perspective) */
-  double ax, ay;  /* NDC = (X ax / Z, Y ay / Z) (perspective) or (X ax, Y ay) */
+  double ax, ay;  /* NDC = (X ax / Z + ox, Y ay / Z + oy) (perspective) or (X ax, Y ay) */
+  double ox, oy;  /* the principal point's offset from the image centre, NDC (intrinsics; else 0) */
+  int pp;         /* 1: ox, oy are used (0 keeps a centred camera's bits: no + 0.0) */
   int ortho;
 } dsrFrame;
 
@@ -492,6 +494,10 @@ DS_HD DSR_INLINE void dsr_project(const dsrView* vw, const dsReal* verts, int v,
   } else {
     out[0] = Z > 0 ? X * fr->ax / Z : 0.0;
     out[1] = Z > 0 ? Y * fr->ay / Z : 0.0;
+    if (fr->pp && Z > 0) {
+      out[0] += fr->ox;
+      out[1] += fr->oy;
+    }
   }
   out[2] = Z;
 }
@@ -787,10 +793,10 @@ DS_HD DSR_INLINE void dsr_face_finish(const dsrView* vw, const dsReal* verts, co
       gY = g->gpy[i] * fr->ay;
       gZ = g->gZ[i];
     } else {
-      /* px = X ax / Z, py = Y ay / Z */
+      /* px = X ax / Z + ox, py = Y ay / Z + oy: d(px)/dZ = -(px - ox)/Z */
       gX = g->gpx[i] * fr->ax * f->iz[i];
       gY = g->gpy[i] * fr->ay * f->iz[i];
-      gZ = g->gZ[i] - (g->gpx[i] * f->px[i] + g->gpy[i] * f->py[i]) * f->iz[i];
+      gZ = g->gZ[i] - (g->gpx[i] * (f->px[i] - fr->ox) + g->gpy[i] * (f->py[i] - fr->oy)) * f->iz[i];
     }
     for (k = 0; k < 3; k++) out[3 * i + k] = gX * fr->xc[k] + gY * fr->yc[k] + gZ * fr->zc[k];
     if (cam) {
@@ -803,7 +809,7 @@ DS_HD DSR_INLINE void dsr_face_finish(const dsrView* vw, const dsReal* verts, co
         cam[6 + k] += gZ * d;
         cam[9 + k] -= out[3 * i + k];
       }
-      cam[12] += (g->gpx[i] * f->px[i] + g->gpy[i] * f->py[i]) / fr->ay;
+      cam[12] += (g->gpx[i] * (f->px[i] - fr->ox) + g->gpy[i] * (f->py[i] - fr->oy)) / fr->ay;
     }
   }
   if (vertex_color) {

@@ -4,7 +4,8 @@
  * 3-vector) against central finite differences in double; a synthetic
  * identification recovering a mass; the config checks of bad parameters;
  * a loss landscape (thread and group paths); footage read from PNG frames
- * and a camera file into an env's camera and schedule. */
+ * and a camera file into an env's camera and schedule; footage in memory
+ * and whole configs as text (the entry points of bindings). */
 #define _POSIX_C_SOURCE 200809L /* mkdtemp */
 #include "config.h"
 
@@ -16,6 +17,7 @@
 #include "dsim/env.h"
 #include "dsim/image.h"
 #include "dsim/sysid.h"
+#include "dsim/video.h"
 #include "tests/dstest.h"
 
 /* ---- L-BFGS ---------------------------------------------------------------- */
@@ -108,8 +110,22 @@ static void set_param(dsSysidDef* sd, int k, const char* name, int per_element, 
   p->ntruth = 1;
 }
 
-static void test_gradient(int clamp) {
+/* The env's camera looking at a point other than the origin, through
+ * intrinsics whose principal point is off the image centre. */
+static void off_centre_camera(dsEnvDef* ed) {
+  ed->cam_look_at[0] = (dsReal)0.15;
+  ed->cam_look_at[1] = (dsReal)-0.05;
+  ed->cam_look_at[2] = (dsReal)0.1;
+  const double f = 0.5 * ed->height / tan(0.5 * (double)ed->cam_fov * 3.14159265358979323846 / 180.0);
+  ed->cam_fx = (dsReal)(1.1 * f);
+  ed->cam_fy = (dsReal)(1.05 * f);
+  ed->cam_cx = (dsReal)(0.5 * ed->width + 2.5);
+  ed->cam_cy = (dsReal)(0.5 * ed->height - 1.5);
+}
+
+static void test_gradient(int clamp, int camera) {
   dsEnvDef ed = small_beam(clamp);
+  if (camera) off_centre_camera(&ed);
   if (!clamp) { /* a free box thrown onto the ground */
     ed.velocity[0] = 1;
     ed.ground = 1;
@@ -161,7 +177,8 @@ static void test_gradient(int clamp) {
              fd);
     }
   }
-  printf("sysid gradient (clamp %d): %d values checked, %d bad, loss %.4g\n", clamp, checked, bad, L);
+  printf("sysid gradient (clamp %d%s): %d values checked, %d bad, loss %.4g\n", clamp,
+         camera ? ", off-centre camera" : "", checked, bad, L);
   CHECK_INT_EQ(bad, 0);
   /* the iteration's gradient norm is in u: ln for the positive parameters */
   dsSysidIter it;
@@ -400,11 +417,11 @@ static void test_video(void) {
   snprintf(path, sizeof path, "%s/camera.json", dir);
   cf = fopen(path, "w");
   if (cf) {
-    fprintf(cf, "{\"times\": [0.1], \"position\": [0, 0, -2], \"look_at\": [0, 1, 0], \"fov\": 40}\n");
+    fprintf(cf, "{\"times\": [0.1], \"position\": [0.5, 3, 0.2], \"look_at\": [0.5, 1, 0.2], \"fov\": 40}\n");
     fclose(cf);
   }
   CHECK_INT_EQ(ds_sysid_load_video(&fd, &d2, &got, err, sizeof err), DS_ERR_CONFIG);
-  CHECK_STR_CONTAINS(err, "look_at");
+  CHECK_STR_CONTAINS(err, "straight above or below");
   snprintf(fd.frames_dir, sizeof fd.frames_dir, "%s/none", dir);
   snprintf(fd.camera, sizeof fd.camera, "%s/none.json", dir);
   CHECK(ds_sysid_load_video(&fd, &d2, &got, err, sizeof err) < 0);
@@ -415,12 +432,261 @@ static void test_video(void) {
   if (system(cmd) != 0) printf("could not remove %s\n", dir);
 }
 
+/* Footage in memory (ds_sysid_footage_video): the same schedule, camera and
+ * pixels as the frames it came from; without times, the env's schedule;
+ * bad cameras and times named. A whole config's text
+ * (ds_sysid_create_from_text, ds_landscape_create_from_text) with that
+ * footage: the loss is 0 at the true value, positive beside it. */
+static const char* const FOOTAGE_CONFIG =
+    "{\"env\": {\"name\": \"beam\", \"beam\": {\"cells\": [3, 1, 1]}, \"physics\": {\"substeps\": 384, "
+    "\"render_interval\": 64}, \"render\": {\"width\": 24, \"height\": 24, \"sigma\": 0.001}, "
+    "\"camera\": {\"distance\": 2, \"elevation\": 0, \"azimuth\": 0}},\n"
+    " \"sysid\": {\"param1\": {\"name\": \"%s\", \"lower\": 1, \"upper\": 1e6, \"init\": 800}, \"iterations\": 1},\n"
+    " \"run\": {\"seed\": 0}}";
+
+static void test_footage(void) {
+  char err[1024], text[2048];
+  snprintf(text, sizeof text, FOOTAGE_CONFIG, "tet.k_mu");
+  dsEnvDef ed;
+  dsSysidDef sd;
+  CHECK_INT_EQ(ds_sysid_defs_from_text("footage.json", text, &ed, &sd, err, sizeof err), 0);
+  sd.params[0].truth[0] = 1000;
+  sd.params[0].ntruth = 1;
+  dsSysid* s = NULL;
+  CHECK_INT_EQ(ds_sysid_create(&ed, &sd, 0, NULL, &s, err, sizeof err), 0);
+  if (!s) return;
+  const dsSysidVideo* v = ds_sysid_video(s);
+  const int F = v->nframes;
+  const size_t npix = 4 * (size_t)v->width * (size_t)v->height;
+  double times[64];
+  for (int f = 0; f < F && f < 64; f++) times[f] = (double)v->substep[f] * (double)ed.dt;
+  dsSysidFootage ft;
+  memset(&ft, 0, sizeof ft);
+  ft.position[2] = -(double)ed.cam_distance;
+  ft.fov = (double)ed.cam_fov;
+  ft.times = times;
+  ft.nframes = F;
+  ft.width = v->width;
+  ft.height = v->height;
+  ft.rgba = v->rgba;
+  dsEnvDef d2 = ds_default_env_def("beam");
+  dsSysidVideo got;
+  int rc = ds_sysid_footage_video(&ft, &d2, &got, err, sizeof err);
+  if (rc) printf("footage: %s\n", err);
+  CHECK_INT_EQ(rc, 0);
+  if (!rc) {
+    CHECK_INT_EQ(got.nframes, F);
+    CHECK_INT_EQ(d2.render_interval, ed.render_interval);
+    CHECK_INT_EQ(d2.substeps, ed.substeps);
+    CHECK_INT_EQ(d2.width, v->width);
+    CHECK_CLOSE(d2.cam_distance, ed.cam_distance, 1e-12, 0);
+    for (int f = 0; f < F; f++) CHECK_INT_EQ(got.substep[f], v->substep[f]);
+    CHECK(memcmp(got.rgba, v->rgba, (size_t)F * npix * sizeof(dsReal)) == 0);
+    ds_sysid_video_free(&got);
+  }
+  /* no times: frame k at substep (k + 1) C of the env's C */
+  dsEnvDef d3 = ds_default_env_def("beam");
+  d3.render_interval = 32;
+  ft.times = NULL;
+  ft.nframes = 3;
+  CHECK_INT_EQ(ds_sysid_footage_video(&ft, &d3, &got, err, sizeof err), 0);
+  CHECK_INT_EQ(got.nframes, 3);
+  if (got.nframes == 3) CHECK_INT_EQ(got.substep[2], 96);
+  CHECK_INT_EQ(d3.substeps, 96);
+  CHECK_INT_EQ(d3.control_interval, 32);
+  ds_sysid_video_free(&got);
+  /* bad input, named */
+  ft.times = times;
+  ft.nframes = F;
+  ft.fov = 0;
+  CHECK_INT_EQ(ds_sysid_footage_video(&ft, &d3, &got, err, sizeof err), DS_ERR_CONFIG);
+  CHECK_STR_CONTAINS(err, "camera: fov");
+  ft.fov = (double)ed.cam_fov;
+  ft.fx = 20;
+  ft.fy = -1;
+  CHECK_INT_EQ(ds_sysid_footage_video(&ft, &d3, &got, err, sizeof err), DS_ERR_CONFIG);
+  CHECK_STR_CONTAINS(err, "camera: intrinsics");
+  ft.fx = ft.fy = 0;
+  const double t1 = times[1];
+  times[1] = times[0];
+  CHECK_INT_EQ(ds_sysid_footage_video(&ft, &d3, &got, err, sizeof err), DS_ERR_CONFIG);
+  CHECK_STR_CONTAINS(err, "times[1]");
+  times[1] = t1;
+  /* the whole config as text, with the footage: its loss is 0 at the truth only */
+  dsSysid* s2 = NULL;
+  rc = ds_sysid_create_from_text("footage.json", text, 0, &ft, &s2, err, sizeof err);
+  if (rc) printf("create_from_text: %s\n", err);
+  CHECK_INT_EQ(rc, 0);
+  if (s2) {
+    CHECK(ds_sysid_truth(s2) == NULL);
+    double x = 1000, loss = -1, loss2 = -1;
+    CHECK_INT_EQ(ds_sysid_eval(s2, &x, &loss, NULL), 0);
+    CHECK(loss <= 1e-12);
+    x = 1100;
+    CHECK_INT_EQ(ds_sysid_eval(s2, &x, &loss2, NULL), 0);
+    CHECK(loss2 > 1e-8);
+    ds_sysid_destroy(s2);
+  }
+  dsLandscapeDef ld = ds_default_landscape_def();
+  ld.axis[0].lo = 500;
+  ld.axis[0].hi = 1500;
+  ld.axis[0].n = 3; /* 500, 1000, 1500 */
+  ld.threads = 1;
+  dsLandscape* ls = NULL;
+  rc = ds_landscape_create_from_text("footage.json", text, &ld, &ft, &ls, err, sizeof err);
+  if (rc) printf("landscape_create_from_text: %s\n", err);
+  CHECK_INT_EQ(rc, 0);
+  if (ls) {
+    CHECK_INT_EQ(ds_landscape_evaluate(ls), 0);
+    CHECK_INT_EQ(ds_landscape_lowest(ls), 1);
+    CHECK(ds_landscape_results(ls)[5 + 2] <= 1e-12);
+    CHECK(isnan(ds_landscape_truth(ls, 0)));
+    ds_landscape_destroy(ls);
+  }
+  /* a parameter the env does not have, named by its key */
+  snprintf(text, sizeof text, FOOTAGE_CONFIG, "tet.no_such");
+  CHECK(ds_sysid_create_from_text("footage.json", text, 0, &ft, &s2, err, sizeof err) < 0);
+  CHECK_STR_CONTAINS(err, "sysid.param1");
+  CHECK(s2 == NULL);
+  ds_sysid_destroy(s);
+}
+
+/* One synthetic video of the small beam under env def ed (frames into out). */
+static int render_video(const dsEnvDef* ed, dsReal** out, int* nframes) {
+  dsSysidDef sd = ds_default_sysid_def();
+  set_param(&sd, 0, "tet.k_mu", 0, 1, 1e6, 1000, 1000);
+  char err[512];
+  dsSysid* s = NULL;
+  int rc = ds_sysid_create(ed, &sd, 0, NULL, &s, err, sizeof err);
+  if (rc) {
+    printf("render_video: %s\n", err);
+    return rc;
+  }
+  const dsSysidVideo* v = ds_sysid_video(s);
+  const size_t n = (size_t)v->nframes * 4 * (size_t)v->width * (size_t)v->height;
+  *out = (dsReal*)malloc(n * sizeof(dsReal));
+  if (*out) memcpy(*out, v->rgba, n * sizeof(dsReal));
+  *nframes = v->nframes;
+  ds_sysid_destroy(s);
+  return *out ? 0 : DS_ERR_NOMEM;
+}
+
+/* Cameras as users have them: a camera file with any look-at point and
+ * intrinsics sets the env's camera; intrinsics equal to the fov render the
+ * same frames; moving the principal point by one pixel moves the image by
+ * one pixel; the view about a look-at point L equals the view about the
+ * origin of the scene moved by -L. */
+static void test_camera(void) {
+  char err[1024], dir[1200], path[1400];
+  const char* base = getenv("DS_BUILDDIR");
+  snprintf(dir, sizeof dir, "%s/test_sysid_cam.XXXXXX", base && *base ? base : "/tmp");
+  if (!mkdtemp(dir)) {
+    printf("test_camera: cannot make a temporary folder; not checked\n");
+    return;
+  }
+  snprintf(path, sizeof path, "%s/camera.json", dir);
+  FILE* cf = fopen(path, "w");
+  CHECK(cf != NULL);
+  if (!cf) return;
+  fprintf(cf, "{\"times\": [0.1], \"position\": [1.5, 1, -0.5], \"look_at\": [0.5, 0, 0.5], \"fx\": 40, \"fy\": 42, "
+              "\"cx\": 13, \"cy\": 11.5}\n");
+  fclose(cf);
+  dsVideo* v = (dsVideo*)calloc(1, sizeof *v);
+  CHECK(v != NULL);
+  if (!v) return;
+  CHECK_INT_EQ(ds_video_read_camera(path, NULL, v, err, sizeof err), 0);
+  CHECK(v->fx == 40 && v->fy == 42 && v->cx == 13 && v->cy == 11.5 && v->fov == 0);
+  free(v);
+  dsSysidFootage ft;
+  memset(&ft, 0, sizeof ft);
+  ft.camera_file = path;
+  dsReal px[4 * 24 * 24];
+  for (int i = 0; i < 4 * 24 * 24; i++) px[i] = 0.5;
+  ft.rgba = px;
+  ft.nframes = 1;
+  ft.width = ft.height = 24;
+  dsEnvDef d2 = ds_default_env_def("beam");
+  dsSysidVideo got;
+  int rc = ds_sysid_footage_video(&ft, &d2, &got, err, sizeof err);
+  if (rc) printf("camera file: %s\n", err);
+  CHECK_INT_EQ(rc, 0);
+  ds_sysid_video_free(&got);
+  CHECK_CLOSE(d2.cam_distance, sqrt(3.0), 1e-12, 0);
+  CHECK_CLOSE(d2.cam_elevation, asin(1 / sqrt(3.0)) * 180 / 3.14159265358979323846, 1e-9, 0);
+  CHECK_CLOSE(d2.cam_azimuth, 45, 1e-9, 0);
+  CHECK(d2.cam_look_at[0] == (dsReal)0.5 && d2.cam_look_at[1] == 0 && d2.cam_look_at[2] == (dsReal)0.5);
+  CHECK(d2.cam_fx == 40 && d2.cam_fy == 42 && d2.cam_cx == 13 && d2.cam_cy == (dsReal)11.5);
+  /* only some of the intrinsics: named */
+  cf = fopen(path, "w");
+  if (cf) {
+    fprintf(cf, "{\"position\": [0, 0, -2], \"look_at\": [0, 0, 0], \"fx\": 40}\n");
+    fclose(cf);
+  }
+  CHECK(ds_sysid_footage_video(&ft, &d2, &got, err, sizeof err) == DS_ERR_CONFIG);
+  CHECK_STR_CONTAINS(err, "fx, fy, cx, cy");
+  remove(path);
+  remove(dir);
+  /* intrinsics equal to the fov; the principal point one pixel right */
+  dsEnvDef ed = small_beam(1);
+  dsReal *a = NULL, *b = NULL, *c = NULL, *d = NULL;
+  int F = 0, Fb = 0;
+  const int W = ed.width, H = ed.height;
+  const double f = 0.5 * H / tan(0.5 * (double)ed.cam_fov * 3.14159265358979323846 / 180.0);
+  if (render_video(&ed, &a, &F)) return;
+  dsEnvDef ei = ed;
+  ei.cam_fx = ei.cam_fy = (dsReal)f;
+  ei.cam_cx = (dsReal)(0.5 * W);
+  ei.cam_cy = (dsReal)(0.5 * H);
+  CHECK_INT_EQ(render_video(&ei, &b, &Fb), 0);
+  const size_t fb = 4 * (size_t)W * (size_t)H;
+  double m1 = 0, m2 = 0, m3 = 0, seen = 0;
+  for (size_t i = 0; b && i < (size_t)F * fb; i++) {
+    m1 = fmax(m1, fabs((double)(a[i] - b[i])));
+    seen = fmax(seen, (double)a[i]);
+  }
+  CHECK(seen > 0.1); /* the beam is in view */
+  CHECK(m1 <= 1e-9);
+  ei.cam_cx = (dsReal)(0.5 * W + 1);
+  CHECK_INT_EQ(render_video(&ei, &c, &Fb), 0);
+  for (int fr = 0; c && fr < F; fr++)
+    for (int y = 0; y < H; y++)
+      for (int x = 0; x + 1 < W; x++)
+        for (int k = 0; k < 4; k++) {
+          const size_t o = (size_t)fr * fb + 4 * ((size_t)y * W + x) + k;
+          m2 = fmax(m2, fabs((double)(c[o + 4] - b[o])));
+        }
+  CHECK(m2 <= 1e-9);
+  /* about the look-at point L, with the beam moved by -L (scene.start) and
+     the light a headlight: the same frames as about the origin */
+  dsEnvDef el = ed, eo = ed;
+  const dsReal L[3] = {(dsReal)0.25, (dsReal)-0.125, (dsReal)0.5};
+  for (int k = 0; k < 3; k++) {
+    el.cam_look_at[k] = L[k];
+    el.start[k] = eo.start[k];
+  }
+  dsReal *e1 = NULL, *e2 = NULL;
+  CHECK_INT_EQ(render_video(&eo, &e1, &Fb), 0);
+  for (int k = 0; k < 3; k++) el.start[k] = eo.start[k] + L[k];
+  CHECK_INT_EQ(render_video(&el, &e2, &Fb), 0);
+  for (size_t i = 0; e1 && e2 && i < (size_t)F * fb; i++) m3 = fmax(m3, fabs((double)(e1[i] - e2[i])));
+  CHECK(m3 <= 1e-6);
+  printf("camera: intrinsics = fov to %.3g, principal point +1 px = image +1 px to %.3g, look-at shift %.3g\n", m1,
+         m2, m3);
+  free(a);
+  free(b);
+  free(c);
+  free(d);
+  free(e1);
+  free(e2);
+}
+
 int main(void) {
   test_lbfgs();
   test_bad();
   if (!DS_SINGLE) { /* FD of a whole float rollout resolves nothing at 1e-5 */
-    test_gradient(1);
-    test_gradient(0);
+    test_gradient(1, 0);
+    test_gradient(0, 0);
+    test_gradient(1, 1);
   } else {
     printf("single precision: sysid gradient vs finite differences needs a double build, not checked\n");
   }
@@ -429,5 +695,7 @@ int main(void) {
   test_rigid_mass();
   test_landscape();
   test_video();
+  test_footage();
+  test_camera();
   return DST_RESULT();
 }

@@ -175,6 +175,8 @@ typedef struct dsEnvDef {
   dsReal light_dir[3];     /* towards the directional light (normalised); 0, 0, 0: from the camera's eye */
   dsReal cam_distance, cam_elevation, cam_azimuth; /* m, degrees, degrees */
   dsReal cam_fov, cam_near, cam_far;                /* degrees, m, m */
+  dsReal cam_look_at[3];   /* the point the camera looks at (distance, elevation, azimuth are about it), m */
+  dsReal cam_fx, cam_fy, cam_cx, cam_cy; /* intrinsics, pixels (dsCamera): fx > 0 replaces cam_fov */
   /* a second view (camera2.*): when on, every frame's image loss is the sum
      of the loss of each view against the goal seen from it, so that depth
      along the first camera's axis is seen too; observations, ds_env_render,

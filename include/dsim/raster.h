@@ -32,7 +32,9 @@ extern "C" {
  * y_c = z_c x x_c. A point p has camera coordinates
  * (X, Y, Z) = ((p-eye).x_c, (p-eye).y_c, (p-eye).z_c) and normalised device
  * coordinates (X/(Z t a), Y/(Z t)) with t = tan(fov/2), a = width/height
- * (perspective) or (X/(h a), Y/h) with h = ortho_height (orthographic). */
+ * (perspective; with intrinsics fx > 0: (2 fx X/(Z W) + 2 cx/W - 1,
+ * 2 fy Y/(Z H) + 1 - 2 cy/H)) or (X/(h a), Y/h) with h = ortho_height
+ * (orthographic). */
 typedef struct dsCamera {
   dsReal eye[3];       /* camera position, m */
   dsReal at[3];        /* point looked at, m */
@@ -42,6 +44,11 @@ typedef struct dsCamera {
   dsReal zfar;         /* far plane, m (> znear) */
   int orthographic;    /* 0: perspective, 1: orthographic */
   dsReal ortho_height; /* orthographic: half the visible height, m */
+  /* Intrinsics, pixels of the output image (u from its left edge, v from
+   * its top; a pixel spans [i, i + 1), so a centred camera has cx = W/2, cy
+   * = H/2: OpenCV's cx + 0.5): u = fx X/Z + cx, v = cy - fy Y/Z. fx > 0
+   * (perspective): used instead of fov_deg; 0: fov_deg, centred. */
+  dsReal fx, fy, cx, cy;
 } dsCamera;
 
 /* Perspective, fov 30 deg, near 1, far 100, looking at the origin from

@@ -167,14 +167,52 @@ typedef struct dsSysidVideo {
 
 /* Footage (video "frames"): read sd's camera file and PNG frames
  * (sd->camera, sd->frames_dir; dsim/video.h) and set def from them: the
- * image size, the camera (which looks at the origin: look_at must be
- * [0, 0, 0]), and the schedule (render and control interval = the greatest
+ * image size, the camera (env.camera: look_at, distance, elevation and
+ * azimuth of the position about it, fov or the intrinsics fx, fy, cx, cy;
+ * the view is y-up, so not straight down or up), and the schedule (render and control interval = the greatest
  * common divisor of the frames' substeps, substeps = the last one); a frame
  * at time 0 is the initial state and left out of *out. Every input is
  * checked; errors name the file or key (DS_ERR_CONFIG, DS_ERR_IO, ...).
  * Free *out with ds_sysid_video_free. */
 DS_API int ds_sysid_load_video(const dsSysidDef* sd, dsEnvDef* def, dsSysidVideo* out, char* err, size_t errlen);
 DS_API void ds_sysid_video_free(dsSysidVideo* v);
+
+/* Footage in memory or in a folder, with its camera given as values or a
+ * file: what a binding (python/dsim/sysid.py) passes where `dsim sysid`
+ * reads sysid.frames_dir and sysid.camera. The camera: camera_file (a
+ * camera file, dsim/video.h: position, look_at, fov or intrinsics, optional
+ * times) or, when it is NULL, position, look_at, and fov (vertical,
+ * degrees) or the intrinsics fx, fy, cx, cy (pixels). The frames: frames_dir (PNG
+ * files sorted by name) or, when it is NULL, rgba (nframes x height x
+ * width x 4 in [0, 1], row 0 at the top). Frame times, in order of
+ * precedence: times (nframes values, s, increasing, >= 0), the camera
+ * file's, the folder's own (frames.json or the PNGs' dsim:frame chunks, as
+ * `dsim export --frames` writes them); pixels without any times follow the
+ * env's schedule: frame k at substep (k + 1) C, C = env.physics
+ * .render_interval (the frames of a synthetic video). */
+typedef struct dsSysidFootage {
+  const char* camera_file;   /* NULL: position, look_at, fov */
+  double position[3];        /* m */
+  double look_at[3];         /* m */
+  double fov;                /* degrees, (0, 180) (unused with intrinsics) */
+  double fx, fy, cx, cy;     /* intrinsics, pixels (dsCamera, dsim/raster.h); fx 0: fov */
+  const double* times;       /* nframes frame times, s (NULL: see above) */
+  const char* frames_dir;    /* NULL: rgba */
+  int nframes, width, height;
+  const dsReal* rgba;        /* nframes x height x width x 4 (copied) */
+} dsSysidFootage;
+
+/* As ds_sysid_load_video, from footage: sets def's camera, image size and
+ * schedule and fills *out (free it with ds_sysid_video_free). Errors name
+ * "camera", "times" or "frames" and the value expected. */
+DS_API int ds_sysid_footage_video(const dsSysidFootage* footage, dsEnvDef* def, dsSysidVideo* out, char* err,
+                                  size_t errlen);
+/* A whole sysid config's text (sections env, sysid and run, as `dsim sysid`
+ * reads a file; name labels its messages) into *def and *sd: the env
+ * definition, the sysid section checked (ds_sysid_def_validate), and
+ * sd->seed = run.seed. */
+DS_API int ds_sysid_defs_from_text(const char* name, const char* text, dsEnvDef* def, dsSysidDef* sd, char* err,
+                                   size_t errlen);
 
 typedef struct dsSysid dsSysid;
 
@@ -187,6 +225,12 @@ typedef struct dsSysid dsSysid;
  * "sysid.paramK". */
 DS_API int ds_sysid_create(const dsEnvDef* env_def, const dsSysidDef* def, int object, const dsSysidVideo* video,
                            dsSysid** out, char* err, size_t errlen);
+/* ds_sysid_create from a whole config's text (ds_sysid_defs_from_text), for
+ * bindings that do not mirror dsEnvDef: the video is the footage's
+ * (ds_sysid_footage_video) when footage is not NULL, else the config's
+ * (sysid.video "frames": ds_sysid_load_video; "synthetic": rendered). */
+DS_API int ds_sysid_create_from_text(const char* name, const char* text, int object, const dsSysidFootage* footage,
+                                     dsSysid** out, char* err, size_t errlen);
 DS_API void ds_sysid_destroy(dsSysid* s);
 DS_API const char* ds_sysid_last_error(const dsSysid* s);
 
@@ -299,6 +343,10 @@ DS_API dsLandscapeDef ds_default_landscape_def(void);
 DS_API int ds_landscape_check(const dsSysidDef* sd, const dsLandscapeDef* def, char* err, size_t errlen);
 DS_API int ds_landscape_create(const dsEnvDef* env_def, const dsSysidDef* sd, const dsLandscapeDef* def,
                                dsLandscape** out, char* err, size_t errlen);
+/* ds_landscape_create from a whole config's text, with footage as in
+ * ds_sysid_create_from_text (NULL: the config's video). */
+DS_API int ds_landscape_create_from_text(const char* name, const char* text, const dsLandscapeDef* def,
+                                         const dsSysidFootage* footage, dsLandscape** out, char* err, size_t errlen);
 DS_API void ds_landscape_destroy(dsLandscape* ls);
 /* Evaluate every point (ds_set_num_threads(1) is left set on the thread
  * path: the parallelism is over the points). A diverged point is not an

@@ -1,7 +1,9 @@
 /* Footage for system identification: a folder of PNG frames and a camera
  * file (JSON with the keys "times": frame times in s, one per frame,
  * increasing, >= 0; "position" and "look_at": arrays of 3 numbers, m; "fov":
- * the vertical field of view in degrees, in (0, 180)). "times" may be left
+ * the vertical field of view in degrees, in (0, 180), or the intrinsics
+ * "fx", "fy", "cx", "cy" in pixels, all four: u = fx X/Z + cx from the
+ * image's left edge, v = cy - fy Y/Z from its top). "times" may be left
  * out when the frames carry their times, as `dsim export --frames` writes
  * them: the folder's frames.json ("times"), else each PNG's "dsim:frame"
  * text chunk ({"time": s, ...}). Reading only: what
@@ -33,7 +35,8 @@ typedef struct dsVideo {
   double times[DS_VIDEO_MAX_FRAMES]; /* frame times, s */
   double position[3];        /* camera position, m */
   double look_at[3];         /* the point the camera looks at, m */
-  double fov;                /* vertical field of view, degrees */
+  double fov;                /* vertical field of view, degrees (0: given by the intrinsics) */
+  double fx, fy, cx, cy;     /* intrinsics, pixels (dsCamera in dsim/raster.h; fx 0: none, fov) */
   dsReal* rgba;              /* nframes x height x width x 4 in [0, 1], row 0 at the top (frames' order:
                                 file names sorted); NULL until ds_video_read_frames */
   char camera_file[1024];    /* the camera file's path (messages) */

@@ -4,6 +4,7 @@
     env = gymnasium.make("dsim/Walker-v0", substeps=960, render_mode="rgb_array")
     venv = gymnasium.make_vec("dsim/Walker-v0", num_envs=64)    # native batched env
     import dsim.torch                                            # autograd bridge
+    res = dsim.sysid("sysid-beam-mu", frames=video, camera=cam)  # system identification
 
 Every env class registered in the library (bundled or from C, e.g. through
 dsim.load_plugin) is registered with Gymnasium as dsim/<CamelCase>-v0.
@@ -17,10 +18,11 @@ from ._lib import DsimError, build_info, real_dtype
 from .env import Env, class_keys, classes, env_id
 from .lockstep import Lockstep
 from .run import Run
+from .sysid import landscape, render_footage, save_frames, sysid
 
 __version__ = _lib.version()
-__all__ = ["Env", "Lockstep", "Run", "DsimError", "classes", "class_keys", "build_info", "real_dtype", "load_plugin", "env_id",
-           "set_num_threads", "__version__"]
+__all__ = ["Env", "Lockstep", "Run", "sysid", "landscape", "render_footage", "save_frames", "DsimError", "classes",
+           "class_keys", "build_info", "real_dtype", "load_plugin", "env_id", "set_num_threads", "__version__"]
 
 _plugins = {}  # (device, inode) of each loaded plugin -> (the loaded object, the class names it added)
 

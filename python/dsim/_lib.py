@@ -133,6 +133,55 @@ class RunResult(ctypes.Structure):
                 ("threads", ctypes.c_int), ("status", ctypes.c_char * DS_RUN_STATUS_MAX)]
 
 
+# dsim/sysid.h
+class SysidFootage(ctypes.Structure):
+    _c_name_ = "dsSysidFootage"
+    _fields_ = [("camera_file", ctypes.c_char_p), ("position", ctypes.c_double * 3),
+                ("look_at", ctypes.c_double * 3), ("fov", ctypes.c_double), ("fx", ctypes.c_double),
+                ("fy", ctypes.c_double), ("cx", ctypes.c_double), ("cy", ctypes.c_double),
+                ("times", ctypes.POINTER(ctypes.c_double)), ("frames_dir", ctypes.c_char_p),
+                ("nframes", ctypes.c_int), ("width", ctypes.c_int), ("height", ctypes.c_int),
+                ("rgba", ctypes.c_void_p)]
+
+
+class SysidVideo(ctypes.Structure):
+    _c_name_ = "dsSysidVideo"
+    _fields_ = [("nframes", ctypes.c_int), ("width", ctypes.c_int), ("height", ctypes.c_int),
+                ("substep", ctypes.POINTER(ctypes.c_int)), ("rgba", ctypes.c_void_p)]
+
+
+class SysidIter(ctypes.Structure):
+    _c_name_ = "dsSysidIter"
+    _fields_ = [("iteration", ctypes.c_int), ("loss", ctypes.c_double), ("grad_norm", ctypes.c_double),
+                ("values", ctypes.POINTER(ctypes.c_double)), ("evaluations", ctypes.c_int)]
+
+
+class LandscapeAxis(ctypes.Structure):
+    _c_name_ = "dsLandscapeAxis"
+    _fields_ = [("lo", ctypes.c_double), ("hi", ctypes.c_double), ("n", ctypes.c_int)]
+
+
+class LandscapeDef(ctypes.Structure):
+    _c_name_ = "dsLandscapeDef"
+    _fields_ = [("axis", LandscapeAxis * 2), ("geometric", ctypes.c_int), ("object", ctypes.c_int),
+                ("threads", ctypes.c_int), ("group", ctypes.c_int)]
+
+
+# dsim/runlog.h
+class RunLogDef(ctypes.Structure):
+    _c_name_ = "dsRunLogDef"
+    _fields_ = [("config_text", ctypes.c_char_p), ("env", ctypes.c_char_p), ("method", ctypes.c_char_p),
+                ("seed", ctypes.c_uint64), ("threads", ctypes.c_int), ("nparams", ctypes.c_int),
+                ("substep_stride", ctypes.c_int), ("compression", ctypes.c_int), ("overwrite", ctypes.c_int),
+                ("has_metric_goal", ctypes.c_int), ("metric_goal", ctypes.c_double)]
+
+
+class RunIteration(ctypes.Structure):
+    _c_name_ = "dsRunIteration"
+    _fields_ = [("loss", ctypes.c_double), ("metric", ctypes.c_double), ("wall_time", ctypes.c_double),
+                ("grad_norm", ctypes.c_double), ("params", ctypes.POINTER(ctypes.c_double))]
+
+
 # -- constants (dsim/base.h error list, dsim/env.h, dsim/batch.h) -------------------------
 DS_OK = 0
 DS_ERR_NOMEM = -1
@@ -157,6 +206,7 @@ DS_BATCH_AUTORESET = 1  # ds_batch_step flag
 DS_BATCH_LOCKSTEP = 2  # ds_batch_create_from_text_on flag
 DS_BATCH_STEPPED = 0  # status values
 DS_BATCH_RESET = 1
+DS_SYSID_MAX_PARAMS = 8  # dsim/sysid.h
 
 # -- functions ---------------------------------------------------------------------------
 build_info_c = _fn("ds_build_info", None, ctypes.POINTER(BuildInfo))
@@ -269,6 +319,50 @@ _DP = ctypes.POINTER(ctypes.c_double)
 runlog_read_iterations_c = _fn("ds_runlog_read_iterations", I, S, IP, ctypes.POINTER(_DP), ctypes.POINTER(_DP),
                                ctypes.POINTER(_DP), ctypes.POINTER(_DP), S, Z)
 runlog_free = _fn("ds_runlog_free", None, P)
+
+# dsim/sysid.h
+_FP = ctypes.POINTER(SysidFootage)
+sysid_create_from_text = _fn("ds_sysid_create_from_text", I, S, S, I, _FP, ctypes.POINTER(P), S, Z)
+sysid_destroy = _fn("ds_sysid_destroy", None, P)
+sysid_last_error = _fn("ds_sysid_last_error", S, P)
+sysid_iterate = _fn("ds_sysid_iterate", I, P, ctypes.POINTER(SysidIter))
+sysid_stop_reason = _fn("ds_sysid_stop_reason", S, P)
+sysid_num_values = _fn("ds_sysid_num_values", I, P)
+sysid_value_param = _fn("ds_sysid_value_param", I, P, I)
+sysid_value_fixed = _fn("ds_sysid_value_fixed", I, P, I)
+sysid_values = _fn("ds_sysid_values", _DP, P)
+sysid_initial_values = _fn("ds_sysid_initial_values", _DP, P)
+sysid_best_values = _fn("ds_sysid_best_values", _DP, P, _DP)
+sysid_truth = _fn("ds_sysid_truth", _DP, P)
+sysid_errors = _fn("ds_sysid_errors", I, P, P, P)
+sysid_eval = _fn("ds_sysid_eval", I, P, P, _DP, P)
+sysid_rendered = _fn("ds_sysid_rendered", RP, P)
+sysid_video = _fn("ds_sysid_video", ctypes.POINTER(SysidVideo), P)
+sysid_env = _fn("ds_sysid_env", P, P)
+sysid_nparams = _fn("ds_sysid_nparams", I, P)
+sysid_param_name = _fn("ds_sysid_param_name", S, P, I)
+sysid_param_width = _fn("ds_sysid_param_width", I, P, I)
+default_landscape_def = _fn("ds_default_landscape_def", LandscapeDef)
+landscape_create_from_text = _fn("ds_landscape_create_from_text", I, S, S, ctypes.POINTER(LandscapeDef), _FP,
+                                 ctypes.POINTER(P), S, Z)
+landscape_destroy = _fn("ds_landscape_destroy", None, P)
+landscape_evaluate = _fn("ds_landscape_evaluate", I, P)
+landscape_dims = _fn("ds_landscape_dims", I, P)
+landscape_num_points = _fn("ds_landscape_num_points", I, P)
+landscape_num_failed = _fn("ds_landscape_num_failed", I, P)
+landscape_results = _fn("ds_landscape_results", _DP, P)
+landscape_lowest = _fn("ds_landscape_lowest", I, P)
+landscape_param_name = _fn("ds_landscape_param_name", S, P, I)
+landscape_truth = _fn("ds_landscape_truth", ctypes.c_double, P, I)
+landscape_last_error = _fn("ds_landscape_last_error", S, P)
+# dsim/runlog.h: writing (a sysid's log from Python)
+default_runlog_def = _fn("ds_default_runlog_def", RunLogDef)
+runlog_create = _fn("ds_runlog_create", I, S, ctypes.POINTER(RunLogDef), ctypes.POINTER(P), S, Z)
+runlog_append_iteration = _fn("ds_runlog_append_iteration", I, P, ctypes.POINTER(RunIteration))
+runlog_close = _fn("ds_runlog_close", I, P, S)
+runlog_last_error = _fn("ds_runlog_last_error", S, P)
+# dsim/image.h
+png_write = _fn("ds_png_write", I, S, P, I, I, S, Z)
 
 
 # -- errors ------------------------------------------------------------------------------
@@ -515,3 +609,164 @@ def abi_lookup(name: str):
     """The value of the ABI table's entry `name`, or None when it has none."""
     v = ctypes.c_longlong()
     return v.value if abi_lookup_c(name.encode(), ctypes.byref(v)) == 0 else None
+
+
+# -- system identification (dsim/sysid.h) ---------------------------------------------------
+def sysid_footage(camera_file=None, position=None, look_at=None, fov=0.0, intrinsics=None, times=None,
+                  frames_dir=None, rgba=None):
+    """(a dsSysidFootage, the objects it points into: keep them until the
+    create call returns). rgba: a C-contiguous (T, H, W, 4) array of
+    real_dtype; times: float64 values; intrinsics: (fx, fy, cx, cy), pixels."""
+    f = SysidFootage()
+    keep = []
+    if camera_file is not None:
+        keep.append(os.fsencode(camera_file))
+        f.camera_file = keep[-1]
+    else:
+        f.position[:] = [float(v) for v in position]
+        f.look_at[:] = [float(v) for v in look_at]
+        f.fov = float(fov)
+        if intrinsics is not None:
+            f.fx, f.fy, f.cx, f.cy = (float(v) for v in intrinsics)
+    n = 0
+    if frames_dir is not None:
+        keep.append(os.fsencode(frames_dir))
+        f.frames_dir = keep[-1]
+    else:
+        keep.append(rgba)
+        f.rgba = rgba.ctypes.data
+        n, f.height, f.width = rgba.shape[0], rgba.shape[1], rgba.shape[2]
+    if times is not None:
+        keep.append(times)
+        f.times = times.ctypes.data_as(_DP)
+        n = times.size
+    f.nframes = n
+    return f, keep
+
+
+def sysid_create(label: str, text: str, obj: int, footage=None):
+    """ds_sysid_create_from_text: the new identification's handle, or DsimError."""
+    p = P()
+    err = ctypes.create_string_buffer(_ERRLEN)
+    rc = sysid_create_from_text(label.encode(), text.encode(), int(obj),
+                                ctypes.byref(footage) if footage is not None else None, ctypes.byref(p), err, _ERRLEN)
+    if rc:
+        raise DsimError(label, "cannot set up the identification", rc, err.value.decode(errors="replace"))
+    return p
+
+
+def sysid_error(p) -> str:
+    return _text(sysid_last_error(p))
+
+
+def _dvec(ptr, n: int):
+    return np.ctypeslib.as_array(ptr, (n,)).copy() if ptr else None
+
+
+def sysid_step(p, n: int):
+    """One ds_sysid_iterate: (code, loss, grad_norm, a copy of the n estimates)."""
+    it = SysidIter()
+    rc = sysid_iterate(p, ctypes.byref(it))
+    if rc:
+        return rc, None, None, None
+    return 0, it.loss, it.grad_norm, _dvec(it.values, n)
+
+
+def sysid_arrays(p, n: int) -> dict:
+    """Copies of the identification's value vectors: values (the iterate),
+    initial, best (with best_loss), truth (None when unknown)."""
+    bl = ctypes.c_double()
+    best = _dvec(sysid_best_values(p, ctypes.byref(bl)), n)
+    return {"values": _dvec(sysid_values(p), n), "initial": _dvec(sysid_initial_values(p), n), "best": best,
+            "best_loss": bl.value, "truth": _dvec(sysid_truth(p), n)}
+
+
+def sysid_are(p, values: np.ndarray, nparams: int):
+    """ds_sysid_errors at values (None without a truth)."""
+    if not sysid_truth(p):
+        return None
+    are = np.zeros(nparams)
+    v = np.ascontiguousarray(values, dtype=np.float64)
+    sysid_errors(p, ptr(v), ptr(are))
+    return are
+
+
+def sysid_evaluate(p, values: np.ndarray):
+    """ds_sysid_eval (loss only): (code, loss)."""
+    v = np.ascontiguousarray(values, dtype=np.float64)
+    loss = ctypes.c_double()
+    rc = sysid_eval(p, ptr(v), ctypes.byref(loss), None)
+    return rc, loss.value
+
+
+def sysid_frames(p):
+    """(the video's frames (T, H, W, 4), their substeps, the frames of the
+    last evaluation) as copies."""
+    v = sysid_video(p).contents
+    shape = (v.nframes, v.height, v.width, 4)
+    video = np.ctypeslib.as_array(ctypes.cast(v.rgba, RP), shape).copy()
+    sub = np.array([v.substep[i] for i in range(v.nframes)], dtype=np.int64)
+    r = sysid_rendered(p)
+    return video, sub, (np.ctypeslib.as_array(r, shape).copy() if r else None)
+
+
+def landscape_run(label: str, text: str, axes, geometric: bool, obj: int, threads: int, group: bool, footage=None):
+    """Create, evaluate and destroy a landscape (ds_landscape_*_from_text):
+    {"dims", "rows" (points x 5), "names", "truth", "lowest", "failed"}.
+    The OpenMP thread count is restored after (the thread path sets 1)."""
+    d = default_landscape_def()
+    for a, (lo, hi, n) in enumerate(axes):
+        d.axis[a] = LandscapeAxis(float(lo), float(hi), int(n))
+    d.geometric, d.object, d.threads, d.group = int(bool(geometric)), int(obj), int(threads), int(bool(group))
+    p = P()
+    err = ctypes.create_string_buffer(_ERRLEN)
+    rc = landscape_create_from_text(label.encode(), text.encode(), ctypes.byref(d),
+                                    ctypes.byref(footage) if footage is not None else None, ctypes.byref(p), err,
+                                    _ERRLEN)
+    if rc:
+        raise DsimError(label, "cannot set up the landscape", rc, err.value.decode(errors="replace"))
+    before = get_max_threads()
+    try:
+        rc = landscape_evaluate(p)
+        if rc:
+            raise DsimError(label, "evaluating the landscape failed", rc, _text(landscape_last_error(p)))
+        dims, npt = landscape_dims(p), landscape_num_points(p)
+        return {"dims": dims, "rows": np.ctypeslib.as_array(landscape_results(p), (npt, 5)).copy(),
+                "names": [landscape_param_name(p, a).decode() for a in range(dims)],
+                "truth": [landscape_truth(p, a) for a in range(dims)], "lowest": landscape_lowest(p),
+                "failed": landscape_num_failed(p)}
+    finally:
+        landscape_destroy(p)
+        set_num_threads_c(before)
+
+
+def runlog_open(path: str, config_text: str, env: str, method: str, seed: int, nparams: int, overwrite: bool):
+    """ds_runlog_create: (the log's handle, the strings it points to: keep
+    them while it is open), or DsimError."""
+    d = default_runlog_def()
+    keep = [config_text.encode(), env.encode(), method.encode()]
+    d.config_text, d.env, d.method = keep
+    d.seed, d.threads, d.nparams, d.overwrite = int(seed), 1, int(nparams), 1 if overwrite else 0
+    p = P()
+    err = ctypes.create_string_buffer(_ERRLEN)
+    rc = runlog_create(os.fsencode(path), ctypes.byref(d), ctypes.byref(p), err, _ERRLEN)
+    if rc:
+        raise DsimError(path, "cannot create the run log", rc, err.value.decode(errors="replace"))
+    return p, keep
+
+
+def runlog_append(p, path: str, loss: float, metric: float, wall: float, grad_norm: float, params: np.ndarray):
+    v = np.ascontiguousarray(params, dtype=np.float64)
+    it = RunIteration(loss, metric, wall, grad_norm, v.ctypes.data_as(_DP))
+    rc = runlog_append_iteration(p, ctypes.byref(it))
+    if rc:
+        raise DsimError(path, "cannot write the run log", rc, _text(runlog_last_error(p)))
+
+
+def png_write_rgba(path: str, rgba: np.ndarray):
+    """ds_png_write of one (H, W, 4) uint8 frame, or DsimError."""
+    a = np.ascontiguousarray(rgba, dtype=np.uint8)
+    err = ctypes.create_string_buffer(_ERRLEN)
+    rc = png_write(os.fsencode(path), ptr(a), a.shape[1], a.shape[0], err, _ERRLEN)
+    if rc:
+        raise DsimError(path, "cannot write the frame", rc, err.value.decode(errors="replace"))
