@@ -413,7 +413,10 @@ static int write_frames(Obj* o, const char* which, int iteration, const double* 
   ep.frame_substep = sub;
   dsCamera cam;
   if (ds_camera_look_at(&cam, d->cam_distance, d->cam_elevation, d->cam_azimuth) == DS_OK) {
-    for (int i = 0; i < 3; i++) ep.cam_eye[i] = (double)cam.eye[i];
+    for (int i = 0; i < 3; i++) {
+      ep.cam_eye[i] = (double)cam.eye[i] + (double)d->cam_look_at[i];
+      ep.cam_look_at[i] = (double)d->cam_look_at[i];
+    }
     ep.cam_fov = (double)d->cam_fov;
   }
 #pragma omp critical(dsim_sysid_hdf5)

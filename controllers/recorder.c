@@ -91,9 +91,10 @@ int ds_recorder_create(const dsEnv* src, int stride, dsRecorder** out, char* err
   { /* the frames' camera, so that a log's footage describes itself: the env's
        look-at camera, eye = d (cos e sin a, sin e, -cos e cos a) (docs/scenes.md) */
     const double e = (double)d.cam_elevation * (3.14159265358979323846 / 180.0), a = (double)d.cam_azimuth * (3.14159265358979323846 / 180.0);
-    q->cam_eye[0] = (double)d.cam_distance * cos(e) * sin(a);
-    q->cam_eye[1] = (double)d.cam_distance * sin(e);
-    q->cam_eye[2] = -(double)d.cam_distance * cos(e) * cos(a);
+    q->cam_eye[0] = (double)d.cam_distance * cos(e) * sin(a) + (double)d.cam_look_at[0];
+    q->cam_eye[1] = (double)d.cam_distance * sin(e) + (double)d.cam_look_at[1];
+    q->cam_eye[2] = -(double)d.cam_distance * cos(e) * cos(a) + (double)d.cam_look_at[2];
+    for (int k = 0; k < 3; k++) q->cam_look_at[k] = (double)d.cam_look_at[k];
     q->cam_fov = (double)d.cam_fov;
   }
   const size_t rows = (size_t)(r->T + 1) * (size_t)r->N * 3, px = (size_t)r->W * (size_t)r->H * 4;

@@ -777,8 +777,8 @@ static int write_frame_info(hid_t g, const dsEpisodeRecord* ep) {
   ok = ok && (!known || (write_array(g, "substeps", H5T_NATIVE_INT, 1, &n, 0, sub, "1") >= 0 &&
                          write_array(g, "times", H5T_NATIVE_DOUBLE, 1, &n, 0, t, "s") >= 0));
   if (ok && known && ep->cam_fov > 0) {
-    const double at[3] = {0, 0, 0};
-    ok = write_vec_attr(g, "camera_position", ep->cam_eye, 3) >= 0 && write_vec_attr(g, "camera_look_at", at, 3) >= 0 &&
+    ok = write_vec_attr(g, "camera_position", ep->cam_eye, 3) >= 0 &&
+         write_vec_attr(g, "camera_look_at", ep->cam_look_at, 3) >= 0 &&
          write_dbl_attr(g, "camera_fov", ep->cam_fov) >= 0;
   }
   ds__free(sub);

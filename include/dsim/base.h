@@ -234,8 +234,9 @@ typedef struct dsEpisodeRecord {
   uint8_t* goal;               /* H x W x 4 goal image (NULL: not stored) */
   const int* frame_substep;    /* nframes substeps the frames show (NULL: the render schedule, frame f at
                                   min(f * render_interval, nsubsteps - 1)); times are substep * dt */
-  double cam_eye[3];           /* the frames' camera position (it looks at the origin, y up), m */
+  double cam_eye[3];           /* the frames' camera position (y up), m */
   double cam_fov;              /* its vertical field of view, degrees (0: camera not stored) */
+  double cam_look_at[3];       /* the point it looks at, m (zeros: the origin) */
 } dsEpisodeRecord;
 
 /* ---- log hook --------------------------------------------------------------
