@@ -688,25 +688,30 @@ const double* ds_artic_qd(const dsArticData* d, int t) {
  * world coordinates: the composite inertia of a subtree is the plain sum of
  * its bodies' (m, h, Ib), and every S is already in the world frame, so
  * M[l][k] = S_l . (Ic_i S_k) for dof l on the path from body i to the
- * root), plus the armature on the diagonal. Uses the bodies' (m, h, Ib) as
- * scratch for the composites (kin_r fills them again each pass). */
+ * root), plus the armature on the diagonal. */
 static void crba(const dsArticModel* m, ws_r* w, double* M) {
   const int nv = m->nv;
   for (int k = 0; k < nv * nv; k++) M[k] = 0;
+  for (int i = 0; i < m->nbody; i++) {
+    body_r* b = &w->b[i];
+    b->cm = b->m;
+    for (int k = 0; k < 3; k++) b->ch[k] = b->h[k];
+    for (int k = 0; k < 9; k++) b->cIb[k] = b->Ib[k];
+  }
   for (int i = m->nbody - 1; i >= 0; i--) {
     const int p = m->parent[i];
     if (p < 0) continue;
     body_r *b = &w->b[i], *pb = &w->b[p];
-    pb->m += b->m;
-    for (int k = 0; k < 3; k++) pb->h[k] += b->h[k];
-    for (int k = 0; k < 9; k++) pb->Ib[k] += b->Ib[k];
+    pb->cm += b->cm;
+    for (int k = 0; k < 3; k++) pb->ch[k] += b->ch[k];
+    for (int k = 0; k < 9; k++) pb->cIb[k] += b->cIb[k];
   }
   for (int i = 0; i < m->nbody; i++) {
     const body_r* b = &w->b[i];
     const int nd = ndof_r(m->jtype[i]);
     for (int c = 0; c < nd; c++) {
       double F[6];
-      imul_r(F, b->m, b->h, b->Ib, b->S + 6 * c);
+      imul_r(F, b->cm, b->ch, b->cIb, b->S + 6 * c);
       const int col = m->vadr[i] + c;
       for (int j = i; j >= 0; j = m->parent[j]) {
         const int ndj = ndof_r(m->jtype[j]);
@@ -761,18 +766,21 @@ static void chol_solve(const double* L, int n, double* x) { /* x = (L L^T)^-1 x 
 /* ---- step ------------------------------------------------------------------------------ */
 
 /* The real pass at (q, qd, u): kinematics, contact, forces, bias, M and its
- * factor, qdd, then (q', qd') in w->qn, w->qdn. */
-static int forward(const dsArticModel* m, dsArticData* d, const double* q, const double* qd, const double* u) {
+ * factor, qdd, then (q', qd') in w->qn, w->qdn. For the adjoint, RNEA once
+ * more at qdd: its per-body A and F0 are what the tangent sweeps reuse for
+ * the bodies their seed does not reach. */
+static int forward(const dsArticModel* m, dsArticData* d, const double* q, const double* qd, const double* u,
+                   int for_adjoint) {
   ws_r* w = d->wr;
   memcpy(w->q, q, sizeof(double) * (size_t)m->nq);
   memcpy(w->qd, qd, sizeof(double) * (size_t)m->nv);
   for (int a = 0; a < m->nu; a++) w->u[a] = u ? u[a] : 0;
   memcpy(w->th, m->param, sizeof(double) * (size_t)m->nparam);
-  kin_r(m, w);
+  kin_r(m, w, 0, NULL);
   contact_r(m, w);
   applied_r(m, w);
   for (int v = 0; v < m->nv; v++) w->qdd[v] = 0;
-  rnea_r(m, w, w->qdd);
+  rnea_r(m, w, w->qdd, 0, NULL);
   crba(m, w, d->M);
   int rc = cholesky(d->M, m->nv);
   if (rc) return rc;
@@ -780,6 +788,7 @@ static int forward(const dsArticModel* m, dsArticData* d, const double* q, const
   chol_solve(d->M, m->nv, w->qdd);
   for (int v = 0; v < m->nv; v++) d->qdd[v] = w->qdd[v];
   integrate_r(m, w);
+  if (for_adjoint) rnea_r(m, w, w->qdd, 0, NULL);
   return 0;
 }
 
@@ -787,7 +796,7 @@ int ds_artic_step(const dsArticModel* m, dsArticData* d, const double* action) {
   if (!m || !d || d->nq != m->nq || d->nv != m->nv || d->nu != m->nu || d->nparam != m->nparam) return DS_ERR_INVALID;
   if (d->t >= d->steps) return DS_ERR_STATE;
   const size_t t = (size_t)d->t;
-  int rc = forward(m, d, d->q + t * (size_t)m->nq, d->qd + t * (size_t)m->nv, action);
+  int rc = forward(m, d, d->q + t * (size_t)m->nq, d->qd + t * (size_t)m->nv, action, 0);
   if (rc) return rc;
   const ws_r* w = d->wr;
   for (int k = 0; k < m->nq; k++)
@@ -802,6 +811,34 @@ int ds_artic_step(const dsArticModel* m, dsArticData* d, const double* action) {
 }
 
 /* ---- adjoint ------------------------------------------------------------------------------ */
+
+/* The first body (tree order) whose kinematics, and whose RNEA forward
+ * terms, input column col can change; nbody for none. */
+static void first_reached(const dsArticModel* m, int col, int* kin, int* dyn) {
+  const int nq = m->nq, nv = m->nv, nu = m->nu;
+  *kin = *dyn = m->nbody;
+  int i = -1;
+  if (col < nq + nv) { /* a state entry: its joint's body */
+    const int* adr = col < nq ? m->qadr : m->vadr;
+    const int k = col < nq ? col : col - nq;
+    i = 0;
+    while (i + 1 < m->nbody && adr[i + 1] <= k) i++;
+  } else if (col >= nq + nv + nu) {
+    const int p = col - nq - nv - nu;
+    if (p >= m->p_gravity && p < m->p_gravity + 3) *dyn = 0;
+    if (m->p_contact >= 0 && p >= m->p_contact && p < m->p_contact + 4) *dyn = 0;
+    for (int b = 0; b < m->nbody && i < 0; b++) {
+      const dsArticBodyParams* bp = &m->bp[b];
+      if (p == bp->mass || (p >= bp->inertia && p < bp->inertia + 3) || (p >= bp->anchor_p && p < bp->anchor_p + 3) ||
+          (p >= bp->anchor_c && p < bp->anchor_c + 3) || p == bp->armature)
+        i = b;
+    }
+  }
+  if (i >= 0) {
+    *kin = i;
+    *dyn = i;
+  }
+}
 
 /* One tangent sweep at the point of the last real pass, input column col
  * (q entries, then qd, u, parameters), returns dout . adj (out = (q', qd')). */
@@ -818,11 +855,13 @@ static double sweep(const dsArticModel* m, dsArticData* d, int col, const double
                          : col < nq + nv + nu    ? w->u + (col - nq - nv)
                                                  : w->th + (col - nq - nv - nu);
   *seed += I * DS__ARTIC_H;
-  kin_c(m, w);
+  int first_kin, first_dyn;
+  first_reached(m, col, &first_kin, &first_dyn);
+  kin_c(m, w, first_kin, r->b);
   contact_c(m, w);
   applied_c(m, w);
   for (int v = 0; v < nv; v++) w->qdd[v] = r->qdd[v];
-  rnea_c(m, w, w->qdd);
+  rnea_c(m, w, w->qdd, first_dyn, r->b);
   double* y = d->vec;
   for (int v = 0; v < nv; v++) y[v] = cimag(w->tau[v] - w->id[v]);
   chol_solve(d->M, nv, y);
@@ -847,7 +886,7 @@ int ds_artic_backward(const dsArticModel* m, dsArticData* d, const double* dl_dq
     for (int p = 0; p < m->nparam; p++) g->param[p] = 0;
   for (int t = T - 1; t >= 0; t--) {
     const size_t st = (size_t)t;
-    int rc = forward(m, d, d->q + st * nq, d->qd + st * nv, d->act + st * nu);
+    int rc = forward(m, d, d->q + st * nq, d->qd + st * nv, d->act + st * nu, 1);
     if (rc) return rc;
     /* the state columns (needed to go on, or for q0/qd0 at t = 0) */
     if (t > 0 || g->q0 || g->qd0)
@@ -873,7 +912,7 @@ int ds_artic_energy(const dsArticModel* m, dsArticData* d, const double* q, cons
   memcpy(w->q, q, sizeof(double) * (size_t)m->nq);
   memcpy(w->qd, qd, sizeof(double) * (size_t)m->nv);
   memcpy(w->th, m->param, sizeof(double) * (size_t)m->nparam);
-  kin_r(m, w);
+  kin_r(m, w, 0, NULL);
   double pe = 0;
   const double* g = m->param + m->p_gravity;
   for (int i = 0; i < m->nbody; i++) {
@@ -901,7 +940,7 @@ int ds_artic_momentum(const dsArticModel* m, dsArticData* d, const double* q, co
   memcpy(w->q, q, sizeof(double) * (size_t)m->nq);
   memcpy(w->qd, qd, sizeof(double) * (size_t)m->nv);
   memcpy(w->th, m->param, sizeof(double) * (size_t)m->nparam);
-  kin_r(m, w);
+  kin_r(m, w, 0, NULL);
   for (int k = 0; k < 3; k++) lin[k] = ang[k] = 0;
   for (int i = 0; i < m->nbody; i++) {
     const body_r* b = &w->b[i];

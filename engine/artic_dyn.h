@@ -37,10 +37,12 @@ typedef struct FN(body) {
   R S[6 * DS__ARTIC_MAXDOF]; /* motion subspace columns (w, v0) */
   R V[6];
   R A[6];
-  R F[6];
+  R F[6];   /* after the sum over the subtree (RNEA's backward pass) */
+  R F0[6];  /* the body's own, before the sum */
   R m;
   R h[3];
   R Ib[9];
+  R cm, ch[3], cIb[9]; /* composite inertia of the subtree (crba, real pass only) */
 } FN(body);
 
 typedef struct FN(ws) {
@@ -155,12 +157,28 @@ static inline void FN(rot_col)(R S[6], const R M[9], const R p[3]) {
 }
 
 /* Poses, motion subspaces, velocities and world inertias of every body
- * from w->q, w->qd, w->th. */
-static void FN(kin)(const dsArticModel* m, FN(ws)* w) {
+ * from w->q, w->qd, w->th. Bodies before `first` take the real pass's
+ * values from ref (complex copy; a seed there has no tangent: parents come
+ * first, so no body before first descends from the seeded one). */
+static void FN(kin)(const dsArticModel* m, FN(ws)* w, int first, const void* ref) {
   static const R eye[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
   static const R zero[6] = {0, 0, 0, 0, 0, 0};
   for (int i = 0; i < m->nbody; i++) {
     FN(body)* b = &w->b[i];
+#if ARTIC_CPLX
+    if (i < first) {
+      const body_r* rb = (const body_r*)ref + i;
+      for (int k = 0; k < 9; k++) b->Rw[k] = rb->Rw[k], b->Rj[k] = rb->Rj[k], b->Ib[k] = rb->Ib[k];
+      for (int k = 0; k < 3; k++) b->x[k] = rb->x[k], b->jp[k] = rb->jp[k], b->h[k] = rb->h[k];
+      for (int k = 0; k < 6 * FN(ndof)(m->jtype[i]); k++) b->S[k] = rb->S[k];
+      for (int k = 0; k < 6; k++) b->V[k] = rb->V[k];
+      b->m = rb->m;
+      continue;
+    }
+#else
+    (void)first;
+    (void)ref;
+#endif
     const int p = m->parent[i];
     const R* Rp = p >= 0 ? w->b[p].Rw : eye;
     const R* xp = p >= 0 ? w->b[p].x : zero;
@@ -378,12 +396,23 @@ static void FN(applied)(const dsArticModel* m, FN(ws)* w) {
 }
 
 /* Inverse dynamics w->id = M(q) qdd + C(q, qd) - g terms - J^T fext at
- * qdd (kinematics and contact forces done). */
-static void FN(rnea)(const dsArticModel* m, FN(ws)* w, const R* qdd) {
+ * qdd (kinematics and contact forces done). Bodies before `first` take A
+ * and F0 from ref (complex copy: the real pass at the same qdd). */
+static void FN(rnea)(const dsArticModel* m, FN(ws)* w, const R* qdd, int first, const void* ref) {
   const R* g = w->th + m->p_gravity;
   const R a0[6] = {0, 0, 0, -g[0], -g[1], -g[2]};
   for (int i = 0; i < m->nbody; i++) {
     FN(body)* b = &w->b[i];
+#if ARTIC_CPLX
+    if (i < first) {
+      const body_r* rb = (const body_r*)ref + i;
+      for (int k = 0; k < 6; k++) b->A[k] = rb->A[k], b->F[k] = b->F0[k] = rb->F0[k];
+      continue;
+    }
+#else
+    (void)first;
+    (void)ref;
+#endif
     const int p = m->parent[i];
     const R* Ap = p >= 0 ? w->b[p].A : a0;
     static const R zero[6] = {0, 0, 0, 0, 0, 0};
@@ -408,7 +437,7 @@ static void FN(rnea)(const dsArticModel* m, FN(ws)* w, const R* qdd) {
     FN(imul)(b->F, b->m, b->h, b->Ib, b->A);
     FN(imul)(P, b->m, b->h, b->Ib, b->V);
     FN(crf)(b->F, b->V, P);
-    for (int k = 0; k < 6; k++) b->F[k] -= w->fext[6 * i + k];
+    for (int k = 0; k < 6; k++) b->F0[k] = b->F[k] -= w->fext[6 * i + k];
   }
   for (int i = m->nbody - 1; i >= 0; i--) {
     FN(body)* b = &w->b[i];
