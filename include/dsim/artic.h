@@ -189,8 +189,10 @@ DS_API int ds_artic_param_set(dsArticModel* m, const char* name, double value);
 /* Data with a tape of `steps` steps (states 0 .. steps). */
 DS_API int ds_artic_data_create(const dsArticModel* m, int steps, dsArticData** out);
 DS_API void ds_artic_data_free(dsArticData* d);
-/* Rewinds to step 0 with q0 (nq; quaternions normalised) and qd0 (nv);
- * NULL for the q = 0 pose (identity quaternions) and rest. */
+/* Rewinds to step 0 with q0 (nq) and qd0 (nv); NULL for the q = 0 pose
+ * (identity quaternions) and rest. Quaternions are kept as given (the
+ * kinematics reads q/|q|, so the gradient is with respect to the entries
+ * given); each step's result is normalised. */
 DS_API int ds_artic_reset(const dsArticModel* m, dsArticData* d, const double* q0, const double* qd0);
 /* One semi-implicit Euler step with action (nu; NULL for zeros).
  * DS_ERR_STATE when the tape is full, DS_ERR_DIVERGED on NaN/Inf (the
