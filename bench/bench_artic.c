@@ -91,9 +91,10 @@ static void run(const char* label, int n, int T) {
     tgp[r] = tf[r] + now() - t0;
   }
   const double f = median(tf, 5), g = median(tg, 5), gpar = median(tgp, 5);
-  printf("%-16s nv %2d nu %2d nparam %3d: forward %9.0f steps/s; %d-step gradient (forward + backward): "
-         "actions %.4f s, actions and parameters %.4f s\n",
-         label, nv, nu, np, T / f, T, g, gpar);
+  printf(
+      "%-16s nv %2d nu %2d nparam %3d: forward %9.0f steps/s; %d-step gradient (forward + backward): "
+      "actions %.4f s, actions and parameters %.4f s\n",
+      label, nv, nu, np, T / f, T, g, gpar);
   free(q0);
   free(act);
   free(dq);

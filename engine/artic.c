@@ -143,10 +143,8 @@ static int grow(dsErrBuf* err, void** arr, int n, int* cap, size_t sz) {
 }
 
 /* Copies a name into dst: DS_ERR_INVALID when NULL, empty or too long. */
-static int copy_name(dsErrBuf* err, char dst[DS__ARTIC_NAME], const char* s, const char* what, const char* owner) {
-  if (!s || !*s)
-    return ds__seterr(err, DS_ERR_INVALID, "%s%s: %s name missing (expected a non-empty string)", owner ? owner : "",
-                      owner ? "" : "", what);
+static int copy_name(dsErrBuf* err, char dst[DS__ARTIC_NAME], const char* s, const char* what) {
+  if (!s || !*s) return ds__seterr(err, DS_ERR_INVALID, "%s name missing (expected a non-empty string)", what);
   if (strlen(s) >= DS__ARTIC_NAME)
     return ds__seterr(err, DS_ERR_INVALID, "%s name '%.40s...' too long (expected at most %d characters)", what, s,
                       DS__ARTIC_NAME - 1);
@@ -159,7 +157,7 @@ static int bad(double v) { return !isfinite(v); }
 int ds_artic_add_body(dsArticBuilder* b, const dsArticBodyDef* def) {
   if (!b || !def) return DS_ERR_INVALID;
   char name[DS__ARTIC_NAME];
-  int rc = copy_name(&b->err, name, def->name, "body", NULL);
+  int rc = copy_name(&b->err, name, def->name, "body");
   if (rc) return rc;
   if (!strcmp(name, "world"))
     return ds__seterr(&b->err, DS_ERR_INVALID, "body 'world': the name is reserved for the world (expected another)");
@@ -184,17 +182,23 @@ static int check_joint_values(dsErrBuf* err, const char* n, const dsArticJointDe
     return ds__seterr(err, DS_ERR_INVALID, "joint '%s': type %d (expected 0 fixed .. 4 free)", n, (int)d->type);
   const double a2 = d->axis[0] * d->axis[0] + d->axis[1] * d->axis[1] + d->axis[2] * d->axis[2];
   if ((d->type == DS_JOINT_HINGE || d->type == DS_JOINT_SLIDE) && (bad(a2) || !(a2 > 1e-24)))
-    return ds__seterr(err, DS_ERR_INVALID, "joint '%s': axis (%g, %g, %g) has length zero (expected a nonzero axis)",
-                      n, d->axis[0], d->axis[1], d->axis[2]);
-  const double q2 = d->quat[0] * d->quat[0] + d->quat[1] * d->quat[1] + d->quat[2] * d->quat[2] + d->quat[3] * d->quat[3];
+    return ds__seterr(err, DS_ERR_INVALID, "joint '%s': axis (%g, %g, %g) has length zero (expected a nonzero axis)", n,
+                      d->axis[0], d->axis[1], d->axis[2]);
+  const double q2 =
+      d->quat[0] * d->quat[0] + d->quat[1] * d->quat[1] + d->quat[2] * d->quat[2] + d->quat[3] * d->quat[3];
   if (bad(q2) || !(q2 > 1e-24))
     return ds__seterr(err, DS_ERR_INVALID, "joint '%s': quat has length zero (expected a nonzero quaternion)", n);
   for (int k = 0; k < 3; k++)
     if (bad(d->anchor_parent[k]) || bad(d->anchor_child[k]))
       return ds__seterr(err, DS_ERR_INVALID, "joint '%s': anchor not finite (expected finite coordinates)", n);
-  const struct { const char* key; double v; } nonneg[] = {
-      {"damping", d->damping}, {"armature", d->armature}, {"stiffness", d->stiffness},
-      {"limit_stiffness", d->limit_stiffness}, {"limit_damping", d->limit_damping}};
+  const struct {
+    const char* key;
+    double v;
+  } nonneg[] = {{"damping", d->damping},
+                {"armature", d->armature},
+                {"stiffness", d->stiffness},
+                {"limit_stiffness", d->limit_stiffness},
+                {"limit_damping", d->limit_damping}};
   for (size_t k = 0; k < sizeof nonneg / sizeof nonneg[0]; k++)
     if (bad(nonneg[k].v) || nonneg[k].v < 0)
       return ds__seterr(err, DS_ERR_INVALID, "joint '%s': %s %g (expected >= 0)", n, nonneg[k].key, nonneg[k].v);
@@ -202,7 +206,9 @@ static int check_joint_values(dsErrBuf* err, const char* n, const dsArticJointDe
   if (d->limited) {
     if (d->type != DS_JOINT_HINGE && d->type != DS_JOINT_SLIDE)
       return ds__seterr(err, DS_ERR_INVALID, "joint '%s': limits on a %s joint (expected a hinge or slide)", n,
-                        d->type == DS_JOINT_BALL ? "ball" : d->type == DS_JOINT_FREE ? "free" : "fixed");
+                        d->type == DS_JOINT_BALL   ? "ball"
+                        : d->type == DS_JOINT_FREE ? "free"
+                                                   : "fixed");
     if (bad(d->limit_lower) || bad(d->limit_upper) || d->limit_lower > d->limit_upper)
       return ds__seterr(err, DS_ERR_INVALID, "joint '%s': limit_lower %g > limit_upper %g (expected lower <= upper)", n,
                         d->limit_lower, d->limit_upper);
@@ -216,15 +222,15 @@ int ds_artic_add_joint(dsArticBuilder* b, const dsArticJointDef* def) {
   if (!b || !def) return DS_ERR_INVALID;
   JointRec r;
   memset(&r, 0, sizeof r);
-  int rc = copy_name(&b->err, r.name, def->name, "joint", NULL);
+  int rc = copy_name(&b->err, r.name, def->name, "joint");
   if (rc) return rc;
   for (int i = 0; i < b->njoint; i++)
     if (!strcmp(b->joint[i].name, r.name))
       return ds__seterr(&b->err, DS_ERR_INVALID, "joint '%s' added twice (expected unique joint names)", r.name);
   if (!def->child || !*def->child)
     return ds__seterr(&b->err, DS_ERR_INVALID, "joint '%s': child missing (expected a body name)", r.name);
-  if ((rc = copy_name(&b->err, r.child, def->child, "child", NULL))) return rc;
-  if ((rc = copy_name(&b->err, r.parent, def->parent ? def->parent : "world", "parent", NULL))) return rc;
+  if ((rc = copy_name(&b->err, r.child, def->child, "joint child"))) return rc;
+  if ((rc = copy_name(&b->err, r.parent, def->parent ? def->parent : "world", "joint parent"))) return rc;
   if ((rc = check_joint_values(&b->err, r.name, def))) return rc;
   if ((rc = grow(&b->err, (void**)&b->joint, b->njoint, &b->cjoint, sizeof(JointRec)))) return rc;
   r.d = *def;
@@ -236,7 +242,7 @@ int ds_artic_add_joint(dsArticBuilder* b, const dsArticJointDef* def) {
 int ds_artic_add_geom(dsArticBuilder* b, const dsArticGeomDef* def) {
   if (!b || !def) return DS_ERR_INVALID;
   GeomRec r;
-  int rc = copy_name(&b->err, r.body, def->body, "geom body", NULL);
+  int rc = copy_name(&b->err, r.body, def->body, "geom body");
   if (rc) return rc;
   if (def->type != DS_ARTIC_SPHERE && def->type != DS_ARTIC_CAPSULE)
     return ds__seterr(&b->err, DS_ERR_INVALID, "geom on body '%s': type %d (expected 0 sphere or 1 capsule)", r.body,
@@ -256,17 +262,19 @@ int ds_artic_add_geom(dsArticBuilder* b, const dsArticGeomDef* def) {
 int ds_artic_add_actuator(dsArticBuilder* b, const dsArticActuatorDef* def) {
   if (!b || !def) return DS_ERR_INVALID;
   ActRec r;
-  int rc = copy_name(&b->err, r.name, def->name, "actuator", NULL);
+  int rc = copy_name(&b->err, r.name, def->name, "actuator");
   if (rc) return rc;
   for (int i = 0; i < b->nact; i++)
     if (!strcmp(b->act[i].name, r.name))
       return ds__seterr(&b->err, DS_ERR_INVALID, "actuator '%s' added twice (expected unique names)", r.name);
-  if ((rc = copy_name(&b->err, r.joint, def->joint, "actuator joint", NULL))) return rc;
+  if ((rc = copy_name(&b->err, r.joint, def->joint, "actuator joint"))) return rc;
   if (def->type != DS_ARTIC_MOTOR && def->type != DS_ARTIC_SERVO)
     return ds__seterr(&b->err, DS_ERR_INVALID, "actuator '%s': type %d (expected 0 motor or 1 servo)", r.name,
                       (int)def->type);
-  const struct { const char* key; double v; } nonneg[] = {
-      {"kp", def->kp}, {"kv", def->kv}, {"ctrl_limit", def->ctrl_limit}, {"force_limit", def->force_limit}};
+  const struct {
+    const char* key;
+    double v;
+  } nonneg[] = {{"kp", def->kp}, {"kv", def->kv}, {"ctrl_limit", def->ctrl_limit}, {"force_limit", def->force_limit}};
   for (size_t k = 0; k < sizeof nonneg / sizeof nonneg[0]; k++)
     if (bad(nonneg[k].v) || nonneg[k].v < 0)
       return ds__seterr(&b->err, DS_ERR_INVALID, "actuator '%s': %s %g (expected >= 0)", r.name, nonneg[k].key,
@@ -295,12 +303,13 @@ static int check_tree(dsArticBuilder* b, int* jof, int* par) {
     const JointRec* r = &b->joint[j];
     const int c = find_body(b, r->child);
     if (c < 0)
-      return ds__seterr(&b->err, DS_ERR_INVALID, "joint '%s': unknown child body '%s' (expected one of the added bodies)",
-                        r->name, r->child);
+      return ds__seterr(&b->err, DS_ERR_INVALID,
+                        "joint '%s': unknown child body '%s' (expected one of the added bodies)", r->name, r->child);
     int p = -1;
     if (strcmp(r->parent, "world") != 0 && (p = find_body(b, r->parent)) < 0)
       return ds__seterr(&b->err, DS_ERR_INVALID,
-                        "joint '%s': unknown parent body '%s' (expected an added body or \"world\")", r->name, r->parent);
+                        "joint '%s': unknown parent body '%s' (expected an added body or \"world\")", r->name,
+                        r->parent);
     if (p == c)
       return ds__seterr(&b->err, DS_ERR_INVALID, "joint '%s': body '%s' is its own parent (expected another body)",
                         r->name, r->child);
@@ -345,10 +354,11 @@ static int check_tree(dsArticBuilder* b, int* jof, int* par) {
 
 void ds_artic_model_free(dsArticModel* m) {
   if (!m) return;
-  void* arrs[] = {m->parent, m->jtype, m->qadr, m->vadr, m->limited, m->axis, m->quat0, m->limit_k, m->limit_b,
-                  m->limit_w, m->bp, m->body_name, m->joint_name, m->sph_body, m->sph_pos, m->sph_radius,
-                  m->act_type, m->act_body, m->act_ctrl_limit, m->act_force_limit, m->act_gear, m->act_kp,
-                  m->act_kv, m->act_name, m->param, m->param_name};
+  void* arrs[] = {
+      m->parent,   m->jtype,   m->qadr,       m->vadr,     m->limited,  m->axis,           m->quat0,
+      m->R0,       m->limit_k, m->limit_b,    m->limit_w,  m->bp,       m->body_name,      m->joint_name,
+      m->sph_body, m->sph_pos, m->sph_radius, m->act_type, m->act_body, m->act_ctrl_limit, m->act_force_limit,
+      m->act_gear, m->act_kp,  m->act_kv,     m->act_name, m->param,    m->param_name};
   for (size_t k = 0; k < sizeof arrs / sizeof arrs[0]; k++) ds__free(arrs[k]);
   ds__free(m);
 }
@@ -357,12 +367,11 @@ static int model_alloc(dsArticModel* m, int nb, int ns, int na, int np) {
   const int nb1 = nb ? nb : 1, ns1 = ns ? ns : 1, na1 = na ? na : 1;
 #define DS__A(f, n) (m->f = ds__calloc((size_t)(n), sizeof(*m->f))) == NULL
   if (DS__A(parent, nb1) || DS__A(jtype, nb1) || DS__A(qadr, nb1) || DS__A(vadr, nb1) || DS__A(limited, nb1) ||
-      DS__A(axis, 3 * nb1) || DS__A(quat0, 4 * nb1) || DS__A(limit_k, nb1) || DS__A(limit_b, nb1) ||
-      DS__A(limit_w, nb1) || DS__A(bp, nb1) || DS__A(body_name, nb1) || DS__A(joint_name, nb1) ||
+      DS__A(axis, 3 * nb1) || DS__A(quat0, 4 * nb1) || DS__A(R0, 9 * nb1) || DS__A(limit_k, nb1) ||
+      DS__A(limit_b, nb1) || DS__A(limit_w, nb1) || DS__A(bp, nb1) || DS__A(body_name, nb1) || DS__A(joint_name, nb1) ||
       DS__A(sph_body, ns1) || DS__A(sph_pos, 3 * ns1) || DS__A(sph_radius, ns1) || DS__A(act_type, na1) ||
       DS__A(act_body, na1) || DS__A(act_ctrl_limit, na1) || DS__A(act_force_limit, na1) || DS__A(act_gear, na1) ||
-      DS__A(act_kp, na1) || DS__A(act_kv, na1) || DS__A(act_name, na1) || DS__A(param, np) ||
-      DS__A(param_name, np))
+      DS__A(act_kp, na1) || DS__A(act_kv, na1) || DS__A(act_name, na1) || DS__A(param, np) || DS__A(param_name, np))
     return DS_ERR_NOMEM;
 #undef DS__A
   return 0;
@@ -372,8 +381,10 @@ static int model_alloc(dsArticModel* m, int nb, int ns, int na, int np) {
  * and returns its index. */
 static int add_param(dsArticModel* m, const char* prefix, const char* owner, const char* key, double v) {
   const int i = m->nparam++;
-  if (owner) snprintf(m->param_name[i], DS__ARTIC_PNAME, "%s.%s.%s", prefix, owner, key);
-  else snprintf(m->param_name[i], DS__ARTIC_PNAME, "%s.%s", prefix, key);
+  if (owner)
+    snprintf(m->param_name[i], DS__ARTIC_PNAME, "%s.%s.%s", prefix, owner, key);
+  else
+    snprintf(m->param_name[i], DS__ARTIC_PNAME, "%s.%s", prefix, key);
   m->param[i] = v;
   return i;
 }
@@ -399,6 +410,7 @@ static void fill_body(dsArticModel* m, int i, const BodyRec* br, const JointRec*
   double q2 = d->quat[0] * d->quat[0] + d->quat[1] * d->quat[1] + d->quat[2] * d->quat[2] + d->quat[3] * d->quat[3];
   for (int k = 0; k < 3; k++) m->axis[3 * i + k] = a2 > 0 ? d->axis[k] / sqrt(a2) : 0;
   for (int k = 0; k < 4; k++) m->quat0[4 * i + k] = d->quat[k] / sqrt(q2);
+  quat_mat_r(m->R0 + 9 * i, m->quat0 + 4 * i);
   m->limited[i] = d->limited;
   m->limit_k[i] = d->limit_stiffness;
   m->limit_b[i] = d->limit_damping;
@@ -445,7 +457,8 @@ static void tree_order(const dsArticBuilder* b, const int* par, int* order, int*
       }
 }
 
-static void fill_contacts_actuators(dsArticModel* m, const dsArticBuilder* b, const int* newof, const dsArticOptions* o) {
+static void fill_contacts_actuators(dsArticModel* m, const dsArticBuilder* b, const int* newof,
+                                    const dsArticOptions* o) {
   int s = 0;
   for (int g = 0; g < b->ngeom; g++) {
     const dsArticGeomDef* d = &b->geom[g].d;
@@ -467,7 +480,8 @@ static void fill_contacts_actuators(dsArticModel* m, const dsArticBuilder* b, co
     m->act_ctrl_limit[a] = r->d.ctrl_limit;
     m->act_force_limit[a] = r->d.force_limit;
     m->act_gear[a] = m->act_kp[a] = m->act_kv[a] = -1;
-    if (r->d.type == DS_ARTIC_MOTOR) m->act_gear[a] = add_param(m, "actuator", r->name, "gear", r->d.gear);
+    if (r->d.type == DS_ARTIC_MOTOR)
+      m->act_gear[a] = add_param(m, "actuator", r->name, "gear", r->d.gear);
     else {
       m->act_kp[a] = add_param(m, "actuator", r->name, "kp", r->d.kp);
       m->act_kv[a] = add_param(m, "actuator", r->name, "kv", r->d.kv);
@@ -592,26 +606,26 @@ int ds_artic_param_set(dsArticModel* m, const char* name, double value) {
 /* ---- data -------------------------------------------------------------------------- */
 
 /* Workspace of one number type: struct, bodies and arrays in one block. */
-#define DS__WS_ALLOC(SUF, T)                                                                          \
-  static ws_##SUF* ws_alloc_##SUF(const dsArticModel* m, double* cpt) {                               \
-    const size_t nb = (size_t)m->nbody, n = (size_t)(m->nq + m->nv + m->nu + m->nparam) + 4 * (size_t)m->nv + \
-                                                6 * nb + (size_t)m->nq + 8;                          \
-    ws_##SUF* w = ds__calloc(1, sizeof(ws_##SUF) + nb * sizeof(body_##SUF) + n * sizeof(T));          \
-    if (!w) return NULL;                                                                             \
-    w->b = (body_##SUF*)(w + 1);                                                                     \
-    T* p = (T*)(w->b + nb);                                                                          \
-    w->q = p, p += m->nq;                                                                            \
-    w->qd = p, p += m->nv;                                                                           \
-    w->u = p, p += m->nu;                                                                            \
-    w->th = p, p += m->nparam;                                                                       \
-    w->tau = p, p += m->nv;                                                                          \
-    w->id = p, p += m->nv;                                                                           \
-    w->qdd = p, p += m->nv;                                                                          \
-    w->qdn = p, p += m->nv;                                                                          \
-    w->fext = p, p += 6 * nb;                                                                        \
-    w->qn = p;                                                                                       \
-    w->cpt = cpt;                                                                                    \
-    return w;                                                                                        \
+#define DS__WS_ALLOC(SUF, T)                                                                                       \
+  static ws_##SUF* ws_alloc_##SUF(const dsArticModel* m, double* cpt) {                                            \
+    const size_t nb = (size_t)m->nbody,                                                                            \
+                 n = (size_t)(m->nq + m->nv + m->nu + m->nparam) + 4 * (size_t)m->nv + 6 * nb + (size_t)m->nq + 8; \
+    ws_##SUF* w = ds__calloc(1, sizeof(ws_##SUF) + nb * sizeof(body_##SUF) + n * sizeof(T));                       \
+    if (!w) return NULL;                                                                                           \
+    w->b = (body_##SUF*)(w + 1);                                                                                   \
+    T* p = (T*)(w->b + nb);                                                                                        \
+    w->q = p, p += m->nq;                                                                                          \
+    w->qd = p, p += m->nv;                                                                                         \
+    w->u = p, p += m->nu;                                                                                          \
+    w->th = p, p += m->nparam;                                                                                     \
+    w->tau = p, p += m->nv;                                                                                        \
+    w->id = p, p += m->nv;                                                                                         \
+    w->qdd = p, p += m->nv;                                                                                        \
+    w->qdn = p, p += m->nv;                                                                                        \
+    w->fext = p, p += 6 * nb;                                                                                      \
+    w->qn = p;                                                                                                     \
+    w->cpt = cpt;                                                                                                  \
+    return w;                                                                                                      \
   }
 DS__WS_ALLOC(r, double)
 DS__WS_ALLOC(c, double complex)
@@ -850,10 +864,10 @@ static double sweep(const dsArticModel* m, dsArticData* d, int col, const double
   for (int k = 0; k < nv; k++) w->qd[k] = r->qd[k];
   for (int k = 0; k < nu; k++) w->u[k] = r->u[k];
   for (int k = 0; k < m->nparam; k++) w->th[k] = r->th[k];
-  double complex* seed = col < nq                ? w->q + col
-                         : col < nq + nv         ? w->qd + (col - nq)
-                         : col < nq + nv + nu    ? w->u + (col - nq - nv)
-                                                 : w->th + (col - nq - nv - nu);
+  double complex* seed = col < nq             ? w->q + col
+                         : col < nq + nv      ? w->qd + (col - nq)
+                         : col < nq + nv + nu ? w->u + (col - nq - nv)
+                                              : w->th + (col - nq - nv - nu);
   *seed += I * DS__ARTIC_H;
   int first_kin, first_dyn;
   first_reached(m, col, &first_kin, &first_dyn);
@@ -878,7 +892,7 @@ int ds_artic_backward(const dsArticModel* m, dsArticData* d, const double* dl_dq
   if (!m || !d || !g || d->nq != m->nq || d->nv != m->nv || d->nu != m->nu || d->nparam != m->nparam)
     return DS_ERR_INVALID;
   const int nq = m->nq, nv = m->nv, nu = m->nu, ns = nq + nv, T = d->t;
-  double* adj = d->adj;  /* nq + nv: dL/d(state k) */
+  double* adj = d->adj;         /* nq + nv: dL/d(state k) */
   double* nxt = d->vec + m->nv; /* scratch of ns */
   for (int k = 0; k < nq; k++) adj[k] = dl_dq ? dl_dq[(size_t)T * nq + k] : 0;
   for (int k = 0; k < nv; k++) adj[nq + k] = dl_dqd ? dl_dqd[(size_t)T * nv + k] : 0;

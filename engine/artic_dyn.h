@@ -30,15 +30,15 @@
 
 /* Per body results of the kinematics. */
 typedef struct FN(body) {
-  R Rw[9];  /* child frame -> world */
-  R Rj[9];  /* joint frame -> world */
-  R x[3];   /* centre of mass, world */
-  R jp[3];  /* joint point, world */
+  R Rw[9];                   /* child frame -> world */
+  R Rj[9];                   /* joint frame -> world */
+  R x[3];                    /* centre of mass, world */
+  R jp[3];                   /* joint point, world */
   R S[6 * DS__ARTIC_MAXDOF]; /* motion subspace columns (w, v0) */
   R V[6];
   R A[6];
-  R F[6];   /* after the sum over the subtree (RNEA's backward pass) */
-  R F0[6];  /* the body's own, before the sum */
+  R F[6];  /* after the sum over the subtree (RNEA's backward pass) */
+  R F0[6]; /* the body's own, before the sum */
   R m;
   R h[3];
   R Ib[9];
@@ -46,7 +46,7 @@ typedef struct FN(body) {
 } FN(body);
 
 typedef struct FN(ws) {
-  FN(body)* b;  /* nbody */
+  FN(body) * b; /* nbody */
   R* q;         /* nq */
   R* qd;        /* nv */
   R* u;         /* nu */
@@ -160,7 +160,7 @@ static inline void FN(rot_col)(R S[6], const R M[9], const R p[3]) {
  * from w->q, w->qd, w->th. Bodies before `first` take the real pass's
  * values from ref (complex copy; a seed there has no tangent: parents come
  * first, so no body before first descends from the seeded one). */
-static void FN(kin)(const dsArticModel* m, FN(ws)* w, int first, const void* ref) {
+static void FN(kin)(const dsArticModel* m, FN(ws) * w, int first, const void* ref) {
   static const R eye[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
   static const R zero[6] = {0, 0, 0, 0, 0, 0};
   for (int i = 0; i < m->nbody; i++) {
@@ -186,18 +186,7 @@ static void FN(kin)(const dsArticModel* m, FN(ws)* w, int first, const void* ref
     const dsArticBodyParams* bp = &m->bp[i];
     const R* q = w->q + m->qadr[i];
     const R* qd = w->qd + m->vadr[i];
-    double Q0[9];
-    {
-      const double* u = m->quat0 + 4 * i;
-      const double qq[4] = {u[0], u[1], u[2], u[3]};
-      R qr[4] = {qq[0], qq[1], qq[2], qq[3]}, Mr[9];
-      FN(quat_mat)(Mr, qr);
-#if ARTIC_CPLX
-      for (int k = 0; k < 9; k++) Q0[k] = creal(Mr[k]);
-#else
-      for (int k = 0; k < 9; k++) Q0[k] = Mr[k];
-#endif
-    }
+    const double* Q0 = m->R0 + 9 * i;
     R t[3], Rrel[9];
     FN(mv3)(t, Rp, w->th + bp->anchor_p);
     for (int k = 0; k < 3; k++) b->jp[k] = xp[k] + t[k];
@@ -205,42 +194,42 @@ static void FN(kin)(const dsArticModel* m, FN(ws)* w, int first, const void* ref
     const double* ax = m->axis + 3 * i;
     R* S = b->S;
     switch (m->jtype[i]) {
-    case DS_JOINT_HINGE:
-      FN(axis_mat)(Rrel, ax, q[0]);
-      FN(mm3)(b->Rw, b->Rj, Rrel);
-      FN(mv3d)(S, b->Rj, ax);
-      FN(cross)(S + 3, b->jp, S);
-      break;
-    case DS_JOINT_SLIDE:
-      for (int k = 0; k < 9; k++) b->Rw[k] = b->Rj[k];
-      FN(mv3d)(t, b->Rj, ax);
-      for (int k = 0; k < 3; k++) {
-        b->jp[k] += t[k] * q[0];
-        S[k] = 0;
-        S[3 + k] = t[k];
-      }
-      break;
-    case DS_JOINT_BALL:
-      FN(quat_mat)(Rrel, q);
-      FN(mm3)(b->Rw, b->Rj, Rrel);
-      for (int c = 0; c < 3; c++) FN(rot_col)(S + 6 * c, b->Rw + c, b->jp);
-      break;
-    case DS_JOINT_FREE:
-      FN(mv3)(t, b->Rj, q);
-      for (int k = 0; k < 3; k++) b->jp[k] += t[k];
-      FN(quat_mat)(Rrel, q + 3);
-      FN(mm3)(b->Rw, b->Rj, Rrel);
-      for (int c = 0; c < 3; c++) {
+      case DS_JOINT_HINGE:
+        FN(axis_mat)(Rrel, ax, q[0]);
+        FN(mm3)(b->Rw, b->Rj, Rrel);
+        FN(mv3d)(S, b->Rj, ax);
+        FN(cross)(S + 3, b->jp, S);
+        break;
+      case DS_JOINT_SLIDE:
+        for (int k = 0; k < 9; k++) b->Rw[k] = b->Rj[k];
+        FN(mv3d)(t, b->Rj, ax);
         for (int k = 0; k < 3; k++) {
-          S[6 * c + k] = 0;
-          S[6 * c + 3 + k] = b->Rj[3 * k + c];
+          b->jp[k] += t[k] * q[0];
+          S[k] = 0;
+          S[3 + k] = t[k];
         }
-        FN(rot_col)(S + 6 * (3 + c), b->Rw + c, b->jp);
-      }
-      break;
-    default: /* fixed */
-      for (int k = 0; k < 9; k++) b->Rw[k] = b->Rj[k];
-      break;
+        break;
+      case DS_JOINT_BALL:
+        FN(quat_mat)(Rrel, q);
+        FN(mm3)(b->Rw, b->Rj, Rrel);
+        for (int c = 0; c < 3; c++) FN(rot_col)(S + 6 * c, b->Rw + c, b->jp);
+        break;
+      case DS_JOINT_FREE:
+        FN(mv3)(t, b->Rj, q);
+        for (int k = 0; k < 3; k++) b->jp[k] += t[k];
+        FN(quat_mat)(Rrel, q + 3);
+        FN(mm3)(b->Rw, b->Rj, Rrel);
+        for (int c = 0; c < 3; c++) {
+          for (int k = 0; k < 3; k++) {
+            S[6 * c + k] = 0;
+            S[6 * c + 3 + k] = b->Rj[3 * k + c];
+          }
+          FN(rot_col)(S + 6 * (3 + c), b->Rw + c, b->jp);
+        }
+        break;
+      default: /* fixed */
+        for (int k = 0; k < 9; k++) b->Rw[k] = b->Rj[k];
+        break;
     }
     FN(mv3)(t, b->Rw, w->th + bp->anchor_c);
     for (int k = 0; k < 3; k++) b->x[k] = b->jp[k] - t[k];
@@ -271,7 +260,7 @@ static void FN(kin)(const dsArticModel* m, FN(ws)* w, int first, const void* ref
  * ground normal is z). Each sphere touches at its lowest point pc = c - r z
  * (the height c_z - r against skin 0), moving with the body's velocity at
  * pc; the force acts at pc, so friction also turns the link. */
-static void FN(contact)(const dsArticModel* m, FN(ws)* w) {
+static void FN(contact)(const dsArticModel* m, FN(ws) * w) {
   for (int k = 0; k < 6 * m->nbody; k++) w->fext[k] = 0;
   if (!m->ground) return;
   const R* cp = w->th + m->p_contact;
@@ -359,7 +348,7 @@ static inline R FN(sigmoid)(R x) {
 
 /* Applied generalised forces w->tau: joint damping, springs, limits and
  * actuators. */
-static void FN(applied)(const dsArticModel* m, FN(ws)* w) {
+static void FN(applied)(const dsArticModel* m, FN(ws) * w) {
   const R* th = w->th;
   for (int i = 0; i < m->nbody; i++) {
     const int nd = FN(ndof)(m->jtype[i]);
@@ -398,7 +387,7 @@ static void FN(applied)(const dsArticModel* m, FN(ws)* w) {
 /* Inverse dynamics w->id = M(q) qdd + C(q, qd) - g terms - J^T fext at
  * qdd (kinematics and contact forces done). Bodies before `first` take A
  * and F0 from ref (complex copy: the real pass at the same qdd). */
-static void FN(rnea)(const dsArticModel* m, FN(ws)* w, const R* qdd, int first, const void* ref) {
+static void FN(rnea)(const dsArticModel* m, FN(ws) * w, const R* qdd, int first, const void* ref) {
   const R* g = w->th + m->p_gravity;
   const R a0[6] = {0, 0, 0, -g[0], -g[1], -g[2]};
   for (int i = 0; i < m->nbody; i++) {
@@ -426,8 +415,10 @@ static void FN(rnea)(const dsArticModel* m, FN(ws)* w, const R* qdd, int first, 
       R s = Ap[k];
       for (int c = 0; c < nd; c++) {
         s += b->S[6 * c + k] * dd[c];
-        if (c < nlin) vl[k] += b->S[6 * c + k] * qd[c];
-        else vc[k] += b->S[6 * c + k] * qd[c];
+        if (c < nlin)
+          vl[k] += b->S[6 * c + k] * qd[c];
+        else
+          vc[k] += b->S[6 * c + k] * qd[c];
       }
       b->A[k] = s;
     }
@@ -464,7 +455,7 @@ static void FN(quat_step)(R out[4], const R q[4], const R om[3], double dt) {
 #else
   const double w2r = w2;
 #endif
-  R c, s; /* cos(t/2), sin(t/2)/|w| */
+  R c, s;                      /* cos(t/2), sin(t/2)/|w| */
   if (w2r * dt * dt < 1e-10) { /* series; the next terms are below 1e-21 */
     const R t2 = w2 * dt * dt;
     c = 1 - t2 / 8;
@@ -485,7 +476,7 @@ static void FN(quat_step)(R out[4], const R q[4], const R om[3], double dt) {
 }
 
 /* Semi-implicit Euler: qd' = qd + dt qdd, then q' from qd'. */
-static void FN(integrate)(const dsArticModel* m, FN(ws)* w) {
+static void FN(integrate)(const dsArticModel* m, FN(ws) * w) {
   const double dt = m->dt;
   for (int v = 0; v < m->nv; v++) w->qdn[v] = w->qd[v] + dt * w->qdd[v];
   for (int i = 0; i < m->nbody; i++) {
@@ -493,19 +484,19 @@ static void FN(integrate)(const dsArticModel* m, FN(ws)* w) {
     const R* qd = w->qdn + m->vadr[i];
     R* qn = w->qn + m->qadr[i];
     switch (m->jtype[i]) {
-    case DS_JOINT_HINGE:
-    case DS_JOINT_SLIDE:
-      qn[0] = q[0] + dt * qd[0];
-      break;
-    case DS_JOINT_BALL:
-      FN(quat_step)(qn, q, qd, dt);
-      break;
-    case DS_JOINT_FREE:
-      for (int k = 0; k < 3; k++) qn[k] = q[k] + dt * qd[k];
-      FN(quat_step)(qn + 3, q + 3, qd + 3, dt);
-      break;
-    default:
-      break;
+      case DS_JOINT_HINGE:
+      case DS_JOINT_SLIDE:
+        qn[0] = q[0] + dt * qd[0];
+        break;
+      case DS_JOINT_BALL:
+        FN(quat_step)(qn, q, qd, dt);
+        break;
+      case DS_JOINT_FREE:
+        for (int k = 0; k < 3; k++) qn[k] = q[k] + dt * qd[k];
+        FN(quat_step)(qn + 3, q + 3, qd + 3, dt);
+        break;
+      default:
+        break;
     }
   }
 }

@@ -14,8 +14,8 @@
 /* Parameter offsets of one body and its joint into dsArticModel.param;
  * -1 where the joint type has no such parameter. */
 typedef struct dsArticBodyParams {
-  int mass, inertia;        /* inertia: 3 consecutive */
-  int anchor_p, anchor_c;   /* 3 consecutive each */
+  int mass, inertia;      /* inertia: 3 consecutive */
+  int anchor_p, anchor_c; /* 3 consecutive each */
   int damping, armature, stiffness, rest, lower, upper;
 } dsArticBodyParams;
 
@@ -24,14 +24,15 @@ struct dsArticModel {
   double dt;
   int ground;
   /* per body, parents first */
-  int* parent;                /* body index, -1 = world */
-  int* jtype;                 /* dsJointType */
+  int* parent; /* body index, -1 = world */
+  int* jtype;  /* dsJointType */
   int* qadr;
   int* vadr;
   int* limited;
-  double* axis;               /* 3 per body, unit */
-  double* quat0;              /* 4 per body, unit */
-  double* limit_k;            /* limit stiffness, damping, width */
+  double* axis;    /* 3 per body, unit */
+  double* quat0;   /* 4 per body, unit */
+  double* R0;      /* 9 per body: quat0 as a rotation matrix */
+  double* limit_k; /* limit stiffness, damping, width */
   double* limit_b;
   double* limit_w;
   dsArticBodyParams* bp;
@@ -39,21 +40,21 @@ struct dsArticModel {
   char (*joint_name)[DS__ARTIC_NAME];
   /* contact spheres (capsules expand to two) */
   int* sph_body;
-  double* sph_pos;            /* 3 per sphere, body frame */
+  double* sph_pos; /* 3 per sphere, body frame */
   double* sph_radius;
   /* actuators */
   int* act_type;
-  int* act_body;              /* the joint's body */
+  int* act_body; /* the joint's body */
   double* act_ctrl_limit;
   double* act_force_limit;
-  int* act_gear;              /* parameter offsets, -1 where absent */
+  int* act_gear; /* parameter offsets, -1 where absent */
   int* act_kp;
   int* act_kv;
   char (*act_name)[DS__ARTIC_NAME];
   /* global parameter offsets */
-  int p_gravity;              /* 3 consecutive */
-  int p_contact;              /* ke, kd, kf, mu consecutive; -1 without the ground */
-  double* param;              /* nparam */
+  int p_gravity; /* 3 consecutive */
+  int p_contact; /* ke, kd, kf, mu consecutive; -1 without the ground */
+  double* param; /* nparam */
   char (*param_name)[DS__ARTIC_PNAME];
 };
 
@@ -62,15 +63,15 @@ struct dsArticModel {
 struct dsArticData {
   int steps, t;
   int nq, nv, nu, nparam;
-  double* q;      /* (steps + 1) x nq */
-  double* qd;     /* (steps + 1) x nv */
-  double* act;    /* steps x nu */
-  void* wr;       /* real workspace (ds__artic_ws_r) */
-  void* wc;       /* complex workspace (ds__artic_ws_c) */
-  double* M;      /* nv x nv mass matrix, then its Cholesky factor */
-  double* qdd;    /* nv */
-  double* vec;    /* scratch: 6 (nq + nv + nu + nparam) + 2 nv + nq */
-  double* adj;    /* adjoint of the current state: nq + nv */
+  double* q;   /* (steps + 1) x nq */
+  double* qd;  /* (steps + 1) x nv */
+  double* act; /* steps x nu */
+  void* wr;    /* real workspace (ds__artic_ws_r) */
+  void* wc;    /* complex workspace (ds__artic_ws_c) */
+  double* M;   /* nv x nv mass matrix, then its Cholesky factor */
+  double* qdd; /* nv */
+  double* vec; /* scratch: 6 (nq + nv + nu + nparam) + 2 nv + nq */
+  double* adj; /* adjoint of the current state: nq + nv */
 };
 
 #endif

@@ -376,7 +376,7 @@ static void test_gradients(void) {
     run_grad("hinge 1 step", m, 1, q0, qd0, 1.0, 1e-6, 1e-6, 1);
     watch = 0;
     run_grad("hinge at limit, 300 steps", m, 300, q0, qd0, 1.0, 1e-6, 1e-5, 7);
-    CHECK(watch_max > 0.41); /* past the upper limit 0.4 */
+    CHECK(watch_max > 0.41);                       /* past the upper limit 0.4 */
     const double q1[1] = {-0.31}, qd1[1] = {-0.2}; /* past the lower limit */
     run_grad("hinge past lower limit, 1 step", m, 1, q1, qd1, 1.0, 1e-6, 1e-6, 1);
   }
@@ -564,8 +564,8 @@ static void test_momentum(void) {
    * them by O(dt^2), so 10x smaller dt gives 100x less */
   double rl3, rl4;
   const double ra3 = momentum_drift(1e-4, 1, &rl3), ra4 = momentum_drift(1e-5, 1, &rl4);
-  fprintf(stderr, "free chain, one step: linear %.2e, angular %.2e at dt 1e-4; %.2e, %.2e at dt 1e-5\n", rl3, ra3,
-          rl4, ra4);
+  fprintf(stderr, "free chain, one step: linear %.2e, angular %.2e at dt 1e-4; %.2e, %.2e at dt 1e-5\n", rl3, ra3, rl4,
+          ra4);
   CHECK(rl4 < rl3 / 50 && ra4 < ra3 / 50);
 }
 
@@ -602,10 +602,17 @@ static void test_params(void) {
   CHECK_CLOSE(v, 1.3, 0, 0);
   CHECK_INT_EQ(ds_artic_param_get(m, "joint.hinge.anchor_child.z", &v), 0);
   CHECK_CLOSE(v, 0.5, 0, 0);
-  const char* names[] = {"body.link.inertia.y", "joint.hinge.damping", "joint.hinge.armature",
-                         "joint.hinge.stiffness", "joint.hinge.rest", "joint.hinge.limit_lower",
-                         "joint.hinge.limit_upper", "actuator.motor.gear", "actuator.servo.kp",
-                         "actuator.servo.kv", "gravity.z"};
+  const char* names[] = {"body.link.inertia.y",
+                         "joint.hinge.damping",
+                         "joint.hinge.armature",
+                         "joint.hinge.stiffness",
+                         "joint.hinge.rest",
+                         "joint.hinge.limit_lower",
+                         "joint.hinge.limit_upper",
+                         "actuator.motor.gear",
+                         "actuator.servo.kp",
+                         "actuator.servo.kv",
+                         "gravity.z"};
   for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
     if (ds_artic_param_index(m, names[k]) < 0) DST_FAIL_AT("no parameter %s", names[k]);
   CHECK_INT_EQ(ds_artic_param_index(m, "contact.ke"), DS_ERR_NOTFOUND); /* no ground */
@@ -656,8 +663,10 @@ static void expect_refused(const char* label, Tree t, const char* want) {
   if (!rc) rc = ds_artic_add_joint(b, &t.j2);
   if (!rc && t.add_act) rc = ds_artic_add_actuator(b, &t.a);
   dsArticModel* m = (dsArticModel*)&rc; /* must be reset to NULL */
-  if (!rc) rc = ds_artic_build(b, NULL, &m);
-  else m = NULL;
+  if (!rc)
+    rc = ds_artic_build(b, NULL, &m);
+  else
+    m = NULL;
   if (rc != DS_ERR_INVALID) DST_FAIL_AT("%s: rc %d, expected DS_ERR_INVALID", label, rc);
   CHECK(m == NULL);
   const char* msg = ds_artic_builder_error(b);

@@ -79,26 +79,26 @@ typedef struct dsArticBodyDef {
  * joint.NAME.armature; hinge, slide: joint.NAME.stiffness, joint.NAME.rest,
  * and when limited joint.NAME.limit_lower, joint.NAME.limit_upper. */
 typedef struct dsArticJointDef {
-  const char* name;         /* unique; copied */
+  const char* name; /* unique; copied */
   dsJointType type;
-  const char* parent;       /* body name; NULL or "world" for the world */
-  const char* child;        /* body name */
-  double axis[3];           /* hinge/slide axis in the joint frame (normalised at build), nonzero */
-  double anchor_parent[3];  /* joint point in the parent's frame, m */
-  double anchor_child[3];   /* joint point in the child's frame, m */
-  double quat[4];           /* joint frame relative to the parent frame (w, x, y, z), nonzero */
-  double damping;           /* tau = -damping qd per dof, N m s/rad or N s/m, >= 0 */
-  double armature;          /* added to the mass matrix diagonal per dof, >= 0 */
-  double stiffness;         /* tau = -stiffness (q - rest), hinge/slide, >= 0 */
-  double rest;              /* rad or m */
-  int limited;              /* hinge/slide: 1 for the limit penalty below */
-  double limit_lower;       /* rad or m, <= limit_upper */
+  const char* parent;      /* body name; NULL or "world" for the world */
+  const char* child;       /* body name */
+  double axis[3];          /* hinge/slide axis in the joint frame (normalised at build), nonzero */
+  double anchor_parent[3]; /* joint point in the parent's frame, m */
+  double anchor_child[3];  /* joint point in the child's frame, m */
+  double quat[4];          /* joint frame relative to the parent frame (w, x, y, z), nonzero */
+  double damping;          /* tau = -damping qd per dof, N m s/rad or N s/m, >= 0 */
+  double armature;         /* added to the mass matrix diagonal per dof, >= 0 */
+  double stiffness;        /* tau = -stiffness (q - rest), hinge/slide, >= 0 */
+  double rest;             /* rad or m */
+  int limited;             /* hinge/slide: 1 for the limit penalty below */
+  double limit_lower;      /* rad or m, <= limit_upper */
   double limit_upper;
   /* Past a limit, a one-sided smooth spring-damper (e = (q - upper)/w or
    * (lower - q)/w):  tau = -+ limit_stiffness w softplus(e) - limit_damping qd sigmoid(e) */
-  double limit_stiffness;   /* N m/rad or N/m, >= 0 */
-  double limit_damping;     /* >= 0 */
-  double limit_width;       /* w, > 0 (rad or m) */
+  double limit_stiffness; /* N m/rad or N/m, >= 0 */
+  double limit_damping;   /* >= 0 */
+  double limit_width;     /* w, > 0 (rad or m) */
 } dsArticJointDef;
 
 /* Contact geometry on a body (points in the body frame); contacts the
@@ -106,9 +106,9 @@ typedef struct dsArticJointDef {
 typedef struct dsArticGeomDef {
   const char* body;
   dsArticGeomType type;
-  double pos[3];   /* sphere centre / capsule end point, m */
-  double pos2[3];  /* capsule's other end point, m */
-  double radius;   /* m, > 0 */
+  double pos[3];  /* sphere centre / capsule end point, m */
+  double pos2[3]; /* capsule's other end point, m */
+  double radius;  /* m, > 0 */
 } dsArticGeomDef;
 
 /* One action entry driving a hinge or slide joint. Named parameters:
@@ -145,11 +145,11 @@ typedef struct dsArticGrad {
   double* param;  /* nparam, in ds_artic_param_name order */
 } dsArticGrad;
 
-DS_API dsArticBodyDef ds_artic_default_body_def(void);     /* mass 1, inertia 1e-3 */
-DS_API dsArticJointDef ds_artic_default_joint_def(void);   /* hinge about z, identity quat, limit w 0.01 */
-DS_API dsArticGeomDef ds_artic_default_geom_def(void);     /* sphere, radius 0.05 */
+DS_API dsArticBodyDef ds_artic_default_body_def(void);         /* mass 1, inertia 1e-3 */
+DS_API dsArticJointDef ds_artic_default_joint_def(void);       /* hinge about z, identity quat, limit w 0.01 */
+DS_API dsArticGeomDef ds_artic_default_geom_def(void);         /* sphere, radius 0.05 */
 DS_API dsArticActuatorDef ds_artic_default_actuator_def(void); /* motor, gear 1 */
-DS_API dsArticOptions ds_artic_default_options(void);      /* dt 1e-3, g (0,0,-9.81), ground off */
+DS_API dsArticOptions ds_artic_default_options(void);          /* dt 1e-3, g (0,0,-9.81), ground off */
 
 DS_API int ds_artic_builder_create(dsArticBuilder** out);
 DS_API void ds_artic_builder_free(dsArticBuilder* b);
@@ -211,11 +211,11 @@ DS_API int ds_artic_backward(const dsArticModel* m, dsArticData* d, const double
 
 /* Energy at (q, qd): kinetic 1/2 qd^T M qd (armature included) and
  * potential (gravity and joint springs; limits and contact excluded). */
-DS_API int ds_artic_energy(const dsArticModel* m, dsArticData* d, const double* q, const double* qd,
-                           double* kinetic, double* potential);
+DS_API int ds_artic_energy(const dsArticModel* m, dsArticData* d, const double* q, const double* qd, double* kinetic,
+                           double* potential);
 /* Total linear momentum and angular momentum about the world origin. */
-DS_API int ds_artic_momentum(const dsArticModel* m, dsArticData* d, const double* q, const double* qd,
-                             double lin[3], double ang[3]);
+DS_API int ds_artic_momentum(const dsArticModel* m, dsArticData* d, const double* q, const double* qd, double lin[3],
+                             double ang[3]);
 
 #ifdef __cplusplus
 }
