@@ -16,6 +16,10 @@
 #include "engine/artic_priv.h"
 #include "tests/dstest.h"
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 /* ---- model helpers ---------------------------------------------------------------- */
 
 static void body(dsArticBuilder* b, const char* name, double mass, double ix, double iy, double iz) {
@@ -763,10 +767,136 @@ static void test_refused(void) {
   }
 }
 
+
+/* ---- allocation: failures clean up; none in step or backward -------------------------- */
+
+static long a_count, a_fail_at = -1, a_live;
+static void* a_malloc(size_t n) {
+  if (a_fail_at >= 0 && a_count++ == a_fail_at) return NULL;
+  void* p = malloc(n);
+  a_live += p != NULL;
+  return p;
+}
+static void* a_calloc(size_t c, size_t n) {
+  if (a_fail_at >= 0 && a_count++ == a_fail_at) return NULL;
+  void* p = calloc(c, n);
+  a_live += p != NULL;
+  return p;
+}
+static void* a_realloc(void* q, size_t n) {
+  if (a_fail_at >= 0 && a_count++ == a_fail_at) return NULL;
+  void* p = realloc(q, n);
+  a_live += q == NULL && p != NULL;
+  return p;
+}
+static void a_free(void* p) {
+  a_live -= p != NULL;
+  free(p);
+}
+
+/* builder, model and data of the free chain with the ground; rc of the first failure */
+static int alloc_round(void) {
+  dsArticBuilder* b = NULL;
+  dsArticModel* m = NULL;
+  dsArticData* d = NULL;
+  int rc = ds_artic_builder_create(&b);
+  const char* names[3] = {"torso", "leg", "foot"};
+  for (int i = 0; i < 3 && !rc; i++) {
+    dsArticBodyDef bd = ds_artic_default_body_def();
+    bd.name = names[i];
+    rc = ds_artic_add_body(b, &bd);
+    dsArticJointDef j = ds_artic_default_joint_def();
+    j.name = names[i];
+    j.type = i == 0 ? DS_JOINT_FREE : i == 1 ? DS_JOINT_HINGE : DS_JOINT_BALL;
+    j.parent = i ? names[i - 1] : NULL;
+    j.child = names[i];
+    if (!rc) rc = ds_artic_add_joint(b, &j);
+    dsArticGeomDef g = ds_artic_default_geom_def();
+    g.body = names[i];
+    g.type = DS_ARTIC_CAPSULE;
+    if (!rc) rc = ds_artic_add_geom(b, &g);
+  }
+  dsArticActuatorDef a = ds_artic_default_actuator_def();
+  a.name = "m";
+  a.joint = "leg";
+  if (!rc) rc = ds_artic_add_actuator(b, &a);
+  dsArticOptions o = ds_artic_default_options();
+  o.ground = 1;
+  if (!rc) rc = ds_artic_build(b, &o, &m);
+  if (!rc) rc = ds_artic_data_create(m, 10, &d);
+  ds_artic_data_free(d);
+  ds_artic_model_free(m);
+  ds_artic_builder_free(b);
+  return rc;
+}
+
+static void test_alloc(void) {
+  ds_replace_allocator(a_malloc, a_realloc, a_calloc, a_free);
+  a_fail_at = -1;
+  a_live = 0;
+  CHECK_INT_EQ(alloc_round(), 0);
+  CHECK_INT_EQ(a_live, 0);
+  int failures = 0;
+  for (long k = 0; k < 200; k++) {
+    a_count = 0;
+    a_fail_at = k;
+    a_live = 0;
+    const int rc = alloc_round();
+    if (a_count <= k) break; /* no allocation left to fail */
+    failures++;
+    if (rc != DS_ERR_NOMEM) DST_FAIL_AT("allocation %ld failing: rc %d, expected DS_ERR_NOMEM", k, rc);
+    if (a_live != 0) DST_FAIL_AT("allocation %ld failing: %ld blocks left", k, a_live);
+  }
+  CHECK(failures > 10);
+  /* step and backward allocate nothing */
+  a_fail_at = -1;
+  dsArticModel* m = model_free(-9.81, 1);
+  dsArticData* d;
+  CHECK_INT_EQ(ds_artic_data_create(m, 50, &d), 0);
+  double gq[12], gv[10], ga[50], gp[128];
+  CHECK(ds_artic_nparam(m) <= 128);
+  const double q0[12] = {0, 0, 0.1, 1, 0, 0, 0, 0.5, 1, 0, 0, 0};
+  a_count = 0;
+  ds_artic_reset(m, d, q0, NULL);
+  for (int t = 0; t < 50; t++) CHECK_INT_EQ(ds_artic_step(m, d, NULL), 0);
+  dsArticGrad g = {gq, gv, ga, gp};
+  CHECK_INT_EQ(ds_artic_backward(m, d, NULL, NULL, &g), 0);
+  CHECK_INT_EQ(a_count, 0);
+  ds_artic_data_free(d);
+  ds_artic_model_free(m);
+  ds_replace_allocator(NULL, NULL, NULL, NULL);
+}
+
+/* The engine is serial: the same bits on 1 and 2 OpenMP threads. */
+static void test_threads(void) {
+#ifdef _OPENMP
+  dsArticModel* m = model_free(-9.81, 1);
+  double out[2][22];
+  for (int r = 0; r < 2; r++) {
+    omp_set_num_threads(r + 1);
+    dsArticData* d;
+    CHECK_INT_EQ(ds_artic_data_create(m, 100, &d), 0);
+    const double q0[12] = {0, 0, 0.15, 1, 0, 0, 0, 0.5, 1, 0, 0, 0};
+    ds_artic_reset(m, d, q0, NULL);
+    for (int t = 0; t < 100; t++) {
+      const double u = cos(0.2 * t);
+      CHECK_INT_EQ(ds_artic_step(m, d, &u), 0);
+    }
+    memcpy(out[r], ds_artic_q(d, 100), sizeof(double) * 12);
+    memcpy(out[r] + 12, ds_artic_qd(d, 100), sizeof(double) * 10);
+    ds_artic_data_free(d);
+  }
+  CHECK(memcmp(out[0], out[1], sizeof out[0]) == 0);
+  ds_artic_model_free(m);
+#endif
+}
+
 int main(void) {
   test_params();
   test_refused();
   test_determinism();
+  test_threads();
+  test_alloc();
   test_period();
   test_energy();
   test_momentum();
