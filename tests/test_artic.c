@@ -406,7 +406,9 @@ static void test_gradients(void) {
   }
   ds_artic_model_free(m);
   m = model_free(-9.81, 1);
-  {
+  if (sizeof(dsReal) != sizeof(double)) /* the ground kernels run in dsReal (--enable-single) */
+    fprintf(stderr, "dsReal is float: the contact gradient cases are skipped\n");
+  else {
     const double s = sin(0.15), c = cos(0.15);
     /* in the air: 1 step */
     const double qa[12] = {0.1, -0.2, 1.0, c, s * 0.3, s * 0.9, s * 0.3, 0.2, 1, 0, 0, 0};
