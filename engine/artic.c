@@ -640,6 +640,7 @@ void ds_artic_data_free(dsArticData* d) {
   ds__free(d->wc);
   ds__free(d->M);
   ds__free(d->vec);
+  ds__free(d->rev);
   ds__free(d);
 }
 
@@ -660,10 +661,12 @@ int ds_artic_data_create(const dsArticModel* m, int steps, dsArticData** out) {
   d->act = ds__calloc((size_t)steps * (size_t)m->nu + 1, sizeof(double));
   d->M = ds__calloc((size_t)m->nv * (size_t)m->nv + 1, sizeof(double));
   d->vec = ds__calloc(6 * n + 2 * (size_t)m->nv + (size_t)m->nq + 1, sizeof(double));
+  d->rev =
+      ds__calloc(1, sizeof(double) * (size_t)(m->nu + m->nparam + m->nv) + sizeof(dsArticAdjBody) * (size_t)m->nbody);
   d->wr = cpt ? ws_alloc_r(m, cpt) : NULL;
   d->wc = cpt ? ws_alloc_c(m, cpt) : NULL;
   if (!d->wr) ds__free(cpt);
-  if (!d->q || !d->qd || !d->act || !d->M || !d->vec || !d->wr || !d->wc) {
+  if (!d->q || !d->qd || !d->act || !d->M || !d->vec || !d->rev || !d->wr || !d->wc) {
     ds_artic_data_free(d);
     return DS_ERR_NOMEM;
   }
@@ -887,13 +890,22 @@ static double sweep(const dsArticModel* m, dsArticData* d, int col, const double
   return s / DS__ARTIC_H;
 }
 
-int ds_artic_backward(const dsArticModel* m, dsArticData* d, const double* dl_dq, const double* dl_dqd,
-                      const dsArticGrad* g) {
+#include "engine/artic_rev.h"
+
+/* The backward pass over the tape; reverse: step_vjp (engine/artic_rev.h),
+ * else the tangent sweeps above (the same products, column by column: the
+ * tests' reference). */
+static int backward(const dsArticModel* m, dsArticData* d, const double* dl_dq, const double* dl_dqd,
+                    const dsArticGrad* g, int reverse) {
   if (!m || !d || !g || d->nq != m->nq || d->nv != m->nv || d->nu != m->nu || d->nparam != m->nparam)
     return DS_ERR_INVALID;
   const int nq = m->nq, nv = m->nv, nu = m->nu, ns = nq + nv, T = d->t;
   double* adj = d->adj;         /* nq + nv: dL/d(state k) */
   double* nxt = d->vec + m->nv; /* scratch of ns */
+  double* gu = d->rev;          /* nu, then nparam, then nv */
+  double* gth = gu + nu;
+  double* lam = gth + m->nparam;
+  dsArticAdjBody* ab = (dsArticAdjBody*)(lam + nv);
   for (int k = 0; k < nq; k++) adj[k] = dl_dq ? dl_dq[(size_t)T * nq + k] : 0;
   for (int k = 0; k < nv; k++) adj[nq + k] = dl_dqd ? dl_dqd[(size_t)T * nv + k] : 0;
   if (g->param)
@@ -902,19 +914,37 @@ int ds_artic_backward(const dsArticModel* m, dsArticData* d, const double* dl_dq
     const size_t st = (size_t)t;
     int rc = forward(m, d, d->q + st * nq, d->qd + st * nv, d->act + st * nu, 1);
     if (rc) return rc;
-    /* the state columns (needed to go on, or for q0/qd0 at t = 0) */
-    if (t > 0 || g->q0 || g->qd0)
-      for (int c = 0; c < ns; c++) nxt[c] = sweep(m, d, c, adj);
-    if (g->action)
-      for (int a = 0; a < nu; a++) g->action[st * nu + a] = sweep(m, d, ns + a, adj);
-    if (g->param)
-      for (int p = 0; p < m->nparam; p++) g->param[p] += sweep(m, d, ns + nu + p, adj);
+    if (reverse) {
+      step_vjp(m, d, adj, nxt, nxt + nq, gu, gth, lam, ab);
+      if (g->action)
+        for (int a = 0; a < nu; a++) g->action[st * nu + a] = gu[a];
+      if (g->param)
+        for (int p = 0; p < m->nparam; p++) g->param[p] += gth[p];
+    } else {
+      /* the state columns (needed to go on, or for q0/qd0 at t = 0) */
+      if (t > 0 || g->q0 || g->qd0)
+        for (int c = 0; c < ns; c++) nxt[c] = sweep(m, d, c, adj);
+      if (g->action)
+        for (int a = 0; a < nu; a++) g->action[st * nu + a] = sweep(m, d, ns + a, adj);
+      if (g->param)
+        for (int p = 0; p < m->nparam; p++) g->param[p] += sweep(m, d, ns + nu + p, adj);
+    }
     for (int k = 0; k < nq; k++) adj[k] = nxt[k] + (dl_dq ? dl_dq[st * nq + k] : 0);
     for (int k = 0; k < nv; k++) adj[nq + k] = nxt[nq + k] + (dl_dqd ? dl_dqd[st * nv + k] : 0);
   }
   if (g->q0) memcpy(g->q0, adj, sizeof(double) * (size_t)nq);
   if (g->qd0) memcpy(g->qd0, adj + nq, sizeof(double) * (size_t)nv);
   return 0;
+}
+
+int ds_artic_backward(const dsArticModel* m, dsArticData* d, const double* dl_dq, const double* dl_dqd,
+                      const dsArticGrad* g) {
+  return backward(m, d, dl_dq, dl_dqd, g, 1);
+}
+
+int ds__artic_backward_tangent(const dsArticModel* m, dsArticData* d, const double* dl_dq, const double* dl_dqd,
+                               const dsArticGrad* g) {
+  return backward(m, d, dl_dq, dl_dqd, g, 0);
 }
 
 /* ---- energy and momentum ------------------------------------------------------------------ */

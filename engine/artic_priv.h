@@ -66,12 +66,24 @@ struct dsArticData {
   double* q;   /* (steps + 1) x nq */
   double* qd;  /* (steps + 1) x nv */
   double* act; /* steps x nu */
-  void* wr;    /* real workspace (ds__artic_ws_r) */
-  void* wc;    /* complex workspace (ds__artic_ws_c) */
+  void* wr;    /* real workspace (ws_r, engine/artic_dyn.h) */
+  void* wc;    /* complex workspace (ws_c) */
   double* M;   /* nv x nv mass matrix, then its Cholesky factor */
   double* qdd; /* nv */
   double* vec; /* scratch: 6 (nq + nv + nu + nparam) + 2 nv + nq */
   double* adj; /* adjoint of the current state: nq + nv */
+  double* rev; /* reverse-mode scratch: nu + nparam + nv doubles, then the bodies' adjoints */
 };
+
+/* Adjoints of one body's kinematic and RNEA quantities (engine/artic_rev.h). */
+typedef struct {
+  double Rw[9], Rj[9], x[3], jp[3], S[6 * DS__ARTIC_MAXDOF], V[6], A[6], F[6], m, h[3], Ib[9];
+} dsArticAdjBody;
+
+/* ds_artic_backward by forward tangents (nq + nv + nu [+ nparam] sweeps per
+ * step) instead of the reverse pass: the same gradient, the tests'
+ * reference. */
+int ds__artic_backward_tangent(const dsArticModel* m, dsArticData* d, const double* dl_dq, const double* dl_dqd,
+                               const dsArticGrad* g);
 
 #endif

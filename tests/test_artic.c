@@ -326,6 +326,32 @@ static void gradcheck(Case* c, double eps, double rtol, int astride) {
     snprintf(what, sizeof what, "%s", ds_artic_param_name(m, p));
     compare(c->label, what, gp[p], cdiff(c, d, &m->param[p], e), scale, rtol);
   }
+  /* the reverse pass against the forward tangents (both exact: agree to rounding) */
+  {
+    double* tq = calloc((size_t)nq, sizeof(double));
+    double* tv = calloc((size_t)nv, sizeof(double));
+    double* ta = calloc((size_t)T * nu + 1, sizeof(double));
+    double* tp = calloc((size_t)np, sizeof(double));
+    dsArticGrad gt = {tq, tv, ta, tp};
+    rollout(c, d); /* the tape of the unperturbed inputs again */
+    CHECK_INT_EQ(ds__artic_backward_tangent(m, d, c->wq, dv, &gt), 0);
+    double worst = 0, big = 0;
+    const double* pairs[4][2] = {{gq, tq}, {gv, tv}, {ga, ta}, {gp, tp}};
+    const int len[4] = {nq, nv, T * nu, np};
+    for (int s = 0; s < 4; s++)
+      for (int k = 0; k < len[s]; k++) {
+        worst = fmax(worst, fabs(pairs[s][0][k] - pairs[s][1][k]));
+        big = fmax(big, fabs(pairs[s][1][k]));
+      }
+    fprintf(stderr, "%s: reverse vs tangents %.3g relative\n", c->label, worst / big);
+    if (!(worst <= 1e-9 * big))
+      DST_FAIL_AT("%s: reverse vs tangents differ by %.3g (largest entry %.3g)", c->label, worst, big);
+    dst_checks++;
+    free(tq);
+    free(tv);
+    free(ta);
+    free(tp);
+  }
   /* NULL arrays skip their sweeps and leave the others unchanged */
   double gq2[32];
   dsArticGrad g2 = {gq2, NULL, NULL, NULL};
@@ -768,7 +794,6 @@ static void test_refused(void) {
     ds_artic_builder_free(b);
   }
 }
-
 
 /* ---- allocation: failures clean up; none in step or backward -------------------------- */
 
