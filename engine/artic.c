@@ -1,18 +1,19 @@
 /* Articulated bodies: builder and validation, named parameters, data and
  * tape, the step (CRBA mass matrix, RNEA bias, dense Cholesky) and the
- * adjoint by forward tangents. docs/articulated.md has the design.
+ * backward pass. docs/articulated.md has the design.
  *
  * Step (semi-implicit Euler on reduced coordinates):
  *   M(q) qdd = tau(q, qd, u) - C(q, qd; g, F_ext)     C from RNEA at qdd = 0
  *   qd' = qd + dt qdd,   q' = q (+) dt qd'            (quaternions: exp map, normalised)
- * Adjoint: the step Jacobian columns by tangent sweeps. For an input theta
- * (an entry of q, qd, u or the parameters), qdd solves r(theta) = 0 with
+ * Backward: per step the reverse-mode product of engine/artic_rev.h. The
+ * reference path (ds__artic_backward_tangent) forms the same product
+ * column by column from tangent sweeps: for an input theta (an entry of q,
+ * qd, u or the parameters), qdd solves r(theta) = 0 with
  *   r = tau - ID(q, qd, qdd; theta),   ID = RNEA with qdd (M qdd + C),
  * so dqdd/dtheta = M^-1 dr/dtheta at fixed qdd: one RNEA in complex-step
  * numbers and one solve with the Cholesky factor already made, O(n^2)
- * per column (n = nv), no mass matrix in the sweep. Then the integration
- * runs in the same numbers. The backward step is the transposed product
- * adj_in[c] = (dout/din_c) . adj_out over the columns. */
+ * per column (n = nv), no mass matrix in the sweep; then the integration
+ * runs in the same numbers, and adj_in[c] = (dout/din_c) . adj_out. */
 #include "config.h"
 
 #include <complex.h>

@@ -136,8 +136,7 @@ typedef struct dsArticBuilder dsArticBuilder;
 typedef struct dsArticModel dsArticModel;
 typedef struct dsArticData dsArticData;
 
-/* Gradients of a loss, caller-owned arrays; any may be NULL (not computed;
- * a NULL param also skips its cost, see docs/articulated.md). */
+/* Gradients of a loss, caller-owned arrays; any may be NULL (not written). */
 typedef struct dsArticGrad {
   double* q0;     /* nq */
   double* qd0;    /* nv */
