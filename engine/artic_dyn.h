@@ -1,6 +1,7 @@
 /* Articulated-body dynamics, written once over a number type R and compiled
  * twice by engine/artic.c: R = double for the step, and R = double complex
- * for the exact tangents of the adjoint (complex step: an input carries
+ * for exact tangents (the reference adjoint ds__artic_backward_tangent, and
+ * the reverse pass's small per-joint Jacobians; complex step: an input carries
  * h e_k in its imaginary part, h = DS__ARTIC_H; every operation used here
  * is analytic, so Im(out) = h dout/din exactly up to O(h^2) = 1e-40
  * relative, far below rounding; non-smooth choices read the real values).
