@@ -8,6 +8,11 @@ libdsim_core_la_SOURCES += engine/dsmath.h engine/force_loop.h engine/force_spri
   engine/fd.c engine/model.c engine/data.c engine/grad.c engine/step.c engine/engine_priv.h \
   engine/mesh.c
 libdsim_core_la_SOURCES += engine/batch_api.c
+# Articulated bodies in reduced coordinates (docs/articulated.md): builder,
+# step and adjoint (artic.c) over the dynamics kernels written once for
+# real and complex-step numbers (artic_dyn.h).
+libdsim_core_la_SOURCES += engine/artic.c engine/artic_dyn.h engine/artic_rev.h engine/artic_priv.h
+dsiminclude_HEADERS += include/dsim/artic.h
 dsiminclude_HEADERS += include/dsim/engine.h include/dsim/fd.h include/dsim/mesh.h
 
 # One test per force model (adjoint vs central differences, forward vs energy
@@ -49,6 +54,12 @@ tests_test_rigid_physics_SOURCES = tests/test_rigid_physics.c
 TESTS += tests/test_rigid_physics
 BENCH_PROGS += bench/bench_rigid
 bench_bench_rigid_SOURCES = bench/bench_rigid.c
+# Articulated bodies: adjoint vs central differences per joint type, at
+# limits, in and out of ground contact; pendulum period, energy drift,
+# momentum of a free chain; refused inputs.
+check_PROGRAMS += tests/test_artic
+tests_test_artic_SOURCES = tests/test_artic.c
+TESTS += tests/test_artic
 # Element Jacobians (Kx = -df/dx, Kv = -df/dv) of every model against central
 # differences, their symmetric parts, the small dense eigen-solver and the
 # PSD projection that Newton's method uses (engine/dense_small.h).

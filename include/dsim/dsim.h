@@ -4,6 +4,7 @@
 #define DSIM_DSIM_H
 
 #include "dsim/abi.h"
+#include "dsim/artic.h"
 #include "dsim/base.h"
 #include "dsim/batch.h"
 #include "dsim/controller.h"

@@ -1,0 +1,89 @@
+/* Articulated bodies, internal: the model and data layouts shared by
+ * engine/artic.c (builder, parameters, step, adjoint) and the dynamics
+ * kernels of engine/artic_dyn.h. */
+#ifndef DSIM_ENGINE_ARTIC_PRIV_H
+#define DSIM_ENGINE_ARTIC_PRIV_H
+
+#include "dsim/artic.h"
+
+#define DS__ARTIC_NAME 64  /* longest body/joint/actuator name + 1 */
+#define DS__ARTIC_PNAME 96 /* longest parameter name + 1 */
+#define DS__ARTIC_MAXDOF 6 /* dof of a free joint */
+#define DS__ARTIC_ERR 320
+
+/* Parameter offsets of one body and its joint into dsArticModel.param;
+ * -1 where the joint type has no such parameter. */
+typedef struct dsArticBodyParams {
+  int mass, inertia;      /* inertia: 3 consecutive */
+  int anchor_p, anchor_c; /* 3 consecutive each */
+  int damping, armature, stiffness, rest, lower, upper;
+} dsArticBodyParams;
+
+struct dsArticModel {
+  int nbody, nq, nv, nu, nsphere, nparam;
+  double dt;
+  int ground;
+  /* per body, parents first */
+  int* parent; /* body index, -1 = world */
+  int* jtype;  /* dsJointType */
+  int* qadr;
+  int* vadr;
+  int* limited;
+  double* axis;    /* 3 per body, unit */
+  double* quat0;   /* 4 per body, unit */
+  double* R0;      /* 9 per body: quat0 as a rotation matrix */
+  double* limit_k; /* limit stiffness, damping, width */
+  double* limit_b;
+  double* limit_w;
+  dsArticBodyParams* bp;
+  char (*body_name)[DS__ARTIC_NAME];
+  char (*joint_name)[DS__ARTIC_NAME];
+  /* contact spheres (capsules expand to two) */
+  int* sph_body;
+  double* sph_pos; /* 3 per sphere, body frame */
+  double* sph_radius;
+  /* actuators */
+  int* act_type;
+  int* act_body; /* the joint's body */
+  double* act_ctrl_limit;
+  double* act_force_limit;
+  int* act_gear; /* parameter offsets, -1 where absent */
+  int* act_kp;
+  int* act_kv;
+  char (*act_name)[DS__ARTIC_NAME];
+  /* global parameter offsets */
+  int p_gravity; /* 3 consecutive */
+  int p_contact; /* ke, kd, kf, mu consecutive; -1 without the ground */
+  double* param; /* nparam */
+  char (*param_name)[DS__ARTIC_PNAME];
+};
+
+/* Scratch of one dynamics pass over real (double) or complex-step numbers
+ * (engine/artic_dyn.h): per body and per dof arrays, sized at creation. */
+struct dsArticData {
+  int steps, t;
+  int nq, nv, nu, nparam;
+  double* q;   /* (steps + 1) x nq */
+  double* qd;  /* (steps + 1) x nv */
+  double* act; /* steps x nu */
+  void* wr;    /* real workspace (ws_r, engine/artic_dyn.h) */
+  void* wc;    /* complex workspace (ws_c) */
+  double* M;   /* nv x nv mass matrix, then its Cholesky factor */
+  double* qdd; /* nv */
+  double* vec; /* scratch: 6 (nq + nv + nu + nparam) + 2 nv + nq */
+  double* adj; /* adjoint of the current state: nq + nv */
+  double* rev; /* reverse-mode scratch: nu + nparam + nv doubles, then the bodies' adjoints */
+};
+
+/* Adjoints of one body's kinematic and RNEA quantities (engine/artic_rev.h). */
+typedef struct {
+  double Rw[9], Rj[9], x[3], jp[3], S[6 * DS__ARTIC_MAXDOF], V[6], A[6], F[6], m, h[3], Ib[9];
+} dsArticAdjBody;
+
+/* ds_artic_backward by forward tangents (nq + nv + nu [+ nparam] sweeps per
+ * step) instead of the reverse pass: the same gradient, the tests'
+ * reference. */
+int ds__artic_backward_tangent(const dsArticModel* m, dsArticData* d, const double* dl_dq, const double* dl_dqd,
+                               const dsArticGrad* g);
+
+#endif
