@@ -11,11 +11,13 @@
  * the residual; lift/drag and rigid bodies are refused; a stiff spring
  * beam at 20x the semi-implicit stable step stays bounded and loses energy
  * under backward Euler, while the semi-implicit step at that size is
- * reported as DS_ERR_DIVERGED. */
+ * reported as DS_ERR_DIVERGED; the config keys env.physics.integrator and
+ * the solver settings reach the model, and the batched engine refuses it. */
 #include "config.h"
 
 #include <math.h>
 
+#include "dsim/env.h"
 #include "dsim/fd.h"
 #include "dsim/mesh.h"
 #include "tests/dstest.h"
@@ -502,10 +504,47 @@ static void beam_checks(void) {
   ds_model_free(m);
 }
 
+/* ---- config keys: env.physics.integrator and the solver settings ------------------ */
+static void config_checks(void) {
+  char err[512] = "";
+  dsEnvDef def = ds_default_env_def("control-fem");
+  CHECK_INT_EQ(def.integrator, DS_INTEGRATOR_SEMI_IMPLICIT);
+  CHECK_INT_EQ(ds_env_def_set(&def, "physics.integrator", "implicit", err, sizeof err), 0);
+  CHECK_INT_EQ(ds_env_def_set(&def, "physics.newton_tol", "1e-9", err, sizeof err), 0);
+  CHECK_INT_EQ(ds_env_def_set(&def, "physics.newton_max_iter", "33", err, sizeof err), 0);
+  CHECK_INT_EQ(ds_env_def_set(&def, "physics.cg_tol", "1e-4", err, sizeof err), 0);
+  CHECK_INT_EQ(ds_env_def_set(&def, "physics.cg_max_iter", "77", err, sizeof err), 0);
+  CHECK_INT_EQ(ds_env_def_set(&def, "physics.adjoint_tol", "1e-11", err, sizeof err), 0);
+  CHECK(ds_env_def_set(&def, "physics.integrator", "explicit", err, sizeof err) != 0);
+  CHECK_STR_CONTAINS(err, "semi_implicit");
+  CHECK_INT_EQ(def.integrator, DS_INTEGRATOR_IMPLICIT);
+  def.substeps = 64;
+  dsEnv* env;
+  int rc = ds_env_create(&def, &env, err, sizeof err);
+  CHECK_INT_EQ(rc, 0);
+  if (rc) {
+    fprintf(stderr, "env: %s\n", err);
+    return;
+  }
+  const dsModel* m = ds_env_model(env);
+  CHECK_INT_EQ(m->integrator, DS_INTEGRATOR_IMPLICIT);
+  CHECK_CLOSE(m->solver.newton_tol, 1e-9, 0, 0);
+  CHECK_INT_EQ(m->solver.newton_max_iter, 33);
+  CHECK_CLOSE(m->solver.cg_tol, 1e-4, 0, 0);
+  CHECK_INT_EQ(m->solver.cg_max_iter, 77);
+  CHECK_CLOSE(m->solver.adjoint_tol, 1e-11, 0, 0);
+  ds_env_destroy(env);
+  /* the batched engine has no implicit step */
+  def.batch_engine = 1;
+  CHECK_INT_EQ(ds_env_create(&def, &env, err, sizeof err), DS_ERR_UNSUPPORTED);
+  CHECK_STR_CONTAINS(err, "physics.integrator implicit runs on the CPU engine only");
+}
+
 int main(void) {
   if (DS_SINGLE) DST_SKIP("implicit-step gradients are checked in double");
   ds_set_num_threads(1);
   error_checks();
+  config_checks();
   beam_checks();
   bitwise_checks();
   gradient_checks();
