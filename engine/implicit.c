@@ -78,7 +78,6 @@
 
 #include <limits.h>
 #include <math.h>
-#include <stdlib.h>
 #include <string.h>
 #ifdef _OPENMP
 #  include <omp.h>
@@ -113,15 +112,15 @@ struct dsImplicit {
 
 int ds__implicit_create(const dsModel* m, dsImplicit** out) {
   *out = NULL;
-  dsImplicit* w = (dsImplicit*)calloc(1, sizeof *w);
+  dsImplicit* w = (dsImplicit*)ds__calloc(1, sizeof *w);
   if (!w) return DS_ERR_NOMEM;
   int rc = ds__bsr_create(m, &w->A);
   if (rc) {
-    free(w);
+    ds__free(w);
     return rc;
   }
   const size_t n3 = 3 * (size_t)m->nparticle;
-  w->mem = (dsReal*)malloc(sizeof(dsReal) * DS__IMP_NVEC * (n3 ? n3 : 1));
+  w->mem = (dsReal*)ds__malloc(sizeof(dsReal) * DS__IMP_NVEC * (n3 ? n3 : 1));
   if (!w->mem) {
     ds__implicit_free(w);
     return DS_ERR_NOMEM;
@@ -135,8 +134,8 @@ int ds__implicit_create(const dsModel* m, dsImplicit** out) {
 void ds__implicit_free(dsImplicit* w) {
   if (!w) return;
   ds__bsr_free(w->A);
-  free(w->mem);
-  free(w);
+  ds__free(w->mem);
+  ds__free(w);
 }
 
 /* xk = x + h vk, the total force f at (xk, vk), r = r(vk); returns |r|.
