@@ -377,7 +377,13 @@ int ds_builder_set_integrator(dsBuilder* b, int integrator) {
 }
 
 dsSolverSettings ds_default_solver_settings(void) {
-  dsSolverSettings s = {(dsReal)1e-8, 50, (dsReal)1e-5, 1000, (dsReal)1e-10};
+  dsSolverSettings s;
+  memset(&s, 0, sizeof s);
+  s.newton_tol = (dsReal)1e-8;
+  s.cg_tol = (dsReal)1e-5;
+  s.adjoint_tol = (dsReal)1e-10;
+  s.newton_max_iter = 50;
+  s.cg_max_iter = 1000;
   return s;
 }
 

@@ -135,13 +135,13 @@ extern "C" {
 typedef enum dsIntegrator { DS_INTEGRATOR_SEMI_IMPLICIT = 0, DS_INTEGRATOR_IMPLICIT = 1 } dsIntegrator;
 
 /* Solver settings of the implicit integrator (ds_default_solver_settings). */
-typedef struct dsSolverSettings {
+typedef struct dsSolverSettings { /* reals first: no padding inside (config structs are compared bytewise) */
   dsReal newton_tol;   /* Newton stops when |r| <= newton_tol max(|r(v)|, |M v|, h |M g|) (or |r| is at
                         * the rounding level of its terms) */
-  int newton_max_iter; /* Newton iterations (linear solves) before the step fails */
   dsReal cg_tol;       /* Newton's linear solves stop at |b - A dv| <= cg_tol |b| (inexact Newton) */
-  int cg_max_iter;     /* iteration cap of every linear solve (PCG, BiCGSTAB) */
   dsReal adjoint_tol;  /* the adjoint's BiCGSTAB stops at relative residual adjoint_tol */
+  int newton_max_iter; /* Newton iterations (linear solves) before the step fails */
+  int cg_max_iter;     /* iteration cap of every linear solve (PCG, BiCGSTAB) */
 } dsSolverSettings;
 
 typedef struct dsModel {
