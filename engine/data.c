@@ -16,6 +16,7 @@
 
 #include "dsim/engine.h"
 #include "engine/engine_priv.h"
+#include "engine/implicit.h"
 #include "engine/forces.h"
 #include "engine/rigid.h"
 
@@ -69,7 +70,10 @@ void ds_data_free(dsData* d) {
 #define DS__FREE(field, type, count, name) ds__free(d->field);
   DS_DATA_ARRAYS(DS__FREE)
 #undef DS__FREE
-  if (d->err_) ds__free(((dsDataPriv*)d->err_)->chain_mem);
+  if (d->err_) {
+    ds__free(((dsDataPriv*)d->err_)->chain_mem);
+    ds__implicit_free(((dsDataPriv*)d->err_)->imp);
+  }
   ds__free(d->err_);
   ds__free(d);
 }
@@ -143,6 +147,13 @@ int ds_data_create(const dsModel* m, const dsDataDef* def, dsData** out) {
 #undef DS__ALLOC
   (void)d_;
   (void)m_;
+  if (m->integrator == DS_INTEGRATOR_IMPLICIT) {
+    const int rc = ds__implicit_create(m, &((dsDataPriv*)d->err_)->imp);
+    if (rc) {
+      ds_data_free(d);
+      return rc;
+    }
+  }
   ds_data_reset(m, d);
   *out = d;
   return 0;

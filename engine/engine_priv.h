@@ -45,6 +45,8 @@ typedef struct dsDataPriv {
   void* chain_mem;
   int nchain;
   unsigned chain_seq;
+  struct dsImplicit* imp; /* the implicit integrator's matrix and vectors (engine/implicit.h); NULL for
+                           * a semi-implicit model */
 } dsDataPriv;
 
 /* Thread t's share [*i0, *i1) of n items split over nt threads in

@@ -73,3 +73,10 @@ libdsim_core_la_SOURCES += engine/sparse.h engine/sparse.c
 check_PROGRAMS += tests/test_sparse
 tests_test_sparse_SOURCES = tests/test_sparse.c
 TESTS += tests/test_sparse
+# The implicit (backward Euler) integrator and its adjoint by the implicit
+# function theorem: gradients against central differences, checkpoints,
+# threads, non-convergence, a stiff beam beyond the explicit stable step.
+libdsim_core_la_SOURCES += engine/implicit.h engine/implicit.c
+check_PROGRAMS += tests/test_implicit
+tests_test_implicit_SOURCES = tests/test_implicit.c
+TESTS += tests/test_implicit

@@ -50,6 +50,8 @@ struct dsBuilder {
   struct BodyRec* body;
   int nrv, cap_rv;
   dsReal* rv; /* body-frame vertices of every body, in order */
+  int integrator;          /* dsIntegrator */
+  dsSolverSettings solver; /* the implicit integrator's */
 };
 
 /* One rigid body as the builder holds it. */
@@ -95,6 +97,7 @@ int ds_builder_create(dsBuilder** out) {
   if (!b) return DS_ERR_NOMEM;
   b->gravity[1] = (dsReal)-9.8;
   b->dt = (dsReal)(1.0 / 1920.0);
+  b->solver = ds_default_solver_settings();
   ds__clearerr(&b->err);
   *out = b;
   return 0;
@@ -362,6 +365,42 @@ void ds_builder_set_gravity(dsBuilder* b, dsReal gx, dsReal gy, dsReal gz) {
 
 void ds_builder_set_dt(dsBuilder* b, dsReal dt) {
   if (b) b->dt = dt;
+}
+
+int ds_builder_set_integrator(dsBuilder* b, int integrator) {
+  if (!b) return DS_ERR_INVALID;
+  if (integrator != DS_INTEGRATOR_SEMI_IMPLICIT && integrator != DS_INTEGRATOR_IMPLICIT)
+    return ds__seterr(&b->err, DS_ERR_INVALID, "integrator %d: expected DS_INTEGRATOR_SEMI_IMPLICIT (0) or "
+                      "DS_INTEGRATOR_IMPLICIT (1)", integrator);
+  b->integrator = integrator;
+  return 0;
+}
+
+dsSolverSettings ds_default_solver_settings(void) {
+  dsSolverSettings s;
+  memset(&s, 0, sizeof s);
+  s.newton_tol = (dsReal)1e-8;
+  s.cg_tol = (dsReal)1e-5;
+  s.adjoint_tol = (dsReal)1e-10;
+  s.newton_max_iter = 50;
+  s.cg_max_iter = 1000;
+  return s;
+}
+
+int ds_builder_set_solver(dsBuilder* b, const dsSolverSettings* s) {
+  if (!b || !s) return DS_ERR_INVALID;
+  const dsReal tol[3] = {s->newton_tol, s->cg_tol, s->adjoint_tol};
+  static const char* const tname[3] = {"newton_tol", "cg_tol", "adjoint_tol"};
+  for (int k = 0; k < 3; k++)
+    if (!(tol[k] > 0) || !isfinite(tol[k]))
+      return ds__seterr(&b->err, DS_ERR_INVALID, "solver %s %g: expected a finite number > 0", tname[k],
+                        (double)tol[k]);
+  if (s->newton_max_iter < 1)
+    return ds__seterr(&b->err, DS_ERR_INVALID, "solver newton_max_iter %d: expected >= 1", s->newton_max_iter);
+  if (s->cg_max_iter < 1)
+    return ds__seterr(&b->err, DS_ERR_INVALID, "solver cg_max_iter %d: expected >= 1", s->cg_max_iter);
+  b->solver = *s;
+  return 0;
 }
 
 void ds_builder_set_ground(dsBuilder* b, const dsGroundDef* def) {
@@ -710,6 +749,14 @@ static int finalize_check(dsBuilder* b) {
   if (b->aero && (!isfinite(b->lift) || !isfinite(b->drag)))
     return ds__seterr(&b->err, DS_ERR_INVALID, "lift/drag coefficient not finite");
   if (b->np == 0) return ds__seterr(&b->err, DS_ERR_INVALID, "model has no particles");
+  /* the implicit step's Newton matrix needs every force's Jacobian: lift
+   * and drag have none (engine/force_aero.h), rigid bodies their own solver */
+  if (b->integrator == DS_INTEGRATOR_IMPLICIT && b->aero)
+    return ds__seterr(&b->err, DS_ERR_UNSUPPORTED,
+                      "integrator implicit: the aerodynamic model (lift/drag) is not supported; use semi_implicit");
+  if (b->integrator == DS_INTEGRATOR_IMPLICIT && b->nbody)
+    return ds__seterr(&b->err, DS_ERR_UNSUPPORTED,
+                      "integrator implicit: rigid bodies (%d) are not supported; use semi_implicit", b->nbody);
   return 0;
 }
 
@@ -834,6 +881,8 @@ static int finalize_tets(dsBuilder* b, dsModel* m) {
 static void finalize_globals(const dsBuilder* b, dsModel* m) {
   if (b->nf) memcpy(m->face_idx, b->f_idx, 3 * (size_t)b->nf * sizeof(int));
   memcpy(m->gravity, b->gravity, 3 * sizeof(dsReal));
+  m->integrator = b->integrator;
+  m->solver = b->solver;
   if (b->ground) {
     m->contact_ke[0] = b->gd.ke;
     m->contact_kd[0] = b->gd.kd;

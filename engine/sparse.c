@@ -11,6 +11,11 @@
 #include "engine/dense_small.h"
 #include "engine/forces.h"
 
+/* Below this many particles the loops run on one thread: a parallel region
+ * costs more than the work (the results are the same bits either way). */
+#define DS__BSR_PAR_MIN 256
+#define DS__BSR_PAR(A) ((A)->n >= DS__BSR_PAR_MIN)
+
 _Static_assert(DS__NFORCE <= 16, "dsBlockSparse.jrow holds a first real per force row");
 
 void ds__bsr_free(dsBlockSparse* A) {
@@ -24,6 +29,7 @@ void ds__bsr_free(dsBlockSparse* A) {
   free(A->src_ld);
   free(A->jx);
   free(A->jv);
+  free(A->tr);
   free(A->dinv);
   free(A->work);
   free(A->part);
@@ -159,14 +165,17 @@ int ds__bsr_create(const dsModel* m, dsBlockSparse** out) {
   A->jx = malloc(sizeof(dsReal) * (nj ? nj : 1));
   A->jv = malloc(sizeof(dsReal) * (nj ? nj : 1));
   A->dinv = malloc(sizeof(dsReal) * 9 * (A->n ? (size_t)A->n : 1));
-  A->work = malloc(sizeof(dsReal) * 4 * (n3 ? n3 : 1));
+  A->work = malloc(sizeof(dsReal) * 8 * (n3 ? n3 : 1));
+  A->tr = malloc(sizeof(int) * (nb ? nb : 1));
   A->part = malloc(sizeof(dsReal) * (n3 / DS__BSR_CHUNK + 1));
   int* cursor = calloc(nb + 1, sizeof(int));
-  if (!A->val || !A->src_start || !A->jx || !A->jv || !A->dinv || !A->work || !A->part || !cursor) {
+  if (!A->val || !A->src_start || !A->jx || !A->jv || !A->dinv || !A->work || !A->part || !A->tr || !cursor) {
     free(cursor);
     ds__bsr_free(A);
     return DS_ERR_NOMEM;
   }
+  for (int i = 0; i < A->n; i++)
+    for (int b = A->row_start[i]; b < A->row_start[i + 1]; b++) A->tr[b] = find_block(A, A->col[b], i);
   walk_sources(A, m, 0, cursor);
   for (size_t b = 0; b < nb; b++) A->src_start[b + 1] = A->src_start[b] + cursor[b];
   const size_t ns = (size_t)A->src_start[nb];
@@ -199,7 +208,7 @@ static void element_jacobians(dsBlockSparse* A, const dsModel* m, const dsReal* 
                               const dsReal* act, int projected) {
   dsForceLayout L;
   ds__force_layout(m, &L);
-#pragma omp parallel
+#pragma omp parallel if (DS__BSR_PAR(A))
   {
     for (int k = 0; k < DS__NFORCE; k++) {
       const int cnt = ds__forces[k].count(m), nn = 3 * ds__forces[k].nvert;
@@ -238,7 +247,7 @@ void ds__bsr_assemble(dsBlockSparse* A, const dsModel* m, const dsReal* x, const
   const dsReal h2 = h * h;
   const int n = A->n;
   /* phase 2: each block gathers its sources in their fixed order */
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (DS__BSR_PAR(A))
   for (int i = 0; i < n; i++)
     for (int b = A->row_start[i]; b < A->row_start[i + 1]; b++) {
       const int j = A->col[b];
@@ -262,7 +271,7 @@ void ds__bsr_assemble(dsBlockSparse* A, const dsModel* m, const dsReal* x, const
 
 void ds__bsr_matvec(const dsBlockSparse* A, const dsReal* x, dsReal* y) {
   const int n = A->n;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (DS__BSR_PAR(A))
   for (int i = 0; i < n; i++) {
     dsReal s0 = 0, s1 = 0, s2 = 0;
     for (int b = A->row_start[i]; b < A->row_start[i + 1]; b++) {
@@ -278,11 +287,35 @@ void ds__bsr_matvec(const dsBlockSparse* A, const dsReal* x, dsReal* y) {
   }
 }
 
+static dsReal dot(const dsBlockSparse* A, const dsReal* a, const dsReal* b, size_t len);
+
+void ds__bsr_matvec_t(const dsBlockSparse* A, const dsReal* x, dsReal* y) {
+  const int n = A->n;
+#pragma omp parallel for schedule(static) if (DS__BSR_PAR(A))
+  for (int i = 0; i < n; i++) {
+    dsReal s0 = 0, s1 = 0, s2 = 0;
+    for (int b = A->row_start[i]; b < A->row_start[i + 1]; b++) {
+      const dsReal* a = A->val + 9 * (size_t)A->tr[b]; /* block (j, i), used transposed */
+      const dsReal* xj = x + 3 * (size_t)A->col[b];
+      s0 += a[0] * xj[0] + a[3] * xj[1] + a[6] * xj[2];
+      s1 += a[1] * xj[0] + a[4] * xj[1] + a[7] * xj[2];
+      s2 += a[2] * xj[0] + a[5] * xj[1] + a[8] * xj[2];
+    }
+    y[3 * (size_t)i] = s0;
+    y[3 * (size_t)i + 1] = s1;
+    y[3 * (size_t)i + 2] = s2;
+  }
+}
+
+dsReal ds__bsr_dot(const dsBlockSparse* A, const dsReal* a, const dsReal* b, size_t len) {
+  return dot(A, a, b, len);
+}
+
 /* a . b over len reals: fixed chunks summed in parallel, the chunk sums in
  * order (the same bits on any thread count) */
 static dsReal dot(const dsBlockSparse* A, const dsReal* a, const dsReal* b, size_t len) {
   const long nch = (long)((len + DS__BSR_CHUNK - 1) / DS__BSR_CHUNK);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (DS__BSR_PAR(A))
   for (long c = 0; c < nch; c++) {
     const size_t lo = (size_t)c * DS__BSR_CHUNK, hi = lo + DS__BSR_CHUNK < len ? lo + DS__BSR_CHUNK : len;
     dsReal s = 0;
@@ -297,7 +330,7 @@ static dsReal dot(const dsBlockSparse* A, const dsReal* a, const dsReal* b, size
 /* z_i = dinv_i r_i per particle */
 static void precondition(const dsBlockSparse* A, const dsReal* r, dsReal* z) {
   const int n = A->n;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (DS__BSR_PAR(A))
   for (int i = 0; i < n; i++) {
     const dsReal* d = A->dinv + 9 * (size_t)i;
     const dsReal* ri = r + 3 * (size_t)i;
@@ -311,7 +344,7 @@ static void precondition(const dsBlockSparse* A, const dsReal* r, dsReal* z) {
 /* y += s x (len reals) */
 static void axpy(dsReal* y, const dsReal* x, dsReal s, size_t len) {
   const long nl = (long)len;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (len >= 3 * DS__BSR_PAR_MIN)
   for (long t = 0; t < nl; t++) y[t] += s * x[t];
 }
 
@@ -365,8 +398,118 @@ int ds__bsr_pcg(dsBlockSparse* A, const dsReal* b, dsReal* x, dsReal tol, int ma
     const dsReal beta = rz1 / rz;
     rz = rz1;
     const long nl = (long)len;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (DS__BSR_PAR(A))
     for (long t = 0; t < nl; t++) p[t] = z[t] + beta * p[t];
+  }
+done:
+  if (iters) *iters = it;
+  if (resid) *resid = rel;
+  return rc;
+}
+
+/* z_i = dinv_i^T r_i: the inverse of A^T's diagonal block (A_ii^T)^-1 = (A_ii^-1)^T */
+static void precondition_t(const dsBlockSparse* A, const dsReal* r, dsReal* z) {
+  const int n = A->n;
+#pragma omp parallel for schedule(static) if (DS__BSR_PAR(A))
+  for (int i = 0; i < n; i++) {
+    const dsReal* d = A->dinv + 9 * (size_t)i;
+    const dsReal* ri = r + 3 * (size_t)i;
+    dsReal* zi = z + 3 * (size_t)i;
+    zi[0] = d[0] * ri[0] + d[3] * ri[1] + d[6] * ri[2];
+    zi[1] = d[1] * ri[0] + d[4] * ri[1] + d[7] * ri[2];
+    zi[2] = d[2] * ri[0] + d[5] * ri[1] + d[8] * ri[2];
+  }
+}
+
+static int finite_r(dsReal a) { return a - a == 0; }
+
+/* Right-preconditioned BiCGSTAB on B x = b, B = A or A^T (K = block-Jacobi of B):
+ *   r = b - B x, rhat = r, rho = alpha = omega = 1, v = p = 0; then
+ *   rho' = rhat.r,  beta = (rho'/rho)(alpha/omega),  p = r + beta (p - omega v)
+ *   y = K p,  v = B y,  alpha = rho' / rhat.v,  s = r - alpha v
+ *   z = K s,  t = B z,  omega = t.s / t.t,  x += alpha y + omega z,  r = s - omega t */
+int ds__bsr_bicgstab(dsBlockSparse* A, int trans, const dsReal* b, dsReal* x, dsReal tol, int maxit, int* iters,
+                     dsReal* resid) {
+  void (*mv)(const dsBlockSparse*, const dsReal*, dsReal*) = trans ? ds__bsr_matvec_t : ds__bsr_matvec;
+  void (*pc)(const dsBlockSparse*, const dsReal*, dsReal*) = trans ? precondition_t : precondition;
+  const size_t len = 3 * (size_t)A->n;
+  const long nl = (long)len;
+  dsReal *r = A->work, *rh = r + len, *p = rh + len, *v = p + len, *s = v + len, *t = s + len, *y = t + len,
+         *z = y + len;
+  int it = 0, rc = 1;
+  dsReal rel = 0;
+  for (int i = 0; i < A->n; i++)
+    if (dsu_mat3_inv(A->dinv + 9 * (size_t)i, A->val + 9 * (size_t)A->diag[i]) == 0) {
+      rc = DS_ERR_DIVERGED;
+      goto done;
+    }
+  const dsReal bn = dsu_sqrt(dot(A, b, b, len));
+  if (!finite_r(bn)) {
+    rc = DS_ERR_DIVERGED;
+    goto done;
+  }
+  if (bn == 0) {
+    memset(x, 0, sizeof(dsReal) * len);
+    rc = 0;
+    goto done;
+  }
+  dsReal rho, alpha, omega;
+restart: /* from the true residual of x (at the start, and when the recurrence's r drifted from it) */
+  mv(A, x, t);
+  for (size_t k = 0; k < len; k++) {
+    r[k] = b[k] - t[k];
+    rh[k] = r[k];
+    p[k] = v[k] = 0;
+  }
+  rho = alpha = omega = 1;
+  for (;; it++) {
+    rel = dsu_sqrt(dot(A, r, r, len)) / bn;
+    if (!finite_r(rel)) {
+      rc = DS_ERR_DIVERGED;
+      break;
+    }
+    if (rel <= tol) {
+      rc = 0;
+      break;
+    }
+    if (it >= maxit) break;
+    const dsReal rho1 = dot(A, rh, r, len);
+    if (rho1 == 0 || omega == 0) {
+      rc = DS_ERR_DIVERGED;
+      break;
+    }
+    const dsReal beta = (rho1 / rho) * (alpha / omega);
+#pragma omp parallel for schedule(static) if (DS__BSR_PAR(A))
+    for (long k = 0; k < nl; k++) p[k] = r[k] + beta * (p[k] - omega * v[k]);
+    pc(A, p, y);
+    mv(A, y, v);
+    const dsReal rv = dot(A, rh, v, len);
+    if (rv == 0) {
+      rc = DS_ERR_DIVERGED;
+      break;
+    }
+    alpha = rho1 / rv;
+#pragma omp parallel for schedule(static) if (DS__BSR_PAR(A))
+    for (long k = 0; k < nl; k++) s[k] = r[k] - alpha * v[k];
+    pc(A, s, z);
+    mv(A, z, t);
+    const dsReal tt = dot(A, t, t, len);
+    omega = tt > 0 ? dot(A, t, s, len) / tt : 0;
+#pragma omp parallel for schedule(static) if (DS__BSR_PAR(A))
+    for (long k = 0; k < nl; k++) {
+      x[k] += alpha * y[k] + omega * z[k];
+      r[k] = s[k] - omega * t[k];
+    }
+    rho = rho1;
+  }
+  if (rc == 0 && it > 0) { /* the recurrence's r drifts from b - A^T x: confirm with the true residual */
+    mv(A, x, t);
+    for (size_t k = 0; k < len; k++) r[k] = b[k] - t[k];
+    rel = dsu_sqrt(dot(A, r, r, len)) / bn;
+    if (!(rel <= tol)) {
+      rc = finite_r(rel) ? 1 : DS_ERR_DIVERGED;
+      if (rc == 1 && it < maxit) goto restart;
+    }
   }
 done:
   if (iters) *iters = it;

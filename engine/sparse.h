@@ -54,8 +54,9 @@ typedef struct dsBlockSparse {
   dsReal* jv;     /* element Kv, the same layout */
   size_t jrow[16]; /* first real of each force row's elements in jx (DS__NFORCE <= 16) */
   size_t jcontact; /* first real of contact's blocks; (size_t)-1: no ground */
+  int* tr;        /* nnzb: index of block (j, i) for block b = (i, j) (the pattern is symmetric) */
   dsReal* dinv;   /* n x 9: inverses of the diagonal blocks (preconditioner) */
-  dsReal* work;   /* 4 x 3n: the solver's r, z, p, q */
+  dsReal* work;   /* 8 x 3n: PCG's r, z, p, q; BiCGSTAB's r, rhat, p, v, s, t, y, z */
   dsReal* part;   /* chunk sums */
 } dsBlockSparse;
 
@@ -87,5 +88,28 @@ void ds__bsr_matvec(const dsBlockSparse* A, const dsReal* x, dsReal* y);
  * when converged, 1 when maxit was reached first, DS_ERR_DIVERGED when a
  * curvature p.A p <= 0 or a non-finite value shows A is not SPD. */
 int ds__bsr_pcg(dsBlockSparse* A, const dsReal* b, dsReal* x, dsReal tol, int maxit, int* iters, dsReal* resid);
+
+/* y = A^T x (3n each; y must not alias x): row i of A^T gathers the
+ * transposed blocks (j, i) through tr, so no scatter and the same bits on
+ * any thread count. */
+void ds__bsr_matvec_t(const dsBlockSparse* A, const dsReal* x, dsReal* y);
+
+/* a . b over len reals in fixed chunks (DS__BSR_CHUNK) whose sums are
+ * added in order: the same bits on any thread count. */
+dsReal ds__bsr_dot(const dsBlockSparse* A, const dsReal* a, const dsReal* b, size_t len);
+
+/* BiCGSTAB (van der Vorst 1992) on B x = b, B = A (trans 0) or A^T
+ * (trans 1), for a general (unsymmetric, possibly indefinite) A,
+ * right-preconditioned by the inverses of B's diagonal blocks: the
+ * adjoint solve of an implicit step (A^T: its exact Jacobian is not
+ * symmetric when damping depends on positions or friction slides) and
+ * Newton's exact-Jacobian fallback (A). x: initial guess on entry,
+ * solution on return. Stops when |b - B x| <= tol |b| (the true residual,
+ * checked at the end; a drifted recurrence restarts from it) or after
+ * maxit iterations. Returns 0 when converged, 1 at maxit, DS_ERR_DIVERGED
+ * on a breakdown (rho, rhat.v or omega 0), a non-finite value or a
+ * singular diagonal block. *iters, *resid as ds__bsr_pcg. Uses work. */
+int ds__bsr_bicgstab(dsBlockSparse* A, int trans, const dsReal* b, dsReal* x, dsReal tol, int maxit, int* iters,
+                     dsReal* resid);
 
 #endif

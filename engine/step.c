@@ -50,6 +50,7 @@
 #include "dsim/engine.h"
 #include "engine/engine_priv.h"
 #include "engine/forces.h"
+#include "engine/implicit.h"
 #include "engine/step_body.h"
 
 /* Below this many slots + particles a substep always runs on one thread:
@@ -235,16 +236,19 @@ int ds_step(const dsModel* m, dsData* d) {
     ds__arena_free(d, mark);
     return DS_ERR_ARENA;
   }
-  ds__substep(m, d->x, d->v, d->act, d->f_ext, ef, J, d->f, d->x, d->v, 1, d->body, d->body_fext, d->body, fr,
-              &((dsDataPriv*)d->err_)->fwd, &ck);
+  int rc = 0;
+  if (m->integrator == DS_INTEGRATOR_IMPLICIT) /* backward Euler (engine/implicit.c) */
+    rc = ds__implicit_step(m, d, ef, J, &ck);
+  else
+    ds__substep(m, d->x, d->v, d->act, d->f_ext, ef, J, d->f, d->x, d->v, 1, d->body, d->body_fext, d->body, fr,
+                &((dsDataPriv*)d->err_)->fwd, &ck);
   if (T > 0) { /* the tape checks above left room for a new record */
     if (m->nact)
       d->act_rec[t] = ck.act_prev && !ck.act_diff ? d->act_n - 1 : append(d->act_tape, &d->act_n, d->act, (size_t)m->nact);
     d->fext_rec[t] = ck.fext_prev && !ck.fext_diff ? d->fext_n - 1 : append(d->fext_tape, &d->fext_n, d->f_ext, n3);
   }
-  int rc = 0;
   const int bad_tet = ck.bad_tet; /* after the region's end */
-  if (bad_tet != INT_MAX)
+  if (!rc && bad_tet != INT_MAX)
     rc = ds__seterr(eb, DS_ERR_INVERTED, "substep %d: tet %d inverted (J = %g)", t, bad_tet, (double)J[bad_tet]);
   ds__arena_free(d, mark);
   DS_ASSERT(d->arena_top == 0);
@@ -330,6 +334,17 @@ static int load_segment(const dsModel* m, dsData* d, int t) {
     const dsReal* act = m->nact ? d->act_tape + (size_t)d->act_rec[j] * m->nact : NULL;
     const dsReal* fext = d->fext_tape + (size_t)d->fext_rec[j] * n3;
     const dsReal* bfext = nb13 ? d->bfext_tape + (size_t)d->bfext_rec[j] * nb6 : NULL;
+    if (m->integrator == DS_INTEGRATOR_IMPLICIT) { /* the same solve as ds_step's, so the same bits */
+      dsDataPriv* dp = (dsDataPriv*)d->err_;
+      const int rc = dp->imp ? ds__implicit_substep(m, dp->imp, d->seg_x + o, d->seg_v + o, act, fext,
+                                                    d->seg_x + o + n3, d->seg_v + o + n3, ef, J, NULL, &dp->err, j)
+                             : DS_ERR_STATE;
+      if (rc) {
+        ds__arena_free(d, mark);
+        return rc;
+      }
+      continue;
+    }
     ds__substep(m, d->seg_x + o, d->seg_v + o, act, fext, ef, J, NULL, d->seg_x + o + n3, d->seg_v + o + n3, 1,
                 nb13 ? d->seg_body + ob : NULL, bfext, nb13 ? d->seg_body + ob + nb13 : NULL, fr,
                 &((dsDataPriv*)d->err_)->fwd, NULL);
@@ -381,6 +396,16 @@ int ds_backward_step(const dsModel* m, dsData* d, dsGrad* g, dsReal* adj_act, ds
   if (!scr || (nb13 && !agb)) {
     ds__arena_free(d, mark);
     return DS_ERR_ARENA;
+  }
+  if (m->integrator == DS_INTEGRATOR_IMPLICIT) { /* adjoint by the implicit function theorem (engine/implicit.c) */
+    dsDataPriv* dp = (dsDataPriv*)d->err_;
+    const dsReal* xt1 = d->ckpt > 1 ? xt + n3 : (t + 1 == d->t ? d->x : xt + n3);
+    const int rc = dp->imp ? ds__implicit_bwd(m, dp->imp, xt, vt, xt1, vt1, act, d->adj_x, d->adj_v, g, adj_act,
+                                              adj_fext, af, aex, aev, scr, &dp->err, t)
+                           : ds__seterr(eb, DS_ERR_STATE, "backward: the data was created for a semi-implicit model");
+    ds__arena_free(d, mark);
+    if (!rc) d->bt = t;
+    return rc;
   }
   const dsReal dt = m->dt;
   const dsReal* pre_x = d->ckpt == 1 && t > 0 ? d->tape_x + (size_t)(t - 1) * n3 : NULL;

@@ -123,6 +123,10 @@ static int build_model(dsEnv* e, dsModel** out) {
   if (rc >= 0) {
     ds_builder_set_gravity(b, def->gravity[0], def->gravity[1], def->gravity[2]);
     ds_builder_set_dt(b, def->dt);
+    rc = ds_builder_set_integrator(b, def->integrator);
+    if (!rc) rc = ds_builder_set_solver(b, &def->solver);
+  }
+  if (rc >= 0) {
     if (def->ground) {
       const dsGroundDef gd = {def->contact_ke, def->contact_kd, def->contact_kf, def->contact_mu, def->contact_skin};
       ds_builder_set_ground(b, &gd);
@@ -246,6 +250,11 @@ static int build_sized(dsEnv* e) {
   if (e->adim < 0) return ds__seterr(&e->err, DS_ERR_INVALID, "%s: bad action size %d", e->cls->name, e->adim);
   e->odim = def->obs_state == DS_OBS_STATE_FULL ? 2 * e->n3 : def->obs_state == DS_OBS_STATE_COM ? 6 : 0;
   const int batched = def->device.kind == DS_DEVICE_CUDA || def->batch_engine;
+  if (batched && m->integrator == DS_INTEGRATOR_IMPLICIT)
+    return ds__seterr(&e->err, DS_ERR_UNSUPPORTED,
+                      "%s: physics.integrator implicit runs on the CPU engine only, not on the batched engine; use "
+                      "device cpu (and physics.batched_engine false)",
+                      e->cls->name);
   if (batched && (!e->cls->act_first || m->nbody || e->cls->uses_external_force)) {
     char dn[32];
     return ds__seterr(&e->err, DS_ERR_UNSUPPORTED,

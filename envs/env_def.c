@@ -65,6 +65,19 @@ static const dsConfigKey g_common[] = {
     {"physics.ground", DS_KEY_BOOL, O(ground), 0, 1, NULL, 0, "ground-plane contact at y = 0"},
     {"physics.checkpoint_every", DS_KEY_INT, O(checkpoint_every), 0, 1000000, NULL, 0,
      "tape: 1 = every state, K > 1 = every K-th state (recompute in backward)"},
+    {"physics.integrator", DS_KEY_ENUM, O(integrator), 0, 0, "semi_implicit|implicit", 0,
+     "time integrator: semi-implicit Euler, or backward Euler by Newton's method (docs/integrators.md; particle "
+     "models, no lift/drag or rigid bodies; contact.kd 0 advised)"},
+    {"physics.newton_tol", DS_KEY_REAL, O(solver.newton_tol), 1e-300, 1, NULL, 0,
+     "implicit: Newton's relative residual tolerance"},
+    {"physics.newton_max_iter", DS_KEY_INT, O(solver.newton_max_iter), 1, 100000, NULL, 0,
+     "implicit: Newton iterations before a substep fails"},
+    {"physics.cg_tol", DS_KEY_REAL, O(solver.cg_tol), 1e-300, 1, NULL, 0,
+     "implicit: relative residual of Newton's linear solves (PCG, BiCGSTAB)"},
+    {"physics.cg_max_iter", DS_KEY_INT, O(solver.cg_max_iter), 1, 10000000, NULL, 0,
+     "implicit: iteration cap of every linear solve"},
+    {"physics.adjoint_tol", DS_KEY_REAL, O(solver.adjoint_tol), 1e-300, 1, NULL, 0,
+     "implicit: relative residual of the adjoint's transposed solve (BiCGSTAB)"},
     {"physics.gradients", DS_KEY_BOOL, O(gradients), 0, 1, NULL, 0,
      "keep the tape for gradients (false: forward only, no tape; the backward is refused)"},
     {"physics.batched_engine", DS_KEY_BOOL, O(batch_engine), 0, 1, NULL, 0,
@@ -168,6 +181,8 @@ static void common_defaults(dsEnvDef* d) {
   d->cam_fov = rs.camera.fov_deg;
   d->cam_near = rs.camera.znear;
   d->cam_far = rs.camera.zfar;
+  d->integrator = DS_INTEGRATOR_SEMI_IMPLICIT;
+  d->solver = ds_default_solver_settings();
   d->obs_state = DS_OBS_STATE_COM;
   d->obs_image = 0;
   d->loss_kind = DS_ENV_LOSS_IMAGE_LAST;

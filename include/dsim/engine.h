@@ -118,6 +118,32 @@ extern "C" {
   /* derived (last, so that the fields above keep their places in the struct) */        \
   X(tet_M, dsReal, DS_TET_MROWS * DS_TET_PADDED((m_)->ntet), 0, "tet.M") /* DS_TET_M_AT */
 
+/* ---- time integrators ---------------------------------------------------------
+ * DS_INTEGRATOR_SEMI_IMPLICIT (default): the explicit-force step of ds_step
+ * below. DS_INTEGRATOR_IMPLICIT: backward Euler on the velocities,
+ *   M (v' - v) = h (f(x + h v', v', act, f_ext) + M g),   x' = x + h v',
+ * solved by Newton's method (docs/integrators.md): each iteration takes the
+ * exact step J dv = -r, J = M + h Kv + h^2 Kx from the element Jacobians,
+ * by BiCGSTAB, or where that fails to decrease |r| the step of A with
+ * every element block projected to positive semi-definite, by PCG
+ * (block-Jacobi), backtracking on the residual norm |r|. Its adjoint is
+ * one transposed solve per substep with the exact Jacobian (implicit
+ * function theorem). Particle models only: rigid bodies and lift/drag are
+ * refused by ds_builder_finalize (DS_ERR_UNSUPPORTED). Ground contact
+ * should have kd = 0 (the approach damping makes the force jump at the
+ * skin, where a step can have no solution). */
+typedef enum dsIntegrator { DS_INTEGRATOR_SEMI_IMPLICIT = 0, DS_INTEGRATOR_IMPLICIT = 1 } dsIntegrator;
+
+/* Solver settings of the implicit integrator (ds_default_solver_settings). */
+typedef struct dsSolverSettings { /* reals first: no padding inside (config structs are compared bytewise) */
+  dsReal newton_tol;   /* Newton stops when |r| <= newton_tol max(|r(v)|, |M v|, h |M g|) (or |r| is at
+                        * the rounding level of its terms) */
+  dsReal cg_tol;       /* Newton's linear solves stop at |b - A dv| <= cg_tol |b| (inexact Newton) */
+  dsReal adjoint_tol;  /* the adjoint's BiCGSTAB stops at relative residual adjoint_tol */
+  int newton_max_iter; /* Newton iterations (linear solves) before the step fails */
+  int cg_max_iter;     /* iteration cap of every linear solve (PCG, BiCGSTAB) */
+} dsSolverSettings;
+
 typedef struct dsModel {
   int nparticle;   /* particles */
   int nspring;     /* springs */
@@ -131,6 +157,8 @@ typedef struct dsModel {
   dsReal dt;       /* substep, s */
   int ground;      /* 1: ground-plane contact at y = 0 */
   int aero;        /* 1: lift and drag on every triangle */
+  int integrator;  /* dsIntegrator of ds_step */
+  dsSolverSettings solver; /* the implicit integrator's settings */
 #define DS__MODEL_FIELD(field, type, count, diff, name) type* field;
   DS_MODEL_ARRAYS(DS__MODEL_FIELD)
 #undef DS__MODEL_FIELD
@@ -185,6 +213,16 @@ DS_API int ds_builder_add_soft_mesh(dsBuilder* b, const struct dsMesh* mesh, dsR
                                     const dsTetMaterial* mat);
 DS_API void ds_builder_set_gravity(dsBuilder* b, dsReal gx, dsReal gy, dsReal gz);
 DS_API void ds_builder_set_dt(dsBuilder* b, dsReal dt);
+/* The time integrator of ds_step (dsIntegrator); DS_ERR_INVALID for an
+ * unknown value. Semi-implicit by default. */
+DS_API int ds_builder_set_integrator(dsBuilder* b, int integrator);
+/* newton_tol 1e-8, newton_max_iter 50, cg_tol 1e-5, cg_max_iter 1000,
+ * adjoint_tol 1e-10. */
+DS_API dsSolverSettings ds_default_solver_settings(void);
+/* The implicit integrator's settings; DS_ERR_INVALID (the builder's error
+ * names the field) unless the tolerances are finite and > 0 and the caps
+ * >= 1. */
+DS_API int ds_builder_set_solver(dsBuilder* b, const dsSolverSettings* s);
 /* Ground-plane contact on (def != NULL) or off (NULL). */
 DS_API void ds_builder_set_ground(dsBuilder* b, const dsGroundDef* def);
 /* Lift and drag on every triangle (on when called). */
@@ -340,7 +378,12 @@ DS_API size_t ds_data_bytes_needed(const dsModel* m, const dsDataDef* def);
  *   v' = v + dt*(w*f + g*[w > 0]),  x' = x + dt*v'
  * Records the tape. DS_ERR_INVERTED when a tet has J <= 0 at the start of
  * the substep, DS_ERR_DIVERGED when x' or v' is not finite (the data must
- * then be reset), DS_ERR_STATE when the tape is full. */
+ * then be reset), DS_ERR_STATE when the tape is full.
+ * With m->integrator DS_INTEGRATOR_IMPLICIT the substep is backward Euler
+ * (dsIntegrator above): DS_ERR_DIVERGED also when Newton does not reach
+ * newton_tol in newton_max_iter iterations (the message names the substep
+ * and the relative residual; the state is left as it was and the data must
+ * be reset), DS_ERR_INVERTED when a tet has J <= 0 at the end of it. */
 DS_API int ds_step(const dsModel* m, dsData* d);
 /* Forces at the current state into d->f (no integration, no tape). */
 DS_API int ds_compute_forces(const dsModel* m, dsData* d);
@@ -373,7 +416,9 @@ DS_API int ds_grad_param(const dsGrad* g, const char* name, dsReal** ptr, int* c
 /* bt = t; adj_x = adj_v = 0. */
 DS_API int ds_backward_begin(const dsModel* m, dsData* d);
 /* Pops substep bt-1: turns the adjoints of state bt into those of state
- * bt-1, accumulates parameter gradients into g, and writes (overwrites)
+ * bt-1 (implicit integrator: one BiCGSTAB solve with the transposed exact
+ * Jacobian, DS_ERR_DIVERGED naming the substep when it does not reach
+ * adjoint_tol), accumulates parameter gradients into g, and writes (overwrites)
  * dL/d(act over that substep) into adj_act (nact, laid out as d->act:
  * [tri | tet | spring]) and dL/d(f_ext over that substep) into adj_fext
  * (nparticle x 3) when they are not NULL. */

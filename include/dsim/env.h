@@ -106,6 +106,7 @@
 
 #include "dsim/base.h"
 #include "dsim/device.h"
+#include "dsim/engine.h"
 #include "dsim/scenes.h"
 
 struct dsModel;
@@ -156,6 +157,8 @@ typedef struct dsEnvDef {
   dsReal gravity[3];       /* m/s^2 */
   int ground;              /* 1: ground-plane contact at y = 0 */
   int checkpoint_every;    /* engine tape: 1 = every state, K > 1 = every K-th (O(sqrt T) memory) */
+  int integrator;          /* dsIntegrator (dsim/engine.h): semi-implicit (default) or implicit */
+  dsSolverSettings solver; /* the implicit integrator's Newton and linear-solver settings */
   int gradients;           /* 1: keep the tape for the backward; 0: forward only (no tape: RL
                               rollouts, many batched envs), the backward refused */
   /* contact with the ground */

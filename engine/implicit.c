@@ -1,0 +1,396 @@
+/* Backward Euler for the particle engine, and its adjoint by the implicit
+ * function theorem (issue 31; docs/integrators.md has the derivation).
+ *
+ * Forward. The unknown is the new velocity v' (h = m->dt, M the lumped
+ * masses, f the total force of engine/forces.h's table: elements, contact
+ * and f_ext; gravity is the step's own, on particles with mass):
+ *   r(v') = M (v' - v) - h f(x + h v', v', act, f_ext) - h M g = 0,   x' = x + h v'.
+ * A fixed particle (mass 0) has the row r_i = v'_i - v_i (it keeps its
+ * velocity, as in the semi-implicit step). Its Jacobian is
+ *   dr/dv' = M + h Kv + h^2 Kx,   Kx = -df/dx, Kv = -df/dv at (x', v'),
+ * Newton iterates v'_{k+1} = v'_k + alpha dv. The direction is first the
+ * exact Newton step, J dv = -r(v'_k) with J assembled from the exact
+ * element Jacobians and solved by BiCGSTAB (J is not symmetric: damping
+ * that depends on positions, sliding friction); where that solve fails or
+ * its step does not pass the line search within DS__LS_PROJ halvings (an
+ * indefinite J far from the solution: cloth in compression, tets near
+ * inversion), it is the projected step
+ *   A dv = -r(v'_k),   A = M + h P(Kv) + h^2 P(Kx)
+ * where P replaces each element's block by the PSD projection of its
+ * symmetric part (engine/sparse.h), so A is SPD and PCG (block-Jacobi)
+ * solves it. The exact step first because the projected one converges
+ * only linearly where any element's curvature is negative, and each PSD
+ * projection of a 12 x 12 bend or tet block costs more than the rest of
+ * the iteration (measured on tests/test_implicit's cloth, h = 1e-2, Newton
+ * to 1e-12: ~11 iterations per step and 158 s for its gradient checks with
+ * the projected step first, 6 s with the exact step first).
+ * The line search cannot use the incremental potential: Rayleigh-type
+ * damping whose matrix depends on x (tri, tet, bend, spring kd along the
+ * current direction) and Coulomb friction are not gradients of any
+ * potential. It backtracks (alpha = 1, 1/2, ...) on the merit |r|,
+ * accepting the first alpha with
+ *   |r(v'_k + alpha dv)| <= (1 - 1e-4 alpha) |r(v'_k)|
+ * (the exact step is a descent direction of |r|^2: d/dalpha |r|^2 =
+ * -2 |r|^2), and, when none of DS__LS_MAX halvings of the projected step
+ * decreases |r|, the last (smallest) step, leaving it to the iteration cap
+ * to report a stall. Convergence:
+ *   |r(v'_k)| <= newton_tol * max(|r(v)|, |M v|, h |M g|)
+ * (a residual relative to the step's own momentum scale: the first
+ * residual, the momentum, gravity's impulse; |r| / |M v| ~ the relative
+ * error of v'), or |r| at DS__ROUND_ULPS roundings of the magnitudes of
+ * its terms (each element force counted alone, as they may cancel).
+ * Every norm and product is a fixed-order sum (ds__bsr_dot) and every
+ * force a fixed-order gather, so the step is the same bits on any thread
+ * count and when a checkpoint segment recomputes it.
+ *
+ * Contact. The ground's approach damping -kd min(v_y, 0) acts only inside
+ * the skin, so with kd > 0 the contact force jumps by kd |v_y| where a
+ * particle crosses it; a step whose solution would land in that jump has
+ * none, and Newton stalls there (reported as non-convergence). Backward
+ * Euler damps by itself: kd = 0 with this integrator (docs/integrators.md).
+ *
+ * Adjoint. Given X' = dL/dx', V' = dL/dv' and the converged v', the
+ * implicit function theorem gives dv'/dp = -(dr/dv')^{-1} dr/dp for any
+ * input p (x, v, act, f_ext, parameters), so with
+ *   a = V' + h X'                      (total adjoint of v': x' = x + h v')
+ *   J^T lambda = a,    J = dr/dv' = M + h Kv + h^2 Kx   (exact, unprojected)
+ * every input gets dL/dp = [p's direct path] - (dr/dp)^T lambda:
+ *   dL/dx  = X' - (dr/dx)^T lambda = X' + (df/dx)^T (h lambda)
+ *   dL/dv  = M lambda                     (r depends on v only through -M v)
+ *   dL/dtheta = (df/dtheta)^T (h lambda)  (element and contact parameters, act)
+ *   dL/df_ext = h lambda,   dL/dg = h sum_i m_i lambda_i,
+ *   dL/dm_i = -(v'_i - v_i - h g) . lambda_i
+ * over particles with mass. The force terms are exactly what each force's
+ * _bwd kernel computes from an adjoint of the force af = h lambda,
+ * evaluated at (x', v'): the same kernels as the semi-implicit backward,
+ * only at the new state. J is not symmetric in general (x-dependent
+ * damping, sliding friction's coupling to the normal force), so the
+ * transposed solve is BiCGSTAB on the block-sparse J with a transposed
+ * product (engine/sparse.h). A fixed particle j (v'_j = v_j, x'_j = x_j +
+ * h v_j) is outside the solve (its row and column are the identity in the
+ * assembled J, so lambda_F of the particles with mass is exact); its
+ * adjoints are the direct path plus what the others' residuals carry:
+ *   dL/dx_j = X'_j + ax_j,   dL/dv_j = a_j + h ax_j + av_j
+ * with ax, av = (df/dx)^T (h lambda), (df/dv)^T (h lambda) at j. */
+#include "config.h"
+
+#include "engine/implicit.h"
+
+#include <limits.h>
+#include <math.h>
+#include <string.h>
+#ifdef _OPENMP
+#  include <omp.h>
+#endif
+
+#include "engine/forces.h"
+#include "engine/sparse.h"
+
+/* Below this many slots + particles the adjoint's element stage runs on
+ * one thread (as ds_step's DS__PAR_MIN). */
+#define DS__IMP_PAR_MIN 1024
+/* halvings of the line search: along the exact Jacobian's step; along the
+ * projected step before trying the exact one */
+#define DS__LS_MAX 12
+#define DS__LS_PROJ 4
+/* Armijo constant of the line search on |r| */
+#define DS__LS_C ((dsReal)1e-4)
+/* vectors of 3 nparticle reals a dsImplicit holds */
+#define DS__IMP_NVEC 11
+/* |r| at or below this many roundings of its terms counts as converged */
+#define DS__ROUND_ULPS 64
+
+struct dsImplicit {
+  dsBlockSparse* A;
+  dsReal* mem;
+  /* Newton: iterate, its positions and residual; trial (the same three);
+   * total force; direction; right-hand side. Adjoint: a, lambda. */
+  dsReal *vk, *xk, *rk, *vt, *xt, *rt, *f, *dv, *rhs, *lam;
+  dsReal* mag; /* per entry of r: the sum of its terms' magnitudes (element forces one by one) */
+  dsReal floor; /* DS__ROUND_ULPS eps |mag| of the last residual */
+};
+
+int ds__implicit_create(const dsModel* m, dsImplicit** out) {
+  *out = NULL;
+  dsImplicit* w = (dsImplicit*)ds__calloc(1, sizeof *w);
+  if (!w) return DS_ERR_NOMEM;
+  int rc = ds__bsr_create(m, &w->A);
+  if (rc) {
+    ds__free(w);
+    return rc;
+  }
+  const size_t n3 = 3 * (size_t)m->nparticle;
+  w->mem = (dsReal*)ds__malloc(sizeof(dsReal) * DS__IMP_NVEC * (n3 ? n3 : 1));
+  if (!w->mem) {
+    ds__implicit_free(w);
+    return DS_ERR_NOMEM;
+  }
+  dsReal** vecs[DS__IMP_NVEC] = {&w->vk, &w->xk, &w->rk, &w->vt, &w->xt, &w->rt, &w->f, &w->dv, &w->rhs, &w->lam, &w->mag};
+  for (int k = 0; k < DS__IMP_NVEC; k++) *vecs[k] = w->mem + (size_t)k * n3;
+  *out = w;
+  return 0;
+}
+
+void ds__implicit_free(dsImplicit* w) {
+  if (!w) return;
+  ds__bsr_free(w->A);
+  ds__free(w->mem);
+  ds__free(w);
+}
+
+/* xk = x + h vk, the total force f at (xk, vk), r = r(vk); returns |r|.
+ * *bad: the smallest tet with J <= 0 at xk (INT_MAX: none). */
+static dsReal residual(const dsModel* m, dsImplicit* w, const dsReal* x, const dsReal* v, const dsReal* act,
+                       const dsReal* fext, const dsReal* vk, dsReal* xk, dsReal* r, dsReal* ef, dsReal* J, int* bad) {
+  const int np = m->nparticle;
+  const long n3 = 3 * (long)np;
+  const dsReal h = m->dt;
+#pragma omp parallel for schedule(static) if (n3 > 3 * DS__IMP_PAR_MIN)
+  for (long k = 0; k < n3; k++) xk[k] = x[k] + h * vk[k];
+  dsStepCheck ck;
+  memset(&ck, 0, sizeof ck);
+  ck.bad_tet = INT_MAX;
+  ck.bad_state = INT_MAX;
+  ds__substep(m, xk, vk, act, fext, ef, J, w->f, NULL, NULL, 0, NULL, NULL, NULL, NULL, NULL, &ck);
+  *bad = ck.bad_tet;
+  const dsReal* g = m->gravity;
+#pragma omp parallel for schedule(static) if (np > DS__IMP_PAR_MIN)
+  for (int i = 0; i < np; i++) {
+    const dsReal mi = m->mass[i];
+    for (int c = 0; c < 3; c++) {
+      const size_t k = 3 * (size_t)i + c;
+      r[k] = mi > 0 ? mi * (vk[k] - v[k]) - h * w->f[k] - h * mi * g[c] : vk[k] - v[k];
+      w->mag[k] = mi > 0 ? mi * (dsu_fabs(vk[k]) + dsu_fabs(v[k])) + h * (dsu_fabs(w->f[k]) + mi * dsu_fabs(g[c])) : 0;
+    }
+    if (mi > 0) /* the element forces that f sums (they may cancel in f, not in its rounding) */
+      for (int s = m->inc_start[i]; s < m->inc_start[i + 1]; s++)
+        for (int c = 0; c < 3; c++) w->mag[3 * (size_t)i + c] += h * dsu_fabs(ef[3 * (size_t)m->inc_slot[s] + c]);
+  }
+  w->floor = DS__ROUND_ULPS * DS_REAL_EPS * dsu_sqrt(ds__bsr_dot(w->A, w->mag, w->mag, (size_t)n3));
+  return dsu_sqrt(ds__bsr_dot(w->A, r, r, (size_t)n3));
+}
+
+/* max(|r(v)|, |M v|, h |M g|): the scale of newton_tol */
+static dsReal residual_scale(const dsModel* m, dsImplicit* w, const dsReal* v, dsReal r0) {
+  const int np = m->nparticle;
+  dsReal* mv = w->rhs; /* free until the first solve */
+  for (int i = 0; i < np; i++)
+    for (int c = 0; c < 3; c++) mv[3 * (size_t)i + c] = m->mass[i] * v[3 * (size_t)i + c];
+  const dsReal nmv = dsu_sqrt(ds__bsr_dot(w->A, mv, mv, 3 * (size_t)np));
+  dsReal m2 = 0;
+  for (int i = 0; i < np; i++) m2 += m->mass[i] * m->mass[i];
+  const dsReal* g = m->gravity;
+  const dsReal nmg = m->dt * dsu_sqrt(m2 * (g[0] * g[0] + g[1] * g[1] + g[2] * g[2]));
+  dsReal s = r0 > nmv ? r0 : nmv;
+  return s > nmg ? s : nmg;
+}
+
+/* Newton's direction dv at (xk, vk) from the residual rk: projected != 0,
+ * A = M + h P(Kv) + h^2 P(Kx) by PCG; else the exact Jacobian by BiCGSTAB.
+ * Returns the solver's code (0, 1 at its cap, < 0 failed); *cres its
+ * relative residual. */
+static int direction(const dsModel* m, dsImplicit* w, const dsReal* xk, const dsReal* vk, const dsReal* act,
+                     const dsReal* rk, int projected, dsReal* cres) {
+  const dsSolverSettings* S = &m->solver;
+  const long nl = 3 * (long)m->nparticle;
+  ds__bsr_assemble(w->A, m, xk, vk, act, m->dt, projected);
+#pragma omp parallel for schedule(static) if (nl > 3 * DS__IMP_PAR_MIN)
+  for (long k = 0; k < nl; k++) {
+    w->rhs[k] = -rk[k];
+    w->dv[k] = 0;
+  }
+  return projected ? ds__bsr_pcg(w->A, w->rhs, w->dv, S->cg_tol, S->cg_max_iter, NULL, cres)
+                   : ds__bsr_bicgstab(w->A, 0, w->rhs, w->dv, S->cg_tol, S->cg_max_iter, NULL, cres);
+}
+
+/* Backtracking on |r| along dv from vk (|r(vk)| = rn): alpha = 1, 1/2, ...
+ * up to nhalf halvings; the trial that ends it is in (vt, xt, rt) with its
+ * norm *rtn. Returns 1 when it met the Armijo condition, 0 when it stopped
+ * at the last halving. */
+static int line_search(const dsModel* m, dsImplicit* w, const dsReal* x, const dsReal* v, const dsReal* act,
+                       const dsReal* fext, const dsReal* vk, dsReal rn, int nhalf, dsReal* ef, dsReal* J,
+                       dsReal* alpha_out, dsReal* rtn, int* badt) {
+  const long nl = 3 * (long)m->nparticle;
+  dsReal alpha = 1;
+  for (int ls = 0;; ls++) {
+#pragma omp parallel for schedule(static) if (nl > 3 * DS__IMP_PAR_MIN)
+    for (long k = 0; k < nl; k++) w->vt[k] = vk[k] + alpha * w->dv[k];
+    *rtn = residual(m, w, x, v, act, fext, w->vt, w->xt, w->rt, ef, J, badt);
+    *alpha_out = alpha;
+    if (*rtn <= (1 - DS__LS_C * alpha) * rn) return 1;
+    if (ls == nhalf) return 0;
+    alpha *= (dsReal)0.5;
+  }
+}
+
+int ds__implicit_substep(const dsModel* m, dsImplicit* w, const dsReal* x, const dsReal* v, const dsReal* act,
+                         const dsReal* fext, dsReal* xo, dsReal* vo, dsReal* ef, dsReal* J, int* bad_tet,
+                         dsErrBuf* eb, int t) {
+  const dsSolverSettings* S = &m->solver;
+  const size_t n3 = 3 * (size_t)m->nparticle;
+  dsReal *vk = w->vk, *xk = w->xk, *rk = w->rk;
+  memcpy(vk, v, n3 * sizeof(dsReal));
+  int bad;
+  dsReal rn = residual(m, w, x, v, act, fext, vk, xk, rk, ef, J, &bad);
+  dsReal fl = w->floor;
+  const dsReal scale = residual_scale(m, w, v, rn);
+  for (int it = 0;; it++) {
+    if (!(rn - rn == 0))
+      return ds__seterr(eb, DS_ERR_DIVERGED, "substep %d: implicit step: the residual is %s at Newton iteration %d", t,
+                        isnan(rn) ? "NaN" : "Inf", it);
+    if (rn <= S->newton_tol * scale || rn <= fl) break; /* converged, or at the rounding level of r's terms */
+    if (it >= S->newton_max_iter)
+      return ds__seterr(eb, DS_ERR_DIVERGED,
+                        "substep %d: implicit step: Newton did not converge in %d iterations (relative residual %g > "
+                        "newton_tol %g)",
+                        t, it, (double)(rn / scale), (double)S->newton_tol);
+    /* Directions (top comment, "Newton"): the exact Jacobian's step by
+     * BiCGSTAB, with DS__LS_PROJ halvings; where that solve fails or its
+     * step does not decrease |r| enough, the projected step by PCG with
+     * DS__LS_MAX halvings. */
+    dsReal cres = 0, alpha = 1, rtn = 0;
+    int badt = INT_MAX, ok = 0;
+    if (direction(m, w, xk, vk, act, rk, 0, &cres) >= 0)
+      ok = line_search(m, w, x, v, act, fext, vk, rn, DS__LS_PROJ, ef, J, &alpha, &rtn, &badt);
+    if (!ok) {
+      if (direction(m, w, xk, vk, act, rk, 1, &cres) < 0)
+        return ds__seterr(eb, DS_ERR_DIVERGED,
+                          "substep %d: implicit step: PCG failed at Newton iteration %d (projected matrix not "
+                          "positive definite or not finite; relative residual %g)",
+                          t, it, (double)cres);
+      line_search(m, w, x, v, act, fext, vk, rn, DS__LS_MAX, ef, J, &alpha, &rtn, &badt);
+    }
+    dsReal* s; /* the trial is the new iterate */
+    s = w->vk, w->vk = w->vt, w->vt = s;
+    s = w->xk, w->xk = w->xt, w->xt = s;
+    s = w->rk, w->rk = w->rt, w->rt = s;
+    vk = w->vk, xk = w->xk, rk = w->rk;
+    rn = rtn;
+    fl = w->floor; /* of the trial that ended the line search: the new iterate */
+    bad = badt;
+  }
+  /* xk = x + h vk already, in the same operation order as the residual's */
+  memcpy(xo, xk, n3 * sizeof(dsReal));
+  memcpy(vo, vk, n3 * sizeof(dsReal));
+  if (bad_tet) *bad_tet = bad;
+  return 0;
+}
+
+int ds__implicit_step(const dsModel* m, dsData* d, dsReal* ef, dsReal* J, dsStepCheck* ck) {
+  dsDataPriv* dp = (dsDataPriv*)d->err_;
+  dsErrBuf* eb = &dp->err;
+  if (!dp->imp)
+    return ds__seterr(eb, DS_ERR_STATE, "substep %d: the data was created for a semi-implicit model", d->t);
+  const size_t n3 = 3 * (size_t)m->nparticle;
+  if (ck->tx) {
+    memcpy(ck->tx, d->x, n3 * sizeof(dsReal));
+    memcpy(ck->tv, d->v, n3 * sizeof(dsReal));
+  }
+  if (ck->act_prev) ck->act_diff = memcmp(d->act, ck->act_prev, (size_t)m->nact * sizeof(dsReal)) != 0;
+  if (ck->fext_prev) ck->fext_diff = memcmp(d->f_ext, ck->fext_prev, n3 * sizeof(dsReal)) != 0;
+  const int rc =
+      ds__implicit_substep(m, dp->imp, d->x, d->v, d->act, d->f_ext, d->x, d->v, ef, J, &ck->bad_tet, eb, d->t);
+  if (!rc) memcpy(d->f, dp->imp->f, n3 * sizeof(dsReal)); /* the force at the new state, which the step used */
+  return rc;
+}
+
+int ds__implicit_bwd(const dsModel* m, dsImplicit* w, const dsReal* xt, const dsReal* vt, const dsReal* xt1,
+                     const dsReal* vt1, const dsReal* act, dsReal* adj_x, dsReal* adj_v, dsGrad* g, dsReal* adj_act,
+                     dsReal* adj_fext, dsReal* af, dsReal* aex, dsReal* aev, dsReal* scr, dsErrBuf* eb, int t) {
+  const int np = m->nparticle;
+  const size_t n3 = 3 * (size_t)np;
+  const dsReal h = m->dt;
+  const dsSolverSettings* S = &m->solver;
+  (void)xt; /* x enters the residual only through x' = x + h v' (dL/dx from the force terms) */
+  dsReal *a = w->rhs, *lam = w->lam;
+  for (size_t k = 0; k < n3; k++) {
+    a[k] = adj_v[k] + h * adj_x[k];
+    lam[k] = 0;
+  }
+  ds__bsr_assemble(w->A, m, xt1, vt1, act, h, 0);
+  int iters = 0;
+  dsReal res = 0;
+  const int rc = ds__bsr_bicgstab(w->A, 1, a, lam, S->adjoint_tol, S->cg_max_iter, &iters, &res);
+  if (rc)
+    return ds__seterr(eb, DS_ERR_DIVERGED,
+                      "substep %d: implicit adjoint: BiCGSTAB on J^T did not converge (%s; relative residual %g, "
+                      "adjoint_tol %g, %d iterations)",
+                      t, rc < 0 ? "breakdown" : "iteration cap", (double)res, (double)S->adjoint_tol, iters);
+  for (int i = 0; i < np; i++)
+    for (int c = 0; c < 3; c++) af[3 * (size_t)i + c] = m->mass[i] > 0 ? h * lam[3 * (size_t)i + c] : 0;
+  dsForceLayout L;
+  ds__force_layout(m, &L);
+  dsReal* scr_k[DS__NFORCE];
+  for (int k = 0; k < DS__NFORCE; k++) scr_k[k] = L.count[k] ? scr + L.scratch[k] : NULL;
+  const dsReal* gv = m->gravity;
+#ifdef _OPENMP
+  const int nt = m->nslot + np >= DS__IMP_PAR_MIN ? omp_get_max_threads() : 1;
+#else
+  const int nt = 1;
+#endif
+  (void)nt;
+#pragma omp parallel num_threads(nt) if (nt > 1)
+  {
+    /* element adjoints at (x', v') from af = h lambda, each into its own slots */
+    for (int k = 0; k < DS__NFORCE; k++) {
+      const dsForceModel* F = &ds__forces[k];
+      if (!F->bwd || !L.count[k]) continue;
+      const int ab = L.act[k];
+      const dsForceBwd fa = {xt1,
+                             vt1,
+                             act && ab >= 0 ? act + ab : NULL,
+                             af,
+                             aex + 3 * (size_t)L.slot[k],
+                             aev + 3 * (size_t)L.slot[k],
+                             g,
+                             adj_act && ab >= 0 ? adj_act + ab : NULL,
+                             scr + L.scratch[k]};
+      F->bwd(m, &fa);
+    }
+#pragma omp barrier
+    /* per particle: the slots in the forward's order, then the per-particle
+     * models (contact), then the integrator's own terms (top comment) */
+#pragma omp for schedule(static)
+    for (int i = 0; i < np; i++) {
+      dsReal ax[3] = {0, 0, 0}, avl[3] = {0, 0, 0};
+      for (int s = m->inc_start[i]; s < m->inc_start[i + 1]; s++) {
+        const size_t o = 3 * (size_t)m->inc_slot[s];
+        for (int c = 0; c < 3; c++) {
+          ax[c] += aex[o + c];
+          avl[c] += aev[o + c];
+        }
+      }
+#define DS__IMP_PBWD_ROW(row, name, kind, shared, nshared) \
+  DS__IF_PART_##kind(if (ds__##name##_on(m)) ds__##name##_pbwd(m, i, xt1, vt1, af, ax, avl, scr_k[DS__F_##row]);)
+      DS_FORCE_MODELS(DS__IMP_PBWD_ROW)
+#undef DS__IMP_PBWD_ROW
+      const size_t o = 3 * (size_t)i;
+      const dsReal mi = m->mass[i];
+      if (mi > 0) {
+        dsReal dm = 0;
+        for (int c = 0; c < 3; c++) {
+          adj_x[o + c] += ax[c];
+          adj_v[o + c] = mi * lam[o + c];
+          if (adj_fext) adj_fext[o + c] = af[o + c];
+          dm += (vt1[o + c] - vt[o + c] - h * gv[c]) * lam[o + c];
+        }
+        g->mass[i] -= dm;
+      } else {
+        for (int c = 0; c < 3; c++) {
+          adj_x[o + c] += ax[c];
+          adj_v[o + c] = a[o + c] + h * ax[c] + avl[c];
+          if (adj_fext) adj_fext[o + c] = 0;
+        }
+      }
+    }
+  }
+  /* gravity: h sum_i m_i lambda_i in particle order; shared scalars' partials in element order */
+  dsReal sg[3] = {0, 0, 0};
+  for (int i = 0; i < np; i++)
+    if (m->mass[i] > 0)
+      for (int c = 0; c < 3; c++) sg[c] += m->mass[i] * lam[3 * (size_t)i + c];
+  for (int c = 0; c < 3; c++) g->gravity[c] += h * sg[c];
+  for (int k = 0; k < DS__NFORCE; k++)
+    if (ds__forces[k].reduce && L.count[k]) ds__forces[k].reduce(m, scr + L.scratch[k], g);
+  return 0;
+}

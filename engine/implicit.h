@@ -1,0 +1,47 @@
+/* The implicit (backward Euler) integrator and its adjoint by the implicit
+ * function theorem (engine/implicit.c has the math; docs/integrators.md the
+ * derivation). ds_step and ds_backward_step (engine/step.c) call these for
+ * a model with m->integrator == DS_INTEGRATOR_IMPLICIT. Not installed. */
+#ifndef DSIM_ENGINE_IMPLICIT_H
+#define DSIM_ENGINE_IMPLICIT_H
+
+#include "base/internal.h"
+#include "dsim/engine.h"
+#include "engine/engine_priv.h"
+
+/* Everything one implicit substep and its adjoint use: the block-sparse
+ * Newton matrix (engine/sparse.h) and the Newton and adjoint vectors,
+ * allocated once per data by ds__implicit_create (nothing is allocated in
+ * a step). */
+typedef struct dsImplicit dsImplicit;
+
+int ds__implicit_create(const dsModel* m, dsImplicit** out);
+void ds__implicit_free(dsImplicit* w);
+
+/* One backward-Euler substep from (x, v) with activations act and external
+ * forces fext into (xo, vo) (which may alias x, v: they are written only
+ * once Newton has converged). ef (nslot x 3) and J (ntet) are scratch;
+ * *bad_tet (may be NULL) gets the smallest tet with J <= 0 at the new
+ * state, INT_MAX for none. Returns 0, or DS_ERR_DIVERGED with a message in
+ * eb naming substep t (no convergence within newton_max_iter, a
+ * non-finite residual, a projected matrix PCG cannot use). */
+int ds__implicit_substep(const dsModel* m, dsImplicit* w, const dsReal* x, const dsReal* v, const dsReal* act,
+                         const dsReal* fext, dsReal* xo, dsReal* vo, dsReal* ef, dsReal* J, int* bad_tet,
+                         dsErrBuf* eb, int t);
+
+/* ds_step's implicit substep on d (the tape rows of the state before it,
+ * the comparison of act and f_ext with their last records, the J check) in
+ * place of ds__substep; ck as ds__substep's. */
+int ds__implicit_step(const dsModel* m, dsData* d, dsReal* ef, dsReal* J, dsStepCheck* ck);
+
+/* Adjoint of substep t, (xt, vt) -> (xt1, vt1): adj_x, adj_v hold dL/dx',
+ * dL/dv' on entry and dL/dx, dL/dv on return; parameter gradients += into
+ * g; adj_act (nact) and adj_fext (nparticle x 3) overwritten when not NULL.
+ * af (nparticle x 3), aex, aev (nslot x 3) and scr (the force layout's
+ * nscratch) are scratch. DS_ERR_DIVERGED with a message in eb when the
+ * transposed solve does not reach adjoint_tol. */
+int ds__implicit_bwd(const dsModel* m, dsImplicit* w, const dsReal* xt, const dsReal* vt, const dsReal* xt1,
+                     const dsReal* vt1, const dsReal* act, dsReal* adj_x, dsReal* adj_v, dsGrad* g, dsReal* adj_act,
+                     dsReal* adj_fext, dsReal* af, dsReal* aex, dsReal* aev, dsReal* scr, dsErrBuf* eb, int t);
+
+#endif

@@ -1,0 +1,555 @@
+/* The implicit (backward Euler) integrator (engine/implicit.c): adjoints by
+ * the implicit function theorem against central differences in double, on
+ * one substep and on 50, of a cloth patch (membrane, bending, springs, a
+ * fixed corner; no ground), a tet block with activations sliding on the
+ * ground (contact with friction) and a spring chain with activations
+ * falling onto the ground (out of, then in contact); every state, control
+ * and named parameter class on a few components, and a perturbed gradient
+ * (one component x 1.01) must fail the same comparison. Then: checkpointed
+ * backward equals the full tape bit for bit; 1 and 2 threads give the same
+ * bits; Newton's iteration cap gives DS_ERR_DIVERGED naming the substep and
+ * the residual; lift/drag and rigid bodies are refused; a stiff spring
+ * beam at 20x the semi-implicit stable step stays bounded and loses energy
+ * under backward Euler, while the semi-implicit step at that size is
+ * reported as DS_ERR_DIVERGED; the config keys env.physics.integrator and
+ * the solver settings reach the model, and the batched engine refuses it. */
+#include "config.h"
+
+#include <math.h>
+
+#include "dsim/env.h"
+#include "dsim/fd.h"
+#include "dsim/mesh.h"
+#include "tests/dstest.h"
+#include "tests/enginetest.h"
+
+#define NPICK 4
+
+/* tight solver settings: FD in double resolves the loss to ~1e-10, so
+ * Newton and the adjoint solve must converge well below that */
+static dsSolverSettings tight(void) {
+  dsSolverSettings s = ds_default_solver_settings();
+  s.newton_tol = 1e-12;
+  s.cg_tol = 1e-12;
+  s.adjoint_tol = 1e-13;
+  s.newton_max_iter = 60;
+  s.cg_max_iter = 2000;
+  return s;
+}
+
+static dsModel* finish(dsBuilder* b, dsReal dt) {
+  dsModel* m;
+  ds_builder_set_dt(b, dt);
+  dsSolverSettings s = tight();
+  CHECK_INT_EQ(ds_builder_set_integrator(b, DS_INTEGRATOR_IMPLICIT), 0);
+  CHECK_INT_EQ(ds_builder_set_solver(b, &s), 0);
+  int rc = ds_builder_finalize(b, &m);
+  if (rc) et_fail("finalize", rc, ds_builder_last_error(b));
+  ds_builder_free(b);
+  return m;
+}
+
+/* cloth 3 x 3 cells, springs on every other cell's free diagonal, one fixed
+ * corner, no ground */
+static dsModel* cloth_model(dsReal dt) {
+  dsBuilder* b;
+  if (ds_builder_create(&b)) et_fail("builder", DS_ERR_NOMEM, "");
+  const int nx = 3, ny = 3;
+  dsTriMaterial tm = {60, 300, 0.5};
+  dsBendMaterial bm = {0.05, 0.002};
+  dsReal origin[3] = {-0.2, 1.0, 0.05}, v0[3] = {0.4, 0.3, -0.2};
+  int rc = ds_builder_add_cloth_grid(b, nx, ny, 0.1, origin, 0.02, v0, &tm, &bm);
+  if (rc < 0) et_fail("cloth grid", rc, ds_builder_last_error(b));
+  for (int j = 0; j < ny; j += 2)
+    for (int i = 0; i < nx; i++)
+      if ((rc = ds_builder_add_spring(b, j * (nx + 1) + i + 1, (j + 1) * (nx + 1) + i, 20, 0.05, -1)) < 0)
+        et_fail("spring", rc, ds_builder_last_error(b));
+  dsModel* m = finish(b, dt);
+  dsReal mass[64], x0[3 * 64];
+  for (int i = 0; i < m->nparticle; i++) mass[i] = 0.02 * (1 + 0.3 * et_unif(-1, 1));
+  mass[0] = 0;
+  ds_model_set_param(m, "particle.mass", mass, m->nparticle);
+  memcpy(x0, m->x0, 3 * (size_t)m->nparticle * sizeof(dsReal));
+  for (int k = 3; k < 3 * m->nparticle; k++) x0[k] += 0.01 * et_unif(-1, 1);
+  ds_model_set_param(m, "initial_position", x0, 3 * m->nparticle);
+  return m;
+}
+
+/* tet block nx x ny x nz cells of 0.1 m resting in ground contact (its
+ * bottom at the depth where contact carries its weight), sliding sideways
+ * (friction), some bottom particles lifting off and landing again; no
+ * approach damping (kd = 0: see chain_model) */
+static dsModel* block_model(int nx, int ny, int nz, dsReal dt) {
+  dsBuilder* b;
+  if (ds_builder_create(&b)) et_fail("builder", DS_ERR_NOMEM, "");
+  dsTetMaterial tm = {2e4, 5e4, 20};
+  dsGroundDef gd = {3e4, 0, 40, 0.5, 0.01};
+  const dsReal weight = 1000 * 0.001 * nx * ny * nz * 9.8 / ((nx + 1) * (nz + 1));
+  dsReal origin[3] = {0.0, gd.skin - weight / gd.ke, 0.0}, v0[3] = {0.6, 0, 0.2};
+  int rc = ds_builder_add_tet_grid(b, nx, ny, nz, 0.1, 0.1, 0.1, origin, 1000, v0, &tm);
+  if (rc < 0) et_fail("tet grid", rc, ds_builder_last_error(b));
+  ds_builder_set_ground(b, &gd);
+  return finish(b, dt);
+}
+
+/* chain of n particles along x joined by springs (and springs skipping
+ * one), falling onto the ground with a sideways velocity and contact
+ * without approach damping (kd = 0); or (lying) lying on it, in contact
+ * throughout, sliding, with kd > 0. The approach damping makes the contact
+ * force jump by kd |v_y| where a particle crosses the skin, and a
+ * backward-Euler step that lands in the jump has no solution
+ * (docs/integrators.md), so kd is checked where nothing crosses. */
+static dsModel* chain_model(int n, int lying, dsReal dt) {
+  dsBuilder* b;
+  if (ds_builder_create(&b)) et_fail("builder", DS_ERR_NOMEM, "");
+  dsGroundDef gd = {1e4, lying ? 100 : 0, 30, 0.5, 0.01};
+  int rc;
+  for (int i = 0; i < n; i++) {
+    const dsReal mass = 0.05 + 0.01 * i;
+    dsReal x[3] = {0.1 * i, 0.06 + 0.01 * (i % 2), 0.02 * (i % 3)}, v[3] = {0.5, -0.6, 0.1 * (i - 2)};
+    if (lying) { /* each particle at the depth where contact carries its weight, pressing in with the
+                  * approach damping on and overdamped (kd > 2 sqrt(ke m)), so that v_y stays < 0 away from
+                  * its kink at 0 */
+      x[1] = gd.skin - mass * 9.8 / gd.ke;
+      v[0] = 2; /* sliding throughout: friction (mu g ~ 5 m/s^2) stops it after ~0.4 s */
+      v[1] = -0.02;
+    }
+    if ((rc = ds_builder_add_particle(b, x, v, mass)) < 0) et_fail("particle", rc, ds_builder_last_error(b));
+  }
+  for (int i = 0; i + 1 < n; i++) {
+    if ((rc = ds_builder_add_spring(b, i, i + 1, 2e3, 2, -1)) < 0) et_fail("spring", rc, ds_builder_last_error(b));
+    if (i + 2 < n && (rc = ds_builder_add_spring(b, i, i + 2, 5e2, 1, -1)) < 0)
+      et_fail("spring", rc, ds_builder_last_error(b));
+  }
+  ds_builder_set_ground(b, &gd);
+  return finish(b, dt);
+}
+
+/* ---- central differences ------------------------------------------------------- */
+/* FD step: Newton stops at a relative residual of 1e-12, which the loss
+ * sees as noise of that order; h = 1e-5 |p| keeps it ~1e-7 of the
+ * gradient while the truncation error stays ~1e-10, and small enough not
+ * to straddle the contact's kinks (the smooth cloth uses 1e-4) */
+static double g_hrel = 1e-5, g_hfloor = 0.1;
+static double step_for(double p) { return g_hrel * fmax(fabs(p), g_hfloor); }
+static double g_worst = 0;
+
+static int compare(const char* label, const double* a, const double* fd, int n, double rtol) {
+  double scale = 0;
+  for (int i = 0; i < n; i++) scale = fmax(scale, fmax(fabs(a[i]), fabs(fd[i])));
+  const double atol = 1e-7 * scale + 1e-11;
+  int wi;
+  double we;
+  const int bad = ds_fd_compare(a, fd, n, rtol, atol, &wi, &we);
+  if (bad)
+    for (int i = 0; i < n; i++) fprintf(stderr, "  %s[%d]: analytic %.12g fd %.12g\n", label, i, a[i], fd[i]);
+  if (wi >= 0) g_worst = fmax(g_worst, we / (atol + rtol * fmax(fabs(a[wi]), fabs(fd[wi]))));
+  /* a wrong adjoint (the largest component x 1.01) must not pass, where the gradient stands out of
+   * the absolute floor (1e-11) by far */
+  double p[NPICK];
+  int big = 0;
+  for (int i = 0; i < n; i++) {
+    p[i] = a[i];
+    if (fabs(a[i]) > fabs(a[big])) big = i;
+  }
+  p[big] *= 1.01;
+  if (fabs(a[big]) > 1e-8 && !ds_fd_compare(p, fd, n, rtol, atol, NULL, NULL)) {
+    fprintf(stderr, "%s: a perturbed gradient was accepted (%.6g, fd %.6g)\n", label, a[big], fd[big]);
+    CHECK(0);
+  }
+  return bad;
+}
+
+static void check_param(etScene* s, const char* name, int skip_first, double rtol, const char* scene) {
+  dsReal *g, *buf;
+  const dsReal* cur;
+  int cnt;
+  CHECK_INT_EQ(ds_grad_param(s->g, name, &g, &cnt), 0);
+  ds_model_param(s->m, name, &cur, &cnt);
+  int idx[NPICK], n = 0;
+  if (cnt <= NPICK + skip_first) {
+    for (int i = skip_first; i < cnt; i++) idx[n++] = i;
+  } else {
+    while (n < NPICK) {
+      const int i = skip_first + (int)et_unif(0, cnt - skip_first);
+      int dup = 0;
+      for (int j = 0; j < n; j++) dup |= idx[j] == i;
+      if (!dup && i < cnt) idx[n++] = i;
+    }
+  }
+  buf = (dsReal*)malloc((size_t)cnt * sizeof(dsReal));
+  memcpy(buf, cur, (size_t)cnt * sizeof(dsReal));
+  double a[NPICK], fd[NPICK];
+  for (int j = 0; j < n; j++) {
+    a[j] = g[idx[j]];
+    const dsReal p0 = buf[idx[j]];
+    const double h = step_for(p0);
+    buf[idx[j]] = p0 + h;
+    ds_model_set_param(s->m, name, buf, cnt);
+    const double lp = et_rollout(s);
+    buf[idx[j]] = p0 - h;
+    ds_model_set_param(s->m, name, buf, cnt);
+    const double lm = et_rollout(s);
+    buf[idx[j]] = p0;
+    ds_model_set_param(s->m, name, buf, cnt);
+    fd[j] = (lp - lm) / (2 * h);
+  }
+  free(buf);
+  if (compare(name, a, fd, n, rtol)) {
+    fprintf(stderr, "%s: gradient of %s disagrees with central differences\n", scene, name);
+    CHECK(0);
+  }
+}
+
+/* per-substep controls: activations (which = 0) or external forces (1) */
+static void check_control(etScene* s, int which, double rtol, const char* scene) {
+  const int T = s->T;
+  const size_t len = which ? 3 * (size_t)s->m->nparticle : (size_t)s->m->nact;
+  if (len == 0) return;
+  dsReal* arr = which ? s->fext : s->act;
+  const dsReal* grad = which ? s->gfext : s->gact;
+  double a[NPICK], fd[NPICK];
+  for (int j = 0; j < NPICK; j++) {
+    const int t = j == 0 ? 0 : j == NPICK - 1 ? T - 1 : (int)et_unif(0, T);
+    size_t k = (size_t)et_unif(0, (double)len);
+    if (which && k < 3 && s->m->mass[0] == 0) k += 3; /* a fixed particle's force does nothing */
+    dsReal* p = arr + (size_t)t * len + k;
+    const dsReal p0 = *p;
+    const double h = step_for(p0); /* small: a larger step straddles the contact's kinks (v_y = 0, stick/slip) */
+    *p = p0 + h;
+    const double lp = et_rollout(s);
+    *p = p0 - h;
+    const double lm = et_rollout(s);
+    *p = p0;
+    fd[j] = (lp - lm) / (2 * h);
+    a[j] = grad[(size_t)t * len + k];
+  }
+  const char* name = which ? "f_ext per substep" : "activation per substep";
+  if (compare(name, a, fd, NPICK, rtol)) {
+    fprintf(stderr, "%s: gradient of %s disagrees with central differences\n", scene, name);
+    CHECK(0);
+  }
+}
+
+static void run_scene(dsModel* m, int T, dsReal act_amp, dsReal fext_amp, const char* const* names, int nnames,
+                      const char* scene) {
+  etScene s;
+  et_scene_init(&s, m, T, 1, act_amp, fext_amp);
+  et_rollout(&s);
+  et_backward(&s);
+  for (int i = 0; i < nnames; i++) check_param(&s, names[i], strcmp(names[i], "particle.mass") == 0, 1e-5, scene);
+  check_control(&s, 0, 1e-5, scene);
+  check_control(&s, 1, 1e-5, scene);
+  et_scene_free(&s);
+}
+
+/* lowest particle height over a rollout, and whether it starts above the skin */
+static void contact_span(dsModel* m, int T, int* first, int* ntouch) {
+  etScene s;
+  et_scene_init(&s, m, T, 1, 0, 0);
+  ds_data_reset(m, s.d);
+  *first = -1;
+  *ntouch = 0;
+  for (int t = 0; t < T; t++) {
+    int touch = 0;
+    for (int i = 0; i < m->nparticle; i++) touch |= s.d->x[3 * i + 1] < m->contact_skin[0];
+    if (touch && *first < 0) *first = t;
+    *ntouch += touch;
+    CHECK_INT_EQ(ds_step(m, s.d), 0);
+  }
+  et_scene_free(&s);
+}
+
+static void gradient_checks(void) {
+  {
+    dsModel* m = cloth_model(1e-2);
+    CHECK(m->nbend > 0 && m->nspring > 0 && m->mass[0] == 0 && m->integrator == DS_INTEGRATOR_IMPLICIT);
+    static const char* const names[] = {"initial_position", "initial_velocity", "particle.mass", "tri.k_mu",
+                                        "tri.k_lambda",     "tri.k_damp",       "spring.ke",     "spring.kd",
+                                        "spring.rest",      "bend.ke",          "bend.kd",       "bend.rest",
+                                        "gravity"};
+    const int nn = (int)(sizeof names / sizeof names[0]);
+    g_hrel = 1e-4; /* smooth (no contact): a larger step lifts the Newton noise out of the differences */
+    run_scene(m, 1, 0.2, 0.05, names, nn, "cloth, 1 substep");
+    run_scene(m, 50, 0.2, 0.05, names, nn, "cloth, 50 substeps");
+    g_hrel = 1e-5;
+    ds_model_free(m);
+  }
+  {
+    dsModel* m = block_model(2, 1, 1, 5e-3);
+    CHECK(m->ntet > 0 && m->ground == 1);
+    static const char* const names[] = {"initial_position", "initial_velocity", "particle.mass", "tet.k_mu",
+                                        "tet.k_lambda",     "tet.k_damp",       "contact.ke",    "contact.kf",
+                                        "contact.mu",       "contact.skin",     "gravity"};
+    const int nn = (int)(sizeof names / sizeof names[0]);
+    int first, ntouch;
+    contact_span(m, 50, &first, &ntouch);
+    CHECK(first == 0 && ntouch == 50);
+    run_scene(m, 1, 0.1, 0.5, names, nn, "block, 1 substep");
+    run_scene(m, 50, 0.1, 0.5, names, nn, "block, 50 substeps");
+    ds_model_free(m);
+  }
+  {
+    dsModel* m = chain_model(6, 0, 5e-3);
+    static const char* const names[] = {"initial_position", "initial_velocity", "particle.mass", "spring.ke",
+                                        "spring.kd",        "spring.rest",      "contact.ke",    "contact.kf",
+                                        "contact.mu",       "contact.skin",     "gravity"};
+    const int nn = (int)(sizeof names / sizeof names[0]);
+    int first, ntouch;
+    contact_span(m, 50, &first, &ntouch);
+    fprintf(stderr, "chain: substeps from %d touch the ground (%d of 50)\n", first, ntouch);
+    CHECK(first > 3 && ntouch > 10); /* out of contact first, then in */
+    run_scene(m, 1, 0.1, 0.05, names, nn, "falling chain, 1 substep (out of contact)");
+    run_scene(m, 50, 0.1, 0.05, names, nn, "falling chain, 50 substeps (out of, then in contact)");
+    ds_model_free(m);
+  }
+  {
+    dsModel* m = chain_model(6, 1, 5e-3);
+    static const char* const names[] = {"initial_position", "initial_velocity", "particle.mass", "spring.ke",
+                                        "spring.kd",        "contact.ke",       "contact.kd",    "contact.kf",
+                                        "contact.mu",       "contact.skin",     "gravity"};
+    const int nn = (int)(sizeof names / sizeof names[0]);
+    int first, ntouch;
+    contact_span(m, 10, &first, &ntouch);
+    CHECK(first == 0 && ntouch == 10);
+    /* 10 substeps: v_y -> 0- like exp(-t ke / kd), which a longer rollout
+     * brings within an FD step of the kink */
+    run_scene(m, 1, 0.1, 0.005, names, nn, "lying chain, 1 substep (in contact)");
+    run_scene(m, 10, 0.1, 0.005, names, nn, "lying chain, 10 substeps (in contact)");
+    ds_model_free(m);
+  }
+}
+
+/* ---- bitwise: checkpoints, threads ------------------------------------------------ */
+static uint64_t grad_hash(const etScene* s) {
+  const dsModel* m = s->m;
+  uint64_t h = 0;
+  for (int i = 0; i < ds_param_count(); i++) {
+    dsReal* g;
+    int n;
+    if (ds_grad_param(s->g, ds_param_name(i), &g, &n) == 0 && n > 0) h = et_hash(h, g, (size_t)n * sizeof(dsReal));
+  }
+  h = et_hash(h, s->gact, (size_t)s->T * m->nact * sizeof(dsReal));
+  return et_hash(h, s->gfext, (size_t)s->T * 3 * m->nparticle * sizeof(dsReal));
+}
+
+static uint64_t run_hash(dsModel* m, int T, int ckpt, uint64_t* state) {
+  etScene s;
+  et_rng = 12345;
+  et_scene_init(&s, m, T, ckpt, 0.1, 0.5);
+  et_rollout(&s);
+  *state = et_hash(et_hash(0, s.d->x, 3 * (size_t)m->nparticle * sizeof(dsReal)), s.d->v,
+                   3 * (size_t)m->nparticle * sizeof(dsReal));
+  et_backward(&s);
+  const uint64_t h = grad_hash(&s);
+  et_scene_free(&s);
+  return h;
+}
+
+static void bitwise_checks(void) {
+  dsModel* m = block_model(2, 1, 1, 5e-3);
+  uint64_t s1, s7, g1 = run_hash(m, 40, 1, &s1), g7 = run_hash(m, 40, 7, &s7);
+  CHECK(s1 == s7);
+  CHECK(g1 == g7); /* checkpointed backward (segments recomputed by the implicit step) == full tape */
+  ds_model_free(m);
+  /* large enough for every stage to run on 2 threads (> 1024 slots + particles for the forces and
+   * the adjoint's element stage, >= 256 particles for the block-sparse products and solvers) */
+  m = block_model(10, 3, 6, 5e-3);
+  CHECK(m->nslot + m->nparticle > 1024 && m->nparticle >= 256);
+  ds_set_adaptive_threads(0);
+  uint64_t st[2], gt[2];
+  for (int k = 0; k < 2; k++) {
+    ds_set_num_threads(k + 1);
+    gt[k] = run_hash(m, 6, 1, &st[k]);
+  }
+  ds_set_num_threads(1);
+  CHECK(st[0] == st[1]);
+  CHECK(gt[0] == gt[1]);
+  ds_model_free(m);
+}
+
+/* ---- errors ---------------------------------------------------------------------- */
+static void error_checks(void) {
+  /* one Newton iteration cannot solve a stiff step in contact */
+  dsBuilder* b;
+  if (ds_builder_create(&b)) et_fail("builder", DS_ERR_NOMEM, "");
+  dsSolverSettings s = ds_default_solver_settings();
+  s.newton_tol = -1;
+  CHECK_INT_EQ(ds_builder_set_solver(b, &s), DS_ERR_INVALID);
+  CHECK_STR_CONTAINS(ds_builder_last_error(b), "newton_tol");
+  CHECK_INT_EQ(ds_builder_set_integrator(b, 7), DS_ERR_INVALID);
+  ds_builder_free(b);
+
+  dsModel* m = block_model(2, 1, 1, 2e-2);
+  m->solver.newton_max_iter = 1;
+  dsData* d;
+  CHECK_INT_EQ(ds_data_create(m, NULL, &d), 0);
+  int rc = 0, t = 0;
+  for (; t < 20 && !rc; t++) rc = ds_step(m, d);
+  CHECK_INT_EQ(rc, DS_ERR_DIVERGED);
+  CHECK_STR_CONTAINS(ds_data_last_error(d), "substep 0");
+  CHECK_STR_CONTAINS(ds_data_last_error(d), "Newton did not converge in 1 iterations (relative residual");
+  fprintf(stderr, "non-convergence: %s\n", ds_data_last_error(d));
+  CHECK_INT_EQ(ds_step(m, d), DS_ERR_STATE); /* reset first */
+  ds_data_free(d);
+  ds_model_free(m);
+
+  /* lift/drag and rigid bodies have no Newton Jacobian */
+  if (ds_builder_create(&b)) et_fail("builder", DS_ERR_NOMEM, "");
+  dsTriMaterial tm = {60, 300, 0.5};
+  dsReal o[3] = {0, 1, 0};
+  ds_builder_add_cloth_grid(b, 2, 2, 0.1, o, 0.02, NULL, &tm, NULL);
+  ds_builder_set_aero(b, 0.8, 0.4);
+  ds_builder_set_integrator(b, DS_INTEGRATOR_IMPLICIT);
+  CHECK_INT_EQ(ds_builder_finalize(b, &m), DS_ERR_UNSUPPORTED);
+  CHECK_STR_CONTAINS(ds_builder_last_error(b), "aerodynamic model (lift/drag) is not supported");
+  ds_builder_free(b);
+  if (ds_builder_create(&b)) et_fail("builder", DS_ERR_NOMEM, "");
+  dsRigidDef rd = ds_default_rigid_def();
+  const dsReal hb[3] = {0.1, 0.1, 0.1};
+  CHECK(ds_builder_add_rigid_box(b, hb, &rd) >= 0);
+  ds_builder_set_integrator(b, DS_INTEGRATOR_IMPLICIT);
+  CHECK_INT_EQ(ds_builder_finalize(b, &m), DS_ERR_UNSUPPORTED);
+  CHECK_STR_CONTAINS(ds_builder_last_error(b), "rigid bodies (1) are not supported");
+  ds_builder_free(b);
+}
+
+/* ---- a stiff beam at 20x the stable step ------------------------------------------ */
+#define BEAM_N 8
+/* a 2 x 2 x BEAM_N lattice of springs (edges and face diagonals of each
+ * cell) along x, clamped at x = 0 (its first four particles fixed), no
+ * gravity, no damping, started with a transverse velocity growing along
+ * the beam */
+static dsModel* beam_model(int integrator, dsReal dt) {
+  dsBuilder* b;
+  if (ds_builder_create(&b)) et_fail("builder", DS_ERR_NOMEM, "");
+  const dsReal c = 0.05, ke = 1e5;
+  for (int i = 0; i <= BEAM_N; i++)
+    for (int k = 0; k < 4; k++) {
+      dsReal x[3] = {c * i, c * (k & 1), c * (k >> 1)}, v[3] = {0, 0.5 * i / BEAM_N, 0.2 * i / BEAM_N};
+      ds_builder_add_particle(b, x, v, i == 0 ? 0 : 0.02);
+    }
+  for (int p = 0; p < 4 * (BEAM_N + 1); p++)
+    for (int q = p + 1; q < 4 * (BEAM_N + 1); q++) {
+      const int di = q / 4 - p / 4, dy = (q & 1) - (p & 1), dz = ((q >> 1) & 1) - ((p >> 1) & 1);
+      const int d2 = di * di + dy * dy + dz * dz;
+      if (di <= 1 && d2 >= 1 && d2 <= 2) ds_builder_add_spring(b, p, q, ke, 0, -1);
+    }
+  ds_builder_set_gravity(b, 0, 0, 0);
+  ds_builder_set_dt(b, dt);
+  ds_builder_set_integrator(b, integrator);
+  dsModel* m;
+  int rc = ds_builder_finalize(b, &m);
+  if (rc) et_fail("beam", rc, ds_builder_last_error(b));
+  ds_builder_free(b);
+  return m;
+}
+
+static double beam_energy(const dsModel* m, const dsData* d) {
+  double e = 0;
+  for (int i = 0; i < m->nparticle; i++)
+    for (int c = 0; c < 3; c++) e += 0.5 * m->mass[i] * d->v[3 * i + c] * d->v[3 * i + c];
+  for (int s = 0; s < m->nspring; s++) {
+    const int i = m->spring_idx[2 * s], j = m->spring_idx[2 * s + 1];
+    double l2 = 0;
+    for (int c = 0; c < 3; c++) l2 += (d->x[3 * i + c] - d->x[3 * j + c]) * (d->x[3 * i + c] - d->x[3 * j + c]);
+    const double dl = sqrt(l2) - m->spring_rest[s];
+    e += 0.5 * m->spring_ke[s] * dl * dl;
+  }
+  return e;
+}
+
+/* steps n substeps; returns the first error (0: none) and the energy range */
+static int beam_run(const dsModel* m, int n, double* emin, double* emax, double* elast) {
+  dsData* d;
+  CHECK_INT_EQ(ds_data_create(m, NULL, &d), 0);
+  int rc = 0;
+  *emin = *emax = beam_energy(m, d);
+  for (int t = 0; t < n && !rc; t++) {
+    rc = ds_step(m, d);
+    if (rc) break;
+    const double e = beam_energy(m, d);
+    *emin = fmin(*emin, e);
+    *emax = fmax(*emax, e);
+    *elast = e;
+  }
+  if (rc) fprintf(stderr, "beam: %s\n", ds_data_last_error(d));
+  ds_data_free(d);
+  return rc;
+}
+
+static void beam_checks(void) {
+  /* the stable step of the semi-implicit (symplectic) Euler is 2 / omega_max;
+   * dt0 = 2e-4 s runs 0.2 s with its energy within a few percent */
+  const dsReal dt0 = 2e-4, T = 0.2;
+  dsModel* m = beam_model(DS_INTEGRATOR_SEMI_IMPLICIT, dt0);
+  double emin, emax, elast, e0;
+  CHECK_INT_EQ(beam_run(m, (int)(T / dt0 + 0.5), &emin, &emax, &elast), 0);
+  dsData* d;
+  ds_data_create(m, NULL, &d);
+  e0 = beam_energy(m, d);
+  ds_data_free(d);
+  fprintf(stderr, "beam, semi-implicit dt %g: energy %.4g .. %.4g (start %.4g)\n", (double)dt0, emin, emax, e0);
+  CHECK(emin > 0.9 * e0 && emax < 1.1 * e0);
+  ds_model_free(m);
+  /* 20x: semi-implicit blows up and says so */
+  m = beam_model(DS_INTEGRATOR_SEMI_IMPLICIT, 20 * dt0);
+  CHECK_INT_EQ(beam_run(m, 4000, &emin, &emax, &elast), DS_ERR_DIVERGED); /* within 4000 substeps */
+  ds_model_free(m);
+  /* 20x: backward Euler stays bounded and dissipates */
+  m = beam_model(DS_INTEGRATOR_IMPLICIT, 20 * dt0);
+  CHECK_INT_EQ(beam_run(m, (int)(T / (20 * dt0) + 0.5), &emin, &emax, &elast), 0);
+  fprintf(stderr, "beam, implicit dt %g: energy %.4g .. %.4g, last %.4g (start %.4g)\n", (double)(20 * dt0), emin,
+          emax, elast, e0);
+  CHECK(emax <= e0 * (1 + 1e-9)); /* never gains energy */
+  CHECK(elast < 0.5 * e0);        /* and loses most of it */
+  ds_model_free(m);
+}
+
+/* ---- config keys: env.physics.integrator and the solver settings ------------------ */
+static void config_checks(void) {
+  char err[512] = "";
+  dsEnvDef def = ds_default_env_def("control-fem");
+  CHECK_INT_EQ(def.integrator, DS_INTEGRATOR_SEMI_IMPLICIT);
+  CHECK_INT_EQ(ds_env_def_set(&def, "physics.integrator", "implicit", err, sizeof err), 0);
+  CHECK_INT_EQ(ds_env_def_set(&def, "physics.newton_tol", "1e-9", err, sizeof err), 0);
+  CHECK_INT_EQ(ds_env_def_set(&def, "physics.newton_max_iter", "33", err, sizeof err), 0);
+  CHECK_INT_EQ(ds_env_def_set(&def, "physics.cg_tol", "1e-4", err, sizeof err), 0);
+  CHECK_INT_EQ(ds_env_def_set(&def, "physics.cg_max_iter", "77", err, sizeof err), 0);
+  CHECK_INT_EQ(ds_env_def_set(&def, "physics.adjoint_tol", "1e-11", err, sizeof err), 0);
+  CHECK(ds_env_def_set(&def, "physics.integrator", "explicit", err, sizeof err) != 0);
+  CHECK_STR_CONTAINS(err, "semi_implicit");
+  CHECK_INT_EQ(def.integrator, DS_INTEGRATOR_IMPLICIT);
+  def.substeps = 64;
+  dsEnv* env;
+  int rc = ds_env_create(&def, &env, err, sizeof err);
+  CHECK_INT_EQ(rc, 0);
+  if (rc) {
+    fprintf(stderr, "env: %s\n", err);
+    return;
+  }
+  const dsModel* m = ds_env_model(env);
+  CHECK_INT_EQ(m->integrator, DS_INTEGRATOR_IMPLICIT);
+  CHECK_CLOSE(m->solver.newton_tol, 1e-9, 0, 0);
+  CHECK_INT_EQ(m->solver.newton_max_iter, 33);
+  CHECK_CLOSE(m->solver.cg_tol, 1e-4, 0, 0);
+  CHECK_INT_EQ(m->solver.cg_max_iter, 77);
+  CHECK_CLOSE(m->solver.adjoint_tol, 1e-11, 0, 0);
+  ds_env_destroy(env);
+  /* the batched engine has no implicit step */
+  def.batch_engine = 1;
+  CHECK_INT_EQ(ds_env_create(&def, &env, err, sizeof err), DS_ERR_UNSUPPORTED);
+  CHECK_STR_CONTAINS(err, "physics.integrator implicit runs on the CPU engine only");
+}
+
+int main(void) {
+  if (DS_SINGLE) DST_SKIP("implicit-step gradients are checked in double");
+  ds_set_num_threads(1);
+  error_checks();
+  config_checks();
+  beam_checks();
+  bitwise_checks();
+  gradient_checks();
+  fprintf(stderr, "worst error / tolerance over all accepted comparisons: %.3g\n", g_worst);
+  return DST_RESULT();
+}
