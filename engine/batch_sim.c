@@ -77,6 +77,10 @@ int ds__bsim_layout(const dsModel* m, const dsBatchSimDef* def, dsBatchLayout* L
                       "batch: the model has %d rigid bod%s; the batched engine (CPU and CUDA) does not run rigid "
                       "bodies yet: use the single-instance engine",
                       m->nbody, m->nbody == 1 ? "y" : "ies");
+  if (m->integrator != DS_INTEGRATOR_SEMI_IMPLICIT)
+    return ds__puterr(err, errlen, DS_ERR_UNSUPPORTED,
+                      "batch: the model uses the implicit integrator; the batched engine (CPU and CUDA) runs "
+                      "semi-implicit Euler only: use the single-instance engine");
   dsForceLayout FL;
   ds__force_layout(m, &FL);
   if (FL.nslot > (1 << 29)) return ds__puterr(err, errlen, DS_ERR_RANGE, "batch: %lld element slots", FL.nslot);

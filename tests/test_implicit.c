@@ -17,6 +17,7 @@
 
 #include <math.h>
 
+#include "dsim/engine_batch.h"
 #include "dsim/env.h"
 #include "dsim/fd.h"
 #include "dsim/mesh.h"
@@ -392,6 +393,16 @@ static void error_checks(void) {
   fprintf(stderr, "non-convergence: %s\n", ds_data_last_error(d));
   CHECK_INT_EQ(ds_step(m, d), DS_ERR_STATE); /* reset first */
   ds_data_free(d);
+  /* the batched engine runs semi-implicit Euler only: refused, not run as such */
+  {
+    dsBatchSimDef bd = ds_default_batch_sim_def();
+    bd.batch = 2;
+    dsBatchSim* bs = NULL;
+    char berr[256];
+    CHECK_INT_EQ(ds_bsim_create(m, &bd, &bs, berr, sizeof berr), DS_ERR_UNSUPPORTED);
+    CHECK_STR_CONTAINS(berr, "implicit integrator");
+    CHECK(bs == NULL);
+  }
   ds_model_free(m);
 
   /* lift/drag and rigid bodies have no Newton Jacobian */
