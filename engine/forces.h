@@ -136,4 +136,29 @@ typedef struct dsForceLayout {
  * aero, ground); the arrays of m are not read. */
 void ds__force_layout(const dsModel* m, dsForceLayout* L);
 
+/* The element adjoints of every model with a backward, in list order, each
+ * element into its own slots of aex / aev (layout L), at state (x, v) and
+ * activations act from the per-particle force adjoint af. Called by every
+ * thread of a parallel region (each model's loop shares its elements); used
+ * by the semi-implicit and the implicit backward. */
+static inline void ds__forces_bwd_all(const dsModel* m, const dsForceLayout* L, const dsReal* x, const dsReal* v,
+                                      const dsReal* act, const dsReal* af, dsReal* aex, dsReal* aev, dsGrad* g,
+                                      dsReal* adj_act, dsReal* scr) {
+  for (int k = 0; k < DS__NFORCE; k++) {
+    const dsForceModel* F = &ds__forces[k];
+    if (!F->bwd || !L->count[k]) continue;
+    const int ab = L->act[k];
+    const dsForceBwd a = {x,
+                          v,
+                          act && ab >= 0 ? act + ab : NULL,
+                          af,
+                          aex + 3 * (size_t)L->slot[k],
+                          aev + 3 * (size_t)L->slot[k],
+                          g,
+                          adj_act && ab >= 0 ? adj_act + ab : NULL,
+                          scr + L->scratch[k]};
+    F->bwd(m, &a);
+  }
+}
+
 #endif

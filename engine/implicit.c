@@ -332,21 +332,7 @@ int ds__implicit_bwd(const dsModel* m, dsImplicit* w, const dsReal* xt, const ds
 #pragma omp parallel num_threads(nt) if (nt > 1)
   {
     /* element adjoints at (x', v') from af = h lambda, each into its own slots */
-    for (int k = 0; k < DS__NFORCE; k++) {
-      const dsForceModel* F = &ds__forces[k];
-      if (!F->bwd || !L.count[k]) continue;
-      const int ab = L.act[k];
-      const dsForceBwd fa = {xt1,
-                             vt1,
-                             act && ab >= 0 ? act + ab : NULL,
-                             af,
-                             aex + 3 * (size_t)L.slot[k],
-                             aev + 3 * (size_t)L.slot[k],
-                             g,
-                             adj_act && ab >= 0 ? adj_act + ab : NULL,
-                             scr + L.scratch[k]};
-      F->bwd(m, &fa);
-    }
+    ds__forces_bwd_all(m, &L, xt1, vt1, act, af, aex, aev, g, adj_act, scr);
 #pragma omp barrier
     /* per particle: the slots in the forward's order, then the per-particle
      * models (contact), then the integrator's own terms (top comment) */

@@ -456,21 +456,7 @@ int ds_backward_step(const dsModel* m, dsData* d, dsGrad* g, dsReal* adj_act, ds
     for (int i = i0; i < i1; i++) ds__integrate_bwd_particle(m, &pa, i);
 #pragma omp barrier
     /* B: element adjoints, per element into its own slots, in list order */
-    for (int k = 0; k < DS__NFORCE; k++) {
-      const dsForceModel* F = &ds__forces[k];
-      if (!F->bwd || !L.count[k]) continue;
-      const int ab = L.act[k];
-      const dsForceBwd a = {xt,
-                            vt,
-                            act && ab >= 0 ? act + ab : NULL,
-                            af,
-                            aex + 3 * (size_t)L.slot[k],
-                            aev + 3 * (size_t)L.slot[k],
-                            g,
-                            adj_act && ab >= 0 ? adj_act + ab : NULL,
-                            scr + L.scratch[k]};
-      F->bwd(m, &a);
-    }
+    ds__forces_bwd_all(m, &L, xt, vt, act, af, aex, aev, g, adj_act, scr);
 #pragma omp barrier
     /* C: gather element adjoints per particle in the forward's order; per-particle models
      * (the region's end is the barrier) */
