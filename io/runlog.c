@@ -287,6 +287,17 @@ static void iso_now(char* buf, size_t n) {
  * status can still be recorded once a write has been refused */
 #define RL_MARGIN ((size_t)64 << 10)
 
+/* A lock of type (F_WRLCK, F_RDLCK) on the byte at offset start. */
+static struct flock one_byte(short type, off_t start) {
+  struct flock fl;
+  memset(&fl, 0, sizeof fl);
+  fl.l_type = type;
+  fl.l_whence = SEEK_SET;
+  fl.l_start = start;
+  fl.l_len = 1;
+  return fl;
+}
+
 /* The writer's lock on fd (see the top of this file): 0, or the errno of
  * the refusal. An OFD
  * lock on byte 0 excludes other writers, in other processes and in this
@@ -294,12 +305,7 @@ static void iso_now(char* buf, size_t n) {
  * a classic lock on byte 1 (mark_lock_owner), which F_GETLK reports with
  * the pid. */
 static int take_lock(int fd) {
-  struct flock fl;
-  memset(&fl, 0, sizeof fl);
-  fl.l_type = F_WRLCK;
-  fl.l_whence = SEEK_SET;
-  fl.l_start = 0;
-  fl.l_len = 1;
+  struct flock fl = one_byte(F_WRLCK, 0);
 #ifdef F_OFD_SETLK
   if (fcntl(fd, F_OFD_SETLK, &fl) == 0) return 0;
 #else
@@ -311,12 +317,7 @@ static int take_lock(int fd) {
 }
 
 static void mark_lock_owner(int fd) {
-  struct flock fl;
-  memset(&fl, 0, sizeof fl);
-  fl.l_type = F_RDLCK;
-  fl.l_whence = SEEK_SET;
-  fl.l_start = 1;
-  fl.l_len = 1;
+  struct flock fl = one_byte(F_RDLCK, 1);
   (void)fcntl(fd, F_SETLK, &fl); /* only for the pid in a second writer's message */
 }
 
@@ -326,12 +327,7 @@ static void mark_lock_owner(int fd) {
 static long lock_holder(const char* path) {
   for (int tries = 0; tries < 50; tries++) {
     const int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    struct flock fl;
-    memset(&fl, 0, sizeof fl);
-    fl.l_type = F_WRLCK;
-    fl.l_whence = SEEK_SET;
-    fl.l_start = 1;
-    fl.l_len = 1;
+    struct flock fl = one_byte(F_WRLCK, 1);
     const int got = fd >= 0 && fcntl(fd, F_GETLK, &fl) == 0 && fl.l_type != F_UNLCK && fl.l_pid > 0;
     if (fd >= 0) close(fd);
     if (got) return (long)fl.l_pid;
