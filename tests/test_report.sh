@@ -16,20 +16,8 @@ command -v python3 >/dev/null 2>&1 || { echo "SKIP: the page checks need python3
 dir=$(mktemp -d "$DS_BUILDDIR/tests/report.XXXXXX")
 trap 'rm -rf "$dir"' EXIT
 
-cat >"$dir/w.json" <<'JSON'
-{ "env": { "name": "walker",
-    "physics": {"substeps": 256, "control_interval": 16, "render_interval": 64, "render_last": true},
-    "render": {"width": 24, "height": 24, "supersample": 1, "sigma": 1e-4} },
-  "controller": {"lr": 0.05, "phases": 4},
-  "run": {"seed": 0, "iterations": 3} }
-JSON
-cat >"$dir/c.json" <<'JSON'
-{ "env": { "name": "control-fem",
-    "physics": {"substeps": 128, "control_interval": 32, "render_interval": 64},
-    "render": {"width": 24, "height": 24, "supersample": 1, "sigma": 1e-4} },
-  "controller": {"lr": 0.05},
-  "run": {"iterations": 2} }
-JSON
+small_config walker "$dir/w.json" 0
+small_config control-fem "$dir/c.json"
 cat >"$dir/m.json" <<'JSON'
 { "env": { "name": "beam", "beam": {"cells": [3, 1, 1]},
     "physics": {"substeps": 256, "render_interval": 64, "control_interval": 64},

@@ -15,20 +15,8 @@ hdf5=1
 
 # shortened scenes, found by name through $DSIM_CONFIG_DIR
 mkdir -p "$dir/src/configs"
-cat >"$dir/src/configs/walker.json" <<'JSON'
-{ "env": { "name": "walker",
-    "physics": {"substeps": 256, "control_interval": 16, "render_interval": 64, "render_last": true},
-    "render": {"width": 24, "height": 24, "supersample": 1, "sigma": 1e-4} },
-  "controller": {"lr": 0.05, "phases": 4},
-  "run": {"seed": 3, "iterations": 3} }
-JSON
-cat >"$dir/src/configs/control-fem.json" <<'JSON'
-{ "env": { "name": "control-fem",
-    "physics": {"substeps": 128, "control_interval": 32, "render_interval": 64},
-    "render": {"width": 24, "height": 24, "supersample": 1, "sigma": 1e-4} },
-  "controller": {"lr": 0.05},
-  "run": {"iterations": 2} }
-JSON
+small_config walker "$dir/src/configs/walker.json" 3
+small_config control-fem "$dir/src/configs/control-fem.json"
 cat >"$dir/bad.json" <<'JSON'
 { "env": {"name": "walker", "physics": {"substeps": "many"}} }
 JSON
