@@ -44,8 +44,10 @@ dsiminclude_HEADERS += include/dsim/model_file.h
 check_PROGRAMS += tests/test_model_xml
 tests_test_model_xml_SOURCES = tests/test_model_xml.c
 TESTS += tests/test_model_xml
-EXTRA_DIST += scripts/fuzz-model-xml tests/fuzz/fuzz_model_xml.c configs/models/pendulum.xml \
-  configs/models/double_pendulum.xml configs/models/double_pendulum.urdf tests/data/models/pendulum.xml \
+# the bundled models, installed beside the configs
+modelsdir = $(configsdir)/models
+dist_models_DATA = configs/models/pendulum.xml configs/models/double_pendulum.xml configs/models/double_pendulum.urdf
+EXTRA_DIST += scripts/fuzz-model-xml tests/fuzz/fuzz_model_xml.c tests/data/models/pendulum.xml \
   tests/data/models/pendulum.urdf tests/data/models/double_pendulum.xml tests/data/models/double_pendulum.urdf \
   tests/data/models/chain3d.xml tests/data/models/defaults.xml tests/data/models/degrees.xml \
   tests/data/models/radians.xml tests/data/models/geoms.xml
