@@ -378,6 +378,37 @@ static void test_principal_axes(void) {
   ds_artic_model_free(mg), ds_artic_model_free(mi);
 }
 
+/* URDF floating and prismatic joints, a massive root welded to the world,
+ * and a collision sphere: their coordinates and parameters */
+static void test_urdf_types(void) {
+  static const char* ur =
+      "<robot name='r'>\n"
+      "<link name='base'><inertial><mass value='3'/><inertia ixx='1' iyy='1' izz='1'/></inertial></link>\n"
+      "<link name='cart'><inertial><mass value='1'/><inertia ixx='0.1' iyy='0.1' izz='0.1'/></inertial></link>\n"
+      "<link name='drone'><inertial><origin xyz='0 0 0.1'/><mass value='0.5'/><inertia ixx='0.01' iyy='0.02' izz='0.03'/>"
+      "</inertial><collision><geometry><sphere radius='0.2'/></geometry></collision>"
+      "<collision><geometry><box size='0.1 0.1 0.1'/></geometry></collision></link>\n"
+      "<joint name='rail' type='prismatic'><parent link='base'/><child link='cart'/><axis xyz='1 0 0'/>"
+      "<limit lower='-0.5' upper='0.75' effort='1' velocity='1'/><dynamics damping='0.3'/></joint>\n"
+      "<joint name='fly' type='floating'><parent link='base'/><child link='drone'/><origin xyz='0 0 1'/></joint>\n"
+      "</robot>";
+  dsArticModel* m = load_text(1, ur, NULL);
+  if (!m) return;
+  CHECK_INT_EQ(ds_artic_nbody(m), 3);
+  CHECK_INT_EQ(ds_artic_nq(m), 1 + 7);
+  CHECK_INT_EQ(ds_artic_nv(m), 1 + 6);
+  CHECK_CLOSE(param(m, "joint.rail.limit_lower"), -0.5, 0, 0);
+  CHECK_CLOSE(param(m, "joint.rail.limit_upper"), 0.75, 0, 0);
+  CHECK_CLOSE(param(m, "joint.rail.damping"), 0.3, 0, 0);
+  CHECK_CLOSE(param(m, "body.drone.inertia.z"), 0.03, 0, 0);
+  int qa = -1, va = -1;
+  CHECK_INT_EQ(ds_artic_joint_adr(m, "base_weld", &qa, &va), 0);
+  /* the drone's joint point is its link origin, 0.1 above its centre of mass */
+  CHECK_CLOSE(param(m, "joint.fly.anchor_child.z"), -0.1, 0, 0);
+  CHECK_CLOSE(param(m, "joint.fly.anchor_parent.z"), 1, 0, 0);
+  ds_artic_model_free(m);
+}
+
 typedef struct Bad {
   int urdf;
   const char* text;
@@ -500,6 +531,7 @@ int main(void) {
   test_inertia_from_geoms();
   test_rotations();
   test_principal_axes();
+  test_urdf_types();
   test_bad_inputs();
   return DST_RESULT();
 }
