@@ -1379,9 +1379,10 @@ static int load_mem(const char* buf, size_t n, const char* name, int want, const
   xmlInitParser();
   xmlParserCtxtPtr px = xmlNewParserCtxt();
   if (!px) return ds__puterr(err, errlen, DS_ERR_NOMEM, "%s: out of memory", c.file);
-  /* no NOENT and no DTDLOAD: entities are never substituted or fetched */
+  /* no NOENT and no DTDLOAD: entities are never substituted or fetched;
+   * BIG_LINES: true line numbers past 65535 in messages */
   xmlDocPtr doc = xmlCtxtReadMemory(px, buf, (int)n, c.file, NULL, XML_PARSE_NONET | XML_PARSE_NOERROR |
-                                                                     XML_PARSE_NOWARNING | XML_PARSE_NOBLANKS);
+                                                                     XML_PARSE_NOWARNING | XML_PARSE_BIG_LINES);
   int rc;
   if (!doc) {
     xmlErrorPtr e = xmlCtxtGetLastError(px);

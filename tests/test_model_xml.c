@@ -497,10 +497,12 @@ static const Bad g_bad[] = {
 };
 
 static void test_bad_inputs(void) {
+  char err[1024];
+  dsArticModel* m = NULL;
   for (size_t i = 0; i < sizeof g_bad / sizeof g_bad[0]; i++) {
     const Bad* t = &g_bad[i];
-    char err[1024] = "";
-    dsArticModel* m = (dsArticModel*)&err; /* must come back NULL */
+    err[0] = 0;
+    m = (dsArticModel*)&err; /* must come back NULL */
     int rc = t->urdf ? ds__artic_load_urdf_mem(t->text, strlen(t->text), "bad", NULL, &m, err, sizeof err)
                      : ds__artic_load_mjcf_mem(t->text, strlen(t->text), "bad", NULL, &m, err, sizeof err);
     CHECK(rc < 0);
@@ -508,9 +510,18 @@ static void test_bad_inputs(void) {
     for (int k = 0; k < 3 && t->want[k]; k++) CHECK_STR_CONTAINS(err, t->want[k]);
     if (getenv("DS_VERBOSE")) fprintf(stderr, "case %zu: %s\n", i, err);
   }
+  /* a line past 65535 is named as it is */
+  size_t nl = 70000, len = nl + 64;
+  char* big = malloc(len);
+  if (big) {
+    snprintf(big, len, "<mujoco>");
+    memset(big + 8, '\n', nl);
+    snprintf(big + 8 + nl, len - 8 - nl, "<jiont/></mujoco>");
+    CHECK_INT_EQ(ds__artic_load_mjcf_mem(big, strlen(big), "bad", NULL, &m, err, sizeof err), DS_ERR_INVALID);
+    CHECK_STR_CONTAINS(err, "bad:70001: <jiont>");
+    free(big);
+  }
   /* from a file: the path names it */
-  char err[1024];
-  dsArticModel* m = NULL;
   CHECK_INT_EQ(ds_artic_load(data("missing.xml"), NULL, &m, err, sizeof err), DS_ERR_IO);
   CHECK_STR_CONTAINS(err, "missing.xml");
   CHECK_INT_EQ(ds__artic_load_mjcf_mem("<mujoco/>", DS_MODEL_FILE_MAX + 1, "big", NULL, &m, err, sizeof err), DS_ERR_RANGE);
