@@ -35,3 +35,19 @@ EXTRA_DIST += tests/test_runlog_kill.sh tests/test_runlog_full.sh tests/test_run
   tests/data/bad_extra.ele tests/data/bad_truncated.ele tests/data/bad_inverted.ele \
   tests/data/bad_index.ele tests/data/bad_zero.ele tests/data/bad_dup.ele \
   tests/data/bad_quadratic.ele
+# MJCF and URDF model files (libxml2, optional): the only area that includes
+# libxml/*.h.
+libdsim_core_la_SOURCES += io/model_xml.c io/model_xml.h
+libdsim_core_la_CPPFLAGS += $(XML_CFLAGS)
+libdsim_core_la_LIBADD += $(XML_LIBS)
+dsiminclude_HEADERS += include/dsim/model_file.h
+check_PROGRAMS += tests/test_model_xml
+tests_test_model_xml_SOURCES = tests/test_model_xml.c
+TESTS += tests/test_model_xml
+# the bundled models, installed beside the configs
+modelsdir = $(configsdir)/models
+dist_models_DATA = configs/models/pendulum.xml configs/models/double_pendulum.xml configs/models/double_pendulum.urdf
+EXTRA_DIST += scripts/fuzz-model-xml tests/fuzz/fuzz_model_xml.c tests/data/models/pendulum.xml \
+  tests/data/models/pendulum.urdf tests/data/models/double_pendulum.xml tests/data/models/double_pendulum.urdf \
+  tests/data/models/chain3d.xml tests/data/models/defaults.xml tests/data/models/degrees.xml \
+  tests/data/models/radians.xml tests/data/models/geoms.xml

@@ -15,6 +15,7 @@
 #include "dsim/fd.h"
 #include "dsim/image.h"
 #include "dsim/mesh.h"
+#include "dsim/model_file.h"
 #include "dsim/raster.h"
 #include "dsim/run.h"
 #include "dsim/runlog.h"
