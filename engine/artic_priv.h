@@ -7,7 +7,7 @@
 #include "dsim/artic.h"
 
 #define DS__ARTIC_NAME 64  /* longest body/joint/actuator name + 1 */
-#define DS__ARTIC_PNAME 96 /* longest parameter name + 1 */
+#define DS__ARTIC_PNAME 128 /* longest parameter name + 1: prefix, a name (< 64), a key (< 48) */
 #define DS__ARTIC_MAXDOF 6 /* dof of a free joint */
 #define DS__ARTIC_ERR 320
 
