@@ -70,10 +70,19 @@ def _log_name(label: str, seed: int, k: int | None) -> str:
     return f"{base}-s{seed}" + (f"-p{k}" if k is not None else "") + ".h5"
 
 
-def _run_one(config, overrides: dict, out: str | None) -> dict:
+def _refuse_existing(paths, what: str):
+    """DsimError naming the first of paths that exists (nothing is replaced
+    without overwrite=True), before any task runs."""
+    for p in paths:
+        if os.path.exists(p):
+            raise _lib.DsimError(p, f"{what}: exists; refusing to replace it (overwrite=True replaces it)",
+                                 _lib.DS_ERR_IO)
+
+
+def _run_one(config, overrides: dict, out: str | None, overwrite: bool = False) -> dict:
     """One training run, as `dsim run` does it; its result, with the loss
     series when it wrote a log. The task body, in a Ray worker or here."""
-    with Run(config, overrides, log=bool(out), overwrite=True) as run:
+    with Run(config, overrides, log=bool(out), overwrite=overwrite) as run:
         res = run.execute()
     if out:
         res["log"] = out
@@ -82,7 +91,7 @@ def _run_one(config, overrides: dict, out: str | None) -> dict:
 
 
 def sweep(config, seeds=(0,), grid: dict | None = None, overrides: dict | None = None, out_dir: str | None = None,
-          threads: int = 1, address: str | None = None, local: bool = False) -> list[dict]:
+          threads: int = 1, address: str | None = None, local: bool = False, overwrite: bool = False) -> list[dict]:
     """Training runs of one config over seeds x grid points, one Ray task each.
 
     config: a run config path, a bundled env name or a dict (as dsim.Run).
@@ -90,7 +99,8 @@ def sweep(config, seeds=(0,), grid: dict | None = None, overrides: dict | None =
     overrides: keys set in every run. out_dir: each run writes its log there
     (NAME-sSEED[-pK].h5, K the grid point's index) and the rows' scalar
     columns go to out_dir/sweep.csv (floats written exactly); without it no
-    logs and no table.
+    logs and no table. An existing log or table is refused before any run
+    starts unless overwrite=True.
     threads: run.threads of each run and the CPUs its task asks Ray for.
     Returns one row per run, in seed-major, grid-minor order: "seed", the
     grid point's keys, then ds_run_result's fields (iterations, low_loss,
@@ -111,12 +121,14 @@ def sweep(config, seeds=(0,), grid: dict | None = None, overrides: dict | None =
                 out = os.path.join(out_dir, _log_name(label, int(seed), k if grid else None))
                 ov["run.out"] = out
             jobs.append(({"seed": int(seed), **point}, ov, out))
+    if out_dir and not overwrite:
+        _refuse_existing([out for _, _, out in jobs] + [os.path.join(out_dir, "sweep.csv")], "sweep output")
     if local:
-        results = [_run_one(config, ov, out) for _, ov, out in jobs]
+        results = [_run_one(config, ov, out, overwrite) for _, ov, out in jobs]
     else:
         init(address)
         task = ray.remote(num_cpus=max(1, int(threads)))(_run_one)
-        results = ray.get([task.remote(config, ov, out) for _, ov, out in jobs])
+        results = ray.get([task.remote(config, ov, out, overwrite) for _, ov, out in jobs])
     rows = [{**head, **res} for (head, _, _), res in zip(jobs, results)]
     if out_dir:
         _write_table(os.path.join(out_dir, "sweep.csv"), rows)
@@ -160,13 +172,12 @@ def _cli(args: list[str]) -> str:
 
 def _sysid_shard(config: str, objects: int, i: int, n: int, prefix: str, extra: list[str]) -> list[str]:
     """Objects k with k mod n = i, as `dsim sysid --shard i/n` (one log per object)."""
-    _cli(["sysid", config, "--objects", str(objects), "--shard", f"{i}/{n}", "--out", prefix, "--quiet", "--force",
-          *extra])
+    _cli(["sysid", config, "--objects", str(objects), "--shard", f"{i}/{n}", "--out", prefix, "--quiet", *extra])
     return [f"{prefix}-o{k}.h5" for k in range(i, objects, n)]
 
 
 def sysid_batch(config: str, objects: int, out_dir: str, tasks: int | None = None, extra_args=(),
-                address: str | None = None, local: bool = False) -> list[dict]:
+                address: str | None = None, local: bool = False, overwrite: bool = False) -> list[dict]:
     """System identification of `objects` objects of a sysid config (`dsim
     sysid CONFIG --objects N`) as Ray tasks: task i runs `--shard i/tasks`
     (tasks: one per object by default), each object's log goes to
@@ -174,13 +185,18 @@ def sysid_batch(config: str, objects: int, out_dir: str, tasks: int | None = Non
     into out_dir/sysid.csv. Returns that table's rows (dicts of the CSV's
     columns: seed, parameter, true, estimate, abs_rel_error, time_s,
     iterations), which equal the single-process run's apart from the times.
-    extra_args: more `dsim sysid` options (e.g. ["--iterations", "20"])."""
+    extra_args: more `dsim sysid` options (e.g. ["--iterations", "20"]).
+    Existing logs or table are refused before any task starts unless
+    overwrite=True."""
     n = int(tasks or objects)
     if objects < 1 or n < 1:
         raise _lib.DsimError("dsim.ray.sysid_batch", f"objects {objects} and tasks {n} must be >= 1")
     os.makedirs(out_dir, exist_ok=True)
     prefix = os.path.join(out_dir, "sysid")
-    extra = [str(a) for a in extra_args]
+    extra = [str(a) for a in extra_args] + (["--force"] if overwrite else [])
+    table = os.path.join(out_dir, "sysid.csv")
+    if not overwrite:
+        _refuse_existing([f"{prefix}-o{k}.h5" for k in range(objects)] + [table], "sysid output")
     if local:
         logs = [_sysid_shard(config, objects, i, n, prefix, extra) for i in range(n)]
     else:
@@ -188,8 +204,7 @@ def sysid_batch(config: str, objects: int, out_dir: str, tasks: int | None = Non
         task = ray.remote(num_cpus=1)(_sysid_shard)
         logs = ray.get([task.remote(config, objects, i, n, prefix, extra) for i in range(n)])
     files = sorted((f for group in logs for f in group), key=lambda f: int(f.rsplit("-o", 1)[1][:-3]))
-    table = os.path.join(out_dir, "sysid.csv")
-    _cli(["sysid", "--collect", *files, "--csv", table, "--force"])
+    _cli(["sysid", "--collect", *files, "--csv", table] + (["--force"] if overwrite else []))
     with open(table, newline="") as fh:
         return list(csv.DictReader(fh))
 

@@ -55,6 +55,14 @@ def test_sweep_equals_single_process(local_ray, tmp_path):
     assert head.startswith("seed,controller.lr,") and "low_loss" in head and "losses" not in head
     # seeds and learning rates differ: the runs are not copies of one another
     assert len({r["losses"][-1] for r in remote}) == 4
+    # a second sweep into the same folder replaces nothing unless asked
+    before = (tmp_path / "l" / "sweep.csv").read_bytes()
+    with pytest.raises(dsim.DsimError, match="exists; refusing to replace it"):
+        dsim.ray.sweep(TINY, seeds=[0, 1], grid=grid, out_dir=str(tmp_path / "l"), local=True)
+    assert (tmp_path / "l" / "sweep.csv").read_bytes() == before
+    again = dsim.ray.sweep(TINY, seeds=[0], grid={"controller.lr": [0.05]}, out_dir=str(tmp_path / "l"), local=True,
+                           overwrite=True)
+    assert again[0]["losses"] == here[0]["losses"]
     # no logs without out_dir
     rows = dsim.ray.sweep(TINY, seeds=[2], local=True)
     assert "log" not in rows[0] and rows[0]["iterations"] == 3
@@ -69,6 +77,11 @@ def test_sysid_batch_equals_single_process(local_ray, tmp_path):
     keep = ("seed", "parameter", "true", "estimate", "abs_rel_error", "iterations")
     assert [{k: r[k] for k in keep} for r in rows] == [{k: r[k] for k in keep} for r in local]
     assert max(float(r["abs_rel_error"]) for r in rows) < 1e-6
+    with pytest.raises(dsim.DsimError, match="exists; refusing to replace it"):
+        dsim.ray.sysid_batch(str(cfg), objects=3, tasks=1, out_dir=str(tmp_path / "one"), local=True)
+    rows2 = dsim.ray.sysid_batch(str(cfg), objects=3, tasks=1, out_dir=str(tmp_path / "one"), local=True,
+                                 overwrite=True)
+    assert [r["estimate"] for r in rows2] == [r["estimate"] for r in local]
 
 
 def test_sysid_batch_bad_config(local_ray, tmp_path):
