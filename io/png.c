@@ -20,12 +20,20 @@
 #include "dsim/image.h"
 #include "base/internal.h"
 
+/* The most libpng may allocate at once inside a read or write session: a
+ * chunk's buffer (sized by the length the file declares) or a text chunk
+ * decompressed into memory (a few hundred bytes of zTXt can claim hundreds
+ * of MB). Rows of the largest image (DS_PNG_MAX_SIDE, dsim/image.h), zlib's
+ * state and a frame's "dsim:frame" text are far below it. */
+#define DS__PNG_CHUNK_MAX ((png_alloc_size_t)4 << 20)
+
 typedef struct PngCtx {
   const char* path;
   FILE* fp;
   int truncated;      /* the read function hit end of file */
   int io_error;       /* the read/write function failed */
   int nomem;          /* our allocation failed inside the libpng session */
+  int oversize;       /* libpng asked for more than DS__PNG_CHUNK_MAX (a declared chunk length) */
   char msg[200];      /* libpng's message */
   uint8_t* buf;       /* image being read (owned until returned) */
   png_bytep* rows;    /* row pointers */
@@ -44,6 +52,16 @@ static void png_warn_cb(png_structp png, png_const_charp msg) {
 }
 
 static png_voidp png_malloc_cb(png_structp png, png_alloc_size_t n) {
+  /* libpng sizes a chunk's buffer by the length the file declares, before
+   * reading it, whatever png_set_chunk_malloc_max says in this version: a
+   * 68-byte file that declares a 550 MB text chunk asks for 550 MB here. Its
+   * own needs (rows, zlib state) stay below the cap; refusing makes it skip
+   * an ancillary chunk or fail the read as a format error. */
+  if (n > DS__PNG_CHUNK_MAX) {
+    PngCtx* c = (PngCtx*)png_get_mem_ptr(png);
+    if (c) c->oversize = 1;
+    return NULL;
+  }
   void* p = ds__malloc((size_t)n);
   if (!p) {
     PngCtx* c = (PngCtx*)png_get_mem_ptr(png);
@@ -85,6 +103,12 @@ static void png_flush_cb(png_structp png) {
   }
 }
 
+/* Tell libpng the cap too (versions that honour it refuse the chunk with
+ * their own message before asking png_malloc_cb). */
+static void read_limits(png_structp png) {
+  png_set_chunk_malloc_max(png, DS__PNG_CHUNK_MAX);
+}
+
 /* The libpng session of a read; returns 0 with c->buf holding the image, or
  * a DS_ERR code (the caller writes the message). */
 static int read_session(PngCtx* c, int* width, int* height) {
@@ -95,6 +119,7 @@ static int read_session(PngCtx* c, int* width, int* height) {
   png = png_create_read_struct_2(PNG_LIBPNG_VER_STRING, c, png_err_cb, png_warn_cb, c,
                                  png_malloc_cb, png_free_cb);
   if (!png) return DS_ERR_NOMEM;
+  read_limits(png);
   info = png_create_info_struct(png);
   if (!info) {
     png_destroy_read_struct(&png, NULL, NULL);
@@ -222,6 +247,9 @@ int ds_png_read(const char* path, uint8_t** rgba, int* width, int* height, char*
       return ds__puterr(err, errlen, rc, "%s: read error (libpng: %s)", path, c.msg);
     default:
       if (c.truncated) return ds__puterr(err, errlen, DS_ERR_FORMAT, "%s: truncated (libpng: %s)", path, c.msg);
+      if (c.oversize)
+        return ds__puterr(err, errlen, DS_ERR_FORMAT, "%s: corrupt PNG: a chunk declares more than %d MiB (libpng: %s)",
+                          path, (int)(DS__PNG_CHUNK_MAX >> 20), c.msg);
       return ds__puterr(err, errlen, DS_ERR_FORMAT, "%s: corrupt PNG (libpng: %s)", path, c.msg);
   }
 }
@@ -355,6 +383,7 @@ static int text_session(PngCtx* c, const char* key, char* text, size_t textlen, 
   png_structp png = png_create_read_struct_2(PNG_LIBPNG_VER_STRING, c, png_err_cb, png_warn_cb, c, png_malloc_cb,
                                              png_free_cb);
   if (!png) return DS_ERR_NOMEM;
+  read_limits(png);
   png_infop info = png_create_info_struct(png);
   if (!info) {
     png_destroy_read_struct(&png, NULL, NULL);
