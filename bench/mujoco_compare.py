@@ -70,7 +70,7 @@ def hinge_slide_names(m):
     """Names and qpos addresses of the hinge and slide joints."""
     out = []
     for j in range(m.njnt):
-        if m.jnt_type[j] in (mujoco.mjtJoint.mjJNT_HINGE, mujoco.mjtJoint.mjJNT_SLIDE):
+        if int(m.jnt_type[j]) in (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE)):
             out.append((mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_JOINT, j), int(m.jnt_qposadr[j])))
     return out
 
@@ -111,11 +111,10 @@ def agreement(args, name, path, ground, q0_of, u_of, ctrl_map, seconds):
     T = int(round(seconds / dt_file))
     q0 = np.array([q0_of(n) for n in names])
     actions = np.array([u_of(t * dt_file) for t in range(T)]).reshape(T, m.nu)
-    held = lambda t: ctrl_map(actions[t])  # zero-order hold over each 1 ms
-    fine = lambda step: (lambda t: held(min(T - 1, int(t * step / dt_file + 1e-9))))
+    held = lambda t: ctrl_map(actions[t])  # zero-order hold over each step of the file
     m.opt.integrator = mujoco.mjtIntegrator.mjINT_RK4
-    ref = mj_traj(m, adr, q0, fine(1e-5), 1e-5, int(round(seconds / 1e-5)), 1e-5)[:: int(round(dt_file / 1e-5))]
-    ref2 = mj_traj(m, adr, q0, fine(2e-5), 2e-5, int(round(seconds / 2e-5)), 2e-5)[:: int(round(dt_file / 2e-5))]
+    ref = mj_traj(m, adr, q0, held, 1e-5, T, dt_file)
+    ref2 = mj_traj(m, adr, q0, held, 2e-5, T, dt_file)
     m.opt.integrator = mujoco.mjtIntegrator.mjINT_EULER
     eul = mj_traj(m, adr, q0, held, dt_file, T, dt_file)
     ds, ds_dt = dsim_traj(args, path, ground, names, q0, actions)

@@ -471,6 +471,58 @@ static const Bad g_bad[] = {
      "</inertial></link>\n<joint name='j' type='revolute'><parent link='base'/><child link='arm'/>\n"
      "<limit lower='1' upper='0.5'/></joint>\n</robot>",
      {"bad:5: <limit>", "lower 1 > upper 0.5", NULL}},
+    /* principal moments that no rigid body has (a + b < c): MuJoCo refuses them, the loaders did not */
+    {0, "<mujoco><worldbody>\n<body name='a'>\n<joint/><inertial pos='0 0 0' mass='1' diaginertia='1 1 5'/>\n</body>"
+        "</worldbody></mujoco>",
+     {"bad:3: <inertial>", "diaginertia 1 1 5: Izz 5 > Ixx + Iyy = 2", "expected each moment <= the sum"}},
+    {1,
+     "<robot name='r'>\n<link name='base'/>\n<link name='arm'><inertial><mass value='1'/>\n<inertia ixx='4' iyy='1' "
+     "izz='2'/></inertial></link>\n<joint name='j' type='fixed'><parent link='base'/><child link='arm'/></joint>\n</robot>",
+     {"bad:4: <inertia>", "Ixx 4 > Iyy + Izz = 3", NULL}},
+    /* the same item 7 cases in the other places they can occur (these were refused already) */
+    {1,
+     "<robot name='r'>\n<link name='base'/>\n<link name='arm'><inertial><mass value='1'/><inertia ixx='1' iyy='1' izz='1'/>"
+     "</inertial></link>\n<joint name='j' type='continuous'>\n<parent link='base'/><child link='amr'/></joint>\n</robot>",
+     {"bad:4: <joint name='j'>", "child link 'amr' does not exist", "did you mean 'arm'?"}},
+    {1,
+     "<robot name='r'>\n<link name='base'/>\n<link name='arm'><inertial><mass value='1'/><inertia ixx='1' iyy='1' izz='1'/>"
+     "</inertial></link>\n<joint name='j' type='continuous'>\n<parent link='arm'/><child link='arm'/></joint>\n</robot>",
+     {"bad:4: <joint name='j'>", "link 'arm' is its own parent", NULL}},
+    {0, "<mujoco><worldbody>\n<body name='a'>\n<joint/><inertial pos='0 0 0' mass='1' diaginertia='0 1 1'/>\n</body>"
+        "</worldbody></mujoco>",
+     {"bad:3: <inertial>", "inertia[0] 0 (expected > 0)", NULL}},
+    {1,
+     "<robot name='r'>\n<link name='base'/>\n<link name='arm'><inertial><mass value='1'/>\n<inertia ixx='1' iyy='1' "
+     "izz='0'/></inertial></link>\n<joint name='j' type='fixed'><parent link='base'/><child link='arm'/></joint>\n</robot>",
+     {"bad:3: <inertial>", "inertia[2] 0 (expected > 0)", NULL}},
+    {0, "<mujoco><worldbody>\n<body name='a'>\n<joint/>\n<geom size='0.1' mass='-1'/>\n</body></worldbody></mujoco>",
+     {"bad:4: <geom>", "mass -1 (expected >= 0)", NULL}},
+    {0, "<mujoco><default><joint axis='0 0 0'/></default><worldbody>\n<body name='a'>\n<joint type='slide'/>\n"
+        "<geom size='0.1'/></body></worldbody></mujoco>",
+     {"bad:3: <joint>", "axis 0 0 0 has length zero", NULL}},
+    {0, "<mujoco><worldbody>\n<body name='a'>\n<joint type='slide' range='1 0'/>\n<geom size='0.1'/></body></worldbody>"
+        "</mujoco>",
+     {"bad:3: <joint>", "range 1 0 (expected lower <= upper)", NULL}},
+    {1,
+     "<robot name='r'>\n<link name='base'/>\n<link name='arm'><inertial><mass value='1'/><inertia ixx='1' iyy='1' izz='1'/>"
+     "</inertial></link>\n<joint name='j' type='prismatic'><parent link='base'/><child link='arm'/>\n"
+     "<limit lower='2' upper='1'/></joint>\n</robot>",
+     {"bad:5: <limit>", "lower 2 > upper 1", NULL}},
+    {0, "<mujoco><worldbody><body name='a'><joint name='j'/><geom size='0.1'/></body></worldbody>\n<actuator>\n"
+        "<motr joint='j'/></actuator></mujoco>",
+     {"bad:3: <motr>", "unknown element <motr> in <actuator>", "did you mean 'motor'?"}},
+    {0, "<mujoco><default>\n<jont damping='1'/></default><worldbody><body name='a'><joint/><geom size='0.1'/></body>"
+        "</worldbody></mujoco>",
+     {"bad:2: <jont>", "did you mean 'joint'?", NULL}},
+    {1,
+     "<robot name='r'>\n<link name='base'/>\n<link name='arm'><inertial><mass value='1'/><inertia ixx='1' iyy='1' izz='1'/>"
+     "</inertial></link>\n<joint name='j' type='revolut'><parent link='base'/><child link='arm'/></joint>\n</robot>",
+     {"bad:4: <joint name='j'>", "joint type 'revolut'", "did you mean 'revolute'?"}},
+    {1,
+     "<robot name='r'>\n<link name='base'/>\n<link name='arm'><inertial><mass value='1'/><inertia ixx='1' iyy='1' izz='1'/>"
+     "</inertial></link>\n<joint name='j' type='continuous'><parent link='base'/><child link='arm'/>\n<axs xyz='0 0 1'/>"
+     "</joint>\n</robot>",
+     {"bad:5: <axs>", "unknown element <axs> in <joint>", "did you mean 'axis'?"}},
     /* refusals of the subset */
     {0, "<mujoco><worldbody>\n<body name='a'>\n<geom type='mesh' mesh='m'/></body></worldbody></mujoco>",
      {"bad:3: <geom>", "not supported", NULL}},
