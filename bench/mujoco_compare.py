@@ -44,7 +44,6 @@ import json
 import math
 import os
 import subprocess
-import sys
 import time
 
 import mujoco
