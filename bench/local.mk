@@ -10,3 +10,11 @@ EXTRA_DIST += bench/warp-side-by-side bench/warp_side_by_side.py
 # double pendulum and 16-link chain, one thread.
 BENCH_PROGS += bench/bench_artic
 bench_bench_artic_SOURCES = bench/bench_artic.c
+# MJCF models through dsim's loader: forward steps/s and gradient time of the
+# bundled double pendulum, 16-link chain and runner; with arguments, dsim's
+# half of the side by side with MuJoCo (bench/mujoco-compare, not part of
+# `make bench` or `make check`: it needs a private Python environment with
+# the mujoco package).
+BENCH_PROGS += bench/bench_artic_mjcf
+bench_bench_artic_mjcf_SOURCES = bench/bench_artic_mjcf.c
+EXTRA_DIST += bench/mujoco-compare bench/mujoco_compare.py

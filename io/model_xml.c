@@ -757,6 +757,25 @@ static int mj_joint(Ctx* c, const xmlNode* jn, const xmlNode* body, int cls, con
 
 static int mj_body(Ctx* c, const xmlNode* n, const Frame* par, int cls, int depth);
 
+/* Principal moments of a rigid body obey the triangle inequality: with
+ * Ixx = int (y^2 + z^2) dm etc., Ixx + Iyy - Izz = 2 int z^2 dm >= 0. A file
+ * whose moments break it describes no body (MuJoCo refuses it too); the
+ * relative slack 1e-6 admits a flat plate (Izz = Ixx + Iyy) written with
+ * rounded decimals. Non-positive moments are left to the builder's check. */
+static int inertia_triangle(Ctx* c, const xmlNode* n, const char* what, const double I[3]) {
+  if (!(I[0] > 0 && I[1] > 0 && I[2] > 0)) return 0;
+  static const char* const axis[3] = {"Ixx", "Iyy", "Izz"};
+  for (int k = 0; k < 3; k++) {
+    const int i = (k + 1) % 3, j = (k + 2) % 3;
+    if (I[i] + I[j] < I[k] * (1 - 1e-6))
+      return fail(c, n, DS_ERR_INVALID,
+                  "%s %g %g %g: %s %g > %s + %s = %g (expected each moment <= the sum of the other two, as for any rigid "
+                  "body)",
+                  what, I[0], I[1], I[2], axis[k], I[k], axis[i < j ? i : j], axis[i < j ? j : i], I[i] + I[j]);
+  }
+  return 0;
+}
+
 /* A body's <inertial>: mass, centre c and principal frame P in its frame */
 static int mj_inertial(Ctx* c, const xmlNode* n, double* mass, Frame* f, double w[3]) {
   static const char* const attrs[] = {"pos", "quat", "euler", "axisangle", "mass", "diaginertia", NULL};
@@ -768,7 +787,7 @@ static int mj_inertial(Ctx* c, const xmlNode* n, double* mass, Frame* f, double 
   if (rc == 0) return fail(c, n, DS_ERR_INVALID, "no mass (expected mass=\"kg\")");
   if ((rc = get_nums(c, n, -1, 0, "diaginertia", w, 3, 3, NULL)) < 0) return rc;
   if (rc == 0) return fail(c, n, DS_ERR_INVALID, "no diaginertia (expected diaginertia=\"Ixx Iyy Izz\")");
-  return 0;
+  return inertia_triangle(c, n, "diaginertia", w);
 }
 
 /* The children of a body other than its joint and inertial */
@@ -1095,7 +1114,7 @@ static int ur_inertial(Ctx* c, const xmlNode* n, dsArticBodyDef* bd, Frame* f) {
                   "%s %g: off-diagonal inertia is not supported (expected 0; rotate the inertial <origin rpy> to the principal axes)",
                   in_attrs[k], v);
   }
-  return 0;
+  return inertia_triangle(c, in, "ixx iyy izz", bd->inertia);
 }
 
 static int ur_find_link(Ctx* c, const Urdf* u, const xmlNode* jn, const char* role, int* out) {

@@ -471,6 +471,58 @@ static const Bad g_bad[] = {
      "</inertial></link>\n<joint name='j' type='revolute'><parent link='base'/><child link='arm'/>\n"
      "<limit lower='1' upper='0.5'/></joint>\n</robot>",
      {"bad:5: <limit>", "lower 1 > upper 0.5", NULL}},
+    /* principal moments that no rigid body has (a + b < c): MuJoCo refuses them, the loaders did not */
+    {0, "<mujoco><worldbody>\n<body name='a'>\n<joint/><inertial pos='0 0 0' mass='1' diaginertia='1 1 5'/>\n</body>"
+        "</worldbody></mujoco>",
+     {"bad:3: <inertial>", "diaginertia 1 1 5: Izz 5 > Ixx + Iyy = 2", "expected each moment <= the sum"}},
+    {1,
+     "<robot name='r'>\n<link name='base'/>\n<link name='arm'><inertial><mass value='1'/>\n<inertia ixx='4' iyy='1' "
+     "izz='2'/></inertial></link>\n<joint name='j' type='fixed'><parent link='base'/><child link='arm'/></joint>\n</robot>",
+     {"bad:4: <inertia>", "Ixx 4 > Iyy + Izz = 3", NULL}},
+    /* the same item 7 cases in the other places they can occur (these were refused already) */
+    {1,
+     "<robot name='r'>\n<link name='base'/>\n<link name='arm'><inertial><mass value='1'/><inertia ixx='1' iyy='1' izz='1'/>"
+     "</inertial></link>\n<joint name='j' type='continuous'>\n<parent link='base'/><child link='amr'/></joint>\n</robot>",
+     {"bad:4: <joint name='j'>", "child link 'amr' does not exist", "did you mean 'arm'?"}},
+    {1,
+     "<robot name='r'>\n<link name='base'/>\n<link name='arm'><inertial><mass value='1'/><inertia ixx='1' iyy='1' izz='1'/>"
+     "</inertial></link>\n<joint name='j' type='continuous'>\n<parent link='arm'/><child link='arm'/></joint>\n</robot>",
+     {"bad:4: <joint name='j'>", "link 'arm' is its own parent", NULL}},
+    {0, "<mujoco><worldbody>\n<body name='a'>\n<joint/><inertial pos='0 0 0' mass='1' diaginertia='0 1 1'/>\n</body>"
+        "</worldbody></mujoco>",
+     {"bad:3: <inertial>", "inertia[0] 0 (expected > 0)", NULL}},
+    {1,
+     "<robot name='r'>\n<link name='base'/>\n<link name='arm'><inertial><mass value='1'/>\n<inertia ixx='1' iyy='1' "
+     "izz='0'/></inertial></link>\n<joint name='j' type='fixed'><parent link='base'/><child link='arm'/></joint>\n</robot>",
+     {"bad:3: <inertial>", "inertia[2] 0 (expected > 0)", NULL}},
+    {0, "<mujoco><worldbody>\n<body name='a'>\n<joint/>\n<geom size='0.1' mass='-1'/>\n</body></worldbody></mujoco>",
+     {"bad:4: <geom>", "mass -1 (expected >= 0)", NULL}},
+    {0, "<mujoco><default><joint axis='0 0 0'/></default><worldbody>\n<body name='a'>\n<joint type='slide'/>\n"
+        "<geom size='0.1'/></body></worldbody></mujoco>",
+     {"bad:3: <joint>", "axis 0 0 0 has length zero", NULL}},
+    {0, "<mujoco><worldbody>\n<body name='a'>\n<joint type='slide' range='1 0'/>\n<geom size='0.1'/></body></worldbody>"
+        "</mujoco>",
+     {"bad:3: <joint>", "range 1 0 (expected lower <= upper)", NULL}},
+    {1,
+     "<robot name='r'>\n<link name='base'/>\n<link name='arm'><inertial><mass value='1'/><inertia ixx='1' iyy='1' izz='1'/>"
+     "</inertial></link>\n<joint name='j' type='prismatic'><parent link='base'/><child link='arm'/>\n"
+     "<limit lower='2' upper='1'/></joint>\n</robot>",
+     {"bad:5: <limit>", "lower 2 > upper 1", NULL}},
+    {0, "<mujoco><worldbody><body name='a'><joint name='j'/><geom size='0.1'/></body></worldbody>\n<actuator>\n"
+        "<motr joint='j'/></actuator></mujoco>",
+     {"bad:3: <motr>", "unknown element <motr> in <actuator>", "did you mean 'motor'?"}},
+    {0, "<mujoco><default>\n<jont damping='1'/></default><worldbody><body name='a'><joint/><geom size='0.1'/></body>"
+        "</worldbody></mujoco>",
+     {"bad:2: <jont>", "did you mean 'joint'?", NULL}},
+    {1,
+     "<robot name='r'>\n<link name='base'/>\n<link name='arm'><inertial><mass value='1'/><inertia ixx='1' iyy='1' izz='1'/>"
+     "</inertial></link>\n<joint name='j' type='revolut'><parent link='base'/><child link='arm'/></joint>\n</robot>",
+     {"bad:4: <joint name='j'>", "joint type 'revolut'", "did you mean 'revolute'?"}},
+    {1,
+     "<robot name='r'>\n<link name='base'/>\n<link name='arm'><inertial><mass value='1'/><inertia ixx='1' iyy='1' izz='1'/>"
+     "</inertial></link>\n<joint name='j' type='continuous'><parent link='base'/><child link='arm'/>\n<axs xyz='0 0 1'/>"
+     "</joint>\n</robot>",
+     {"bad:5: <axs>", "unknown element <axs> in <joint>", "did you mean 'axis'?"}},
     /* refusals of the subset */
     {0, "<mujoco><worldbody>\n<body name='a'>\n<geom type='mesh' mesh='m'/></body></worldbody></mujoco>",
      {"bad:3: <geom>", "not supported", NULL}},
@@ -528,6 +580,66 @@ static void test_bad_inputs(void) {
   CHECK(m == NULL);
 }
 
+/* The bundled runner (configs/models/runner.xml): its size and named
+ * parameters, standing still on the ground unactuated, and walking forward
+ * under the sinusoidal torques its comment gives. */
+static void test_runner(void) {
+  const char* src = getenv("DS_SRCDIR");
+  char path[1024], err[1024];
+  snprintf(path, sizeof path, "%s/configs/models/runner.xml", src ? src : ".");
+  dsArticOptions o = ds_artic_default_options();
+  o.ground = 1;
+  dsArticModel* m = NULL;
+  int rc = ds_artic_load_mjcf(path, &o, &m, err, sizeof err);
+  if (rc) fprintf(stderr, "runner.xml: %s\n", err);
+  CHECK_INT_EQ(rc, 0);
+  if (!m) return;
+  CHECK_INT_EQ(ds_artic_nq(m), 9);
+  CHECK_INT_EQ(ds_artic_nv(m), 9);
+  CHECK_INT_EQ(ds_artic_nu(m), 6);
+  CHECK_INT_EQ(ds_artic_nbody(m), 9);
+  CHECK_CLOSE(ds_artic_dt(m), 1e-3, 0, 0);
+  /* a 1 m capsule of radius 5 cm at 1000 kg/m^3: pi r^2 (l + 4r/3) rho */
+  CHECK_CLOSE(param(m, "body.torso.mass"), PI * 0.0025 * (1 + 4 * 0.05 / 3) * 1000, 1e-12, 0);
+  CHECK_CLOSE(param(m, "joint.bknee.stiffness"), 60, 0, 0);
+  CHECK_CLOSE(param(m, "joint.fhip.damping"), 1, 0, 0);
+  CHECK_CLOSE(param(m, "joint.bankle.limit_lower"), -0.8, 0, 0);
+  CHECK_CLOSE(param(m, "joint.rootx.damping"), 0, 0, 0);
+  CHECK_CLOSE(param(m, "actuator.fhip.gear"), 60, 0, 0);
+  CHECK_CLOSE(param(m, "actuator.bankle.gear"), 20, 0, 0);
+  CHECK_CLOSE(param(m, "contact.ke"), o.contact_ke, 0, 0);
+  int qx, qz, qp, va;
+  CHECK_INT_EQ(ds_artic_joint_adr(m, "rootx", &qx, &va), 0);
+  CHECK_INT_EQ(ds_artic_joint_adr(m, "rootz", &qz, &va), 0);
+  CHECK_INT_EQ(ds_artic_joint_adr(m, "pitch", &qp, &va), 0);
+  enum { T = 3000 };
+  dsArticData* d;
+  CHECK_INT_EQ(ds_artic_data_create(m, T, &d), 0);
+  /* unactuated: it settles onto its feet (1 cm above the ground, sinking a
+   * few mm into the penalty contact) and stays there */
+  CHECK_INT_EQ(ds_artic_reset(m, d, NULL, NULL), 0);
+  for (int t = 0; t < 2000; t++) CHECK_INT_EQ(ds_artic_step(m, d, NULL), 0);
+  const double* q = ds_artic_q(d, 2000);
+  CHECK(q[qz] > -0.02 && q[qz] < -0.005);
+  CHECK(fabs(q[qx]) < 0.01 && fabs(q[qp]) < 0.01);
+  CHECK(fabs(ds_artic_qd(d, 2000)[qz]) < 1e-3);
+  /* 3 Hz torques: forward, upright */
+  CHECK_INT_EQ(ds_artic_reset(m, d, NULL, NULL), 0);
+  double lowest = 0, tilt = 0;
+  for (int t = 0; t < T; t++) {
+    const double w = 2 * PI * 3 * t * 1e-3, back = sin(w), lag = sin(w + 1.5 * PI);
+    const double u[6] = {back, lag, lag, -back, -lag, -lag};
+    CHECK_INT_EQ(ds_artic_step(m, d, u), 0);
+    q = ds_artic_q(d, t + 1);
+    lowest = fmin(lowest, q[qz]), tilt = fmax(tilt, fabs(q[qp]));
+  }
+  if (getenv("DS_VERBOSE")) fprintf(stderr, "runner: x %g, lowest %g, tilt %g\n", q[qx], lowest, tilt);
+  CHECK(q[qx] > 0.5);
+  CHECK(lowest > -0.2 && tilt < 0.3);
+  ds_artic_data_free(d);
+  ds_artic_model_free(m);
+}
+
 int main(void) {
   char err[512];
   dsArticModel* m = NULL;
@@ -544,5 +656,6 @@ int main(void) {
   test_principal_axes();
   test_urdf_types();
   test_bad_inputs();
+  test_runner();
   return DST_RESULT();
 }
