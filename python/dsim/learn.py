@@ -324,7 +324,7 @@ def _rollout_window(ro: Rollout, policy, obs, state, H: int, gamma: float):
 
 def _train(method: str, env: str, num_envs: int, horizon: int, iterations: int, gamma: float, lam: float,
            lr: float, critic_lr: float, clip: float, seed: int, hidden, terminal_value: bool, critic_iters: int,
-           log_csv, checkpoint, checkpoint_every: int, progress: bool, config, overrides):
+           log_csv, checkpoint, checkpoint_every: int, progress: bool, callback, config, overrides):
     torch.manual_seed(seed)
     np.random.seed(seed)
     ro = Rollout(env, num_envs, config=config, **overrides)
@@ -386,6 +386,8 @@ def _train(method: str, env: str, num_envs: int, horizon: int, iterations: int, 
                    actor_loss=float(actor_loss), critic_loss=closs, grad_norm=float(gn), seconds=time.time() - t0)
         history.append(row)
         log.row(row)
+        if callback:
+            callback(it, policy, env_steps)
         if checkpoint and checkpoint_every and (it + 1) % checkpoint_every == 0:
             _save(checkpoint, it, policy, critic, [opt] + ([copt] if copt else []), args)
     if checkpoint:
@@ -397,27 +399,29 @@ def _train(method: str, env: str, num_envs: int, horizon: int, iterations: int, 
 def train_bptt(env: str, num_envs: int = 16, horizon: int = 8, iterations: int = 100, gamma: float = 0.99,
                lr: float = 1e-3, clip: float = 1.0, seed: int = 0, hidden=(64, 64), terminal_value: bool = False,
                critic_lr: float = 1e-3, lam: float = 0.95, critic_iters: int = 8, log_csv: str | None = None,
-               checkpoint: str | None = None, checkpoint_every: int = 0, progress: bool = False, config=None,
-               **overrides):
+               checkpoint: str | None = None, checkpoint_every: int = 0, progress: bool = False, callback=None,
+               config=None, **overrides):
     """Truncated back-propagation through time: each update rolls the N envs
     `horizon` steps on from where the last window ended (a new episode at
     the end of one), and steps the policy on -mean(sum_k gamma^k r_k +
     gamma^H V(obs_H)) / H, differentiated through policy and physics; V is 0,
-    or a TD(lambda) critic with terminal_value. Returns {"policy", "critic",
+    or a TD(lambda) critic with terminal_value. callback(iteration, policy,
+    env_steps) runs after every update (evaluations). Returns {"policy", "critic",
     "history" (the CSV rows), "rollout"}."""
     return _train("bptt", env, num_envs, horizon, iterations, gamma, lam, lr, critic_lr, clip, seed, hidden,
-                  terminal_value, critic_iters, log_csv, checkpoint, checkpoint_every, progress, config, overrides)
+                  terminal_value, critic_iters, log_csv, checkpoint, checkpoint_every, progress, callback, config,
+                  overrides)
 
 
 def train_shac(env: str, num_envs: int = 16, horizon: int = 8, iterations: int = 100, gamma: float = 0.99,
                lam: float = 0.95, lr: float = 1e-3, critic_lr: float = 1e-3, clip: float = 1.0, seed: int = 0,
                hidden=(64, 64), critic_iters: int = 8, log_csv: str | None = None, checkpoint: str | None = None,
-               checkpoint_every: int = 0, progress: bool = False, config=None, **overrides):
+               checkpoint_every: int = 0, progress: bool = False, callback=None, config=None, **overrides):
     """Short-horizon actor-critic (SHAC, Xu et al. 2022): the actor as in
     train_bptt with the critic's value at the horizon's end; the critic
     regressed on TD(lambda) targets of each window."""
     return _train("shac", env, num_envs, horizon, iterations, gamma, lam, lr, critic_lr, clip, seed, hidden, True,
-                  critic_iters, log_csv, checkpoint, checkpoint_every, progress, config, overrides)
+                  critic_iters, log_csv, checkpoint, checkpoint_every, progress, callback, config, overrides)
 
 
 @torch.no_grad()
