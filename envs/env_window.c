@@ -15,10 +15,10 @@
  * Closed loop. A policy a_k = pi(obs_k) makes obs_k an input of step k:
  * dL/d(obs_k) = adj_obs_k + J_pi(obs_k)^T dL/da_k, and dL/da_k needs the
  * backward of steps k .. end first. So a closed-loop backward alternates
- * physics and policy per step: window [k, k+1) with adj_final the state
- * adjoint of step k+1's window, its grad_actions through the policy into
- * the next adj_obs... python/dsim/learn.py does that with one window of one
- * step per autograd node; open-loop actions take one window for all H.
+ * physics and policy: window [k, k+1) with adj_final the grad_state0 of
+ * window [k+1, k+2), its grad_actions back through the policy, and so on
+ * (python/dsim/learn.py: one window of one step per autograd node; open-loop
+ * actions take one window for all H steps; docs/learning.md).
  *
  * The window may end before the episode's current step (a backward starts
  * at any taped substep), so the env can be stepped past it first. */
