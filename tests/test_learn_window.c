@@ -1,6 +1,6 @@
 /* The backward of a window of steps over a batch (ds_batch_backward_window,
  * ds_env_backward_adjoints_window) against central differences in double:
- * N = 2 walker-springs envs, a prefix of P steps, then the window's start
+ * N = 2 envs (walker-springs, control-fem), a prefix of P steps, then the window's start
  * state set with ds_env_set_state (a perturbed copy of the state there),
  * H window steps and one more step past the window. The objective
  *   J = sum_k adj_obs_k.obs_k + adj_reward_k r_k + adj_final.state_end
@@ -26,12 +26,17 @@
 #define P 2 /* steps before the window */
 #define H 3 /* window steps */
 #define NCHECK 6 /* components checked per kind and env */
-#define AMAX 256 /* action values per env this test allows */
+#define AMAX 1280 /* action values per env this test allows */
 
-static const char* config =
+/* walker-springs: a displacement reward; control-fem: the decrease of the
+ * distance to a target */
+static const char* configs[2] = {
     "{\"env\": {\"name\": \"walker-springs\", \"physics\": {\"substeps\": 192, \"control_interval\": 32, "
     "\"checkpoint_every\": 1}, \"render\": {\"width\": 16, \"height\": 16, \"supersample\": 1}, "
-    "\"observation\": {\"state\": \"com\"}, \"loss\": {\"reward\": \"dense\"}}}";
+    "\"observation\": {\"state\": \"com\"}, \"loss\": {\"reward\": \"dense\"}}}",
+    "{\"env\": {\"name\": \"control-fem\", \"physics\": {\"substeps\": 48, \"control_interval\": 8}, "
+    "\"render\": {\"width\": 16, \"height\": 16, \"supersample\": 1}, "
+    "\"observation\": {\"state\": \"com\"}, \"loss\": {\"reward\": \"dense\"}}}"};
 
 typedef struct Prob {
   dsBatch* b;
@@ -133,20 +138,20 @@ static void check(Prob* p, const char* what) {
   free(gs);
 }
 
-int main(void) {
+static void problem(const char* config) {
   char err[512];
   Prob p;
   memset(&p, 0, sizeof p);
   int rc = ds_batch_create_from_text("window", config, N, &p.b, err, sizeof err);
   if (rc) printf("create: %s\n", err);
   CHECK_INT_EQ(rc, 0);
-  if (rc) return DST_RESULT();
+  if (rc) return;
   dsEnv* e0 = ds_batch_env(p.b, 0);
   p.A = ds_env_action_size(e0);
   p.O = ds_env_obs_size(e0);
   p.S = ds_env_state_size(e0);
   CHECK(p.A <= AMAX && p.O <= 16);
-  if (p.A > AMAX || p.O > 16) return DST_RESULT();
+  if (p.A > AMAX || p.O > 16) return;
   p.pre = (dsReal*)malloc(sizeof(dsReal) * N * P * p.A);
   p.act = (dsReal*)malloc(sizeof(dsReal) * N * H * p.A);
   p.dstate = (dsReal*)calloc((size_t)N * p.S, sizeof(dsReal));
@@ -159,7 +164,7 @@ int main(void) {
   for (int j = 0; j < N * H; j++) p.adj_rew[j] = (dsReal)(1 + urand());
   for (int i = 0; i < N; i++)
     for (int q = 1; q < p.S; q++) p.adj_fin[(size_t)i * p.S + q] = (dsReal)(0.1 * urand());
-  printf("walker-springs: N %d, P %d, H %d, action %d, obs %d, state %d\n", N, P, H, p.A, p.O, p.S);
+  printf("%s: N %d, P %d, H %d, action %d, obs %d, state %d\n", ds_env_name(e0), N, P, H, p.A, p.O, p.S);
   check(&p, "obs + dense rewards + final state");
   /* the final state's adjoint alone */
   dsReal *ao = p.adj_obs, *ar = p.adj_rew;
@@ -187,5 +192,9 @@ int main(void) {
   free(p.adj_obs);
   free(p.adj_rew);
   free(p.adj_fin);
+}
+
+int main(void) {
+  for (int c = 0; c < 2; c++) problem(configs[c]);
   return DST_RESULT();
 }
