@@ -34,9 +34,6 @@ Tensors are float64 on the CPU (the library's precision).
 from __future__ import annotations
 
 import csv
-import json
-import math
-import os
 import sys
 import time
 
