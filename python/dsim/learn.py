@@ -377,10 +377,10 @@ def _train(method: str, env: str, num_envs: int, horizon: int, iterations: int, 
                 cl = ((critic(x) - y) ** 2).mean()
                 cl.backward()
                 copt.step()
-                closs = float(cl)
+                closs = float(cl.detach())
         obs, state = obs_l[-1].detach(), state.detach()
-        row = dict(iteration=it, env_steps=env_steps, reward_per_step=float(rew.mean()),
-                   actor_loss=float(actor_loss), critic_loss=closs, grad_norm=float(gn), seconds=time.time() - t0)
+        row = dict(iteration=it, env_steps=env_steps, reward_per_step=float(rew.detach().mean()),
+                   actor_loss=float(actor_loss.detach()), critic_loss=closs, grad_norm=float(gn), seconds=time.time() - t0)
         history.append(row)
         log.row(row)
         if callback:
