@@ -380,7 +380,8 @@ def _train(method: str, env: str, num_envs: int, horizon: int, iterations: int, 
                 closs = float(cl.detach())
         obs, state = obs_l[-1].detach(), state.detach()
         row = dict(iteration=it, env_steps=env_steps, reward_per_step=float(rew.detach().mean()),
-                   actor_loss=float(actor_loss.detach()), critic_loss=closs, grad_norm=float(gn), seconds=time.time() - t0)
+                   actor_loss=float(actor_loss.detach()), critic_loss=closs, grad_norm=float(gn),
+                   seconds=time.time() - t0)
         history.append(row)
         log.row(row)
         if callback:
