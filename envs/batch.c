@@ -244,6 +244,7 @@ static int batch_backward(dsBatch* b, int builtin, const dsReal* adj_obs, const 
   for (int i = 0; i < b->n; i++) {
     dsEnvBwdSpec* sp = &b->specs[i];
     sp->builtin = builtin;
+    sp->k0 = 0;
     sp->adj_obs = adj_obs && od ? adj_obs + (size_t)i * ns * od : NULL;
     sp->adj_image = adj_image ? adj_image + (size_t)i * ns * np : NULL;
     sp->adj_reward = adj_reward ? adj_reward + (size_t)i * ns : NULL;

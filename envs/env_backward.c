@@ -12,7 +12,14 @@
  * engine's adjoints (dL/d(act), dL/d(f_ext), dL/d(state)).
  *
  * Centre of mass: com = sum_i m_i x_i / M, so dcom/dx_i = m_i/M and
- * dcom/dm_i = (x_i - com)/M (added to the particle.mass gradient). */
+ * dcom/dm_i = (x_i - com)/M (added to the particle.mass gradient).
+ *
+ * Dense rewards: r_k = p(c_k) - p(c_{k-1}) with c_k the centre of mass at
+ * the end of step k (c_{-1}: the definition's start com0, a constant) and
+ * p the progress: DISPLACEMENT p(c) = c_x, TARGET p(c) = -|c - target|.
+ * So c_k enters r_k and r_{k+1}: dL/dc_k = (a_k - a_{k+1}) dp/dc_k, with
+ * dp/dc = e_x or -(c - target)/|c - target|, a_k the reward adjoints (0
+ * outside the window). */
 #include "config.h"
 
 #include <math.h>
@@ -51,9 +58,31 @@ dsReal ds__env_frame_weight(const dsEnv* e, const dsEnvBwdSpec* sp, int s, int f
   const int lk = e->def.loss_kind;
   dsReal w = 0;
   if (sp->builtin) w += (lk == DS_ENV_LOSS_IMAGE_SUM || (lk == DS_ENV_LOSS_IMAGE_LAST && f == nf - 1)) ? 1 : 0;
-  if (sp->adj_reward && s > 0 && (lk == DS_ENV_LOSS_IMAGE_SUM || (lk == DS_ENV_LOSS_IMAGE_LAST && f == e->nframe - 1)))
-    w -= sp->adj_reward[(s - 1) / e->C];
+  const int k = s > 0 ? (s - 1) / e->C : -1; /* the step whose reward holds the frame */
+  if (sp->adj_reward && e->def.reward_kind == DS_ENV_REWARD_SPARSE && k >= sp->k0 &&
+      (lk == DS_ENV_LOSS_IMAGE_SUM || (lk == DS_ENV_LOSS_IMAGE_LAST && f == e->nframe - 1)))
+    w -= sp->adj_reward[k - sp->k0];
   return w;
+}
+
+/* The dense rewards' terms at the end of step k (header comment): into
+ * d->adj_x through the centre of mass. steps: the window's end. */
+static void dense_bwd(dsEnv* e, const dsEnvBwdSpec* sp, int k, int steps) {
+  const dsReal ak = k >= sp->k0 ? sp->adj_reward[k - sp->k0] : 0;
+  const dsReal an = k + 1 < steps && k + 1 >= sp->k0 ? sp->adj_reward[k + 1 - sp->k0] : 0;
+  if (ak == an) return;
+  const dsReal* x = e->step_x + (size_t)k * e->n3;
+  dsReal c[3], wc[3] = {ak - an, 0, 0};
+  if (e->cls->metric_kind != DS_METRIC_DISPLACEMENT) {
+    ds__env_com(e->m, x, c);
+    double dist = 0;
+    for (int q = 0; q < 3; q++) dist += (double)(c[q] - e->target[q]) * (c[q] - e->target[q]);
+    dist = sqrt(dist);
+    if (!(dist > 0)) return; /* |c - target| has no gradient at the target; take 0 */
+    for (int q = 0; q < 3; q++) wc[q] = (dsReal)((an - ak) * (c[q] - e->target[q]) / dist);
+  }
+  com_bwd(e->m, e->g, x, wc, e->d->adj_x);
+  e->adj_dirty = 1;
 }
 
 /* Adds dL/d(state s) of every term at substep s into d->adj_x / d->adj_v
@@ -78,7 +107,9 @@ static int add_terms(dsEnv* e, const dsEnvBwdSpec* sp, int s, int t, int nf, int
   {
     dsReal w = 0;
     if (sp->builtin && lk == DS_ENV_LOSS_COM && s == t) w += 1;
-    if (sp->adj_reward && lk == DS_ENV_LOSS_COM && s == e->T && t == e->T) w -= sp->adj_reward[e->nstep - 1];
+    if (sp->adj_reward && e->def.reward_kind == DS_ENV_REWARD_SPARSE && lk == DS_ENV_LOSS_COM && s == e->T &&
+        t == e->T && e->nstep - 1 >= sp->k0)
+      w -= sp->adj_reward[e->nstep - 1 - sp->k0];
     if (w != 0) {
       const dsReal* x = s == t ? d->x : e->step_x + (size_t)(e->nstep - 1) * n3;
       dsReal c[3], wc[3];
@@ -91,11 +122,12 @@ static int add_terms(dsEnv* e, const dsEnvBwdSpec* sp, int s, int t, int nf, int
   /* observation terms at step ends */
   if (s > 0 && (s % e->C == 0 || s == e->T)) {
     const int k = (s - 1) / e->C;
-    if (k < steps) {
+    if (k < steps && sp->adj_reward && e->def.reward_kind == DS_ENV_REWARD_DENSE) dense_bwd(e, sp, k, steps);
+    if (k < steps && k >= sp->k0) {
       const dsReal* x = e->step_x + (size_t)k * n3;
       const dsReal* v = e->step_v + (size_t)k * n3;
       if (sp->adj_obs && e->odim > 0) {
-        const dsReal* ao = sp->adj_obs + (size_t)k * e->odim;
+        const dsReal* ao = sp->adj_obs + (size_t)(k - sp->k0) * e->odim;
         e->adj_dirty = 1;
         if (e->def.obs_state == DS_OBS_STATE_FULL) {
           for (size_t q = 0; q < n3; q++) {
@@ -111,7 +143,7 @@ static int add_terms(dsEnv* e, const dsEnvBwdSpec* sp, int s, int t, int nf, int
         e->adj_dirty = 1;
         dsRasterMesh rm = ds__env_raster_mesh(e, x);
         rc = ds_raster_render(e->r, &rm, NULL);
-        if (!rc) rc = ds_raster_backward(e->r, &rm, sp->adj_image + (size_t)k * npix, d->adj_x, NULL);
+        if (!rc) rc = ds_raster_backward(e->r, &rm, sp->adj_image + (size_t)(k - sp->k0) * npix, d->adj_x, NULL);
         if (rc) return ds__seterr(&e->err, rc, "backward: image of step %d: %s", k, ds_raster_last_error(e->r));
       }
     }
@@ -250,32 +282,74 @@ int ds__env_bwd_prepare(dsEnv* e, const dsEnvBwdSpec* sp, int first, dsReal* gra
   return bwd_prepare(e, sp, first, grad_actions);
 }
 
-/* Backward down to the start of step first (0: the whole episode). */
-static int env_backward(dsEnv* e, const dsEnvBwdSpec* sp, int first, dsReal* grad_actions) {
+/* Backward down to the start of step first (0: the whole episode), from
+ * the end of step last - 1 (last < 0: from the episode's current substep).
+ * A window (last >= 0) writes window rows of grad_actions and may take the
+ * adjoint of its end state (adj_final) and give that of its start state
+ * (grad_state0), both in ds_env_get_state's layout. Starting below the
+ * current substep only moves the backward's own counter d->bt: the tape
+ * holds every state up to d->t, so the substeps popped read their taped
+ * states, as a backward from d->t would. */
+static int env_backward(dsEnv* e, const dsEnvBwdSpec* sp, int first, int last, const dsReal* adj_final,
+                        dsReal* grad_actions, dsReal* grad_state0) {
   if (e->bs_member && e->def.gradients) return ds__env_refuse_member(e, "backward (use ds_batch_backward_loss or _adjoints)");
-  int rc = bwd_prepare(e, sp, first, grad_actions);
+  const int window = last >= 0;
+  int rc = bwd_prepare(e, sp, first, window ? NULL : grad_actions);
   if (rc) return rc;
+  const dsModel* m = e->m;
+  dsData* d = e->d;
+  const int steps_taken = (d->t + e->C - 1) / e->C, A = e->adim;
+  if (window) {
+    if (last < first || last > steps_taken)
+      return ds__seterr(&e->err, DS_ERR_RANGE, "backward: window [%d, %d) outside the %d steps taken (first <= last)",
+                        first, last, steps_taken);
+    if (e->bs)
+      return ds__seterr(&e->err, DS_ERR_UNSUPPORTED,
+                        "backward: windows are not available on the batched engine (physics.batched_engine, CUDA)");
+    if (m->nbody && (adj_final || grad_state0))
+      return ds__seterr(&e->err, DS_ERR_UNSUPPORTED,
+                        "backward: state adjoints of a window with rigid bodies (%s) are not available", e->cls->name);
+    if (d->ckpt > 1 && ((first * e->C) % d->ckpt) != 0)
+      return ds__seterr(&e->err, DS_ERR_RANGE,
+                        "backward: window start substep %d is not a multiple of physics.checkpoint_every %d (the "
+                        "checkpoint before it may hold a state a set_state replaced)",
+                        first * e->C, d->ckpt);
+    if (grad_actions) memset(grad_actions, 0, (size_t)(last - first) * A * sizeof(dsReal));
+    if (grad_state0) memset(grad_state0, 0, (size_t)ds_env_state_size(e) * sizeof(dsReal));
+  }
   int one_rc;
   if (e->bs)
     return ds__env_group_backward(&e, 1, e->bs, &e->bgr, sp, NULL, first, &grad_actions, NULL, NULL, e->badj_act,
                                   &one_rc);
-  const dsModel* m = e->m;
-  dsData* d = e->d;
-  const int t = d->t, nf = ds__env_frames_done(e, t), A = e->adim;
+  const int t = window ? (last * e->C < e->T ? last * e->C : e->T) : d->t;
+  const int nf = ds__env_frames_done(e, t), row0 = window ? first : 0;
   const int s_stop = first * e->C < t ? first * e->C : t;
   rc = ds_backward_begin(m, d);
   if (rc) return ds__seterr(&e->err, rc, "backward: %s", ds_data_last_error(d));
+  d->bt = t;
+  if (adj_final) {
+    const size_t n3 = (size_t)e->n3;
+    for (size_t q = 0; q < n3; q++) {
+      d->adj_x[q] += adj_final[1 + q];
+      d->adj_v[q] += adj_final[1 + n3 + q];
+    }
+  }
   rc = add_terms(e, sp, t, t, nf, 1);
   if (rc) return rc;
   for (int s = t - 1; s >= s_stop; s--) {
     rc = ds_backward_step(m, d, e->g, m->nact ? e->adj_act : NULL, e->adj_fext);
     if (rc) return ds__seterr(&e->err, rc, "backward: %s", ds_data_last_error(d));
     const int k = s / e->C;
-    dsReal* ga = grad_actions ? grad_actions + (size_t)k * A : NULL;
+    dsReal* ga = grad_actions ? grad_actions + (size_t)(k - row0) * A : NULL;
     if (!ga) memset(e->sink, 0, (size_t)A * sizeof(dsReal)); /* dL/da nobody asked for */
     ds__env_action_bwd(e, k, s, e->actions + (size_t)k * A, ga ? ga : e->sink);
     rc = add_terms(e, sp, s, t, nf, 1);
     if (rc) return rc;
+  }
+  if (grad_state0) { /* [substep | x | v]: the substep is not differentiable */
+    const size_t n3 = (size_t)e->n3;
+    memcpy(grad_state0 + 1, d->adj_x, n3 * sizeof(dsReal));
+    memcpy(grad_state0 + 1 + n3, d->adj_v, n3 * sizeof(dsReal));
   }
   if (s_stop == 0) { /* the initial state's adjoints: parameter gradients */
     rc = ds_backward_finish(m, d, e->g);
@@ -285,10 +359,15 @@ static int env_backward(dsEnv* e, const dsEnvBwdSpec* sp, int first, dsReal* gra
   return 0;
 }
 
+int ds__env_backward_window(dsEnv* e, const dsEnvBwdSpec* sp, int first, int last, const dsReal* adj_final,
+                            dsReal* grad_actions, dsReal* grad_state0) {
+  return env_backward(e, sp, first, last, adj_final, grad_actions, grad_state0);
+}
+
 int ds_env_backward_loss_from(dsEnv* e, int first_step, dsReal* loss, dsReal* grad_actions) {
   if (!e) return DS_ERR_INVALID;
-  dsEnvBwdSpec sp = {1, NULL, NULL, NULL};
-  int rc = env_backward(e, &sp, first_step, grad_actions);
+  dsEnvBwdSpec sp = {1, NULL, NULL, NULL, 0};
+  int rc = env_backward(e, &sp, first_step, -1, NULL, grad_actions, NULL);
   if (!rc && loss) rc = ds_env_loss(e, loss);
   return rc;
 }
@@ -300,13 +379,8 @@ int ds_env_backward_loss(dsEnv* e, dsReal* loss, dsReal* grad_actions) {
 int ds_env_backward_adjoints_from(dsEnv* e, int first_step, const dsReal* adj_obs, const dsReal* adj_image,
                                   const dsReal* adj_reward, dsReal* grad_actions) {
   if (!e) return DS_ERR_INVALID;
-  /* the adjoint below is that of the sparse reward (the loss terms) */
-  if (adj_reward && e->def.reward_kind == DS_ENV_REWARD_DENSE)
-    return ds__seterr(&e->err, DS_ERR_UNSUPPORTED,
-                      "backward: no adjoint of the dense reward (loss.reward \"dense\"); use \"sparse\" or "
-                      "adjoints of the observations");
-  dsEnvBwdSpec sp = {0, adj_obs, adj_image, adj_reward};
-  return env_backward(e, &sp, first_step, grad_actions);
+  dsEnvBwdSpec sp = {0, adj_obs, adj_image, adj_reward, 0};
+  return env_backward(e, &sp, first_step, -1, NULL, grad_actions, NULL);
 }
 
 int ds_env_backward_adjoints(dsEnv* e, const dsReal* adj_obs, const dsReal* adj_image, const dsReal* adj_reward,

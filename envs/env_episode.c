@@ -462,6 +462,10 @@ int ds_env_set_state(dsEnv* e, const dsReal* state, int n) {
     if (taped) d->bfext_n = s > 0 ? d->bfext_rec[s - 1] + 1 : 0;
     memcpy(d->body, state + 1 + 2 * e->n3, 13 * (size_t)e->m->nbody * sizeof(dsReal));
   }
+  if (s > 0) { /* the state at the end of step (s-1)/C: what the next dense reward and a window's backward read */
+    memcpy(e->step_x + (size_t)((s - 1) / e->C) * e->n3, d->x, (size_t)e->n3 * sizeof(dsReal));
+    memcpy(e->step_v + (size_t)((s - 1) / e->C) * e->n3, d->v, (size_t)e->n3 * sizeof(dsReal));
+  }
   e->failed = 0;
   e->did_backward = 0;
   if (e->frame_at[s] >= 0) keep_frame(e, e->frame_at[s], d->x);

@@ -157,13 +157,24 @@ int ds__env_step_failed(dsEnv* e, int k, int rc, const char* msg);
 #define DS__ENVS_FOR_HEAVY(n, i) DS__ENVS_LOOP_(n, i, NULL, dynamic, 1)
 
 /* What a backward starts from: the built-in loss, or the caller's adjoints
- * of observations, images and rewards (steps x size each; NULL: 0). */
+ * of observations, images and rewards (steps x size each; NULL: 0). k0: the
+ * step of their row 0 (a window's first step; 0 otherwise): terms of steps
+ * before k0 are not part of the loss. */
 typedef struct dsEnvBwdSpec {
   int builtin;
   const dsReal* adj_obs;
   const dsReal* adj_image;
   const dsReal* adj_reward;
+  int k0;
 } dsEnvBwdSpec;
+
+/* env_backward.c: the backward of steps first .. last - 1 of e from the
+ * caller's adjoints (sp->k0 == first; rows of sp's arrays and of
+ * grad_actions are window rows), adj_final (ds_env_get_state layout, may be
+ * NULL) the adjoint of the state at the end of step last - 1, grad_state0
+ * (same layout, may be NULL) dL/d(state at the start of step first). */
+int ds__env_backward_window(dsEnv* e, const dsEnvBwdSpec* sp, int first, int last, const dsReal* adj_final,
+                            dsReal* grad_actions, dsReal* grad_state0);
 
 /* env_backward.c: the checks before a backward of e down to step `first` (gradients kept,
  * an episode, not failed, image adjoints with image observations), then

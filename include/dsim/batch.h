@@ -123,6 +123,16 @@ DS_API int ds_batch_step(dsBatch* b, const dsReal* actions, dsReal* obs, dsReal*
 DS_API int ds_batch_backward_loss(dsBatch* b, dsReal* losses, dsReal* grad_actions, int* status);
 DS_API int ds_batch_backward_adjoints(dsBatch* b, const dsReal* adj_obs, const dsReal* adj_image,
                                       const dsReal* adj_reward, dsReal* grad_actions, int* status);
+/* Every env's ds_env_backward_adjoints_window over steps first_step ..
+ * first_step + num_steps - 1, across threads: env-major arrays adj_obs
+ * n x num_steps x obs_size, adj_image n x num_steps x h x w x 4, adj_reward
+ * n x num_steps, adj_final_state and grad_states0 n x state_size,
+ * grad_actions n x num_steps x action_size (each may be NULL). Not on a
+ * lockstep batch's shared engine (DS_ERR_UNSUPPORTED). status as
+ * ds_batch_step's. */
+DS_API int ds_batch_backward_window(dsBatch* b, int first_step, int num_steps, const dsReal* adj_obs,
+                                    const dsReal* adj_image, const dsReal* adj_reward, const dsReal* adj_final_state,
+                                    dsReal* grad_actions, dsReal* grad_states0, int* status);
 /* Metric of every env's current state (ds_env_metric), into metrics (n). */
 DS_API int ds_batch_metric(const dsBatch* b, dsReal* metrics);
 

@@ -86,8 +86,8 @@
  *
  * Gradients. After any number of steps, ds_env_backward_loss gives
  * d(loss)/d(action of every step taken) and ds_env_backward_adjoints does the
- * same for caller-supplied adjoints of the observations and rewards (the
- * sparse rewards: adjoints of dense ones are refused, DS_ERR_UNSUPPORTED); both
+ * same for caller-supplied adjoints of the observations and rewards (sparse
+ * or dense); both
  * leave d/d(every named parameter) for ds_env_param_grad. Parameter names are
  * those of the engine (dsim/engine.h DS_MODEL_ARRAYS): "particle.mass",
  * "tet.k_mu", "tri.k_lambda", "contact.mu", "initial_velocity",
@@ -455,6 +455,24 @@ DS_API int ds_env_backward_loss_from(dsEnv* env, int first_step, dsReal* loss, d
 DS_API int ds_env_backward_adjoints_from(dsEnv* env, int first_step, const dsReal* adj_obs,
                                          const dsReal* adj_image, const dsReal* adj_reward,
                                          dsReal* grad_actions);
+/* Backward of a window: steps first_step .. first_step + num_steps - 1
+ * (all taken; the env may have stepped past them), for learning through
+ * the simulator. L = sum over the window's steps k of adj_obs[k].obs_k +
+ * adj_image[k].image_k + adj_reward[k] r_k, plus adj_final_state.state at
+ * the window's end (a critic's value of the last state, or the next
+ * window's grad_state0 when chaining windows). Rows are window rows
+ * (num_steps x obs_size, x h x w x 4, num_steps); adj_final_state and
+ * grad_state0 have ds_env_state_size values in ds_env_get_state's layout.
+ * Writes grad_actions (num_steps x action_size) and grad_state0 = dL/d(state
+ * at the start of step first_step), a state set there with
+ * ds_env_set_state included (entry 0, the substep, gets 0). Any pointer
+ * may be NULL. Dense rewards have adjoints too. DS_ERR_RANGE for a window
+ * outside the steps taken, or one whose start is not a multiple of
+ * physics.checkpoint_every; DS_ERR_UNSUPPORTED on the batched engine and
+ * for state adjoints of rigid bodies. Allocates nothing. docs/learning.md. */
+DS_API int ds_env_backward_adjoints_window(dsEnv* env, int first_step, int num_steps, const dsReal* adj_obs,
+                                           const dsReal* adj_image, const dsReal* adj_reward,
+                                           const dsReal* adj_final_state, dsReal* grad_actions, dsReal* grad_state0);
 
 /* The env's image loss (its definition's loss.image, levels and moments
  * terms, at its width x height) of image against any target image (both

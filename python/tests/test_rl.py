@@ -159,15 +159,28 @@ def test_dense_reward_target_is_distance_decrease():
     np.testing.assert_allclose(rb, r, rtol=0, atol=1e-9)
 
 
-def test_dense_reward_has_no_adjoint():
-    """backward_adjoints with reward adjoints is refused for dense rewards
-    (its adjoint is the sparse reward's); the loss's backward still works."""
+def test_dense_reward_adjoint():
+    """backward_adjoints takes adjoints of dense rewards (the sum of the
+    rewards is the displacement: its gradient matches a central difference);
+    the loss's backward still works."""
+    def run(a):
+        env.reset(1)
+        total = 0.0
+        for k in range(2):
+            total += env.step(a[k])[1]
+        return total
+
     env = dsim.Env("walker", substeps=64, control_interval=32, reward="dense", render__width=24, render__height=24,
                    render__supersample=1)
-    env.reset(1)
-    for _ in range(2):
-        env.step(np.zeros(104))
-    with pytest.raises(dsim.DsimError, match="dense"):
-        env.backward_adjoints(adj_reward=np.ones(2))
+    a = np.full((2, 104), 0.1)
+    run(a)
+    g = env.backward_adjoints(adj_reward=np.ones(2))
+    for k, j in ((0, 3), (1, 50)):
+        ap, am = a.copy(), a.copy()
+        ap[k, j] += 1e-6
+        am[k, j] -= 1e-6
+        fd = (run(ap) - run(am)) / 2e-6
+        np.testing.assert_allclose(g[k, j], fd, rtol=1e-4, atol=1e-9)
+    run(a)
     loss, g = env.backward_loss()
     assert g.shape == (2, 104) and np.isfinite(loss)

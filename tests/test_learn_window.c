@@ -1,0 +1,200 @@
+/* The backward of a window of steps over a batch (ds_batch_backward_window,
+ * ds_env_backward_adjoints_window) against central differences in double:
+ * N = 2 envs (walker-springs, control-fem), a prefix of P steps, then the window's start
+ * state set with ds_env_set_state (a perturbed copy of the state there),
+ * H window steps and one more step past the window. The objective
+ *   J = sum_k adj_obs_k.obs_k + adj_reward_k r_k + adj_final.state_end
+ * (k over the window, dense rewards) is differentiated with respect to the
+ * window's actions, entries of the set start state (positions and
+ * velocities) and, through a second objective with adj_final alone, checked
+ * to see the final-state adjoint. Each comparison also rejects the analytic
+ * gradient with one component scaled by 1.01 (tests/gradcheck.h). */
+#include "config.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dsim/batch.h"
+#include "dsim/env.h"
+#include "tests/dstest.h"
+#include "tests/gradcheck.h"
+
+#define N 2
+#define P 2 /* steps before the window */
+#define H 3 /* window steps */
+#define NCHECK 6 /* components checked per kind and env */
+#define AMAX 1280 /* action values per env this test allows */
+
+/* walker-springs: a displacement reward; control-fem: the decrease of the
+ * distance to a target */
+static const char* configs[2] = {
+    "{\"env\": {\"name\": \"walker-springs\", \"physics\": {\"substeps\": 192, \"control_interval\": 32, "
+    "\"checkpoint_every\": 1}, \"render\": {\"width\": 16, \"height\": 16, \"supersample\": 1}, "
+    "\"observation\": {\"state\": \"com\"}, \"loss\": {\"reward\": \"dense\"}}}",
+    "{\"env\": {\"name\": \"control-fem\", \"physics\": {\"substeps\": 48, \"control_interval\": 8}, "
+    "\"render\": {\"width\": 16, \"height\": 16, \"supersample\": 1}, "
+    "\"observation\": {\"state\": \"com\"}, \"loss\": {\"reward\": \"dense\"}}}"};
+
+typedef struct Prob {
+  dsBatch* b;
+  int A, O, S;
+  dsReal *pre, *act; /* N x P x A, N x H x A */
+  dsReal* dstate;    /* N x S: added to the state at the window's start */
+  dsReal *adj_obs, *adj_rew, *adj_fin; /* N x H x O, N x H, N x S (NULL: 0) */
+} Prob;
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static double urand(void) { /* [-1, 1) */
+  rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+  return (double)(rng >> 11) / 9007199254740992.0 * 2 - 1;
+}
+
+/* J of one forward; leaves the batch after it (for the backward). */
+static double objective(Prob* p) {
+  const uint64_t seeds[N] = {3, 4};
+  int status[N];
+  dsReal obs[N * 16], rew[N];
+  dsReal* st = (dsReal*)malloc(sizeof(dsReal) * (size_t)p->S);
+  CHECK_INT_EQ(ds_batch_reset(p->b, seeds, NULL, NULL, NULL, status), 0);
+  for (int k = 0; k < P; k++) {
+    dsReal a[N * AMAX];
+    for (int i = 0; i < N; i++) memcpy(a + i * p->A, p->pre + ((size_t)i * P + k) * p->A, sizeof(dsReal) * p->A);
+    CHECK_INT_EQ(ds_batch_step(p->b, a, NULL, NULL, NULL, NULL, status, 0), 0);
+  }
+  for (int i = 0; i < N; i++) { /* the window starts from a set state */
+    dsEnv* e = ds_batch_env(p->b, i);
+    CHECK_INT_EQ(ds_env_get_state(e, st, p->S), 0);
+    for (int q = 1; q < p->S; q++) st[q] += p->dstate[(size_t)i * p->S + q];
+    CHECK_INT_EQ(ds_env_set_state(e, st, p->S), 0);
+  }
+  double J = 0;
+  for (int k = 0; k < H; k++) {
+    dsReal a[N * AMAX];
+    for (int i = 0; i < N; i++) memcpy(a + i * p->A, p->act + ((size_t)i * H + k) * p->A, sizeof(dsReal) * p->A);
+    CHECK_INT_EQ(ds_batch_step(p->b, a, obs, NULL, rew, NULL, status, 0), 0);
+    for (int i = 0; i < N; i++) {
+      if (p->adj_obs)
+        for (int o = 0; o < p->O; o++) J += (double)p->adj_obs[((size_t)i * H + k) * p->O + o] * obs[i * p->O + o];
+      if (p->adj_rew) J += (double)p->adj_rew[i * H + k] * rew[i];
+    }
+  }
+  if (p->adj_fin)
+    for (int i = 0; i < N; i++) {
+      CHECK_INT_EQ(ds_env_get_state(ds_batch_env(p->b, i), st, p->S), 0);
+      for (int q = 1; q < p->S; q++) J += (double)p->adj_fin[(size_t)i * p->S + q] * st[q];
+    }
+  { /* one step past the window: the backward starts below the current step */
+    dsReal a[N * AMAX] = {0};
+    CHECK_INT_EQ(ds_batch_step(p->b, a, NULL, NULL, NULL, NULL, status, 0), 0);
+  }
+  free(st);
+  return J;
+}
+
+static double fd(Prob* p, dsReal* x, double h) {
+  const dsReal x0 = *x;
+  *x = x0 + h;
+  const double jp = objective(p);
+  *x = x0 - h;
+  const double jm = objective(p);
+  *x = x0;
+  return (jp - jm) / (2 * h);
+}
+
+/* Analytic gradients of J (the batch's backward window), then central
+ * differences of NCHECK actions and NCHECK start-state entries per env. */
+static void check(Prob* p, const char* what) {
+  int status[N];
+  dsReal* ga = (dsReal*)calloc((size_t)N * H * p->A, sizeof(dsReal));
+  dsReal* gs = (dsReal*)calloc((size_t)N * p->S, sizeof(dsReal));
+  objective(p);
+  CHECK_INT_EQ(ds_batch_backward_window(p->b, P, H, p->adj_obs, NULL, p->adj_rew, p->adj_fin, ga, gs, status), 0);
+  const int n3 = (p->S - 1) / 2;
+  double an[2 * N * NCHECK], nu[2 * N * NCHECK];
+  int m = 0;
+  for (int i = 0; i < N; i++)
+    for (int c = 0; c < NCHECK; c++, m++) {
+      const size_t j = (size_t)i * H * p->A + (size_t)((c * 7 + i * 3) % (H * p->A));
+      an[m] = ga[j];
+      nu[m] = fd(p, &p->act[j], 1e-6);
+    }
+  char label[96];
+  snprintf(label, sizeof label, "%s: d/d(window actions)", what);
+  check_grad(label, an, nu, m, 1e-4, 1e-6);
+  m = 0;
+  for (int i = 0; i < N; i++)
+    for (int c = 0; c < NCHECK; c++, m++) { /* half positions, half velocities */
+      const int q = 1 + (c % 2 ? n3 : 0) + (c * 5 + i) % n3;
+      an[m] = gs[(size_t)i * p->S + q];
+      nu[m] = fd(p, &p->dstate[(size_t)i * p->S + q], 1e-6);
+    }
+  CHECK(gs[0] == 0 && gs[p->S] == 0); /* the substep entries */
+  snprintf(label, sizeof label, "%s: d/d(set start state)", what);
+  check_grad(label, an, nu, m, 1e-4, 1e-6);
+  free(ga);
+  free(gs);
+}
+
+static void problem(const char* config) {
+  char err[512];
+  Prob p;
+  memset(&p, 0, sizeof p);
+  int rc = ds_batch_create_from_text("window", config, N, &p.b, err, sizeof err);
+  if (rc) printf("create: %s\n", err);
+  CHECK_INT_EQ(rc, 0);
+  if (rc) return;
+  dsEnv* e0 = ds_batch_env(p.b, 0);
+  p.A = ds_env_action_size(e0);
+  p.O = ds_env_obs_size(e0);
+  p.S = ds_env_state_size(e0);
+  CHECK(p.A <= AMAX && p.O <= 16);
+  if (p.A > AMAX || p.O > 16) return;
+  p.pre = (dsReal*)malloc(sizeof(dsReal) * N * P * p.A);
+  p.act = (dsReal*)malloc(sizeof(dsReal) * N * H * p.A);
+  p.dstate = (dsReal*)calloc((size_t)N * p.S, sizeof(dsReal));
+  p.adj_obs = (dsReal*)malloc(sizeof(dsReal) * N * H * p.O);
+  p.adj_rew = (dsReal*)malloc(sizeof(dsReal) * N * H);
+  p.adj_fin = (dsReal*)calloc((size_t)N * p.S, sizeof(dsReal));
+  for (int j = 0; j < N * P * p.A; j++) p.pre[j] = (dsReal)(0.2 * urand());
+  for (int j = 0; j < N * H * p.A; j++) p.act[j] = (dsReal)(0.2 * urand());
+  for (int j = 0; j < N * H * p.O; j++) p.adj_obs[j] = (dsReal)urand();
+  for (int j = 0; j < N * H; j++) p.adj_rew[j] = (dsReal)(1 + urand());
+  for (int i = 0; i < N; i++)
+    for (int q = 1; q < p.S; q++) p.adj_fin[(size_t)i * p.S + q] = (dsReal)(0.1 * urand());
+  printf("%s: N %d, P %d, H %d, action %d, obs %d, state %d\n", ds_env_name(e0), N, P, H, p.A, p.O, p.S);
+  check(&p, "obs + dense rewards + final state");
+  /* the final state's adjoint alone */
+  dsReal *ao = p.adj_obs, *ar = p.adj_rew;
+  p.adj_obs = p.adj_rew = NULL;
+  check(&p, "final state only");
+  p.adj_obs = ao;
+  p.adj_rew = ar;
+
+  /* errors: a window past the steps taken, and the env form's range check */
+  int status[N];
+  objective(&p);
+  rc = ds_batch_backward_window(p.b, P + 2, H, NULL, NULL, NULL, NULL, NULL, NULL, status);
+  CHECK_INT_EQ(rc, DS_ERR_RANGE);
+  CHECK_STR_CONTAINS(ds_batch_last_error(p.b), "window");
+  CHECK_INT_EQ(ds_env_backward_adjoints_window(e0, -1, 1, NULL, NULL, NULL, NULL, NULL, NULL), DS_ERR_RANGE);
+  /* an empty window: grad_state0 is the final state's adjoint itself */
+  dsReal* gs = (dsReal*)calloc((size_t)p.S, sizeof(dsReal));
+  CHECK_INT_EQ(ds_env_backward_adjoints_window(e0, P + H, 0, NULL, NULL, NULL, p.adj_fin, NULL, gs), 0);
+  for (int q = 1; q < p.S; q++) CHECK_CLOSE(gs[q], p.adj_fin[q], 0, 0);
+  free(gs);
+  ds_batch_destroy(p.b);
+  free(p.pre);
+  free(p.act);
+  free(p.dstate);
+  free(p.adj_obs);
+  free(p.adj_rew);
+  free(p.adj_fin);
+}
+
+int main(void) {
+  for (int c = 0; c < 2; c++) problem(configs[c]);
+  return DST_RESULT();
+}
