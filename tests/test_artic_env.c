@@ -5,7 +5,9 @@
  *    to the named articulation parameters (link mass, length, damping,
  *    initial angle) against central differences in double through
  *    rendering (rtol 2e-3 on components above 2% of the largest; a 1%
- *    change of the largest is rejected).
+ *    change of the largest is rejected); and of a weighted sum of the full
+ *    state observations (every vertex's position and velocity: the
+ *    velocity's adjoint through the links' spatial velocities).
  *  - Checkpointed tape (every 4th state) = full tape, bit for bit; one
  *    thread = two threads, bit for bit.
  *  - A saved state restores the episode bit for bit.
@@ -141,6 +143,53 @@ static void grad_check(const char* name, int loss_kind, const char* const* param
   ds_env_destroy(env);
 }
 
+/* L = sum_k w_k . obs_k (the full state: positions and velocities) by
+ * ds_env_backward_adjoints, against central differences in the actions */
+static double obs_episode(dsEnv* env, const dsReal* a, const dsReal* w, dsReal* obs) {
+  if (ds_env_reset(env, 1, NULL, NULL)) return NAN;
+  const int S = ds_env_num_steps(env), n = ds_env_action_size(env), no = ds_env_obs_size(env);
+  double L = 0;
+  for (int k = 0; k < S; k++) {
+    if (ds_env_step(env, a + k * n, obs, NULL, NULL, NULL)) return NAN;
+    for (int i = 0; i < no; i++) L += (double)w[(size_t)k * no + i] * obs[i];
+  }
+  return L;
+}
+
+static void obs_check(void) {
+  dsEnvDef def = ds_default_env_def("double-pendulum");
+  def.substeps = 96;
+  def.control_interval = 16;
+  def.width = def.height = 8;
+  def.obs_state = DS_OBS_STATE_FULL;
+  dsEnv* env = NULL;
+  CHECK_INT_EQ(ds_env_create(&def, &env, NULL, 0), 0);
+  if (!env) return;
+  const int S = ds_env_num_steps(env), n = ds_env_action_size(env), no = ds_env_obs_size(env), na = S * n;
+  dsReal* w = malloc(sizeof(dsReal) * (size_t)S * no);
+  dsReal* obs = malloc(sizeof(dsReal) * (size_t)no);
+  for (int i = 0; i < S * no; i++) w[i] = (dsReal)sin(0.37 * i + 0.1);
+  dsReal a[NSTEP_MAX * 2], ga[NSTEP_MAX * 2];
+  double an[NSTEP_MAX * 2], fd[NSTEP_MAX * 2];
+  for (int i = 0; i < na; i++) a[i] = (dsReal)(1.5 * sin(1.3 * i + 0.4));
+  obs_episode(env, a, w, obs);
+  CHECK_INT_EQ(ds_env_backward_adjoints(env, w, NULL, NULL, ga), 0);
+  for (int i = 0; i < na; i++) {
+    an[i] = ga[i];
+    const dsReal s0 = a[i], h = 1e-5;
+    a[i] = s0 + h;
+    const double lp = obs_episode(env, a, w, obs);
+    a[i] = s0 - h;
+    const double lm = obs_episode(env, a, w, obs);
+    a[i] = s0;
+    fd[i] = (lp - lm) / (2 * h);
+  }
+  check("double-pendulum full-state observations, actions", an, fd, na);
+  free(w);
+  free(obs);
+  ds_env_destroy(env);
+}
+
 /* loss and every gradient of one episode, for bitwise comparisons */
 static int run_all(dsEnv* env, double* out) {
   const int S = ds_env_num_steps(env), n = ds_env_action_size(env);
@@ -262,6 +311,7 @@ int main(void) {
   grad_check("pendulum", DS_ENV_LOSS_IMAGE_SUM, p1, 4);
   grad_check("double-pendulum", DS_ENV_LOSS_IMAGE_SUM, p2, 5);
   grad_check("double-pendulum", DS_ENV_LOSS_COM, p2, 5);
+  obs_check();
   bitwise();
   swing();
   refusals();
