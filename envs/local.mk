@@ -62,3 +62,5 @@ EXTRA_DIST += tests/test_env_classes.sh
 check_PROGRAMS += tests/test_artic_env
 tests_test_artic_env_SOURCES = tests/test_artic_env.c
 TESTS += tests/test_artic_env
+TESTS += tests/test_artic_run.sh
+EXTRA_DIST += tests/test_artic_run.sh
