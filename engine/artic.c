@@ -998,3 +998,87 @@ int ds_artic_momentum(const dsArticModel* m, dsArticData* d, const double* q, co
   }
   return 0;
 }
+
+/* ---- for the particle engine (engine/artic_model.c) -------------------------------------
+ * One step without the tape, its vector-Jacobian product, the links' world
+ * poses and their adjoint, and a deep copy of the model. */
+
+int ds__artic_model_copy(const dsArticModel* src, dsArticModel** out) {
+  *out = NULL;
+  dsArticModel* m = ds__calloc(1, sizeof(dsArticModel));
+  if (!m) return DS_ERR_NOMEM;
+  *m = *src;
+  const int nb = src->nbody ? src->nbody : 1, ns = src->nsphere ? src->nsphere : 1, na = src->nu ? src->nu : 1;
+  if (model_alloc(m, src->nbody, src->nsphere, src->nu, src->nparam)) {
+    ds_artic_model_free(m);
+    return DS_ERR_NOMEM;
+  }
+#define DS__C(f, n) memcpy(m->f, src->f, (size_t)(n) * sizeof(*m->f))
+  DS__C(parent, nb), DS__C(jtype, nb), DS__C(qadr, nb), DS__C(vadr, nb), DS__C(limited, nb), DS__C(axis, 3 * nb);
+  DS__C(quat0, 4 * nb), DS__C(R0, 9 * nb), DS__C(limit_k, nb), DS__C(limit_b, nb), DS__C(limit_w, nb), DS__C(bp, nb);
+  DS__C(body_name, nb), DS__C(joint_name, nb), DS__C(sph_body, ns), DS__C(sph_pos, 3 * ns), DS__C(sph_radius, ns);
+  DS__C(act_type, na), DS__C(act_body, na), DS__C(act_ctrl_limit, na), DS__C(act_force_limit, na);
+  DS__C(act_gear, na), DS__C(act_kp, na), DS__C(act_kv, na), DS__C(act_name, na);
+  DS__C(param, src->nparam), DS__C(param_name, src->nparam);
+#undef DS__C
+  *out = m;
+  return 0;
+}
+
+int ds__artic_substep(const dsArticModel* m, dsArticData* d, const double* q, const double* qd, const double* u,
+                      double* qn, double* qdn) {
+  int rc = forward(m, d, q, qd, u, 0);
+  if (rc) return rc;
+  const ws_r* w = d->wr;
+  memcpy(qn, w->qn, sizeof(double) * (size_t)m->nq);
+  memcpy(qdn, w->qdn, sizeof(double) * (size_t)m->nv);
+  return 0;
+}
+
+int ds__artic_substep_vjp(const dsArticModel* m, dsArticData* d, const double* q, const double* qd, const double* u,
+                          const double* aout, double* ain, double* gu, double* gth) {
+  int rc = forward(m, d, q, qd, u, 1);
+  if (rc) return rc;
+  double* tu = d->rev; /* nu, nparam, nv, then the bodies' adjoints (as backward) */
+  double* tth = tu + m->nu;
+  double* lam = tth + m->nparam;
+  step_vjp(m, d, aout, ain, ain + m->nq, tu, tth, lam, (dsArticAdjBody*)(lam + m->nv));
+  for (int a = 0; a < m->nu; a++) gu[a] = tu[a];
+  for (int p = 0; p < m->nparam; p++) gth[p] += tth[p];
+  return 0;
+}
+
+/* kinematics at (q, qd) with the model's parameters */
+static void kin_at(const dsArticModel* m, dsArticData* d, const double* q, const double* qd) {
+  ws_r* w = d->wr;
+  memcpy(w->q, q, sizeof(double) * (size_t)m->nq);
+  memcpy(w->qd, qd, sizeof(double) * (size_t)m->nv);
+  memcpy(w->th, m->param, sizeof(double) * (size_t)m->nparam);
+  kin_r(m, w, 0, NULL);
+}
+
+void ds__artic_pose(const dsArticModel* m, dsArticData* d, const double* q, const double* qd, double* R, double* x,
+                    double* V) {
+  kin_at(m, d, q, qd);
+  const ws_r* w = d->wr;
+  for (int i = 0; i < m->nbody; i++) {
+    memcpy(R + 9 * i, w->b[i].Rw, sizeof(double) * 9);
+    memcpy(x + 3 * i, w->b[i].x, sizeof(double) * 3);
+    memcpy(V + 6 * i, w->b[i].V, sizeof(double) * 6);
+  }
+}
+
+void ds__artic_pose_vjp(const dsArticModel* m, dsArticData* d, const double* q, const double* qd, const double* aR,
+                        const double* ax, const double* aV, double* gq, double* gqd, double* gth) {
+  kin_at(m, d, q, qd);
+  dsArticAdjBody* ab = (dsArticAdjBody*)(d->rev + m->nu + m->nparam + m->nv);
+  memset(ab, 0, sizeof(dsArticAdjBody) * (size_t)m->nbody);
+  for (int i = 0; i < m->nbody; i++) {
+    memcpy(ab[i].Rw, aR + 9 * i, sizeof(double) * 9);
+    memcpy(ab[i].x, ax + 3 * i, sizeof(double) * 3);
+    memcpy(ab[i].V, aV + 6 * i, sizeof(double) * 6);
+  }
+  kin_vjp(m, d->wr, ab, gq, gqd, gth);
+}
+
+double* ds__artic_params(dsArticModel* m) { return m->param; }

@@ -77,6 +77,10 @@ int ds__bsim_layout(const dsModel* m, const dsBatchSimDef* def, dsBatchLayout* L
                       "batch: the model has %d rigid bod%s; the batched engine (CPU and CUDA) does not run rigid "
                       "bodies yet: use the single-instance engine",
                       m->nbody, m->nbody == 1 ? "y" : "ies");
+  if (m->artic)
+    return ds__puterr(err, errlen, DS_ERR_UNSUPPORTED,
+                      "batch: the model has an articulation; the batched engine (CPU and CUDA) does not run "
+                      "articulations yet: use the single-instance engine");
   if (m->integrator != DS_INTEGRATOR_SEMI_IMPLICIT)
     return ds__puterr(err, errlen, DS_ERR_UNSUPPORTED,
                       "batch: the model uses the implicit integrator; the batched engine (CPU and CUDA) runs "

@@ -18,6 +18,7 @@
 #include "engine/engine_priv.h"
 #include "engine/implicit.h"
 #include "engine/forces.h"
+#include "engine/artic_model.h"
 #include "engine/rigid.h"
 
 #define DS__ALIGN 64
@@ -73,6 +74,7 @@ void ds_data_free(dsData* d) {
   if (d->err_) {
     ds__free(((dsDataPriv*)d->err_)->chain_mem);
     ds__implicit_free(((dsDataPriv*)d->err_)->imp);
+    ds__artic_scratch_free(((dsDataPriv*)d->err_)->art);
   }
   ds__free(d->err_);
   ds__free(d);
@@ -154,6 +156,7 @@ int ds_data_create(const dsModel* m, const dsDataDef* def, dsData** out) {
       return rc;
     }
   }
+  if (m->artic && ds__artic_scratch_create(m, &((dsDataPriv*)d->err_)->art)) goto nomem;
   ds_data_reset(m, d);
   *out = d;
   return 0;
@@ -190,6 +193,7 @@ int ds_data_reset(const dsModel* m, dsData* d) {
     memset(d->adj_body, 0, 13 * (size_t)m->nbody * sizeof(dsReal));
     memset(d->adj_body_fext, 0, 6 * (size_t)m->nbody * sizeof(dsReal));
   }
+  if (m->artic) ds__artic_reset(m, d);
   d->bfext_n = 0;
   d->t = 0;
   d->bt = -1;

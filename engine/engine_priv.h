@@ -47,6 +47,7 @@ typedef struct dsDataPriv {
   unsigned chain_seq;
   struct dsImplicit* imp; /* the implicit integrator's matrix and vectors (engine/implicit.h); NULL for
                            * a semi-implicit model */
+  struct dsArticScratch* art; /* an articulation's step scratch (engine/artic_model.h); NULL without one */
 } dsDataPriv;
 
 /* Thread t's share [*i0, *i1) of n items split over nt threads in

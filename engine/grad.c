@@ -4,6 +4,7 @@
 
 #include <string.h>
 
+#include "dsim/artic.h"
 #include "dsim/engine.h"
 #include "engine/engine_priv.h"
 
@@ -59,5 +60,10 @@ int ds_grad_param(const dsGrad* g, const char* name, dsReal** ptr, int* count) {
   })
   DS_MODEL_ARRAYS(DS__LOOK)
 #undef DS__LOOK
-  return DS_ERR_NOTFOUND;
+  /* an articulation's parameters by their own names (one value each) */
+  const int k = m_->artic ? ds_artic_param_index(m_->artic, name) : DS_ERR_NOTFOUND;
+  if (k < 0) return DS_ERR_NOTFOUND;
+  if (ptr) *ptr = g->artic_param + k;
+  if (count) *count = 1;
+  return 0;
 }

@@ -12,6 +12,7 @@ libdsim_core_la_SOURCES += engine/batch_api.c
 # step and adjoint (artic.c) over the dynamics kernels written once for
 # real and complex-step numbers (artic_dyn.h).
 libdsim_core_la_SOURCES += engine/artic.c engine/artic_dyn.h engine/artic_rev.h engine/artic_priv.h
+libdsim_core_la_SOURCES += engine/artic_model.c engine/artic_model.h
 dsiminclude_HEADERS += include/dsim/artic.h
 dsiminclude_HEADERS += include/dsim/engine.h include/dsim/fd.h include/dsim/mesh.h
 

@@ -17,6 +17,8 @@
 #include "dsim/mesh.h"
 #include "engine/engine_priv.h"
 #include "engine/forces.h"
+#include "engine/artic_model.h"
+#include "engine/artic_priv.h"
 #include "engine/rigid.h"
 
 _Static_assert(DS_TET_NREST + 1 == DS_TET_MROWS, "tet.M rows: M, det B, then V0");
@@ -52,6 +54,7 @@ struct dsBuilder {
   dsReal* rv; /* body-frame vertices of every body, in order */
   int integrator;          /* dsIntegrator */
   dsSolverSettings solver; /* the implicit integrator's */
+  dsBuilderArtic art;      /* the articulation and its vertices (engine/artic_model.c) */
 };
 
 /* One rigid body as the builder holds it. */
@@ -108,6 +111,7 @@ void ds_builder_free(dsBuilder* b) {
   void* ps[] = {b->x, b->v, b->mass, b->s_idx, b->s_ke, b->s_kd, b->s_rest, b->t_idx, b->t_mu, b->t_lam,
                 b->t_damp, b->b_idx, b->b_ke, b->b_kd, b->te_idx, b->te_mu, b->te_lam, b->te_damp, b->f_idx, b->body, b->rv};
   for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++) ds__free(ps[i]);
+  ds__artic_builder_free(&b->art);
   ds__free(b);
 }
 
@@ -675,6 +679,28 @@ int ds_builder_add_rigid_cylinder(dsBuilder* b, dsReal radius, dsReal hh, int ns
   return add_primitive(b, &m, def);
 }
 
+/* ---- articulation (engine/artic_model.c) --------------------------------------*/
+int ds_builder_set_artic(dsBuilder* b, const struct dsArticModel* am, const double* q0, const double* qd0) {
+  if (!b || !am) return DS_ERR_INVALID;
+  return ds__artic_builder_set(&b->art, &b->err, am, q0, qd0);
+}
+
+int ds_builder_add_artic_mesh(dsBuilder* b, int link, const dsMesh* mesh, const dsReal* anchor_weight, dsReal mass) {
+  if (!b || !mesh || mesh->nvert <= 0 || !mesh->x || (mesh->ntri && !mesh->tri)) return DS_ERR_INVALID;
+  int rc = ds__artic_builder_check_link(&b->art, &b->err, link, mass);
+  if (rc) return rc;
+  const int first = b->np;
+  const dsReal zero[3] = {0, 0, 0};
+  for (int k = 0; k < mesh->nvert && !rc; k++) {
+    rc = ds_builder_add_particle(b, zero, NULL, mass / mesh->nvert); /* posed at finalize */
+    if (rc >= 0) rc = ds__artic_builder_vertex(&b->art, &b->err, link, mesh->x + 3 * (size_t)k,
+                                               anchor_weight ? anchor_weight[k] : 0);
+  }
+  for (int t = 0; t < mesh->ntri && rc >= 0; t++)
+    rc = ds_builder_add_face(b, first + mesh->tri[3 * t], first + mesh->tri[3 * t + 1], first + mesh->tri[3 * t + 2]);
+  return rc < 0 ? rc : first;
+}
+
 /* ---- model ------------------------------------------------------------------*/
 static size_t model_count(const dsModel* m_, int which) {
   int i = 0;
@@ -690,6 +716,7 @@ void ds_model_free(dsModel* m) {
 #define DS__FREE(field, type, count, diff, name) ds__free(m->field);
   DS_MODEL_ARRAYS(DS__FREE)
 #undef DS__FREE
+  ds_artic_model_free(m->artic);
   ds__free(m->err_);
   ds__free(m);
 }
@@ -721,7 +748,8 @@ int ds_model_copy(const dsModel* src, dsModel** out) {
   DS_MODEL_ARRAYS(DS__NULL)
 #undef DS__NULL
   m->err_ = NULL;
-  if (model_alloc(m)) {
+  m->artic = NULL;
+  if (model_alloc(m) || (src->artic && ds__artic_model_copy(src->artic, &m->artic))) {
     ds_model_free(m);
     return DS_ERR_NOMEM;
   }
@@ -757,6 +785,11 @@ static int finalize_check(dsBuilder* b) {
   if (b->integrator == DS_INTEGRATOR_IMPLICIT && b->nbody)
     return ds__seterr(&b->err, DS_ERR_UNSUPPORTED,
                       "integrator implicit: rigid bodies (%d) are not supported; use semi_implicit", b->nbody);
+  if (b->art.am) {
+    const int other = b->np - b->art.nv; /* particles that are not articulation vertices */
+    return ds__artic_builder_check(&b->art, &b->err, b->dt, other, b->ns + b->nt + b->nb + b->ntet, b->nbody,
+                                   b->integrator != DS_INTEGRATOR_SEMI_IMPLICIT);
+  }
   return 0;
 }
 
@@ -774,6 +807,7 @@ static int finalize_layout(dsBuilder* b, dsModel* counts, dsForceLayout* L) {
   counts->ground = b->ground;
   counts->aero = b->aero;
   counts->nbody = b->nbody;
+  ds__artic_counts(&b->art, counts);
   ds__force_layout(counts, L);
   if (L->nslot > (1 << 30)) return ds__seterr(&b->err, DS_ERR_RANGE, "model too large (%lld slots)", L->nslot);
   counts->nslot = (int)L->nslot;
@@ -1002,6 +1036,7 @@ int ds_builder_finalize(dsBuilder* b, dsModel** out) {
     rc = finalize_incidence(b, m, &L);
   }
   if (!rc) rc = finalize_rigid_check(b, m);
+  if (!rc && b->art.am) rc = ds__artic_finalize(&b->art, &b->err, m);
   if (rc) { /* b->err names the element at fault */
     ds_model_free(m);
     return rc;
@@ -1034,7 +1069,11 @@ int ds_model_param(const dsModel* m, const char* name, const dsReal** ptr, int* 
   }
   DS_MODEL_ARRAYS(DS__LOOK)
 #undef DS__LOOK
-  return DS_ERR_NOTFOUND;
+  const int k = m->artic ? ds_artic_param_index(m->artic, name) : DS_ERR_NOTFOUND;
+  if (k < 0) return DS_ERR_NOTFOUND;
+  if (ptr) *ptr = m->artic_param + k;
+  if (count) *count = 1;
+  return 0;
 }
 
 const char* ds_model_last_error(const dsModel* m) { return m ? ds__errmsg((const dsErrBuf*)m->err_) : ""; }
@@ -1045,6 +1084,8 @@ int ds_model_set_param(dsModel* m, const char* name, const dsReal* values, int c
   int is_diff = 0;
   for (int i = 0; i < ds_param_count(); i++)
     if (strcmp(g_param_names[i], name) == 0) is_diff = 1;
+  if (m->artic && (!strcmp(name, "artic.param") || ds_artic_param_index(m->artic, name) >= 0))
+    return ds__artic_set_param(m, eb, name, values, count);
   if (!is_diff) return ds__seterr(eb, DS_ERR_NOTFOUND, "\"%s\" is not a differentiable parameter", name);
   const dsReal* cur;
   int n;

@@ -48,6 +48,7 @@
 #endif
 
 #include "dsim/engine.h"
+#include "engine/artic_model.h"
 #include "engine/engine_priv.h"
 #include "engine/forces.h"
 #include "engine/implicit.h"
@@ -195,6 +196,7 @@ int ds_step(const dsModel* m, dsData* d) {
   if (d->failed) return ds__seterr(eb, DS_ERR_STATE, "substep %d: the data diverged; reset it first", d->t);
   const int t = d->t, T = d->max_substeps, np = m->nparticle;
   const size_t n3 = 3 * (size_t)np, nb13 = 13 * (size_t)m->nbody, nb6 = 6 * (size_t)m->nbody;
+  const size_t nas = (size_t)(m->artic_nq + m->artic_nv);
   d->bt = -1;
   /* the tape copy of (x, v) and the checks of J and of the new state run
    * inside the substep, each by the thread that owns the particle or tet
@@ -204,7 +206,7 @@ int ds_step(const dsModel* m, dsData* d) {
   ck.tx = ck.tv = NULL;
   ck.act_prev = ck.fext_prev = NULL;
   ck.act_diff = ck.fext_diff = 0;
-  ck.check = m->nbody == 0;
+  ck.check = m->nbody == 0 && !m->artic;
   ck.bad_tet = INT_MAX;
   ck.bad_state = INT_MAX;
   if (T > 0) {
@@ -220,7 +222,9 @@ int ds_step(const dsModel* m, dsData* d) {
       ck.tx = d->tape_x + slot * n3;
       ck.tv = d->tape_v + slot * n3;
       if (nb13) memcpy(d->tape_body + slot * nb13, d->body, nb13 * sizeof(dsReal));
+      if (m->artic) memcpy(d->tape_artic + slot * nas, d->artic_state, nas * sizeof(dsReal));
     }
+    if (m->artic_nu) memcpy(d->artic_act_tape + (size_t)t * m->artic_nu, d->artic_act, m->artic_nu * sizeof(dsReal));
     /* activations and external forces: compared with their last records
      * inside the substep, by all its threads (recorded after it) */
     if (m->nact && d->act_n > 0) ck.act_prev = d->act_tape + (size_t)(d->act_n - 1) * m->nact;
@@ -239,7 +243,15 @@ int ds_step(const dsModel* m, dsData* d) {
   int rc = 0;
   if (m->integrator == DS_INTEGRATOR_IMPLICIT) /* backward Euler (engine/implicit.c) */
     rc = ds__implicit_step(m, d, ef, J, &ck);
-  else
+  else if (m->artic) { /* an articulation (engine/artic_model.c) poses every particle */
+    if (ck.tx) {
+      memcpy(ck.tx, d->x, n3 * sizeof(dsReal));
+      memcpy(ck.tv, d->v, n3 * sizeof(dsReal));
+    }
+    rc = ds__artic_substep_model(m, ((dsDataPriv*)d->err_)->art, d->artic_state, d->artic_act, d->artic_state, d->x,
+                                 d->v);
+    if (rc) rc = ds__seterr(eb, rc, "substep %d: articulation: mass matrix not positive definite", t);
+  } else
     ds__substep(m, d->x, d->v, d->act, d->f_ext, ef, J, d->f, d->x, d->v, 1, d->body, d->body_fext, d->body, fr,
                 &((dsDataPriv*)d->err_)->fwd, &ck);
   if (T > 0) { /* the tape checks above left room for a new record */
@@ -305,6 +317,10 @@ int ds_backward_begin(const dsModel* m, dsData* d) {
     memset(d->adj_body, 0, 13 * (size_t)m->nbody * sizeof(dsReal));
     memset(d->adj_body_fext, 0, 6 * (size_t)m->nbody * sizeof(dsReal));
   }
+  if (m->artic) {
+    memset(d->adj_artic, 0, (size_t)(m->artic_nq + m->artic_nv) * sizeof(dsReal));
+    memset(d->adj_artic_act, 0, (size_t)m->artic_nu * sizeof(dsReal));
+  }
   d->bt = d->t;
   d->seg_start = -1;
   return 0;
@@ -329,7 +345,19 @@ static int load_segment(const dsModel* m, dsData* d, int t) {
   memcpy(d->seg_x, d->tape_x + (size_t)(s / K) * n3, n3 * sizeof(dsReal));
   memcpy(d->seg_v, d->tape_v + (size_t)(s / K) * n3, n3 * sizeof(dsReal));
   if (nb13) memcpy(d->seg_body, d->tape_body + (size_t)(s / K) * nb13, nb13 * sizeof(dsReal));
+  const size_t nas = (size_t)(m->artic_nq + m->artic_nv);
+  if (nas) memcpy(d->seg_artic, d->tape_artic + (size_t)(s / K) * nas, nas * sizeof(dsReal));
   for (int j = s; j < e; j++) {
+    if (m->artic) { /* the articulation's states only: the backward poses the vertices itself */
+      const int rc = ds__artic_substep_model(m, ((dsDataPriv*)d->err_)->art, d->seg_artic + (size_t)(j - s) * nas,
+                                             m->artic_nu ? d->artic_act_tape + (size_t)j * m->artic_nu : NULL,
+                                             d->seg_artic + (size_t)(j - s + 1) * nas, NULL, NULL);
+      if (rc) {
+        ds__arena_free(d, mark);
+        return rc;
+      }
+      continue;
+    }
     const size_t o = (size_t)(j - s) * n3, ob = (size_t)(j - s) * nb13;
     const dsReal* act = m->nact ? d->act_tape + (size_t)d->act_rec[j] * m->nact : NULL;
     const dsReal* fext = d->fext_tape + (size_t)d->fext_rec[j] * n3;
@@ -382,6 +410,16 @@ int ds_backward_step(const dsModel* m, dsData* d, dsGrad* g, dsReal* adj_act, ds
     }
   }
   const dsReal* act = m->nact ? d->act_tape + (size_t)d->act_rec[t] * m->nact : NULL;
+  if (m->artic) { /* engine/artic_model.c: the vertices' adjoints, then the articulation's step */
+    const size_t nas = (size_t)(m->artic_nq + m->artic_nv);
+    const dsReal* s0 = d->ckpt > 1 ? d->seg_artic + (size_t)(t - d->seg_start) * nas : d->tape_artic + (size_t)t * nas;
+    const dsReal* s1 = d->ckpt > 1 || t + 1 < d->t ? s0 + nas : d->artic_state;
+    int rc = ds__artic_bwd(m, d, g, s0, s1, m->artic_nu ? d->artic_act_tape + (size_t)t * m->artic_nu : NULL);
+    if (rc) return ds__seterr(eb, rc, "backward: substep %d: articulation: mass matrix not positive definite", t);
+    if (adj_fext) memset(adj_fext, 0, n3 * sizeof(dsReal));
+    d->bt = t;
+    return 0;
+  }
 
   dsForceLayout L;
   ds__force_layout(m, &L);
@@ -523,6 +561,7 @@ int ds_backward_finish(const dsModel* m, dsData* d, dsGrad* g) {
     return ds__seterr(ds__data_err(d), DS_ERR_STATE, "backward: finish at substep %d (must be 0)", d->bt);
   const size_t n3 = 3 * (size_t)m->nparticle;
   if (m->nbody) ds__rigid_finish(m, d->t == 0 ? d->body : d->tape_body, d->adj_x, d->adj_v, d->adj_body, g);
+  if (m->artic) ds__artic_finish(m, d, g, d->t == 0 ? d->artic_state : d->tape_artic);
   for (size_t k = 0; k < n3; k++) {
     g->x0[k] += d->adj_x[k];
     g->v0[k] += d->adj_v[k];

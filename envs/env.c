@@ -255,6 +255,11 @@ static int build_sized(dsEnv* e) {
                       "%s: physics.integrator implicit runs on the CPU engine only, not on the batched engine; use "
                       "device cpu (and physics.batched_engine false)",
                       e->cls->name);
+  if (batched && m->artic)
+    return ds__seterr(&e->err, DS_ERR_UNSUPPORTED,
+                      "%s: an articulated model runs on the CPU engine only, not on the batched engine (CUDA or "
+                      "physics.batched_engine); use device cpu",
+                      e->cls->name);
   if (batched && (!e->cls->act_first || m->nbody || e->cls->uses_external_force)) {
     char dn[32];
     return ds__seterr(&e->err, DS_ERR_UNSUPPORTED,

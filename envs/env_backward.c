@@ -306,9 +306,10 @@ static int env_backward(dsEnv* e, const dsEnvBwdSpec* sp, int first, int last, c
     if (e->bs)
       return ds__seterr(&e->err, DS_ERR_UNSUPPORTED,
                         "backward: windows are not available on the batched engine (physics.batched_engine, CUDA)");
-    if (m->nbody && (adj_final || grad_state0))
+    if ((m->nbody || m->artic) && (adj_final || grad_state0))
       return ds__seterr(&e->err, DS_ERR_UNSUPPORTED,
-                        "backward: state adjoints of a window with rigid bodies (%s) are not available", e->cls->name);
+                        "backward: state adjoints of a window with %s (%s) are not available",
+                        m->nbody ? "rigid bodies" : "an articulation", e->cls->name);
     if (d->ckpt > 1 && ((first * e->C) % d->ckpt) != 0)
       return ds__seterr(&e->err, DS_ERR_RANGE,
                         "backward: window start substep %d is not a multiple of physics.checkpoint_every %d (the "

@@ -380,7 +380,7 @@ int ds_env_set_param(dsEnv* e, const char* name, const dsReal* values, int count
        bodies: their vertices are re-posed from the body parameters); the
        target, the goal image and the metric's origin stay the
        definition's */
-    if (e->m->nbody) {
+    if (e->m->nbody || e->m->artic) {
       ds_data_reset(e->m, e->d);
     } else {
       memcpy(e->d->x, e->m->x0, (size_t)e->n3 * sizeof(dsReal));
@@ -414,8 +414,10 @@ int ds_env_param_grad(const dsEnv* e, const char* name, const dsReal** grad, int
   return rc;
 }
 
-/* rigid bodies add their states (13 each) after the particles' */
-static int state_size(const dsEnv* e) { return 1 + 2 * e->n3 + 13 * e->m->nbody; }
+/* rigid bodies add their states (13 each) after the particles', an
+ * articulation its (q, qd) */
+static int artic_ns(const dsModel* m) { return m->artic_nq + m->artic_nv; }
+static int state_size(const dsEnv* e) { return 1 + 2 * e->n3 + 13 * e->m->nbody + artic_ns(e->m); }
 int ds_env_state_size(const dsEnv* e) { return e ? state_size(e) : DS_ERR_INVALID; }
 
 /* ---- state --------------------------------------------------------------------------- */
@@ -426,6 +428,7 @@ int ds_env_get_state(const dsEnv* e, dsReal* state, int n) {
   memcpy(state + 1, e->d->x, (size_t)e->n3 * sizeof(dsReal));
   memcpy(state + 1 + e->n3, e->d->v, (size_t)e->n3 * sizeof(dsReal));
   if (e->m->nbody) memcpy(state + 1 + 2 * e->n3, e->d->body, 13 * (size_t)e->m->nbody * sizeof(dsReal));
+  if (e->m->artic) memcpy(state + 1 + 2 * e->n3, e->d->artic_state, (size_t)artic_ns(e->m) * sizeof(dsReal));
   return 0;
 }
 
@@ -462,6 +465,7 @@ int ds_env_set_state(dsEnv* e, const dsReal* state, int n) {
     if (taped) d->bfext_n = s > 0 ? d->bfext_rec[s - 1] + 1 : 0;
     memcpy(d->body, state + 1 + 2 * e->n3, 13 * (size_t)e->m->nbody * sizeof(dsReal));
   }
+  if (e->m->artic) memcpy(d->artic_state, state + 1 + 2 * e->n3, (size_t)artic_ns(e->m) * sizeof(dsReal));
   if (s > 0) { /* the state at the end of step (s-1)/C: what the next dense reward and a window's backward read */
     memcpy(e->step_x + (size_t)((s - 1) / e->C) * e->n3, d->x, (size_t)e->n3 * sizeof(dsReal));
     memcpy(e->step_v + (size_t)((s - 1) / e->C) * e->n3, d->v, (size_t)e->n3 * sizeof(dsReal));

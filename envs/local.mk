@@ -4,7 +4,7 @@ libdsim_core_la_SOURCES += envs/env_priv.h envs/env.c envs/env_episode.c envs/en
   envs/env_def.c envs/batch_priv.h envs/batch.c envs/batch_shared.c envs/mesh_gear.c envs/mesh_walker.c
 # The bundled classes: one file each, listed in envs/classes.h.
 libdsim_core_la_SOURCES += envs/classes.h envs/walker.c envs/control_fem.c envs/control_cloth.c envs/walker_springs.c \
-  envs/rigid_toss.c envs/beam.c
+  envs/rigid_toss.c envs/beam.c envs/pendulum.c
 dsiminclude_HEADERS += include/dsim/env.h include/dsim/scenes.h include/dsim/batch.h
 dist_configs_DATA += configs/walker.json configs/control-fem.json configs/control-cloth.json \
   configs/walker-springs.json configs/rigid-toss.json configs/beam.json \
@@ -64,3 +64,8 @@ TESTS += tests/test_batch_frames
 # once in envs/classes.h.
 TESTS += tests/test_env_classes.sh
 EXTRA_DIST += tests/test_env_classes.sh
+check_PROGRAMS += tests/test_artic_env
+tests_test_artic_env_SOURCES = tests/test_artic_env.c
+TESTS += tests/test_artic_env
+TESTS += tests/test_artic_run.sh
+EXTRA_DIST += tests/test_artic_run.sh

@@ -8,19 +8,21 @@ top=${DS_SRCDIR:-$(cd "$(dirname "$0")/.." && pwd)}
 cd "$top" || exit 99
 fail=0 n=0
 for f in envs/*.c; do
-  cls=$(sed -n 's/^const dsEnvClass \([A-Za-z0-9_]*\) = {.*/\1/p' "$f")
-  [ -n "$cls" ] || continue
-  n=$((n + 1))
+  classes=$(sed -n 's/^const dsEnvClass \([A-Za-z0-9_]*\) = {.*/\1/p' "$f")
+  [ -n "$classes" ] || continue
   for inc in $(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$f"); do
     case $inc in
       dsim/*) ;;
       *) echo "$f: includes \"$inc\"; a class uses the public headers only (dsim/env.h)"; fail=1 ;;
     esac
   done
-  if [ "$(grep -c "X($cls)" envs/classes.h)" != 1 ]; then
-    echo "$f: $cls is not listed once in envs/classes.h"
-    fail=1
-  fi
+  for cls in $classes; do # a file may define several (envs/pendulum.c)
+    n=$((n + 1))
+    if [ "$(grep -c "X($cls)" envs/classes.h)" != 1 ]; then
+      echo "$f: $cls is not listed once in envs/classes.h"
+      fail=1
+    fi
+  done
 done
 if [ "$n" -lt 1 ]; then
   echo "test_env_classes: no class found under $top/envs: wrong directory?"

@@ -211,7 +211,7 @@ static void test_names(void) {
   dsModel* m = et_cloth_model(2, 2, 1e-3);
   dsGrad* g;
   CHECK_INT_EQ(ds_grad_create(m, &g), 0);
-  CHECK(ds_param_count() == 35);
+  CHECK(ds_param_count() == 38); /* 35, then artic.initial_q, artic.initial_qd, artic.param */
   CHECK(ds_param_name(ds_param_count()) == NULL);
   for (int i = 0; i < ds_param_count(); i++) {
     const char* name = ds_param_name(i);

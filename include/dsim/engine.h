@@ -25,6 +25,11 @@
  * the adjoints d->adj_body (add dL/d(body state) there like adj_x) and
  * d->adj_body_fext (the wrench's, after each ds_backward_step).
  *
+ * An articulation (ds_builder_set_artic, dsim/artic.h): its state is
+ * d->artic_state (q, then qd), its actions d->artic_act (set per substep),
+ * the adjoints d->adj_artic and d->adj_artic_act (after each
+ * ds_backward_step); its links' meshes are particles posed by the links.
+ *
  * Units: SI, y up. Ground plane y = 0 when enabled. */
 #ifndef DSIM_ENGINE_H
 #define DSIM_ENGINE_H
@@ -115,6 +120,14 @@ extern "C" {
   X(body_vrange, int, 2 * (m_)->nbody, 0, "body.vertex_range") /* [first, end) particles */ \
   X(body_r, dsReal, (m_)->nbody ? 3 * (m_)->nparticle : 0, 0, "body.vertex") /* body-frame vertex, m */ \
   X(particle_body, int, (m_)->nbody ? (m_)->nparticle : 0, 0, "particle.body") /* body or -1 */ \
+  /* an articulation (ds_builder_set_artic; engine/artic_model.c): its initial state, */ \
+  /* its named parameters and the link each vertex follows */                            \
+  X(artic_q0, dsReal, (m_)->artic_nq, 1, "artic.initial_q")    /* nq (dsim/artic.h) */   \
+  X(artic_qd0, dsReal, (m_)->artic_nv, 1, "artic.initial_qd")  /* nv */                  \
+  X(artic_param, dsReal, (m_)->artic_nparam, 1, "artic.param") /* ds_artic_param_name order; also by name */ \
+  X(artic_link, int, (m_)->artic_nbody ? (m_)->nparticle : 0, 0, "artic.vertex_link") /* link of each vertex */ \
+  X(artic_r, dsReal, (m_)->artic_nbody ? 3 * (m_)->nparticle : 0, 0, "artic.vertex") /* link frame, about its COM, z up, m */ \
+  X(artic_s, dsReal, (m_)->artic_nbody ? (m_)->nparticle : 0, 0, "artic.vertex_anchor") /* weight of the joint's anchor_child */ \
   /* derived (last, so that the fields above keep their places in the struct) */        \
   X(tet_M, dsReal, DS_TET_MROWS * DS_TET_PADDED((m_)->ntet), 0, "tet.M") /* DS_TET_M_AT */
 
@@ -163,6 +176,9 @@ typedef struct dsModel {
   DS_MODEL_ARRAYS(DS__MODEL_FIELD)
 #undef DS__MODEL_FIELD
   void* err_;      /* internal: error buffer of ds_model_set_param */
+  /* the articulation (NULL: none) and its sizes (dsim/artic.h) */
+  struct dsArticModel* artic;
+  int artic_nbody, artic_nq, artic_nv, artic_nu, artic_nparam;
 } dsModel;
 
 /* ---- building a model ------------------------------------------------------ */
@@ -273,6 +289,38 @@ DS_API int ds_builder_add_rigid_cylinder(dsBuilder* b, dsReal radius, dsReal hh,
 /* Validates (indices, masses, degenerate or inverted elements, dt) and builds
  * the model: rest shapes, rest angles, incidence lists. Errors name the
  * element. The builder stays usable. */
+/* ---- articulations (dsim/artic.h; docs/articulated.md "In the engine") ------
+ * A model may carry one articulation, stepped by ds_step with its own
+ * dynamics (reduced coordinates) and differentiated by the backward; its
+ * links' meshes are particles driven by the link poses, so rendering,
+ * image losses and logs see them as any particle. Frames: the articulation
+ * is z up, the particle world y up; a point p of the articulation is the
+ * particle position (p_x, p_z, -p_y) (a rotation by -90 degrees about x), so
+ * its gravity (0, 0, -g) is the world's (0, -g, 0) and its ground z = 0 the
+ * world's y = 0. Its named parameters (ds_artic_param_name, e.g.
+ * "joint.hinge.damping") are the model's too (ds_model_param,
+ * ds_model_set_param, ds_grad_param: one value each), as are
+ * "artic.param" (all of them), "artic.initial_q" and "artic.initial_qd".
+ * Only articulation vertices: particles of another kind, elements, rigid
+ * bodies, the implicit integrator and single precision are refused by
+ * ds_builder_finalize (DS_ERR_UNSUPPORTED), and the batched engine refuses
+ * such models. External forces (f_ext) do not act on articulation vertices;
+ * the model's own gravity and contact arrays are unused (the
+ * articulation's parameters are what acts).
+ * Sets the builder's articulation: a copy of am (its dt must be the
+ * model's at finalize), with initial state q0 (nq), qd0 (nv) (NULL: the q = 0
+ * pose, at rest). DS_ERR_STATE when one is set already. */
+struct dsArticModel;
+DS_API int ds_builder_set_artic(dsBuilder* b, const struct dsArticModel* am, const double* q0, const double* qd0);
+/* Adds mesh (vertices in the frame of link `link`, z up, relative to its
+ * centre of mass; its triangles become render faces) as particles that
+ * follow the link: vertex k sits at r_k + anchor_weight[k] anchor_child
+ * (anchor_weight NULL: 0), so a vertex of weight 1 stays at the link's joint
+ * point whatever the length parameter. mass: the link's render mass spread
+ * over the vertices (for centres of mass; it does not act). Returns the first
+ * particle's index. */
+DS_API int ds_builder_add_artic_mesh(dsBuilder* b, int link, const struct dsMesh* mesh, const dsReal* anchor_weight,
+                                     dsReal mass);
 DS_API int ds_builder_finalize(dsBuilder* b, dsModel** out);
 
 DS_API void ds_model_free(dsModel* m);
@@ -330,6 +378,13 @@ DS_API dsDataDef ds_default_data_def(void);
   X(seg_body, dsReal, (size_t)(d_)->nseg * 13 * (m_)->nbody, "seg_body")                         \
   X(bfext_tape, dsReal, (size_t)(d_)->bfext_cap * 6 * (m_)->nbody, "bfext_tape")                 \
   X(bfext_rec, int, (m_)->nbody ? (size_t)(d_)->max_substeps : 0, "bfext_rec")                   \
+  X(artic_state, dsReal, (size_t)((m_)->artic_nq + (m_)->artic_nv), "artic_state") /* articulation: q, then qd */ \
+  X(artic_act, dsReal, (size_t)(m_)->artic_nu, "artic_act")  /* its actions, set per substep */ \
+  X(adj_artic, dsReal, (size_t)((m_)->artic_nq + (m_)->artic_nv), "adj_artic") /* dL/d(artic_state) at substep bt */ \
+  X(adj_artic_act, dsReal, (size_t)(m_)->artic_nu, "adj_artic_act") /* dL/d(artic_act) of the substep last popped */ \
+  X(tape_artic, dsReal, (size_t)(d_)->nstore * ((m_)->artic_nq + (m_)->artic_nv), "tape_artic")           \
+  X(seg_artic, dsReal, (size_t)(d_)->nseg * ((m_)->artic_nq + (m_)->artic_nv), "seg_artic")               \
+  X(artic_act_tape, dsReal, (size_t)(d_)->max_substeps * (m_)->artic_nu, "artic_act_tape")                \
   X(arena, unsigned char, (d_)->arena_size, "arena")
 
 typedef struct dsData {

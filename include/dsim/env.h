@@ -422,7 +422,7 @@ DS_API void ds_env_image_size(const dsEnv* env, int* width, int* height); /* RGB
 DS_API int ds_env_num_steps(const dsEnv* env);     /* steps per episode */
 DS_API int ds_env_steps_taken(const dsEnv* env);   /* steps since reset */
 DS_API int ds_env_num_particles(const dsEnv* env);
-DS_API int ds_env_state_size(const dsEnv* env);    /* 1 + 6 * nparticle + 13 * nbody */
+DS_API int ds_env_state_size(const dsEnv* env);    /* 1 + 6 * nparticle + 13 * nbody + articulation nq + nv */
 
 /* ---- episode -------------------------------------------------------------- */
 /* Draws the goal (and cloth size and height) from seed, rebuilds the goal
@@ -499,7 +499,8 @@ DS_API int ds_env_copy_params(dsEnv* dst, const dsEnv* src);
 
 /* ---- state, rendering, metrics --------------------------------------------
  * State: [substep, x (nparticle x 3), v (nparticle x 3), rigid bodies
- * (nbody x 13: p, q, v, w; none for the particle-only classes)]. A rigid
+ * (nbody x 13: p, q, v, w; none for the particle-only classes)] [an
+ * articulation's q then qd (pendulum, double-pendulum)]. A rigid
  * body's vertices are posed from its state at the next substep, so their
  * x, v in a set state must be consistent with it. Setting a state at
  * substep s rewinds the episode to s (steps must then continue from a step

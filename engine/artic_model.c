@@ -1,0 +1,358 @@
+/* An articulation inside the particle engine: a model's links are stepped
+ * by the reduced-coordinate engine of engine/artic.c, and each link's mesh
+ * is a set of particles posed by the link, so that everything that reads
+ * particles (rasterizer, image losses, goal images, logs, frames) sees them.
+ *
+ * Frames: the articulation is z up, the particle world y up. A point p of
+ * the articulation is the particle X = P p = (p_x, p_z, -p_y); P is a proper
+ * rotation (det 1, -90 degrees about x), so P^T maps world adjoints back:
+ * P^T a = (a_x, -a_z, a_y).
+ *
+ * Vertex k of link l (rotation R, centre of mass c, spatial velocity
+ * V = (w, v0), v0 the velocity of the point at the origin):
+ *   r'_k = r_k + s_k ac_l          (ac_l: the joint's anchor_child parameter)
+ *   p_k  = c + R r'_k,   u_k = v0 + w x p_k,   X_k = P p_k,   U_k = P u_k
+ * Adjoint, from A = P^T dL/dX_k and B = P^T dL/dU_k:
+ *   dv0 += B,  dw += p_k x B,  dp_k = A + B x w,
+ *   dc += dp_k,  dR += dp_k r'_k^T,  d ac_l += s_k R^T dp_k,
+ * then through the links' kinematics (ds__artic_pose_vjp) to (q, qd) and
+ * the parameters. The step's own adjoint is ds__artic_substep_vjp. Nothing
+ * here allocates after ds_data_create. */
+#include "config.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "engine/artic_model.h"
+#include "engine/artic_priv.h"
+#include "engine/engine_priv.h"
+
+/* ---- builder -------------------------------------------------------------------------- */
+
+void ds__artic_builder_free(dsBuilderArtic* a) {
+  ds_artic_model_free(a->am);
+  ds__free(a->q0);
+  ds__free(a->qd0);
+  ds__free(a->link);
+  ds__free(a->r);
+  ds__free(a->s);
+  memset(a, 0, sizeof *a);
+}
+
+int ds__artic_builder_set(dsBuilderArtic* a, dsErrBuf* err, const dsArticModel* am, const double* q0,
+                          const double* qd0) {
+  if (a->am) return ds__seterr(err, DS_ERR_STATE, "articulation: the model has one already (one per model)");
+  dsArticModel* c;
+  if (ds__artic_model_copy(am, &c)) return ds__seterr(err, DS_ERR_NOMEM, "articulation: out of memory");
+  a->q0 = ds__calloc((size_t)am->nq + 1, sizeof(double));
+  a->qd0 = ds__calloc((size_t)am->nv + 1, sizeof(double));
+  if (!a->q0 || !a->qd0) {
+    ds_artic_model_free(c);
+    ds__free(a->q0);
+    ds__free(a->qd0);
+    a->q0 = a->qd0 = NULL;
+    return ds__seterr(err, DS_ERR_NOMEM, "articulation: out of memory");
+  }
+  /* the q = 0 pose unless given: identity quaternions (dsim/artic.h) */
+  for (int i = 0; i < am->nbody; i++) {
+    const int t = am->jtype[i];
+    if (t == DS_JOINT_BALL) a->q0[am->qadr[i]] = 1;
+    if (t == DS_JOINT_FREE) a->q0[am->qadr[i] + 3] = 1;
+  }
+  for (int k = 0; k < am->nq && q0; k++) {
+    if (!isfinite(q0[k])) {
+      ds_artic_model_free(c);
+      return ds__seterr(err, DS_ERR_INVALID, "articulation: q0[%d] is %g (expected a finite number)", k, q0[k]);
+    }
+    a->q0[k] = q0[k];
+  }
+  for (int k = 0; k < am->nv && qd0; k++) {
+    if (!isfinite(qd0[k])) {
+      ds_artic_model_free(c);
+      return ds__seterr(err, DS_ERR_INVALID, "articulation: qd0[%d] is %g (expected a finite number)", k, qd0[k]);
+    }
+    a->qd0[k] = qd0[k];
+  }
+  a->am = c;
+  return 0;
+}
+
+int ds__artic_builder_check_link(const dsBuilderArtic* a, dsErrBuf* err, int link, dsReal mass) {
+  if (!a->am) return ds__seterr(err, DS_ERR_STATE, "articulation mesh: set the articulation first (ds_builder_set_artic)");
+  if (link < 0 || link >= a->am->nbody)
+    return ds__seterr(err, DS_ERR_INVALID, "articulation mesh: link %d (expected 0 .. %d)", link, a->am->nbody - 1);
+  if (!(mass > 0) || !isfinite(mass))
+    return ds__seterr(err, DS_ERR_INVALID, "articulation mesh of link %s: mass %g (expected > 0)",
+                      a->am->body_name[link], (double)mass);
+  return 0;
+}
+
+int ds__artic_builder_vertex(dsBuilderArtic* a, dsErrBuf* err, int link, const dsReal r[3], dsReal s) {
+  if (!isfinite(r[0]) || !isfinite(r[1]) || !isfinite(r[2]) || !isfinite(s))
+    return ds__seterr(err, DS_ERR_INVALID, "articulation mesh of link %s: vertex %d not finite", a->am->body_name[link],
+                      a->nv);
+  if (a->nv == a->cap) {
+    const int nc = a->cap ? 2 * a->cap : 64;
+    int* l = ds__realloc(a->link, (size_t)nc * sizeof(int));
+    if (l) a->link = l;
+    dsReal* rr = l ? ds__realloc(a->r, 3 * (size_t)nc * sizeof(dsReal)) : NULL;
+    if (rr) a->r = rr;
+    dsReal* ss = rr ? ds__realloc(a->s, (size_t)nc * sizeof(dsReal)) : NULL;
+    if (!ss) return ds__seterr(err, DS_ERR_NOMEM, "articulation mesh: out of memory");
+    a->s = ss;
+    a->cap = nc;
+  }
+  a->link[a->nv] = link;
+  for (int k = 0; k < 3; k++) a->r[3 * (size_t)a->nv + k] = r[k];
+  a->s[a->nv++] = s;
+  return 0;
+}
+
+int ds__artic_builder_check(const dsBuilderArtic* a, dsErrBuf* err, dsReal dt, int other, int nelem, int nbody,
+                            int implicit) {
+  if (sizeof(dsReal) != sizeof(double))
+    return ds__seterr(err, DS_ERR_UNSUPPORTED, "articulation: not supported in a single-precision build");
+  if (other || nelem || nbody)
+    return ds__seterr(err, DS_ERR_UNSUPPORTED,
+                      "articulation: mixed models are not supported (%d other particles, %d elements, %d rigid "
+                      "bodies; expected only the articulation's meshes)",
+                      other, nelem, nbody);
+  if (implicit)
+    return ds__seterr(err, DS_ERR_UNSUPPORTED, "integrator implicit: articulations are not supported; use semi_implicit");
+  if (a->nv == 0)
+    return ds__seterr(err, DS_ERR_INVALID, "articulation: no link mesh (ds_builder_add_artic_mesh)");
+  if ((double)dt != a->am->dt)
+    return ds__seterr(err, DS_ERR_INVALID, "articulation: its dt %g differs from the model's %g (expected equal)",
+                      a->am->dt, (double)dt);
+  return 0;
+}
+
+void ds__artic_counts(const dsBuilderArtic* a, dsModel* counts) {
+  if (!a->am) return;
+  counts->artic_nbody = a->am->nbody;
+  counts->artic_nq = a->am->nq;
+  counts->artic_nv = a->am->nv;
+  counts->artic_nu = a->am->nu;
+  counts->artic_nparam = a->am->nparam;
+}
+
+/* ---- scratch ---------------------------------------------------------------------------- */
+
+struct dsArticScratch {
+  dsArticData* ad;
+  double *s, *u, *so;          /* state (q, qd), actions, next state */
+  double *R, *x, *V;           /* link poses */
+  double *aR, *ax, *aV;        /* their adjoints */
+  double *aout, *ain, *gu, *gth;
+  double* buf;
+};
+
+void ds__artic_scratch_free(dsArticScratch* s) {
+  if (!s) return;
+  ds_artic_data_free(s->ad);
+  ds__free(s->buf);
+  ds__free(s);
+}
+
+int ds__artic_scratch_create(const dsModel* m, dsArticScratch** out) {
+  *out = NULL;
+  dsArticScratch* s = ds__calloc(1, sizeof *s);
+  if (!s) return DS_ERR_NOMEM;
+  const size_t ns = (size_t)(m->artic_nq + m->artic_nv), nb = (size_t)m->artic_nbody, nu = (size_t)m->artic_nu;
+  s->buf = ds__calloc(4 * ns + 2 * nu + 36 * nb + (size_t)m->artic_nparam + 1, sizeof(double));
+  if (!s->buf || ds_artic_data_create(m->artic, 0, &s->ad)) {
+    ds__artic_scratch_free(s);
+    return DS_ERR_NOMEM;
+  }
+  double* p = s->buf;
+  s->s = p, p += ns;
+  s->so = p, p += ns;
+  s->aout = p, p += ns;
+  s->ain = p, p += ns;
+  s->u = p, p += nu;
+  s->gu = p, p += nu;
+  s->R = p, p += 9 * nb;
+  s->x = p, p += 3 * nb;
+  s->V = p, p += 6 * nb;
+  s->aR = p, p += 9 * nb;
+  s->ax = p, p += 3 * nb;
+  s->aV = p, p += 6 * nb;
+  s->gth = p;
+  *out = s;
+  return 0;
+}
+
+static dsArticScratch* scratch_of(dsData* d) { return ((dsDataPriv*)d->err_)->art; }
+
+/* ---- posing the vertices ------------------------------------------------------------------ */
+
+static void load_state(const dsModel* m, dsArticScratch* sc, const dsReal* s) {
+  for (int k = 0; k < m->artic_nq + m->artic_nv; k++) sc->s[k] = s[k];
+}
+
+/* r'_k = r_k + s_k ac of vertex i (link frame) */
+static void vertex_local(const dsModel* m, int i, double rl[3]) {
+  const int l = m->artic_link[i];
+  const double* ac = m->artic->param + m->artic->bp[l].anchor_c;
+  for (int c = 0; c < 3; c++) rl[c] = m->artic_r[3 * (size_t)i + c] + m->artic_s[i] * ac[c];
+}
+
+/* the vertices at state sc->s into x, v (world, y up) */
+static void pose_vertices(const dsModel* m, dsArticScratch* sc, dsReal* x, dsReal* v) {
+  ds__artic_pose(m->artic, sc->ad, sc->s, sc->s + m->artic_nq, sc->R, sc->x, sc->V);
+  for (int i = 0; i < m->nparticle; i++) {
+    const int l = m->artic_link[i];
+    const double *R = sc->R + 9 * l, *c = sc->x + 3 * l, *V = sc->V + 6 * l;
+    double rl[3], p[3], u[3];
+    vertex_local(m, i, rl);
+    for (int r = 0; r < 3; r++) p[r] = c[r] + R[3 * r] * rl[0] + R[3 * r + 1] * rl[1] + R[3 * r + 2] * rl[2];
+    u[0] = V[3] + V[1] * p[2] - V[2] * p[1];
+    u[1] = V[4] + V[2] * p[0] - V[0] * p[2];
+    u[2] = V[5] + V[0] * p[1] - V[1] * p[0];
+    dsReal* X = x + 3 * (size_t)i;
+    dsReal* U = v + 3 * (size_t)i;
+    X[0] = p[0], X[1] = p[2], X[2] = -p[1];
+    U[0] = u[0], U[1] = u[2], U[2] = -u[1];
+  }
+}
+
+/* d->adj_x, d->adj_v (vertices at state sc->s) into d->adj_artic and the
+ * parameters' gradient (sc->gth), then cleared */
+static void pose_vertices_bwd(const dsModel* m, dsArticScratch* sc, dsData* d) {
+  const dsArticModel* am = m->artic;
+  const int nb = am->nbody;
+  ds__artic_pose(am, sc->ad, sc->s, sc->s + m->artic_nq, sc->R, sc->x, sc->V);
+  memset(sc->aR, 0, 18 * (size_t)nb * sizeof(double)); /* aR, ax, aV */
+  int any = 0;
+  for (int i = 0; i < m->nparticle; i++) {
+    dsReal* AX = d->adj_x + 3 * (size_t)i;
+    dsReal* AU = d->adj_v + 3 * (size_t)i;
+    const double A[3] = {AX[0], -AX[2], AX[1]}, B[3] = {AU[0], -AU[2], AU[1]};
+    AX[0] = AX[1] = AX[2] = AU[0] = AU[1] = AU[2] = 0;
+    if (A[0] == 0 && A[1] == 0 && A[2] == 0 && B[0] == 0 && B[1] == 0 && B[2] == 0) continue;
+    any = 1;
+    const int l = m->artic_link[i];
+    const double *R = sc->R + 9 * l, *c = sc->x + 3 * l, *V = sc->V + 6 * l;
+    double rl[3], p[3], dp[3];
+    vertex_local(m, i, rl);
+    for (int r = 0; r < 3; r++) p[r] = c[r] + R[3 * r] * rl[0] + R[3 * r + 1] * rl[1] + R[3 * r + 2] * rl[2];
+    double* aV = sc->aV + 6 * l;
+    aV[0] += p[1] * B[2] - p[2] * B[1];
+    aV[1] += p[2] * B[0] - p[0] * B[2];
+    aV[2] += p[0] * B[1] - p[1] * B[0];
+    for (int k = 0; k < 3; k++) aV[3 + k] += B[k];
+    dp[0] = A[0] + B[1] * V[2] - B[2] * V[1];
+    dp[1] = A[1] + B[2] * V[0] - B[0] * V[2];
+    dp[2] = A[2] + B[0] * V[1] - B[1] * V[0];
+    double* aR = sc->aR + 9 * l;
+    for (int r = 0; r < 3; r++) {
+      sc->ax[3 * l + r] += dp[r];
+      for (int k = 0; k < 3; k++) aR[3 * r + k] += dp[r] * rl[k];
+    }
+    const double w = m->artic_s[i];
+    if (w != 0)
+      for (int k = 0; k < 3; k++)
+        sc->gth[am->bp[l].anchor_c + k] += w * (R[k] * dp[0] + R[3 + k] * dp[1] + R[6 + k] * dp[2]);
+  }
+  if (!any) return;
+  double* gq = sc->ain; /* scratch: the poses' adjoint of (q, qd) */
+  memset(gq, 0, (size_t)(m->artic_nq + m->artic_nv) * sizeof(double));
+  ds__artic_pose_vjp(am, sc->ad, sc->s, sc->s + m->artic_nq, sc->aR, sc->ax, sc->aV, gq, gq + m->artic_nq, sc->gth);
+  for (int k = 0; k < m->artic_nq + m->artic_nv; k++) d->adj_artic[k] += gq[k];
+}
+
+/* ---- finalize, parameters ------------------------------------------------------------------ */
+
+int ds__artic_finalize(const dsBuilderArtic* a, dsErrBuf* err, dsModel* m) {
+  if (ds__artic_model_copy(a->am, &m->artic)) return ds__seterr(err, DS_ERR_NOMEM, "articulation: out of memory");
+  for (int k = 0; k < m->artic_nq; k++) m->artic_q0[k] = a->q0[k];
+  for (int k = 0; k < m->artic_nv; k++) m->artic_qd0[k] = a->qd0[k];
+  for (int k = 0; k < m->artic_nparam; k++) m->artic_param[k] = a->am->param[k];
+  memcpy(m->artic_link, a->link, (size_t)a->nv * sizeof(int));
+  memcpy(m->artic_r, a->r, 3 * (size_t)a->nv * sizeof(dsReal));
+  memcpy(m->artic_s, a->s, (size_t)a->nv * sizeof(dsReal));
+  dsArticScratch* sc;
+  if (ds__artic_scratch_create(m, &sc)) return ds__seterr(err, DS_ERR_NOMEM, "articulation: out of memory");
+  for (int k = 0; k < m->artic_nq; k++) sc->s[k] = a->q0[k];
+  for (int k = 0; k < m->artic_nv; k++) sc->s[m->artic_nq + k] = a->qd0[k];
+  pose_vertices(m, sc, m->x0, m->v0);
+  ds__artic_scratch_free(sc);
+  return 0;
+}
+
+int ds__artic_set_param(dsModel* m, dsErrBuf* eb, const char* name, const dsReal* values, int count) {
+  dsArticModel* am = m->artic;
+  double* p = ds__artic_params(am);
+  const int all = strcmp(name, "artic.param") == 0, n = all ? am->nparam : 1;
+  if (count != n) return ds__seterr(eb, DS_ERR_INVALID, "\"%s\": %d values given, %d expected", name, count, n);
+  const int first = all ? 0 : ds_artic_param_index(am, name);
+  for (int i = 0; i < n; i++) {
+    const char* pn = ds_artic_param_name(am, first + i);
+    const int rc = ds_artic_param_set(am, pn, (double)values[i]);
+    if (rc) { /* back to the values the model had: all or nothing */
+      for (int k = 0; k < am->nparam; k++) p[k] = (double)m->artic_param[k];
+      return ds__seterr(eb, rc, "\"%s\": %g refused (%s; the articulation's ranges: mass, inertia > 0, damping, "
+                        "armature, stiffness >= 0, limit_lower <= limit_upper, finite)",
+                        pn, (double)values[i], ds_err_name(rc));
+    }
+  }
+  for (int k = 0; k < am->nparam; k++) m->artic_param[k] = (dsReal)p[k];
+  ds__clearerr(eb);
+  return 0;
+}
+
+/* ---- step and adjoint ------------------------------------------------------------------------ */
+
+void ds__artic_reset(const dsModel* m, dsData* d) {
+  dsArticScratch* sc = scratch_of(d);
+  for (int k = 0; k < m->artic_nq; k++) d->artic_state[k] = sc->s[k] = m->artic_q0[k];
+  for (int k = 0; k < m->artic_nv; k++) d->artic_state[m->artic_nq + k] = sc->s[m->artic_nq + k] = m->artic_qd0[k];
+  memset(d->artic_act, 0, (size_t)m->artic_nu * sizeof(dsReal));
+  memset(d->adj_artic, 0, (size_t)(m->artic_nq + m->artic_nv) * sizeof(dsReal));
+  memset(d->adj_artic_act, 0, (size_t)m->artic_nu * sizeof(dsReal));
+  pose_vertices(m, sc, d->x, d->v);
+}
+
+int ds__artic_substep_model(const dsModel* m, dsArticScratch* sc, const dsReal* s, const dsReal* u, dsReal* so,
+                            dsReal* x, dsReal* v) {
+  const int nq = m->artic_nq, ns = nq + m->artic_nv;
+  load_state(m, sc, s);
+  for (int a = 0; a < m->artic_nu; a++) sc->u[a] = u[a];
+  int rc = ds__artic_substep(m->artic, sc->ad, sc->s, sc->s + nq, sc->u, sc->so, sc->so + nq);
+  if (rc) return rc;
+  for (int k = 0; k < ns; k++) so[k] = (dsReal)sc->so[k];
+  if (x) {
+    memcpy(sc->s, sc->so, (size_t)ns * sizeof(double));
+    pose_vertices(m, sc, x, v);
+  }
+  return 0;
+}
+
+int ds__artic_bwd(const dsModel* m, dsData* d, dsGrad* g, const dsReal* s, const dsReal* s1, const dsReal* u) {
+  dsArticScratch* sc = scratch_of(d);
+  const dsArticModel* am = m->artic;
+  const int nq = m->artic_nq, ns = nq + m->artic_nv;
+  memset(sc->gth, 0, (size_t)am->nparam * sizeof(double));
+  load_state(m, sc, s1);
+  pose_vertices_bwd(m, sc, d);
+  load_state(m, sc, s);
+  for (int a = 0; a < m->artic_nu; a++) sc->u[a] = u[a];
+  for (int k = 0; k < ns; k++) sc->aout[k] = d->adj_artic[k];
+  int rc = ds__artic_substep_vjp(am, sc->ad, sc->s, sc->s + nq, sc->u, sc->aout, sc->ain, sc->gu, sc->gth);
+  if (rc) return rc;
+  for (int k = 0; k < ns; k++) d->adj_artic[k] = (dsReal)sc->ain[k];
+  for (int a = 0; a < m->artic_nu; a++) d->adj_artic_act[a] = (dsReal)sc->gu[a];
+  for (int p = 0; p < am->nparam; p++) g->artic_param[p] += (dsReal)sc->gth[p];
+  return 0;
+}
+
+void ds__artic_finish(const dsModel* m, dsData* d, dsGrad* g, const dsReal* s0) {
+  dsArticScratch* sc = scratch_of(d);
+  memset(sc->gth, 0, (size_t)m->artic_nparam * sizeof(double));
+  load_state(m, sc, s0);
+  pose_vertices_bwd(m, sc, d);
+  for (int p = 0; p < m->artic_nparam; p++) g->artic_param[p] += (dsReal)sc->gth[p];
+  for (int k = 0; k < m->artic_nq; k++) g->artic_q0[k] += d->adj_artic[k];
+  for (int k = 0; k < m->artic_nv; k++) g->artic_qd0[k] += d->adj_artic[m->artic_nq + k];
+  memset(d->adj_artic, 0, (size_t)(m->artic_nq + m->artic_nv) * sizeof(dsReal));
+}
