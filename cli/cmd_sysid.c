@@ -54,6 +54,7 @@
 
 #include "cli/cli.h"
 #include "dsim/dsim.h"
+#include "controllers/sysid_field.h"
 
 #define MAX_SETS 64
 #define MAX_COLLECT 100000
@@ -296,6 +297,45 @@ static void append_key(char** b, size_t* l, size_t* c, const char* path, const d
   free(t);
 }
 
+/* A true field with its drawn values: region r's value is that of its
+ * first element (every element of a region has it). */
+static void append_field(char** b, size_t* l, size_t* c, const dsSysid* s, int p, const dsSysidField* f) {
+  static const char* const kind[] = {"none", "layers", "band"};
+  const int* region = NULL;
+  int nelem = 0;
+  const int nr = ds_sysid_field_region(s, p, &region, &nelem);
+  int off = 0;
+  while (off < ds_sysid_num_values(s) && ds_sysid_value_param(s, off) != p) off++;
+  dsReal v[DS_SYSID_MAX_REGIONS] = {0};
+  for (int r = 0; r < nr; r++)
+    for (int e = nelem - 1; e >= 0; e--)
+      if (region[e] == r && !ds_sysid_value_fixed(s, off + e)) v[r] = (dsReal)ds_sysid_truth(s)[off + e];
+  append(b, l, c, ",\n      \"true_field\": {\"kind\": \"%s\", \"axis\": \"%c\"", kind[f->kind], "xyz"[f->axis]);
+  append_reals(b, l, c, "values", v, nr);
+  if (f->nband) append_reals(b, l, c, "band", f->band, f->nband);
+  append(b, l, c, "}");
+}
+
+/* sysid.stages as the config gives them */
+static void append_stages(char** b, size_t* l, size_t* c, const dsSysidDef* sd) {
+  static const char* const lossn[] = {"env", "mse", "l1", "dssim", "l2_dssim"};
+  if (!sd->nstages) return;
+  append(b, l, c, ",\n    \"stages\": [");
+  for (int st = 0; st < sd->nstages; st++) {
+    const dsSysidStage* g = &sd->stages[st];
+    append(b, l, c, "%s\n      {\"params\": [", st ? "," : "");
+    for (int k = 0, first = 1; k < DS_SYSID_MAX_PARAMS; k++)
+      if (g->free_mask >> k & 1u) {
+        append(b, l, c, "%s%d", first ? "" : ", ", k + 1);
+        first = 0;
+      }
+    append(b, l, c, "], \"iterations\": %d, \"loss\": \"%s\"", g->iterations, lossn[g->loss]);
+    if (g->lr > 0) append(b, l, c, ", \"lr\": %.17g", g->lr);
+    append(b, l, c, "}");
+  }
+  append(b, l, c, "\n    ]");
+}
+
 /* The object's complete config: env (every key), sysid (the used keys, with
  * the drawn true values), run (seed of the object). */
 static char* object_config(const Ctx* c, const dsSysid* s, int k) {
@@ -326,6 +366,14 @@ static char* object_config(const Ctx* c, const dsSysid* s, int k) {
     if (q->ninit) append_reals(&buf, &len, &cap, "init", q->init, q->ninit);
     if (q->ninit_range) append_reals(&buf, &len, &cap, "init_range", q->init_range, q->ninit_range);
     if (q->init_each) append(&buf, &len, &cap, ",\n      \"init_each\": true");
+    if (q->tv > 0 || q->laplacian > 0)
+      append(&buf, &len, &cap, ",\n      \"tv\": %.17g,\n      \"tv_eps\": %.17g,\n      \"laplacian\": %.17g",
+             q->tv, q->tv_eps, q->laplacian);
+    if (truth && q->true_field.kind) {
+      append_field(&buf, &len, &cap, s, p, &q->true_field);
+      append(&buf, &len, &cap, "\n    }");
+      continue;
+    }
     if (truth) { /* the drawn value: the first row of the parameter's values not held at 0 */
       int first = -1, w = 0;
       for (int i = 0; i < ds_sysid_num_values(s); i++)
@@ -350,6 +398,7 @@ static char* object_config(const Ctx* c, const dsSysid* s, int k) {
     append_key(&buf, &len, &cap, "frames_dir", sd);
     append_key(&buf, &len, &cap, "camera", sd);
   }
+  append_stages(&buf, &len, &cap, sd);
   if (sd->naction) {
     append(&buf, &len, &cap, ",\n    \"action\": [");
     for (int i = 0; i < sd->naction; i++) append(&buf, &len, &cap, "%s%.17g", i ? ", " : "", (double)sd->action[i]);
@@ -612,7 +661,35 @@ typedef struct Row {
   char param[DS_SYSID_NAME_MAX];
   double truth, estimate, are, wall;
   int iterations;
+  int field;                          /* a per-element parameter with a truth: the field error below */
+  double l2;                          /* relative L2 error over its elements */
+  double region[DS_SYSID_MAX_REGIONS]; /* mean ARE per true region */
+  int nregion;
 } Row;
+
+/* Per-element parameters with a truth: the field error (relative L2 over
+ * the elements, mean over objects) and the mean ARE per true region, one
+ * line each (never 5 fields, which reproduce-sysid reads as table rows). */
+static void print_fields(const Row* rows, int n) {
+  for (int i = 0; i < n; i++) {
+    if (!rows[i].field) continue;
+    int seen = 0;
+    for (int j = 0; j < i; j++) seen |= rows[j].field && !strcmp(rows[j].param, rows[i].param);
+    if (seen) continue;
+    double l2 = 0, reg[DS_SYSID_MAX_REGIONS] = {0};
+    int m = 0;
+    for (int j = 0; j < n; j++)
+      if (rows[j].field && !strcmp(rows[j].param, rows[i].param)) {
+        l2 += rows[j].l2;
+        for (int r = 0; r < rows[i].nregion; r++) reg[r] += rows[j].region[r];
+        m++;
+      }
+    printf("field %s objects %d relative L2 %.4g", rows[i].param, m, l2 / m);
+    if (rows[i].nregion) printf(" region ARE");
+    for (int r = 0; r < rows[i].nregion; r++) printf(" %.4g", reg[r] / m);
+    printf("\n");
+  }
+}
 
 /* v as fmt in b, or "-" where it is not a number (footage without true values) */
 static const char* num(char* b, size_t len, const char* fmt, double v) __attribute__((format(printf, 3, 0)));
@@ -664,6 +741,7 @@ static void print_table(const Row* rows, int n, FILE* csv) {
     printf("%-18s %8d %12s %12s %12.2f\n", rows[i].param, m, num(mean, sizeof mean, "%.4g", sum / m),
            num(median, sizeof median, "%.4g", med), tsum / m);
   }
+  print_fields(rows, n);
   if (csv) {
     fprintf(csv, "seed,parameter,true,estimate,abs_rel_error,time_s,iterations\n");
     for (int i = 0; i < n; i++)
@@ -693,6 +771,8 @@ static int object_rows(const dsSysid* s, int object, const double* values, const
     r->estimate /= m;
     r->truth /= m;
     r->are = are ? are[p] : NAN;
+    r->field = truth && m > ds_sysid_param_width(s, p) &&
+               !ds_sysid_field_errors(s, p, values, &r->l2, r->region, &r->nregion);
     r->wall = wall;
     r->iterations = its;
   }
@@ -817,7 +897,7 @@ static int setup(Ctx* c) {
   if (!rc) rc = ds_env_def_from_text(c->path, text, &c->def, err, sizeof err);
   c->sd = ds_default_sysid_def();
   c->rd = ds_default_run_def();
-  if (!rc) rc = ds_config_parse_section(c->path, text, "sysid", ds_sysid_keys(), &c->sd, sizeof c->sd, err, sizeof err);
+  if (!rc) rc = ds__sysid_parse_section(c->path, text, &c->sd, err, sizeof err);
   if (!rc) rc = ds_run_def_from_text(c->path, text, &c->rd, err, sizeof err);
   ds_config_free_text(text);
   if (rc) {
