@@ -201,7 +201,7 @@ static void test_field_identification(void) {
   int rc;
   dsSysid* s = make("{\"param1\": {\"name\": \"tet.k_mu\", \"per_element\": true, \"lower\": 10, \"upper\": 1e5, "
                     "\"init\": 1000, \"tv\": 1e-4, \"true_field\": {\"kind\": \"layers\", \"axis\": \"x\", "
-                    "\"ranges\": [400, 500, 2000, 2500]}}, \"optimizer\": \"lbfgs\", \"lr\": 0.3, \"iterations\": 8}",
+                    "\"ranges\": [400, 500, 2000, 2500]}}, \"optimizer\": \"adam\", \"lr\": 0.1, \"iterations\": 80}",
                     err, sizeof err, &rc);
   CHECK_INT_EQ(rc, 0);
   if (!s) {
@@ -222,10 +222,9 @@ static void test_field_identification(void) {
   int nr = 0;
   CHECK_INT_EQ(ds_sysid_field_errors(s, 0, ds_sysid_initial_values(s), &l2_0, are0, &nr), 0);
   CHECK_INT_EQ(nr, 2);
-  for (int i = 0; i < 8; i++) {
+  for (int i = 0; i < 80; i++) {
     dsSysidIter it;
     if ((rc = ds_sysid_iterate(s, &it))) break;
-    printf("  iteration %d loss %.4g evaluations %d\n", i, it.loss, it.evaluations);
     if (*ds_sysid_stop_reason(s)) {
       printf("  %s\n", ds_sysid_stop_reason(s));
       break;
@@ -236,7 +235,11 @@ static void test_field_identification(void) {
   CHECK_INT_EQ(ds_sysid_field_errors(s, 0, NULL, &l2, are, &nr), 0);
   printf("two-layer field: relative L2 %.4f -> %.4f, region ARE %.3f %.3f -> %.3f %.3f\n", l2_0, l2, are0[0], are0[1],
          are[0], are[1]);
-  CHECK(l2 < 0.5 * l2_0);
+  /* the stiff half near the free tip shows least in the sag: the soft half
+     near the clamp is found first */
+  CHECK(l2 < 0.6 * l2_0);
+  CHECK(are[0] + are[1] < 0.4 * (are0[0] + are0[1]));
+  CHECK(are[0] < 0.1);
   ds_sysid_destroy(s);
 }
 
