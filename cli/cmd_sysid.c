@@ -85,6 +85,7 @@ typedef struct Args {
   const char* csv;
   char** logs;
   int nlogs;
+  const char* field_png; /* --field-png: the first object's first field, true and recovered */
   Set sets[MAX_SETS];
   int nsets;
 } Args;
@@ -93,7 +94,7 @@ static void usage(FILE* out) {
   fprintf(out,
           "usage: dsim sysid CONFIG [--objects N] [--group] [--shard I/N] [--iterations N] [--optimizer adam|sgd|lbfgs]\n"
           "                  [--lr X] [--frames all|first_last|last] [--seed S] [--threads T] [--out LOG]\n"
-          "                  [--csv FILE] [--force] [--quiet] [--set SECTION.KEY=VALUE]\n"
+          "                  [--csv FILE] [--field-png FILE] [--force] [--quiet] [--set SECTION.KEY=VALUE]\n"
           "       dsim sysid --collect LOG... [--csv FILE] [--force]\n"
           "\n"
           "Identify physical parameters of an environment from video (gradSim's system\n"
@@ -114,6 +115,7 @@ static void usage(FILE* out) {
           "  --device D        run.device: cpu (default), cuda or cuda:N (the physics on that GPU)\n"
           "  --out LOG         run.out: the log (N > 1 objects: LOG without .h5, then -oK.h5)\n"
           "  --csv FILE        also write the result table as CSV\n"
+          "  --field-png FILE  a picture of the first object's first per-element field: true and recovered\n"
           "  --force           replace existing outputs\n"
           "  --quiet           no per-iteration progress\n"
           "  --set S.K=V       any config key, e.g. --set env.render.width=32\n"
@@ -191,9 +193,9 @@ static int parse_args(int argc, char** argv, Args* a) {
         return usage_error("--shard: expected I/N with 0 <= I < N (e.g. 0/4), got ", argv[i]);
       a->shard_i = si;
       a->shard_n = sn;
-    } else if (!strcmp(f, "--csv")) {
+    } else if (!strcmp(f, "--csv") || !strcmp(f, "--field-png")) {
       if (i + 1 >= argc) return usage_error("missing value after ", f);
-      a->csv = argv[++i];
+      *(f[2] == 'c' ? &a->csv : &a->field_png) = argv[++i];
     } else if (!strcmp(f, "--force")) {
       a->force = 1;
     } else if (!strcmp(f, "--quiet")) {
@@ -655,6 +657,21 @@ static int run_group(Ctx* c) {
   return 0;
 }
 
+/* --field-png: the first object's first per-element parameter with a truth */
+static int field_png(Ctx* c, const char* path, int force) {
+  const Obj* o = &c->obj[0];
+  int rc = ds__cli_check_output("sysid", path, NULL, force);
+  if (rc || !o->s || o->failed) return rc ? rc : DS_EXIT_FAILURE;
+  char err[1024] = "no per-element parameter with a known truth";
+  for (int p = 0; p < ds_sysid_nparams(o->s); p++)
+    if (!ds_sysid_field_png(o->s, p, path, err, sizeof err)) {
+      printf("field picture: %s\n", path);
+      return DS_EXIT_OK;
+    }
+  fprintf(stderr, "dsim sysid: --field-png %s: %s\n", path, err);
+  return DS_EXIT_FAILURE;
+}
+
 /* ---- the table -------------------------------------------------------------- */
 typedef struct Row {
   int object;
@@ -1076,6 +1093,7 @@ int ds__cli_sysid(int argc, char** argv) {
     int ce = open_csv("sysid", args.csv, args.force, &csv, tmp, sizeof tmp);
     if (rows) print_table(rows, nrows, csv);
     if (!ce) ce = close_csv("sysid", csv, tmp, args.csv, args.force);
+    if (!ce && args.field_png) ce = field_png(&c, args.field_png, args.force);
     printf("wall time %.2f s for %d object%s (%.2f s per object)%s\n", wall, c.nobj, c.nobj == 1 ? "" : "s",
            wall / c.nobj, g_stop ? ", interrupted" : "");
     free(rows);
