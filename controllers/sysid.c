@@ -765,6 +765,56 @@ static int init_param_values(dsSysid* s, int k, uint64_t* rng, char* err, size_t
   return 0;
 }
 
+/* Body b's value of engine array `name` (dsModel field f) at the initial
+ * guess (which 0) or the truth (1) when a parameter identifies it. */
+static double body_value(const dsSysid* s, const char* name, const dsReal* f, int b, int which) {
+  for (int k = 0; k < s->np; k++) {
+    const Param* p = &s->p[k];
+    if (strcmp(p->name, name)) continue;
+    const int j = p->offset + (p->nval == p->count ? b : 0);
+    return which ? s->truth[j] : s->x0[j];
+  }
+  return (double)f[b];
+}
+
+/* Rigid contact's friction and approach damping are explicit (engine/rigid.h):
+ * with n vertices in contact, a body of mass m is stable while
+ * dt kf n / m < 2 and dt kd n / m < 2. Past that the forward stays bounded
+ * (the Coulomb limit clips the friction) but the adjoint grows by
+ * |1 - dt kf n / m| a substep and the gradient explodes (a 10 g box with
+ * the 1 kg box's contact: 1e26). Checked at the initial guess and the
+ * truth with n the body's vertices on its lowest level at reset (a box on
+ * the ground: 4). */
+static int rigid_check(dsSysid* s, char* err, size_t errlen) {
+  const dsModel* m = ds_env_model(s->env);
+  const dsData* d = ds_env_data(s->env);
+  for (int b = 0; b < m->nbody; b++) {
+    const int v0 = m->body_vrange[2 * b], v1 = m->body_vrange[2 * b + 1];
+    double ymin = INFINITY, ymax = -INFINITY;
+    for (int v = v0; v < v1; v++) {
+      ymin = fmin(ymin, (double)d->x[3 * v + 1]);
+      ymax = fmax(ymax, (double)d->x[3 * v + 1]);
+    }
+    int n = 0;
+    for (int v = v0; v < v1; v++) n += (double)d->x[3 * v + 1] <= ymin + 1e-6 * (ymax - ymin);
+    for (int which = 0; which < 1 + s->have_truth; which++) {
+      const double mass = body_value(s, "body.mass", m->body_mass, b, which);
+      const double kf = body_value(s, "body.contact_kf", m->body_kf, b, which);
+      const double kd = body_value(s, "body.contact_kd", m->body_kd, b, which);
+      const double rf = (double)m->dt * kf * n / mass, rd = (double)m->dt * kd * n / mass;
+      if (mass > 0 && (rf >= 2 || rd >= 2))
+        return ds__puterr(err, errlen, DS_ERR_CONFIG,
+                          "sysid: body %d at its %s: mass %g kg with contact %s %g N s/m on %d vertices gives dt %s n "
+                          "/ m = %.3g, at or above 2, where the explicit contact makes the gradient grow without "
+                          "bound; scale env.contact.ke, kd and kf with the mass (a 10-100 g body: 1/50 of the "
+                          "1 kg box's) or lower env.physics.dt",
+                          b, which ? "true value" : "initial guess", mass, rf >= 2 ? "kf" : "kd", rf >= 2 ? kf : kd, n,
+                          rf >= 2 ? "kf" : "kd", rf >= 2 ? rf : rd);
+    }
+  }
+  return 0;
+}
+
 /* The frames' schedule: frame f at substep sub is the image of step k (the
  * step ending there); C the frame interval, T the episode's substeps. */
 static int frame_schedule(dsSysid* s, const dsSysidVideo* video, int C, int T, char* err, size_t errlen) {
@@ -917,6 +967,7 @@ static int sysid_create(const dsEnvDef* env_def, const dsSysidDef* def, int obje
   if (!rc) rc = param_layout(s, &maxcount, err, errlen);
   if (!rc) rc = alloc_buffers(s, maxcount, err, errlen);
   for (int k = 0; k < s->np && !rc; k++) rc = init_param_values(s, k, &rng, err, errlen);
+  if (!rc) rc = rigid_check(s, err, errlen);
   if (!rc) rc = setup_video(s, video, ed.control_interval, ed.substeps, err, errlen);
   if (!rc) rc = create_optimiser(s, err, errlen);
   if (rc) {

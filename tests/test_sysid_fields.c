@@ -4,7 +4,7 @@
  * parameters keep their values bitwise, stages run in order, Adam and
  * L-BFGS); a true field of two layers identified on a small beam (the field
  * error falls); the mixed loss 0.1 MSE + 0.9 D-SSIM; config errors that name
- * the key. */
+ * the key; a tiny mass (explicit contact refused unscaled, found scaled). */
 #include "config.h"
 
 #include <math.h>
@@ -323,6 +323,41 @@ static void test_config_errors(void) {
 #undef E
 }
 
+/* Tiny masses: a 10-100 g box with the 1 kg box's contact is refused
+ * (explicit friction: the gradient would explode), and with the contact
+ * scaled to its mass its mass is found to 1e-3 */
+static void test_tiny_mass(void) {
+  const char* fmt = "{\"env\": {\"name\": \"rigid-toss\", %s \"render\": {\"width\": 64, \"height\": 64, "
+                    "\"sigma\": 1e-4, \"gamma\": 0.01}}, \"sysid\": {\"param1\": {\"name\": \"body.mass\", "
+                    "\"lower\": 0.001, \"upper\": 1, \"init\": 0.03, \"true\": 0.012}, \"action\": [0.01, 0, 0], "
+                    "\"optimizer\": \"lbfgs\", \"lr\": 0.5, \"frames\": \"first_last\"}, \"run\": {\"seed\": 7}}";
+  char text[2048], err[1024];
+  dsSysid* s = NULL;
+  snprintf(text, sizeof text, fmt, "");
+  CHECK_INT_EQ(ds_sysid_create_from_text("tiny.json", text, 0, NULL, &s, err, sizeof err), DS_ERR_CONFIG);
+  CHECK_STR_CONTAINS(err, "env.contact");
+  CHECK_STR_CONTAINS(err, "dt kf n / m");
+  ds_sysid_destroy(s);
+  s = NULL;
+  snprintf(text, sizeof text, fmt, "\"contact\": {\"ke\": 200, \"kd\": 0.2, \"kf\": 2},");
+  int rc = ds_sysid_create_from_text("tiny.json", text, 0, NULL, &s, err, sizeof err);
+  CHECK_INT_EQ(rc, 0);
+  if (rc) {
+    fprintf(stderr, "%s\n", err);
+    return;
+  }
+  for (int i = 0; i < 20 && !rc && !*ds_sysid_stop_reason(s); i++) {
+    dsSysidIter it;
+    rc = ds_sysid_iterate(s, &it);
+  }
+  CHECK_INT_EQ(rc, 0);
+  double are = 1;
+  CHECK_INT_EQ(ds_sysid_errors(s, NULL, &are), 0);
+  printf("12 g box: mass error %.3g\n", are);
+  CHECK(are < 1e-3); /* the target */
+  ds_sysid_destroy(s);
+}
+
 int main(void) {
   test_graphs();
   test_reg_gradient();
@@ -330,5 +365,6 @@ int main(void) {
   test_config_errors();
   test_stages();
   test_field_identification();
+  test_tiny_mass();
   return DST_RESULT();
 }
