@@ -239,7 +239,7 @@ typedef struct Obj {
   dsRunLog* log;
   char out[4096];
   char* config;        /* the object's complete config (stored in its log) */
-  int its, failed, best_it, last_it;
+  int its, failed, best_it, last_it, stage; /* stage: of sysid.stages, whose own best is kept */
   double wall, are[DS_SYSID_MAX_PARAMS], first_loss, best_loss;
   char err[1024];
 } Obj;
@@ -532,6 +532,10 @@ static void object_iteration(Ctx* c, Obj* o, int i, int rc, const dsSysidIter* i
   const int n = c->sd.iterations;
   const double metric = truth ? mean_are(o, it->values) : it->loss;
   if (i == 0) o->first_loss = it->loss;
+  if (ds_sysid_stage(o->s) != o->stage) { /* a new stage: its losses need not compare with the last */
+    o->stage = ds_sysid_stage(o->s);
+    o->best_loss = INFINITY;
+  }
   if (it->loss < o->best_loss) {
     o->best_loss = it->loss;
     o->best_it = i;
@@ -873,8 +877,11 @@ static int collect(Args* a) {
       fprintf(stderr, "dsim sysid: --collect: %s\n", err);
       exitc = ds__cli_exit_code(rc, DS_CLI_RUNLOG);
     } else {
-      int best = 0;
-      for (int k = 1; k < n; k++)
+      /* with stages the best is the last stage's (the losses of stages need not compare): its
+         iterations are the log's last ones (fewer when it stopped early) */
+      const int from = sd.nstages && n > sd.stages[sd.nstages - 1].iterations ? n - sd.stages[sd.nstages - 1].iterations : 0;
+      int best = from;
+      for (int k = from + 1; k < n; k++)
         if (loss[k] < loss[best]) best = k;
       const double* v = params + (size_t)best * np;
       double are[DS_SYSID_MAX_PARAMS];

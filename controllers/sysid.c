@@ -998,7 +998,7 @@ static double projected_gradient_norm(const dsSysid* s) {
 const char* ds_sysid_stop_reason(const dsSysid* s) {
   if (!s) return "";
   if (s->stop && s->stage + 1 == s->nst) return s->stop;
-  if (s->def.nstages && s->stage + 1 == s->nst && s->iter >= s->stage_end)
+  if (s->def.nstages && s->stage + 1 == s->nst && s->iter >= s->stage_end && s->iter < s->def.iterations)
     return "schedule done: every stage ran its iterations";
   return "";
 }
