@@ -189,9 +189,45 @@ static void run_stages(const char* optimizer) {
   ds_sysid_destroy(s);
 }
 
+/* Stages in a group (the lockstep path): the values of the object alone, bit for bit */
+static void test_stages_group(void) {
+  char text[4096], err[1024];
+  snprintf(text, sizeof text,
+           "{" BEAM_ENV ", \"sysid\": {\"param1\": {\"name\": \"tet.k_mu\", \"lower\": 10, \"upper\": 1e5, "
+           "\"init\": 700, \"true\": 1300}, \"param2\": {\"name\": \"tet.k_lambda\", \"lower\": 10, "
+           "\"upper\": 1e5, \"init\": 800, \"true\": 1100}, \"optimizer\": \"adam\", \"lr\": 0.1, \"stages\": "
+           "[{\"params\": [2], \"iterations\": 2}, {\"params\": [1], \"iterations\": 2, \"loss\": \"dssim\"}]}}");
+  dsEnvDef ed;
+  dsSysidDef sd;
+  CHECK_INT_EQ(ds_sysid_defs_from_text("g.json", text, &ed, &sd, err, sizeof err), 0);
+  CHECK_INT_EQ(sd.iterations, 4);
+  dsSysid* s = NULL;
+  dsSysidGroup* g = NULL;
+  const int obj = 0;
+  CHECK_INT_EQ(ds_sysid_create(&ed, &sd, 0, NULL, &s, err, sizeof err), 0);
+  CHECK_INT_EQ(ds_sysid_group_create(&ed, &sd, &obj, 1, NULL, &g, err, sizeof err), 0);
+  if (!s || !g) {
+    fprintf(stderr, "%s\n", err);
+    ds_sysid_destroy(s);
+    ds_sysid_group_destroy(g);
+    return;
+  }
+  for (int i = 0; i < 4; i++) {
+    dsSysidIter a, b;
+    CHECK_INT_EQ(ds_sysid_iterate(s, &a), 0);
+    CHECK_INT_EQ(ds_sysid_group_iterate(g, &b, NULL), 0);
+    CHECK(memcmp(a.values, b.values, 2 * sizeof(double)) == 0);
+    CHECK(memcmp(&a.loss, &b.loss, sizeof a.loss) == 0);
+    CHECK_INT_EQ(ds_sysid_stage(ds_sysid_group_object(g, 0)), i / 2);
+  }
+  ds_sysid_destroy(s);
+  ds_sysid_group_destroy(g);
+}
+
 static void test_stages(void) {
   run_stages("adam");
   run_stages("lbfgs");
+  test_stages_group();
 }
 
 /* two layers of k_mu along the beam, found from a uniform guess: the
