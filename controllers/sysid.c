@@ -174,8 +174,8 @@ static int stage_params(const char* name, const dsSysidDef* d, int st, const cJS
                       "indices (1 to %d)", name, st, np);
   for (const cJSON* q = ps->child; q; q = q->next) {
     int k = -1;
-    if (cJSON_IsNumber(q) && q->valuedouble == (double)(int)q->valuedouble && q->valueint >= 1 && q->valueint <= np)
-      k = q->valueint - 1;
+    if (cJSON_IsNumber(q) && q->valuedouble >= 1 && q->valuedouble <= np && q->valuedouble == floor(q->valuedouble))
+      k = (int)q->valuedouble - 1;
     for (int j = 0; j < np && k < 0 && cJSON_IsString(q); j++)
       if (!strcmp(d->params[j].name, q->valuestring)) k = j;
     if (k < 0) {
@@ -213,11 +213,12 @@ static int parse_stages(const char* name, const cJSON* arr, dsSysidDef* d, char*
       if (!strcmp(f->string, "params")) {
         rc = stage_params(name, d, st, f, &g->free_mask, err, errlen);
       } else if (!strcmp(f->string, "iterations")) {
-        if (!cJSON_IsNumber(f) || f->valuedouble != (double)(int)f->valuedouble || f->valueint < 1)
-          rc = ds__puterr(err, errlen, DS_ERR_CONFIG, "%s: sysid.stages[%d].iterations: expected an integer >= 1",
-                          name, st);
+        if (!cJSON_IsNumber(f) || !(f->valuedouble >= 1 && f->valuedouble <= 1e6) ||
+            f->valuedouble != floor(f->valuedouble))
+          rc = ds__puterr(err, errlen, DS_ERR_CONFIG,
+                          "%s: sysid.stages[%d].iterations: expected an integer from 1 to 1000000", name, st);
         else
-          g->iterations = f->valueint;
+          g->iterations = (int)f->valuedouble;
       } else if (!strcmp(f->string, "lr")) {
         if (!cJSON_IsNumber(f) || !(f->valuedouble > 0) || !isfinite(f->valuedouble))
           rc = ds__puterr(err, errlen, DS_ERR_CONFIG, "%s: sysid.stages[%d].lr: expected a number > 0", name, st);
