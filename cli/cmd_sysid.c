@@ -668,7 +668,7 @@ static int field_png(Ctx* c, const char* path, int force) {
   if (rc || !o->s || o->failed) return rc ? rc : DS_EXIT_FAILURE;
   char err[1024] = "no per-element parameter with a known truth";
   for (int p = 0; p < ds_sysid_nparams(o->s); p++)
-    if (!ds_sysid_field_png(o->s, p, path, err, sizeof err)) {
+    if (!ds__cli_field_png(o->s, p, path, err, sizeof err)) {
       printf("field picture: %s\n", path);
       return DS_EXIT_OK;
     }

@@ -7,15 +7,13 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <cjson/cJSON.h>
-
 #include "dsim/batch.h"
 #include "dsim/controller.h"
-#include "dsim/raster.h"
 #include "dsim/sysid.h"
 #include "base/internal.h"
 #include "base/rng.h"
 #include "controllers/sysid_field.h"
+#include "io/cfg.h"
 
 /* ---- definition and config keys --------------------------------------------- */
 dsSysidDef ds_default_sysid_def(void) {
@@ -163,107 +161,123 @@ int ds_sysid_def_validate(const dsSysidDef* def, char* err, size_t errlen) {
   return 0;
 }
 
-static const char* const kStageLoss[] = {"env", "mse", "l1", "dssim", "l2_dssim"};
+/* sysid.stages, read field by field (io/cfg.h's ds__cfg_take_list) */
+typedef struct StageCtx {
+  const char* name;
+  dsSysidDef* d;
+  char* err;
+  size_t errlen;
+} StageCtx;
 
 /* stage st's "params": names of d's parameters or their indices (1-based) */
-static int stage_params(const char* name, const dsSysidDef* d, int st, const cJSON* ps, unsigned* mask, char* err,
-                        size_t errlen) {
+static int stage_params(const StageCtx* c, int st, const dsCfgItem* it, int n, unsigned* mask) {
+  const dsSysidDef* d = c->d;
   const int np = ds_sysid_num_params(d);
-  if (!cJSON_IsArray(ps) || !cJSON_GetArraySize(ps))
-    return ds__puterr(err, errlen, DS_ERR_CONFIG, "%s: sysid.stages[%d].params: expected a list of parameter names or "
-                      "indices (1 to %d)", name, st, np);
-  for (const cJSON* q = ps->child; q; q = q->next) {
+  if (n < 1)
+    return ds__puterr(c->err, c->errlen, DS_ERR_CONFIG,
+                      "%s: sysid.stages[%d].params: expected a list of 1 to %d parameter names or indices (1 to %d)",
+                      c->name, st, DS_SYSID_MAX_PARAMS, np);
+  for (int q = 0; q < n; q++) {
     int k = -1;
-    if (cJSON_IsNumber(q) && q->valuedouble >= 1 && q->valuedouble <= np && q->valuedouble == floor(q->valuedouble))
-      k = (int)q->valuedouble - 1;
-    for (int j = 0; j < np && k < 0 && cJSON_IsString(q); j++)
-      if (!strcmp(d->params[j].name, q->valuestring)) k = j;
+    if (it[q].kind == DS_CFG_NUMBER && it[q].number >= 1 && it[q].number <= np && it[q].number == floor(it[q].number))
+      k = (int)it[q].number - 1;
+    for (int j = 0; j < np && k < 0 && it[q].kind == DS_CFG_STRING; j++)
+      if (!strcmp(d->params[j].name, it[q].string)) k = j;
     if (k < 0) {
-      char list[8 * (DS_SYSID_NAME_MAX + 2)] = "";
+      char list[DS_SYSID_MAX_PARAMS * (DS_SYSID_NAME_MAX + 2)] = "", shown[80];
       for (int j = 0; j < np; j++) {
         strncat(list, j ? ", " : "", sizeof list - strlen(list) - 1);
         strncat(list, d->params[j].name, sizeof list - strlen(list) - 1);
       }
-      char* shown = cJSON_PrintUnformatted(q);
-      ds__puterr(err, errlen, DS_ERR_CONFIG,
-                 "%s: sysid.stages[%d].params: %s is not a parameter of this config (expected a name of %s, or an "
-                 "index 1 to %d)",
-                 name, st, shown ? shown : "?", list, np);
-      cJSON_free(shown);
-      return DS_ERR_CONFIG;
+      if (it[q].kind == DS_CFG_STRING)
+        snprintf(shown, sizeof shown, "\"%.60s\"", it[q].string);
+      else if (it[q].kind == DS_CFG_NUMBER)
+        snprintf(shown, sizeof shown, "%g", it[q].number);
+      else
+        snprintf(shown, sizeof shown, "a value that is neither a name nor an index");
+      return ds__puterr(c->err, c->errlen, DS_ERR_CONFIG,
+                        "%s: sysid.stages[%d].params: %s is not a parameter of this config (expected a name of %s, "
+                        "or an index 1 to %d)",
+                        c->name, st, shown, list, np);
     }
     *mask |= 1u << k;
   }
   return 0;
 }
 
-/* sysid.stages: a list of {params, iterations, loss?, lr?} into d */
-static int parse_stages(const char* name, const cJSON* arr, dsSysidDef* d, char* err, size_t errlen) {
-  if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) < 1 || cJSON_GetArraySize(arr) > DS_SYSID_MAX_STAGES)
-    return ds__puterr(err, errlen, DS_ERR_CONFIG, "%s: sysid.stages: expected a list of 1 to %d stages "
-                      "({\"params\": [...], \"iterations\": N, \"loss\": ..., \"lr\": ...})", name, DS_SYSID_MAX_STAGES);
-  int st = 0, total = 0;
-  for (const cJSON* o = arr->child; o; o = o->next, st++) {
-    dsSysidStage* g = &d->stages[st];
-    memset(g, 0, sizeof *g);
-    if (!cJSON_IsObject(o))
-      return ds__puterr(err, errlen, DS_ERR_CONFIG, "%s: sysid.stages[%d]: expected an object", name, st);
-    for (const cJSON* f = o->child; f; f = f->next) {
-      int rc = 0;
-      if (!strcmp(f->string, "params")) {
-        rc = stage_params(name, d, st, f, &g->free_mask, err, errlen);
-      } else if (!strcmp(f->string, "iterations")) {
-        if (!cJSON_IsNumber(f) || !(f->valuedouble >= 1 && f->valuedouble <= 1e6) ||
-            f->valuedouble != floor(f->valuedouble))
-          rc = ds__puterr(err, errlen, DS_ERR_CONFIG,
-                          "%s: sysid.stages[%d].iterations: expected an integer from 1 to 1000000", name, st);
-        else
-          g->iterations = (int)f->valuedouble;
-      } else if (!strcmp(f->string, "lr")) {
-        if (!cJSON_IsNumber(f) || !(f->valuedouble > 0) || !isfinite(f->valuedouble))
-          rc = ds__puterr(err, errlen, DS_ERR_CONFIG, "%s: sysid.stages[%d].lr: expected a number > 0", name, st);
-        else
-          g->lr = f->valuedouble;
-      } else if (!strcmp(f->string, "loss")) {
-        int k = -1;
-        for (int j = 0; j < 5 && cJSON_IsString(f); j++)
-          if (!strcmp(f->valuestring, kStageLoss[j])) k = j;
-        if (k < 0)
-          rc = ds__puterr(err, errlen, DS_ERR_CONFIG,
-                          "%s: sysid.stages[%d].loss: expected env, mse, l1, dssim or l2_dssim", name, st);
-        g->loss = k;
-      } else {
-        rc = ds__puterr(err, errlen, DS_ERR_CONFIG,
-                        "%s: sysid.stages[%d]: unknown key \"%s\" (keys: params, iterations, loss, lr)", name, st,
-                        f->string);
-      }
-      if (rc) return rc;
-    }
-    if (!g->free_mask || !g->iterations)
-      return ds__puterr(err, errlen, DS_ERR_CONFIG, "%s: sysid.stages[%d]: %s is required", name, st,
-                        g->free_mask ? "iterations" : "params");
-    total += g->iterations;
+static const char* const kStageLoss[] = {"env", "mse", "l1", "dssim", "l2_dssim"};
+
+/* one field of stage st: params, iterations, loss, lr */
+static int stage_field(void* user, int st, const char* field, const dsCfgItem* it, int n) {
+  const StageCtx* c = (const StageCtx*)user;
+  if (st >= DS_SYSID_MAX_STAGES) return 0; /* the count is checked after the walk */
+  dsSysidStage* g = &c->d->stages[st];
+  if (!field) return ds__puterr(c->err, c->errlen, DS_ERR_CONFIG, "%s: sysid.stages[%d]: expected an object", c->name, st);
+  const int num = n == 1 && it[0].kind == DS_CFG_NUMBER;
+  if (!strcmp(field, "params")) return stage_params(c, st, it, n, &g->free_mask);
+  if (!strcmp(field, "iterations")) {
+    if (!num || !(it[0].number >= 1 && it[0].number <= 1e6) || it[0].number != floor(it[0].number))
+      return ds__puterr(c->err, c->errlen, DS_ERR_CONFIG,
+                        "%s: sysid.stages[%d].iterations: expected an integer from 1 to 1000000", c->name, st);
+    g->iterations = (int)it[0].number;
+    return 0;
   }
-  d->nstages = st;
-  d->iterations = total; /* the schedule sets the length of the run */
-  return 0;
+  if (!strcmp(field, "lr")) {
+    if (!num || !(it[0].number > 0) || !isfinite(it[0].number))
+      return ds__puterr(c->err, c->errlen, DS_ERR_CONFIG, "%s: sysid.stages[%d].lr: expected a number > 0", c->name, st);
+    g->lr = it[0].number;
+    return 0;
+  }
+  if (!strcmp(field, "loss")) {
+    g->loss = -1;
+    for (int j = 0; j < 5 && n == 1 && it[0].kind == DS_CFG_STRING; j++)
+      if (!strcmp(it[0].string, kStageLoss[j])) g->loss = j;
+    if (g->loss < 0)
+      return ds__puterr(c->err, c->errlen, DS_ERR_CONFIG,
+                        "%s: sysid.stages[%d].loss: expected env, mse, l1, dssim or l2_dssim", c->name, st);
+    return 0;
+  }
+  return ds__puterr(c->err, c->errlen, DS_ERR_CONFIG,
+                    "%s: sysid.stages[%d]: unknown key \"%s\" (keys: params, iterations, loss, lr)", c->name, st,
+                    field);
 }
 
 int ds__sysid_parse_section(const char* name, const char* text, dsSysidDef* d, char* err, size_t errlen) {
   /* sysid.stages is a list of objects, which the key table cannot hold: it
-     is taken out of the text and read here, after the parameters */
-  cJSON* root = cJSON_Parse(text);
-  cJSON* stages = root ? cJSON_DetachItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, "sysid"),
-                                                                 "stages")
-                       : NULL;
-  char* rest = stages ? cJSON_PrintUnformatted(root) : NULL;
-  cJSON_Delete(root);
-  int rc = stages && !rest ? DS_ERR_NOMEM
-                           : ds_config_parse_section(name, rest ? rest : text, "sysid", g_keys, d, sizeof *d, err, errlen);
-  cJSON_free(rest);
-  if (!rc && stages) rc = parse_stages(name, stages, d, err, errlen);
-  cJSON_Delete(stages);
-  return rc;
+     is taken out of the text and read field by field, after the parameters
+     (a stage names them) */
+  char* rest = NULL;
+  int count = 0;
+  dsSysidDef tmp = *d;
+  memset(tmp.stages, 0, sizeof tmp.stages);
+  StageCtx c = {name, &tmp, err, errlen};
+  /* first the text without the list, for the parameters' names */
+  int rc = ds__cfg_take_list(text, "sysid", "stages", &rest, &count, NULL, NULL);
+  if (rc == DS_ERR_NOTFOUND && !rest) return ds_config_parse_section(name, text, "sysid", g_keys, d, sizeof *d, err, errlen);
+  if (!rest) return rc;
+  rc = ds_config_parse_section(name, rest, "sysid", g_keys, &tmp, sizeof tmp, err, errlen);
+  ds__free(rest);
+  rest = NULL;
+  if (!rc) rc = ds__cfg_take_list(text, "sysid", "stages", &rest, &count, stage_field, &c);
+  ds__free(rest);
+  if ((!rc || count < 0) && (count < 1 || count > DS_SYSID_MAX_STAGES))
+    rc = ds__puterr(err, errlen, DS_ERR_CONFIG,
+                    "%s: sysid.stages: expected a list of 1 to %d stages ({\"params\": [...], \"iterations\": N, "
+                    "\"loss\": ..., \"lr\": ...})",
+                    name, DS_SYSID_MAX_STAGES);
+  int total = 0;
+  for (int st = 0; st < count && !rc; st++) {
+    const dsSysidStage* g = &tmp.stages[st];
+    if (!g->free_mask || !g->iterations)
+      rc = ds__puterr(err, errlen, DS_ERR_CONFIG, "%s: sysid.stages[%d]: %s is required", name, st,
+                      g->free_mask ? "iterations" : "params");
+    total += g->iterations;
+  }
+  if (rc) return rc;
+  tmp.nstages = count;
+  tmp.iterations = total; /* the schedule sets the length of the run */
+  *d = tmp;
+  return 0;
 }
 
 int ds_sysid_def_from_text(const char* name, const char* text, dsSysidDef* def, char* err, size_t errlen) {
@@ -352,7 +366,7 @@ void ds_sysid_destroy(dsSysid* s) {
   for (int st = 0; st < DS_SYSID_MAX_STAGES; st++) {
     ds_optim_destroy(s->opts[st]);
     ds_lbfgs_destroy(s->lbs[st]);
-    ds_image_loss_destroy(s->ils[st]);
+    ds_env_image_loss_destroy(s->ils[st]);
   }
   for (int k = 0; k < s->np; k++) {
     ds__free(s->p[k].zero);
@@ -413,7 +427,7 @@ static int video_loss(dsSysid* s, dsReal* adj, double* loss) {
     dsReal* g = adj ? adj + (size_t)s->fstep[f] * s->npix : NULL;
     dsReal l = 0;
     const dsReal *img = s->rendered + (size_t)f * s->npix, *goal = s->rgba + (size_t)f * s->npix;
-    int rc = s->il ? ds_image_loss_eval(s->il, img, goal, &l, g) : ds_env_image_loss(s->env, img, goal, &l, g);
+    int rc = s->il ? ds_env_image_loss_eval(s->il, img, goal, &l, g) : ds_env_image_loss(s->env, img, goal, &l, g);
     if (rc) return ds__seterr(&s->err, rc, "frame %d: %s", f, ds_env_last_error(s->env));
     L += wf * (double)l;
     if (g)
@@ -675,14 +689,13 @@ static int alloc_buffers(dsSysid* s, int maxcount, char* err, size_t errlen) {
 static int field_setup(dsSysid* s, int k, double* rval, uint64_t* rng, char* err, size_t errlen) {
   const dsSysidParam* sp = &s->def.params[k];
   Param* p = &s->p[k];
-  const dsModel* m = ds_env_model(s->env);
   char key[64];
   if ((sp->tv > 0 || sp->laplacian > 0)) {
     snprintf(key, sizeof key, "sysid.param%d.%s", k + 1, sp->tv > 0 ? "tv" : "laplacian");
     if (p->width != 1)
       return ds__puterr(err, errlen, DS_ERR_CONFIG, "%s: a smoothness term needs a scalar field, not \"%s\"", key,
                         p->name);
-    int rc = ds__sysid_field_graph(m, p->name, key, &p->edges, &p->nedge, err, errlen);
+    int rc = ds__sysid_field_graph(s->env, p->name, key, &p->edges, &p->nedge, err, errlen);
     if (rc) return rc;
     s->have_reg = 1;
   }
@@ -692,7 +705,7 @@ static int field_setup(dsSysid* s, int k, double* rval, uint64_t* rng, char* err
     return ds__puterr(err, errlen, DS_ERR_CONFIG, "%s: needs a per-element scalar parameter, not \"%s\"", key, p->name);
   p->region = (int*)ds__calloc((size_t)p->nelem, sizeof(int));
   if (!p->region) return ds__puterr(err, errlen, DS_ERR_NOMEM, "sysid: out of memory");
-  int rc = ds__sysid_field_regions(m, p->name, &sp->true_field, key, p->region, p->nelem, &p->nregion, err, errlen);
+  int rc = ds__sysid_field_regions(s->env, p->name, &sp->true_field, key, p->region, p->nelem, &p->nregion, err, errlen);
   if (rc) return rc;
   const dsSysidField* f = &sp->true_field;
   for (int r = 0; r < p->nregion; r++)
@@ -766,16 +779,18 @@ static int init_param_values(dsSysid* s, int k, uint64_t* rng, char* err, size_t
   return 0;
 }
 
-/* Body b's value of engine array `name` (dsModel field f) at the initial
- * guess (which 0) or the truth (1) when a parameter identifies it. */
-static double body_value(const dsSysid* s, const char* name, const dsReal* f, int b, int which) {
+/* Body b's value of engine array `name` at the initial guess (which 0) or
+ * the truth (1) when a parameter identifies it, else the env's. */
+static double body_value(const dsSysid* s, const char* name, int b, int which) {
   for (int k = 0; k < s->np; k++) {
     const Param* p = &s->p[k];
     if (strcmp(p->name, name)) continue;
     const int j = p->offset + (p->nval == p->count ? b : 0);
     return which ? s->truth[j] : s->x0[j];
   }
-  return (double)f[b];
+  const dsReal* v = NULL;
+  int n = 0;
+  return !ds_env_param(s->env, name, &v, &n) && b < n ? (double)v[b] : 0;
 }
 
 /* Rigid contact's friction and approach damping are explicit (engine/rigid.h):
@@ -787,22 +802,25 @@ static double body_value(const dsSysid* s, const char* name, const dsReal* f, in
  * truth with n the body's vertices on its lowest level at reset (a box on
  * the ground: 4). */
 static int rigid_check(dsSysid* s, char* err, size_t errlen) {
-  const dsModel* m = ds_env_model(s->env);
-  const dsData* d = ds_env_data(s->env);
-  for (int b = 0; b < m->nbody; b++) {
-    const int v0 = m->body_vrange[2 * b], v1 = m->body_vrange[2 * b + 1];
+  const int* range = NULL;
+  int nbody = 0, per = 0;
+  if (ds_env_elements(s->env, "body.mass", &range, &nbody, &per)) return 0;
+  const dsReal* x = ds_env_positions(s->env);
+  const double dt = (double)ds_env_def(s->env)->dt;
+  for (int b = 0; b < nbody && x; b++) {
+    const int v0 = range[2 * b], v1 = range[2 * b + 1];
     double ymin = INFINITY, ymax = -INFINITY;
     for (int v = v0; v < v1; v++) {
-      ymin = fmin(ymin, (double)d->x[3 * v + 1]);
-      ymax = fmax(ymax, (double)d->x[3 * v + 1]);
+      ymin = fmin(ymin, (double)x[3 * v + 1]);
+      ymax = fmax(ymax, (double)x[3 * v + 1]);
     }
     int n = 0;
-    for (int v = v0; v < v1; v++) n += (double)d->x[3 * v + 1] <= ymin + 1e-6 * (ymax - ymin);
+    for (int v = v0; v < v1; v++) n += (double)x[3 * v + 1] <= ymin + 1e-6 * (ymax - ymin);
     for (int which = 0; which < 1 + s->have_truth; which++) {
-      const double mass = body_value(s, "body.mass", m->body_mass, b, which);
-      const double kf = body_value(s, "body.contact_kf", m->body_kf, b, which);
-      const double kd = body_value(s, "body.contact_kd", m->body_kd, b, which);
-      const double rf = (double)m->dt * kf * n / mass, rd = (double)m->dt * kd * n / mass;
+      const double mass = body_value(s, "body.mass", b, which);
+      const double kf = body_value(s, "body.contact_kf", b, which);
+      const double kd = body_value(s, "body.contact_kd", b, which);
+      const double rf = dt * kf * n / mass, rd = dt * kd * n / mass;
       if (mass > 0 && (rf >= 2 || rd >= 2))
         return ds__puterr(err, errlen, DS_ERR_CONFIG,
                           "sysid: body %d at its %s: mass %g kg with contact %s %g N s/m on %d vertices gives dt %s n "
@@ -882,7 +900,6 @@ static int create_optimiser(dsSysid* s, char* err, size_t errlen) {
   }
   /* one optimiser (and loss) per stage, made here: iterate allocates nothing */
   s->nst = def->nstages > 0 ? def->nstages : 1;
-  const dsEnvDef* ed = ds_env_def(s->env);
   int rc = 0;
   for (int st = 0; st < s->nst && !rc; st++) {
     const dsSysidStage* g = def->nstages ? &def->stages[st] : NULL;
@@ -902,18 +919,10 @@ static int create_optimiser(dsSysid* s, char* err, size_t errlen) {
     }
     if (rc) return ds__puterr(err, errlen, rc, "sysid: optimiser: %s", ds_strerror(rc));
     if (g && g->loss != DS_SYSID_LOSS_ENV) {
-      /* the env's loss (levels, moments) with the stage's kind */
-      static const int kKind[] = {0, DS_LOSS_MSE, DS_LOSS_L1, DS_LOSS_DSSIM, DS_LOSS_L2_DSSIM};
-      dsLossDef ld = ds_default_loss_def();
-      ld.kind = kKind[g->loss];
-      ld.levels = ed->loss_levels;
-      ld.moments_weight = ed->loss_moments;
-      ld.moments_size = ed->loss_moments_size;
-      char why[256];
-      rc = ds_image_loss_check(&ld, s->w, s->h, why, sizeof why);
+      /* the env's loss (levels, moments) of the stage's kind: dsSysidStageLoss k > 0 is dsLossKind k - 1 */
+      char why[256] = "";
+      rc = ds_env_image_loss_create(s->env, g->loss - 1, &s->ils[st], why, sizeof why);
       if (rc) return ds__puterr(err, errlen, rc, "sysid.stages[%d].loss: %s", st, why);
-      rc = ds_image_loss_create(&s->ils[st], &ld, s->w, s->h);
-      if (rc) return ds__puterr(err, errlen, rc, "sysid.stages[%d].loss: %s", st, ds_strerror(rc));
     }
   }
   enter_stage(s, 0);

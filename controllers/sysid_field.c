@@ -13,14 +13,11 @@
 #include "config.h"
 
 #include <math.h>
-#include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/internal.h"
 #include "controllers/sysid_field.h"
-#include "dsim/image.h"
 
 /* the element kind of an engine array name */
 typedef enum { EL_NONE, EL_TET, EL_TRI, EL_SPRING, EL_PARTICLE } ElKind;
@@ -30,6 +27,24 @@ static ElKind kind_of(const char* name) {
   if (!strncmp(name, "spring.", 7)) return EL_SPRING;
   if (!strncmp(name, "particle.", 9)) return EL_PARTICLE;
   return EL_NONE;
+}
+
+/* the element lists of an env (dsim/env.h's ds_env_elements) */
+typedef struct Mesh {
+  const int *tet, *tri, *spring;
+  int ntet, ntri, nspring, nparticle;
+  const dsReal* x0; /* rest positions, nparticle x 3 */
+} Mesh;
+
+static void mesh_of(const dsEnv* env, Mesh* m) {
+  int per, n;
+  memset(m, 0, sizeof *m);
+  if (!ds_env_elements(env, "tet.k_mu", &m->tet, &n, &per)) m->ntet = n;
+  if (!ds_env_elements(env, "tri.k_mu", &m->tri, &n, &per)) m->ntri = n;
+  if (!ds_env_elements(env, "spring.ke", &m->spring, &n, &per)) m->nspring = n;
+  const int* none = NULL;
+  if (!ds_env_elements(env, "particle.mass", &none, &n, &per)) m->nparticle = n;
+  ds_env_param(env, "initial_position", &m->x0, &n);
 }
 
 static int cmp_int3(const void* a, const void* b) {
@@ -96,22 +111,22 @@ static int unique_pairs(int* pairs, int np) {
 }
 
 /* particle pairs joined by a spring, a triangle edge or a tet edge */
-static int particle_pairs(const dsModel* m, int* pairs) {
+static int particle_pairs(const Mesh* m, int* pairs) {
   int np = 0;
   for (int s = 0; s < m->nspring; s++, np++)
-    if (pairs) memcpy(pairs + 2 * np, m->spring_idx + 2 * s, 2 * sizeof(int));
+    if (pairs) memcpy(pairs + 2 * np, m->spring + 2 * s, 2 * sizeof(int));
   for (int t = 0; t < m->ntri; t++)
     for (int a = 0; a < 3; a++, np++)
       if (pairs) {
-        pairs[2 * np] = m->tri_idx[3 * t + a];
-        pairs[2 * np + 1] = m->tri_idx[3 * t + (a + 1) % 3];
+        pairs[2 * np] = m->tri[3 * t + a];
+        pairs[2 * np + 1] = m->tri[3 * t + (a + 1) % 3];
       }
   for (int t = 0; t < m->ntet; t++)
     for (int a = 0; a < 4; a++)
       for (int b = a + 1; b < 4; b++, np++)
         if (pairs) {
-          pairs[2 * np] = m->tet_idx[4 * t + a];
-          pairs[2 * np + 1] = m->tet_idx[4 * t + b];
+          pairs[2 * np] = m->tet[4 * t + a];
+          pairs[2 * np + 1] = m->tet[4 * t + b];
         }
   if (pairs)
     for (int i = 0; i < np; i++)
@@ -125,7 +140,7 @@ static int particle_pairs(const dsModel* m, int* pairs) {
 
 /* (key, element) rows of the shared-face, shared-edge or shared-particle
  * relation; returns the row count, *klen the key length */
-static int element_rows(const dsModel* m, ElKind k, int* rows, int* klen) {
+static int element_rows(const Mesh* m, ElKind k, int* rows, int* klen) {
   int n = 0;
   if (k == EL_TET) {
     *klen = 3;
@@ -134,7 +149,7 @@ static int element_rows(const dsModel* m, ElKind k, int* rows, int* klen) {
         if (!rows) continue;
         int* r = rows + 4 * (size_t)n;
         for (int a = 0, q = 0; a < 4; a++)
-          if (a != skip) r[q++] = m->tet_idx[4 * t + a];
+          if (a != skip) r[q++] = m->tet[4 * t + a];
         sort3(r);
         r[3] = t;
       }
@@ -144,7 +159,7 @@ static int element_rows(const dsModel* m, ElKind k, int* rows, int* klen) {
       for (int a = 0; a < 3; a++, n++) {
         if (!rows) continue;
         int* r = rows + 3 * (size_t)n;
-        const int i = m->tri_idx[3 * t + a], j = m->tri_idx[3 * t + (a + 1) % 3];
+        const int i = m->tri[3 * t + a], j = m->tri[3 * t + (a + 1) % 3];
         r[0] = i < j ? i : j;
         r[1] = i < j ? j : i;
         r[2] = t;
@@ -154,15 +169,17 @@ static int element_rows(const dsModel* m, ElKind k, int* rows, int* klen) {
     for (int s = 0; s < m->nspring; s++)
       for (int a = 0; a < 2; a++, n++)
         if (rows) {
-          rows[2 * (size_t)n] = m->spring_idx[2 * s + a];
+          rows[2 * (size_t)n] = m->spring[2 * s + a];
           rows[2 * (size_t)n + 1] = s;
         }
   }
   return n;
 }
 
-int ds__sysid_field_graph(const dsModel* m, const char* name, const char* key, int** edges, int* nedge, char* err,
+int ds__sysid_field_graph(const dsEnv* env, const char* name, const char* key, int** edges, int* nedge, char* err,
                           size_t errlen) {
+  Mesh mm, *m = &mm;
+  mesh_of(env, m);
   *edges = NULL;
   *nedge = 0;
   const ElKind k = kind_of(name);
@@ -207,8 +224,8 @@ int ds__sysid_field_graph(const dsModel* m, const char* name, const char* key, i
 }
 
 /* the centroid coordinate of element e along axis */
-static double centroid(const dsModel* m, ElKind k, int e, int axis) {
-  const int* idx = k == EL_TET ? m->tet_idx + 4 * e : k == EL_TRI ? m->tri_idx + 3 * e : m->spring_idx + 2 * e;
+static double centroid(const Mesh* m, ElKind k, int e, int axis) {
+  const int* idx = k == EL_TET ? m->tet + 4 * e : k == EL_TRI ? m->tri + 3 * e : m->spring + 2 * e;
   const int nv = k == EL_TET ? 4 : k == EL_TRI ? 3 : k == EL_SPRING ? 2 : 1;
   if (k == EL_PARTICLE) return (double)m->x0[3 * e + axis];
   double c = 0;
@@ -216,8 +233,10 @@ static double centroid(const dsModel* m, ElKind k, int e, int axis) {
   return c / nv;
 }
 
-int ds__sysid_field_regions(const dsModel* m, const char* name, const dsSysidField* f, const char* key, int* region,
+int ds__sysid_field_regions(const dsEnv* env, const char* name, const dsSysidField* f, const char* key, int* region,
                             int nelem, int* nregion, char* err, size_t errlen) {
+  Mesh mm, *m = &mm;
+  mesh_of(env, m);
   const ElKind k = kind_of(name);
   if (k == EL_NONE)
     return ds__puterr(err, errlen, DS_ERR_CONFIG,
@@ -272,121 +291,4 @@ double ds__sysid_field_reg(const int* edges, int nedge, const double* u, const u
     }
   }
   return R;
-}
-
-/* ---- picture: true and recovered field side by side ------------------------------
- * Each element at its rest centroid, projected on the x-y plane (the
- * camera's usual view) into a grid of about nelem/4 bins of square pixels; a bin shows the
- * mean over its elements (seen through the depth) of ln(value) (linear
- * for a parameter that may change sign) on a blue-white-red scale shared
- * by both panels: the true field on top, the recovered one below, a colour
- * bar at the bottom (low to high, left to right). */
-#define FIELD_WIDTH 320 /* pixels along the longer side */
-#define FIELD_GAP 6     /* pixels between the panels */
-
-static void colour(double t, uint8_t* px) {
-  /* t in [0, 1]: blue (0.2, 0.3, 0.9) -> white -> red (0.9, 0.2, 0.15) */
-  const double lo[3] = {0.2, 0.3, 0.9}, hi[3] = {0.9, 0.2, 0.15};
-  t = t < 0 ? 0 : t > 1 ? 1 : t;
-  for (int c = 0; c < 3; c++) {
-    const double v = t < 0.5 ? lo[c] + (1 - lo[c]) * (2 * t) : 1 + (hi[c] - 1) * (2 * t - 1);
-    px[c] = (uint8_t)(255 * v + 0.5);
-  }
-  px[3] = 255;
-}
-
-int ds_sysid_field_png(dsSysid* s, int k, const char* path, char* err, size_t errlen) {
-  if (!s || !path || k < 0 || k >= ds_sysid_nparams(s)) return ds__puterr(err, errlen, DS_ERR_INVALID, "field png: bad arguments");
-  const char* name = ds_sysid_param_name(s, k);
-  const ElKind kind = kind_of(name);
-  const double* truth = ds_sysid_truth(s);
-  const double* est = ds_sysid_best_values(s, NULL);
-  int off = 0, nval = 0;
-  for (int i = 0; i < ds_sysid_num_values(s); i++)
-    if (ds_sysid_value_param(s, i) == k) {
-      if (!nval) off = i;
-      nval++;
-    }
-  const dsModel* m = ds_env_model(ds_sysid_env(s));
-  const int nelem = kind == EL_TET ? m->ntet : kind == EL_TRI ? m->ntri : kind == EL_SPRING ? m->nspring : m->nparticle;
-  if (kind == EL_NONE || !truth || ds_sysid_param_width(s, k) != 1 || nval != nelem)
-    return ds__puterr(err, errlen, DS_ERR_CONFIG,
-                      "field png: parameter %d (\"%s\") is not a per-element scalar field with a known truth", k + 1,
-                      name);
-  double lo[2] = {INFINITY, INFINITY}, hi[2] = {-INFINITY, -INFINITY}, vlo = INFINITY, vhi = -INFINITY;
-  int logv = 1;
-  for (int e = 0; e < nelem; e++) {
-    if (ds_sysid_value_fixed(s, off + e)) continue;
-    for (int a = 0; a < 2; a++) {
-      const double c = centroid(m, kind, e, a);
-      lo[a] = c < lo[a] ? c : lo[a];
-      hi[a] = c > hi[a] ? c : hi[a];
-    }
-    logv &= truth[off + e] > 0 && est[off + e] > 0;
-  }
-  for (int e = 0; e < nelem; e++) {
-    if (ds_sysid_value_fixed(s, off + e)) continue;
-    for (int q = 0; q < 2; q++) {
-      const double v = q ? est[off + e] : truth[off + e], f = logv ? log(v) : v;
-      vlo = f < vlo ? f : vlo;
-      vhi = f > vhi ? f : vhi;
-    }
-  }
-  const double ex = hi[0] - lo[0] > 0 ? hi[0] - lo[0] : 1, ey = hi[1] - lo[1] > 0 ? hi[1] - lo[1] : 1;
-  /* about 4 elements a bin (a projected tet mesh leaves no bin empty), the bins square */
-  const double nb = nelem / 4.0 > 1 ? nelem / 4.0 : 1;
-  int nbx = (int)lround(sqrt(nb * ex / ey)), nby = (int)lround(sqrt(nb * ey / ex));
-  nbx = nbx < 1 ? 1 : nbx > 64 ? 64 : nbx;
-  nby = nby < 1 ? 1 : nby > 64 ? 64 : nby;
-  const int cell = FIELD_WIDTH / (nbx > nby ? nbx : nby) > 4 ? FIELD_WIDTH / (nbx > nby ? nbx : nby) : 4;
-  const int W = nbx * cell, ph = nby * cell, H = 2 * ph + 3 * FIELD_GAP + cell / 2;
-  uint8_t* img = (uint8_t*)ds__calloc((size_t)W * H * 4, 1);
-  double* acc = (double*)ds__calloc((size_t)nbx * nby * 2, sizeof(double));
-  if (!img || !acc) {
-    ds__free(img);
-    ds__free(acc);
-    return ds__puterr(err, errlen, DS_ERR_NOMEM, "field png: out of memory");
-  }
-  memset(img, 255, (size_t)W * H * 4);
-  for (int q = 0; q < 2; q++) {
-    memset(acc, 0, sizeof(double) * (size_t)nbx * nby * 2);
-    for (int e = 0; e < nelem; e++) {
-      if (ds_sysid_value_fixed(s, off + e)) continue;
-      int ix = (int)((centroid(m, kind, e, 0) - lo[0]) / ex * nbx), iy = (int)((centroid(m, kind, e, 1) - lo[1]) / ey * nby);
-      ix = ix >= nbx ? nbx - 1 : ix;
-      iy = iy >= nby ? nby - 1 : iy;
-      const double v = q ? est[off + e] : truth[off + e];
-      acc[2 * ((size_t)iy * nbx + ix)] += logv ? log(v) : v;
-      acc[2 * ((size_t)iy * nbx + ix) + 1] += 1;
-    }
-    const int y0 = FIELD_GAP + q * (ph + FIELD_GAP);
-    for (int iy = 0; iy < nby; iy++)
-      for (int ix = 0; ix < nbx; ix++) {
-        double sum = acc[2 * ((size_t)iy * nbx + ix)], cnt = acc[2 * ((size_t)iy * nbx + ix) + 1];
-        for (int dy = -1; dy <= 1 && cnt == 0; dy++) /* a bin no centroid fell in: its neighbours' mean */
-          for (int dx = -1; dx <= 1; dx++)
-            if (iy + dy >= 0 && iy + dy < nby && ix + dx >= 0 && ix + dx < nbx) {
-              sum += acc[2 * ((size_t)(iy + dy) * nbx + ix + dx)];
-              cnt += acc[2 * ((size_t)(iy + dy) * nbx + ix + dx) + 1];
-            }
-        if (cnt == 0) continue;
-        uint8_t px[4];
-        colour(vhi > vlo ? (sum / cnt - vlo) / (vhi - vlo) : 0.5, px);
-        for (int r = 0; r < cell; r++)
-          for (int c = 0; c < cell; c++) /* y up: row 0 at the top */
-            memcpy(img + 4 * ((size_t)(y0 + (nby - 1 - iy) * cell + r) * W + ix * cell + c), px, 4);
-      }
-  }
-  for (int x = 0; x < W; x++) { /* the colour bar */
-    uint8_t px[4];
-    colour((double)x / (W > 1 ? W - 1 : 1), px);
-    for (int r = 0; r < cell / 2; r++) memcpy(img + 4 * ((size_t)(H - cell / 2 + r) * W + x), px, 4);
-  }
-  char text[256];
-  snprintf(text, sizeof text, "%s: true (top) and recovered (bottom) field, colour %s from %.4g to %.4g", name,
-           logv ? "log scale" : "linear", logv ? exp(vlo) : vlo, logv ? exp(vhi) : vhi);
-  int rc = ds_png_write_text(path, img, W, H, "Description", text, err, errlen);
-  ds__free(img);
-  ds__free(acc);
-  return rc;
 }

@@ -6,7 +6,7 @@
 
 #include <stddef.h>
 
-#include "dsim/engine.h"
+#include "dsim/env.h"
 #include "dsim/sysid.h"
 
 /* The elements of engine array `name` (tet.*, tri.*, spring.*, particle.*)
@@ -14,11 +14,11 @@
  * spring, triangle or tet edge (particles): *edges (2 x *nedge, i < j, each
  * pair once; free with ds__free). DS_ERR_CONFIG naming `key` for other
  * arrays. */
-int ds__sysid_field_graph(const dsModel* m, const char* name, const char* key, int** edges, int* nedge, char* err,
+int ds__sysid_field_graph(const dsEnv* env, const char* name, const char* key, int** edges, int* nedge, char* err,
                           size_t errlen);
 /* Region of every element of `name` under field f (nelem values into
  * region); errors name `key`. *nregion gets the number of regions. */
-int ds__sysid_field_regions(const dsModel* m, const char* name, const dsSysidField* f, const char* key, int* region,
+int ds__sysid_field_regions(const dsEnv* env, const char* name, const dsSysidField* f, const char* key, int* region,
                             int nelem, int* nregion, char* err, size_t errlen);
 /* The regulariser of dsSysidParam (tv, tv_eps, laplacian) over edges at u
  * (skip: values not identified, may be NULL): returns R and adds dR/du to

@@ -52,7 +52,7 @@ static void test_graphs(void) {
   const dsModel* m = ds_env_model(ds_sysid_env(s));
   int* e = NULL;
   int ne = 0;
-  CHECK_INT_EQ(ds__sysid_field_graph(m, "tet.k_mu", "k", &e, &ne, err, sizeof err), 0);
+  CHECK_INT_EQ(ds__sysid_field_graph(ds_sysid_env(s), "tet.k_mu", "k", &e, &ne, err, sizeof err), 0);
   int brute = 0;
   for (int a = 0; a < m->ntet; a++)
     for (int b = a + 1; b < m->ntet; b++) brute += shares(m->tet_idx + 4 * a, 4, m->tet_idx + 4 * b, 4) == 3;
@@ -61,10 +61,10 @@ static void test_graphs(void) {
   for (int k = 0; k < ne; k++) CHECK_INT_EQ(shares(m->tet_idx + 4 * e[2 * k], 4, m->tet_idx + 4 * e[2 * k + 1], 4), 3);
   free(e);
   /* particles: joined by a tet edge */
-  CHECK_INT_EQ(ds__sysid_field_graph(m, "particle.mass", "k", &e, &ne, err, sizeof err), 0);
+  CHECK_INT_EQ(ds__sysid_field_graph(ds_sysid_env(s), "particle.mass", "k", &e, &ne, err, sizeof err), 0);
   CHECK(ne > m->nparticle);
   free(e);
-  CHECK_INT_EQ(ds__sysid_field_graph(m, "gravity", "sysid.param1.tv", &e, &ne, err, sizeof err), DS_ERR_CONFIG);
+  CHECK_INT_EQ(ds__sysid_field_graph(ds_sysid_env(s), "gravity", "sysid.param1.tv", &e, &ne, err, sizeof err), DS_ERR_CONFIG);
   CHECK_STR_CONTAINS(err, "sysid.param1.tv");
   ds_sysid_destroy(s);
   /* triangles sharing an edge: a 4 x 4 cloth */
@@ -79,7 +79,7 @@ static void test_graphs(void) {
     return;
   }
   m = ds_env_model(ds_sysid_env(s));
-  CHECK_INT_EQ(ds__sysid_field_graph(m, "tri.k_mu", "k", &e, &ne, err, sizeof err), 0);
+  CHECK_INT_EQ(ds__sysid_field_graph(ds_sysid_env(s), "tri.k_mu", "k", &e, &ne, err, sizeof err), 0);
   brute = 0;
   for (int a = 0; a < m->ntri; a++)
     for (int b = a + 1; b < m->ntri; b++) brute += shares(m->tri_idx + 3 * a, 3, m->tri_idx + 3 * b, 3) == 2;

@@ -320,13 +320,6 @@ DS_API int ds_sysid_field_errors(const dsSysid* s, int k, const double* values, 
 /* Parameter k's true-field region per element (*region: nelem values, NULL
  * without a true field); returns the number of regions (0 without). */
 DS_API int ds_sysid_field_region(const dsSysid* s, int k, const int** region, int* nelem);
-/* A PNG picture of parameter k's true field (top) and its best estimate
- * (bottom): the elements at their rest centroids projected on the x-y
- * plane, binned, coloured by ln(value) on a blue-white-red scale shared by
- * both panels, with a colour bar; the scale is in the PNG's Description.
- * DS_ERR_CONFIG for a parameter that is not a per-element scalar field
- * with a known truth. */
-DS_API int ds_sysid_field_png(dsSysid* s, int k, const char* path, char* err, size_t errlen);
 /* The smoothness terms (dsSysidParam.tv, .laplacian) at values: *r, and
  * dR/d(value) in physical units into grad (num_values; may be NULL). The
  * loss an iteration reports is the image loss plus r; ds_sysid_eval gives
