@@ -25,6 +25,13 @@ enum {
 /* The exit code of library error err (0 or a negative DS_ERR_*) at stage. */
 int ds__cli_exit_code(int err, int stage);
 
+/* --field-png (cli/sysid_field_png.c): parameter k of identification s, a
+ * per-element scalar field with a truth, true (top) and recovered (bottom):
+ * the elements at their rest centroids seen along z, binned, ln(value) on a
+ * blue-white-red scale shared by both panels (in the PNG's Description). */
+struct dsSysid;
+int ds__cli_field_png(struct dsSysid* s, int k, const char* path, char* err, size_t errlen);
+
 typedef struct dsCliCommand {
   const char* name;
   const char* summary;

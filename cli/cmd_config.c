@@ -16,6 +16,7 @@
 
 #include "cli/cli.h"
 #include "dsim/dsim.h"
+#include "controllers/sysid_field.h"
 
 static void usage(FILE* out) {
   fprintf(out,
@@ -246,7 +247,7 @@ static int sysid_section(const char* arg, const char* text, dsSysidDef* sd) {
   const dsSysidDef dflt = ds_default_sysid_def();
   *sd = dflt;
   char err[1024];
-  int rc = ds_config_parse_section(arg, text, "sysid", ds_sysid_keys(), sd, sizeof *sd, err, sizeof err);
+  int rc = ds__sysid_parse_section(arg, text, sd, err, sizeof err);
   if (!rc && !memcmp(sd, &dflt, sizeof dflt)) return 0;
   if (!rc) rc = ds_sysid_def_from_text(arg, text, sd, err, sizeof err);
   if (!rc) return 1;

@@ -28,6 +28,7 @@
 
 #include "cli/cli.h"
 #include "dsim/dsim.h"
+#include "controllers/sysid_field.h"
 
 static void usage(FILE* out) {
   fprintf(out,
@@ -295,7 +296,7 @@ static int load(LsArgs* a, Ls* c) {
   c->rd = ds_default_run_def();
   int rc = ds_config_read_file(c->path, &c->text, err, sizeof err);
   if (!rc) rc = ds_env_def_from_text(c->path, c->text, &c->def, err, sizeof err);
-  if (!rc) rc = ds_config_parse_section(c->path, c->text, "sysid", ds_sysid_keys(), &c->sd, sizeof c->sd, err, sizeof err);
+  if (!rc) rc = ds__sysid_parse_section(c->path, c->text, &c->sd, err, sizeof err);
   if (!rc) rc = ds_run_def_from_text(c->path, c->text, &c->rd, err, sizeof err);
   if (rc) {
     fprintf(stderr, "dsim landscape: %s\n", err);

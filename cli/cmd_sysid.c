@@ -54,6 +54,7 @@
 
 #include "cli/cli.h"
 #include "dsim/dsim.h"
+#include "controllers/sysid_field.h"
 
 #define MAX_SETS 64
 #define MAX_COLLECT 100000
@@ -84,6 +85,7 @@ typedef struct Args {
   const char* csv;
   char** logs;
   int nlogs;
+  const char* field_png; /* --field-png: the first object's first field, true and recovered */
   Set sets[MAX_SETS];
   int nsets;
 } Args;
@@ -92,7 +94,7 @@ static void usage(FILE* out) {
   fprintf(out,
           "usage: dsim sysid CONFIG [--objects N] [--group] [--shard I/N] [--iterations N] [--optimizer adam|sgd|lbfgs]\n"
           "                  [--lr X] [--frames all|first_last|last] [--seed S] [--threads T] [--out LOG]\n"
-          "                  [--csv FILE] [--force] [--quiet] [--set SECTION.KEY=VALUE]\n"
+          "                  [--csv FILE] [--field-png FILE] [--force] [--quiet] [--set SECTION.KEY=VALUE]\n"
           "       dsim sysid --collect LOG... [--csv FILE] [--force]\n"
           "\n"
           "Identify physical parameters of an environment from video (gradSim's system\n"
@@ -113,6 +115,7 @@ static void usage(FILE* out) {
           "  --device D        run.device: cpu (default), cuda or cuda:N (the physics on that GPU)\n"
           "  --out LOG         run.out: the log (N > 1 objects: LOG without .h5, then -oK.h5)\n"
           "  --csv FILE        also write the result table as CSV\n"
+          "  --field-png FILE  a picture of the first object's first per-element field: true and recovered\n"
           "  --force           replace existing outputs\n"
           "  --quiet           no per-iteration progress\n"
           "  --set S.K=V       any config key, e.g. --set env.render.width=32\n"
@@ -190,9 +193,9 @@ static int parse_args(int argc, char** argv, Args* a) {
         return usage_error("--shard: expected I/N with 0 <= I < N (e.g. 0/4), got ", argv[i]);
       a->shard_i = si;
       a->shard_n = sn;
-    } else if (!strcmp(f, "--csv")) {
+    } else if (!strcmp(f, "--csv") || !strcmp(f, "--field-png")) {
       if (i + 1 >= argc) return usage_error("missing value after ", f);
-      a->csv = argv[++i];
+      *(f[2] == 'c' ? &a->csv : &a->field_png) = argv[++i];
     } else if (!strcmp(f, "--force")) {
       a->force = 1;
     } else if (!strcmp(f, "--quiet")) {
@@ -236,7 +239,7 @@ typedef struct Obj {
   dsRunLog* log;
   char out[4096];
   char* config;        /* the object's complete config (stored in its log) */
-  int its, failed, best_it, last_it;
+  int its, failed, best_it, last_it, stage; /* stage: of sysid.stages, whose own best is kept */
   double wall, are[DS_SYSID_MAX_PARAMS], first_loss, best_loss;
   char err[1024];
 } Obj;
@@ -296,6 +299,45 @@ static void append_key(char** b, size_t* l, size_t* c, const char* path, const d
   free(t);
 }
 
+/* A true field with its drawn values: region r's value is that of its
+ * first element (every element of a region has it). */
+static void append_field(char** b, size_t* l, size_t* c, const dsSysid* s, int p, const dsSysidField* f) {
+  static const char* const kind[] = {"none", "layers", "band"};
+  const int* region = NULL;
+  int nelem = 0;
+  const int nr = ds_sysid_field_region(s, p, &region, &nelem);
+  int off = 0;
+  while (off < ds_sysid_num_values(s) && ds_sysid_value_param(s, off) != p) off++;
+  dsReal v[DS_SYSID_MAX_REGIONS] = {0};
+  for (int r = 0; r < nr; r++)
+    for (int e = nelem - 1; e >= 0; e--)
+      if (region[e] == r && !ds_sysid_value_fixed(s, off + e)) v[r] = (dsReal)ds_sysid_truth(s)[off + e];
+  append(b, l, c, ",\n      \"true_field\": {\"kind\": \"%s\", \"axis\": \"%c\"", kind[f->kind], "xyz"[f->axis]);
+  append_reals(b, l, c, "values", v, nr);
+  if (f->nband) append_reals(b, l, c, "band", f->band, f->nband);
+  append(b, l, c, "}");
+}
+
+/* sysid.stages as the config gives them */
+static void append_stages(char** b, size_t* l, size_t* c, const dsSysidDef* sd) {
+  static const char* const lossn[] = {"env", "mse", "l1", "dssim", "l2_dssim"};
+  if (!sd->nstages) return;
+  append(b, l, c, ",\n    \"stages\": [");
+  for (int st = 0; st < sd->nstages; st++) {
+    const dsSysidStage* g = &sd->stages[st];
+    append(b, l, c, "%s\n      {\"params\": [", st ? "," : "");
+    for (int k = 0, first = 1; k < DS_SYSID_MAX_PARAMS; k++)
+      if (g->free_mask >> k & 1u) {
+        append(b, l, c, "%s%d", first ? "" : ", ", k + 1);
+        first = 0;
+      }
+    append(b, l, c, "], \"iterations\": %d, \"loss\": \"%s\"", g->iterations, lossn[g->loss]);
+    if (g->lr > 0) append(b, l, c, ", \"lr\": %.17g", g->lr);
+    append(b, l, c, "}");
+  }
+  append(b, l, c, "\n    ]");
+}
+
 /* The object's complete config: env (every key), sysid (the used keys, with
  * the drawn true values), run (seed of the object). */
 static char* object_config(const Ctx* c, const dsSysid* s, int k) {
@@ -326,6 +368,14 @@ static char* object_config(const Ctx* c, const dsSysid* s, int k) {
     if (q->ninit) append_reals(&buf, &len, &cap, "init", q->init, q->ninit);
     if (q->ninit_range) append_reals(&buf, &len, &cap, "init_range", q->init_range, q->ninit_range);
     if (q->init_each) append(&buf, &len, &cap, ",\n      \"init_each\": true");
+    if (q->tv > 0 || q->laplacian > 0)
+      append(&buf, &len, &cap, ",\n      \"tv\": %.17g,\n      \"tv_eps\": %.17g,\n      \"laplacian\": %.17g",
+             q->tv, q->tv_eps, q->laplacian);
+    if (truth && q->true_field.kind) {
+      append_field(&buf, &len, &cap, s, p, &q->true_field);
+      append(&buf, &len, &cap, "\n    }");
+      continue;
+    }
     if (truth) { /* the drawn value: the first row of the parameter's values not held at 0 */
       int first = -1, w = 0;
       for (int i = 0; i < ds_sysid_num_values(s); i++)
@@ -350,6 +400,7 @@ static char* object_config(const Ctx* c, const dsSysid* s, int k) {
     append_key(&buf, &len, &cap, "frames_dir", sd);
     append_key(&buf, &len, &cap, "camera", sd);
   }
+  append_stages(&buf, &len, &cap, sd);
   if (sd->naction) {
     append(&buf, &len, &cap, ",\n    \"action\": [");
     for (int i = 0; i < sd->naction; i++) append(&buf, &len, &cap, "%s%.17g", i ? ", " : "", (double)sd->action[i]);
@@ -481,6 +532,10 @@ static void object_iteration(Ctx* c, Obj* o, int i, int rc, const dsSysidIter* i
   const int n = c->sd.iterations;
   const double metric = truth ? mean_are(o, it->values) : it->loss;
   if (i == 0) o->first_loss = it->loss;
+  if (ds_sysid_stage(o->s) != o->stage) { /* a new stage: its losses need not compare with the last */
+    o->stage = ds_sysid_stage(o->s);
+    o->best_loss = INFINITY;
+  }
   if (it->loss < o->best_loss) {
     o->best_loss = it->loss;
     o->best_it = i;
@@ -606,13 +661,56 @@ static int run_group(Ctx* c) {
   return 0;
 }
 
+/* --field-png: the first object's first per-element parameter with a truth */
+static int field_png(Ctx* c, const char* path, int force) {
+  const Obj* o = &c->obj[0];
+  int rc = ds__cli_check_output("sysid", path, NULL, force);
+  if (rc || !o->s || o->failed) return rc ? rc : DS_EXIT_FAILURE;
+  char err[1024] = "no per-element parameter with a known truth";
+  for (int p = 0; p < ds_sysid_nparams(o->s); p++)
+    if (!ds__cli_field_png(o->s, p, path, err, sizeof err)) {
+      printf("field picture: %s\n", path);
+      return DS_EXIT_OK;
+    }
+  fprintf(stderr, "dsim sysid: --field-png %s: %s\n", path, err);
+  return DS_EXIT_FAILURE;
+}
+
 /* ---- the table -------------------------------------------------------------- */
 typedef struct Row {
   int object;
   char param[DS_SYSID_NAME_MAX];
   double truth, estimate, are, wall;
   int iterations;
+  int field;                          /* a per-element parameter with a truth: the field error below */
+  double l2;                          /* relative L2 error over its elements */
+  double region[DS_SYSID_MAX_REGIONS]; /* mean ARE per true region */
+  int nregion;
 } Row;
+
+/* Per-element parameters with a truth: the field error (relative L2 over
+ * the elements, mean over objects) and the mean ARE per true region, one
+ * line each (never 5 fields, which reproduce-sysid reads as table rows). */
+static void print_fields(const Row* rows, int n) {
+  for (int i = 0; i < n; i++) {
+    if (!rows[i].field) continue;
+    int seen = 0;
+    for (int j = 0; j < i; j++) seen |= rows[j].field && !strcmp(rows[j].param, rows[i].param);
+    if (seen) continue;
+    double l2 = 0, reg[DS_SYSID_MAX_REGIONS] = {0};
+    int m = 0;
+    for (int j = 0; j < n; j++)
+      if (rows[j].field && !strcmp(rows[j].param, rows[i].param)) {
+        l2 += rows[j].l2;
+        for (int r = 0; r < rows[i].nregion; r++) reg[r] += rows[j].region[r];
+        m++;
+      }
+    printf("field %s objects %d relative L2 %.4g", rows[i].param, m, l2 / m);
+    if (rows[i].nregion) printf(" region ARE");
+    for (int r = 0; r < rows[i].nregion; r++) printf(" %.4g", reg[r] / m);
+    printf("\n");
+  }
+}
 
 /* v as fmt in b, or "-" where it is not a number (footage without true values) */
 static const char* num(char* b, size_t len, const char* fmt, double v) __attribute__((format(printf, 3, 0)));
@@ -664,6 +762,7 @@ static void print_table(const Row* rows, int n, FILE* csv) {
     printf("%-18s %8d %12s %12s %12.2f\n", rows[i].param, m, num(mean, sizeof mean, "%.4g", sum / m),
            num(median, sizeof median, "%.4g", med), tsum / m);
   }
+  print_fields(rows, n);
   if (csv) {
     fprintf(csv, "seed,parameter,true,estimate,abs_rel_error,time_s,iterations\n");
     for (int i = 0; i < n; i++)
@@ -693,6 +792,8 @@ static int object_rows(const dsSysid* s, int object, const double* values, const
     r->estimate /= m;
     r->truth /= m;
     r->are = are ? are[p] : NAN;
+    r->field = truth && m > ds_sysid_param_width(s, p) &&
+               !ds_sysid_field_errors(s, p, values, &r->l2, r->region, &r->nregion);
     r->wall = wall;
     r->iterations = its;
   }
@@ -776,8 +877,11 @@ static int collect(Args* a) {
       fprintf(stderr, "dsim sysid: --collect: %s\n", err);
       exitc = ds__cli_exit_code(rc, DS_CLI_RUNLOG);
     } else {
-      int best = 0;
-      for (int k = 1; k < n; k++)
+      /* with stages the best is the last stage's (the losses of stages need not compare): its
+         iterations are the log's last ones (fewer when it stopped early) */
+      const int from = sd.nstages && n > sd.stages[sd.nstages - 1].iterations ? n - sd.stages[sd.nstages - 1].iterations : 0;
+      int best = from;
+      for (int k = from + 1; k < n; k++)
         if (loss[k] < loss[best]) best = k;
       const double* v = params + (size_t)best * np;
       double are[DS_SYSID_MAX_PARAMS];
@@ -817,7 +921,7 @@ static int setup(Ctx* c) {
   if (!rc) rc = ds_env_def_from_text(c->path, text, &c->def, err, sizeof err);
   c->sd = ds_default_sysid_def();
   c->rd = ds_default_run_def();
-  if (!rc) rc = ds_config_parse_section(c->path, text, "sysid", ds_sysid_keys(), &c->sd, sizeof c->sd, err, sizeof err);
+  if (!rc) rc = ds__sysid_parse_section(c->path, text, &c->sd, err, sizeof err);
   if (!rc) rc = ds_run_def_from_text(c->path, text, &c->rd, err, sizeof err);
   ds_config_free_text(text);
   if (rc) {
@@ -996,6 +1100,7 @@ int ds__cli_sysid(int argc, char** argv) {
     int ce = open_csv("sysid", args.csv, args.force, &csv, tmp, sizeof tmp);
     if (rows) print_table(rows, nrows, csv);
     if (!ce) ce = close_csv("sysid", csv, tmp, args.csv, args.force);
+    if (!ce && args.field_png) ce = field_png(&c, args.field_png, args.force);
     printf("wall time %.2f s for %d object%s (%.2f s per object)%s\n", wall, c.nobj, c.nobj == 1 ? "" : "s",
            wall / c.nobj, g_stop ? ", interrupted" : "");
     free(rows);

@@ -5,7 +5,7 @@
 # tree and the installed $(pkgdatadir)/configs (cli/cmd_run.c has the order).
 bin_PROGRAMS = dsim
 dsim_SOURCES = cli/main.c cli/cli.h cli/cmd_info.c cli/cmd_export.c cli/cmd_run.c cli/cmd_config.c cli/plugin.c cli/files.c cli/cmd_sysid.c cli/cmd_landscape.c cli/device.c cli/exit.c \
-  cli/cmd_report.c cli/report.h cli/report_html.c cli/report_plot.c cli/report_sysid.c
+  cli/cmd_report.c cli/report.h cli/report_html.c cli/report_plot.c cli/report_sysid.c cli/sysid_field_png.c
 # --plugin objects resolve their ds_* references to this program
 dsim_LDFLAGS = $(AM_LDFLAGS) -export-dynamic
 dsim_LDADD = libdsim_core.la

@@ -1,7 +1,7 @@
 # controllers/: sinusoid network, optimisers, whole-episode optimisation,
 # receding-horizon MPC, baselines, episode recorder. Only the env API below.
 libdsim_core_la_SOURCES += controllers/sinnet.c controllers/optim.c controllers/trainer.c \
-  controllers/recorder.c controllers/lbfgs.c controllers/sysid.c controllers/run.c controllers/landscape.c controllers/sysid_video.c
+  controllers/recorder.c controllers/lbfgs.c controllers/sysid.c controllers/sysid_field.h controllers/sysid_field.c controllers/run.c controllers/landscape.c controllers/sysid_video.c
 dsiminclude_HEADERS += include/dsim/controller.h include/dsim/sysid.h include/dsim/run.h
 check_PROGRAMS += tests/test_controller tests/test_optim tests/test_mpc
 tests_test_controller_SOURCES = tests/test_controller.c
@@ -28,3 +28,9 @@ libdsim_core_la_CPPFLAGS += -DDS_CONFIGS_DATADIR='"$(pkgdatadir)/configs"'
 # a killed run's best episode at most RUN_BEST_LAG iterations stale (20 kills of dsim run)
 TESTS += tests/test_run_kill_best.sh
 EXTRA_DIST += tests/test_run_kill_best.sh
+# Material fields in sysid: element graphs, TV/Laplacian gradient against
+# central differences, stages (frozen values bitwise), a two-layer field
+# identified on a small beam, the mixed loss, config errors naming the key.
+check_PROGRAMS += tests/test_sysid_fields
+tests_test_sysid_fields_SOURCES = tests/test_sysid_fields.c
+TESTS += tests/test_sysid_fields

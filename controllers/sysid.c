@@ -12,6 +12,8 @@
 #include "dsim/sysid.h"
 #include "base/internal.h"
 #include "base/rng.h"
+#include "controllers/sysid_field.h"
+#include "io/cfg.h"
 
 /* ---- definition and config keys --------------------------------------------- */
 dsSysidDef ds_default_sysid_def(void) {
@@ -20,6 +22,7 @@ dsSysidDef ds_default_sysid_def(void) {
   for (int p = 0; p < DS_SYSID_MAX_PARAMS; p++) {
     d.params[p].lower = (dsReal)-1e30;
     d.params[p].upper = (dsReal)1e30;
+    d.params[p].tv_eps = 1e-3;
   }
   d.optimizer = DS_SYSID_ADAM;
   d.lr = 0.05;
@@ -50,7 +53,23 @@ dsSysidDef ds_default_sysid_def(void) {
       {"param" s ".true", DS_KEY_REALS, PO(k, truth), -1e30, DS_SYSID_MAX_VEC, NULL, PO(k, ntruth),                \
        "synthetic video: the hidden true value (absent: the env's value)"},                                        \
       {"param" s ".true_range", DS_KEY_REALS, PO(k, truth_range), -1e30, 2, NULL, PO(k, ntruth_range),             \
-       "synthetic video: draw the true value from U[a, b) per object"}
+       "synthetic video: draw the true value from U[a, b) per object"},                                            \
+      {"param" s ".true_field.kind", DS_KEY_ENUM, PO(k, true_field.kind), 0, 0, "none|layers|band", 0,              \
+       "synthetic video: the truth as a field over the elements (per_element): equal slabs or a band along axis"}, \
+      {"param" s ".true_field.axis", DS_KEY_ENUM, PO(k, true_field.axis), 0, 0, "x|y|z", 0,                         \
+       "axis of the layers or band (fractions of the body's extent)"},                                             \
+      {"param" s ".true_field.values", DS_KEY_REALS, PO(k, true_field.values), -1e30, DS_SYSID_MAX_REGIONS, NULL,   \
+       PO(k, true_field.nvalues), "the true value per region (layers: one per slab; band: outside, inside)"},      \
+      {"param" s ".true_field.ranges", DS_KEY_REALS, PO(k, true_field.ranges), -1e30, 2 * DS_SYSID_MAX_REGIONS,     \
+       NULL, PO(k, true_field.nranges), "[lo, hi] per region, flattened: a draw per object and region"},          \
+      {"param" s ".true_field.band", DS_KEY_REALS, PO(k, true_field.band), 0, 2, NULL, PO(k, true_field.nband),     \
+       "band: [from, to) as fractions of the extent along axis"},                                                  \
+      {"param" s ".tv", DS_KEY_DOUBLE, PO(k, tv), 0, 1e12, NULL, 0,                                                 \
+       "weight of the smoothed total variation of a per-element field (in u: ln(value) when lower > 0)"},        \
+      {"param" s ".tv_eps", DS_KEY_DOUBLE, PO(k, tv_eps), 1e-12, 1e6, NULL, 0,                                     \
+       "smoothing of the total variation: sqrt(d^2 + eps^2) - eps, d a difference in u"},                         \
+      {"param" s ".laplacian", DS_KEY_DOUBLE, PO(k, laplacian), 0, 1e12, NULL, 0,                                   \
+       "weight of the squared differences (Laplacian) of a per-element field, in u"}
 
 static const dsConfigKey g_keys[] = {
     PARAM_KEYS(0, "1"), PARAM_KEYS(1, "2"), PARAM_KEYS(2, "3"), PARAM_KEYS(3, "4"),
@@ -109,6 +128,32 @@ int ds_sysid_def_validate(const dsSysidDef* def, char* err, size_t errlen) {
     if (p->ntruth_range == 2 && !(p->truth_range[0] <= p->truth_range[1]))
       return ds__puterr(err, errlen, DS_ERR_CONFIG, "sysid.param%d.true_range: [%g, %g] is not an interval", k + 1,
                         (double)p->truth_range[0], (double)p->truth_range[1]);
+    if (!(p->tv >= 0) || !(p->laplacian >= 0) || !(p->tv_eps > 0))
+      return ds__puterr(err, errlen, DS_ERR_CONFIG,
+                        "sysid.param%d.%s: %g: expected a weight >= 0 (tv_eps: > 0)", k + 1,
+                        !(p->tv >= 0) ? "tv" : !(p->laplacian >= 0) ? "laplacian" : "tv_eps",
+                        !(p->tv >= 0) ? p->tv : !(p->laplacian >= 0) ? p->laplacian : p->tv_eps);
+    if ((p->tv > 0 || p->laplacian > 0 || p->true_field.kind) && !p->per_element)
+      return ds__puterr(err, errlen, DS_ERR_CONFIG, "sysid.param%d.%s: needs per_element true (a field of values)",
+                        k + 1, p->true_field.kind ? "true_field" : p->tv > 0 ? "tv" : "laplacian");
+    const dsSysidField* tf = &p->true_field;
+    for (int i = 0; i < tf->nranges / 2; i++)
+      if (!(tf->ranges[2 * i] <= tf->ranges[2 * i + 1]))
+        return ds__puterr(err, errlen, DS_ERR_CONFIG, "sysid.param%d.true_field.ranges: [%g, %g] is not an interval",
+                          k + 1, (double)tf->ranges[2 * i], (double)tf->ranges[2 * i + 1]);
+  }
+  for (int st = 0; st < def->nstages; st++) {
+    const dsSysidStage* g = &def->stages[st];
+    if (g->iterations < 1)
+      return ds__puterr(err, errlen, DS_ERR_CONFIG, "sysid.stages[%d].iterations: %d: expected at least 1", st,
+                        g->iterations);
+    if (!g->free_mask || (g->free_mask >> np))
+      return ds__puterr(err, errlen, DS_ERR_CONFIG,
+                        "sysid.stages[%d].params: expected 1 to %d of the parameters (their names or indices 1 to %d)",
+                        st, np, np);
+    if (g->loss < DS_SYSID_LOSS_ENV || g->loss > DS_SYSID_LOSS_L2_DSSIM || !(g->lr >= 0))
+      return ds__puterr(err, errlen, DS_ERR_CONFIG, "sysid.stages[%d].%s: out of range", st,
+                        !(g->lr >= 0) ? "lr" : "loss");
   }
   if (def->video == DS_SYSID_FRAMES && (!def->frames_dir[0] || !def->camera[0]))
     return ds__puterr(err, errlen, DS_ERR_CONFIG, "sysid.%s: required with video \"frames\"",
@@ -116,10 +161,129 @@ int ds_sysid_def_validate(const dsSysidDef* def, char* err, size_t errlen) {
   return 0;
 }
 
+/* sysid.stages, read field by field (io/cfg.h's ds__cfg_take_list) */
+typedef struct StageCtx {
+  const char* name;
+  dsSysidDef* d;
+  char* err;
+  size_t errlen;
+} StageCtx;
+
+/* stage st's "params": names of d's parameters or their indices (1-based) */
+static int stage_params(const StageCtx* c, int st, const dsCfgItem* it, int n, unsigned* mask) {
+  const dsSysidDef* d = c->d;
+  const int np = ds_sysid_num_params(d);
+  if (n < 1)
+    return ds__puterr(c->err, c->errlen, DS_ERR_CONFIG,
+                      "%s: sysid.stages[%d].params: expected a list of 1 to %d parameter names or indices (1 to %d)",
+                      c->name, st, DS_SYSID_MAX_PARAMS, np);
+  for (int q = 0; q < n; q++) {
+    int k = -1;
+    if (it[q].kind == DS_CFG_NUMBER && it[q].number >= 1 && it[q].number <= np && it[q].number == floor(it[q].number))
+      k = (int)it[q].number - 1;
+    for (int j = 0; j < np && k < 0 && it[q].kind == DS_CFG_STRING; j++)
+      if (!strcmp(d->params[j].name, it[q].string)) k = j;
+    if (k < 0) {
+      char list[DS_SYSID_MAX_PARAMS * (DS_SYSID_NAME_MAX + 2)] = "", shown[80];
+      for (int j = 0; j < np; j++) {
+        strncat(list, j ? ", " : "", sizeof list - strlen(list) - 1);
+        strncat(list, d->params[j].name, sizeof list - strlen(list) - 1);
+      }
+      if (it[q].kind == DS_CFG_STRING)
+        snprintf(shown, sizeof shown, "\"%.60s\"", it[q].string);
+      else if (it[q].kind == DS_CFG_NUMBER)
+        snprintf(shown, sizeof shown, "%g", it[q].number);
+      else
+        snprintf(shown, sizeof shown, "a value that is neither a name nor an index");
+      return ds__puterr(c->err, c->errlen, DS_ERR_CONFIG,
+                        "%s: sysid.stages[%d].params: %s is not a parameter of this config (expected a name of %s, "
+                        "or an index 1 to %d)",
+                        c->name, st, shown, list, np);
+    }
+    *mask |= 1u << k;
+  }
+  return 0;
+}
+
+static const char* const kStageLoss[] = {"env", "mse", "l1", "dssim", "l2_dssim"};
+
+/* one field of stage st: params, iterations, loss, lr */
+static int stage_field(void* user, int st, const char* field, const dsCfgItem* it, int n) {
+  const StageCtx* c = (const StageCtx*)user;
+  if (st >= DS_SYSID_MAX_STAGES) return 0; /* the count is checked after the walk */
+  dsSysidStage* g = &c->d->stages[st];
+  if (!field) return ds__puterr(c->err, c->errlen, DS_ERR_CONFIG, "%s: sysid.stages[%d]: expected an object", c->name, st);
+  const int num = n == 1 && it[0].kind == DS_CFG_NUMBER;
+  if (!strcmp(field, "params")) return stage_params(c, st, it, n, &g->free_mask);
+  if (!strcmp(field, "iterations")) {
+    if (!num || !(it[0].number >= 1 && it[0].number <= 1e6) || it[0].number != floor(it[0].number))
+      return ds__puterr(c->err, c->errlen, DS_ERR_CONFIG,
+                        "%s: sysid.stages[%d].iterations: expected an integer from 1 to 1000000", c->name, st);
+    g->iterations = (int)it[0].number;
+    return 0;
+  }
+  if (!strcmp(field, "lr")) {
+    if (!num || !(it[0].number > 0) || !isfinite(it[0].number))
+      return ds__puterr(c->err, c->errlen, DS_ERR_CONFIG, "%s: sysid.stages[%d].lr: expected a number > 0", c->name, st);
+    g->lr = it[0].number;
+    return 0;
+  }
+  if (!strcmp(field, "loss")) {
+    g->loss = -1;
+    for (int j = 0; j < 5 && n == 1 && it[0].kind == DS_CFG_STRING; j++)
+      if (!strcmp(it[0].string, kStageLoss[j])) g->loss = j;
+    if (g->loss < 0)
+      return ds__puterr(c->err, c->errlen, DS_ERR_CONFIG,
+                        "%s: sysid.stages[%d].loss: expected env, mse, l1, dssim or l2_dssim", c->name, st);
+    return 0;
+  }
+  return ds__puterr(c->err, c->errlen, DS_ERR_CONFIG,
+                    "%s: sysid.stages[%d]: unknown key \"%s\" (keys: params, iterations, loss, lr)", c->name, st,
+                    field);
+}
+
+int ds__sysid_parse_section(const char* name, const char* text, dsSysidDef* d, char* err, size_t errlen) {
+  /* sysid.stages is a list of objects, which the key table cannot hold: it
+     is taken out of the text and read field by field, after the parameters
+     (a stage names them) */
+  char* rest = NULL;
+  int count = 0;
+  dsSysidDef tmp = *d;
+  memset(tmp.stages, 0, sizeof tmp.stages);
+  StageCtx c = {name, &tmp, err, errlen};
+  /* first the text without the list, for the parameters' names */
+  int rc = ds__cfg_take_list(text, "sysid", "stages", &rest, &count, NULL, NULL);
+  if (rc == DS_ERR_NOTFOUND && !rest) return ds_config_parse_section(name, text, "sysid", g_keys, d, sizeof *d, err, errlen);
+  if (!rest) return rc;
+  rc = ds_config_parse_section(name, rest, "sysid", g_keys, &tmp, sizeof tmp, err, errlen);
+  ds__free(rest);
+  rest = NULL;
+  if (!rc) rc = ds__cfg_take_list(text, "sysid", "stages", &rest, &count, stage_field, &c);
+  ds__free(rest);
+  if ((!rc || count < 0) && (count < 1 || count > DS_SYSID_MAX_STAGES))
+    rc = ds__puterr(err, errlen, DS_ERR_CONFIG,
+                    "%s: sysid.stages: expected a list of 1 to %d stages ({\"params\": [...], \"iterations\": N, "
+                    "\"loss\": ..., \"lr\": ...})",
+                    name, DS_SYSID_MAX_STAGES);
+  int total = 0;
+  for (int st = 0; st < count && !rc; st++) {
+    const dsSysidStage* g = &tmp.stages[st];
+    if (!g->free_mask || !g->iterations)
+      rc = ds__puterr(err, errlen, DS_ERR_CONFIG, "%s: sysid.stages[%d]: %s is required", name, st,
+                      g->free_mask ? "iterations" : "params");
+    total += g->iterations;
+  }
+  if (rc) return rc;
+  tmp.nstages = count;
+  tmp.iterations = total; /* the schedule sets the length of the run */
+  *d = tmp;
+  return 0;
+}
+
 int ds_sysid_def_from_text(const char* name, const char* text, dsSysidDef* def, char* err, size_t errlen) {
   if (!name || !text || !def) return DS_ERR_INVALID;
   dsSysidDef d = *def;
-  int rc = ds_config_parse_section(name, text, "sysid", g_keys, &d, sizeof d, err, errlen);
+  int rc = ds__sysid_parse_section(name, text, &d, err, errlen);
   if (rc) return rc;
   char msg[512];
   rc = ds_sysid_def_validate(&d, msg, sizeof msg);
@@ -135,6 +299,10 @@ typedef struct Param {
   /* a positive quantity (logp) whose env value is 0 stays 0: a fixed
      particle's mass (mass 0 = fixed) is not a mass to identify */
   unsigned char* zero; /* count: 1 where held at 0 */
+  int* edges;          /* the element graph of a smoothness term (2 x nedge), NULL without one */
+  int nedge;
+  int* region;         /* true_field: region per element (NULL: a uniform truth) */
+  int nregion;
 } Param;
 
 struct dsSysid {
@@ -165,6 +333,16 @@ struct dsSysid {
   uint64_t env_seed;
   dsOptim* opt;
   dsLbfgs* lb;
+  /* schedule: stage `stage` runs until iteration stage_end (its first at
+     stage_first); its optimiser and loss; frozen values keep xstage */
+  int nst, stage, stage_first, stage_end;
+  dsOptim* opts[DS_SYSID_MAX_STAGES];
+  dsLbfgs* lbs[DS_SYSID_MAX_STAGES];
+  dsImageLoss* ils[DS_SYSID_MAX_STAGES];
+  dsImageLoss* il;        /* the stage's loss (NULL: the env's) */
+  unsigned char* frozen;  /* nval */
+  double *xstage, *ureg;  /* nval: frozen values; u of the regulariser */
+  int have_reg;
 };
 
 /* Values per element of an engine array: vectors by name (the engine's
@@ -185,10 +363,17 @@ static int width_of(const char* name) {
 void ds_sysid_destroy(dsSysid* s) {
   if (!s) return;
   ds_env_destroy(s->env);
-  ds_optim_destroy(s->opt);
-  ds_lbfgs_destroy(s->lb);
-  for (int k = 0; k < s->np; k++) ds__free(s->p[k].zero);
-  void* bufs[] = {s->fixed, s->uprev, s->x, s->u, s->gu, s->gx, s->x0, s->best, s->truth, s->ulo, s->uhi, s->itx, s->vparam,
+  for (int st = 0; st < DS_SYSID_MAX_STAGES; st++) {
+    ds_optim_destroy(s->opts[st]);
+    ds_lbfgs_destroy(s->lbs[st]);
+    ds_env_image_loss_destroy(s->ils[st]);
+  }
+  for (int k = 0; k < s->np; k++) {
+    ds__free(s->p[k].zero);
+    ds__free(s->p[k].edges);
+    ds__free(s->p[k].region);
+  }
+  void* bufs[] = {s->frozen, s->xstage, s->ureg, s->fixed, s->uprev, s->x, s->u, s->gu, s->gx, s->x0, s->best, s->truth, s->ulo, s->uhi, s->itx, s->vparam,
                   s->substep, s->fstep, s->used, s->rgba, s->step_frame, s->rendered, s->adj, s->scratch_img,
                   s->action, s->pbuf};
   for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) ds__free(bufs[i]);
@@ -241,7 +426,8 @@ static int video_loss(dsSysid* s, dsReal* adj, double* loss) {
     if (!s->used[f]) continue;
     dsReal* g = adj ? adj + (size_t)s->fstep[f] * s->npix : NULL;
     dsReal l = 0;
-    int rc = ds_env_image_loss(s->env, s->rendered + (size_t)f * s->npix, s->rgba + (size_t)f * s->npix, &l, g);
+    const dsReal *img = s->rendered + (size_t)f * s->npix, *goal = s->rgba + (size_t)f * s->npix;
+    int rc = s->il ? ds_env_image_loss_eval(s->il, img, goal, &l, g) : ds_env_image_loss(s->env, img, goal, &l, g);
     if (rc) return ds__seterr(&s->err, rc, "frame %d: %s", f, ds_env_last_error(s->env));
     L += wf * (double)l;
     if (g)
@@ -308,7 +494,35 @@ int ds_sysid_render_initial(dsSysid* s, const double* x, dsReal* image) {
 }
 
 static void u_to_x(dsSysid* s, const double* u, double* x) {
-  for (int i = 0; i < s->nval; i++) x[i] = s->fixed[i] ? 0 : to_x(&s->p[s->vparam[i]], u[i]);
+  for (int i = 0; i < s->nval; i++)
+    x[i] = s->fixed[i] ? 0 : s->frozen[i] ? s->xstage[i] : to_x(&s->p[s->vparam[i]], u[i]);
+}
+
+/* The smoothness terms at values x (dsSysidParam.tv, .laplacian), in u;
+ * gu (may be NULL) += dR/du. */
+static double regulariser(dsSysid* s, const double* x, double* gu) {
+  if (!s->have_reg) return 0;
+  double R = 0;
+  for (int k = 0; k < s->np; k++) {
+    const Param* p = &s->p[k];
+    if (!p->edges) continue;
+    const dsSysidParam* sp = &s->def.params[k];
+    double* u = s->ureg + p->offset;
+    for (int i = 0; i < p->nval; i++) u[i] = s->fixed[p->offset + i] ? 0 : to_u(p, x[p->offset + i]);
+    R += ds__sysid_field_reg(p->edges, p->nedge, u, s->fixed + p->offset, sp->tv, sp->tv_eps, sp->laplacian,
+                             gu ? gu + p->offset : NULL);
+  }
+  return R;
+}
+
+int ds_sysid_regularizer(dsSysid* s, const double* values, double* r, double* grad) {
+  if (!s || !values || !r) return DS_ERR_INVALID;
+  if (grad) memset(grad, 0, (size_t)s->nval * sizeof(double));
+  *r = regulariser(s, values, grad);
+  /* dR/dx = dR/du du/dx, du/dx = 1/x under the log reparameterisation */
+  for (int i = 0; grad && i < s->nval; i++)
+    if (s->p[s->vparam[i]].logp && !s->fixed[i]) grad[i] /= values[i];
+  return 0;
 }
 
 /* objective in u (L-BFGS and the gradient methods); an episode that
@@ -323,6 +537,9 @@ static int objective_of(dsSysid* s, int rc, double* f, double* g) {
   }
   if (rc) return rc;
   for (int i = 0; i < s->nval; i++) g[i] = s->fixed[i] ? 0 : s->gx[i] * (s->p[s->vparam[i]].logp ? s->itx[i] : 1.0);
+  *f += regulariser(s, s->itx, g);
+  for (int i = 0; i < s->nval; i++)
+    if (s->frozen[i]) g[i] = 0; /* a frozen value: no step moves it */
   return 0;
 }
 
@@ -336,6 +553,8 @@ static int objective(void* user, const double* u, double* f, double* g) {
   u_to_x(s, u, s->itx);
   return eval_at(s, s->itx, f, g);
 }
+
+static void enter_stage(dsSysid* s, int st);
 
 static uint64_t object_seed(const dsSysidDef* def, int object) {
   uint64_t z = def->seed + (uint64_t)object;
@@ -454,10 +673,44 @@ static int alloc_buffers(dsSysid* s, int maxcount, char* err, size_t errlen) {
   s->scratch_img = (dsReal*)ds__calloc(s->npix, sizeof(dsReal));
   s->adj = (dsReal*)ds__calloc((size_t)s->nstep * s->npix, sizeof(dsReal));
   s->step_frame = (int*)ds__calloc((size_t)s->nstep, sizeof(int));
+  s->frozen = (unsigned char*)ds__calloc(nv, 1);
+  s->xstage = (double*)ds__calloc(nv, sizeof(double));
+  s->ureg = (double*)ds__calloc(nv, sizeof(double));
+  if (!s->frozen || !s->xstage || !s->ureg) return ds__puterr(err, errlen, DS_ERR_NOMEM, "sysid: out of memory");
   if (!s->x || !s->u || !s->gu || !s->gx || !s->x0 || !s->best || !s->truth || !s->ulo || !s->uhi || !s->itx || !s->uprev || !s->fixed ||
       !s->vparam || !s->pbuf || !s->action || !s->scratch_img || !s->adj || !s->step_frame)
     return ds__puterr(err, errlen, DS_ERR_NOMEM, "sysid: out of memory");
   for (int i = 0; i < s->def.naction && i < s->adim; i++) s->action[i] = s->def.action[i];
+  return 0;
+}
+
+/* Parameter k's element graph (a smoothness term) and true field: the
+ * regions and their values (rval), drawn from *rng per region. */
+static int field_setup(dsSysid* s, int k, double* rval, uint64_t* rng, char* err, size_t errlen) {
+  const dsSysidParam* sp = &s->def.params[k];
+  Param* p = &s->p[k];
+  char key[64];
+  if ((sp->tv > 0 || sp->laplacian > 0)) {
+    snprintf(key, sizeof key, "sysid.param%d.%s", k + 1, sp->tv > 0 ? "tv" : "laplacian");
+    if (p->width != 1)
+      return ds__puterr(err, errlen, DS_ERR_CONFIG, "%s: a smoothness term needs a scalar field, not \"%s\"", key,
+                        p->name);
+    int rc = ds__sysid_field_graph(s->env, p->name, key, &p->edges, &p->nedge, err, errlen);
+    if (rc) return rc;
+    s->have_reg = 1;
+  }
+  if (!sp->true_field.kind) return 0;
+  snprintf(key, sizeof key, "sysid.param%d.true_field", k + 1);
+  if (p->width != 1 || !sp->per_element)
+    return ds__puterr(err, errlen, DS_ERR_CONFIG, "%s: needs a per-element scalar parameter, not \"%s\"", key, p->name);
+  p->region = (int*)ds__calloc((size_t)p->nelem, sizeof(int));
+  if (!p->region) return ds__puterr(err, errlen, DS_ERR_NOMEM, "sysid: out of memory");
+  int rc = ds__sysid_field_regions(s->env, p->name, &sp->true_field, key, p->region, p->nelem, &p->nregion, err, errlen);
+  if (rc) return rc;
+  const dsSysidField* f = &sp->true_field;
+  for (int r = 0; r < p->nregion; r++)
+    rval[r] = f->nvalues ? (double)f->values[r]
+                         : f->ranges[2 * r] + (f->ranges[2 * r + 1] - f->ranges[2 * r]) * ds__splitmix64_uniform(rng);
   return 0;
 }
 
@@ -485,6 +738,10 @@ static int init_param_values(dsSysid* s, int k, uint64_t* rng, char* err, size_t
   double tdraw[3] = {0, 0, 0};
   for (int c = 0; c < p->width && sp->ntruth_range == 2; c++)
     tdraw[c] = sp->truth_range[0] + (sp->truth_range[1] - sp->truth_range[0]) * ds__splitmix64_uniform(rng);
+  /* a true field: a value per region (drawn after the uniform draws) */
+  double rval[DS_SYSID_MAX_REGIONS] = {0};
+  int rc = field_setup(s, k, rval, rng, err, errlen);
+  if (rc) return rc;
   double idraw[3] = {0, 0, 0};
   for (int c = 0; c < p->width && sp->ninit_range == 2 && !sp->init_each; c++)
     idraw[c] = sp->init_range[0] + (sp->init_range[1] - sp->init_range[0]) * ds__splitmix64_uniform(rng);
@@ -497,7 +754,9 @@ static int init_param_values(dsSysid* s, int k, uint64_t* rng, char* err, size_t
       continue;
     }
     double t = (double)cur[i % p->count];
-    if (sp->ntruth_range == 2)
+    if (p->region)
+      t = rval[p->region[i / p->width]];
+    else if (sp->ntruth_range == 2)
       t = tdraw[c];
     else if (sp->ntruth)
       t = (double)sp->truth[sp->ntruth == 1 ? 0 : c];
@@ -516,6 +775,61 @@ static int init_param_values(dsSysid* s, int k, uint64_t* rng, char* err, size_t
     s->x0[j] = x0;
     s->ulo[j] = p->logp ? log((double)sp->lower) : (double)sp->lower;
     s->uhi[j] = p->logp ? log((double)sp->upper) : (double)sp->upper;
+  }
+  return 0;
+}
+
+/* Body b's value of engine array `name` at the initial guess (which 0) or
+ * the truth (1) when a parameter identifies it, else the env's. */
+static double body_value(const dsSysid* s, const char* name, int b, int which) {
+  for (int k = 0; k < s->np; k++) {
+    const Param* p = &s->p[k];
+    if (strcmp(p->name, name)) continue;
+    const int j = p->offset + (p->nval == p->count ? b : 0);
+    return which ? s->truth[j] : s->x0[j];
+  }
+  const dsReal* v = NULL;
+  int n = 0;
+  return !ds_env_param(s->env, name, &v, &n) && b < n ? (double)v[b] : 0;
+}
+
+/* Rigid contact's friction and approach damping are explicit (engine/rigid.h):
+ * with n vertices in contact, a body of mass m is stable while
+ * dt kf n / m < 2 and dt kd n / m < 2. Past that the forward stays bounded
+ * (the Coulomb limit clips the friction) but the adjoint grows by
+ * |1 - dt kf n / m| a substep and the gradient explodes (a 10 g box with
+ * the 1 kg box's contact: 1e26). Checked at the initial guess and the
+ * truth with n the body's vertices on its lowest level at reset (a box on
+ * the ground: 4). */
+static int rigid_check(dsSysid* s, char* err, size_t errlen) {
+  const int* range = NULL;
+  int nbody = 0, per = 0;
+  if (ds_env_elements(s->env, "body.mass", &range, &nbody, &per)) return 0;
+  const dsReal* x = ds_env_positions(s->env);
+  const double dt = (double)ds_env_def(s->env)->dt;
+  for (int b = 0; b < nbody && x; b++) {
+    const int v0 = range[2 * b], v1 = range[2 * b + 1];
+    double ymin = INFINITY, ymax = -INFINITY;
+    for (int v = v0; v < v1; v++) {
+      ymin = fmin(ymin, (double)x[3 * v + 1]);
+      ymax = fmax(ymax, (double)x[3 * v + 1]);
+    }
+    int n = 0;
+    for (int v = v0; v < v1; v++) n += (double)x[3 * v + 1] <= ymin + 1e-6 * (ymax - ymin);
+    for (int which = 0; which < 1 + s->have_truth; which++) {
+      const double mass = body_value(s, "body.mass", b, which);
+      const double kf = body_value(s, "body.contact_kf", b, which);
+      const double kd = body_value(s, "body.contact_kd", b, which);
+      const double rf = dt * kf * n / mass, rd = dt * kd * n / mass;
+      if (mass > 0 && (rf >= 2 || rd >= 2))
+        return ds__puterr(err, errlen, DS_ERR_CONFIG,
+                          "sysid: body %d at its %s: mass %g kg with contact %s %g N s/m on %d vertices gives dt %s n "
+                          "/ m = %.3g, at or above 2, where the explicit contact makes the gradient grow without "
+                          "bound; scale env.contact.ke, kd and kf with the mass (a 10-100 g body: 1/50 of the "
+                          "1 kg box's) or lower env.physics.dt",
+                          b, which ? "true value" : "initial guess", mass, rf >= 2 ? "kf" : "kd", rf >= 2 ? kf : kd, n,
+                          rf >= 2 ? "kf" : "kd", rf >= 2 ? rf : rd);
+    }
   }
   return 0;
 }
@@ -584,24 +898,65 @@ static int create_optimiser(dsSysid* s, char* err, size_t errlen) {
     s->x[i] = s->x0[i];
     s->u[i] = s->fixed[i] ? 0 : to_u(&s->p[s->vparam[i]], s->x0[i]);
   }
-  int rc;
-  if (def->optimizer == DS_SYSID_LBFGS) {
-    dsLbfgsDef ld = ds_default_lbfgs_def();
-    ld.memory = def->lbfgs_memory;
-    ld.step0 = def->lr > 0 ? def->lr : 1;
-    ld.max_linesearch = 12; /* every try is an episode */
-    rc = ds_lbfgs_create(&ld, s->nval, &s->lb);
-    if (!rc) rc = ds_lbfgs_set_bounds(s->lb, s->ulo, s->uhi);
-  } else {
-    dsOptimDef od = ds_default_optim_def(def->optimizer == DS_SYSID_SGD ? DS_OPTIM_SGD : DS_OPTIM_ADAM);
-    od.lr = def->lr;
-    od.momentum = def->momentum;
-    rc = ds_optim_create(&od, s->nval, &s->opt);
+  /* one optimiser (and loss) per stage, made here: iterate allocates nothing */
+  s->nst = def->nstages > 0 ? def->nstages : 1;
+  int rc = 0;
+  for (int st = 0; st < s->nst && !rc; st++) {
+    const dsSysidStage* g = def->nstages ? &def->stages[st] : NULL;
+    const double lr = g && g->lr > 0 ? g->lr : def->lr;
+    if (def->optimizer == DS_SYSID_LBFGS) {
+      dsLbfgsDef ld = ds_default_lbfgs_def();
+      ld.memory = def->lbfgs_memory;
+      ld.step0 = lr > 0 ? lr : 1;
+      ld.max_linesearch = 12; /* every try is an episode */
+      rc = ds_lbfgs_create(&ld, s->nval, &s->lbs[st]);
+      if (!rc) rc = ds_lbfgs_set_bounds(s->lbs[st], s->ulo, s->uhi);
+    } else {
+      dsOptimDef od = ds_default_optim_def(def->optimizer == DS_SYSID_SGD ? DS_OPTIM_SGD : DS_OPTIM_ADAM);
+      od.lr = lr;
+      od.momentum = def->momentum;
+      rc = ds_optim_create(&od, s->nval, &s->opts[st]);
+    }
+    if (rc) return ds__puterr(err, errlen, rc, "sysid: optimiser: %s", ds_strerror(rc));
+    if (g && g->loss != DS_SYSID_LOSS_ENV) {
+      /* the env's loss (levels, moments) of the stage's kind: dsSysidStageLoss k > 0 is dsLossKind k - 1 */
+      char why[256] = "";
+      rc = ds_env_image_loss_create(s->env, g->loss - 1, &s->ils[st], why, sizeof why);
+      if (rc) return ds__puterr(err, errlen, rc, "sysid.stages[%d].loss: %s", st, why);
+    }
   }
-  if (rc) return ds__puterr(err, errlen, rc, "sysid: optimiser: %s", ds_strerror(rc));
-  s->best_loss = INFINITY;
-  memcpy(s->best, s->x0, (size_t)s->nval * sizeof(double));
+  enter_stage(s, 0);
   return 0;
+}
+
+/* Stage st from the current estimates: its free parameters, its optimiser
+ * from scratch, its loss; the best point and L-BFGS's stop are the stage's. */
+static void enter_stage(dsSysid* s, int st) {
+  const dsSysidDef* def = &s->def;
+  s->stage = st;
+  s->stage_first = s->iter;
+  s->stage_end = s->iter + (def->nstages ? def->stages[st].iterations : def->iterations);
+  s->opt = s->opts[st];
+  s->lb = s->lbs[st];
+  s->il = s->ils[st];
+  if (s->opt) ds_optim_reset(s->opt);
+  if (st > 0) /* the estimates of the last iteration (Adam/SGD stepped past them) */
+    memcpy(s->x, s->itx, (size_t)s->nval * sizeof(double));
+  for (int i = 0; i < s->nval; i++) {
+    s->frozen[i] = def->nstages && !s->fixed[i] && !(def->stages[st].free_mask >> s->vparam[i] & 1u);
+    s->xstage[i] = s->x[i];
+    s->u[i] = s->fixed[i] ? 0 : to_u(&s->p[s->vparam[i]], s->x[i]);
+  }
+  s->stop = NULL;
+  s->have_f = 0;
+  s->best_loss = INFINITY;
+  memcpy(s->best, s->x, (size_t)s->nval * sizeof(double));
+}
+
+/* Before an iteration: the next stage when this one ran its iterations or
+ * L-BFGS found nothing left in it. */
+static void stage_advance(dsSysid* s) {
+  if (s->stage + 1 < s->nst && (s->iter >= s->stage_end || s->stop)) enter_stage(s, s->stage + 1);
 }
 
 static int sysid_create(const dsEnvDef* env_def, const dsSysidDef* def, int object, const dsSysidVideo* video,
@@ -622,6 +977,7 @@ static int sysid_create(const dsEnvDef* env_def, const dsSysidDef* def, int obje
   if (!rc) rc = param_layout(s, &maxcount, err, errlen);
   if (!rc) rc = alloc_buffers(s, maxcount, err, errlen);
   for (int k = 0; k < s->np && !rc; k++) rc = init_param_values(s, k, &rng, err, errlen);
+  if (!rc) rc = rigid_check(s, err, errlen);
   if (!rc) rc = setup_video(s, video, ed.control_interval, ed.substeps, err, errlen);
   if (!rc) rc = create_optimiser(s, err, errlen);
   if (rc) {
@@ -648,12 +1004,20 @@ static double projected_gradient_norm(const dsSysid* s) {
   return sqrt(n);
 }
 
-const char* ds_sysid_stop_reason(const dsSysid* s) { return s && s->stop ? s->stop : ""; }
+/* a stage that stops hands over to the next: only the last one's stop ends the run */
+const char* ds_sysid_stop_reason(const dsSysid* s) {
+  if (!s) return "";
+  if (s->stop && s->stage + 1 == s->nst) return s->stop;
+  if (s->def.nstages && s->stage + 1 == s->nst && s->iter >= s->stage_end && s->iter < s->def.iterations)
+    return "schedule done: every stage ran its iterations";
+  return "";
+}
 
 int ds_sysid_iterate(dsSysid* s, dsSysidIter* it) {
   if (!s || !it) return DS_ERR_INVALID;
   ds__clearerr(&s->err);
   memset(it, 0, sizeof *it);
+  stage_advance(s);
   it->iteration = s->iter;
   int rc = 0, nev = 0;
   if (s->lb && s->have_f && s->stop) {
@@ -671,11 +1035,11 @@ int ds_sysid_iterate(dsSysid* s, dsSysidIter* it) {
     }
   } else {
     /* at s->x: the exact values (the initial guess as given, not exp(log(x))) */
-    rc = s->iter == 0 || s->lb ? eval_at(s, s->x, &s->f, s->gu) : objective(s, s->u, &s->f, s->gu);
+    rc = s->iter == s->stage_first || s->lb ? eval_at(s, s->x, &s->f, s->gu) : objective(s, s->u, &s->f, s->gu);
     nev = 1;
     /* Adam/SGD: a step whose episode failed is halved back towards the
        previous iterate (the optimiser's moments are kept) */
-    for (int b = 0; !rc && !isfinite(s->f) && s->iter > 0 && b < 20; b++) {
+    for (int b = 0; !rc && !isfinite(s->f) && s->iter > s->stage_first && b < 20; b++) {
       for (int i = 0; i < s->nval; i++) s->u[i] = 0.5 * (s->u[i] + s->uprev[i]);
       rc = objective(s, s->u, &s->f, s->gu);
       nev++;
@@ -692,7 +1056,7 @@ int ds_sysid_iterate(dsSysid* s, dsSysidIter* it) {
 static int finish_iteration(dsSysid* s, dsSysidIter* it, int rc, int nev) {
   if (rc) return s->err.code ? rc : ds__seterr(&s->err, rc, "iteration %d failed (%s)", s->iter, ds_strerror(rc));
   const double pg = s->lb ? projected_gradient_norm(s) : 0;
-  if (s->iter == 0) {
+  if (s->iter == s->stage_first) {
     s->f0 = s->f;
     s->g0 = pg;
   }
@@ -755,6 +1119,42 @@ int ds_sysid_errors(const dsSysid* s, const double* values, double* are) {
   }
   return 0;
 }
+
+int ds_sysid_field_errors(const dsSysid* s, int k, const double* values, double* rel_l2, double* region_are,
+                          int* nregion) {
+  if (!s || k < 0 || k >= s->np || !rel_l2) return DS_ERR_INVALID;
+  if (!s->have_truth) return DS_ERR_STATE;
+  if (!values) values = s->best;
+  const Param* p = &s->p[k];
+  double dn = 0, tn = 0, sum[DS_SYSID_MAX_REGIONS] = {0};
+  int cnt[DS_SYSID_MAX_REGIONS] = {0};
+  for (int i = 0; i < p->nval; i++) {
+    const int j = p->offset + i;
+    if (s->fixed[j]) continue;
+    const double d = values[j] - s->truth[j];
+    dn += d * d;
+    tn += s->truth[j] * s->truth[j];
+    if (p->region && p->nval == p->count) {
+      const int r = p->region[i / p->width];
+      sum[r] += s->truth[j] != 0 ? fabs(d / s->truth[j]) : fabs(d);
+      cnt[r]++;
+    }
+  }
+  *rel_l2 = tn > 0 ? sqrt(dn / tn) : sqrt(dn);
+  const int nr = p->region ? p->nregion : 0;
+  for (int r = 0; r < nr && region_are; r++) region_are[r] = cnt[r] ? sum[r] / cnt[r] : 0;
+  if (nregion) *nregion = nr;
+  return 0;
+}
+
+int ds_sysid_field_region(const dsSysid* s, int k, const int** region, int* nelem) {
+  if (!s || k < 0 || k >= s->np || !region) return DS_ERR_INVALID;
+  *region = s->p[k].region;
+  if (nelem) *nelem = s->p[k].nelem;
+  return s->p[k].region ? s->p[k].nregion : 0;
+}
+
+int ds_sysid_stage(const dsSysid* s) { return s ? s->stage : -1; }
 
 /* ---- groups: several objects evaluated together ---------------------------------
  * One lockstep batch of the objects' envs (dsim/batch.h) runs every
@@ -937,9 +1337,10 @@ int ds_sysid_group_iterate(dsSysidGroup* g, dsSysidIter* its, int* status) {
     dsSysid* s = g->s[i];
     if (!g->dead[i]) ds__clearerr(&s->err);
     memset(&its[i], 0, sizeof its[i]);
+    if (!g->dead[i]) stage_advance(s);
     its[i].iteration = s->iter;
-    /* the point: the exact initial guess first, then the optimiser's */
-    if (s->iter == 0)
+    /* the point: the exact initial guess (of the stage) first, then the optimiser's */
+    if (s->iter == s->stage_first)
       memcpy(s->itx, s->x, (size_t)s->nval * sizeof(double));
     else
       u_to_x(s, s->u, s->itx);
@@ -954,7 +1355,7 @@ int ds_sysid_group_iterate(dsSysidGroup* g, dsSysidIter* its, int* status) {
     int any = 0;
     for (int i = 0; i < n; i++) {
       dsSysid* s = g->s[i];
-      g->want[i] = !g->dead[i] && !g->rc[i] && !isfinite(g->f[i]) && s->iter > 0;
+      g->want[i] = !g->dead[i] && !g->rc[i] && !isfinite(g->f[i]) && s->iter > s->stage_first;
       if (!g->want[i]) continue;
       any = 1;
       for (int j = 0; j < s->nval; j++) s->u[j] = 0.5 * (s->u[j] + s->uprev[j]);

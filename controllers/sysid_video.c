@@ -13,6 +13,7 @@
 #include "dsim/sysid.h"
 #include "dsim/video.h"
 #include "base/internal.h"
+#include "controllers/sysid_field.h"
 
 /* frame times are whole substeps to this relative tolerance */
 #define VIDEO_TIME_RTOL 1e-6
@@ -223,7 +224,7 @@ int ds_sysid_defs_from_text(const char* name, const char* text, dsEnvDef* def, d
   *sd = ds_default_sysid_def();
   dsRunDef rd = ds_default_run_def();
   int rc = ds_env_def_from_text(name, text, def, err, errlen);
-  if (!rc) rc = ds_config_parse_section(name, text, "sysid", ds_sysid_keys(), sd, sizeof *sd, err, errlen);
+  if (!rc) rc = ds__sysid_parse_section(name, text, sd, err, errlen);
   if (!rc) rc = ds_run_def_from_text(name, text, &rd, err, errlen);
   if (!rc) {
     char msg[1024];

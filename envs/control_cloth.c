@@ -41,6 +41,8 @@ static const dsConfigKey keys[] = {
     {"scene.angle", DS_KEY_REAL, P(angle), -100, 100, NULL, 0, "rotation angle, rad"},
     {"scene.anchor", DS_KEY_ENUM, P(anchor), 0, 0, "centroid|corner", 0,
      "what start and the goal point place: the centroid or the grid corner"},
+    {"scene.pin", DS_KEY_ENUM, P(pin), 0, 0, "none|corner|edge", 0,
+     "particles held fixed (mass 0): the top-left corner or the top edge of the sheet (a hanging cloth)"},
     {NULL, DS_KEY_REAL, 0, 0, 0, NULL, 0, NULL}};
 
 typedef struct ClothState {
@@ -167,8 +169,12 @@ static int build(dsEnv* e, dsBuilder* b) {
   if (rc) return rc;
   const dsTriMaterial mat = {p->k_mu, p->k_lambda, p->k_damp};
   const dsBendMaterial bend = {p->bend_ke, p->bend_kd};
-  for (int i = 0; i < mesh.nvert && rc >= 0; i++)
-    rc = ds_builder_add_particle(b, mesh.x + 3 * i, ds_env_def(e)->velocity, p->particle_mass);
+  /* the grid's rows are j = i / (D + 1); the top row j = D hangs the sheet */
+  const int D = cs->D;
+  for (int i = 0; i < mesh.nvert && rc >= 0; i++) {
+    const int held = (p->pin == 1 && i == D * (D + 1)) || (p->pin == 2 && i / (D + 1) == D);
+    rc = ds_builder_add_particle(b, mesh.x + 3 * i, ds_env_def(e)->velocity, held ? 0 : p->particle_mass);
+  }
   for (int t = 0; t < mesh.ntri && rc >= 0; t++) {
     const int* f = mesh.tri + 3 * t;
     rc = ds_builder_add_tri(b, f[0], f[1], f[2], &mat);

@@ -129,7 +129,7 @@ static const dsConfigKey g_common[] = {
      "state vector: none, positions+velocities, centre of mass+mean velocity"},
     {"observation.image", DS_KEY_BOOL, O(obs_image), 0, 1, NULL, 0, "RGBA image at every step"},
     {"loss.kind", DS_KEY_ENUM, O(loss_kind), 0, 0, "image_last|image_sum|com", 0, "built-in loss"},
-    {"loss.image", DS_KEY_ENUM, O(image_loss), 0, 0, "mse|l1|dssim", 0, "per-frame image loss"},
+    {"loss.image", DS_KEY_ENUM, O(image_loss), 0, 0, "mse|l1|dssim|l2_dssim", 0, "per-frame image loss (l2_dssim: 0.1 mse + 0.9 dssim)"},
     {"loss.levels", DS_KEY_INT, O(loss_levels), 1, DS_LOSS_MAX_LEVELS, NULL, 0, "image pyramid levels"},
     {"loss.moments", DS_KEY_REAL, O(loss_moments), 0, 1e6, NULL, 0,
      "weight of the alpha-moments (centroid and size) term"},

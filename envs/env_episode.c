@@ -363,6 +363,43 @@ int ds_env_image_loss(dsEnv* e, const dsReal* image, const dsReal* target, dsRea
   return 0;
 }
 
+int ds_env_image_loss_create(const dsEnv* e, int kind, dsImageLoss** out, char* err, size_t errlen) {
+  if (!e || !out) return DS_ERR_INVALID;
+  *out = NULL;
+  dsLossDef ld = e->ldef;
+  ld.kind = kind;
+  int rc = ds_image_loss_check(&ld, e->def.width, e->def.height, err, errlen);
+  if (!rc) rc = ds_image_loss_create(out, &ld, e->def.width, e->def.height);
+  if (rc && err && errlen && !err[0]) snprintf(err, errlen, "image loss: %s", ds_strerror(rc));
+  return rc;
+}
+
+int ds_env_image_loss_eval(dsImageLoss* l, const dsReal* image, const dsReal* target, dsReal* loss, dsReal* grad) {
+  return ds_image_loss_eval(l, image, target, loss, grad);
+}
+
+void ds_env_image_loss_destroy(dsImageLoss* l) { ds_image_loss_destroy(l); }
+
+int ds_env_elements(const dsEnv* e, const char* name, const int** idx, int* nelem, int* per) {
+  if (!e || !name || !idx || !nelem || !per) return DS_ERR_INVALID;
+  const dsModel* m = e->m;
+  *idx = NULL;
+  if (!strncmp(name, "tet.", 4)) {
+    *idx = m->tet_idx, *nelem = m->ntet, *per = 4;
+  } else if (!strncmp(name, "tri.", 4)) {
+    *idx = m->tri_idx, *nelem = m->ntri, *per = 3;
+  } else if (!strncmp(name, "spring.", 7)) {
+    *idx = m->spring_idx, *nelem = m->nspring, *per = 2;
+  } else if (!strncmp(name, "body.", 5)) {
+    *idx = m->body_vrange, *nelem = m->nbody, *per = 2;
+  } else if (!strncmp(name, "particle.", 9) || !strcmp(name, "initial_position") || !strcmp(name, "initial_velocity")) {
+    *nelem = m->nparticle, *per = 1;
+  } else {
+    return DS_ERR_NOTFOUND;
+  }
+  return 0;
+}
+
 /* ---- parameters ------------------------------------------------------------------- */
 int ds_env_param(const dsEnv* e, const char* name, const dsReal** values, int* count) {
   if (!e || !name) return DS_ERR_INVALID;

@@ -618,3 +618,61 @@ int ds__cfg_video_camera(const char* file, const char* text, double* times, int 
   cJSON_Delete(root);
   return rc;
 }
+
+static void cfg_item(const cJSON* v, dsCfgItem* it) {
+  it->kind = cJSON_IsNumber(v) ? DS_CFG_NUMBER : cJSON_IsString(v) ? DS_CFG_STRING : DS_CFG_OTHER;
+  it->number = cJSON_IsNumber(v) ? v->valuedouble : 0;
+  it->string = cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+/* every field of every object of arr to fn */
+static int cfg_walk_list(const cJSON* arr, dsCfgListFn fn, void* user) {
+  int i = 0, rc = 0;
+  for (const cJSON* o = arr->child; o && !rc; o = o->next, i++) {
+    if (!cJSON_IsObject(o)) {
+      rc = fn(user, i, NULL, NULL, 0);
+      continue;
+    }
+    for (const cJSON* f = o->child; f && !rc; f = f->next) {
+      dsCfgItem items[DS_KEY_MAX_REALS];
+      int n = 0;
+      if (cJSON_IsArray(f)) {
+        for (const cJSON* v = f->child; v; v = v->next, n++)
+          if (n < DS_KEY_MAX_REALS) cfg_item(v, &items[n]);
+        if (n > DS_KEY_MAX_REALS) n = -1;
+      } else {
+        cfg_item(f, &items[0]);
+        n = 1;
+      }
+      rc = fn(user, i, f->string, items, n);
+    }
+  }
+  return rc;
+}
+
+int ds__cfg_take_list(const char* text, const char* section, const char* key, char** rest, int* count,
+                      dsCfgListFn fn, void* user) {
+  *rest = NULL;
+  *count = 0;
+  if (!text || !key) return DS_ERR_INVALID;
+  cJSON* root = cJSON_Parse(text);
+  cJSON* parent = root && section ? cJSON_GetObjectItemCaseSensitive(root, section) : root;
+  cJSON* list = cJSON_IsObject(parent) ? cJSON_DetachItemFromObjectCaseSensitive(parent, key) : NULL;
+  int rc = DS_ERR_NOTFOUND;
+  if (list) {
+    *rest = cJSON_PrintUnformatted(root);
+    char* copy = *rest ? (char*)ds__malloc(strlen(*rest) + 1) : NULL;
+    if (copy) strcpy(copy, *rest);
+    cJSON_free(*rest);
+    *rest = copy;
+    if (!copy)
+      rc = DS_ERR_NOMEM;
+    else if (!cJSON_IsArray(list))
+      rc = DS_ERR_CONFIG, *count = -1;
+    else
+      *count = cJSON_GetArraySize(list), rc = fn ? cfg_walk_list(list, fn, user) : 0;
+  }
+  cJSON_Delete(list);
+  cJSON_Delete(root);
+  return rc;
+}

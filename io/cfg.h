@@ -51,6 +51,27 @@ int ds__cfg_set(const char* source, const char* section, const dsConfigKey* fiel
 int ds__cfg_check(const char* source, const char* section, const dsConfigKey* fields, const void* target,
                   size_t target_size, dsErrBuf* eb);
 
+/* A list of small objects at section.key (section NULL: top level), which a
+ * key table cannot describe (sysid.stages): taken out of `text`, each
+ * object's fields handed to fn in order. *rest (free with ds__free) gets
+ * the text without the list, or NULL when the list is absent
+ * (DS_ERR_NOTFOUND; also for invalid JSON, which the table parse then
+ * reports); *count the list's length. fn(user, i, field, items, nitems):
+ * field NULL when element i is not an object; items the field's value, or
+ * an array's first DS_KEY_MAX_REALS values (nitems -1 when it holds more;
+ * 0 for an empty array; a value that is neither a number nor a string is
+ * kind DS_CFG_OTHER). A value of another type at section.key: DS_ERR_CONFIG
+ * with *count -1. fn's nonzero return ends the walk and is returned. */
+enum { DS_CFG_NUMBER = 0, DS_CFG_STRING = 1, DS_CFG_OTHER = 2 };
+typedef struct dsCfgItem {
+  int kind;
+  double number;
+  const char* string;
+} dsCfgItem;
+typedef int (*dsCfgListFn)(void* user, int i, const char* field, const dsCfgItem* items, int nitems);
+int ds__cfg_take_list(const char* text, const char* section, const char* key, char** rest, int* count,
+                      dsCfgListFn fn, void* user);
+
 /* Read a whole file into a NUL-terminated buffer (ds__free it). Errors name
  * the file and the reason: DS_ERR_IO. */
 int ds__read_text_file(const char* path, char** text, size_t* len, dsErrBuf* eb);

@@ -140,8 +140,9 @@ int ds_image_loss_check(const dsLossDef* def, int w, int h, char* err, size_t er
 #define BAD(...) return ds__puterr(err, errlen, DS_ERR_INVALID, __VA_ARGS__)
   if (!def) BAD("image loss: NULL definition");
   if (w <= 0 || h <= 0 || w > 65536 || h > 65536) BAD("image loss: image size %d x %d: expected 1 to 65536 each", w, h);
-  if (def->kind != DS_LOSS_MSE && def->kind != DS_LOSS_L1 && def->kind != DS_LOSS_DSSIM)
-    BAD("image loss: kind: expected DS_LOSS_MSE, DS_LOSS_L1 or DS_LOSS_DSSIM (0 to 2), got %d", def->kind);
+  if (def->kind < DS_LOSS_MSE || def->kind > DS_LOSS_L2_DSSIM)
+    BAD("image loss: kind: expected DS_LOSS_MSE, DS_LOSS_L1, DS_LOSS_DSSIM or DS_LOSS_L2_DSSIM (0 to 3), got %d",
+        def->kind);
   if (def->levels < 1 || def->levels > DS_LOSS_MAX_LEVELS)
     BAD("image loss: levels: expected 1 to %d, got %d", DS_LOSS_MAX_LEVELS, def->levels);
   for (int i = 0; i < def->levels; i++)
@@ -150,7 +151,7 @@ int ds_image_loss_check(const dsLossDef* def, int w, int h, char* err, size_t er
     BAD("image loss: moments_weight: expected a finite number >= 0, got %g", (double)def->moments_weight);
   if (!(def->moments_size >= 0) || !isfinite((double)def->moments_size))
     BAD("image loss: moments_size: expected a finite number >= 0, got %g", (double)def->moments_size);
-  if (def->kind == DS_LOSS_DSSIM) {
+  if (def->kind == DS_LOSS_DSSIM || def->kind == DS_LOSS_L2_DSSIM) {
     if (!(def->ssim_sigma > 0)) BAD("image loss: ssim_sigma: expected a number > 0, got %g", (double)def->ssim_sigma);
     if (def->ssim_radius < 1 || def->ssim_radius > MAXR)
       BAD("image loss: ssim_radius: expected 1 to %d, got %d", MAXR, def->ssim_radius);
@@ -186,8 +187,9 @@ int ds_image_loss_create(dsImageLoss** out, const dsLossDef* def, int w, int h) 
   l->pg = (double*)ds__malloc(sizeof(double) * tot);
   l->t0 = (double*)ds__malloc(sizeof(double) * n);
   l->t1 = (double*)ds__malloc(sizeof(double) * n);
-  l->ss = def->kind == DS_LOSS_DSSIM ? (double*)ds__malloc(sizeof(double) * 5 * n) : NULL;
-  if (!l->pa || !l->pb || !l->pg || !l->t0 || !l->t1 || (def->kind == DS_LOSS_DSSIM && !l->ss)) {
+  const int ssim = def->kind == DS_LOSS_DSSIM || def->kind == DS_LOSS_L2_DSSIM;
+  l->ss = ssim ? (double*)ds__malloc(sizeof(double) * 5 * n) : NULL;
+  if (!l->pa || !l->pb || !l->pg || !l->t0 || !l->t1 || (ssim && !l->ss)) {
     ds_image_loss_destroy(l);
     return DS_ERR_NOMEM;
   }
@@ -292,6 +294,14 @@ static double base_level(dsImageLoss* l, int lv, double wgt, int want_grad) {
   size_t n = (size_t)w * h * NC, i;
   double acc = 0;
   if (l->def.kind == DS_LOSS_DSSIM) return dssim_level(l, a, b, w, h, wgt, g);
+  if (l->def.kind == DS_LOSS_L2_DSSIM) { /* 0.1 MSE + 0.9 D-SSIM: each part's gradient scaled by its weight */
+    for (i = 0; i < n; i++) {
+      double d = a[i] - b[i];
+      acc += d * d;
+      if (g) g[i] += DS_LOSS_MIX_L2 * wgt * 2.0 * d / (double)n;
+    }
+    return DS_LOSS_MIX_L2 * acc / (double)n + DS_LOSS_MIX_DSSIM * dssim_level(l, a, b, w, h, DS_LOSS_MIX_DSSIM * wgt, g);
+  }
   for (i = 0; i < n; i++) {
     double d = a[i] - b[i];
     if (l->def.kind == DS_LOSS_MSE) {

@@ -488,6 +488,8 @@ int ds__braster_loss(dsBatchRaster* r, const dsLossDef* def, const dsReal* weigh
   char why[256];
   if (ds_image_loss_check(def, r->a.v.W, r->a.v.H, why, sizeof why))
     return ds__seterr(&r->err, DS_ERR_INVALID, "batched render: %s", why);
+  if (def->kind == DS_LOSS_L2_DSSIM)
+    return ds__seterr(&r->err, DS_ERR_UNSUPPORTED, "batched render: loss l2_dssim runs on the CPU renderer only");
   if (!r->rendered) return ds__seterr(&r->err, DS_ERR_STATE, "batched render: loss: nothing rendered yet");
   if (!r->have_goal) return ds__seterr(&r->err, DS_ERR_STATE, "batched render: loss: no goal images (set_goal)");
   r->have_grad = 0;

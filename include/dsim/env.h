@@ -480,6 +480,21 @@ DS_API int ds_env_backward_adjoints_window(dsEnv* env, int first_step, int num_s
  * against footage (system identification); uses the env's scratch, so not
  * concurrently with another call on the same env. */
 DS_API int ds_env_image_loss(dsEnv* env, const dsReal* image, const dsReal* target, dsReal* loss, dsReal* grad);
+/* An image loss like the env's (its pyramid levels and moments term) of
+ * another kind (dsLossKind, dsim/raster.h: 0 mse, 1 l1, 2 dssim, 3 l2_dssim),
+ * for code above the renderer (sysid's stages); its evaluation allocates
+ * nothing. Free with ds_env_image_loss_destroy. */
+typedef struct dsImageLoss dsImageLoss;
+DS_API int ds_env_image_loss_create(const dsEnv* env, int kind, dsImageLoss** out, char* err, size_t errlen);
+DS_API int ds_env_image_loss_eval(dsImageLoss* l, const dsReal* image, const dsReal* target, dsReal* loss,
+                                  dsReal* grad);
+DS_API void ds_env_image_loss_destroy(dsImageLoss* l);
+/* The particles of each element of engine array `name`, for code that may
+ * not read the model: tet.* (per 4), tri.* (3), spring.* (2) and body.*
+ * (2: the body's vertex range [first, end)) give *idx (nelem x per);
+ * particle.*, initial_position and initial_velocity give per 1 and idx NULL
+ * (an element is its particle). DS_ERR_NOTFOUND for other arrays. */
+DS_API int ds_env_elements(const dsEnv* env, const char* name, const int** idx, int* nelem, int* per);
 
 /* ---- parameters (engine names) ------------------------------------------- */
 DS_API int ds_env_param(const dsEnv* env, const char* name, const dsReal** values, int* count);

@@ -173,7 +173,11 @@ DS_API int ds_loss_mse(const dsReal* img, const dsReal* goal, int w, int h, dsRe
 DS_API int ds_loss_l1(const dsReal* img, const dsReal* goal, int w, int h, dsReal* loss,
                       dsReal* grad);
 
-typedef enum dsLossKind { DS_LOSS_MSE = 0, DS_LOSS_L1 = 1, DS_LOSS_DSSIM = 2 } dsLossKind;
+/* DS_LOSS_L2_DSSIM: PhysDreamer's mixed loss 0.1 MSE + 0.9 D-SSIM at every
+ * level (CPU renderer only; the batched renderer refuses it). */
+typedef enum dsLossKind { DS_LOSS_MSE = 0, DS_LOSS_L1 = 1, DS_LOSS_DSSIM = 2, DS_LOSS_L2_DSSIM = 3 } dsLossKind;
+#define DS_LOSS_MIX_L2 0.1    /* weight of the MSE in DS_LOSS_L2_DSSIM */
+#define DS_LOSS_MIX_DSSIM 0.9 /* weight of the D-SSIM */
 
 #define DS_LOSS_MAX_LEVELS 8
 typedef struct dsLossDef {

@@ -77,6 +77,8 @@ typedef struct dsControlClothParams {
   dsReal axis[3];                 /* rotation axis (normalised inside) [scene.axis] */
   dsReal angle;                   /* rad [scene.angle] */
   int anchor;                     /* 0: centroid, 1: corner vertex 0 (gradSim's) [scene.anchor] */
+  int pin;                        /* particles held (mass 0): 0 none, 1 the top-left corner, 2 the top edge
+                                     (highest row of the unrotated grid) [scene.pin] */
 } dsControlClothParams;
 
 /* walker-springs: a mass-spring lattice (spacing 0.1 m, a 2 x 6 cell body on

@@ -108,6 +108,27 @@ typedef enum dsSysidVideoKind { DS_SYSID_SYNTHETIC = 0, DS_SYSID_FRAMES = 1 } ds
 /* Which frames of the video enter the loss. */
 typedef enum dsSysidFrameSel { DS_SYSID_FRAMES_ALL = 0, DS_SYSID_FRAMES_FIRST_LAST = 1, DS_SYSID_FRAMES_LAST = 2 } dsSysidFrameSel;
 
+/* A synthetic video's true value laid out as a material field over the
+ * parameter's elements (per_element), which the identifier does not know:
+ * each element's region comes from its centroid (the mean rest position of
+ * its particles) at t = (c - min) / (max - min) along `axis` over all
+ * particles. LAYERS: n equal slabs, region floor(n t) (n = the number of
+ * values or ranges); BAND: region 1 (inside) for band[0] <= t < band[1],
+ * else 0; 2 values or ranges: outside, inside. Region r's value is
+ * values[r], or a draw from [ranges[2r], ranges[2r+1]) per object. */
+typedef enum dsSysidFieldKind { DS_SYSID_FIELD_NONE = 0, DS_SYSID_FIELD_LAYERS = 1, DS_SYSID_FIELD_BAND = 2 } dsSysidFieldKind;
+#define DS_SYSID_MAX_REGIONS 8
+typedef struct dsSysidField {
+  int kind;                              /* dsSysidFieldKind */
+  int axis;                              /* 0 x, 1 y, 2 z */
+  dsReal values[DS_SYSID_MAX_VEC];       /* one per region */
+  int nvalues;
+  dsReal ranges[DS_SYSID_MAX_VEC];       /* [lo, hi) per region, flattened */
+  int nranges;
+  dsReal band[DS_SYSID_MAX_VEC];         /* BAND: [from, to) as fractions of the extent */
+  int nband;
+} dsSysidField;
+
 typedef struct dsSysidParam {
   char name[DS_SYSID_NAME_MAX];          /* engine name; "" ends the list */
   int per_element;                       /* 0: shared, 1: one value per element */
@@ -121,7 +142,29 @@ typedef struct dsSysidParam {
   int ntruth;                            /* 0: the env's value */
   dsReal truth_range[DS_SYSID_MAX_VEC];  /* [a, b): draw the hidden value per object */
   int ntruth_range;                      /* 0 or 2 */
+  dsSysidField true_field;               /* synthetic video: the truth as a field (kind NONE: uniform) */
+  /* Smoothness of a per-element field over the element graph (tets sharing
+   * a face, triangles sharing an edge, springs sharing a particle,
+   * particles sharing a spring, triangle or tet edge), on u (the optimised
+   * variable: ln(value) when lower > 0), as means over the E edges (i, j):
+   * tv/E sum (sqrt((u_i - u_j)^2 + eps^2) - eps) + laplacian/E sum (u_i - u_j)^2 */
+  double tv;                             /* weight of the total variation (0: off) */
+  double tv_eps;                         /* its smoothing eps, in u (1e-3) */
+  double laplacian;                      /* weight of the squared differences (0: off) */
 } dsSysidParam;
+
+/* A stage of a schedule: only the parameters in `free_mask` (bit k:
+ * paramK+1) move, the others keep their current estimates bitwise; the
+ * optimiser starts afresh (Adam's moments, L-BFGS's pairs and stop). */
+#define DS_SYSID_MAX_STAGES 8
+typedef enum dsSysidStageLoss { DS_SYSID_LOSS_ENV = 0, DS_SYSID_LOSS_MSE = 1, DS_SYSID_LOSS_L1 = 2,
+                                DS_SYSID_LOSS_DSSIM = 3, DS_SYSID_LOSS_L2_DSSIM = 4 } dsSysidStageLoss;
+typedef struct dsSysidStage {
+  unsigned free_mask;  /* bit k: parameter k is free */
+  int iterations;      /* > 0 */
+  int loss;            /* dsSysidStageLoss: env (env.loss.image), mse, l1, dssim, l2_dssim */
+  double lr;           /* 0: sysid.lr */
+} dsSysidStage;
 
 typedef struct dsSysidDef {
   dsSysidParam params[DS_SYSID_MAX_PARAMS];
@@ -136,6 +179,8 @@ typedef struct dsSysidDef {
   int frames;             /* dsSysidFrameSel */
   dsReal action[DS_SYSID_MAX_VEC]; /* a known action held at every step (the first naction values, the rest 0) */
   int naction;            /* 0: zero actions */
+  dsSysidStage stages[DS_SYSID_MAX_STAGES]; /* sysid.stages, run in order; nstages 0: one stage, all free */
+  int nstages;
   uint64_t seed;          /* object draws (init_range, truth_range); object i uses seed + i
                              (not a config key: `dsim sysid` sets it from run.seed) */
 } dsSysidDef;
@@ -264,6 +309,24 @@ DS_API const double* ds_sysid_truth(const dsSysid* s);
  * are[nparams]: width 1: mean over values of |v - t| / |t|; width 3: mean
  * over rows of |v - t| / |t| (vector norms). DS_ERR_STATE without a truth. */
 DS_API int ds_sysid_errors(const dsSysid* s, const double* values, double* are);
+/* Material fields. Parameter k's field error at values (NULL: the best):
+ * *rel_l2 = |v - t| / |t| over its identified values, and with a true
+ * field (dsSysidParam.true_field) region_are[r] (DS_SYSID_MAX_REGIONS
+ * values; may be NULL) the mean |v - t| / |t| over region r's elements,
+ * *nregion (may be NULL) the number of regions (0: a uniform truth).
+ * DS_ERR_STATE without a truth. */
+DS_API int ds_sysid_field_errors(const dsSysid* s, int k, const double* values, double* rel_l2, double* region_are,
+                                 int* nregion);
+/* Parameter k's true-field region per element (*region: nelem values, NULL
+ * without a true field); returns the number of regions (0 without). */
+DS_API int ds_sysid_field_region(const dsSysid* s, int k, const int** region, int* nelem);
+/* The smoothness terms (dsSysidParam.tv, .laplacian) at values: *r, and
+ * dR/d(value) in physical units into grad (num_values; may be NULL). The
+ * loss an iteration reports is the image loss plus r; ds_sysid_eval gives
+ * the image loss alone. */
+DS_API int ds_sysid_regularizer(dsSysid* s, const double* values, double* r, double* grad);
+/* The stage (0-based) of sysid.stages the next iteration runs in. */
+DS_API int ds_sysid_stage(const dsSysid* s);
 /* Loss and gradient (dL/d(value), physical units; may be NULL) at values. */
 DS_API int ds_sysid_eval(dsSysid* s, const double* values, double* loss, double* grad);
 /* The frames of the last evaluation (nframes x h x w x 4) and the video's. */
