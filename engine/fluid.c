@@ -409,8 +409,7 @@ static void sources_forces(const dsFluidModel* m, const double* force, double* u
   for (int a = 0; a < m->dim; a++) {
     double* ua = u + m->foff[a];
     const signed char* sf = m->src_face + m->foff[a];
-#pragma omp parallel for schedule(static) if (m->nf[a] > FL_PAR_MIN)
-    for (int f = 0; f < m->nf[a]; f++) {
+    FL_PFOR(m->nf[a] > FL_PAR_MIN, f, m->nf[a], {
       int lo, hi;
       double wlo, whi, acc = def->gravity[a];
       face_cells(m, a, f, &lo, &hi);
@@ -423,7 +422,7 @@ static void sources_forces(const dsFluidModel* m, const double* force, double* u
       if (force) acc += (lo >= 0 ? wlo * force[lo * m->dim + a] : 0) + (hi >= 0 ? whi * force[hi * m->dim + a] : 0);
       ua[f] += dt * acc;
       if (sf[f] >= 0) ua[f] = def->source[(int)sf[f]].velocity[a];
-    }
+    });
   }
 }
 

@@ -36,8 +36,19 @@
 
 #include "engine/fluid_priv.h"
 
-/* Above this many outputs a forward loop runs on OpenMP threads. */
+/* Above this many outputs a forward loop runs on OpenMP threads; below,
+ * it skips the runtime altogether (entering a team, even with an if clause
+ * that leaves it one thread, costs more than a small grid's loop). */
 #define FL_PAR_MIN 4096
+#define FL_PFOR(big, i, n, ...)                      \
+  do {                                               \
+    if (big) {                                       \
+      _Pragma("omp parallel for schedule(static)")   \
+      for (int i = 0; i < (n); i++) { __VA_ARGS__ }  \
+    } else {                                         \
+      for (int i = 0; i < (n); i++) { __VA_ARGS__ }  \
+    }                                                \
+  } while (0)
 
 typedef struct Stencil {
   int n;
@@ -84,25 +95,19 @@ static inline void stencil_g(const FGrid* g, int dim, double dx, const double x[
       dfdx[d] = 1 / dx;
     }
   }
+  int sy = g->cnt[0], sz = g->cnt[0] * g->cnt[1];
+  int ix[2] = {i0[0], i1[0]}, iy[2] = {i0[1] * sy, i1[1] * sy}, iz[2] = {i0[2] * sz, i1[2] * sz};
+  double wx[2] = {1 - f[0], f[0]}, wy[2] = {1 - f[1], f[1]}, wz[2] = {1, 0};
+  if (dim == 3) wz[0] = 1 - f[2], wz[1] = f[2];
   st->n = 1 << dim;
   for (int c = 0; c < st->n; c++) {
-    int id[3];
-    double wd[3], w = 1;
-    for (int d = 0; d < 3; d++) {
-      int hi = d < dim && ((c >> d) & 1);
-      id[d] = hi ? i1[d] : i0[d];
-      wd[d] = d < dim ? (hi ? f[d] : 1 - f[d]) : 1;
-      w *= wd[d];
-    }
-    st->idx[c] = id[0] + g->cnt[0] * (id[1] + g->cnt[1] * id[2]);
-    st->w[c] = w;
+    int a = c & 1, b = (c >> 1) & 1, e = (c >> 2) & 1;
+    st->idx[c] = ix[a] + iy[b] + iz[e];
+    st->w[c] = wx[a] * wy[b] * wz[e];
     if (!grad) continue;
-    for (int d = 0; d < 3; d++) {
-      double p = d < dim ? (((c >> d) & 1) ? dfdx[d] : -dfdx[d]) : 0;
-      for (int e = 0; e < dim; e++)
-        if (e != d) p *= wd[e];
-      st->dw[c][d] = p;
-    }
+    st->dw[c][0] = (a ? dfdx[0] : -dfdx[0]) * wy[b] * wz[e];
+    st->dw[c][1] = (b ? dfdx[1] : -dfdx[1]) * wx[a] * wz[e];
+    st->dw[c][2] = dim == 3 ? (e ? dfdx[2] : -dfdx[2]) * wx[a] * wy[b] : 0;
   }
 }
 
@@ -138,12 +143,11 @@ static inline void depart(const dsFluidModel* m, const FGrid* g, const double* u
 
 /* out = SL(q, h) on G */
 static void sl_fwd(const dsFluidModel* m, const FGrid* g, const double* q, const double* u, double h, double* out) {
-#pragma omp parallel for schedule(static) if (g->np > FL_PAR_MIN)
-  for (int p = 0; p < g->np; p++) {
+  FL_PFOR(g->np > FL_PAR_MIN, p, g->np, {
     Stencil sv[3], sq;
     depart(m, g, u, h, p, sv, &sq, 0);
     out[p] = st_sample(&sq, q);
-  }
+  });
 }
 
 /* adjoint of out = SL(q, h): gq += , gu += (from gout) */
@@ -195,11 +199,10 @@ static void mc_fwd(const dsFluidModel* m, const FGrid* g, const double* q, const
                    double* back) {
   sl_fwd(m, g, q, u, m->def.dt, hat);
   sl_fwd(m, g, hat, u, -m->def.dt, back);
-#pragma omp parallel for schedule(static) if (g->np > FL_PAR_MIN)
-  for (int p = 0; p < g->np; p++) {
+  FL_PFOR(g->np > FL_PAR_MIN, p, g->np, {
     int br;
     out[p] = mc_value(m, g, q, u, hat, back, p, &br);
-  }
+  });
 }
 
 static void mc_bwd(const dsFluidModel* m, const FGrid* g, const double* q, const double* u, const double* gout,

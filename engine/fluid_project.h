@@ -71,13 +71,12 @@ static inline void cell_faces(const dsFluidModel* m, int a, int c, int* flo, int
 
 static double fl_dot(const double* x, const double* y, int n, double* blk) {
   int nb = (n + FL_BLK - 1) / FL_BLK;
-#pragma omp parallel for schedule(static) if (nb > 4)
-  for (int b = 0; b < nb; b++) {
+  FL_PFOR(nb > 4, b, nb, {
     int e = (b + 1) * FL_BLK < n ? (b + 1) * FL_BLK : n;
     double s = 0;
     for (int i = b * FL_BLK; i < e; i++) s += x[i] * y[i];
     blk[b] = s;
-  }
+  });
   double s = 0;
   for (int b = 0; b < nb; b++) s += blk[b];
   return s;
@@ -92,8 +91,7 @@ static double fl_maxabs(const double* x, int n) {
 
 /* as = A' s (identity rows outside the system) */
 static void fl_matvec(const dsFluidModel* m, const double* s, double* as) {
-#pragma omp parallel for schedule(static) if (m->ncell > FL_PAR_MIN)
-  for (int c = 0; c < m->ncell; c++) {
+  FL_PFOR(m->ncell > FL_PAR_MIN, c, m->ncell, {
     if (!m->insys[c]) {
       as[c] = s[c];
       continue;
@@ -102,7 +100,7 @@ static void fl_matvec(const dsFluidModel* m, const double* s, double* as) {
     for (int k = 0; k < 2 * m->dim; k++)
       if (m->nbr[6 * c + k] >= 0) v -= s[m->nbr[6 * c + k]];
     as[c] = v;
-  }
+  });
 }
 
 /* the upper-triangle coefficient of cell c along axis a (-1 or 0) */
@@ -170,11 +168,10 @@ static int fl_pcg(const dsFluidModel* m, dsFluidData* d) {
     fl_matvec(m, s, as);
     double sas = fl_dot(s, as, n, d->blk);
     double alpha = sas != 0 ? sigma / sas : 0;
-#pragma omp parallel for schedule(static) if (n > FL_PAR_MIN)
-    for (int c = 0; c < n; c++) {
+    FL_PFOR(n > FL_PAR_MIN, c, n, {
       x[c] += alpha * s[c];
       r[c] -= alpha * as[c];
-    }
+    });
     double rmax = fl_maxabs(r, n);
     d->iters = it;
     d->resid = rmax / bmax;
@@ -184,8 +181,7 @@ static int fl_pcg(const dsFluidModel* m, dsFluidData* d) {
     double sn = fl_dot(z, r, n, d->blk);
     double beta = sigma != 0 ? sn / sigma : 0;
     sigma = sn;
-#pragma omp parallel for schedule(static) if (n > FL_PAR_MIN)
-    for (int c = 0; c < n; c++) s[c] = z[c] + beta * s[c];
+    FL_PFOR(n > FL_PAR_MIN, c, n, { s[c] = z[c] + beta * s[c]; });
   }
   return 1;
 }
@@ -196,8 +192,7 @@ static int fl_project(const dsFluidModel* m, dsFluidData* d, double* u) {
   double dx = m->def.dx;
   for (int f = 0; f < m->nvel; f++)
     if (!m->active[f]) u[f] = 0;
-#pragma omp parallel for schedule(static) if (m->ncell > FL_PAR_MIN)
-  for (int c = 0; c < m->ncell; c++) {
+  FL_PFOR(m->ncell > FL_PAR_MIN, c, m->ncell, {
     double b = 0;
     if (m->insys[c])
       for (int a = 0; a < m->dim; a++) {
@@ -206,19 +201,18 @@ static int fl_project(const dsFluidModel* m, dsFluidData* d, double* u) {
         b += u[m->foff[a] + flo] - u[m->foff[a] + fhi];
       }
     d->r[c] = dx * b;
-  }
+  });
   int rc = fl_pcg(m, d);
   for (int a = 0; a < m->dim; a++) {
     double* ua = u + m->foff[a];
     const unsigned char* act = m->active + m->foff[a];
-#pragma omp parallel for schedule(static) if (m->nf[a] > FL_PAR_MIN)
-    for (int f = 0; f < m->nf[a]; f++) {
+    FL_PFOR(m->nf[a] > FL_PAR_MIN, f, m->nf[a], {
       if (!act[f]) continue;
       int lo, hi;
       face_cells(m, a, f, &lo, &hi);
       double plo = lo >= 0 ? d->pi[lo] : 0, phi = hi >= 0 ? d->pi[hi] : 0;
       ua[f] -= (phi - plo) / dx;
-    }
+    });
   }
   return rc;
 }
