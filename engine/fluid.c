@@ -623,3 +623,38 @@ int ds_fluid_backward(const dsFluidModel* m, dsFluidData* d, const double* dl_dv
   if (g->param) memcpy(g->param, d->gpar, sizeof(double) * (size_t)m->nparam);
   return 0;
 }
+
+/* ---- 2-D density image ----------------------------------------------------- */
+
+static const double render_bg[3] = DS_FLUID_RENDER_BG, render_smoke[3] = DS_FLUID_RENDER_SMOKE;
+
+/* the image pixel (row, col) of cell c: y up, row 0 at the top */
+static inline int render_pixel(const dsFluidModel* m, int c) {
+  int nx = m->def.n[0], ny = m->def.n[1];
+  return (ny - 1 - c / nx) * nx + c % nx;
+}
+
+int ds_fluid_render_density(const dsFluidModel* m, const double* density, double scale, dsReal* rgba) {
+  if (!m || !density || !rgba || !(scale > 0)) return DS_ERR_INVALID;
+  if (m->dim != 2) return DS_ERR_UNSUPPORTED;
+  for (int c = 0; c < m->ncell; c++) {
+    double t = 1 - exp(-scale * density[c]);
+    dsReal* px = rgba + 4 * (size_t)render_pixel(m, c);
+    for (int ch = 0; ch < 3; ch++) px[ch] = (dsReal)(render_bg[ch] + (render_smoke[ch] - render_bg[ch]) * t);
+    px[3] = 1;
+  }
+  return 0;
+}
+
+int ds_fluid_render_density_bwd(const dsFluidModel* m, const double* density, double scale, const dsReal* g_rgba,
+                                double* g_density) {
+  if (!m || !density || !g_rgba || !g_density || !(scale > 0)) return DS_ERR_INVALID;
+  if (m->dim != 2) return DS_ERR_UNSUPPORTED;
+  for (int c = 0; c < m->ncell; c++) {
+    const dsReal* g = g_rgba + 4 * (size_t)render_pixel(m, c);
+    double dt = scale * exp(-scale * density[c]), s = 0;
+    for (int ch = 0; ch < 3; ch++) s += (double)g[ch] * (render_smoke[ch] - render_bg[ch]);
+    g_density[c] += s * dt;
+  }
+  return 0;
+}
