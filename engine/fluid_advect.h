@@ -40,6 +40,7 @@
  * it skips the runtime altogether (entering a team, even with an if clause
  * that leaves it one thread, costs more than a small grid's loop). */
 #define FL_PAR_MIN 4096
+#ifdef _OPENMP
 #define FL_PFOR(big, i, n, ...)                      \
   do {                                               \
     if (big) {                                       \
@@ -49,6 +50,13 @@
       for (int i = 0; i < (n); i++) { __VA_ARGS__ }  \
     }                                                \
   } while (0)
+#else
+#define FL_PFOR(big, i, n, ...) \
+  do {                          \
+    (void)(big);                \
+    for (int i = 0; i < (n); i++) { __VA_ARGS__ } \
+  } while (0)
+#endif
 
 typedef struct Stencil {
   int n;
