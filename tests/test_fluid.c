@@ -207,7 +207,7 @@ static void test_fd_2d(void) {
   dsFluidDef def = smoke_2d(16);
   def.nobstacle = 1;
   def.obstacle[0] = (dsFluidBox){{0.4, 0.5, 0}, {0.6, 0.65, 0}};
-  Episode e = make_episode(&def, 60, 0.3);
+  Episode e = make_episode(&def, 40, 0.3);
   check_fd("2-D SL closed, obstacle", &e, 2);
   free_episode(&e);
   /* MacCormack, periodic x, open top and bottom, obstacle */
@@ -215,7 +215,7 @@ static void test_fd_2d(void) {
   def.boundary[0] = DS_FLUID_PERIODIC;
   def.boundary[1] = DS_FLUID_OPEN;
   e = make_episode(&def, 120, 0.3);
-  check_fd("2-D MacCormack periodic/open, obstacle", &e, 2);
+  check_fd("2-D MacCormack periodic/open, obstacle", &e, 1);
   free_episode(&e);
 }
 
@@ -320,7 +320,7 @@ static void test_threads(void) {
   def.advection = DS_FLUID_MACCORMACK;
   def.boundary[1] = DS_FLUID_OPEN;
   def.tolerance = 1e-6;
-  Episode e = make_episode(&def, 2, 0.3);
+  Episode e = make_episode(&def, 1, 0.3);
   Grads g1 = grads_alloc(&e), g2 = grads_alloc(&e);
   double* s1 = malloc(sizeof(double) * (size_t)(e.nv + e.nc));
   double* s2 = malloc(sizeof(double) * (size_t)(e.nv + e.nc));
