@@ -81,3 +81,15 @@ libdsim_core_la_SOURCES += engine/implicit.h engine/implicit.c
 check_PROGRAMS += tests/test_implicit
 tests_test_implicit_SOURCES = tests/test_implicit.c
 TESTS += tests/test_implicit
+# Incompressible smoke on a MAC grid (docs/fluids.md): advection (SL,
+# MacCormack), buoyancy, forces, sources, projection by MIC(0)-PCG, each with
+# its adjoint; the tape with checkpoints. test_fluid: adjoints against
+# central differences, divergence, checkpoints and threads bitwise, refusals.
+libdsim_core_la_SOURCES += engine/fluid.c engine/fluid_priv.h engine/fluid_advect.h engine/fluid_project.h
+dsiminclude_HEADERS += include/dsim/fluid.h
+check_PROGRAMS += tests/test_fluid
+tests_test_fluid_SOURCES = tests/test_fluid.c
+TESTS += tests/test_fluid
+BENCH_PROGS += bench/bench_fluid
+bench_bench_fluid_SOURCES = bench/bench_fluid.c
+EXTRA_DIST += docs/fluids.md

@@ -13,6 +13,7 @@
 #include "dsim/engine_batch.h"
 #include "dsim/env.h"
 #include "dsim/fd.h"
+#include "dsim/fluid.h"
 #include "dsim/image.h"
 #include "dsim/mesh.h"
 #include "dsim/model_file.h"

@@ -1,0 +1,95 @@
+/* Fluid benchmark (figures, not a test): forward and forward + backward
+ * time per step of a buoyant smoke plume (MacCormack, closed box, a source
+ * with inflow at the bottom, an obstacle, pressure tolerance 1e-10) at 128^2,
+ * 256^2 and 64^3, the median of 5 episodes of 4 measured steps each, after a
+ * 3-step warm-up so the plume is moving. Threads: OMP_NUM_THREADS.
+ * Usage: bench_fluid [quick [GRID]]   ("quick": 1 warm-up and 1 measured
+ * step; GRID: only 128^2, 256^2 or 64^3) */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench/bench.h"
+#include "dsim/fluid.h"
+
+static void die(const char* what, const char* msg) {
+  fprintf(stderr, "bench_fluid: %s: %s\n", what, msg);
+  exit(1);
+}
+
+static dsFluidDef plume(int n, int nz) {
+  dsFluidDef def = ds_fluid_default_def();
+  def.n[0] = def.n[1] = n;
+  def.n[2] = nz;
+  def.dx = 1.0 / n;
+  def.dt = 0.5 / n; /* CFL about 0.5 at 1 m/s */
+  def.advection = DS_FLUID_MACCORMACK;
+  def.alpha = 1;
+  def.up_axis = nz > 1 ? 2 : 1;
+  def.nsource = 1;
+  int up = def.up_axis, side = up == 1 ? 0 : 1;
+  dsFluidSource* s = &def.source[0];
+  for (int a = 0; a < 3; a++) s->box.lo[a] = 0.4, s->box.hi[a] = 0.6;
+  s->box.lo[up] = 0.02, s->box.hi[up] = 0.1;
+  s->density_rate = 5;
+  s->set_velocity = 1;
+  s->velocity[up] = 0.5;
+  def.nobstacle = 1;
+  for (int a = 0; a < 3; a++) def.obstacle[0].lo[a] = 0.45, def.obstacle[0].hi[a] = 0.7;
+  def.obstacle[0].lo[up] = 0.5, def.obstacle[0].hi[up] = 0.55;
+  def.obstacle[0].lo[side] = 0.3;
+  return def;
+}
+
+static void run(const char* label, int n, int nz, int warm, int steps) {
+  dsFluidDef def = plume(n, nz);
+  char err[512];
+  dsFluidModel* m;
+  if (ds_fluid_model_create(&def, &m, err, sizeof err)) die("model", err);
+  int total = warm + steps;
+  dsFluidData* d;
+  if (ds_fluid_data_create(m, total, 0, &d)) die("data", "out of memory");
+  int nc = ds_fluid_ncell(m);
+  double* w = malloc(sizeof(double) * (size_t)nc);
+  for (int c = 0; c < nc; c++) w[c] = (double)(c % 7) / 7;
+  dsFluidGrad g;
+  memset(&g, 0, sizeof g);
+  g.density0 = malloc(sizeof(double) * (size_t)nc);
+  double tf[5], tb[5];
+  int iters = 0;
+  for (int r = 0; r < 5; r++) {
+    ds_fluid_reset(m, d, NULL, NULL, NULL);
+    for (int t = 0; t < warm; t++)
+      if (ds_fluid_step(m, d, NULL)) die("step", ds_fluid_last_error(d));
+    double t0 = now();
+    for (int t = 0; t < steps; t++)
+      if (ds_fluid_step(m, d, NULL)) die("step", ds_fluid_last_error(d));
+    double t1 = now();
+    ds_fluid_solver_stats(d, &iters, NULL);
+    if (ds_fluid_backward(m, d, NULL, w, NULL, &g)) die("backward", ds_fluid_last_error(d));
+    double t2 = now();
+    tf[r] = (t1 - t0) / steps;
+    /* the backward covers all `total` steps; scale it to one step */
+    tb[r] = (t1 - t0) / steps + (t2 - t1) / total;
+  }
+  printf("%-8s  forward %8.2f ms/step   forward+backward %8.2f ms/step   (PCG iterations at the last step: %d)\n",
+         label, 1e3 * median(tf, 5), 1e3 * median(tb, 5), iters);
+  free(w);
+  free(g.density0);
+  ds_fluid_data_free(d);
+  ds_fluid_model_free(m);
+}
+
+int main(int argc, char** argv) {
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  int quick = argc > 1 && !strcmp(argv[1], "quick");
+  int warm = quick ? 1 : 3, steps = quick ? 1 : 4;
+  const char* only = argc > 2 ? argv[2] : NULL;
+  printf("bench_fluid: smoke plume, MacCormack, tolerance 1e-10, median of 5, %d + %d steps\n", warm, steps);
+  if (!only || !strcmp(only, "128^2")) run("128^2", 128, 1, warm, steps);
+  if (!only || !strcmp(only, "256^2")) run("256^2", 256, 1, warm, steps);
+  if (!only || !strcmp(only, "64^3")) run("64^3", 64, 64, warm, steps);
+  return 0;
+}

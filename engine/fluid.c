@@ -1,0 +1,660 @@
+/* Incompressible smoke on a MAC grid (dsim/fluid.h, docs/fluids.md).
+ *
+ * One step from the state (u, rho, T) with force field F:
+ *   1. u1 = A(u; u), rho1 = A(rho; u), T1 = A(T; u)      (fluid_advect.h)
+ *   2. rho2 = rho1 + dt r_s [cell in source s], likewise T; zero in solids
+ *   3. u2_f = u1_f + dt (g_a + F_face,a + [a = up] (alpha rho2_face - beta (T2_face - T_amb)))
+ *      (cell values averaged onto the face: 1/2 each side, the one cell
+ *      at an open boundary)
+ *   4. u3_f = v_s,a on the faces inside a velocity source s (the last wins)
+ *   5. u' = P u3                                           (fluid_project.h)
+ * The adjoint runs 5..1 backwards: P is self-adjoint; step 4's adjoint
+ * sends the faces' adjoint to v_s and zeroes it; step 3 is the identity on
+ * u plus the linear terms' sums (d/dalpha = dt rho_face, d/dbeta =
+ * -dt (T_face - T_amb), d/dT_amb = dt beta, d/dg_a = dt, d/dF = dt w_cell,
+ * and into rho2 and T2 with dt alpha w, -dt beta w); step 2 zeroes the
+ * solids' adjoint and sends dt times its sum over a box to r_s. Step 3
+ * reads rho2, T2, the next state's scalars, so the backward step needs the
+ * states before and after it and nothing else. */
+#include "config.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "engine/fluid_advect.h"
+#include "engine/fluid_priv.h"
+#include "engine/fluid_project.h"
+
+dsFluidDef ds_fluid_default_def(void) {
+  dsFluidDef d;
+  memset(&d, 0, sizeof d);
+  d.n[0] = d.n[1] = 32;
+  d.n[2] = 1;
+  d.dx = 1.0 / 32;
+  d.dt = 0.01;
+  d.advection = DS_FLUID_SEMI_LAGRANGIAN;
+  d.alpha = 1;
+  d.up_axis = 1;
+  d.cfl_max = 5;
+  d.tolerance = 1e-10;
+  d.max_iterations = 2000;
+  return d;
+}
+
+/* ---- model ---------------------------------------------------------------- */
+
+static int finite3(const double v[3]) { return isfinite(v[0]) && isfinite(v[1]) && isfinite(v[2]); }
+
+/* box inside the grid and lo < hi on the dim axes */
+static int check_box(const dsFluidDef* def, int dim, const dsFluidBox* b, const char* what, int k, char* err,
+                     size_t errlen) {
+  for (int a = 0; a < dim; a++) {
+    double ext = def->n[a] * def->dx;
+    if (!(isfinite(b->lo[a]) && isfinite(b->hi[a]) && b->lo[a] < b->hi[a]))
+      return ds__puterr(err, errlen, DS_ERR_INVALID, "%s[%d]: expected finite lo < hi on axis %c, got [%g, %g]",
+                        what, k, 'x' + a, b->lo[a], b->hi[a]);
+    if (b->lo[a] < 0 || b->hi[a] > ext)
+      return ds__puterr(err, errlen, DS_ERR_INVALID,
+                        "%s[%d]: box [%g, %g] on axis %c is outside the grid [0, %g] m (expected inside)", what, k,
+                        b->lo[a], b->hi[a], 'x' + a, ext);
+  }
+  return 0;
+}
+
+static int check_def(const dsFluidDef* def, char* err, size_t errlen) {
+  for (int a = 0; a < 3; a++)
+    if (def->n[a] < 1)
+      return ds__puterr(err, errlen, DS_ERR_INVALID, "n[%d]: expected a grid size >= 1, got %d", a, def->n[a]);
+  double cells = (double)def->n[0] * def->n[1] * def->n[2];
+  if (cells > DS_FLUID_MAX_CELLS)
+    return ds__puterr(err, errlen, DS_ERR_RANGE, "n: %d x %d x %d = %.0f cells, expected at most %d", def->n[0],
+                      def->n[1], def->n[2], cells, DS_FLUID_MAX_CELLS);
+  int dim = def->n[2] > 1 ? 3 : 2;
+  if (!(def->dx > 0 && isfinite(def->dx)))
+    return ds__puterr(err, errlen, DS_ERR_INVALID, "dx: expected a finite value > 0, got %g", def->dx);
+  if (!(def->dt > 0 && isfinite(def->dt)))
+    return ds__puterr(err, errlen, DS_ERR_INVALID, "dt: expected a finite value > 0, got %g", def->dt);
+  for (int a = 0; a < 3; a++) {
+    if ((int)def->boundary[a] < 0 || def->boundary[a] > DS_FLUID_PERIODIC)
+      return ds__puterr(err, errlen, DS_ERR_INVALID, "boundary[%d]: expected closed (0), open (1) or periodic (2)",
+                        a);
+    if (a < dim && def->boundary[a] == DS_FLUID_PERIODIC && def->n[a] < 2)
+      return ds__puterr(err, errlen, DS_ERR_INVALID, "n[%d]: a periodic axis needs >= 2 cells, got %d", a,
+                        def->n[a]);
+  }
+  if ((int)def->advection < 0 || def->advection > DS_FLUID_MACCORMACK)
+    return ds__puterr(err, errlen, DS_ERR_INVALID, "advection: expected semi-Lagrangian (0) or MacCormack (1)");
+  if (def->up_axis < 0 || def->up_axis >= dim)
+    return ds__puterr(err, errlen, DS_ERR_INVALID, "up_axis: expected 0 .. %d, got %d", dim - 1, def->up_axis);
+  if (!(isfinite(def->alpha) && isfinite(def->beta) && isfinite(def->ambient_temperature) && finite3(def->gravity)))
+    return ds__puterr(err, errlen, DS_ERR_INVALID, "alpha, beta, ambient_temperature, gravity: expected finite values");
+  if (!(def->cfl_max > 0 && isfinite(def->cfl_max)))
+    return ds__puterr(err, errlen, DS_ERR_INVALID, "cfl_max: expected a finite value > 0, got %g", def->cfl_max);
+  if (!(def->tolerance > 0 && def->tolerance < 1))
+    return ds__puterr(err, errlen, DS_ERR_INVALID, "tolerance: expected a value in (0, 1), got %g", def->tolerance);
+  if (def->max_iterations < 1)
+    return ds__puterr(err, errlen, DS_ERR_INVALID, "max_iterations: expected >= 1, got %d", def->max_iterations);
+  if (def->nsource < 0 || def->nsource > DS_FLUID_MAX_SOURCES)
+    return ds__puterr(err, errlen, DS_ERR_INVALID, "nsource: expected 0 .. %d, got %d", DS_FLUID_MAX_SOURCES,
+                      def->nsource);
+  if (def->nobstacle < 0 || def->nobstacle > DS_FLUID_MAX_OBSTACLES)
+    return ds__puterr(err, errlen, DS_ERR_INVALID, "nobstacle: expected 0 .. %d, got %d", DS_FLUID_MAX_OBSTACLES,
+                      def->nobstacle);
+  for (int s = 0; s < def->nsource; s++) {
+    const dsFluidSource* src = &def->source[s];
+    int rc = check_box(def, dim, &src->box, "source", s, err, errlen);
+    if (rc) return rc;
+    if (!(isfinite(src->density_rate) && isfinite(src->temperature_rate) && finite3(src->velocity)))
+      return ds__puterr(err, errlen, DS_ERR_INVALID, "source[%d]: expected finite rates and velocity", s);
+  }
+  for (int k = 0; k < def->nobstacle; k++) {
+    int rc = check_box(def, dim, &def->obstacle[k], "obstacle", k, err, errlen);
+    if (rc) return rc;
+  }
+  return 0;
+}
+
+static int in_box(const dsFluidBox* b, int dim, const double x[3]) {
+  for (int a = 0; a < dim; a++)
+    if (x[a] < b->lo[a] || x[a] > b->hi[a]) return 0;
+  return 1;
+}
+
+static void add_param(dsFluidModel* m, const char* name, double* p) {
+  snprintf(m->pname[m->nparam], FL_PNAME, "%s", name);
+  m->pptr[m->nparam++] = p;
+}
+
+static void build_params(dsFluidModel* m) {
+  dsFluidDef* d = &m->def;
+  char nm[FL_PNAME];
+  add_param(m, "buoyancy.alpha", &d->alpha);
+  add_param(m, "buoyancy.beta", &d->beta);
+  add_param(m, "ambient_temperature", &d->ambient_temperature);
+  for (int a = 0; a < 3; a++) {
+    snprintf(nm, sizeof nm, "gravity.%c", 'x' + a);
+    add_param(m, nm, &d->gravity[a]);
+  }
+  for (int s = 0; s < d->nsource; s++) {
+    snprintf(nm, sizeof nm, "source.%d.density_rate", s);
+    add_param(m, nm, &d->source[s].density_rate);
+    snprintf(nm, sizeof nm, "source.%d.temperature_rate", s);
+    add_param(m, nm, &d->source[s].temperature_rate);
+    for (int a = 0; a < 3; a++) {
+      snprintf(nm, sizeof nm, "source.%d.velocity.%c", s, 'x' + a);
+      add_param(m, nm, &d->source[s].velocity[a]);
+    }
+  }
+}
+
+static void build_grids(dsFluidModel* m) {
+  const dsFluidDef* d = &m->def;
+  m->ncell = d->n[0] * d->n[1] * d->n[2];
+  for (int k = 0; k < 3; k++) {
+    m->cellg.cnt[k] = d->n[k];
+    m->cellg.off[k] = 0.5;
+    m->cellg.per[k] = k < m->dim && d->boundary[k] == DS_FLUID_PERIODIC;
+  }
+  m->cellg.np = m->ncell;
+  m->nvel = 0;
+  for (int a = 0; a < 3; a++) {
+    FGrid* g = &m->faceg[a];
+    *g = m->cellg;
+    if (a < m->dim) {
+      g->off[a] = 0;
+      if (!g->per[a]) g->cnt[a] += 1;
+      g->np = g->cnt[0] * g->cnt[1] * g->cnt[2];
+    } else {
+      g->np = 0;
+    }
+    m->foff[a] = m->nvel;
+    m->nf[a] = g->np;
+    m->nvel += g->np;
+  }
+}
+
+/* solid cells, active faces, source masks, the pressure matrix and its factor */
+static void build_masks(dsFluidModel* m) {
+  const dsFluidDef* d = &m->def;
+  double x[3];
+  for (int c = 0; c < m->ncell; c++) {
+    grid_pos(&m->cellg, c, d->dx, x);
+    for (int k = 0; k < d->nobstacle; k++)
+      if (in_box(&d->obstacle[k], m->dim, x)) m->solid[c] = 1;
+    for (int s = 0; s < d->nsource; s++)
+      if (in_box(&d->source[s].box, m->dim, x)) m->src_cell[c] |= (unsigned char)(1u << s);
+  }
+  for (int a = 0; a < m->dim; a++)
+    for (int f = 0; f < m->nf[a]; f++) {
+      int lo, hi, F = m->foff[a] + f;
+      face_cells(m, a, f, &lo, &hi);
+      if (lo >= 0 && hi >= 0)
+        m->active[F] = !m->solid[lo] && !m->solid[hi];
+      else
+        m->active[F] = d->boundary[a] == DS_FLUID_OPEN && !m->solid[lo >= 0 ? lo : hi];
+      grid_pos(&m->faceg[a], f, d->dx, x);
+      m->src_face[F] = -1;
+      for (int s = 0; s < d->nsource; s++)
+        if (d->source[s].set_velocity && in_box(&d->source[s].box, m->dim, x)) m->src_face[F] = (signed char)s;
+    }
+  for (int c = 0; c < m->ncell; c++) {
+    for (int k = 0; k < 6; k++) m->nbr[6 * c + k] = -1;
+    for (int a = 0; a < m->dim; a++) {
+      int fl[2];
+      cell_faces(m, a, c, &fl[0], &fl[1]);
+      for (int side = 0; side < 2; side++) {
+        if (!m->active[m->foff[a] + fl[side]]) continue;
+        m->diag[c]++;
+        int lo, hi;
+        face_cells(m, a, fl[side], &lo, &hi);
+        int other = side ? hi : lo;
+        if (other >= 0) m->nbr[6 * c + 2 * a + side] = other;
+      }
+    }
+    m->insys[c] = !m->solid[c] && m->diag[c] > 0;
+  }
+  mic_build(m);
+}
+
+int ds_fluid_model_create(const dsFluidDef* def, dsFluidModel** out, char* err, size_t errlen) {
+  if (!out) return ds__puterr(err, errlen, DS_ERR_INVALID, "ds_fluid_model_create: out is NULL");
+  *out = NULL;
+  if (!def) return ds__puterr(err, errlen, DS_ERR_INVALID, "ds_fluid_model_create: def is NULL");
+  int rc = check_def(def, err, errlen);
+  if (rc) return rc;
+  dsFluidModel* m = ds__calloc(1, sizeof(dsFluidModel));
+  if (!m) return ds__puterr(err, errlen, DS_ERR_NOMEM, "fluid model: out of memory");
+  m->def = *def;
+  m->dim = def->n[2] > 1 ? 3 : 2;
+  build_grids(m);
+  size_t nc = (size_t)m->ncell, nv = (size_t)m->nvel;
+  int np = FL_P_SRC + FL_P_PER_SRC * def->nsource;
+  m->solid = ds__calloc(nc, 1);
+  m->active = ds__calloc(nv, 1);
+  m->src_cell = ds__calloc(nc, 1);
+  m->src_face = ds__calloc(nv, 1);
+  m->nbr = ds__calloc(6 * nc, sizeof(int));
+  m->diag = ds__calloc(nc, sizeof(int));
+  m->insys = ds__calloc(nc, 1);
+  m->precon = ds__calloc(nc, sizeof(double));
+  m->pname = ds__calloc((size_t)np, sizeof(*m->pname));
+  m->pptr = ds__calloc((size_t)np, sizeof(double*));
+  if (!m->solid || !m->active || !m->src_cell || !m->src_face || !m->nbr || !m->diag || !m->insys || !m->precon ||
+      !m->pname || !m->pptr) {
+    ds_fluid_model_free(m);
+    return ds__puterr(err, errlen, DS_ERR_NOMEM, "fluid model: out of memory for %d cells", m->ncell);
+  }
+  build_params(m);
+  build_masks(m);
+  *out = m;
+  return 0;
+}
+
+void ds_fluid_model_free(dsFluidModel* m) {
+  if (!m) return;
+  ds__free(m->solid);
+  ds__free(m->active);
+  ds__free(m->src_cell);
+  ds__free(m->src_face);
+  ds__free(m->nbr);
+  ds__free(m->diag);
+  ds__free(m->insys);
+  ds__free(m->precon);
+  ds__free(m->pname);
+  ds__free(m->pptr);
+  ds__free(m);
+}
+
+int ds_fluid_dim(const dsFluidModel* m) { return m->dim; }
+int ds_fluid_ncell(const dsFluidModel* m) { return m->ncell; }
+int ds_fluid_nvel(const dsFluidModel* m) { return m->nvel; }
+int ds_fluid_nface(const dsFluidModel* m, int axis) { return axis >= 0 && axis < 3 ? m->nf[axis] : 0; }
+const unsigned char* ds_fluid_solid(const dsFluidModel* m) { return m->solid; }
+const dsFluidDef* ds_fluid_def(const dsFluidModel* m) { return &m->def; }
+
+int ds_fluid_nparam(const dsFluidModel* m) { return m->nparam; }
+const char* ds_fluid_param_name(const dsFluidModel* m, int i) {
+  return i >= 0 && i < m->nparam ? m->pname[i] : NULL;
+}
+int ds_fluid_param_index(const dsFluidModel* m, const char* name) {
+  if (!name) return DS_ERR_INVALID;
+  for (int i = 0; i < m->nparam; i++)
+    if (!strcmp(m->pname[i], name)) return i;
+  return DS_ERR_NOTFOUND;
+}
+int ds_fluid_param_get(const dsFluidModel* m, const char* name, double* value) {
+  int i = ds_fluid_param_index(m, name);
+  if (i < 0) return i;
+  if (value) *value = *m->pptr[i];
+  return 0;
+}
+int ds_fluid_param_set(dsFluidModel* m, const char* name, double value) {
+  int i = ds_fluid_param_index(m, name);
+  if (i < 0) return i;
+  if (!isfinite(value)) return DS_ERR_RANGE;
+  *m->pptr[i] = value;
+  return 0;
+}
+
+/* ---- data ------------------------------------------------------------------ */
+
+int ds_fluid_data_create(const dsFluidModel* m, int steps, int checkpoint_every, dsFluidData** out) {
+  if (!out) return DS_ERR_INVALID;
+  *out = NULL;
+  if (!m || steps < 0) return DS_ERR_INVALID;
+  dsFluidData* d = ds__calloc(1, sizeof(dsFluidData));
+  if (!d) return DS_ERR_NOMEM;
+  d->steps = steps;
+  d->every = checkpoint_every > 1 ? checkpoint_every : 1;
+  d->nslot = steps / d->every + 1;
+  d->ssize = m->nvel + 2 * m->ncell;
+  d->nvel = m->nvel;
+  d->ncell = m->ncell;
+  d->dim = m->dim;
+  d->seg_start = -1;
+  size_t S = (size_t)d->ssize, nc = (size_t)m->ncell;
+  size_t npt = (size_t)(m->ncell > m->nvel ? m->ncell : m->nvel);
+  int nok = 1;
+#define FL_A(f, n) nok &= (d->f = ds__calloc((size_t)(n), sizeof(double))) != NULL
+  FL_A(slots, (size_t)d->nslot * S);
+  if (d->every > 1) FL_A(seg, (size_t)(d->every + 1) * S);
+  FL_A(cur, S);
+  FL_A(nxt, S);
+  if (m->def.force_field) FL_A(forces, (size_t)steps * nc * (size_t)m->dim + 1);
+  FL_A(hat, npt);
+  FL_A(back, npt);
+  FL_A(ghat, npt);
+  FL_A(gback, npt);
+  FL_A(pi, nc);
+  FL_A(r, nc);
+  FL_A(z, nc);
+  FL_A(s, nc);
+  FL_A(as, nc);
+  FL_A(blk, nc / FL_BLK + 1);
+  FL_A(g0, S);
+  FL_A(g1, S);
+  FL_A(gf, nc * (size_t)m->dim);
+  FL_A(gpar, m->nparam + 1);
+#undef FL_A
+  if (!nok) {
+    ds_fluid_data_free(d);
+    return DS_ERR_NOMEM;
+  }
+  *out = d;
+  return ds_fluid_reset(m, d, NULL, NULL, NULL);
+}
+
+void ds_fluid_data_free(dsFluidData* d) {
+  if (!d) return;
+  double* arr[] = {d->slots, d->seg, d->cur, d->nxt, d->forces, d->hat, d->back, d->ghat, d->gback, d->pi, d->r,
+                   d->z, d->s, d->as, d->blk, d->g0, d->g1, d->gf, d->gpar};
+  for (size_t i = 0; i < sizeof arr / sizeof arr[0]; i++) ds__free(arr[i]);
+  ds__free(d);
+}
+
+const char* ds_fluid_last_error(const dsFluidData* d) { return d ? ds__errmsg(&d->err) : ""; }
+
+/* NaN or Inf in v[0..n): DS_ERR_INVALID naming field[i] */
+static int check_field(dsFluidData* d, const double* v, int n, const char* field) {
+  for (int i = 0; i < n; i++)
+    if (!isfinite(v[i]))
+      return ds__seterr(&d->err, DS_ERR_INVALID, "reset: %s[%d] is %g (expected a finite value)", field, i, v[i]);
+  return 0;
+}
+
+int ds_fluid_reset(const dsFluidModel* m, dsFluidData* d, const double* velocity, const double* density,
+                   const double* temperature) {
+  if (!m || !d) return DS_ERR_INVALID;
+  ds__clearerr(&d->err);
+  int rc = 0;
+  if (velocity) rc = check_field(d, velocity, m->nvel, "velocity");
+  if (!rc && density) rc = check_field(d, density, m->ncell, "density");
+  if (!rc && temperature) rc = check_field(d, temperature, m->ncell, "temperature");
+  if (rc) return rc;
+  double *u = d->cur, *rho = u + m->nvel, *T = rho + m->ncell;
+  for (int f = 0; f < m->nvel; f++) u[f] = velocity && m->active[f] ? velocity[f] : 0;
+  for (int c = 0; c < m->ncell; c++) {
+    rho[c] = density && !m->solid[c] ? density[c] : 0;
+    T[c] = m->solid[c] ? 0 : temperature ? temperature[c] : m->def.ambient_temperature;
+  }
+  memcpy(d->slots, d->cur, sizeof(double) * (size_t)d->ssize);
+  d->t = 0;
+  d->seg_start = -1;
+  d->iters = 0;
+  d->resid = 0;
+  return 0;
+}
+
+/* ---- step ------------------------------------------------------------------ */
+
+/* the weights of face f's two cells in a face average (0 for a missing one) */
+static inline void face_weights(int lo, int hi, double* wlo, double* whi) {
+  *wlo = lo >= 0 ? (hi >= 0 ? 0.5 : 1) : 0;
+  *whi = hi >= 0 ? (lo >= 0 ? 0.5 : 1) : 0;
+}
+
+/* steps 2-4 on (u, rho, T) in place (u advected, scalars advected) */
+static void sources_forces(const dsFluidModel* m, const double* force, double* u, double* rho, double* T) {
+  const dsFluidDef* def = &m->def;
+  double dt = def->dt;
+  for (int c = 0; c < m->ncell; c++) {
+    for (int s = 0; s < def->nsource; s++)
+      if (m->src_cell[c] & (1u << s)) {
+        rho[c] += dt * def->source[s].density_rate;
+        T[c] += dt * def->source[s].temperature_rate;
+      }
+    if (m->solid[c]) rho[c] = T[c] = 0;
+  }
+  for (int a = 0; a < m->dim; a++) {
+    double* ua = u + m->foff[a];
+    const signed char* sf = m->src_face + m->foff[a];
+    FL_PFOR(m->nf[a] > FL_PAR_MIN, f, m->nf[a], {
+      int lo, hi;
+      double wlo, whi, acc = def->gravity[a];
+      face_cells(m, a, f, &lo, &hi);
+      face_weights(lo, hi, &wlo, &whi);
+      if (a == def->up_axis) {
+        double rf = (lo >= 0 ? wlo * rho[lo] : 0) + (hi >= 0 ? whi * rho[hi] : 0);
+        double tf = (lo >= 0 ? wlo * T[lo] : 0) + (hi >= 0 ? whi * T[hi] : 0);
+        acc += def->alpha * rf - def->beta * (tf - def->ambient_temperature);
+      }
+      if (force) acc += (lo >= 0 ? wlo * force[lo * m->dim + a] : 0) + (hi >= 0 ? whi * force[hi * m->dim + a] : 0);
+      ua[f] += dt * acc;
+      if (sf[f] >= 0) ua[f] = def->source[(int)sf[f]].velocity[a];
+    });
+  }
+}
+
+/* s1 = step(s0): 0 or DS_ERR_DIVERGED (message on d naming the step) */
+static int fwd_step(const dsFluidModel* m, dsFluidData* d, const double* s0, const double* force, double* s1,
+                    int t, const char* what) {
+  const double* u0 = s0;
+  double *u1 = s1, *rho1 = s1 + m->nvel, *T1 = rho1 + m->ncell;
+  for (int a = 0; a < m->dim; a++)
+    advect_fwd(m, d, &m->faceg[a], u0 + m->foff[a], u0, u1 + m->foff[a]);
+  advect_fwd(m, d, &m->cellg, s0 + m->nvel, u0, rho1);
+  advect_fwd(m, d, &m->cellg, s0 + m->nvel + m->ncell, u0, T1);
+  sources_forces(m, force, u1, rho1, T1);
+  if (fl_project(m, d, u1))
+    return ds__seterr(&d->err, DS_ERR_DIVERGED,
+                      "%s %d: pressure solve did not converge in %d iterations (max|residual| / max|rhs| = %.3g, "
+                      "tolerance %.3g)",
+                      what, t, d->iters, d->resid, m->def.tolerance);
+  for (int i = 0; i < d->ssize; i++)
+    if (!isfinite(s1[i])) return ds__seterr(&d->err, DS_ERR_DIVERGED, "%s %d: state[%d] is %g", what, t, i, s1[i]);
+  return 0;
+}
+
+int ds_fluid_step(const dsFluidModel* m, dsFluidData* d, const double* force) {
+  if (!m || !d) return DS_ERR_INVALID;
+  ds__clearerr(&d->err);
+  if (d->t >= d->steps)
+    return ds__seterr(&d->err, DS_ERR_STATE, "step %d: the tape holds %d steps (ds_fluid_data_create)", d->t,
+                      d->steps);
+  if (force && !m->def.force_field)
+    return ds__seterr(&d->err, DS_ERR_INVALID, "step %d: a force field needs force_field = 1 in the model", d->t);
+  double umax = fl_maxabs(d->cur, m->nvel), cfl = m->def.dt * umax / m->def.dx;
+  if (cfl > m->def.cfl_max)
+    return ds__seterr(&d->err, DS_ERR_RANGE,
+                      "step %d: CFL number dt max|u| / dx = %g * %g / %g = %g exceeds cfl_max = %g (lower dt or "
+                      "raise cfl_max)",
+                      d->t, m->def.dt, umax, m->def.dx, cfl, m->def.cfl_max);
+  if (force) {
+    int rc = check_field(d, force, m->ncell * m->dim, "force");
+    if (rc) return ds__seterr(&d->err, rc, "step %d: force field: %s", d->t, ds__errmsg(&d->err));
+  }
+  int rc = fwd_step(m, d, d->cur, force, d->nxt, d->t, "step");
+  if (rc) return rc;
+  if (d->forces) {
+    double* fr = d->forces + (size_t)d->t * m->ncell * m->dim;
+    for (int i = 0; i < m->ncell * m->dim; i++) fr[i] = force ? force[i] : 0;
+  }
+  double* tmp = d->cur;
+  d->cur = d->nxt;
+  d->nxt = tmp;
+  d->t++;
+  d->seg_start = -1;
+  if (d->t % d->every == 0) memcpy(d->slots + (size_t)(d->t / d->every) * d->ssize, d->cur, sizeof(double) * d->ssize);
+  return 0;
+}
+
+int ds_fluid_steps(const dsFluidData* d) { return d->t; }
+const double* ds_fluid_velocity(const dsFluidData* d) { return d->cur; }
+const double* ds_fluid_density(const dsFluidData* d) { return d->cur + d->nvel; }
+const double* ds_fluid_temperature(const dsFluidData* d) { return d->cur + d->nvel + d->ncell; }
+void ds_fluid_solver_stats(const dsFluidData* d, int* iterations, double* residual) {
+  if (iterations) *iterations = d->iters;
+  if (residual) *residual = d->resid;
+}
+
+int ds_fluid_divergence(const dsFluidModel* m, const double* velocity, double* div) {
+  if (!m || !velocity || !div) return DS_ERR_INVALID;
+  for (int c = 0; c < m->ncell; c++) {
+    double v = 0;
+    for (int a = 0; a < m->dim; a++) {
+      int flo, fhi;
+      cell_faces(m, a, c, &flo, &fhi);
+      v += velocity[m->foff[a] + fhi] - velocity[m->foff[a] + flo];
+    }
+    div[c] = m->solid[c] ? 0 : v / m->def.dx;
+  }
+  return 0;
+}
+
+/* ---- backward -------------------------------------------------------------- */
+
+/* states t and t + 1 for the backward pass: the tape's, or (checkpoints)
+ * the segment from the checkpoint at or before t, recomputed when needed */
+static int seg_states(const dsFluidModel* m, dsFluidData* d, int t, double** s0, double** s1) {
+  size_t S = (size_t)d->ssize;
+  if (d->every == 1) {
+    *s0 = d->slots + (size_t)t * S;
+    *s1 = d->slots + (size_t)(t + 1) * S;
+    return 0;
+  }
+  int K = d->every, start = (t / K) * K;
+  if (d->seg_start != start) {
+    memcpy(d->seg, d->slots + (size_t)(start / K) * S, sizeof(double) * S);
+    int n = d->t - start < K ? d->t - start : K;
+    for (int j = 0; j < n; j++) {
+      const double* f = d->forces ? d->forces + (size_t)(start + j) * d->ncell * d->dim : NULL;
+      int rc = fwd_step(m, d, d->seg + (size_t)j * S, f, d->seg + (size_t)(j + 1) * S, start + j, "recomputed step");
+      if (rc) return rc;
+    }
+    d->seg_start = start;
+  }
+  *s0 = d->seg + (size_t)(t - start) * S;
+  *s1 = *s0 + S;
+  return 0;
+}
+
+/* adjoint of step t: g1 (the adjoint of s1, consumed) -> d->g0 (of s0),
+ * d->gf (of the force field), added to d->gpar */
+static int bwd_step(const dsFluidModel* m, dsFluidData* d, const double* s0, const double* s1, double* g1, int t) {
+  const dsFluidDef* def = &m->def;
+  double dt = def->dt, *gpar = d->gpar, *gf = d->gf;
+  double *gu = g1, *grho = g1 + m->nvel, *gT = grho + m->ncell;
+  const double *rho1 = s1 + m->nvel, *T1 = rho1 + m->ncell;
+  if (fl_project(m, d, gu))
+    return ds__seterr(&d->err, DS_ERR_DIVERGED,
+                      "backward step %d: adjoint pressure solve did not converge in %d iterations (max|residual| / "
+                      "max|rhs| = %.3g, tolerance %.3g)",
+                      t, d->iters, d->resid, def->tolerance);
+  memset(gf, 0, sizeof(double) * (size_t)m->ncell * m->dim);
+  for (int a = 0; a < m->dim; a++)
+    for (int f = 0; f < m->nf[a]; f++) {
+      int F = m->foff[a] + f, lo, hi;
+      double w = gu[F], wlo, whi;
+      if (m->src_face[F] >= 0) {
+        gpar[FL_P_SRC + FL_P_PER_SRC * m->src_face[F] + 2 + a] += w;
+        gu[F] = 0;
+        continue;
+      }
+      if (w == 0) continue;
+      face_cells(m, a, f, &lo, &hi);
+      face_weights(lo, hi, &wlo, &whi);
+      gpar[FL_P_GRAV + a] += dt * w;
+      if (a == def->up_axis) {
+        double rf = (lo >= 0 ? wlo * rho1[lo] : 0) + (hi >= 0 ? whi * rho1[hi] : 0);
+        double tf = (lo >= 0 ? wlo * T1[lo] : 0) + (hi >= 0 ? whi * T1[hi] : 0);
+        gpar[FL_P_ALPHA] += dt * w * rf;
+        gpar[FL_P_BETA] -= dt * w * (tf - def->ambient_temperature);
+        gpar[FL_P_TAMB] += dt * def->beta * w;
+        if (lo >= 0) grho[lo] += dt * def->alpha * w * wlo, gT[lo] -= dt * def->beta * w * wlo;
+        if (hi >= 0) grho[hi] += dt * def->alpha * w * whi, gT[hi] -= dt * def->beta * w * whi;
+      }
+      if (lo >= 0) gf[lo * m->dim + a] += dt * w * wlo;
+      if (hi >= 0) gf[hi * m->dim + a] += dt * w * whi;
+    }
+  for (int c = 0; c < m->ncell; c++) {
+    if (m->solid[c]) {
+      grho[c] = gT[c] = 0;
+      continue;
+    }
+    for (int s = 0; s < def->nsource; s++)
+      if (m->src_cell[c] & (1u << s)) {
+        gpar[FL_P_SRC + FL_P_PER_SRC * s] += dt * grho[c];
+        gpar[FL_P_SRC + FL_P_PER_SRC * s + 1] += dt * gT[c];
+      }
+  }
+  double* g0 = d->g0;
+  memset(g0, 0, sizeof(double) * (size_t)d->ssize);
+  for (int a = 0; a < m->dim; a++)
+    advect_bwd(m, d, &m->faceg[a], s0 + m->foff[a], s0, gu + m->foff[a], g0 + m->foff[a], g0);
+  advect_bwd(m, d, &m->cellg, s0 + m->nvel, s0, grho, g0 + m->nvel, g0);
+  advect_bwd(m, d, &m->cellg, s0 + m->nvel + m->ncell, s0, gT, g0 + m->nvel + m->ncell, g0);
+  return 0;
+}
+
+int ds_fluid_backward(const dsFluidModel* m, dsFluidData* d, const double* dl_dvel, const double* dl_ddens,
+                      const double* dl_dtemp, const dsFluidGrad* g) {
+  if (!m || !d || !g) return DS_ERR_INVALID;
+  ds__clearerr(&d->err);
+  int nv = m->nvel, nc = m->ncell, nfc = nc * m->dim;
+  double* g1 = d->g1;
+  for (int i = 0; i < nv; i++) g1[i] = dl_dvel ? dl_dvel[i] : 0;
+  for (int i = 0; i < nc; i++) {
+    g1[nv + i] = dl_ddens ? dl_ddens[i] : 0;
+    g1[nv + nc + i] = dl_dtemp ? dl_dtemp[i] : 0;
+  }
+  memset(d->gpar, 0, sizeof(double) * (size_t)m->nparam);
+  if (g->force) memset(g->force, 0, sizeof(double) * (size_t)d->steps * nfc);
+  if (g->force_total) memset(g->force_total, 0, sizeof(double) * (size_t)nfc);
+  for (int t = d->t - 1; t >= 0; t--) {
+    double *s0, *s1;
+    int rc = seg_states(m, d, t, &s0, &s1);
+    if (!rc) rc = bwd_step(m, d, s0, s1, g1, t);
+    if (rc) return rc;
+    if (g->force) memcpy(g->force + (size_t)t * nfc, d->gf, sizeof(double) * (size_t)nfc);
+    if (g->force_total)
+      for (int i = 0; i < nfc; i++) g->force_total[i] += d->gf[i];
+    double* tmp = d->g0;
+    d->g0 = g1;
+    d->g1 = g1 = tmp;
+  }
+  /* the reset zeroes closed and solid faces and solid cells */
+  if (g->velocity0)
+    for (int f = 0; f < nv; f++) g->velocity0[f] = m->active[f] ? g1[f] : 0;
+  for (int c = 0; c < nc; c++) {
+    if (g->density0) g->density0[c] = m->solid[c] ? 0 : g1[nv + c];
+    if (g->temperature0) g->temperature0[c] = m->solid[c] ? 0 : g1[nv + nc + c];
+  }
+  if (g->param) memcpy(g->param, d->gpar, sizeof(double) * (size_t)m->nparam);
+  return 0;
+}
+
+/* ---- 2-D density image ----------------------------------------------------- */
+
+static const double render_bg[3] = DS_FLUID_RENDER_BG, render_smoke[3] = DS_FLUID_RENDER_SMOKE;
+
+/* the image pixel (row, col) of cell c: y up, row 0 at the top */
+static inline int render_pixel(const dsFluidModel* m, int c) {
+  int nx = m->def.n[0], ny = m->def.n[1];
+  return (ny - 1 - c / nx) * nx + c % nx;
+}
+
+int ds_fluid_render_density(const dsFluidModel* m, const double* density, double scale, dsReal* rgba) {
+  if (!m || !density || !rgba || !(scale > 0)) return DS_ERR_INVALID;
+  if (m->dim != 2) return DS_ERR_UNSUPPORTED;
+  for (int c = 0; c < m->ncell; c++) {
+    double t = 1 - exp(-scale * density[c]);
+    dsReal* px = rgba + 4 * (size_t)render_pixel(m, c);
+    for (int ch = 0; ch < 3; ch++) px[ch] = (dsReal)(render_bg[ch] + (render_smoke[ch] - render_bg[ch]) * t);
+    px[3] = 1;
+  }
+  return 0;
+}
+
+int ds_fluid_render_density_bwd(const dsFluidModel* m, const double* density, double scale, const dsReal* g_rgba,
+                                double* g_density) {
+  if (!m || !density || !g_rgba || !g_density || !(scale > 0)) return DS_ERR_INVALID;
+  if (m->dim != 2) return DS_ERR_UNSUPPORTED;
+  for (int c = 0; c < m->ncell; c++) {
+    const dsReal* g = g_rgba + 4 * (size_t)render_pixel(m, c);
+    double dt = scale * exp(-scale * density[c]), s = 0;
+    for (int ch = 0; ch < 3; ch++) s += (double)g[ch] * (render_smoke[ch] - render_bg[ch]);
+    g_density[c] += s * dt;
+  }
+  return 0;
+}

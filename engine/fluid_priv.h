@@ -1,0 +1,56 @@
+/* Fluid model and data internals (engine/fluid.c and its operator headers). */
+#ifndef DSIM_ENGINE_FLUID_PRIV_H
+#define DSIM_ENGINE_FLUID_PRIV_H
+
+#include "base/internal.h"
+#include "dsim/fluid.h"
+
+/* A sampled grid: cnt[d] nodes along axis d, node i at (i + off[d]) dx;
+ * per[d]: the axis wraps (node cnt[d] is node 0). Cells have off = 1/2 on
+ * every axis; the faces normal to axis a have off[a] = 0. */
+typedef struct FGrid {
+  int cnt[3];
+  double off[3];
+  int per[3];
+  int np; /* cnt[0] cnt[1] cnt[2] */
+} FGrid;
+
+#define FL_PNAME 48
+/* parameter slots: alpha, beta, ambient, gravity xyz, then 5 per source */
+enum { FL_P_ALPHA = 0, FL_P_BETA = 1, FL_P_TAMB = 2, FL_P_GRAV = 3, FL_P_SRC = 6, FL_P_PER_SRC = 5 };
+
+struct dsFluidModel {
+  dsFluidDef def;
+  int dim, ncell, nvel, nf[3], foff[3];
+  FGrid cellg, faceg[3];
+  unsigned char* solid;    /* ncell */
+  unsigned char* active;   /* nvel: face carries flow (not a wall, not touching a solid) */
+  unsigned char* src_cell; /* ncell: bit s set when source s's box holds the cell centre */
+  signed char* src_face;   /* nvel: last velocity source whose box holds the face, or -1 */
+  int* nbr;                /* ncell x 6: (axis, low/high) coupled neighbour in the pressure matrix, or -1 */
+  int* diag;               /* ncell: the pressure matrix diagonal (active faces of the cell) */
+  unsigned char* insys;    /* ncell: cell is an unknown of the pressure solve */
+  double* precon;          /* ncell: MIC(0) factor */
+  int nparam;
+  char (*pname)[FL_PNAME];
+  double** pptr; /* nparam pointers into def */
+};
+
+/* A state is one array: velocity (nvel), density (ncell), temperature (ncell). */
+struct dsFluidData {
+  int steps, every, t, nslot, ssize, seg_start;
+  int nvel, ncell, dim;
+  double* slots; /* nslot x ssize: states 0, K, 2K, ... */
+  double* seg;   /* (K + 1) x ssize: a recomputed segment (K > 1) */
+  double* cur;   /* ssize */
+  double* nxt;   /* ssize */
+  double* forces; /* steps x ncell x dim (def.force_field) */
+  double *hat, *back, *ghat, *gback; /* advection scratch, max points of a grid */
+  double *pi, *r, *z, *s, *as, *blk;  /* pressure solve */
+  double *g0, *g1, *gf, *gpar;        /* adjoints */
+  int iters;
+  double resid;
+  dsErrBuf err;
+};
+
+#endif

@@ -1,0 +1,220 @@
+/* Pressure projection, forward and adjoint (included by engine/fluid.c).
+ *
+ * Let M be the diagonal 0/1 mask of the active faces (not a closed wall,
+ * not touching a solid cell), G the gradient from cells to active faces,
+ * (G p)_f = (p_hi - p_lo) / dx with p = 0 in the ghost cell beyond an open
+ * boundary, and D = -G^T the divergence of the active faces. The projection
+ *   u' = M u - G p,   A p = G^T M u,   A = G^T G
+ * makes D u' = 0 on every fluid cell: u' = P u with
+ *   P = M (I - G A^+ G^T) M     (A^+ the pseudo-inverse when no open face
+ * pins the constant: G^T M u is orthogonal to A's null space, so A p = b
+ * is consistent). P is symmetric, so the adjoint of the projection is the
+ * projection: gu = P gu', one solve with the same operator. All faces have
+ * the same area dx^(dim-1), so the grid's inner product is a multiple of
+ * the Euclidean one and "self-adjoint" holds in either.
+ *
+ * Scaled so the matrix has integer entries: A' = dx^2 A (diagonal: the
+ * cell's active faces; -1 per active face to a fluid neighbour),
+ * b' = dx (sum_low u - sum_high u) over the cell's active faces, and
+ * u'_f = u_f - (pi_hi - pi_lo) / dx. Then div u' = -r' / dx^2 with r' the
+ * residual, so stopping at max|r'| <= tol max|b'| leaves
+ * max|div u'| <= tol max|div u|.
+ *
+ * PCG with MIC(0) (Bridson, "Fluid simulation for computer graphics",
+ * tuning 0.97, safety 0.25): the factor drops a periodic axis's wrap-around
+ * couplings (they are outside the lexicographic band), which keeps it a
+ * (weaker) SPD preconditioner. Dot products sum fixed blocks of FL_BLK
+ * cells, then the blocks in order; the max-norm is exact in any order: the
+ * solve is bitwise the same for every thread count. The triangular solves
+ * are serial. The solve starts from p = 0 every time. */
+#ifndef DSIM_ENGINE_FLUID_PROJECT_H
+#define DSIM_ENGINE_FLUID_PROJECT_H
+
+#include <math.h>
+
+#include "engine/fluid_advect.h"
+#include "engine/fluid_priv.h"
+
+#define FL_BLK 1024
+#define FL_MIC_TAU 0.97
+#define FL_MIC_SIGMA 0.25
+
+/* the cells on either side of face f (index within axis a): -1 beyond a
+ * non-periodic boundary */
+static inline void face_cells(const dsFluidModel* m, int a, int f, int* lo, int* hi) {
+  const FGrid* g = &m->faceg[a];
+  int id[3] = {f % g->cnt[0], (f / g->cnt[0]) % g->cnt[1], f / (g->cnt[0] * g->cnt[1])};
+  int n = m->def.n[a], i = id[a];
+  int stride = a == 0 ? 1 : a == 1 ? m->def.n[0] : m->def.n[0] * m->def.n[1];
+  int base = id[0] + m->def.n[0] * (id[1] + m->def.n[1] * id[2]) - i * stride;
+  if (g->per[a]) {
+    *lo = base + ((i + n - 1) % n) * stride;
+    *hi = base + i * stride;
+  } else {
+    *lo = i >= 1 ? base + (i - 1) * stride : -1;
+    *hi = i <= n - 1 ? base + i * stride : -1;
+  }
+}
+
+/* the low and high faces of cell c along axis a (indices within axis a) */
+static inline void cell_faces(const dsFluidModel* m, int a, int c, int* flo, int* fhi) {
+  int n0 = m->def.n[0], n1 = m->def.n[1];
+  int id[3] = {c % n0, (c / n0) % n1, c / (n0 * n1)};
+  const FGrid* g = &m->faceg[a];
+  int i = id[a];
+  id[a] = 0;
+  int stride = a == 0 ? 1 : a == 1 ? g->cnt[0] : g->cnt[0] * g->cnt[1];
+  int base = id[0] + g->cnt[0] * (id[1] + g->cnt[1] * id[2]);
+  *flo = base + i * stride;
+  *fhi = base + (g->per[a] ? (i + 1) % m->def.n[a] : i + 1) * stride;
+}
+
+static double fl_dot(const double* x, const double* y, int n, double* blk) {
+  int nb = (n + FL_BLK - 1) / FL_BLK;
+  FL_PFOR(nb > 4, b, nb, {
+    int e = (b + 1) * FL_BLK < n ? (b + 1) * FL_BLK : n;
+    double s = 0;
+    for (int i = b * FL_BLK; i < e; i++) s += x[i] * y[i];
+    blk[b] = s;
+  });
+  double s = 0;
+  for (int b = 0; b < nb; b++) s += blk[b];
+  return s;
+}
+
+static double fl_maxabs(const double* x, int n) {
+  double v = 0;
+  for (int i = 0; i < n; i++)
+    if (fabs(x[i]) > v) v = fabs(x[i]);
+  return v;
+}
+
+/* as = A' s (identity rows outside the system) */
+static void fl_matvec(const dsFluidModel* m, const double* s, double* as) {
+  FL_PFOR(m->ncell > FL_PAR_MIN, c, m->ncell, {
+    if (!m->insys[c]) {
+      as[c] = s[c];
+      continue;
+    }
+    double v = m->diag[c] * s[c];
+    for (int k = 0; k < 2 * m->dim; k++)
+      if (m->nbr[6 * c + k] >= 0) v -= s[m->nbr[6 * c + k]];
+    as[c] = v;
+  });
+}
+
+/* the upper-triangle coefficient of cell c along axis a (-1 or 0) */
+static inline double mic_up(const dsFluidModel* m, int c, int a) {
+  int u = m->nbr[6 * c + 2 * a + 1];
+  return u > c ? -1.0 : 0.0;
+}
+
+static void mic_build(dsFluidModel* m) {
+  for (int c = 0; c < m->ncell; c++) {
+    if (!m->insys[c]) {
+      m->precon[c] = 1;
+      continue;
+    }
+    double e = m->diag[c];
+    for (int a = 0; a < m->dim; a++) {
+      int l = m->nbr[6 * c + 2 * a];
+      if (l < 0 || l >= c) continue;
+      double al = mic_up(m, l, a), other = 0, pl = m->precon[l];
+      for (int b = 0; b < m->dim; b++)
+        if (b != a) other += mic_up(m, l, b);
+      e -= al * pl * (al * pl);
+      e -= FL_MIC_TAU * al * other * pl * pl;
+    }
+    if (e < FL_MIC_SIGMA * m->diag[c]) e = m->diag[c];
+    m->precon[c] = 1 / sqrt(e);
+  }
+}
+
+/* z = (L L^T)^-1 r with the MIC(0) factor; q is scratch */
+static void mic_apply(const dsFluidModel* m, const double* r, double* q, double* z) {
+  for (int c = 0; c < m->ncell; c++) {
+    double t = r[c];
+    for (int a = 0; a < m->dim; a++) {
+      int l = m->nbr[6 * c + 2 * a];
+      if (l >= 0 && l < c) t -= mic_up(m, l, a) * m->precon[l] * q[l];
+    }
+    q[c] = t * m->precon[c];
+  }
+  for (int c = m->ncell - 1; c >= 0; c--) {
+    double t = q[c];
+    for (int a = 0; a < m->dim; a++) {
+      int u = m->nbr[6 * c + 2 * a + 1];
+      if (u > c) t -= mic_up(m, c, a) * m->precon[c] * z[u];
+    }
+    z[c] = t * m->precon[c];
+  }
+}
+
+/* A' pi = b' (b' in d->r on entry): 0, or 1 when not converged; the
+ * iterations and the relative residual in d->iters, d->resid */
+static int fl_pcg(const dsFluidModel* m, dsFluidData* d) {
+  int n = m->ncell;
+  double *x = d->pi, *r = d->r, *z = d->z, *s = d->s, *as = d->as;
+  for (int c = 0; c < n; c++) x[c] = 0;
+  double bmax = fl_maxabs(r, n);
+  d->iters = 0;
+  d->resid = 0;
+  if (bmax == 0) return 0;
+  double tol = m->def.tolerance * bmax;
+  mic_apply(m, r, as, z);
+  for (int c = 0; c < n; c++) s[c] = z[c];
+  double sigma = fl_dot(z, r, n, d->blk);
+  for (int it = 1; it <= m->def.max_iterations; it++) {
+    fl_matvec(m, s, as);
+    double sas = fl_dot(s, as, n, d->blk);
+    double alpha = sas != 0 ? sigma / sas : 0;
+    FL_PFOR(n > FL_PAR_MIN, c, n, {
+      x[c] += alpha * s[c];
+      r[c] -= alpha * as[c];
+    });
+    double rmax = fl_maxabs(r, n);
+    d->iters = it;
+    d->resid = rmax / bmax;
+    if (rmax <= tol) return 0;
+    if (!(rmax == rmax)) return 1;
+    mic_apply(m, r, as, z);
+    double sn = fl_dot(z, r, n, d->blk);
+    double beta = sigma != 0 ? sn / sigma : 0;
+    sigma = sn;
+    FL_PFOR(n > FL_PAR_MIN, c, n, { s[c] = z[c] + beta * s[c]; });
+  }
+  return 1;
+}
+
+/* u = P u in place (forward, and the adjoint of itself): 0 or 1 when the
+ * solve did not converge */
+static int fl_project(const dsFluidModel* m, dsFluidData* d, double* u) {
+  double dx = m->def.dx;
+  for (int f = 0; f < m->nvel; f++)
+    if (!m->active[f]) u[f] = 0;
+  FL_PFOR(m->ncell > FL_PAR_MIN, c, m->ncell, {
+    double b = 0;
+    if (m->insys[c])
+      for (int a = 0; a < m->dim; a++) {
+        int flo, fhi;
+        cell_faces(m, a, c, &flo, &fhi);
+        b += u[m->foff[a] + flo] - u[m->foff[a] + fhi];
+      }
+    d->r[c] = dx * b;
+  });
+  int rc = fl_pcg(m, d);
+  for (int a = 0; a < m->dim; a++) {
+    double* ua = u + m->foff[a];
+    const unsigned char* act = m->active + m->foff[a];
+    FL_PFOR(m->nf[a] > FL_PAR_MIN, f, m->nf[a], {
+      if (!act[f]) continue;
+      int lo, hi;
+      face_cells(m, a, f, &lo, &hi);
+      double plo = lo >= 0 ? d->pi[lo] : 0, phi = hi >= 0 ? d->pi[hi] : 0;
+      ua[f] -= (phi - plo) / dx;
+    });
+  }
+  return rc;
+}
+
+#endif

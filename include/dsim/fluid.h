@@ -1,0 +1,189 @@
+/* dsim fluids: incompressible smoke on a regular staggered (MAC) grid, 2-D
+ * (nz = 1) and 3-D, with an exact hand-written adjoint of every operator.
+ * docs/fluids.md gives the scheme, the boundaries and the adjoint math.
+ *
+ * Usage:
+ *
+ *   dsFluidDef def = ds_fluid_default_def();
+ *   def.n[0] = def.n[1] = 64; def.n[2] = 1; def.dx = 1.0 / 64; def.dt = 0.01;
+ *   def.nsource = 1; def.source[0].box = (dsFluidBox){{0.4, 0.05, 0}, {0.6, 0.15, 1}}; ...
+ *   dsFluidModel* m; ds_fluid_model_create(&def, &m, err, sizeof err);
+ *   dsFluidData* d; ds_fluid_data_create(m, T, 0, &d);    // tape of T steps (0: full tape)
+ *   ds_fluid_reset(m, d, vel0, dens0, temp0);               // NULL: zero / ambient
+ *   for (t = 0; t < T; t++) ds_fluid_step(m, d, force_t);  // force_t: NULL or ncell x dim
+ *   ds_fluid_backward(m, d, dl_dvel, dl_ddens, dl_dtemp, &grad);
+ *
+ * Layout: cell (i, j, k) is element i + nx (j + ny k), its centre at
+ * ((i + 1/2) dx, (j + 1/2) dx, (k + 1/2) dx) m. The velocity array holds the
+ * normal velocities of the x faces, then the y faces, then (3-D) the z faces;
+ * along its own axis a face grid has n + 1 faces (n when that axis is
+ * periodic), face i lying at i dx; elsewhere it has the cells' layout.
+ * ds_fluid_nface gives the counts. Units: m, s, m/s; density and
+ * temperature are passive scalars in the user's units.
+ *
+ * Model and data as in dsim/artic.h: the model is read-only during stepping
+ * and changed between rollouts by name (ds_fluid_param_set); nothing
+ * allocates after ds_fluid_data_create; results are bitwise the same
+ * whatever OMP_NUM_THREADS. */
+#ifndef DSIM_FLUID_H
+#define DSIM_FLUID_H
+
+#include "dsim/base.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define DS_FLUID_MAX_SOURCES 4
+#define DS_FLUID_MAX_OBSTACLES 8
+/* The largest grid a model accepts (cells); larger grids are refused. */
+#define DS_FLUID_MAX_CELLS (1 << 24)
+
+typedef enum dsFluidBoundary {
+  DS_FLUID_CLOSED = 0,  /* walls: zero normal velocity on the boundary faces */
+  DS_FLUID_OPEN = 1,    /* p = 0 outside (Dirichlet): flow leaves and enters freely */
+  DS_FLUID_PERIODIC = 2 /* the last cell neighbours the first */
+} dsFluidBoundary;
+
+typedef enum dsFluidAdvection {
+  DS_FLUID_SEMI_LAGRANGIAN = 0, /* first order, (tri)linear interpolation */
+  DS_FLUID_MACCORMACK = 1       /* second order, clamped to the SL stencil's min/max (Selle et al. 2008) */
+} dsFluidAdvection;
+
+/* An axis-aligned box, m (z ignored in 2-D). */
+typedef struct dsFluidBox {
+  double lo[3], hi[3];
+} dsFluidBox;
+
+/* An inflow: the cells whose centres lie in `box` gain density and
+ * temperature at the given rates; when set_velocity is 1 the faces in the
+ * box take `velocity` before the projection. Named parameters
+ * source.K.density_rate, source.K.temperature_rate, source.K.velocity.{x,y,z}. */
+typedef struct dsFluidSource {
+  dsFluidBox box;
+  double density_rate;     /* per s */
+  double temperature_rate; /* per s */
+  int set_velocity;
+  double velocity[3]; /* m/s */
+} dsFluidSource;
+
+/* Named parameters: buoyancy.alpha, buoyancy.beta, ambient_temperature,
+ * gravity.{x,y,z} and the sources'. The buoyant acceleration on the faces
+ * normal to axis up_axis is (alpha * density - beta * (T - ambient)) (cell
+ * values averaged onto the face): alpha > 0 lifts smoke, beta < 0 lifts hot
+ * gas. Obstacles are cells whose centres lie in a box (solid: their faces
+ * carry no flow; density and temperature there are zero); their position
+ * is not a differentiable parameter (docs/fluids.md says why). */
+typedef struct dsFluidDef {
+  int n[3];                  /* cells per axis, >= 1; n[2] = 1: 2-D */
+  double dx;                 /* cell size, m, > 0 */
+  double dt;                 /* step, s, > 0 */
+  dsFluidBoundary boundary[3];
+  dsFluidAdvection advection;
+  double alpha, beta;        /* buoyancy coefficients, m/s^2 per unit density / temperature */
+  double ambient_temperature;
+  int up_axis;               /* 0, 1 or (3-D) 2: the buoyancy direction */
+  double gravity[3];         /* uniform acceleration on every face, m/s^2 */
+  int force_field;           /* 1: ds_fluid_step takes a per-cell force field (kept on the tape) */
+  double cfl_max;            /* a step with dt max|u| / dx above it is refused, > 0 */
+  double tolerance;          /* pressure solve: max|residual| <= tolerance * max|rhs|, in (0, 1) */
+  int max_iterations;        /* pressure solve, >= 1; not converging is an error */
+  int nsource;
+  dsFluidSource source[DS_FLUID_MAX_SOURCES];
+  int nobstacle;
+  dsFluidBox obstacle[DS_FLUID_MAX_OBSTACLES];
+} dsFluidDef;
+
+typedef struct dsFluidModel dsFluidModel;
+typedef struct dsFluidData dsFluidData;
+
+/* Gradients of a loss, caller-owned arrays; any may be NULL (not written;
+ * written ones are overwritten, not added to). */
+typedef struct dsFluidGrad {
+  double* velocity0;    /* nvel: the initial face velocities */
+  double* density0;     /* ncell */
+  double* temperature0; /* ncell */
+  double* force;        /* steps x ncell x dim: each step's force field */
+  double* force_total;  /* ncell x dim: the sum over steps (a force held constant) */
+  double* param;        /* nparam, in ds_fluid_param_name order */
+} dsFluidGrad;
+
+/* 32 x 32 x 1, dx 1/32 m, dt 0.01 s, closed box, semi-Lagrangian, alpha 1,
+ * beta 0, ambient 0, up y, no gravity, cfl_max 5, tolerance 1e-10, 2,000
+ * iterations, no sources or obstacles. */
+DS_API dsFluidDef ds_fluid_default_def(void);
+/* Validates every value (grid sizes, boxes inside the grid, finite
+ * parameters, ...): 0 and *out, or DS_ERR_INVALID (DS_ERR_RANGE for a grid
+ * beyond DS_FLUID_MAX_CELLS, DS_ERR_NOMEM) with the message in err naming
+ * the key ("n[1]", "obstacle[0].hi", "cfl_max") and the expected value. */
+DS_API int ds_fluid_model_create(const dsFluidDef* def, dsFluidModel** out, char* err, size_t errlen);
+DS_API void ds_fluid_model_free(dsFluidModel* m);
+DS_API int ds_fluid_dim(const dsFluidModel* m);  /* 2 or 3 */
+DS_API int ds_fluid_ncell(const dsFluidModel* m);
+DS_API int ds_fluid_nvel(const dsFluidModel* m); /* all faces */
+/* Faces normal to axis a (0 when a >= dim). */
+DS_API int ds_fluid_nface(const dsFluidModel* m, int axis);
+/* 1 for the cells inside an obstacle (ncell). */
+DS_API const unsigned char* ds_fluid_solid(const dsFluidModel* m);
+DS_API const dsFluidDef* ds_fluid_def(const dsFluidModel* m);
+
+/* Parameters by name, as ds_artic_param_*: set refuses NaN and Inf with
+ * DS_ERR_RANGE; unknown names give DS_ERR_NOTFOUND. */
+DS_API int ds_fluid_nparam(const dsFluidModel* m);
+DS_API const char* ds_fluid_param_name(const dsFluidModel* m, int i);
+DS_API int ds_fluid_param_index(const dsFluidModel* m, const char* name);
+DS_API int ds_fluid_param_get(const dsFluidModel* m, const char* name, double* value);
+DS_API int ds_fluid_param_set(dsFluidModel* m, const char* name, double value);
+
+/* Data with a tape of `steps` steps. checkpoint_every K <= 1 keeps every
+ * state; K > 1 keeps every K-th and the backward pass recomputes the
+ * segments between them (same gradients bit for bit, memory / K). */
+DS_API int ds_fluid_data_create(const dsFluidModel* m, int steps, int checkpoint_every, dsFluidData** out);
+DS_API void ds_fluid_data_free(dsFluidData* d);
+/* The last error's message ("" when none). */
+DS_API const char* ds_fluid_last_error(const dsFluidData* d);
+/* Rewinds to step 0 with the given fields (NULL: zero velocity and density,
+ * ambient temperature). Velocities on closed or solid faces are zeroed.
+ * DS_ERR_INVALID naming the field and element for NaN or Inf. */
+DS_API int ds_fluid_reset(const dsFluidModel* m, dsFluidData* d, const double* velocity, const double* density,
+                          const double* temperature);
+/* One step with a per-cell force field (ncell x dim accelerations, m/s^2;
+ * NULL: none; non-NULL needs def.force_field). DS_ERR_STATE when the tape is
+ * full, DS_ERR_RANGE when dt max|u| / dx exceeds cfl_max, DS_ERR_DIVERGED
+ * when the pressure solve does not converge or a value is NaN (the message
+ * names the step and the residual); a failed step is not recorded. */
+DS_API int ds_fluid_step(const dsFluidModel* m, dsFluidData* d, const double* force);
+DS_API int ds_fluid_steps(const dsFluidData* d);
+/* The current state (after the last step). */
+DS_API const double* ds_fluid_velocity(const dsFluidData* d);
+DS_API const double* ds_fluid_density(const dsFluidData* d);
+DS_API const double* ds_fluid_temperature(const dsFluidData* d);
+/* Iterations and max|residual| / max|rhs| of the last pressure solve. */
+DS_API void ds_fluid_solver_stats(const dsFluidData* d, int* iterations, double* residual);
+
+/* Adjoint of a loss L on the current (final) state: dl_dvel (nvel),
+ * dl_ddens, dl_dtemp (ncell), NULL for zero. Writes g's non-NULL arrays.
+ * DS_ERR_DIVERGED when an adjoint pressure solve does not converge. */
+DS_API int ds_fluid_backward(const dsFluidModel* m, dsFluidData* d, const double* dl_dvel, const double* dl_ddens,
+                             const double* dl_dtemp, const dsFluidGrad* g);
+
+/* Divergence of a velocity field per cell (ncell, 1/s; 0 in solid cells). */
+DS_API int ds_fluid_divergence(const dsFluidModel* m, const double* velocity, double* div);
+
+/* 2-D density as an image (DS_ERR_UNSUPPORTED in 3-D): rgba (ny x nx x 4,
+ * row 0 at the top, y up; alpha 1) = bg + (smoke - bg) t with
+ * t = 1 - exp(-scale rho), a smooth map from a dark background to white
+ * smoke (DS_FLUID_RENDER_BG, DS_FLUID_RENDER_SMOKE), scale > 0 per unit
+ * density. The backward adds dL/drho = sum_ch g_rgba (smoke - bg)_ch
+ * scale exp(-scale rho) into g_density (ncell). */
+#define DS_FLUID_RENDER_BG {0.05, 0.07, 0.12}
+#define DS_FLUID_RENDER_SMOKE {0.95, 0.95, 0.95}
+DS_API int ds_fluid_render_density(const dsFluidModel* m, const double* density, double scale, dsReal* rgba);
+DS_API int ds_fluid_render_density_bwd(const dsFluidModel* m, const double* density, double scale,
+                                       const dsReal* g_rgba, double* g_density);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

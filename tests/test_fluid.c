@@ -1,0 +1,472 @@
+/* Fluids (engine/fluid.c): the adjoint of whole episodes against central
+ * differences in double (every parameter kind, SL and MacCormack, 2-D and
+ * 3-D, obstacles, closed, open and periodic walls), the divergence after
+ * projection, checkpointed backward = full tape bit for bit, 1 vs 2 threads
+ * bit for bit, and refused inputs. */
+#include "config.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#ifdef _OPENMP
+#  include <omp.h>
+#endif
+
+#include "dsim/fluid.h"
+#include "tests/dstest.h"
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+static double urand(void) { /* [-1, 1) */
+  rng_state ^= rng_state << 13;
+  rng_state ^= rng_state >> 7;
+  rng_state ^= rng_state << 17;
+  return (double)(rng_state >> 11) / 9007199254740992.0 * 2 - 1;
+}
+
+/* An episode: the model, its inputs and a random linear loss on the final
+ * state, L = wu . u_T + wr . rho_T + wT . T_T. */
+typedef struct Episode {
+  dsFluidModel* m;
+  int steps, nv, nc, nfc;
+  double *u0, *r0, *T0, *force; /* force: steps x nfc */
+  double *wu, *wr, *wT;
+} Episode;
+
+static double* rnd_array(int n, double lo, double hi) {
+  double* a = malloc(sizeof(double) * (size_t)n);
+  for (int i = 0; i < n; i++) a[i] = lo + (hi - lo) * 0.5 * (urand() + 1);
+  return a;
+}
+
+static Episode make_episode(const dsFluidDef* def, int steps, double uscale) {
+  Episode e;
+  char err[512];
+  int rc = ds_fluid_model_create(def, &e.m, err, sizeof err);
+  if (rc) {
+    fprintf(stderr, "model: %s\n", err);
+    exit(1);
+  }
+  e.steps = steps;
+  e.nv = ds_fluid_nvel(e.m);
+  e.nc = ds_fluid_ncell(e.m);
+  e.nfc = e.nc * ds_fluid_dim(e.m);
+  e.u0 = rnd_array(e.nv, -uscale, uscale);
+  e.r0 = rnd_array(e.nc, 0, 1);
+  e.T0 = rnd_array(e.nc, 0, 1);
+  e.force = rnd_array(steps * e.nfc, -0.5, 0.5);
+  e.wu = rnd_array(e.nv, -1, 1);
+  e.wr = rnd_array(e.nc, -1, 1);
+  e.wT = rnd_array(e.nc, -1, 1);
+  return e;
+}
+
+static void free_episode(Episode* e) {
+  ds_fluid_model_free(e->m);
+  free(e->u0), free(e->r0), free(e->T0), free(e->force), free(e->wu), free(e->wr), free(e->wT);
+}
+
+static double dotn(const double* a, const double* b, int n) {
+  double s = 0;
+  for (int i = 0; i < n; i++) s += a[i] * b[i];
+  return s;
+}
+
+static double rollout(Episode* e, dsFluidData* d) {
+  int rc = ds_fluid_reset(e->m, d, e->u0, e->r0, e->T0);
+  for (int t = 0; t < e->steps && !rc; t++) rc = ds_fluid_step(e->m, d, e->force + (size_t)t * e->nfc);
+  if (rc) {
+    fprintf(stderr, "rollout: %s\n", ds_fluid_last_error(d));
+    return NAN;
+  }
+  return dotn(e->wu, ds_fluid_velocity(d), e->nv) + dotn(e->wr, ds_fluid_density(d), e->nc) +
+         dotn(e->wT, ds_fluid_temperature(d), e->nc);
+}
+
+typedef struct Grads {
+  double *u0, *r0, *T0, *force, *ftot, *param;
+} Grads;
+
+static Grads grads_alloc(const Episode* e) {
+  Grads g;
+  g.u0 = calloc((size_t)e->nv, sizeof(double));
+  g.r0 = calloc((size_t)e->nc, sizeof(double));
+  g.T0 = calloc((size_t)e->nc, sizeof(double));
+  g.force = calloc((size_t)e->steps * e->nfc, sizeof(double));
+  g.ftot = calloc((size_t)e->nfc, sizeof(double));
+  g.param = calloc((size_t)ds_fluid_nparam(e->m) + 1, sizeof(double));
+  return g;
+}
+
+static void grads_free(Grads* g) { free(g->u0), free(g->r0), free(g->T0), free(g->force), free(g->ftot), free(g->param); }
+
+static int backward(Episode* e, int every, Grads* g) {
+  dsFluidData* d;
+  int rc = ds_fluid_data_create(e->m, e->steps, every, &d);
+  if (rc) return rc;
+  rollout(e, d);
+  dsFluidGrad fg = {g->u0, g->r0, g->T0, g->force, g->ftot, g->param};
+  rc = ds_fluid_backward(e->m, d, e->wu, e->wr, e->wT, &fg);
+  if (rc) fprintf(stderr, "backward: %s\n", ds_fluid_last_error(d));
+  ds_fluid_data_free(d);
+  return rc;
+}
+
+/* central difference of the loss in *x (restored) */
+static double fd(Episode* e, dsFluidData* d, double* x, double h) {
+  double x0 = *x;
+  *x = x0 + h;
+  double lp = rollout(e, d);
+  *x = x0 - h;
+  double lm = rollout(e, d);
+  *x = x0;
+  return (lp - lm) / (2 * h);
+}
+
+/* the same for a force held in every step's field at entry i */
+static double fd_force_const(Episode* e, dsFluidData* d, int i, double h) {
+  for (int t = 0; t < e->steps; t++) e->force[(size_t)t * e->nfc + i] += h;
+  double lp = rollout(e, d);
+  for (int t = 0; t < e->steps; t++) e->force[(size_t)t * e->nfc + i] -= 2 * h;
+  double lm = rollout(e, d);
+  for (int t = 0; t < e->steps; t++) e->force[(size_t)t * e->nfc + i] += h;
+  return (lp - lm) / (2 * h);
+}
+
+static double fd_param(Episode* e, dsFluidData* d, const char* name, double h) {
+  double v;
+  ds_fluid_param_get(e->m, name, &v);
+  ds_fluid_param_set(e->m, name, v + h);
+  double lp = rollout(e, d);
+  ds_fluid_param_set(e->m, name, v - h);
+  double lm = rollout(e, d);
+  ds_fluid_param_set(e->m, name, v);
+  return (lp - lm) / (2 * h);
+}
+
+/* Adjoint vs central differences. The tolerance (relative 1e-5 of the
+ * larger value, absolute 1e-6 of the gradient's scale) is far below what a
+ * wrong term gives (a factor, a sign, a dropped path: O(1) relative). The
+ * step h = 1e-7 is small because the loss is only piecewise smooth (the
+ * interpolation's cell edges, the MacCormack clamp): h = 1e-5 straddles
+ * kinks on 100-step MacCormack episodes. */
+static void check_fd(const char* label, Episode* e, int nprobe) {
+  Grads g = grads_alloc(e);
+  CHECK_INT_EQ(backward(e, 0, &g), 0);
+  dsFluidData* d;
+  ds_fluid_data_create(e->m, e->steps, 0, &d);
+  const double h = getenv("FL_H") ? atof(getenv("FL_H")) : 1e-7, rtol = 1e-5;
+  double scale = 0;
+  for (int i = 0; i < e->nc; i++) scale = fmax(scale, fabs(g.r0[i]));
+  /* rounding in the difference: about 1e-16 |L| / h ~ 1e-9 |L| */
+  double atol = 1e-6 * fmax(scale, 1);
+  int fails0 = dst_failures;
+  for (int k = 0; k < nprobe; k++) {
+    int c = (int)((urand() + 1) * 0.5 * e->nc), f = (int)((urand() + 1) * 0.5 * e->nv);
+    int t = k * (e->steps - 1) / (nprobe > 1 ? nprobe - 1 : 1), i = (int)((urand() + 1) * 0.5 * e->nfc);
+    CHECK_CLOSE(g.r0[c], fd(e, d, &e->r0[c], h), rtol, atol);
+    CHECK_CLOSE(g.T0[c], fd(e, d, &e->T0[c], h), rtol, atol);
+    CHECK_CLOSE(g.u0[f], fd(e, d, &e->u0[f], h), rtol, atol);
+    CHECK_CLOSE(g.force[(size_t)t * e->nfc + i], fd(e, d, &e->force[(size_t)t * e->nfc + i], h), rtol, atol);
+    CHECK_CLOSE(g.ftot[i], fd_force_const(e, d, i, h), rtol, atol);
+  }
+  for (int p = 0; p < ds_fluid_nparam(e->m); p++) {
+    const char* name = ds_fluid_param_name(e->m, p);
+    double v = fd_param(e, d, name, h);
+    int f0 = dst_failures;
+    CHECK_CLOSE(g.param[p], v, rtol, atol);
+    if (dst_failures > f0) fprintf(stderr, "  (%s: parameter %s)\n", label, name);
+  }
+  if (dst_failures > fails0) fprintf(stderr, "  FD failures in %s\n", label);
+  ds_fluid_data_free(d);
+  grads_free(&g);
+}
+
+static dsFluidDef smoke_2d(int n) {
+  dsFluidDef def = ds_fluid_default_def();
+  def.n[0] = def.n[1] = n;
+  def.n[2] = 1;
+  def.dx = 1.0 / n;
+  def.dt = 0.02;
+  def.alpha = 0.7;
+  def.beta = -0.4;
+  def.ambient_temperature = 0.3;
+  def.gravity[0] = 0.05;
+  def.gravity[1] = -0.1;
+  def.force_field = 1;
+  def.tolerance = 1e-13;
+  def.nsource = 1;
+  def.source[0] = (dsFluidSource){{{0.35, 0.05, 0}, {0.65, 0.2, 0}}, 0.8, 0.5, 1, {0.1, 0.6, 0}};
+  return def;
+}
+
+static void test_fd_2d(void) {
+  /* closed box, a box obstacle, semi-Lagrangian */
+  dsFluidDef def = smoke_2d(16);
+  def.nobstacle = 1;
+  def.obstacle[0] = (dsFluidBox){{0.4, 0.5, 0}, {0.6, 0.65, 0}};
+  Episode e = make_episode(&def, 40, 0.3);
+  check_fd("2-D SL closed, obstacle", &e, 2);
+  free_episode(&e);
+  /* MacCormack, periodic x, open top and bottom, obstacle */
+  def.advection = DS_FLUID_MACCORMACK;
+  def.boundary[0] = DS_FLUID_PERIODIC;
+  def.boundary[1] = DS_FLUID_OPEN;
+  e = make_episode(&def, 120, 0.3);
+  check_fd("2-D MacCormack periodic/open, obstacle", &e, 1);
+  free_episode(&e);
+}
+
+static dsFluidDef smoke_3d(void) {
+  dsFluidDef def = smoke_2d(8);
+  def.n[2] = 8;
+  def.up_axis = 2;
+  def.gravity[2] = -0.2;
+  def.source[0].box = (dsFluidBox){{0.3, 0.3, 0.05}, {0.7, 0.7, 0.25}};
+  def.source[0].velocity[2] = 0.5;
+  def.nobstacle = 1;
+  def.obstacle[0] = (dsFluidBox){{0.2, 0.4, 0.5}, {0.6, 0.8, 0.7}};
+  return def;
+}
+
+static void test_fd_3d(void) {
+  dsFluidDef def = smoke_3d();
+  def.advection = DS_FLUID_MACCORMACK;
+  def.boundary[2] = DS_FLUID_OPEN;
+  Episode e = make_episode(&def, 30, 0.3);
+  check_fd("3-D MacCormack, open top, obstacle", &e, 1);
+  free_episode(&e);
+  def.advection = DS_FLUID_SEMI_LAGRANGIAN;
+  def.boundary[0] = DS_FLUID_PERIODIC;
+  e = make_episode(&def, 20, 0.3);
+  check_fd("3-D SL periodic x", &e, 1);
+  free_episode(&e);
+}
+
+/* max|div u| after a projection, relative to the velocity scale max|u| / dx */
+static double rel_div(const dsFluidModel* m, const double* u) {
+  int nc = ds_fluid_ncell(m), nv = ds_fluid_nvel(m);
+  double* div = malloc(sizeof(double) * (size_t)nc), dmax = 0, umax = 0;
+  ds_fluid_divergence(m, u, div);
+  for (int c = 0; c < nc; c++) dmax = fmax(dmax, fabs(div[c]));
+  for (int f = 0; f < nv; f++) umax = fmax(umax, fabs(u[f]));
+  free(div);
+  return dmax * ds_fluid_def(m)->dx / umax;
+}
+
+static void test_divergence(void) {
+  dsFluidDef defs[3] = {smoke_2d(32), smoke_2d(24), smoke_3d()};
+  defs[0].tolerance = defs[1].tolerance = defs[2].tolerance = 1e-10; /* the default */
+  defs[1].boundary[1] = DS_FLUID_OPEN;
+  defs[1].boundary[0] = DS_FLUID_PERIODIC;
+  defs[1].nobstacle = 1;
+  defs[1].obstacle[0] = (dsFluidBox){{0.3, 0.4, 0}, {0.5, 0.7, 0}};
+  defs[2].boundary[2] = DS_FLUID_OPEN;
+  for (int k = 0; k < 3; k++) {
+    Episode e = make_episode(&defs[k], 3, 1.0);
+    dsFluidData* d;
+    ds_fluid_data_create(e.m, 3, 0, &d);
+    CHECK(isfinite(rollout(&e, d)));
+    double before;
+    double* div = malloc(sizeof(double) * (size_t)e.nc);
+    ds_fluid_divergence(e.m, e.u0, div);
+    before = 0;
+    for (int c = 0; c < e.nc; c++) before = fmax(before, fabs(div[c]));
+    free(div);
+    CHECK(before > 1); /* the random start is far from divergence-free */
+    double rd = rel_div(e.m, ds_fluid_velocity(d));
+    CHECK(rd <= 1e-8);
+    int it;
+    double res;
+    ds_fluid_solver_stats(d, &it, &res);
+    CHECK(it > 0 && res <= 1e-10);
+    fprintf(stderr, "divergence case %d: max|div u| dx / max|u| = %.2e after %d PCG iterations\n", k, rd, it);
+    ds_fluid_data_free(d);
+    free_episode(&e);
+  }
+}
+
+static int grads_equal(const Episode* e, const Grads* a, const Grads* b) {
+  size_t nc = (size_t)e->nc, nv = (size_t)e->nv, nf = (size_t)e->nfc, np = (size_t)ds_fluid_nparam(e->m);
+  return !memcmp(a->u0, b->u0, nv * 8) && !memcmp(a->r0, b->r0, nc * 8) && !memcmp(a->T0, b->T0, nc * 8) &&
+         !memcmp(a->force, b->force, (size_t)e->steps * nf * 8) && !memcmp(a->ftot, b->ftot, nf * 8) &&
+         !memcmp(a->param, b->param, np * 8);
+}
+
+static void test_checkpoints(void) {
+  dsFluidDef def = smoke_2d(16);
+  def.advection = DS_FLUID_MACCORMACK;
+  def.nobstacle = 1;
+  def.obstacle[0] = (dsFluidBox){{0.4, 0.5, 0}, {0.6, 0.65, 0}};
+  Episode e = make_episode(&def, 50, 0.3);
+  Grads full = grads_alloc(&e), ck = grads_alloc(&e), ck1 = grads_alloc(&e);
+  CHECK_INT_EQ(backward(&e, 0, &full), 0);
+  CHECK_INT_EQ(backward(&e, 7, &ck), 0);   /* 50 = 7 x 7 + 1: a last short segment */
+  CHECK_INT_EQ(backward(&e, 50, &ck1), 0); /* one segment */
+  CHECK(grads_equal(&e, &full, &ck));
+  CHECK(grads_equal(&e, &full, &ck1));
+  grads_free(&full), grads_free(&ck), grads_free(&ck1);
+  free_episode(&e);
+}
+
+static void test_threads(void) {
+#ifdef _OPENMP
+  /* 65 x 65 cells and 66 x 65 faces: above the threshold of the parallel
+   * loops; a loose tolerance keeps the solves short (this checks bits, not
+   * accuracy) */
+  dsFluidDef def = smoke_2d(65);
+  def.advection = DS_FLUID_MACCORMACK;
+  def.boundary[1] = DS_FLUID_OPEN;
+  def.tolerance = 1e-6;
+  Episode e = make_episode(&def, 1, 0.3);
+  Grads g1 = grads_alloc(&e), g2 = grads_alloc(&e);
+  double* s1 = malloc(sizeof(double) * (size_t)(e.nv + e.nc));
+  double* s2 = malloc(sizeof(double) * (size_t)(e.nv + e.nc));
+  int nt0 = omp_get_max_threads();
+  for (int k = 0; k < 2; k++) {
+    omp_set_num_threads(k + 1);
+    dsFluidData* d;
+    ds_fluid_data_create(e.m, e.steps, 0, &d);
+    rollout(&e, d);
+    memcpy(k ? s2 : s1, ds_fluid_velocity(d), sizeof(double) * (size_t)e.nv);
+    memcpy((k ? s2 : s1) + e.nv, ds_fluid_density(d), sizeof(double) * (size_t)e.nc);
+    ds_fluid_data_free(d);
+    CHECK_INT_EQ(backward(&e, 0, k ? &g2 : &g1), 0);
+  }
+  omp_set_num_threads(nt0);
+  CHECK(!memcmp(s1, s2, sizeof(double) * (size_t)(e.nv + e.nc)));
+  CHECK(grads_equal(&e, &g1, &g2));
+  free(s1), free(s2);
+  grads_free(&g1), grads_free(&g2);
+  free_episode(&e);
+#else
+  fprintf(stderr, "threads: built without OpenMP, not checked\n");
+#endif
+}
+
+static void expect_def_error(dsFluidDef def, int code, const char* key) {
+  dsFluidModel* m = NULL;
+  char err[512] = "";
+  CHECK_INT_EQ(ds_fluid_model_create(&def, &m, err, sizeof err), code);
+  CHECK(m == NULL);
+  CHECK_STR_CONTAINS(err, key);
+}
+
+static void test_bad_input(void) {
+  dsFluidDef def = smoke_2d(16);
+  def.n[0] = 0;
+  expect_def_error(def, DS_ERR_INVALID, "n[0]");
+  def = smoke_2d(16);
+  def.n[0] = def.n[1] = 8192;
+  expect_def_error(def, DS_ERR_RANGE, "cells");
+  def = smoke_2d(16);
+  def.nobstacle = 1;
+  def.obstacle[0] = (dsFluidBox){{0.8, 0.2, 0}, {1.3, 0.4, 0}};
+  expect_def_error(def, DS_ERR_INVALID, "obstacle[0]");
+  def = smoke_2d(16);
+  def.source[0].box.lo[1] = -0.5;
+  expect_def_error(def, DS_ERR_INVALID, "source[0]");
+  def = smoke_2d(16);
+  def.dx = 0;
+  expect_def_error(def, DS_ERR_INVALID, "dx");
+  def.dx = 1.0 / 16;
+  def.cfl_max = -1;
+  expect_def_error(def, DS_ERR_INVALID, "cfl_max");
+
+  /* NaN in an initial field; CFL; a solve that cannot converge */
+  def = smoke_2d(16);
+  def.cfl_max = 1;
+  def.max_iterations = 2;
+  Episode e = make_episode(&def, 3, 0.3);
+  dsFluidData* d;
+  CHECK_INT_EQ(ds_fluid_data_create(e.m, 3, 0, &d), 0);
+  e.r0[5] = NAN;
+  CHECK_INT_EQ(ds_fluid_reset(e.m, d, e.u0, e.r0, e.T0), DS_ERR_INVALID);
+  CHECK_STR_CONTAINS(ds_fluid_last_error(d), "density[5]");
+  e.r0[5] = 0.5;
+  CHECK_INT_EQ(ds_fluid_reset(e.m, d, e.u0, e.r0, e.T0), 0);
+  CHECK_INT_EQ(ds_fluid_step(e.m, d, e.force), DS_ERR_DIVERGED);
+  CHECK_STR_CONTAINS(ds_fluid_last_error(d), "step 0");
+  CHECK_STR_CONTAINS(ds_fluid_last_error(d), "residual");
+  CHECK_INT_EQ(ds_fluid_steps(d), 0);
+  for (int f = 0; f < e.nv; f++) e.u0[f] *= 40; /* dt max|u| / dx = 0.02 x 12 x 16 > 1 */
+  CHECK_INT_EQ(ds_fluid_reset(e.m, d, e.u0, e.r0, e.T0), 0);
+  CHECK_INT_EQ(ds_fluid_step(e.m, d, e.force), DS_ERR_RANGE);
+  CHECK_STR_CONTAINS(ds_fluid_last_error(d), "cfl_max");
+  ds_fluid_data_free(d);
+
+  /* a full tape; parameters by name */
+  CHECK_INT_EQ(ds_fluid_param_set(e.m, "max_iterations", 100), DS_ERR_NOTFOUND);
+  CHECK_INT_EQ(ds_fluid_param_set(e.m, "buoyancy.alpha", NAN), DS_ERR_RANGE);
+  CHECK_INT_EQ(ds_fluid_param_set(e.m, "source.0.velocity.y", 0.25), 0);
+  double v = 0;
+  CHECK_INT_EQ(ds_fluid_param_get(e.m, "source.0.velocity.y", &v), 0);
+  CHECK(v == 0.25);
+  CHECK_INT_EQ(ds_fluid_param_index(e.m, "gravity.y"), 4);
+  free_episode(&e);
+  def = smoke_2d(8);
+  e = make_episode(&def, 1, 0.1);
+  ds_fluid_data_create(e.m, 1, 0, &d);
+  CHECK(isfinite(rollout(&e, d)));
+  CHECK_INT_EQ(ds_fluid_step(e.m, d, e.force), DS_ERR_STATE);
+  ds_fluid_data_free(d);
+  free_episode(&e);
+}
+
+/* the density image's adjoint against central differences; 3-D refused */
+static void test_render(void) {
+  dsFluidDef def = smoke_2d(12);
+  def.n[0] = 10; /* not square: rows and columns kept apart */
+  def.dx = 1.0 / 12;
+  def.source[0].box.hi[0] = 0.6;
+  Episode e = make_episode(&def, 1, 0.1);
+  int np = 4 * e.nc;
+  dsReal* img = malloc(sizeof(dsReal) * (size_t)np);
+  dsReal* w = malloc(sizeof(dsReal) * (size_t)np);
+  double* g = calloc((size_t)e.nc, sizeof(double));
+  for (int i = 0; i < np; i++) w[i] = (dsReal)urand();
+  CHECK_INT_EQ(ds_fluid_render_density(e.m, e.r0, 2.0, img), 0);
+  CHECK_INT_EQ(ds_fluid_render_density_bwd(e.m, e.r0, 2.0, w, g), 0);
+  /* cell (0, 0), bottom left, is the last row's first pixel */
+  double t0 = 1 - exp(-2.0 * e.r0[0]);
+  CHECK_CLOSE(img[4 * (11 * 10)], 0.05 + 0.9 * t0, 1e-6, 1e-6);
+  CHECK(img[3] == 1);
+  double tol = sizeof(dsReal) == sizeof(double) ? 1e-7 : 1e-2;
+  for (int c = 0; c < e.nc; c += 7) {
+    double x0 = e.r0[c], l[2];
+    for (int k = 0; k < 2; k++) {
+      e.r0[c] = x0 + (k ? -1e-6 : 1e-6);
+      ds_fluid_render_density(e.m, e.r0, 2.0, img);
+      l[k] = 0;
+      for (int i = 0; i < np; i++) l[k] += (double)w[i] * img[i];
+    }
+    e.r0[c] = x0;
+    CHECK_CLOSE(g[c], (l[0] - l[1]) / 2e-6, tol, tol);
+  }
+  free_episode(&e);
+  def = smoke_3d();
+  e = make_episode(&def, 1, 0.1);
+  CHECK_INT_EQ(ds_fluid_render_density(e.m, e.r0, 2.0, img), DS_ERR_UNSUPPORTED);
+  free_episode(&e);
+  free(img), free(w), free(g);
+}
+
+static double clock_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+int main(void) {
+  void (*tests[])(void) = {test_bad_input, test_render, test_divergence, test_checkpoints,
+                           test_fd_2d,     test_fd_3d,  test_threads};
+  const char* names[] = {"bad input", "render", "divergence", "checkpoints", "fd 2-D", "fd 3-D", "threads"};
+  for (int i = 0; i < 7; i++) {
+    double t0 = clock_s();
+    tests[i]();
+    fprintf(stderr, "%s: %.2f s\n", names[i], clock_s() - t0);
+  }
+  return DST_RESULT();
+}
