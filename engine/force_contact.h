@@ -200,7 +200,8 @@ DS_HD DS_INLINE void ds__contact_pbwd(const dsModel* m, int i, const dsReal* x, 
   const dsContactParam cp = ds__contact_param(m);
   dsContactParam ac = {0, 0, 0, 0, 0};
   const size_t o = 3 * (size_t)i;
-  if (!(m->nbody && m->particle_body[i] >= 0)) ds__contact_sbwd(x + o, v + o, &cp, m->contact_smooth, af + o, ax, av, &ac);
+  if (!(m->nbody && m->particle_body[i] >= 0))
+    ds__contact_sbwd(x + o, v + o, &cp, m->contact_smooth, af + o, ax, av, &ac);
   dsReal* a5 = scratch + 5 * (size_t)i;
   a5[0] = ac.ke;
   a5[1] = ac.kd;
