@@ -114,17 +114,11 @@
 #define DS__IMP_NVEC 11
 /* Eisenstat-Walker forcing terms of Newton's linear solves: gamma, and
  * the loosest (and the first iteration's) relative residual */
-#ifndef DS__EW_GAMMA
 #define DS__EW_GAMMA ((dsReal)0.9)
-#endif
-#ifndef DS__EW_MAX
 #define DS__EW_MAX ((dsReal)0.1)
-#endif
 /* a chord step (the Jacobian of an earlier iterate) follows a step that
  * cut |r| by at least this factor */
-#ifndef DS__CHORD_RATE
 #define DS__CHORD_RATE ((dsReal)0.25)
-#endif
 /* |r| at or below this many roundings of its terms counts as converged */
 #define DS__ROUND_ULPS 64
 
