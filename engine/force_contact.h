@@ -90,15 +90,37 @@ DS_HD DS_INLINE void ds__friction_bwd(const dsReal v[3], dsReal kf, dsReal mu, d
   }
 }
 
-DS_HD DS_INLINE void ds__contact_fwd(const dsReal x[3], const dsReal v[3], const dsContactParam* p,
-                                    dsReal f[3]) {
+/* The approach damping's switch at the skin, optional (dsModel.contact_smooth
+ * = w > 0): with u = min(-c / w, 1) inside the skin (c < 0), the damping
+ * is kd s(c) min(vn, 0) with the C1 smoothstep
+ *   s = u^2 (3 - 2 u),   ds/dc = -6 u (1 - u) / w,
+ * so fn is continuous where a particle crosses the skin (w = 0: s = 1, the
+ * step of kd |vn| at c = 0, the exact model and its bits). With s, every
+ * formula above holds with kd s in place of kd, plus the terms of ds/dc:
+ *   dfn/dy = -ke - kd vnm ds/dc,   adj_y, adj_skin: -/+ (ke + kd vnm ds/dc) adj_fn,
+ *   adj_kd -= adj_fn s vnm   (vnm = min(vn, 0)).
+ * Returns s; *ds (may be NULL) gets ds/dc. The width is a model setting,
+ * not a parameter: it has no gradient. */
+DS_HD DS_INLINE dsReal ds__contact_switch(dsReal c, dsReal w, dsReal* ds) {
+  if (ds) *ds = 0;
+  if (!(w > 0)) return 1;
+  const dsReal u = -c / w;
+  if (u >= 1) return 1;
+  if (ds) *ds = -6 * u * (1 - u) / w;
+  return u * u * (3 - 2 * u);
+}
+
+/* ds__contact_fwd with the damping's switch of width w (0: none) */
+DS_HD DS_INLINE void ds__contact_sfwd(const dsReal x[3], const dsReal v[3], const dsContactParam* p, dsReal w,
+                                     dsReal f[3]) {
   dsReal c = x[1] - p->skin;
   if (!(c < 0)) {
     f[0] = 0; f[1] = 0; f[2] = 0;
     return;
   }
   dsReal vn = v[1];
-  dsReal fn = -p->ke * c - p->kd * (vn < 0 ? vn : 0);
+  const dsReal kd = w > 0 ? p->kd * ds__contact_switch(c, w, NULL) : p->kd;
+  dsReal fn = -p->ke * c - kd * (vn < 0 ? vn : 0);
   dsReal ft0, ft2;
   ds__friction_fwd(v, p->kf, p->mu, fn, &ft0, &ft2);
   f[0] = ft0;
@@ -106,21 +128,43 @@ DS_HD DS_INLINE void ds__contact_fwd(const dsReal x[3], const dsReal v[3], const
   f[2] = ft2;
 }
 
-DS_HD DS_INLINE void ds__contact_bwd(const dsReal x[3], const dsReal v[3], const dsContactParam* p,
-                                    const dsReal adj_f[3], dsReal adj_x[3], dsReal adj_v[3],
-                                    dsContactParam* adj_p) {
+DS_HD DS_INLINE void ds__contact_fwd(const dsReal x[3], const dsReal v[3], const dsContactParam* p,
+                                    dsReal f[3]) {
+  ds__contact_sfwd(x, v, p, 0, f);
+}
+
+/* ds__contact_bwd with the damping's switch of width w (0: none) */
+DS_HD DS_INLINE void ds__contact_sbwd(const dsReal x[3], const dsReal v[3], const dsContactParam* p, dsReal w,
+                                     const dsReal adj_f[3], dsReal adj_x[3], dsReal adj_v[3],
+                                     dsContactParam* adj_p) {
   dsReal c = x[1] - p->skin;
   if (!(c < 0)) return;
   dsReal vn = v[1];
   dsReal vnm = vn < 0 ? vn : 0;
-  dsReal fn = -p->ke * c - p->kd * vnm;
+  dsReal sw = 1, dsw = 0;
+  if (w > 0) sw = ds__contact_switch(c, w, &dsw);
+  const dsReal kd = w > 0 ? p->kd * sw : p->kd;
+  dsReal fn = -p->ke * c - kd * vnm;
   dsReal adj_fn = adj_f[1];
   ds__friction_bwd(v, p->kf, p->mu, fn, adj_f, adj_v, &adj_p->kf, &adj_p->mu, &adj_fn);
   adj_p->ke -= adj_fn * c;
-  adj_p->kd -= adj_fn * vnm;
-  adj_x[1] -= p->ke * adj_fn;
-  adj_p->skin += p->ke * adj_fn;
-  if (vn < 0) adj_v[1] -= p->kd * adj_fn;
+  if (w > 0) {
+    const dsReal ky = p->ke + p->kd * vnm * dsw; /* -dfn/dy = dfn/dskin */
+    adj_p->kd -= adj_fn * sw * vnm;
+    adj_x[1] -= ky * adj_fn;
+    adj_p->skin += ky * adj_fn;
+  } else {
+    adj_p->kd -= adj_fn * vnm;
+    adj_x[1] -= p->ke * adj_fn;
+    adj_p->skin += p->ke * adj_fn;
+  }
+  if (vn < 0) adj_v[1] -= kd * adj_fn;
+}
+
+DS_HD DS_INLINE void ds__contact_bwd(const dsReal x[3], const dsReal v[3], const dsContactParam* p,
+                                    const dsReal adj_f[3], dsReal adj_x[3], dsReal adj_v[3],
+                                    dsContactParam* adj_p) {
+  ds__contact_sbwd(x, v, p, 0, adj_f, adj_x, adj_v, adj_p);
 }
 
 /* ---- per particle, inside the gather (when the ground is on) ------------------------
@@ -145,7 +189,7 @@ DS_HD DS_INLINE void ds__contact_pfwd(const dsModel* m, int i, const dsReal* x, 
   if (m->nbody && m->particle_body[i] >= 0) return; /* rigid vertex: engine/rigid.h */
   const dsContactParam cp = ds__contact_param(m);
   dsReal fc[3];
-  ds__contact_fwd(x + 3 * (size_t)i, v + 3 * (size_t)i, &cp, fc);
+  ds__contact_sfwd(x + 3 * (size_t)i, v + 3 * (size_t)i, &cp, m->contact_smooth, fc);
   f[0] += fc[0];
   f[1] += fc[1];
   f[2] += fc[2];
@@ -156,7 +200,8 @@ DS_HD DS_INLINE void ds__contact_pbwd(const dsModel* m, int i, const dsReal* x, 
   const dsContactParam cp = ds__contact_param(m);
   dsContactParam ac = {0, 0, 0, 0, 0};
   const size_t o = 3 * (size_t)i;
-  if (!(m->nbody && m->particle_body[i] >= 0)) ds__contact_bwd(x + o, v + o, &cp, af + o, ax, av, &ac);
+  if (!(m->nbody && m->particle_body[i] >= 0))
+    ds__contact_sbwd(x + o, v + o, &cp, m->contact_smooth, af + o, ax, av, &ac);
   dsReal* a5 = scratch + 5 * (size_t)i;
   a5[0] = ac.ke;
   a5[1] = ac.kd;
@@ -193,6 +238,7 @@ static inline void ds__contact_reduce(const dsModel* m, const dsReal* s, dsGrad*
  * Kx = -df/dx, Kv = -df/dv (3 x 3) of ds__contact_fwd, branch by branch
  * (the one-sided choices above; with [vn < 0] the approach indicator):
  *   in contact (c < 0):  dfn/dy = -ke,  dfn/dvy = -kd [vn < 0]
+ *   (with the switch of width w: kd s for kd, dfn/dy = -ke - kd vnm ds/dc)
  *   sticking:  dft/dvt = -kf I (x, z)
  *   sliding:   dft/dvt = -mu fn (I - t t^T) / |vt|,  t = vt / |vt|,
  *              dft/dfn = -mu t  (so dft/dy = mu ke t, dft/dvy = mu kd [vn < 0] t)
@@ -201,15 +247,20 @@ static inline void ds__contact_reduce(const dsModel* m, const dsReal* s, dsGrad*
  * blocks (PSD: kf >= 0, mu fn >= 0 in the sliding branch); not symmetric:
  * the sliding friction's coupling to the normal force (columns y and vy of
  * the x and z rows). */
-DS_HD DS_INLINE void ds__contact_jac(const dsReal x[3], const dsReal v[3], const dsContactParam* p,
-                                    dsReal Kx[9], dsReal Kv[9]) {
+DS_HD DS_INLINE void ds__contact_sjac(const dsReal x[3], const dsReal v[3], const dsContactParam* p, dsReal w,
+                                     dsReal Kx[9], dsReal Kv[9]) {
   for (int k = 0; k < 9; k++) Kx[k] = Kv[k] = 0;
   const dsReal c = x[1] - p->skin;
   if (!(c < 0)) return;
   const dsReal vn = v[1];
-  const dsReal dn = vn < 0 ? p->kd : 0; /* -dfn/dvy */
-  const dsReal fn = -p->ke * c - p->kd * (vn < 0 ? vn : 0);
-  Kx[4] = p->ke;
+  const dsReal vnm = vn < 0 ? vn : 0;
+  dsReal sw = 1, dsw = 0;
+  if (w > 0) sw = ds__contact_switch(c, w, &dsw);
+  const dsReal kd = w > 0 ? p->kd * sw : p->kd;
+  const dsReal dn = vn < 0 ? kd : 0; /* -dfn/dvy */
+  const dsReal ky = w > 0 ? p->ke + p->kd * vnm * dsw : p->ke; /* -dfn/dy (the switch's slope: w > 0) */
+  const dsReal fn = -p->ke * c - kd * vnm;
+  Kx[4] = ky;
   Kv[4] = dn;
   const dsReal vt2 = v[0] * v[0] + v[2] * v[2];
   const dsReal cap = p->mu * fn;
@@ -222,10 +273,15 @@ DS_HD DS_INLINE void ds__contact_jac(const dsReal x[3], const dsReal v[3], const
     const dsReal sc = cap * il;
     for (int a = 0; a < 3; a += 2) {
       for (int b = 0; b < 3; b += 2) Kv[3 * a + b] = sc * ((a == b) - t[a] * t[b]);
-      Kx[3 * a + 1] = -p->mu * p->ke * t[a];
+      Kx[3 * a + 1] = -p->mu * ky * t[a];
       Kv[3 * a + 1] = -p->mu * dn * t[a];
     }
   }
+}
+
+DS_HD DS_INLINE void ds__contact_jac(const dsReal x[3], const dsReal v[3], const dsContactParam* p, dsReal Kx[9],
+                                    dsReal Kv[9]) {
+  ds__contact_sjac(x, v, p, 0, Kx, Kv);
 }
 
 /* Kx, Kv (9 each) of the ground contact on particle i (zero on a rigid
@@ -237,7 +293,7 @@ DS_HD DS_INLINE void ds__contact_pjac(const dsModel* m, int i, const dsReal* x, 
     for (int k = 0; k < 9; k++) Kx[k] = Kv[k] = 0;
     return;
   }
-  ds__contact_jac(x + 3 * (size_t)i, v + 3 * (size_t)i, &cp, Kx, Kv);
+  ds__contact_sjac(x + 3 * (size_t)i, v + 3 * (size_t)i, &cp, m->contact_smooth, Kx, Kv);
 }
 
 #endif

@@ -55,6 +55,7 @@ struct dsBuilder {
   int integrator;          /* dsIntegrator */
   dsSolverSettings solver; /* the implicit integrator's */
   dsBuilderArtic art;      /* the articulation and its vertices (engine/artic_model.c) */
+  dsReal contact_smooth;   /* ds_builder_set_contact_smooth */
 };
 
 /* One rigid body as the builder holds it. */
@@ -404,6 +405,14 @@ int ds_builder_set_solver(dsBuilder* b, const dsSolverSettings* s) {
   if (s->cg_max_iter < 1)
     return ds__seterr(&b->err, DS_ERR_INVALID, "solver cg_max_iter %d: expected >= 1", s->cg_max_iter);
   b->solver = *s;
+  return 0;
+}
+
+int ds_builder_set_contact_smooth(dsBuilder* b, dsReal width) {
+  if (!b) return DS_ERR_INVALID;
+  if (!(width >= 0) || !isfinite(width))
+    return ds__seterr(&b->err, DS_ERR_INVALID, "contact smooth %g: expected a finite width >= 0 (m)", (double)width);
+  b->contact_smooth = width;
   return 0;
 }
 
@@ -917,6 +926,7 @@ static void finalize_globals(const dsBuilder* b, dsModel* m) {
   memcpy(m->gravity, b->gravity, 3 * sizeof(dsReal));
   m->integrator = b->integrator;
   m->solver = b->solver;
+  m->contact_smooth = b->contact_smooth;
   if (b->ground) {
     m->contact_ke[0] = b->gd.ke;
     m->contact_kd[0] = b->gd.kd;

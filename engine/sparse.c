@@ -15,6 +15,8 @@
  * costs more than the work (the results are the same bits either way). */
 #define DS__BSR_PAR_MIN 256
 #define DS__BSR_PAR(A) ((A)->n >= DS__BSR_PAR_MIN)
+/* rows of the largest element Jacobian: 3 nvert = 12 (tets, bending) */
+#define DS__BSR_NNMAX 12
 
 _Static_assert(DS__NFORCE <= 16, "dsBlockSparse.jrow holds a first real per force row");
 
@@ -27,8 +29,7 @@ void ds__bsr_free(dsBlockSparse* A) {
   free(A->src_start);
   free(A->src);
   free(A->src_ld);
-  free(A->jx);
-  free(A->jv);
+  free(A->jk);
   free(A->tr);
   free(A->dinv);
   free(A->work);
@@ -150,6 +151,10 @@ int ds__bsr_create(const dsModel* m, dsBlockSparse** out) {
   for (int k = 0; k < DS__NFORCE; k++) {
     A->jrow[k] = nj;
     if (!ds__force_jac[k]) continue;
+    if (3 * ds__forces[k].nvert > DS__BSR_NNMAX) { /* element_jacobians' stack block */
+      ds__bsr_free(A);
+      return DS_ERR_RANGE;
+    }
     const size_t ld = 3 * (size_t)ds__forces[k].nvert;
     nj += (size_t)ds__forces[k].count(m) * ld * ld;
   }
@@ -162,14 +167,13 @@ int ds__bsr_create(const dsModel* m, dsBlockSparse** out) {
   const size_t nb = (size_t)A->nnzb, n3 = 3 * (size_t)A->n;
   A->val = malloc(sizeof(dsReal) * 9 * (nb ? nb : 1));
   A->src_start = calloc(nb + 1, sizeof(int));
-  A->jx = malloc(sizeof(dsReal) * (nj ? nj : 1));
-  A->jv = malloc(sizeof(dsReal) * (nj ? nj : 1));
+  A->jk = malloc(sizeof(dsReal) * (nj ? nj : 1));
   A->dinv = malloc(sizeof(dsReal) * 9 * (A->n ? (size_t)A->n : 1));
   A->work = malloc(sizeof(dsReal) * 8 * (n3 ? n3 : 1));
   A->tr = malloc(sizeof(int) * (nb ? nb : 1));
   A->part = malloc(sizeof(dsReal) * (n3 / DS__BSR_CHUNK + 1));
   int* cursor = calloc(nb + 1, sizeof(int));
-  if (!A->val || !A->src_start || !A->jx || !A->jv || !A->dinv || !A->work || !A->part || !A->tr || !cursor) {
+  if (!A->val || !A->src_start || !A->jk || !A->dinv || !A->work || !A->part || !A->tr || !cursor) {
     free(cursor);
     ds__bsr_free(A);
     return DS_ERR_NOMEM;
@@ -203,9 +207,12 @@ static void spring_proj(const dsModel* m, const dsForceFwd* a, int e, dsReal* Kx
   ds__spring_jac_proj(xl, vl, &p, Kx);
 }
 
-/* phase 1: every element's (and particle's contact) Kx, Kv into jx, jv */
+/* phase 1: every element's (and particle's contact) h Kv + h^2 Kx into jk:
+ * Kx in place, Kv on the stack. The sum rounds as the gather's
+ * h kv + h^2 kx did when it read Kx and Kv apart. */
 static void element_jacobians(dsBlockSparse* A, const dsModel* m, const dsReal* x, const dsReal* v,
-                              const dsReal* act, int projected) {
+                              const dsReal* act, dsReal h, int projected) {
+  const dsReal h2 = h * h;
   dsForceLayout L;
   ds__force_layout(m, &L);
 #pragma omp parallel if (DS__BSR_PAR(A))
@@ -217,25 +224,28 @@ static void element_jacobians(dsBlockSparse* A, const dsModel* m, const dsReal* 
       const size_t sz = (size_t)nn * (size_t)nn;
 #pragma omp for schedule(static)
       for (int e = 0; e < cnt; e++) {
-        dsReal* Kx = A->jx + A->jrow[k] + sz * (size_t)e;
-        dsReal* Kv = A->jv + A->jrow[k] + sz * (size_t)e;
+        dsReal* Kx = A->jk + A->jrow[k] + sz * (size_t)e;
+        dsReal Kv[DS__BSR_NNMAX * DS__BSR_NNMAX];
         ds__force_jac[k](m, &a, e, Kx, Kv);
-        if (!projected) continue;
-        if (k == DS__F_SPRING) spring_proj(m, &a, e, Kx);
-        else ds__sym_project_psd(nn, Kx);
-        ds__sym_project_psd(nn, Kv);
+        if (projected) {
+          if (k == DS__F_SPRING) spring_proj(m, &a, e, Kx);
+          else ds__sym_project_psd(nn, Kx);
+          ds__sym_project_psd(nn, Kv);
+        }
+        for (size_t q = 0; q < sz; q++) Kx[q] = h * Kv[q] + h2 * Kx[q];
       }
     }
     if (A->jcontact != (size_t)-1) {
 #pragma omp for schedule(static)
       for (int i = 0; i < A->n; i++) {
-        dsReal* Kx = A->jx + A->jcontact + 9 * (size_t)i;
-        dsReal* Kv = A->jv + A->jcontact + 9 * (size_t)i;
+        dsReal* Kx = A->jk + A->jcontact + 9 * (size_t)i;
+        dsReal Kv[9];
         ds__contact_pjac(m, i, x, v, Kx, Kv);
         if (projected) {
           ds__sym_project_psd(3, Kx);
           ds__sym_project_psd(3, Kv);
         }
+        for (int q = 0; q < 9; q++) Kx[q] = h * Kv[q] + h2 * Kx[q];
       }
     }
   }
@@ -243,8 +253,7 @@ static void element_jacobians(dsBlockSparse* A, const dsModel* m, const dsReal* 
 
 void ds__bsr_assemble(dsBlockSparse* A, const dsModel* m, const dsReal* x, const dsReal* v, const dsReal* act,
                       dsReal h, int projected) {
-  element_jacobians(A, m, x, v, act, projected);
-  const dsReal h2 = h * h;
+  element_jacobians(A, m, x, v, act, h, projected);
   const int n = A->n;
   /* phase 2: each block gathers its sources in their fixed order */
 #pragma omp parallel for schedule(static) if (DS__BSR_PAR(A))
@@ -259,11 +268,10 @@ void ds__bsr_assemble(dsBlockSparse* A, const dsModel* m, const dsReal* x, const
       dsReal acc[9];
       for (int c = 0; c < 9; c++) acc[c] = (i == j && c % 4 == 0) ? m->mass[i] : 0;
       for (int s = A->src_start[b]; s < A->src_start[b + 1]; s++) {
-        const dsReal* kx = A->jx + A->src[s];
-        const dsReal* kv = A->jv + A->src[s];
+        const dsReal* k = A->jk + A->src[s];
         const int ld = A->src_ld[s];
         for (int r = 0; r < 3; r++)
-          for (int c = 0; c < 3; c++) acc[3 * r + c] += h * kv[ld * r + c] + h2 * kx[ld * r + c];
+          for (int c = 0; c < 3; c++) acc[3 * r + c] += k[ld * r + c];
       }
       for (int c = 0; c < 9; c++) o[c] = acc[c];
     }

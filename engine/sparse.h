@@ -11,9 +11,10 @@
  * per row (no atomics, no scatter) like the engine's force gather.
  *
  * Assembly is a gather in a fixed order, whatever the thread count:
- * (1) every element with a Jacobian (ds__force_jac) writes its Kx and Kv
- * into its own place in jx / jv (and ground contact its 3 x 3 per
- * particle); (2) each block sums its sources in the order the pattern
+ * (1) every element with a Jacobian (ds__force_jac) writes its
+ * h Kv + h^2 Kx into its own place in jk (and ground contact its 3 x 3 per
+ * particle): one array, so the gather reads each element once; (2) each
+ * block sums its sources in the order the pattern
  * builder listed them: the mass, then the elements in list order (rows of
  * DS_FORCE_MODELS, elements ascending, vertex pairs in element order),
  * then contact. Dot products in the solver sum fixed chunks of
@@ -24,8 +25,10 @@
  * (i, j), (j, i) for j != i are zero): a Dirichlet condition that keeps A
  * SPD and leaves the right-hand side's entry as the solution's.
  *
- * Everything is allocated by ds__bsr_create; assembly, products and solves
- * allocate nothing. Internal (not installed). */
+ * The pattern, the sources' offsets and every buffer are built once by
+ * ds__bsr_create (per model data); an assembly only refills values, and
+ * assembly, products and solves allocate nothing. Internal (not
+ * installed). */
 #ifndef DSIM_ENGINE_SPARSE_H
 #define DSIM_ENGINE_SPARSE_H
 
@@ -44,15 +47,14 @@ typedef struct dsBlockSparse {
   int* diag;      /* n: index of block (i, i) */
   dsReal* val;    /* nnzb x 9, row-major blocks */
   /* assembly sources: block b sums src[src_start[b] .. src_start[b+1]-1],
-   * each an offset into jx / jv of the 3 x 3 sub-block's first entry, whose
+   * each an offset into jk of the 3 x 3 sub-block's first entry, whose
    * rows are src_ld[s] reals apart (the element's 3 nvert) */
   int* src_start;
   size_t* src;
   unsigned char* src_ld;
-  size_t njac;    /* reals in jx (and in jv) */
-  dsReal* jx;     /* element Kx, then contact's 9 per particle */
-  dsReal* jv;     /* element Kv, the same layout */
-  size_t jrow[16]; /* first real of each force row's elements in jx (DS__NFORCE <= 16) */
+  size_t njac;    /* reals in jk */
+  dsReal* jk;     /* element h Kv + h^2 Kx, then contact's 9 per particle */
+  size_t jrow[16]; /* first real of each force row's elements in jk (DS__NFORCE <= 16) */
   size_t jcontact; /* first real of contact's blocks; (size_t)-1: no ground */
   int* tr;        /* nnzb: index of block (j, i) for block b = (i, j) (the pattern is symmetric) */
   dsReal* dinv;   /* n x 9: inverses of the diagonal blocks (preconditioner) */

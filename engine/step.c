@@ -275,8 +275,15 @@ int ds_step(const dsModel* m, dsData* d) {
     if (key != INT_MAX) {
       const int k = key / 2;
       const dsReal bad = key % 2 ? d->v[k] : d->x[k];
-      rc = ds__seterr(eb, DS_ERR_DIVERGED, "substep %d: particle %d %s is %s", t, k / 3,
-                      key % 2 ? "velocity" : "position", isnan(bad) ? "NaN" : "Inf");
+      const char* what = key % 2 ? "velocity" : "position";
+      const char* val = isnan(bad) ? "NaN" : "Inf";
+      if (m->integrator == DS_INTEGRATOR_IMPLICIT)
+        rc = ds__seterr(eb, DS_ERR_DIVERGED, "substep %d: particle %d %s is %s", t, k / 3, what, val);
+      else /* above its stable step (~2 / omega_max) the state grows until it overflows: say so */
+        rc = ds__seterr(eb, DS_ERR_DIVERGED,
+                        "substep %d: particle %d %s is %s (a state that grows until it overflows is "
+                        "semi-implicit Euler above its stable step, here dt %g s: use a smaller physics.dt or "
+                        "physics.integrator implicit)", t, k / 3, what, val, (double)m->dt);
     }
   }
   if (rc) {

@@ -130,10 +130,11 @@ static int build_model(dsEnv* e, dsModel** out) {
     if (def->ground) {
       const dsGroundDef gd = {def->contact_ke, def->contact_kd, def->contact_kf, def->contact_mu, def->contact_skin};
       ds_builder_set_ground(b, &gd);
+      rc = ds_builder_set_contact_smooth(b, def->contact_smooth);
     } else {
       ds_builder_set_ground(b, NULL);
     }
-    rc = ds_builder_finalize(b, out);
+    if (!rc) rc = ds_builder_finalize(b, out);
   }
   if (rc < 0 && !e->err.code) {
     const char* msg = ds_builder_last_error(b);

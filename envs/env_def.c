@@ -67,13 +67,14 @@ static const dsConfigKey g_common[] = {
      "tape: 1 = every state, K > 1 = every K-th state (recompute in backward)"},
     {"physics.integrator", DS_KEY_ENUM, O(integrator), 0, 0, "semi_implicit|implicit", 0,
      "time integrator: semi-implicit Euler, or backward Euler by Newton's method (docs/integrators.md; particle "
-     "models, no lift/drag or rigid bodies; contact.kd 0 advised)"},
+     "models, no lift/drag or rigid bodies; contact.kd 0 or contact.smooth > 0 advised)"},
     {"physics.newton_tol", DS_KEY_REAL, O(solver.newton_tol), 1e-300, 1, NULL, 0,
      "implicit: Newton's relative residual tolerance"},
     {"physics.newton_max_iter", DS_KEY_INT, O(solver.newton_max_iter), 1, 100000, NULL, 0,
      "implicit: Newton iterations before a substep fails"},
     {"physics.cg_tol", DS_KEY_REAL, O(solver.cg_tol), 1e-300, 1, NULL, 0,
-     "implicit: relative residual of Newton's linear solves (PCG, BiCGSTAB)"},
+     "implicit: tightest relative residual of Newton's linear solves (PCG, BiCGSTAB; each stops at its "
+     "Eisenstat-Walker forcing term, at most 0.1, never below this)"},
     {"physics.cg_max_iter", DS_KEY_INT, O(solver.cg_max_iter), 1, 10000000, NULL, 0,
      "implicit: iteration cap of every linear solve"},
     {"physics.adjoint_tol", DS_KEY_REAL, O(solver.adjoint_tol), 1e-300, 1, NULL, 0,
@@ -88,6 +89,9 @@ static const dsConfigKey g_common[] = {
     {"contact.kf", DS_KEY_REAL, O(contact_kf), 0, DS_KEY_MAX, NULL, 0, "friction viscosity, N s/m"},
     {"contact.mu", DS_KEY_REAL, O(contact_mu), 0, 100, NULL, 0, "Coulomb coefficient"},
     {"contact.skin", DS_KEY_REAL, O(contact_skin), 0, 10, NULL, 0, "contact skin, m"},
+    {"contact.smooth", DS_KEY_REAL, O(contact_smooth), 0, 10, NULL, 0,
+     "width over which the approach damping kd switches on inside the skin, m (0: a step at the skin; > 0 lets "
+     "the implicit integrator's Newton pass it; docs/integrators.md)"},
     {"scene.start", DS_KEY_VEC3, O(start), -1e6, 1e6, NULL, 0, "translation of the body at substep 0, m"},
     {"scene.velocity", DS_KEY_VEC3, O(velocity), -1e6, 1e6, NULL, 0, "initial velocity, m/s"},
     {"goal.x_min", DS_KEY_REAL, O(goal_x_min), -1e6, 1e6, NULL, 0, "target x ~ U[x_min, x_max), m"},

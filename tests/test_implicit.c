@@ -23,6 +23,7 @@
 #include "dsim/mesh.h"
 #include "tests/dstest.h"
 #include "tests/enginetest.h"
+#include "engine/force_contact.h"
 
 #define NPICK 4
 
@@ -470,6 +471,8 @@ static double beam_energy(const dsModel* m, const dsData* d) {
   return e;
 }
 
+static char g_beam_err[512]; /* beam_run's last error message */
+
 /* steps n substeps; returns the first error (0: none) and the energy range */
 static int beam_run(const dsModel* m, int n, double* emin, double* emax, double* elast) {
   dsData* d;
@@ -485,6 +488,7 @@ static int beam_run(const dsModel* m, int n, double* emin, double* emax, double*
     *elast = e;
   }
   if (rc) fprintf(stderr, "beam: %s\n", ds_data_last_error(d));
+  snprintf(g_beam_err, sizeof g_beam_err, "%s", rc ? ds_data_last_error(d) : "");
   ds_data_free(d);
   return rc;
 }
@@ -506,6 +510,12 @@ static void beam_checks(void) {
   /* 20x: semi-implicit blows up and says so */
   m = beam_model(DS_INTEGRATOR_SEMI_IMPLICIT, 20 * dt0);
   CHECK_INT_EQ(beam_run(m, 4000, &emin, &emax, &elast), DS_ERR_DIVERGED); /* within 4000 substeps */
+  /* ... naming the substep, the particle and the cause, with the way out */
+  CHECK_STR_CONTAINS(g_beam_err, "substep 55: particle 0 position is NaN");
+  CHECK_STR_CONTAINS(g_beam_err, "semi-implicit Euler above its stable step, here dt 0.004 s");
+  CHECK_STR_CONTAINS(g_beam_err, "physics.integrator implicit");
+  /* and the energy grew without bound before it overflowed: unstable, not a NaN from a bad input */
+  CHECK(emax > 1e6 * e0);
   ds_model_free(m);
   /* 20x: backward Euler stays bounded and dissipates */
   m = beam_model(DS_INTEGRATOR_IMPLICIT, 20 * dt0);
@@ -515,6 +525,132 @@ static void beam_checks(void) {
   CHECK(emax <= e0 * (1 + 1e-9)); /* never gains energy */
   CHECK(elast < 0.5 * e0);        /* and loses most of it */
   ds_model_free(m);
+}
+
+/* ---- the contact's smooth damping switch (env.contact.smooth) ------------------------ */
+/* f (3) of the smoothed contact at (x, v); q = [ke kd kf mu skin] */
+static void sc_force(const double* x, const double* v, const double* q, double w, double* f) {
+  const dsContactParam p = {q[0], q[1], q[2], q[3], q[4]};
+  ds__contact_sfwd(x, v, &p, w, f);
+}
+
+/* Central differences (double) of ds__contact_sfwd against ds__contact_sbwd
+ * (adjoints of x, v, ke, kd, kf, mu, skin for a random G) and against
+ * ds__contact_sjac (-df/dx, -df/dv), inside the switch's ramp
+ * (-w < c < 0), approaching, sticking and sliding; *worst: the largest
+ * error / tolerance. scale != 1 multiplies the adjoint of y (a wrong
+ * adjoint the comparison must reject). */
+static int sc_fd(double w, double scale, double* worst) {
+  const double eps = 1e-7, tol = 1e-6;
+  int bad = 0;
+  *worst = 0;
+  for (int cse = 0; cse < 4; cse++) {
+    /* c = -0.3 w, -0.7 w (ramp), -1.5 w (plateau); sliding (kf large) or sticking */
+    const double cf[4] = {-0.3, -0.7, -1.5, -0.5};
+    double q[5] = {1e4, 300, cse == 3 ? 1e3 : 5, 0.5, 0.01};
+    double x[3] = {0.2, q[4] + cf[cse] * w, -0.1}, v[3] = {0.4, -0.8, 0.3};
+    double G[3] = {0.3, -0.7, 0.5}, f[3];
+    double ax[3] = {0, 0, 0}, av[3] = {0, 0, 0};
+    dsContactParam P = {q[0], q[1], q[2], q[3], q[4]}, ap = {0, 0, 0, 0, 0};
+    ds__contact_sbwd(x, v, &P, w, G, ax, av, &ap);
+    ax[1] *= scale;
+    double Kx[9], Kv[9];
+    ds__contact_sjac(x, v, &P, w, Kx, Kv);
+    const double an[5] = {ap.ke, ap.kd, ap.kf, ap.mu, ap.skin};
+    /* 13 inputs: x (3), v (3), q (5) */
+    for (int k = 0; k < 11; k++) {
+      double xp[3], vp[3], qp[5], xm[3], vm[3], qm[5], fp[3], fm[3];
+      memcpy(xp, x, sizeof x), memcpy(vp, v, sizeof v), memcpy(qp, q, sizeof q);
+      memcpy(xm, x, sizeof x), memcpy(vm, v, sizeof v), memcpy(qm, q, sizeof q);
+      double* pp = k < 3 ? xp + k : k < 6 ? vp + k - 3 : qp + k - 6;
+      double* pm = k < 3 ? xm + k : k < 6 ? vm + k - 3 : qm + k - 6;
+      const double hst = eps * (fabs(*pp) > 1 ? fabs(*pp) : 1);
+      *pp += hst, *pm -= hst;
+      sc_force(xp, vp, qp, w, fp);
+      sc_force(xm, vm, qm, w, fm);
+      double dl = 0, an_k = k < 3 ? ax[k] : k < 6 ? av[k - 3] : an[k - 6];
+      for (int c = 0; c < 3; c++) dl += G[c] * (fp[c] - fm[c]) / (2 * hst);
+      double e = fabs(dl - an_k) / (tol * (1 + fabs(dl)));
+      if (k < 6) /* the Jacobian's column k: -df/dx_k or -df/dv_k */
+        for (int c = 0; c < 3; c++) {
+          const double fd = -(fp[c] - fm[c]) / (2 * hst), jk = k < 3 ? Kx[3 * c + k] : Kv[3 * c + k - 3];
+          const double ej = fabs(fd - jk) / (tol * (1 + fabs(fd)));
+          if (ej > e) e = ej;
+        }
+      if (e > *worst) *worst = e;
+      if (e > 1) bad++;
+    }
+    (void)f;
+  }
+  return bad;
+}
+
+/* One falling particle whose backward-Euler step lands where the approach
+ * damping switches on: without the switch the residual jumps across its
+ * root there (by h kd |v'_y|, several times the step's momentum change)
+ * and Newton cannot converge; with a switch of width 2 cm it does. */
+static int sc_drop(double w, char* err, size_t errlen) {
+  dsBuilder* b;
+  if (ds_builder_create(&b)) et_fail("builder", DS_ERR_NOMEM, "");
+  const dsReal x[3] = {0, 0.015, 0}, v[3] = {0, -1, 0};
+  ds_builder_add_particle(b, x, v, 1);
+  const dsGroundDef gd = {1e4, 1000, 0, 0, 0.01};
+  ds_builder_set_ground(b, &gd);
+  CHECK_INT_EQ(ds_builder_set_contact_smooth(b, w), 0);
+  CHECK_INT_EQ(ds_builder_set_contact_smooth(b, -1), DS_ERR_INVALID);
+  CHECK_STR_CONTAINS(ds_builder_last_error(b), "contact smooth -1: expected a finite width >= 0");
+  dsModel* m = finish(b, 0.01);
+  CHECK_CLOSE(m->contact_smooth, w, 0, 0);
+  dsData* d;
+  CHECK_INT_EQ(ds_data_create(m, NULL, &d), 0);
+  int rc = 0;
+  for (int t = 0; t < 20 && !rc; t++) rc = ds_step(m, d);
+  snprintf(err, errlen, "%s", rc ? ds_data_last_error(d) : "");
+  if (!rc) CHECK(d->x[1] > 0 && d->x[1] < 0.01); /* came to rest inside the skin */
+  ds_data_free(d);
+  ds_model_free(m);
+  return rc;
+}
+
+static void smooth_contact_checks(void) {
+  double worst;
+  CHECK_INT_EQ(sc_fd(0.02, 1, &worst), 0);
+  fprintf(stderr, "smooth contact: FD of force, adjoint and Jacobian, worst error / tolerance %.3g\n", worst);
+  CHECK(sc_fd(0.02, 1.01, &worst) > 0); /* a wrong adjoint of y is rejected */
+  /* w = 0 is today's model, bit for bit */
+  const dsContactParam P = {1e4, 300, 5, 0.5, 0.01};
+  const dsReal x[3] = {0.2, 0.004, -0.1}, v[3] = {0.4, -0.8, 0.3}, G[3] = {0.3, -0.7, 0.5};
+  dsReal f0[3], f1[3], Kx0[9], Kv0[9], Kx1[9], Kv1[9];
+  dsReal ax0[3] = {0, 0, 0}, av0[3] = {0, 0, 0}, ax1[3] = {0, 0, 0}, av1[3] = {0, 0, 0};
+  dsContactParam a0 = {0, 0, 0, 0, 0}, a1 = {0, 0, 0, 0, 0};
+  ds__contact_fwd(x, v, &P, f0);
+  ds__contact_sfwd(x, v, &P, 0, f1);
+  ds__contact_bwd(x, v, &P, G, ax0, av0, &a0);
+  ds__contact_sbwd(x, v, &P, 0, G, ax1, av1, &a1);
+  ds__contact_jac(x, v, &P, Kx0, Kv0);
+  ds__contact_sjac(x, v, &P, 0, Kx1, Kv1);
+  CHECK(memcmp(f0, f1, sizeof f0) == 0 && memcmp(ax0, ax1, sizeof ax0) == 0 && memcmp(av0, av1, sizeof av0) == 0);
+  CHECK(memcmp(&a0, &a1, sizeof a0) == 0 && memcmp(Kx0, Kx1, sizeof Kx0) == 0 && memcmp(Kv0, Kv1, sizeof Kv0) == 0);
+  /* the drop: no switch stalls Newton, the switch lets it through */
+  char err[512];
+  CHECK_INT_EQ(sc_drop(0, err, sizeof err), DS_ERR_DIVERGED);
+  CHECK_STR_CONTAINS(err, "Newton did not converge");
+  fprintf(stderr, "smooth contact: without the switch: %s\n", err);
+  CHECK_INT_EQ(sc_drop(0.02, err, sizeof err), 0);
+  /* the config key reaches the model */
+  char e2[512] = "";
+  dsEnvDef def = ds_default_env_def("control-fem");
+  CHECK_CLOSE(def.contact_smooth, 0, 0, 0);
+  CHECK_INT_EQ(ds_env_def_set(&def, "contact.smooth", "0.005", e2, sizeof e2), 0);
+  CHECK(ds_env_def_set(&def, "contact.smooth", "-1", e2, sizeof e2) != 0);
+  def.substeps = 8;
+  dsEnv* env;
+  if (ds_env_create(&def, &env, e2, sizeof e2) == 0) {
+    CHECK_CLOSE(ds_env_model(env)->contact_smooth, 0.005, 0, 0);
+    ds_env_destroy(env);
+  } else {
+    CHECK(0);
+  }
 }
 
 /* ---- config keys: env.physics.integrator and the solver settings ------------------ */
@@ -558,6 +694,7 @@ int main(void) {
   ds_set_num_threads(1);
   error_checks();
   config_checks();
+  smooth_contact_checks();
   beam_checks();
   bitwise_checks();
   gradient_checks();

@@ -151,7 +151,8 @@ typedef enum dsIntegrator { DS_INTEGRATOR_SEMI_IMPLICIT = 0, DS_INTEGRATOR_IMPLI
 typedef struct dsSolverSettings { /* reals first: no padding inside (config structs are compared bytewise) */
   dsReal newton_tol;   /* Newton stops when |r| <= newton_tol max(|r(v)|, |M v|, h |M g|) (or |r| is at
                         * the rounding level of its terms) */
-  dsReal cg_tol;       /* Newton's linear solves stop at |b - A dv| <= cg_tol |b| (inexact Newton) */
+  dsReal cg_tol;       /* Newton's linear solves stop at |b - A dv| <= eta |b|, eta the Eisenstat-Walker
+                        * forcing term (at most 0.1) but never below cg_tol (inexact Newton) */
   dsReal adjoint_tol;  /* the adjoint's BiCGSTAB stops at relative residual adjoint_tol */
   int newton_max_iter; /* Newton iterations (linear solves) before the step fails */
   int cg_max_iter;     /* iteration cap of every linear solve (PCG, BiCGSTAB) */
@@ -171,6 +172,7 @@ typedef struct dsModel {
   int ground;      /* 1: ground-plane contact at y = 0 */
   int aero;        /* 1: lift and drag on every triangle */
   int integrator;  /* dsIntegrator of ds_step */
+  dsReal contact_smooth; /* width of the ground's approach-damping switch inside the skin, m (0: a step) */
   dsSolverSettings solver; /* the implicit integrator's settings */
 #define DS__MODEL_FIELD(field, type, count, diff, name) type* field;
   DS_MODEL_ARRAYS(DS__MODEL_FIELD)
@@ -241,6 +243,13 @@ DS_API dsSolverSettings ds_default_solver_settings(void);
 DS_API int ds_builder_set_solver(dsBuilder* b, const dsSolverSettings* s);
 /* Ground-plane contact on (def != NULL) or off (NULL). */
 DS_API void ds_builder_set_ground(dsBuilder* b, const dsGroundDef* def);
+/* Width w >= 0 (m) over which the ground contact's approach damping
+ * switches on inside the skin: kd s(c) min(v_y, 0) with s the C1
+ * smoothstep of -c / w (c = y - skin < 0), continuous where a particle
+ * crosses the skin (engine/force_contact.h; Newton passes it,
+ * docs/integrators.md). 0 (the default): the step at the skin, today's
+ * model. DS_ERR_INVALID unless finite and >= 0. */
+DS_API int ds_builder_set_contact_smooth(dsBuilder* b, dsReal width);
 /* Lift and drag on every triangle (on when called). */
 DS_API void ds_builder_set_aero(dsBuilder* b, dsReal k_lift, dsReal k_drag);
 /* ---- rigid bodies (engine/rigid.h has the dynamics and its adjoint) ----------

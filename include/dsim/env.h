@@ -163,6 +163,7 @@ typedef struct dsEnvDef {
                               rollouts, many batched envs), the backward refused */
   /* contact with the ground */
   dsReal contact_ke, contact_kd, contact_kf, contact_mu, contact_skin;
+  dsReal contact_smooth;   /* width of the approach damping's switch inside the skin, m (0: a step) */
   /* scene placement */
   dsReal start[3];         /* translation at substep 0, m (each class says of what) */
   dsReal velocity[3];      /* initial velocity of every particle, m/s */
