@@ -27,7 +27,6 @@
  * held over the step; RL scale 1. Metric: centre-of-mass displacement along
  * x (goal +2 m), so the dense reward is its progress per step and the image
  * goal the runner moved +2 m. */
-#include <limits.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -45,7 +44,8 @@
 #define RUN_MAX_SEG 16 /* segments around a capsule */
 #define RUN_MAX_V (2 + RUN_MAX_SEG * RUN_MAX_SEG)
 #define RUN_MAX_T (4 * RUN_MAX_SEG * RUN_MAX_SEG)
-#define RUN_PATH 256
+#define RUN_PATH 256       /* scene.model, bytes */
+#define RUN_PATH_MAX 4096 /* a resolved model path, bytes */
 
 typedef struct dsRunnerParams {
   char model[RUN_PATH]; /* [scene.model] */
@@ -87,6 +87,9 @@ static void defaults(dsEnvDef* d) {
   d->cam_look_at[0] = 1;
   d->cam_look_at[1] = (dsReal)0.4;
   d->cam_look_at[2] = 0;
+  /* the walker's moments term: the alpha centroid carries the displacement
+     when the runner and its goal image barely overlap */
+  d->loss_moments = 50;
   snprintf(p->model, sizeof p->model, "%s", "runner.xml");
   p->segments = 8;
 }
@@ -112,7 +115,7 @@ static int find_model(const char* name, char* path, size_t n, char* err, size_t 
     snprintf(path, n, "%s", name);
     return 0;
   }
-  char dir[PATH_MAX];
+  char dir[RUN_PATH_MAX];
   for (int i = 0; ds_run_config_dir(i, dir, sizeof dir) != DS_ERR_NOTFOUND; i++) {
     if (!dir[0]) continue;
     const int k = snprintf(path, n, "%s/models/%s", dir, name);
@@ -154,7 +157,7 @@ static int apply_def(const dsEnvDef* def, dsArticModel* am, char* err, size_t er
 }
 
 static int load_model(const dsEnvDef* def, const dsRunnerParams* p, dsArticModel** out, char* err, size_t errlen) {
-  char path[PATH_MAX];
+  char path[RUN_PATH_MAX];
   int rc = find_model(p->model, path, sizeof path, err, errlen);
   if (rc) return rc;
   dsArticOptions o = ds_artic_default_options();
@@ -269,33 +272,38 @@ static int pair_at(const dsArticModel* am, int i) {
   return b0 == b1 && r0 == r1;
 }
 
+/* Meshes of body `body`: its capsules (sphere pairs) and lone spheres. */
+static int meshes_of(const dsArticModel* am, int body) {
+  int n = 0;
+  for (int i = 0; i < ds_artic_nsphere(am); i++) {
+    int b;
+    ds_artic_sphere(am, i, &b, NULL, NULL);
+    n += b == body;
+    i += pair_at(am, i);
+  }
+  return n;
+}
+
 /* One mesh per capsule or lone sphere; a link's mass shared by its meshes. */
 static int add_meshes(dsBuilder* b, const dsArticModel* am, int nseg) {
-  int rc = 0, nmesh[64] = {0};
-  const int nb = ds_artic_nbody(am) < 64 ? ds_artic_nbody(am) : 64;
-  for (int pass = 0; pass < 2 && rc >= 0; pass++)
-    for (int i = 0; i < ds_artic_nsphere(am) && rc >= 0; i++) {
-      int body;
-      double pa[3], pb[3], r;
-      ds_artic_sphere(am, i, &body, pa, &r);
-      const int pair = pair_at(am, i);
-      if (pair) ds_artic_sphere(am, i + 1, NULL, pb, NULL);
-      i += pair;
-      if (body >= nb) continue;
-      if (!pass) {
-        nmesh[body]++;
-        continue;
-      }
-      char pn[160];
-      double mass = 1;
-      snprintf(pn, sizeof pn, "body.%s.mass", ds_artic_body_name(am, body));
-      ds_artic_param_get(am, pn, &mass);
-      dsMesh m;
-      dsReal x[3 * RUN_MAX_V];
-      int tri[3 * RUN_MAX_T];
-      capsule(&m, x, tri, pa, pair ? pb : pa, r, nseg);
-      rc = ds_builder_add_artic_mesh(b, body, &m, NULL, (dsReal)(mass / nmesh[body]));
-    }
+  int rc = 0;
+  for (int i = 0; i < ds_artic_nsphere(am) && rc >= 0; i++) {
+    int body;
+    double pa[3], pb[3], r;
+    ds_artic_sphere(am, i, &body, pa, &r);
+    const int pair = pair_at(am, i);
+    if (pair) ds_artic_sphere(am, i + 1, NULL, pb, NULL);
+    char pn[160];
+    double mass = 1;
+    snprintf(pn, sizeof pn, "body.%s.mass", ds_artic_body_name(am, body));
+    ds_artic_param_get(am, pn, &mass);
+    dsMesh m;
+    dsReal x[3 * RUN_MAX_V];
+    int tri[3 * RUN_MAX_T];
+    capsule(&m, x, tri, pa, pair ? pb : pa, r, nseg);
+    rc = ds_builder_add_artic_mesh(b, body, &m, NULL, (dsReal)(mass / meshes_of(am, body)));
+    i += pair;
+  }
   return rc;
 }
 
