@@ -554,6 +554,20 @@ int ds_artic_nbody(const dsArticModel* m) { return m ? m->nbody : 0; }
 double ds_artic_dt(const dsArticModel* m) { return m ? m->dt : 0; }
 int ds_artic_nparam(const dsArticModel* m) { return m ? m->nparam : 0; }
 
+const char* ds_artic_body_name(const dsArticModel* m, int i) {
+  return m && i >= 0 && i < m->nbody ? m->body_name[i] : NULL;
+}
+int ds_artic_nsphere(const dsArticModel* m) { return m ? m->nsphere : 0; }
+int ds_artic_sphere(const dsArticModel* m, int i, int* body, double pos[3], double* radius) {
+  if (!m) return DS_ERR_INVALID;
+  if (i < 0 || i >= m->nsphere) return DS_ERR_RANGE;
+  if (body) *body = m->sph_body[i];
+  if (pos)
+    for (int k = 0; k < 3; k++) pos[k] = m->sph_pos[3 * i + k];
+  if (radius) *radius = m->sph_radius[i];
+  return 0;
+}
+
 int ds_artic_joint_adr(const dsArticModel* m, const char* name, int* qadr, int* vadr) {
   if (!m || !name) return DS_ERR_INVALID;
   for (int i = 0; i < m->nbody; i++)

@@ -172,6 +172,15 @@ DS_API int ds_artic_nv(const dsArticModel* m);
 DS_API int ds_artic_nu(const dsArticModel* m);
 DS_API int ds_artic_nbody(const dsArticModel* m);
 DS_API double ds_artic_dt(const dsArticModel* m);
+/* Name of body i (0 .. nbody - 1, parents first: the link index of
+ * ds_builder_add_artic_mesh); NULL out of range. */
+DS_API const char* ds_artic_body_name(const dsArticModel* m, int i);
+/* Contact spheres in the order their geoms were added (a capsule gives two:
+ * its end points pos, then pos2): the count, and sphere i's body index,
+ * centre (body frame, m; NULL to skip) and radius (NULL to skip).
+ * DS_ERR_RANGE for i out of range. For drawing a model's links. */
+DS_API int ds_artic_nsphere(const dsArticModel* m);
+DS_API int ds_artic_sphere(const dsArticModel* m, int i, int* body, double pos[3], double* radius);
 /* Offsets of joint `name` in q and qd: DS_ERR_NOTFOUND when unknown. */
 DS_API int ds_artic_joint_adr(const dsArticModel* m, const char* name, int* qadr, int* vadr);
 
