@@ -21,10 +21,7 @@ TESTS += tests/test_sysid_group
 check_PROGRAMS += tests/test_run
 tests_test_run_SOURCES = tests/test_run.c
 TESTS += tests/test_run
-# bundled configs found next to the library at run time (dsim/run.h), then
-# in the installed datadir
-libdsim_core_la_SOURCES += controllers/run_config_find.c
-libdsim_core_la_CPPFLAGS += -DDS_CONFIGS_DATADIR='"$(pkgdatadir)/configs"'
+# bundled configs: found by io/config_find.c (dsim/config_dirs.h)
 # a killed run's best episode at most RUN_BEST_LAG iterations stale (20 kills of dsim run)
 TESTS += tests/test_run_kill_best.sh
 EXTRA_DIST += tests/test_run_kill_best.sh

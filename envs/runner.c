@@ -38,7 +38,7 @@
 #include "dsim/env.h"
 #include "dsim/mesh.h"
 #include "dsim/model_file.h"
-#include "dsim/run.h"
+#include "dsim/config_dirs.h"
 
 #define RUN_PI 3.14159265358979323846
 #define RUN_MAX_SEG 16 /* segments around a capsule */

@@ -53,3 +53,8 @@ EXTRA_DIST += scripts/fuzz-model-xml tests/fuzz/fuzz_model_xml.c tests/data/mode
   tests/data/models/pendulum.urdf tests/data/models/double_pendulum.xml tests/data/models/double_pendulum.urdf \
   tests/data/models/chain3d.xml tests/data/models/defaults.xml tests/data/models/degrees.xml \
   tests/data/models/radians.xml tests/data/models/geoms.xml
+
+# bundled data folders (dsim/config_dirs.h): configs and models, found beside the library
+libdsim_core_la_SOURCES += io/config_find.c
+libdsim_core_la_CPPFLAGS += -DDS_CONFIGS_DATADIR='"$(pkgdatadir)/configs"'
+dsiminclude_HEADERS += include/dsim/config_dirs.h

@@ -6,6 +6,7 @@
 #include "dsim/abi.h"
 #include "dsim/artic.h"
 #include "dsim/base.h"
+#include "dsim/config_dirs.h"
 #include "dsim/batch.h"
 #include "dsim/controller.h"
 #include "dsim/device.h"

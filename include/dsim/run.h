@@ -39,6 +39,7 @@
 #include <stddef.h>
 
 #include "dsim/base.h"
+#include "dsim/config_dirs.h"
 #include "dsim/controller.h"
 #include "dsim/env.h"
 
@@ -153,25 +154,7 @@ DS_API const dsTrainerDef* ds_run_trainer_def(const dsRun* run);
 DS_API const dsRunDef* ds_run_run_def(const dsRun* run);
 DS_API const char* ds_run_last_error(const dsRun* run);
 
-/* ---- bundled configs ---------------------------------------------------------
- * configs/NAME.json: a run config per bundled env class (walker.json, ...)
- * and the sysid experiments (sysid-beam.json, ...), what `dsim run NAME`,
- * `dsim sysid NAME` and Python's dsim.Run("NAME") read. Searched in order:
- *   1. $DSIM_CONFIG_DIR, when set;
- *   2. next to the loaded library, found at run time (dladdr), with D the
- *      folder of libdsim (or of the program linking it statically, dsim):
- *      D/configs and D/../configs (a build tree: the dsim program, and
- *      .libs/libdsim.so), D/../share/dsim/configs (an install);
- *   3. the install's share/dsim/configs compiled in.
- * A copied or moved build tree thus reads its own configs. */
-/* The i-th folder of that order (i from 0) into dir: 0 (dir "" when the
- * platform cannot place the library: skip it), DS_ERR_NOTFOUND past the
- * last, DS_ERR_RANGE when it does not fit in n bytes. */
-DS_API int ds_run_config_dir(int i, char* dir, size_t n);
-/* The path of NAME.json in the first folder of that order holding it:
- * 0; DS_ERR_NOTFOUND (err lists the folders searched), DS_ERR_INVALID for a
- * name with '/', DS_ERR_RANGE when the path does not fit in n bytes. */
-DS_API int ds_run_find_config(const char* name, char* path, size_t n, char* err, size_t errlen);
+/* ---- bundled configs: ds_run_config_dir, ds_run_find_config (dsim/config_dirs.h) */
 
 #ifdef __cplusplus
 }

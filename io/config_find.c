@@ -1,4 +1,4 @@
-/* Bundled configs (dsim/run.h: ds_run_config_dir, ds_run_find_config): where
+/* Bundled configs (dsim/config_dirs.h: ds_run_config_dir, ds_run_find_config): where
  * configs/NAME.json is read from. The folders come from the place of the
  * code itself, found at run time, so that a build tree copied or moved
  * elsewhere reads its own configs and never those of the source path it was
@@ -28,7 +28,7 @@
 #  include <link.h>
 #endif
 
-#include "dsim/run.h"
+#include "dsim/config_dirs.h"
 
 #ifndef DS_CONFIGS_DATADIR
 #  define DS_CONFIGS_DATADIR ""
