@@ -578,6 +578,15 @@ int main(void) {
   CHECK(nm >= 3);
   CHECK(fem != NULL);
   if (fem) {
+    /* the approach damping's smooth switch (contact.smooth, engine/force_contact.h)
+       reaches the batched engine through the per-instance model views */
+    dsModel* sm = NULL;
+    CHECK_INT_EQ(ds_model_copy(fem, &sm), 0);
+    if (sm) {
+      sm->contact_smooth = (dsReal)0.01;
+      parity_env("smooth contact", sm);
+      ds_model_free(sm);
+    }
     test_plan(fem);
     test_layout(fem);
     test_alloc(fem);
