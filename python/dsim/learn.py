@@ -34,6 +34,7 @@ Tensors are float64 on the CPU (the library's precision).
 from __future__ import annotations
 
 import csv
+import os
 import sys
 import time
 
@@ -321,7 +322,13 @@ def _rollout_window(ro: Rollout, policy, obs, state, H: int, gamma: float):
 
 def _train(method: str, env: str, num_envs: int, horizon: int, iterations: int, gamma: float, lam: float,
            lr: float, critic_lr: float, clip: float, seed: int, hidden, terminal_value: bool, critic_iters: int,
-           log_csv, checkpoint, checkpoint_every: int, progress: bool, callback, config, overrides):
+           log_csv, checkpoint, checkpoint_every: int, progress: bool, callback, config, overrides,
+           overwrite: bool = False):
+    if not overwrite:  # before any work: a finished run's log or policy is never lost
+        for path, what in ((log_csv, "log_csv"), (checkpoint, "checkpoint")):
+            if path and os.path.exists(path):
+                raise DsimError(path, f"{what}: exists; refusing to replace it (overwrite=True replaces it)",
+                                _lib.DS_ERR_IO)
     torch.manual_seed(seed)
     np.random.seed(seed)
     ro = Rollout(env, num_envs, config=config, **overrides)
@@ -398,28 +405,31 @@ def train_bptt(env: str, num_envs: int = 16, horizon: int = 8, iterations: int =
                lr: float = 1e-3, clip: float = 1.0, seed: int = 0, hidden=(64, 64), terminal_value: bool = False,
                critic_lr: float = 1e-3, lam: float = 0.95, critic_iters: int = 8, log_csv: str | None = None,
                checkpoint: str | None = None, checkpoint_every: int = 0, progress: bool = False, callback=None,
-               config=None, **overrides):
+               config=None, overwrite: bool = False, **overrides):
     """Truncated back-propagation through time: each update rolls the N envs
     `horizon` steps on from where the last window ended (a new episode at
     the end of one), and steps the policy on -mean(sum_k gamma^k r_k +
     gamma^H V(obs_H)) / H, differentiated through policy and physics; V is 0,
     or a TD(lambda) critic with terminal_value. callback(iteration, policy,
     env_steps) runs after every update (evaluations). Returns {"policy", "critic",
-    "history" (the CSV rows), "rollout"}."""
+    "history" (the CSV rows), "rollout"}. log_csv and checkpoint name files
+    that must not exist unless overwrite=True (DsimError before any work)."""
     return _train("bptt", env, num_envs, horizon, iterations, gamma, lam, lr, critic_lr, clip, seed, hidden,
                   terminal_value, critic_iters, log_csv, checkpoint, checkpoint_every, progress, callback, config,
-                  overrides)
+                  overrides, overwrite)
 
 
 def train_shac(env: str, num_envs: int = 16, horizon: int = 8, iterations: int = 100, gamma: float = 0.99,
                lam: float = 0.95, lr: float = 1e-3, critic_lr: float = 1e-3, clip: float = 1.0, seed: int = 0,
                hidden=(64, 64), critic_iters: int = 8, log_csv: str | None = None, checkpoint: str | None = None,
-               checkpoint_every: int = 0, progress: bool = False, callback=None, config=None, **overrides):
+               checkpoint_every: int = 0, progress: bool = False, callback=None, config=None,
+               overwrite: bool = False, **overrides):
     """Short-horizon actor-critic (SHAC, Xu et al. 2022): the actor as in
     train_bptt with the critic's value at the horizon's end; the critic
     regressed on TD(lambda) targets of each window."""
     return _train("shac", env, num_envs, horizon, iterations, gamma, lam, lr, critic_lr, clip, seed, hidden, True,
-                  critic_iters, log_csv, checkpoint, checkpoint_every, progress, callback, config, overrides)
+                  critic_iters, log_csv, checkpoint, checkpoint_every, progress, callback, config, overrides,
+                  overwrite)
 
 
 @torch.no_grad()

@@ -150,3 +150,12 @@ def test_first_updates_decrease_loss(method, tmp_path):
     assert len(rows) == 5 and rows[0].startswith("iteration,env_steps")
     assert all(np.isfinite(h["actor_loss"]) for h in out["history"])
     assert torch.load(ck, weights_only=False)["args"]["method"] == method
+    # a finished run's log and checkpoint are never replaced silently
+    before = (csv_path.read_bytes(), ck.read_bytes())
+    for key, path in (("log_csv", csv_path), ("checkpoint", ck)):
+        with pytest.raises(dl.DsimError, match=f"{key}: exists; refusing to replace it"):
+            train("walker-springs", **{**kw, "iterations": 1}, **{key: str(path)})
+    assert (csv_path.read_bytes(), ck.read_bytes()) == before
+    out = train("walker-springs", **{**kw, "iterations": 2}, log_csv=str(csv_path), checkpoint=str(ck),
+                overwrite=True)
+    assert len(csv_path.read_text().splitlines()) == 3
