@@ -47,6 +47,19 @@ void ds__env_action_bwd(dsEnv* e, int k, int s, const dsReal* a, dsReal* grad) {
   }
 }
 
+int ds_env_artic_action_size(const dsEnv* e) { return e->m->artic_nu; }
+
+void ds_env_artic_action_fwd(dsEnv* e, int step, int s, const dsReal* a) {
+  (void)step, (void)s;
+  for (int k = 0; k < e->m->artic_nu; k++) e->d->artic_act[k] = a[k];
+}
+
+void ds_env_artic_action_bwd(dsEnv* e, int step, int s, const dsReal* a, const dsReal* adj_act,
+                             const dsReal* adj_fext, dsReal* grad) {
+  (void)step, (void)s, (void)a, (void)adj_act, (void)adj_fext;
+  for (int k = 0; k < e->m->artic_nu; k++) grad[k] += e->d->adj_artic_act[k];
+}
+
 dsReal ds__env_com_loss(const dsEnv* e, const dsReal* x) {
   dsReal c[3];
   ds__env_com(e->m, x, c);

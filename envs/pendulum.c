@@ -269,21 +269,6 @@ static int build(dsEnv* e, dsBuilder* b) {
   return rc < 0 ? rc : 0;
 }
 
-static int action_size(const dsEnv* e) { return ((const dsPendulumParams*)ds_env_params(e))->links; }
-
-static void action_fwd(dsEnv* e, int step, int s, const dsReal* a) {
-  (void)step, (void)s;
-  dsData* d = ds_env_data(e);
-  for (int k = 0; k < action_size(e); k++) d->artic_act[k] = a[k];
-}
-
-static void action_bwd(dsEnv* e, int step, int s, const dsReal* a, const dsReal* adj_act, const dsReal* adj_fext,
-                       dsReal* grad) {
-  (void)step, (void)s, (void)a, (void)adj_act, (void)adj_fext;
-  const dsData* d = ds_env_data(e);
-  for (int k = 0; k < action_size(e); k++) grad[k] += d->adj_artic_act[k];
-}
-
 const dsEnvClass ds__pendulum_class = {
     .name = "pendulum",
     .doc = "gradSim's pendulum: a bob on a rod on one hinge (an articulation); hinge torque actions",
@@ -292,10 +277,10 @@ const dsEnvClass ds__pendulum_class = {
     .defaults = defaults1,
     .validate = validate,
     .build = build,
-    .action_size = action_size,
+    .action_size = ds_env_artic_action_size,
     .action_kind = DS_ACTION_PER_STEP,
-    .action_fwd = action_fwd,
-    .action_bwd = action_bwd,
+    .action_fwd = ds_env_artic_action_fwd,
+    .action_bwd = ds_env_artic_action_bwd,
     .metric_kind = DS_METRIC_TARGET,
     .action_scale = 10,
 };
@@ -308,10 +293,10 @@ const dsEnvClass ds__double_pendulum_class = {
     .defaults = defaults2,
     .validate = validate,
     .build = build,
-    .action_size = action_size,
+    .action_size = ds_env_artic_action_size,
     .action_kind = DS_ACTION_PER_STEP,
-    .action_fwd = action_fwd,
-    .action_bwd = action_bwd,
+    .action_fwd = ds_env_artic_action_fwd,
+    .action_bwd = ds_env_artic_action_bwd,
     .metric_kind = DS_METRIC_TARGET,
     .action_scale = 10,
 };

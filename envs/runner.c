@@ -325,23 +325,6 @@ static int build(dsEnv* e, dsBuilder* b) {
   return rc < 0 ? rc : 0;
 }
 
-static int action_size(const dsEnv* e) { return ds_env_model(e)->artic_nu; }
-
-static void action_fwd(dsEnv* e, int step, int s, const dsReal* a) {
-  (void)step, (void)s;
-  dsData* d = ds_env_data(e);
-  const int nu = action_size(e);
-  for (int k = 0; k < nu; k++) d->artic_act[k] = a[k];
-}
-
-static void action_bwd(dsEnv* e, int step, int s, const dsReal* a, const dsReal* adj_act, const dsReal* adj_fext,
-                       dsReal* grad) {
-  (void)step, (void)s, (void)a, (void)adj_act, (void)adj_fext;
-  const dsData* d = ds_env_data(e);
-  const int nu = action_size(e);
-  for (int k = 0; k < nu; k++) grad[k] += d->adj_artic_act[k];
-}
-
 const dsEnvClass ds__runner_class = {
     .name = "runner",
     .doc = "an articulated planar runner (configs/models/runner.xml): six motors, goal +2 m in x",
@@ -350,10 +333,10 @@ const dsEnvClass ds__runner_class = {
     .defaults = defaults,
     .validate = validate,
     .build = build,
-    .action_size = action_size,
+    .action_size = ds_env_artic_action_size,
     .action_kind = DS_ACTION_PER_STEP,
-    .action_fwd = action_fwd,
-    .action_bwd = action_bwd,
+    .action_fwd = ds_env_artic_action_fwd,
+    .action_bwd = ds_env_artic_action_bwd,
     .metric_kind = DS_METRIC_DISPLACEMENT,
     .action_scale = 1,
 };

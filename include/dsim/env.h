@@ -291,6 +291,16 @@ struct dsEnvClass {
   double action_scale;
 };
 
+/* Ready-made action hooks for a class whose actions are its articulation's
+ * motor controls (the model's artic_nu values per step, held over the step;
+ * dsim/artic.h): point .action_size, .action_fwd and .action_bwd at these
+ * (envs/pendulum.c, envs/runner.c). The backward adds dL/d(control) of the
+ * substep to grad. */
+DS_API int ds_env_artic_action_size(const dsEnv* env);
+DS_API void ds_env_artic_action_fwd(dsEnv* env, int step, int s, const dsReal* action);
+DS_API void ds_env_artic_action_bwd(dsEnv* env, int step, int s, const dsReal* action, const dsReal* adj_act,
+                                    const dsReal* adj_fext, dsReal* grad);
+
 /* A plugin (`dsim run --plugin FILE.so`) exports, besides its
  *   DS_API int dsim_plugin_init(void);   (registers its classes)
  *   DS_API const int dsim_plugin_abi = DS_PLUGIN_ABI;
