@@ -391,6 +391,7 @@ void ds_env_destroy(dsEnv* e) {
   ds__free(e->img);
   ds__free(e->img_grad);
   ds__free(e->frame_at);
+  ds__free(e->set_at);
   ds__free(e->frame_t);
   ds__free(e->config_text);
   ds__free(e);
@@ -437,12 +438,13 @@ static int env_create(const dsEnvDef* def, char* text, int member, dsEnv** out, 
   e->nstep = (e->T + e->C - 1) / e->C;
   e->frame_at = (int*)ds__malloc(((size_t)e->T + 1) * sizeof(int));
   e->frame_t = (int*)ds__malloc(((size_t)e->T + 2) * sizeof(int));
+  e->set_at = (unsigned char*)ds__calloc((size_t)e->T + 1, 1);
   const size_t npix = 4 * (size_t)def->width * (size_t)def->height;
   e->goal_img = alloc_reals(npix);
   if (def->cam2) e->goal_img2 = alloc_reals(npix);
   e->img = alloc_reals(npix);
   e->img_grad = alloc_reals(npix);
-  if (!e->config_text || !e->frame_at || !e->frame_t || !e->goal_img || (def->cam2 && !e->goal_img2) || !e->img ||
+  if (!e->config_text || !e->frame_at || !e->frame_t || !e->set_at || !e->goal_img || (def->cam2 && !e->goal_img2) || !e->img ||
       !e->img_grad) {
     rc = ds__seterr(&e->err, DS_ERR_NOMEM, "out of memory");
     goto fail;

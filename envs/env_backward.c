@@ -278,8 +278,32 @@ static int bwd_prepare(dsEnv* e, const dsEnvBwdSpec* sp, int first, dsReal* grad
   return 0;
 }
 
+
+/* A state ds_env_set_state put at substep s acts as the taped one plus a
+ * constant (dsim/env.h), which the backward differentiates as it stands,
+ * unless the tape is checkpointed and s is not a checkpoint: the backward's
+ * segment through s would then be recomputed from the checkpoint before it,
+ * that is from the state the set replaced. Refused then, for any set point
+ * in the backward's range [bottom, top). */
+static int check_set_points(dsEnv* e, int first, int last) {
+  const dsData* d = e->d;
+  if (first < 0 || d->ckpt <= 1) return 0; /* a negative first: refused by the range checks */
+  const long lt = last >= 0 ? (long)last * e->C : (long)d->t, lb = (long)first * e->C;
+  const int top = lt < d->t ? (int)lt : d->t;
+  const int bottom = lb < top ? (int)lb : top;
+  for (int s = bottom > 1 ? bottom : 1; s < top; s++)
+    if (e->set_at[s] && s % d->ckpt != 0)
+      return ds__seterr(&e->err, DS_ERR_RANGE,
+                        "backward: set_state put another state at substep %d, which is not a multiple of "
+                        "physics.checkpoint_every %d: the checkpointed tape would recompute it from the state "
+                        "before the set (set states on checkpoints, or use checkpoint_every 1)",
+                        s, d->ckpt);
+  return 0;
+}
+
 int ds__env_bwd_prepare(dsEnv* e, const dsEnvBwdSpec* sp, int first, dsReal* grad_actions) {
-  return bwd_prepare(e, sp, first, grad_actions);
+  int rc = bwd_prepare(e, sp, first, grad_actions);
+  return rc ? rc : check_set_points(e, first, -1);
 }
 
 /* Backward down to the start of step first (0: the whole episode), from
@@ -299,6 +323,7 @@ static int env_backward(dsEnv* e, const dsEnvBwdSpec* sp, int first, int last, c
   const dsModel* m = e->m;
   dsData* d = e->d;
   const int steps_taken = (d->t + e->C - 1) / e->C, A = e->adim;
+  if ((rc = check_set_points(e, first, last))) return rc;
   if (window) {
     if (last < first || last > steps_taken)
       return ds__seterr(&e->err, DS_ERR_RANGE, "backward: window [%d, %d) outside the %d steps taken (first <= last)",

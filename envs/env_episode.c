@@ -212,6 +212,7 @@ int ds_env_reset(dsEnv* e, uint64_t seed, dsReal* obs, dsReal* image) {
   if (e->cls->reset) memcpy(e->x0_def, m->nbody ? d->x : m->x0, (size_t)e->n3 * sizeof(dsReal));
   e->failed = 0;
   e->did_backward = 0;
+  memset(e->set_at, 0, (size_t)e->T + 1);
   e->goal_draw = xt;
   if ((rc = place_goal(e))) return rc;
   e->goal_seed = seed;
@@ -469,6 +470,27 @@ int ds_env_get_state(const dsEnv* e, dsReal* state, int n) {
   return 0;
 }
 
+/* 1 when state (ds_env_get_state's layout) is the episode's own at step
+ * boundary s: the current one, or a step end the env keeps (particles only;
+ * rigid bodies and articulations count as changed there). */
+static int same_state(const dsEnv* e, int s, const dsReal* state) {
+  const dsData* d = e->d;
+  const size_t b3 = (size_t)e->n3 * sizeof(dsReal);
+  const dsReal *x, *v;
+  if (s == d->t) {
+    x = d->x;
+    v = d->v;
+    const dsReal* rest = state + 1 + 2 * e->n3;
+    if (e->m->nbody && memcmp(d->body, rest, 13 * (size_t)e->m->nbody * sizeof(dsReal))) return 0;
+    if (e->m->artic && memcmp(d->artic_state, rest, (size_t)artic_ns(e->m) * sizeof(dsReal))) return 0;
+  } else {
+    if (s == 0 || e->m->nbody || e->m->artic) return s == 0;
+    x = e->step_x + (size_t)((s - 1) / e->C) * e->n3;
+    v = e->step_v + (size_t)((s - 1) / e->C) * e->n3;
+  }
+  return !memcmp(x, state + 1, b3) && !memcmp(v, state + 1 + e->n3, b3);
+}
+
 int ds_env_set_state(dsEnv* e, const dsReal* state, int n) {
   if (!e || !state) return DS_ERR_INVALID;
   if (n != state_size(e))
@@ -488,6 +510,7 @@ int ds_env_set_state(dsEnv* e, const dsReal* state, int n) {
     if (rc) return bs_fail(e, rc, "set_state: batched engine");
   }
   e->bs_dirty = e->bs_member;
+  const int same = same_state(e, s, state);
   /* rewind the engine tape to s: the records before s stay valid */
   d->t = s;
   d->bt = -1;
@@ -509,6 +532,10 @@ int ds_env_set_state(dsEnv* e, const dsReal* state, int n) {
   }
   e->failed = 0;
   e->did_backward = 0;
+  /* the tape after s is gone with the set points it held; the episode's own
+     state there is no set point (a restore, then a replay) */
+  memset(e->set_at + s, 0, (size_t)(e->T - s) + 1);
+  e->set_at[s] = (unsigned char)!same;
   if (e->frame_at[s] >= 0) keep_frame(e, e->frame_at[s], d->x);
   return 0;
 }

@@ -86,6 +86,7 @@ struct dsEnv {
   dsReal* img_grad;     /* h x w x 4 scratch */
   int* frame_at;        /* substep 0..T -> frame index or -1 */
   int* frame_t;         /* frame index -> substep */
+  unsigned char* set_at; /* substep 0..T -> 1 where ds_env_set_state put another state than the episode's */
 
   int np, n3, adim, odim, nstep, nframe, T, C, R;
 

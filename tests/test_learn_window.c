@@ -194,7 +194,78 @@ static void problem(const char* config) {
   free(p.adj_fin);
 }
 
+/* A state set with ds_env_set_state at substep 24 (another state than the
+ * episode had there) acts as the taped state plus a constant: a
+ * checkpointed tape gives the full tape's gradient bitwise when the set
+ * substep is a checkpoint (K = 8) and refuses when it is not (K = 5: the
+ * segment through it would be recomputed from the state the set replaced);
+ * restoring the episode's own state there is no set point (K = 5 runs and
+ * equals the full tape). The loss is the centroid's (it sees the state). */
+static int set_point_grad(int ckpt, double perturb, dsReal* g, int cap, int* n) {
+  char cfg[512], err[512];
+  snprintf(cfg, sizeof cfg,
+           "{\"env\": {\"name\": \"control-fem\", \"physics\": {\"substeps\": 48, \"control_interval\": 8, "
+           "\"checkpoint_every\": %d}, \"render\": {\"width\": 16, \"height\": 16, \"supersample\": 1}, "
+           "\"loss\": {\"kind\": \"com\"}}}",
+           ckpt);
+  dsEnv* e = NULL;
+  int rc = ds_env_create_from_text("set-points", cfg, &e, err, sizeof err);
+  if (rc) printf("create: %s\n", err);
+  CHECK_INT_EQ(rc, 0);
+  if (rc) return rc;
+  const int A = ds_env_action_size(e), S = ds_env_state_size(e), steps = ds_env_num_steps(e);
+  dsReal* a = (dsReal*)malloc(sizeof(dsReal) * (size_t)A);
+  dsReal* st = (dsReal*)malloc(sizeof(dsReal) * (size_t)S);
+  dsReal loss;
+  int done;
+  CHECK_INT_EQ(ds_env_reset(e, 1, NULL, NULL), 0);
+  for (int k = 0; k < steps; k++) {
+    for (int i = 0; i < A; i++) a[i] = (dsReal)(0.2 * cos(0.7 * k + 0.3 * i));
+    if (k == 3) {
+      CHECK_INT_EQ(ds_env_get_state(e, st, S), 0); /* substep 24 */
+      CHECK_INT_EQ(ds_env_step(e, a, NULL, NULL, NULL, &done), 0);
+      for (int q = 1; q < S; q++) st[q] += (dsReal)(perturb * sin(q));
+      CHECK_INT_EQ(ds_env_set_state(e, st, S), 0);
+    }
+    CHECK_INT_EQ(ds_env_step(e, a, NULL, NULL, NULL, &done), 0);
+  }
+  *n = steps * A;
+  CHECK(*n <= cap);
+  rc = *n <= cap ? ds_env_backward_loss(e, &loss, g) : DS_ERR_RANGE;
+  if (rc) {
+    CHECK_STR_CONTAINS(ds_env_last_error(e), "substep 24, which is not a multiple of physics.checkpoint_every 5");
+    CHECK_INT_EQ(ds_env_backward_loss_from(e, 3, &loss, g), DS_ERR_RANGE); /* from the set step */
+    CHECK_INT_EQ(ds_env_backward_loss_from(e, 4, &loss, g), 0);            /* above it */
+  }
+  free(a);
+  free(st);
+  ds_env_destroy(e);
+  return rc;
+}
+
+static void set_points(void) {
+  const int cap = 1 << 16;
+  dsReal* g[5];
+  int n = 0;
+  for (int i = 0; i < 5; i++) g[i] = (dsReal*)calloc((size_t)cap, sizeof(dsReal));
+  CHECK_INT_EQ(set_point_grad(1, 1e-3, g[0], cap, &n), 0);
+  CHECK_INT_EQ(set_point_grad(8, 1e-3, g[1], cap, &n), 0);
+  CHECK_INT_EQ(set_point_grad(5, 1e-3, g[2], cap, &n), DS_ERR_RANGE);
+  CHECK_INT_EQ(set_point_grad(1, 0, g[3], cap, &n), 0);
+  CHECK_INT_EQ(set_point_grad(5, 0, g[4], cap, &n), 0);
+  CHECK(n > 0 && n <= cap);
+  if (n > 0 && n <= cap) {
+    CHECK(!memcmp(g[0], g[1], sizeof(dsReal) * (size_t)n));
+    CHECK(memcmp(g[0], g[3], sizeof(dsReal) * (size_t)n) != 0); /* the set state shows in the gradient */
+    CHECK(!memcmp(g[3], g[4], sizeof(dsReal) * (size_t)n));
+  }
+  printf("another state set at substep 24: checkpoint_every 8 = full tape bitwise, 5 refused; "
+         "the episode's own state restored: 5 = full tape bitwise\n");
+  for (int i = 0; i < 5; i++) free(g[i]);
+}
+
 int main(void) {
   for (int c = 0; c < 2; c++) problem(configs[c]);
+  set_points();
   return DST_RESULT();
 }

@@ -531,7 +531,12 @@ DS_API int ds_env_copy_params(dsEnv* dst, const dsEnv* src);
  * x, v in a set state must be consistent with it. Setting a state at
  * substep s rewinds the episode to s (steps must then continue from a step
  * boundary: s a multiple of the control interval); the tape before s is kept,
- * so gradients are exact when the state was saved from this episode. */
+ * so gradients are exact when the state was saved from this episode. Another
+ * state acts as the episode's plus a constant: a backward across s
+ * differentiates that. With a checkpointed tape (physics.checkpoint_every
+ * K > 1) a backward across or from a set substep that is not a multiple of
+ * K is refused (DS_ERR_RANGE): its segment would be recomputed from the
+ * checkpoint before the set. */
 DS_API int ds_env_get_state(const dsEnv* env, dsReal* state, int n);
 DS_API int ds_env_set_state(dsEnv* env, const dsReal* state, int n);
 /* Particle positions now (nparticle x 3). */
