@@ -45,7 +45,7 @@ from . import _lib
 from ._lib import DsimError, ptr, real_dtype
 from .lockstep import Lockstep
 
-__all__ = ["Rollout", "MLPPolicy", "Critic", "RunningNorm", "train_bptt", "train_shac", "evaluate"]
+__all__ = ["Rollout", "MLPPolicy", "CNNPolicy", "Critic", "RunningNorm", "train_bptt", "train_shac", "evaluate"]
 
 _TDTYPE = torch.float64 if real_dtype == np.float64 else torch.float32
 
@@ -58,10 +58,16 @@ def _np(t) -> np.ndarray:
 
 class Rollout:
     """N envs of one class with gradients (a dsim.Lockstep on the CPU
-    engine), stepped with torch tensors whose graph reaches the physics."""
+    engine), stepped with torch tensors whose graph reaches the physics.
+    images=True: the observation is the rendered frame of every step
+    (N x 4 x h x w, RGBA in [0, 1]; observation.image on), differentiable
+    through the rasterizer; otherwise the state observation."""
 
-    def __init__(self, name: str, num_envs: int, config=None, label: str | None = None, **overrides):
+    def __init__(self, name: str, num_envs: int, config=None, label: str | None = None, images: bool = False,
+                 **overrides):
         overrides.setdefault("gradients", True)
+        if images:
+            overrides.setdefault("observation__image", True)
         self.batch = Lockstep(name, num_envs, config=config, label=label, **overrides)
         phys = self.batch.config["physics"]
         if phys["control_interval"] % phys["checkpoint_every"] and "checkpoint_every" not in overrides:
@@ -77,8 +83,17 @@ class Rollout:
         self.state_size = _lib.env_state_size(e0)
         self.action_scale = float(_lib.env_action_scale(e0))
         self.obs_kind = b.config.get("observation", {}).get("state", "com")
-        if b.config.get("observation", {}).get("image"):
-            raise DsimError(self.label, "dsim.learn takes state observations; set observation.image false")
+        self.images = bool(images)
+        render = b.config.get("render", {})
+        self.image_shape = (4, int(render.get("height", 0)), int(render.get("width", 0)))
+        if self.images:
+            if not b.config.get("observation", {}).get("image"):
+                raise DsimError(self.label, "dsim.learn images=True needs observation.image true")
+            self._state_obs_size = self.obs_size
+            self.obs_size = int(np.prod(self.image_shape))
+        elif b.config.get("observation", {}).get("image"):
+            raise DsimError(self.label, "dsim.learn takes state observations here: set observation.image false, "
+                            "or images=True for image observations")
         if self.obs_size == 0:
             raise DsimError(self.label, "dsim.learn needs a state observation (observation.state full or com)")
         self.epoch = 0  # bumped by every reset / set_state: older graphs are stale
@@ -90,10 +105,30 @@ class Rollout:
         return self.batch.steps_taken
 
     def reset(self, seed=0):
-        """(obs N x obs_size, state N x state_size) at substep 0, as constants."""
-        obs = self.batch.reset(seed)
+        """(obs N x obs_size (images: N x 4 x h x w), state N x state_size) at
+        substep 0, as constants."""
+        img = self._image_buffer()
+        obs = self.batch.reset(seed, image=img)
         self.epoch += 1
-        return torch.from_numpy(obs), self.state()
+        return self._obs_tensor(obs, img), self.state()
+
+    def _image_buffer(self):
+        c, h, w = self.image_shape
+        return np.empty((self.num_envs, h, w, c), real_dtype) if self.images else None
+
+    def _obs_tensor(self, obs: np.ndarray, img) -> torch.Tensor:
+        """The observation as the policy sees it: images channels first."""
+        if img is None:
+            return torch.from_numpy(obs)
+        return torch.from_numpy(img).permute(0, 3, 1, 2).contiguous()
+
+    def _adj_image(self, g_obs, H: int):
+        """An observation adjoint (N x H x 4 x h x w) as the library's image
+        adjoint (N x H x h x w x 4); None stays None."""
+        if g_obs is None or not self.images:
+            return None
+        c, h, w = self.image_shape
+        return _np(g_obs.reshape(self.num_envs, H, c, h, w).permute(0, 1, 3, 4, 2))
 
     def state(self) -> torch.Tensor:
         """The current states (N x state_size; dsim/env.h state layout), a constant."""
@@ -143,14 +178,19 @@ class Rollout:
 
     # -- the C window backward ---------------------------------------------------------
     def backward_window(self, first: int, num_steps: int, adj_obs=None, adj_reward=None, adj_final=None):
-        """(grad_actions N x H x A, grad_states0 N x S) of ds_batch_backward_window."""
+        """(grad_actions N x H x A, grad_states0 N x S) of ds_batch_backward_window
+        (with images, adj_obs is the adjoint of the image observations)."""
         n, H = self.num_envs, int(num_steps)
+        ai = self._adj_image(adj_obs, H)
+        if self.images:
+            adj_obs = None
         ao = _np(adj_obs).reshape(n, H, self.obs_size) if adj_obs is not None else None
         ar = _np(adj_reward).reshape(n, H) if adj_reward is not None else None
         af = _np(adj_final).reshape(n, self.state_size) if adj_final is not None else None
         ga = np.zeros((n, H, self.action_size), real_dtype)
         gs = np.zeros((n, self.state_size), real_dtype)
-        rc = _lib.batch_backward_window(self.batch.handle, int(first), H, ptr(ao) if ao is not None else None, None,
+        rc = _lib.batch_backward_window(self.batch.handle, int(first), H, ptr(ao) if ao is not None else None,
+                                        ptr(ai) if ai is not None else None,
                                         ptr(ar) if ar is not None else None, ptr(af) if af is not None else None,
                                         ptr(ga), ptr(gs), ptr(self._status))
         if rc:
@@ -168,15 +208,16 @@ class _StepFn(torch.autograd.Function):
     def forward(ctx, ro: Rollout, epoch: int, actions: torch.Tensor, state: torch.Tensor):
         ro._check_live(epoch, 0)
         k = ro.steps_taken
-        obs, rew = ro.batch.step(_np(actions).reshape(ro.num_envs, ro.action_size))
+        img = ro._image_buffer()
+        obs, rew = ro.batch.step(_np(actions).reshape(ro.num_envs, ro.action_size), image=img)
         ctx.ro, ctx.epoch, ctx.k = ro, epoch, k
-        return torch.from_numpy(obs), torch.from_numpy(rew), ro.state()
+        return ro._obs_tensor(obs, img), torch.from_numpy(rew), ro.state()
 
     @staticmethod
     def backward(ctx, g_obs, g_rew, g_state):
         ro = ctx.ro
         ro._check_live(ctx.epoch, ctx.k + 1)
-        ga, gs = ro.backward_window(ctx.k, 1, g_obs, g_rew, g_state)
+        ga, gs = ro.backward_window(ctx.k, 1, g_obs.unsqueeze(1) if ro.images else g_obs, g_rew, g_state)
         return None, None, torch.from_numpy(ga[:, 0]), torch.from_numpy(gs)
 
 
@@ -187,13 +228,15 @@ class _WindowFn(torch.autograd.Function):
         H = a.shape[1]
         ro.set_state(state0)
         k0 = ro.steps_taken
-        obs = np.empty((ro.num_envs, H, ro.obs_size), real_dtype)
+        obs = []
         rew = np.empty((ro.num_envs, H), real_dtype)
         for k in range(H):
-            obs[:, k], rew[:, k] = ro.batch.step(a[:, k])
+            img = ro._image_buffer()
+            o, rew[:, k] = ro.batch.step(a[:, k], image=img)
+            obs.append(ro._obs_tensor(o, img))
         ctx.ro, ctx.epoch, ctx.k0, ctx.H = ro, ro.epoch, k0, H
         ctx.s0, ctx.a = _np(state0).copy(), a.copy()
-        return torch.from_numpy(obs), torch.from_numpy(rew), ro.state()
+        return torch.stack(obs, 1), torch.from_numpy(rew), ro.state()
 
     @staticmethod
     def backward(ctx, g_obs, g_rew, g_state):
@@ -258,6 +301,53 @@ class MLPPolicy(torch.nn.Module):
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         return self.action_scale * torch.tanh(self.net(self.norm(obs)))
+
+
+class CNNPolicy(torch.nn.Module):
+    """Deterministic policy from pixels: a = scale tanh(MLP(CNN(image))) with
+    the image N x 4 x h x w (RGBA in [0, 1], as Rollout(images=True) gives
+    it): three stride-2 convolutions (ELU), then the MLP. `norm` is a
+    RunningNorm of the CNN's features (so trainers that update a policy's
+    norm from observations work on the features)."""
+
+    def __init__(self, image_shape, action_size: int, hidden=(64,), action_scale: float = 1.0, channels=(16, 32, 32)):
+        super().__init__()
+        c, h, w = image_shape
+        layers, cin = [], c
+        for cout in channels:
+            layers += [torch.nn.Conv2d(cin, cout, 4, stride=2, padding=1), torch.nn.ELU()]
+            cin = cout
+        self.cnn = torch.nn.Sequential(*layers, torch.nn.Flatten()).to(_TDTYPE)
+        with torch.no_grad():
+            nfeat = self.cnn(torch.zeros(1, c, h, w, dtype=_TDTYPE)).shape[1]
+        self.features = nfeat
+        self.norm = _FeatureNorm(self.cnn, nfeat)
+        self.head = _mlp([nfeat, *hidden, action_size])
+        with torch.no_grad():
+            self.head[-1].weight.mul_(0.1)
+            self.head[-1].bias.zero_()
+        self.net = torch.nn.ModuleList([self.cnn, self.head])  # the trainers' optimisers take net.parameters()
+        self.action_scale = float(action_scale)
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.action_scale * torch.tanh(self.head(self.norm(obs)))
+
+
+class _FeatureNorm(torch.nn.Module):
+    """The CNN's features, normalised by a RunningNorm; update() takes images
+    (what the trainers pass) and updates the statistics of their features."""
+
+    def __init__(self, cnn: torch.nn.Module, nfeat: int):
+        super().__init__()
+        self.cnn = [cnn]  # not a submodule twice: CNNPolicy owns it
+        self.rn = RunningNorm(nfeat)
+
+    @torch.no_grad()
+    def update(self, x: torch.Tensor):
+        self.rn.update(self.cnn[0](x))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.rn(self.cnn[0](x))
 
 
 class Critic(torch.nn.Module):
@@ -332,9 +422,12 @@ def _train(method: str, env: str, num_envs: int, horizon: int, iterations: int, 
     torch.manual_seed(seed)
     np.random.seed(seed)
     ro = Rollout(env, num_envs, config=config, **overrides)
-    policy = MLPPolicy(ro.obs_size, ro.action_size, hidden, ro.action_scale)
+    if ro.images:  # pixels in: a CNN encoder, the critic on its (normalised) features
+        policy = CNNPolicy(ro.image_shape, ro.action_size, hidden, ro.action_scale)
+    else:
+        policy = MLPPolicy(ro.obs_size, ro.action_size, hidden, ro.action_scale)
     use_critic = method == "shac" or terminal_value
-    critic = Critic(ro.obs_size, policy.norm, hidden) if use_critic else None
+    critic = Critic(policy.features if ro.images else ro.obs_size, policy.norm, hidden) if use_critic else None
     opt = torch.optim.Adam(policy.net.parameters(), lr=lr)
     copt = torch.optim.Adam(critic.net.parameters(), lr=critic_lr) if critic else None
     args = dict(method=method, env=env, num_envs=num_envs, horizon=horizon, gamma=gamma, lam=lam, lr=lr, seed=seed)
@@ -377,7 +470,7 @@ def _train(method: str, env: str, num_envs: int, horizon: int, iterations: int, 
                 for k in reversed(range(H)):
                     g = rew[:, k].detach() + gamma * ((1 - lam) * vals[:, k + 1] + lam * g)
                     target[:, k] = g
-            x = torch.stack([o.detach() for o in obs_l[:-1]], 1).reshape(-1, ro.obs_size)
+            x = torch.stack([o.detach() for o in obs_l[:-1]], 1).flatten(0, 1)  # (N H) x obs (x h x w)
             y = target.reshape(-1)
             for _ in range(critic_iters):
                 copt.zero_grad()
@@ -434,13 +527,25 @@ def train_shac(env: str, num_envs: int = 16, horizon: int = 8, iterations: int =
 
 @torch.no_grad()
 def evaluate(policy, env: str, num_envs: int = 4, seed: int = 1000, config=None, **overrides) -> float:
-    """Mean over envs of the undiscounted return of one whole episode."""
+    """Mean over envs of the undiscounted return of one whole episode (a
+    CNNPolicy sees the rendered frames)."""
     overrides.setdefault("gradients", False)
+    images = isinstance(policy, CNNPolicy)
+    if images:
+        overrides.setdefault("observation__image", True)
     ls = Lockstep(env, num_envs, config=config, **overrides)
-    obs = torch.from_numpy(ls.reset(seed))
+    render = ls.config.get("render", {})
+    shape = (num_envs, int(render.get("height", 0)), int(render.get("width", 0)), 4)
+
+    def as_obs(o, img):
+        return torch.from_numpy(img).permute(0, 3, 1, 2).contiguous() if images else torch.from_numpy(o)
+
+    img = np.empty(shape, real_dtype) if images else None
+    obs = as_obs(ls.reset(seed, image=img), img)
     total = np.zeros(num_envs)
     for _ in range(ls.num_steps):
-        o, r = ls.step(_np(policy(obs)))
-        obs = torch.from_numpy(o)
+        img = np.empty(shape, real_dtype) if images else None
+        o, r = ls.step(_np(policy(obs)), image=img)
+        obs = as_obs(o, img)
         total += r
     return float(total.mean())

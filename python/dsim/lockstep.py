@@ -65,9 +65,9 @@ class Lockstep(Owned):
         _lib.raise_batch(self._p, self.label, what, rc)
 
     # -- episode ----------------------------------------------------------------
-    def reset(self, seeds=0) -> np.ndarray:
+    def reset(self, seeds=0, image: np.ndarray | None = None) -> np.ndarray:
         """Every env's observation at substep 0 (N x obs_size); seeds: one per
-        env, or an int s (env i gets s + i)."""
+        env, or an int s (env i gets s + i). image: as in step."""
         n = self.num_envs
         if np.ndim(seeds) == 0:
             s = (int(seeds) + np.arange(n, dtype=np.uint64)).astype(np.uint64)
@@ -76,17 +76,25 @@ class Lockstep(Owned):
             if s.size != n:
                 raise DsimError(self.label, f"seeds: {s.size} values for {n} envs")
         obs = np.empty((n, self.obs_size), real_dtype)
-        rc = _lib.batch_reset(self.handle, ptr(s), None, ptr(obs), None, ptr(self._status))
+        if image is not None and not (image.flags.c_contiguous and image.dtype == real_dtype):
+            raise DsimError(self.label, "reset: image must be a C-contiguous array of the library's reals")
+        rc = _lib.batch_reset(self.handle, ptr(s), None, ptr(obs), ptr(image) if image is not None else None,
+                              ptr(self._status))
         if rc:
             self._fail("reset failed", rc)
         return obs
 
-    def step(self, actions):
-        """One step of every env: (obs N x obs_size, rewards N)."""
+    def step(self, actions, image: np.ndarray | None = None):
+        """One step of every env: (obs N x obs_size, rewards N). image: an
+        N x h x w x 4 array to receive the image observations (the config's
+        observation.image on)."""
         a = check_array(self.label, "actions", np.ascontiguousarray(actions, dtype=real_dtype),
                         (self.num_envs, self.action_size))
         obs = np.empty((self.num_envs, self.obs_size), real_dtype)
-        rc = _lib.batch_step(self.handle, ptr(a), ptr(obs), None, ptr(self._rew), None, ptr(self._status), 0)
+        if image is not None and not (image.flags.c_contiguous and image.dtype == real_dtype):
+            raise DsimError(self.label, "step: image must be a C-contiguous array of the library's reals")
+        rc = _lib.batch_step(self.handle, ptr(a), ptr(obs), ptr(image) if image is not None else None,
+                             ptr(self._rew), None, ptr(self._status), 0)
         if rc:
             self._fail("step failed", rc)
         return obs, self._rew.copy()
