@@ -5,8 +5,9 @@
  *   - with two views (one with intrinsics) and camera parameters, the
  *     identifier's gradient (physics and both cameras) matches central
  *     differences of the summed loss;
- *   - a thrown box's velocity along the first camera's axis: two views
- *     identify it, far better than the first view alone;
+ *   - a thrown box's velocity along the first camera's axis (a level
+ *     camera: depth only scales the image): two views identify it to
+ *     round-off where the first view alone stays 70 % off;
  *   - calibration: a camera 4 cm off identified with the initial velocity;
  *   - footage of two views (PNG folders and a camera file with "views");
  *   - errors name the list entry and the key (sysid.cameras[i], views[i]). */
@@ -166,8 +167,9 @@ static double identify(const dsEnvDef* ed, const dsSysidDef* sd, int iterations,
   dsSysid* s = make(ed, sd);
   if (!s) return INFINITY;
   dsSysidIter it;
-  for (int i = 0; i < iterations; i++)
+  for (int i = 0; i < iterations; i++) {
     if (ds_sysid_iterate(s, &it)) break;
+  }
   double are[DS_SYSID_MAX_PARAMS] = {0};
   double bl = 0;
   const double* best = ds_sysid_best_values(s, &bl);
@@ -185,20 +187,21 @@ static double identify(const dsEnvDef* ed, const dsSysidDef* sd, int iterations,
 
 static void test_depth_two_views(void) {
   dsEnvDef ed = thrown_box();
+  ed.cam_elevation = 0; /* level with the box: motion along the view axis only scales the image */
   dsSysidDef sd = ds_default_sysid_def();
   sd.optimizer = DS_SYSID_LBFGS;
   sd.lr = 0.5;
   const double v0[3] = {0.3, 0, 0.6}, vt[3] = {0.6, 0, -0.5};
   set_param(&sd, 0, "initial_velocity", -10, 10, 3, v0, vt);
   two_views(&sd, &ed, 0);
-  const double one = identify(&ed, &sd, 12, NULL);
+  const double one = identify(&ed, &sd, 20, NULL);
   two_views(&sd, &ed, 1);
-  const double two = identify(&ed, &sd, 12, NULL);
-  printf("initial velocity along the first view's axis, 12 L-BFGS iterations: relative error %.3g (one view), %.3g "
-         "(two views)\n",
+  const double two = identify(&ed, &sd, 20, NULL);
+  printf("initial velocity along the first view's axis (a level camera), 20 L-BFGS iterations: relative error %.3g "
+         "(one view), %.3g (two views)\n",
          one, two);
-  CHECK(two < 1e-4);
-  CHECK(two < 0.01 * one);
+  CHECK(two < 1e-6);
+  CHECK(one > 0.1);
 }
 
 static void test_calibration(void) {
@@ -214,11 +217,11 @@ static void test_calibration(void) {
   p0[0] += 0.03, p0[1] -= 0.02, p0[2] += 0.02; /* 4.1 cm off */
   set_param(&sd, 1, "camera.position", -10, 10, 3, p0, NULL);
   double cam = 0;
-  const double are = identify(&ed, &sd, 25, &cam);
+  const double are = identify(&ed, &sd, 60, &cam);
   printf("calibration: camera 4.1 cm off and the initial velocity: velocity error %.3g, camera error %.3g m\n", are,
          cam);
-  CHECK(are < 1e-3);
-  CHECK(cam < 1e-3);
+  CHECK(are < 1e-6);
+  CHECK(cam < 1e-6);
 }
 
 static void write_text(const char* path, const char* text) {
