@@ -223,7 +223,7 @@ static int views_loss(dsSysidViewSet* vs, dsEnv* env, const dsSysidViewsEp* ep, 
     int rc = ds_env_view_set_camera(r, vs->val[v]);
     if (rc) return ds__seterr(eb, rc, "view %d: %s", v, ds_env_view_last_error(r));
     for (int f = 0; f < vs->nframes; f++) {
-      if (!making && !ep->used[f]) continue;
+      if (!making && !ep->used[f] && v > 0) continue; /* the first view's frames are all drawn (the log's) */
       const dsReal* x = vs->fx + (size_t)f * n3;
       dsReal* goal = vs->goal + ((size_t)v * vs->nframes + f) * vs->npix;
       dsReal* img = making ? goal : v == 0 ? ep->rendered + (size_t)f * vs->npix : vs->img;
@@ -233,6 +233,7 @@ static int views_loss(dsSysidViewSet* vs, dsEnv* env, const dsSysidViewsEp* ep, 
         if (v == 0) memcpy(ep->rendered + (size_t)f * vs->npix, img, vs->npix * sizeof(dsReal));
         continue;
       }
+      if (!ep->used[f]) continue;
       dsReal l = 0;
       dsReal* g = want_grad ? vs->gimg : NULL;
       rc = ep->il ? ds_env_image_loss_eval(ep->il, img, goal, &l, g) : ds_env_image_loss(env, img, goal, &l, g);
