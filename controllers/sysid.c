@@ -511,7 +511,7 @@ static int read_grad(dsSysid* s, dsEnv* env, double* grad) {
 /* episode() with several views or camera parameters: the views render
  * the kept positions and, with want_grad, run the whole backward */
 static int views_episode(dsSysid* s, double* loss, int want_grad) {
-  const dsSysidViewsEp ep = {s->env_seed, s->action, s->step_frame, s->fstep, s->used, s->nused, s->il, s->rendered};
+  const dsSysidViewsEp ep = {s->action, s->step_frame, s->fstep, s->used, s->nused, s->il, s->rendered};
   double l = 0;
   const int rc = ds__sysid_views_episode(s->views, s->env, &ep, !s->video.rgba, want_grad, &l, &s->err);
   if (!rc && s->video.rgba) *loss = l;

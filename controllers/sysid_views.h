@@ -42,7 +42,6 @@ int ds__sysid_views_param(dsSysidViewSet* vs, const char* name, dsReal** value, 
 
 /* What an episode needs of the identification. */
 typedef struct dsSysidViewsEp {
-  uint64_t seed;          /* env reset seed */
   const dsReal* action;   /* held at every step */
   const int* step_frame;  /* step -> frame or -1 */
   const int* fstep;       /* frame -> step */
