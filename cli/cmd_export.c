@@ -210,22 +210,56 @@ static int write_text_file(const char* out, const char* text, int force) {
   return status;
 }
 
-/* The camera file of the frames: the schema dsim sysid reads (dsim/video.h). */
-static int write_camera(const char* run, const char* out, const Footage* fo, int force) {
+/* One camera's keys (no braces): position, look_at, and the intrinsics
+ * when it had them, else the fov. v: position (3), look_at (3), fov, fx,
+ * fy, cx, cy. */
+static size_t camera_keys(char* text, size_t cap, const double* v, const char* sep) {
+  int n = snprintf(text, cap, "\"position\": [%.17g, %.17g, %.17g],%s\"look_at\": [%.17g, %.17g, %.17g],%s", v[0], v[1],
+                   v[2], sep, v[3], v[4], v[5], sep);
+  if (v[7] > 0)
+    n += snprintf(text + n, cap - (size_t)n, "\"fx\": %.17g, \"fy\": %.17g, \"cx\": %.17g, \"cy\": %.17g", v[7], v[8],
+                  v[9], v[10]);
+  else
+    n += snprintf(text + n, cap - (size_t)n, "\"fov\": %.17g", v[6]);
+  return (size_t)n;
+}
+
+/* The camera file of the frames: the schema dsim sysid reads (dsim/video.h):
+ * one camera, or a run's several views ("views", each with its "frames"
+ * folder: view 0's the folder --frames writes, the others' named view1, ...
+ * for footage of those views, which the log does not hold). */
+static int write_camera(const char* run, const char* out, const char* frames, const Footage* fo, int force) {
   if (!fo->has_info || !fo->info.has_camera) {
     fprintf(stderr, "dsim export: %s: episode %s has no frame times or camera (a log of an older dsim): cannot write %s\n",
             run, fo->episode, out);
     return DS_EXIT_FAILURE;
   }
-  size_t cap = 256 + 32 * (size_t)fo->nf;
+  const dsRunFrameInfo* in = &fo->info;
+  size_t cap = 4096 + 32 * (size_t)fo->nf + 2 * (frames ? strlen(frames) : 0);
   char* text = (char*)malloc(cap);
   if (!text) return DS_EXIT_FAILURE;
   size_t len = (size_t)snprintf(text, cap, "{\n  \"times\": [");
-  for (int f = 0; f < fo->nf; f++) len += (size_t)snprintf(text + len, cap - len, "%s%.17g", f ? ", " : "", fo->info.times[f]);
-  const double *p = fo->info.position, *a = fo->info.look_at;
-  snprintf(text + len, cap - len,
-           "],\n  \"position\": [%.17g, %.17g, %.17g],\n  \"look_at\": [%.17g, %.17g, %.17g],\n  \"fov\": %.17g\n}\n", p[0],
-           p[1], p[2], a[0], a[1], a[2], fo->info.fov);
+  for (int f = 0; f < fo->nf; f++) len += (size_t)snprintf(text + len, cap - len, "%s%.17g", f ? ", " : "", in->times[f]);
+  if (in->nviews > 1) {
+    const char* base = frames ? strrchr(frames, '/') : NULL;
+    base = base && base[1] ? base + 1 : frames && frames[0] ? frames : "view0";
+    len += (size_t)snprintf(text + len, cap - len, "],\n  \"views\": [");
+    for (int k = 0; k < in->nviews; k++) {
+      len += (size_t)snprintf(text + len, cap - len, "%s\n    {", k ? "," : "");
+      len += camera_keys(text + len, cap - len, in->views[k], " ");
+      if (k == 0)
+        len += (size_t)snprintf(text + len, cap - len, ", \"frames\": \"%s\"}", base);
+      else
+        len += (size_t)snprintf(text + len, cap - len, ", \"frames\": \"view%d\"}", k);
+    }
+    snprintf(text + len, cap - len, "\n  ]\n}\n");
+  } else {
+    double v[11] = {in->position[0], in->position[1], in->position[2], in->look_at[0], in->look_at[1], in->look_at[2],
+                    in->fov, in->intr[0], in->intr[1], in->intr[2], in->intr[3]};
+    len += (size_t)snprintf(text + len, cap - len, "],\n  ");
+    len += camera_keys(text + len, cap - len, v, "\n  ");
+    snprintf(text + len, cap - len, "\n}\n");
+  }
   const int status = write_text_file(out, text, force);
   free(text);
   if (status == DS_EXIT_OK) printf("wrote %s (camera and %d frame times)\n", out, fo->nf);
@@ -399,7 +433,7 @@ static int export_footage(const ExArgs* x) {
   const uint8_t* shown = pics ? pics : fo.rgba;
   if (status == DS_EXIT_OK && x->frames) status = export_frames_png(x->frames, &fo, shown, x->overlay, x->force);
   if (status == DS_EXIT_OK && x->gif) status = write_gif(x->gif, shown, fo.nf, fo.h, fo.w, x->fps, x->force);
-  if (status == DS_EXIT_OK && x->camera) status = write_camera(x->run, x->camera, &fo, x->force);
+  if (status == DS_EXIT_OK && x->camera) status = write_camera(x->run, x->camera, x->frames, &fo, x->force);
   free(pics);
   ds_runlog_free(fo.rgba);
   ds_runlog_frame_info_free(&fo.info);

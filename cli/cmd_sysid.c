@@ -338,6 +338,22 @@ static void append_stages(char** b, size_t* l, size_t* c, const dsSysidDef* sd) 
   append(b, l, c, "\n    ]");
 }
 
+/* sysid.cameras, the views of a synthetic video (controllers/sysid_views.c) */
+static void append_cameras(char** b, size_t* l, size_t* c, const dsSysidDef* sd) {
+  if (!sd->nviews) return;
+  append(b, l, c, ",\n    \"cameras\": [");
+  for (int v = 0; v < sd->nviews; v++) {
+    const dsSysidView* w = &sd->views[v];
+    append(b, l, c, "%s\n      {\"position\": [%.17g, %.17g, %.17g], \"look_at\": [%.17g, %.17g, %.17g], ", v ? "," : "",
+           w->position[0], w->position[1], w->position[2], w->look_at[0], w->look_at[1], w->look_at[2]);
+    if (w->fx > 0)
+      append(b, l, c, "\"fx\": %.17g, \"fy\": %.17g, \"cx\": %.17g, \"cy\": %.17g}", w->fx, w->fy, w->cx, w->cy);
+    else
+      append(b, l, c, "\"fov\": %.17g}", w->fov);
+  }
+  append(b, l, c, "\n    ]");
+}
+
 /* The object's complete config: env (every key), sysid (the used keys, with
  * the drawn true values), run (seed of the object). */
 static char* object_config(const Ctx* c, const dsSysid* s, int k) {
@@ -401,6 +417,7 @@ static char* object_config(const Ctx* c, const dsSysid* s, int k) {
     append_key(&buf, &len, &cap, "camera", sd);
   }
   append_stages(&buf, &len, &cap, sd);
+  append_cameras(&buf, &len, &cap, sd);
   if (sd->naction) {
     append(&buf, &len, &cap, ",\n    \"action\": [");
     for (int i = 0; i < sd->naction; i++) append(&buf, &len, &cap, "%s%.17g", i ? ", " : "", (double)sd->action[i]);
@@ -413,6 +430,31 @@ static char* object_config(const Ctx* c, const dsSysid* s, int k) {
 
 static void to_u8(const dsReal* src, int n, int w, int h, uint8_t* dst) {
   for (int f = 0; f < n; f++) ds_image_to_u8(src + (size_t)f * 4 * w * h, w, h, dst + (size_t)f * 4 * w * h);
+}
+
+/* The run's cameras at the values just rendered, into ep: the intrinsics,
+ * the views (several), and view 0's estimate when a camera is identified. */
+static void record_views(const dsSysid* s, dsEpisodeRecord* ep, double* views) {
+  const int nv = ds_sysid_num_views(s) < 8 ? ds_sysid_num_views(s) : 8;
+  int identified = 0;
+  for (int p = 0; p < ds_sysid_nparams(s); p++) identified |= !strncmp(ds_sysid_param_name(s, p), "camera", 6);
+  for (int k = 0; k < nv; k++) {
+    dsSysidView w;
+    if (ds_sysid_view(s, k, &w)) return;
+    double* a = views + 11 * k;
+    for (int i = 0; i < 3; i++) a[i] = w.position[i], a[3 + i] = w.look_at[i];
+    a[6] = w.fov, a[7] = w.fx, a[8] = w.fy, a[9] = w.cx, a[10] = w.cy;
+  }
+  if (nv < 1) return;
+  for (int i = 0; i < 4; i++) ep->cam_intr[i] = views[7] > 0 ? views[7 + i] : 0;
+  if (nv > 1 || identified) {
+    for (int i = 0; i < 3; i++) ep->cam_eye[i] = views[i], ep->cam_look_at[i] = views[3 + i];
+    if (views[6] > 0) ep->cam_fov = views[6];
+  }
+  if (nv > 1) {
+    ep->cam_nviews = nv;
+    ep->cam_views = views;
+  }
 }
 
 /* The frames rendered with values, as an episode of the log: the initial
@@ -470,6 +512,8 @@ static int write_frames(Obj* o, const char* which, int iteration, const double* 
     }
     ep.cam_fov = (double)d->cam_fov;
   }
+  double views[8 * 11];
+  record_views(o->s, &ep, views);
 #pragma omp critical(dsim_sysid_hdf5)
   rc = ds_runlog_write_episode(o->log, which, &ep);
   free(frames);

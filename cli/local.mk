@@ -19,8 +19,8 @@ tests_hang_plugin_la_LDFLAGS = -module -avoid-version -shared -rpath $(abs_build
 tests_hang_plugin_la_LIBADD =
 check_PROGRAMS += tests/test_export_decode
 tests_test_export_decode_SOURCES = tests/test_export_decode.c
-TESTS += tests/test_cli.sh tests/test_run_cli.sh tests/test_export.sh tests/test_outputs.sh tests/test_sysid_cli.sh
-EXTRA_DIST += tests/test_cli.sh tests/test_run_cli.sh tests/test_export.sh tests/test_outputs.sh tests/test_sysid_cli.sh scripts/reproduce-results scripts/reproduce-sysid
+TESTS += tests/test_cli.sh tests/test_run_cli.sh tests/test_export.sh tests/test_outputs.sh tests/test_sysid_cli.sh tests/test_sysid_views_cli.sh
+EXTRA_DIST += tests/test_cli.sh tests/test_run_cli.sh tests/test_export.sh tests/test_outputs.sh tests/test_sysid_cli.sh tests/test_sysid_views_cli.sh scripts/reproduce-results scripts/reproduce-sysid
 # the table from error codes to exit codes (cli/exit.c)
 check_PROGRAMS += tests/test_exit_codes
 tests_test_exit_codes_SOURCES = tests/test_exit_codes.c cli/exit.c

@@ -90,6 +90,8 @@
   F(dsSysidVideo, height)          \
   F(dsSysidVideo, substep)         \
   F(dsSysidVideo, rgba)            \
+  F(dsSysidVideo, nviews)          \
+  F(dsSysidVideo, views)           \
   S(dsSysidIter)                   \
   F(dsSysidIter, iteration)        \
   F(dsSysidIter, loss)             \

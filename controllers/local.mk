@@ -1,7 +1,8 @@
 # controllers/: sinusoid network, optimisers, whole-episode optimisation,
 # receding-horizon MPC, baselines, episode recorder. Only the env API below.
 libdsim_core_la_SOURCES += controllers/sinnet.c controllers/optim.c controllers/trainer.c \
-  controllers/recorder.c controllers/lbfgs.c controllers/sysid.c controllers/sysid_field.h controllers/sysid_field.c controllers/run.c controllers/landscape.c controllers/sysid_video.c
+  controllers/recorder.c controllers/lbfgs.c controllers/sysid.c controllers/sysid_field.h controllers/sysid_field.c controllers/run.c controllers/landscape.c controllers/sysid_video.c \
+  controllers/sysid_views.h controllers/sysid_views.c
 dsiminclude_HEADERS += include/dsim/controller.h include/dsim/sysid.h include/dsim/run.h
 check_PROGRAMS += tests/test_controller tests/test_optim tests/test_mpc
 tests_test_controller_SOURCES = tests/test_controller.c
@@ -31,3 +32,11 @@ EXTRA_DIST += tests/test_run_kill_best.sh
 check_PROGRAMS += tests/test_sysid_fields
 tests_test_sysid_fields_SOURCES = tests/test_sysid_fields.c
 TESTS += tests/test_sysid_fields
+# Several views and camera calibration in sysid: one view through the views
+# path equals the usual one, the two-view gradient (physics and cameras)
+# against central differences, depth identified with two views, a camera
+# recovered with the initial velocity, two-view footage, errors naming the
+# list entry and key.
+check_PROGRAMS += tests/test_sysid_views
+tests_test_sysid_views_SOURCES = tests/test_sysid_views.c
+TESTS += tests/test_sysid_views

@@ -13,6 +13,7 @@
 #include "base/internal.h"
 #include "base/rng.h"
 #include "controllers/sysid_field.h"
+#include "controllers/sysid_views.h"
 #include "io/cfg.h"
 
 /* ---- definition and config keys --------------------------------------------- */
@@ -242,7 +243,19 @@ static int stage_field(void* user, int st, const char* field, const dsCfgItem* i
                     field);
 }
 
+static int parse_section_keys(const char* name, const char* text, dsSysidDef* d, char* err, size_t errlen);
+
 int ds__sysid_parse_section(const char* name, const char* text, dsSysidDef* d, char* err, size_t errlen) {
+  /* sysid.cameras, a list like sysid.stages, is taken out first
+     (controllers/sysid_views.c) */
+  char* rest = NULL;
+  int rc = ds__sysid_parse_cameras(name, text, d, &rest, err, errlen);
+  if (!rc) rc = parse_section_keys(name, rest ? rest : text, d, err, errlen);
+  ds__free(rest);
+  return rc;
+}
+
+static int parse_section_keys(const char* name, const char* text, dsSysidDef* d, char* err, size_t errlen) {
   /* sysid.stages is a list of objects, which the key table cannot hold: it
      is taken out of the text and read field by field, after the parameters
      (a stage names them) */
@@ -343,6 +356,7 @@ struct dsSysid {
   unsigned char* frozen;  /* nval */
   double *xstage, *ureg;  /* nval: frozen values; u of the regulariser */
   int have_reg;
+  dsSysidViewSet* views;  /* several views or camera parameters (NULL: the env's image observation) */
 };
 
 /* Values per element of an engine array: vectors by name (the engine's
@@ -355,7 +369,8 @@ static int width_of(const char* name) {
   if (ends_with(name, "inertia")) return 9;
   if (ends_with(name, "orientation")) return 4;
   return (ends_with(name, "initial_position") || ends_with(name, "initial_velocity") ||
-          ends_with(name, "angular_velocity") || !strcmp(name, "gravity") || !strcmp(name, "body.com"))
+          ends_with(name, "angular_velocity") || !strcmp(name, "gravity") || !strcmp(name, "body.com") ||
+          (ds__sysid_is_camera_param(name) && (ends_with(name, ".position") || ends_with(name, ".look_at"))))
              ? 3
              : 1;
 }
@@ -363,6 +378,7 @@ static int width_of(const char* name) {
 void ds_sysid_destroy(dsSysid* s) {
   if (!s) return;
   ds_env_destroy(s->env);
+  ds__sysid_views_destroy(s->views);
   for (int st = 0; st < DS_SYSID_MAX_STAGES; st++) {
     ds_optim_destroy(s->opts[st]);
     ds_lbfgs_destroy(s->lbs[st]);
@@ -396,6 +412,21 @@ const double* ds_sysid_truth(const dsSysid* s) { return s && s->have_truth ? s->
 const dsReal* ds_sysid_rendered(const dsSysid* s) { return s ? s->rendered : NULL; }
 const dsSysidVideo* ds_sysid_video(const dsSysid* s) { return s ? &s->video : NULL; }
 dsEnv* ds_sysid_env(dsSysid* s) { return s ? s->env : NULL; }
+int ds_sysid_num_views(const dsSysid* s) { return !s ? 0 : s->views ? ds__sysid_views_count(s->views) : 1; }
+int ds_sysid_view(const dsSysid* s, int v, dsSysidView* out) {
+  if (!s || !out) return DS_ERR_INVALID;
+  if (s->views) return ds__sysid_views_get(s->views, v, out);
+  dsReal c[DS_ENV_CAMERA_NVAL];
+  if (v != 0 || ds_env_camera(s->env, c)) return DS_ERR_RANGE;
+  memset(out, 0, sizeof *out);
+  for (int k = 0; k < 3; k++) {
+    out->position[k] = c[k];
+    out->look_at[k] = c[3 + k];
+  }
+  out->fov = c[6];
+  out->fx = c[7], out->fy = c[8], out->cx = c[9], out->cy = c[10];
+  return 0;
+}
 int ds_sysid_nparams(const dsSysid* s) { return s ? s->np : 0; }
 const char* ds_sysid_param_name(const dsSysid* s, int p) { return s && p >= 0 && p < s->np ? s->p[p].name : NULL; }
 
@@ -410,6 +441,11 @@ static int set_params_in(dsSysid* s, dsEnv* env, const double* x) {
     const double* v = x + p->offset;
     for (int i = 0; i < p->count; i++)
       s->pbuf[i] = p->zero[i] ? 0 : (dsReal)(p->nval == p->count ? v[i] : v[i % p->width]);
+    dsReal* cam = NULL;
+    if (s->views && !ds__sysid_views_param(s->views, p->name, &cam, NULL, NULL)) {
+      memcpy(cam, s->pbuf, (size_t)p->count * sizeof(dsReal)); /* the next episode's camera */
+      continue;
+    }
     int rc = ds_env_set_param(env, p->name, s->pbuf, p->count);
     if (rc) return ds__seterr(&s->err, rc, "set %s: %s", p->name, ds_env_last_error(env));
   }
@@ -437,13 +473,28 @@ static int video_loss(dsSysid* s, dsReal* adj, double* loss) {
   return 0;
 }
 
+/* A parameter's values and gradient: a camera's (controllers/sysid_views.c)
+ * or the env's. */
+static int param_now(const dsSysid* s, const char* name, const dsReal** v, int* n) {
+  dsReal* cam = NULL;
+  if (s->views && !ds__sysid_views_param(s->views, name, &cam, NULL, n)) {
+    *v = cam;
+    return 0;
+  }
+  return ds_env_param(s->env, name, v, n);
+}
+static int param_grad(const dsSysid* s, const dsEnv* env, const char* name, const dsReal** g, int* n) {
+  if (s->views && !ds__sysid_views_param(s->views, name, NULL, g, n)) return 0;
+  return ds_env_param_grad(env, name, g, n);
+}
+
 /* dL/d(value) from env's parameter gradients after a backward */
 static int read_grad(dsSysid* s, dsEnv* env, double* grad) {
   for (int k = 0; k < s->np; k++) {
     const Param* p = &s->p[k];
     const dsReal* g = NULL;
     int n = 0;
-    int rc = ds_env_param_grad(env, p->name, &g, &n);
+    int rc = param_grad(s, env, p->name, &g, &n);
     if (rc || n != p->count) return ds__seterr(&s->err, rc ? rc : DS_ERR_STATE, "gradient of %s unavailable", p->name);
     double* out = grad + p->offset;
     if (p->nval == p->count) {
@@ -457,6 +508,16 @@ static int read_grad(dsSysid* s, dsEnv* env, double* grad) {
   return 0;
 }
 
+/* episode() with several views or camera parameters: the views render
+ * the kept positions and, with want_grad, run the whole backward */
+static int views_episode(dsSysid* s, double* loss, int want_grad) {
+  const dsSysidViewsEp ep = {s->action, s->step_frame, s->fstep, s->used, s->nused, s->il, s->rendered};
+  double l = 0;
+  const int rc = ds__sysid_views_episode(s->views, s->env, &ep, !s->video.rgba, want_grad, &l, &s->err);
+  if (!rc && s->video.rgba) *loss = l;
+  return rc;
+}
+
 /* Simulate the episode with values x, render the video's frames into
  * s->rendered; with want_grad also the loss's image adjoints (s->adj).
  * Returns the loss in *loss. */
@@ -464,6 +525,7 @@ static int episode(dsSysid* s, const double* x, double* loss, int want_grad) {
   int rc = ds_env_reset(s->env, s->env_seed, NULL, NULL);
   if (!rc) rc = set_params_in(s, s->env, x);
   if (rc) return s->err.code ? rc : ds__seterr(&s->err, rc, "reset: %s", ds_env_last_error(s->env));
+  if (s->views) return views_episode(s, loss, want_grad);
   for (int k = 0; k < s->nstep; k++) {
     const int f = s->step_frame[k];
     dsReal* img = f >= 0 ? s->rendered + (size_t)f * s->npix : s->scratch_img;
@@ -479,6 +541,7 @@ int ds_sysid_eval(dsSysid* s, const double* x, double* loss, double* grad) {
   if (!s || !x || !loss) return DS_ERR_INVALID;
   int rc = episode(s, x, loss, grad != NULL);
   if (rc || !grad) return rc;
+  if (s->views) return read_grad(s, s->env, grad); /* the views ran the backward */
   rc = ds_env_backward_adjoints(s->env, NULL, s->adj, NULL, NULL);
   if (rc) return ds__seterr(&s->err, rc, "backward: %s", ds_env_last_error(s->env));
   return read_grad(s, s->env, grad);
@@ -488,6 +551,7 @@ int ds_sysid_render_initial(dsSysid* s, const double* x, dsReal* image) {
   if (!s || !x || !image) return DS_ERR_INVALID;
   int rc = ds_env_reset(s->env, s->env_seed, NULL, NULL);
   if (!rc) rc = set_params_in(s, s->env, x);
+  if (!rc && s->views) return ds__sysid_views_render(s->views, s->env, image, &s->err);
   if (!rc) rc = ds_env_render(s->env, image);
   if (rc && !s->err.code) ds__seterr(&s->err, rc, "initial frame: %s", ds_env_last_error(s->env));
   return rc;
@@ -588,6 +652,15 @@ int ds_sysid_create(const dsEnvDef* env_def, const dsSysidDef* def, int object, 
 static int create_env(dsSysid* s, const dsEnvDef* env_def, int object, const dsSysidVideo* video, int group,
                       dsEnvDef* ed, char* err, size_t errlen) {
   *ed = sysid_env_def(env_def);
+  if (ds__sysid_views_wanted(&s->def, video)) {
+    /* the views draw the positions of the state observation */
+    if (group)
+      return ds__puterr(err, errlen, DS_ERR_UNSUPPORTED,
+                        "sysid: several views (sysid.cameras) and camera parameters run one object at a time, not "
+                        "in a group (--group, --device cuda)");
+    ed->obs_state = DS_OBS_STATE_FULL;
+    ed->obs_image = 0;
+  }
   if (group) {
     ed->gradients = 0;
     ed->device = ds_device_cpu();
@@ -607,7 +680,10 @@ static int create_env(dsSysid* s, const dsEnvDef* env_def, int object, const dsS
   s->env_seed = s->def.seed + (uint64_t)object;
   rc = ds_env_reset(s->env, s->env_seed, NULL, NULL);
   if (rc) return ds__puterr(err, errlen, rc, "env reset: %s", ds_env_last_error(s->env));
-  return 0;
+  if (ds__sysid_views_wanted(&s->def, video))
+    rc = ds__sysid_views_create(&s->views, s->env, &s->def, video, s->nstep, video ? video->nframes : s->nstep, err,
+                                errlen);
+  return rc;
 }
 
 /* Parameters: names checked against the env, sizes, the flattened layout;
@@ -622,13 +698,23 @@ static int param_layout(dsSysid* s, int* maxcount, char* err, size_t errlen) {
     const dsReal* v = NULL;
     const dsReal* g = NULL;
     int n = 0, ng = 0;
-    if (ds_env_param(s->env, p->name, &v, &n))
+    if (ds__sysid_is_camera_param(p->name) && param_now(s, p->name, &v, &n))
+      return ds__puterr(err, errlen, DS_ERR_CONFIG,
+                        "sysid.param%d.name: \"%s\" is not a camera parameter of these %d view(s) (camera.position, "
+                        "camera.look_at, and camera.fov for a view with a field of view or camera.fx, fy, cx, cy for "
+                        "one with intrinsics; cameraK. for view K)",
+                        k + 1, p->name, ds__sysid_views_count(s->views));
+    if (ds__sysid_is_camera_param(p->name) && !(sp->lower > 0) &&
+        (ends_with(p->name, ".fov") || ends_with(p->name, ".fx") || ends_with(p->name, ".fy")))
+      return ds__puterr(err, errlen, DS_ERR_CONFIG, "sysid.param%d.lower: \"%s\" must stay positive: expected lower > 0",
+                        k + 1, p->name);
+    if (param_now(s, p->name, &v, &n))
       return ds__puterr(err, errlen, DS_ERR_CONFIG,
                         "sysid.param%d.name: env \"%s\" has no parameter \"%s\" (engine names: particle.mass, "
                         "tet.k_mu, tet.k_lambda, tri.k_mu, spring.ke, contact.ke, contact.mu, initial_velocity, "
                         "gravity, ...)",
                         k + 1, ds_env_name(s->env), p->name);
-    if (ds_env_param_grad(s->env, p->name, &g, &ng))
+    if (param_grad(s, s->env, p->name, &g, &ng))
       return ds__puterr(err, errlen, DS_ERR_CONFIG, "sysid.param%d.name: \"%s\" is not a differentiable parameter",
                         k + 1, p->name);
     if (n == 0)
@@ -722,7 +808,7 @@ static int init_param_values(dsSysid* s, int k, uint64_t* rng, char* err, size_t
   Param* p = &s->p[k];
   const dsReal* cur = NULL;
   int n = 0;
-  ds_env_param(s->env, p->name, &cur, &n);
+  param_now(s, p->name, &cur, &n);
   p->zero = (unsigned char*)ds__calloc((size_t)n, 1);
   if (!p->zero) return ds__puterr(err, errlen, DS_ERR_NOMEM, "sysid: out of memory");
   int nzero = 0;
@@ -880,7 +966,8 @@ static int setup_video(dsSysid* s, const dsSysidVideo* video, int C, int T, char
   if (rc) return rc;
   s->video.substep = s->substep;
   if (video) {
-    memcpy(s->rgba, video->rgba, (size_t)F * s->npix * sizeof(dsReal));
+    memcpy(s->rgba, video->rgba, (size_t)F * s->npix * sizeof(dsReal)); /* several views: the first's */
+    if (s->views) ds__sysid_views_set_goal(s->views, video);
   } else {
     double l = 0;
     rc = episode(s, s->truth, &l, 0);

@@ -123,6 +123,74 @@ static int video_of(const dsVideo* v, int have_times, dsEnvDef* def, dsSysidVide
   return rc;
 }
 
+/* A camera file's "views" (dsim/video.h): every view's folder (relative to
+ * frames_dir unless absolute) read with the file's times (or the first
+ * folder's own), all of one size and count; out gets the views and their
+ * frames after time 0, view by view (video_of's schedule, from view 0). */
+static int views_video(const char* frames_dir, dsVideo* v, dsEnvDef* def, dsSysidVideo* out, char* err,
+                       size_t errlen) {
+  const int nv = v->nviews;
+  dsSysidView* views = (dsSysidView*)calloc((size_t)nv, sizeof *views);
+  dsReal* all = NULL;
+  int rc = views ? 0 : ds__puterr(err, errlen, DS_ERR_NOMEM, "out of memory");
+  int w = 0, h = 0, n0 = 0;
+  for (int i = 0; i < nv && !rc; i++) {
+    const dsVideoView* vv = &v->views[i];
+    char dir[DS_SYSID_PATH_MAX], label[DS_SYSID_PATH_MAX + 32];
+    const int len = vv->frames[0] == '/' ? snprintf(dir, sizeof dir, "%s", vv->frames)
+                                         : snprintf(dir, sizeof dir, "%s/%s", frames_dir, vv->frames);
+    if (len < 0 || len >= (int)sizeof dir) {
+      rc = ds__puterr(err, errlen, DS_ERR_CONFIG, "%s: views[%d].frames: the path is longer than %d characters",
+                      v->camera_file, i, DS_SYSID_PATH_MAX - 1);
+      break;
+    }
+    if (snprintf(label, sizeof label, "%s: views[%d].frames", v->camera_file, i) < 0) label[0] = '\0';
+    rc = ds_video_read_frames(dir, label, v, err, errlen);
+    if (!rc && i > 0 && (v->width != w || v->height != h))
+      rc = ds__puterr(err, errlen, DS_ERR_CONFIG, "%s: %d x %d pixels, but views[0]'s frames are %d x %d", dir, v->width,
+                      v->height, w, h);
+    if (!rc && i == 0) {
+      w = v->width, h = v->height, n0 = v->nframes;
+      all = (dsReal*)malloc((size_t)nv * (size_t)n0 * 4 * (size_t)w * (size_t)h * sizeof(dsReal));
+      if (!all) rc = ds__puterr(err, errlen, DS_ERR_NOMEM, "out of memory");
+    }
+    const size_t frames = (size_t)n0 * 4 * (size_t)w * (size_t)h;
+    if (!rc) memcpy(all + (size_t)i * frames, v->rgba, frames * sizeof(dsReal));
+    if (!rc) {
+      memcpy(views[i].position, vv->position, sizeof vv->position);
+      memcpy(views[i].look_at, vv->look_at, sizeof vv->look_at);
+      views[i].fov = vv->fov;
+      views[i].fx = vv->fx, views[i].fy = vv->fy, views[i].cx = vv->cx, views[i].cy = vv->cy;
+      memcpy(views[i].frames, dir, sizeof dir);
+    }
+  }
+  if (!rc) {
+    memcpy(v->rgba, all, (size_t)n0 * 4 * (size_t)w * (size_t)h * sizeof(dsReal)); /* view 0 sets the schedule */
+    rc = video_of(v, 1, def, out, err, errlen);
+  }
+  if (!rc && nv > 1) {
+    /* the frames after time 0 of every view, view by view */
+    const int n = out->nframes, first = n0 - n;
+    const size_t frame = 4 * (size_t)w * (size_t)h;
+    dsReal* rgba = (dsReal*)malloc((size_t)nv * (size_t)n * frame * sizeof(dsReal));
+    if (!rgba) rc = ds__puterr(err, errlen, DS_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < nv && !rc; i++)
+      memcpy(rgba + (size_t)i * n * frame, all + ((size_t)i * n0 + first) * frame, (size_t)n * frame * sizeof(dsReal));
+    if (!rc) {
+      free((void*)(uintptr_t)out->rgba);
+      out->rgba = rgba;
+    }
+  }
+  free(all);
+  if (!rc) {
+    out->nviews = nv;
+    out->views = views;
+  } else {
+    free(views);
+  }
+  return rc;
+}
+
 int ds_sysid_load_video(const dsSysidDef* sd, dsEnvDef* def, dsSysidVideo* out, char* err, size_t errlen) {
   if (!sd || !def || !out) return ds__puterr(err, errlen, DS_ERR_INVALID, "sysid video: NULL argument");
   memset(out, 0, sizeof *out);
@@ -130,6 +198,12 @@ int ds_sysid_load_video(const dsSysidDef* sd, dsEnvDef* def, dsSysidVideo* out, 
   if (!v) return ds__puterr(err, errlen, DS_ERR_NOMEM, "out of memory");
   int rc = ds_video_read_camera(sd->camera, "sysid.camera", v, err, errlen);
   if (!rc) rc = set_camera(v, def, err, errlen);
+  if (!rc && v->nviews > 0) {
+    rc = views_video(sd->frames_dir, v, def, out, err, errlen);
+    ds_video_free(v);
+    free(v);
+    return rc;
+  }
   if (!rc) rc = ds_video_read_frames(sd->frames_dir, "sysid.frames_dir", v, err, errlen);
   if (!rc) rc = video_of(v, 1, def, out, err, errlen);
   ds_video_free(v);
@@ -267,5 +341,6 @@ void ds_sysid_video_free(dsSysidVideo* v) {
   /* the arrays of ds_sysid_load_video are its own (const only to readers) */
   free((void*)(uintptr_t)v->substep);
   free((void*)(uintptr_t)v->rgba);
+  free((void*)(uintptr_t)v->views);
   memset(v, 0, sizeof *v);
 }

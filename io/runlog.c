@@ -776,6 +776,17 @@ static int write_frame_info(hid_t g, const dsEpisodeRecord* ep) {
     ok = write_vec_attr(g, "camera_position", ep->cam_eye, 3) >= 0 &&
          write_vec_attr(g, "camera_look_at", ep->cam_look_at, 3) >= 0 &&
          write_dbl_attr(g, "camera_fov", ep->cam_fov) >= 0;
+    if (ok && ep->cam_intr[0] > 0) ok = write_vec_attr(g, "camera_intrinsics", ep->cam_intr, 4) >= 0;
+  }
+  /* several views: camera_view<k> = position, look_at, fov and camera_view<k>_intrinsics */
+  const int nv = ep->cam_nviews > 1 && ep->cam_views ? (ep->cam_nviews < 8 ? ep->cam_nviews : 8) : 0;
+  if (ok && known && nv) ok = write_int_attr(g, "camera_nviews", nv) >= 0;
+  for (int k = 0; ok && known && k < nv; k++) {
+    char name[48];
+    snprintf(name, sizeof name, "camera_view%d", k);
+    ok = write_vec_attr(g, name, ep->cam_views + 11 * k, 7) >= 0;
+    snprintf(name, sizeof name, "camera_view%d_intrinsics", k);
+    if (ok && ep->cam_views[11 * k + 7] > 0) ok = write_vec_attr(g, name, ep->cam_views + 11 * k + 7, 4) >= 0;
   }
   ds__free(sub);
   ds__free(t);
@@ -1690,6 +1701,27 @@ static int rd_frame_series(Rd* r, const char* gp, dsRunFrameInfo* fi) {
   return rc;
 }
 
+/* The intrinsics and the views of an episode (absent in single-view logs,
+ * and in logs written before them). */
+static int rd_cameras(Rd* r, hid_t g, const char* gp, dsRunFrameInfo* fi) {
+  int has = 0;
+  int rc = rd_vec_attr(r, g, gp, "camera_intrinsics", 4, fi->intr, &has);
+  if (rc == DS_OK && !has) fi->intr[0] = fi->intr[1] = fi->intr[2] = fi->intr[3] = 0;
+  long long nv = 0;
+  if (rc == DS_OK) rc = rd_int_attr(r, g, gp, "camera_nviews", 0, 2, DS_RUNLOG_MAX_VIEWS, &nv, NULL, &has);
+  for (int k = 0; rc == DS_OK && k < (has ? (int)nv : 0); k++) {
+    char name[48];
+    int h1 = 0, h2 = 0;
+    snprintf(name, sizeof name, "camera_view%d", k);
+    rc = rd_vec_attr(r, g, gp, name, 7, fi->views[k], &h1);
+    if (rc == DS_OK && !h1) rc = rd_bad(r, gp, "attribute %s is missing (camera_nviews is %lld)", name, nv);
+    snprintf(name, sizeof name, "camera_view%d_intrinsics", k);
+    if (rc == DS_OK) rc = rd_vec_attr(r, g, gp, name, 4, fi->views[k] + 7, &h2);
+  }
+  if (rc == DS_OK && has) fi->nviews = (int)nv;
+  return rc;
+}
+
 int ds_runlog_read_frame_info(const char* path, const char* which, dsRunFrameInfo* fi, char* err, size_t errlen) {
   if (!fi) return ds__puterr(err, errlen, DS_ERR_INVALID, "ds_runlog_read_frame_info: NULL argument");
   memset(fi, 0, sizeof *fi);
@@ -1707,6 +1739,7 @@ int ds_runlog_read_frame_info(const char* path, const char* which, dsRunFrameInf
   if (rc == DS_OK) rc = rd_vec_attr(&r, g, gp, "camera_look_at", 3, fi->look_at, &has[1]);
   if (rc == DS_OK) rc = rd_dbl_attr(&r, g, gp, "camera_fov", &fi->fov, &has[2]);
   fi->has_camera = rc == DS_OK && has[0] && has[1] && has[2] && fi->fov > 0 && fi->fov < 180;
+  if (rc == DS_OK) rc = rd_cameras(&r, g, gp, fi);
   rd_close(g);
   H5Fclose(r.f);
   if (rc) ds_runlog_frame_info_free(fi);

@@ -16,6 +16,73 @@
 
 #include <cjson/cJSON.h>
 
+/* One entry of a camera file's "views": the entry without "frames", with
+ * the file's times, read as a camera file of its own (io/cfg.c's checks),
+ * its messages naming "FILE: views[i]". */
+static int read_view(const char* path, const cJSON* times, const cJSON* e, int i, dsVideo* v, char* err,
+                     size_t errlen) {
+  char where[1100];
+  snprintf(where, sizeof where, "%s: views[%d]", path, i);
+  if (!cJSON_IsObject(e)) return ds__puterr(err, errlen, DS_ERR_CONFIG, "%s: expected an object", where);
+  const cJSON* fr = cJSON_GetObjectItemCaseSensitive(e, "frames");
+  if (!cJSON_IsString(fr) || !fr->valuestring[0] || strlen(fr->valuestring) >= sizeof v->views[i].frames)
+    return ds__puterr(err, errlen, DS_ERR_CONFIG, "%s: \"frames\" is required: the view's folder of PNG frames (a string)",
+                      where);
+  cJSON* one = cJSON_Duplicate(e, 1);
+  if (one && times) cJSON_AddItemToObject(one, "times", cJSON_Duplicate(times, 1));
+  if (one) cJSON_DeleteItemFromObjectCaseSensitive(one, "frames");
+  char* text = one ? cJSON_PrintUnformatted(one) : NULL;
+  cJSON_Delete(one);
+  if (!text) return ds__puterr(err, errlen, DS_ERR_NOMEM, "out of memory");
+  dsErrBuf eb;
+  ds__clearerr(&eb);
+  dsVideoView* w = &v->views[i];
+  double intr[4] = {0, 0, 0, 0};
+  int n = 0;
+  const int rc = ds__cfg_video_camera(where, text, v->times, DS_VIDEO_MAX_FRAMES, &n, w->position, w->look_at, &w->fov,
+                                      intr, &eb);
+  cJSON_free(text);
+  if (rc) return ds__puterr(err, errlen, rc, "%s", ds__errmsg(&eb));
+  w->fx = intr[0];
+  w->fy = intr[1];
+  w->cx = intr[2];
+  w->cy = intr[3];
+  snprintf(w->frames, sizeof w->frames, "%s", fr->valuestring);
+  v->nframes = n;
+  return 0;
+}
+
+/* A camera file with "views" (dsim/video.h): every entry, the first's
+ * camera also in v's single-camera fields. */
+static int read_views(const char* path, const cJSON* root, dsVideo* v, char* err, size_t errlen) {
+  for (const cJSON* ch = root->child; ch; ch = ch->next)
+    if (strcmp(ch->string, "times") && strcmp(ch->string, "views"))
+      return ds__puterr(err, errlen, DS_ERR_CONFIG,
+                        "%s: unknown key \"%s\" beside \"views\" (keys: times, views; each view holds its "
+                        "position, look_at, fov or fx, fy, cx, cy, and frames)",
+                        path, ch->string);
+  const cJSON* list = cJSON_GetObjectItemCaseSensitive(root, "views");
+  const int n = cJSON_IsArray(list) ? cJSON_GetArraySize(list) : -1;
+  if (n < 1 || n > DS_VIDEO_MAX_VIEWS)
+    return ds__puterr(err, errlen, DS_ERR_CONFIG, "%s: views: expected a list of 1 to %d views", path,
+                      DS_VIDEO_MAX_VIEWS);
+  const cJSON* times = cJSON_GetObjectItemCaseSensitive(root, "times");
+  for (int i = 0; i < n; i++) {
+    const int rc = read_view(path, times, cJSON_GetArrayItem(list, i), i, v, err, errlen);
+    if (rc) return rc;
+  }
+  v->nviews = n;
+  const dsVideoView* w = &v->views[0];
+  memcpy(v->position, w->position, sizeof v->position);
+  memcpy(v->look_at, w->look_at, sizeof v->look_at);
+  v->fov = w->fov;
+  v->fx = w->fx;
+  v->fy = w->fy;
+  v->cx = w->cx;
+  v->cy = w->cy;
+  return 0;
+}
+
 int ds_video_read_camera(const char* path, const char* label, dsVideo* v, char* err, size_t errlen) {
   if (!path || !v) return ds__puterr(err, errlen, DS_ERR_INVALID, "video: NULL argument");
   memset(v, 0, sizeof *v);
@@ -26,6 +93,14 @@ int ds_video_read_camera(const char* path, const char* label, dsVideo* v, char* 
   int rc = ds__read_text_file(path, &text, NULL, &eb);
   if (rc) return ds__puterr(err, errlen, rc, "%s%s%s", label ? label : "", label ? ": " : "", ds__errmsg(&eb));
   ds__clearerr(&eb);
+  cJSON* root = cJSON_Parse(text);
+  if (cJSON_IsObject(root) && cJSON_GetObjectItemCaseSensitive(root, "views")) {
+    rc = read_views(path, root, v, err, errlen);
+    cJSON_Delete(root);
+    ds__free(text);
+    return rc;
+  }
+  cJSON_Delete(root);
   double intr[4] = {0, 0, 0, 0};
   rc = ds__cfg_video_camera(path, text, v->times, DS_VIDEO_MAX_FRAMES, &v->nframes, v->position, v->look_at, &v->fov,
                             intr, &eb);

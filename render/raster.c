@@ -658,12 +658,25 @@ static void camera_adjoint(const dsRaster* r, int nface, dsCamera* dc) {
     dc->at[k] += (dsReal)gv[k];
     dc->eye[k] += (dsReal)(acc[9 + k] - gv[k]);
   }
+  /* acc[12] = dL/d(ax) ax, acc[13] = dL/d(ay) ay, acc[14] = dL/d(ox),
+   * acc[15] = dL/d(oy) (render/raster_kernel.h) */
   if (fr->ortho) {
-    double h = r->s.camera.ortho_height; /* ay = 1/h */
-    dc->ortho_height += (dsReal)(-acc[12] / (h * h));
+    double h = r->s.camera.ortho_height; /* ax = ay/aspect, ay = 1/h: dL/dh = -(acc12 + acc13)/h */
+    dc->ortho_height += (dsReal)(-(acc[12] + acc[13]) / h);
+  } else if (fr->pp) {
+    /* intrinsics: ax = 2 fx/W, ay = 2 fy/H, ox = 2 cx/W - 1, oy = 1 - 2 cy/H, so
+     * dL/dfx = dL/d(ax) ax/fx, dL/dfy = dL/d(ay) ay/fy, dL/dcx = 2 dL/d(ox)/W,
+     * dL/dcy = -2 dL/d(oy)/H; fov_deg is unused and gets nothing */
+    const dsCamera* c = &r->s.camera;
+    dc->fx += (dsReal)(acc[12] / (double)c->fx);
+    dc->fy += (dsReal)(acc[13] / (double)c->fy);
+    dc->cx += (dsReal)(2.0 * acc[14] / (double)r->v.W);
+    dc->cy += (dsReal)(-2.0 * acc[15] / (double)r->v.H);
   } else {
-    double sh = sin(0.5 * fr->fov); /* ay = 1/tan(fov/2), fov = deg pi/180 */
-    dc->fov_deg += (dsReal)(-acc[12] * 0.5 / (sh * sh) * DSR_PI / 180.0);
+    /* ax = ay/aspect, ay = 1/tan(fov/2), fov = deg pi/180:
+     * dL/d(ay) = (acc12 + acc13)/ay, d(ay)/d(fov) = -1/(2 sin^2(fov/2)) */
+    double sh = sin(0.5 * fr->fov);
+    dc->fov_deg += (dsReal)(-(acc[12] + acc[13]) / fr->ay * 0.5 / (sh * sh) * DSR_PI / 180.0);
   }
 }
 

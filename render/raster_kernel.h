@@ -25,8 +25,11 @@
 /* softmax terms exp(e_j - m) < exp(-40) ~ 4e-18 are dropped (forward and adjoint) */
 #define DSR_SOFTMAX_CUT 40.0
 /* per-face camera adjoint: dL/dx_c, dL/dy_c, dL/dz_c (frame vectors), direct
- * dL/d(eye), dL/d(ay) */
-#define DSR_NCAM 13
+ * dL/d(eye), then the projection's parts: sum_i gpx_i (px_i - ox),
+ * sum_i gpy_i (py_i - oy) (dL/d(ax) ax and dL/d(ay) ay, since px - ox is
+ * proportional to ax and py - oy to ay), sum_i gpx_i = dL/d(ox) and
+ * sum_i gpy_i = dL/d(oy) */
+#define DSR_NCAM 16
 
 /* The per-pixel functions must inline into their loops (the `full` flag of
  * dsr_eval is then resolved at compile time). */
@@ -801,7 +804,7 @@ DS_HD DSR_INLINE void dsr_face_finish(const dsrView* vw, const dsReal* verts, co
     for (k = 0; k < 3; k++) out[3 * i + k] = gX * fr->xc[k] + gY * fr->yc[k] + gZ * fr->zc[k];
     if (cam) {
       /* X = (p - eye).x_c etc.: dL/dx_c += gX (p - eye), dL/d(eye) -= the
-       * projection part of dL/dp; px, py are proportional to ay */
+       * projection part of dL/dp; the scale and offset parts as DSR_NCAM says */
       for (k = 0; k < 3; k++) {
         double d = p[i][k] - fr->eye[k];
         cam[k] += gX * d;
@@ -809,7 +812,10 @@ DS_HD DSR_INLINE void dsr_face_finish(const dsrView* vw, const dsReal* verts, co
         cam[6 + k] += gZ * d;
         cam[9 + k] -= out[3 * i + k];
       }
-      cam[12] += (g->gpx[i] * (f->px[i] - fr->ox) + g->gpy[i] * (f->py[i] - fr->oy)) / fr->ay;
+      cam[12] += g->gpx[i] * (f->px[i] - fr->ox);
+      cam[13] += g->gpy[i] * (f->py[i] - fr->oy);
+      cam[14] += g->gpx[i];
+      cam[15] += g->gpy[i];
     }
   }
   if (vertex_color) {

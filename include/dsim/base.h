@@ -237,6 +237,10 @@ typedef struct dsEpisodeRecord {
   double cam_eye[3];           /* the frames' camera position (y up), m */
   double cam_fov;              /* its vertical field of view, degrees (0: camera not stored) */
   double cam_look_at[3];       /* the point it looks at, m (zeros: the origin) */
+  double cam_intr[4];          /* its intrinsics fx, fy, cx, cy, pixels (fx 0: none, the fov) */
+  int cam_nviews;              /* views of the run (0 or 1: the camera above; up to 8): cam_views */
+  const double* cam_views;     /* cam_nviews x 11: position (3), look_at (3), fov, fx, fy, cx, cy (view 0
+                                  is the frames' camera) */
 } dsEpisodeRecord;
 
 /* ---- log hook --------------------------------------------------------------

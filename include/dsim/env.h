@@ -543,6 +543,34 @@ DS_API int ds_env_set_state(dsEnv* env, const dsReal* state, int n);
 DS_API const dsReal* ds_env_positions(const dsEnv* env);
 /* Render the current state into image (w*h*4). */
 DS_API int ds_env_render(dsEnv* env, dsReal* image);
+/* ---- other views of the env's scene (sysid's several cameras) -------------
+ * A camera as DS_ENV_CAMERA_NVAL values: position (3, the eye, m), look_at
+ * (3, m), fov (vertical, degrees), fx, fy, cx, cy (intrinsics, pixels; fx 0:
+ * the fov is used), up +y. A view draws the env's mesh (its particles,
+ * faces and colours) with the env's render settings (image size, softness,
+ * lights, near and far planes) from its own camera, and differentiates the
+ * image with respect to the positions and the camera (the renderer's
+ * camera adjoint: eye, look-at point, fov or intrinsics). Not concurrently
+ * with another call on the same view; allocation-free after create. */
+#define DS_ENV_CAMERA_NVAL 11
+typedef struct dsEnvView dsEnvView;
+/* The env's own camera (its first view) as such values. */
+DS_API int ds_env_camera(const dsEnv* env, dsReal cam[DS_ENV_CAMERA_NVAL]);
+/* DS_ERR_INVALID (the reason in err) for a camera the renderer refuses. */
+DS_API int ds_env_view_create(const dsEnv* env, const dsReal cam[DS_ENV_CAMERA_NVAL], dsEnvView** out, char* err,
+                              size_t errlen);
+DS_API void ds_env_view_destroy(dsEnvView* v);
+DS_API int ds_env_view_set_camera(dsEnvView* v, const dsReal cam[DS_ENV_CAMERA_NVAL]);
+/* Renders positions x (nparticle x 3) into image (w*h*4; NULL: only keep
+ * the state for the backward). */
+DS_API int ds_env_view_render(dsEnvView* v, const dsEnv* env, const dsReal* x, dsReal* image);
+/* The adjoint of the last ds_env_view_render (same x): ACCUMULATES
+ * dL/dx into d_x (nparticle x 3) and dL/d(camera) into d_cam
+ * (DS_ENV_CAMERA_NVAL; the fov's entry with a fov, the intrinsics' with
+ * intrinsics); either may be NULL. */
+DS_API int ds_env_view_backward(dsEnvView* v, const dsEnv* env, const dsReal* x, const dsReal* d_image, dsReal* d_x,
+                                dsReal* d_cam);
+DS_API const char* ds_env_view_last_error(const dsEnvView* v);
 /* The goal image of the current seed (w*h*4), NULL before the first reset. */
 DS_API const dsReal* ds_env_goal_image(const dsEnv* env);
 /* Target centroid of the current episode (m). */

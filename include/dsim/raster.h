@@ -150,8 +150,9 @@ DS_API int ds_raster_backward(dsRaster* r, const dsRasterMesh* mesh, const dsRea
                               dsReal* d_verts, dsReal* d_colors);
 
 /* ds_raster_backward that also ACCUMULATES dL/d(camera) into d_camera
- * (may be NULL): eye, at, up (3 each) and fov_deg (perspective) or
- * ortho_height (orthographic); its other fields are left alone. The
+ * (may be NULL): eye, at, up (3 each) and fov_deg (perspective), the
+ * intrinsics fx, fy, cx, cy (perspective with fx > 0; fov_deg then gets
+ * nothing) or ortho_height (orthographic); its other fields are left alone. The
  * camera's influence through which side of a face is lit (piecewise
  * constant) and the near/far planes has no gradient. */
 DS_API int ds_raster_backward_camera(dsRaster* r, const dsRasterMesh* mesh, const dsReal* d_image,

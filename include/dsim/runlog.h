@@ -123,7 +123,11 @@ typedef struct dsRunFrameInfo {
   double position[3];        /* camera position, m */
   double look_at[3];         /* the point it looks at (y up), m */
   double fov;                /* vertical field of view, degrees */
+  double intr[4];            /* intrinsics fx, fy, cx, cy, pixels (fx 0: none; the frames used the fov) */
+  int nviews;                /* 0: one view; 2..DS_RUNLOG_MAX_VIEWS: the run's views (the frames: view 0's) */
+  double views[8][11];       /* per view: position (3), look_at (3), fov, fx, fy, cx, cy */
 } dsRunFrameInfo;
+#define DS_RUNLOG_MAX_VIEWS 8
 DS_API int ds_runlog_read_frame_info(const char* path, const char* which, dsRunFrameInfo* info, char* err,
                                      size_t errlen);
 DS_API void ds_runlog_frame_info_free(dsRunFrameInfo* info);

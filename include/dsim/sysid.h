@@ -166,6 +166,26 @@ typedef struct dsSysidStage {
   double lr;           /* 0: sysid.lr */
 } dsSysidStage;
 
+/* One view of the scene (sysid.cameras; a camera file's "views"): a
+ * y-up camera at `position` looking at `look_at`, with a vertical field of
+ * view `fov` or the intrinsics fx, fy, cx, cy (pixels: u = fx X/Z + cx from
+ * the image's left edge, v = cy - fy Y/Z from its top; fx 0: the fov).
+ * Footage: `frames`, the view's folder of PNG frames (relative to
+ * sysid.frames_dir unless absolute; the views share the camera file's
+ * times, so every folder holds the same number of frames). Every view's images enter the
+ * loss, which is the sum over the views; parameters `camera.position`,
+ * `camera.look_at`, `camera.fov`, `camera.fx`, `camera.fy`, `camera.cx`,
+ * `camera.cy` identify the first view's camera (`cameraK.` the K-th's,
+ * K = 1 .. DS_SYSID_MAX_VIEWS; `camera1.` is `camera.`). */
+#define DS_SYSID_MAX_VIEWS 8
+typedef struct dsSysidView {
+  double position[3];                /* eye, m */
+  double look_at[3];                 /* point looked at, m */
+  double fov;                        /* vertical field of view, degrees (0: intrinsics) */
+  double fx, fy, cx, cy;             /* intrinsics, pixels (fx 0: fov) */
+  char frames[DS_SYSID_PATH_MAX];    /* footage: the view's PNG folder */
+} dsSysidView;
+
 typedef struct dsSysidDef {
   dsSysidParam params[DS_SYSID_MAX_PARAMS];
   int optimizer;          /* dsSysidOptimKind */
@@ -181,6 +201,8 @@ typedef struct dsSysidDef {
   int naction;            /* 0: zero actions */
   dsSysidStage stages[DS_SYSID_MAX_STAGES]; /* sysid.stages, run in order; nstages 0: one stage, all free */
   int nstages;
+  dsSysidView views[DS_SYSID_MAX_VIEWS]; /* sysid.cameras: the views of a synthetic video (nviews 0: the env's camera) */
+  int nviews;
   uint64_t seed;          /* object draws (init_range, truth_range); object i uses seed + i
                              (not a config key: `dsim sysid` sets it from run.seed) */
 } dsSysidDef;
@@ -207,7 +229,9 @@ DS_API int ds_sysid_num_params(const dsSysidDef* def);
 typedef struct dsSysidVideo {
   int nframes, width, height;
   const int* substep;
-  const dsReal* rgba;
+  const dsReal* rgba;            /* nviews > 1: nviews x nframes frames, view by view */
+  int nviews;                    /* 0 or 1: one view, the env's camera; else views[0 .. nviews) */
+  const dsSysidView* views;
 } dsSysidVideo;
 
 /* Footage (video "frames"): read sd's camera file and PNG frames
@@ -332,6 +356,13 @@ DS_API int ds_sysid_eval(dsSysid* s, const double* values, double* loss, double*
 /* The frames of the last evaluation (nframes x h x w x 4) and the video's. */
 DS_API const dsReal* ds_sysid_rendered(const dsSysid* s);
 DS_API const dsSysidVideo* ds_sysid_video(const dsSysid* s);
+/* The views the loss sums over: 1 (the env's camera) unless sysid.cameras
+ * or footage of several views give more. ds_sysid_view: view v's camera
+ * (position, look_at, fov or intrinsics; frames "") at the values of the
+ * last evaluation or render, so camera parameters show their estimate
+ * after ds_sysid_eval at it. DS_ERR_RANGE for v out of range. */
+DS_API int ds_sysid_num_views(const dsSysid* s);
+DS_API int ds_sysid_view(const dsSysid* s, int v, dsSysidView* out);
 /* The initial state (substep 0, time 0) with values, rendered into image
  * (h x w x 4): the frame before the video's, which no parameter moves but
  * a log of the episode shows. */

@@ -6,7 +6,15 @@
  * image's left edge, v = cy - fy Y/Z from its top). "times" may be left
  * out when the frames carry their times, as `dsim export --frames` writes
  * them: the folder's frames.json ("times"), else each PNG's "dsim:frame"
- * text chunk ({"time": s, ...}). Reading only: what
+ * text chunk ({"time": s, ...}). Several views of one scene: instead of
+ * the camera keys, "views": a list of 1 to DS_VIDEO_MAX_VIEWS objects, each
+ * with "position", "look_at", "fov" or "fx", "fy", "cx", "cy", and
+ * "frames" (the view's folder of PNGs), sharing the file's "times":
+ *   {"times": [0.1, 0.2], "views": [
+ *     {"position": [0, 1, -4], "look_at": [0, 0, 0], "fov": 30, "frames": "front"},
+ *     {"position": [4, 1, 0], "look_at": [0, 0, 0], "fx": 40, "fy": 40, "cx": 16, "cy": 16,
+ *      "frames": "side"}]}
+ * Reading only: what
  * the frames mean for an env (its camera, image size and substep schedule)
  * is ds_sysid_load_video's (dsim/sysid.h).
  *
@@ -28,6 +36,16 @@ extern "C" {
 
 /* frames (and frame times) a video may have */
 #define DS_VIDEO_MAX_FRAMES 4096
+/* views a camera file may list */
+#define DS_VIDEO_MAX_VIEWS 8
+
+/* One view of a camera file's "views" list. */
+typedef struct dsVideoView {
+  double position[3], look_at[3]; /* m */
+  double fov;                     /* degrees (0: intrinsics) */
+  double fx, fy, cx, cy;          /* pixels (fx 0: fov) */
+  char frames[1024];              /* the view's frames folder, as written in the file */
+} dsVideoView;
 
 typedef struct dsVideo {
   int nframes;               /* frames: the camera file's times, then the PNG files (they must agree) */
@@ -40,6 +58,8 @@ typedef struct dsVideo {
   dsReal* rgba;              /* nframes x height x width x 4 in [0, 1], row 0 at the top (frames' order:
                                 file names sorted); NULL until ds_video_read_frames */
   char camera_file[1024];    /* the camera file's path (messages) */
+  int nviews;                /* 0: one camera (the keys above); else the file's "views" (the keys above: views[0]'s) */
+  dsVideoView views[DS_VIDEO_MAX_VIEWS];
 } dsVideo;
 
 /* Read the camera file into *v (which it first clears). label names the

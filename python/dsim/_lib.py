@@ -147,7 +147,8 @@ class SysidFootage(ctypes.Structure):
 class SysidVideo(ctypes.Structure):
     _c_name_ = "dsSysidVideo"
     _fields_ = [("nframes", ctypes.c_int), ("width", ctypes.c_int), ("height", ctypes.c_int),
-                ("substep", ctypes.POINTER(ctypes.c_int)), ("rgba", ctypes.c_void_p)]
+                ("substep", ctypes.POINTER(ctypes.c_int)), ("rgba", ctypes.c_void_p), ("nviews", ctypes.c_int),
+                ("views", ctypes.c_void_p)]
 
 
 class SysidIter(ctypes.Structure):
