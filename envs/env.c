@@ -321,6 +321,7 @@ static int build_sized(dsEnv* e) {
   e->adj_act = alloc_reals((size_t)m->nact);
   e->adj_fext = alloc_reals(n3);
   e->fext_grad = alloc_reals((size_t)e->nstep * n3);
+  e->fext_lo = e->fext_hi = 0;
   e->sink = alloc_reals((size_t)e->adim);
   if (!e->face_colors || !e->goal_x || !e->x0_def || !e->frame_x || !e->frame_loss || !e->frame_done || !e->step_x ||
       !e->step_v || !e->actions || !e->adj_act || !e->adj_fext || !e->sink ||

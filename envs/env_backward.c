@@ -274,7 +274,7 @@ static int bwd_prepare(dsEnv* e, const dsEnvBwdSpec* sp, int first, dsReal* grad
   if (first < 0 || first > steps)
     return ds__seterr(&e->err, DS_ERR_RANGE, "backward: first step %d outside [0, %d]", first, steps);
   if (grad_actions) memset(grad_actions, 0, (size_t)steps * e->adim * sizeof(dsReal));
-  memset(e->fext_grad, 0, (size_t)e->nstep * e->n3 * sizeof(dsReal));
+  ds__env_force_bwd_clear(e);
   ds_grad_zero(e->g);
   return 0;
 }

@@ -12,7 +12,8 @@
  *   dL/dF_k = sum over s in step k of dL/d(f_ext over s),
  * the engine's adj_fext after the pop of s (semi-implicit Euler:
  * dt w_i adj_v'_i; dsim/engine.h). Every backward clears the rows and fills
- * those of the steps it pops; nothing is allocated. */
+ * those of the steps it pops (clearing only the rows written before); nothing
+ * is allocated. */
 #include "config.h"
 
 #include <math.h>
@@ -20,7 +21,18 @@
 
 #include "envs/env_priv.h"
 
+/* Only the rows written since the last clear: a window of one step (a
+ * closed-loop node) then clears one row, not the episode's. */
+void ds__env_force_bwd_clear(dsEnv* e) {
+  if (e->fext_hi > e->fext_lo)
+    memset(e->fext_grad + (size_t)e->fext_lo * e->n3, 0, (size_t)(e->fext_hi - e->fext_lo) * e->n3 * sizeof(dsReal));
+  e->fext_lo = e->fext_hi = 0;
+}
+
 void ds__env_force_bwd(dsEnv* e, int k) {
+  if (e->fext_hi == e->fext_lo) e->fext_lo = e->fext_hi = k;
+  if (k < e->fext_lo) e->fext_lo = k;
+  if (k + 1 > e->fext_hi) e->fext_hi = k + 1;
   dsReal* g = e->fext_grad + (size_t)k * e->n3;
   const dsReal* a = e->adj_fext;
   for (int q = 0; q < e->n3; q++) g[q] += a[q];

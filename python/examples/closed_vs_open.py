@@ -8,8 +8,8 @@ Task: forward progress of the walker's centre of mass (m) in an episode of
 --substeps substeps (32 per control step). Per seed S:
   open loop   the built-in sinusoid controller of `dsim run` (dsim.Run,
               method state: the centre-of-mass loss to a goal --goal m ahead,
-              far enough that the optimiser pushes for progress), its best
-              episode's actions (the run log) replayed step by step;
+              far enough that the optimiser pushes for progress), the actions
+              of its lowest-loss iteration replayed step by step;
   closed loop an MLP policy of the full state (dsim.learn.train_shac on the
               dense reward, whose episode sum is the progress).
 Both are then evaluated, forward only, on 4 episodes (seeds 1000..1003)
@@ -27,10 +27,10 @@ the 4 episodes) and writes every value to --out (CSV).
 """
 import argparse
 import csv
+import ctypes
 import os
 import statistics
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -52,19 +52,32 @@ CONDITIONS = [
 EVAL_SEED, EVAL_ENVS = 1000, 4
 
 
+class _TrainerIter(ctypes.Structure):
+    """dsTrainerIter of dsim/controller.h (what ds_run_step reports)."""
+    _fields_ = [("iteration", ctypes.c_int), ("loss", ctypes.c_double), ("metric", ctypes.c_double),
+                ("grad_norm", ctypes.c_double), ("lr", ctypes.c_double), ("params", ctypes.POINTER(ctypes.c_double)),
+                ("nparams", ctypes.c_int), ("actions", dsim._lib.RP), ("nsteps", ctypes.c_int),
+                ("action_dim", ctypes.c_int), ("backtracks", ctypes.c_int), ("rejected", ctypes.c_int)]
+
+
 def train_open(seed, substeps, goal, iterations, width):
-    """The sinusoid controller of `dsim run`: its best episode's actions (S x A)."""
-    h5py = __import__("h5py")
-    out = os.path.join(tempfile.mkdtemp(prefix="closed_vs_open"), f"open-s{seed}.h5")
+    """The sinusoid controller of `dsim run` (dsim.Run, iteration by
+    iteration): the actions (S x A) of its lowest-loss iteration, the one a
+    run returns, and its metric (the progress, m)."""
     ov = {"env.physics.substeps": substeps, "env.goal.x_min": goal, "env.goal.x_max": goal,
           "env.render.width": width, "env.render.height": width, "env.render.supersample": 1,
-          "run.method": "state", "run.iterations": iterations, "run.seed": seed, "run.threads": 1, "run.out": out}
-    with dsim.Run("walker", ov, log=True, overwrite=True) as run:
-        res = run.execute()
-    with h5py.File(out, "r") as f:
-        acts = np.array(f["episodes/best/actions"], dtype=np.float64)
-    os.remove(out)
-    return acts, res
+          "run.method": "state", "run.iterations": iterations, "run.seed": seed, "run.threads": 1}
+    best, acts, metric = np.inf, None, None
+    with dsim.Run("walker", ov, log=False) as run:
+        it = _TrainerIter()
+        while not run.done:
+            rc = dsim._lib.run_step_c(run._p, ctypes.byref(it))
+            if rc:
+                raise dsim.DsimError("walker", "open-loop iteration failed", rc, dsim._lib.run_error(run._p))
+            if it.loss < best:
+                best, metric = it.loss, it.metric
+                acts = np.ctypeslib.as_array(it.actions, shape=(it.nsteps, it.action_dim)).astype(np.float64)
+    return acts, metric
 
 
 def evaluate(act_fn, over, push, rng, label):
@@ -104,14 +117,14 @@ def main():
     rows, t0 = [], time.time()
     for seed in range(a.seeds):
         ts = time.time()
-        acts, res = train_open(seed, a.substeps, a.goal, a.open_iterations, 16)
+        acts, m_open = train_open(seed, a.substeps, a.goal, a.open_iterations, 16)
         t_open = time.time() - ts
         ts = time.time()
         out = dl.train_shac("walker", num_envs=a.envs, horizon=a.horizon, iterations=a.closed_iterations,
                             seed=seed, hidden=(128, 128), **base)
         t_closed = time.time() - ts
         policy = out["policy"]
-        print(f"seed {seed}: open loop {t_open:.0f} s ({res.get('iterations')} iterations), "
+        print(f"seed {seed}: open loop {t_open:.0f} s ({a.open_iterations} iterations, progress {m_open:.3f} m), "
               f"closed loop {t_closed:.0f} s ({a.closed_iterations} updates, "
               f"{out['history'][-1]['env_steps']} env steps)", flush=True)
         for name, extra in CONDITIONS:
