@@ -40,11 +40,16 @@ void ds__env_force_bwd(dsEnv* e, int k) {
 
 int ds_env_set_external_force(dsEnv* e, const dsReal* force) {
   if (!e) return DS_ERR_INVALID;
-  const char* why = e->bs || e->bs_member ? "the batched engine takes actions as activations only"
-                    : e->cls->uses_external_force ? "the class writes the external forces itself (its action)"
-                    : e->m->nbody || e->m->artic ? "its bodies are rigid or articulated (f_ext moves free particles only)"
-                                                 : NULL;
-  if (why) return ds__seterr(&e->err, DS_ERR_UNSUPPORTED, "set_external_force: not available for %s: %s", e->cls->name, why);
+  const char* why = NULL;
+  if (e->bs || e->bs_member)
+    why = "the batched engine takes actions as activations only";
+  else if (e->cls->uses_external_force)
+    why = "the class writes the external forces itself (its action)";
+  else if (e->m->nbody || e->m->artic)
+    why = "its bodies are rigid or articulated (f_ext moves free particles only)";
+  if (why)
+    return ds__seterr(&e->err, DS_ERR_UNSUPPORTED, "set_external_force: not available for %s: %s", e->cls->name,
+                      why);
   if (!e->have_episode) return ds__seterr(&e->err, DS_ERR_STATE, "set_external_force: reset the env first");
   if (!force) {
     memset(e->d->f_ext, 0, (size_t)e->n3 * sizeof(dsReal));
@@ -52,8 +57,9 @@ int ds_env_set_external_force(dsEnv* e, const dsReal* force) {
   }
   for (int q = 0; q < e->n3; q++)
     if (!isfinite(force[q]))
-      return ds__seterr(&e->err, DS_ERR_RANGE, "set_external_force: particle %d component %d is not finite (N expected)",
-                        q / 3, q % 3);
+      return ds__seterr(&e->err, DS_ERR_RANGE,
+                        "set_external_force: particle %d component %d is not finite (a force in N expected)", q / 3,
+                        q % 3);
   memcpy(e->d->f_ext, force, (size_t)e->n3 * sizeof(dsReal));
   return 0;
 }

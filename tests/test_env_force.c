@@ -9,7 +9,7 @@
  * from the taped forces). Each comparison also rejects the analytic
  * gradient with one component scaled by 1.01 (tests/gradcheck.h). Also:
  * a zero force leaves the trajectory bit for bit, a reset clears the
- * force, and the errors. */
+ * force, and the errors (rigid bodies refused). */
 #include "config.h"
 
 #include <math.h>
@@ -179,6 +179,20 @@ static void problem(const char* label, const char* config) {
   free(p.start);
 }
 
+/* Rigid bodies: refused with a message (f_ext moves free particles only). */
+static void refused(void) {
+  char err[512];
+  dsEnv* e = NULL;
+  int rc = ds_env_create_from_text("rigid", "{\"env\": {\"name\": \"rigid-toss\", \"render\": {\"width\": 16, "
+                                   "\"height\": 16, \"supersample\": 1}}}", &e, err, sizeof err);
+  CHECK_INT_EQ(rc, 0);
+  if (rc) return;
+  CHECK_INT_EQ(ds_env_reset(e, 1, NULL, NULL), 0);
+  CHECK_INT_EQ(ds_env_set_external_force(e, NULL), DS_ERR_UNSUPPORTED);
+  CHECK_STR_CONTAINS(ds_env_last_error(e), "rigid-toss");
+  ds_env_destroy(e);
+}
+
 int main(void) {
   if (sizeof(dsReal) != sizeof(double)) DST_SKIP("finite differences need a double build");
   const char* fmt =
@@ -190,5 +204,6 @@ int main(void) {
   problem("full tape", cfg);
   snprintf(cfg, sizeof cfg, fmt, 4);
   problem("checkpointed", cfg);
+  refused();
   return DST_RESULT();
 }

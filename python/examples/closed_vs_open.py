@@ -68,6 +68,8 @@ def train_open(seed, substeps, goal, iterations, width):
           "env.render.width": width, "env.render.height": width, "env.render.supersample": 1,
           "run.method": "state", "run.iterations": iterations, "run.seed": seed, "run.threads": 1}
     best, acts, metric = np.inf, None, None
+    # dsim.Run.step keeps the iteration's report to itself; its actions come
+    # from ds_run_step's dsTrainerIter directly
     with dsim.Run("walker", ov, log=False) as run:
         it = _TrainerIter()
         while not run.done:
@@ -134,7 +136,7 @@ def main():
             with torch.no_grad():
                 p_open = evaluate(lambda k, o: np.repeat(acts[min(k, len(acts) - 1)][None], EVAL_ENVS, 0),
                                   over, push, rng_o, "open")
-                p_closed = evaluate(lambda k, o: dl._np(policy(torch.from_numpy(o))), over, push, rng_c,
+                p_closed = evaluate(lambda k, o: policy(torch.from_numpy(o)).numpy(), over, push, rng_c,
                                     "closed")
             rows.append(dict(seed=seed, condition=name, open=p_open, closed=p_closed))
             print(f"  {name:8s} open {p_open:7.3f} m   closed {p_closed:7.3f} m", flush=True)
