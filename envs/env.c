@@ -115,7 +115,7 @@ static void free_sized(dsEnv* e) {
   e->r = NULL;
   dsReal** bufs[] = {&e->face_colors, &e->goal_x, &e->x0_def, &e->frame_x, &e->frame_loss, &e->step_x,
                      &e->step_v,      &e->actions, &e->adj_act, &e->adj_fext,   &e->sink,     &e->bgrad,
-                     &e->badj_act};
+                     &e->badj_act,    &e->fext_grad};
   for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
     ds__free(*bufs[i]);
     *bufs[i] = NULL;
@@ -162,7 +162,7 @@ static int build_model(dsEnv* e, dsModel** out) {
 static size_t env_buffer_bytes(const dsEnv* e) {
   const size_t n3 = 3 * (size_t)e->m->nparticle, px = (size_t)e->def.width * (size_t)e->def.height * 4;
   const size_t ss = (size_t)e->def.supersample * (size_t)e->def.supersample;
-  size_t reals = (size_t)e->nframe * (n3 + 1) + 2 * (size_t)e->nstep * n3 + (size_t)e->nstep * (size_t)e->adim +
+  size_t reals = (size_t)e->nframe * (n3 + 1) + 3 * (size_t)e->nstep * n3 + (size_t)e->nstep * (size_t)e->adim +
                  3 * (size_t)e->m->nface + 4 * n3 + (size_t)e->m->nact;
   return sizeof(dsReal) * (reals + px * (4 + 2 * ss));
 }
@@ -287,7 +287,9 @@ static int build_sized(dsEnv* e) {
   dd.max_substeps = def->gradients && !batched ? e->T : 0; /* forward only, or a mirror: no tape */
   dd.checkpoint_every = def->checkpoint_every;
   dd.act_records = e->nstep + 1;
-  dd.fext_records = e->cls->uses_external_force ? e->T : 1;
+  /* one record per step for forces set with ds_env_set_external_force (a
+     record is kept only when the field changes: nothing more while unset) */
+  dd.fext_records = e->cls->uses_external_force ? e->T : e->nstep + 1;
   if ((rc = check_memory(e, &dd))) return rc;
   rc = ds_data_create(m, &dd, &e->d);
   if (rc) return ds__seterr(&e->err, rc, "cannot create the simulation data (%s)", ds_strerror(rc));
@@ -331,9 +333,12 @@ static int build_sized(dsEnv* e) {
   e->actions = alloc_reals((size_t)e->nstep * (size_t)e->adim);
   e->adj_act = alloc_reals((size_t)m->nact);
   e->adj_fext = alloc_reals(n3);
+  e->fext_grad = alloc_reals((size_t)e->nstep * n3);
+  e->fext_lo = e->fext_hi = 0;
   e->sink = alloc_reals((size_t)e->adim);
   if (!e->face_colors || !e->goal_x || !e->x0_def || !e->frame_x || !e->frame_loss || !e->frame_done || !e->step_x ||
-      !e->step_v || !e->actions || !e->adj_act || !e->adj_fext || !e->sink)
+      !e->step_v || !e->actions || !e->adj_act || !e->adj_fext || !e->sink ||
+      !e->fext_grad)
     return ds__seterr(&e->err, DS_ERR_NOMEM, "out of memory");
   /* rigid vertices: as the built body parameters pose them (the data's reset) */
   memcpy(e->x0_def, m->nbody ? e->d->x : m->x0, n3 * sizeof(dsReal));

@@ -274,6 +274,7 @@ static int bwd_prepare(dsEnv* e, const dsEnvBwdSpec* sp, int first, dsReal* grad
   if (first < 0 || first > steps)
     return ds__seterr(&e->err, DS_ERR_RANGE, "backward: first step %d outside [0, %d]", first, steps);
   if (grad_actions) memset(grad_actions, 0, (size_t)steps * e->adim * sizeof(dsReal));
+  ds__env_force_bwd_clear(e);
   ds_grad_zero(e->g);
   return 0;
 }
@@ -369,6 +370,7 @@ static int env_backward(dsEnv* e, const dsEnvBwdSpec* sp, int first, int last, c
     dsReal* ga = grad_actions ? grad_actions + (size_t)(k - row0) * A : NULL;
     if (!ga) memset(e->sink, 0, (size_t)A * sizeof(dsReal)); /* dL/da nobody asked for */
     ds__env_action_bwd(e, k, s, e->actions + (size_t)k * A, ga ? ga : e->sink);
+    ds__env_force_bwd(e, k);
     rc = add_terms(e, sp, s, t, nf, 1);
     if (rc) return rc;
   }

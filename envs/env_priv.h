@@ -64,6 +64,8 @@ struct dsEnv {
   dsReal* actions;      /* nstep x adim */
   dsReal* adj_act;      /* scratch: nact */
   dsReal* adj_fext;     /* scratch: n3 */
+  dsReal* fext_grad;    /* dL/d(external force of step k), nstep x n3 (env_force.c; every backward writes it) */
+  int fext_lo, fext_hi; /* its rows [lo, hi) may be nonzero (the others are 0) */
   dsReal* sink;         /* scratch: adim (action adjoints nobody asked for) */
   /* the physics on the batched engine (def.device CUDA, or def.batch_engine):
      d is then a host mirror without a tape (x, v, act, adjoint scratch, t) */
@@ -176,6 +178,11 @@ typedef struct dsEnvBwdSpec {
  * (same layout, may be NULL) dL/d(state at the start of step first). */
 int ds__env_backward_window(dsEnv* e, const dsEnvBwdSpec* sp, int first, int last, const dsReal* adj_final,
                             dsReal* grad_actions, dsReal* grad_state0);
+/* env_force.c: before a backward, the rows of e->fext_grad the last one
+ * wrote back to 0; after the pop of substep s of step k, dL/d(f_ext over s)
+ * (e->adj_fext) into row k (the force is held over the step). */
+void ds__env_force_bwd_clear(dsEnv* e);
+void ds__env_force_bwd(dsEnv* e, int k);
 
 /* env_backward.c: the checks before a backward of e down to step `first` (gradients kept,
  * an episode, not failed, image adjoints with image observations), then

@@ -485,6 +485,21 @@ DS_API int ds_env_backward_adjoints_window(dsEnv* env, int first_step, int num_s
                                            const dsReal* adj_image, const dsReal* adj_reward,
                                            const dsReal* adj_final_state, dsReal* grad_actions, dsReal* grad_state0);
 
+/* External forces on the particles (a learned residual force of a hybrid
+ * model, a push; docs/learning.md). force (nparticle x 3, N; NULL: zero)
+ * acts on every particle over every substep from the next ds_env_step on,
+ * held until set again; a reset clears it. It is taped with the steps, so
+ * every backward (loss, adjoints, _from, window) also gives dL/d(force of
+ * step k): ds_env_external_force_grad points at nstep x nparticle x 3 values
+ * (*num_steps = ds_env_num_steps), rows of the steps the last backward
+ * went back through, 0 elsewhere (the sum over the step's substeps of the
+ * engine's dL/d(f_ext)). Only after a reset (DS_ERR_STATE); DS_ERR_RANGE
+ * for a value that is not finite; DS_ERR_UNSUPPORTED on the batched engine,
+ * for classes whose action writes the external forces, and for rigid or
+ * articulated bodies. Allocates nothing. */
+DS_API int ds_env_set_external_force(dsEnv* env, const dsReal* force);
+DS_API int ds_env_external_force_grad(const dsEnv* env, const dsReal** grad, int* num_steps);
+
 /* The env's image loss (its definition's loss.image, levels and moments
  * terms, at its width x height) of image against any target image (both
  * h x w x 4): *loss, and dL/d(image) into grad (may be NULL). For losses
