@@ -3,8 +3,11 @@
  * with inflow at the bottom, an obstacle, pressure tolerance 1e-10) at 128^2,
  * 256^2 and 64^3, the median of 5 episodes of 4 measured steps each, after a
  * 3-step warm-up so the plume is moving. Threads: OMP_NUM_THREADS.
+ * Then the volume renderer (dsim/volume.h): a 64^3 density rendered at 128 x
+ * 128 over a background with a depth, forward and forward + backward (to the
+ * density, sigma_t, colour and background), the median of 5 (1 quick).
  * Usage: bench_fluid [quick [GRID]]   ("quick": 1 warm-up and 1 measured
- * step; GRID: only 128^2, 256^2 or 64^3) */
+ * step; GRID: only 128^2, 256^2, 64^3 or render) */
 #include "config.h"
 
 #include <stdio.h>
@@ -13,6 +16,7 @@
 
 #include "bench/bench.h"
 #include "dsim/fluid.h"
+#include "dsim/volume.h"
 
 static void die(const char* what, const char* msg) {
   fprintf(stderr, "bench_fluid: %s: %s\n", what, msg);
@@ -82,6 +86,56 @@ static void run(const char* label, int n, int nz, int warm, int steps) {
   ds_fluid_model_free(m);
 }
 
+/* A 64^3 plume-like density (a Gaussian column with a wider head) seen from
+ * 2.5 m at 128 x 128 over a grey background, a ground plane's depth in the
+ * lower part of the image. */
+static void run_volume(int reps) {
+  dsVolumeDef def = ds_volume_default_def();
+  const int n = 64, W = 128;
+  def.n[0] = def.n[1] = def.n[2] = n;
+  def.dx = 1.0 / n;
+  def.width = def.height = W;
+  ds_camera_look_at(&def.camera, 2.5, 15, 30);
+  for (int a = 0; a < 3; a++) def.camera.eye[a] += (dsReal)0.5, def.camera.at[a] = (dsReal)0.5;
+  char err[512];
+  dsVolume* v;
+  if (ds_volume_create(&v, &def, err, sizeof err)) die("volume", err);
+  size_t nc = (size_t)n * n * n, np = (size_t)W * W;
+  double* rho = malloc(sizeof(double) * nc);
+  double* grho = malloc(sizeof(double) * nc);
+  dsReal* bg = malloc(sizeof(dsReal) * np * 4);
+  dsReal* gimg = malloc(sizeof(dsReal) * np * 4);
+  dsReal* gbg = malloc(sizeof(dsReal) * np * 4);
+  dsReal* img = malloc(sizeof(dsReal) * np * 4);
+  dsReal* depth = malloc(sizeof(dsReal) * np);
+  if (!rho || !grho || !bg || !gimg || !gbg || !img || !depth) die("volume", "out of memory");
+  for (int k = 0; k < n; k++)
+    for (int j = 0; j < n; j++)
+      for (int i = 0; i < n; i++) {
+        double x = (i + 0.5) / n - 0.5, y = (j + 0.5) / n, z = (k + 0.5) / n - 0.5;
+        double w = 0.08 + 0.12 * y * y;
+        rho[i + n * (j + n * (size_t)k)] = exp(-(x * x + z * z) / (w * w)) * (y < 0.9);
+      }
+  for (size_t p = 0; p < np; p++) {
+    for (int ch = 0; ch < 4; ch++) bg[4 * p + ch] = (dsReal)0.4, gimg[4 * p + ch] = (dsReal)((p * 7 + ch) % 5) / 5;
+    depth[p] = p / W > 3 * W / 4 ? (dsReal)2.4 : (dsReal)INFINITY;
+  }
+  double tf[5], tb[5], sg = 0, gc[3] = {0, 0, 0};
+  for (int r = 0; r < reps; r++) {
+    double t0 = now();
+    if (ds_volume_render(v, rho, bg, depth, img)) die("volume render", ds_volume_last_error(v));
+    double t1 = now();
+    if (ds_volume_backward(v, gimg, grho, &sg, gc, gbg)) die("volume backward", ds_volume_last_error(v));
+    double t2 = now();
+    tf[r] = t1 - t0;
+    tb[r] = t2 - t0;
+  }
+  printf("render 64^3 at 128x128  forward %8.2f ms   forward+backward %8.2f ms\n", 1e3 * median(tf, reps),
+         1e3 * median(tb, reps));
+  free(rho), free(grho), free(bg), free(gimg), free(gbg), free(img), free(depth);
+  ds_volume_destroy(v);
+}
+
 int main(int argc, char** argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   int quick = argc > 1 && !strcmp(argv[1], "quick");
@@ -91,5 +145,6 @@ int main(int argc, char** argv) {
   if (!only || !strcmp(only, "128^2")) run("128^2", 128, 1, warm, steps);
   if (!only || !strcmp(only, "256^2")) run("256^2", 256, 1, warm, steps);
   if (!only || !strcmp(only, "64^3")) run("64^3", 64, 64, warm, steps);
+  if (!only || !strcmp(only, "render")) run_volume(quick ? 1 : 5);
   return 0;
 }
