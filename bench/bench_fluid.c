@@ -10,6 +10,7 @@
  * step; GRID: only 128^2, 256^2, 64^3 or render) */
 #include "config.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
