@@ -7,7 +7,9 @@
  * 128 over a background with a depth, forward and forward + backward (to the
  * density, sigma_t, colour and background), the median of 5 (1 quick).
  * Usage: bench_fluid [quick [GRID]]   ("quick": 1 warm-up and 1 measured
- * step; GRID: only 128^2, 256^2, 64^3 or render) */
+ * step; GRID: only 128^2, 256^2, 64^3, fft or render). "fft": the plume
+ * without its obstacle at 128^2 and 64^3, PCG and then the FFT solve (the
+ * latter only in a build with FFTW). */
 #include "config.h"
 
 #include <math.h>
@@ -24,7 +26,7 @@ static void die(const char* what, const char* msg) {
   exit(1);
 }
 
-static dsFluidDef plume(int n, int nz) {
+static dsFluidDef plume(int n, int nz, int obstacle, int solver) {
   dsFluidDef def = ds_fluid_default_def();
   def.n[0] = def.n[1] = n;
   def.n[2] = nz;
@@ -41,15 +43,16 @@ static dsFluidDef plume(int n, int nz) {
   s->density_rate = 5;
   s->set_velocity = 1;
   s->velocity[up] = 0.5;
-  def.nobstacle = 1;
+  def.solver = solver;
+  def.nobstacle = obstacle;
   for (int a = 0; a < 3; a++) def.obstacle[0].lo[a] = 0.45, def.obstacle[0].hi[a] = 0.7;
   def.obstacle[0].lo[up] = 0.5, def.obstacle[0].hi[up] = 0.55;
   def.obstacle[0].lo[side] = 0.3;
   return def;
 }
 
-static void run(const char* label, int n, int nz, int warm, int steps) {
-  dsFluidDef def = plume(n, nz);
+static void run(const char* label, int n, int nz, int warm, int steps, int obstacle, int solver) {
+  dsFluidDef def = plume(n, nz, obstacle, solver);
   char err[512];
   dsFluidModel* m;
   if (ds_fluid_model_create(&def, &m, err, sizeof err)) die("model", err);
@@ -79,8 +82,8 @@ static void run(const char* label, int n, int nz, int warm, int steps) {
     /* the backward covers all `total` steps; scale it to one step */
     tb[r] = (t1 - t0) / steps + (t2 - t1) / total;
   }
-  printf("%-8s  forward %8.2f ms/step   forward+backward %8.2f ms/step   (PCG iterations at the last step: %d)\n",
-         label, 1e3 * median(tf, 5), 1e3 * median(tb, 5), iters);
+  printf("%-8s%s  forward %8.2f ms/step   forward+backward %8.2f ms/step   (PCG iterations at the last step: %d)\n",
+         label, !obstacle ? (ds_fluid_uses_fft(m) ? ", no obstacle, FFT" : ", no obstacle, PCG") : "", 1e3 * median(tf, 5), 1e3 * median(tb, 5), iters);
   free(w);
   free(g.density0);
   ds_fluid_data_free(d);
@@ -143,9 +146,17 @@ int main(int argc, char** argv) {
   int warm = quick ? 1 : 3, steps = quick ? 1 : 4;
   const char* only = argc > 2 ? argv[2] : NULL;
   printf("bench_fluid: smoke plume, MacCormack, tolerance 1e-10, median of 5, %d + %d steps\n", warm, steps);
-  if (!only || !strcmp(only, "128^2")) run("128^2", 128, 1, warm, steps);
-  if (!only || !strcmp(only, "256^2")) run("256^2", 256, 1, warm, steps);
-  if (!only || !strcmp(only, "64^3")) run("64^3", 64, 64, warm, steps);
+  if (!only || !strcmp(only, "128^2")) run("128^2", 128, 1, warm, steps, 1, DS_FLUID_SOLVER_AUTO);
+  if (!only || !strcmp(only, "256^2")) run("256^2", 256, 1, warm, steps, 1, DS_FLUID_SOLVER_AUTO);
+  if (!only || !strcmp(only, "64^3")) run("64^3", 64, 64, warm, steps, 1, DS_FLUID_SOLVER_AUTO);
+  /* the same plume without its obstacle: the FFT solve (when built) against PCG */
+  const int grids[2][2] = {{128, 1}, {64, 64}};
+  for (int g = 0; g < 2; g++) {
+    const char* name = g ? "64^3" : "128^2";
+    if (only && strcmp(only, "fft")) continue;
+    run(name, grids[g][0], grids[g][1], warm, steps, 0, DS_FLUID_SOLVER_PCG);
+    run(name, grids[g][0], grids[g][1], warm, steps, 0, DS_FLUID_SOLVER_AUTO);
+  }
   if (!only || !strcmp(only, "render")) run_volume(quick ? 1 : 5);
   return 0;
 }
