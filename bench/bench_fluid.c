@@ -82,8 +82,10 @@ static void run(const char* label, int n, int nz, int warm, int steps, int obsta
     /* the backward covers all `total` steps; scale it to one step */
     tb[r] = (t1 - t0) / steps + (t2 - t1) / total;
   }
-  printf("%-8s%s  forward %8.2f ms/step   forward+backward %8.2f ms/step   (PCG iterations at the last step: %d)\n",
-         label, !obstacle ? (ds_fluid_uses_fft(m) ? ", no obstacle, FFT" : ", no obstacle, PCG") : "", 1e3 * median(tf, 5), 1e3 * median(tb, 5), iters);
+  char name[64];
+  snprintf(name, sizeof name, "%s%s", label, obstacle ? "" : ds_fluid_uses_fft(m) ? " no obstacle, FFT" : " no obstacle, PCG");
+  printf("%-24s  forward %8.2f ms/step   forward+backward %8.2f ms/step   (PCG iterations at the last step: %d)\n",
+         name, 1e3 * median(tf, 5), 1e3 * median(tb, 5), iters);
   free(w);
   free(g.density0);
   ds_fluid_data_free(d);
