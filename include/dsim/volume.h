@@ -85,8 +85,9 @@ DS_API int ds_volume_render(dsVolume* v, const double* density, const dsReal* ba
                             dsReal* image);
 
 /* Adjoint of the last ds_volume_render (DS_ERR_STATE when none since
- * creation or ds_volume_set_def; the density, background and depth must be
- * those it was given, unchanged). d_image: dL/d(image). ACCUMULATES into
+ * creation or ds_volume_set_def). The render's background array is read
+ * again, so it must still hold the same values; the density and depth are
+ * not (the render kept what it needs). d_image: dL/d(image). ACCUMULATES into
  * d_density (ncell), *d_sigma_t, d_color (3) and d_background (h x w x 4);
  * any may be NULL. The depth has no gradient (it moves where the march
  * stops; the smoke-mesh edge is hard). */
