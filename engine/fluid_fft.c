@@ -72,7 +72,9 @@ int ds__fluid_fft_build(dsFluidModel* m) {
   }
   {
     const unsigned base = FFTW_ESTIMATE | FFTW_UNALIGNED;
+#ifdef _OPENMP
 #  pragma omp critical(ds_fftw_planner)
+#endif
     {
       f->fwd = fftw_plan_r2r(m->dim, dims, tout, tout, kf, base);
       f->inv = fftw_plan_r2r(m->dim, dims, tout, tin, ki, base | FFTW_DESTROY_INPUT);
@@ -107,7 +109,9 @@ nomem:
 void ds__fluid_fft_free(dsFluidModel* m) {
   struct FluidFFT* f = m->fft;
   if (!f) return;
+#ifdef _OPENMP
 #  pragma omp critical(ds_fftw_planner)
+#endif
   {
     if (f->fwd) fftw_destroy_plan(f->fwd);
     if (f->inv) fftw_destroy_plan(f->inv);

@@ -304,7 +304,9 @@ int ds_volume_render(dsVolume* v, const double* density, const dsReal* backgroun
         BAD(DS_ERR_INVALID, "volume: depth[%d] (row %d, column %d): expected a number >= 0 or +inf, got %g", p,
             p / df->width, p % df->width, (double)depth[p]);
   const double sig = df->sigma_t;
+#ifdef _OPENMP
 #pragma omp parallel for schedule(dynamic, 16) if (v->npix >= DSV_PAR_MIN)
+#endif
   for (int p = 0; p < v->npix; p++) {
     Ray r;
     double zs = depth && (double)depth[p] < zfar ? (double)depth[p] : zfar;
@@ -335,7 +337,9 @@ int ds_volume_backward(dsVolume* v, const dsReal* d_image, double* d_density, do
   const dsVolumeDef* df = &v->def;
   const int nb = v->nblock, H = df->height, W = df->width, nc = v->ncell;
   const double sig = df->sigma_t;
+#ifdef _OPENMP
 #pragma omp parallel for schedule(dynamic, 1) if (nb > 1)
+#endif
   for (int b = 0; b < nb; b++) {
     double* grid = v->gblk + (size_t)b * (size_t)nc;
     double acc[4] = {0, 0, 0, 0};
@@ -364,7 +368,9 @@ int ds_volume_backward(dsVolume* v, const dsReal* d_image, double* d_density, do
     for (int k = 0; k < 4; k++) v->bsum[b][k] = acc[k];
   }
   if (d_density) {
+#ifdef _OPENMP
 #pragma omp parallel for schedule(static) if (nc >= 4096 && nb > 1)
+#endif
     for (int c = 0; c < nc; c++) {
       double s = 0;
       for (int b = 0; b < nb; b++) s += v->gblk[(size_t)b * (size_t)nc + c];
@@ -386,7 +392,9 @@ int ds_volume_mesh_depth(const dsVolume* v, const dsRasterMesh* mesh, dsReal* de
   for (int f = 0; f < 3 * mesh->nface; f++)
     if (mesh->faces[f] < 0 || mesh->faces[f] >= mesh->nvert) return DS_ERR_MESH;
   const double znear = v->def.camera.znear, zfar = v->def.camera.zfar;
+#ifdef _OPENMP
 #pragma omp parallel for schedule(dynamic, 16) if (v->npix >= DSV_PAR_MIN)
+#endif
   for (int p = 0; p < v->npix; p++) {
     Ray r;
     pixel_ray(v, p, &r);
