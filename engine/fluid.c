@@ -95,6 +95,8 @@ static int check_def(const dsFluidDef* def, char* err, size_t errlen) {
     return ds__puterr(err, errlen, DS_ERR_INVALID, "tolerance: expected a value in (0, 1), got %g", def->tolerance);
   if (def->max_iterations < 1)
     return ds__puterr(err, errlen, DS_ERR_INVALID, "max_iterations: expected >= 1, got %d", def->max_iterations);
+  if (def->solver != DS_FLUID_SOLVER_AUTO && def->solver != DS_FLUID_SOLVER_PCG)
+    return ds__puterr(err, errlen, DS_ERR_INVALID, "solver: expected auto (0) or pcg (1), got %d", def->solver);
   if (def->nsource < 0 || def->nsource > DS_FLUID_MAX_SOURCES)
     return ds__puterr(err, errlen, DS_ERR_INVALID, "nsource: expected 0 .. %d, got %d", DS_FLUID_MAX_SOURCES,
                       def->nsource);
@@ -247,12 +249,17 @@ int ds_fluid_model_create(const dsFluidDef* def, dsFluidModel** out, char* err, 
   }
   build_params(m);
   build_masks(m);
+  if (def->solver == DS_FLUID_SOLVER_AUTO && ds__fluid_fft_build(m)) {
+    ds_fluid_model_free(m);
+    return ds__puterr(err, errlen, DS_ERR_NOMEM, "fluid model: out of memory for the FFT solve of %d cells", (int)nc);
+  }
   *out = m;
   return 0;
 }
 
 void ds_fluid_model_free(dsFluidModel* m) {
   if (!m) return;
+  ds__fluid_fft_free(m);
   ds__free(m->solid);
   ds__free(m->active);
   ds__free(m->src_cell);

@@ -34,6 +34,7 @@ struct dsFluidModel {
   int nparam;
   char (*pname)[FL_PNAME];
   double** pptr; /* nparam pointers into def */
+  struct FluidFFT* fft; /* the FFT pressure solve (engine/fluid_fft.c), or NULL: PCG */
 };
 
 /* A state is one array: velocity (nvel), density (ncell), temperature (ncell). */
@@ -52,5 +53,14 @@ struct dsFluidData {
   double resid;
   dsErrBuf err;
 };
+
+/* engine/fluid_fft.c. Build: sets m->fft when the build has FFTW and the
+ * domain allows the FFT solve (no solid cell, closed or periodic walls),
+ * else leaves it NULL; 0 or DS_ERR_NOMEM. Solve: x = A'^+ b (A' the scaled
+ * pressure matrix of engine/fluid_project.h; the constant mode of x is 0),
+ * work: ncell scratch; b is kept. */
+int ds__fluid_fft_build(dsFluidModel* m);
+void ds__fluid_fft_free(dsFluidModel* m);
+void ds__fluid_fft_solve(const dsFluidModel* m, const double* b, double* x, double* work);
 
 #endif

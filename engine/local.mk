@@ -93,3 +93,11 @@ TESTS += tests/test_fluid
 BENCH_PROGS += bench/bench_fluid
 bench_bench_fluid_SOURCES = bench/bench_fluid.c
 EXTRA_DIST += docs/fluids.md
+# The FFT pressure solve (optional FFTW) for boxes without obstacles;
+# test_fluid_fft: the same fields as PCG to the tolerance (skips without FFTW).
+libdsim_core_la_SOURCES += engine/fluid_fft.c
+libdsim_core_la_CPPFLAGS += $(FFTW_CFLAGS)
+libdsim_core_la_LIBADD += $(FFTW_LIBS)
+check_PROGRAMS += tests/test_fluid_fft
+tests_test_fluid_fft_SOURCES = tests/test_fluid_fft.c
+TESTS += tests/test_fluid_fft

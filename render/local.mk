@@ -17,3 +17,10 @@ BENCH_PROGS += bench/bench_raster bench/bench_raster_batch
 bench_bench_raster_SOURCES = bench/bench_raster.c
 bench_bench_raster_batch_SOURCES = bench/bench_raster_batch.c
 EXTRA_DIST += bench/raster_meshes.h
+# Emission-absorption volume rendering of a 3-D density grid through the
+# rasterizer's camera, with its adjoint (docs/fluids.md "3-D rendering").
+libdsim_core_la_SOURCES += render/volume.c render/camera_frame.h
+dsiminclude_HEADERS += include/dsim/volume.h
+check_PROGRAMS += tests/test_volume
+tests_test_volume_SOURCES = tests/test_volume.c
+TESTS += tests/test_volume

@@ -62,6 +62,7 @@
 #include "dsim/raster.h"
 #include "base/internal.h"
 #include "render/raster_batch.h"
+#include "render/camera_frame.h"
 
 #define DSR_TILE 32
 /* below this many internal pixels + faces a render runs on one thread */
@@ -149,6 +150,10 @@ static int camera_frame(const dsCamera* cam, int width, int height, dsrFrame* fr
   }
   if (!(cam->znear > 0) || !(cam->zfar > cam->znear) || !isfinite(cam->zfar)) return DS_ERR_INVALID;
   return DS_OK;
+}
+
+int ds__camera_frame(const dsCamera* cam, int width, int height, dsrFrame* fr) {
+  return camera_frame(cam, width, height, fr);
 }
 
 int ds_camera_set_eye(dsCamera* cam, const dsReal eye[3], const dsReal at[3], const dsReal up[3]) {

@@ -9,7 +9,7 @@
 #
 # Public headers belong to an area: include/dsim/base.h (and the generated
 # build_config.h, device.h) to base; engine.h, engine_batch.h, fd.h, mesh.h, artic.h, fluid.h to engine; raster.h,
-# image.h to render; runlog.h, video.h, model_file.h, config_dirs.h to io; env.h, scenes.h, batch.h to envs; controller.h, sysid.h, run.h, abi.h
+# image.h, volume.h to render; runlog.h, video.h, model_file.h, config_dirs.h to io; env.h, scenes.h, batch.h to envs; controller.h, sysid.h, run.h, abi.h
 # to controllers; the umbrella dsim.h to cli. Only io/ may include the
 # headers of cJSON, HDF5, libpng and giflib. Prints every violation.
 set -u
@@ -20,7 +20,7 @@ area_of_header() { # include path -> area ("" when unknown)
   case $1 in
     dsim/base.h|dsim/build_config.h|dsim/device.h) echo base ;;
     dsim/engine.h|dsim/fd.h|dsim/mesh.h|dsim/engine_batch.h|dsim/artic.h|dsim/fluid.h) echo engine ;;
-    dsim/raster.h|dsim/image.h) echo render ;;
+    dsim/raster.h|dsim/image.h|dsim/volume.h) echo render ;;
     dsim/runlog.h|dsim/video.h|dsim/model_file.h|dsim/config_dirs.h) echo io ;;
     dsim/env.h|dsim/scenes.h|dsim/batch.h) echo envs ;;
     dsim/controller.h|dsim/sysid.h|dsim/run.h|dsim/abi.h) echo controllers ;;

@@ -24,5 +24,6 @@
 #include "dsim/scenes.h"
 #include "dsim/sysid.h"
 #include "dsim/video.h"
+#include "dsim/volume.h"
 
 #endif

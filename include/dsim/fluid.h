@@ -50,6 +50,16 @@ typedef enum dsFluidAdvection {
   DS_FLUID_MACCORMACK = 1       /* second order, clamped to the SL stencil's min/max (Selle et al. 2008) */
 } dsFluidAdvection;
 
+/* The pressure solver. AUTO takes the FFT solve (docs/fluids.md "FFT
+ * pressure solve") when the build has FFTW and the domain allows it: no
+ * solid cell and only closed or periodic walls (ds_fluid_uses_fft says
+ * which); otherwise, and with PCG, MIC(0)-preconditioned conjugate
+ * gradients. Both meet `tolerance`. */
+typedef enum dsFluidSolver {
+  DS_FLUID_SOLVER_AUTO = 0,
+  DS_FLUID_SOLVER_PCG = 1
+} dsFluidSolver;
+
 /* An axis-aligned box, m (z ignored in 2-D). */
 typedef struct dsFluidBox {
   double lo[3], hi[3];
@@ -92,6 +102,7 @@ typedef struct dsFluidDef {
   dsFluidSource source[DS_FLUID_MAX_SOURCES];
   int nobstacle;
   dsFluidBox obstacle[DS_FLUID_MAX_OBSTACLES];
+  int solver;                /* dsFluidSolver: the pressure solve (AUTO) */
 } dsFluidDef;
 
 typedef struct dsFluidModel dsFluidModel;
@@ -110,7 +121,7 @@ typedef struct dsFluidGrad {
 
 /* 32 x 32 x 1, dx 1/32 m, dt 0.01 s, closed box, semi-Lagrangian, alpha 1,
  * beta 0, ambient 0, up y, no gravity, cfl_max 5, tolerance 1e-10, 2,000
- * iterations, no sources or obstacles. */
+ * iterations, no sources or obstacles, solver AUTO. */
 DS_API dsFluidDef ds_fluid_default_def(void);
 /* Validates every value (grid sizes, boxes inside the grid, finite
  * parameters, ...): 0 and *out, or DS_ERR_INVALID (DS_ERR_RANGE for a grid
@@ -158,8 +169,11 @@ DS_API int ds_fluid_steps(const dsFluidData* d);
 DS_API const double* ds_fluid_velocity(const dsFluidData* d);
 DS_API const double* ds_fluid_density(const dsFluidData* d);
 DS_API const double* ds_fluid_temperature(const dsFluidData* d);
-/* Iterations and max|residual| / max|rhs| of the last pressure solve. */
+/* Iterations and max|residual| / max|rhs| of the last pressure solve
+ * (iterations 0: the FFT solve met the tolerance). */
 DS_API void ds_fluid_solver_stats(const dsFluidData* d, int* iterations, double* residual);
+/* 1 when the model's pressure solves go through the FFT (see dsFluidSolver), else 0. */
+DS_API int ds_fluid_uses_fft(const dsFluidModel* m);
 
 /* Adjoint of a loss L on the current (final) state: dl_dvel (nvel),
  * dl_ddens, dl_dtemp (ncell), NULL for zero. Writes g's non-NULL arrays.
