@@ -108,18 +108,18 @@ static void defaults(dsEnvDef* d) {
   p->size = 1;
   p->advection = 0;
   p->alpha = 1;
-  p->tolerance = 1e-6;
+  p->tolerance = 1e-4;
   p->max_iterations = 2000;
-  p->cfl_max = 5;
-  p->max_speed = 1.5;
+  p->cfl_max = 10;
+  p->max_speed = 3;
   p->source_lo[0] = 0.4, p->source_lo[1] = 0.05, p->source_lo[2] = 0;
   p->source_hi[0] = 0.6, p->source_hi[1] = 0.15, p->source_hi[2] = 0;
   p->source_rate = 4;
   p->source_speed = 0.5;
   p->cells = 8;
-  p->force = 1;
+  p->force = 2;
   p->opacity = 2;
-  p->push = 0.5;
+  p->push = 1;
 }
 
 static int validate(const dsEnvDef* def, char* err, size_t errlen) {
@@ -226,7 +226,7 @@ static int create(dsEnv* e, void** out) {
   const dsFluidDef fd = fluid_def(def, p);
   char err[256] = "";
   int rc = ds_fluid_model_create(&fd, &s->fm, err, sizeof err);
-  if (rc) return ds_env_set_errorf(e, rc, "smoke-control: fluid: %s", err);
+  if (rc) return ds_env_set_errorf(e, rc, "fluid: %s", err);
   s->n = p->n;
   s->ncell = p->n * p->n;
   s->nc = p->cells;
@@ -287,7 +287,7 @@ static void make_stencil(SmokeState* s) {
 }
 
 static int fluid_fail(dsEnv* e, int rc, const char* what) {
-  return ds_env_set_errorf(e, rc, "smoke-control: %s: %s", what, ds_fluid_last_error(state_of(e)->fd));
+  return ds_env_set_errorf(e, rc, "%s: %s", what, ds_fluid_last_error(state_of(e)->fd));
 }
 
 /* The goal: the hidden wind's rollout from rest (header comment). */
@@ -312,7 +312,7 @@ static int built(dsEnv* e) {
   const dsEnvDef* def = ds_env_def(e);
   const size_t nc = (size_t)s->ncell;
   int rc = ds_fluid_data_create(s->fm, s->T, def->gradients ? def->checkpoint_every : s->T, &s->fd);
-  if (rc) return ds_env_set_errorf(e, rc, "smoke-control: the fluid's tape (%s)", ds_strerror(rc));
+  if (rc) return ds_env_set_errorf(e, rc, "the fluid's tape (%s)", ds_strerror(rc));
 #define SM_A(f, n, T) ok &= (s->f = (T*)ds_calloc((size_t)(n) + 1, sizeof(T))) != NULL
   int ok = 1;
   SM_A(wi, 4 * nc, int);
@@ -332,7 +332,7 @@ static int built(dsEnv* e) {
   SM_A(img, 4 * nc, dsReal);
   SM_A(act, s->adim, dsReal);
 #undef SM_A
-  if (!ok) return ds_env_set_errorf(e, DS_ERR_NOMEM, "smoke-control: out of memory");
+  if (!ok) return ds_env_set_errorf(e, DS_ERR_NOMEM, "out of memory");
   for (int i = 0; i < s->nparam; i++) {
     double v = 0;
     ds_fluid_param_get(s->fm, ds_fluid_param_name(s->fm, i), &v);
@@ -389,7 +389,7 @@ static int backward(dsEnv* e, const dsReal* g_image, dsReal* grad_actions) {
   SmokeState* s = state_of(e);
   memset(s->gdens, 0, sizeof(double) * (size_t)s->ncell);
   int rc = ds_fluid_render_density_bwd(s->fm, ds_fluid_density(s->fd), s->opacity, g_image, s->gdens);
-  if (rc) return ds_env_set_errorf(e, rc, "smoke-control: render backward (%s)", ds_strerror(rc));
+  if (rc) return ds_env_set_errorf(e, rc, "render backward (%s)", ds_strerror(rc));
   const dsFluidGrad g = {NULL, s->gdens0, NULL, s->gforce, NULL, s->pgrad};
   if ((rc = ds_fluid_backward(s->fm, s->fd, NULL, s->gdens, NULL, &g))) return fluid_fail(e, rc, "backward");
   const int t = ds_fluid_steps(s->fd);

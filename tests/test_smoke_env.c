@@ -202,13 +202,13 @@ static void metric(void) {
   episode(env, a);
   CHECK_INT_EQ(ds_env_metric(env, &m), 0);
   CHECK_CLOSE(m, 1, 1e-12, 0);
-  /* the goal's hidden wind: push sin(pi (J + 1/2) / N) in x (envs/smoke.c) */
+  /* the goal's hidden wind: push sin(pi (J + 1/2) / N) in x, push 1 (envs/smoke.c) */
   const dsReal rate = 4;
   ds_env_reset(env, 0, NULL, NULL);
   CHECK_INT_EQ(ds_env_set_param(env, "source.0.density_rate", &rate, 1), 0);
   for (int k = 0; k < S; k++)
     for (int J = 0; J < 4; J++)
-      for (int I = 0; I < 4; I++) a[k * n + 2 * (I + 4 * J)] = (dsReal)(0.5 * sin(3.14159265358979323846 * (J + 0.5) / 4));
+      for (int I = 0; I < 4; I++) a[k * n + 2 * (I + 4 * J)] = (dsReal)(1.0 * sin(3.14159265358979323846 * (J + 0.5) / 4));
   episode(env, a);
   CHECK_INT_EQ(ds_env_metric(env, &m), 0);
   printf("metric at the goal's actions: %g\n", (double)m);
@@ -234,7 +234,7 @@ static void bad_input(void) {
   CHECK(strstr(err, "grid.n") != NULL);
   def = small_def(64, 8, 1);
   def.width = def.height = 64;
-  def.dt = (dsReal)0.08; /* dt max_speed / dx = 0.08 * 1.5 * 64 = 7.68 > cfl_max 5 */
+  def.dt = (dsReal)0.08; /* dt max_speed / dx = 0.08 * 3 * 64 = 15.4 > cfl_max 10 */
   expect_create_error(&def, DS_ERR_CONFIG, "physics.dt");
   def = small_def(16, 8, 1);
   def.width = 32;
