@@ -42,6 +42,9 @@
  *   rigid-toss      an impulse J (N s, 3 values) on the rigid body over
  *                   substep 0 at its centre of mass + scene.impulse_offset
  *                   (DS_ACTION_INITIAL, as control-cloth).
+ *   smoke-control   a force 2-vector (x, y; control.force m/s^2 per unit)
+ *                   per cell of the control grid, bilinear onto the fluid
+ *                   (docs/fluids.md).
  *
  * Observations. The state vector (ds_env_obs_size values) is, per
  * `obs_state`: NONE (size 0); FULL: positions then velocities of every
