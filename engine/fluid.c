@@ -360,6 +360,18 @@ void ds_fluid_data_free(dsFluidData* d) {
   ds__free(d);
 }
 
+/* The arrays of ds_fluid_data_create, counted the same way. */
+size_t ds_fluid_data_bytes(const dsFluidModel* m, int steps, int checkpoint_every) {
+  if (!m || steps < 0) return 0;
+  const size_t every = checkpoint_every > 1 ? (size_t)checkpoint_every : 1, nslot = (size_t)steps / every + 1;
+  const size_t S = (size_t)m->nvel + 2 * (size_t)m->ncell, nc = (size_t)m->ncell, dim = (size_t)m->dim;
+  const size_t npt = (size_t)(m->ncell > m->nvel ? m->ncell : m->nvel);
+  size_t n = nslot * S + (every > 1 ? (every + 1) * S : 0) + 4 * S + 4 * npt + 5 * nc + nc / FL_BLK + 1 +
+             nc * dim + (size_t)m->nparam + 1;
+  if (m->def.force_field) n += (size_t)steps * nc * dim + 1;
+  return n * sizeof(double) + sizeof(dsFluidData);
+}
+
 const char* ds_fluid_last_error(const dsFluidData* d) { return d ? ds__errmsg(&d->err) : ""; }
 
 /* NaN or Inf in v[0..n): DS_ERR_INVALID naming field[i] */

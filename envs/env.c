@@ -80,6 +80,7 @@ dsRasterMesh ds__env_raster_mesh(const dsEnv* e, const dsReal* x) {
 }
 
 int ds__env_render_x(dsEnv* e, const dsReal* x, dsReal* image) {
+  if (e->cls->sim) return e->cls->sim->render(e, -1, image); /* its own state: the current one */
   dsRasterMesh rm = ds__env_raster_mesh(e, x);
   int rc = ds_raster_render(e->r, &rm, image);
   if (rc) return ds__seterr(&e->err, rc, "render: %s", ds_raster_last_error(e->r));
@@ -170,10 +171,20 @@ static size_t env_buffer_bytes(const dsEnv* e) {
 /* Refuse an episode whose tape and buffers would not fit the memory bound
  * (ds_memory_limit): say how much it needs and which key to change. */
 static int check_memory(dsEnv* e, const dsDataDef* dd) {
-  const size_t data = ds_data_bytes_needed(e->m, dd), need = data + env_buffer_bytes(e), lim = ds_memory_limit();
+  const dsEnvSim* sim = e->cls->sim;
+  const int K = dd->checkpoint_every > 1 ? dd->checkpoint_every : 1;
+  const size_t own = sim ? sim->tape_bytes(e, e->T, K, e->def.gradients) : 0;
+  const size_t data = ds_data_bytes_needed(e->m, dd), need = data + own + env_buffer_bytes(e), lim = ds_memory_limit();
   if (need <= lim) return 0;
   char a[32], b[32], c[32];
-  const int K = dd->checkpoint_every > 1 ? dd->checkpoint_every : 1;
+  if (sim) {
+    const size_t with = sim->tape_bytes(e, e->T, 8, e->def.gradients) + data + env_buffer_bytes(e);
+    return ds__seterr(&e->err, DS_ERR_NOMEM,
+                      "%s: the episode needs %s of memory (%d substeps, a checkpoint every %d), more than dsim may "
+                      "use, %s (%s); %slower env.physics.substeps or the grid size",
+                      e->cls->name, ds_format_size(need, a, sizeof a), e->T, K, ds_format_size(lim, b, sizeof b),
+                      ds_memory_limit_source(), K == 1 && with <= lim ? "set env.physics.checkpoint_every (e.g. 8), " : "");
+  }
   if (K == 1) {
     /* the checkpointed tape of about sqrt(T) states */
     dsDataDef ck = *dd;
@@ -481,7 +492,7 @@ static int env_create(const dsEnvDef* def, char* text, int member, dsEnv** out, 
   if (e->cls->create) {
     rc = e->cls->create(e, &e->cstate);
     if (rc) {
-      ds__seterr(&e->err, rc, "%s: cannot create the class state (%s)", e->cls->name, ds_strerror(rc));
+      if (!e->err.code) ds__seterr(&e->err, rc, "%s: cannot create the class state (%s)", e->cls->name, ds_strerror(rc));
       goto fail;
     }
   }
@@ -604,6 +615,7 @@ int ds_env_target(const dsEnv* e, dsReal target[3]) {
 int ds_env_metric(const dsEnv* e, dsReal* value) {
   if (!e || !value) return DS_ERR_INVALID;
   if (!e->have_episode) return DS_ERR_STATE;
+  if (e->cls->sim) return e->cls->sim->metric(e, value);
   if (e->cls->metric_kind == DS_METRIC_DISPLACEMENT) {
     dsReal c[3];
     ds__env_com(e->m, e->d->x, c);

@@ -307,6 +307,49 @@ int ds__env_bwd_prepare(dsEnv* e, const dsEnvBwdSpec* sp, int first, dsReal* gra
   return rc ? rc : check_set_points(e, first, -1);
 }
 
+/* A class with its own physics (dsEnvClass.sim): the loss's one term that
+ * depends on the actions is the image I of the current state, the last
+ * frame (the class's validate keeps the loss IMAGE_LAST), so the class's
+ * backward starts from g = dL/dI = w dl/dI + adj_image[last step], with
+ * w the frame's weight (built-in loss, minus the sparse reward's adjoint). */
+static int sim_backward(dsEnv* e, const dsEnvBwdSpec* sp, int first, int last, const dsReal* adj_final,
+                        dsReal* grad_actions, dsReal* grad_state0) {
+  if (first != 0 || last >= 0 || adj_final || grad_state0)
+    return ds__seterr(&e->err, DS_ERR_UNSUPPORTED,
+                      "backward: %s differentiates whole episodes (first step 0; no windows or state adjoints)",
+                      e->cls->name);
+  int rc = bwd_prepare(e, sp, first, grad_actions);
+  if (rc) return rc;
+  const int t = e->d->t, steps = (t + e->C - 1) / e->C, nf = ds__env_frames_done(e, t);
+  const size_t npix = 4 * (size_t)e->def.width * e->def.height;
+  const dsReal w = nf > 0 ? ds__env_frame_weight(e, sp, e->frame_t[nf - 1], nf - 1, nf) : 0;
+  if (w != 0 && e->frame_t[nf - 1] != t)
+    return ds__seterr(&e->err, DS_ERR_UNSUPPORTED,
+                      "backward: %s differentiates the image of the current state only, and the last frame "
+                      "(substep %d) is not the current substep %d",
+                      e->cls->name, e->frame_t[nf - 1], t);
+  for (int k = 0; sp->adj_image && k + 1 < steps; k++)
+    for (size_t p = 0; p < npix; p++)
+      if (sp->adj_image[(size_t)k * npix + p] != 0)
+        return ds__seterr(&e->err, DS_ERR_UNSUPPORTED,
+                          "backward: %s takes image adjoints of the last step only (step %d has one)", e->cls->name, k);
+  memset(e->img_grad, 0, npix * sizeof(dsReal));
+  if (w != 0) {
+    dsReal l = 0;
+    if ((rc = e->cls->sim->render(e, nf - 1, e->img)) ||
+        (rc = ds_image_loss_eval(e->il, e->img, e->goal_img, &l, e->img_grad)))
+      return e->err.code ? rc : ds__seterr(&e->err, rc, "backward: frame %d: %s", nf - 1, ds_strerror(rc));
+    for (size_t p = 0; p < npix; p++) e->img_grad[p] *= w;
+  }
+  if (sp->adj_image && steps > 0)
+    for (size_t p = 0; p < npix; p++) e->img_grad[p] += sp->adj_image[(size_t)(steps - 1) * npix + p];
+  ds__clearerr(&e->err);
+  if ((rc = e->cls->sim->backward(e, e->img_grad, grad_actions)))
+    return e->err.code ? rc : ds__seterr(&e->err, rc, "backward: %s", ds_strerror(rc));
+  e->did_backward = 1;
+  return 0;
+}
+
 /* Backward down to the start of step first (0: the whole episode), from
  * the end of step last - 1 (last < 0: from the episode's current substep).
  * A window (last >= 0) writes window rows of grad_actions and may take the
@@ -318,6 +361,7 @@ int ds__env_bwd_prepare(dsEnv* e, const dsEnvBwdSpec* sp, int first, dsReal* gra
 static int env_backward(dsEnv* e, const dsEnvBwdSpec* sp, int first, int last, const dsReal* adj_final,
                         dsReal* grad_actions, dsReal* grad_state0) {
   if (e->bs_member && e->def.gradients) return ds__env_refuse_member(e, "backward (use ds_batch_backward_loss or _adjoints)");
+  if (e->cls->sim) return sim_backward(e, sp, first, last, adj_final, grad_actions, grad_state0);
   const int window = last >= 0;
   int rc = bwd_prepare(e, sp, first, window ? NULL : grad_actions);
   if (rc) return rc;

@@ -26,9 +26,16 @@ static const dsEnvClass* g_classes[MAX_CLASSES] = {DS_ENV_CLASSES(CLASS_PTR)};
 static int g_nclass = 0 DS_ENV_CLASSES(CLASS_ONE);
 #undef CLASS_ONE
 
+/* A class's own physics has every hook (dsEnvSim). */
+static int sim_ok(const dsEnvSim* s) {
+  return s->tape_bytes && s->reset && s->step && s->keep_frame && s->render && s->goal && s->backward &&
+         s->param_name && s->param && s->set_param && s->metric;
+}
+
 int ds_env_register(const dsEnvClass* c) {
   if (!c || !c->name || !c->name[0] || strlen(c->name) >= sizeof(((dsEnvParse*)0)->name) || !c->defaults ||
-      !c->build || !c->action_size || (!c->act_first && (!c->action_fwd || !c->action_bwd)) || c->params_size > DS_ENV_PARAMS_MAX ||
+      !c->build || !c->action_size || (c->sim && !sim_ok(c->sim)) ||
+      (!c->act_first && !c->sim && (!c->action_fwd || !c->action_bwd)) || c->params_size > DS_ENV_PARAMS_MAX ||
       (c->action_kind != DS_ACTION_PER_STEP && c->action_kind != DS_ACTION_INITIAL) ||
       (c->metric_kind != DS_METRIC_TARGET && c->metric_kind != DS_METRIC_DISPLACEMENT) || (!c->create != !c->destroy))
     return DS_ERR_INVALID;

@@ -38,6 +38,11 @@ int ds__env_frame_image_loss(dsEnv* e, const dsReal* x, dsReal* loss, dsReal w, 
   dsRaster* rs[2] = {e->r, e->r2};
   const dsReal* goals[2] = {e->goal_img, e->goal_img2};
   const size_t npix = 4 * (size_t)e->def.width * e->def.height;
+  if (e->cls->sim) { /* its own frames (f: the kept frame); one view; the backward is sim_backward's */
+    int rc = w != 0 ? DS_ERR_UNSUPPORTED : e->cls->sim->render(e, f, e->img);
+    if (!rc) rc = ds_image_loss_eval(e->il, e->img, e->goal_img, loss, NULL);
+    return rc && !e->err.code ? ds__seterr(&e->err, rc, "%s: frame %d: %s", what, f, ds_strerror(rc)) : rc;
+  }
   const dsRasterMesh rm = ds__env_raster_mesh(e, x);
   dsReal sum = 0;
   for (int v = 0; v < 2 && rs[v]; v++) {
@@ -61,6 +66,7 @@ int ds__env_frame_image_loss(dsEnv* e, const dsReal* x, dsReal* loss, dsReal w, 
 /* Frame f is the state x: keep its positions; its loss is evaluated on
  * demand (frame_loss_of). */
 static void keep_frame(dsEnv* e, int f, const dsReal* x) {
+  if (e->cls->sim) e->cls->sim->keep_frame(e, f);
   memcpy(e->frame_x + (size_t)f * e->n3, x, (size_t)e->n3 * sizeof(dsReal));
   e->frame_done[f] = 0;
 }
@@ -97,6 +103,12 @@ static int place_goal(dsEnv* e) {
   e->target[1] = rel[1] + def->goal_y;
   e->target[2] = rel[2] + def->goal_z;
   if (e->cls->target) e->cls->target(e, e->target);
+  if (e->cls->sim) { /* the class's goal image (it caches what it can) */
+    int rc = e->cls->sim->goal(e, e->goal_img);
+    e->have_goal = !rc;
+    e->goal_serial += !rc;
+    return rc;
+  }
   int same = e->have_goal;
   for (int i = 0; i < e->np; i++)
     for (int k = 0; k < 3; k++) {
@@ -207,6 +219,7 @@ int ds_env_reset(dsEnv* e, uint64_t seed, dsReal* obs, dsReal* image) {
   const dsModel* m = e->m;
   dsData* d = e->d;
   ds_data_reset(m, d);
+  if (e->cls->sim && (rc = e->cls->sim->reset(e))) return rc;
   /* a class with its own draws places its body there (cloth: the sheet's
    * height): that is the definition's start */
   if (e->cls->reset) memcpy(e->x0_def, m->nbody ? d->x : m->x0, (size_t)e->n3 * sizeof(dsReal));
@@ -323,9 +336,18 @@ int ds_env_step(dsEnv* e, const dsReal* action, dsReal* obs, dsReal* image, dsRe
   int rendered = 0;
   if (e->bs && (rc = bs_step(e, k, s0, s1, &r, reward != NULL, image, &rendered))) return rc;
   for (int s = e->bs ? s1 : s0; s < s1; s++) {
-    ds__env_action_fwd(e, k, s, action);
-    rc = ds_step(m, d);
-    if (rc) return ds__env_step_failed(e, k, rc, ds_data_last_error(d));
+    if (e->cls->sim) { /* the class's physics; its message on e */
+      ds__clearerr(&e->err);
+      if ((rc = e->cls->sim->step(e, k, s, action))) {
+        char msg[DS_ERRMSG_LEN];
+        snprintf(msg, sizeof msg, "%s", e->err.code ? ds__errmsg(&e->err) : ds_strerror(rc));
+        return ds__env_step_failed(e, k, rc, msg);
+      }
+    } else {
+      ds__env_action_fwd(e, k, s, action);
+      rc = ds_step(m, d);
+      if (rc) return ds__env_step_failed(e, k, rc, ds_data_last_error(d));
+    }
     if ((rc = ds__env_step_at(e, s + 1, reward != NULL, &r, NULL))) return rc;
   }
   d->t = s1;
@@ -404,6 +426,7 @@ int ds_env_elements(const dsEnv* e, const char* name, const int** idx, int* nele
 /* ---- parameters ------------------------------------------------------------------- */
 int ds_env_param(const dsEnv* e, const char* name, const dsReal** values, int* count) {
   if (!e || !name) return DS_ERR_INVALID;
+  if (e->cls->sim) return e->cls->sim->param(e, name, values, NULL, count);
   return ds_model_param(e->m, name, values, count);
 }
 
@@ -411,6 +434,14 @@ int ds_env_set_param(dsEnv* e, const char* name, const dsReal* values, int count
   if (!e || !name || !values) return DS_ERR_INVALID;
   if (e->have_episode && e->d->t > 0)
     return ds__seterr(&e->err, DS_ERR_STATE, "set_param %s: only between episodes (now at substep %d)", name, e->d->t);
+  if (e->cls->sim) { /* the class's parameters; its message on e */
+    ds__clearerr(&e->err);
+    int rc = e->cls->sim->set_param(e, name, values, count);
+    if (rc && !e->err.code) ds__seterr(&e->err, rc, "set_param %s: %s", name, ds_strerror(rc));
+    if (!rc && e->have_episode) rc = e->cls->sim->reset(e);
+    if (!rc && e->have_episode && e->frame_at[0] >= 0) keep_frame(e, e->frame_at[0], e->d->x);
+    return rc;
+  }
   int rc = ds_model_set_param(e->m, name, values, count);
   if (rc) return ds__seterr(&e->err, rc, "set_param: %s", ds_model_last_error(e->m));
   if (e->have_episode) {
@@ -433,6 +464,17 @@ int ds_env_set_param(dsEnv* e, const char* name, const dsReal* values, int count
 
 int ds_env_copy_params(dsEnv* dst, const dsEnv* src) {
   if (!dst || !src) return DS_ERR_INVALID;
+  if (src->cls->sim) { /* the class's own names */
+    if (dst->cls != src->cls) return ds__seterr(&dst->err, DS_ERR_INVALID, "copy_params: envs of different classes");
+    const char* name;
+    for (int i = 0; (name = src->cls->sim->param_name(src, i)); i++) {
+      const dsReal* p;
+      int n, rc = src->cls->sim->param(src, name, &p, NULL, &n);
+      if (!rc) rc = ds_env_set_param(dst, name, p, n);
+      if (rc) return rc;
+    }
+    return 0;
+  }
   for (int k = 0; k < ds_param_count(); k++) {
     const char* name = ds_param_name(k);
     const dsReal* p;
@@ -446,6 +488,7 @@ int ds_env_copy_params(dsEnv* dst, const dsEnv* src) {
 
 int ds_env_param_grad(const dsEnv* e, const char* name, const dsReal** grad, int* count) {
   if (!e || !name) return DS_ERR_INVALID;
+  if (e->cls->sim) return e->cls->sim->param(e, name, NULL, grad, count);
   dsReal* p = NULL;
   int rc = ds_grad_param(e->g, name, &p, count);
   if (grad) *grad = p;
@@ -496,6 +539,9 @@ int ds_env_set_state(dsEnv* e, const dsReal* state, int n) {
   if (n != state_size(e))
     return ds__seterr(&e->err, DS_ERR_RANGE, "set_state: %d values, expected %d", n, state_size(e));
   if (!e->have_episode) return ds__seterr(&e->err, DS_ERR_STATE, "set_state: reset the env first");
+  if (e->cls->sim)
+    return ds__seterr(&e->err, DS_ERR_UNSUPPORTED, "set_state: %s keeps its physics' state itself (not a particle state)",
+                      e->cls->name);
   const double sv = (double)state[0];
   const int s = (int)sv;
   if (!(sv >= 0 && sv <= e->T) || (double)s != sv || (s % e->C != 0 && s != e->T))

@@ -42,6 +42,9 @@
  *   rigid-toss      an impulse J (N s, 3 values) on the rigid body over
  *                   substep 0 at its centre of mass + scene.impulse_offset
  *                   (DS_ACTION_INITIAL, as control-cloth).
+ *   smoke-control   a force 2-vector (x, y; control.force m/s^2 per unit)
+ *                   per cell of the control grid, bilinear onto the fluid
+ *                   (docs/fluids.md).
  *
  * Observations. The state vector (ds_env_obs_size values) is, per
  * `obs_state`: NONE (size 0); FULL: positions then velocities of every
@@ -237,6 +240,48 @@ typedef enum dsMetricKind {
 
 typedef struct dsBuilder dsBuilder;
 
+/* A class whose physics is an engine of its own rather than the particle
+ * model (smoke-control: the fluid of dsim/fluid.h) sets dsEnvClass.sim.
+ * The env still builds the class's particle model (build: a placeholder
+ * particle is enough; the particle queries, state and observations then
+ * read it) and keeps the time, frames, actions, goal image, image loss,
+ * rewards and memory bound as for any class, but steps, renders,
+ * differentiates and names parameters through these hooks, the class
+ * holding its own state and tape. Such an env renders its frames from the
+ * class's kept frames; its backward starts from the image of the current
+ * (final) frame only: the built-in loss IMAGE_LAST and image or reward
+ * adjoints of the last step, over the whole episode (first step 0, no
+ * windows); set_state, windows and the batched engine are refused. */
+typedef struct dsEnvSim {
+  /* Bytes the class's physics keeps for an episode of `substeps` substeps
+   * (checkpoint_every K <= 1: every state; gradients 0: no tape); the
+   * memory bound refuses an env whose total does not fit. */
+  size_t (*tape_bytes)(const dsEnv* env, int substeps, int checkpoint_every, int gradients);
+  /* The physics back to substep 0 (after the class's reset hook). */
+  int (*reset)(dsEnv* env);
+  /* Substep s of step k, the step's action held. Must not allocate. */
+  int (*step)(dsEnv* env, int k, int s, const dsReal* action);
+  /* Keep the current state as frame f (what render needs later). */
+  void (*keep_frame)(dsEnv* env, int f);
+  /* Frame f (f < 0: the current state) into image (height x width x 4). */
+  int (*render)(dsEnv* env, int f, dsReal* image);
+  /* The episode's goal image (after reset). */
+  int (*goal)(dsEnv* env, dsReal* image);
+  /* The whole episode's backward from g_image = dL/d(image of the current
+   * state): adds dL/da into grad_actions (steps taken x action_size) and
+   * sets the parameter gradients (grad_actions may be NULL). Must not
+   * allocate. */
+  int (*backward)(dsEnv* env, const dsReal* g_image, dsReal* grad_actions);
+  /* Named parameters: the i-th name (NULL past the last); values and
+   * gradient (of the last backward) of one, DS_ERR_NOTFOUND for others;
+   * set (between episodes; the env checks that). */
+  const char* (*param_name)(const dsEnv* env, int i);
+  int (*param)(const dsEnv* env, const char* name, const dsReal** values, const dsReal** grad, int* count);
+  int (*set_param)(dsEnv* env, const char* name, const dsReal* values, int count);
+  /* ds_env_metric of the current state (lower is better, goal 0). */
+  int (*metric)(const dsEnv* env, dsReal* value);
+} dsEnvSim;
+
 struct dsEnvClass {
   const char* name;        /* "walker": config env.name, CLI argument */
   const char* doc;         /* one line */
@@ -289,6 +334,8 @@ struct dsEnvClass {
    * for the action kind (5 for DS_ACTION_INITIAL, m/s or N s per unit; 1
    * otherwise). */
   double action_scale;
+  /* Optional: the class's own physics (dsEnvSim above); NULL: the particle engine. */
+  const dsEnvSim* sim;
 };
 
 /* Ready-made action hooks for a class whose actions are its articulation's
@@ -307,7 +354,7 @@ DS_API void ds_env_artic_action_bwd(dsEnv* env, int step, int s, const dsReal* a
  * so that dsim refuses one built against headers with another layout of the
  * class or definition structs. DS_ENV_ABI_VERSION is raised by hand with any
  * change of their meaning; a change of their size shows by itself. */
-#define DS_ENV_ABI_VERSION 4
+#define DS_ENV_ABI_VERSION 5
 #define DS_PLUGIN_ABI \
   (DS_ENV_ABI_VERSION * 1000000 + (int)sizeof(dsEnvClass) * 1000 + (int)(sizeof(dsEnvDef) % 1000))
 /* The value this library expects (what dsim compares a plugin's with). */
@@ -319,7 +366,7 @@ DS_API int ds_plugin_abi(void);
  * all, each with its name and one-line doc: the CLI's usage text, the
  * config tests and the docs' table come from this list.
  * Registers cls (kept by pointer: static storage). DS_ERR_INVALID for a
- * missing name or hook (act_first, or both action_fwd and action_bwd), or params_size over DS_ENV_PARAMS_MAX; DS_ERR_STATE
+ * missing name or hook (act_first, or both action_fwd and action_bwd, unless sim is set; every hook of a sim), or params_size over DS_ENV_PARAMS_MAX; DS_ERR_STATE
  * when the name is taken. Not thread-safe: register before creating envs. */
 DS_API int ds_env_register(const dsEnvClass* cls);
 DS_API const dsEnvClass* ds_env_class_find(const char* name);   /* NULL when unknown */

@@ -151,6 +151,9 @@ DS_API int ds_fluid_param_set(dsFluidModel* m, const char* name, double value);
  * segments between them (same gradients bit for bit, memory / K). */
 DS_API int ds_fluid_data_create(const dsFluidModel* m, int steps, int checkpoint_every, dsFluidData** out);
 DS_API void ds_fluid_data_free(dsFluidData* d);
+/* Bytes ds_fluid_data_create(m, steps, checkpoint_every) allocates (the
+ * tape and the scratch): for memory bounds, before creating it. */
+DS_API size_t ds_fluid_data_bytes(const dsFluidModel* m, int steps, int checkpoint_every);
 /* The last error's message ("" when none). */
 DS_API const char* ds_fluid_last_error(const dsFluidData* d);
 /* Rewinds to step 0 with the given fields (NULL: zero velocity and density,

@@ -1,0 +1,493 @@
+/* smoke-control (docs/fluids.md, "The smoke-control env"): steer a 2-D
+ * buoyant smoke plume (dsim/fluid.h, an n x n MAC grid in a closed square
+ * box of side grid.size) with a force field so that the density at the
+ * last frame matches a target image. The class owns its physics through
+ * dsEnvClass.sim; its particle model is one placeholder particle with no
+ * faces (the env's particle queries read it).
+ *
+ * Actions: a control grid of N x N cells (control.cells) over the box, two
+ * values per cell (x then y; cell (I, J) at index 2 (I + N J)), each a
+ * force per unit mass of control.force m/s^2 per unit action, held over the
+ * step. The per-cell field of the fluid is their bilinear interpolation at
+ * the fluid cells' centres: with u = x N / L - 1/2 clamped to [0, N - 1],
+ * I0 = min(floor u, N - 2), fx = u - I0 (and the same in y),
+ *   F(x) = c sum_{a,b in {0,1}} wx_a wy_b A(I0 + a, J0 + b),
+ *   wx_0 = 1 - fx, wx_1 = fx,
+ * a linear map W, so dL/dA = c sum over the step's substeps of W^T dL/dF
+ * (dL/dF from the fluid's backward per substep).
+ *
+ * Frame: ds_fluid_render_density(density, render.opacity): a dark
+ * background to white smoke, t = 1 - exp(-opacity rho). Goal: the image of
+ * the density at the last substep of a rollout under a hidden force
+ * sequence, a sideways wind target.push (action units) in x, strongest at
+ * mid height (A_x(I, J) = push sin(pi (J + 1/2) / N), A_y = 0), from the
+ * definition's parameters, so it is reachable; it is made once, at create,
+ * and stays a constant (parameters set later do not move it). Loss:
+ * IMAGE_LAST (MSE by default). Metric: the normalised image error
+ *   sum_rgb (I - I*)^2 / sum_rgb (I* - bg)^2,
+ * over the colour channels (alpha is 1 everywhere), relative to the goal's
+ * smoke (I* - bg = (smoke - bg) t*): 1 for an empty box, 0 at the goal.
+ *
+ * Named parameters: the fluid's (buoyancy.alpha, buoyancy.beta,
+ * ambient_temperature, gravity.x, gravity.y, source.0.density_rate, ...)
+ * and initial_density (ncell, per cell, row-major from the bottom left). */
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "dsim/engine.h"
+#include "dsim/env.h"
+#include "dsim/fluid.h"
+
+#define SMOKE_PI 3.14159265358979323846
+
+typedef struct dsSmokeParams {
+  int n;                 /* fluid cells per side [grid.n] */
+  dsReal size;           /* box side, m [grid.size] */
+  int advection;         /* 0 semi-Lagrangian, 1 MacCormack [fluid.advection] */
+  dsReal alpha;          /* buoyancy per unit density, m/s^2 [fluid.buoyancy] */
+  dsReal tolerance;      /* pressure solve [fluid.tolerance] */
+  int max_iterations;    /* pressure solve [fluid.max_iterations] */
+  dsReal cfl_max;        /* [fluid.cfl_max] */
+  dsReal max_speed;      /* the speed the config expects, m/s: dt max_speed / dx <= cfl_max [fluid.max_speed] */
+  dsReal source_lo[3];   /* inflow box corners, m (z unused) [source.lo] */
+  dsReal source_hi[3];   /* [source.hi] */
+  dsReal source_rate;    /* density per s [source.rate] */
+  dsReal source_speed;   /* upward inflow velocity, m/s; 0: none [source.speed] */
+  int cells;             /* control grid cells per side [control.cells] */
+  dsReal force;          /* m/s^2 per unit action [control.force] */
+  dsReal opacity;        /* render scale per unit density [render.opacity] */
+  dsReal push;           /* the target's hidden wind, action units [target.push] */
+} dsSmokeParams;
+
+_Static_assert(sizeof(dsSmokeParams) <= DS_ENV_PARAMS_MAX, "smoke parameters fit a dsEnvDef");
+
+#define P(f) offsetof(dsSmokeParams, f)
+static const dsConfigKey keys[] = {
+    {"grid.n", DS_KEY_INT, P(n), 2, 1024, NULL, 0, "fluid cells per side (render.width and height must equal it)"},
+    {"grid.size", DS_KEY_REAL, P(size), 1e-3, 1e3, NULL, 0, "side of the square box, m"},
+    {"fluid.advection", DS_KEY_ENUM, P(advection), 0, 0, "semi_lagrangian|maccormack", 0,
+     "advection scheme (maccormack: second order, clamped)"},
+    {"fluid.buoyancy", DS_KEY_REAL, P(alpha), -1e6, 1e6, NULL, 0,
+     "buoyant acceleration per unit density, m/s^2 (parameter buoyancy.alpha)"},
+    {"fluid.tolerance", DS_KEY_REAL, P(tolerance), 1e-15, 0.5, NULL, 0, "pressure solve: relative residual"},
+    {"fluid.max_iterations", DS_KEY_INT, P(max_iterations), 1, 1000000, NULL, 0, "pressure solve iterations"},
+    {"fluid.cfl_max", DS_KEY_REAL, P(cfl_max), 1e-3, 100, NULL, 0,
+     "largest CFL number dt max|u| / dx: a step above it fails, and physics.dt must keep dt max_speed / dx below it"},
+    {"fluid.max_speed", DS_KEY_REAL, P(max_speed), 1e-6, 1e6, NULL, 0,
+     "the largest flow speed the config expects, m/s (for the CFL check of physics.dt)"},
+    {"source.lo", DS_KEY_VEC3, P(source_lo), -1e3, 1e3, NULL, 0, "inflow box, low corner (x, y; z unused), m"},
+    {"source.hi", DS_KEY_VEC3, P(source_hi), -1e3, 1e3, NULL, 0, "inflow box, high corner, m"},
+    {"source.rate", DS_KEY_REAL, P(source_rate), 0, 1e6, NULL, 0, "density added per s inside the inflow box"},
+    {"source.speed", DS_KEY_REAL, P(source_speed), 0, 1e3, NULL, 0, "upward inflow velocity, m/s (0: none)"},
+    {"control.cells", DS_KEY_INT, P(cells), 2, 64, NULL, 0,
+     "control grid cells per side (actions: 2 per cell, interpolated bilinearly)"},
+    {"control.force", DS_KEY_REAL, P(force), 1e-9, 1e6, NULL, 0, "force per unit mass per unit action, m/s^2"},
+    {"render.opacity", DS_KEY_REAL, P(opacity), 1e-6, 1e6, NULL, 0,
+     "smoke opacity per unit density: t = 1 - exp(-opacity rho)"},
+    {"target.push", DS_KEY_REAL, P(push), -1e3, 1e3, NULL, 0,
+     "the target rollout's hidden wind in x at mid height, action units"},
+    {NULL, DS_KEY_REAL, 0, 0, 0, NULL, 0, NULL}};
+#undef P
+
+static void defaults(dsEnvDef* d) {
+  dsSmokeParams* p = (dsSmokeParams*)d->params.bytes;
+  d->dt = (dsReal)0.02;
+  d->substeps = 48;
+  d->control_interval = 8;
+  d->render_interval = 48;
+  d->render_last = 1;
+  d->gravity[0] = d->gravity[1] = d->gravity[2] = 0;
+  d->ground = 0;
+  d->width = d->height = 128;
+  d->supersample = 1;
+  d->obs_state = DS_OBS_STATE_NONE;
+  d->loss_kind = DS_ENV_LOSS_IMAGE_LAST;
+  p->n = 128;
+  p->size = 1;
+  p->advection = 0;
+  p->alpha = 1;
+  p->tolerance = 1e-4;
+  p->max_iterations = 2000;
+  p->cfl_max = 10;
+  p->max_speed = 3;
+  p->source_lo[0] = 0.4, p->source_lo[1] = 0.05, p->source_lo[2] = 0;
+  p->source_hi[0] = 0.6, p->source_hi[1] = 0.15, p->source_hi[2] = 0;
+  p->source_rate = 4;
+  p->source_speed = 0.5;
+  p->cells = 8;
+  p->force = 2;
+  p->opacity = 2;
+  p->push = 1;
+}
+
+static int validate(const dsEnvDef* def, char* err, size_t errlen) {
+  const dsSmokeParams* p = (const dsSmokeParams*)def->params.bytes;
+  const double dx = (double)p->size / p->n, cfl = (double)def->dt * p->max_speed / dx;
+  if (def->width != p->n || def->height != p->n) {
+    snprintf(err, errlen, "render.width, render.height: %d x %d (expected grid.n x grid.n = %d x %d: a pixel a cell)",
+             def->width, def->height, p->n, p->n);
+    return DS_ERR_CONFIG;
+  }
+  if (cfl > p->cfl_max) {
+    snprintf(err, errlen,
+             "physics.dt: %g s gives a CFL number dt max_speed / dx = %g * %g / %g = %g above fluid.cfl_max %g "
+             "(expected dt <= %g s)",
+             (double)def->dt, (double)def->dt, (double)p->max_speed, dx, cfl, (double)p->cfl_max,
+             p->cfl_max * dx / p->max_speed);
+    return DS_ERR_CONFIG;
+  }
+  for (int k = 0; k < 2; k++)
+    if (!(p->source_lo[k] >= 0 && p->source_lo[k] < p->source_hi[k] && p->source_hi[k] <= p->size)) {
+      snprintf(err, errlen, "source.lo, source.hi: [%g, %g] in %s (expected 0 <= lo < hi <= grid.size %g)",
+               (double)p->source_lo[k], (double)p->source_hi[k], k ? "y" : "x", (double)p->size);
+      return DS_ERR_CONFIG;
+    }
+  if (def->obs_state != DS_OBS_STATE_NONE || def->loss_kind != DS_ENV_LOSS_IMAGE_LAST ||
+      def->reward_kind != DS_ENV_REWARD_SPARSE || def->cam2) {
+    snprintf(err, errlen,
+             "observation.state, loss.kind, loss.reward, camera2.enabled: smoke-control has a state of its own and "
+             "differentiates its last frame (expected none, image_last, sparse, false)");
+    return DS_ERR_CONFIG;
+  }
+  return 0;
+}
+
+typedef struct SmokeState {
+  dsFluidModel* fm;
+  dsFluidData* fd;
+  int n, ncell, nc, adim, T, C, nframe, nparam;
+  double opacity, cforce;
+  int* wi;         /* ncell x 4: the control cells of a fluid cell's bilinear stencil */
+  double* ww;      /* ncell x 4: their weights */
+  double* force;   /* ncell x 2: the current step's field */
+  double* gforce;  /* T x ncell x 2: dL/dF per substep */
+  double* gdens;   /* ncell: dL/d(final density) */
+  double* dens0;   /* ncell: the initial density */
+  double* gdens0;  /* ncell */
+  double* pgrad;   /* nparam */
+  double* frames;  /* nframe x ncell: kept densities */
+  double* goal;    /* ncell: the goal density */
+  dsReal* r_dens0; /* ncell: initial_density as the env API reads it */
+  dsReal* r_gdens0;
+  dsReal* r_param; /* nparam */
+  dsReal* r_pgrad;
+  dsReal* img;     /* n x n x 4: scratch of the metric */
+  dsReal* act;     /* adim: the goal's hidden action */
+} SmokeState;
+
+static SmokeState* state_of(const dsEnv* e) { return (SmokeState*)ds_env_class_state((dsEnv*)e); }
+
+/* The fluid's definition from the env's. */
+static dsFluidDef fluid_def(const dsEnvDef* def, const dsSmokeParams* p) {
+  dsFluidDef fd = ds_fluid_default_def();
+  fd.n[0] = fd.n[1] = p->n;
+  fd.n[2] = 1;
+  fd.dx = (double)p->size / p->n;
+  fd.dt = def->dt;
+  fd.advection = p->advection ? DS_FLUID_MACCORMACK : DS_FLUID_SEMI_LAGRANGIAN;
+  fd.alpha = p->alpha;
+  fd.beta = 0;
+  fd.up_axis = 1;
+  fd.gravity[0] = def->gravity[0], fd.gravity[1] = def->gravity[1], fd.gravity[2] = 0;
+  fd.force_field = 1;
+  fd.cfl_max = p->cfl_max;
+  fd.tolerance = p->tolerance;
+  fd.max_iterations = p->max_iterations;
+  fd.nsource = 1;
+  dsFluidSource* s = &fd.source[0];
+  s->box = (dsFluidBox){{p->source_lo[0], p->source_lo[1], 0}, {p->source_hi[0], p->source_hi[1], 1}};
+  s->density_rate = p->source_rate;
+  s->temperature_rate = 0;
+  s->set_velocity = p->source_speed > 0;
+  s->velocity[0] = 0, s->velocity[1] = p->source_speed, s->velocity[2] = 0;
+  return fd;
+}
+
+static void destroy(void* st) {
+  SmokeState* s = (SmokeState*)st;
+  if (!s) return;
+  ds_fluid_data_free(s->fd);
+  ds_fluid_model_free(s->fm);
+  void* bufs[] = {s->wi,     s->ww,     s->force,   s->gforce,   s->gdens,   s->dens0, s->gdens0, s->pgrad,
+                  s->frames, s->goal,   s->r_dens0, s->r_gdens0, s->r_param, s->r_pgrad, s->img, s->act};
+  for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) ds_free(bufs[i]);
+  ds_free(s);
+}
+
+/* The fluid model only (small); the tape comes in built(), after the memory bound. */
+static int create(dsEnv* e, void** out) {
+  const dsEnvDef* def = ds_env_def(e);
+  const dsSmokeParams* p = (const dsSmokeParams*)ds_env_params(e);
+  SmokeState* s = (SmokeState*)ds_calloc(1, sizeof *s);
+  if (!s) return DS_ERR_NOMEM;
+  *out = s;
+  const dsFluidDef fd = fluid_def(def, p);
+  char err[256] = "";
+  int rc = ds_fluid_model_create(&fd, &s->fm, err, sizeof err);
+  if (rc) return ds_env_set_errorf(e, rc, "fluid: %s", err);
+  s->n = p->n;
+  s->ncell = p->n * p->n;
+  s->nc = p->cells;
+  s->adim = 2 * p->cells * p->cells;
+  s->T = def->substeps;
+  s->C = def->control_interval;
+  s->nframe = (def->substeps + def->render_interval - 1) / def->render_interval + (def->render_last ? 1 : 0);
+  s->nparam = ds_fluid_nparam(s->fm);
+  s->opacity = p->opacity;
+  s->cforce = p->force;
+  return 0;
+}
+
+static size_t tape_bytes(const dsEnv* e, int substeps, int every, int gradients) {
+  const SmokeState* s = state_of(e);
+  const size_t nc = (size_t)s->ncell;
+  const size_t own = (size_t)substeps * nc * 2 * sizeof(double) + (size_t)s->nframe * nc * sizeof(double) +
+                     nc * (4 * sizeof(int) + 10 * sizeof(double) + 2 * sizeof(dsReal));
+  return own + ds_fluid_data_bytes(s->fm, substeps, gradients ? every : substeps);
+}
+
+/* dL/dA_step += c W^T dL/dF (header comment) */
+static void field_fwd(const SmokeState* s, const dsReal* a, double* f) {
+  for (int c = 0; c < s->ncell; c++)
+    for (int q = 0; q < 2; q++) {
+      double v = 0;
+      for (int j = 0; j < 4; j++) v += s->ww[4 * c + j] * a[2 * s->wi[4 * c + j] + q];
+      f[2 * c + q] = s->cforce * v;
+    }
+}
+
+static void field_bwd(const SmokeState* s, const double* gf, dsReal* ga) {
+  for (int c = 0; c < s->ncell; c++)
+    for (int q = 0; q < 2; q++)
+      for (int j = 0; j < 4; j++) ga[2 * s->wi[4 * c + j] + q] += (dsReal)(s->cforce * s->ww[4 * c + j] * gf[2 * c + q]);
+}
+
+/* The bilinear stencil of every fluid cell's centre on the control grid. */
+static void make_stencil(SmokeState* s) {
+  const int n = s->n, N = s->nc;
+  for (int j = 0; j < n; j++)
+    for (int i = 0; i < n; i++) {
+      double u[2] = {(i + 0.5) * N / n - 0.5, (j + 0.5) * N / n - 0.5}, f[2];
+      int i0[2];
+      for (int k = 0; k < 2; k++) {
+        u[k] = u[k] < 0 ? 0 : u[k] > N - 1 ? N - 1 : u[k];
+        i0[k] = (int)floor(u[k]);
+        if (i0[k] > N - 2) i0[k] = N - 2;
+        f[k] = u[k] - i0[k];
+      }
+      const int c = i + n * j;
+      for (int b = 0; b < 2; b++)
+        for (int a = 0; a < 2; a++) {
+          s->wi[4 * c + 2 * b + a] = (i0[0] + a) + N * (i0[1] + b);
+          s->ww[4 * c + 2 * b + a] = (a ? f[0] : 1 - f[0]) * (b ? f[1] : 1 - f[1]);
+        }
+    }
+}
+
+static int fluid_fail(dsEnv* e, int rc, const char* what) {
+  return ds_env_set_errorf(e, rc, "%s: %s", what, ds_fluid_last_error(state_of(e)->fd));
+}
+
+/* The goal: the hidden wind's rollout from rest (header comment). */
+static int make_goal(dsEnv* e, SmokeState* s, double push) {
+  dsReal* a = s->act;
+  for (int J = 0; J < s->nc; J++)
+    for (int I = 0; I < s->nc; I++) {
+      a[2 * (I + s->nc * J)] = (dsReal)(push * sin(SMOKE_PI * (J + 0.5) / s->nc));
+      a[2 * (I + s->nc * J) + 1] = 0;
+    }
+  field_fwd(s, a, s->force);
+  int rc = ds_fluid_reset(s->fm, s->fd, NULL, NULL, NULL);
+  for (int t = 0; t < s->T && !rc; t++) rc = ds_fluid_step(s->fm, s->fd, s->force);
+  if (rc) return fluid_fail(e, rc, "the goal rollout");
+  memcpy(s->goal, ds_fluid_density(s->fd), sizeof(double) * (size_t)s->ncell);
+  return ds_fluid_reset(s->fm, s->fd, NULL, s->dens0, NULL);
+}
+
+static int built(dsEnv* e) {
+  SmokeState* s = state_of(e);
+  if (s->fd) return 0; /* a rebuild keeps the physics */
+  const dsEnvDef* def = ds_env_def(e);
+  const size_t nc = (size_t)s->ncell;
+  int rc = ds_fluid_data_create(s->fm, s->T, def->gradients ? def->checkpoint_every : s->T, &s->fd);
+  if (rc) return ds_env_set_errorf(e, rc, "the fluid's tape (%s)", ds_strerror(rc));
+#define SM_A(f, n, T) ok &= (s->f = (T*)ds_calloc((size_t)(n) + 1, sizeof(T))) != NULL
+  int ok = 1;
+  SM_A(wi, 4 * nc, int);
+  SM_A(ww, 4 * nc, double);
+  SM_A(force, 2 * nc, double);
+  SM_A(gforce, (size_t)s->T * 2 * nc, double);
+  SM_A(gdens, nc, double);
+  SM_A(dens0, nc, double);
+  SM_A(gdens0, nc, double);
+  SM_A(pgrad, s->nparam, double);
+  SM_A(frames, (size_t)s->nframe * nc, double);
+  SM_A(goal, nc, double);
+  SM_A(r_dens0, nc, dsReal);
+  SM_A(r_gdens0, nc, dsReal);
+  SM_A(r_param, s->nparam, dsReal);
+  SM_A(r_pgrad, s->nparam, dsReal);
+  SM_A(img, 4 * nc, dsReal);
+  SM_A(act, s->adim, dsReal);
+#undef SM_A
+  if (!ok) return ds_env_set_errorf(e, DS_ERR_NOMEM, "out of memory");
+  for (int i = 0; i < s->nparam; i++) {
+    double v = 0;
+    ds_fluid_param_get(s->fm, ds_fluid_param_name(s->fm, i), &v);
+    s->r_param[i] = (dsReal)v;
+  }
+  make_stencil(s);
+  return make_goal(e, s, ((const dsSmokeParams*)ds_env_params(e))->push);
+}
+
+/* One placeholder particle, no faces: the fluid is the physics. */
+static int build(dsEnv* e, dsBuilder* b) {
+  (void)e;
+  const dsReal x[3] = {0, 0, 0};
+  return ds_builder_add_particle(b, x, NULL, 1) < 0 ? DS_ERR_INVALID : 0;
+}
+
+static int action_size(const dsEnv* e) {
+  const dsSmokeParams* p = (const dsSmokeParams*)ds_env_params(e);
+  return 2 * p->cells * p->cells;
+}
+
+static int sim_reset(dsEnv* e) {
+  SmokeState* s = state_of(e);
+  int rc = ds_fluid_reset(s->fm, s->fd, NULL, s->dens0, NULL);
+  return rc ? fluid_fail(e, rc, "reset") : 0;
+}
+
+static int sim_step(dsEnv* e, int k, int sub, const dsReal* action) {
+  (void)k, (void)sub;
+  SmokeState* s = state_of(e);
+  field_fwd(s, action, s->force);
+  int rc = ds_fluid_step(s->fm, s->fd, s->force);
+  return rc ? fluid_fail(e, rc, "fluid") : 0;
+}
+
+static void keep_frame(dsEnv* e, int f) {
+  SmokeState* s = state_of(e);
+  if (f >= 0 && f < s->nframe)
+    memcpy(s->frames + (size_t)f * s->ncell, ds_fluid_density(s->fd), sizeof(double) * (size_t)s->ncell);
+}
+
+static int render(dsEnv* e, int f, dsReal* image) {
+  SmokeState* s = state_of(e);
+  const double* rho = f < 0 ? ds_fluid_density(s->fd) : s->frames + (size_t)f * s->ncell;
+  return ds_fluid_render_density(s->fm, rho, s->opacity, image);
+}
+
+static int goal(dsEnv* e, dsReal* image) {
+  SmokeState* s = state_of(e);
+  return ds_fluid_render_density(s->fm, s->goal, s->opacity, image);
+}
+
+static int backward(dsEnv* e, const dsReal* g_image, dsReal* grad_actions) {
+  SmokeState* s = state_of(e);
+  memset(s->gdens, 0, sizeof(double) * (size_t)s->ncell);
+  int rc = ds_fluid_render_density_bwd(s->fm, ds_fluid_density(s->fd), s->opacity, g_image, s->gdens);
+  if (rc) return ds_env_set_errorf(e, rc, "render backward (%s)", ds_strerror(rc));
+  const dsFluidGrad g = {NULL, s->gdens0, NULL, s->gforce, NULL, s->pgrad};
+  if ((rc = ds_fluid_backward(s->fm, s->fd, NULL, s->gdens, NULL, &g))) return fluid_fail(e, rc, "backward");
+  const int t = ds_fluid_steps(s->fd);
+  for (int q = 0; q < t && grad_actions; q++)
+    field_bwd(s, s->gforce + (size_t)q * 2 * s->ncell, grad_actions + (size_t)(q / s->C) * s->adim);
+  for (int c = 0; c < s->ncell; c++) s->r_gdens0[c] = (dsReal)s->gdens0[c];
+  for (int i = 0; i < s->nparam; i++) s->r_pgrad[i] = (dsReal)s->pgrad[i];
+  return 0;
+}
+
+static const char* param_name(const dsEnv* e, int i) {
+  const SmokeState* s = state_of(e);
+  return i < s->nparam ? ds_fluid_param_name(s->fm, i) : i == s->nparam ? "initial_density" : NULL;
+}
+
+static int param(const dsEnv* e, const char* name, const dsReal** values, const dsReal** grad, int* count) {
+  const SmokeState* s = state_of(e);
+  if (!strcmp(name, "initial_density")) {
+    if (values) *values = s->r_dens0;
+    if (grad) *grad = s->r_gdens0;
+    if (count) *count = s->ncell;
+    return 0;
+  }
+  const int i = ds_fluid_param_index(s->fm, name);
+  if (i < 0) return DS_ERR_NOTFOUND;
+  if (values) *values = s->r_param + i;
+  if (grad) *grad = s->r_pgrad + i;
+  if (count) *count = 1;
+  return 0;
+}
+
+static int set_param(dsEnv* e, const char* name, const dsReal* v, int count) {
+  SmokeState* s = state_of(e);
+  const int dens = !strcmp(name, "initial_density"), i = dens ? -1 : ds_fluid_param_index(s->fm, name);
+  if (!dens && i < 0) return ds_env_set_errorf(e, DS_ERR_NOTFOUND, "set_param: %s: no such parameter", name);
+  const int want = dens ? s->ncell : 1;
+  if (count != want)
+    return ds_env_set_errorf(e, DS_ERR_RANGE, "set_param %s: %d values (expected %d)", name, count, want);
+  for (int c = 0; c < count; c++)
+    if (!isfinite((double)v[c]) || (dens && v[c] < 0))
+      return ds_env_set_errorf(e, DS_ERR_RANGE, "set_param %s[%d]: %g (expected a finite value%s)", name, c,
+                               (double)v[c], dens ? " >= 0" : "");
+  if (dens) {
+    for (int c = 0; c < count; c++) s->dens0[c] = s->r_dens0[c] = v[c];
+    return 0;
+  }
+  int rc = ds_fluid_param_set(s->fm, name, (double)v[0]);
+  if (rc) return ds_env_set_errorf(e, rc, "set_param %s: %s", name, ds_strerror(rc));
+  s->r_param[i] = v[0];
+  return 0;
+}
+
+static int metric(const dsEnv* e, dsReal* value) {
+  SmokeState* s = state_of(e);
+  const dsReal* g = ds_env_goal_image(e);
+  int rc = ds_fluid_render_density(s->fm, ds_fluid_density(s->fd), s->opacity, s->img);
+  if (rc || !g) return rc ? rc : DS_ERR_STATE;
+  const double bg[3] = DS_FLUID_RENDER_BG;
+  double num = 0, den = 0;
+  for (int p = 0; p < s->ncell; p++)
+    for (int ch = 0; ch < 3; ch++) {
+      const double d = (double)s->img[4 * p + ch] - g[4 * p + ch], r = (double)g[4 * p + ch] - bg[ch];
+      num += d * d;
+      den += r * r;
+    }
+  *value = (dsReal)(den > 0 ? num / den : num);
+  return 0;
+}
+
+static const dsEnvSim smoke_sim = {
+    .tape_bytes = tape_bytes,
+    .reset = sim_reset,
+    .step = sim_step,
+    .keep_frame = keep_frame,
+    .render = render,
+    .goal = goal,
+    .backward = backward,
+    .param_name = param_name,
+    .param = param,
+    .set_param = set_param,
+    .metric = metric,
+};
+
+const dsEnvClass ds__smoke_control_class = {
+    .name = "smoke-control",
+    .doc = "2-D buoyant smoke (the fluid module, 128^2): a control grid of forces steers the plume onto a target "
+           "image",
+    .params_size = sizeof(dsSmokeParams),
+    .keys = keys,
+    .defaults = defaults,
+    .validate = validate,
+    .create = create,
+    .destroy = destroy,
+    .build = build,
+    .built = built,
+    .action_size = action_size,
+    .action_kind = DS_ACTION_PER_STEP,
+    .metric_kind = DS_METRIC_TARGET,
+    .action_scale = 1,
+    .sim = &smoke_sim,
+};

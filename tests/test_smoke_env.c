@@ -1,0 +1,267 @@
+/* smoke-control (envs/smoke.c): the fluid env through the env API.
+ *  - The env's gradient of its image loss (IMAGE_LAST, MSE against the
+ *    hidden-wind goal) with respect to every action and three named
+ *    parameters (buoyancy.alpha, source.0.density_rate and one cell of
+ *    initial_density) against central differences in double, on a 16^2
+ *    grid over 8 steps (4 control steps), pressure tolerance 1e-12.
+ *  - A checkpointed tape (physics.checkpoint_every 3) gives the same
+ *    gradients, bit for bit; one thread = two threads, bit for bit, at 64^2
+ *    (where the fluid's parallel loops run).
+ *  - The metric is 1 for an empty box against the goal, 0 at the goal.
+ *  - Bad input names the key: grid.n 0, a dt above the stated CFL limit, a
+ *    render size other than the grid, NaN in the initial density, a grid
+ *    whose tape does not fit the memory bound. */
+#include "config.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dsim/env.h"
+#include "tests/dstest.h"
+
+#define NA_MAX 512
+
+static dsEnvDef small_def(int n, int substeps, int checkpoint) {
+  dsEnvDef def = ds_default_env_def("smoke-control");
+  char err[512] = "", num[32];
+  def.substeps = substeps;
+  def.control_interval = 2;
+  def.render_interval = substeps;
+  def.checkpoint_every = checkpoint;
+  def.width = def.height = n;
+  snprintf(num, sizeof num, "%d", n);
+  CHECK_INT_EQ(ds_env_def_set(&def, "grid.n", num, err, sizeof err), 0);
+  CHECK_INT_EQ(ds_env_def_set(&def, "control.cells", "4", err, sizeof err), 0);
+  CHECK_INT_EQ(ds_env_def_set(&def, "fluid.tolerance", "1e-12", err, sizeof err), 0);
+  CHECK_INT_EQ(ds_env_def_set(&def, "fluid.advection", "maccormack", err, sizeof err), 0);
+  return def;
+}
+
+static dsEnv* make(int n, int substeps, int checkpoint) {
+  dsEnvDef def = small_def(n, substeps, checkpoint);
+  dsEnv* env = NULL;
+  char err[1024] = "";
+  int rc = ds_env_create(&def, &env, err, sizeof err);
+  if (rc) fprintf(stderr, "create smoke-control: %s\n", err);
+  CHECK_INT_EQ(rc, 0);
+  return env;
+}
+
+static double episode(dsEnv* env, const dsReal* a) {
+  if (ds_env_reset(env, 0, NULL, NULL)) return NAN;
+  const int S = ds_env_num_steps(env), n = ds_env_action_size(env);
+  for (int k = 0; k < S; k++)
+    if (ds_env_step(env, a + k * n, NULL, NULL, NULL, NULL)) {
+      fprintf(stderr, "step: %s\n", ds_env_last_error(env));
+      return NAN;
+    }
+  dsReal L;
+  return ds_env_loss(env, &L) ? NAN : (double)L;
+}
+
+static void check(const char* what, const double* a, const double* f, int n) {
+  double mx = 0;
+  int big = 0;
+  for (int i = 0; i < n; i++) {
+    mx = fmax(mx, fmax(fabs(a[i]), fabs(f[i])));
+    if (fabs(a[i]) > fabs(a[big])) big = i;
+  }
+  int bad = 0, rej = 0;
+  for (int i = 0; i < n; i++) {
+    const double tol = 1e-4 * fmax(fabs(a[i]), fabs(f[i])) + 1e-6 * mx;
+    if (!(fabs(a[i] - f[i]) <= tol)) {
+      if (!bad) printf("%s: %d: %.9g fd %.9g\n", what, i, a[i], f[i]);
+      bad = 1;
+    }
+    if (i == big && !(fabs(1.001 * a[i] - f[i]) <= 1e-4 * fmax(fabs(1.001 * a[i]), fabs(f[i])) + 1e-6 * mx)) rej = 1;
+  }
+  printf("%s: %d values, largest %.6g (fd %.6g)\n", what, n, a[big], f[big]);
+  CHECK(!bad);
+  CHECK(mx > 0);
+  CHECK(rej);
+}
+
+static const char* const params[] = {"buoyancy.alpha", "source.0.density_rate", "initial_density"};
+enum { NP = 3, CELL = 7 + 16 * 6 }; /* initial_density: one cell above the source */
+
+static void grad_check(void) {
+  dsEnv* env = make(16, 8, 1);
+  if (!env) return;
+  const int S = ds_env_num_steps(env), n = ds_env_action_size(env), na = S * n;
+  CHECK_INT_EQ(n, 32);
+  CHECK(na <= NA_MAX);
+  static dsReal a[NA_MAX], ga[NA_MAX];
+  for (int i = 0; i < na; i++) a[i] = (dsReal)(0.6 * sin(1.3 * i + 0.4));
+  /* a little smoke at the start, so that initial_density has a gradient */
+  static dsReal rho0[256];
+  for (int c = 0; c < 256; c++) rho0[c] = (dsReal)(0.2 + 0.1 * cos(0.37 * c));
+  CHECK_INT_EQ(ds_env_set_param(env, "initial_density", rho0, 256), 0);
+  const double J0 = episode(env, a);
+  dsReal L;
+  CHECK_INT_EQ(ds_env_backward_loss(env, &L, ga), 0);
+  CHECK(L == J0 && J0 > 0);
+  static double an[NA_MAX + NP], fd[NA_MAX + NP];
+  for (int p = 0; p < NP; p++) {
+    const dsReal* g;
+    int c;
+    CHECK_INT_EQ(ds_env_param_grad(env, params[p], &g, &c), 0);
+    an[na + p] = g[p == 2 ? CELL : 0];
+  }
+  for (int i = 0; i < na; i++) {
+    an[i] = ga[i];
+    const dsReal s = a[i], h = 1e-5;
+    a[i] = s + h;
+    const double lp = episode(env, a);
+    a[i] = s - h;
+    const double lm = episode(env, a);
+    a[i] = s;
+    fd[i] = (lp - lm) / (2 * h);
+  }
+  for (int p = 0; p < NP; p++) {
+    const dsReal* v;
+    int c;
+    CHECK_INT_EQ(ds_env_param(env, params[p], &v, &c), 0);
+    static dsReal x[256];
+    memcpy(x, v, (size_t)c * sizeof(dsReal));
+    const int j = p == 2 ? CELL : 0;
+    const dsReal v0 = x[j], h = (dsReal)(1e-6 * fmax(1, fabs(v0)));
+    double l[2];
+    for (int sgn = 0; sgn < 2; sgn++) {
+      ds_env_reset(env, 0, NULL, NULL);
+      x[j] = sgn ? v0 - h : v0 + h;
+      CHECK_INT_EQ(ds_env_set_param(env, params[p], x, c), 0);
+      l[sgn] = episode(env, a);
+    }
+    ds_env_reset(env, 0, NULL, NULL);
+    x[j] = v0;
+    CHECK_INT_EQ(ds_env_set_param(env, params[p], x, c), 0);
+    fd[na + p] = (l[0] - l[1]) / (2 * h);
+  }
+  check("smoke actions", an, fd, na);
+  check("smoke parameters", an + na, fd + na, NP);
+  ds_env_destroy(env);
+}
+
+/* loss and every gradient of one episode into out */
+static int run_all(dsEnv* env, double* out, int cap) {
+  const int S = ds_env_num_steps(env), n = ds_env_action_size(env);
+  static dsReal a[NA_MAX], ga[NA_MAX];
+  for (int i = 0; i < S * n; i++) a[i] = (dsReal)cos(0.7 * i);
+  episode(env, a);
+  dsReal L;
+  if (ds_env_backward_loss(env, &L, ga)) return 0;
+  int k = 0;
+  out[k++] = L;
+  for (int i = 0; i < S * n && k < cap; i++) out[k++] = ga[i];
+  for (int p = 0; p < NP; p++) {
+    const dsReal* g;
+    int c;
+    if (ds_env_param_grad(env, params[p], &g, &c)) return 0;
+    for (int i = 0; i < c && k < cap; i++) out[k++] = g[i];
+  }
+  return k;
+}
+
+static void bitwise(void) {
+  enum { CAP = 8192 };
+  static double r1[CAP], r2[CAP];
+  /* checkpointed tape = full tape */
+  dsEnv* full = make(16, 8, 1);
+  dsEnv* ck = make(16, 8, 3);
+  if (!full || !ck) return;
+  const int n1 = run_all(full, r1, CAP), n2 = run_all(ck, r2, CAP);
+  CHECK(n1 > 100);
+  CHECK_INT_EQ(n1, n2);
+  CHECK(memcmp(r1, r2, (size_t)n1 * sizeof(double)) == 0);
+  ds_env_destroy(full);
+  ds_env_destroy(ck);
+  /* threads, where the parallel loops engage */
+  dsEnv* env = make(64, 6, 1);
+  if (!env) return;
+  ds_set_num_threads(1);
+  const int m1 = run_all(env, r1, CAP);
+  ds_set_num_threads(2);
+  const int m2 = run_all(env, r2, CAP);
+  ds_set_num_threads(1);
+  CHECK(m1 > 1000);
+  CHECK_INT_EQ(m1, m2);
+  CHECK(memcmp(r1, r2, (size_t)m1 * sizeof(double)) == 0);
+  ds_env_destroy(env);
+}
+
+static void metric(void) {
+  dsEnv* env = make(16, 8, 1);
+  if (!env) return;
+  const int S = ds_env_num_steps(env), n = ds_env_action_size(env);
+  static dsReal a[NA_MAX];
+  dsReal m;
+  /* an empty box (no source) scores 1 against the goal */
+  const dsReal zero = 0;
+  CHECK_INT_EQ(ds_env_set_param(env, "source.0.density_rate", &zero, 1), 0);
+  episode(env, a);
+  CHECK_INT_EQ(ds_env_metric(env, &m), 0);
+  CHECK_CLOSE(m, 1, 1e-12, 0);
+  /* the goal's hidden wind: push sin(pi (J + 1/2) / N) in x, push 1 (envs/smoke.c) */
+  const dsReal rate = 4;
+  ds_env_reset(env, 0, NULL, NULL);
+  CHECK_INT_EQ(ds_env_set_param(env, "source.0.density_rate", &rate, 1), 0);
+  for (int k = 0; k < S; k++)
+    for (int J = 0; J < 4; J++)
+      for (int I = 0; I < 4; I++) a[k * n + 2 * (I + 4 * J)] = (dsReal)(1.0 * sin(3.14159265358979323846 * (J + 0.5) / 4));
+  episode(env, a);
+  CHECK_INT_EQ(ds_env_metric(env, &m), 0);
+  printf("metric at the goal's actions: %g\n", (double)m);
+  CHECK(m >= 0 && m < 1e-20);
+  ds_env_destroy(env);
+}
+
+static void expect_create_error(dsEnvDef* def, int code, const char* key) {
+  dsEnv* env = NULL;
+  char err[1024] = "";
+  const int rc = ds_env_create(def, &env, err, sizeof err);
+  printf("%s: %s\n", key, err);
+  CHECK_INT_EQ(rc, code);
+  CHECK(strstr(err, key) != NULL);
+  ds_env_destroy(env);
+}
+
+static void bad_input(void) {
+  char err[512] = "";
+  dsEnvDef def = ds_default_env_def("smoke-control");
+  CHECK(ds_env_def_set(&def, "grid.n", "0", err, sizeof err) != 0);
+  printf("grid.n 0: %s\n", err);
+  CHECK(strstr(err, "grid.n") != NULL);
+  def = small_def(64, 8, 1);
+  def.width = def.height = 64;
+  def.dt = (dsReal)0.08; /* dt max_speed / dx = 0.08 * 3 * 64 = 15.4 > cfl_max 10 */
+  expect_create_error(&def, DS_ERR_CONFIG, "physics.dt");
+  def = small_def(16, 8, 1);
+  def.width = 32;
+  expect_create_error(&def, DS_ERR_CONFIG, "render.width");
+  /* the memory bound: 128^2 x 48 steps (about 38 MB) against 16 MB */
+  const size_t lim = ds_memory_limit();
+  ds_set_memory_limit((size_t)16 << 20);
+  def = ds_default_env_def("smoke-control");
+  expect_create_error(&def, DS_ERR_NOMEM, "grid size");
+  ds_set_memory_limit(lim);
+  /* NaN in the initial density, named with its element */
+  dsEnv* env = make(16, 8, 1);
+  if (!env) return;
+  static dsReal rho[256];
+  rho[37] = (dsReal)NAN;
+  CHECK_INT_EQ(ds_env_set_param(env, "initial_density", rho, 256), DS_ERR_RANGE);
+  printf("NaN: %s\n", ds_env_last_error(env));
+  CHECK(strstr(ds_env_last_error(env), "initial_density[37]") != NULL);
+  CHECK_INT_EQ(ds_env_set_param(env, "initial_density", rho, 255), DS_ERR_RANGE);
+  CHECK_INT_EQ(ds_env_set_param(env, "no.such", rho, 1), DS_ERR_NOTFOUND);
+  ds_env_destroy(env);
+}
+
+int main(void) {
+  grad_check();
+  bitwise();
+  metric();
+  bad_input();
+  return DST_RESULT();
+}
