@@ -899,7 +899,7 @@ static int collect(Args* a) {
         if (loss[k] < loss[best]) best = k;
       const double* v = params + (size_t)best * np;
       double are[DS_SYSID_MAX_PARAMS];
-      const int known = sd.video == DS_SYSID_SYNTHETIC; /* footage: no true values */
+      const int known = sd.video != DS_SYSID_FRAMES; /* footage: no true values; camsim: the config's */
       ds_sysid_errors(s, v, are);
       nrows += object_rows(s, (int)rd.seed, v, known ? ds_sysid_truth(s) : NULL, known ? are : NULL, wall[n - 1], n,
                            rows + nrows);

@@ -247,6 +247,21 @@ static dsSysidDef camsim_sysid(double init) {
   return sd;
 }
 
+/* the gradient through the fitted gain and the composite over the known
+   background against central differences (L-BFGS needs it exact); under
+   MSE dL/dgain = 0 at the fitted gain, D-SSIM also checks the dgain/dx part */
+static void check_gradient(dsSysid* s, const char* loss) {
+  double x = 800, L, g, Lp, Lm, gd;
+  CHECK_INT_EQ(ds_sysid_eval(s, &x, &L, &g), 0);
+  const double h = 1e-5 * x;
+  double xp = x + h, xm = x - h;
+  CHECK_INT_EQ(ds_sysid_eval(s, &xp, &Lp, &gd), 0);
+  CHECK_INT_EQ(ds_sysid_eval(s, &xm, &Lm, &gd), 0);
+  const double fd = (Lp - Lm) / (2 * h);
+  printf("camsim %s loss %.6g, dL/dk_mu %.6e, central difference %.6e\n", loss, L, g, fd);
+  CHECK_CLOSE(g, fd, 1e-4, 0);
+}
+
 static void test_sysid_camsim(void) {
   dsEnvDef ed = small_beam();
   dsSysidDef sd = camsim_sysid(700);
@@ -262,17 +277,7 @@ static void test_sysid_camsim(void) {
   int opaque = 1;
   for (size_t p = 3; p < npix * v->nframes; p += 4) opaque &= v->rgba[p] == 1;
   CHECK(opaque);
-  /* the gradient through the fitted gain and the composite over the known
-     background (L-BFGS needs it exact) */
-  double x = 800, L, g, Lp, Lm, gd;
-  CHECK_INT_EQ(ds_sysid_eval(s, &x, &L, &g), 0);
-  const double h = 1e-5 * x;
-  double xp = x + h, xm = x - h;
-  CHECK_INT_EQ(ds_sysid_eval(s, &xp, &Lp, &gd), 0);
-  CHECK_INT_EQ(ds_sysid_eval(s, &xm, &Lm, &gd), 0);
-  const double fd = (Lp - Lm) / (2 * h);
-  printf("camsim loss %.6g, dL/dk_mu %.6e, central difference %.6e\n", L, g, fd);
-  CHECK_CLOSE(g, fd, 1e-4, 0);
+  check_gradient(s, "mse");
   dsSysidIter it;
   for (int i = 0; i < 8; i++) CHECK_INT_EQ(ds_sysid_iterate(s, &it), 0);
   double are[1];
@@ -280,6 +285,10 @@ static void test_sysid_camsim(void) {
   printf("camsim identification: 700 -> %.6g (true 1000), ARE %.3g\n", ds_sysid_best_values(s, NULL)[0], are[0]);
   /* from 0.3; the rest is the bias of the unknown light (docs/sysid.md) */
   CHECK(are[0] < 0.2);
+  ds_sysid_destroy(s);
+  ed.image_loss = DS_LOSS_DSSIM;
+  CHECK_INT_EQ(ds_sysid_create(&ed, &sd, 0, NULL, &s, err, sizeof err), 0);
+  if (s) check_gradient(s, "dssim");
   ds_sysid_destroy(s);
 }
 
