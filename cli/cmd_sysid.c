@@ -299,6 +299,19 @@ static void append_key(char** b, size_t* l, size_t* c, const char* path, const d
   free(t);
 }
 
+/* The sysid.camsim keys, written together (one "camsim" object). */
+static void append_camsim(char** b, size_t* l, size_t* c, const dsSysidDef* sd) {
+  dsConfigKey keys[32];
+  int n = 0;
+  for (const dsConfigKey* k = ds_sysid_keys(); k->path && n < 31; k++)
+    if (!strncmp(k->path, "camsim.", 7)) keys[n++] = *k;
+  memset(&keys[n], 0, sizeof keys[n]);
+  const int len = ds_config_write_section(keys, sd, 4, NULL, 0);
+  char* t = len > 0 ? (char*)malloc((size_t)len + 1) : NULL;
+  if (t && ds_config_write_section(keys, sd, 4, t, (size_t)len + 1) == len) append(b, l, c, ",%s", t);
+  free(t);
+}
+
 /* A true field with its drawn values: region r's value is that of its
  * first element (every element of a region has it). */
 static void append_field(char** b, size_t* l, size_t* c, const dsSysid* s, int p, const dsSysidField* f) {
@@ -371,7 +384,7 @@ static char* object_config(const Ctx* c, const dsSysid* s, int k) {
   len = (size_t)(tail - buf) + 4;
   buf[len] = '\0';
   static const char* const optn[] = {"adam", "sgd", "lbfgs"};
-  static const char* const vidn[] = {"synthetic", "frames"};
+  static const char* const vidn[] = {"synthetic", "frames", "camsim"};
   static const char* const frn[] = {"all", "first_last", "last"};
   const dsSysidDef* sd = &c->sd;
   append(&buf, &len, &cap, ",\n  \"sysid\": {");
@@ -416,6 +429,7 @@ static char* object_config(const Ctx* c, const dsSysid* s, int k) {
     append_key(&buf, &len, &cap, "frames_dir", sd);
     append_key(&buf, &len, &cap, "camera", sd);
   }
+  if (sd->video == DS_SYSID_CAMSIM) append_camsim(&buf, &len, &cap, sd);
   append_stages(&buf, &len, &cap, sd);
   append_cameras(&buf, &len, &cap, sd);
   if (sd->naction) {
@@ -929,7 +943,7 @@ static int collect(Args* a) {
         if (loss[k] < loss[best]) best = k;
       const double* v = params + (size_t)best * np;
       double are[DS_SYSID_MAX_PARAMS];
-      const int known = sd.video == DS_SYSID_SYNTHETIC; /* footage: no true values */
+      const int known = sd.video != DS_SYSID_FRAMES; /* footage: no true values; camsim: the config's */
       ds_sysid_errors(s, v, are);
       nrows += object_rows(s, (int)rd.seed, v, known ? ds_sysid_truth(s) : NULL, known ? are : NULL, wall[n - 1], n,
                            rows + nrows);

@@ -43,7 +43,7 @@ static dsSysid* rebuild(const dsReportLog* L, int* known, char* err, size_t errl
     ds_sysid_destroy(s);
     return NULL;
   }
-  *known = sd.video == DS_SYSID_SYNTHETIC;
+  *known = sd.video != DS_SYSID_FRAMES; /* synthetic or camsim: the truth is in the config */
   return rc ? NULL : s;
 }
 
@@ -193,7 +193,7 @@ static void axis_of(const char* path, const char* config, int k, char* name, siz
   *truth = NAN;
   if (ds_sysid_def_from_text(path, config, &sd, err, sizeof err) || k >= ds_sysid_num_params(&sd)) return;
   snprintf(name, n, "%s", sd.params[k].name);
-  if (sd.video == DS_SYSID_SYNTHETIC && sd.params[k].ntruth > 0) *truth = (double)sd.params[k].truth[0];
+  if (sd.video != DS_SYSID_FRAMES && sd.params[k].ntruth > 0) *truth = (double)sd.params[k].truth[0];
 }
 
 static int cmp_double(const void* a, const void* b) {

@@ -31,6 +31,8 @@ dsSysidDef ds_default_sysid_def(void) {
   d.lbfgs_memory = 8;
   d.iterations = 60;
   d.video = DS_SYSID_SYNTHETIC;
+  d.camsim.cam = ds_default_camsim_def();
+  d.camsim.fit_gain = 1;
   d.frames = DS_SYSID_FRAMES_ALL;
   d.seed = 0;
   return d;
@@ -80,8 +82,32 @@ static const dsConfigKey g_keys[] = {
     {"momentum", DS_KEY_DOUBLE, O(momentum), 0, 0.999999, NULL, 0, "SGD momentum"},
     {"lbfgs_memory", DS_KEY_INT, O(lbfgs_memory), 1, 100, NULL, 0, "L-BFGS pairs kept"},
     {"iterations", DS_KEY_INT, O(iterations), 1, 1000000, NULL, 0, "optimisation iterations"},
-    {"video", DS_KEY_ENUM, O(video), 0, 0, "synthetic|frames", 0,
-     "synthetic: rendered with the true values; frames: PNG folder + camera file"},
+    {"video", DS_KEY_ENUM, O(video), 0, 0, "synthetic|frames|camsim", 0,
+     "synthetic: rendered with the true values; frames: PNG folder + camera file; camsim: the true episode "
+     "filmed by the camera simulator (sysid.camsim)"},
+    {"camsim.fit_gain", DS_KEY_BOOL, O(camsim.fit_gain), 0, 1, NULL, 0,
+     "camsim: the identifier fits a gain per frame and colour channel to its own colours (least squares; it does "
+     "not know the light)"},
+    {"camsim.supersample", DS_KEY_INT, O(camsim.cam.supersample), 1, 16, NULL, 0,
+     "camsim: hard z-buffer samples per pixel per axis, box-averaged"},
+    {"camsim.light_dir", DS_KEY_VEC3, O(camsim.cam.light_dir), -1e6, 1e6, NULL, 0,
+     "camsim: direction towards its light, world (not the identifier's headlight)"},
+    {"camsim.light_color", DS_KEY_VEC3, O(camsim.cam.light_color), 0, 1e6, NULL, 0, "camsim: RGB of its light"},
+    {"camsim.ambient", DS_KEY_REAL, O(camsim.cam.ambient), 0, 1e6, NULL, 0, "camsim: ambient factor"},
+    {"camsim.diffuse", DS_KEY_REAL, O(camsim.cam.diffuse), 0, 1e6, NULL, 0, "camsim: Lambert factor"},
+    {"camsim.specular", DS_KEY_REAL, O(camsim.cam.specular), 0, 1e6, NULL, 0, "camsim: Blinn-Phong specular factor"},
+    {"camsim.shininess", DS_KEY_REAL, O(camsim.cam.shininess), 0, 1e6, NULL, 0, "camsim: Blinn-Phong exponent"},
+    {"camsim.drift", DS_KEY_DOUBLE, O(camsim.drift), 0, 1, NULL, 0,
+     "camsim: fraction of the light's intensity lost from the first frame to the last (linear)"},
+    {"camsim.background", DS_KEY_VEC3, O(camsim.cam.background), 0, 1, NULL, 0, "camsim: RGB behind the scene"},
+    {"camsim.clutter", DS_KEY_INT, O(camsim.cam.clutter), 0, 10000, NULL, 0,
+     "camsim: random rectangles and discs on the static background (0: plain); the identifier composites over it"},
+    {"camsim.clutter_seed", DS_KEY_U64, O(camsim.cam.clutter_seed), 0, 9007199254740992.0, NULL, 0,
+     "camsim: the clutter's stream"},
+    {"camsim.blur", DS_KEY_REAL, O(camsim.cam.blur), 0, DS_CAMSIM_MAX_BLUR, NULL, 0,
+     "camsim: Gaussian blur sigma, pixels (0: none)"},
+    {"camsim.noise", DS_KEY_REAL, O(camsim.cam.noise), 0, 1, NULL, 0,
+     "camsim: Gaussian sensor noise sigma on [0, 1] pixel values, seeded per object and frame, clamped"},
     {"frames_dir", DS_KEY_STRING, O(frames_dir), 0, DS_SYSID_PATH_MAX, NULL, 0, "folder of PNG frames (video frames)"},
     {"camera", DS_KEY_STRING, O(camera), 0, DS_SYSID_PATH_MAX, NULL, 0,
      "JSON file: times, position, look_at, fov (video frames)"},
@@ -337,6 +363,7 @@ struct dsSysid {
   int* used;      /* frame enters the loss */
   int nused;
   dsReal* rgba;   /* nframes x npix */
+  dsReal *bg, *comp; /* camsim: the known background (npix) and a frame composited over it */
   /* episode buffers */
   int nstep, adim, w, h;
   size_t npix;
@@ -391,7 +418,7 @@ void ds_sysid_destroy(dsSysid* s) {
   }
   void* bufs[] = {s->frozen, s->xstage, s->ureg, s->fixed, s->uprev, s->x, s->u, s->gu, s->gx, s->x0, s->best, s->truth, s->ulo, s->uhi, s->itx, s->vparam,
                   s->substep, s->fstep, s->used, s->rgba, s->step_frame, s->rendered, s->adj, s->scratch_img,
-                  s->action, s->pbuf};
+                  s->action, s->pbuf, s->bg, s->comp};
   for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) ds__free(bufs[i]);
   ds__free(s);
 }
@@ -452,6 +479,60 @@ static int set_params_in(dsSysid* s, dsEnv* env, const double* x) {
   return 0;
 }
 
+/* Over the known background B (camsim): per colour channel
+ *   c_p = g a_p + (1 - alpha_p) B_p,   a_p = alpha_p rgb_p,   alpha' = 1
+ * (the video's frames are opaque). With fit_gain the identifier does not
+ * know the light: g is the frame's and channel's least-squares gain of its
+ * own colour against the video v, g = N/D, N = sum_p a_p u_p, u_p = v_p -
+ * (1 - alpha_p) B_p, D = sum_p a_p^2 (1 when D = 0 or without fit_gain). */
+static void composite(dsSysid* s, const dsReal* img, const dsReal* video, double gain[3]) {
+  for (int q = 0; q < 3; q++) {
+    double N = 0, D = 0;
+    for (size_t p = 0; s->def.camsim.fit_gain && p < s->npix; p += 4) {
+      const double a = (double)img[p + 3] * img[p + q];
+      N += a * (video[p + q] - (1 - (double)img[p + 3]) * s->bg[p + q]);
+      D += a * a;
+    }
+    gain[q] = D > 0 ? N / D : 1;
+  }
+  for (size_t p = 0; p < s->npix; p += 4) {
+    const dsReal al = img[p + 3];
+    for (int q = 0; q < 3; q++) s->comp[p + q] = (dsReal)(gain[q] * al * img[p + q]) + (1 - al) * s->bg[p + q];
+    s->comp[p + 3] = 1;
+  }
+}
+/* G: dL/dc in, dL/d(img) out. At fixed g: dL/da_p = g G_p, dL/dalpha_p =
+ * -sum G_p B_p; a fitted g adds S dg/da_p = S (u_p - 2 g a_p)/D and
+ * S dg/dalpha_p = S a_p B_p / D, S = dL/dg = sum_p G_p a_p; then
+ * dL/drgb_p = alpha_p dL/da_p, dL/dalpha_p += rgb_p dL/da_p. */
+static void composite_adjoint(const dsSysid* s, const dsReal* img, const dsReal* video, const double gain[3],
+                              dsReal* G) {
+  double S[3] = {0, 0, 0}, D[3] = {0, 0, 0};
+  const int fit = s->def.camsim.fit_gain;
+  for (size_t p = 0; fit && p < s->npix; p += 4)
+    for (int q = 0; q < 3; q++) {
+      const double a = (double)img[p + 3] * img[p + q];
+      S[q] += G[p + q] * a;
+      D[q] += a * a;
+    }
+  for (size_t p = 0; p < s->npix; p += 4) {
+    const double al = img[p + 3];
+    double ga = 0;
+    for (int q = 0; q < 3; q++) {
+      const double a = al * img[p + q], B = s->bg[p + q];
+      double da = gain[q] * G[p + q], dal = -G[p + q] * B;
+      if (fit && D[q] > 0) {
+        const double u = video[p + q] - (1 - al) * B;
+        da += S[q] * (u - 2 * gain[q] * a) / D[q];
+        dal += S[q] * a * B / D[q];
+      }
+      ga += dal + img[p + q] * da;
+      G[p + q] = (dsReal)(al * da);
+    }
+    G[p + 3] = (dsReal)ga;
+  }
+}
+
 /* The loss of the frames in s->rendered against the video; with adj (nstep
  * x npix), its image adjoints there. */
 static int video_loss(dsSysid* s, dsReal* adj, double* loss) {
@@ -463,8 +544,12 @@ static int video_loss(dsSysid* s, dsReal* adj, double* loss) {
     dsReal* g = adj ? adj + (size_t)s->fstep[f] * s->npix : NULL;
     dsReal l = 0;
     const dsReal *img = s->rendered + (size_t)f * s->npix, *goal = s->rgba + (size_t)f * s->npix;
-    int rc = s->il ? ds_env_image_loss_eval(s->il, img, goal, &l, g) : ds_env_image_loss(s->env, img, goal, &l, g);
+    double gain[3];
+    if (s->bg) composite(s, img, goal, gain);
+    int rc = s->il ? ds_env_image_loss_eval(s->il, s->bg ? s->comp : img, goal, &l, g)
+                   : ds_env_image_loss(s->env, s->bg ? s->comp : img, goal, &l, g);
     if (rc) return ds__seterr(&s->err, rc, "frame %d: %s", f, ds_env_last_error(s->env));
+    if (g && s->bg) composite_adjoint(s, img, goal, gain, g);
     L += wf * (double)l;
     if (g)
       for (size_t q = 0; q < s->npix; q++) g[q] *= (dsReal)wf;
@@ -680,6 +765,10 @@ static int create_env(dsSysid* s, const dsEnvDef* env_def, int object, const dsS
   s->env_seed = s->def.seed + (uint64_t)object;
   rc = ds_env_reset(s->env, s->env_seed, NULL, NULL);
   if (rc) return ds__puterr(err, errlen, rc, "env reset: %s", ds_env_last_error(s->env));
+  if (ds__sysid_views_wanted(&s->def, video) && s->def.video == DS_SYSID_CAMSIM)
+    return ds__puterr(err, errlen, DS_ERR_UNSUPPORTED,
+                      "sysid.video \"camsim\" films the env's first camera only: it does not take sysid.cameras or "
+                      "camera parameters yet");
   if (ds__sysid_views_wanted(&s->def, video))
     rc = ds__sysid_views_create(&s->views, s->env, &s->def, video, s->nstep, video ? video->nframes : s->nstep, err,
                                 errlen);
@@ -947,6 +1036,36 @@ static int frame_schedule(dsSysid* s, const dsSysidVideo* video, int C, int T, c
   return 0;
 }
 
+/* sysid.video "camsim": the known background (always: an object given
+ * another's video needs it too) and, without a video, the true episode
+ * filmed by the camera simulator; frame f under the light 1 - drift f/(F-1),
+ * its noise from (env seed, f). */
+static int camsim_video(dsSysid* s, int film, char* err, size_t errlen) {
+  dsCamSim* cam = NULL;
+  char why[256] = "";
+  int rc = ds_env_camsim_create(s->env, &s->def.camsim.cam, &cam, why, sizeof why);
+  if (rc) return ds__puterr(err, errlen, rc, "sysid.camsim: %s", why);
+  s->bg = (dsReal*)ds__calloc(s->npix, sizeof(dsReal));
+  s->comp = (dsReal*)ds__calloc(s->npix, sizeof(dsReal));
+  if (!s->bg || !s->comp) rc = ds__puterr(err, errlen, DS_ERR_NOMEM, "sysid: out of memory");
+  if (!rc) memcpy(s->bg, ds_camsim_background(cam), s->npix * sizeof(dsReal));
+  const int F = s->video.nframes;
+  if (!rc && film) rc = ds_env_reset(s->env, s->env_seed, NULL, NULL);
+  if (!rc && film) rc = set_params_in(s, s->env, s->truth);
+  for (int k = 0; k < s->nstep && !rc && film; k++) {
+    int done = 0;
+    rc = ds_env_step(s->env, s->action, NULL, s->scratch_img, NULL, &done);
+    const int f = s->step_frame[k];
+    uint64_t seed = s->env_seed ^ 0x5eed0f11a7e5ull, fs = (uint64_t)f;
+    seed ^= ds__splitmix64(&fs);
+    const double light = 1 - s->def.camsim.drift * (F > 1 ? (double)f / (F - 1) : 0);
+    if (!rc && f >= 0) rc = ds_env_camsim_render(s->env, cam, (dsReal)light, seed, s->rgba + (size_t)f * s->npix);
+  }
+  if (rc && err && errlen && !err[0]) ds__puterr(err, errlen, rc, "camsim video: %s", ds_env_last_error(s->env));
+  ds_camsim_destroy(cam);
+  return rc;
+}
+
 /* The target video: the caller's frames, or rendered with the true values. */
 static int setup_video(dsSysid* s, const dsSysidVideo* video, int C, int T, char* err, size_t errlen) {
   s->have_truth = video == NULL;
@@ -965,10 +1084,14 @@ static int setup_video(dsSysid* s, const dsSysidVideo* video, int C, int T, char
   int rc = frame_schedule(s, video, C, T, err, errlen);
   if (rc) return rc;
   s->video.substep = s->substep;
+  if (s->def.video == DS_SYSID_CAMSIM) {
+    rc = camsim_video(s, !video, err, errlen);
+    if (rc) return rc;
+  }
   if (video) {
     memcpy(s->rgba, video->rgba, (size_t)F * s->npix * sizeof(dsReal)); /* several views: the first's */
     if (s->views) ds__sysid_views_set_goal(s->views, video);
-  } else {
+  } else if (s->def.video != DS_SYSID_CAMSIM) {
     double l = 0;
     rc = episode(s, s->truth, &l, 0);
     if (rc) return ds__puterr(err, errlen, rc, "synthetic video: %s", ds__errmsg(&s->err));

@@ -1,6 +1,7 @@
 # envs/: environments behind the step/reset/gradient API of
 # include/dsim/env.h, their scene generators and the bundled configs.
-libdsim_core_la_SOURCES += envs/env_priv.h envs/env.c envs/env_views.c envs/env_episode.c envs/env_backward.c envs/env_window.c envs/env_force.c envs/env_frames.c \
+libdsim_core_la_SOURCES += envs/env_priv.h envs/env.c envs/env_views.c envs/env_camsim.c envs/env_episode.c envs/env_backward.c envs/env_window.c \
+  envs/env_force.c envs/env_frames.c \
   envs/env_def.c envs/batch_priv.h envs/batch.c envs/batch_shared.c envs/mesh_gear.c envs/mesh_walker.c
 # The bundled classes: one file each, listed in envs/classes.h.
 libdsim_core_la_SOURCES += envs/classes.h envs/walker.c envs/control_fem.c envs/control_cloth.c envs/walker_springs.c \

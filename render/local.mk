@@ -2,7 +2,7 @@
 # and a camera; knows nothing of the engine's model.
 libdsim_core_la_SOURCES += render/raster.c render/raster_kernel.h render/loss.c render/loss_kernel.h \
   render/raster_stages.h render/raster_batch.h render/raster_batch.c
-libdsim_core_la_SOURCES += render/raster_api.c render/overlay.c render/overlay.h
+libdsim_core_la_SOURCES += render/raster_api.c render/overlay.c render/overlay.h render/footage.c
 dsiminclude_HEADERS += include/dsim/raster.h include/dsim/image.h
 check_PROGRAMS += tests/test_raster tests/test_raster_grad tests/test_loss tests/test_batch_render
 tests_test_raster_SOURCES = tests/test_raster.c
@@ -24,3 +24,8 @@ dsiminclude_HEADERS += include/dsim/volume.h
 check_PROGRAMS += tests/test_volume
 tests_test_volume_SOURCES = tests/test_volume.c
 TESTS += tests/test_volume
+# The camera simulator (render/footage.c) and sysid.video "camsim": hard
+# z-buffer pixels, noise, blur, background, a short identification.
+check_PROGRAMS += tests/test_sysid_footage
+tests_test_sysid_footage_SOURCES = tests/test_sysid_footage.c
+TESTS += tests/test_sysid_footage

@@ -110,6 +110,7 @@
 #include "dsim/base.h"
 #include "dsim/device.h"
 #include "dsim/engine.h"
+#include "dsim/raster.h"
 #include "dsim/scenes.h"
 
 struct dsModel;
@@ -633,6 +634,14 @@ DS_API int ds_env_view_render(dsEnvView* v, const dsEnv* env, const dsReal* x, d
 DS_API int ds_env_view_backward(dsEnvView* v, const dsEnv* env, const dsReal* x, const dsReal* d_image, dsReal* d_x,
                                 dsReal* d_cam);
 DS_API const char* ds_env_view_last_error(const dsEnvView* v);
+
+/* The camera simulator (dsCamSimDef, dsim/raster.h) set to film env: def's
+ * settings with the env's image size and first camera (its renderer's),
+ * for the env's largest mesh. Free it with ds_camsim_destroy. */
+DS_API int ds_env_camsim_create(const dsEnv* env, const dsCamSimDef* def, dsCamSim** out, char* err, size_t errlen);
+/* One frame of the env's current state (its render mesh and face colours)
+ * through c: ds_camsim_render(c, mesh, light, noise_seed, image). */
+DS_API int ds_env_camsim_render(dsEnv* env, dsCamSim* c, dsReal light, uint64_t noise_seed, dsReal* image);
 /* The goal image of the current seed (w*h*4), NULL before the first reset. */
 DS_API const dsReal* ds_env_goal_image(const dsEnv* env);
 /* Target centroid of the current episode (m). */

@@ -163,6 +163,76 @@ DS_API int ds_raster_backward_camera(dsRaster* r, const dsRasterMesh* mesh, cons
 DS_API int ds_raster_render_backward(dsRaster* r, const dsRasterMesh* mesh, const dsReal* d_image,
                                      dsReal* d_verts, dsReal* d_colors);
 
+/* ---- camera simulator (footage the soft rasterizer did not render) ----------
+ * A second renderer, forward only, for synthetic footage that looks like a
+ * camera's rather than like the identifier's own images (sysid.video
+ * "camsim", dsim/sysid.h). Per output pixel k x k samples (supersample k)
+ * at the centres of a kW x kH grid; each sample takes the nearest face
+ * whose projected triangle contains it (hard z-buffer: depth Z interpolated
+ * perspective-correctly, 1/Z = sum_i b_i / Z_i; no soft edges, no depth
+ * blending), or the background. Faces with a vertex nearer than znear are
+ * culled (as ds_raster_render does); both sides are drawn.
+ *
+ * Shading, flat per face (base colour: the face's, or the mean of its
+ * vertices'), with n the unit normal turned towards the eye, l the unit
+ * light direction, v the unit direction from the face's centroid to the
+ * eye (orthographic: the view axis reversed) and h = unit(l + v):
+ *   c = light light_color (base (ambient + diffuse max(0, n.l)) + specular max(0, n.h)^shininess)
+ * (Lambert + Blinn-Phong; the specular term only where n.l > 0), clamped
+ * to [0, 1]; `light` is ds_camsim_render's intensity factor. The
+ * background is not lit (a self-lit backdrop): it does not change with
+ * `light`.
+ * The frame: the box mean of each pixel's k x k samples; then a Gaussian
+ * blur (blur = sigma in output pixels, radius ceil(3 sigma), weights
+ * renormalised over the taps inside the image: a constant image stays
+ * constant); then sensor noise, N(0, noise^2) per pixel and colour channel,
+ * and a clamp to [0, 1]. Alpha is 1 everywhere (a camera frame is opaque).
+ * The noise of pixel p, channel c is a function of (noise_seed, 3 p + c)
+ * alone (a counter-based stream), so a frame is bitwise reproducible for a
+ * seed whatever the thread count. A cluttered background: `clutter`
+ * axis-aligned rectangles and discs (half each), centres uniform over the
+ * image, sizes 5-25 % of the width, colours uniform in [0.1, 0.9]^3, drawn
+ * over `background` in order, each pixel covered by the fraction of its
+ * k x k samples inside the shape; a seeded stream (clutter_seed). */
+typedef struct dsCamSimDef {
+  int width, height;        /* output image, pixels */
+  int supersample;          /* k >= 1: k x k hard samples per output pixel (4) */
+  dsCamera camera;          /* as the soft rasterizer's (intrinsics in output pixels) */
+  dsReal light_dir[3];      /* towards the light, world (normalised inside; not 0): (-0.4, 1, -0.5) */
+  dsReal light_color[3];    /* RGB of the light: (1, 0.95, 0.85), warm */
+  dsReal ambient;           /* k_a (0.3) */
+  dsReal diffuse;           /* k_d, Lambert (0.7) */
+  dsReal specular;          /* k_s, Blinn-Phong (0.2) */
+  dsReal shininess;         /* Blinn-Phong exponent (16) */
+  dsReal background[3];     /* RGB behind the scene (0, 0, 0) */
+  int clutter;              /* shapes drawn on the background (0: plain) */
+  uint64_t clutter_seed;    /* their stream */
+  dsReal blur;              /* Gaussian blur sigma, output pixels (0: none; at most DS_CAMSIM_MAX_BLUR) */
+  dsReal noise;             /* sensor noise sigma on [0, 1] values (0: none) */
+} dsCamSimDef;
+#define DS_CAMSIM_MAX_BLUR 16
+
+/* 64 x 64, supersample 4, ds_default_camera(), the light and material
+ * above, black background, no clutter, no blur, no noise. */
+DS_API dsCamSimDef ds_default_camsim_def(void);
+
+typedef struct dsCamSim dsCamSim;
+/* Holds every buffer (the kW x kH depth and colour samples, the background,
+ * the blur's scratch) and draws the background; max_faces: the largest
+ * mesh. DS_ERR_INVALID with the field and its expected value in err. */
+DS_API int ds_camsim_create(dsCamSim** out, const dsCamSimDef* def, int max_faces, char* err, size_t errlen);
+DS_API void ds_camsim_destroy(dsCamSim* c);
+/* The background as the camera sees it with no scene in front (blurred, no
+ * noise): height x width x 4, alpha 1. What an identifier that knows the
+ * static background composites its own images over. */
+DS_API const dsReal* ds_camsim_background(const dsCamSim* c);
+/* One frame of mesh into image (height x width x 4), light intensity factor
+ * `light` (>= 0; 1: the def's light), noise from noise_seed. Allocates
+ * nothing. DS_ERR_INVALID (NULL, more faces than max_faces), DS_ERR_MESH
+ * (a vertex index out of range), DS_ERR_DIVERGED (a NaN/Inf vertex). */
+DS_API int ds_camsim_render(dsCamSim* c, const dsRasterMesh* mesh, dsReal light, uint64_t noise_seed,
+                            dsReal* image);
+
 /* ---- image losses -----------------------------------------------------------
  * All losses compare RGBA images img and goal (h x w x 4, all four channels)
  * and write dL/d(img) into grad (same layout, overwritten; may be NULL). */

@@ -104,7 +104,10 @@ DS_API int ds_lbfgs_step(dsLbfgs* o, double* x, double* f, double* g, dsObjectiv
 #define DS_SYSID_MAX_VEC 16 /* values of init, truth (1 or width) and ranges (2) */
 
 typedef enum dsSysidOptimKind { DS_SYSID_ADAM = 0, DS_SYSID_SGD = 1, DS_SYSID_LBFGS = 2 } dsSysidOptimKind;
-typedef enum dsSysidVideoKind { DS_SYSID_SYNTHETIC = 0, DS_SYSID_FRAMES = 1 } dsSysidVideoKind;
+/* CAMSIM: synthetic, but the true episode is filmed by the camera simulator
+ * (dsCamSimDef, dsim/raster.h; dsSysidCamSim below), not by the renderer
+ * that identifies it. */
+typedef enum dsSysidVideoKind { DS_SYSID_SYNTHETIC = 0, DS_SYSID_FRAMES = 1, DS_SYSID_CAMSIM = 2 } dsSysidVideoKind;
 /* Which frames of the video enter the loss. */
 typedef enum dsSysidFrameSel { DS_SYSID_FRAMES_ALL = 0, DS_SYSID_FRAMES_FIRST_LAST = 1, DS_SYSID_FRAMES_LAST = 2 } dsSysidFrameSel;
 
@@ -186,6 +189,24 @@ typedef struct dsSysidView {
   char frames[DS_SYSID_PATH_MAX];    /* footage: the view's PNG folder */
 } dsSysidView;
 
+/* sysid.video "camsim": the synthetic video filmed by the camera simulator
+ * with the env's camera and image size and cam's other settings (hard
+ * z-buffer at supersample k, Lambert + Blinn-Phong under its own light,
+ * background, blur, sensor noise), the light's intensity 1 - drift f/(F - 1)
+ * at frame f of F (a lighting change over the clip), the noise of object i's
+ * frame f seeded from (seed + i, f). The identifier is told the static
+ * background (the "known background" protocol): it composites its own RGBA
+ * frames over ds_camsim_background, rgb' = alpha rgb + (1 - alpha) B,
+ * alpha' = 1, before the loss (the video's alpha is 1). With fit_gain it
+ * does not know the light either: its colours rgb are scaled by g, per
+ * frame and channel the least-squares gain against the video (the
+ * gradient includes dg/dx: exact for any image loss). */
+typedef struct dsSysidCamSim {
+  dsCamSimDef cam;        /* width, height and camera: the env's */
+  double drift;           /* fraction of the light lost from the first frame to the last (0) */
+  int fit_gain;           /* 1: the identifier fits a gain per frame and channel to its colours (1) */
+} dsSysidCamSim;
+
 typedef struct dsSysidDef {
   dsSysidParam params[DS_SYSID_MAX_PARAMS];
   int optimizer;          /* dsSysidOptimKind */
@@ -197,6 +218,7 @@ typedef struct dsSysidDef {
   char frames_dir[DS_SYSID_PATH_MAX];  /* DS_SYSID_FRAMES: folder of PNG frames (sorted by name) */
   char camera[DS_SYSID_PATH_MAX];      /* DS_SYSID_FRAMES: JSON camera + frame times */
   int frames;             /* dsSysidFrameSel */
+  dsSysidCamSim camsim;   /* DS_SYSID_CAMSIM: the camera simulator */
   dsReal action[DS_SYSID_MAX_VEC]; /* a known action held at every step (the first naction values, the rest 0) */
   int naction;            /* 0: zero actions */
   dsSysidStage stages[DS_SYSID_MAX_STAGES]; /* sysid.stages, run in order; nstages 0: one stage, all free */
