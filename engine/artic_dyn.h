@@ -44,6 +44,7 @@ typedef struct FN(body) {
   R h[3];
   R Ib[9];
   R cm, ch[3], cIb[9]; /* composite inertia of the subtree (crba, real pass only) */
+  R Rr[9], cs[2];      /* hinge: Rj^T Rw, the rotation by q about the axis, and cos q, sin q (the adjoint's) */
 } FN(body);
 
 typedef struct FN(ws) {
@@ -102,9 +103,10 @@ static inline void FN(quat_mat)(R M[9], const R q[4]) {
   M[8] = 1 - s * (x * x + y * y);
 }
 
-/* Rotation by angle t about the unit axis a: c 1 + s [a]x + (1 - c) a a^T. */
-static inline void FN(axis_mat)(R M[9], const double a[3], R t) {
-  const R c = cos(t), s = sin(t), k = 1 - c;
+/* Rotation by angle t about the unit axis a: c 1 + s [a]x + (1 - c) a a^T,
+ * from c = cos t, s = sin t. */
+static inline void FN(axis_mat_cs)(R M[9], const double a[3], R c, R s) {
+  const R k = 1 - c;
   M[0] = c + k * a[0] * a[0];
   M[1] = k * a[0] * a[1] - s * a[2];
   M[2] = k * a[0] * a[2] + s * a[1];
@@ -115,6 +117,8 @@ static inline void FN(axis_mat)(R M[9], const double a[3], R t) {
   M[7] = k * a[2] * a[1] + s * a[0];
   M[8] = c + k * a[2] * a[2];
 }
+
+static inline void FN(axis_mat)(R M[9], const double a[3], R t) { FN(axis_mat_cs)(M, a, cos(t), sin(t)); }
 
 static inline void FN(crm)(R res[6], const R V[6], const R M[6]) { /* res += V x M */
   R t[3], u[3];
@@ -196,8 +200,10 @@ static void FN(kin)(const dsArticModel* m, FN(ws) * w, int first, const void* re
     R* S = b->S;
     switch (m->jtype[i]) {
       case DS_JOINT_HINGE:
-        FN(axis_mat)(Rrel, ax, q[0]);
-        FN(mm3)(b->Rw, b->Rj, Rrel);
+        b->cs[0] = cos(q[0]);
+        b->cs[1] = sin(q[0]);
+        FN(axis_mat_cs)(b->Rr, ax, b->cs[0], b->cs[1]);
+        FN(mm3)(b->Rw, b->Rj, b->Rr);
         FN(mv3d)(S, b->Rj, ax);
         FN(cross)(S + 3, b->jp, S);
         break;
@@ -424,7 +430,7 @@ static void FN(rnea)(const dsArticModel* m, FN(ws) * w, const R* qdd, int first,
       b->A[k] = s;
     }
     FN(crm)(b->A, b->V, vc);
-    FN(crm)(b->A, Vp, vl);
+    if (nlin) FN(crm)(b->A, Vp, vl); /* vl = 0 otherwise */
     R P[6];
     FN(imul)(b->F, b->m, b->h, b->Ib, b->A);
     FN(imul)(P, b->m, b->h, b->Ib, b->V);
