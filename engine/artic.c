@@ -17,6 +17,7 @@
 #include "config.h"
 
 #include <complex.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -818,8 +819,9 @@ static void chol_solve_packed(const double* L, int n, double* x) {
   }
   for (int i = n - 1; i >= 0; i--) {
     double s = x[i];
-    for (int k = i + 1; k < n; k++) s -= L[(size_t)k * (size_t)(k + 1) / 2 + (size_t)i] * x[k];
-    x[i] = s / L[(size_t)i * (size_t)(i + 1) / 2 + (size_t)i];
+    size_t o = (size_t)(i + 1) * (size_t)(i + 2) / 2 + (size_t)i; /* L[k][i], k = i + 1 */
+    for (int k = i + 1; k < n; o += (size_t)++k) s -= L[o] * x[k];
+    x[i] = s / L[(size_t)i * (size_t)(i + 3) / 2];
   }
 }
 
@@ -844,7 +846,7 @@ static int forward(const dsArticModel* m, dsArticData* d, const double* q, const
   memcpy(w->q, q, sizeof(double) * (size_t)m->nq);
   memcpy(w->qd, qd, sizeof(double) * (size_t)m->nv);
   for (int a = 0; a < m->nu; a++) w->u[a] = u ? u[a] : 0;
-  memcpy(w->th, m->param, sizeof(double) * (size_t)m->nparam);
+  w->th = m->param; /* the real passes only read it */
   kin_r(m, w, 0, NULL);
   contact_r(m, w);
   applied_r(m, w);
@@ -898,7 +900,7 @@ static void replay(const dsArticModel* m, dsArticData* d, int t) {
   memcpy(w->q, d->q + st * m->nq, sizeof(double) * (size_t)m->nq);
   memcpy(w->qd, d->qd + st * nv, sizeof(double) * (size_t)nv);
   memcpy(w->u, d->act + st * m->nu, sizeof(double) * (size_t)m->nu);
-  memcpy(w->th, m->param, sizeof(double) * (size_t)m->nparam);
+  w->th = m->param; /* the real passes only read it */
   kin_r(m, w, 0, NULL);
   contact_r(m, w);
   memcpy(w->qdd, d->qddt + st * nv, sizeof(double) * (size_t)nv);
@@ -1040,7 +1042,7 @@ int ds_artic_energy(const dsArticModel* m, dsArticData* d, const double* q, cons
   ws_r* w = d->wr;
   memcpy(w->q, q, sizeof(double) * (size_t)m->nq);
   memcpy(w->qd, qd, sizeof(double) * (size_t)m->nv);
-  memcpy(w->th, m->param, sizeof(double) * (size_t)m->nparam);
+  w->th = m->param; /* the real passes only read it */
   kin_r(m, w, 0, NULL);
   double pe = 0;
   const double* g = m->param + m->p_gravity;
@@ -1068,7 +1070,7 @@ int ds_artic_momentum(const dsArticModel* m, dsArticData* d, const double* q, co
   ws_r* w = d->wr;
   memcpy(w->q, q, sizeof(double) * (size_t)m->nq);
   memcpy(w->qd, qd, sizeof(double) * (size_t)m->nv);
-  memcpy(w->th, m->param, sizeof(double) * (size_t)m->nparam);
+  w->th = m->param; /* the real passes only read it */
   kin_r(m, w, 0, NULL);
   for (int k = 0; k < 3; k++) lin[k] = ang[k] = 0;
   for (int i = 0; i < m->nbody; i++) {
@@ -1137,7 +1139,7 @@ static void kin_at(const dsArticModel* m, dsArticData* d, const double* q, const
   ws_r* w = d->wr;
   memcpy(w->q, q, sizeof(double) * (size_t)m->nq);
   memcpy(w->qd, qd, sizeof(double) * (size_t)m->nv);
-  memcpy(w->th, m->param, sizeof(double) * (size_t)m->nparam);
+  w->th = m->param; /* the real passes only read it */
   kin_r(m, w, 0, NULL);
 }
 

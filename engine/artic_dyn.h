@@ -40,6 +40,7 @@ typedef struct FN(body) {
   R A[6];
   R F[6];  /* after the sum over the subtree (RNEA's backward pass) */
   R F0[6]; /* the body's own, before the sum */
+  R P[6];  /* momentum I V (RNEA) */
   R m;
   R h[3];
   R Ib[9];
@@ -200,9 +201,12 @@ static void FN(kin)(const dsArticModel* m, FN(ws) * w, int first, const void* re
     R* S = b->S;
     switch (m->jtype[i]) {
       case DS_JOINT_HINGE:
-        b->cs[0] = cos(q[0]);
-        b->cs[1] = sin(q[0]);
-        FN(axis_mat_cs)(b->Rr, ax, b->cs[0], b->cs[1]);
+        {
+          const R co = cos(q[0]), si = sin(q[0]); /* one sincos */
+          b->cs[0] = co;
+          b->cs[1] = si;
+          FN(axis_mat_cs)(b->Rr, ax, co, si);
+        }
         FN(mm3)(b->Rw, b->Rj, b->Rr);
         FN(mv3d)(S, b->Rj, ax);
         FN(cross)(S + 3, b->jp, S);
@@ -431,10 +435,9 @@ static void FN(rnea)(const dsArticModel* m, FN(ws) * w, const R* qdd, int first,
     }
     FN(crm)(b->A, b->V, vc);
     if (nlin) FN(crm)(b->A, Vp, vl); /* vl = 0 otherwise */
-    R P[6];
     FN(imul)(b->F, b->m, b->h, b->Ib, b->A);
-    FN(imul)(P, b->m, b->h, b->Ib, b->V);
-    FN(crf)(b->F, b->V, P);
+    FN(imul)(b->P, b->m, b->h, b->Ib, b->V);
+    FN(crf)(b->F, b->V, b->P);
     for (int k = 0; k < 6; k++) b->F0[k] = b->F[k] -= w->fext[6 * i + k];
   }
   for (int i = m->nbody - 1; i >= 0; i--) {

@@ -88,7 +88,8 @@ struct dsArticData {
 
 /* Adjoints of one body's kinematic and RNEA quantities (engine/artic_rev.h). */
 typedef struct {
-  double Rw[9], Rj[9], x[3], jp[3], S[6 * DS__ARTIC_MAXDOF], V[6], A[6], F[6], m, h[3], Ib[9];
+  double Rw[9], Rj[9], x[3], jp[3], V[6], A[6], F[6], m, h[3], Ib[9];
+  double S[6 * DS__ARTIC_MAXDOF]; /* last: step_vjp zeroes only a joint's columns */
 } dsArticAdjBody;
 
 /* ds_artic_backward by forward tangents (nq + nv + nu [+ nparam] sweeps per

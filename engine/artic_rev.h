@@ -180,12 +180,11 @@ static void rnea_vjp(const dsArticModel* m, const ws_r* w, const double* mu, dsA
     dsArticAdjBody* a = &ab[i];
     const int p = m->parent[i], nd = ndof_r(m->jtype[i]), va = m->vadr[i];
     /* F = I A + V x* P - F_ext, P = I V */
-    double t[6], P[6], aP[6] = {0, 0, 0, 0, 0, 0};
+    double t[6], aP[6] = {0, 0, 0, 0, 0, 0};
     imul_r(t, b->m, b->h, b->Ib, a->F);
     for (int k = 0; k < 6; k++) a->A[k] += t[k];
     imul_vjp(a, a->F, b->A);
-    imul_r(P, b->m, b->h, b->Ib, b->V);
-    crf_vjp(b->V, P, a->F, a->V, aP);
+    crf_vjp(b->V, b->P, a->F, a->V, aP);
     imul_r(t, b->m, b->h, b->Ib, aP);
     for (int k = 0; k < 6; k++) a->V[k] += t[k];
     imul_vjp(a, aP, b->V);
@@ -424,7 +423,8 @@ static void step_vjp(const dsArticModel* m, dsArticData* d, const double* aout, 
   for (int k = 0; k < nv; k++) gqd[k] = 0;
   for (int k = 0; k < m->nu; k++) gu[k] = 0;
   for (int k = 0; k < m->nparam; k++) gth[k] = 0;
-  memset(ab, 0, sizeof(dsArticAdjBody) * (size_t)m->nbody);
+  for (int i = 0; i < m->nbody; i++)
+    memset(ab + i, 0, offsetof(dsArticAdjBody, S) + sizeof(double) * 6 * (size_t)ndof_r(m->jtype[i]));
   /* integration: lam holds adj qd' first */
   for (int k = 0; k < nv; k++) lam[k] = aout[nq + k];
   for (int i = 0; i < m->nbody; i++) {
