@@ -11,7 +11,8 @@ PY_FILES = python/pyproject.toml python/setup.py python/README.md python/dsim/__
   python/examples/ppo_walker.py python/examples/mpc_control_fem.py python/examples/sysid_from_frames.py \
   python/bench_vector.py python/dsim/ray.py python/tests/test_ray.py python/examples/ray_sweep.py \
   python/examples/rllib_ppo_walker.py python/examples/tune_lr_control_fem.py \
-  python/dsim/learn.py python/tests/test_learn.py python/examples/learn_walker.py python/tests/test_artic.py
+  python/dsim/learn.py python/tests/test_learn.py python/examples/learn_walker.py python/tests/test_artic.py \
+  python/examples/ppo_runner.py
 # The ABI table the bindings check their copies of structs and constants
 # against (include/dsim/abi.h). Its source sits in controllers/ by the include
 # order (it reaches env.h, batch.h and run.h); it is listed here, with the
