@@ -17,6 +17,7 @@
 #include "config.h"
 
 #include <complex.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -656,6 +657,8 @@ void ds_artic_data_free(dsArticData* d) {
   ds__free(d->M);
   ds__free(d->vec);
   ds__free(d->rev);
+  ds__free(d->Lt);
+  ds__free(d->qddt);
   ds__free(d);
 }
 
@@ -685,6 +688,15 @@ int ds_artic_data_create(const dsArticModel* m, int steps, dsArticData** out) {
     ds_artic_data_free(d);
     return DS_ERR_NOMEM;
   }
+  const size_t nl = (size_t)m->nv * (size_t)(m->nv + 1) / 2;
+  if (steps > 0 && m->nv > 0 && (size_t)steps * (nl + (size_t)m->nv) * sizeof(double) <= DS__ARTIC_FACTOR_TAPE_MAX) {
+    d->Lt = ds__calloc((size_t)steps * nl, sizeof(double));
+    d->qddt = ds__calloc((size_t)steps * (size_t)m->nv, sizeof(double));
+    if (!d->Lt || !d->qddt) {
+      ds_artic_data_free(d);
+      return DS_ERR_NOMEM;
+    }
+  }
   d->qdd = d->vec + 6 * n;
   d->adj = d->qdd + m->nv;
   *out = d;
@@ -694,6 +706,7 @@ int ds_artic_data_create(const dsArticModel* m, int steps, dsArticData** out) {
 int ds_artic_reset(const dsArticModel* m, dsArticData* d, const double* q0, const double* qd0) {
   if (!m || !d || d->nq != m->nq || d->nv != m->nv || d->nparam != m->nparam) return DS_ERR_INVALID;
   d->t = 0;
+  d->Lcur = NULL;
   for (int i = 0; i < m->nbody; i++) {
     double* q = d->q + m->qadr[i];
     const int t = m->jtype[i];
@@ -795,6 +808,31 @@ static void chol_solve(const double* L, int n, double* x) { /* x = (L L^T)^-1 x 
   }
 }
 
+/* chol_solve with L's lower triangle packed by rows (row i from i (i + 1) / 2),
+ * the same operations in the same order, so the same numbers */
+static void chol_solve_packed(const double* L, int n, double* x) {
+  for (int i = 0; i < n; i++) {
+    const double* Li = L + (size_t)i * (size_t)(i + 1) / 2;
+    double s = x[i];
+    for (int k = 0; k < i; k++) s -= Li[k] * x[k];
+    x[i] = s / Li[i];
+  }
+  for (int i = n - 1; i >= 0; i--) {
+    double s = x[i];
+    size_t o = (size_t)(i + 1) * (size_t)(i + 2) / 2 + (size_t)i; /* L[k][i], k = i + 1 */
+    for (int k = i + 1; k < n; o += (size_t)++k) s -= L[o] * x[k];
+    x[i] = s / L[(size_t)i * (size_t)(i + 3) / 2];
+  }
+}
+
+/* x = M^-1 x at the last real pass: the taped factor after a replay, else d->M */
+static void solve_M(const dsArticData* d, int n, double* x) {
+  if (d->Lcur)
+    chol_solve_packed(d->Lcur, n, x);
+  else
+    chol_solve(d->M, n, x);
+}
+
 /* ---- step ------------------------------------------------------------------------------ */
 
 /* The real pass at (q, qd, u): kinematics, contact, forces, bias, M and its
@@ -804,10 +842,11 @@ static void chol_solve(const double* L, int n, double* x) { /* x = (L L^T)^-1 x 
 static int forward(const dsArticModel* m, dsArticData* d, const double* q, const double* qd, const double* u,
                    int for_adjoint) {
   ws_r* w = d->wr;
+  d->Lcur = NULL;
   memcpy(w->q, q, sizeof(double) * (size_t)m->nq);
   memcpy(w->qd, qd, sizeof(double) * (size_t)m->nv);
   for (int a = 0; a < m->nu; a++) w->u[a] = u ? u[a] : 0;
-  memcpy(w->th, m->param, sizeof(double) * (size_t)m->nparam);
+  w->th = m->param; /* the real passes only read it */
   kin_r(m, w, 0, NULL);
   contact_r(m, w);
   applied_r(m, w);
@@ -815,6 +854,7 @@ static int forward(const dsArticModel* m, dsArticData* d, const double* q, const
   rnea_r(m, w, w->qdd, 0, NULL);
   crba(m, w, d->M);
   int rc = cholesky(d->M, m->nv);
+  d->nfactor++;
   if (rc) return rc;
   for (int v = 0; v < m->nv; v++) w->qdd[v] = w->tau[v] - w->id[v];
   chol_solve(d->M, m->nv, w->qdd);
@@ -838,8 +878,36 @@ int ds_artic_step(const dsArticModel* m, dsArticData* d, const double* action) {
   memcpy(d->q + (t + 1) * (size_t)m->nq, w->qn, sizeof(double) * (size_t)m->nq);
   memcpy(d->qd + (t + 1) * (size_t)m->nv, w->qdn, sizeof(double) * (size_t)m->nv);
   for (int a = 0; a < m->nu; a++) d->act[t * (size_t)m->nu + (size_t)a] = action ? action[a] : 0;
+  if (d->Lt) {
+    const int nv = m->nv;
+    double* L = d->Lt + t * (size_t)nv * (size_t)(nv + 1) / 2;
+    for (int i = 0; i < nv; i++, L += i)
+      for (int k = 0; k <= i; k++) L[k] = d->M[i * nv + k];
+    memcpy(d->qddt + t * (size_t)nv, w->qdd, sizeof(double) * (size_t)nv);
+  }
   d->t++;
   return 0;
+}
+
+/* The real pass of taped step t as the adjoint needs it (what forward(...,
+ * 1) leaves: kinematics, contact points, (q', qd'), RNEA at qdd, the factor
+ * (d->Lcur)), from the taped factor and qdd: the same numbers, without
+ * rebuilding and refactoring M. */
+static void replay(const dsArticModel* m, dsArticData* d, int t) {
+  ws_r* w = d->wr;
+  const int nv = m->nv;
+  const size_t st = (size_t)t;
+  memcpy(w->q, d->q + st * m->nq, sizeof(double) * (size_t)m->nq);
+  memcpy(w->qd, d->qd + st * nv, sizeof(double) * (size_t)nv);
+  memcpy(w->u, d->act + st * m->nu, sizeof(double) * (size_t)m->nu);
+  w->th = m->param; /* the real passes only read it */
+  kin_r(m, w, 0, NULL);
+  contact_r(m, w);
+  memcpy(w->qdd, d->qddt + st * nv, sizeof(double) * (size_t)nv);
+  memcpy(d->qdd, w->qdd, sizeof(double) * (size_t)nv);
+  d->Lcur = d->Lt + st * (size_t)nv * (size_t)(nv + 1) / 2;
+  integrate_r(m, w);
+  rnea_r(m, w, w->qdd, 0, NULL);
 }
 
 /* ---- adjoint ------------------------------------------------------------------------------ */
@@ -896,7 +964,7 @@ static double sweep(const dsArticModel* m, dsArticData* d, int col, const double
   rnea_c(m, w, w->qdd, first_dyn, r->b);
   double* y = d->vec;
   for (int v = 0; v < nv; v++) y[v] = cimag(w->tau[v] - w->id[v]);
-  chol_solve(d->M, nv, y);
+  solve_M(d, nv, y);
   for (int v = 0; v < nv; v++) w->qdd[v] = r->qdd[v] + I * y[v];
   integrate_c(m, w);
   double s = 0;
@@ -927,8 +995,12 @@ static int backward(const dsArticModel* m, dsArticData* d, const double* dl_dq, 
     for (int p = 0; p < m->nparam; p++) g->param[p] = 0;
   for (int t = T - 1; t >= 0; t--) {
     const size_t st = (size_t)t;
-    int rc = forward(m, d, d->q + st * nq, d->qd + st * nv, d->act + st * nu, 1);
-    if (rc) return rc;
+    if (d->Lt) {
+      replay(m, d, t);
+    } else {
+      int rc = forward(m, d, d->q + st * nq, d->qd + st * nv, d->act + st * nu, 1);
+      if (rc) return rc;
+    }
     if (reverse) {
       step_vjp(m, d, adj, nxt, nxt + nq, gu, gth, lam, ab);
       if (g->action)
@@ -970,7 +1042,7 @@ int ds_artic_energy(const dsArticModel* m, dsArticData* d, const double* q, cons
   ws_r* w = d->wr;
   memcpy(w->q, q, sizeof(double) * (size_t)m->nq);
   memcpy(w->qd, qd, sizeof(double) * (size_t)m->nv);
-  memcpy(w->th, m->param, sizeof(double) * (size_t)m->nparam);
+  w->th = m->param; /* the real passes only read it */
   kin_r(m, w, 0, NULL);
   double pe = 0;
   const double* g = m->param + m->p_gravity;
@@ -998,7 +1070,7 @@ int ds_artic_momentum(const dsArticModel* m, dsArticData* d, const double* q, co
   ws_r* w = d->wr;
   memcpy(w->q, q, sizeof(double) * (size_t)m->nq);
   memcpy(w->qd, qd, sizeof(double) * (size_t)m->nv);
-  memcpy(w->th, m->param, sizeof(double) * (size_t)m->nparam);
+  w->th = m->param; /* the real passes only read it */
   kin_r(m, w, 0, NULL);
   for (int k = 0; k < 3; k++) lin[k] = ang[k] = 0;
   for (int i = 0; i < m->nbody; i++) {
@@ -1067,7 +1139,7 @@ static void kin_at(const dsArticModel* m, dsArticData* d, const double* q, const
   ws_r* w = d->wr;
   memcpy(w->q, q, sizeof(double) * (size_t)m->nq);
   memcpy(w->qd, qd, sizeof(double) * (size_t)m->nv);
-  memcpy(w->th, m->param, sizeof(double) * (size_t)m->nparam);
+  w->th = m->param; /* the real passes only read it */
   kin_r(m, w, 0, NULL);
 }
 

@@ -40,10 +40,12 @@ typedef struct FN(body) {
   R A[6];
   R F[6];  /* after the sum over the subtree (RNEA's backward pass) */
   R F0[6]; /* the body's own, before the sum */
+  R P[6];  /* momentum I V (RNEA) */
   R m;
   R h[3];
   R Ib[9];
   R cm, ch[3], cIb[9]; /* composite inertia of the subtree (crba, real pass only) */
+  R Rr[9], cs[2];      /* hinge: Rj^T Rw, the rotation by q about the axis, and cos q, sin q (the adjoint's) */
 } FN(body);
 
 typedef struct FN(ws) {
@@ -102,9 +104,10 @@ static inline void FN(quat_mat)(R M[9], const R q[4]) {
   M[8] = 1 - s * (x * x + y * y);
 }
 
-/* Rotation by angle t about the unit axis a: c 1 + s [a]x + (1 - c) a a^T. */
-static inline void FN(axis_mat)(R M[9], const double a[3], R t) {
-  const R c = cos(t), s = sin(t), k = 1 - c;
+/* Rotation by angle t about the unit axis a: c 1 + s [a]x + (1 - c) a a^T,
+ * from c = cos t, s = sin t. */
+static inline void FN(axis_mat_cs)(R M[9], const double a[3], R c, R s) {
+  const R k = 1 - c;
   M[0] = c + k * a[0] * a[0];
   M[1] = k * a[0] * a[1] - s * a[2];
   M[2] = k * a[0] * a[2] + s * a[1];
@@ -115,6 +118,8 @@ static inline void FN(axis_mat)(R M[9], const double a[3], R t) {
   M[7] = k * a[2] * a[1] + s * a[0];
   M[8] = c + k * a[2] * a[2];
 }
+
+static inline void FN(axis_mat)(R M[9], const double a[3], R t) { FN(axis_mat_cs)(M, a, cos(t), sin(t)); }
 
 static inline void FN(crm)(R res[6], const R V[6], const R M[6]) { /* res += V x M */
   R t[3], u[3];
@@ -196,8 +201,13 @@ static void FN(kin)(const dsArticModel* m, FN(ws) * w, int first, const void* re
     R* S = b->S;
     switch (m->jtype[i]) {
       case DS_JOINT_HINGE:
-        FN(axis_mat)(Rrel, ax, q[0]);
-        FN(mm3)(b->Rw, b->Rj, Rrel);
+        {
+          const R co = cos(q[0]), si = sin(q[0]); /* one sincos */
+          b->cs[0] = co;
+          b->cs[1] = si;
+          FN(axis_mat_cs)(b->Rr, ax, co, si);
+        }
+        FN(mm3)(b->Rw, b->Rj, b->Rr);
         FN(mv3d)(S, b->Rj, ax);
         FN(cross)(S + 3, b->jp, S);
         break;
@@ -424,11 +434,10 @@ static void FN(rnea)(const dsArticModel* m, FN(ws) * w, const R* qdd, int first,
       b->A[k] = s;
     }
     FN(crm)(b->A, b->V, vc);
-    FN(crm)(b->A, Vp, vl);
-    R P[6];
+    if (nlin) FN(crm)(b->A, Vp, vl); /* vl = 0 otherwise */
     FN(imul)(b->F, b->m, b->h, b->Ib, b->A);
-    FN(imul)(P, b->m, b->h, b->Ib, b->V);
-    FN(crf)(b->F, b->V, P);
+    FN(imul)(b->P, b->m, b->h, b->Ib, b->V);
+    FN(crf)(b->F, b->V, b->P);
     for (int k = 0; k < 6; k++) b->F0[k] = b->F[k] -= w->fext[6 * i + k];
   }
   for (int i = m->nbody - 1; i >= 0; i--) {

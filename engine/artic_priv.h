@@ -10,6 +10,9 @@
 #define DS__ARTIC_PNAME 128 /* longest parameter name + 1: prefix, a name (< 64), a key (< 48) */
 #define DS__ARTIC_MAXDOF 6 /* dof of a free joint */
 #define DS__ARTIC_ERR 320
+/* Largest tape of mass-matrix factors ds_artic_data_create keeps, bytes:
+ * beyond it the backward refactors M at every step instead. */
+#define DS__ARTIC_FACTOR_TAPE_MAX ((size_t)128 << 20)
 
 /* Parameter offsets of one body and its joint into dsArticModel.param;
  * -1 where the joint type has no such parameter. */
@@ -73,11 +76,20 @@ struct dsArticData {
   double* vec; /* scratch: 6 (nq + nv + nu + nparam) + 2 nv + nq */
   double* adj; /* adjoint of the current state: nq + nv */
   double* rev; /* reverse-mode scratch: nu + nparam + nv doubles, then the bodies' adjoints */
+  /* Per step, the factor L of M (rows of the lower triangle, nv (nv + 1) / 2)
+   * and qdd, so the backward does not redo the mass matrix, its factor and
+   * the solve: steps x that, and steps x nv; NULL when over
+   * DS__ARTIC_FACTOR_TAPE_MAX (or steps = 0). */
+  double* Lt;
+  double* qddt;
+  const double* Lcur; /* the taped factor of the step replayed last; NULL: d->M */
+  long nfactor; /* factorisations of M so far (the tests count them) */
 };
 
 /* Adjoints of one body's kinematic and RNEA quantities (engine/artic_rev.h). */
 typedef struct {
-  double Rw[9], Rj[9], x[3], jp[3], S[6 * DS__ARTIC_MAXDOF], V[6], A[6], F[6], m, h[3], Ib[9];
+  double Rw[9], Rj[9], x[3], jp[3], V[6], A[6], F[6], m, h[3], Ib[9];
+  double S[6 * DS__ARTIC_MAXDOF]; /* last: step_vjp zeroes only a joint's columns */
 } dsArticAdjBody;
 
 /* ds_artic_backward by forward tangents (nq + nv + nu [+ nparam] sweeps per

@@ -180,12 +180,11 @@ static void rnea_vjp(const dsArticModel* m, const ws_r* w, const double* mu, dsA
     dsArticAdjBody* a = &ab[i];
     const int p = m->parent[i], nd = ndof_r(m->jtype[i]), va = m->vadr[i];
     /* F = I A + V x* P - F_ext, P = I V */
-    double t[6], P[6], aP[6] = {0, 0, 0, 0, 0, 0};
+    double t[6], aP[6] = {0, 0, 0, 0, 0, 0};
     imul_r(t, b->m, b->h, b->Ib, a->F);
     for (int k = 0; k < 6; k++) a->A[k] += t[k];
     imul_vjp(a, a->F, b->A);
-    imul_r(P, b->m, b->h, b->Ib, b->V);
-    crf_vjp(b->V, P, a->F, a->V, aP);
+    crf_vjp(b->V, b->P, a->F, a->V, aP);
     imul_r(t, b->m, b->h, b->Ib, aP);
     for (int k = 0; k < 6; k++) a->V[k] += t[k];
     imul_vjp(a, aP, b->V);
@@ -199,7 +198,7 @@ static void rnea_vjp(const dsArticModel* m, const ws_r* w, const double* mu, dsA
     for (int c = 0; c < nd; c++)
       for (int k = 0; k < 6; k++) (c < nlin ? vl : vc)[k] += b->S[6 * c + k] * w->qd[va + c];
     crm_vjp(b->V, vc, a->A, a->V, avc);
-    crm_vjp(Vp, vl, a->A, aVp, avl);
+    if (nlin) crm_vjp(Vp, vl, a->A, aVp, avl); /* vl = 0 otherwise */
     for (int c = 0; c < nd; c++) {
       const double* av = c < nlin ? avl : avc;
       double s = 0;
@@ -290,20 +289,20 @@ static void kin_vjp(const dsArticModel* m, const ws_r* w, dsArticAdjBody* ab, do
       a->x[k] += b->m * a->h[k];
       c2 += b->x[k] * b->x[k];
     }
+    /* with Gs = G + G^T and H = Gs Rw: adj Rw = H D, adj D_k = Rw_k^T G Rw_k = H_k . Rw_k / 2
+     * (Rw_k the column k) */
+    double Gs[9], H[9];
     for (int r = 0; r < 3; r++)
       for (int c = 0; c < 3; c++) {
         am += G[3 * r + c] * ((r == c ? c2 : 0) - b->x[r] * b->x[c]);
-        /* (G + G^T) Rw D */
-        a->Rw[3 * r + c] += (G[3 * r] + G[r]) * b->Rw[c] * I3[c] + (G[3 * r + 1] + G[3 + r]) * b->Rw[3 + c] * I3[c] +
-                            (G[3 * r + 2] + G[6 + r]) * b->Rw[6 + c] * I3[c];
+        Gs[3 * r + c] = G[3 * r + c] + G[3 * c + r];
       }
+    mm3_r(H, Gs, b->Rw);
+    for (int r = 0; r < 3; r++)
+      for (int c = 0; c < 3; c++) a->Rw[3 * r + c] += H[3 * r + c] * I3[c];
     for (int k = 0; k < 3; k++) {
-      double s = 0;
-      for (int r = 0; r < 3; r++)
-        for (int c = 0; c < 3; c++) s += G[3 * r + c] * b->Rw[3 * r + k] * b->Rw[3 * c + k];
-      gth[bp->inertia + k] += s;
-      const double gx =
-          (G[3 * k] + G[k]) * b->x[0] + (G[3 * k + 1] + G[3 + k]) * b->x[1] + (G[3 * k + 2] + G[6 + k]) * b->x[2];
+      gth[bp->inertia + k] += 0.5 * (H[k] * b->Rw[k] + H[3 + k] * b->Rw[3 + k] + H[6 + k] * b->Rw[6 + k]);
+      const double gx = Gs[3 * k] * b->x[0] + Gs[3 * k + 1] * b->x[1] + Gs[3 * k + 2] * b->x[2];
       a->x[k] += b->m * (2 * trG * b->x[k] - gx);
     }
     gth[bp->mass] += am;
@@ -342,9 +341,8 @@ static void kin_vjp(const dsArticModel* m, const ws_r* w, dsArticAdjBody* ab, do
         for (int r = 0; r < 3; r++)
           for (int c = 0; c < 3; c++) aRj[3 * r + c] += as[r] * ax[c];
         /* Rw = Rj Rrel(q) */
-        double Rr[9], dR[9], aRr[9];
-        axis_mat_r(Rr, ax, q[0]);
-        const double s = sin(q[0]), co = cos(q[0]);
+        double dR[9], aRr[9];
+        const double *Rr = b->Rr, co = b->cs[0], s = b->cs[1]; /* the kinematics' */
         const double K[9] = {0, -ax[2], ax[1], ax[2], 0, -ax[0], -ax[1], ax[0], 0};
         for (int r = 0; r < 3; r++)
           for (int c = 0; c < 3; c++) dR[3 * r + c] = -s * (r == c) + co * K[3 * r + c] + s * ax[r] * ax[c];
@@ -425,7 +423,8 @@ static void step_vjp(const dsArticModel* m, dsArticData* d, const double* aout, 
   for (int k = 0; k < nv; k++) gqd[k] = 0;
   for (int k = 0; k < m->nu; k++) gu[k] = 0;
   for (int k = 0; k < m->nparam; k++) gth[k] = 0;
-  memset(ab, 0, sizeof(dsArticAdjBody) * (size_t)m->nbody);
+  for (int i = 0; i < m->nbody; i++)
+    memset(ab + i, 0, offsetof(dsArticAdjBody, S) + sizeof(double) * 6 * (size_t)ndof_r(m->jtype[i]));
   /* integration: lam holds adj qd' first */
   for (int k = 0; k < nv; k++) lam[k] = aout[nq + k];
   for (int i = 0; i < m->nbody; i++) {
@@ -447,7 +446,7 @@ static void step_vjp(const dsArticModel* m, dsArticData* d, const double* aout, 
     gqd[k] += lam[k];
     lam[k] *= dt;
   }
-  chol_solve(d->M, nv, lam);
+  solve_M(d, nv, lam);
   applied_vjp(m, w, lam, gq, gqd, gu, gth);
   for (int k = 0; k < nv; k++) lam[k] = -lam[k];
   rnea_vjp(m, w, lam, ab, gqd, gth);

@@ -21,7 +21,8 @@ EXTRA_DIST += tests/test_config_reference.sh tests/test_docs_numbers.sh CHANGELO
   docs/architecture.md docs/config.md docs/python.md docs/sysid.md docs/performance.md \
   docs/cli.md docs/control.md docs/c-api.md docs/devices.md docs/rigid-bodies.md docs/build.md \
   docs/rl.md docs/reliability.md docs/scale.md docs/articulated.md docs/integrators.md \
-  docs/learning.md docs/images/sysid-field-beam-2mat.png docs/images/sysid-field-cloth-band.png
+  docs/learning.md docs/images/sysid-field-beam-2mat.png docs/images/sysid-field-cloth-band.png \
+  docs/images/runner_ppo.png docs/images/runner_control.png
 
 # Frames rendered on demand: losses and rewards equal those of frames
 # rendered as they are taken; a run log's frames equal a re-run's renders.

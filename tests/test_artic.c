@@ -918,6 +918,64 @@ static void test_threads(void) {
 #endif
 }
 
+/* The backward replays each step from the tape of M's factor and qdd
+ * (dsArticData.Lt, qddt): no factorisation of M during the backward, and
+ * the same gradient, bit for bit, as refactoring at every step (Lt = NULL),
+ * by reverse mode and by the tangent sweeps, over a rollout in and out of
+ * ground contact with every joint type but slide. */
+static void test_factor_tape(void) {
+  dsArticModel* m = model_free(-9.81, 1);
+  const int T = 150, nq = ds_artic_nq(m), nv = ds_artic_nv(m), nu = ds_artic_nu(m), np = ds_artic_nparam(m);
+  dsArticData* d;
+  CHECK_INT_EQ(ds_artic_data_create(m, T, &d), 0);
+  CHECK(d->Lt != NULL && d->qddt != NULL);
+  double q0[16] = {0}, qd0[16] = {0};
+  q0[2] = 0.3; /* the leg's sphere 4 cm up, falling at 1 m/s: lands within the rollout */
+  q0[3] = 1;
+  q0[nq - 4] = 1;
+  qd0[0] = 0.3;
+  qd0[2] = -1;
+  qd0[4] = 1.5;
+  CHECK_INT_EQ(ds_artic_reset(m, d, q0, qd0), 0);
+  double* wq = calloc((size_t)(T + 1) * nq, sizeof(double));
+  double* g[2][4];
+  for (int r = 0; r < 2; r++) {
+    g[r][0] = calloc((size_t)nq, sizeof(double));
+    g[r][1] = calloc((size_t)nv, sizeof(double));
+    g[r][2] = calloc((size_t)T * nu, sizeof(double));
+    g[r][3] = calloc((size_t)np, sizeof(double));
+  }
+  for (int t = 0; t < T; t++) {
+    double u[4];
+    for (int k = 0; k < nu; k++) u[k] = 2 * urand();
+    CHECK_INT_EQ(ds_artic_step(m, d, u), 0);
+  }
+  for (size_t k = 0; k < (size_t)(T + 1) * nq; k++) wq[k] = urand();
+  CHECK(ds_artic_qd(d, T)[2] > -2.3); /* the ground stopped it: in free fall -1 - 9.81 T dt = -2.47 m/s */
+  for (int tangent = 0; tangent < 2; tangent++) {
+    const long nf = d->nfactor;
+    double* Lt = d->Lt;
+    for (int r = 0; r < 2; r++) {
+      dsArticGrad gr = {g[r][0], g[r][1], g[r][2], g[r][3]};
+      d->Lt = r ? NULL : Lt; /* r = 1: refactor at every step, as before the tape */
+      CHECK_INT_EQ(tangent ? ds__artic_backward_tangent(m, d, wq, NULL, &gr) : ds_artic_backward(m, d, wq, NULL, &gr),
+                   0);
+      if (r == 0) CHECK_INT_EQ((int)(d->nfactor - nf), 0);
+    }
+    CHECK_INT_EQ((int)(d->nfactor - nf), T);
+    d->Lt = Lt;
+    CHECK(!memcmp(g[0][0], g[1][0], sizeof(double) * (size_t)nq));
+    CHECK(!memcmp(g[0][1], g[1][1], sizeof(double) * (size_t)nv));
+    CHECK(!memcmp(g[0][2], g[1][2], sizeof(double) * (size_t)T * nu));
+    CHECK(!memcmp(g[0][3], g[1][3], sizeof(double) * (size_t)np));
+  }
+  for (int r = 0; r < 2; r++)
+    for (int k = 0; k < 4; k++) free(g[r][k]);
+  free(wq);
+  ds_artic_data_free(d);
+  ds_artic_model_free(m);
+}
+
 int main(void) {
   test_params();
   test_refused();
@@ -928,6 +986,7 @@ int main(void) {
   test_energy();
   test_momentum();
   test_gradients();
+  test_factor_tape();
   if (ngrad_fail) fprintf(stderr, "%d gradient entries differ\n", ngrad_fail);
   return DST_RESULT();
 }

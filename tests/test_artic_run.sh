@@ -3,7 +3,8 @@
 # configs/pendulum.json and configs/double-pendulum.json (two iterations,
 # shortened and at 32 x 32 to stay fast) completes and logs; `dsim sysid`
 # on configs/sysid-pendulum.json (one object, 1 s) recovers the length and
-# the damping; the batched engine is refused naming the env.
+# the damping; the batched engine is refused naming the env; the runner's
+# bundled config moves it on its first pass.
 set -u
 : "${DSIM:?DSIM must name the dsim binary}"
 : "${DS_SRCDIR:?DS_SRCDIR must name the source tree}"
@@ -34,5 +35,14 @@ if "$DSIM" run pendulum --iterations 1 --set env.physics.batched_engine=true $sm
 elif ! grep -q "pendulum: an articulated model runs on the CPU engine only" "$tmp/b.txt"; then
   echo "FAIL: the batched engine's refusal does not name the env:"; cat "$tmp/b.txt"; fail=1
 fi
-[ $fail = 0 ] && echo "test_artic_run: dsim run on both configs, sysid-pendulum, the batched refusal"
+# the runner's bundled config (MPC, issue 30 item 5): its first pass on seed 1 walks 2.0 m; the
+# whole-episode controller it replaced stood still in its first iteration (0.001 m)
+if ! "$DSIM" run "$DS_SRCDIR/configs/runner.json" --iterations 1 --seed 1 --threads 1 --out "$tmp/r.h5" \
+    >"$tmp/r.txt" 2>&1; then
+  echo "FAIL: dsim run configs/runner.json:"; cat "$tmp/r.txt"; fail=1
+else
+  awk '$1 == "iteration" && $8 == "metric" { m = $9 } END { exit !(m + 0 > 1.5) }' "$tmp/r.txt" ||
+    { echo "FAIL: configs/runner.json, seed 1, first pass: dx not above 1.5 m:"; cat "$tmp/r.txt"; fail=1; }
+fi
+[ $fail = 0 ] && echo "test_artic_run: dsim run on both configs, sysid-pendulum, the batched refusal, the runner's first pass"
 exit $fail

@@ -194,7 +194,12 @@ DS_API int ds_artic_param_index(const dsArticModel* m, const char* name);
 DS_API int ds_artic_param_get(const dsArticModel* m, const char* name, double* value);
 DS_API int ds_artic_param_set(dsArticModel* m, const char* name, double value);
 
-/* Data with a tape of `steps` steps (states 0 .. steps). */
+/* Data with a tape of `steps` steps (states 0 .. steps), and, while it
+ * takes at most 128 MiB (steps x (nv (nv + 3) / 2) doubles), each step's
+ * factor of the mass matrix and its accelerations, which ds_artic_backward
+ * reuses instead of refactoring (same gradient, bit for bit). Change
+ * parameters between a rollout and its backward and the backward mixes the
+ * rollout's factors with the new parameters: change them between rollouts. */
 DS_API int ds_artic_data_create(const dsArticModel* m, int steps, dsArticData** out);
 DS_API void ds_artic_data_free(dsArticData* d);
 /* Rewinds to step 0 with q0 (nq) and qd0 (nv); NULL for the q = 0 pose
