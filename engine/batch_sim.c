@@ -975,9 +975,13 @@ int ds_bsim_backward_step(dsBatchSim* s, int nsub, dsReal* adj_act, dsReal* adj_
       if ((rc = launch_send(s, &l))) return rc;
     }
     launch_init(&l, L->B);
+    /* a model without elements: the tail of t + 1 rides with this GATHER,
+       and it reads av, af of parity t + 1, which INTEG(t - 1) would write:
+       no chain then */
+    const int tail_here = have_tail;
     if (have_tail) tail_parts(&l, &tail);
     dsBatchPart* g = launch_part(&l, DS__BS_GATHER_BWD, &a);
-    if (g && j + 1 < nsub && (L->K == 1 || t % L->K != 0)) {
+    if (g && !tail_here && j + 1 < nsub && (L->K == 1 || t % L->K != 0)) {
       const dsBatchArgs an = bwd_args(s, t - 1);
       launch_chain(g, DS__BS_INTEG_BWD, &an);
       integ_done = t - 1;

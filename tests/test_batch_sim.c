@@ -577,6 +577,25 @@ int main(void) {
   }
   CHECK(nm >= 3);
   CHECK(fem != NULL);
+  { /* particles without elements (falling onto the ground): the backward's
+       per-control tail then rides with the GATHER launch (engine/batch_sim.c) */
+    dsBuilder* pb = NULL;
+    CHECK_INT_EQ(ds_builder_create(&pb), 0);
+    const dsGroundDef gd = {1e4, 10, 10, (dsReal)0.5, (dsReal)0.01};
+    ds_builder_set_gravity(pb, 0, (dsReal)-9.8, 0);
+    ds_builder_set_ground(pb, &gd);
+    for (int i = 0; i < 4; i++) {
+      const dsReal x[3] = {(dsReal)(0.1 * i), (dsReal)(0.002 + 0.001 * i), 0}, v[3] = {(dsReal)0.3, -1, 0};
+      CHECK(ds_builder_add_particle(pb, x, v, (dsReal)(1 + i)) >= 0);
+    }
+    dsModel* pm = NULL;
+    CHECK_INT_EQ(ds_builder_finalize(pb, &pm), 0);
+    ds_builder_free(pb);
+    if (pm) {
+      parity_env("particles only", pm);
+      ds_model_free(pm);
+    }
+  }
   if (fem) {
     /* the approach damping's smooth switch (contact.smooth, engine/force_contact.h)
        reaches the batched engine through the per-instance model views */
