@@ -19,7 +19,8 @@ IDS = register_envs()
 # control-fem's 5,760 substeps (3 s) cut to 2,880: the throw, the landing
 # (where +-1 activations inverted tets, substeps 47-900) and the settling
 # stay in; the rest is a gear at rest. Every other class: its whole episode.
-SHORT = {"dsim/ControlFem-v0": dict(substeps=2880)}
+# smoke-control draws a pixel per grid cell: its grid at the test's 32 x 32 frames
+SHORT = {"dsim/ControlFem-v0": dict(substeps=2880), "dsim/SmokeControl-v0": dict(grid__n=32)}
 
 
 @pytest.mark.parametrize("gid", IDS)
