@@ -199,12 +199,96 @@ static inline void ds__aero_reduce(const dsModel* m, const dsReal* s, dsGrad* g)
   {.name = "aero", .count = ds__aero_count, .into = DS__F_TRI, .scratch = 2,                   \
    .fwd = ds__aero_fwd_loop, .bwd = ds__aero_bwd_loop, .reduce = ds__aero_reduce}
 
-/* No element Jacobian (engine/forces.h "Jacobians"): lift and drag are
- * not conservative and depend on the face's velocity through |un| and the
- * atan2 of the angle of attack, whose kinks (un = 0, ut = 0) a Newton
- * solve would sit on; an implicit step treats aero explicitly (its force
- * at the step start). The row names NULL here on purpose, so that the
- * table's entry is an explicit choice, not a forgotten function. */
-#define ds__aero_jac_elem NULL
+/* ---- Jacobians (engine/forces.h "Jacobians") ------------------------------------
+ * Kx = -df/dx, Kv = -df/dv (9 x 9, rows and columns [p, q, r]). Every
+ * vertex gets the same force F = -(sd vb + sl n), so all three block rows
+ * are equal. With the scalars as in the forward and m^ = m / ut,
+ *   dun = vb . dn + n . dvb
+ *   dut = (vb x m^) . dn + (m^ x n) . dvb          (dm = dn x vb + n x dvb)
+ *   vv dth = (ut dun - un dut) / nn                 (un^2 + ut^2 = nn vv)
+ *   dsd = (k_drag/2) sgn(un) dun,   dsl = (k_lift/2) (vv dth + 2 th vb . dvb)
+ *   dF  = -(vb dsd + sd dvb + n dsl + sl dn)
+ * so, as 3 x 3 matrices (outer products ab^T),
+ *   Fn := dF/dn  = -(cd vb vb^T + cl n (ut vb - un (vb x m^))^T / nn + sl I)
+ *   Fv := dF/dvb = -(cd vb n^T + sd I + cl n (ut n - un (m^ x n))^T / nn + k_lift th n vb^T)
+ * with cd = (k_drag/2) sgn(un), cl = k_lift/2. n = (q - p) x (r - p) moves
+ * as dn = [r - q]x dp + [p - r]x dq + [q - p]x dr ([a]x b = a x b), and
+ * vb = (vp + vq + vr)/3, so for every block row
+ *   Kx block (., j) = -Fn [c_j]x,   c = (r - q, p - r, q - p),
+ *   Kv block (., j) = -Fv / 3.
+ * The kinks take the backward's one-sided choices (top comment): sgn(0) =
+ * 0, the m^ terms dropped at ut = 0, the th terms at nn <= DSU_TINY2.
+ * Neither matrix is symmetric (lift and drag are not conservative); a
+ * projected Newton step uses the PSD part of their symmetric parts. */
+DS_HD DS_INLINE void ds__aero_jac(const dsReal x[9], const dsReal v[9], const dsAeroParam* p, dsReal Kx[81],
+                                 dsReal Kv[81]) {
+  dsReal eq[3], er[3], n[3], m[3], vb[3], mh[3] = {0, 0, 0}, wn[3], wv[3];
+  dsu_sub3(eq, x + 3, x);
+  dsu_sub3(er, x + 6, x);
+  dsu_cross3(n, eq, er);
+  const dsReal third = (dsReal)1 / 3;
+  for (int c = 0; c < 3; c++) vb[c] = (v[c] + v[3 + c] + v[6 + c]) * third;
+  const dsReal un = dsu_dot3(n, vb);
+  dsu_cross3(m, n, vb);
+  const dsReal ut = dsu_norm3(m);
+  const dsReal th = dsu_atan2(un, ut);
+  const dsReal vv = dsu_dot3(vb, vb), nn = dsu_dot3(n, n);
+  const dsReal sgn = un > 0 ? (dsReal)1 : (un < 0 ? (dsReal)-1 : (dsReal)0);
+  const dsReal sd = (dsReal)0.5 * p->k_drag * dsu_fabs(un);
+  const dsReal sl = (dsReal)0.5 * p->k_lift * th * vv;
+  const dsReal cd = (dsReal)0.5 * p->k_drag * sgn;
+  if (ut > 0) dsu_scl3(mh, m, 1 / ut);
+  /* wn = (ut vb - un (vb x m^)) cl / nn, wv = (ut n - un (m^ x n)) cl / nn */
+  dsReal vxm[3], mxn[3];
+  dsu_cross3(vxm, vb, mh);
+  dsu_cross3(mxn, mh, n);
+  const dsReal cln = nn > DSU_TINY2 ? (dsReal)0.5 * p->k_lift / nn : 0;
+  for (int c = 0; c < 3; c++) {
+    wn[c] = cln * (ut * vb[c] - un * vxm[c]);
+    wv[c] = cln * (ut * n[c] - un * mxn[c]);
+  }
+  dsReal Fn[9], Fv[9];
+  for (int i = 0; i < 3; i++)
+    for (int j = 0; j < 3; j++) {
+      const dsReal id = i == j ? (dsReal)1 : (dsReal)0;
+      Fn[3 * i + j] = -(cd * vb[i] * vb[j] + n[i] * wn[j] + sl * id);
+      Fv[3 * i + j] = -(cd * vb[i] * n[j] + sd * id + n[i] * wv[j] + p->k_lift * th * n[i] * vb[j]);
+    }
+  dsReal cv[9];
+  for (int c = 0; c < 3; c++) {
+    cv[c] = x[6 + c] - x[3 + c];
+    cv[3 + c] = x[c] - x[6 + c];
+    cv[6 + c] = x[3 + c] - x[c];
+  }
+  for (int b = 0; b < 3; b++) {
+    const dsReal* cb = cv + 3 * b;
+    /* -Fn [c]x: column k of [c]x is c x e_k */
+    dsReal B[9];
+    for (int i = 0; i < 3; i++) {
+      const dsReal* f = Fn + 3 * i; /* row i of Fn: (row i of Fn [c]x)_k = f . (c x e_k) = (f x c)_k */
+      B[3 * i] = -(f[1] * cb[2] - f[2] * cb[1]);
+      B[3 * i + 1] = -(f[2] * cb[0] - f[0] * cb[2]);
+      B[3 * i + 2] = -(f[0] * cb[1] - f[1] * cb[0]);
+    }
+    for (int a = 0; a < 3; a++)
+      for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++) {
+          Kx[9 * (3 * a + i) + 3 * b + j] = B[3 * i + j];
+          Kv[9 * (3 * a + i) + 3 * b + j] = -Fv[3 * i + j] * third;
+        }
+  }
+}
+
+/* Kx, Kv (81 each) of triangle e's lift and drag at a->x, a->v (its own
+ * element index is the triangle's; engine/sparse.c takes its vertices
+ * from the tri row it adds into). */
+DS_HD DS_INLINE void ds__aero_jac_elem(const dsModel* m, const dsForceFwd* a, int e, dsReal* Kx, dsReal* Kv) {
+  const dsAeroParam p = {m->aero_lift[0], m->aero_drag[0]};
+  dsReal xl[9], vl[9];
+  const int* idx = m->tri_idx + 3 * (size_t)e;
+  ds__gather3(xl, a->x, idx, 3);
+  ds__gather3(vl, a->v, idx, 3);
+  ds__aero_jac(xl, vl, &p, Kx, Kv);
+}
 
 #endif

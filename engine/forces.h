@@ -48,7 +48,9 @@
  * not touched), beside ds__<name>_jac (element-local, with the math) in
  * the same header. ds__force_jac (forces.c) is generated from the rows,
  * so a row without the function does not compile; a row that has no
- * Jacobian defines ds__<name>_jac_elem as NULL with its reason (aero).
+ * Jacobian would define ds__<name>_jac_elem as NULL with its reason. An
+ * `into` row (aero) has its owner's vertices (engine/sparse.h,
+ * ds__bsr_elem_nvert).
  * Per-particle rows are outside the table: ground contact gives
  * ds__contact_pjac (3 x 3 per particle); rigid contact belongs to the rigid
  * solver. Which parts are symmetric is said per model; Newton's forward

@@ -786,11 +786,8 @@ static int finalize_check(dsBuilder* b) {
   if (b->aero && (!isfinite(b->lift) || !isfinite(b->drag)))
     return ds__seterr(&b->err, DS_ERR_INVALID, "lift/drag coefficient not finite");
   if (b->np == 0) return ds__seterr(&b->err, DS_ERR_INVALID, "model has no particles");
-  /* the implicit step's Newton matrix needs every force's Jacobian: lift
-   * and drag have none (engine/force_aero.h), rigid bodies their own solver */
-  if (b->integrator == DS_INTEGRATOR_IMPLICIT && b->aero)
-    return ds__seterr(&b->err, DS_ERR_UNSUPPORTED,
-                      "integrator implicit: the aerodynamic model (lift/drag) is not supported; use semi_implicit");
+  /* the implicit step's Newton matrix needs every force's Jacobian: rigid
+   * bodies have their own solver */
   if (b->integrator == DS_INTEGRATOR_IMPLICIT && b->nbody)
     return ds__seterr(&b->err, DS_ERR_UNSUPPORTED,
                       "integrator implicit: rigid bodies (%d) are not supported; use semi_implicit", b->nbody);

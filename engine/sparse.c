@@ -20,6 +20,16 @@
 
 _Static_assert(DS__NFORCE <= 16, "dsBlockSparse.jrow holds a first real per force row");
 
+int ds__bsr_elem_nvert(int k) {
+  const dsForceModel* F = &ds__forces[k];
+  return F->nvert > 0 ? F->nvert : ds__forces[F->into].nvert;
+}
+
+const int* ds__bsr_elem_idx(int k, const dsModel* m) {
+  const dsForceModel* F = &ds__forces[k];
+  return F->nvert > 0 ? F->idx(m) : ds__forces[F->into].idx(m);
+}
+
 void ds__bsr_free(dsBlockSparse* A) {
   if (!A) return;
   free(A->row_start);
@@ -58,9 +68,9 @@ static int find_block(const dsBlockSparse* A, int i, int j) {
 static void walk_sources(dsBlockSparse* A, const dsModel* m, int fill, int* cursor) {
   for (int k = 0; k < DS__NFORCE; k++) {
     const dsForceModel* F = &ds__forces[k];
-    const int cnt = F->count(m), nv = F->nvert, ld = 3 * nv;
+    const int cnt = F->count(m), nv = ds__bsr_elem_nvert(k), ld = 3 * nv;
     if (!ds__force_jac[k] || cnt == 0) continue;
-    const int* idx = F->idx(m);
+    const int* idx = ds__bsr_elem_idx(k, m);
     for (int e = 0; e < cnt; e++)
       for (int a = 0; a < nv; a++)
         for (int b = 0; b < nv; b++) {
@@ -92,7 +102,7 @@ static int build_pattern(dsBlockSparse* A, const dsModel* m) {
   const int n = A->n;
   size_t np = (size_t)n;
   for (int k = 0; k < DS__NFORCE; k++)
-    if (ds__force_jac[k]) np += (size_t)ds__forces[k].count(m) * (size_t)(ds__forces[k].nvert * ds__forces[k].nvert);
+    if (ds__force_jac[k]) np += (size_t)ds__forces[k].count(m) * (size_t)(ds__bsr_elem_nvert(k) * ds__bsr_elem_nvert(k));
   long long* key = malloc(sizeof(long long) * np);
   A->row_start = calloc((size_t)n + 1, sizeof(int));
   if (!key || !A->row_start) {
@@ -103,9 +113,9 @@ static int build_pattern(dsBlockSparse* A, const dsModel* m) {
   for (int i = 0; i < n; i++) key[q++] = (long long)i * n + i;
   for (int k = 0; k < DS__NFORCE; k++) {
     const dsForceModel* F = &ds__forces[k];
-    const int cnt = F->count(m), nv = F->nvert;
+    const int cnt = F->count(m), nv = ds__bsr_elem_nvert(k);
     if (!ds__force_jac[k] || cnt == 0) continue;
-    const int* idx = F->idx(m);
+    const int* idx = ds__bsr_elem_idx(k, m);
     for (int e = 0; e < cnt; e++)
       for (int a = 0; a < nv; a++)
         for (int b = 0; b < nv; b++) key[q++] = (long long)idx[(size_t)nv * e + a] * n + idx[(size_t)nv * e + b];
@@ -151,11 +161,11 @@ int ds__bsr_create(const dsModel* m, dsBlockSparse** out) {
   for (int k = 0; k < DS__NFORCE; k++) {
     A->jrow[k] = nj;
     if (!ds__force_jac[k]) continue;
-    if (3 * ds__forces[k].nvert > DS__BSR_NNMAX) { /* element_jacobians' stack block */
+    if (3 * ds__bsr_elem_nvert(k) > DS__BSR_NNMAX) { /* element_jacobians' stack block */
       ds__bsr_free(A);
       return DS_ERR_RANGE;
     }
-    const size_t ld = 3 * (size_t)ds__forces[k].nvert;
+    const size_t ld = 3 * (size_t)ds__bsr_elem_nvert(k);
     nj += (size_t)ds__forces[k].count(m) * ld * ld;
   }
   A->jcontact = (size_t)-1;
@@ -218,7 +228,7 @@ static void element_jacobians(dsBlockSparse* A, const dsModel* m, const dsReal* 
 #pragma omp parallel if (DS__BSR_PAR(A))
   {
     for (int k = 0; k < DS__NFORCE; k++) {
-      const int cnt = ds__forces[k].count(m), nn = 3 * ds__forces[k].nvert;
+      const int cnt = ds__forces[k].count(m), nn = 3 * ds__bsr_elem_nvert(k);
       if (!ds__force_jac[k] || cnt == 0) continue;
       const dsForceFwd a = {x, v, act && L.act[k] >= 0 ? act + L.act[k] : NULL, NULL, NULL, NULL};
       const size_t sz = (size_t)nn * (size_t)nn;

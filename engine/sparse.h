@@ -62,6 +62,13 @@ typedef struct dsBlockSparse {
   dsReal* part;   /* chunk sums */
 } dsBlockSparse;
 
+/* Vertices per element and the vertex lists of force row k's elements,
+ * as its Jacobian (ds__force_jac[k]) orders them: the row's own, or for an
+ * `into` row, which owns no slots (aero), those of the row it adds into
+ * (aero's element e is triangle e). */
+int ds__bsr_elem_nvert(int k);
+const int* ds__bsr_elem_idx(int k, const dsModel* m);
+
 /* Pattern of m (its element rows that have a Jacobian, and the diagonal)
  * and every buffer the other functions use. Returns 0, DS_ERR_NOMEM, or
  * DS_ERR_RANGE when the model is too large for the int block indices. */

@@ -74,7 +74,7 @@ static const dsConfigKey g_common[] = {
      "tape: 1 = every state, K > 1 = every K-th state (recompute in backward)"},
     {"physics.integrator", DS_KEY_ENUM, O(integrator), 0, 0, "semi_implicit|implicit", 0,
      "time integrator: semi-implicit Euler, or backward Euler by Newton's method (docs/integrators.md; particle "
-     "models, no lift/drag or rigid bodies; contact.kd 0 or contact.smooth > 0 advised)"},
+     "models, no rigid bodies; contact.kd 0 or contact.smooth > 0 advised)"},
     {"physics.newton_tol", DS_KEY_REAL, O(solver.newton_tol), 1e-300, 1, NULL, 0,
      "implicit: Newton's relative residual tolerance"},
     {"physics.newton_max_iter", DS_KEY_INT, O(solver.newton_max_iter), 1, 100000, NULL, 0,

@@ -15,7 +15,8 @@ dist_configs_DATA += configs/walker.json configs/control-fem.json configs/contro
   configs/control-fem-gradsim.json configs/walker-gradsim.json
 dist_configs_DATA += configs/pendulum.json configs/double-pendulum.json configs/sysid-pendulum.json \
   configs/sysid-double-pendulum.json configs/sysid-beam-2mat.json configs/sysid-beam-3mat.json \
-  configs/sysid-cloth-band.json configs/sysid-tiny-mass.json configs/control-fem-implicit.json configs/runner.json configs/smoke-control.json
+  configs/sysid-cloth-band.json configs/sysid-tiny-mass.json configs/control-fem-implicit.json configs/runner.json \
+  configs/smoke-control.json configs/control-cloth-implicit.json configs/walker-implicit.json
 check_PROGRAMS += tests/test_env_grad tests/test_env_config tests/test_env tests/test_env_target tests/test_cloth_view
 tests_test_cloth_view_SOURCES = tests/test_cloth_view.c
 tests_test_env_grad_SOURCES = tests/test_env_grad.c

@@ -361,6 +361,33 @@ int main(void) {
       free(r.act);
       ds_env_destroy(env);
     }
+    /* the same scene with the implicit integrator at 10x the step (lift and
+     * drag in its Newton matrix and adjoint), image and com losses; Newton
+     * and the adjoint solve tight, as FD resolves the loss to ~1e-10 */
+    d.integrator = DS_INTEGRATOR_IMPLICIT;
+    d.dt *= 10;
+    d.substeps = 6;
+    d.control_interval = 3;
+    d.render_interval = 3;
+    d.solver.newton_tol = 1e-13;
+    d.solver.cg_tol = 1e-12;
+    d.solver.adjoint_tol = 1e-13;
+    d.solver.cg_max_iter = 2000;
+    for (int lk = 0; lk < 2; lk++) {
+      d.loss_kind = lk ? DS_ENV_LOSS_COM : DS_ENV_LOSS_IMAGE_SUM;
+      env = make(&d);
+      if (!env) continue;
+      Run r = {env, 2, ds_env_action_size(env), NULL, NULL, 0, 0, NULL, NULL, NULL};
+      r.act = (dsReal*)calloc((size_t)r.steps * r.A, sizeof(dsReal));
+      r.act[0] = 1;
+      r.act[1] = 0.5;
+      r.act[2] = -0.2;
+      check_actions(lk ? "implicit cloth com actions" : "implicit cloth image_sum actions", &r, 1, RT, AT);
+      check_param("implicit cloth", &r, "aero.drag", 1, RT, AT);
+      check_param("implicit cloth", &r, "aero.lift", 1, RT, AT);
+      free(r.act);
+      ds_env_destroy(env);
+    }
   }
   /* ---- walker-springs: actuation through external forces */
   {

@@ -1,5 +1,5 @@
 /* Element Jacobians (engine/forces.h "Jacobians"): Kx = -df/dx and
- * Kv = -df/dv of spring, tri, bend, tet and ground contact against central
+ * Kv = -df/dv of spring, tri, bend, tet, lift/drag and ground contact against central
  * differences of the forward force, on random states with activations and
  * damping and on degenerate ones (velocity along the spring, a 1e-4 m
  * spring, a sliver triangle, a flat hinge, a tet at J = 0.1, contact in and
@@ -20,6 +20,7 @@
 
 #include "engine/dense_small.h"
 #include "engine/forces.h"
+#include "engine/sparse.h"
 #include "tests/enginetest.h"
 #include "tests/forcecheck.h"
 
@@ -148,6 +149,12 @@ static void tet_f(const double* x, const double* v, const void* c, double* f) {
 static void tet_j(const double* x, const double* v, const void* c, double* Kx, double* Kv) {
   const TetCtx* t = (const TetCtx*)c;
   ds__tet_jac(x, v, &t->r, &t->p, Kx, Kv);
+}
+static void aero_f(const double* x, const double* v, const void* c, double* f) {
+  ds__aero_fwd(x, v, (const dsAeroParam*)c, f);
+}
+static void aero_j(const double* x, const double* v, const void* c, double* Kx, double* Kv) {
+  ds__aero_jac(x, v, (const dsAeroParam*)c, Kx, Kv);
 }
 static void contact_f(const double* x, const double* v, const void* c, double* f) {
   ds__contact_fwd(x, v, (const dsContactParam*)c, f);
@@ -404,6 +411,46 @@ static void test_contact(void) {
   }
 }
 
+/* ---- lift and drag ------------------------------------------------------------------- */
+static void test_aero(void) {
+  char label[64];
+  double x[9], v[9];
+  fc_seed(23);
+  for (int t = 0; t < 20; t++) {
+    rand_vec(x, 9, -1, 1);
+    rand_vec(v, 9, -2, 2);
+    dsAeroParam p = {t < 3 ? 0 : fc_unif(0.1, 2), t >= 3 && t < 6 ? 0 : fc_unif(0.1, 2)};
+    snprintf(label, sizeof label, "aero random %d", t);
+    check_jac(label, 3, aero_f, aero_j, &p, x, v, 1e-6);
+  }
+  /* the face moving nearly along its normal (ut small: th near pi/2), and
+   * nearly in its plane (un small, not 0) */
+  {
+    double xs[9] = {0, 0, 0, 0.3, 0.05, 0, 0.1, 0.02, 0.25}, vs[9], n[3], eq[3], er[3];
+    for (int c = 0; c < 3; c++) {
+      eq[c] = xs[3 + c] - xs[c];
+      er[c] = xs[6 + c] - xs[c];
+    }
+    n[0] = eq[1] * er[2] - eq[2] * er[1];
+    n[1] = eq[2] * er[0] - eq[0] * er[2];
+    n[2] = eq[0] * er[1] - eq[1] * er[0];
+    dsAeroParam p = {0.8, 0.4};
+    for (int k = 0; k < 3; k++)
+      for (int c = 0; c < 3; c++) vs[3 * k + c] = 20 * n[c] + (c == 0 ? 1e-2 : 0) + 0.01 * k;
+    check_jac("aero along the normal", 3, aero_f, aero_j, &p, xs, vs, 1e-7);
+    for (int k = 0; k < 3; k++)
+      for (int c = 0; c < 3; c++) vs[3 * k + c] = eq[c] + 1e-3 * n[c] + 0.05 * k * er[c];
+    check_jac("aero nearly in plane", 3, aero_f, aero_j, &p, xs, vs, 1e-8);
+  }
+  /* at rest: Jacobians zero (the force is quadratic in vb) */
+  {
+    double xs[9] = {0, 0, 0, 0.3, 0.05, 0, 0.1, 0.02, 0.25}, vs[9] = {0}, Kx[81], Kv[81];
+    dsAeroParam p = {0.8, 0.4};
+    ds__aero_jac(xs, vs, &p, Kx, Kv);
+    CHECK(fro(9, Kx) == 0 && fro(9, Kv) == 0);
+  }
+}
+
 /* ---- Jacobi and the PSD projection ---------------------------------------------------- */
 static void test_dense(void) {
   double A[144], S[144], V[144], lam[12], R[144];
@@ -490,8 +537,8 @@ static void test_dense(void) {
  * against ds__force_jac[k] for element e */
 static void check_row(const dsModel* m, int k, int e, const dsReal* act, const char* label) {
   const dsForceModel* F = &ds__forces[k];
-  const int nv = F->nvert, n = 3 * nv, cnt = F->count(m);
-  const int* idx = F->idx(m) + (size_t)nv * e;
+  const int nv = ds__bsr_elem_nvert(k), n = 3 * nv, cnt = F->count(m);
+  const int* idx = ds__bsr_elem_idx(k, m) + (size_t)nv * e;
   const size_t np = 3 * (size_t)m->nparticle;
   dsReal* x = malloc(sizeof(dsReal) * np);
   dsReal* v = malloc(sizeof(dsReal) * np);
@@ -510,9 +557,12 @@ static void check_row(const dsModel* m, int k, int e, const dsReal* act, const c
       dsReal* z = (w ? v : x) + 3 * (size_t)idx[j / 3] + j % 3;
       const dsReal z0 = *z, h = 1e-6 * (fabs(z0) > 1 ? fabs(z0) : 1);
       double fp[NMAX];
+      /* (aero adds into the triangles' slots: start each from zero) */
+      memset(ef, 0, sizeof(dsReal) * 3 * (size_t)nv * (size_t)cnt);
       *z = z0 + h;
       F->fwd(m, &a);
       for (int i = 0; i < n; i++) fp[i] = ef[(size_t)n * e + i];
+      memset(ef, 0, sizeof(dsReal) * 3 * (size_t)nv * (size_t)cnt);
       *z = z0 - h;
       F->fwd(m, &a);
       for (int i = 0; i < n; i++) (w ? Fv : Fx)[n * i + j] = -(fp[i] - ef[(size_t)n * e + i]) / (2 * h);
@@ -530,10 +580,9 @@ static void test_table(void) {
   /* (the functions are static inline: each file has its own copy, so the
    * entries are checked by what they compute, below) */
   CHECK(ds__force_jac[DS__F_SPRING] && ds__force_jac[DS__F_TRI] && ds__force_jac[DS__F_BEND]);
-  CHECK(ds__force_jac[DS__F_TET] != NULL);
-  CHECK(ds__force_jac[DS__F_AERO] == NULL);
-  for (int k = 0; k < DS__NFORCE; k++)
-    if (ds__forces[k].nvert == 0) CHECK(ds__force_jac[k] == NULL);
+  CHECK(ds__force_jac[DS__F_TET] && ds__force_jac[DS__F_AERO]);
+  for (int k = 0; k < DS__NFORCE; k++) /* per-particle rows have none */
+    if (ds__forces[k].nvert == 0 && !ds__forces[k].fwd) CHECK(ds__force_jac[k] == NULL);
   dsModel* models[2] = {et_cloth_model(3, 2, 1e-3), et_soft_model(2, 1e-3)};
   char label[96];
   for (int mi = 0; mi < 2; mi++) {
@@ -560,6 +609,7 @@ int main(void) {
   test_bend();
   test_tet();
   test_contact();
+  test_aero();
   test_dense();
   test_table();
   return DST_RESULT();

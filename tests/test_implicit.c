@@ -1,14 +1,15 @@
 /* The implicit (backward Euler) integrator (engine/implicit.c): adjoints by
  * the implicit function theorem against central differences in double, on
  * one substep and on 50, of a cloth patch (membrane, bending, springs, a
- * fixed corner; no ground), a tet block with activations sliding on the
+ * fixed corner; no ground), the same with lift and drag, out of contact and
+ * falling onto the ground, a tet block with activations sliding on the
  * ground (contact with friction) and a spring chain with activations
  * falling onto the ground (out of, then in contact); every state, control
  * and named parameter class on a few components, and a perturbed gradient
  * (one component x 1.01) must fail the same comparison. Then: checkpointed
  * backward equals the full tape bit for bit; 1 and 2 threads give the same
  * bits; Newton's iteration cap gives DS_ERR_DIVERGED naming the substep and
- * the residual; lift/drag and rigid bodies are refused; a stiff spring
+ * the residual; rigid bodies are refused; a stiff spring
  * beam at 20x the semi-implicit stable step stays bounded and loses energy
  * under backward Euler, while the semi-implicit step at that size is
  * reported as DS_ERR_DIVERGED; the config keys env.physics.integrator and
@@ -52,25 +53,39 @@ static dsModel* finish(dsBuilder* b, dsReal dt) {
 }
 
 /* cloth 3 x 3 cells, springs on every other cell's free diagonal, one fixed
- * corner, no ground */
-static dsModel* cloth_model(dsReal dt) {
+ * corner, no ground; with aero, lift and drag (with ground control-cloth's
+ * coefficients, without a fifth of them) on a free cloth (no fixed corner: one makes it swing,
+ * and faces pass through n . vb = 0, the kink of |n . vb|, which an FD
+ * step must not straddle), moving along its normal (z: the grid is in the
+ * xy plane; gravity along -z); with ground, its lower edge 2 cm above the ground, falling
+ * onto it (no approach damping) */
+static dsModel* cloth_model(dsReal dt, int aero, int ground) {
   dsBuilder* b;
   if (ds_builder_create(&b)) et_fail("builder", DS_ERR_NOMEM, "");
   const int nx = 3, ny = 3;
   dsTriMaterial tm = {60, 300, 0.5};
   dsBendMaterial bm = {0.05, 0.002};
-  dsReal origin[3] = {-0.2, 1.0, 0.05}, v0[3] = {0.4, 0.3, -0.2};
+  dsReal origin[3] = {-0.2, ground ? 0.02 : 1.0, 0.05}, v0[3] = {aero ? 0.1 : 0.4, aero ? -0.3 : 0.3, aero ? -2.0 : -0.2};
   int rc = ds_builder_add_cloth_grid(b, nx, ny, 0.1, origin, 0.02, v0, &tm, &bm);
   if (rc < 0) et_fail("cloth grid", rc, ds_builder_last_error(b));
   for (int j = 0; j < ny; j += 2)
     for (int i = 0; i < nx; i++)
       if ((rc = ds_builder_add_spring(b, j * (nx + 1) + i + 1, (j + 1) * (nx + 1) + i, 20, 0.05, -1)) < 0)
         et_fail("spring", rc, ds_builder_last_error(b));
+  if (aero) ds_builder_set_aero(b, ground ? 10 : 2, ground ? 5 : 1);
+  if (ground) {
+    dsGroundDef gd = {2e3, 0, 30, 0.5, 0.01};
+    ds_builder_set_ground(b, &gd);
+  }
   dsModel* m = finish(b, dt);
   dsReal mass[64], x0[3 * 64];
   for (int i = 0; i < m->nparticle; i++) mass[i] = 0.02 * (1 + 0.3 * et_unif(-1, 1));
-  mass[0] = 0;
+  if (!aero) mass[0] = 0;
   ds_model_set_param(m, "particle.mass", mass, m->nparticle);
+  if (aero && !ground) { /* falling along its normal: gravity in the grid's plane would turn it edge-on */
+    const dsReal gz[3] = {0, 0, -9.8};
+    ds_model_set_param(m, "gravity", gz, 3);
+  }
   memcpy(x0, m->x0, 3 * (size_t)m->nparticle * sizeof(dsReal));
   for (int k = 3; k < 3 * m->nparticle; k++) x0[k] += 0.01 * et_unif(-1, 1);
   ds_model_set_param(m, "initial_position", x0, 3 * m->nparticle);
@@ -262,9 +277,40 @@ static void contact_span(dsModel* m, int T, int* first, int* ntouch) {
   et_scene_free(&s);
 }
 
+/* smallest |cos| of the angle between a face's normal and its mean
+ * velocity over a rollout (|n . vb| / (|n| |vb|)): lift and drag have a kink
+ * at n . vb = 0, which an FD step must not straddle */
+static double aero_margin(dsModel* m, int T) {
+  etScene s;
+  et_scene_init(&s, m, T, 1, 0, 0);
+  ds_data_reset(m, s.d);
+  double worst = 1;
+  for (int t = 0; t <= T; t++) {
+    for (int e = 0; e < m->ntri; e++) {
+      const int* q = m->tri_idx + 3 * e;
+      double a[3], b[3], n[3], vb[3];
+      for (int c = 0; c < 3; c++) {
+        a[c] = s.d->x[3 * q[1] + c] - s.d->x[3 * q[0] + c];
+        b[c] = s.d->x[3 * q[2] + c] - s.d->x[3 * q[0] + c];
+        vb[c] = (s.d->v[3 * q[0] + c] + s.d->v[3 * q[1] + c] + s.d->v[3 * q[2] + c]) / 3;
+      }
+      n[0] = a[1] * b[2] - a[2] * b[1];
+      n[1] = a[2] * b[0] - a[0] * b[2];
+      n[2] = a[0] * b[1] - a[1] * b[0];
+      const double un = n[0] * vb[0] + n[1] * vb[1] + n[2] * vb[2];
+      const double nn = sqrt(n[0] * n[0] + n[1] * n[1] + n[2] * n[2]);
+      const double nv = sqrt(vb[0] * vb[0] + vb[1] * vb[1] + vb[2] * vb[2]);
+      if (nn * nv > 0) worst = fmin(worst, fabs(un) / (nn * nv));
+    }
+    if (t < T) CHECK_INT_EQ(ds_step(m, s.d), 0);
+  }
+  et_scene_free(&s);
+  return worst;
+}
+
 static void gradient_checks(void) {
   {
-    dsModel* m = cloth_model(1e-2);
+    dsModel* m = cloth_model(1e-2, 0, 0);
     CHECK(m->nbend > 0 && m->nspring > 0 && m->mass[0] == 0 && m->integrator == DS_INTEGRATOR_IMPLICIT);
     static const char* const names[] = {"initial_position", "initial_velocity", "particle.mass", "tri.k_mu",
                                         "tri.k_lambda",     "tri.k_damp",       "spring.ke",     "spring.kd",
@@ -320,6 +366,40 @@ static void gradient_checks(void) {
     run_scene(m, 10, 0.1, 0.005, names, nn, "lying chain, 10 substeps (in contact)");
     ds_model_free(m);
   }
+  {
+    /* lift and drag: their Jacobian in the Newton matrix and the adjoint,
+     * their coefficients' gradients */
+    dsModel* m = cloth_model(1e-2, 1, 0);
+    CHECK(m->aero == 1 && m->integrator == DS_INTEGRATOR_IMPLICIT);
+    static const char* const names[] = {"initial_position", "initial_velocity", "particle.mass", "tri.k_mu",
+                                        "tri.k_damp",       "bend.ke",          "spring.ke",     "aero.lift",
+                                        "aero.drag",        "gravity"};
+    const int nn = (int)(sizeof names / sizeof names[0]);
+    const double margin = aero_margin(m, 30);
+    fprintf(stderr, "cloth with lift/drag: smallest |cos(n, vb)| over 30 substeps %.3g\n", margin);
+    CHECK(margin > 0.1);
+    g_hrel = 1e-4;
+    run_scene(m, 1, 0.2, 0.05, names, nn, "cloth with lift/drag, 1 substep");
+    run_scene(m, 30, 0.2, 0.05, names, nn, "cloth with lift/drag, 30 substeps");
+    g_hrel = 1e-5;
+    ds_model_free(m);
+  }
+  {
+    dsModel* m = cloth_model(1e-2, 1, 1);
+    static const char* const names[] = {"initial_position", "initial_velocity", "particle.mass", "tri.k_mu",
+                                        "bend.ke",          "aero.lift",        "aero.drag",     "contact.ke",
+                                        "contact.kf",       "contact.mu",       "gravity"};
+    const int nn = (int)(sizeof names / sizeof names[0]);
+    int first, ntouch;
+    const double margin = aero_margin(m, 30);
+    fprintf(stderr, "cloth with lift/drag on the ground: smallest |cos(n, vb)| %.3g\n", margin);
+    CHECK(margin > 0.1);
+    contact_span(m, 30, &first, &ntouch);
+    fprintf(stderr, "cloth with lift/drag on the ground: substeps from %d touch (%d of 30)\n", first, ntouch);
+    CHECK(first >= 0 && ntouch > 10);
+    run_scene(m, 30, 0.2, 0.05, names, nn, "cloth with lift/drag, 30 substeps (falling into contact)");
+    ds_model_free(m);
+  }
 }
 
 /* ---- bitwise: checkpoints, threads ------------------------------------------------ */
@@ -370,6 +450,34 @@ static void bitwise_checks(void) {
   ds_model_free(m);
 }
 
+/* a cloth with lift and drag (their Jacobian in the matrix, their element
+ * adjoints' shared scalars summed in element order), 17 x 17 particles:
+ * the same bits on 1 and 2 threads, and checkpointed == full tape. Run
+ * last: its scenes draw from the random stream the gradient checks'
+ * picks come from. */
+static void aero_bitwise_checks(void) {
+  uint64_t st[2], gt[2], s3;
+  dsBuilder* b;
+  dsModel* m;
+  if (ds_builder_create(&b)) et_fail("builder", DS_ERR_NOMEM, "");
+  dsTriMaterial tm = {60, 300, 0.5};
+  dsBendMaterial bm = {0.05, 0.002};
+  dsReal origin[3] = {-0.8, 1.0, 0.0}, v0[3] = {0.2, -0.3, -1.5};
+  if (ds_builder_add_cloth_grid(b, 16, 16, 0.1, origin, 0.02, v0, &tm, &bm) < 0) et_fail("cloth grid", -1, "");
+  ds_builder_set_aero(b, 10, 5);
+  m = finish(b, 1e-2);
+  CHECK(m->aero && m->nslot + m->nparticle > 1024 && m->nparticle >= 256);
+  for (int k = 0; k < 2; k++) {
+    ds_set_num_threads(k + 1);
+    gt[k] = run_hash(m, 4, 1, &st[k]);
+  }
+  ds_set_num_threads(1);
+  CHECK(st[0] == st[1]);
+  CHECK(gt[0] == gt[1]);
+  CHECK(run_hash(m, 4, 3, &s3) == gt[0] && s3 == st[0]);
+  ds_model_free(m);
+}
+
 /* ---- errors ---------------------------------------------------------------------- */
 static void error_checks(void) {
   /* one Newton iteration cannot solve a stiff step in contact */
@@ -406,15 +514,15 @@ static void error_checks(void) {
   }
   ds_model_free(m);
 
-  /* lift/drag and rigid bodies have no Newton Jacobian */
+  /* lift/drag have a Jacobian (accepted); rigid bodies have their own solver (refused) */
   if (ds_builder_create(&b)) et_fail("builder", DS_ERR_NOMEM, "");
   dsTriMaterial tm = {60, 300, 0.5};
   dsReal o[3] = {0, 1, 0};
   ds_builder_add_cloth_grid(b, 2, 2, 0.1, o, 0.02, NULL, &tm, NULL);
   ds_builder_set_aero(b, 0.8, 0.4);
   ds_builder_set_integrator(b, DS_INTEGRATOR_IMPLICIT);
-  CHECK_INT_EQ(ds_builder_finalize(b, &m), DS_ERR_UNSUPPORTED);
-  CHECK_STR_CONTAINS(ds_builder_last_error(b), "aerodynamic model (lift/drag) is not supported");
+  CHECK_INT_EQ(ds_builder_finalize(b, &m), 0);
+  ds_model_free(m);
   ds_builder_free(b);
   if (ds_builder_create(&b)) et_fail("builder", DS_ERR_NOMEM, "");
   dsRigidDef rd = ds_default_rigid_def();
@@ -698,6 +806,7 @@ int main(void) {
   beam_checks();
   bitwise_checks();
   gradient_checks();
+  aero_bitwise_checks();
   fprintf(stderr, "worst error / tolerance over all accepted comparisons: %.3g\n", g_worst);
   return DST_RESULT();
 }

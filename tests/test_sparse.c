@@ -167,7 +167,7 @@ static void dense_ref(const dsModel* m, const dsReal* x, const dsReal* v, const 
     for (int c = 0; c < 3; c++) D[(size_t)n3 * (3 * i + c) + 3 * i + c] = m->mass[i];
   double Kx[144], Kv[144];
   for (int k = 0; k < DS__NFORCE; k++) {
-    const int cnt = ds__forces[k].count(m), nv = ds__forces[k].nvert, nn = 3 * nv;
+    const int cnt = ds__forces[k].count(m), nv = ds__bsr_elem_nvert(k), nn = 3 * nv;
     if (!ds__force_jac[k]) continue;
     dsForceFwd a = {x, v, L.act[k] >= 0 ? act + L.act[k] : NULL, NULL, NULL, NULL};
     for (int e = 0; e < cnt; e++) {
@@ -176,7 +176,7 @@ static void dense_ref(const dsModel* m, const dsReal* x, const dsReal* v, const 
         ds__sym_project_psd(nn, Kx);
         ds__sym_project_psd(nn, Kv);
       }
-      const int* idx = ds__forces[k].idx(m) + (size_t)nv * e;
+      const int* idx = ds__bsr_elem_idx(k, m) + (size_t)nv * e;
       for (int p = 0; p < nn; p++)
         for (int q = 0; q < nn; q++)
           D[(size_t)n3 * (3 * idx[p / 3] + p % 3) + 3 * idx[q / 3] + q % 3] += h * Kv[nn * p + q] + h * h * Kx[nn * p + q];
