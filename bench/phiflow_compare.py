@@ -108,18 +108,30 @@ class Plume:
 
     def rollout(self, v, s, rate, steps):
         for _ in range(steps):
-            v, s = self.step(v, s, rate)
+            v, s = self.jstep(v, s, rate)
         return v, s
 
     def loss(self, v0, rate, steps):
         _, s = self.rollout(v0, self.zero_state()[1], rate, steps)
-        return math.sum(self.w * s.values, 'x,y'), s
+        return math.sum(self.w * s.values, 'x,y')
 
 
 def phiflow_side(n, scheme, tol, steps, reps):
+    """PhiFlow's figures and final density. The step is jit-compiled
+    (math.jit_compile: torch.jit traces it once, the rollout then runs the
+    traced graph; about 5x faster than eager at 32^2 here, where Python
+    bookkeeping dominates). Tracing is done in a warm-up outside the timings
+    (a 2-step rollout and a 2-step gradient); the gradient through the traced
+    steps equals the eager one (checked at 32^2, 4 steps: same loss and
+    dL/drate to 16 digits)."""
     p = Plume(n, scheme, tol)
+    p.jstep = math.jit_compile(p.step)
     v0, s0 = p.zero_state()
     rate = math.tensor(RATE)
+    grad_fn = math.gradient(p.loss, wrt='v0,rate', get_output=True)
+    with torch.no_grad():
+        p.rollout(v0, s0, rate, 2)
+    grad_fn(v0, rate, 2)
     tf = []
     s = None
     for _ in range(reps):
@@ -129,11 +141,10 @@ def phiflow_side(n, scheme, tol, steps, reps):
             s.values.native('x,y')  # nothing lazy left
         tf.append((time.perf_counter() - t0) / steps)
     dens = s.values.numpy('y,x').reshape(-1)
-    grad_fn = math.gradient(lambda v0_, rate_: p.loss(v0_, rate_, steps), wrt='v0_,rate_', get_output=True)
     tb = []
     for _ in range(reps):
         t0 = time.perf_counter()
-        (loss, _), (gv, gr) = grad_fn(v0, rate)
+        loss, (gv, gr) = grad_fn(v0, rate, steps)
         float(gr)
         tb.append((time.perf_counter() - t0) / steps)
     gvn = float(np.sqrt(sum(float(math.sum(gv.values[c] ** 2, 'x,y')) for c in ('x', 'y'))))
