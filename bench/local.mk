@@ -18,3 +18,10 @@ bench_bench_artic_SOURCES = bench/bench_artic.c
 BENCH_PROGS += bench/bench_artic_mjcf
 bench_bench_artic_mjcf_SOURCES = bench/bench_artic_mjcf.c
 EXTRA_DIST += bench/mujoco-compare bench/mujoco_compare.py
+# Fluids: dsim's half of the side by side with PhiFlow (bench/phiflow-compare,
+# not part of `make bench` or `make check`: it needs a private Python
+# environment with phiflow); with no arguments, a 128^2 plume's forward and
+# forward + backward time per step.
+BENCH_PROGS += bench/bench_fluid_phiflow
+bench_bench_fluid_phiflow_SOURCES = bench/bench_fluid_phiflow.c
+EXTRA_DIST += bench/phiflow-compare bench/phiflow_compare.py

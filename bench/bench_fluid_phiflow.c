@@ -1,0 +1,145 @@
+/* dsim's half of the side by side with PhiFlow (bench/phiflow-compare,
+ * docs/fluids.md "Side by side with PhiFlow"): a 2-D buoyant plume in a
+ * closed 1 m box, the setup bench/phiflow_compare.py builds in PhiFlow.
+ *
+ *   bench_fluid_phiflow N ADVECTION TOLERANCE STEPS REPS [DENSITY_FILE]
+ *     N x N cells (dx = 1/N m), ADVECTION "sl" (semi-Lagrangian) or "mc"
+ *     (MacCormack), the pressure solve's relative tolerance, STEPS steps of
+ *     dt = dx s. Prints one line of JSON: forward and forward + backward
+ *     time per step (medians of REPS rollouts), the PCG iterations of the
+ *     last solve, the largest CFL number dt max|u| / dx over the rollout, and
+ *     the gradient of L = sum_c w_c rho_c (w_c = (c mod 7) / 7, on the final
+ *     density) with respect to the source's density rate and the norm of its
+ *     gradient with respect to the initial face velocities. With
+ *     DENSITY_FILE, the final density as N*N little-endian doubles, cell
+ *     (i, j) at i + N j (x fastest, y up).
+ *   bench_fluid_phiflow  (no arguments; `make bench`)
+ *     128^2, semi-Lagrangian, tolerance 1e-5, 50 steps, 3 repetitions.
+ *
+ * The plume (the same numbers are in phiflow_compare.py): closed walls on
+ * every side; buoyancy alpha = 2 m/s^2 per unit density along +y, no
+ * temperature, no gravity; one source, the cells whose centres lie in
+ * x in [0.4, 0.6], y in [0.04, 0.12] m, gaining 5 units of density per
+ * second, its faces set to an upward 0.5 m/s before the projection.
+ * Threads: OMP_NUM_THREADS. */
+#include "config.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench/bench.h"
+#include "dsim/fluid.h"
+
+static void die(const char* what, const char* msg) {
+  fprintf(stderr, "bench_fluid_phiflow: %s: %s\n", what, msg);
+  exit(1);
+}
+
+static void* xmalloc(size_t n) {
+  void* p = malloc(n ? n : 1);
+  if (!p) die("malloc", "out of memory");
+  return p;
+}
+
+static dsFluidDef plume(int n, int maccormack, double tol) {
+  dsFluidDef def = ds_fluid_default_def();
+  def.n[0] = def.n[1] = n;
+  def.n[2] = 1;
+  def.dx = 1.0 / n;
+  def.dt = 1.0 / n; /* dt = dx: CFL 1 at 1 m/s */
+  def.advection = maccormack ? DS_FLUID_MACCORMACK : DS_FLUID_SEMI_LAGRANGIAN;
+  def.alpha = 2;
+  def.beta = 0;
+  def.up_axis = 1;
+  def.tolerance = tol;
+  def.max_iterations = 100000; /* unpreconditioned CG on the other side needs O(n); MIC(0) far fewer */
+  def.nsource = 1;
+  dsFluidSource* s = &def.source[0];
+  s->box = (dsFluidBox){{0.4, 0.04, 0}, {0.6, 0.12, 1}};
+  s->density_rate = 5;
+  s->set_velocity = 1;
+  s->velocity[1] = 0.5;
+  return def;
+}
+
+/* largest dt |u_f| / dx over the faces */
+static double cfl(const dsFluidModel* m, const dsFluidData* d) {
+  const dsFluidDef* def = ds_fluid_def(m);
+  const double* u = ds_fluid_velocity(d);
+  double mx = 0;
+  for (int f = 0; f < ds_fluid_nvel(m); f++) mx = fmax(mx, fabs(u[f]));
+  return mx * def->dt / def->dx;
+}
+
+static void run(int n, int mc, double tol, int steps, int reps, const char* out) {
+  dsFluidDef def = plume(n, mc, tol);
+  char err[512];
+  dsFluidModel* m;
+  if (ds_fluid_model_create(&def, &m, err, sizeof err)) die("model", err);
+  dsFluidData* d;
+  if (ds_fluid_data_create(m, steps, 0, &d)) die("data", "out of memory");
+  const int nc = ds_fluid_ncell(m), nv = ds_fluid_nvel(m), np = ds_fluid_nparam(m);
+  const int rate = ds_fluid_param_index(m, "source.0.density_rate");
+  double* w = xmalloc(sizeof(double) * (size_t)nc);
+  for (int c = 0; c < nc; c++) w[c] = (double)(c % 7) / 7;
+  dsFluidGrad g;
+  memset(&g, 0, sizeof g);
+  g.velocity0 = xmalloc(sizeof(double) * (size_t)nv);
+  g.param = xmalloc(sizeof(double) * (size_t)np);
+  double* tf = xmalloc(sizeof(double) * (size_t)reps);
+  double* tb = xmalloc(sizeof(double) * (size_t)reps);
+  double maxcfl = 0, loss = 0;
+  int iters = 0;
+  for (int r = 0; r < reps; r++) {
+    ds_fluid_reset(m, d, NULL, NULL, NULL);
+    double t0 = now();
+    for (int t = 0; t < steps; t++) {
+      if (ds_fluid_step(m, d, NULL)) die("step", ds_fluid_last_error(d));
+      if (r == 0) maxcfl = fmax(maxcfl, cfl(m, d)); /* a scan of the faces, rep 0 only */
+    }
+    double t1 = now();
+    if (ds_fluid_backward(m, d, NULL, w, NULL, &g)) die("backward", ds_fluid_last_error(d));
+    double t2 = now();
+    tf[r] = (t1 - t0) / steps;
+    tb[r] = (t2 - t0) / steps;
+  }
+  ds_fluid_solver_stats(d, &iters, NULL);
+  const double* rho = ds_fluid_density(d);
+  double gv = 0, mass = 0;
+  for (int c = 0; c < nc; c++) loss += w[c] * rho[c], mass += rho[c];
+  for (int f = 0; f < nv; f++) gv += g.velocity0[f] * g.velocity0[f];
+  if (out) {
+    FILE* fp = fopen(out, "wb");
+    if (!fp || fwrite(rho, sizeof(double), (size_t)nc, fp) != (size_t)nc || fclose(fp)) die(out, "cannot write");
+  }
+  /* with reps > 1 the first rollout (page faults, cold caches) is one of the medians' samples, as on the other side */
+  printf("{\"n\": %d, \"advection\": \"%s\", \"tolerance\": %g, \"steps\": %d, \"reps\": %d, \"dt\": %.17g, "
+         "\"forward_ms\": %.4f, \"fwdbwd_ms\": %.4f, \"pcg_iterations_last\": %d, \"max_cfl\": %.4f, "
+         "\"loss\": %.17g, \"mass\": %.17g, \"dloss_drate\": %.17g, \"dloss_dvel0_norm\": %.17g}\n",
+         n, mc ? "mc" : "sl", tol, steps, reps, def.dt, 1e3 * median(tf, reps), 1e3 * median(tb, reps), iters, maxcfl,
+         loss, mass, g.param[rate], sqrt(gv));
+  free(w);
+  free(g.velocity0);
+  free(g.param);
+  free(tf);
+  free(tb);
+  ds_fluid_data_free(d);
+  ds_fluid_model_free(m);
+}
+
+int main(int argc, char** argv) {
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  if (argc == 1) {
+    run(128, 0, 1e-5, 50, 3, NULL);
+    return 0;
+  }
+  if (argc < 6) die("usage", "bench_fluid_phiflow N sl|mc TOLERANCE STEPS REPS [DENSITY_FILE]");
+  int n = atoi(argv[1]), steps = atoi(argv[4]), reps = atoi(argv[5]);
+  double tol = atof(argv[3]);
+  if (n < 2 || steps < 1 || reps < 1 || !(tol > 0 && tol < 1)) die("usage", "N >= 2, STEPS >= 1, REPS >= 1, 0 < TOLERANCE < 1");
+  if (strcmp(argv[2], "sl") && strcmp(argv[2], "mc")) die("usage", "ADVECTION is sl or mc");
+  run(n, !strcmp(argv[2], "mc"), tol, steps, reps, argc > 6 ? argv[6] : NULL);
+  return 0;
+}
