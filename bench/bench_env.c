@@ -202,7 +202,8 @@ static int run(const char* name, int reps) {
   dsEnvDef def = env_def(name, &from);
   if (!g_split) return tape(name, &def, reps);
   dsEnvDef all = def; /* every frame rendered as it is taken */
-  all.loss_kind = DS_ENV_LOSS_IMAGE_SUM;
+  if (!(def.cls && def.cls->sim)) /* a class with its own physics differentiates its last frame only */
+    all.loss_kind = DS_ENV_LOSS_IMAGE_SUM;
   dsEnv *env = NULL, *env_all = NULL;
   char err[512];
   int rc = ds_env_create(&def, &env, err, sizeof err);
