@@ -125,26 +125,32 @@ else
 fi
 
 # SIGINT / SIGTERM after a few iterations: clean close, exit 128 + signal
+# (each run its own output file, made empty before the run starts: the
+# background job's redirection truncates it only once the child runs, and a
+# poll of a file the previous run filled would signal the new run before its
+# handlers are in place)
 for sig in INT TERM; do
-  "$DSIM" run "$W" --iterations 1000000 --out "$dir/int$sig.h5" >"$dir/int.txt" 2>&1 &
+  out="$dir/int$sig.txt"
+  : >"$out"
+  "$DSIM" run "$W" --iterations 1000000 --out "$dir/int$sig.h5" >"$out" 2>&1 &
   pid=$!
   n=0; tries=0
   # up to 120 s for 3 iterations (a loaded machine); a signal before the
   # handlers are in place would end the run by the default action
   while [ "$n" -lt 3 ] && [ "$tries" -lt 2400 ]; do
-    n=$(grep -c '^iteration' "$dir/int.txt" 2>/dev/null || true); n=${n:-0}
+    n=$(grep -c '^iteration' "$out" 2>/dev/null || true); n=${n:-0}
     tries=$((tries + 1)); sleep 0.05
   done
   [ "$n" -ge 3 ] || { echo "FAIL: SIG$sig: the run printed $n iterations in 120 s (machine too loaded?)"; fail=1; }
   kill -$sig "$pid"; wait "$pid"; st=$?
   want=130; [ $sig = TERM ] && want=143
-  [ "$st" = $want ] || { echo "FAIL: SIG$sig: exit $st, expected $want"; sed 's/^/  | /' "$dir/int.txt"; fail=1; }
-  grep -q "interrupted (SIG$sig) after" "$dir/int.txt" || { echo "FAIL: SIG$sig: no 'interrupted (SIG$sig) after' line"; fail=1; }
+  [ "$st" = $want ] || { echo "FAIL: SIG$sig: exit $st, expected $want"; sed 's/^/  | /' "$out"; fail=1; }
+  grep -q "interrupted (SIG$sig) after" "$out" || { echo "FAIL: SIG$sig: no 'interrupted (SIG$sig) after' line"; fail=1; }
   if [ "$hdf5" = 1 ]; then
     LAST=$("$DSIM" info "$dir/int$sig.h5" 2>&1)
     expect "SIG$sig: status" "status:     interrupted"
     expect "SIG$sig: episodes" "episodes:   first best last"
-    done_its=$(grep -c '^iteration' "$dir/int.txt")
+    done_its=$(grep -c '^iteration' "$out")
     got=$(echo "$LAST" | sed -n 's/^iterations: *\([0-9]*\).*/\1/p')
     [ "${got:-0}" = "$done_its" ] || { echo "FAIL: SIG$sig: log holds ${got:-?} iterations, printed $done_its"; fail=1; }
   fi
