@@ -112,7 +112,10 @@ def main():
     ap.add_argument("--horizon", type=int, default=16)
     ap.add_argument("--push", type=float, default=30.0, help="push acceleration, m/s^2, for 2 steps")
     ap.add_argument("--out", default="closed_vs_open.csv")
+    ap.add_argument("--overwrite", action="store_true", help="replace --out if it exists")
     a = ap.parse_args()
+    if os.path.exists(a.out) and not a.overwrite:
+        sys.exit(f"{a.out}: exists; refusing to replace it (--overwrite replaces it)")
     torch.set_num_threads(1)
     dsim._lib.set_num_threads(1)
     base = dict(substeps=a.substeps, width=16, height=16, supersample=1, state="full", reward="dense")

@@ -77,7 +77,10 @@ def main():
     ap.add_argument("--control-interval", type=int, default=60)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default="residual_drag.csv")
+    ap.add_argument("--overwrite", action="store_true", help="replace --out if it exists")
     a = ap.parse_args()
+    if os.path.exists(a.out) and not a.overwrite:
+        sys.exit(f"{a.out}: exists; refusing to replace it (--overwrite replaces it)")
     torch.set_num_threads(1)
     torch.manual_seed(a.seed)
     rng = np.random.default_rng(a.seed)

@@ -38,6 +38,7 @@ def main():
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--out", default="visuomotor")
+    ap.add_argument("--overwrite", action="store_true", help="replace the OUT-*.csv logs if they exist")
     a = ap.parse_args()
     torch.set_num_threads(1)
     task = dict(reward="dense", goal__x_min=3.0, goal__x_max=3.0, width=a.size, height=a.size, supersample=1)
@@ -48,7 +49,7 @@ def main():
             t0 = time.time()
             out = train("control-fem", num_envs=a.envs, horizon=a.horizon, iterations=a.iterations, lr=a.lr,
                         seed=seed, hidden=(64,), images=kind == "pixels", log_csv=f"{a.out}-{kind}-s{seed}.csv",
-                        overwrite=True, **task)
+                        overwrite=a.overwrite, **task)
             wall = time.time() - t0
             ev = dl.evaluate(out["policy"], "control-fem", num_envs=4, seed=1000, **task)
             steps = out["history"][-1]["env_steps"] if out["history"] else 0
