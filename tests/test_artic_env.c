@@ -25,6 +25,7 @@
 #include "dsim/mesh.h"
 #include "tests/dstest.h"
 #include "tests/gradcheck.h"
+#include "tests/envcheck.h"
 
 #define NSTEP_MAX 16
 
@@ -69,6 +70,11 @@ static double episode(dsEnv* env, const dsReal* a) {
   return L;
 }
 
+static double objective(dsEnv* env, const dsReal* a, const void* ctx) {
+  (void)ctx;
+  return episode(env, a);
+}
+
 /* d loss / d(actions, parameters) against central differences */
 static void grad_check(const char* name, int loss_kind, const char* const* params, int np) {
   dsEnv* env = make(name, loss_kind, 1, 0);
@@ -81,40 +87,12 @@ static void grad_check(const char* name, int loss_kind, const char* const* param
   CHECK_INT_EQ(ds_env_backward_loss(env, &L, ga), 0);
   CHECK(L == L0 && L0 > 0);
   double an[NSTEP_MAX * 2 + 8], fd[NSTEP_MAX * 2 + 8];
-  for (int p = 0; p < np; p++) {
-    const dsReal* g;
-    int c;
-    CHECK_INT_EQ(ds_env_param_grad(env, params[p], &g, &c), 0);
-    CHECK_INT_EQ(c, 1);
-    an[na + p] = c == 1 ? g[0] : NAN;
-  }
-  for (int i = 0; i < na; i++) {
-    an[i] = ga[i];
-    const dsReal s = a[i], h = 1e-5;
-    a[i] = s + h;
-    const double lp = episode(env, a);
-    a[i] = s - h;
-    const double lm = episode(env, a);
-    a[i] = s;
-    fd[i] = (lp - lm) / (2 * h);
-  }
-  for (int p = 0; p < np; p++) {
-    const dsReal* v;
-    int c;
-    CHECK_INT_EQ(ds_env_param(env, params[p], &v, &c), 0);
-    const dsReal v0 = v[0], h = 1e-6 * fmax(1, fabs(v0));
-    ds_env_reset(env, 1, NULL, NULL); /* parameters change between episodes */
-    dsReal x = v0 + h;
-    CHECK_INT_EQ(ds_env_set_param(env, params[p], &x, 1), 0);
-    const double lp = episode(env, a);
-    x = v0 - h;
-    ds_env_reset(env, 1, NULL, NULL);
-    CHECK_INT_EQ(ds_env_set_param(env, params[p], &x, 1), 0);
-    const double lm = episode(env, a);
-    ds_env_reset(env, 1, NULL, NULL);
-    CHECK_INT_EQ(ds_env_set_param(env, params[p], &v0, 1), 0);
-    fd[na + p] = (lp - lm) / (2 * h);
-  }
+  EnvParam ep[8];
+  CHECK(np <= 8);
+  for (int p = 0; p < np && p < 8; p++) ep[p] = (EnvParam){params[p], 0};
+  for (int i = 0; i < na; i++) an[i] = ga[i];
+  env_param_grads(env, ep, np, an + na);
+  env_fd(env, objective, NULL, a, na, 1e-5, 1, ep, np, 1e-6, fd);
   char what[96];
   snprintf(what, sizeof what, "%s %s actions", name, loss_kind == DS_ENV_LOSS_COM ? "com" : "image");
   check_grad_loose(what, an, fd, na, 2e-3, 2e-2, 1e-4);

@@ -24,6 +24,7 @@
 #include "dsim/model_file.h"
 #include "tests/dstest.h"
 #include "tests/gradcheck.h"
+#include "tests/envcheck.h"
 
 #define NA_MAX 64
 
@@ -65,8 +66,10 @@ static double episode(dsEnv* env, const dsReal* a, const dsReal* w) {
   return L;
 }
 
-static const char* const params[] = {"body.torso.mass", "actuator.bhip.gear", "joint.fknee.damping"};
+static double objective(dsEnv* env, const dsReal* a, const void* w) { return episode(env, a, (const dsReal*)w); }
+
 enum { NP = 3 };
+static const EnvParam params[NP] = {{"body.torso.mass", 0}, {"actuator.bhip.gear", 0}, {"joint.fknee.damping", 0}};
 
 /* d(loss or dense objective)/d(actions, parameters) against central differences */
 static void grad_check(int dense) {
@@ -94,39 +97,9 @@ static void grad_check(int dense) {
   printf("root z after %d steps: %.4f m\n", S, rootz);
   CHECK(rootz > -0.03 && rootz < -0.005);
   double an[NA_MAX + NP], fd[NA_MAX + NP];
-  for (int p = 0; p < NP; p++) {
-    const dsReal* g;
-    int c;
-    CHECK_INT_EQ(ds_env_param_grad(env, params[p], &g, &c), 0);
-    CHECK_INT_EQ(c, 1);
-    an[na + p] = c == 1 ? g[0] : NAN;
-  }
-  for (int i = 0; i < na; i++) {
-    an[i] = ga[i];
-    const dsReal s = a[i], h = 1e-5;
-    a[i] = s + h;
-    const double lp = episode(env, a, wp);
-    a[i] = s - h;
-    const double lm = episode(env, a, wp);
-    a[i] = s;
-    fd[i] = (lp - lm) / (2 * h);
-  }
-  for (int p = 0; p < NP; p++) {
-    const dsReal* v;
-    int c;
-    CHECK_INT_EQ(ds_env_param(env, params[p], &v, &c), 0);
-    const dsReal v0 = v[0], h = 1e-6 * fmax(1, fabs(v0));
-    double l[2];
-    for (int sgn = 0; sgn < 2; sgn++) {
-      ds_env_reset(env, 1, NULL, NULL); /* parameters change between episodes */
-      const dsReal x = sgn ? v0 - h : v0 + h;
-      CHECK_INT_EQ(ds_env_set_param(env, params[p], &x, 1), 0);
-      l[sgn] = episode(env, a, wp);
-    }
-    ds_env_reset(env, 1, NULL, NULL);
-    CHECK_INT_EQ(ds_env_set_param(env, params[p], &v0, 1), 0);
-    fd[na + p] = (l[0] - l[1]) / (2 * h);
-  }
+  for (int i = 0; i < na; i++) an[i] = ga[i];
+  env_param_grads(env, params, NP, an + na);
+  env_fd(env, objective, wp, a, na, 1e-5, 1, params, NP, 1e-6, fd);
   check_grad_loose(dense ? "runner dense actions" : "runner com actions", an, fd, na, 2e-3, 2e-2, 1e-4);
   check_grad_loose(dense ? "runner dense parameters" : "runner com parameters", an + na, fd + na, NP, 2e-3, 2e-2, 1e-4);
   ds_env_destroy(env);

@@ -20,6 +20,7 @@
 #include "dsim/env.h"
 #include "tests/dstest.h"
 #include "tests/gradcheck.h"
+#include "tests/envcheck.h"
 
 #define NA_MAX 512
 
@@ -61,8 +62,13 @@ static double episode(dsEnv* env, const dsReal* a) {
   return ds_env_loss(env, &L) ? NAN : (double)L;
 }
 
-static const char* const params[] = {"buoyancy.alpha", "source.0.density_rate", "initial_density"};
+static double objective(dsEnv* env, const dsReal* a, const void* ctx) {
+  (void)ctx;
+  return episode(env, a);
+}
+
 enum { NP = 3, CELL = 7 + 16 * 6 }; /* initial_density: one cell above the source */
+static const EnvParam params[NP] = {{"buoyancy.alpha", 0}, {"source.0.density_rate", 0}, {"initial_density", CELL}};
 
 static void grad_check(void) {
   dsEnv* env = make(16, 8, 1);
@@ -81,42 +87,9 @@ static void grad_check(void) {
   CHECK_INT_EQ(ds_env_backward_loss(env, &L, ga), 0);
   CHECK(L == J0 && J0 > 0);
   static double an[NA_MAX + NP], fd[NA_MAX + NP];
-  for (int p = 0; p < NP; p++) {
-    const dsReal* g;
-    int c;
-    CHECK_INT_EQ(ds_env_param_grad(env, params[p], &g, &c), 0);
-    an[na + p] = g[p == 2 ? CELL : 0];
-  }
-  for (int i = 0; i < na; i++) {
-    an[i] = ga[i];
-    const dsReal s = a[i], h = 1e-5;
-    a[i] = s + h;
-    const double lp = episode(env, a);
-    a[i] = s - h;
-    const double lm = episode(env, a);
-    a[i] = s;
-    fd[i] = (lp - lm) / (2 * h);
-  }
-  for (int p = 0; p < NP; p++) {
-    const dsReal* v;
-    int c;
-    CHECK_INT_EQ(ds_env_param(env, params[p], &v, &c), 0);
-    static dsReal x[256];
-    memcpy(x, v, (size_t)c * sizeof(dsReal));
-    const int j = p == 2 ? CELL : 0;
-    const dsReal v0 = x[j], h = (dsReal)(1e-6 * fmax(1, fabs(v0)));
-    double l[2];
-    for (int sgn = 0; sgn < 2; sgn++) {
-      ds_env_reset(env, 0, NULL, NULL);
-      x[j] = sgn ? v0 - h : v0 + h;
-      CHECK_INT_EQ(ds_env_set_param(env, params[p], x, c), 0);
-      l[sgn] = episode(env, a);
-    }
-    ds_env_reset(env, 0, NULL, NULL);
-    x[j] = v0;
-    CHECK_INT_EQ(ds_env_set_param(env, params[p], x, c), 0);
-    fd[na + p] = (l[0] - l[1]) / (2 * h);
-  }
+  for (int i = 0; i < na; i++) an[i] = ga[i];
+  env_param_grads(env, params, NP, an + na);
+  env_fd(env, objective, NULL, a, na, 1e-5, 0, params, NP, 1e-6, fd);
   check_grad("smoke actions", an, fd, na, 1e-4, 1e-6);
   check_grad("smoke parameters", an + na, fd + na, NP, 1e-4, 1e-6);
   ds_env_destroy(env);
@@ -136,7 +109,7 @@ static int run_all(dsEnv* env, double* out, int cap) {
   for (int p = 0; p < NP; p++) {
     const dsReal* g;
     int c;
-    if (ds_env_param_grad(env, params[p], &g, &c)) return 0;
+    if (ds_env_param_grad(env, params[p].name, &g, &c)) return 0;
     for (int i = 0; i < c && k < cap; i++) out[k++] = g[i];
   }
   return k;
