@@ -95,6 +95,8 @@ void ds__env_write_obs(const dsEnv* e, const dsReal* x, const dsReal* v, dsReal*
   } else if (e->def.obs_state == DS_OBS_STATE_COM) {
     ds__env_com(e->m, x, obs);
     ds__env_com(e->m, v, obs + 3);
+  } else if (e->def.obs_state == DS_OBS_STATE_JOINTS) { /* the current substep's q, qd */
+    memcpy(obs, e->d->artic_state, (size_t)e->odim * sizeof(dsReal));
   }
 }
 
@@ -273,7 +275,14 @@ static int build_sized(dsEnv* e) {
   e->n3 = 3 * m->nparticle;
   e->adim = e->cls->action_size(e);
   if (e->adim < 0) return ds__seterr(&e->err, DS_ERR_INVALID, "%s: bad action size %d", e->cls->name, e->adim);
-  e->odim = def->obs_state == DS_OBS_STATE_FULL ? 2 * e->n3 : def->obs_state == DS_OBS_STATE_COM ? 6 : 0;
+  if (def->obs_state == DS_OBS_STATE_JOINTS && !m->artic)
+    return ds__seterr(&e->err, DS_ERR_INVALID,
+                      "%s: observation.state joints: the model has no articulation (expected none, full or com)",
+                      e->cls->name);
+  e->odim = def->obs_state == DS_OBS_STATE_FULL     ? 2 * e->n3
+            : def->obs_state == DS_OBS_STATE_COM    ? 6
+            : def->obs_state == DS_OBS_STATE_JOINTS ? m->artic_nq + m->artic_nv
+                                                    : 0;
   const int batched = def->device.kind == DS_DEVICE_CUDA || def->batch_engine;
   if (batched && m->integrator == DS_INTEGRATOR_IMPLICIT)
     return ds__seterr(&e->err, DS_ERR_UNSUPPORTED,

@@ -134,6 +134,11 @@ static int add_terms(dsEnv* e, const dsEnvBwdSpec* sp, int s, int t, int nf, int
             d->adj_x[q] += ao[q];
             d->adj_v[q] += ao[n3 + q];
           }
+        } else if (e->def.obs_state == DS_OBS_STATE_JOINTS) {
+          /* the observation is the state (q, qd) at substep s itself: its
+             adjoint joins the articulation's, which the next
+             ds_backward_step carries back with the vertices' (artic_model.c) */
+          for (int q = 0; q < e->odim; q++) d->adj_artic[q] += ao[q];
         } else {
           com_bwd(m, e->g, x, ao, d->adj_x);
           com_bwd(m, e->g, v, ao + 3, d->adj_v);

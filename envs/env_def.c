@@ -136,8 +136,9 @@ static const dsConfigKey g_common[] = {
     {"camera2.distance", DS_KEY_REAL, O(cam2_distance), 1e-6, 1e6, NULL, 0, "second view: eye distance to camera.look_at, m"},
     {"camera2.elevation", DS_KEY_REAL, O(cam2_elevation), -89.9, 89.9, NULL, 0, "second view: degrees"},
     {"camera2.azimuth", DS_KEY_REAL, O(cam2_azimuth), -360, 360, NULL, 0, "second view: degrees"},
-    {"observation.state", DS_KEY_ENUM, O(obs_state), 0, 0, "none|full|com", 0,
-     "state vector: none, positions+velocities, centre of mass+mean velocity"},
+    {"observation.state", DS_KEY_ENUM, O(obs_state), 0, 0, "none|full|com|joints", 0,
+     "state vector: none, positions+velocities, centre of mass+mean velocity, or an articulation's joint "
+     "coordinates q then velocities qd"},
     {"observation.image", DS_KEY_BOOL, O(obs_image), 0, 1, NULL, 0, "RGBA image at every step"},
     {"loss.kind", DS_KEY_ENUM, O(loss_kind), 0, 0, "image_last|image_sum|com", 0, "built-in loss"},
     {"loss.image", DS_KEY_ENUM, O(image_loss), 0, 0, "mse|l1|dssim|l2_dssim", 0, "per-frame image loss (l2_dssim: 0.1 mse + 0.9 dssim)"},

@@ -90,6 +90,12 @@ static void defaults(dsEnvDef* d) {
   /* the walker's moments term: the alpha centroid carries the displacement
      when the runner and its goal image barely overlap */
   d->loss_moments = 50;
+  /* for RL (dsim/Runner-v0): the forward progress of each step as its
+     reward, and the joints' coordinates and velocities as the observation
+     (configs/runner.json, for the built-in controller, keeps the centre of
+     mass its state method reads) */
+  d->reward_kind = DS_ENV_REWARD_DENSE;
+  d->obs_state = DS_OBS_STATE_JOINTS;
   snprintf(p->model, sizeof p->model, "%s", "runner.xml");
   p->segments = 8;
 }

@@ -7,7 +7,10 @@
  *    rendering (rtol 2e-3 on components above 2% of the largest; a 1%
  *    change of the largest is rejected); and of a weighted sum of the full
  *    state observations (every vertex's position and velocity: the
- *    velocity's adjoint through the links' spatial velocities).
+ *    velocity's adjoint through the links' spatial velocities), and of the
+ *    joint observations (q, qd) with a full and a checkpointed tape; the
+ *    joint observation is the state's articulation part; refused for a
+ *    model without an articulation.
  *  - Checkpointed tape (every 4th state) = full tape, bit for bit; one
  *    thread = two threads, bit for bit.
  *  - A saved state restores the episode bit for bit.
@@ -114,15 +117,25 @@ static double obs_episode(dsEnv* env, const dsReal* a, const dsReal* w, dsReal* 
   return L;
 }
 
-static void obs_check(void) {
+static void obs_check(int obs_state, int ckpt) {
   dsEnvDef def = ds_default_env_def("double-pendulum");
   def.substeps = 96;
   def.control_interval = 16;
   def.width = def.height = 8;
-  def.obs_state = DS_OBS_STATE_FULL;
+  def.obs_state = obs_state;
+  def.checkpoint_every = ckpt;
   dsEnv* env = NULL;
   CHECK_INT_EQ(ds_env_create(&def, &env, NULL, 0), 0);
   if (!env) return;
+  if (obs_state == DS_OBS_STATE_JOINTS) { /* q1, q2, qd1, qd2: the state's articulation part */
+    CHECK_INT_EQ(ds_env_obs_size(env), 4);
+    dsReal o[4], st[4096];
+    CHECK_INT_EQ(ds_env_reset(env, 1, o, NULL), 0);
+    const int ns = ds_env_state_size(env);
+    CHECK(ns <= 4096);
+    CHECK_INT_EQ(ds_env_get_state(env, st, ns), 0);
+    CHECK(memcmp(o, st + ns - 4, sizeof o) == 0);
+  }
   const int S = ds_env_num_steps(env), n = ds_env_action_size(env), no = ds_env_obs_size(env), na = S * n;
   dsReal* w = malloc(sizeof(dsReal) * (size_t)S * no);
   dsReal* obs = malloc(sizeof(dsReal) * (size_t)no);
@@ -142,10 +155,24 @@ static void obs_check(void) {
     a[i] = s0;
     fd[i] = (lp - lm) / (2 * h);
   }
-  check_grad_loose("double-pendulum full-state observations, actions", an, fd, na, 2e-3, 2e-2, 1e-4);
+  char what[96];
+  snprintf(what, sizeof what, "double-pendulum %s observations (checkpoint every %d), actions",
+           obs_state == DS_OBS_STATE_JOINTS ? "joint" : "full-state", ckpt);
+  check_grad_loose(what, an, fd, na, 2e-3, 2e-2, 1e-4);
   free(w);
   free(obs);
   ds_env_destroy(env);
+}
+
+/* observation.state joints on a model without an articulation */
+static void joints_refused(void) {
+  dsEnvDef def = ds_default_env_def("control-fem");
+  def.obs_state = DS_OBS_STATE_JOINTS;
+  dsEnv* env = NULL;
+  char err[512] = "";
+  CHECK_INT_EQ(ds_env_create(&def, &env, err, sizeof err), DS_ERR_INVALID);
+  CHECK(env == NULL);
+  CHECK_STR_CONTAINS(err, "observation.state joints");
 }
 
 /* loss and every gradient of one episode, for bitwise comparisons */
@@ -269,7 +296,10 @@ int main(void) {
   grad_check("pendulum", DS_ENV_LOSS_IMAGE_SUM, p1, 4);
   grad_check("double-pendulum", DS_ENV_LOSS_IMAGE_SUM, p2, 5);
   grad_check("double-pendulum", DS_ENV_LOSS_COM, p2, 5);
-  obs_check();
+  obs_check(DS_OBS_STATE_FULL, 1);
+  obs_check(DS_OBS_STATE_JOINTS, 1);
+  obs_check(DS_OBS_STATE_JOINTS, 4);
+  joints_refused();
   bitwise();
   swing();
   refusals();

@@ -49,7 +49,10 @@
  * Observations. The state vector (ds_env_obs_size values) is, per
  * `obs_state`: NONE (size 0); FULL: positions then velocities of every
  * particle (2 x nparticle x 3); COM: centre of mass (3) then mass-weighted
- * mean velocity (3). With obs_image, the image observation is the RGBA render
+ * mean velocity (3); JOINTS (articulated models: pendulum, double-pendulum,
+ * runner): the generalised coordinates q (nq: a free root's position and
+ * unit quaternion, then one per hinge or slide) then the velocities qd
+ * (nv), as ds_artic_q / ds_artic_qd lay them out. With obs_image, the image observation is the RGBA render
  * (height x width x 4 dsReal in [0,1], row 0 at the top) of the state at the
  * end of the step. The reset observation is that of substep 0.
  *
@@ -124,7 +127,12 @@ extern "C" {
 typedef struct dsEnv dsEnv;
 typedef struct dsEnvClass dsEnvClass;
 
-typedef enum dsEnvObsState { DS_OBS_STATE_NONE = 0, DS_OBS_STATE_FULL = 1, DS_OBS_STATE_COM = 2 } dsEnvObsState;
+typedef enum dsEnvObsState {
+  DS_OBS_STATE_NONE = 0,
+  DS_OBS_STATE_FULL = 1,
+  DS_OBS_STATE_COM = 2,
+  DS_OBS_STATE_JOINTS = 3 /* an articulation's q then qd (refused for a model without one) */
+} dsEnvObsState;
 
 typedef enum dsEnvLossKind {
   DS_ENV_LOSS_IMAGE_LAST = 0,

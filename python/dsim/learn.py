@@ -26,8 +26,8 @@ tensor that links the nodes. The whole window costs its substeps once, as a
 single backward would. With open-loop actions (no policy between steps)
 Rollout.window does the H steps as one node and one C call.
 
-Observations here are state observations (observation.state "full" or
-"com"); Rollout.observe(state) is the observation as a differentiable
+Observations here are state observations (observation.state "full",
+"com" or, for articulated models, "joints"); Rollout.observe(state) is the observation as a differentiable
 function of a state tensor (used at a window's start set from a tensor).
 Tensors are float64 on the CPU (the library's precision).
 """
@@ -95,7 +95,7 @@ class Rollout:
             raise DsimError(self.label, "dsim.learn takes state observations here: set observation.image false, "
                             "or images=True for image observations")
         if self.obs_size == 0:
-            raise DsimError(self.label, "dsim.learn needs a state observation (observation.state full or com)")
+            raise DsimError(self.label, "dsim.learn needs a state observation (observation.state full, com or joints)")
         self.epoch = 0  # bumped by every reset / set_state: older graphs are stale
         self._status = np.zeros(self.num_envs, np.int32)
 
@@ -153,9 +153,13 @@ class Rollout:
 
     def observe(self, state: torch.Tensor) -> torch.Tensor:
         """The observation of state (N x obs_size), differentiable: full:
-        positions then velocities; com: the mass-weighted means of both."""
+        positions then velocities; com: the mass-weighted means of both;
+        joints: an articulation's q then qd (the state's last obs_size
+        entries)."""
         n3 = 3 * _lib.env_num_particles(self.batch.env(0))
         x, v = state[:, 1:1 + n3], state[:, 1 + n3:1 + 2 * n3]
+        if self.obs_kind == "joints":
+            return state[:, state.shape[1] - self.obs_size:]
         if self.obs_kind == "full":
             return torch.cat([x, v], dim=1)
         m = torch.from_numpy(np.stack([self.batch.param(i, "particle.mass") for i in range(self.num_envs)]))

@@ -1,5 +1,6 @@
 """The articulated runner (envs/runner.c) through the generic binding, with
-no per-env Python code: gymnasium.make("dsim/Runner-v0") resets and steps,
+no per-env Python code: gymnasium.make("dsim/Runner-v0") resets and steps
+(joint observations, dense forward-progress rewards that sum to the metric),
 and dsim.Env gives the action gradient of the dense reward."""
 import gymnasium
 import numpy as np
@@ -17,10 +18,16 @@ def test_gym_make_runner():
     obs, info = env.reset(seed=0)
     env.action_space.seed(0)
     assert env.action_space.shape == (6,)
+    # the class's RL defaults: joint coordinates and velocities (9 + 9), and
+    # the forward progress of each step as its reward
+    assert env.observation_space.shape == (18,)
     assert env.observation_space.contains(obs)
+    total = 0.0
     for _ in range(env.unwrapped.env.num_steps):
         obs, r, term, trunc, info = env.step(env.action_space.sample())
         assert np.isfinite(r) and np.all(np.isfinite(obs))
+        total += r
+    assert abs(total - info["metric"]) <= 1e-9 * max(1.0, abs(info["metric"])) and total != 0
     frame = env.render()
     assert frame.shape == (32, 32, 3) and frame.max() > 0
     env.close()
