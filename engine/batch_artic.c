@@ -104,10 +104,12 @@ void ds__bs_artic(int stage, const dsBatchArgs* a, int b) {
         for (int k = 0; k < a->nact; k++) a->adj_act[(size_t)b * a->nact + k] += aat[k];
       break;
     }
-    case DS__BS_ARTIC_RESET: { /* ds__artic_reset: (q0, qd0) and the vertices posed there */
+    case DS__BS_ARTIC_RESET: { /* ds__artic_reset: (q0, qd0), or the state in as (= aso), and the vertices
+                                  posed there; t >= 0: instance t only */
+      if (a->t >= 0 && a->t != b) break;
       dsReal* so = a->aso + os;
-      for (int k = 0; k < m->artic_nq; k++) so[k] = m->artic_q0[k];
-      for (int k = 0; k < m->artic_nv; k++) so[m->artic_nq + k] = m->artic_qd0[k];
+      for (int k = 0; k < m->artic_nq && !a->as; k++) so[k] = m->artic_q0[k];
+      for (int k = 0; k < m->artic_nv && !a->as; k++) so[m->artic_nq + k] = m->artic_qd0[k];
       ds__artic_pose_state(m, sc, so, a->xo + o, a->vo + o);
       if (a->asc) memcpy(a->asc + os, so, ns * sizeof(dsReal));
       if (a->xc) {

@@ -545,27 +545,31 @@ int ds_bsim_reset(dsBatchSim* s) {
   if (L->nas) {
     a.aso = art_state(s, 0);
     a.asc = art_ckpt(s, 0);
+    a.t = -1; /* every instance, from its initial state */
     return run(s, DS__BS_ARTIC_RESET, &a);
   }
   return run(s, DS__BS_RESET, &a);
 }
 
-int ds_bsim_rewind(dsBatchSim* s, int t, const dsReal* x, const dsReal* v) {
+/* ds_bsim_rewind; as: an articulation's state given (B x nas), or NULL */
+static int rewind_to(dsBatchSim* s, int t, const dsReal* x, const dsReal* v, const dsReal* as) {
   if (!s) return DS_ERR_INVALID;
   const dsBatchLayout* L = &s->L;
   if (t < 0 || t > s->t)
     return ds__seterr(&s->err, DS_ERR_RANGE, "batch: rewind to substep %d: outside [0, %d]", t, s->t);
+  if (as) x = v = as; /* a state is given (the vertices follow it) */
   if (t != s->t && L->T == 0 && (!x || !v))
     return ds__seterr(&s->err, DS_ERR_STATE, "batch: rewind to substep %d: no tape (max_substeps 0): a state must be given", t);
   const int ck = L->T > 0 && L->K > 1;
   if (t != s->t && ck && t % L->K != 0 && (!x || !v))
     return ds__seterr(&s->err, DS_ERR_STATE,
                       "batch: rewind to substep %d: between checkpoints (every %d) a state must be given", t, L->K);
-  if (L->nas && (x || v))
+  if (L->nas && !as && (x || v))
     return ds__seterr(&s->err, DS_ERR_UNSUPPORTED,
                       "batch: rewind to substep %d: the model has an articulation, whose state is not the "
-                      "vertices' positions and velocities: rewind with x = v = NULL (the tape's state)",
+                      "vertices' positions and velocities: give its state (ds_bsim_rewind_artic)",
                       t);
+  if (as) x = v = NULL;
   const size_t n = bn3(s), bytes = n * sizeof(dsReal);
   int rc = 0;
   if (t != s->t && ck && t % L->K == 0 && L->nas) {
@@ -592,6 +596,23 @@ int ds_bsim_rewind(dsBatchSim* s, int t, const dsReal* x, const dsReal* v) {
   if (rc) return be_fail(s, rc, "clearing the failure flags");
   dsReal *cx, *cv;
   cur_state(s, &cx, &cv);
+  if (as) { /* the articulation's state at t (and its checkpoint), the vertices posed from it */
+    const size_t nab = (size_t)L->B * L->nas * sizeof(dsReal);
+    dsBatchArgs a = base_args(s);
+    a.as = art_state(s, t);
+    a.xo = cx;
+    a.vo = cv;
+    if (ck && t % L->K == 0) {
+      a.asc = art_ckpt(s, t);
+      a.xc = s->R + L->o_tape[0] + (size_t)(t / L->K) * n;
+      a.vc = s->R + L->o_tape[1] + (size_t)(t / L->K) * n;
+    }
+    a.aso = (dsReal*)a.as;
+    a.t = -1; /* every instance */
+    rc = s->be->put(s->ctx, (dsReal*)a.as, as, nab);
+    if (rc) return be_fail(s, rc, "uploading the state");
+    return run(s, DS__BS_ARTIC_RESET, &a);
+  }
   if (x) rc = s->be->put(s->ctx, cx, x, bytes);
   if (!rc && v) rc = s->be->put(s->ctx, cv, v, bytes);
   if (!rc && ck && t % L->K == 0) { /* its checkpoint */
@@ -599,6 +620,38 @@ int ds_bsim_rewind(dsBatchSim* s, int t, const dsReal* x, const dsReal* v) {
     if (!rc && v) rc = s->be->put(s->ctx, s->R + L->o_tape[1] + (size_t)(t / L->K) * n, v, bytes);
   }
   return rc ? be_fail(s, rc, "uploading the state") : 0;
+}
+
+int ds_bsim_rewind(dsBatchSim* s, int t, const dsReal* x, const dsReal* v) { return rewind_to(s, t, x, v, NULL); }
+
+int ds_bsim_rewind_artic(dsBatchSim* s, int t, const dsReal* state) {
+  if (!s) return DS_ERR_INVALID;
+  if (!s->L.nas) return ds__seterr(&s->err, DS_ERR_STATE, "batch: the model has no articulation");
+  return rewind_to(s, t, NULL, NULL, state);
+}
+
+int ds_bsim_set_artic_instance(dsBatchSim* s, int b, const dsReal* state) {
+  if (!s || !state) return DS_ERR_INVALID;
+  const dsBatchLayout* L = &s->L;
+  if (!L->nas) return ds__seterr(&s->err, DS_ERR_STATE, "batch: the model has no articulation");
+  if (b < 0 || b >= L->B) return ds__seterr(&s->err, DS_ERR_RANGE, "batch: instance %d: expected 0 .. %d", b, L->B - 1);
+  if (L->T > 0)
+    return ds__seterr(&s->err, DS_ERR_STATE,
+                      "batch: instance %d: one instance's state can only be set without a tape (max_substeps 0)", b);
+  dsBatchArgs a = base_args(s);
+  dsReal *cx, *cv;
+  cur_state(s, &cx, &cv);
+  a.as = art_state(s, s->t);
+  a.aso = (dsReal*)a.as;
+  a.xo = cx;
+  a.vo = cv;
+  a.t = b; /* this instance only */
+  const size_t nb = (size_t)L->ntet + (size_t)L->np;
+  int rc = s->be->put(s->ctx, (dsReal*)a.as + (size_t)b * L->nas, state, (size_t)L->nas * sizeof(dsReal));
+  if (!rc) rc = s->be->zero(s->ctx, s->I + L->o_bad + (size_t)b * nb, nb * sizeof(int));
+  if (rc) return be_fail(s, rc, "uploading an instance's state");
+  memset(s->hstatus + 3 * (size_t)b, 0, 3 * sizeof(int));
+  return run(s, DS__BS_ARTIC_RESET, &a);
 }
 
 int ds_bsim_set_state(dsBatchSim* s, const dsReal* x, const dsReal* v) {

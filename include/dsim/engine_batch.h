@@ -36,8 +36,9 @@
  * articulation's names, e.g. "joint.hinge.damping", "body.link2.mass");
  * its activations are the articulation's actions (B x nu, as
  * dsData.artic_act), its adj_act their adjoints (dsData.adj_artic_act), and
- * its state is the articulation's (ds_bsim_get_artic_state; the vertices'
- * x, v follow it, so they cannot be set: rewind from the tape instead).
+ * its state is the articulation's (ds_bsim_get_artic_state,
+ * ds_bsim_rewind_artic, ds_bsim_set_artic_instance; the vertices' x, v are
+ * posed from it, so they cannot be set themselves).
  *
  * Not supported (create refuses with a message): rigid bodies; an
  * articulation on CUDA. */
@@ -154,6 +155,11 @@ DS_API int ds_bsim_get_state(const dsBatchSim* s, dsReal* x, dsReal* v);
 /* An articulated model's current state: B x (nq + nv), each instance's q
  * then qd (dsData.artic_state); DS_ERR_STATE for a model without one. */
 DS_API int ds_bsim_get_artic_state(const dsBatchSim* s, dsReal* state);
+/* ds_bsim_rewind and ds_bsim_set_instance for an articulated model: its
+ * state (B x (nq + nv), or nq + nv for instance b) given instead of the
+ * vertices', which are posed from it; NULL in rewind: the tape's state. */
+DS_API int ds_bsim_rewind_artic(dsBatchSim* s, int t, const dsReal* state);
+DS_API int ds_bsim_set_artic_instance(dsBatchSim* s, int b, const dsReal* state);
 
 /* ---- backward ---------------------------------------------------------------------
  * Gradients accumulate (+=) into each instance's gradient until
