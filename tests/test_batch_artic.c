@@ -7,8 +7,9 @@
  * articulation parameters too) are bitwise those of ds_step /
  * ds_backward_step on each instance's own model. Also: one instance's
  * gradient against central differences (an action, a damping), the memory
- * plan, no allocation in an episode, and the refusals (CUDA, a state given
- * as vertices). */
+ * plan, no allocation in an episode, the refusals (CUDA, a state given
+ * as vertices), and a state set and read back (ds_bsim_rewind_artic,
+ * ds_bsim_set_artic_instance). */
 #include "config.h"
 
 #include <math.h>
@@ -460,6 +461,65 @@ static void test_plan_alloc_refusals(const dsModel* m) {
   CHECK_STR_CONTAINS(err, "CUDA");
 }
 
+/* ds_bsim_rewind_artic and ds_bsim_set_artic_instance: a state set is the
+ * state read back, its vertices posed as the engine poses them */
+static void test_set_state(const dsModel* m) {
+  const size_t ns = (size_t)(m->artic_nq + m->artic_nv), n3 = 3 * (size_t)m->nparticle;
+  char err[512];
+  dsBatchSimDef def = ds_default_batch_sim_def();
+  def.batch = B;
+  def.max_substeps = 10;
+  dsBatchSim* s = NULL;
+  CHECK_INT_EQ(ds_bsim_create(m, &def, &s, err, sizeof err), 0);
+  if (!s) return;
+  dsReal* a = calloc((size_t)B * m->artic_nu + 1, sizeof(dsReal));
+  dsReal *s0 = calloc(B * ns, sizeof(dsReal)), *s5 = calloc(B * ns, sizeof(dsReal)), *s5b = calloc(B * ns, sizeof(dsReal));
+  dsReal *x5 = calloc(B * n3, sizeof(dsReal)), *x5b = calloc(B * n3, sizeof(dsReal));
+  for (int k = 0; k < B * m->artic_nu; k++) a[k] = (dsReal)(0.2 * (k + 1));
+  CHECK_INT_EQ(ds_bsim_get_artic_state(s, s0), 0);
+  CHECK_INT_EQ(ds_bsim_set_act(s, a), 0);
+  CHECK_INT_EQ(ds_bsim_step(s, 5, NULL), 0);
+  CHECK_INT_EQ(ds_bsim_get_artic_state(s, s5), 0);
+  CHECK_INT_EQ(ds_bsim_get_state(s, x5, NULL), 0);
+  /* back to 0 with the initial state given: the same episode again */
+  CHECK_INT_EQ(ds_bsim_rewind_artic(s, 0, s0), 0);
+  CHECK_INT_EQ(ds_bsim_set_act(s, a), 0); /* none is in force at substep 0 */
+  CHECK_INT_EQ(ds_bsim_step(s, 5, NULL), 0);
+  CHECK_INT_EQ(ds_bsim_get_artic_state(s, s5b), 0);
+  CHECK_INT_EQ(ds_bsim_get_state(s, x5b, NULL), 0);
+  CHECK(memcmp(s5, s5b, B * ns * sizeof(dsReal)) == 0);
+  CHECK(memcmp(x5, x5b, B * n3 * sizeof(dsReal)) == 0);
+  /* back to 5 with substep 5's state given: the vertices as the step posed them */
+  CHECK_INT_EQ(ds_bsim_rewind_artic(s, 5, s5), 0);
+  CHECK_INT_EQ(ds_bsim_get_state(s, x5b, NULL), 0);
+  CHECK(memcmp(x5, x5b, B * n3 * sizeof(dsReal)) == 0);
+  CHECK_INT_EQ(ds_bsim_set_artic_instance(s, 0, s0), DS_ERR_STATE); /* taped */
+  ds_bsim_free(s);
+  /* without a tape: instance 2 takes instance 0's state (same parameters: same vertices) */
+  def.max_substeps = 0;
+  CHECK_INT_EQ(ds_bsim_create(m, &def, &s, err, sizeof err), 0);
+  if (s) {
+    CHECK_INT_EQ(ds_bsim_set_act(s, a), 0);
+    CHECK_INT_EQ(ds_bsim_step(s, 3, NULL), 0);
+    CHECK_INT_EQ(ds_bsim_get_artic_state(s, s5), 0);
+    CHECK(memcmp(s5, s5 + 2 * ns, ns * sizeof(dsReal)) != 0);
+    CHECK_INT_EQ(ds_bsim_set_artic_instance(s, 2, s5), 0);
+    CHECK_INT_EQ(ds_bsim_set_artic_instance(s, B, s5), DS_ERR_RANGE);
+    CHECK_INT_EQ(ds_bsim_get_artic_state(s, s5b), 0);
+    CHECK_INT_EQ(ds_bsim_get_state(s, x5, NULL), 0);
+    CHECK(memcmp(s5b + 2 * ns, s5, ns * sizeof(dsReal)) == 0);
+    CHECK(memcmp(s5b + ns, s5 + ns, ns * sizeof(dsReal)) == 0); /* the others untouched */
+    CHECK(memcmp(x5 + 2 * n3, x5, n3 * sizeof(dsReal)) == 0);
+    ds_bsim_free(s);
+  }
+  free(a);
+  free(s0);
+  free(s5);
+  free(s5b);
+  free(x5);
+  free(x5b);
+}
+
 int main(void) {
   dsModel* pend = env_model("pendulum");
   dsModel* runner = env_model("runner");
@@ -471,6 +531,7 @@ int main(void) {
   parity("runner", runner);
   fd_check(pend);
   test_plan_alloc_refusals(runner);
+  test_set_state(runner);
   ds_model_free(pend);
   ds_model_free(runner);
   return DST_RESULT();
