@@ -15,13 +15,21 @@
  * forward and backward across threads; shared: one engine and its tape).
  *
  *   bench_batch [--class NAME] [--envs N]... [--device cpu|cuda[:N]]...
- *               [--calls C] [--reps R] [--rewards] [--backward] [--quick]
+ *               [--calls C] [--reps R] [--rewards] [--backward] [--quick] [--engine]
  *
  * Defaults: control-fem, N = 1, 8, 64, the CPU (and cuda:0 when a device is
  * visible), 24 calls, 3 reps. --rewards asks for rewards (each frame in a
  * step is rendered and compared with the goal: on the host for separate
  * envs, where the engine runs for a shared one). --quick: N = 1
- * and 8, 8 calls (what `make bench` runs). */
+ * and 8, 8 calls (what `make bench` runs).
+ *
+ * --engine: the engines alone, without the env around them (what the
+ * articulated classes, pendulum and runner, can run on the batched engine
+ * today): the class's model, N instances stepped --calls x 100 substeps
+ * forward with a fixed sinusoid of actions (activations, or an
+ * articulation's actions); substeps x instances per second of a loop over N
+ * serial engines (ds_step, one after another) against one batched engine
+ * on the CPU backend (ds_bsim_step, OpenMP across instances). */
 #include "config.h"
 
 #include <math.h>
@@ -124,10 +132,72 @@ static double rate(const char* cls, const char* text, int mode, const char* devi
   return (double)N * calls / median(t, reps);
 }
 
+/* --engine: instance-substeps per second, serial loop (mode 0) or batched (1) */
+static double engine_rate(const dsModel* m, int mode, int N, int calls, int reps) {
+  const int nsub = 100, art = m->artic != NULL, na = art ? m->artic_nu : m->nact;
+  dsReal* act = (dsReal*)calloc((size_t)N * na + 1, sizeof(dsReal));
+  dsData** d = (dsData**)calloc((size_t)N, sizeof(dsData*));
+  dsBatchSim* s = NULL;
+  char err[512];
+  if (!act || !d) die("bench", "out of memory");
+  if (mode == 0) {
+    const dsDataDef dd = ds_default_data_def(); /* no tape */
+    for (int i = 0; i < N; i++)
+      if (ds_data_create(m, &dd, &d[i])) die("data", "cannot create");
+  } else {
+    dsBatchSimDef def = ds_default_batch_sim_def();
+    def.batch = N;
+    if (ds_bsim_create(m, &def, &s, err, sizeof err)) die("ds_bsim_create", err);
+  }
+  double t[16];
+  for (int r = 0; r <= reps; r++) {
+    if (s && ds_bsim_reset(s)) die("reset", ds_bsim_last_error(s));
+    for (int i = 0; i < N && !s; i++) ds_data_reset(m, d[i]);
+    const double t0 = now();
+    for (int c = 0; c < calls; c++) {
+      for (int i = 0; i < N; i++)
+        for (int j = 0; j < na; j++) act[(size_t)i * na + j] = (dsReal)(0.3 * sin(0.2 * c + 0.37 * j + 1.3 * i));
+      if (s) {
+        if ((na && ds_bsim_set_act(s, act)) || ds_bsim_step(s, nsub, NULL)) die("step", ds_bsim_last_error(s));
+        continue;
+      }
+      for (int i = 0; i < N; i++) {
+        dsReal* a = art ? d[i]->artic_act : d[i]->act;
+        if (na) memcpy(a, act + (size_t)i * na, (size_t)na * sizeof(dsReal));
+        for (int k = 0; k < nsub; k++)
+          if (ds_step(m, d[i])) die("ds_step", ds_data_last_error(d[i]));
+      }
+    }
+    if (r > 0) t[r - 1] = now() - t0;
+  }
+  for (int i = 0; i < N && !s; i++) ds_data_free(d[i]);
+  ds_bsim_free(s);
+  free(d);
+  free(act);
+  return (double)N * calls * nsub / median(t, reps);
+}
+
+static void engine_bench(const char* cls, const int* envs, int ne, int calls, int reps) {
+  dsEnvDef def = ds_default_env_def(cls);
+  if (!def.cls) die(cls, "no such env class");
+  dsEnv* env = NULL;
+  char err[512];
+  if (ds_env_create(&def, &env, err, sizeof err)) die(cls, err);
+  const dsModel* m = ds_env_model(env);
+  printf("bench_batch --engine: %s's model, %d x 100 substeps forward, median of %d\n", cls, calls, reps);
+  printf("%6s %16s %16s %8s\n", "N", "serial loop/s", "batched/s", "ratio");
+  for (int k = 0; k < ne; k++) {
+    const double a = engine_rate(m, 0, envs[k], calls, reps), b = engine_rate(m, 1, envs[k], calls, reps);
+    printf("%6d %16.1f %16.1f %7.2fx\n", envs[k], a, b, b / a);
+    fflush(stdout);
+  }
+  ds_env_destroy(env);
+}
+
 int main(int argc, char** argv) {
   const char* cls = "control-fem";
   const char* devices[8];
-  int envs[8], nd = 0, ne = 0, calls = 24, reps = 3, rewards = 0, quick = 0, backward = 0;
+  int envs[8], nd = 0, ne = 0, calls = 24, reps = 3, rewards = 0, quick = 0, backward = 0, engine = 0;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--class") == 0 && i + 1 < argc) cls = argv[++i];
     else if (strcmp(argv[i], "--envs") == 0 && i + 1 < argc && ne < 8) envs[ne++] = atoi(argv[++i]);
@@ -137,10 +207,11 @@ int main(int argc, char** argv) {
     else if (strcmp(argv[i], "--rewards") == 0) rewards = 1;
     else if (strcmp(argv[i], "--backward") == 0) backward = 1;
     else if (strcmp(argv[i], "--quick") == 0) quick = 1;
+    else if (strcmp(argv[i], "--engine") == 0) engine = 1;
     else {
       fprintf(stderr,
               "usage: bench_batch [--class NAME] [--envs N]... [--device cpu|cuda[:N]]... [--calls C] [--reps R] "
-              "[--rewards] [--backward] [--quick]\n");
+              "[--rewards] [--backward] [--quick] [--engine]\n");
       return 2;
     }
   }
@@ -163,6 +234,10 @@ int main(int argc, char** argv) {
   if (reps < 1 || reps > 16 || calls < 1) {
     fprintf(stderr, "bench_batch: --reps 1..16, --calls >= 1\n");
     return 2;
+  }
+  if (engine) {
+    engine_bench(cls, envs, ne, calls, reps);
+    return 0;
   }
   char* text = config_text(cls);
   int threads = 1;

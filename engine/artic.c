@@ -703,6 +703,16 @@ int ds_artic_data_create(const dsArticModel* m, int steps, dsArticData** out) {
   return ds_artic_reset(m, d, NULL, NULL);
 }
 
+size_t ds__artic_data_bytes(const dsArticModel* m) { /* ds_artic_data_create(m, 0)'s blocks */
+  const size_t n = (size_t)(m->nq + m->nv + m->nu + m->nparam), nb = (size_t)m->nbody;
+  const size_t nws = n + 4 * (size_t)m->nv + 6 * nb + (size_t)m->nq + 8;
+  return sizeof(dsArticData) + (6 * (size_t)m->nsphere + 1) * sizeof(double) +
+         (2 * (size_t)m->nq + 2 * (size_t)m->nv + 1 + (size_t)m->nv * (size_t)m->nv + 1 + 6 * n + 2 * (size_t)m->nv +
+          (size_t)m->nq + 1 + (size_t)(m->nu + m->nparam + m->nv)) * sizeof(double) +
+         sizeof(dsArticAdjBody) * nb + sizeof(ws_r) + nb * sizeof(body_r) + nws * sizeof(double) + sizeof(ws_c) +
+         nb * sizeof(body_c) + nws * sizeof(double complex);
+}
+
 int ds_artic_reset(const dsArticModel* m, dsArticData* d, const double* q0, const double* qd0) {
   if (!m || !d || d->nq != m->nq || d->nv != m->nv || d->nparam != m->nparam) return DS_ERR_INVALID;
   d->t = 0;

@@ -216,17 +216,17 @@ static void pose_vertices(const dsModel* m, dsArticScratch* sc, dsReal* x, dsRea
   }
 }
 
-/* d->adj_x, d->adj_v (vertices at state sc->s) into d->adj_artic and the
+/* adj_x, adj_v (vertices at state sc->s) into adj_artic and the
  * parameters' gradient (sc->gth), then cleared */
-static void pose_vertices_bwd(const dsModel* m, dsArticScratch* sc, dsData* d) {
+static void pose_vertices_bwd(const dsModel* m, dsArticScratch* sc, dsReal* adj_x, dsReal* adj_v, dsReal* adj_artic) {
   const dsArticModel* am = m->artic;
   const int nb = am->nbody;
   ds__artic_pose(am, sc->ad, sc->s, sc->s + m->artic_nq, sc->R, sc->x, sc->V);
   memset(sc->aR, 0, 18 * (size_t)nb * sizeof(double)); /* aR, ax, aV */
   int any = 0;
   for (int i = 0; i < m->nparticle; i++) {
-    dsReal* AX = d->adj_x + 3 * (size_t)i;
-    dsReal* AU = d->adj_v + 3 * (size_t)i;
+    dsReal* AX = adj_x + 3 * (size_t)i;
+    dsReal* AU = adj_v + 3 * (size_t)i;
     const double A[3] = {AX[0], -AX[2], AX[1]}, B[3] = {AU[0], -AU[2], AU[1]};
     AX[0] = AX[1] = AX[2] = AU[0] = AU[1] = AU[2] = 0;
     if (A[0] == 0 && A[1] == 0 && A[2] == 0 && B[0] == 0 && B[1] == 0 && B[2] == 0) continue;
@@ -258,7 +258,7 @@ static void pose_vertices_bwd(const dsModel* m, dsArticScratch* sc, dsData* d) {
   double* gq = sc->ain; /* scratch: the poses' adjoint of (q, qd) */
   memset(gq, 0, (size_t)(m->artic_nq + m->artic_nv) * sizeof(double));
   ds__artic_pose_vjp(am, sc->ad, sc->s, sc->s + m->artic_nq, sc->aR, sc->ax, sc->aV, gq, gq + m->artic_nq, sc->gth);
-  for (int k = 0; k < m->artic_nq + m->artic_nv; k++) d->adj_artic[k] += gq[k];
+  for (int k = 0; k < m->artic_nq + m->artic_nv; k++) adj_artic[k] += gq[k];
 }
 
 /* ---- finalize, parameters ------------------------------------------------------------------ */
@@ -329,30 +329,50 @@ int ds__artic_substep_model(const dsModel* m, dsArticScratch* sc, const dsReal* 
 }
 
 int ds__artic_bwd(const dsModel* m, dsData* d, dsGrad* g, const dsReal* s, const dsReal* s1, const dsReal* u) {
-  dsArticScratch* sc = scratch_of(d);
+  return ds__artic_bwd_at(m, scratch_of(d), d->adj_x, d->adj_v, d->adj_artic, d->adj_artic_act, g->artic_param, s, s1,
+                          u);
+}
+
+int ds__artic_bwd_at(const dsModel* m, dsArticScratch* sc, dsReal* adj_x, dsReal* adj_v, dsReal* adj_artic,
+                     dsReal* adj_act, dsReal* gparam, const dsReal* s, const dsReal* s1, const dsReal* u) {
   const dsArticModel* am = m->artic;
   const int nq = m->artic_nq, ns = nq + m->artic_nv;
   memset(sc->gth, 0, (size_t)am->nparam * sizeof(double));
   load_state(m, sc, s1);
-  pose_vertices_bwd(m, sc, d);
+  pose_vertices_bwd(m, sc, adj_x, adj_v, adj_artic);
   load_state(m, sc, s);
   for (int a = 0; a < m->artic_nu; a++) sc->u[a] = u[a];
-  for (int k = 0; k < ns; k++) sc->aout[k] = d->adj_artic[k];
+  for (int k = 0; k < ns; k++) sc->aout[k] = adj_artic[k];
   int rc = ds__artic_substep_vjp(am, sc->ad, sc->s, sc->s + nq, sc->u, sc->aout, sc->ain, sc->gu, sc->gth);
   if (rc) return rc;
-  for (int k = 0; k < ns; k++) d->adj_artic[k] = (dsReal)sc->ain[k];
-  for (int a = 0; a < m->artic_nu; a++) d->adj_artic_act[a] = (dsReal)sc->gu[a];
-  for (int p = 0; p < am->nparam; p++) g->artic_param[p] += (dsReal)sc->gth[p];
+  for (int k = 0; k < ns; k++) adj_artic[k] = (dsReal)sc->ain[k];
+  for (int a = 0; a < m->artic_nu; a++) adj_act[a] = (dsReal)sc->gu[a];
+  for (int p = 0; p < am->nparam; p++) gparam[p] += (dsReal)sc->gth[p];
   return 0;
 }
 
 void ds__artic_finish(const dsModel* m, dsData* d, dsGrad* g, const dsReal* s0) {
-  dsArticScratch* sc = scratch_of(d);
+  ds__artic_finish_at(m, scratch_of(d), d->adj_x, d->adj_v, d->adj_artic, g, s0);
+}
+
+void ds__artic_finish_at(const dsModel* m, dsArticScratch* sc, dsReal* adj_x, dsReal* adj_v, dsReal* adj_artic,
+                         dsGrad* g, const dsReal* s0) {
   memset(sc->gth, 0, (size_t)m->artic_nparam * sizeof(double));
   load_state(m, sc, s0);
-  pose_vertices_bwd(m, sc, d);
+  pose_vertices_bwd(m, sc, adj_x, adj_v, adj_artic);
   for (int p = 0; p < m->artic_nparam; p++) g->artic_param[p] += (dsReal)sc->gth[p];
-  for (int k = 0; k < m->artic_nq; k++) g->artic_q0[k] += d->adj_artic[k];
-  for (int k = 0; k < m->artic_nv; k++) g->artic_qd0[k] += d->adj_artic[m->artic_nq + k];
-  memset(d->adj_artic, 0, (size_t)(m->artic_nq + m->artic_nv) * sizeof(dsReal));
+  for (int k = 0; k < m->artic_nq; k++) g->artic_q0[k] += adj_artic[k];
+  for (int k = 0; k < m->artic_nv; k++) g->artic_qd0[k] += adj_artic[m->artic_nq + k];
+  memset(adj_artic, 0, (size_t)(m->artic_nq + m->artic_nv) * sizeof(dsReal));
+}
+
+void ds__artic_pose_state(const dsModel* m, dsArticScratch* sc, const dsReal* s, dsReal* x, dsReal* v) {
+  load_state(m, sc, s);
+  pose_vertices(m, sc, x, v);
+}
+
+size_t ds__artic_scratch_bytes(const dsModel* m) {
+  const size_t ns = (size_t)(m->artic_nq + m->artic_nv), nb = (size_t)m->artic_nbody, nu = (size_t)m->artic_nu;
+  return sizeof(dsArticScratch) + (4 * ns + 2 * nu + 36 * nb + (size_t)m->artic_nparam + 1) * sizeof(double) +
+         ds__artic_data_bytes(m->artic);
 }

@@ -49,4 +49,18 @@ int ds__artic_bwd(const dsModel* m, dsData* d, dsGrad* g, const dsReal* s, const
 /* At substep 0 (state s0): the vertices' adjoints into the initial state's gradient. */
 void ds__artic_finish(const dsModel* m, dsData* d, dsGrad* g, const dsReal* s0);
 
+/* The same on explicit arrays, for the batched engine (engine/batch_artic.c),
+ * which runs them per instance with that instance's model view and scratch:
+ * the vertices' adjoints adj_x, adj_v (read, then cleared), the state's
+ * adjoint adj_artic (nq + nv), the actions' adjoint adj_act (nu, written),
+ * the parameters' gradient gparam (nparam, added to). */
+int ds__artic_bwd_at(const dsModel* m, dsArticScratch* sc, dsReal* adj_x, dsReal* adj_v, dsReal* adj_artic,
+                     dsReal* adj_act, dsReal* gparam, const dsReal* s, const dsReal* s1, const dsReal* u);
+void ds__artic_finish_at(const dsModel* m, dsArticScratch* sc, dsReal* adj_x, dsReal* adj_v, dsReal* adj_artic,
+                         dsGrad* g, const dsReal* s0);
+/* The vertices x, v (may be NULL) posed at state s (nq + nv). */
+void ds__artic_pose_state(const dsModel* m, dsArticScratch* sc, const dsReal* s, dsReal* x, dsReal* v);
+/* Bytes of one scratch (ds__artic_scratch_create), for memory plans. */
+size_t ds__artic_scratch_bytes(const dsModel* m);
+
 #endif

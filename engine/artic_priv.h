@@ -106,6 +106,8 @@ int ds__artic_backward_tangent(const dsArticModel* m, dsArticData* d, const doub
  * then the velocity of the point at the origin), and its adjoint (gq, gqd,
  * gth added to). d is scratch (any tape size). */
 int ds__artic_model_copy(const dsArticModel* src, dsArticModel** out);
+/* Bytes ds_artic_data_create(m, 0) allocates (for memory plans). */
+size_t ds__artic_data_bytes(const dsArticModel* m);
 int ds__artic_substep(const dsArticModel* m, dsArticData* d, const double* q, const double* qd, const double* u,
                       double* qn, double* qdn);
 int ds__artic_substep_vjp(const dsArticModel* m, dsArticData* d, const double* q, const double* qd, const double* u,

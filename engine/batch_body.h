@@ -78,8 +78,24 @@ enum {
   DS__BS_RESET,
   DS__BS_ADD_ADJ,
   DS__BS_ACCUMULATE,
+  /* an articulated model (one pair per instance): its substep, the
+     substep's adjoint, the initial state, the initial state's gradient */
+  DS__BS_ARTIC_FWD,
+  DS__BS_ARTIC_BWD,
+  DS__BS_ARTIC_RESET,
+  DS__BS_ARTIC_FINISH,
   DS__BS_COUNT
 };
+
+/* The articulation stages run the engine's articulation kernels
+ * (engine/artic_model.c over engine/artic.c), host code: one call per
+ * instance, in engine/batch_artic.c. The CUDA backend compiles them as
+ * no-ops (the batch refuses an articulation on CUDA). */
+#define DS__BS_IS_ARTIC(stage) ((stage) >= DS__BS_ARTIC_FWD && (stage) <= DS__BS_ARTIC_FINISH)
+/* Work of one articulation pair in units of a particle pair, for the CPU
+ * backend's choice of threads: a substep of a small articulation is some
+ * 10^4 flops against some 10 for a particle. */
+#define DS__BS_ARTIC_WEIGHT 1024
 
 /* Arrays of one stage launch. Sizes per instance: n3 = 3 nparticle,
  * s3 = 3 nslot; the bad-cell array holds ntet + nparticle ints. */
@@ -118,7 +134,26 @@ typedef struct dsBatchArgs {
   dsReal* adj_act_t;  /* B x nact: this substep's dL/d(act), written by the element bodies */
   dsReal* adj_act;    /* B x nact, += adj_act_t per substep; NULL: not wanted */
   dsReal* adj_fext;   /* B x n3, += af per substep; NULL: not wanted */
+  /* an articulated model (nas = nq + nv of its state, 0: none); act is then
+     B x nact of the articulation's actions (nact = its nu) */
+  int nas;
+  const void* art;    /* host: the batch's articulation contexts (engine/batch_artic.h) */
+  const dsReal* as;   /* B x nas: state at t */
+  dsReal* aso;        /* B x nas: state at t + 1 (forward) */
+  dsReal* asc;        /* NULL, or a second copy of it (checkpoint) */
+  dsReal* aadj;       /* B x nas: in: adjoint of state t + 1; out: of state t */
 } dsBatchArgs;
+
+#if !defined(__CUDA_ARCH__)
+#  ifdef __cplusplus
+extern "C" {
+#  endif
+/* engine/batch_artic.c: articulation stage `stage` for instance b. */
+void ds__bs_artic(int stage, const dsBatchArgs* a, int b);
+#  ifdef __cplusplus
+}
+#  endif
+#endif
 
 /* One kernel launch: up to DS__BL_PARTS parts that run side by side
  * (disjoint threads, any order: the driver only puts together stages that
@@ -169,6 +204,8 @@ DS_HD DS_INLINE int ds__bstage_count(const dsBatchArgs* a, int stage) {
     case DS__BS_RESET: case DS__BS_ADD_ADJ: return a->np;
     case DS__BS_ACCUMULATE: return a->nact + a->np;
     case DS__BS_REDUCE: return DS__BS_NREDUCE;
+    case DS__BS_ARTIC_FWD: case DS__BS_ARTIC_BWD: case DS__BS_ARTIC_RESET: case DS__BS_ARTIC_FINISH:
+      return a->nas > 0 ? 1 : 0;
     default: return 1;
   }
 }
@@ -478,6 +515,11 @@ DS_HD DS_INLINE void ds__bstage_run(int stage, const dsBatchArgs* a, int e, int 
     case DS__BS_RESET: ds__bs_reset(a, e, b); break;
     case DS__BS_ADD_ADJ: ds__bs_add_adj(a, e, b); break;
     case DS__BS_ACCUMULATE: ds__bs_accumulate(a, e, b); break;
+    case DS__BS_ARTIC_FWD: case DS__BS_ARTIC_BWD: case DS__BS_ARTIC_RESET: case DS__BS_ARTIC_FINISH:
+#if !defined(__CUDA_ARCH__)
+      ds__bs_artic(stage, a, b);
+#endif
+      break;
     default: break;
   }
 }

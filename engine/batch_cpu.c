@@ -45,7 +45,8 @@ void ds__host_batch_close(void* ctx) { ds__free(ctx); }
 int ds__host_batch_run(void* ctx, const dsBatchLaunch* l) {
   dsCpuBatch* c = (dsCpuBatch*)ctx;
   long long work = 0;
-  for (int p = 0; p < l->nparts; p++) work += (long long)l->part[p].count * l->B;
+  for (int p = 0; p < l->nparts; p++)
+    work += (long long)l->part[p].count * l->B * (DS__BS_IS_ARTIC(l->part[p].stage[0]) ? DS__BS_ARTIC_WEIGHT : 1);
   if (work <= 0) return 0;
   const int key = l->part[l->nparts - 1].stage[0];
   dsThreadPick* pick = c && key >= 0 && key < DS__BS_COUNT ? &c->pick[key] : NULL;

@@ -52,12 +52,19 @@ enum { DS__BL_NONE = 0, DS__BL_SHARED_REAL, DS__BL_SHARED_INT, DS__BL_INSTANCE }
   X(aex, 1, L->s3, L->T > 0, STATE)              /* slot adjoints (x) */  \
   X(aev, 1, L->s3, L->T > 0, STATE)              /* slot adjoints (v) */  \
   X(aact, 1, (size_t)L->nact, L->T > 0, STATE)   /* control adjoints */   \
-  X(afext, 1, L->n3, L->T > 0, STATE)
+  X(afext, 1, L->n3, L->T > 0, STATE)                                     \
+  /* an articulated model: its state (nas = nq + nv) beside the vertices' */ \
+  X(acur, 2, (size_t)L->nas, L->nas && (L->T == 0 || L->K > 1), STATE) /* [parity] */ \
+  X(atape, 1, (size_t)L->nstate * L->nas, L->nas, TAPE) /* T + 1 states or every K-th */ \
+  X(aseg, 1, (size_t)L->nseg * L->nas, L->nas, TAPE)    /* a recomputed segment */ \
+  X(aadj, 1, (size_t)L->nas, L->nas && L->T > 0, STATE) /* its adjoint */
 
 /* Offsets are in elements of the buffer named: reals (dsReal), ints (int). */
 typedef struct dsBatchLayout {
   int B, T, K, nstate, nseg, act_cap, fext_cap;
   int np, nact, ntet, nslot, nscr;
+  int nas;                       /* an articulation's state (nq + nv; 0: none); nact is then its nu */
+  size_t art_bytes;              /* host bytes per instance of its kernels' scratch (engine/batch_artic.h) */
   size_t n3, s3;                 /* reals per instance of a state array, of the slot arrays */
   int where[DS__MF_COUNT];       /* DS__BL_* */
   size_t off[DS__MF_COUNT];      /* shared: in reals / ints; instance: within a parameter block */

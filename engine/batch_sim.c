@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "base/internal.h"
+#include "engine/batch_artic.h"
 #include "engine/batch_priv.h"
 #include "engine/engine_priv.h"
 
@@ -40,6 +41,7 @@ struct dsBatchSim {
   int* act_rec;      /* per substep: activation record, -1: none (0) */
   int* fext_rec;     /* per substep: external-force record, -1: none (0) */
   int* hstatus;      /* B x 3 */
+  dsBatchArtic* art; /* an articulated model's per-instance contexts, or NULL */
   int t, bt, act_n, fext_n, cur_act, cur_fext, seg_start, failed;
   dsErrBuf err, merr;
 };
@@ -77,10 +79,11 @@ int ds__bsim_layout(const dsModel* m, const dsBatchSimDef* def, dsBatchLayout* L
                       "batch: the model has %d rigid bod%s; the batched engine (CPU and CUDA) does not run rigid "
                       "bodies yet: use the single-instance engine",
                       m->nbody, m->nbody == 1 ? "y" : "ies");
-  if (m->artic)
+  if (m->artic && m->nact)
     return ds__puterr(err, errlen, DS_ERR_UNSUPPORTED,
-                      "batch: the model has an articulation; the batched engine (CPU and CUDA) does not run "
-                      "articulations yet: use the single-instance engine");
+                      "batch: the model has an articulation and %d activations; the batched engine takes the "
+                      "articulation's actions as its activations (expected none of its own)",
+                      m->nact);
   if (m->integrator != DS_INTEGRATOR_SEMI_IMPLICIT)
     return ds__puterr(err, errlen, DS_ERR_UNSUPPORTED,
                       "batch: the model uses the implicit integrator; the batched engine (CPU and CUDA) runs "
@@ -95,7 +98,9 @@ int ds__bsim_layout(const dsModel* m, const dsBatchSimDef* def, dsBatchLayout* L
   L->T = T;
   L->K = K;
   L->np = m->nparticle;
-  L->nact = m->nact;
+  L->nact = m->artic ? m->artic_nu : m->nact; /* an articulation's actions are its activations */
+  L->nas = m->artic ? m->artic_nq + m->artic_nv : 0;
+  L->art_bytes = ds__batch_artic_bytes(m);
   L->ntet = m->ntet;
   L->nslot = (int)FL.nslot;
   L->nscr = (int)FL.nscratch;
@@ -110,7 +115,7 @@ int ds__bsim_layout(const dsModel* m, const dsBatchSimDef* def, dsBatchLayout* L
     L->nstate = T / K + 1;
     L->nseg = K + 1;
   }
-  L->act_cap = m->nact == 0 ? 0 : T == 0 ? 1 : (def->act_records && def->act_records < T ? def->act_records : T);
+  L->act_cap = L->nact == 0 ? 0 : T == 0 ? 1 : (def->act_records && def->act_records < T ? def->act_records : T);
   L->fext_cap = T == 0 ? 1 : (def->fext_records && def->fext_records < T ? def->fext_records : T);
 
   /* model arrays: shared reals, shared ints, or per instance */
@@ -191,7 +196,8 @@ static void plan_from_layout(const dsBatchLayout* L, dsBatchPlan* p) {
 #undef DS__BSIM_PLAN
   p->shared_bytes = rs * sizeof(dsReal) + is * sizeof(int);
   p->view_bytes = L->view_bytes;
-  p->device_bytes = L->nreal * sizeof(dsReal) + L->nint * sizeof(int) + L->view_bytes;
+  p->work_bytes = L->art_bytes;
+  p->device_bytes = L->nreal * sizeof(dsReal) + L->nint * sizeof(int) + L->view_bytes + (size_t)L->B * L->art_bytes;
 }
 
 int ds_bsim_plan(const dsModel* m, const dsBatchSimDef* def, dsBatchPlan* plan, char* err, size_t errlen) {
@@ -257,12 +263,25 @@ void ds_bsim_free(dsBatchSim* s) {
   ds__free(s->act_rec);
   ds__free(s->fext_rec);
   ds__free(s->hstatus);
+  ds__batch_artic_free(s->art);
   ds__free(s);
 }
 
 static int be_fail(dsBatchSim* s, int rc, const char* what) {
   return ds__seterr(&s->err, rc ? rc : DS_ERR_CUDA, "batch (%s): %s failed: %s", s->be->name, what,
                     s->be->last_error(s->ctx));
+}
+
+static int artic_on_cuda(char* err, size_t errlen) {
+  return ds__puterr(err, errlen, DS_ERR_UNSUPPORTED,
+                    "batch device cuda: the model has an articulation; the CUDA backend of the batched engine does "
+                    "not run articulations yet (its CPU backend does): use device cpu");
+}
+
+/* instance b's "artic.param" in backend memory (the CPU backend's is host memory) */
+static double* artic_param_of(void* ctx, int b) {
+  dsBatchSim* s = (dsBatchSim*)ctx;
+  return (double*)(void*)(s->R + s->L.o_param + (size_t)b * s->L.P + s->L.off[DS__MF_artic_param]);
 }
 
 int ds_bsim_create(const dsModel* m, const dsBatchSimDef* def, dsBatchSim** out, char* err, size_t errlen) {
@@ -272,6 +291,7 @@ int ds_bsim_create(const dsModel* m, const dsBatchSimDef* def, dsBatchSim** out,
   dsBatchLayout L;
   int rc = ds__bsim_layout(m, &d, &L, err, errlen);
   if (rc) return rc;
+  if (L.nas && d.device.kind == DS_DEVICE_CUDA) return artic_on_cuda(err, errlen);
   rc = ds_device_check("batch device", d.device, err, errlen);
   if (rc) return rc;
   const dsBackend* be = ds__backend(d.device.kind);
@@ -287,6 +307,7 @@ int ds__bsim_create_on(const dsModel* m, const dsBatchSimDef* def, const dsBacke
   dsBatchLayout L;
   int rc = ds__bsim_layout(m, &d, &L, err, errlen);
   if (rc) return rc;
+  if (L.nas && d.device.kind == DS_DEVICE_CUDA) return artic_on_cuda(err, errlen);
   dsBatchSim* s = (dsBatchSim*)ds__calloc(1, sizeof *s);
   if (!s) return ds__puterr(err, errlen, DS_ERR_NOMEM, "batch: out of memory");
   s->m = m;
@@ -324,8 +345,9 @@ int ds__bsim_create_on(const dsModel* m, const dsBatchSimDef* def, const dsBacke
   s->hstatus = (int*)ds__calloc(3 * (size_t)B, sizeof(int));
   dsModel* dv = (dsModel*)ds__calloc((size_t)B, sizeof(dsModel));
   dsGrad* gv = (dsGrad*)ds__calloc((size_t)B, sizeof(dsGrad));
+  if (s->R && m->artic) s->art = ds__batch_artic_create(m, B, artic_param_of, s);
   if (!s->R || !s->I || !s->V || !s->hparam || !s->hview || !s->act_rec || !s->fext_rec || !s->hstatus || !dv ||
-      !gv) {
+      !gv || (m->artic && !s->art)) {
     ds__free(dv);
     ds__free(gv);
     rc = ds__puterr(err, errlen, DS_ERR_NOMEM, "batch of %d on %s: cannot allocate %s", B,
@@ -355,6 +377,10 @@ int ds__bsim_create_on(const dsModel* m, const dsBatchSimDef* def, const dsBacke
     make_host_view(m, &L, s->hview + b, s->hparam + (size_t)b * L.P, &s->merr);
     make_view(m, &L, dv + b, s->R, s->I, s->R + L.o_param + (size_t)b * L.P, NULL);
     make_grad_view(&L, gv + b, dmv + b, s->R + L.o_grad + (size_t)b * L.P);
+    if (s->art) { /* instance b's articulation: its own parameters (engine/batch_artic.h) */
+      s->hview[b].artic = s->art->host + b;
+      dv[b].artic = s->art->dev + b;
+    }
   }
   if (!rc) rc = be->put(s->ctx, s->V, dv, (size_t)B * sizeof(dsModel));
   if (!rc) rc = be->put(s->ctx, s->V + (size_t)B * sizeof(dsModel), gv, (size_t)B * sizeof(dsGrad));
@@ -403,6 +429,8 @@ static dsBatchArgs base_args(const dsBatchSim* s) {
     a.scr[k] = (int)FL.scratch[k];
   }
   a.nscr = L->nscr;
+  a.nas = L->nas;
+  a.art = s->art;
   return a;
 }
 
@@ -418,6 +446,21 @@ static void cur_state(const dsBatchSim* s, dsReal** x, dsReal** v) {
     *x = s->R + L->o_cur[2 * (s->t % 2)];
     *v = s->R + L->o_cur[2 * (s->t % 2) + 1];
   }
+}
+
+/* An articulation's state at substep t where cur_state keeps it (t = the
+ * current substep, or the next one), and its checkpoint slot (NULL when t
+ * is not a checkpoint of a checkpointed tape). */
+static dsReal* art_state(const dsBatchSim* s, int t) {
+  const dsBatchLayout* L = &s->L;
+  const size_t n = (size_t)L->B * L->nas;
+  if (L->T > 0 && L->K == 1) return s->R + L->o_atape[0] + (size_t)t * n;
+  return s->R + L->o_acur[t % 2];
+}
+static dsReal* art_ckpt(const dsBatchSim* s, int t) {
+  const dsBatchLayout* L = &s->L;
+  if (!(L->T > 0 && L->K > 1 && t % L->K == 0)) return NULL;
+  return s->R + L->o_atape[0] + (size_t)(t / L->K) * L->B * L->nas;
 }
 
 /* ---- launches (dsBatchLaunch) ---------------------------------------------------- */
@@ -469,6 +512,7 @@ static const dsReal* fext_of(const dsBatchSim* s, int rec) {
  * list's order, then the gather (stages without work are skipped). a has x,
  * v, xo, vo (, xc, vc, bad) set. */
 static int forward(dsBatchSim* s, dsBatchArgs* a) {
+  if (s->L.nas) return run(s, DS__BS_ARTIC_FWD, a); /* a has as, aso (, asc) set too */
   a->ef = s->R + s->L.o_ef[0];
   a->J = s->R + s->L.o_J[0];
   for (int stage = DS__BS_ELEM_FWD0; stage <= DS__BS_GATHER_FWD; stage++) {
@@ -498,22 +542,40 @@ int ds_bsim_reset(dsBatchSim* s) {
     a.xc = s->R + L->o_tape[0];
     a.vc = s->R + L->o_tape[1];
   }
+  if (L->nas) {
+    a.aso = art_state(s, 0);
+    a.asc = art_ckpt(s, 0);
+    a.t = -1; /* every instance, from its initial state */
+    return run(s, DS__BS_ARTIC_RESET, &a);
+  }
   return run(s, DS__BS_RESET, &a);
 }
 
-int ds_bsim_rewind(dsBatchSim* s, int t, const dsReal* x, const dsReal* v) {
+/* ds_bsim_rewind; as: an articulation's state given (B x nas), or NULL */
+static int rewind_to(dsBatchSim* s, int t, const dsReal* x, const dsReal* v, const dsReal* as) {
   if (!s) return DS_ERR_INVALID;
   const dsBatchLayout* L = &s->L;
   if (t < 0 || t > s->t)
     return ds__seterr(&s->err, DS_ERR_RANGE, "batch: rewind to substep %d: outside [0, %d]", t, s->t);
+  if (as) x = v = as; /* a state is given (the vertices follow it) */
   if (t != s->t && L->T == 0 && (!x || !v))
     return ds__seterr(&s->err, DS_ERR_STATE, "batch: rewind to substep %d: no tape (max_substeps 0): a state must be given", t);
   const int ck = L->T > 0 && L->K > 1;
   if (t != s->t && ck && t % L->K != 0 && (!x || !v))
     return ds__seterr(&s->err, DS_ERR_STATE,
                       "batch: rewind to substep %d: between checkpoints (every %d) a state must be given", t, L->K);
+  if (L->nas && !as && (x || v))
+    return ds__seterr(&s->err, DS_ERR_UNSUPPORTED,
+                      "batch: rewind to substep %d: the model has an articulation, whose state is not the "
+                      "vertices' positions and velocities: give its state (ds_bsim_rewind_artic)",
+                      t);
+  if (as) x = v = NULL;
   const size_t n = bn3(s), bytes = n * sizeof(dsReal);
   int rc = 0;
+  if (t != s->t && ck && t % L->K == 0 && L->nas) {
+    rc = s->be->copy(s->ctx, art_state(s, t), art_ckpt(s, t), (size_t)L->B * L->nas * sizeof(dsReal));
+    if (rc) return be_fail(s, rc, "loading a checkpoint");
+  }
   if (t != s->t && ck && t % L->K == 0) { /* the current buffers from the checkpoint */
     rc = s->be->copy(s->ctx, s->R + L->o_cur[2 * (t % 2)], s->R + L->o_tape[0] + (size_t)(t / L->K) * n, bytes);
     if (!rc) rc = s->be->copy(s->ctx, s->R + L->o_cur[2 * (t % 2) + 1], s->R + L->o_tape[1] + (size_t)(t / L->K) * n, bytes);
@@ -534,6 +596,23 @@ int ds_bsim_rewind(dsBatchSim* s, int t, const dsReal* x, const dsReal* v) {
   if (rc) return be_fail(s, rc, "clearing the failure flags");
   dsReal *cx, *cv;
   cur_state(s, &cx, &cv);
+  if (as) { /* the articulation's state at t (and its checkpoint), the vertices posed from it */
+    const size_t nab = (size_t)L->B * L->nas * sizeof(dsReal);
+    dsBatchArgs a = base_args(s);
+    a.as = art_state(s, t);
+    a.xo = cx;
+    a.vo = cv;
+    if (ck && t % L->K == 0) {
+      a.asc = art_ckpt(s, t);
+      a.xc = s->R + L->o_tape[0] + (size_t)(t / L->K) * n;
+      a.vc = s->R + L->o_tape[1] + (size_t)(t / L->K) * n;
+    }
+    a.aso = (dsReal*)a.as;
+    a.t = -1; /* every instance */
+    rc = s->be->put(s->ctx, (dsReal*)a.as, as, nab);
+    if (rc) return be_fail(s, rc, "uploading the state");
+    return run(s, DS__BS_ARTIC_RESET, &a);
+  }
   if (x) rc = s->be->put(s->ctx, cx, x, bytes);
   if (!rc && v) rc = s->be->put(s->ctx, cv, v, bytes);
   if (!rc && ck && t % L->K == 0) { /* its checkpoint */
@@ -541,6 +620,38 @@ int ds_bsim_rewind(dsBatchSim* s, int t, const dsReal* x, const dsReal* v) {
     if (!rc && v) rc = s->be->put(s->ctx, s->R + L->o_tape[1] + (size_t)(t / L->K) * n, v, bytes);
   }
   return rc ? be_fail(s, rc, "uploading the state") : 0;
+}
+
+int ds_bsim_rewind(dsBatchSim* s, int t, const dsReal* x, const dsReal* v) { return rewind_to(s, t, x, v, NULL); }
+
+int ds_bsim_rewind_artic(dsBatchSim* s, int t, const dsReal* state) {
+  if (!s) return DS_ERR_INVALID;
+  if (!s->L.nas) return ds__seterr(&s->err, DS_ERR_STATE, "batch: the model has no articulation");
+  return rewind_to(s, t, NULL, NULL, state);
+}
+
+int ds_bsim_set_artic_instance(dsBatchSim* s, int b, const dsReal* state) {
+  if (!s || !state) return DS_ERR_INVALID;
+  const dsBatchLayout* L = &s->L;
+  if (!L->nas) return ds__seterr(&s->err, DS_ERR_STATE, "batch: the model has no articulation");
+  if (b < 0 || b >= L->B) return ds__seterr(&s->err, DS_ERR_RANGE, "batch: instance %d: expected 0 .. %d", b, L->B - 1);
+  if (L->T > 0)
+    return ds__seterr(&s->err, DS_ERR_STATE,
+                      "batch: instance %d: one instance's state can only be set without a tape (max_substeps 0)", b);
+  dsBatchArgs a = base_args(s);
+  dsReal *cx, *cv;
+  cur_state(s, &cx, &cv);
+  a.as = art_state(s, s->t);
+  a.aso = (dsReal*)a.as;
+  a.xo = cx;
+  a.vo = cv;
+  a.t = b; /* this instance only */
+  const size_t nb = (size_t)L->ntet + (size_t)L->np;
+  int rc = s->be->put(s->ctx, (dsReal*)a.as + (size_t)b * L->nas, state, (size_t)L->nas * sizeof(dsReal));
+  if (!rc) rc = s->be->zero(s->ctx, s->I + L->o_bad + (size_t)b * nb, nb * sizeof(int));
+  if (rc) return be_fail(s, rc, "uploading an instance's state");
+  memset(s->hstatus + 3 * (size_t)b, 0, 3 * sizeof(int));
+  return run(s, DS__BS_ARTIC_RESET, &a);
 }
 
 int ds_bsim_set_state(dsBatchSim* s, const dsReal* x, const dsReal* v) {
@@ -641,6 +752,11 @@ int ds_bsim_step(dsBatchSim* s, int nsub, int* status) {
         a.vc = s->R + L->o_tape[1] + (size_t)((t + 1) / L->K) * n;
       }
     }
+    if (L->nas) {
+      a.as = art_state(s, t);
+      a.aso = art_state(s, t + 1);
+      a.asc = art_ckpt(s, t + 1);
+    }
     if (L->T > 0) {
       s->act_rec[t] = s->cur_act;
       s->fext_rec[t] = s->cur_fext;
@@ -660,6 +776,13 @@ int ds_bsim_get_state(const dsBatchSim* s, dsReal* x, dsReal* v) {
   if (x) rc = s->be->get(s->ctx, x, cx, bn3(s) * sizeof(dsReal));
   if (!rc && v) rc = s->be->get(s->ctx, v, cv, bn3(s) * sizeof(dsReal));
   return rc ? be_fail((dsBatchSim*)s, rc, "reading the state") : 0;
+}
+
+int ds_bsim_get_artic_state(const dsBatchSim* s, dsReal* state) {
+  if (!s || !state) return DS_ERR_INVALID;
+  if (!s->L.nas) return ds__seterr((dsErrBuf*)&s->err, DS_ERR_STATE, "batch: the model has no articulation");
+  int rc = s->be->get(s->ctx, state, art_state(s, s->t), (size_t)s->L.B * s->L.nas * sizeof(dsReal));
+  return rc ? be_fail((dsBatchSim*)s, rc, "reading the articulation's state") : 0;
 }
 
 /* ---- parameters ------------------------------------------------------------------- */
@@ -712,6 +835,8 @@ int ds_bsim_load_params(dsBatchSim* s, int b, const dsModel* m) {
   DS_MODEL_ARRAYS(DS__LOAD)
 #undef DS__LOAD
   (void)m_;
+  if (s->art) /* the host view's articulation checks the next set_param against these */
+    for (int k = 0; k < s->art->nparam; k++) s->art->host[b].param[k] = (double)m->artic_param[k];
   int rc = s->be->put(s->ctx, s->R + s->L.o_param + (size_t)b * s->L.P, blk, s->L.P * sizeof(dsReal));
   return rc ? be_fail(s, rc, "uploading parameters") : 0;
 }
@@ -723,6 +848,11 @@ int ds_bsim_set_instance(dsBatchSim* s, int b, const dsReal* x, const dsReal* v)
   if (L->T > 0)
     return ds__seterr(&s->err, DS_ERR_STATE,
                       "batch: instance %d: one instance's state can only be set without a tape (max_substeps 0)", b);
+  if (L->nas)
+    return ds__seterr(&s->err, DS_ERR_UNSUPPORTED,
+                      "batch: instance %d: the model has an articulation, whose state is not the vertices' "
+                      "positions and velocities",
+                      b);
   const size_t n3 = 3 * (size_t)L->np;
   dsReal *cx, *cv;
   cur_state(s, &cx, &cv);
@@ -754,6 +884,13 @@ static int param_off(dsBatchSim* s, const char* name, size_t* off, int* count) {
   }
   DS_MODEL_ARRAYS(DS__FIND)
 #undef DS__FIND
+  /* then an articulation's parameters by their own names (as ds_model_param, ds_grad_param) */
+  const int ai = s->m->artic ? ds_artic_param_index(s->m->artic, name) : -1;
+  if (ai >= 0) { /* its cell of "artic.param" */
+    *off = s->L.off[DS__MF_artic_param] + (size_t)ai;
+    *count = 1;
+    return 0;
+  }
   return ds__seterr(&s->err, DS_ERR_NOTFOUND, "batch: \"%s\" is not a differentiable parameter", name);
 }
 
@@ -859,6 +996,7 @@ int ds_bsim_backward_begin(dsBatchSim* s, const dsReal* adj_x, const dsReal* adj
   const size_t bytes = bn3(s) * sizeof(dsReal);
   int rc = s->be->zero(s->ctx, s->R + L->o_adj[0], bytes);
   if (!rc) rc = s->be->zero(s->ctx, s->R + L->o_adj[1], bytes);
+  if (!rc && L->nas) rc = s->be->zero(s->ctx, s->R + L->o_aadj[0], (size_t)L->B * L->nas * sizeof(dsReal));
   if (rc) return be_fail(s, rc, "clearing adjoints");
   s->bt = s->t;
   s->seg_start = -1;
@@ -875,6 +1013,8 @@ static int load_segment(dsBatchSim* s, int t) {
   const size_t n = bn3(s);
   int rc = s->be->copy(s->ctx, s->R + L->o_seg[0], s->R + L->o_tape[0] + (size_t)(s0 / K) * n, n * sizeof(dsReal));
   if (!rc) rc = s->be->copy(s->ctx, s->R + L->o_seg[1], s->R + L->o_tape[1] + (size_t)(s0 / K) * n, n * sizeof(dsReal));
+  const size_t na = (size_t)L->B * L->nas;
+  if (!rc && na) rc = s->be->copy(s->ctx, s->R + L->o_aseg[0], art_ckpt(s, s0), na * sizeof(dsReal));
   if (rc) return be_fail(s, rc, "loading a checkpoint");
   for (int j = s0; j < e; j++) {
     dsBatchArgs a = base_args(s);
@@ -885,6 +1025,10 @@ static int load_segment(dsBatchSim* s, int t) {
     a.v = s->R + L->o_seg[1] + (size_t)(j - s0) * n;
     a.xo = (dsReal*)a.x + n;
     a.vo = (dsReal*)a.v + n;
+    if (na) {
+      a.as = s->R + L->o_aseg[0] + (size_t)(j - s0) * na;
+      a.aso = (dsReal*)a.as + na;
+    }
     rc = forward(s, &a);
     if (rc) return rc;
   }
@@ -920,6 +1064,12 @@ static dsBatchArgs bwd_args(const dsBatchSim* s, int t) {
   a.adj_act_t = L->nact ? s->R + L->o_aact_t[p] : NULL;
   a.adj_act = L->nact ? s->R + L->o_aact[0] : NULL;
   a.adj_fext = s->R + L->o_afext[0];
+  if (L->nas) { /* the articulation's states at t and t + 1, its adjoint */
+    const size_t na = (size_t)L->B * L->nas;
+    a.as = L->K > 1 ? s->R + L->o_aseg[0] + (size_t)(t - s->seg_start) * na : s->R + L->o_atape[0] + (size_t)t * na;
+    a.aso = (dsReal*)a.as + na;
+    a.aadj = s->R + L->o_aadj[0];
+  }
   return a;
 }
 
@@ -958,6 +1108,18 @@ int ds_bsim_backward_step(dsBatchSim* s, int nsub, dsReal* adj_act, dsReal* adj_
   int rc = s->be->zero(s->ctx, s->R + L->o_aact[0], (size_t)L->B * L->nact * sizeof(dsReal));
   if (!rc) rc = s->be->zero(s->ctx, s->R + L->o_afext[0], n * sizeof(dsReal));
   if (rc) return be_fail(s, rc, "clearing control adjoints");
+  if (L->nas) { /* an articulation: one stage per substep, which also sums the actions' adjoints */
+    for (int j = 0; j < nsub; j++) {
+      const int t = s->bt - 1;
+      if (L->K > 1 && (rc = load_segment(s, t))) return rc;
+      const dsBatchArgs a = bwd_args(s, t);
+      if ((rc = run(s, DS__BS_ARTIC_BWD, &a))) return rc;
+      s->bt = t;
+    }
+    if (adj_act && L->nact) rc = s->be->get(s->ctx, adj_act, s->R + L->o_aact[0], (size_t)L->B * L->nact * sizeof(dsReal));
+    if (!rc && adj_fext) rc = s->be->get(s->ctx, adj_fext, s->R + L->o_afext[0], n * sizeof(dsReal)); /* zeros */
+    return rc ? be_fail(s, rc, "reading control adjoints") : 0;
+  }
   dsBatchArgs tail; /* the pending tail's substep */
   int have_tail = 0, integ_done = -1;
   dsBatchLaunch l;
@@ -1007,7 +1169,13 @@ int ds_bsim_backward_finish(dsBatchSim* s) {
   dsBatchArgs a = base_args(s);
   a.adj_x = s->R + s->L.o_adj[0];
   a.adj_v = s->R + s->L.o_adj[1];
-  int rc = run(s, DS__BS_FINISH, &a);
+  int rc = 0;
+  if (s->L.nas) { /* the articulation's initial state first, as ds_backward_finish */
+    a.as = s->R + s->L.o_atape[0];
+    a.aadj = s->R + s->L.o_aadj[0];
+    rc = run(s, DS__BS_ARTIC_FINISH, &a);
+  }
+  if (!rc) rc = run(s, DS__BS_FINISH, &a);
   if (rc) return rc;
   s->bt = -1;
   return 0;

@@ -33,6 +33,7 @@ void ds_batch_destroy(dsBatch* b) {
   ds__free(b->bx);
   ds__free(b->bv);
   ds__free(b->bact);
+  ds__free(b->bas);
   ds__free(b->s0);
   ds__free(b->s1);
   ds__free(b->r);

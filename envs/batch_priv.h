@@ -25,7 +25,8 @@ struct dsBatch {
   dsReal *limg, *oimg; /* n x npix: images rendered where bs runs; each env's step-end image */
   uint8_t* have_oimg; /* n: oimg holds env i's image of this call */
   dsReal *bx, *bv;  /* n x n3: every env's state, to and from bs */
-  dsReal* bact;     /* n x nact: every env's activations */
+  dsReal* bact;     /* n x nact: every env's activations (an articulation's actions) */
+  dsReal* bas;      /* n x (nq + nv): every env's articulation state, to and from bs */
   int *s0, *s1;     /* per env: the substeps of its step in this call (s0 < 0: not stepped) */
   dsReal* r;        /* per env: the step's reward */
   /* lockstep (ds_batch_create_lockstep): the envs are reset together and

@@ -12,7 +12,8 @@
  * its own model at the first step (each is dirty after a reset). */
 int ds__batch_create_shared(dsBatch* b, char* err, size_t errlen) {
   const dsEnv* e0 = b->envs[0];
-  const size_t n = (size_t)b->n, n3 = (size_t)e0->n3, nact = (size_t)e0->m->nact;
+  const size_t n = (size_t)b->n, n3 = (size_t)e0->n3, nact = (size_t)ds__env_bs_nact(e0->m);
+  const size_t nas = (size_t)(e0->m->artic_nq + e0->m->artic_nv);
   dsBatchSimDef bd = ds_default_batch_sim_def();
   bd.batch = b->n;
   /* a tape needs one episode clock for all: lockstep batches only */
@@ -33,6 +34,7 @@ int ds__batch_create_shared(dsBatch* b, char* err, size_t errlen) {
   b->bx = (dsReal*)ds__calloc(n * n3 + 1, sizeof(dsReal));
   b->bv = (dsReal*)ds__calloc(n * n3 + 1, sizeof(dsReal));
   b->bact = (dsReal*)ds__calloc(n * nact + 1, sizeof(dsReal));
+  b->bas = (dsReal*)ds__calloc(n * nas + 1, sizeof(dsReal));
   b->s0 = (int*)ds__calloc(n, sizeof(int));
   b->s1 = (int*)ds__calloc(n, sizeof(int));
   b->r = (dsReal*)ds__calloc(n, sizeof(dsReal));
@@ -42,7 +44,7 @@ int ds__batch_create_shared(dsBatch* b, char* err, size_t errlen) {
   b->limg = (dsReal*)ds__calloc(n * np + 1, sizeof(dsReal));
   b->oimg = (dsReal*)ds__calloc(n * np + 1, sizeof(dsReal));
   b->have_oimg = (uint8_t*)ds__calloc(n, 1);
-  if (!b->bx || !b->bv || !b->bact || !b->s0 || !b->s1 || !b->r || !b->badj || !b->floss || !b->limg || !b->oimg ||
+  if (!b->bx || !b->bv || !b->bact || !b->bas || !b->s0 || !b->s1 || !b->r || !b->badj || !b->floss || !b->limg || !b->oimg ||
       !b->have_oimg) {
     if (err && errlen) snprintf(err, errlen, "out of memory");
     return DS_ERR_NOMEM;
@@ -89,11 +91,19 @@ static void fail_engine(dsBatch* b, int code, const char* what) {
 
 /* Every env's mirrored state into bx, bv (what a rewind to substep 0 uploads). */
 static void gather_states(dsBatch* b) {
-  const size_t n3 = (size_t)b->envs[0]->n3;
+  const dsModel* m = b->envs[0]->m;
+  const size_t n3 = (size_t)b->envs[0]->n3, nas = (size_t)(m->artic_nq + m->artic_nv);
   for (int i = 0; i < b->n; i++) {
     memcpy(b->bx + (size_t)i * n3, b->envs[i]->d->x, n3 * sizeof(dsReal));
     memcpy(b->bv + (size_t)i * n3, b->envs[i]->d->v, n3 * sizeof(dsReal));
+    if (nas) memcpy(b->bas + (size_t)i * nas, b->envs[i]->d->artic_state, nas * sizeof(dsReal));
   }
+}
+
+/* Every instance back to substep 0 at the gathered states (an
+ * articulation's own state when the model has one). */
+static int rewind_all(dsBatch* b) {
+  return b->envs[0]->m->artic ? ds_bsim_rewind_artic(b->bs, 0, b->bas) : ds_bsim_rewind(b->bs, 0, b->bx, b->bv);
 }
 
 /* A taped (lockstep) engine takes states only at its substep 0: every
@@ -112,7 +122,7 @@ int ds__batch_lockstep_sync(dsBatch* b, int restart) {
                       "lockstep batch takes changes at the start of an episode only (reset the batch)",
                       dirty, t);
   gather_states(b);
-  int rc = ds_bsim_rewind(b->bs, 0, b->bx, b->bv);
+  int rc = rewind_all(b);
   for (int i = 0; i < b->n && !rc; i++)
     if (!(rc = ds_bsim_load_params(b->bs, i, b->envs[i]->m))) b->envs[i]->bs_dirty = 0;
   return rc ? ds__seterr(&b->err, rc, "batched engine: uploading the envs: %s", ds_bsim_last_error(b->bs)) : 0;
@@ -127,12 +137,13 @@ static int shared_sync(dsBatch* b) {
   int rc = 0;
   if (ds_bsim_time(b->bs) >= (1 << 30)) {
     gather_states(b);
-    if ((rc = ds_bsim_rewind(b->bs, 0, b->bx, b->bv))) return rc;
+    if ((rc = rewind_all(b))) return rc;
   }
   for (int i = 0; i < b->n && !rc; i++) {
     dsEnv* e = b->envs[i];
     if (!e->bs_dirty) continue;
-    rc = ds_bsim_set_instance(b->bs, i, e->d->x, e->d->v);
+    rc = e->m->artic ? ds_bsim_set_artic_instance(b->bs, i, e->d->artic_state)
+                     : ds_bsim_set_instance(b->bs, i, e->d->x, e->d->v);
     if (!rc) rc = ds_bsim_load_params(b->bs, i, e->m);
     if (!rc) e->bs_dirty = 0;
   }
@@ -192,7 +203,7 @@ static void shared_run(dsBatch* b, int want_reward, int want_image) {
     return;
   }
   if (rc) return fail_engine(b, rc, "uploading the envs' states");
-  if (b->envs[0]->m->nact && (rc = ds_bsim_set_act(b->bs, b->bact)))
+  if (ds__env_bs_nact(b->envs[0]->m) && (rc = ds_bsim_set_act(b->bs, b->bact)))
     return fail_engine(b, rc, "uploading the activations");
   int len = 0;
   for (int i = 0; i < b->n; i++)
@@ -236,6 +247,8 @@ static void shared_run(dsBatch* b, int want_reward, int want_image) {
     for (int i = 0; i < b->n && !need; i++) need = at_boundary(b, i, j);
     if (!need) continue;
     if ((rc = ds_bsim_get_state(b->bs, b->bx, b->bv))) return fail_engine(b, rc, "reading the states");
+    const size_t nas = (size_t)(b->envs[0]->m->artic_nq + b->envs[0]->m->artic_nv);
+    if (nas && (rc = ds_bsim_get_artic_state(b->bs, b->bas))) return fail_engine(b, rc, "reading the states");
     int dev_loss = 0;
     shared_render(b, j, want_image, &dev_loss);
     FOR_EACH_ENV(b, i, LOOP_BOUNDARY) {
@@ -243,6 +256,7 @@ static void shared_run(dsBatch* b, int want_reward, int want_image) {
       if (at_boundary(b, i, j)) {
         memcpy(e->d->x, b->bx + (size_t)i * n3, n3 * sizeof(dsReal));
         memcpy(e->d->v, b->bv + (size_t)i * n3, n3 * sizeof(dsReal));
+        if (nas) memcpy(e->d->artic_state, b->bas + (size_t)i * nas, nas * sizeof(dsReal));
         const int s = b->s0[i] + j;
         const int use = dev_loss && ds__env_frame_counts(e, e->frame_at[s]);
         const int rc_i = ds__env_step_at(e, s, want_reward, &b->r[i], use ? &b->floss[i] : NULL);
@@ -260,7 +274,7 @@ static void shared_run(dsBatch* b, int want_reward, int want_image) {
 void ds__batch_shared_step(dsBatch* b, const dsReal* actions, dsReal* obs, dsReal* image, dsReal* rewards,
                            uint8_t* done, int autoreset) {
   const size_t ad = (size_t)b->envs[0]->adim, od = (size_t)ds__batch_odim(b), np = ds__batch_npix(b);
-  const size_t nact = (size_t)b->envs[0]->m->nact;
+  const size_t nact = (size_t)ds__env_bs_nact(b->envs[0]->m);
   FOR_EACH_ENV(b, i, LOOP_SHARED_PRE) {
     dsEnv* e = b->envs[i];
     b->s0[i] = -1;
@@ -280,7 +294,7 @@ void ds__batch_shared_step(dsBatch* b, const dsReal* actions, dsReal* obs, dsRea
       if (rc && b->taped && e->have_episode && e->d->t < e->T) e->failed = 1;
     }
     b->rc[i] = rc;
-    if (nact) memcpy(b->bact + i * nact, e->d->act, nact * sizeof(dsReal));
+    if (nact) memcpy(b->bact + i * nact, ds__env_bs_act(e->m, e->d), nact * sizeof(dsReal));
   }
   END_FOR_EACH_ENV();
   shared_run(b, rewards != NULL, image != NULL && np > 0);

@@ -289,12 +289,8 @@ static int build_sized(dsEnv* e) {
                       "%s: physics.integrator implicit runs on the CPU engine only, not on the batched engine; use "
                       "device cpu (and physics.batched_engine false)",
                       e->cls->name);
-  if (batched && m->artic)
-    return ds__seterr(&e->err, DS_ERR_UNSUPPORTED,
-                      "%s: an articulated model runs on the CPU engine only, not on the batched engine (CUDA or "
-                      "physics.batched_engine); use device cpu",
-                      e->cls->name);
-  if (batched && (!e->cls->act_first || m->nbody || e->cls->uses_external_force)) {
+  /* an articulation's actions are the batched engine's activations (ds__env_bs_act) */
+  if (batched && ((!e->cls->act_first && !m->artic) || m->nbody || e->cls->uses_external_force)) {
     char dn[32];
     return ds__seterr(&e->err, DS_ERR_UNSUPPORTED,
                       "%s: runs on the CPU engine only, not on %s%s: its actions enter the physics through %s, and "
@@ -335,7 +331,7 @@ static int build_sized(dsEnv* e) {
       if (!ds_model_param(m, ds_param_name(k), &p, &n) && n > most) most = n;
     }
     e->bgrad = alloc_reals((size_t)most);
-    e->badj_act = alloc_reals((size_t)m->nact);
+    e->badj_act = alloc_reals((size_t)ds__env_bs_nact(m));
     if (!e->bgrad || !e->badj_act) return ds__seterr(&e->err, DS_ERR_NOMEM, "out of memory");
   }
   rc = ds_grad_create(m, &e->g);

@@ -212,9 +212,10 @@ int ds__env_group_backward(dsEnv** envs, int n, dsBatchSim* bs, dsEnvGroupRender
   while (skip && ref < n - 1 && skip[ref]) ref++;
   dsEnv* e0 = envs[ref];
   const dsModel* m = e0->m;
-  const int t = e0->d->t, nf = ds__env_frames_done(e0, t), A = e0->adim, first_act = e0->cls->act_first(e0);
+  const int t = e0->d->t, nf = ds__env_frames_done(e0, t), A = e0->adim;
+  const int first_act = e0->cls->act_first ? e0->cls->act_first(e0) : 0; /* an articulation's: its actions */
   const int s_stop = first * e0->C < t ? first * e0->C : t;
-  const size_t nact = (size_t)m->nact;
+  const size_t nact = (size_t)ds__env_bs_nact(m);
   for (int i = 0; i < n; i++) {
     memset(envs[i]->d->adj_x, 0, (size_t)e0->n3 * sizeof(dsReal));
     memset(envs[i]->d->adj_v, 0, (size_t)e0->n3 * sizeof(dsReal));

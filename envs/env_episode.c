@@ -164,13 +164,14 @@ static int bs_sync(dsEnv* e) {
     if (ds_model_param(m, ds_param_name(k), &p, &n) || n == 0) continue;
     rc = ds_bsim_set_param(e->bs, -1, ds_param_name(k), p, n);
   }
-  if (!rc) rc = ds_bsim_set_state(e->bs, e->d->x, e->d->v);
+  if (!rc) rc = m->artic ? ds_bsim_rewind_artic(e->bs, 0, e->d->artic_state) : ds_bsim_set_state(e->bs, e->d->x, e->d->v);
   return rc ? bs_fail(e, rc, "batched engine: episode start") : 0;
 }
 
 /* The mirror's state from the batch. */
 static int bs_pull(dsEnv* e) {
   int rc = ds_bsim_get_state(e->bs, e->d->x, e->d->v);
+  if (!rc && e->m->artic) rc = ds_bsim_get_artic_state(e->bs, e->d->artic_state);
   return rc ? bs_fail(e, rc, "batched engine: reading the state") : 0;
 }
 
@@ -180,7 +181,7 @@ static int bs_pull(dsEnv* e) {
  * image, *rendered set) are rendered where the engine runs. */
 static int bs_step(dsEnv* e, int k, int s0, int s1, dsReal* r, int want_reward, dsReal* image, int* rendered) {
   dsData* d = e->d;
-  int rc = ds_bsim_set_act(e->bs, d->act);
+  int rc = ds_bsim_set_act(e->bs, ds__env_bs_act(e->m, d));
   if (rc) return bs_fail(e, rc, "step: batched engine: activations");
   int s = s0;
   while (s < s1) {
@@ -552,7 +553,8 @@ int ds_env_set_state(dsEnv* e, const dsReal* state, int n) {
     if (!isfinite(state[q])) return ds__seterr(&e->err, DS_ERR_RANGE, "set_state: value %d is not finite", q);
   dsData* d = e->d;
   if (e->bs) {
-    int rc = ds_bsim_rewind(e->bs, s, state + 1, state + 1 + e->n3);
+    int rc = e->m->artic ? ds_bsim_rewind_artic(e->bs, s, state + 1 + 2 * e->n3)
+                         : ds_bsim_rewind(e->bs, s, state + 1, state + 1 + e->n3);
     if (rc) return bs_fail(e, rc, "set_state: batched engine");
   }
   e->bs_dirty = e->bs_member;

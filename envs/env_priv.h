@@ -122,6 +122,10 @@ int ds__env_step_at(dsEnv* e, int s, int want_reward, dsReal* r, const dsReal* f
 int ds__env_step_end(dsEnv* e, dsReal r, dsReal* obs, dsReal* image, const dsReal* rendered, dsReal* reward,
                      int* done);
 int ds__env_step_failed(dsEnv* e, int k, int rc, const char* msg);
+/* What the batched engine takes as activations: an articulation's actions
+ * (d->artic_act, nu of them) or the model's activations. */
+static inline int ds__env_bs_nact(const dsModel* m) { return m->artic ? m->artic_nu : m->nact; }
+static inline dsReal* ds__env_bs_act(const dsModel* m, dsData* d) { return m->artic ? d->artic_act : d->act; }
 
 /* Threads across n envs (OpenMP, nested regions made inactive for the loop:
  * each env runs single-threaded inside); one thread when n is 1 or OpenMP

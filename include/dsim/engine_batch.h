@@ -29,7 +29,19 @@
  * atomics: elements write their own slots and particles gather them in the
  * fixed order of the incidence lists, on the GPU too.
  *
- * Not supported (create refuses with a message): rigid bodies. */
+ * An articulated model (ds_builder_set_artic, dsim/artic.h) runs on the
+ * CPU backend: each instance's articulation is stepped and differentiated
+ * by the engine's own articulation kernels (engine/batch_artic.c) with its
+ * own named parameters (ds_bsim_set_param / ds_bsim_get_grad take the
+ * articulation's names, e.g. "joint.hinge.damping", "body.link2.mass");
+ * its activations are the articulation's actions (B x nu, as
+ * dsData.artic_act), its adj_act their adjoints (dsData.adj_artic_act), and
+ * its state is the articulation's (ds_bsim_get_artic_state,
+ * ds_bsim_rewind_artic, ds_bsim_set_artic_instance; the vertices' x, v are
+ * posed from it, so they cannot be set themselves).
+ *
+ * Not supported (create refuses with a message): rigid bodies; an
+ * articulation on CUDA. */
 #ifndef DSIM_ENGINE_BATCH_H
 #define DSIM_ENGINE_BATCH_H
 
@@ -70,6 +82,7 @@ typedef struct dsBatchPlan {
   size_t shared_bytes;    /* topology and rest shapes, once */
   size_t view_bytes;      /* per-instance model and gradient views (pointer tables) */
   size_t device_bytes;    /* all of it where the instances run */
+  size_t work_bytes;      /* per instance: an articulation's kernel scratch (host, counted in device_bytes) */
 } dsBatchPlan;
 
 DS_API int ds_bsim_plan(const dsModel* m, const dsBatchSimDef* def, dsBatchPlan* plan, char* err, size_t errlen);
@@ -139,6 +152,14 @@ DS_API int ds_bsim_set_instance(dsBatchSim* s, int b, const dsReal* x, const dsR
 DS_API int ds_bsim_failure(const dsBatchSim* s, int b, int* substep, int* element);
 /* Current state (B x nparticle x 3 each; either may be NULL). */
 DS_API int ds_bsim_get_state(const dsBatchSim* s, dsReal* x, dsReal* v);
+/* An articulated model's current state: B x (nq + nv), each instance's q
+ * then qd (dsData.artic_state); DS_ERR_STATE for a model without one. */
+DS_API int ds_bsim_get_artic_state(const dsBatchSim* s, dsReal* state);
+/* ds_bsim_rewind and ds_bsim_set_instance for an articulated model: its
+ * state (B x (nq + nv), or nq + nv for instance b) given instead of the
+ * vertices', which are posed from it; NULL in rewind: the tape's state. */
+DS_API int ds_bsim_rewind_artic(dsBatchSim* s, int t, const dsReal* state);
+DS_API int ds_bsim_set_artic_instance(dsBatchSim* s, int b, const dsReal* state);
 
 /* ---- backward ---------------------------------------------------------------------
  * Gradients accumulate (+=) into each instance's gradient until
