@@ -943,6 +943,19 @@ int ds_bsim_add_adjoint(dsBatchSim* s, const dsReal* adj_x, const dsReal* adj_v)
   return run(s, DS__BS_ADD_ADJ, &a);
 }
 
+int ds_bsim_add_artic_adjoint(dsBatchSim* s, const dsReal* adj) {
+  if (!s || !adj) return DS_ERR_INVALID;
+  if (s->bt < 0) return ds__seterr(&s->err, DS_ERR_STATE, "batch: add_artic_adjoint outside a backward pass");
+  const dsBatchLayout* L = &s->L;
+  if (!L->nas) return ds__seterr(&s->err, DS_ERR_STATE, "batch: add_artic_adjoint: the model has no articulation");
+  /* articulations run on the CPU backend only (create refuses cuda), so the
+     adjoint is host memory; one sum per entry, in a fixed order */
+  dsReal* a = s->R + L->o_aadj[0];
+  const size_t n = (size_t)L->B * (size_t)L->nas;
+  for (size_t i = 0; i < n; i++) a[i] += adj[i];
+  return 0;
+}
+
 static int load_segment(dsBatchSim* s, int t);
 
 void* ds__bsim_context(const dsBatchSim* s) { return s ? s->ctx : NULL; }

@@ -31,7 +31,8 @@ int ds__batch_create_shared(dsBatch* b, char* err, size_t errlen) {
                ds_device_name(bd.device, dn, sizeof dn), why);
     return rc;
   }
-  b->bx = (dsReal*)ds__calloc(n * n3 + 1, sizeof(dsReal));
+  /* bx also carries the articulation's adjoints in the backward (n x nas) */
+  b->bx = (dsReal*)ds__calloc(n * (n3 > nas ? n3 : nas) + 1, sizeof(dsReal));
   b->bv = (dsReal*)ds__calloc(n * n3 + 1, sizeof(dsReal));
   b->bact = (dsReal*)ds__calloc(n * nact + 1, sizeof(dsReal));
   b->bas = (dsReal*)ds__calloc(n * nas + 1, sizeof(dsReal));

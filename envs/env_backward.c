@@ -197,6 +197,17 @@ static int group_terms(dsEnv** envs, int n, dsBatchSim* bs, dsEnvGroupRender** g
     }
     rc = ds_bsim_add_adjoint(bs, bx, bv);
   }
+  /* an articulation's own adjoint (the joint observations' terms) */
+  const size_t nas = (size_t)(envs[0]->m->artic_nq + envs[0]->m->artic_nv);
+  if (!rc && nas && envs[0]->def.obs_state == DS_OBS_STATE_JOINTS) {
+    if (n == 1) {
+      rc = ds_bsim_add_artic_adjoint(bs, envs[0]->d->adj_artic);
+    } else { /* bx holds n x max(n3, nas) reals (envs/batch_shared.c) */
+      for (int i = 0; i < n; i++) memcpy(bx + (size_t)i * nas, envs[i]->d->adj_artic, nas * sizeof(dsReal));
+      rc = ds_bsim_add_artic_adjoint(bs, bx);
+    }
+    for (int i = 0; i < n; i++) memset(envs[i]->d->adj_artic, 0, nas * sizeof(dsReal));
+  }
   for (int i = 0; i < n; i++) {
     memset(envs[i]->d->adj_x, 0, n3 * sizeof(dsReal));
     memset(envs[i]->d->adj_v, 0, n3 * sizeof(dsReal));
@@ -219,6 +230,7 @@ int ds__env_group_backward(dsEnv** envs, int n, dsBatchSim* bs, dsEnvGroupRender
   for (int i = 0; i < n; i++) {
     memset(envs[i]->d->adj_x, 0, (size_t)e0->n3 * sizeof(dsReal));
     memset(envs[i]->d->adj_v, 0, (size_t)e0->n3 * sizeof(dsReal));
+    if (m->artic) memset(envs[i]->d->adj_artic, 0, (size_t)(m->artic_nq + m->artic_nv) * sizeof(dsReal));
     envs[i]->adj_dirty = 0;
   }
   int rc = ds_bsim_zero_grad(bs);

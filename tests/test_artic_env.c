@@ -8,7 +8,8 @@
  *    change of the largest is rejected); and of a weighted sum of the full
  *    state observations (every vertex's position and velocity: the
  *    velocity's adjoint through the links' spatial velocities), and of the
- *    joint observations (q, qd) with a full and a checkpointed tape; the
+ *    joint observations (q, qd) with a full and a checkpointed tape and on
+ *    the batched engine; the
  *    joint observation is the state's articulation part; refused for a
  *    model without an articulation.
  *  - Checkpointed tape (every 4th state) = full tape, bit for bit; one
@@ -114,13 +115,14 @@ static double obs_episode(dsEnv* env, const dsReal* a, const dsReal* w, dsReal* 
   return L;
 }
 
-static void obs_check(int obs_state, int ckpt) {
+static void obs_check(int obs_state, int ckpt, int batched) {
   dsEnvDef def = ds_default_env_def("double-pendulum");
   def.substeps = 96;
   def.control_interval = 16;
   def.width = def.height = 8;
   def.obs_state = obs_state;
   def.checkpoint_every = ckpt;
+  def.batch_engine = batched;
   dsEnv* env = NULL;
   CHECK_INT_EQ(ds_env_create(&def, &env, NULL, 0), 0);
   if (!env) return;
@@ -153,8 +155,8 @@ static void obs_check(int obs_state, int ckpt) {
     fd[i] = (lp - lm) / (2 * h);
   }
   char what[96];
-  snprintf(what, sizeof what, "double-pendulum %s observations (checkpoint every %d), actions",
-           obs_state == DS_OBS_STATE_JOINTS ? "joint" : "full-state", ckpt);
+  snprintf(what, sizeof what, "double-pendulum %s observations (checkpoint every %d%s), actions",
+           obs_state == DS_OBS_STATE_JOINTS ? "joint" : "full-state", ckpt, batched ? ", batched engine" : "");
   check_grad_loose(what, an, fd, na, 2e-3, 2e-2, 1e-4);
   free(w);
   free(obs);
@@ -314,9 +316,10 @@ int main(void) {
   grad_check("pendulum", DS_ENV_LOSS_IMAGE_SUM, p1, 4);
   grad_check("double-pendulum", DS_ENV_LOSS_IMAGE_SUM, p2, 5);
   grad_check("double-pendulum", DS_ENV_LOSS_COM, p2, 5);
-  obs_check(DS_OBS_STATE_FULL, 1);
-  obs_check(DS_OBS_STATE_JOINTS, 1);
-  obs_check(DS_OBS_STATE_JOINTS, 4);
+  obs_check(DS_OBS_STATE_FULL, 1, 0);
+  obs_check(DS_OBS_STATE_JOINTS, 1, 0);
+  obs_check(DS_OBS_STATE_JOINTS, 4, 0);
+  obs_check(DS_OBS_STATE_JOINTS, 4, 1);
   joints_refused();
   bitwise();
   swing();

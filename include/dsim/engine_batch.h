@@ -175,6 +175,10 @@ DS_API int ds_bsim_set_artic_instance(dsBatchSim* s, int b, const dsReal* state)
 DS_API int ds_bsim_backward_begin(dsBatchSim* s, const dsReal* adj_x, const dsReal* adj_v);
 DS_API int ds_bsim_backward_step(dsBatchSim* s, int nsub, dsReal* adj_act, dsReal* adj_fext);
 DS_API int ds_bsim_add_adjoint(dsBatchSim* s, const dsReal* adj_x, const dsReal* adj_v);
+/* An articulated model: adds dL/d(q, qd at the current backward substep),
+ * B x (nq + nv), to the articulation's adjoint (DS_ERR_STATE for a model
+ * without one or outside a backward pass). */
+DS_API int ds_bsim_add_artic_adjoint(dsBatchSim* s, const dsReal* adj);
 DS_API int ds_bsim_backward_finish(dsBatchSim* s);
 /* Adjoints of the state at the current backward substep (B x nparticle x 3). */
 DS_API int ds_bsim_get_adjoint(const dsBatchSim* s, dsReal* adj_x, dsReal* adj_v);
