@@ -13,6 +13,12 @@
 /* Largest tape of mass-matrix factors ds_artic_data_create keeps, bytes:
  * beyond it the backward refactors M at every step instead. */
 #define DS__ARTIC_FACTOR_TAPE_MAX ((size_t)128 << 20)
+/* Largest tape of the forward's per-body kinematics and dynamics (struct
+ * body_r of engine/artic_dyn.h, ~1 kB a body a step), bytes: within it the
+ * step computes them in place on the tape and the backward reads them back;
+ * beyond it the backward redoes them, which is cheaper than streaming a tape
+ * this large through the caches (it is sized to stay in L2/L3). */
+#define DS__ARTIC_BODY_TAPE_MAX ((size_t)4 << 20)
 
 /* Parameter offsets of one body and its joint into dsArticModel.param;
  * -1 where the joint type has no such parameter. */
@@ -83,6 +89,9 @@ struct dsArticData {
   double* Lt;
   double* qddt;
   const double* Lcur; /* the taped factor of the step replayed last; NULL: d->M */
+  /* Per step, the real pass's bodies (steps x nbody body_r): with the
+   * factor tape, when within DS__ARTIC_BODY_TAPE_MAX; else NULL. */
+  void* bt;
   long nfactor; /* factorisations of M so far (the tests count them) */
 };
 
