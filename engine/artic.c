@@ -659,7 +659,6 @@ void ds_artic_data_free(dsArticData* d) {
   ds__free(d->rev);
   ds__free(d->Lt);
   ds__free(d->qddt);
-  ds__free(d->bt);
   ds__free(d);
 }
 
@@ -694,11 +693,6 @@ int ds_artic_data_create(const dsArticModel* m, int steps, dsArticData** out) {
     d->Lt = ds__calloc((size_t)steps * nl, sizeof(double));
     d->qddt = ds__calloc((size_t)steps * (size_t)m->nv, sizeof(double));
     if (!d->Lt || !d->qddt) {
-      ds_artic_data_free(d);
-      return DS_ERR_NOMEM;
-    }
-    const size_t nbt = (size_t)steps * (size_t)m->nbody;
-    if (m->nbody > 0 && nbt * sizeof(body_r) <= DS__ARTIC_BODY_TAPE_MAX && !(d->bt = ds__calloc(nbt, sizeof(body_r)))) {
       ds_artic_data_free(d);
       return DS_ERR_NOMEM;
     }
@@ -874,12 +868,9 @@ int ds_artic_step(const dsArticModel* m, dsArticData* d, const double* action) {
   if (!m || !d || d->nq != m->nq || d->nv != m->nv || d->nu != m->nu || d->nparam != m->nparam) return DS_ERR_INVALID;
   if (d->t >= d->steps) return DS_ERR_STATE;
   const size_t t = (size_t)d->t;
-  ws_r* w = d->wr;
-  body_r* own = w->b;
-  if (d->bt) w->b = (body_r*)d->bt + t * (size_t)m->nbody; /* the pass computes on the tape */
   int rc = forward(m, d, d->q + t * (size_t)m->nq, d->qd + t * (size_t)m->nv, action, 0);
-  w->b = own;
   if (rc) return rc;
+  const ws_r* w = d->wr;
   for (int k = 0; k < m->nq; k++)
     if (!isfinite(w->qn[k])) return DS_ERR_DIVERGED;
   for (int k = 0; k < m->nv; k++)
@@ -900,10 +891,10 @@ int ds_artic_step(const dsArticModel* m, dsArticData* d, const double* action) {
 
 /* The real pass of taped step t as the adjoint needs it (what forward(...,
  * 1) leaves: kinematics, contact points, (q', qd'), RNEA at qdd, the factor
- * (d->Lcur)), from the tapes: the same numbers, without rebuilding and
- * refactoring M, and with the body tape (w->b pointed at step t's bodies
- * until the caller puts its own back) without redoing the kinematics.
- * (q', qd') are the step's stored results. */
+ * (d->Lcur)), from the taped factor and qdd: the same numbers, without
+ * rebuilding and refactoring M; (q', qd') are the step's stored results.
+ * (A tape of the kinematics too was tried: ~1 kB a body a step streamed
+ * through the caches cost more time than redoing them saves.) */
 static void replay(const dsArticModel* m, dsArticData* d, int t) {
   ws_r* w = d->wr;
   const int nq = m->nq, nv = m->nv;
@@ -912,10 +903,7 @@ static void replay(const dsArticModel* m, dsArticData* d, int t) {
   memcpy(w->qd, d->qd + st * nv, sizeof(double) * (size_t)nv);
   memcpy(w->u, d->act + st * m->nu, sizeof(double) * (size_t)m->nu);
   w->th = m->param; /* the real passes only read it */
-  if (d->bt)
-    w->b = (body_r*)d->bt + st * (size_t)m->nbody;
-  else
-    kin_r(m, w, 0, NULL);
+  kin_r(m, w, 0, NULL);
   contact_r(m, w);
   memcpy(w->qdd, d->qddt + st * nv, sizeof(double) * (size_t)nv);
   memcpy(d->qdd, w->qdd, sizeof(double) * (size_t)nv);
@@ -1008,8 +996,6 @@ static int backward(const dsArticModel* m, dsArticData* d, const double* dl_dq, 
   for (int k = 0; k < nv; k++) adj[nq + k] = dl_dqd ? dl_dqd[(size_t)T * nv + k] : 0;
   if (g->param)
     for (int p = 0; p < m->nparam; p++) g->param[p] = 0;
-  ws_r* w = d->wr;
-  body_r* own = w->b; /* replay points w->b into the body tape */
   for (int t = T - 1; t >= 0; t--) {
     const size_t st = (size_t)t;
     if (d->Lt) {
@@ -1036,7 +1022,6 @@ static int backward(const dsArticModel* m, dsArticData* d, const double* dl_dq, 
     for (int k = 0; k < nq; k++) adj[k] = nxt[k] + (dl_dq ? dl_dq[st * nq + k] : 0);
     for (int k = 0; k < nv; k++) adj[nq + k] = nxt[nq + k] + (dl_dqd ? dl_dqd[st * nv + k] : 0);
   }
-  w->b = own;
   if (g->q0) memcpy(g->q0, adj, sizeof(double) * (size_t)nq);
   if (g->qd0) memcpy(g->qd0, adj + nq, sizeof(double) * (size_t)nv);
   return 0;
