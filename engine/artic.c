@@ -760,6 +760,16 @@ static void crba(const dsArticModel* m, ws_r* w, double* M) {
       const int col = m->vadr[i] + c;
       for (int j = i; j >= 0; j = m->parent[j]) {
         const int ndj = ndof_r(m->jtype[j]);
+        if (ndj == 1) { /* hinge, slide: the loop below for one row */
+          const int row = m->vadr[j];
+          if (row > col) continue;
+          const double* Sj = w->b[j].S;
+          double s = 0;
+          for (int k = 0; k < 6; k++) s += Sj[k] * F[k];
+          M[row * nv + col] = s;
+          M[col * nv + row] = s;
+          continue;
+        }
         for (int l = 0; l < ndj; l++) {
           const int row = m->vadr[j] + l;
           if (row > col) continue; /* the lower triangle comes from the symmetric fill */
