@@ -31,21 +31,23 @@
 
 /* Per body results of the kinematics. */
 typedef struct FN(body) {
-  R Rw[9];                   /* child frame -> world */
-  R Rj[9];                   /* joint frame -> world */
-  R x[3];                    /* centre of mass, world */
-  R jp[3];                   /* joint point, world */
-  R S[6 * DS__ARTIC_MAXDOF]; /* motion subspace columns (w, v0) */
+  /* the kinematics' results, S last: a step's kinematics tape holds this
+   * part up to the joint's columns of S (engine/artic.c, kin_save) */
+  R Rw[9]; /* child frame -> world */
+  R Rj[9]; /* joint frame -> world */
+  R x[3];  /* centre of mass, world */
+  R jp[3]; /* joint point, world */
   R V[6];
+  R m;
+  R h[3];
+  R Ib[9];
+  R Rr[9], cs[2];            /* hinge: Rj^T Rw, the rotation by q about the axis, and cos q, sin q (the adjoint's) */
+  R S[6 * DS__ARTIC_MAXDOF]; /* motion subspace columns (w, v0) */
   R A[6];
   R F[6];  /* after the sum over the subtree (RNEA's backward pass) */
   R F0[6]; /* the body's own, before the sum */
   R P[6];  /* momentum I V (RNEA) */
-  R m;
-  R h[3];
-  R Ib[9];
   R cm, ch[3], cIb[9]; /* composite inertia of the subtree (crba, real pass only) */
-  R Rr[9], cs[2];      /* hinge: Rj^T Rw, the rotation by q about the axis, and cos q, sin q (the adjoint's) */
 } FN(body);
 
 typedef struct FN(ws) {

@@ -13,6 +13,11 @@
 /* Largest tape of mass-matrix factors ds_artic_data_create keeps, bytes:
  * beyond it the backward refactors M at every step instead. */
 #define DS__ARTIC_FACTOR_TAPE_MAX ((size_t)128 << 20)
+/* Largest tape of the kinematics (~0.5 kB a hinge link a step), bytes:
+ * within it the step keeps them and the backward reads them back instead of
+ * redoing them; beyond it, streaming the tape through the caches costs more
+ * time than redoing them saves (measured), so the backward redoes them. */
+#define DS__ARTIC_KIN_TAPE_MAX ((size_t)1 << 20)
 /* Largest tape of the forward's per-body kinematics and dynamics (struct
  * body_r of engine/artic_dyn.h, ~1 kB a body a step), bytes: within it the
  * step computes them in place on the tape and the backward reads them back;
@@ -89,6 +94,10 @@ struct dsArticData {
   double* Lt;
   double* qddt;
   const double* Lcur; /* the taped factor of the step replayed last; NULL: d->M */
+  /* Per step, the kinematics (kin_save in engine/artic.c: kinb bytes a
+   * step), with the factor tape when within DS__ARTIC_KIN_TAPE_MAX; else NULL. */
+  unsigned char* kt;
+  size_t kinb;
   /* Per step, the real pass's bodies (steps x nbody body_r): with the
    * factor tape, when within DS__ARTIC_BODY_TAPE_MAX; else NULL. */
   void* bt;
