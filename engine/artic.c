@@ -892,6 +892,7 @@ static int forward(const dsArticModel* m, dsArticData* d, const double* q, const
   for (int a = 0; a < m->nu; a++) w->u[a] = u ? u[a] : 0;
   w->th = m->param; /* the real passes only read it */
   kin_r(m, w, 0, NULL);
+  d->nkin++;
   contact_r(m, w);
   applied_r(m, w);
   for (int v = 0; v < m->nv; v++) w->qdd[v] = 0;
@@ -947,10 +948,12 @@ static void replay(const dsArticModel* m, dsArticData* d, int t) {
   memcpy(w->qd, d->qd + st * nv, sizeof(double) * (size_t)nv);
   memcpy(w->u, d->act + st * m->nu, sizeof(double) * (size_t)m->nu);
   w->th = m->param; /* the real passes only read it */
-  if (d->kt)
+  if (d->kt) {
     kin_load(m, w, d->kt + st * d->kinb);
-  else
+  } else {
     kin_r(m, w, 0, NULL);
+    d->nkin++;
+  }
   contact_r(m, w);
   memcpy(w->qdd, d->qddt + st * nv, sizeof(double) * (size_t)nv);
   memcpy(d->qdd, w->qdd, sizeof(double) * (size_t)nv);

@@ -102,6 +102,7 @@ struct dsArticData {
    * factor tape, when within DS__ARTIC_BODY_TAPE_MAX; else NULL. */
   void* bt;
   long nfactor; /* factorisations of M so far (the tests count them) */
+  long nkin;    /* real kinematics passes of steps and backward passes so far (likewise) */
 };
 
 /* Adjoints of one body's kinematic and RNEA quantities (engine/artic_rev.h). */
