@@ -13,11 +13,13 @@
 /* Largest tape of mass-matrix factors ds_artic_data_create keeps, bytes:
  * beyond it the backward refactors M at every step instead. */
 #define DS__ARTIC_FACTOR_TAPE_MAX ((size_t)128 << 20)
-/* Largest tape of the kinematics (~0.5 kB a hinge link a step), bytes:
+/* Largest tape of the kinematics (0.48 kB a hinge link a step), bytes:
  * within it the step keeps them and the backward reads them back instead of
- * redoing them; beyond it, streaming the tape through the caches costs more
- * time than redoing them saves (measured), so the backward redoes them. */
-#define DS__ARTIC_KIN_TAPE_MAX ((size_t)1 << 20)
+ * redoing them (a 1,000-step rollout of 16 links: 7.7 MB); a tape that
+ * outgrows the last-level cache costs more time streaming from memory than
+ * redoing the kinematics saves (a 17 MB tape made the 16-link chain's
+ * gradient 30% slower), so beyond it the backward redoes them. */
+#define DS__ARTIC_KIN_TAPE_MAX ((size_t)8 << 20)
 /* Largest tape of the forward's per-body kinematics and dynamics (struct
  * body_r of engine/artic_dyn.h, ~1 kB a body a step), bytes: within it the
  * step computes them in place on the tape and the backward reads them back;
