@@ -424,7 +424,9 @@ static void FN(rnea)(const dsArticModel* m, FN(ws) * w, const R* qdd, int first,
     const R* qd = w->qd + m->vadr[i];
     const R* dd = qdd + m->vadr[i];
     R vc[6];
-    if (nd == 1) { /* hinge, slide: the general loop's operations for one column (vc from 0 + x as there: -0 turns +0 alike) */
+    /* hinge, slide: the general loop's operations for one column (vc is 0 + x
+     * there too, which turns a -0 into +0) */
+    if (nd == 1) {
       for (int k = 0; k < 6; k++) {
         b->A[k] = Ap[k] + b->S[k] * dd[0];
         vc[k] = 0 + b->S[k] * qd[0];
