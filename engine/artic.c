@@ -621,6 +621,34 @@ int ds_artic_param_set(dsArticModel* m, const char* name, double value) {
 
 /* ---- data -------------------------------------------------------------------------- */
 
+/* The kinematics tape of one step: per body, body_r up to its joint's
+ * columns of S (the kinematics' results come first there), packed. */
+static size_t kin_part(const dsArticModel* m, int i) {
+  return offsetof(body_r, S) + sizeof(double) * 6 * (size_t)ndof_r(m->jtype[i]);
+}
+
+static size_t kin_bytes(const dsArticModel* m) {
+  size_t n = 0;
+  for (int i = 0; i < m->nbody; i++) n += kin_part(m, i);
+  return n;
+}
+
+static void kin_save(const dsArticModel* m, const ws_r* w, unsigned char* tape) {
+  for (int i = 0; i < m->nbody; i++) {
+    const size_t n = kin_part(m, i);
+    memcpy(tape, &w->b[i], n);
+    tape += n;
+  }
+}
+
+static void kin_load(const dsArticModel* m, ws_r* w, const unsigned char* tape) {
+  for (int i = 0; i < m->nbody; i++) {
+    const size_t n = kin_part(m, i);
+    memcpy(&w->b[i], tape, n);
+    tape += n;
+  }
+}
+
 /* Workspace of one number type: struct, bodies and arrays in one block. */
 #define DS__WS_ALLOC(SUF, T)                                                                                       \
   static ws_##SUF* ws_alloc_##SUF(const dsArticModel* m, double* cpt) {                                            \
@@ -659,6 +687,7 @@ void ds_artic_data_free(dsArticData* d) {
   ds__free(d->rev);
   ds__free(d->Lt);
   ds__free(d->qddt);
+  ds__free(d->kt);
   ds__free(d);
 }
 
@@ -693,6 +722,11 @@ int ds_artic_data_create(const dsArticModel* m, int steps, dsArticData** out) {
     d->Lt = ds__calloc((size_t)steps * nl, sizeof(double));
     d->qddt = ds__calloc((size_t)steps * (size_t)m->nv, sizeof(double));
     if (!d->Lt || !d->qddt) {
+      ds_artic_data_free(d);
+      return DS_ERR_NOMEM;
+    }
+    d->kinb = kin_bytes(m);
+    if (d->kinb * (size_t)steps <= DS__ARTIC_KIN_TAPE_MAX && !(d->kt = ds__calloc((size_t)steps, d->kinb))) {
       ds_artic_data_free(d);
       return DS_ERR_NOMEM;
     }
@@ -770,6 +804,16 @@ static void crba(const dsArticModel* m, ws_r* w, double* M) {
       const int col = m->vadr[i] + c;
       for (int j = i; j >= 0; j = m->parent[j]) {
         const int ndj = ndof_r(m->jtype[j]);
+        if (ndj == 1) { /* hinge, slide: the loop below for one row */
+          const int row = m->vadr[j];
+          if (row > col) continue;
+          const double* Sj = w->b[j].S;
+          double s = 0;
+          for (int k = 0; k < 6; k++) s += Sj[k] * F[k];
+          M[row * nv + col] = s;
+          M[col * nv + row] = s;
+          continue;
+        }
         for (int l = 0; l < ndj; l++) {
           const int row = m->vadr[j] + l;
           if (row > col) continue; /* the lower triangle comes from the symmetric fill */
@@ -858,6 +902,7 @@ static int forward(const dsArticModel* m, dsArticData* d, const double* q, const
   for (int a = 0; a < m->nu; a++) w->u[a] = u ? u[a] : 0;
   w->th = m->param; /* the real passes only read it */
   kin_r(m, w, 0, NULL);
+  d->nkin++;
   contact_r(m, w);
   applied_r(m, w);
   for (int v = 0; v < m->nv; v++) w->qdd[v] = 0;
@@ -895,6 +940,7 @@ int ds_artic_step(const dsArticModel* m, dsArticData* d, const double* action) {
       for (int k = 0; k <= i; k++) L[k] = d->M[i * nv + k];
     memcpy(d->qddt + t * (size_t)nv, w->qdd, sizeof(double) * (size_t)nv);
   }
+  if (d->kt) kin_save(m, w, d->kt + t * d->kinb);
   d->t++;
   return 0;
 }
@@ -902,21 +948,28 @@ int ds_artic_step(const dsArticModel* m, dsArticData* d, const double* action) {
 /* The real pass of taped step t as the adjoint needs it (what forward(...,
  * 1) leaves: kinematics, contact points, (q', qd'), RNEA at qdd, the factor
  * (d->Lcur)), from the taped factor and qdd: the same numbers, without
- * rebuilding and refactoring M. */
+ * rebuilding and refactoring M, and from the kinematics tape when there is
+ * one; (q', qd') are the step's stored results. */
 static void replay(const dsArticModel* m, dsArticData* d, int t) {
   ws_r* w = d->wr;
-  const int nv = m->nv;
+  const int nq = m->nq, nv = m->nv;
   const size_t st = (size_t)t;
-  memcpy(w->q, d->q + st * m->nq, sizeof(double) * (size_t)m->nq);
+  memcpy(w->q, d->q + st * nq, sizeof(double) * (size_t)nq);
   memcpy(w->qd, d->qd + st * nv, sizeof(double) * (size_t)nv);
   memcpy(w->u, d->act + st * m->nu, sizeof(double) * (size_t)m->nu);
   w->th = m->param; /* the real passes only read it */
-  kin_r(m, w, 0, NULL);
+  if (d->kt) {
+    kin_load(m, w, d->kt + st * d->kinb);
+  } else {
+    kin_r(m, w, 0, NULL);
+    d->nkin++;
+  }
   contact_r(m, w);
   memcpy(w->qdd, d->qddt + st * nv, sizeof(double) * (size_t)nv);
   memcpy(d->qdd, w->qdd, sizeof(double) * (size_t)nv);
   d->Lcur = d->Lt + st * (size_t)nv * (size_t)(nv + 1) / 2;
-  integrate_r(m, w);
+  memcpy(w->qn, d->q + (st + 1) * nq, sizeof(double) * (size_t)nq);
+  memcpy(w->qdn, d->qd + (st + 1) * nv, sizeof(double) * (size_t)nv);
   rnea_r(m, w, w->qdd, 0, NULL);
 }
 

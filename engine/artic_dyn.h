@@ -31,21 +31,23 @@
 
 /* Per body results of the kinematics. */
 typedef struct FN(body) {
-  R Rw[9];                   /* child frame -> world */
-  R Rj[9];                   /* joint frame -> world */
-  R x[3];                    /* centre of mass, world */
-  R jp[3];                   /* joint point, world */
-  R S[6 * DS__ARTIC_MAXDOF]; /* motion subspace columns (w, v0) */
+  /* the kinematics' results, S last: a step's kinematics tape holds this
+   * part up to the joint's columns of S (engine/artic.c, kin_save) */
+  R Rw[9]; /* child frame -> world */
+  R Rj[9]; /* joint frame -> world */
+  R x[3];  /* centre of mass, world */
+  R jp[3]; /* joint point, world */
   R V[6];
+  R m;
+  R h[3];
+  R Ib[9];
+  R Rr[9], cs[2];            /* hinge: Rj^T Rw, the rotation by q about the axis, and cos q, sin q (the adjoint's) */
+  R S[6 * DS__ARTIC_MAXDOF]; /* motion subspace columns (w, v0) */
   R A[6];
   R F[6];  /* after the sum over the subtree (RNEA's backward pass) */
   R F0[6]; /* the body's own, before the sum */
   R P[6];  /* momentum I V (RNEA) */
-  R m;
-  R h[3];
-  R Ib[9];
   R cm, ch[3], cIb[9]; /* composite inertia of the subtree (crba, real pass only) */
-  R Rr[9], cs[2];      /* hinge: Rj^T Rw, the rotation by q about the axis, and cos q, sin q (the adjoint's) */
 } FN(body);
 
 typedef struct FN(ws) {
@@ -70,20 +72,20 @@ static inline void FN(cross)(R res[3], const R a[3], const R b[3]) { /* res = a 
   res[2] = r2;
 }
 
-static inline void FN(mv3)(R res[3], const R M[9], const R v[3]) { /* res = M v */
+static inline void FN(mv3)(R* restrict res, const R* restrict M, const R* restrict v) { /* res = M v */
   for (int r = 0; r < 3; r++) res[r] = M[3 * r] * v[0] + M[3 * r + 1] * v[1] + M[3 * r + 2] * v[2];
 }
 
-static inline void FN(mv3d)(R res[3], const R M[9], const double v[3]) { /* res = M v, v real */
+static inline void FN(mv3d)(R* restrict res, const R* restrict M, const double* restrict v) { /* res = M v, v real */
   for (int r = 0; r < 3; r++) res[r] = M[3 * r] * v[0] + M[3 * r + 1] * v[1] + M[3 * r + 2] * v[2];
 }
 
-static inline void FN(mm3)(R res[9], const R A[9], const R B[9]) { /* res = A B (res may not alias) */
+static inline void FN(mm3)(R* restrict res, const R* restrict A, const R* restrict B) { /* res = A B, no aliasing */
   for (int r = 0; r < 3; r++)
     for (int c = 0; c < 3; c++) res[3 * r + c] = A[3 * r] * B[c] + A[3 * r + 1] * B[3 + c] + A[3 * r + 2] * B[6 + c];
 }
 
-static inline void FN(mm3d)(R res[9], const R A[9], const double B[9]) { /* res = A B, B real */
+static inline void FN(mm3d)(R* restrict res, const R* restrict A, const double* restrict B) { /* res = A B, B real */
   for (int r = 0; r < 3; r++)
     for (int c = 0; c < 3; c++) res[3 * r + c] = A[3 * r] * B[c] + A[3 * r + 1] * B[3 + c] + A[3 * r + 2] * B[6 + c];
 }
@@ -149,12 +151,9 @@ static inline void FN(imul)(R res[6], R m, const R h[3], const R Ib[9], const R 
   for (int k = 0; k < 3; k++) res[3 + k] = m * V[3 + k] - u[k];
 }
 
-static inline int FN(ndof)(int type) {
-  return type == DS_JOINT_HINGE || type == DS_JOINT_SLIDE ? 1
-         : type == DS_JOINT_BALL                          ? 3
-         : type == DS_JOINT_FREE                          ? 6
-                                                          : 0;
-}
+/* dof of a joint type: 0 fixed, 1 hinge, 1 slide, 3 ball, 6 free, one nibble
+ * each (the loops over the tree ask for it per body and per path entry) */
+static inline int FN(ndof)(int type) { return (0x63110 >> (4 * type)) & 15; }
 
 /* Rotation column k of M as the motion (M e_k, p x M e_k). */
 static inline void FN(rot_col)(R S[6], const R M[9], const R p[3]) {
@@ -245,20 +244,24 @@ static void FN(kin)(const dsArticModel* m, FN(ws) * w, int first, const void* re
     FN(mv3)(t, b->Rw, w->th + bp->anchor_c);
     for (int k = 0; k < 3; k++) b->x[k] = b->jp[k] - t[k];
     const int nd = FN(ndof)(m->jtype[i]);
-    for (int k = 0; k < 6; k++) {
-      R s = Vp[k];
-      for (int c = 0; c < nd; c++) s += S[6 * c + k] * qd[c];
-      b->V[k] = s;
-    }
+    if (nd == 1) /* hinge, slide: the general loop's operations for one column */
+      for (int k = 0; k < 6; k++) b->V[k] = Vp[k] + S[k] * qd[0];
+    else
+      for (int k = 0; k < 6; k++) {
+        R s = Vp[k];
+        for (int c = 0; c < nd; c++) s += S[6 * c + k] * qd[c];
+        b->V[k] = s;
+      }
     /* world inertia: Ic = Rw diag(I) Rw^T, then about the origin */
     const R* I3 = w->th + bp->inertia;
     const R mass = w->th[bp->mass];
     R c2 = 0;
     for (int k = 0; k < 3; k++) c2 += b->x[k] * b->x[k];
+    R RD[9]; /* Rw diag(I), the left factors of Ic's products, once per entry */
+    for (int k = 0; k < 9; k++) RD[k] = b->Rw[k] * I3[k % 3];
     for (int r = 0; r < 3; r++)
       for (int c = 0; c < 3; c++) {
-        const R ic = b->Rw[3 * r] * I3[0] * b->Rw[3 * c] + b->Rw[3 * r + 1] * I3[1] * b->Rw[3 * c + 1] +
-                     b->Rw[3 * r + 2] * I3[2] * b->Rw[3 * c + 2];
+        const R ic = RD[3 * r] * b->Rw[3 * c] + RD[3 * r + 1] * b->Rw[3 * c + 1] + RD[3 * r + 2] * b->Rw[3 * c + 2];
         b->Ib[3 * r + c] = ic + mass * ((r == c ? c2 : 0) - b->x[r] * b->x[c]);
       }
     b->m = mass;
@@ -420,21 +423,33 @@ static void FN(rnea)(const dsArticModel* m, FN(ws) * w, const R* qdd, int first,
     const int nd = FN(ndof)(m->jtype[i]);
     const R* qd = w->qd + m->vadr[i];
     const R* dd = qdd + m->vadr[i];
-    R vc[6] = {0, 0, 0, 0, 0, 0}, vl[6] = {0, 0, 0, 0, 0, 0};
-    const int nlin = m->jtype[i] == DS_JOINT_FREE ? 3 : 0; /* columns fixed in the parent */
-    for (int k = 0; k < 6; k++) {
-      R s = Ap[k];
-      for (int c = 0; c < nd; c++) {
-        s += b->S[6 * c + k] * dd[c];
-        if (c < nlin)
-          vl[k] += b->S[6 * c + k] * qd[c];
-        else
-          vc[k] += b->S[6 * c + k] * qd[c];
+    R vc[6];
+    /* hinge, slide: the general loop's operations for one column (vc is 0 + x
+     * there too, which turns a -0 into +0) */
+    if (nd == 1) {
+      for (int k = 0; k < 6; k++) {
+        b->A[k] = Ap[k] + b->S[k] * dd[0];
+        vc[k] = 0 + b->S[k] * qd[0];
       }
-      b->A[k] = s;
+      FN(crm)(b->A, b->V, vc);
+    } else {
+      R vl[6] = {0, 0, 0, 0, 0, 0};
+      const int nlin = m->jtype[i] == DS_JOINT_FREE ? 3 : 0; /* columns fixed in the parent */
+      for (int k = 0; k < 6; k++) {
+        R s = Ap[k];
+        vc[k] = 0;
+        for (int c = 0; c < nd; c++) {
+          s += b->S[6 * c + k] * dd[c];
+          if (c < nlin)
+            vl[k] += b->S[6 * c + k] * qd[c];
+          else
+            vc[k] += b->S[6 * c + k] * qd[c];
+        }
+        b->A[k] = s;
+      }
+      FN(crm)(b->A, b->V, vc);
+      if (nlin) FN(crm)(b->A, Vp, vl); /* vl = 0 otherwise */
     }
-    FN(crm)(b->A, b->V, vc);
-    if (nlin) FN(crm)(b->A, Vp, vl); /* vl = 0 otherwise */
     FN(imul)(b->F, b->m, b->h, b->Ib, b->A);
     FN(imul)(b->P, b->m, b->h, b->Ib, b->V);
     FN(crf)(b->F, b->V, b->P);

@@ -13,6 +13,19 @@
 /* Largest tape of mass-matrix factors ds_artic_data_create keeps, bytes:
  * beyond it the backward refactors M at every step instead. */
 #define DS__ARTIC_FACTOR_TAPE_MAX ((size_t)128 << 20)
+/* Largest tape of the kinematics (0.48 kB a hinge link a step), bytes:
+ * within it the step keeps them and the backward reads them back instead of
+ * redoing them (a 1,000-step rollout of 16 links: 7.7 MB); a tape that
+ * outgrows the last-level cache costs more time streaming from memory than
+ * redoing the kinematics saves (a 17 MB tape made the 16-link chain's
+ * gradient 30% slower), so beyond it the backward redoes them. */
+#define DS__ARTIC_KIN_TAPE_MAX ((size_t)8 << 20)
+/* Largest tape of the forward's per-body kinematics and dynamics (struct
+ * body_r of engine/artic_dyn.h, ~1 kB a body a step), bytes: within it the
+ * step computes them in place on the tape and the backward reads them back;
+ * beyond it the backward redoes them, which is cheaper than streaming a tape
+ * this large through the caches (it is sized to stay in L2/L3). */
+#define DS__ARTIC_BODY_TAPE_MAX ((size_t)4 << 20)
 
 /* Parameter offsets of one body and its joint into dsArticModel.param;
  * -1 where the joint type has no such parameter. */
@@ -83,7 +96,15 @@ struct dsArticData {
   double* Lt;
   double* qddt;
   const double* Lcur; /* the taped factor of the step replayed last; NULL: d->M */
+  /* Per step, the kinematics (kin_save in engine/artic.c: kinb bytes a
+   * step), with the factor tape when within DS__ARTIC_KIN_TAPE_MAX; else NULL. */
+  unsigned char* kt;
+  size_t kinb;
+  /* Per step, the real pass's bodies (steps x nbody body_r): with the
+   * factor tape, when within DS__ARTIC_BODY_TAPE_MAX; else NULL. */
+  void* bt;
   long nfactor; /* factorisations of M so far (the tests count them) */
+  long nkin;    /* real kinematics passes of steps and backward passes so far (likewise) */
 };
 
 /* Adjoints of one body's kinematic and RNEA quantities (engine/artic_rev.h). */

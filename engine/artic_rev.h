@@ -192,6 +192,20 @@ static void rnea_vjp(const dsArticModel* m, const ws_r* w, const double* mu, dsA
     static const double zero[6] = {0, 0, 0, 0, 0, 0};
     const double* Vp = p >= 0 ? w->b[p].V : zero;
     double* aVp = p >= 0 ? ab[p].V : t; /* the world's velocity is constant: discard */
+    if (nd == 1) { /* hinge, slide: the loops below for one column */
+      const double qd1 = w->qd[va], qdd1 = w->qdd[va];
+      double vc[6], avc[6] = {0, 0, 0, 0, 0, 0}, s = 0;
+      for (int k = 0; k < 6; k++) vc[k] = b->S[k] * qd1;
+      crm_vjp(b->V, vc, a->A, a->V, avc);
+      for (int k = 0; k < 6; k++) {
+        a->S[k] += a->A[k] * qdd1 + avc[k] * qd1;
+        s += b->S[k] * avc[k];
+      }
+      gqd[va] += s;
+      double* aAp = p >= 0 ? ab[p].A : a0;
+      for (int k = 0; k < 6; k++) aAp[k] += a->A[k];
+      continue;
+    }
     const int nlin = m->jtype[i] == DS_JOINT_FREE ? 3 : 0;
     double vc[6] = {0, 0, 0, 0, 0, 0}, vl[6] = {0, 0, 0, 0, 0, 0}, avc[6] = {0, 0, 0, 0, 0, 0},
            avl[6] = {0, 0, 0, 0, 0, 0};
@@ -338,23 +352,21 @@ static void kin_vjp(const dsArticModel* m, const ws_r* w, dsArticAdjBody* ab, do
         for (int k = 0; k < 3; k++) as[k] = a->S[k] + t[k];
         cross3(t, b->S, a->S + 3);
         for (int k = 0; k < 3; k++) a->jp[k] += t[k];
+        /* Rw = Rj Rrel(q), Rrel = exp(q [a]x): dRw/dq = Rj [a]x Rrel = [s]x Rw, so
+         * gq = <adj Rw, [s]x Rw> = s . sum_c (Rw e_c) x (adj Rw e_c); adj Rj = adj Rw Rrel^T */
+        const double* Rr = b->Rr; /* the kinematics' */
+        double cs[3] = {0, 0, 0};
+        for (int c = 0; c < 3; c++) {
+          const double col[3] = {b->Rw[c], b->Rw[3 + c], b->Rw[6 + c]};
+          const double acol[3] = {a->Rw[c], a->Rw[3 + c], a->Rw[6 + c]};
+          cross3(t, col, acol);
+          for (int k = 0; k < 3; k++) cs[k] += t[k];
+        }
+        gq[qa] += b->S[0] * cs[0] + b->S[1] * cs[1] + b->S[2] * cs[2];
         for (int r = 0; r < 3; r++)
-          for (int c = 0; c < 3; c++) aRj[3 * r + c] += as[r] * ax[c];
-        /* Rw = Rj Rrel(q) */
-        double dR[9], aRr[9];
-        const double *Rr = b->Rr, co = b->cs[0], s = b->cs[1]; /* the kinematics' */
-        const double K[9] = {0, -ax[2], ax[1], ax[2], 0, -ax[0], -ax[1], ax[0], 0};
-        for (int r = 0; r < 3; r++)
-          for (int c = 0; c < 3; c++) dR[3 * r + c] = -s * (r == c) + co * K[3 * r + c] + s * ax[r] * ax[c];
-        double gqs = 0;
-        for (int r = 0; r < 3; r++)
-          for (int c = 0; c < 3; c++) {
-            aRr[3 * r + c] = b->Rj[r] * a->Rw[c] + b->Rj[3 + r] * a->Rw[3 + c] + b->Rj[6 + r] * a->Rw[6 + c];
-            aRj[3 * r + c] +=
-                a->Rw[3 * r] * Rr[3 * c] + a->Rw[3 * r + 1] * Rr[3 * c + 1] + a->Rw[3 * r + 2] * Rr[3 * c + 2];
-          }
-        for (int k = 0; k < 9; k++) gqs += aRr[k] * dR[k];
-        gq[qa] += gqs;
+          for (int c = 0; c < 3; c++)
+            aRj[3 * r + c] = as[r] * ax[c] + a->Rw[3 * r] * Rr[3 * c] + a->Rw[3 * r + 1] * Rr[3 * c + 1] +
+                             a->Rw[3 * r + 2] * Rr[3 * c + 2];
         break;
       }
       case DS_JOINT_SLIDE: {
