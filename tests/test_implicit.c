@@ -13,7 +13,10 @@
  * beam at 20x the semi-implicit stable step stays bounded and loses energy
  * under backward Euler, while the semi-implicit step at that size is
  * reported as DS_ERR_DIVERGED; the config keys env.physics.integrator and
- * the solver settings reach the model, and the batched engine refuses it. */
+ * the solver settings reach the model, and the batched engine refuses it;
+ * the walker at 10x its bundled step: the activations' gradient of a planar
+ * model does not change when the loss weights z by 1e10 (the adjoint's
+ * row-by-row refinement). */
 #include "config.h"
 
 #include <math.h>
@@ -818,7 +821,8 @@ static dsModel* walker_model(dsReal dt) {
   const dsReal v0[3] = {0.3, 0, 0};
   int rc = 0;
   for (int i = 0; i < mesh.nvert && rc >= 0; i++) rc = ds_builder_add_particle(b, mesh.x + 3 * i, v0, 1);
-  for (int t = 0; t < mesh.ntri && rc >= 0; t++) rc = ds_builder_add_tri(b, mesh.tri[3 * t], mesh.tri[3 * t + 1], mesh.tri[3 * t + 2], &mat);
+  for (int t = 0; t < mesh.ntri && rc >= 0; t++)
+    rc = ds_builder_add_tri(b, mesh.tri[3 * t], mesh.tri[3 * t + 1], mesh.tri[3 * t + 2], &mat);
   ds_mesh_free(&mesh);
   if (rc < 0) et_fail("walker", rc, ds_builder_last_error(b));
   const dsGroundDef gd = {1e4, 1000, 1000, 0.5, 0.01};
