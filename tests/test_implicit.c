@@ -13,7 +13,10 @@
  * beam at 20x the semi-implicit stable step stays bounded and loses energy
  * under backward Euler, while the semi-implicit step at that size is
  * reported as DS_ERR_DIVERGED; the config keys env.physics.integrator and
- * the solver settings reach the model, and the batched engine refuses it. */
+ * the solver settings reach the model, and the batched engine refuses it;
+ * the walker at 10x its bundled step: the activations' gradient of a planar
+ * model does not change when the loss weights z by 1e10 (the adjoint's
+ * row-by-row refinement). */
 #include "config.h"
 
 #include <math.h>
@@ -22,6 +25,7 @@
 #include "dsim/env.h"
 #include "dsim/fd.h"
 #include "dsim/mesh.h"
+#include "dsim/scenes.h"
 #include "tests/dstest.h"
 #include "tests/enginetest.h"
 #include "engine/force_contact.h"
@@ -797,6 +801,82 @@ static void config_checks(void) {
   CHECK_STR_CONTAINS(err, "physics.integrator implicit runs on the CPU engine only");
 }
 
+/* ---- the walker at 10x its bundled step: a planar model's adjoint -------------------
+ * The walker lattice lies in z = 0 and no force has a z component there,
+ * so its motion stays in the plane and the in-plane adjoint is exactly
+ * independent of the z one (J has no xy-z entries). Out of the plane the
+ * membrane buckles under compression: dL/dz grows ~e^{7 t} backward in
+ * time and passes 1e12 over a 5 s episode (docs/integrators.md). Here a
+ * loss weighting the z components by 1e10 stands in for that grown
+ * adjoint: the activations' gradient must not change from the loss without
+ * them, and must match central differences (which the z terms do not
+ * affect: z stays 0). One adjoint solve stopped at adjoint_tol |a| left
+ * ~1e-10 |a_z| of error in the in-plane lambda and failed both. */
+static dsModel* walker_model(dsReal dt) {
+  dsMesh mesh;
+  CHECK_INT_EQ(ds_mesh_walker(&mesh), 0);
+  dsBuilder* b;
+  if (ds_builder_create(&b)) et_fail("builder", DS_ERR_NOMEM, "");
+  const dsTriMaterial mat = {1e4, 1e4, 100}; /* configs/walker.json's */
+  const dsReal v0[3] = {0.3, 0, 0};
+  int rc = 0;
+  for (int i = 0; i < mesh.nvert && rc >= 0; i++) rc = ds_builder_add_particle(b, mesh.x + 3 * i, v0, 1);
+  for (int t = 0; t < mesh.ntri && rc >= 0; t++)
+    rc = ds_builder_add_tri(b, mesh.tri[3 * t], mesh.tri[3 * t + 1], mesh.tri[3 * t + 2], &mat);
+  ds_mesh_free(&mesh);
+  if (rc < 0) et_fail("walker", rc, ds_builder_last_error(b));
+  const dsGroundDef gd = {1e4, 1000, 1000, 0.5, 0.01};
+  ds_builder_set_ground(b, &gd);
+  CHECK_INT_EQ(ds_builder_set_contact_smooth(b, 0.01), 0);
+  ds_builder_set_dt(b, dt);
+  dsSolverSettings st = tight();
+  st.adjoint_tol = ds_default_solver_settings().adjoint_tol; /* the shipped setting */
+  CHECK_INT_EQ(ds_builder_set_integrator(b, DS_INTEGRATOR_IMPLICIT), 0);
+  CHECK_INT_EQ(ds_builder_set_solver(b, &st), 0);
+  dsModel* m;
+  if ((rc = ds_builder_finalize(b, &m))) et_fail("finalize", rc, ds_builder_last_error(b));
+  ds_builder_free(b);
+  return m;
+}
+
+static void walker_checks(void) {
+  dsModel* m = walker_model(10 * 0.0005208333333333333);
+  const int T = 40; /* 0.21 s: falls 5.7 cm onto the ground in the first ~21 substeps */
+  etScene s;
+  et_scene_init(&s, m, T, 1, 0.2, 0);
+  const size_t np = (size_t)m->nparticle, na = (size_t)m->nact;
+  for (size_t i = 0; i < np; i++) s.cx[3 * i + 2] = s.cv[3 * i + 2] = s.cmid[3 * i + 2] = 0;
+  et_rollout(&s);
+  double zmax = 0, ymin = 1;
+  for (size_t i = 0; i < np; i++) {
+    zmax = fmax(zmax, fabs(s.d->x[3 * i + 2]) + fabs(s.d->v[3 * i + 2]));
+    ymin = fmin(ymin, s.d->x[3 * i + 1]);
+  }
+  CHECK(zmax == 0);                   /* planar, exactly */
+  CHECK(ymin < m->contact_skin[0]);   /* in contact at the end */
+  et_backward(&s);
+  dsReal* g0 = (dsReal*)malloc(sizeof(dsReal) * (size_t)T * na);
+  memcpy(g0, s.gact, sizeof(dsReal) * (size_t)T * na);
+  for (size_t i = 0; i < np; i++) {
+    s.cx[3 * i + 2] = 1e10 * et_unif(-1, 1);
+    s.cv[3 * i + 2] = 1e10 * et_unif(-1, 1);
+    s.cmid[3 * i + 2] = 1e10 * et_unif(-1, 1);
+  }
+  et_rollout(&s);
+  et_backward(&s);
+  double gmax = 0, dmax = 0;
+  for (size_t k = 0; k < (size_t)T * na; k++) {
+    gmax = fmax(gmax, fabs(g0[k]));
+    dmax = fmax(dmax, fabs(s.gact[k] - g0[k]));
+  }
+  fprintf(stderr, "walker 10x: activation gradient max %.3g, changed by %.3g by z weights of 1e10\n", gmax, dmax);
+  CHECK(gmax > 0 && dmax <= 1e-6 * gmax);
+  check_control(&s, 0, 1e-5, "walker 10x, z-weighted loss");
+  free(g0);
+  et_scene_free(&s);
+  ds_model_free(m);
+}
+
 int main(void) {
   if (DS_SINGLE) DST_SKIP("implicit-step gradients are checked in double");
   ds_set_num_threads(1);
@@ -807,6 +887,7 @@ int main(void) {
   bitwise_checks();
   gradient_checks();
   aero_bitwise_checks();
+  walker_checks();
   fprintf(stderr, "worst error / tolerance over all accepted comparisons: %.3g\n", g_worst);
   return DST_RESULT();
 }

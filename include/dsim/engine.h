@@ -153,7 +153,8 @@ typedef struct dsSolverSettings { /* reals first: no padding inside (config stru
                         * the rounding level of its terms) */
   dsReal cg_tol;       /* Newton's linear solves stop at |b - A dv| <= eta |b|, eta the Eisenstat-Walker
                         * forcing term (at most 0.1) but never below cg_tol (inexact Newton) */
-  dsReal adjoint_tol;  /* the adjoint's BiCGSTAB stops at relative residual adjoint_tol */
+  dsReal adjoint_tol;  /* the adjoint's BiCGSTAB stops at relative residual adjoint_tol, then is refined
+                        * until every row's residual is within adjoint_tol of its own terms */
   int newton_max_iter; /* Newton iterations (linear solves) before the step fails */
   int cg_max_iter;     /* iteration cap of every linear solve (PCG, BiCGSTAB) */
 } dsSolverSettings;
