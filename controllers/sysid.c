@@ -112,6 +112,9 @@ static const dsConfigKey g_keys[] = {
     {"camera", DS_KEY_STRING, O(camera), 0, DS_SYSID_PATH_MAX, NULL, 0,
      "JSON file: times, position, look_at, fov (video frames)"},
     {"frames", DS_KEY_ENUM, O(frames), 0, 0, "all|first_last|last", 0, "frames in the loss"},
+    {"restarts", DS_KEY_INT, O(restarts), 0, 1000, NULL, 0,
+     "lbfgs: when it stops before the iterations run out, start again from a new draw of every init_range (at "
+     "most this many times); the estimate is the lowest loss of all starts"},
     {"action", DS_KEY_REALS, O(action), -1e30, DS_SYSID_MAX_VEC, NULL, O(naction),
      "a known action held at every step (first values; the rest 0), e.g. rigid-toss's impulse, N s"},
     {NULL, DS_KEY_REAL, 0, 0, 0, NULL, 0, NULL}};
@@ -384,6 +387,11 @@ struct dsSysid {
   double *xstage, *ureg;  /* nval: frozen values; u of the regulariser */
   int have_reg;
   dsSysidViewSet* views;  /* several views or camera parameters (NULL: the env's image observation) */
+  /* restarts (sysid.restarts): how many are left, their draws' stream, the best of the starts before */
+  int restarts_left;
+  uint64_t restart_rng;
+  double rbest_loss;
+  double* rbest;          /* nval */
 };
 
 /* Values per element of an engine array: vectors by name (the engine's
@@ -416,7 +424,7 @@ void ds_sysid_destroy(dsSysid* s) {
     ds__free(s->p[k].edges);
     ds__free(s->p[k].region);
   }
-  void* bufs[] = {s->frozen, s->xstage, s->ureg, s->fixed, s->uprev, s->x, s->u, s->gu, s->gx, s->x0, s->best, s->truth, s->ulo, s->uhi, s->itx, s->vparam,
+  void* bufs[] = {s->rbest, s->frozen, s->xstage, s->ureg, s->fixed, s->uprev, s->x, s->u, s->gu, s->gx, s->x0, s->best, s->truth, s->ulo, s->uhi, s->itx, s->vparam,
                   s->substep, s->fstep, s->used, s->rgba, s->step_frame, s->rendered, s->adj, s->scratch_img,
                   s->action, s->pbuf, s->bg, s->comp};
   for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) ds__free(bufs[i]);
@@ -432,8 +440,9 @@ const double* ds_sysid_values(const dsSysid* s) { return s ? s->x : NULL; }
 const double* ds_sysid_initial_values(const dsSysid* s) { return s ? s->x0 : NULL; }
 const double* ds_sysid_best_values(const dsSysid* s, double* best_loss) {
   if (!s) return NULL;
-  if (best_loss) *best_loss = s->best_loss;
-  return s->best;
+  const int before = s->rbest && s->rbest_loss < s->best_loss; /* an earlier start's (sysid.restarts) */
+  if (best_loss) *best_loss = before ? s->rbest_loss : s->best_loss;
+  return before ? s->rbest : s->best;
 }
 const double* ds_sysid_truth(const dsSysid* s) { return s && s->have_truth ? s->truth : NULL; }
 const dsReal* ds_sysid_rendered(const dsSysid* s) { return s ? s->rendered : NULL; }
@@ -1135,6 +1144,47 @@ static int create_optimiser(dsSysid* s, char* err, size_t errlen) {
       if (rc) return ds__puterr(err, errlen, rc, "sysid.stages[%d].loss: %s", st, why);
     }
   }
+  s->restarts_left = def->optimizer == DS_SYSID_LBFGS ? def->restarts : 0;
+  s->rbest_loss = INFINITY;
+  if (s->restarts_left) {
+    s->rbest = (double*)ds__calloc((size_t)s->nval, sizeof(double));
+    if (!s->rbest) return ds__puterr(err, errlen, DS_ERR_NOMEM, "sysid: out of memory");
+    s->restart_rng = s->env_seed ^ 0x7e57a27ull; /* its own stream: the object's draws stay as they were */
+  }
+  enter_stage(s, 0);
+  return 0;
+}
+
+/* A new start (sysid.restarts) after the last stage's L-BFGS stopped: the
+ * best so far kept aside, every value with an init_range drawn again (the
+ * others from the initial guess), the schedule from its first stage with
+ * fresh L-BFGS memories. */
+static int restart(dsSysid* s) {
+  if (s->best_loss < s->rbest_loss) {
+    s->rbest_loss = s->best_loss;
+    memcpy(s->rbest, s->best, (size_t)s->nval * sizeof(double));
+  }
+  for (int i = 0; i < s->nval; i++) {
+    const dsSysidParam* sp = &s->def.params[s->vparam[i]];
+    s->x[i] = s->x0[i];
+    if (!s->fixed[i] && sp->ninit_range == 2)
+      s->x[i] = sp->init_range[0] + (sp->init_range[1] - sp->init_range[0]) * ds__splitmix64_uniform(&s->restart_rng);
+  }
+  for (int st = 0; st < s->nst; st++) {
+    if (!s->lbs[st]) continue;
+    dsLbfgsDef ld = ds_default_lbfgs_def();
+    const dsSysidStage* g = s->def.nstages ? &s->def.stages[st] : NULL;
+    const double lr = g && g->lr > 0 ? g->lr : s->def.lr;
+    ld.memory = s->def.lbfgs_memory;
+    ld.step0 = lr > 0 ? lr : 1;
+    ld.max_linesearch = 12;
+    ds_lbfgs_destroy(s->lbs[st]);
+    s->lbs[st] = NULL;
+    int rc = ds_lbfgs_create(&ld, s->nval, &s->lbs[st]);
+    if (!rc) rc = ds_lbfgs_set_bounds(s->lbs[st], s->ulo, s->uhi);
+    if (rc) return ds__seterr(&s->err, rc, "sysid restart: optimiser: %s", ds_strerror(rc));
+  }
+  s->restarts_left--;
   enter_stage(s, 0);
   return 0;
 }
@@ -1217,7 +1267,7 @@ static double projected_gradient_norm(const dsSysid* s) {
 /* a stage that stops hands over to the next: only the last one's stop ends the run */
 const char* ds_sysid_stop_reason(const dsSysid* s) {
   if (!s) return "";
-  if (s->stop && s->stage + 1 == s->nst) return s->stop;
+  if (s->stop && s->stage + 1 == s->nst) return s->restarts_left > 0 ? "" : s->stop;
   if (s->def.nstages && s->stage + 1 == s->nst && s->iter >= s->stage_end && s->iter < s->def.iterations)
     return "schedule done: every stage ran its iterations";
   return "";
@@ -1228,6 +1278,10 @@ int ds_sysid_iterate(dsSysid* s, dsSysidIter* it) {
   ds__clearerr(&s->err);
   memset(it, 0, sizeof *it);
   stage_advance(s);
+  if (s->restarts_left > 0 && s->stop && s->stage + 1 == s->nst) {
+    const int r = restart(s);
+    if (r) return r;
+  }
   it->iteration = s->iter;
   int rc = 0, nev = 0;
   if (s->lb && s->have_f && s->stop) {
@@ -1308,7 +1362,7 @@ static int finish_iteration(dsSysid* s, dsSysidIter* it, int rc, int nev) {
 int ds_sysid_errors(const dsSysid* s, const double* values, double* are) {
   if (!s || !are) return DS_ERR_INVALID;
   if (!s->have_truth) return DS_ERR_STATE;
-  if (!values) values = s->best;
+  if (!values) values = ds_sysid_best_values(s, NULL);
   for (int k = 0; k < s->np; k++) {
     const Param* p = &s->p[k];
     const int rows = p->nval / p->width;
@@ -1334,7 +1388,7 @@ int ds_sysid_field_errors(const dsSysid* s, int k, const double* values, double*
                           int* nregion) {
   if (!s || k < 0 || k >= s->np || !rel_l2) return DS_ERR_INVALID;
   if (!s->have_truth) return DS_ERR_STATE;
-  if (!values) values = s->best;
+  if (!values) values = ds_sysid_best_values(s, NULL);
   const Param* p = &s->p[k];
   double dn = 0, tn = 0, sum[DS_SYSID_MAX_REGIONS] = {0};
   int cnt[DS_SYSID_MAX_REGIONS] = {0};

@@ -82,7 +82,7 @@ void ds__rigid_bwd(const dsModel* m, int b, const dsReal* x, const dsReal* v, co
   }
   /* 2: recompute the vertex forces (external + contact) as the forward did */
   const int contact = m->ground != 0;
-  const dsRigidContact cp = contact ? ds__rcontact_param(m, b) : (dsRigidContact){0, 0, 0, 0, 0, 0, 0, 0};
+  const dsRigidContact cp = contact ? ds__rcontact_param(m, b) : (dsRigidContact){0, 0, 0, 0, 0, 0, 0, 0, 0};
   dsReal F[3] = {0, 0, 0}, T[3] = {0, 0, 0};
   for (int i = i0; i < i1; i++) {
     const size_t o = 3 * (size_t)i;

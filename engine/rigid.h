@@ -93,7 +93,18 @@
  * -kd a(vn) - kr vn when a vertex touches down while approaching, so a loss is
  * discontinuous in whatever moves a touch-down across a substep boundary
  * (the adjoint is that of the fixed contact sequence). Friction is
- * explicit: dt kf (vertices in contact) / m must stay below 2. */
+ * explicit: dt kf (vertices in contact) / m must stay below 2.
+ * Smooth variant (an option, dsModel.contact_smooth = w > 0, the env key
+ * contact.smooth; 0, the default, is the model above bit for bit): the
+ * damping fades in over the first w of depth with force_contact.h's
+ * smoothstep s(c),
+ *   fn = max(0, -ke c - s(c) (kd a(vn) + kr vn)),
+ * so fn is continuous at a touch-down, and the friction's cap is reached
+ * through a tanh instead of the min (ds__rigid_sfriction_fwd below), so a
+ * body coming to rest does not flip between branches every substep. Its
+ * adjoint adds ds/dc: dfn/dc = -ke - (kd a + kr vn) ds/dc, and s multiplies
+ * every damping partial. It is another model: a video made with one is
+ * identified with the same one. */
 #ifndef DSIM_ENGINE_RIGID_H
 #define DSIM_ENGINE_RIGID_H
 
@@ -223,9 +234,60 @@ DS_HD DS_INLINE dsReal ds__rigid_approach(dsReal vn, dsReal* da) {
   return vn * t * t * (3 - 2 * t);
 }
 
+/* The smooth variant's friction (w > 0): the Coulomb cap reached through a
+ * tanh instead of a min, with F = mu fn, r = |vt|, a = kf r / F,
+ *   ft = -vt^ g,  g = F tanh(a)      (g ~ kf r for r << F / kf: the same
+ *                                     viscous slope; g -> F when sliding)
+ *   dg/dr = kf sech^2 a,  dg/dkf = r sech^2 a,  dg/dF = tanh a - a sech^2 a.
+ * The min's switch between sticking and sliding flips from substep to
+ * substep while a body comes to rest (chattering), and its gradient, that of
+ * one fixed sequence of branches, is then far from the slope of the loss
+ * (landscapes of sysid-rigid-contact: wrong signs 1 % from the truth); the
+ * tanh has one branch. Adjoint, G = dL/dft, t = vt^, gt = G . t:
+ *   dL/dvt -= (g / r) (G - t gt) + gt dg/dr t,  dL/dkf -= gt dg/dkf,
+ *   dL/dF = -gt dg/dF (into mu and fn).  At r = 0: ft = -kf vt, its limit. */
+DS_HD DS_INLINE dsReal ds__rigid_tanh(dsReal a) { /* a >= 0 */
+  const dsReal e = dsu_exp(-2 * a);
+  return (1 - e) / (1 + e);
+}
+
+DS_HD DS_INLINE void ds__rigid_sfriction_fwd(const dsReal v[3], dsReal kf, dsReal mu, dsReal fn, dsReal f[3]) {
+  const dsReal r2 = v[0] * v[0] + v[2] * v[2], F = mu * fn;
+  if (!(F > 0)) return;
+  if (!(r2 > DSU_TINY2)) {
+    f[0] = -kf * v[0];
+    f[2] = -kf * v[2];
+    return;
+  }
+  const dsReal r = dsu_sqrt(r2), g = F * ds__rigid_tanh(kf * r / F);
+  f[0] = -g * v[0] / r;
+  f[2] = -g * v[2] / r;
+}
+
+DS_HD DS_INLINE void ds__rigid_sfriction_bwd(const dsReal v[3], dsReal kf, dsReal mu, dsReal fn, const dsReal G[3],
+                                            dsReal adj_v[3], dsReal* adj_kf, dsReal* adj_mu, dsReal* adj_fn) {
+  const dsReal r2 = v[0] * v[0] + v[2] * v[2], F = mu * fn;
+  if (!(F > 0)) return;
+  if (!(r2 > DSU_TINY2)) {
+    *adj_kf -= G[0] * v[0] + G[2] * v[2];
+    adj_v[0] -= kf * G[0];
+    adj_v[2] -= kf * G[2];
+    return;
+  }
+  const dsReal r = dsu_sqrt(r2), a = kf * r / F, th = ds__rigid_tanh(a), s2 = 1 - th * th, g = F * th;
+  const dsReal t0 = v[0] / r, t2 = v[2] / r, gt = G[0] * t0 + G[2] * t2;
+  adj_v[0] -= (g / r) * (G[0] - t0 * gt) + gt * kf * s2 * t0;
+  adj_v[2] -= (g / r) * (G[2] - t2 * gt) + gt * kf * s2 * t2;
+  *adj_kf -= gt * r * s2;
+  const dsReal aF = -gt * (th - a * s2);
+  *adj_mu += aF * fn;
+  *adj_fn += aF * mu;
+}
+
 typedef struct dsRigidContact {
   dsReal ke, kd, kf, mu, e, m, skin;
   dsReal z; /* damping ratio of e (ds__rigid_zeta, kept in the model: not differentiated as such) */
+  dsReal w; /* width of the damping's switch inside the skin, m (dsModel.contact_smooth; 0: a step) */
 } dsRigidContact;
 
 // h(z) = (pi - 2 asin z) / sqrt(1 - z^2) (z < 1), 2 acosh z / sqrt(z^2 - 1) (z > 1), 2 at z = 1
@@ -291,9 +353,16 @@ DS_HD DS_INLINE void ds__rigid_contact_fwd(const dsReal x[3], const dsReal v[3],
   dsReal c = x[1] - p->skin;
   if (!(c < 0)) return;
   dsReal vn = v[1], kr = ds__rigid_kr(p, NULL, NULL, NULL), da;
-  dsReal fn = -p->ke * c - p->kd * ds__rigid_approach(vn, &da) - kr * vn;
+  dsReal fn;
+  if (p->w > 0) /* the damping faded in over the first w of depth (see above) */
+    fn = -p->ke * c - ds__contact_switch(c, p->w, NULL) * (p->kd * ds__rigid_approach(vn, &da) + kr * vn);
+  else
+    fn = -p->ke * c - p->kd * ds__rigid_approach(vn, &da) - kr * vn;
   if (!(fn > 0)) return;
-  ds__friction_fwd(v, p->kf, p->mu, fn, &f[0], &f[2]); /* engine/force_contact.h */
+  if (p->w > 0)
+    ds__rigid_sfriction_fwd(v, p->kf, p->mu, fn, f);
+  else
+    ds__friction_fwd(v, p->kf, p->mu, fn, &f[0], &f[2]); /* engine/force_contact.h */
   f[1] = fn;
 }
 
@@ -306,6 +375,24 @@ DS_HD DS_INLINE void ds__rigid_contact_bwd(const dsReal x[3], const dsReal v[3],
   dsReal kr_e, kr_m, kr_ke;
   dsReal vn = v[1], kr = ds__rigid_kr(p, &kr_e, &kr_m, &kr_ke);
   dsReal da, vnm = ds__rigid_approach(vn, &da);
+  if (p->w > 0) {
+    dsReal dsw, sw = ds__contact_switch(c, p->w, &dsw);
+    const dsReal damp = p->kd * vnm + kr * vn;
+    dsReal fn = -p->ke * c - sw * damp;
+    if (!(fn > 0)) return;
+    dsReal adj_fn = adj_f[1];
+    ds__rigid_sfriction_bwd(v, p->kf, p->mu, fn, adj_f, adj_v, &adj_p->kf, &adj_p->mu, &adj_fn);
+    dsReal adj_kr = -adj_fn * sw * vn;
+    adj_p->ke += -adj_fn * c + adj_kr * kr_ke;
+    adj_p->e += adj_kr * kr_e;
+    adj_p->m += adj_kr * kr_m;
+    adj_p->kd -= adj_fn * sw * vnm;
+    const dsReal dfn_dc = -p->ke - damp * dsw; /* c = y - skin */
+    adj_x[1] += dfn_dc * adj_fn;
+    adj_p->skin -= dfn_dc * adj_fn;
+    adj_v[1] -= sw * (p->kd * da + kr) * adj_fn;
+    return;
+  }
   dsReal fn = -p->ke * c - p->kd * vnm - kr * vn;
   if (!(fn > 0)) return;
   dsReal adj_fn = adj_f[1];
@@ -467,7 +554,8 @@ DS_HD DS_INLINE int ds__rcontact_count(const dsModel* m) { return ds__rcontact_o
 
 DS_HD DS_INLINE dsRigidContact ds__rcontact_param(const dsModel* m, int b) {
   dsRigidContact p = {m->body_ke[b], m->body_kd[b],   m->body_kf[b],      m->body_mu[b],
-                      m->body_restitution[b], m->body_mass[b], m->contact_skin[0], m->body_zeta[b]};
+                      m->body_restitution[b], m->body_mass[b], m->contact_skin[0], m->body_zeta[b],
+                      m->contact_smooth};
   return p;
 }
 
@@ -487,7 +575,7 @@ DS_HD DS_INLINE void ds__rcontact_pbwd(const dsModel* m, int i, const dsReal* x,
   const int b = m->particle_body[i];
   if (b < 0) return;
   const dsRigidContact p = ds__rcontact_param(m, b);
-  dsRigidContact a = {0, 0, 0, 0, 0, 0, 0, 0};
+  dsRigidContact a = {0, 0, 0, 0, 0, 0, 0, 0, 0};
   const size_t o = 3 * (size_t)i;
   ds__rigid_contact_bwd(x + o, v + o, &p, af + o, ax, av, &a);
   dsReal* s7 = scratch + 7 * (size_t)i;

@@ -98,7 +98,8 @@ static const dsConfigKey g_common[] = {
     {"contact.skin", DS_KEY_REAL, O(contact_skin), 0, 10, NULL, 0, "contact skin, m"},
     {"contact.smooth", DS_KEY_REAL, O(contact_smooth), 0, 10, NULL, 0,
      "width over which the approach damping kd switches on inside the skin, m (0: a step at the skin; > 0 lets "
-     "the implicit integrator's Newton pass it; docs/integrators.md)"},
+     "the implicit integrator's Newton pass it; docs/integrators.md); rigid bodies: also friction's cap through a "
+     "tanh (engine/rigid.h)"},
     {"scene.start", DS_KEY_VEC3, O(start), -1e6, 1e6, NULL, 0, "translation of the body at substep 0, m"},
     {"scene.velocity", DS_KEY_VEC3, O(velocity), -1e6, 1e6, NULL, 0, "initial velocity, m/s"},
     {"goal.x_min", DS_KEY_REAL, O(goal_x_min), -1e6, 1e6, NULL, 0, "target x ~ U[x_min, x_max), m"},

@@ -509,13 +509,13 @@ static void test_switch(void) {
   const double vns[] = {-3 * w, -1.5 * w, -0.9 * w, -0.5 * w, -0.1 * w, -1e-2 * w, 0, 0.5 * w};
   int bad = 0;
   for (size_t i = 0; i < sizeof vns / sizeof vns[0]; i++) {
-    dsRigidContact p = {2e4, 50, 50, 0.4, 1, 1, 0, 0};
+    dsRigidContact p = {2e4, 50, 50, 0.4, 1, 1, 0, 0, 0};
     const dsReal x[3] = {0, -1e-3, 0};
     dsReal v[3] = {0.3, (dsReal)vns[i], 0.1}, f[3], fp[3], fm[3];
     ds__rigid_contact_fwd(x, v, &p, f);
     const dsReal af[3] = {0.2, 1, -0.4};
     dsReal ax[3] = {0, 0, 0}, av[3] = {0, 0, 0};
-    dsRigidContact ap = {0, 0, 0, 0, 0, 0, 0, 0};
+    dsRigidContact ap = {0, 0, 0, 0, 0, 0, 0, 0, 0};
     ds__rigid_contact_bwd(x, v, &p, af, ax, av, &ap);
     const double h = 1e-5 * w;
     v[1] = (dsReal)(vns[i] + h);
@@ -573,6 +573,103 @@ static void test_toss_start(void) {
   check_case(m, &c, s);
   c.name = "rigid-toss start: 32 substeps (its first frame)";
   c.T = 32, c.rtol = 1e-4, c.atol_rel = 1e-6;
+  check_case(m, &c, s);
+  ds_env_destroy(env);
+}
+
+/* The smooth variant of the contact (dsModel.contact_smooth = w > 0: the
+ * damping faded in over the first w of depth, the friction's cap reached
+ * through a tanh; engine/rigid.h): the kernel's adjoint of a weighted force
+ * against central differences in every input (x, v, ke, kd, kf, mu, e, m,
+ * skin) at depths inside and below the switch, tangential speeds in the
+ * viscous part, at the knee and sliding, vt = 0, approaching and separating;
+ * out of contact nothing. */
+static double skernel_dot(const dsReal af[3], const dsReal x[3], const dsReal v[3], const dsRigidContact* p) {
+  dsRigidContact q = *p;
+  dsReal dz;
+  q.z = ds__rigid_zeta(q.e, &dz); /* z follows e, as the model keeps it */
+  dsReal f[3];
+  ds__rigid_contact_fwd(x, v, &q, f);
+  return (double)(af[0] * f[0] + af[1] * f[1] + af[2] * f[2]);
+}
+
+static void test_smooth_kernel(void) {
+  const double w = 2e-3;
+  const double depth[] = {-0.3 * w, -0.8 * w, -3 * w, 1e-4};
+  const double vt[][2] = {{0, 0}, {2e-3, -1e-3}, {0.02, 0.01}, {0.5, -0.2}};
+  const double vn[] = {-0.4, -0.3 * DS_RIGID_KD_WIDTH, 0.05};
+  int bad = 0, n = 0;
+  for (size_t a = 0; a < 4; a++)
+    for (size_t b = 0; b < 4; b++)
+      for (size_t c = 0; c < 3; c++) {
+        dsRigidContact p = {2e4, 30, 80, 0.4, 0.6, 1.3, 1e-3, 0, (dsReal)w};
+        dsReal dz;
+        p.z = ds__rigid_zeta(p.e, &dz);
+        dsReal x[3] = {0.1, (dsReal)(p.skin + depth[a]), -0.2}, v[3] = {(dsReal)vt[b][0], (dsReal)vn[c], (dsReal)vt[b][1]};
+        const dsReal af[3] = {0.7, 1, -0.4};
+        dsReal ax[3] = {0, 0, 0}, av[3] = {0, 0, 0};
+        dsRigidContact ap = {0, 0, 0, 0, 0, 0, 0, 0, 0};
+        ds__rigid_contact_bwd(x, v, &p, af, ax, av, &ap);
+        /* inputs: x (3), v (3), then ke, kd, kf, mu, e, m, skin */
+        dsReal* in[13] = {&x[0], &x[1], &x[2], &v[0], &v[1], &v[2], &p.ke, &p.kd, &p.kf, &p.mu, &p.e, &p.m, &p.skin};
+        const double ad[13] = {ax[0], ax[1], ax[2], av[0], av[1], av[2], ap.ke, ap.kd, ap.kf, ap.mu, ap.e, ap.m, ap.skin};
+        for (int k = 0; k < 13; k++) {
+          const dsReal v0 = *in[k];
+          /* steps well inside every smooth piece: 1e-3 of the switch's width for lengths and speeds */
+          const double h = k < 6 ? (k == 3 || k == 5 ? 1e-7 : 1e-6 * w) : 1e-6 * fmax(fabs((double)v0), 1e-3);
+          *in[k] = (dsReal)(v0 + h);
+          const double lp = skernel_dot(af, x, v, &p);
+          *in[k] = (dsReal)(v0 - h);
+          const double lm = skernel_dot(af, x, v, &p);
+          *in[k] = v0;
+          const double fd = (lp - lm) / (2 * h);
+          const int ok = fabs(ad[k] - fd) <= 1e-5 * fmax(fabs(ad[k]), fabs(fd)) + 1e-6;
+          if (!ok)
+            fprintf(stderr, "smooth kernel: depth %g vt (%g, %g) vn %g input %d: adjoint %.10g fd %.10g\n", depth[a],
+                    vt[b][0], vt[b][1], vn[c], k, ad[k], fd);
+          bad += !ok;
+          n++;
+        }
+        if (depth[a] > 0) { /* out of contact: no force, no gradient */
+          double s = 0;
+          for (int k = 0; k < 13; k++) s += fabs(ad[k]);
+          CHECK(s == 0);
+        }
+      }
+  CHECK_INT_EQ(bad, 0);
+  CHECK_INT_EQ(n, 4 * 4 * 3 * 13);
+  /* continuity at touch-down: the force just inside the surface is that of the spring alone */
+  dsRigidContact p = {2e4, 30, 80, 0.4, 0.6, 1.3, 0, 0, (dsReal)w};
+  dsReal dz;
+  p.z = ds__rigid_zeta(p.e, &dz);
+  const dsReal x[3] = {0, -1e-9, 0}, v[3] = {0, -1, 0};
+  dsReal f[3];
+  ds__rigid_contact_fwd(x, v, &p, f);
+  CHECK(fabs(f[1] - 2e4 * 1e-9) < 1e-9);
+}
+
+/* A rigid-toss rollout in the smooth variant: the box pushed (J = (1, 0.3,
+ * 0.2) N s at the centre of mass), lifting, touching down and sliding to
+ * rest over 400 substeps; every parameter class against central
+ * differences. */
+static void test_smooth_rollout(void) {
+  dsEnvDef def = ds_default_env_def("rigid-toss");
+  def.width = def.height = 8;
+  def.contact_smooth = 2e-3;
+  dsEnv* env = NULL;
+  char err[512];
+  CHECK_INT_EQ(ds_env_create(&def, &env, err, sizeof err), 0);
+  if (!env) return;
+  dsModel* m = ds_env_model_mut(env);
+  CHECK(m->contact_smooth == (dsReal)2e-3);
+  double s[13];
+  memcpy(s, m->body_x0, 3 * sizeof(double));
+  memcpy(s + 3, m->body_q0, 4 * sizeof(double));
+  memcpy(s + 7, m->body_v0, 3 * sizeof(double));
+  memcpy(s + 10, m->body_w0, 3 * sizeof(double));
+  const double dt = m->dt;
+  Case c = {"rigid-toss smooth contact: 200 substeps, a slide to rest", 200, 0,
+            {0.5 / dt, 0, 0.1 / dt, 0, 0, 0}, 1e-4, 1e-6, 1e-6, 0};
   check_case(m, &c, s);
   ds_env_destroy(env);
 }
@@ -705,6 +802,8 @@ int main(void) {
   }
   test_switch();
   test_toss_start();
+  test_smooth_kernel();
+  test_smooth_rollout();
   printf("%d parameter classes checked\n", g_classes);
   ds_model_free(m);
   return DST_RESULT();

@@ -680,6 +680,57 @@ static void test_camera(void) {
   free(e2);
 }
 
+/* sysid.restarts: after L-BFGS stops with iterations left, a new start from
+ * a new draw of init_range; the run ends when the last start stops; the
+ * best values (and ds_sysid_errors without values) are those of the lowest
+ * loss over every start. */
+static int restarts_run(int restarts, double* best_seen, double* best_loss, double* are_best, double* are_null) {
+  dsEnvDef ed = small_beam(1);
+  dsSysidDef sd = ds_default_sysid_def();
+  set_param(&sd, 0, "tet.k_mu", 0, 1, 1e5, 700, 1000);
+  sd.params[0].init_range[0] = 400;
+  sd.params[0].init_range[1] = 2000;
+  sd.params[0].ninit_range = 2;
+  sd.optimizer = DS_SYSID_LBFGS;
+  sd.lr = 0.5;
+  sd.iterations = 300;
+  sd.restarts = restarts;
+  char err[512];
+  dsSysid* s = NULL;
+  CHECK_INT_EQ(ds_sysid_create(&ed, &sd, 0, NULL, &s, err, sizeof err), 0);
+  if (!s) return 0;
+  dsSysidIter it;
+  int n = 0;
+  *best_seen = INFINITY;
+  while (n < sd.iterations && !ds_sysid_stop_reason(s)[0]) {
+    CHECK_INT_EQ(ds_sysid_iterate(s, &it), 0);
+    if (it.loss < *best_seen) *best_seen = it.loss;
+    n++;
+  }
+  ds_sysid_best_values(s, best_loss);
+  CHECK_INT_EQ(ds_sysid_errors(s, ds_sysid_best_values(s, NULL), are_best), 0);
+  CHECK_INT_EQ(ds_sysid_errors(s, NULL, are_null), 0);
+  ds_sysid_destroy(s);
+  return n;
+}
+
+static void test_restarts(void) {
+  double seen0, bl0, ab0, an0, seen, bl, ab, an;
+  const int n0 = restarts_run(0, &seen0, &bl0, &ab0, &an0);
+  const int n = restarts_run(2, &seen, &bl, &ab, &an);
+  printf("restarts: %d iterations without, %d with 2 restarts; best loss %.3g, %.3g\n", n0, n, bl0, bl);
+  CHECK(n0 > 0 && n0 < 300);  /* the first start stops on its own */
+  CHECK(n > n0 + 2 && n < 300); /* two more starts, each stopping */
+  CHECK(bl == seen && bl0 == seen0);
+  CHECK(bl <= bl0);
+  CHECK(ab == an && ab0 == an0);
+  dsSysidDef d = ds_default_sysid_def();
+  char err[512];
+  CHECK_INT_EQ(ds_sysid_def_from_text("s.json", "{\"sysid\": {\"param1\": {\"name\": \"tet.k_mu\"}, \"restarts\": 3}}",
+                                      &d, err, sizeof err), 0);
+  CHECK_INT_EQ(d.restarts, 3);
+}
+
 int main(void) {
   test_lbfgs();
   test_bad();
@@ -693,6 +744,7 @@ int main(void) {
   test_recover_mass(DS_SYSID_LBFGS);
   test_recover_mass(DS_SYSID_ADAM);
   test_rigid_mass();
+  test_restarts();
   test_landscape();
   test_video();
   test_footage();

@@ -248,7 +248,9 @@ DS_API void ds_builder_set_ground(dsBuilder* b, const dsGroundDef* def);
  * switches on inside the skin: kd s(c) min(v_y, 0) with s the C1
  * smoothstep of -c / w (c = y - skin < 0), continuous where a particle
  * crosses the skin (engine/force_contact.h; Newton passes it,
- * docs/integrators.md). 0 (the default): the step at the skin, today's
+ * docs/integrators.md). Rigid bodies' contact then also reaches its
+ * friction's Coulomb cap through a tanh (engine/rigid.h's smooth variant).
+ * 0 (the default): the step at the skin, today's
  * model. DS_ERR_INVALID unless finite and >= 0. */
 DS_API int ds_builder_set_contact_smooth(dsBuilder* b, dsReal width);
 /* Lift and drag on every triangle (on when called). */

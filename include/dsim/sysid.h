@@ -225,6 +225,8 @@ typedef struct dsSysidDef {
   int nstages;
   dsSysidView views[DS_SYSID_MAX_VIEWS]; /* sysid.cameras: the views of a synthetic video (nviews 0: the env's camera) */
   int nviews;
+  int restarts;           /* L-BFGS stopped before the iterations ran out: start again from a new draw of
+                             init_range, this many times at most; the best is the lowest loss of all (0) */
   uint64_t seed;          /* object draws (init_range, truth_range); object i uses seed + i
                              (not a config key: `dsim sysid` sets it from run.seed) */
 } dsSysidDef;
