@@ -365,16 +365,21 @@ void ds_artic_model_free(dsArticModel* m) {
   ds__free(m);
 }
 
+/* Every array of a model and its length (nb1, ns1, na1: at least 1). */
+#define DS__ARTIC_ARRAYS(X)                                                                                          \
+  X(parent, nb1) X(jtype, nb1) X(qadr, nb1) X(vadr, nb1) X(limited, nb1) X(axis, 3 * nb1) X(quat0, 4 * nb1)        \
+  X(R0, 9 * nb1) X(limit_k, nb1) X(limit_b, nb1) X(limit_w, nb1) X(bp, nb1) X(body_name, nb1) X(joint_name, nb1)    \
+  X(sph_body, ns1) X(sph_pos, 3 * ns1) X(sph_radius, ns1) X(act_type, na1) X(act_body, na1) X(act_ctrl_limit, na1) \
+  X(act_force_limit, na1) X(act_gear, na1) X(act_kp, na1) X(act_kv, na1) X(act_name, na1) X(param, np)             \
+  X(param_name, np)
+
+/* Allocates every array (m's array pointers NULL on entry); on failure the
+ * ones allocated stay set, so ds_artic_model_free(m) frees them. */
 static int model_alloc(dsArticModel* m, int nb, int ns, int na, int np) {
   const int nb1 = nb ? nb : 1, ns1 = ns ? ns : 1, na1 = na ? na : 1;
-#define DS__A(f, n) (m->f = ds__calloc((size_t)(n), sizeof(*m->f))) == NULL
-  if (DS__A(parent, nb1) || DS__A(jtype, nb1) || DS__A(qadr, nb1) || DS__A(vadr, nb1) || DS__A(limited, nb1) ||
-      DS__A(axis, 3 * nb1) || DS__A(quat0, 4 * nb1) || DS__A(R0, 9 * nb1) || DS__A(limit_k, nb1) ||
-      DS__A(limit_b, nb1) || DS__A(limit_w, nb1) || DS__A(bp, nb1) || DS__A(body_name, nb1) || DS__A(joint_name, nb1) ||
-      DS__A(sph_body, ns1) || DS__A(sph_pos, 3 * ns1) || DS__A(sph_radius, ns1) || DS__A(act_type, na1) ||
-      DS__A(act_body, na1) || DS__A(act_ctrl_limit, na1) || DS__A(act_force_limit, na1) || DS__A(act_gear, na1) ||
-      DS__A(act_kp, na1) || DS__A(act_kv, na1) || DS__A(act_name, na1) || DS__A(param, np) || DS__A(param_name, np))
-    return DS_ERR_NOMEM;
+#define DS__A(f, n) \
+  if ((m->f = ds__calloc((size_t)(n), sizeof(*m->f))) == NULL) return DS_ERR_NOMEM;
+  DS__ARTIC_ARRAYS(DS__A)
 #undef DS__A
   return 0;
 }
@@ -1157,18 +1162,19 @@ int ds__artic_model_copy(const dsArticModel* src, dsArticModel** out) {
   dsArticModel* m = ds__calloc(1, sizeof(dsArticModel));
   if (!m) return DS_ERR_NOMEM;
   *m = *src;
-  const int nb = src->nbody ? src->nbody : 1, ns = src->nsphere ? src->nsphere : 1, na = src->nu ? src->nu : 1;
+  /* the copy's own arrays: none of src's may stay in it, or freeing the
+     copy after a failed allocation would free src's */
+#define DS__N(f, n) m->f = NULL;
+  DS__ARTIC_ARRAYS(DS__N)
+#undef DS__N
+  const int nb1 = src->nbody ? src->nbody : 1, ns1 = src->nsphere ? src->nsphere : 1, na1 = src->nu ? src->nu : 1,
+            np = src->nparam;
   if (model_alloc(m, src->nbody, src->nsphere, src->nu, src->nparam)) {
     ds_artic_model_free(m);
     return DS_ERR_NOMEM;
   }
-#define DS__C(f, n) memcpy(m->f, src->f, (size_t)(n) * sizeof(*m->f))
-  DS__C(parent, nb), DS__C(jtype, nb), DS__C(qadr, nb), DS__C(vadr, nb), DS__C(limited, nb), DS__C(axis, 3 * nb);
-  DS__C(quat0, 4 * nb), DS__C(R0, 9 * nb), DS__C(limit_k, nb), DS__C(limit_b, nb), DS__C(limit_w, nb), DS__C(bp, nb);
-  DS__C(body_name, nb), DS__C(joint_name, nb), DS__C(sph_body, ns), DS__C(sph_pos, 3 * ns), DS__C(sph_radius, ns);
-  DS__C(act_type, na), DS__C(act_body, na), DS__C(act_ctrl_limit, na), DS__C(act_force_limit, na);
-  DS__C(act_gear, na), DS__C(act_kp, na), DS__C(act_kv, na), DS__C(act_name, na);
-  DS__C(param, src->nparam), DS__C(param_name, src->nparam);
+#define DS__C(f, n) memcpy(m->f, src->f, (size_t)(n) * sizeof(*m->f));
+  DS__ARTIC_ARRAYS(DS__C)
 #undef DS__C
   *out = m;
   return 0;
