@@ -33,6 +33,8 @@ dsSysidDef ds_default_sysid_def(void) {
   d.video = DS_SYSID_SYNTHETIC;
   d.camsim.cam = ds_default_camsim_def();
   d.camsim.fit_gain = 1;
+  d.camsim.image_weight = 1;
+  d.camsim.mask_threshold = 0.1;
   d.frames = DS_SYSID_FRAMES_ALL;
   d.seed = 0;
   return d;
@@ -88,6 +90,13 @@ static const dsConfigKey g_keys[] = {
     {"camsim.fit_gain", DS_KEY_BOOL, O(camsim.fit_gain), 0, 1, NULL, 0,
      "camsim: the identifier fits a gain per frame and colour channel to its own colours (least squares; it does "
      "not know the light)"},
+    {"camsim.image_weight", DS_KEY_DOUBLE, O(camsim.image_weight), 0, 1e6, NULL, 0,
+     "camsim: weight of the image loss of the composite over the known background (0: the silhouette alone)"},
+    {"camsim.silhouette", DS_KEY_DOUBLE, O(camsim.silhouette), 0, 1e6, NULL, 0,
+     "camsim: weight of the silhouette term, the mean squared difference of the identifier's alpha and the "
+     "video's foreground coverage from background subtraction (0: none)"},
+    {"camsim.mask_threshold", DS_KEY_DOUBLE, O(camsim.mask_threshold), 0, 1, NULL, 0,
+     "camsim: |video - background| (RGB, values in [0, 1]) above which a pixel is the object's (silhouette)"},
     {"camsim.supersample", DS_KEY_INT, O(camsim.cam.supersample), 1, 16, NULL, 0,
      "camsim: hard z-buffer samples per pixel per axis, box-averaged"},
     {"camsim.light_dir", DS_KEY_VEC3, O(camsim.cam.light_dir), -1e6, 1e6, NULL, 0,
@@ -185,6 +194,14 @@ int ds_sysid_def_validate(const dsSysidDef* def, char* err, size_t errlen) {
   if (def->video == DS_SYSID_FRAMES && (!def->frames_dir[0] || !def->camera[0]))
     return ds__puterr(err, errlen, DS_ERR_CONFIG, "sysid.%s: required with video \"frames\"",
                       def->frames_dir[0] ? "camera" : "frames_dir");
+  const dsSysidCamSim* cs = &def->camsim;
+  if (def->video == DS_SYSID_CAMSIM &&
+      (!(cs->image_weight >= 0 && cs->silhouette >= 0) || !(cs->image_weight + cs->silhouette > 0) ||
+       !isfinite(cs->image_weight + cs->silhouette) || !(cs->mask_threshold >= 0 && cs->mask_threshold <= 1)))
+    return ds__puterr(err, errlen, DS_ERR_CONFIG,
+                      "sysid.camsim: image_weight %g, silhouette %g, mask_threshold %g: expected finite weights >= 0, "
+                      "not both 0, and a threshold in [0, 1]",
+                      cs->image_weight, cs->silhouette, cs->mask_threshold);
   return 0;
 }
 
@@ -364,6 +381,7 @@ struct dsSysid {
   int nused;
   dsReal* rgba;   /* nframes x npix */
   dsReal *bg, *comp; /* camsim: the known background (npix) and a frame composited over it */
+  dsReal* mask;      /* camsim silhouette: the video's foreground coverage (nframes x w h; NULL: no term) */
   /* episode buffers */
   int nstep, adim, w, h;
   size_t npix;
@@ -418,7 +436,7 @@ void ds_sysid_destroy(dsSysid* s) {
   }
   void* bufs[] = {s->frozen, s->xstage, s->ureg, s->fixed, s->uprev, s->x, s->u, s->gu, s->gx, s->x0, s->best, s->truth, s->ulo, s->uhi, s->itx, s->vparam,
                   s->substep, s->fstep, s->used, s->rgba, s->step_frame, s->rendered, s->adj, s->scratch_img,
-                  s->action, s->pbuf, s->bg, s->comp};
+                  s->action, s->pbuf, s->bg, s->comp, s->mask};
   for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) ds__free(bufs[i]);
   ds__free(s);
 }
@@ -533,23 +551,91 @@ static void composite_adjoint(const dsSysid* s, const dsReal* img, const dsReal*
   }
 }
 
+/* The video's foreground coverage m of one frame v (dsSysidCamSim: 0 off
+ * the object, 1 inside, the projection onto the colour of the most
+ * contrasted inside neighbour on the edge); d, in: per pixel scratch. */
+static void footage_mask(const dsSysid* s, const dsReal* v, dsReal* m, double* d, unsigned char* in) {
+  const int W = s->w, H = s->h;
+  const double t = s->def.camsim.mask_threshold;
+  for (int p = 0; p < W * H; p++) {
+    double e = 0;
+    for (int q = 0; q < 3; q++) e += ((double)v[4 * p + q] - s->bg[4 * p + q]) * ((double)v[4 * p + q] - s->bg[4 * p + q]);
+    d[p] = sqrt(e);
+  }
+  /* in: 0 no pixel of the 3 x 3 neighbourhood (inside the image) is the
+     object's, 2 all are, 1 some */
+  for (int y = 0; y < H; y++)
+    for (int x = 0; x < W; x++) {
+      int n = 0, fg = 0;
+      for (int j = y - 1; j <= y + 1; j++)
+        for (int i = x - 1; i <= x + 1; i++)
+          if (i >= 0 && i < W && j >= 0 && j < H) n++, fg += d[j * W + i] > t;
+      in[y * W + x] = fg == 0 ? 0 : fg == n ? 2 : 1;
+    }
+  for (int y = 0; y < H; y++)
+    for (int x = 0; x < W; x++) {
+      const int p = y * W + x;
+      m[p] = in[p] == 2 ? 1 : 0;
+      if (in[p] != 1) continue;
+      /* the neighbour whose colour stands for the object's: an inside one
+         if there is one, else the most contrasted of all (a thin part) */
+      int best = -1, best_in = 0;
+      for (int j = y - 1; j <= y + 1; j++)
+        for (int i = x - 1; i <= x + 1; i++) {
+          if (i < 0 || i >= W || j < 0 || j >= H) continue;
+          const int q = j * W + i, qi = in[q] == 2;
+          if (best < 0 || qi > best_in || (qi == best_in && d[q] > d[best])) best = q, best_in = qi;
+        }
+      double num = 0, den = 0;
+      for (int c = 0; c < 3; c++) {
+        const double u = (double)v[4 * best + c] - s->bg[4 * p + c];
+        num += ((double)v[4 * p + c] - s->bg[4 * p + c]) * u;
+        den += u * u;
+      }
+      m[p] = (dsReal)(den > 0 ? num / den : 0);
+    }
+}
+
+/* The silhouette term of frame f (dsSysidCamSim.silhouette, without the
+ * weight): (1/P) sum_p (alpha_p - m_p)^2; g (may be NULL): += w dL/d(alpha). */
+static double silhouette_loss(const dsSysid* s, int f, const dsReal* img, double w, dsReal* g) {
+  const size_t P = s->npix / 4;
+  const dsReal* m = s->mask + (size_t)f * P;
+  double L = 0;
+  for (size_t p = 0; p < P; p++) {
+    const double r = (double)img[4 * p + 3] - m[p];
+    L += r * r;
+    if (g) g[4 * p + 3] += (dsReal)(w * 2 * r / (double)P);
+  }
+  return L / (double)P;
+}
+
 /* The loss of the frames in s->rendered against the video; with adj (nstep
  * x npix), its image adjoints there. */
 static int video_loss(dsSysid* s, dsReal* adj, double* loss) {
   double L = 0;
   if (adj) memset(adj, 0, (size_t)s->nstep * s->npix * sizeof(dsReal));
-  const double wf = 1.0 / s->nused;
+  const double wf = 1.0 / s->nused, wi = s->bg ? s->def.camsim.image_weight : 1;
   for (int f = 0; f < s->video.nframes; f++) {
     if (!s->used[f]) continue;
     dsReal* g = adj ? adj + (size_t)s->fstep[f] * s->npix : NULL;
     dsReal l = 0;
     const dsReal *img = s->rendered + (size_t)f * s->npix, *goal = s->rgba + (size_t)f * s->npix;
     double gain[3];
-    if (s->bg) composite(s, img, goal, gain);
-    int rc = s->il ? ds_env_image_loss_eval(s->il, s->bg ? s->comp : img, goal, &l, g)
-                   : ds_env_image_loss(s->env, s->bg ? s->comp : img, goal, &l, g);
-    if (rc) return ds__seterr(&s->err, rc, "frame %d: %s", f, ds_env_last_error(s->env));
-    if (g && s->bg) composite_adjoint(s, img, goal, gain, g);
+    if (wi > 0) {
+      if (s->bg) composite(s, img, goal, gain);
+      int rc = s->il ? ds_env_image_loss_eval(s->il, s->bg ? s->comp : img, goal, &l, g)
+                     : ds_env_image_loss(s->env, s->bg ? s->comp : img, goal, &l, g);
+      if (rc) return ds__seterr(&s->err, rc, "frame %d: %s", f, ds_env_last_error(s->env));
+      if (g && wi != 1)
+        for (size_t q = 0; q < s->npix; q++) g[q] *= (dsReal)wi;
+      if (g && s->bg) composite_adjoint(s, img, goal, gain, g);
+      if (wi != 1) l *= (dsReal)wi;
+    }
+    if (s->mask) {
+      const double ws = s->def.camsim.silhouette;
+      l += (dsReal)(ws * silhouette_loss(s, f, img, ws, g));
+    }
     L += wf * (double)l;
     if (g)
       for (size_t q = 0; q < s->npix; q++) g[q] *= (dsReal)wf;
@@ -1098,6 +1184,17 @@ static int setup_video(dsSysid* s, const dsSysidVideo* video, int C, int T, char
     memcpy(s->rgba, s->rendered, (size_t)F * s->npix * sizeof(dsReal));
   }
   s->video.rgba = s->rgba;
+  if (s->bg && s->def.camsim.silhouette > 0) {
+    const size_t P = s->npix / 4;
+    s->mask = (dsReal*)ds__calloc((size_t)F * P, sizeof(dsReal));
+    double* d = (double*)ds__calloc(P, sizeof(double));
+    unsigned char* in = (unsigned char*)ds__calloc(P, 1);
+    const int ok = s->mask && d && in;
+    for (int f = 0; ok && f < F; f++) footage_mask(s, s->rgba + (size_t)f * s->npix, s->mask + (size_t)f * P, d, in);
+    ds__free(d);
+    ds__free(in);
+    if (!ok) return ds__puterr(err, errlen, DS_ERR_NOMEM, "sysid: out of memory");
+  }
   return 0;
 }
 
