@@ -217,7 +217,8 @@ typedef struct dsSysidView {
  * projection m_p = (v_p - B_p).(c - B_p)/|c - B_p|^2 onto the colour c of
  * p's most contrasted neighbour inside the object: the fraction of p that
  * the object covers if it has c's colour there (linear in v, so sensor
- * noise leaves it unbiased; not clamped). */
+ * noise leaves it unbiased below 1; at most 1, since a brighter edge
+ * pixel is another face, not more than full coverage). */
 typedef struct dsSysidCamSim {
   dsCamSimDef cam;        /* width, height and camera: the env's */
   double drift;           /* fraction of the light lost from the first frame to the last (0) */
