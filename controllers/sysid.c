@@ -33,6 +33,8 @@ dsSysidDef ds_default_sysid_def(void) {
   d.video = DS_SYSID_SYNTHETIC;
   d.camsim.cam = ds_default_camsim_def();
   d.camsim.fit_gain = 1;
+  d.camsim.image_weight = 1;
+  d.camsim.mask_threshold = 0.1;
   d.frames = DS_SYSID_FRAMES_ALL;
   d.seed = 0;
   return d;
@@ -88,6 +90,16 @@ static const dsConfigKey g_keys[] = {
     {"camsim.fit_gain", DS_KEY_BOOL, O(camsim.fit_gain), 0, 1, NULL, 0,
      "camsim: the identifier fits a gain per frame and colour channel to its own colours (least squares; it does "
      "not know the light)"},
+    {"camsim.fit_shading", DS_KEY_BOOL, O(camsim.fit_shading), 0, 1, NULL, 0,
+     "camsim: the identifier paints its faces by the main axis of their rest normal (red x, green y, blue z) and "
+     "fits a 3 x 3 colour matrix per frame (a light factor per class of faces and channel) instead of the gain"},
+    {"camsim.image_weight", DS_KEY_DOUBLE, O(camsim.image_weight), 0, 1e6, NULL, 0,
+     "camsim: weight of the image loss of the composite over the known background (0: the silhouette alone)"},
+    {"camsim.silhouette", DS_KEY_DOUBLE, O(camsim.silhouette), 0, 1e6, NULL, 0,
+     "camsim: weight of the silhouette term, the mean squared difference of the identifier's alpha and the "
+     "video's foreground coverage from background subtraction (0: none)"},
+    {"camsim.mask_threshold", DS_KEY_DOUBLE, O(camsim.mask_threshold), 0, 1, NULL, 0,
+     "camsim: |video - background| (RGB, values in [0, 1]) above which a pixel is the object's (silhouette)"},
     {"camsim.supersample", DS_KEY_INT, O(camsim.cam.supersample), 1, 16, NULL, 0,
      "camsim: hard z-buffer samples per pixel per axis, box-averaged"},
     {"camsim.light_dir", DS_KEY_VEC3, O(camsim.cam.light_dir), -1e6, 1e6, NULL, 0,
@@ -188,6 +200,14 @@ int ds_sysid_def_validate(const dsSysidDef* def, char* err, size_t errlen) {
   if (def->video == DS_SYSID_FRAMES && (!def->frames_dir[0] || !def->camera[0]))
     return ds__puterr(err, errlen, DS_ERR_CONFIG, "sysid.%s: required with video \"frames\"",
                       def->frames_dir[0] ? "camera" : "frames_dir");
+  const dsSysidCamSim* cs = &def->camsim;
+  if (def->video == DS_SYSID_CAMSIM &&
+      (!(cs->image_weight >= 0 && cs->silhouette >= 0) || !(cs->image_weight + cs->silhouette > 0) ||
+       !isfinite(cs->image_weight + cs->silhouette) || !(cs->mask_threshold >= 0 && cs->mask_threshold <= 1)))
+    return ds__puterr(err, errlen, DS_ERR_CONFIG,
+                      "sysid.camsim: image_weight %g, silhouette %g, mask_threshold %g: expected finite weights >= 0, "
+                      "not both 0, and a threshold in [0, 1]",
+                      cs->image_weight, cs->silhouette, cs->mask_threshold);
   return 0;
 }
 
@@ -367,6 +387,7 @@ struct dsSysid {
   int nused;
   dsReal* rgba;   /* nframes x npix */
   dsReal *bg, *comp; /* camsim: the known background (npix) and a frame composited over it */
+  dsReal* mask;      /* camsim silhouette: the video's foreground coverage (nframes x w h; NULL: no term) */
   /* episode buffers */
   int nstep, adim, w, h;
   size_t npix;
@@ -426,7 +447,7 @@ void ds_sysid_destroy(dsSysid* s) {
   }
   void* bufs[] = {s->rbest, s->frozen, s->xstage, s->ureg, s->fixed, s->uprev, s->x, s->u, s->gu, s->gx, s->x0, s->best, s->truth, s->ulo, s->uhi, s->itx, s->vparam,
                   s->substep, s->fstep, s->used, s->rgba, s->step_frame, s->rendered, s->adj, s->scratch_img,
-                  s->action, s->pbuf, s->bg, s->comp};
+                  s->action, s->pbuf, s->bg, s->comp, s->mask};
   for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) ds__free(bufs[i]);
   ds__free(s);
 }
@@ -510,6 +531,78 @@ static void composite(dsSysid* s, const dsReal* img, const dsReal* video, double
     s->comp[p + 3] = 1;
   }
 }
+/* fit_shading: c_p = M a_p + (1 - alpha_p) B_p with M (row-major) the
+ * least-squares fit to u_p = v_p - (1 - alpha_p) B_p, M = S_ua S^-1,
+ * S_ua = sum_p u_p a_p^T, S = sum_p a_p a_p^T + 1e-12 I (a class absent
+ * from the frame gets a column 0). */
+static void composite_matrix(dsSysid* s, const dsReal* img, const dsReal* video, double M[9], double Si[9]) {
+  double S[9] = {1e-12, 0, 0, 0, 1e-12, 0, 0, 0, 1e-12}, U[9] = {0};
+  for (size_t p = 0; p < s->npix; p += 4) {
+    const double al = img[p + 3];
+    double a[3], u[3];
+    for (int q = 0; q < 3; q++) a[q] = al * img[p + q], u[q] = video[p + q] - (1 - al) * s->bg[p + q];
+    for (int i = 0; i < 3; i++)
+      for (int j = 0; j < 3; j++) S[3 * i + j] += a[i] * a[j], U[3 * i + j] += u[i] * a[j];
+  }
+  /* S^-1 by cofactors (S is symmetric positive definite) */
+  const double c0 = S[4] * S[8] - S[5] * S[7], c1 = S[5] * S[6] - S[3] * S[8], c2 = S[3] * S[7] - S[4] * S[6];
+  const double det = S[0] * c0 + S[1] * c1 + S[2] * c2;
+  Si[0] = c0 / det, Si[3] = c1 / det, Si[6] = c2 / det;
+  Si[1] = (S[2] * S[7] - S[1] * S[8]) / det, Si[4] = (S[0] * S[8] - S[2] * S[6]) / det;
+  Si[7] = (S[1] * S[6] - S[0] * S[7]) / det;
+  Si[2] = (S[1] * S[5] - S[2] * S[4]) / det, Si[5] = (S[2] * S[3] - S[0] * S[5]) / det;
+  Si[8] = (S[0] * S[4] - S[1] * S[3]) / det;
+  for (int i = 0; i < 3; i++)
+    for (int j = 0; j < 3; j++) M[3 * i + j] = U[3 * i] * Si[j] + U[3 * i + 1] * Si[3 + j] + U[3 * i + 2] * Si[6 + j];
+  for (size_t p = 0; p < s->npix; p += 4) {
+    const double al = img[p + 3];
+    for (int q = 0; q < 3; q++) {
+      double c = (1 - al) * s->bg[p + q];
+      for (int j = 0; j < 3; j++) c += M[3 * q + j] * al * img[p + j];
+      s->comp[p + q] = (dsReal)c;
+    }
+    s->comp[p + 3] = 1;
+  }
+}
+/* G: dL/dc in, dL/d(img) out. With Gam = dL/dM = sum_p G_p a_p^T and
+ * K = Gam S^-1 (dM = dS_ua S^-1 - M dS S^-1): dL/da_p = M^T G_p + K^T u_p -
+ * (J + J^T) a_p, J = M^T K, and dL/dalpha_p = -G_p.B_p + B_p.(K a_p), then
+ * dL/drgb_p = alpha_p dL/da_p, dL/dalpha_p += rgb_p.dL/da_p. */
+static void composite_matrix_adjoint(const dsSysid* s, const dsReal* img, const dsReal* video, const double M[9],
+                                     const double Si[9], dsReal* G) {
+  double Gam[9] = {0}, K[9], J[9], JJ[9];
+  for (size_t p = 0; p < s->npix; p += 4)
+    for (int i = 0; i < 3; i++)
+      for (int j = 0; j < 3; j++) Gam[3 * i + j] += G[p + i] * (double)img[p + 3] * img[p + j];
+  for (int i = 0; i < 3; i++)
+    for (int j = 0; j < 3; j++) K[3 * i + j] = Gam[3 * i] * Si[j] + Gam[3 * i + 1] * Si[3 + j] + Gam[3 * i + 2] * Si[6 + j];
+  for (int i = 0; i < 3; i++)
+    for (int j = 0; j < 3; j++) J[3 * i + j] = M[i] * K[j] + M[3 + i] * K[3 + j] + M[6 + i] * K[6 + j];
+  for (int i = 0; i < 3; i++)
+    for (int j = 0; j < 3; j++) JJ[3 * i + j] = J[3 * i + j] + J[3 * j + i];
+  for (size_t p = 0; p < s->npix; p += 4) {
+    const double al = img[p + 3];
+    double a[3], u[3], B[3], da[3], dal = 0;
+    for (int q = 0; q < 3; q++) {
+      B[q] = s->bg[p + q];
+      a[q] = al * img[p + q];
+      u[q] = video[p + q] - (1 - al) * B[q];
+    }
+    for (int q = 0; q < 3; q++) {
+      da[q] = 0;
+      for (int i = 0; i < 3; i++) da[q] += M[3 * i + q] * G[p + i] + K[3 * i + q] * u[i] - JJ[3 * q + i] * a[i];
+      double Ka = 0;
+      for (int j = 0; j < 3; j++) Ka += K[3 * q + j] * a[j];
+      dal += -G[p + q] * B[q] + B[q] * Ka;
+    }
+    for (int q = 0; q < 3; q++) {
+      dal += img[p + q] * da[q];
+      G[p + q] = (dsReal)(al * da[q]);
+    }
+    G[p + 3] = (dsReal)dal;
+  }
+}
+
 /* G: dL/dc in, dL/d(img) out. At fixed g: dL/da_p = g G_p, dL/dalpha_p =
  * -sum G_p B_p; a fitted g adds S dg/da_p = S (u_p - 2 g a_p)/D and
  * S dg/dalpha_p = S a_p B_p / D, S = dL/dg = sum_p G_p a_p; then
@@ -542,23 +635,98 @@ static void composite_adjoint(const dsSysid* s, const dsReal* img, const dsReal*
   }
 }
 
+/* The video's foreground coverage m of one frame v (dsSysidCamSim: 0 off
+ * the object, 1 inside, the projection onto the colour of the most
+ * contrasted inside neighbour on the edge); d, in: per pixel scratch. */
+static void footage_mask(const dsSysid* s, const dsReal* v, dsReal* m, double* d, unsigned char* in) {
+  const int W = s->w, H = s->h;
+  const double t = s->def.camsim.mask_threshold;
+  for (int p = 0; p < W * H; p++) {
+    double e = 0;
+    for (int q = 0; q < 3; q++) e += ((double)v[4 * p + q] - s->bg[4 * p + q]) * ((double)v[4 * p + q] - s->bg[4 * p + q]);
+    d[p] = sqrt(e);
+  }
+  /* in: 0 no pixel of the 3 x 3 neighbourhood (inside the image) is the
+     object's, 2 all are, 1 some */
+  for (int y = 0; y < H; y++)
+    for (int x = 0; x < W; x++) {
+      int n = 0, fg = 0;
+      for (int j = y - 1; j <= y + 1; j++)
+        for (int i = x - 1; i <= x + 1; i++)
+          if (i >= 0 && i < W && j >= 0 && j < H) n++, fg += d[j * W + i] > t;
+      in[y * W + x] = fg == 0 ? 0 : fg == n ? 2 : 1;
+    }
+  for (int y = 0; y < H; y++)
+    for (int x = 0; x < W; x++) {
+      const int p = y * W + x;
+      m[p] = in[p] == 2 ? 1 : 0;
+      if (in[p] != 1) continue;
+      /* the neighbour whose colour stands for the object's: an inside one
+         if there is one, else the most contrasted of all (a thin part) */
+      int best = -1, best_in = 0;
+      for (int j = y - 1; j <= y + 1; j++)
+        for (int i = x - 1; i <= x + 1; i++) {
+          if (i < 0 || i >= W || j < 0 || j >= H) continue;
+          const int q = j * W + i, qi = in[q] == 2;
+          if (best < 0 || qi > best_in || (qi == best_in && d[q] > d[best])) best = q, best_in = qi;
+        }
+      double num = 0, den = 0;
+      for (int c = 0; c < 3; c++) {
+        const double u = (double)v[4 * best + c] - s->bg[4 * p + c];
+        num += ((double)v[4 * p + c] - s->bg[4 * p + c]) * u;
+        den += u * u;
+      }
+      m[p] = (dsReal)(den > 0 ? fmin(1, num / den) : 0);
+    }
+}
+
+/* The silhouette term of frame f (dsSysidCamSim.silhouette, without the
+ * weight): (1/P) sum_p (alpha_p - m_p)^2; g (may be NULL): += w dL/d(alpha). */
+static double silhouette_loss(const dsSysid* s, int f, const dsReal* img, double w, dsReal* g) {
+  const size_t P = s->npix / 4;
+  const dsReal* m = s->mask + (size_t)f * P;
+  double L = 0;
+  for (size_t p = 0; p < P; p++) {
+    const double r = (double)img[4 * p + 3] - m[p];
+    L += r * r;
+    if (g) g[4 * p + 3] += (dsReal)(w * 2 * r / (double)P);
+  }
+  return L / (double)P;
+}
+
 /* The loss of the frames in s->rendered against the video; with adj (nstep
  * x npix), its image adjoints there. */
 static int video_loss(dsSysid* s, dsReal* adj, double* loss) {
   double L = 0;
   if (adj) memset(adj, 0, (size_t)s->nstep * s->npix * sizeof(dsReal));
-  const double wf = 1.0 / s->nused;
+  const double wf = 1.0 / s->nused, wi = s->bg ? s->def.camsim.image_weight : 1;
   for (int f = 0; f < s->video.nframes; f++) {
     if (!s->used[f]) continue;
     dsReal* g = adj ? adj + (size_t)s->fstep[f] * s->npix : NULL;
     dsReal l = 0;
     const dsReal *img = s->rendered + (size_t)f * s->npix, *goal = s->rgba + (size_t)f * s->npix;
-    double gain[3];
-    if (s->bg) composite(s, img, goal, gain);
-    int rc = s->il ? ds_env_image_loss_eval(s->il, s->bg ? s->comp : img, goal, &l, g)
-                   : ds_env_image_loss(s->env, s->bg ? s->comp : img, goal, &l, g);
-    if (rc) return ds__seterr(&s->err, rc, "frame %d: %s", f, ds_env_last_error(s->env));
-    if (g && s->bg) composite_adjoint(s, img, goal, gain, g);
+    double gain[9], Si[9] = {0};
+    const int shading = s->bg && s->def.camsim.fit_shading;
+    if (wi > 0) {
+      if (shading)
+        composite_matrix(s, img, goal, gain, Si);
+      else if (s->bg)
+        composite(s, img, goal, gain);
+      int rc = s->il ? ds_env_image_loss_eval(s->il, s->bg ? s->comp : img, goal, &l, g)
+                     : ds_env_image_loss(s->env, s->bg ? s->comp : img, goal, &l, g);
+      if (rc) return ds__seterr(&s->err, rc, "frame %d: %s", f, ds_env_last_error(s->env));
+      if (g && wi != 1)
+        for (size_t q = 0; q < s->npix; q++) g[q] *= (dsReal)wi;
+      if (g && shading)
+        composite_matrix_adjoint(s, img, goal, gain, Si, g);
+      else if (g && s->bg)
+        composite_adjoint(s, img, goal, gain, g);
+      if (wi != 1) l *= (dsReal)wi;
+    }
+    if (s->mask) {
+      const double ws = s->def.camsim.silhouette;
+      l += (dsReal)(ws * silhouette_loss(s, f, img, ws, g));
+    }
     L += wf * (double)l;
     if (g)
       for (size_t q = 0; q < s->npix; q++) g[q] *= (dsReal)wf;
@@ -1070,6 +1238,9 @@ static int camsim_video(dsSysid* s, int film, char* err, size_t errlen) {
     const double light = 1 - s->def.camsim.drift * (F > 1 ? (double)f / (F - 1) : 0);
     if (!rc && f >= 0) rc = ds_env_camsim_render(s->env, cam, (dsReal)light, seed, s->rgba + (size_t)f * s->npix);
   }
+  /* the identifier's colours: the face classes at the rest shape */
+  if (!rc && s->def.camsim.fit_shading) rc = ds_env_reset(s->env, s->env_seed, NULL, NULL);
+  if (!rc && s->def.camsim.fit_shading) rc = ds_env_camsim_paint_faces(s->env);
   if (rc && err && errlen && !err[0]) ds__puterr(err, errlen, rc, "camsim video: %s", ds_env_last_error(s->env));
   ds_camsim_destroy(cam);
   return rc;
@@ -1107,6 +1278,17 @@ static int setup_video(dsSysid* s, const dsSysidVideo* video, int C, int T, char
     memcpy(s->rgba, s->rendered, (size_t)F * s->npix * sizeof(dsReal));
   }
   s->video.rgba = s->rgba;
+  if (s->bg && s->def.camsim.silhouette > 0) {
+    const size_t P = s->npix / 4;
+    s->mask = (dsReal*)ds__calloc((size_t)F * P, sizeof(dsReal));
+    double* d = (double*)ds__calloc(P, sizeof(double));
+    unsigned char* in = (unsigned char*)ds__calloc(P, 1);
+    const int ok = s->mask && d && in;
+    for (int f = 0; ok && f < F; f++) footage_mask(s, s->rgba + (size_t)f * s->npix, s->mask + (size_t)f * P, d, in);
+    ds__free(d);
+    ds__free(in);
+    if (!ok) return ds__puterr(err, errlen, DS_ERR_NOMEM, "sysid: out of memory");
+  }
   return 0;
 }
 

@@ -650,6 +650,12 @@ DS_API int ds_env_camsim_create(const dsEnv* env, const dsCamSimDef* def, dsCamS
 /* One frame of the env's current state (its render mesh and face colours)
  * through c: ds_camsim_render(c, mesh, light, noise_seed, image). */
 DS_API int ds_env_camsim_render(dsEnv* env, dsCamSim* c, dsReal light, uint64_t noise_seed, dsReal* image);
+/* Paints every face of env's render mesh by the main axis of its normal at
+ * the current positions (red: |n_x| the largest, green: y, blue: z), so
+ * that each colour channel of a render holds one class of faces: what
+ * sysid.camsim.fit_shading fits a light factor per class for. 0, or
+ * DS_ERR_UNSUPPORTED for an env that renders itself (rigid bodies, smoke). */
+DS_API int ds_env_camsim_paint_faces(dsEnv* env);
 /* The goal image of the current seed (w*h*4), NULL before the first reset. */
 DS_API const dsReal* ds_env_goal_image(const dsEnv* env);
 /* Target centroid of the current episode (m). */

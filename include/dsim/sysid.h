@@ -200,11 +200,34 @@ typedef struct dsSysidView {
  * alpha' = 1, before the loss (the video's alpha is 1). With fit_gain it
  * does not know the light either: its colours rgb are scaled by g, per
  * frame and channel the least-squares gain against the video (the
- * gradient includes dg/dx: exact for any image loss). */
+ * gradient includes dg/dx: exact for any image loss). With fit_shading
+ * the gain becomes a 3 x 3 matrix M per frame, c = M a + (1 - alpha) B,
+ * the least-squares fit M = S_ua S_aa^-1 (S_ua = sum_p u_p a_p^T, S_aa =
+ * sum_p a_p a_p^T + 1e-12 I) to frames whose channels are the face classes
+ * of ds_env_camsim_paint_faces: a light factor per class of faces (sides
+ * of a box) and colour channel, which a per-frame gain cannot give.
+ *
+ * The loss is image_weight times the image loss of the composite plus
+ * silhouette times a foreground-mask term that does not see shading:
+ *   L_sil = mean over the frames used of (1/P) sum_p (alpha_p - m_p)^2,
+ * alpha_p the identifier's coverage (its alpha), m_p the video's foreground
+ * coverage from background subtraction: 0 where no pixel of p's 3 x 3
+ * neighbourhood differs from the background by more than mask_threshold
+ * (|v - B|, RGB), 1 where all of them do, and between them (the edge) the
+ * projection m_p = (v_p - B_p).(c - B_p)/|c - B_p|^2 onto the colour c of
+ * p's most contrasted neighbour inside the object: the fraction of p that
+ * the object covers if it has c's colour there (linear in v, so sensor
+ * noise leaves it unbiased below 1; at most 1, since a brighter edge
+ * pixel is another face, not more than full coverage). */
 typedef struct dsSysidCamSim {
   dsCamSimDef cam;        /* width, height and camera: the env's */
   double drift;           /* fraction of the light lost from the first frame to the last (0) */
   int fit_gain;           /* 1: the identifier fits a gain per frame and channel to its colours (1) */
+  int fit_shading;        /* 1: it paints its faces by their rest normal's main axis (ds_env_camsim_paint_faces)
+                             and fits a 3 x 3 colour matrix per frame instead of the gain (0) */
+  double image_weight;    /* weight of the image loss of the composite (1; 0: the silhouette alone) */
+  double silhouette;      /* weight of the foreground-mask term L_sil (0: none) */
+  double mask_threshold;  /* |v - B| above which a video pixel is the object's, [0, 1] values (0.1) */
 } dsSysidCamSim;
 
 typedef struct dsSysidDef {
