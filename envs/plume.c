@@ -28,7 +28,7 @@
 #include "dsim/env.h"
 #include "dsim/fluid.h"
 #include "dsim/volume.h"
-#include "smoke_common.h"
+#include "envs/smoke_common.h"
 
 typedef struct dsPlumeParams {
   int n;               /* fluid cells per side [grid.n] */

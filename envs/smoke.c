@@ -39,7 +39,7 @@
 #include "dsim/engine.h"
 #include "dsim/env.h"
 #include "dsim/fluid.h"
-#include "smoke_common.h"
+#include "envs/smoke_common.h"
 
 #define SMOKE_PI 3.14159265358979323846
 

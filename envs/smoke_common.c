@@ -1,5 +1,5 @@
 /* Shared parts of the fluid envs (envs/smoke_common.h). */
-#include "smoke_common.h"
+#include "envs/smoke_common.h"
 
 #include <math.h>
 #include <stdio.h>

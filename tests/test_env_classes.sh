@@ -16,9 +16,9 @@ for f in envs/*.c; do
   for inc in $(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$f"); do
     case $inc in
       dsim/*) ;;
-      *.h)
-        if [ -f "envs/$inc" ] && [ -f "envs/${inc%.h}.c" ] &&
-           ! sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "envs/$inc" "envs/${inc%.h}.c" |
+      envs/*.h)
+        if [ -f "$inc" ] && [ -f "${inc%.h}.c" ] &&
+           ! sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$inc" "${inc%.h}.c" |
              grep -v -e '^dsim/' -e "^$inc\$" >/dev/null; then
           :
         else
