@@ -608,8 +608,28 @@ static int bwd_step(const dsFluidModel* m, dsFluidData* d, const double* s0, con
 
 int ds_fluid_backward(const dsFluidModel* m, dsFluidData* d, const double* dl_dvel, const double* dl_ddens,
                       const double* dl_dtemp, const dsFluidGrad* g) {
-  if (!m || !d || !g) return DS_ERR_INVALID;
+  return ds_fluid_backward_terms(m, d, dl_dvel, dl_ddens, dl_dtemp, 0, NULL, NULL, g);
+}
+
+/* The backward is linear in its seed, so a loss sum_k L_k(rho(at_k)) on
+ * several states adds each dL_k/drho(at_k) to the running adjoint of the
+ * state after step at_k when the sweep reaches it: one sweep for all terms. */
+static void add_terms(const dsFluidModel* m, double* g1, int t, int nterm, const int* at,
+                      const double* const* dl_ddens_at) {
+  for (int k = 0; k < nterm; k++)
+    if (at[k] == t)
+      for (int c = 0; c < m->ncell; c++) g1[m->nvel + c] += dl_ddens_at[k][c];
+}
+
+int ds_fluid_backward_terms(const dsFluidModel* m, dsFluidData* d, const double* dl_dvel, const double* dl_ddens,
+                            const double* dl_dtemp, int nterm, const int* at, const double* const* dl_ddens_at,
+                            const dsFluidGrad* g) {
+  if (!m || !d || !g || nterm < 0 || (nterm && (!at || !dl_ddens_at))) return DS_ERR_INVALID;
   ds__clearerr(&d->err);
+  for (int k = 0; k < nterm; k++)
+    if (at[k] < 0 || at[k] > d->t || !dl_ddens_at[k])
+      return ds__seterr(&d->err, DS_ERR_INVALID, "backward: term %d: at %d (expected a step in [0, %d] and an array)",
+                        k, at[k], d->t);
   int nv = m->nvel, nc = m->ncell, nfc = nc * m->dim;
   double* g1 = d->g1;
   for (int i = 0; i < nv; i++) g1[i] = dl_dvel ? dl_dvel[i] : 0;
@@ -622,6 +642,7 @@ int ds_fluid_backward(const dsFluidModel* m, dsFluidData* d, const double* dl_dv
   if (g->force_total) memset(g->force_total, 0, sizeof(double) * (size_t)nfc);
   for (int t = d->t - 1; t >= 0; t--) {
     double *s0, *s1;
+    add_terms(m, g1, t + 1, nterm, at, dl_ddens_at);
     int rc = seg_states(m, d, t, &s0, &s1);
     if (!rc) rc = bwd_step(m, d, s0, s1, g1, t);
     if (rc) return rc;
@@ -632,6 +653,7 @@ int ds_fluid_backward(const dsFluidModel* m, dsFluidData* d, const double* dl_dv
     d->g0 = g1;
     d->g1 = g1 = tmp;
   }
+  add_terms(m, g1, 0, nterm, at, dl_ddens_at);
   /* the reset zeroes closed and solid faces and solid cells */
   if (g->velocity0)
     for (int f = 0; f < nv; f++) g->velocity0[f] = m->active[f] ? g1[f] : 0;

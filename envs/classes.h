@@ -21,7 +21,8 @@
   X(ds__pendulum_class)         \
   X(ds__double_pendulum_class) \
   X(ds__runner_class)            \
-  X(ds__smoke_control_class)
+  X(ds__smoke_control_class)     \
+  X(ds__smoke_plume_class)
 
 #define DS__ENV_CLASS_DECL(c) extern const dsEnvClass c;
 DS_ENV_CLASSES(DS__ENV_CLASS_DECL)

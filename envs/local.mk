@@ -5,7 +5,8 @@ libdsim_core_la_SOURCES += envs/env_priv.h envs/env.c envs/env_views.c envs/env_
   envs/env_def.c envs/batch_priv.h envs/batch.c envs/batch_shared.c envs/mesh_gear.c envs/mesh_walker.c
 # The bundled classes: one file each, listed in envs/classes.h.
 libdsim_core_la_SOURCES += envs/classes.h envs/walker.c envs/control_fem.c envs/control_cloth.c envs/walker_springs.c \
-  envs/rigid_toss.c envs/beam.c envs/pendulum.c envs/runner.c envs/smoke.c
+  envs/rigid_toss.c envs/beam.c envs/pendulum.c envs/runner.c envs/smoke.c \
+  envs/smoke_common.h envs/smoke_common.c envs/plume.c
 dsiminclude_HEADERS += include/dsim/env.h include/dsim/scenes.h include/dsim/batch.h
 dist_configs_DATA += configs/walker.json configs/control-fem.json configs/control-cloth.json \
   configs/walker-springs.json configs/rigid-toss.json configs/beam.json \
@@ -16,7 +17,8 @@ dist_configs_DATA += configs/walker.json configs/control-fem.json configs/contro
 dist_configs_DATA += configs/pendulum.json configs/double-pendulum.json configs/sysid-pendulum.json \
   configs/sysid-double-pendulum.json configs/sysid-beam-2mat.json configs/sysid-beam-3mat.json \
   configs/sysid-cloth-band.json configs/sysid-tiny-mass.json configs/control-fem-implicit.json configs/runner.json \
-  configs/smoke-control.json configs/control-cloth-implicit.json configs/walker-implicit.json
+  configs/smoke-control.json configs/control-cloth-implicit.json configs/walker-implicit.json \
+  configs/smoke-plume.json configs/sysid-plume.json
 # sysid on footage from the camera simulator (docs/sysid.md, footage from a different renderer)
 dist_configs_DATA += configs/sysid-mass-camsim.json configs/sysid-beam-mu-camsim.json \
   configs/sysid-beam-lambda-camsim.json configs/sysid-cloth-camsim.json
@@ -94,3 +96,10 @@ check_PROGRAMS += tests/test_smoke_env
 tests_test_smoke_env_SOURCES = tests/test_smoke_env.c
 TESTS += tests/test_smoke_env
 EXTRA_DIST += python/tests/test_smoke.py
+# smoke-plume: the 3-D fluid env (sysid gradient against central
+# differences through the volume renderer, checkpointed = full, threads,
+# bad input) and a small identification.
+check_PROGRAMS += tests/test_plume_env
+tests_test_plume_env_SOURCES = tests/test_plume_env.c
+TESTS += tests/test_plume_env tests/test_sysid_plume.sh
+EXTRA_DIST += tests/test_sysid_plume.sh

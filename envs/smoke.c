@@ -39,6 +39,7 @@
 #include "dsim/engine.h"
 #include "dsim/env.h"
 #include "dsim/fluid.h"
+#include "envs/smoke_common.h"
 
 #define SMOKE_PI 3.14159265358979323846
 
@@ -124,55 +125,27 @@ static void defaults(dsEnvDef* d) {
 
 static int validate(const dsEnvDef* def, char* err, size_t errlen) {
   const dsSmokeParams* p = (const dsSmokeParams*)def->params.bytes;
-  const double dx = (double)p->size / p->n, cfl = (double)def->dt * p->max_speed / dx;
   if (def->width != p->n || def->height != p->n) {
     snprintf(err, errlen, "render.width, render.height: %d x %d (expected grid.n x grid.n = %d x %d: a pixel a cell)",
              def->width, def->height, p->n, p->n);
     return DS_ERR_CONFIG;
   }
-  if (cfl > p->cfl_max) {
-    snprintf(err, errlen,
-             "physics.dt: %g s gives a CFL number dt max_speed / dx = %g * %g / %g = %g above fluid.cfl_max %g "
-             "(expected dt <= %g s)",
-             (double)def->dt, (double)def->dt, (double)p->max_speed, dx, cfl, (double)p->cfl_max,
-             p->cfl_max * dx / p->max_speed);
-    return DS_ERR_CONFIG;
-  }
-  for (int k = 0; k < 2; k++)
-    if (!(p->source_lo[k] >= 0 && p->source_lo[k] < p->source_hi[k] && p->source_hi[k] <= p->size)) {
-      snprintf(err, errlen, "source.lo, source.hi: [%g, %g] in %s (expected 0 <= lo < hi <= grid.size %g)",
-               (double)p->source_lo[k], (double)p->source_hi[k], k ? "y" : "x", (double)p->size);
-      return DS_ERR_CONFIG;
-    }
-  if (def->obs_state != DS_OBS_STATE_NONE || def->loss_kind != DS_ENV_LOSS_IMAGE_LAST ||
-      def->reward_kind != DS_ENV_REWARD_SPARSE || def->cam2) {
-    snprintf(err, errlen,
-             "observation.state, loss.kind, loss.reward, camera2.enabled: smoke-control has a state of its own and "
-             "differentiates its last frame (expected none, image_last, sparse, false)");
-    return DS_ERR_CONFIG;
-  }
-  return 0;
+  int rc = ds__smoke_check_cfl(def, (double)p->size / p->n, p->max_speed, p->cfl_max, err, errlen);
+  if (!rc) rc = ds__smoke_check_source(p->source_lo, p->source_hi, 2, p->size, err, errlen);
+  return rc ? rc : ds__smoke_check_kinds(def, "smoke-control", err, errlen);
 }
 
 typedef struct SmokeState {
-  dsFluidModel* fm;
-  dsFluidData* fd;
-  int n, ncell, nc, adim, T, C, nframe, nparam;
+  dsSmokeCore c;   /* the fluid, its parameters and initial_density */
+  int n, ncell, nc, adim, T, C, nframe;
   double opacity, cforce;
   int* wi;         /* ncell x 4: the control cells of a fluid cell's bilinear stencil */
   double* ww;      /* ncell x 4: their weights */
   double* force;   /* ncell x 2: the current step's field */
   double* gforce;  /* T x ncell x 2: dL/dF per substep */
   double* gdens;   /* ncell: dL/d(final density) */
-  double* dens0;   /* ncell: the initial density */
-  double* gdens0;  /* ncell */
-  double* pgrad;   /* nparam */
   double* frames;  /* nframe x ncell: kept densities */
   double* goal;    /* ncell: the goal density */
-  dsReal* r_dens0; /* ncell: initial_density as the env API reads it */
-  dsReal* r_gdens0;
-  dsReal* r_param; /* nparam */
-  dsReal* r_pgrad;
   dsReal* img;     /* n x n x 4: scratch of the metric */
   dsReal* act;     /* adim: the goal's hidden action */
 } SmokeState;
@@ -208,10 +181,8 @@ static dsFluidDef fluid_def(const dsEnvDef* def, const dsSmokeParams* p) {
 static void destroy(void* st) {
   SmokeState* s = (SmokeState*)st;
   if (!s) return;
-  ds_fluid_data_free(s->fd);
-  ds_fluid_model_free(s->fm);
-  void* bufs[] = {s->wi,     s->ww,     s->force,   s->gforce,   s->gdens,   s->dens0, s->gdens0, s->pgrad,
-                  s->frames, s->goal,   s->r_dens0, s->r_gdens0, s->r_param, s->r_pgrad, s->img, s->act};
+  ds__smoke_core_free(&s->c);
+  void* bufs[] = {s->wi, s->ww, s->force, s->gforce, s->gdens, s->frames, s->goal, s->img, s->act};
   for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) ds_free(bufs[i]);
   ds_free(s);
 }
@@ -225,16 +196,15 @@ static int create(dsEnv* e, void** out) {
   *out = s;
   const dsFluidDef fd = fluid_def(def, p);
   char err[256] = "";
-  int rc = ds_fluid_model_create(&fd, &s->fm, err, sizeof err);
+  int rc = ds_fluid_model_create(&fd, &s->c.fm, err, sizeof err);
   if (rc) return ds_env_set_errorf(e, rc, "fluid: %s", err);
   s->n = p->n;
-  s->ncell = p->n * p->n;
+  s->ncell = s->c.ncell = p->n * p->n;
   s->nc = p->cells;
   s->adim = 2 * p->cells * p->cells;
   s->T = def->substeps;
   s->C = def->control_interval;
   s->nframe = (def->substeps + def->render_interval - 1) / def->render_interval + (def->render_last ? 1 : 0);
-  s->nparam = ds_fluid_nparam(s->fm);
   s->opacity = p->opacity;
   s->cforce = p->force;
   return 0;
@@ -245,7 +215,7 @@ static size_t tape_bytes(const dsEnv* e, int substeps, int every, int gradients)
   const size_t nc = (size_t)s->ncell;
   const size_t own = (size_t)substeps * nc * 2 * sizeof(double) + (size_t)s->nframe * nc * sizeof(double) +
                      nc * (4 * sizeof(int) + 10 * sizeof(double) + 2 * sizeof(dsReal));
-  return own + ds_fluid_data_bytes(s->fm, substeps, gradients ? every : substeps);
+  return own + ds_fluid_data_bytes(s->c.fm, substeps, gradients ? every : substeps);
 }
 
 /* dL/dA_step += c W^T dL/dF (header comment) */
@@ -286,9 +256,7 @@ static void make_stencil(SmokeState* s) {
     }
 }
 
-static int fluid_fail(dsEnv* e, int rc, const char* what) {
-  return ds_env_set_errorf(e, rc, "%s: %s", what, ds_fluid_last_error(state_of(e)->fd));
-}
+static int fluid_fail(dsEnv* e, int rc, const char* what) { return ds__smoke_fail(e, &state_of(e)->c, rc, what); }
 
 /* The goal: the hidden wind's rollout from rest (header comment). */
 static int make_goal(dsEnv* e, SmokeState* s, double push) {
@@ -299,19 +267,19 @@ static int make_goal(dsEnv* e, SmokeState* s, double push) {
       a[2 * (I + s->nc * J) + 1] = 0;
     }
   field_fwd(s, a, s->force);
-  int rc = ds_fluid_reset(s->fm, s->fd, NULL, NULL, NULL);
-  for (int t = 0; t < s->T && !rc; t++) rc = ds_fluid_step(s->fm, s->fd, s->force);
+  int rc = ds_fluid_reset(s->c.fm, s->c.fd, NULL, NULL, NULL);
+  for (int t = 0; t < s->T && !rc; t++) rc = ds_fluid_step(s->c.fm, s->c.fd, s->force);
   if (rc) return fluid_fail(e, rc, "the goal rollout");
-  memcpy(s->goal, ds_fluid_density(s->fd), sizeof(double) * (size_t)s->ncell);
-  return ds_fluid_reset(s->fm, s->fd, NULL, s->dens0, NULL);
+  memcpy(s->goal, ds_fluid_density(s->c.fd), sizeof(double) * (size_t)s->ncell);
+  return ds_fluid_reset(s->c.fm, s->c.fd, NULL, s->c.dens0, NULL);
 }
 
 static int built(dsEnv* e) {
   SmokeState* s = state_of(e);
-  if (s->fd) return 0; /* a rebuild keeps the physics */
+  if (s->c.fd) return 0; /* a rebuild keeps the physics */
   const dsEnvDef* def = ds_env_def(e);
   const size_t nc = (size_t)s->ncell;
-  int rc = ds_fluid_data_create(s->fm, s->T, def->gradients ? def->checkpoint_every : s->T, &s->fd);
+  int rc = ds_fluid_data_create(s->c.fm, s->T, def->gradients ? def->checkpoint_every : s->T, &s->c.fd);
   if (rc) return ds_env_set_errorf(e, rc, "the fluid's tape (%s)", ds_strerror(rc));
 #define SM_A(f, n, T) ok &= (s->f = (T*)ds_calloc((size_t)(n) + 1, sizeof(T))) != NULL
   int ok = 1;
@@ -320,24 +288,12 @@ static int built(dsEnv* e) {
   SM_A(force, 2 * nc, double);
   SM_A(gforce, (size_t)s->T * 2 * nc, double);
   SM_A(gdens, nc, double);
-  SM_A(dens0, nc, double);
-  SM_A(gdens0, nc, double);
-  SM_A(pgrad, s->nparam, double);
   SM_A(frames, (size_t)s->nframe * nc, double);
   SM_A(goal, nc, double);
-  SM_A(r_dens0, nc, dsReal);
-  SM_A(r_gdens0, nc, dsReal);
-  SM_A(r_param, s->nparam, dsReal);
-  SM_A(r_pgrad, s->nparam, dsReal);
   SM_A(img, 4 * nc, dsReal);
   SM_A(act, s->adim, dsReal);
 #undef SM_A
-  if (!ok) return ds_env_set_errorf(e, DS_ERR_NOMEM, "out of memory");
-  for (int i = 0; i < s->nparam; i++) {
-    double v = 0;
-    ds_fluid_param_get(s->fm, ds_fluid_param_name(s->fm, i), &v);
-    s->r_param[i] = (dsReal)v;
-  }
+  if (!ok || ds__smoke_core_alloc(&s->c)) return ds_env_set_errorf(e, DS_ERR_NOMEM, "out of memory");
   make_stencil(s);
   return make_goal(e, s, ((const dsSmokeParams*)ds_env_params(e))->push);
 }
@@ -356,7 +312,7 @@ static int action_size(const dsEnv* e) {
 
 static int sim_reset(dsEnv* e) {
   SmokeState* s = state_of(e);
-  int rc = ds_fluid_reset(s->fm, s->fd, NULL, s->dens0, NULL);
+  int rc = ds_fluid_reset(s->c.fm, s->c.fd, NULL, s->c.dens0, NULL);
   return rc ? fluid_fail(e, rc, "reset") : 0;
 }
 
@@ -364,98 +320,58 @@ static int sim_step(dsEnv* e, int k, int sub, const dsReal* action) {
   (void)k, (void)sub;
   SmokeState* s = state_of(e);
   field_fwd(s, action, s->force);
-  int rc = ds_fluid_step(s->fm, s->fd, s->force);
+  int rc = ds_fluid_step(s->c.fm, s->c.fd, s->force);
   return rc ? fluid_fail(e, rc, "fluid") : 0;
 }
 
 static void keep_frame(dsEnv* e, int f) {
   SmokeState* s = state_of(e);
   if (f >= 0 && f < s->nframe)
-    memcpy(s->frames + (size_t)f * s->ncell, ds_fluid_density(s->fd), sizeof(double) * (size_t)s->ncell);
+    memcpy(s->frames + (size_t)f * s->ncell, ds_fluid_density(s->c.fd), sizeof(double) * (size_t)s->ncell);
 }
 
 static int render(dsEnv* e, int f, dsReal* image) {
   SmokeState* s = state_of(e);
-  const double* rho = f < 0 ? ds_fluid_density(s->fd) : s->frames + (size_t)f * s->ncell;
-  return ds_fluid_render_density(s->fm, rho, s->opacity, image);
+  const double* rho = f < 0 ? ds_fluid_density(s->c.fd) : s->frames + (size_t)f * s->ncell;
+  return ds_fluid_render_density(s->c.fm, rho, s->opacity, image);
 }
 
 static int goal(dsEnv* e, dsReal* image) {
   SmokeState* s = state_of(e);
-  return ds_fluid_render_density(s->fm, s->goal, s->opacity, image);
+  return ds_fluid_render_density(s->c.fm, s->goal, s->opacity, image);
 }
 
 static int backward(dsEnv* e, const dsReal* g_image, dsReal* grad_actions) {
   SmokeState* s = state_of(e);
   memset(s->gdens, 0, sizeof(double) * (size_t)s->ncell);
-  int rc = ds_fluid_render_density_bwd(s->fm, ds_fluid_density(s->fd), s->opacity, g_image, s->gdens);
+  int rc = ds_fluid_render_density_bwd(s->c.fm, ds_fluid_density(s->c.fd), s->opacity, g_image, s->gdens);
   if (rc) return ds_env_set_errorf(e, rc, "render backward (%s)", ds_strerror(rc));
-  const dsFluidGrad g = {NULL, s->gdens0, NULL, s->gforce, NULL, s->pgrad};
-  if ((rc = ds_fluid_backward(s->fm, s->fd, NULL, s->gdens, NULL, &g))) return fluid_fail(e, rc, "backward");
-  const int t = ds_fluid_steps(s->fd);
+  const dsFluidGrad g = {NULL, s->c.gdens0, NULL, s->gforce, NULL, s->c.pgrad};
+  if ((rc = ds_fluid_backward(s->c.fm, s->c.fd, NULL, s->gdens, NULL, &g))) return fluid_fail(e, rc, "backward");
+  const int t = ds_fluid_steps(s->c.fd);
   for (int q = 0; q < t && grad_actions; q++)
     field_bwd(s, s->gforce + (size_t)q * 2 * s->ncell, grad_actions + (size_t)(q / s->C) * s->adim);
-  for (int c = 0; c < s->ncell; c++) s->r_gdens0[c] = (dsReal)s->gdens0[c];
-  for (int i = 0; i < s->nparam; i++) s->r_pgrad[i] = (dsReal)s->pgrad[i];
+  ds__smoke_core_grads(&s->c);
   return 0;
 }
 
-static const char* param_name(const dsEnv* e, int i) {
-  const SmokeState* s = state_of(e);
-  return i < s->nparam ? ds_fluid_param_name(s->fm, i) : i == s->nparam ? "initial_density" : NULL;
-}
+static const char* param_name(const dsEnv* e, int i) { return ds__smoke_param_name(&state_of(e)->c, i); }
 
 static int param(const dsEnv* e, const char* name, const dsReal** values, const dsReal** grad, int* count) {
-  const SmokeState* s = state_of(e);
-  if (!strcmp(name, "initial_density")) {
-    if (values) *values = s->r_dens0;
-    if (grad) *grad = s->r_gdens0;
-    if (count) *count = s->ncell;
-    return 0;
-  }
-  const int i = ds_fluid_param_index(s->fm, name);
-  if (i < 0) return DS_ERR_NOTFOUND;
-  if (values) *values = s->r_param + i;
-  if (grad) *grad = s->r_pgrad + i;
-  if (count) *count = 1;
-  return 0;
+  return ds__smoke_param(&state_of(e)->c, name, values, grad, count);
 }
 
 static int set_param(dsEnv* e, const char* name, const dsReal* v, int count) {
-  SmokeState* s = state_of(e);
-  const int dens = !strcmp(name, "initial_density"), i = dens ? -1 : ds_fluid_param_index(s->fm, name);
-  if (!dens && i < 0) return ds_env_set_errorf(e, DS_ERR_NOTFOUND, "set_param: %s: no such parameter", name);
-  const int want = dens ? s->ncell : 1;
-  if (count != want)
-    return ds_env_set_errorf(e, DS_ERR_RANGE, "set_param %s: %d values (expected %d)", name, count, want);
-  for (int c = 0; c < count; c++)
-    if (!isfinite((double)v[c]) || (dens && v[c] < 0))
-      return ds_env_set_errorf(e, DS_ERR_RANGE, "set_param %s[%d]: %g (expected a finite value%s)", name, c,
-                               (double)v[c], dens ? " >= 0" : "");
-  if (dens) {
-    for (int c = 0; c < count; c++) s->dens0[c] = s->r_dens0[c] = v[c];
-    return 0;
-  }
-  int rc = ds_fluid_param_set(s->fm, name, (double)v[0]);
-  if (rc) return ds_env_set_errorf(e, rc, "set_param %s: %s", name, ds_strerror(rc));
-  s->r_param[i] = v[0];
-  return 0;
+  return ds__smoke_set_param(e, &state_of(e)->c, name, v, count);
 }
 
 static int metric(const dsEnv* e, dsReal* value) {
   SmokeState* s = state_of(e);
   const dsReal* g = ds_env_goal_image(e);
-  int rc = ds_fluid_render_density(s->fm, ds_fluid_density(s->fd), s->opacity, s->img);
+  int rc = ds_fluid_render_density(s->c.fm, ds_fluid_density(s->c.fd), s->opacity, s->img);
   if (rc || !g) return rc ? rc : DS_ERR_STATE;
   const double bg[3] = DS_FLUID_RENDER_BG;
-  double num = 0, den = 0;
-  for (int p = 0; p < s->ncell; p++)
-    for (int ch = 0; ch < 3; ch++) {
-      const double d = (double)s->img[4 * p + ch] - g[4 * p + ch], r = (double)g[4 * p + ch] - bg[ch];
-      num += d * d;
-      den += r * r;
-    }
-  *value = (dsReal)(den > 0 ? num / den : num);
+  *value = (dsReal)ds__smoke_image_error(s->img, g, NULL, bg, (size_t)s->ncell);
   return 0;
 }
 

@@ -54,13 +54,13 @@ static const Bad bad[] = {
      "b.json: unknown section \"controler\" (did you mean \"controller\"? sections: env,controller,run,sysid)"},
     {"{\"env\": {\"name\": \"walkr\"}}", DS_ERR_CONFIG,
      "b.json: env.name: unknown environment \"walkr\" (expected one of: walker, control-fem, control-cloth, "
-     "walker-springs, rigid-toss, beam, pendulum, double-pendulum, runner, smoke-control)"},
+     "walker-springs, rigid-toss, beam, pendulum, double-pendulum, runner, smoke-control, smoke-plume)"},
     {"{\"env\": {\"name\": 3}}", DS_ERR_CONFIG,
-     "b.json: env.name: expected a string, one of: walker, control-fem, control-cloth, walker-springs, rigid-toss, beam, pendulum, double-pendulum, runner, smoke-control"},
+     "b.json: env.name: expected a string, one of: walker, control-fem, control-cloth, walker-springs, rigid-toss, beam, pendulum, double-pendulum, runner, smoke-control, smoke-plume"},
     {"{\"env\": {\"physics\": {\"dt\": 0.001}}}", DS_ERR_CONFIG,
-     "b.json: missing key \"env.name\" (expected one of: walker, control-fem, control-cloth, walker-springs, rigid-toss, beam, pendulum, double-pendulum, runner, smoke-control)"},
+     "b.json: missing key \"env.name\" (expected one of: walker, control-fem, control-cloth, walker-springs, rigid-toss, beam, pendulum, double-pendulum, runner, smoke-control, smoke-plume)"},
     {"{\"controller\": {\"lr\": 0.1}}", DS_ERR_CONFIG,
-     "b.json: missing key \"env.name\" (expected one of: walker, control-fem, control-cloth, walker-springs, rigid-toss, beam, pendulum, double-pendulum, runner, smoke-control)"},
+     "b.json: missing key \"env.name\" (expected one of: walker, control-fem, control-cloth, walker-springs, rigid-toss, beam, pendulum, double-pendulum, runner, smoke-control, smoke-plume)"},
     /* cross-field checks */
     {"{\"env\": {\"name\": \"control-cloth\", \"scene\": {\"size_min\": 10, \"size_max\": 9}}}", DS_ERR_CONFIG,
      "b.json: env.scene.size_max: must be >= env.scene.size_min (10), got 9"},

@@ -289,6 +289,13 @@ typedef struct dsEnvSim {
   int (*set_param)(dsEnv* env, const char* name, const dsReal* values, int count);
   /* ds_env_metric of the current state (lower is better, goal 0). */
   int (*metric)(const dsEnv* env, dsReal* value);
+  /* Optional: a loss on the images of earlier steps too (sysid's video).
+   * Called by the backward before `backward`, once for each step k before
+   * the last whose image adjoint is not zero: g_image = dL/d(the image
+   * ds_env_step returned at the end of step k). The class keeps it for
+   * its `backward`, which then runs one sweep for all of them. NULL: such
+   * adjoints are refused (DS_ERR_UNSUPPORTED). Must not allocate. */
+  int (*image_adjoint)(dsEnv* env, int step, const dsReal* g_image);
 } dsEnvSim;
 
 struct dsEnvClass {
@@ -363,7 +370,7 @@ DS_API void ds_env_artic_action_bwd(dsEnv* env, int step, int s, const dsReal* a
  * so that dsim refuses one built against headers with another layout of the
  * class or definition structs. DS_ENV_ABI_VERSION is raised by hand with any
  * change of their meaning; a change of their size shows by itself. */
-#define DS_ENV_ABI_VERSION 5
+#define DS_ENV_ABI_VERSION 6
 #define DS_PLUGIN_ABI \
   (DS_ENV_ABI_VERSION * 1000000 + (int)sizeof(dsEnvClass) * 1000 + (int)(sizeof(dsEnvDef) % 1000))
 /* The value this library expects (what dsim compares a plugin's with). */

@@ -184,6 +184,16 @@ DS_API int ds_fluid_uses_fft(const dsFluidModel* m);
 DS_API int ds_fluid_backward(const dsFluidModel* m, dsFluidData* d, const double* dl_dvel, const double* dl_ddens,
                              const double* dl_dtemp, const dsFluidGrad* g);
 
+/* ds_fluid_backward for a loss that also reads the density of earlier
+ * states (the frames of a video): nterm terms, the k-th dL/d(density after
+ * step at[k]) in dl_ddens_at[k] (ncell; at[k] in [0, steps taken], 0: the
+ * initial state; several terms may share a step), added to the final
+ * state's dl_ddens. One backward sweep for all of them. DS_ERR_INVALID for
+ * a step out of range (the message names the term). */
+DS_API int ds_fluid_backward_terms(const dsFluidModel* m, dsFluidData* d, const double* dl_dvel,
+                                   const double* dl_ddens, const double* dl_dtemp, int nterm, const int* at,
+                                   const double* const* dl_ddens_at, const dsFluidGrad* g);
+
 /* Divergence of a velocity field per cell (ncell, 1/s; 0 in solid cells). */
 DS_API int ds_fluid_divergence(const dsFluidModel* m, const double* velocity, double* div);
 

@@ -1,7 +1,9 @@
 """smoke-control (envs/smoke.c), the fluid env, through the generic binding
 with no per-env Python code: gymnasium.make("dsim/SmokeControl-v0") creates,
 resets and steps it (a seeded action stream) and renders its density; and
-dsim.Env gives the action and buoyancy gradients of the image loss."""
+dsim.Env gives the action and buoyancy gradients of the image loss.
+smoke-plume (envs/plume.c), the 3-D one with no actions, likewise:
+gymnasium.make("dsim/SmokePlume-v0") creates, resets and steps it."""
 import gymnasium
 import numpy as np
 
@@ -37,3 +39,25 @@ def test_smoke_env_backward():
     g = env.param_grad("buoyancy.alpha")
     assert g.shape == (1,) and np.isfinite(g[0]) and g[0] != 0
     assert dsim.env_id("smoke-control") == "dsim/SmokeControl-v0"
+
+
+PLUME = {"substeps": 8, "control_interval": 2, "render_interval": 8, "width": 16, "height": 16, "grid.n": 8}
+
+
+def test_gym_make_plume():
+    env = gymnasium.make("dsim/SmokePlume-v0", render_mode="rgb_array", **PLUME)
+    obs, info = env.reset(seed=0)
+    env.action_space.seed(0)
+    assert env.action_space.shape == (0,)
+    assert env.observation_space.contains(obs)
+    steps = 0
+    term = trunc = False
+    while not (term or trunc):
+        obs, r, term, trunc, info = env.step(env.action_space.sample())
+        assert np.isfinite(r)
+        steps += 1
+    assert steps == env.unwrapped.env.num_steps == 4
+    frame = env.render()
+    assert frame.shape == (16, 16, 3) and frame.max() > frame.min()
+    assert dsim.env_id("smoke-plume") == "dsim/SmokePlume-v0"
+    env.close()

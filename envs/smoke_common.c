@@ -1,0 +1,127 @@
+/* Shared parts of the fluid envs (envs/smoke_common.h). */
+#include "envs/smoke_common.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+int ds__smoke_core_alloc(dsSmokeCore* c) {
+  const size_t nc = (size_t)c->ncell;
+  c->nparam = ds_fluid_nparam(c->fm);
+  const size_t np = (size_t)c->nparam + 1;
+  c->dens0 = (double*)ds_calloc(nc, sizeof(double));
+  c->gdens0 = (double*)ds_calloc(nc, sizeof(double));
+  c->pgrad = (double*)ds_calloc(np, sizeof(double));
+  c->r_dens0 = (dsReal*)ds_calloc(nc, sizeof(dsReal));
+  c->r_gdens0 = (dsReal*)ds_calloc(nc, sizeof(dsReal));
+  c->r_param = (dsReal*)ds_calloc(np, sizeof(dsReal));
+  c->r_pgrad = (dsReal*)ds_calloc(np, sizeof(dsReal));
+  if (!c->dens0 || !c->gdens0 || !c->pgrad || !c->r_dens0 || !c->r_gdens0 || !c->r_param || !c->r_pgrad)
+    return DS_ERR_NOMEM;
+  for (int i = 0; i < c->nparam; i++) {
+    double v = 0;
+    ds_fluid_param_get(c->fm, ds_fluid_param_name(c->fm, i), &v);
+    c->r_param[i] = (dsReal)v;
+  }
+  return 0;
+}
+
+void ds__smoke_core_free(dsSmokeCore* c) {
+  ds_fluid_data_free(c->fd);
+  ds_fluid_model_free(c->fm);
+  void* bufs[] = {c->dens0, c->gdens0, c->pgrad, c->r_dens0, c->r_gdens0, c->r_param, c->r_pgrad};
+  for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) ds_free(bufs[i]);
+  memset(c, 0, sizeof *c);
+}
+
+const char* ds__smoke_param_name(const dsSmokeCore* c, int i) {
+  return i < c->nparam ? ds_fluid_param_name(c->fm, i) : i == c->nparam ? "initial_density" : NULL;
+}
+
+int ds__smoke_param(const dsSmokeCore* c, const char* name, const dsReal** values, const dsReal** grad, int* count) {
+  if (!strcmp(name, "initial_density")) {
+    if (values) *values = c->r_dens0;
+    if (grad) *grad = c->r_gdens0;
+    if (count) *count = c->ncell;
+    return 0;
+  }
+  const int i = ds_fluid_param_index(c->fm, name);
+  if (i < 0) return DS_ERR_NOTFOUND;
+  if (values) *values = c->r_param + i;
+  if (grad) *grad = c->r_pgrad + i;
+  if (count) *count = 1;
+  return 0;
+}
+
+int ds__smoke_set_param(dsEnv* e, dsSmokeCore* c, const char* name, const dsReal* v, int count) {
+  const int dens = !strcmp(name, "initial_density"), i = dens ? -1 : ds_fluid_param_index(c->fm, name);
+  if (!dens && i < 0) return ds_env_set_errorf(e, DS_ERR_NOTFOUND, "set_param: %s: no such parameter", name);
+  const int want = dens ? c->ncell : 1;
+  if (count != want)
+    return ds_env_set_errorf(e, DS_ERR_RANGE, "set_param %s: %d values (expected %d)", name, count, want);
+  for (int k = 0; k < count; k++)
+    if (!isfinite((double)v[k]) || (dens && v[k] < 0))
+      return ds_env_set_errorf(e, DS_ERR_RANGE, "set_param %s[%d]: %g (expected a finite value%s)", name, k,
+                               (double)v[k], dens ? " >= 0" : "");
+  if (dens) {
+    for (int k = 0; k < count; k++) c->dens0[k] = c->r_dens0[k] = v[k];
+    return 0;
+  }
+  int rc = ds_fluid_param_set(c->fm, name, (double)v[0]);
+  if (rc) return ds_env_set_errorf(e, rc, "set_param %s: %s", name, ds_strerror(rc));
+  c->r_param[i] = v[0];
+  return 0;
+}
+
+void ds__smoke_core_grads(dsSmokeCore* c) {
+  for (int k = 0; k < c->ncell; k++) c->r_gdens0[k] = (dsReal)c->gdens0[k];
+  for (int i = 0; i < c->nparam; i++) c->r_pgrad[i] = (dsReal)c->pgrad[i];
+}
+
+int ds__smoke_fail(dsEnv* e, const dsSmokeCore* c, int rc, const char* what) {
+  return ds_env_set_errorf(e, rc, "%s: %s", what, ds_fluid_last_error(c->fd));
+}
+
+int ds__smoke_check_cfl(const dsEnvDef* def, double dx, double max_speed, double cfl_max, char* err, size_t errlen) {
+  const double cfl = (double)def->dt * max_speed / dx;
+  if (cfl <= cfl_max) return 0;
+  snprintf(err, errlen,
+           "physics.dt: %g s gives a CFL number dt max_speed / dx = %g * %g / %g = %g above fluid.cfl_max %g "
+           "(expected dt <= %g s)",
+           (double)def->dt, (double)def->dt, max_speed, dx, cfl, cfl_max, cfl_max * dx / max_speed);
+  return DS_ERR_CONFIG;
+}
+
+int ds__smoke_check_source(const dsReal lo[3], const dsReal hi[3], int axes, double size, char* err, size_t errlen) {
+  for (int k = 0; k < axes; k++)
+    if (!(lo[k] >= 0 && lo[k] < hi[k] && hi[k] <= size)) {
+      snprintf(err, errlen, "source.lo, source.hi: [%g, %g] in %c (expected 0 <= lo < hi <= grid.size %g)",
+               (double)lo[k], (double)hi[k], "xyz"[k], size);
+      return DS_ERR_CONFIG;
+    }
+  return 0;
+}
+
+int ds__smoke_check_kinds(const dsEnvDef* def, const char* cls, char* err, size_t errlen) {
+  if (def->obs_state == DS_OBS_STATE_NONE && def->loss_kind == DS_ENV_LOSS_IMAGE_LAST &&
+      def->reward_kind == DS_ENV_REWARD_SPARSE && !def->cam2)
+    return 0;
+  snprintf(err, errlen,
+           "observation.state, loss.kind, loss.reward, camera2.enabled: %s has a state of its own and "
+           "differentiates its last frame (expected none, image_last, sparse, false)",
+           cls);
+  return DS_ERR_CONFIG;
+}
+
+double ds__smoke_image_error(const dsReal* img, const dsReal* goal, const dsReal* bg_img, const double bg3[3],
+                             size_t npix) {
+  double num = 0, den = 0;
+  for (size_t p = 0; p < npix; p++)
+    for (int ch = 0; ch < 3; ch++) {
+      const double b = bg_img ? (double)bg_img[4 * p + ch] : bg3[ch];
+      const double d = (double)img[4 * p + ch] - goal[4 * p + ch], r = (double)goal[4 * p + ch] - b;
+      num += d * d;
+      den += r * r;
+    }
+  return den > 0 ? num / den : num;
+}

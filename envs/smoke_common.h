@@ -1,0 +1,53 @@
+/* What the fluid envs (smoke-control, envs/smoke.c; smoke-plume,
+ * envs/plume.c) share: the fluid model with its named parameters and an
+ * initial density field as env parameters, the checks of a definition
+ * every fluid env makes, and the normalised image error of their metrics.
+ * Not installed. */
+#ifndef DSIM_ENVS_SMOKE_COMMON_H
+#define DSIM_ENVS_SMOKE_COMMON_H
+
+#include "dsim/env.h"
+#include "dsim/fluid.h"
+
+/* The fluid and its parameters as the env API reads them. */
+typedef struct dsSmokeCore {
+  dsFluidModel* fm;
+  dsFluidData* fd;
+  int ncell, nparam;
+  double* dens0;     /* ncell: the initial density (parameter initial_density) */
+  double* gdens0;    /* ncell: its gradient */
+  double* pgrad;     /* nparam: the fluid parameters' gradients */
+  dsReal* r_dens0;   /* the same as dsReal, what ds_env_param returns */
+  dsReal* r_gdens0;
+  dsReal* r_param;   /* nparam */
+  dsReal* r_pgrad;
+} dsSmokeCore;
+
+/* The arrays, once c->fm is made: DS_ERR_NOMEM. */
+int ds__smoke_core_alloc(dsSmokeCore* c);
+void ds__smoke_core_free(dsSmokeCore* c);
+/* The dsEnvSim hooks' bodies: the fluid's names, then initial_density. */
+const char* ds__smoke_param_name(const dsSmokeCore* c, int i);
+int ds__smoke_param(const dsSmokeCore* c, const char* name, const dsReal** values, const dsReal** grad, int* count);
+int ds__smoke_set_param(dsEnv* e, dsSmokeCore* c, const char* name, const dsReal* v, int count);
+/* After ds_fluid_backward into c->gdens0 and c->pgrad: the dsReal copies. */
+void ds__smoke_core_grads(dsSmokeCore* c);
+/* The message of the fluid data's last error as the env's, after `what`. */
+int ds__smoke_fail(dsEnv* e, const dsSmokeCore* c, int rc, const char* what);
+
+/* physics.dt against the CFL limit the config states: dt max_speed / dx <=
+ * cfl_max, else DS_ERR_CONFIG with the numbers and the largest dt. */
+int ds__smoke_check_cfl(const dsEnvDef* def, double dx, double max_speed, double cfl_max, char* err, size_t errlen);
+/* The inflow box inside [0, size] on the first `axes` axes (source.lo, source.hi). */
+int ds__smoke_check_source(const dsReal lo[3], const dsReal hi[3], int axes, double size, char* err, size_t errlen);
+/* The kinds a fluid env differentiates: no state observation, loss
+ * image_last, sparse reward, no second camera. */
+int ds__smoke_check_kinds(const dsEnvDef* def, const char* cls, char* err, size_t errlen);
+
+/* The normalised image error over the colour channels of npix pixels:
+ * sum (I - I*)^2 / sum (I* - B)^2, B the background (bg_img, npix x 4, or
+ * the constant bg3 when bg_img is NULL): 1 for an empty scene, 0 at the goal. */
+double ds__smoke_image_error(const dsReal* img, const dsReal* goal, const dsReal* bg_img, const double bg3[3],
+                             size_t npix);
+
+#endif
