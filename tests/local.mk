@@ -22,7 +22,7 @@ EXTRA_DIST += tests/test_config_reference.sh tests/test_docs_numbers.sh CHANGELO
   docs/cli.md docs/control.md docs/c-api.md docs/devices.md docs/rigid-bodies.md docs/build.md \
   docs/rl.md docs/reliability.md docs/scale.md docs/articulated.md docs/integrators.md \
   docs/learning.md docs/images/sysid-field-beam-2mat.png docs/images/sysid-field-cloth-band.png \
-  docs/images/runner_ppo.png docs/images/runner_control.png docs/images/smoke_control.gif
+  docs/images/runner_ppo.png docs/images/runner_control.png docs/images/smoke_control.gif docs/images/plume_sysid.gif
 
 # Frames rendered on demand: losses and rewards equal those of frames
 # rendered as they are taken; a run log's frames equal a re-run's renders.
