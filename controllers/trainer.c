@@ -327,7 +327,9 @@ int ds_trainer_create(dsEnv* env, const dsTrainerDef* def, dsTrainer** out, char
                       ds_method_name(def->method));
   if (def->method == DS_METHOD_STATE && ds_env_obs_size(env) != 6)
     return ds__puterr(err, errlen, DS_ERR_INVALID,
-                      "trainer: the state loss needs the centre-of-mass observation (observation.state \"com\")");
+                      "trainer: the state loss needs the centre-of-mass observation (env.observation.state \"com\", "
+                      "got an observation of %d values; e.g. --set env.observation.state=com)",
+                      ds_env_obs_size(env));
   dsTrainer* tr = (dsTrainer*)ds__calloc(1, sizeof *tr);
   if (!tr) return ds__puterr(err, errlen, DS_ERR_NOMEM, "trainer: out of memory");
   tr->env = env;

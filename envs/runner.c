@@ -92,8 +92,8 @@ static void defaults(dsEnvDef* d) {
   d->loss_moments = 50;
   /* for RL (dsim/Runner-v0): the forward progress of each step as its
      reward, and the joints' coordinates and velocities as the observation
-     (configs/runner.json, for the built-in controller, keeps the centre of
-     mass its state method reads) */
+     (the built-in controller's image loss reads neither; its state method
+     asks for observation.state com) */
   d->reward_kind = DS_ENV_REWARD_DENSE;
   d->obs_state = DS_OBS_STATE_JOINTS;
   snprintf(p->model, sizeof p->model, "%s", "runner.xml");
