@@ -113,27 +113,65 @@ DS_HD DS_INLINE void ds__bend_fwd(const dsReal x[12], const dsReal v[12], const 
   for (int k = 0; k < 12; k++) f[k] = s * d[k];
 }
 
-DS_HD DS_INLINE void ds__bend_bwd(const dsReal x[12], const dsReal v[12], const dsBendParam* p,
-                                 const dsReal adj_f[12], dsReal adj_x[12], dsReal adj_v[12],
-                                 dsBendParam* adj_p) {
+/* What ds__bend_bwd computes before it reads adj_f: the hinge's geometry,
+ * d, theta and the scalars the adjoint is linear in. The adjoint is linear
+ * in adj_f for fixed (x, v), so the Jacobian's 12 passes share one of
+ * these (ds__bend_jac). */
+typedef struct dsBend__Pre {
   dsBend__Geo g;
-  if (!ds__bend_geo(x, &g)) return;
-  const dsReal *x1 = x, *x2 = x + 3, *x3 = x + 6, *x4 = x + 9;
-  dsReal d[12], dd = 0, as = 0;
-  ds__bend_dirs(x, &g, d);
-  for (int k = 0; k < 12; k++) {
-    dd += d[k] * v[k];
-    as += adj_f[k] * d[k];
-  }
-  dsReal th = dsu_atan2(g.Y, g.X);
-  dsReal el = p->ke * (th - p->rest) + p->kd * dd;
-  dsReal s = -g.le * el;
+  dsReal d[12], dd, th, el, s;
+  dsReal u1[3], u2[3], i1, i2;       /* u = n/|n|^2, i = 1/|n|^2 */
+  dsReal t14[3], t24[3], t31[3], t32[3]; /* x1-x4, x2-x4, x3-x1, x3-x2 */
+  dsReal a13, a23, b14, b24;         /* their projections onto e^ */
+  dsReal c21[3], c1e[3], ce2[3], n12; /* n2 x n1, n1 x e, e x n2, n1.n2 */
+  int ok; /* 0: degenerate hinge (no force, no gradient) */
+} dsBend__Pre;
 
-  adj_p->ke -= g.le * (th - p->rest) * as;
-  adj_p->kd -= g.le * dd * as;
-  adj_p->rest += g.le * p->ke * as;
-  dsReal ath = -g.le * p->ke * as;
-  dsReal add = -g.le * p->kd * as;
+DS_HD DS_INLINE void ds__bend_pre(const dsReal x[12], const dsReal v[12], const dsBendParam* p, dsBend__Pre* q) {
+  q->ok = ds__bend_geo(x, &q->g);
+  if (!q->ok) return;
+  ds__bend_dirs(x, &q->g, q->d);
+  q->dd = 0;
+  for (int k = 0; k < 12; k++) q->dd += q->d[k] * v[k];
+  q->th = dsu_atan2(q->g.Y, q->g.X);
+  q->el = p->ke * (q->th - p->rest) + p->kd * q->dd;
+  q->s = -q->g.le * q->el;
+  const dsBend__Geo* g = &q->g;
+  dsu_scl3(q->u1, g->n1, 1 / g->nn1);
+  dsu_scl3(q->u2, g->n2, 1 / g->nn2);
+  dsu_sub3(q->t14, x, x + 9);
+  dsu_sub3(q->t24, x + 3, x + 9);
+  dsu_sub3(q->t31, x + 6, x);
+  dsu_sub3(q->t32, x + 6, x + 3);
+  q->a13 = dsu_dot3(q->t14, g->eh);
+  q->a23 = dsu_dot3(q->t24, g->eh);
+  q->b14 = dsu_dot3(q->t31, g->eh);
+  q->b24 = dsu_dot3(q->t32, g->eh);
+  q->i1 = 1 / g->nn1;
+  q->i2 = 1 / g->nn2;
+  dsu_cross3(q->c21, g->n2, g->n1);
+  dsu_cross3(q->c1e, g->n1, g->e);
+  dsu_cross3(q->ce2, g->e, g->n2);
+  q->n12 = dsu_dot3(g->n1, g->n2);
+}
+
+/* The adjoint of one hinge for adj_f from its precomputation q. */
+DS_HD DS_INLINE void ds__bend_bwd_pre(const dsReal x[12], const dsReal v[12], const dsBendParam* p,
+                                     const dsBend__Pre* q, const dsReal adj_f[12], dsReal adj_x[12],
+                                     dsReal adj_v[12], dsBendParam* adj_p) {
+  if (!q->ok) return;
+  (void)x;
+  const dsBend__Geo* g = &q->g;
+  const dsReal* d = q->d;
+  const dsReal dd = q->dd, th = q->th, el = q->el, s = q->s;
+  dsReal as = 0;
+  for (int k = 0; k < 12; k++) as += adj_f[k] * d[k];
+
+  adj_p->ke -= g->le * (th - p->rest) * as;
+  adj_p->kd -= g->le * dd * as;
+  adj_p->rest += g->le * p->ke * as;
+  dsReal ath = -g->le * p->ke * as;
+  dsReal add = -g->le * p->kd * as;
   dsReal ale = -el * as;
 
   dsReal ad[12];
@@ -143,88 +181,80 @@ DS_HD DS_INLINE void ds__bend_bwd(const dsReal x[12], const dsReal v[12], const 
   }
 
   /* d_i back to u1, u2, le and the four projections onto e^ */
-  dsReal u1[3], u2[3], t[3];
-  dsu_scl3(u1, g.n1, 1 / g.nn1);
-  dsu_scl3(u2, g.n2, 1 / g.nn2);
-  dsu_sub3(t, x1, x4);
-  dsReal a13 = dsu_dot3(t, g.eh);
-  dsu_sub3(t, x2, x4);
-  dsReal a23 = dsu_dot3(t, g.eh);
-  dsu_sub3(t, x3, x1);
-  dsReal b14 = dsu_dot3(t, g.eh);
-  dsu_sub3(t, x3, x2);
-  dsReal b24 = dsu_dot3(t, g.eh);
+  const dsReal *u1 = q->u1, *u2 = q->u2;
+  const dsReal a13 = q->a13, a23 = q->a23, b14 = q->b14, b24 = q->b24;
   dsReal au1[3], au2[3];
   for (int c = 0; c < 3; c++) {
-    au1[c] = g.le * ad[c] + a13 * ad[6 + c] + b14 * ad[9 + c];
-    au2[c] = g.le * ad[3 + c] + a23 * ad[6 + c] + b24 * ad[9 + c];
+    au1[c] = g->le * ad[c] + a13 * ad[6 + c] + b14 * ad[9 + c];
+    au2[c] = g->le * ad[3 + c] + a23 * ad[6 + c] + b24 * ad[9 + c];
   }
   ale += dsu_dot3(ad, u1) + dsu_dot3(ad + 3, u2);
   dsReal aa13 = dsu_dot3(ad + 6, u1), aa23 = dsu_dot3(ad + 6, u2);
   dsReal ab14 = dsu_dot3(ad + 9, u1), ab24 = dsu_dot3(ad + 9, u2);
   dsReal aeh[3] = {0, 0, 0};
   /* a13 = (x1-x4).e^ etc. */
-  dsu_sub3(t, x1, x4);
-  dsu_addtoscl3(aeh, t, aa13);
-  dsu_addtoscl3(adj_x, g.eh, aa13);
-  dsu_addtoscl3(adj_x + 9, g.eh, -aa13);
-  dsu_sub3(t, x2, x4);
-  dsu_addtoscl3(aeh, t, aa23);
-  dsu_addtoscl3(adj_x + 3, g.eh, aa23);
-  dsu_addtoscl3(adj_x + 9, g.eh, -aa23);
-  dsu_sub3(t, x3, x1);
-  dsu_addtoscl3(aeh, t, ab14);
-  dsu_addtoscl3(adj_x + 6, g.eh, ab14);
-  dsu_addtoscl3(adj_x, g.eh, -ab14);
-  dsu_sub3(t, x3, x2);
-  dsu_addtoscl3(aeh, t, ab24);
-  dsu_addtoscl3(adj_x + 6, g.eh, ab24);
-  dsu_addtoscl3(adj_x + 3, g.eh, -ab24);
+  dsu_addtoscl3(aeh, q->t14, aa13);
+  dsu_addtoscl3(adj_x, g->eh, aa13);
+  dsu_addtoscl3(adj_x + 9, g->eh, -aa13);
+  dsu_addtoscl3(aeh, q->t24, aa23);
+  dsu_addtoscl3(adj_x + 3, g->eh, aa23);
+  dsu_addtoscl3(adj_x + 9, g->eh, -aa23);
+  dsu_addtoscl3(aeh, q->t31, ab14);
+  dsu_addtoscl3(adj_x + 6, g->eh, ab14);
+  dsu_addtoscl3(adj_x, g->eh, -ab14);
+  dsu_addtoscl3(aeh, q->t32, ab24);
+  dsu_addtoscl3(adj_x + 6, g->eh, ab24);
+  dsu_addtoscl3(adj_x + 3, g->eh, -ab24);
 
   /* u = n/|n|^2: adj_n = adj_u/|n|^2 - 2 n (n.adj_u)/|n|^4 */
   dsReal an1[3], an2[3];
-  dsReal i1 = 1 / g.nn1, i2 = 1 / g.nn2;
+  const dsReal i1 = q->i1, i2 = q->i2;
   dsu_scl3(an1, au1, i1);
-  dsu_addtoscl3(an1, g.n1, -2 * dsu_dot3(g.n1, au1) * i1 * i1);
+  dsu_addtoscl3(an1, g->n1, -2 * dsu_dot3(g->n1, au1) * i1 * i1);
   dsu_scl3(an2, au2, i2);
-  dsu_addtoscl3(an2, g.n2, -2 * dsu_dot3(g.n2, au2) * i2 * i2);
+  dsu_addtoscl3(an2, g->n2, -2 * dsu_dot3(g->n2, au2) * i2 * i2);
 
   /* theta = atan2(Y, X), Y = (n2 x n1).e, X = (n1.n2) |e| */
-  dsReal r2 = g.X * g.X + g.Y * g.Y;
+  dsReal r2 = g->X * g->X + g->Y * g->Y;
   dsReal ae[3] = {0, 0, 0};
   if (r2 > 0) {
-    dsReal aY = ath * g.X / r2, aX = -ath * g.Y / r2;
-    dsu_cross3(t, g.n2, g.n1);
-    dsu_addtoscl3(ae, t, aY);
-    dsu_cross3(t, g.n1, g.e);
-    dsu_addtoscl3(an2, t, aY);
-    dsu_cross3(t, g.e, g.n2);
-    dsu_addtoscl3(an1, t, aY);
-    dsu_addtoscl3(an1, g.n2, aX * g.le);
-    dsu_addtoscl3(an2, g.n1, aX * g.le);
-    ale += aX * dsu_dot3(g.n1, g.n2);
+    dsReal aY = ath * g->X / r2, aX = -ath * g->Y / r2;
+    dsu_addtoscl3(ae, q->c21, aY);
+    dsu_addtoscl3(an2, q->c1e, aY);
+    dsu_addtoscl3(an1, q->ce2, aY);
+    dsu_addtoscl3(an1, g->n2, aX * g->le);
+    dsu_addtoscl3(an2, g->n1, aX * g->le);
+    ale += aX * q->n12;
   }
 
   /* e^ = e/|e|, |e| */
-  dsu_normalize3_bwd(g.eh, g.le, aeh, ae);
-  dsu_addtoscl3(ae, g.eh, ale);
+  dsu_normalize3_bwd(g->eh, g->le, aeh, ae);
+  dsu_addtoscl3(ae, g->eh, ale);
   dsu_addto3(adj_x + 9, ae);
   dsu_subfrom3(adj_x + 6, ae);
 
   /* n1 = (x3-x1) x (x4-x1), n2 = (x4-x2) x (x3-x2) */
   dsReal aa[3] = {0, 0, 0}, ab[3] = {0, 0, 0};
-  dsu_cross3_bwd(g.a1, g.b1, an1, aa, ab);
+  dsu_cross3_bwd(g->a1, g->b1, an1, aa, ab);
   dsu_addto3(adj_x + 6, aa);
   dsu_addto3(adj_x + 9, ab);
   dsu_subfrom3(adj_x, aa);
   dsu_subfrom3(adj_x, ab);
   dsu_zero3(aa);
   dsu_zero3(ab);
-  dsu_cross3_bwd(g.a2, g.b2, an2, aa, ab);
+  dsu_cross3_bwd(g->a2, g->b2, an2, aa, ab);
   dsu_addto3(adj_x + 9, aa);
   dsu_addto3(adj_x + 6, ab);
   dsu_subfrom3(adj_x + 3, aa);
   dsu_subfrom3(adj_x + 3, ab);
+}
+
+DS_HD DS_INLINE void ds__bend_bwd(const dsReal x[12], const dsReal v[12], const dsBendParam* p,
+                                 const dsReal adj_f[12], dsReal adj_x[12], dsReal adj_v[12],
+                                 dsBendParam* adj_p) {
+  dsBend__Pre q;
+  ds__bend_pre(x, v, p, &q);
+  ds__bend_bwd_pre(x, v, p, &q, adj_f, adj_x, adj_v, adj_p);
 }
 
 /* ---- Jacobians (engine/forces.h "Jacobians") ------------------------------------
@@ -243,14 +273,19 @@ DS_HD DS_INLINE void ds__bend_bwd(const dsReal x[12], const dsReal v[12], const 
  * the force as computed, to rounding) and shares the backward's atan2 and
  * degeneracy handling; 12 backward passes, no second copy of Ht's long
  * closed form (Tamstorf & Grinspun 2013) to keep in step with the force.
+ * The passes share the geometry, d and the atan2 (ds__bend_pre: the
+ * adjoint is linear in adj_f), which were most of each pass's cost: the
+ * bending Jacobians were a third of control-cloth's implicit iteration.
  * Degenerate hinge: both zero (as the force). */
 DS_HD DS_INLINE void ds__bend_jac(const dsReal x[12], const dsReal v[12], const dsBendParam* p,
                                  dsReal Kx[144], dsReal Kv[144]) {
+  dsBend__Pre q;
+  ds__bend_pre(x, v, p, &q);
   for (int k = 0; k < 12; k++) {
     dsReal ek[12] = {0}, ax[12] = {0}, av[12] = {0};
     dsBendParam ap = {0, 0, 0};
     ek[k] = 1;
-    ds__bend_bwd(x, v, p, ek, ax, av, &ap);
+    ds__bend_bwd_pre(x, v, p, &q, ek, ax, av, &ap);
     for (int j = 0; j < 12; j++) {
       Kx[12 * k + j] = -ax[j];
       Kv[12 * k + j] = -av[j];

@@ -71,6 +71,11 @@ TESTS += tests/test_force_jac
 # Block-sparse 3 x 3 matrices for implicit steps: pattern from the element
 # incidence, assembly of M + h Kv + h^2 Kx, PCG with block-Jacobi.
 libdsim_core_la_SOURCES += engine/sparse.h engine/sparse.c
+# The optional sparse LDL^T (SuiteSparse CHOLMOD) that preconditions the
+# implicit step's solves; block-Jacobi without it.
+libdsim_core_la_SOURCES += engine/cholmod.c
+libdsim_core_la_CPPFLAGS += $(CHOLMOD_CFLAGS)
+libdsim_core_la_LIBADD += $(CHOLMOD_LIBS)
 check_PROGRAMS += tests/test_sparse
 tests_test_sparse_SOURCES = tests/test_sparse.c
 TESTS += tests/test_sparse

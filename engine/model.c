@@ -17,6 +17,7 @@
 #include "dsim/mesh.h"
 #include "engine/engine_priv.h"
 #include "engine/forces.h"
+#include "engine/sparse.h"
 #include "engine/artic_model.h"
 #include "engine/artic_priv.h"
 #include "engine/rigid.h"
@@ -404,6 +405,13 @@ int ds_builder_set_solver(dsBuilder* b, const dsSolverSettings* s) {
     return ds__seterr(&b->err, DS_ERR_INVALID, "solver newton_max_iter %d: expected >= 1", s->newton_max_iter);
   if (s->cg_max_iter < 1)
     return ds__seterr(&b->err, DS_ERR_INVALID, "solver cg_max_iter %d: expected >= 1", s->cg_max_iter);
+  if (s->precond != DS_PRECOND_JACOBI && s->precond != DS_PRECOND_CHOLMOD)
+    return ds__seterr(&b->err, DS_ERR_INVALID, "solver precond %d: expected DS_PRECOND_JACOBI (0) or DS_PRECOND_CHOLMOD (1)",
+                      s->precond);
+  if (s->precond == DS_PRECOND_CHOLMOD && !ds__chol_available())
+    return ds__seterr(&b->err, DS_ERR_UNSUPPORTED,
+                      "solver precond cholmod: this build has no SuiteSparse CHOLMOD (install libsuitesparse-dev and "
+                      "reconfigure, or use jacobi)");
   b->solver = *s;
   return 0;
 }

@@ -446,6 +446,9 @@ static int finite_r(dsReal a) { return a - a == 0; }
  *   rho' = rhat.r,  beta = (rho'/rho)(alpha/omega),  p = r + beta (p - omega v)
  *   y = K p,  v = B y,  alpha = rho' / rhat.v,  s = r - alpha v
  *   z = K s,  t = B z,  omega = t.s / t.t,  x += alpha y + omega z,  r = s - omega t */
+/* y = S^{-1} x with S = (A + A^T) / 2 factorised (A->chol) */
+static void precondition_chol(const dsBlockSparse* A, const dsReal* x, dsReal* y) { ds__chol_solve(A->chol, x, y); }
+
 int ds__bsr_bicgstab(dsBlockSparse* A, int trans, const dsReal* b, dsReal* x, dsReal tol, int maxit, int* iters,
                      dsReal* resid) {
   void (*mv)(const dsBlockSparse*, const dsReal*, dsReal*) = trans ? ds__bsr_matvec_t : ds__bsr_matvec;
@@ -456,7 +459,8 @@ int ds__bsr_bicgstab(dsBlockSparse* A, int trans, const dsReal* b, dsReal* x, ds
          *z = y + len;
   int it = 0, rc = 1;
   dsReal rel = 0;
-  for (int i = 0; i < A->n; i++)
+  if (A->chol) pc = precondition_chol;
+  for (int i = 0; i < A->n && !A->chol; i++)
     if (dsu_mat3_inv(A->dinv + 9 * (size_t)i, A->val + 9 * (size_t)A->diag[i]) == 0) {
       rc = DS_ERR_DIVERGED;
       goto done;

@@ -39,6 +39,8 @@
 /* reals per chunk of the solver's fixed-order sums */
 #define DS__BSR_CHUNK 1024
 
+typedef struct dsChol dsChol;
+
 typedef struct dsBlockSparse {
   int n;          /* block rows (particles) */
   int nnzb;       /* stored blocks */
@@ -60,6 +62,10 @@ typedef struct dsBlockSparse {
   dsReal* dinv;   /* n x 9: inverses of the diagonal blocks (preconditioner) */
   dsReal* work;   /* 8 x 3n: PCG's r, z, p, q; BiCGSTAB's r, rhat, p, v, s, t, y, z */
   dsReal* part;   /* chunk sums */
+  /* BiCGSTAB's preconditioner: when chol is not NULL, the LDL^T of
+   * (A + A^T) / 2 (ds__chol_factor of the current values) in place of the
+   * inverses of the diagonal blocks; not owned */
+  dsChol* chol;
 } dsBlockSparse;
 
 /* Vertices per element and the vertex lists of force row k's elements,
@@ -109,7 +115,9 @@ dsReal ds__bsr_dot(const dsBlockSparse* A, const dsReal* a, const dsReal* b, siz
 
 /* BiCGSTAB (van der Vorst 1992) on B x = b, B = A (trans 0) or A^T
  * (trans 1), for a general (unsymmetric, possibly indefinite) A,
- * right-preconditioned by the inverses of B's diagonal blocks: the
+ * right-preconditioned by the inverses of B's diagonal blocks (or, with
+ * A->chol set, by the factor of (A + A^T) / 2, which is also B's
+ * symmetric part): the
  * adjoint solve of an implicit step (A^T: its exact Jacobian is not
  * symmetric when damping depends on positions or friction slides) and
  * Newton's exact-Jacobian fallback (A). x: initial guess on entry,
@@ -120,5 +128,20 @@ dsReal ds__bsr_dot(const dsBlockSparse* A, const dsReal* a, const dsReal* b, siz
  * singular diagonal block. *iters, *resid as ds__bsr_pcg. Uses work. */
 int ds__bsr_bicgstab(dsBlockSparse* A, int trans, const dsReal* b, dsReal* x, dsReal tol, int maxit, int* iters,
                      dsReal* resid);
+
+/* Sparse LDL^T of S = (A + A^T) / 2 from SuiteSparse CHOLMOD
+ * (engine/cholmod.c has the details): the ordering and symbolic
+ * factorisation once per pattern (create), numeric factorisations and
+ * solves that allocate nothing and give the same bits on any thread count.
+ * ds__chol_available: 1 when the build has CHOLMOD. ds__chol_create:
+ * 0, DS_ERR_NOMEM, or DS_ERR_UNSUPPORTED without CHOLMOD. ds__chol_factor:
+ * S from A's current values; 0, or 1 when S has a zero pivot or a
+ * non-finite entry (the factor is then unusable). ds__chol_solve: x =
+ * S^{-1} b (x may alias b). */
+int ds__chol_available(void);
+int ds__chol_create(const dsBlockSparse* A, dsChol** out);
+void ds__chol_free(dsChol* ch);
+int ds__chol_factor(dsChol* ch, const dsBlockSparse* A);
+void ds__chol_solve(dsChol* ch, const dsReal* b, dsReal* x);
 
 #endif

@@ -157,7 +157,17 @@ typedef struct dsSolverSettings { /* reals first: no padding inside (config stru
                         * until every row's residual is within adjoint_tol of its own terms */
   int newton_max_iter; /* Newton iterations (linear solves) before the step fails */
   int cg_max_iter;     /* iteration cap of every linear solve (PCG, BiCGSTAB) */
+  int precond;         /* BiCGSTAB's preconditioner: DS_PRECOND_JACOBI (default) or DS_PRECOND_CHOLMOD */
+  int reserved_;       /* 0 (keeps the struct free of tail padding) */
 } dsSolverSettings;
+
+/* Preconditioners of the implicit step's BiCGSTAB solves (Newton's and the
+ * adjoint's): the inverses of the 3 x 3 diagonal blocks, or a sparse LDL^T
+ * of the symmetric part of J from SuiteSparse CHOLMOD, numeric per
+ * assembly on a symbolic factorisation done once (ds_builder_set_solver
+ * refuses DS_PRECOND_CHOLMOD with DS_ERR_UNSUPPORTED in a build without
+ * CHOLMOD; docs/integrators.md has the measured cost). */
+typedef enum dsPrecond { DS_PRECOND_JACOBI = 0, DS_PRECOND_CHOLMOD = 1 } dsPrecond;
 
 typedef struct dsModel {
   int nparticle;   /* particles */
