@@ -325,6 +325,11 @@ int ds_trainer_create(dsEnv* env, const dsTrainerDef* def, dsTrainer** out, char
                       "trainer: method %s needs gradients, but the env is forward only (env.physics.gradients "
                       "false); use random or cem, or set it true",
                       ds_method_name(def->method));
+  if (ds_env_action_size(env) == 0)
+    return ds__puterr(err, errlen, DS_ERR_INVALID,
+                      "trainer: %s has no actions, so there is no controller to optimise; identify its parameters "
+                      "from a video with dsim sysid instead (e.g. a bundled sysid-*.json config)",
+                      ds_env_name(env));
   if (def->method == DS_METHOD_STATE && ds_env_obs_size(env) != 6)
     return ds__puterr(err, errlen, DS_ERR_INVALID,
                       "trainer: the state loss needs the centre-of-mass observation (env.observation.state \"com\", "

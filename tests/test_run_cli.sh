@@ -32,6 +32,10 @@ check "unknown flag" 2 "$DSIM" run "$W" --frob;            expect "unknown flag"
 check "bad iterations" 2 "$DSIM" run "$W" --iterations abc; expect "bad iterations" "--iterations: run.iterations: expected an integer"
 check "zero iterations" 2 "$DSIM" run "$W" --iterations 0; expect "zero iterations" "--iterations"
 check "bad lr" 2 "$DSIM" run "$W" --lr=-1;                 expect "bad lr" "--lr: controller.lr: expected a number in [0, 1e+06], got -1"
+# an env without actions (smoke-plume) has nothing for the controller: a clear refusal, no log
+check "no actions" 3 "$DSIM" run smoke-plume --set env.grid.n=8 --out "$dir/noact.h5"
+expect "no actions" "smoke-plume has no actions"
+[ ! -e "$dir/noact.h5" ] || { echo "FAIL: no actions: a log was written"; fail=1; }
 check "bad method" 2 "$DSIM" run "$W" --method foo;        expect "bad method" "--method: run.method: expected one of \"image,state,random,cem\", got \"foo\""
 check "mpc with cem" 2 "$DSIM" run "$W" --mpc --method cem; expect "mpc with cem" "controller.mpc: MPC needs a gradient method (image or state), not cem"
 check "missing value" 2 "$DSIM" run "$W" --out;            expect "missing value" "option '--out' needs a value"
