@@ -98,6 +98,9 @@ static const dsConfigKey g_keys[] = {
     {"camsim.silhouette", DS_KEY_DOUBLE, O(camsim.silhouette), 0, 1e6, NULL, 0,
      "camsim: weight of the silhouette term, the mean squared difference of the identifier's alpha and the "
      "video's foreground coverage from background subtraction (0: none)"},
+    {"camsim.premultiplied", DS_KEY_BOOL, O(camsim.premultiplied), 0, 1, NULL, 0,
+     "camsim: the identifier renders premultiplied colour (the mean of alpha rgb over its samples) and composites "
+     "it over the background as rgb + (1 - alpha) B, as a camera integrates coverage; off: alpha rgb + (1 - alpha) B"},
     {"camsim.mask_threshold", DS_KEY_DOUBLE, O(camsim.mask_threshold), 0, 1, NULL, 0,
      "camsim: |video - background| (RGB, values in [0, 1]) above which a pixel is the object's (silhouette)"},
     {"camsim.supersample", DS_KEY_INT, O(camsim.cam.supersample), 1, 16, NULL, 0,
@@ -509,8 +512,27 @@ static int set_params_in(dsSysid* s, dsEnv* env, const double* x) {
   return 0;
 }
 
+/* The identifier's colour of pixel p (index of its red), channel q, as it
+ * covers the pixel: alpha_p rgb_p, or with camsim.premultiplied the render's
+ * own mean of alpha rgb over its samples. */
+static inline double covered(const dsSysid* s, const dsReal* img, size_t p, int q) {
+  return s->def.camsim.premultiplied ? (double)img[p + q] : (double)img[p + 3] * img[p + q];
+}
+/* dL/da_p (da) into dL/d(img) at p: through a_p = alpha_p rgb_p
+ * (dL/drgb_p = alpha_p da, dL/dalpha_p += rgb_p . da), or directly for
+ * premultiplied colour; dal: dL/dalpha_p by the other paths. */
+static inline void covered_adjoint(const dsSysid* s, const dsReal* img, size_t p, const double da[3], double dal,
+                                   dsReal* G) {
+  const int pm = s->def.camsim.premultiplied;
+  for (int q = 0; q < 3; q++) {
+    if (!pm) dal += img[p + q] * da[q];
+    G[p + q] = (dsReal)(pm ? da[q] : img[p + 3] * da[q]);
+  }
+  G[p + 3] = (dsReal)dal;
+}
+
 /* Over the known background B (camsim): per colour channel
- *   c_p = g a_p + (1 - alpha_p) B_p,   a_p = alpha_p rgb_p,   alpha' = 1
+ *   c_p = g a_p + (1 - alpha_p) B_p,   a_p = alpha_p rgb_p (covered),   alpha' = 1
  * (the video's frames are opaque). With fit_gain the identifier does not
  * know the light: g is the frame's and channel's least-squares gain of its
  * own colour against the video v, g = N/D, N = sum_p a_p u_p, u_p = v_p -
@@ -519,7 +541,7 @@ static void composite(dsSysid* s, const dsReal* img, const dsReal* video, double
   for (int q = 0; q < 3; q++) {
     double N = 0, D = 0;
     for (size_t p = 0; s->def.camsim.fit_gain && p < s->npix; p += 4) {
-      const double a = (double)img[p + 3] * img[p + q];
+      const double a = covered(s, img, p, q);
       N += a * (video[p + q] - (1 - (double)img[p + 3]) * s->bg[p + q]);
       D += a * a;
     }
@@ -527,7 +549,9 @@ static void composite(dsSysid* s, const dsReal* img, const dsReal* video, double
   }
   for (size_t p = 0; p < s->npix; p += 4) {
     const dsReal al = img[p + 3];
-    for (int q = 0; q < 3; q++) s->comp[p + q] = (dsReal)(gain[q] * al * img[p + q]) + (1 - al) * s->bg[p + q];
+    for (int q = 0; q < 3; q++)
+      s->comp[p + q] = (dsReal)(s->def.camsim.premultiplied ? gain[q] * img[p + q] : gain[q] * al * img[p + q]) +
+                       (1 - al) * s->bg[p + q];
     s->comp[p + 3] = 1;
   }
 }
@@ -540,7 +564,7 @@ static void composite_matrix(dsSysid* s, const dsReal* img, const dsReal* video,
   for (size_t p = 0; p < s->npix; p += 4) {
     const double al = img[p + 3];
     double a[3], u[3];
-    for (int q = 0; q < 3; q++) a[q] = al * img[p + q], u[q] = video[p + q] - (1 - al) * s->bg[p + q];
+    for (int q = 0; q < 3; q++) a[q] = covered(s, img, p, q), u[q] = video[p + q] - (1 - al) * s->bg[p + q];
     for (int i = 0; i < 3; i++)
       for (int j = 0; j < 3; j++) S[3 * i + j] += a[i] * a[j], U[3 * i + j] += u[i] * a[j];
   }
@@ -558,7 +582,8 @@ static void composite_matrix(dsSysid* s, const dsReal* img, const dsReal* video,
     const double al = img[p + 3];
     for (int q = 0; q < 3; q++) {
       double c = (1 - al) * s->bg[p + q];
-      for (int j = 0; j < 3; j++) c += M[3 * q + j] * al * img[p + j];
+      for (int j = 0; j < 3; j++)
+        c += s->def.camsim.premultiplied ? M[3 * q + j] * img[p + j] : M[3 * q + j] * al * img[p + j];
       s->comp[p + q] = (dsReal)c;
     }
     s->comp[p + 3] = 1;
@@ -567,13 +592,15 @@ static void composite_matrix(dsSysid* s, const dsReal* img, const dsReal* video,
 /* G: dL/dc in, dL/d(img) out. With Gam = dL/dM = sum_p G_p a_p^T and
  * K = Gam S^-1 (dM = dS_ua S^-1 - M dS S^-1): dL/da_p = M^T G_p + K^T u_p -
  * (J + J^T) a_p, J = M^T K, and dL/dalpha_p = -G_p.B_p + B_p.(K a_p), then
- * dL/drgb_p = alpha_p dL/da_p, dL/dalpha_p += rgb_p.dL/da_p. */
+ * covered_adjoint (dL/drgb_p = alpha_p dL/da_p, dL/dalpha_p += rgb_p.dL/da_p). */
 static void composite_matrix_adjoint(const dsSysid* s, const dsReal* img, const dsReal* video, const double M[9],
                                      const double Si[9], dsReal* G) {
   double Gam[9] = {0}, K[9], J[9], JJ[9];
   for (size_t p = 0; p < s->npix; p += 4)
     for (int i = 0; i < 3; i++)
-      for (int j = 0; j < 3; j++) Gam[3 * i + j] += G[p + i] * (double)img[p + 3] * img[p + j];
+      for (int j = 0; j < 3; j++)
+        Gam[3 * i + j] += s->def.camsim.premultiplied ? G[p + i] * (double)img[p + j]
+                                                      : G[p + i] * (double)img[p + 3] * img[p + j];
   for (int i = 0; i < 3; i++)
     for (int j = 0; j < 3; j++) K[3 * i + j] = Gam[3 * i] * Si[j] + Gam[3 * i + 1] * Si[3 + j] + Gam[3 * i + 2] * Si[6 + j];
   for (int i = 0; i < 3; i++)
@@ -585,7 +612,7 @@ static void composite_matrix_adjoint(const dsSysid* s, const dsReal* img, const 
     double a[3], u[3], B[3], da[3], dal = 0;
     for (int q = 0; q < 3; q++) {
       B[q] = s->bg[p + q];
-      a[q] = al * img[p + q];
+      a[q] = covered(s, img, p, q);
       u[q] = video[p + q] - (1 - al) * B[q];
     }
     for (int q = 0; q < 3; q++) {
@@ -595,25 +622,21 @@ static void composite_matrix_adjoint(const dsSysid* s, const dsReal* img, const 
       for (int j = 0; j < 3; j++) Ka += K[3 * q + j] * a[j];
       dal += -G[p + q] * B[q] + B[q] * Ka;
     }
-    for (int q = 0; q < 3; q++) {
-      dal += img[p + q] * da[q];
-      G[p + q] = (dsReal)(al * da[q]);
-    }
-    G[p + 3] = (dsReal)dal;
+    covered_adjoint(s, img, p, da, dal, G);
   }
 }
 
 /* G: dL/dc in, dL/d(img) out. At fixed g: dL/da_p = g G_p, dL/dalpha_p =
  * -sum G_p B_p; a fitted g adds S dg/da_p = S (u_p - 2 g a_p)/D and
  * S dg/dalpha_p = S a_p B_p / D, S = dL/dg = sum_p G_p a_p; then
- * dL/drgb_p = alpha_p dL/da_p, dL/dalpha_p += rgb_p dL/da_p. */
+ * covered_adjoint (dL/drgb_p = alpha_p dL/da_p, dL/dalpha_p += rgb_p.dL/da_p). */
 static void composite_adjoint(const dsSysid* s, const dsReal* img, const dsReal* video, const double gain[3],
                               dsReal* G) {
   double S[3] = {0, 0, 0}, D[3] = {0, 0, 0};
   const int fit = s->def.camsim.fit_gain;
   for (size_t p = 0; fit && p < s->npix; p += 4)
     for (int q = 0; q < 3; q++) {
-      const double a = (double)img[p + 3] * img[p + q];
+      const double a = covered(s, img, p, q);
       S[q] += G[p + q] * a;
       D[q] += a * a;
     }
@@ -621,15 +644,17 @@ static void composite_adjoint(const dsSysid* s, const dsReal* img, const dsReal*
     const double al = img[p + 3];
     double ga = 0;
     for (int q = 0; q < 3; q++) {
-      const double a = al * img[p + q], B = s->bg[p + q];
+      const double a = covered(s, img, p, q), B = s->bg[p + q];
       double da = gain[q] * G[p + q], dal = -G[p + q] * B;
       if (fit && D[q] > 0) {
         const double u = video[p + q] - (1 - al) * B;
         da += S[q] * (u - 2 * gain[q] * a) / D[q];
         dal += S[q] * a * B / D[q];
       }
-      ga += dal + img[p + q] * da;
-      G[p + q] = (dsReal)(al * da);
+      /* covered_adjoint, in the order that keeps the bits of the default */
+      const int pm = s->def.camsim.premultiplied;
+      ga += pm ? dal : dal + img[p + q] * da;
+      G[p + q] = (dsReal)(pm ? da : al * da);
     }
     G[p + 3] = (dsReal)ga;
   }
@@ -923,6 +948,7 @@ static int create_env(dsSysid* s, const dsEnvDef* env_def, int object, const dsS
     ed->obs_state = DS_OBS_STATE_FULL;
     ed->obs_image = 0;
   }
+  if (s->def.video == DS_SYSID_CAMSIM) ed->premultiplied = s->def.camsim.premultiplied;
   if (group) {
     ed->gradients = 0;
     ed->device = ds_device_cpu();

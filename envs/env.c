@@ -234,6 +234,7 @@ static int make_renderers(dsEnv* e) {
   s.gamma = def->gamma;
   s.ambient = def->ambient;
   s.directional = def->directional;
+  s.premultiplied = def->premultiplied;
   rc = ds_camera_look_at(&s.camera, def->cam_distance, def->cam_elevation, def->cam_azimuth);
   if (rc) return ds__seterr(&e->err, rc, "camera: invalid view (distance %g, elevation %g)", (double)def->cam_distance,
                             (double)def->cam_elevation);

@@ -275,6 +275,7 @@ static void view_from(dsrView* v, const dsRenderSettings* s, const dsrFrame* fr)
   v->W = s->width;
   v->H = s->height;
   v->k = s->supersample;
+  v->premul = s->premultiplied != 0;
   v->Wi = v->W * v->k;
   v->Hi = v->H * v->k;
   v->iWi = 1.0 / v->Wi;
@@ -303,6 +304,8 @@ int ds_render_settings_check(const dsRenderSettings* s, char* err, size_t errlen
 #define BAD(...) return ds__puterr(err, errlen, DS_ERR_INVALID, __VA_ARGS__)
   if (s->width <= 0 || s->width > 16384) BAD("render settings: width: expected 1 to 16384, got %d", s->width);
   if (s->height <= 0 || s->height > 16384) BAD("render settings: height: expected 1 to 16384, got %d", s->height);
+  if (s->premultiplied != 0 && s->premultiplied != 1)
+    BAD("render settings: premultiplied: expected 0 or 1, got %d", s->premultiplied);
   if (s->supersample <= 0 || s->supersample > 16)
     BAD("render settings: supersample: expected 1 to 16, got %d", s->supersample);
   if (!(s->sigma > 0) || !isfinite((double)s->sigma))
@@ -535,11 +538,12 @@ static void render_tiles(dsRaster* r, dsReal* image, int nt) {
       if (image) {
         int orow, ocol, a, ch;
         double acc[4] = {0, 0, 0, 0};
+        const double al = 1.0 - (1.0 - abg) * 1.0, f = r->v.premul ? al : 1.0;
         for (a = 0; a < k * k; a++) {
-          acc[0] += r->s.background[0];
-          acc[1] += r->s.background[1];
-          acc[2] += r->s.background[2];
-          acc[3] += 1.0 - (1.0 - abg) * 1.0;
+          acc[0] += f * r->s.background[0];
+          acc[1] += f * r->s.background[1];
+          acc[2] += f * r->s.background[2];
+          acc[3] += al;
         }
         for (orow = y0 / k; orow <= y1 / k; orow++)
           for (ocol = x0 / k; ocol <= x1 / k; ocol++)

@@ -459,6 +459,7 @@ typedef struct dsrView {
   double bg[4];           /* background RGBA */
   double m0;              /* eps/gamma: the background's softmax exponent */
   int W, H, k;            /* output size, supersampling */
+  int premul;             /* 1: output rgb = mean of alpha_s rgb_s (dsRenderSettings.premultiplied) */
   int Wi, Hi;             /* internal size kW x kH */
   double iWi;             /* 1/Wi: column c has centre x = (2c + 1 - Wi)/Wi */
   int tile;               /* tile side in internal pixels: a multiple of k */
@@ -715,10 +716,11 @@ DS_HD DSR_INLINE void dsr_downsample(const dsrView* vw, const double* pix, int o
   for (a = 0; a < k; a++)
     for (b = 0; b < k; b++) {
       const double* ps = pix + 6 * ((size_t)(orow * k + a) * vw->Wi + (size_t)(ocol * k + b));
-      acc[0] += ps[3];
-      acc[1] += ps[4];
-      acc[2] += ps[5];
-      acc[3] += 1.0 - (1.0 - abg) * ps[2];
+      const double al = 1.0 - (1.0 - abg) * ps[2], f = vw->premul ? al : 1.0;
+      acc[0] += f * ps[3];
+      acc[1] += f * ps[4];
+      acc[2] += f * ps[5];
+      acc[3] += al;
     }
   for (ch = 0; ch < 4; ch++) out[ch] = (dsReal)(acc[ch] * ik2);
 }
@@ -751,6 +753,14 @@ DS_HD DSR_INLINE void dsr_face_bwd(const dsrView* vw, const dsrFace* f, const do
       g4[1] = gp[1] * ik2;
       g4[2] = gp[2] * ik2;
       g4[3] = gp[3] * ik2;
+      if (vw->premul) {
+        /* out = mean alpha_s rgb_s: d/drgb_s = alpha_s g, d/dalpha_s += g . rgb_s */
+        const double al = 1.0 - (1.0 - abg) * ps[2];
+        g4[3] += g4[0] * ps[3] + g4[1] * ps[4] + g4[2] * ps[5];
+        g4[0] *= al;
+        g4[1] *= al;
+        g4[2] *= al;
+      }
       E = ev.e - ps[0] < -DSR_SOFTMAX_CUT ? 0.0 : dsr_exp(ev.e - ps[0]);
       gq = ev.q > 0.0 ? -g4[3] * (1.0 - abg) * ps[2] / ev.q : 0.0;
       /* neither the softmax nor alpha sees this face here */

@@ -189,6 +189,7 @@ typedef struct dsEnvDef {
   dsReal color[3];         /* face base colour RGB */
   dsReal ambient, directional;
   dsReal light_dir[3];     /* towards the directional light (normalised); 0, 0, 0: from the camera's eye */
+  int premultiplied;       /* the renderer's dsRenderSettings.premultiplied (0; no config key: sysid.camsim sets it) */
   dsReal cam_distance, cam_elevation, cam_azimuth; /* m, degrees, degrees */
   dsReal cam_fov, cam_near, cam_far;                /* degrees, m, m */
   dsReal cam_look_at[3];   /* the point the camera looks at (distance, elevation, azimuth are about it), m */

@@ -87,6 +87,10 @@ typedef struct dsRenderSettings {
                            * headlight, a point light at the eye: l = (eye - c)/|eye - c| per
                            * face (c its centroid; orthographic: the view axis) */
   dsCamera camera;
+  int premultiplied;      /* 0: rgb is the mean of the k x k samples' colours; 1: the mean of
+                           * alpha_s rgb_s (premultiplied colour, what a camera integrates over a
+                           * pixel): composite it as rgb + (1 - alpha) B. Backward takes the
+                           * adjoint of the colour the render wrote. */
 } dsRenderSettings;
 
 /* docs/scenes.md "Common rendering": 256 x 256, supersampling 2, sigma 1e-5,

@@ -228,6 +228,8 @@ typedef struct dsSysidCamSim {
   double image_weight;    /* weight of the image loss of the composite (1; 0: the silhouette alone) */
   double silhouette;      /* weight of the foreground-mask term L_sil (0: none) */
   double mask_threshold;  /* |v - B| above which a video pixel is the object's, [0, 1] values (0.1) */
+  int premultiplied;      /* 1: the identifier renders premultiplied colour (dsRenderSettings.premultiplied) and
+                             composites it as a_p + (1 - alpha_p) B_p, coverage counted once per sample (0) */
 } dsSysidCamSim;
 
 typedef struct dsSysidDef {
