@@ -313,13 +313,9 @@ static int make_cem_batch(dsTrainer* tr, int K, char* err, size_t errlen) {
   return DS_OK;
 }
 
-int ds_trainer_create(dsEnv* env, const dsTrainerDef* def, dsTrainer** out, char* err, size_t errlen) {
-  if (!env || !def || !out) return ds__puterr(err, errlen, DS_ERR_INVALID, "trainer: NULL argument");
-  *out = NULL;
+/* What the definition asks of the env: gradients, actions, observations. */
+static int check_env(dsEnv* env, const dsTrainerDef* def, char* err, size_t errlen) {
   const dsEnvDef* ed = ds_env_def(env);
-  char msg[512];
-  int vrc = ds_trainer_def_validate(def, msg, sizeof msg);
-  if (vrc) return ds__puterr(err, errlen, vrc, "trainer: %s", msg);
   if ((def->method == DS_METHOD_IMAGE || def->method == DS_METHOD_STATE) && !ed->gradients)
     return ds__puterr(err, errlen, DS_ERR_INVALID,
                       "trainer: method %s needs gradients, but the env is forward only (env.physics.gradients "
@@ -335,6 +331,17 @@ int ds_trainer_create(dsEnv* env, const dsTrainerDef* def, dsTrainer** out, char
                       "trainer: the state loss needs the centre-of-mass observation (env.observation.state \"com\", "
                       "got an observation of %d values; e.g. --set env.observation.state=com)",
                       ds_env_obs_size(env));
+  return DS_OK;
+}
+
+int ds_trainer_create(dsEnv* env, const dsTrainerDef* def, dsTrainer** out, char* err, size_t errlen) {
+  if (!env || !def || !out) return ds__puterr(err, errlen, DS_ERR_INVALID, "trainer: NULL argument");
+  *out = NULL;
+  const dsEnvDef* ed = ds_env_def(env);
+  char msg[512];
+  int vrc = ds_trainer_def_validate(def, msg, sizeof msg);
+  if (vrc) return ds__puterr(err, errlen, vrc, "trainer: %s", msg);
+  if ((vrc = check_env(env, def, err, errlen))) return vrc;
   dsTrainer* tr = (dsTrainer*)ds__calloc(1, sizeof *tr);
   if (!tr) return ds__puterr(err, errlen, DS_ERR_NOMEM, "trainer: out of memory");
   tr->env = env;
