@@ -253,7 +253,7 @@ int ds__env_step_begin(dsEnv* e, const dsReal* action, int* s0_out, int* s1_out)
   for (int i = 0; i < e->adim; i++)
     if (!isfinite(action[i]))
       return ds__seterr(&e->err, DS_ERR_RANGE, "step %d: action[%d] is not finite", k, i);
-  memcpy(e->actions + (size_t)k * e->adim, action, (size_t)e->adim * sizeof(dsReal));
+  if (e->adim) memcpy(e->actions + (size_t)k * e->adim, action, (size_t)e->adim * sizeof(dsReal)); /* none: may be NULL */
   e->did_backward = 0;
   /* the batched engine holds the activations over the step (act_first classes only) */
   if (e->bs || e->bs_member) ds__env_action_fwd(e, k, s0, action);

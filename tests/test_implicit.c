@@ -878,6 +878,7 @@ static void walker_checks(void) {
   check_control(&s, 0, 1e-5, "walker 10x, z-weighted loss");
   free(g0);
   et_scene_free(&s);
+  ds_model_free(m);
 }
 
 /* ---- the CHOLMOD preconditioner ------------------------------------------------ */
