@@ -876,6 +876,14 @@ int ds_bsim_failure(const dsBatchSim* s, int b, int* substep, int* element) {
 
 /* Offset of a differentiable parameter in an instance block, and its count. */
 static int param_off(dsBatchSim* s, const char* name, size_t* off, int* count) {
+  /* an articulation's parameters by their own names first (as ds_model_param, ds_grad_param and
+     ds_model_set_param): its "contact.ke" is the one its contact uses; their cells of "artic.param" */
+  const int ai = s->m->artic ? ds_artic_param_index(s->m->artic, name) : -1;
+  if (ai >= 0) {
+    *off = s->L.off[DS__MF_artic_param] + (size_t)ai;
+    *count = 1;
+    return 0;
+  }
 #define DS__FIND(field, type, count_, diff, pname)                                       \
   if ((diff) && strcmp(name, pname) == 0) {                                              \
     *off = s->L.off[DS__MF_##field];                                                     \
@@ -884,13 +892,6 @@ static int param_off(dsBatchSim* s, const char* name, size_t* off, int* count) {
   }
   DS_MODEL_ARRAYS(DS__FIND)
 #undef DS__FIND
-  /* then an articulation's parameters by their own names (as ds_model_param, ds_grad_param) */
-  const int ai = s->m->artic ? ds_artic_param_index(s->m->artic, name) : -1;
-  if (ai >= 0) { /* its cell of "artic.param" */
-    *off = s->L.off[DS__MF_artic_param] + (size_t)ai;
-    *count = 1;
-    return 0;
-  }
   return ds__seterr(&s->err, DS_ERR_NOTFOUND, "batch: \"%s\" is not a differentiable parameter", name);
 }
 

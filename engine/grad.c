@@ -52,6 +52,13 @@ void ds_grad_zero(dsGrad* g) {
 int ds_grad_param(const dsGrad* g, const char* name, dsReal** ptr, int* count) {
   if (!g || !name) return DS_ERR_INVALID;
   const dsModel* m_ = g->model;
+  /* an articulation's parameters by their own names (one value each), first: ds_model_param's order */
+  const int k = m_->artic ? ds_artic_param_index(m_->artic, name) : DS_ERR_NOTFOUND;
+  if (k >= 0) {
+    if (ptr) *ptr = g->artic_param + k;
+    if (count) *count = 1;
+    return 0;
+  }
 #define DS__LOOK(field, type, cnt, diff, nm) \
   DS__GRAD_IF_##diff(if (strcmp(name, nm) == 0) {  \
     if (ptr) *ptr = g->field;                      \
@@ -60,10 +67,5 @@ int ds_grad_param(const dsGrad* g, const char* name, dsReal** ptr, int* count) {
   })
   DS_MODEL_ARRAYS(DS__LOOK)
 #undef DS__LOOK
-  /* an articulation's parameters by their own names (one value each) */
-  const int k = m_->artic ? ds_artic_param_index(m_->artic, name) : DS_ERR_NOTFOUND;
-  if (k < 0) return DS_ERR_NOTFOUND;
-  if (ptr) *ptr = g->artic_param + k;
-  if (count) *count = 1;
-  return 0;
+  return DS_ERR_NOTFOUND;
 }

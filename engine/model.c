@@ -1075,6 +1075,14 @@ const char* ds_param_name(int i) { return (i >= 0 && i < ds_param_count()) ? g_p
 int ds_model_param(const dsModel* m, const char* name, const dsReal** ptr, int* count) {
   if (!m || !name) return DS_ERR_INVALID;
   const dsModel* m_ = m;
+  /* an articulation's parameters by their own names first, as ds_model_set_param, ds_grad_param
+     and the batched engine look them up: its "contact.ke" is the one its contact uses */
+  const int k = m->artic ? ds_artic_param_index(m->artic, name) : DS_ERR_NOTFOUND;
+  if (k >= 0) {
+    if (ptr) *ptr = m->artic_param + k;
+    if (count) *count = 1;
+    return 0;
+  }
 #define DS__LOOK(field, type, cnt, diff, nm)                                              \
   if (strcmp(name, nm) == 0) {                                                            \
     if (!_Generic(m->field, dsReal*: 1, default: 0)) return DS_ERR_INVALID;               \
@@ -1084,11 +1092,7 @@ int ds_model_param(const dsModel* m, const char* name, const dsReal** ptr, int* 
   }
   DS_MODEL_ARRAYS(DS__LOOK)
 #undef DS__LOOK
-  const int k = m->artic ? ds_artic_param_index(m->artic, name) : DS_ERR_NOTFOUND;
-  if (k < 0) return DS_ERR_NOTFOUND;
-  if (ptr) *ptr = m->artic_param + k;
-  if (count) *count = 1;
-  return 0;
+  return DS_ERR_NOTFOUND;
 }
 
 const char* ds_model_last_error(const dsModel* m) { return m ? ds__errmsg((const dsErrBuf*)m->err_) : ""; }

@@ -520,6 +520,42 @@ static void test_set_state(const dsModel* m) {
   free(x5b);
 }
 
+/* A name both an articulation and the particle model have ("contact.ke": the
+ * articulation's ground and the unused particle contact) means the
+ * articulation's in every lookup: set, read, gradient, batched set and read. */
+static void test_name_order(const dsModel* cm) {
+  dsModel* m = (dsModel*)cm;
+  const int k = ds_artic_param_index(m->artic, "contact.ke");
+  CHECK(k >= 0);
+  if (k < 0) return;
+  const dsReal* p = NULL;
+  int c = 0;
+  const dsReal v = (dsReal)(1.25 * m->artic_param[k]);
+  CHECK_INT_EQ(ds_model_set_param(m, "contact.ke", &v, 1), 0);
+  CHECK_INT_EQ(ds_model_param(m, "contact.ke", &p, &c), 0);
+  CHECK(c == 1 && p == m->artic_param + k && *p == v);
+  dsGrad* g = NULL;
+  CHECK_INT_EQ(ds_grad_create(m, &g), 0);
+  dsReal* gp = NULL;
+  CHECK_INT_EQ(ds_grad_param(g, "contact.ke", &gp, &c), 0);
+  CHECK(c == 1 && gp == g->artic_param + k);
+  ds_grad_free(g);
+  dsBatchSimDef def = ds_default_batch_sim_def();
+  def.batch = 2;
+  def.max_substeps = 4;
+  dsBatchSim* s = NULL;
+  char err[512];
+  CHECK_INT_EQ(ds_bsim_create(m, &def, &s, err, sizeof err), 0);
+  dsReal w = (dsReal)(0.5 * v), r = 0, all[512];
+  CHECK(m->artic_nparam <= 512);
+  CHECK_INT_EQ(ds_bsim_get_param(s, 1, "contact.ke", &r, 1), 0);
+  CHECK(r == v);
+  CHECK_INT_EQ(ds_bsim_set_param(s, 1, "contact.ke", &w, 1), 0);
+  CHECK_INT_EQ(ds_bsim_get_param(s, 1, "artic.param", all, m->artic_nparam), 0);
+  CHECK(all[k] == w);
+  ds_bsim_free(s);
+}
+
 int main(void) {
   dsModel* pend = env_model("pendulum");
   dsModel* runner = env_model("runner");
@@ -532,6 +568,7 @@ int main(void) {
   fd_check(pend);
   test_plan_alloc_refusals(runner);
   test_set_state(runner);
+  test_name_order(runner);
   ds_model_free(pend);
   ds_model_free(runner);
   return DST_RESULT();

@@ -328,7 +328,9 @@ DS_API int ds_builder_add_rigid_cylinder(dsBuilder* b, dsReal radius, dsReal hh,
  * ds_builder_finalize (DS_ERR_UNSUPPORTED), and the batched engine refuses
  * such models. External forces (f_ext) do not act on articulation vertices;
  * the model's own gravity and contact arrays are unused (the
- * articulation's parameters are what acts).
+ * articulation's parameters are what acts), so a name both have
+ * ("contact.ke", ...) means the articulation's in every lookup (set, read,
+ * gradient, the batched engine's).
  * Sets the builder's articulation: a copy of am (its dt must be the
  * model's at finalize), with initial state q0 (nq), qd0 (nv) (NULL: the q = 0
  * pose, at rest). DS_ERR_STATE when one is set already. */
