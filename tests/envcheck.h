@@ -73,4 +73,23 @@ static inline void env_fd(dsEnv* env, EnvObjective f, const void* ctx, dsReal* a
   }
 }
 
+/* One episode's results (loss, gradients, ...) into out[0 .. cap): their
+ * count, or 0 on failure. */
+typedef int (*EnvRunAll)(dsEnv* env, double* out, int cap);
+
+/* run(a) on ta threads and run(b) on tb threads give the same count (more
+ * than min_n) and the same bits: a checkpointed tape against the full one
+ * (a != b), or one env on two thread counts (a == b). r1, r2: cap each. */
+static inline void env_same_bits(dsEnv* a, int ta, dsEnv* b, int tb, EnvRunAll run, double* r1, double* r2, int cap,
+                                 int min_n) {
+  ds_set_num_threads(ta);
+  const int n1 = run(a, r1, cap);
+  ds_set_num_threads(tb);
+  const int n2 = run(b, r2, cap);
+  ds_set_num_threads(1);
+  CHECK(n1 > min_n);
+  CHECK_INT_EQ(n1, n2);
+  CHECK(n1 == n2 && memcmp(r1, r2, (size_t)n1 * sizeof(double)) == 0);
+}
+
 #endif

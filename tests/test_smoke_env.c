@@ -122,23 +122,13 @@ static void bitwise(void) {
   dsEnv* full = make(16, 8, 1);
   dsEnv* ck = make(16, 8, 3);
   if (!full || !ck) return;
-  const int n1 = run_all(full, r1, CAP), n2 = run_all(ck, r2, CAP);
-  CHECK(n1 > 100);
-  CHECK_INT_EQ(n1, n2);
-  CHECK(memcmp(r1, r2, (size_t)n1 * sizeof(double)) == 0);
+  env_same_bits(full, 1, ck, 1, run_all, r1, r2, CAP, 100);
   ds_env_destroy(full);
   ds_env_destroy(ck);
   /* threads, where the parallel loops engage */
   dsEnv* env = make(64, 6, 1);
   if (!env) return;
-  ds_set_num_threads(1);
-  const int m1 = run_all(env, r1, CAP);
-  ds_set_num_threads(2);
-  const int m2 = run_all(env, r2, CAP);
-  ds_set_num_threads(1);
-  CHECK(m1 > 1000);
-  CHECK_INT_EQ(m1, m2);
-  CHECK(memcmp(r1, r2, (size_t)m1 * sizeof(double)) == 0);
+  env_same_bits(env, 1, env, 2, run_all, r1, r2, CAP, 1000);
   ds_env_destroy(env);
 }
 
