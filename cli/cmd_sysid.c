@@ -1092,7 +1092,10 @@ int ds__cli_sysid(int argc, char** argv) {
            c.sd.iterations, c.nobj, c.nobj == 1 ? "" : "s");
     if (args.shard_n > 1) printf(" (shard %d/%d of %d)", args.shard_i, args.shard_n, args.objects);
     printf(", %d thread%s, video %s (%d frames)\n", c.nthreads, c.nthreads == 1 ? "" : "s",
-           c.have_video ? c.sd.frames_dir : "synthetic", ds_sysid_video(c.obj[0].s)->nframes);
+           c.have_video                     ? c.sd.frames_dir
+           : c.sd.video == DS_SYSID_CAMSIM ? "camsim"
+                                             : "synthetic",
+           ds_sysid_video(c.obj[0].s)->nframes);
     printf("run log%s: %s%s\n", c.nobj == 1 ? "" : "s", c.obj[0].out, c.nobj == 1 ? "" : " ...");
     fflush(stdout);
     static const int sigs[3] = {SIGINT, SIGTERM, SIGHUP};
