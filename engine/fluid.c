@@ -184,6 +184,7 @@ static void build_masks(dsFluidModel* m) {
     grid_pos(&m->cellg, c, d->dx, x);
     for (int k = 0; k < d->nobstacle; k++)
       if (in_box(&d->obstacle[k], m->dim, x)) m->solid[c] = 1;
+    if (d->solid_cells && d->solid_cells[c]) m->solid[c] = 1;
     for (int s = 0; s < d->nsource; s++)
       if (in_box(&d->source[s].box, m->dim, x)) m->src_cell[c] |= (unsigned char)(1u << s);
   }
@@ -249,6 +250,7 @@ int ds_fluid_model_create(const dsFluidDef* def, dsFluidModel** out, char* err, 
   }
   build_params(m);
   build_masks(m);
+  m->def.solid_cells = NULL; /* the caller's array: copied into m->solid */
   if (def->solver == DS_FLUID_SOLVER_AUTO && ds__fluid_fft_build(m)) {
     ds_fluid_model_free(m);
     return ds__puterr(err, errlen, DS_ERR_NOMEM, "fluid model: out of memory for the FFT solve of %d cells", (int)nc);

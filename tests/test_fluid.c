@@ -461,11 +461,157 @@ static double clock_s(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+#define DS_PI_T 3.14159265358979323846
+
+/* ---- mesh obstacles (ds_fluid_voxelize_mesh) ---- */
+
+/* the 12 triangles of the box [lo, hi], outward; flip: every one reversed */
+static void box_mesh(const double lo[3], const double hi[3], int flip, double x[24], int tri[36]) {
+  for (int v = 0; v < 8; v++)
+    for (int a = 0; a < 3; a++) x[3 * v + a] = (v >> a) & 1 ? hi[a] : lo[a];
+  static const int f[12][3] = {{0, 2, 1}, {1, 2, 3}, {4, 5, 6}, {5, 7, 6}, {0, 1, 4}, {1, 5, 4},
+                               {2, 6, 3}, {3, 6, 7}, {0, 4, 2}, {2, 4, 6}, {1, 3, 5}, {3, 7, 5}};
+  for (int t = 0; t < 12; t++)
+    for (int k = 0; k < 3; k++) tri[3 * t + k] = f[t][flip ? 2 - k : k];
+}
+
+/* a UV sphere: nu x nv quads as triangles, poles shared */
+static int sphere_mesh(const double c[3], double r, int nu, int nv, double* x, int* tri) {
+  int n = 0, t = 0;
+  x[n++] = c[0], x[n++] = c[1], x[n++] = c[2] + r;
+  for (int i = 1; i < nv; i++)
+    for (int j = 0; j < nu; j++) {
+      const double th = DS_PI_T * i / nv, ph = 2 * DS_PI_T * j / nu;
+      x[n++] = c[0] + r * sin(th) * cos(ph), x[n++] = c[1] + r * sin(th) * sin(ph), x[n++] = c[2] + r * cos(th);
+    }
+  x[n++] = c[0], x[n++] = c[1], x[n++] = c[2] - r;
+  const int S = 1 + (nv - 1) * nu;
+  for (int j = 0; j < nu; j++) {
+    const int a = 1 + j, b = 1 + (j + 1) % nu;
+    tri[t++] = 0, tri[t++] = a, tri[t++] = b;
+    const int la = 1 + (nv - 2) * nu + j, lb = 1 + (nv - 2) * nu + (j + 1) % nu;
+    tri[t++] = S, tri[t++] = lb, tri[t++] = la;
+  }
+  for (int i = 1; i < nv - 1; i++)
+    for (int j = 0; j < nu; j++) {
+      const int a = 1 + (i - 1) * nu + j, b = 1 + (i - 1) * nu + (j + 1) % nu, cc = a + nu, d = b + nu;
+      tri[t++] = a, tri[t++] = cc, tri[t++] = d;
+      tri[t++] = a, tri[t++] = d, tri[t++] = b;
+    }
+  return t / 3;
+}
+
+static void test_mesh_obstacle(void) {
+  char err[256];
+  /* a box mesh marks exactly the cells of the same box obstacle, in either orientation, 3-D and 2-D */
+  for (int dim = 2; dim <= 3; dim++) {
+    dsFluidDef def = dim == 3 ? smoke_3d() : smoke_2d(16);
+    const double lo[3] = {0.2, 0.4, dim == 3 ? 0.5 : -0.5}, hi[3] = {0.6, 0.8, dim == 3 ? 0.7 : 0.5};
+    def.obstacle[0] = (dsFluidBox){{lo[0], lo[1], lo[2]}, {hi[0], hi[1], hi[2]}};
+    def.nobstacle = 1;
+    dsFluidModel* mb = NULL;
+    CHECK_INT_EQ(ds_fluid_model_create(&def, &mb, err, sizeof err), 0);
+    const int nc = ds_fluid_ncell(mb);
+    for (int flip = 0; flip < 2; flip++) {
+      double x[24];
+      int tri[36];
+      box_mesh(lo, hi, flip, x, tri);
+      unsigned char* sol = calloc((size_t)nc, 1);
+      CHECK_INT_EQ(ds_fluid_voxelize_mesh(&def, x, 8, tri, 12, sol, err, sizeof err), 0);
+      int same = 1, n = 0;
+      for (int c = 0; c < nc; c++) same &= !sol[c] == !ds_fluid_solid(mb)[c], n += sol[c];
+      CHECK(same && n > 0);
+      /* as the model's solid_cells, without the box: the same model, the same step bits */
+      dsFluidDef dm = def;
+      dm.nobstacle = 0;
+      dm.solid_cells = sol;
+      dsFluidModel* mm = NULL;
+      CHECK_INT_EQ(ds_fluid_model_create(&dm, &mm, err, sizeof err), 0);
+      CHECK(memcmp(ds_fluid_solid(mm), ds_fluid_solid(mb), (size_t)nc) == 0);
+      CHECK(ds_fluid_def(mm)->solid_cells == NULL);
+      free(sol);
+      dsFluidData *d1, *d2;
+      ds_fluid_data_create(mb, 3, 0, &d1);
+      ds_fluid_data_create(mm, 3, 0, &d2);
+      double* f = calloc((size_t)nc * dim, sizeof(double));
+      for (int t = 0; t < 3; t++) {
+        CHECK_INT_EQ(ds_fluid_step(mb, d1, f), 0);
+        CHECK_INT_EQ(ds_fluid_step(mm, d2, f), 0);
+      }
+      CHECK(memcmp(ds_fluid_velocity(d1), ds_fluid_velocity(d2), sizeof(double) * (size_t)ds_fluid_nvel(mb)) == 0);
+      CHECK(memcmp(ds_fluid_density(d1), ds_fluid_density(d2), sizeof(double) * (size_t)nc) == 0);
+      free(f);
+      ds_fluid_data_free(d1);
+      ds_fluid_data_free(d2);
+      ds_fluid_model_free(mm);
+    }
+    ds_fluid_model_free(mb);
+  }
+  /* a sphere of 32 x 16 facets on 32^3: every cell a cell's diagonal inside (outside) the sphere is
+     solid (fluid); two overlapping spheres are one solid (nonzero winding) */
+  dsFluidDef def = ds_fluid_default_def();
+  def.n[0] = def.n[1] = def.n[2] = 32;
+  def.dx = 1.0 / 32;
+  const int nu = 32, nvr = 16, NV = 2 + (nvr - 1) * nu, NT = 2 * nu * (nvr - 1);
+  double* x = malloc(sizeof(double) * 6 * NV);
+  int* tri = malloc(sizeof(int) * 6 * NT);
+  const double c1[3] = {0.5, 0.45, 0.5}, c2[3] = {0.62, 0.45, 0.5}, r = 0.3;
+  CHECK_INT_EQ(sphere_mesh(c1, r, nu, nvr, x, tri), NT);
+  sphere_mesh(c2, r, nu, nvr, x + 3 * NV, tri + 3 * NT);
+  for (int k = 0; k < 3 * NT; k++) tri[3 * NT + k] += NV;
+  unsigned char* sol = calloc(32 * 32 * 32, 1);
+  for (int both = 0; both < 2; both++) {
+    memset(sol, 0, 32 * 32 * 32);
+    CHECK_INT_EQ(ds_fluid_voxelize_mesh(&def, x, both ? 2 * NV : NV, tri, both ? 2 * NT : NT, sol, err, sizeof err), 0);
+    int bad = 0, n = 0;
+    const double band = sqrt(3.0) * def.dx, chord = r * (1 - cos(DS_PI_T / nvr)); /* facets lie inside by <= chord */
+    for (int c = 0; c < 32 * 32 * 32; c++) {
+      const double p[3] = {(c % 32 + 0.5) / 32, (c / 32 % 32 + 0.5) / 32, (c / 1024 + 0.5) / 32};
+      double d1 = 0, d2 = 0;
+      for (int a = 0; a < 3; a++) d1 += (p[a] - c1[a]) * (p[a] - c1[a]), d2 += (p[a] - c2[a]) * (p[a] - c2[a]);
+      const double dist = both ? fmin(sqrt(d1), sqrt(d2)) : sqrt(d1);
+      if (dist < r - chord - band) bad += !sol[c];
+      if (dist > r + band) bad += sol[c];
+      n += sol[c];
+    }
+    CHECK_INT_EQ(bad, 0);
+    const double vol = n * pow(def.dx, 3), want = 4.0 / 3 * DS_PI_T * r * r * r;
+    if (!both) CHECK_CLOSE(vol, want, 0.05, 0);
+    fprintf(stderr, "sphere mesh%s: %d solid cells (%.4f m^3; one sphere %.4f)\n", both ? "es" : "", n, vol, want);
+  }
+  free(sol);
+  /* a 2-D episode around a sphere cut at z = 0: the adjoint against central differences */
+  dsFluidDef d2 = smoke_2d(16);
+  const double c3[3] = {0.5, 0.55, 0};
+  sphere_mesh(c3, 0.15, nu, nvr, x, tri);
+  unsigned char* s2 = calloc(16 * 16, 1);
+  CHECK_INT_EQ(ds_fluid_voxelize_mesh(&d2, x, NV, tri, NT, s2, err, sizeof err), 0);
+  int n2 = 0;
+  for (int c = 0; c < 256; c++) n2 += s2[c];
+  CHECK(n2 >= 12 && n2 <= 36); /* pi 0.15^2 / (1/16)^2 = 18 */
+  d2.solid_cells = s2;
+  Episode e = make_episode(&d2, 30, 0.3);
+  check_fd("2-D SL closed, sphere mesh obstacle", &e, 2);
+  free_episode(&e);
+  free(s2);
+  /* bad input names the element */
+  tri[4] = NV + 3;
+  CHECK_INT_EQ(ds_fluid_voxelize_mesh(&def, x, NV, tri, NT, sol = calloc(32768, 1), err, sizeof err), DS_ERR_INVALID);
+  CHECK_STR_CONTAINS(err, "triangle 1: vertex index");
+  tri[4] = 2;
+  x[7] = NAN;
+  CHECK_INT_EQ(ds_fluid_voxelize_mesh(&def, x, NV, tri, NT, sol, err, sizeof err), DS_ERR_INVALID);
+  CHECK_STR_CONTAINS(err, "vertex 2: coordinate y");
+  free(sol);
+  free(x);
+  free(tri);
+}
+
 int main(void) {
   void (*tests[])(void) = {test_bad_input, test_render, test_divergence, test_checkpoints,
-                           test_fd_2d,     test_fd_3d,  test_threads};
-  const char* names[] = {"bad input", "render", "divergence", "checkpoints", "fd 2-D", "fd 3-D", "threads"};
-  for (int i = 0; i < 7; i++) {
+                           test_fd_2d,     test_fd_3d,  test_threads,    test_mesh_obstacle};
+  const char* names[] = {"bad input", "render", "divergence", "checkpoints", "fd 2-D", "fd 3-D", "threads", "mesh obstacle"};
+  for (int i = 0; i < 8; i++) {
     double t0 = clock_s();
     tests[i]();
     fprintf(stderr, "%s: %.2f s\n", names[i], clock_s() - t0);

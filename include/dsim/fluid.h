@@ -81,8 +81,9 @@ typedef struct dsFluidSource {
  * gravity.{x,y,z} and the sources'. The buoyant acceleration on the faces
  * normal to axis up_axis is (alpha * density - beta * (T - ambient)) (cell
  * values averaged onto the face): alpha > 0 lifts smoke, beta < 0 lifts hot
- * gas. Obstacles are cells whose centres lie in a box (solid: their faces
- * carry no flow; density and temperature there are zero); their position
+ * gas. Obstacles are cells whose centres lie in a box or are marked in
+ * solid_cells (solid: their faces carry no flow; density and temperature
+ * there are zero); their position
  * is not a differentiable parameter (docs/fluids.md says why). */
 typedef struct dsFluidDef {
   int n[3];                  /* cells per axis, >= 1; n[2] = 1: 2-D */
@@ -103,6 +104,10 @@ typedef struct dsFluidDef {
   int nobstacle;
   dsFluidBox obstacle[DS_FLUID_MAX_OBSTACLES];
   int solver;                /* dsFluidSolver: the pressure solve (AUTO) */
+  /* More solid cells (ncell, nonzero = solid; NULL: none), e.g. the
+   * voxelised shape of a mesh (ds_fluid_voxelize_mesh): added to the
+   * boxes' cells. Copied at create (the model's def then holds NULL). */
+  const unsigned char* solid_cells;
 } dsFluidDef;
 
 typedef struct dsFluidModel dsFluidModel;
@@ -134,6 +139,19 @@ DS_API int ds_fluid_ncell(const dsFluidModel* m);
 DS_API int ds_fluid_nvel(const dsFluidModel* m); /* all faces */
 /* Faces normal to axis a (0 when a >= dim). */
 DS_API int ds_fluid_nface(const dsFluidModel* m, int axis);
+/* Voxelises a closed triangle mesh (vertices x: nvert x 3, m; triangles
+ * tri: ntri x 3 vertex indices) on def's grid: sets solid[c] = 1 for every
+ * cell c whose centre the mesh encloses, leaving the other cells as they
+ * are (so several meshes and def.solid_cells combine). Inside means a
+ * nonzero winding number, counted along a ray in +x through the centre, so
+ * the triangles' orientation does not matter and overlapping parts are
+ * one solid. In 2-D (n[2] = 1) the mesh is cut by the plane z = 0. The
+ * rays pass a fixed, tiny (1e-7 dx) offset from the centres, so a face or
+ * an edge through a centre counts once. DS_ERR_INVALID naming the
+ * vertex or triangle for a non-finite coordinate or an index out of range;
+ * DS_ERR_NOMEM. */
+DS_API int ds_fluid_voxelize_mesh(const dsFluidDef* def, const double* x, int nvert, const int* tri, int ntri,
+                                  unsigned char* solid, char* err, size_t errlen);
 /* 1 for the cells inside an obstacle (ncell). */
 DS_API const unsigned char* ds_fluid_solid(const dsFluidModel* m);
 DS_API const dsFluidDef* ds_fluid_def(const dsFluidModel* m);
