@@ -669,7 +669,8 @@ int ds_fluid_backward_terms(const dsFluidModel* m, dsFluidData* d, const double*
 
 /* ---- 2-D density image ----------------------------------------------------- */
 
-static const double render_bg[3] = DS_FLUID_RENDER_BG, render_smoke[3] = DS_FLUID_RENDER_SMOKE;
+static const double render_bg[3] = DS_FLUID_RENDER_BG, render_smoke[3] = DS_FLUID_RENDER_SMOKE,
+                    render_solid[3] = DS_FLUID_RENDER_SOLID;
 
 /* the image pixel (row, col) of cell c: y up, row 0 at the top */
 static inline int render_pixel(const dsFluidModel* m, int c) {
@@ -683,7 +684,8 @@ int ds_fluid_render_density(const dsFluidModel* m, const double* density, double
   for (int c = 0; c < m->ncell; c++) {
     double t = 1 - exp(-scale * density[c]);
     dsReal* px = rgba + 4 * (size_t)render_pixel(m, c);
-    for (int ch = 0; ch < 3; ch++) px[ch] = (dsReal)(render_bg[ch] + (render_smoke[ch] - render_bg[ch]) * t);
+    for (int ch = 0; ch < 3; ch++)
+      px[ch] = (dsReal)(m->solid[c] ? render_solid[ch] : render_bg[ch] + (render_smoke[ch] - render_bg[ch]) * t);
     px[3] = 1;
   }
   return 0;
@@ -694,6 +696,7 @@ int ds_fluid_render_density_bwd(const dsFluidModel* m, const double* density, do
   if (!m || !density || !g_rgba || !g_density || !(scale > 0)) return DS_ERR_INVALID;
   if (m->dim != 2) return DS_ERR_UNSUPPORTED;
   for (int c = 0; c < m->ncell; c++) {
+    if (m->solid[c]) continue; /* drawn in a constant colour */
     const dsReal* g = g_rgba + 4 * (size_t)render_pixel(m, c);
     double dt = scale * exp(-scale * density[c]), s = 0;
     for (int ch = 0; ch < 3; ch++) s += (double)g[ch] * (render_smoke[ch] - render_bg[ch]);

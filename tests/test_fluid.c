@@ -423,6 +423,8 @@ static void test_render(void) {
   def.n[0] = 10; /* not square: rows and columns kept apart */
   def.dx = 1.0 / 12;
   def.source[0].box.hi[0] = 0.6;
+  def.nobstacle = 1; /* solid cells: a constant colour, no gradient */
+  def.obstacle[0] = (dsFluidBox){{0.1, 0.5, 0}, {0.45, 0.8, 0}};
   Episode e = make_episode(&def, 1, 0.1);
   int np = 4 * e.nc;
   dsReal* img = malloc(sizeof(dsReal) * (size_t)np);
@@ -435,6 +437,14 @@ static void test_render(void) {
   double t0 = 1 - exp(-2.0 * e.r0[0]);
   CHECK_CLOSE(img[4 * (11 * 10)], 0.05 + 0.9 * t0, 1e-6, 1e-6);
   CHECK(img[3] == 1);
+  int nsolid = 0;
+  for (int c = 0; c < e.nc; c++)
+    if (ds_fluid_solid(e.m)[c]) {
+      const dsReal* px = img + 4 * ((size_t)(11 - c / 10) * 10 + c % 10);
+      CHECK(px[0] == (dsReal)0.45 && px[1] == (dsReal)0.38 && px[2] == (dsReal)0.30 && g[c] == 0);
+      nsolid++;
+    }
+  CHECK(nsolid == 16);
   double tol = sizeof(dsReal) == sizeof(double) ? 1e-7 : 1e-2;
   for (int c = 0; c < e.nc; c += 7) {
     double x0 = e.r0[c], l[2];

@@ -219,10 +219,12 @@ DS_API int ds_fluid_divergence(const dsFluidModel* m, const double* velocity, do
  * row 0 at the top, y up; alpha 1) = bg + (smoke - bg) t with
  * t = 1 - exp(-scale rho), a smooth map from a dark background to white
  * smoke (DS_FLUID_RENDER_BG, DS_FLUID_RENDER_SMOKE), scale > 0 per unit
- * density. The backward adds dL/drho = sum_ch g_rgba (smoke - bg)_ch
- * scale exp(-scale rho) into g_density (ncell). */
+ * density; solid cells (obstacles) in DS_FLUID_RENDER_SOLID. The backward
+ * adds dL/drho = sum_ch g_rgba (smoke - bg)_ch scale exp(-scale rho) into
+ * g_density (ncell; nothing for solid cells). */
 #define DS_FLUID_RENDER_BG {0.05, 0.07, 0.12}
 #define DS_FLUID_RENDER_SMOKE {0.95, 0.95, 0.95}
+#define DS_FLUID_RENDER_SOLID {0.45, 0.38, 0.30}
 DS_API int ds_fluid_render_density(const dsFluidModel* m, const double* density, double scale, dsReal* rgba);
 DS_API int ds_fluid_render_density_bwd(const dsFluidModel* m, const double* density, double scale,
                                        const dsReal* g_rgba, double* g_density);
