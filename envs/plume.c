@@ -46,6 +46,7 @@ typedef struct dsPlumeParams {
   dsReal source_speed; /* upward inflow velocity, m/s [source.speed] */
   dsReal extinction;   /* sigma_t per unit density, 1/m [render.extinction] */
   dsReal march;        /* ray-march step, fraction of a cell [render.march_step] */
+  dsSmokeObstacle obs;   /* [obstacle.*] */
 } dsPlumeParams;
 
 _Static_assert(sizeof(dsPlumeParams) <= DS_ENV_PARAMS_MAX, "plume parameters fit a dsEnvDef");
@@ -73,6 +74,7 @@ static const dsConfigKey keys[] = {
      "upward inflow velocity, m/s: the faces in the box take it every step (parameter source.0.velocity.y)"},
     {"render.extinction", DS_KEY_REAL, P(extinction), 0, 1e6, NULL, 0, "smoke extinction per unit density, 1/m"},
     {"render.march_step", DS_KEY_REAL, P(march), 0.01, 4, NULL, 0, "ray-march step, fraction of a cell"},
+    DS__SMOKE_OBSTACLE_KEYS(P),
     {NULL, DS_KEY_REAL, 0, 0, 0, NULL, 0, NULL}};
 #undef P
 
@@ -110,17 +112,20 @@ static void defaults(dsEnvDef* d) {
   p->source_speed = 0.5;
   p->extinction = 10;
   p->march = 0.5;
+  ds__smoke_obstacle_defaults(&p->obs);
 }
 
 static int validate(const dsEnvDef* def, char* err, size_t errlen) {
   const dsPlumeParams* p = (const dsPlumeParams*)def->params.bytes;
   int rc = ds__smoke_check_cfl(def, (double)p->size / p->n, p->max_speed, p->cfl_max, err, errlen);
   if (!rc) rc = ds__smoke_check_source(p->source_lo, p->source_hi, 3, p->size, err, errlen);
+  if (!rc) rc = ds__smoke_check_obstacle(&p->obs, 3, p->size, err, errlen);
   return rc ? rc : ds__smoke_check_kinds(def, "smoke-plume", err, errlen);
 }
 
 /* The sky behind the plume and the ground under it (RGBA). */
-static const double kSky[4] = {0.05, 0.07, 0.12, 1}, kGround[4] = {0.36, 0.34, 0.30, 1};
+static const double kSky[4] = {0.05, 0.07, 0.12, 1}, kGround[4] = {0.36, 0.34, 0.30, 1},
+                    kObstacle[4] = {0.45, 0.38, 0.30, 1};
 /* The ground quad's half side, in cube sides, about the cube's centre. */
 #define PLUME_GROUND_HALF 4.0
 
@@ -187,9 +192,9 @@ static int create(dsEnv* e, void** out) {
   if (!s) return DS_ERR_NOMEM;
   *out = s;
   const dsFluidDef fd = fluid_def(def, p);
-  char err[256] = "";
-  int rc = ds_fluid_model_create(&fd, &s->c.fm, err, sizeof err);
-  if (rc) return ds_env_set_errorf(e, rc, "fluid: %s", err);
+  char err[512] = "";
+  int rc = ds__smoke_fluid_create(fd, &p->obs, &s->c.fm, err, sizeof err);
+  if (rc) return ds_env_set_errorf(e, rc, "%s%s", strncmp(err, "obstacle", 8) ? "fluid: " : "", err);
   s->ncell = s->c.ncell = ds_fluid_ncell(s->c.fm);
   s->T = def->substeps;
   s->C = def->control_interval;
@@ -209,6 +214,27 @@ static size_t tape_bytes(const dsEnv* e, int substeps, int every, int gradients)
   const size_t own = (size_t)s->nframe * nc * sizeof(double) + (size_t)s->nstep * per_step +
                      nc * (4 * sizeof(double) + 2 * sizeof(dsReal)) + s->npix * 3 * sizeof(dsReal);
   return own + ds_fluid_data_bytes(s->c.fm, substeps, gradients ? every : substeps);
+}
+
+/* The obstacle in the picture: where its surface is nearer than the ground,
+ * the rays stop there and the background is its colour (flat). s->img is
+ * the scratch of its depth. */
+static int obstacle_view(dsEnv* e, PlumeState* s, const dsPlumeParams* p) {
+  dsMesh om;
+  char err[512] = "";
+  int rc = ds__smoke_obstacle_mesh(&p->obs, &om, err, sizeof err);
+  if (rc) return ds_env_set_errorf(e, rc, "%s", err);
+  if (om.nvert) {
+    const dsRasterMesh obm = {om.x, om.nvert, om.tri, om.ntri, NULL, DS_COLOR_FACE};
+    rc = ds_volume_mesh_depth(s->vol, &obm, s->img);
+  }
+  for (size_t q = 0; q < s->npix / 4 && om.nvert && !rc; q++)
+    if (s->img[q] < s->depth[q]) {
+      s->depth[q] = s->img[q];
+      for (int ch = 0; ch < 4; ch++) s->bg[4 * q + ch] = (dsReal)kObstacle[ch];
+    }
+  ds_mesh_free(&om);
+  return rc ? ds_env_set_errorf(e, rc, "render: obstacle depth") : 0;
 }
 
 /* The renderer through the env's camera, the background and the ground's depth. */
@@ -242,7 +268,7 @@ static int make_view(dsEnv* e, PlumeState* s, const dsPlumeParams* p) {
   if ((rc = ds_volume_mesh_depth(s->vol, &ground, s->depth))) return ds_env_set_errorf(e, rc, "render: ground depth");
   for (size_t q = 0; q < s->npix / 4; q++)
     for (int ch = 0; ch < 4; ch++) s->bg[4 * q + ch] = (dsReal)(isfinite((double)s->depth[q]) ? kGround : kSky)[ch];
-  return 0;
+  return obstacle_view(e, s, p);
 }
 
 static int fluid_fail(dsEnv* e, int rc, const char* what) { return ds__smoke_fail(e, &state_of(e)->c, rc, what); }

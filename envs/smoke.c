@@ -60,6 +60,7 @@ typedef struct dsSmokeParams {
   dsReal force;          /* m/s^2 per unit action [control.force] */
   dsReal opacity;        /* render scale per unit density [render.opacity] */
   dsReal push;           /* the target's hidden wind, action units [target.push] */
+  dsSmokeObstacle obs;   /* [obstacle.*] */
 } dsSmokeParams;
 
 _Static_assert(sizeof(dsSmokeParams) <= DS_ENV_PARAMS_MAX, "smoke parameters fit a dsEnvDef");
@@ -89,6 +90,7 @@ static const dsConfigKey keys[] = {
      "smoke opacity per unit density: t = 1 - exp(-opacity rho)"},
     {"target.push", DS_KEY_REAL, P(push), -1e3, 1e3, NULL, 0,
      "the target rollout's hidden wind in x at mid height, action units"},
+    DS__SMOKE_OBSTACLE_KEYS(P),
     {NULL, DS_KEY_REAL, 0, 0, 0, NULL, 0, NULL}};
 #undef P
 
@@ -121,6 +123,7 @@ static void defaults(dsEnvDef* d) {
   p->force = 2;
   p->opacity = 2;
   p->push = 1;
+  ds__smoke_obstacle_defaults(&p->obs);
 }
 
 static int validate(const dsEnvDef* def, char* err, size_t errlen) {
@@ -132,6 +135,7 @@ static int validate(const dsEnvDef* def, char* err, size_t errlen) {
   }
   int rc = ds__smoke_check_cfl(def, (double)p->size / p->n, p->max_speed, p->cfl_max, err, errlen);
   if (!rc) rc = ds__smoke_check_source(p->source_lo, p->source_hi, 2, p->size, err, errlen);
+  if (!rc) rc = ds__smoke_check_obstacle(&p->obs, 2, p->size, err, errlen);
   return rc ? rc : ds__smoke_check_kinds(def, "smoke-control", err, errlen);
 }
 
@@ -195,9 +199,9 @@ static int create(dsEnv* e, void** out) {
   if (!s) return DS_ERR_NOMEM;
   *out = s;
   const dsFluidDef fd = fluid_def(def, p);
-  char err[256] = "";
-  int rc = ds_fluid_model_create(&fd, &s->c.fm, err, sizeof err);
-  if (rc) return ds_env_set_errorf(e, rc, "fluid: %s", err);
+  char err[512] = "";
+  int rc = ds__smoke_fluid_create(fd, &p->obs, &s->c.fm, err, sizeof err);
+  if (rc) return ds_env_set_errorf(e, rc, "%s%s", strncmp(err, "obstacle", 8) ? "fluid: " : "", err);
   s->n = p->n;
   s->ncell = s->c.ncell = p->n * p->n;
   s->nc = p->cells;

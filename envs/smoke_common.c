@@ -1,6 +1,8 @@
 /* Shared parts of the fluid envs (envs/smoke_common.h). */
 #include "envs/smoke_common.h"
 
+#include "dsim/config_dirs.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -124,4 +126,122 @@ double ds__smoke_image_error(const dsReal* img, const dsReal* goal, const dsReal
       den += r * r;
     }
   return den > 0 ? num / den : num;
+}
+
+/* ---- obstacles ---------------------------------------------------------------- */
+
+void ds__smoke_obstacle_defaults(dsSmokeObstacle* o) {
+  memset(o, 0, sizeof *o);
+  o->scale = 1;
+}
+
+static int has_box(const dsSmokeObstacle* o) {
+  return o->lo[0] != o->hi[0] || o->lo[1] != o->hi[1] || o->lo[2] != o->hi[2];
+}
+
+int ds__smoke_check_obstacle(const dsSmokeObstacle* o, int axes, double size, char* err, size_t errlen) {
+  if (!has_box(o)) return 0;
+  for (int k = 0; k < axes; k++)
+    if (!(o->lo[k] >= 0 && o->lo[k] < o->hi[k] && o->hi[k] <= size)) {
+      snprintf(err, errlen, "obstacle.lo, obstacle.hi: [%g, %g] in %c (expected 0 <= lo < hi <= grid.size %g, or lo = hi: none)",
+               (double)o->lo[k], (double)o->hi[k], "xyz"[k], size);
+      return DS_ERR_CONFIG;
+    }
+  return 0;
+}
+
+static int is_file(const char* path) {
+  FILE* f = fopen(path, "rb");
+  if (f) fclose(f);
+  return f != NULL;
+}
+
+/* obstacle.mesh as a path, else models/NAME of the bundled configs folders */
+static int find_mesh(const char* name, char* path, size_t n) {
+  if (is_file(name) || strchr(name, '/')) {
+    snprintf(path, n, "%s", name);
+    return 0;
+  }
+  char dir[4096];
+  for (int i = 0; ds_run_config_dir(i, dir, sizeof dir) != DS_ERR_NOTFOUND; i++) {
+    if (!dir[0]) continue;
+    const int k = snprintf(path, n, "%s/models/%s", dir, name);
+    if (k > 0 && (size_t)k < n && is_file(path)) return 0;
+  }
+  snprintf(path, n, "%s", name);
+  return 0;
+}
+
+int ds__smoke_obstacle_mesh(const dsSmokeObstacle* o, dsMesh* out, char* err, size_t errlen) {
+  memset(out, 0, sizeof *out);
+  dsMesh file = {0};
+  if (o->mesh[0]) {
+    char path[4096 + 64], why[512] = "";
+    find_mesh(o->mesh, path, sizeof path);
+    const int rc = ds_mesh_read_obj(path, &file, why, sizeof why);
+    if (rc) {
+      snprintf(err, errlen, "obstacle.mesh: %s (expected a closed OBJ surface; a path or a file of configs/models/)", why);
+      return DS_ERR_CONFIG;
+    }
+  }
+  const int box = has_box(o), nv = (box ? 8 : 0) + file.nvert, nt = (box ? 12 : 0) + file.ntri;
+  if (ds_mesh_alloc(out, nv, nt, 0)) {
+    ds_mesh_free(&file);
+    snprintf(err, errlen, "obstacle: out of memory");
+    return DS_ERR_NOMEM;
+  }
+  int v = 0, t = 0;
+  if (box) { /* outward triangles of [lo, hi] */
+    static const int f[12][3] = {{0, 2, 1}, {1, 2, 3}, {4, 5, 6}, {5, 7, 6}, {0, 1, 4}, {1, 5, 4},
+                                 {2, 6, 3}, {3, 6, 7}, {0, 4, 2}, {2, 4, 6}, {1, 3, 5}, {3, 7, 5}};
+    for (; v < 8; v++)
+      for (int a = 0; a < 3; a++) out->x[3 * v + a] = (v >> a) & 1 ? o->hi[a] : o->lo[a];
+    for (; t < 12; t++)
+      for (int k = 0; k < 3; k++) out->tri[3 * t + k] = f[t][k];
+  }
+  for (int i = 0; i < file.nvert; i++)
+    for (int a = 0; a < 3; a++) out->x[3 * (v + i) + a] = o->scale * file.x[3 * i + a] + o->position[a];
+  for (int i = 0; i < 3 * file.ntri; i++) out->tri[3 * t + i] = file.tri[i] + v;
+  ds_mesh_free(&file);
+  return 0;
+}
+
+int ds__smoke_fluid_create(dsFluidDef fd, const dsSmokeObstacle* o, dsFluidModel** out, char* err, size_t errlen) {
+  *out = NULL;
+  if (has_box(o)) {
+    fd.nobstacle = 1;
+    fd.obstacle[0] = (dsFluidBox){{o->lo[0], o->lo[1], fd.n[2] > 1 ? o->lo[2] : 0},
+                                  {o->hi[0], o->hi[1], fd.n[2] > 1 ? o->hi[2] : 1}};
+  }
+  if (!o->mesh[0]) return ds_fluid_model_create(&fd, out, err, errlen);
+  dsSmokeObstacle only = *o; /* the mesh alone: the box is fd's */
+  only.lo[0] = only.lo[1] = only.lo[2] = only.hi[0] = only.hi[1] = only.hi[2] = 0;
+  dsMesh m;
+  int rc = ds__smoke_obstacle_mesh(&only, &m, err, errlen);
+  if (rc) return rc;
+  const size_t nc = (size_t)fd.n[0] * fd.n[1] * fd.n[2];
+  unsigned char* solid = (unsigned char*)ds_calloc(nc + 1, 1);
+  double* x = (double*)ds_calloc(3 * (size_t)m.nvert + 1, sizeof(double));
+  if (!solid || !x) rc = DS_ERR_NOMEM;
+  for (int i = 0; i < 3 * m.nvert && !rc; i++) x[i] = (double)m.x[i];
+  char why[256] = "";
+  if (!rc) rc = ds_fluid_voxelize_mesh(&fd, x, m.nvert, m.tri, m.ntri, solid, why, sizeof why);
+  size_t n = 0;
+  for (size_t c = 0; c < nc && !rc; c++) n += solid[c] != 0;
+  if (rc)
+    snprintf(err, errlen, "obstacle.mesh: %s", rc == DS_ERR_NOMEM ? "out of memory" : why);
+  else if (n == 0) {
+    snprintf(err, errlen,
+             "obstacle.mesh: '%s' encloses no cell centre of the grid (%s; check obstacle.position and "
+             "obstacle.scale: the grid spans [0, grid.size] on each axis)",
+             o->mesh, fd.n[2] > 1 ? "3-D" : "2-D: the mesh is cut by the plane z = 0");
+    rc = DS_ERR_CONFIG;
+  } else {
+    fd.solid_cells = solid;
+    rc = ds_fluid_model_create(&fd, out, err, errlen);
+  }
+  ds_free(solid);
+  ds_free(x);
+  ds_mesh_free(&m);
+  return rc;
 }

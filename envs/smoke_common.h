@@ -8,6 +8,7 @@
 
 #include "dsim/env.h"
 #include "dsim/fluid.h"
+#include "dsim/mesh.h"
 
 /* The fluid and its parameters as the env API reads them. */
 typedef struct dsSmokeCore {
@@ -43,6 +44,41 @@ int ds__smoke_check_source(const dsReal lo[3], const dsReal hi[3], int axes, dou
 /* The kinds a fluid env differentiates: no state observation, loss
  * image_last, sparse reward, no second camera. */
 int ds__smoke_check_kinds(const dsEnvDef* def, const char* cls, char* err, size_t errlen);
+
+/* An obstacle in the flow [obstacle.*]: a box (lo = hi on every axis: none)
+ * and a mesh (an OBJ file; "": none) scaled then translated; both may be
+ * given. Embedded in an env's parameters as `obs`. */
+#define DS__SMOKE_MESH_PATH 160
+typedef struct dsSmokeObstacle {
+  dsReal lo[3], hi[3];             /* [obstacle.lo], [obstacle.hi] */
+  char mesh[DS__SMOKE_MESH_PATH];  /* [obstacle.mesh] */
+  dsReal position[3];              /* [obstacle.position] */
+  dsReal scale;                    /* [obstacle.scale] */
+} dsSmokeObstacle;
+
+/* The keys of an env's `obs` member (P: the env's offsetof macro). */
+#define DS__SMOKE_OBSTACLE_KEYS(P)                                                                                   \
+  {"obstacle.lo", DS_KEY_VEC3, P(obs.lo), -1e3, 1e3, NULL, 0, "box obstacle, low corner, m (lo = hi: no box)"},       \
+      {"obstacle.hi", DS_KEY_VEC3, P(obs.hi), -1e3, 1e3, NULL, 0, "box obstacle, high corner, m"},                    \
+      {"obstacle.mesh", DS_KEY_STRING, P(obs.mesh), 0, DS__SMOKE_MESH_PATH, NULL, 0,                                \
+       "mesh obstacle: a closed OBJ surface (a path, or a file of the bundled configs/models/; \"\": none), "       \
+       "voxelised onto the grid (the cells whose centres it encloses are solid)"},                                 \
+      {"obstacle.position", DS_KEY_VEC3, P(obs.position), -1e3, 1e3, NULL, 0,                                      \
+       "translation of the mesh obstacle, m (after obstacle.scale)"},                                                \
+      {"obstacle.scale", DS_KEY_REAL, P(obs.scale), 1e-6, 1e6, NULL, 0, "uniform scale of the mesh obstacle"}
+
+/* Defaults: no box, no mesh, scale 1. */
+void ds__smoke_obstacle_defaults(dsSmokeObstacle* o);
+/* The box on the first `axes` axes: none, or 0 <= lo < hi <= size. */
+int ds__smoke_check_obstacle(const dsSmokeObstacle* o, int axes, double size, char* err, size_t errlen);
+/* The obstacle's surfaces in world coordinates (the box's 12 triangles, then
+ * the mesh's), into out (ds_mesh_free; nvert 0 when there is none);
+ * DS_ERR_CONFIG naming obstacle.mesh when its file is missing or bad. */
+int ds__smoke_obstacle_mesh(const dsSmokeObstacle* o, dsMesh* out, char* err, size_t errlen);
+/* The fluid model of fd with the obstacle: the box as fd's obstacle, the
+ * mesh voxelised into solid_cells (an error names obstacle.mesh when it
+ * encloses no cell centre). *out as ds_fluid_model_create's. */
+int ds__smoke_fluid_create(dsFluidDef fd, const dsSmokeObstacle* o, dsFluidModel** out, char* err, size_t errlen);
 
 /* The normalised image error over the colour channels of npix pixels:
  * sum (I - I*)^2 / sum (I* - B)^2, B the background (bg_img, npix x 4, or

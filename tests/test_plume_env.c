@@ -238,7 +238,29 @@ static void bad_input(void) {
   ds_env_destroy(env);
 }
 
+/* A box obstacle over the source: drawn in its colour in front of the
+ * ground (flat; smoke in front of it veils it a little). */
+static void obstacle(void) {
+  dsEnvDef def = small_def(8, 8, 1);
+  char err[512] = "";
+  CHECK_INT_EQ(ds_env_def_set(&def, "obstacle.lo", "[0.2, 0.45, 0.2]", err, sizeof err), 0);
+  CHECK_INT_EQ(ds_env_def_set(&def, "obstacle.hi", "[0.8, 0.6, 0.8]", err, sizeof err), 0);
+  static dsReal img[NPIX];
+  dsEnv* env = NULL;
+  CHECK_INT_EQ(ds_env_create(&def, &env, err, sizeof err), 0);
+  if (!env) return;
+  CHECK_INT_EQ(ds_env_reset(env, 0, NULL, NULL), 0);
+  for (int t = 0; t < ds_env_num_steps(env); t++) CHECK_INT_EQ(ds_env_step(env, NULL, NULL, NULL, NULL, NULL), 0);
+  CHECK_INT_EQ(ds_env_render(env, img), 0);
+  ds_env_destroy(env);
+  int obs = 0;
+  for (int q = 0; q < W * W; q++) obs += fabs(img[4 * q] - 0.45) < 0.03 && fabs(img[4 * q + 1] - 0.38) < 0.03;
+  printf("obstacle: %d of %d pixels of its colour\n", obs, W * W);
+  CHECK(obs > 4);
+}
+
 int main(void) {
+  obstacle();
   grad_check();
   bitwise();
   metric();
