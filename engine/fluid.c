@@ -1,6 +1,7 @@
 /* Incompressible smoke on a MAC grid (dsim/fluid.h, docs/fluids.md).
  *
  * One step from the state (u, rho, T) with force field F:
+ *   0. with soft obstacles, (u, rho, T) damped inside them   (fluid_soft.h)
  *   1. u1 = A(u; u), rho1 = A(rho; u), T1 = A(T; u)      (fluid_advect.h)
  *   2. rho2 = rho1 + dt r_s [cell in source s], likewise T; zero in solids
  *   3. u2_f = u1_f + dt (g_a + F_face,a + [a = up] (alpha rho2_face - beta (T2_face - T_amb)))
@@ -15,7 +16,8 @@
  * and into rho2 and T2 with dt alpha w, -dt beta w); step 2 zeroes the
  * solids' adjoint and sends dt times its sum over a box to r_s. Step 3
  * reads rho2, T2, the next state's scalars, so the backward step needs the
- * states before and after it and nothing else. */
+ * states before and after it and nothing else (stage 0 is redone from the
+ * state before). */
 #include "config.h"
 
 #include <math.h>
@@ -25,6 +27,7 @@
 #include "engine/fluid_advect.h"
 #include "engine/fluid_priv.h"
 #include "engine/fluid_project.h"
+#include "engine/fluid_soft.h"
 
 dsFluidDef ds_fluid_default_def(void) {
   dsFluidDef d;
@@ -114,6 +117,23 @@ static int check_def(const dsFluidDef* def, char* err, size_t errlen) {
     int rc = check_box(def, dim, &def->obstacle[k], "obstacle", k, err, errlen);
     if (rc) return rc;
   }
+  if (def->nsoft < 0 || def->nsoft > DS_FLUID_MAX_SOFT)
+    return ds__puterr(err, errlen, DS_ERR_INVALID, "nsoft: expected 0 .. %d, got %d", DS_FLUID_MAX_SOFT, def->nsoft);
+  for (int k = 0; k < def->nsoft; k++) {
+    const dsFluidSoftObstacle* o = &def->soft[k];
+    if (!finite3(o->center))
+      return ds__puterr(err, errlen, DS_ERR_INVALID, "soft[%d].center: expected finite values", k);
+    for (int a = 0; a < dim; a++)
+      if (!(o->half[a] > 0 && isfinite(o->half[a])))
+        return ds__puterr(err, errlen, DS_ERR_INVALID, "soft[%d].half[%d]: expected a finite value > 0, got %g", k, a,
+                          o->half[a]);
+    if (!(o->width > 0 && isfinite(o->width)))
+      return ds__puterr(err, errlen, DS_ERR_INVALID, "soft[%d].width: expected a finite value > 0, got %g", k,
+                        o->width);
+    if (!(o->damping >= 0 && isfinite(o->damping)))
+      return ds__puterr(err, errlen, DS_ERR_INVALID, "soft[%d].damping: expected a finite value >= 0, got %g", k,
+                        o->damping);
+  }
   return 0;
 }
 
@@ -147,6 +167,14 @@ static void build_params(dsFluidModel* m) {
       snprintf(nm, sizeof nm, "source.%d.velocity.%c", s, 'x' + a);
       add_param(m, nm, &d->source[s].velocity[a]);
     }
+  }
+  for (int k = 0; k < d->nsoft; k++) { /* FL_P_SOFT */
+    for (int a = 0; a < 3; a++) {
+      snprintf(nm, sizeof nm, "soft.%d.position.%c", k, 'x' + a);
+      add_param(m, nm, &d->soft[k].center[a]);
+    }
+    snprintf(nm, sizeof nm, "soft.%d.damping", k);
+    add_param(m, nm, &d->soft[k].damping);
   }
 }
 
@@ -232,7 +260,7 @@ int ds_fluid_model_create(const dsFluidDef* def, dsFluidModel** out, char* err, 
   m->dim = def->n[2] > 1 ? 3 : 2;
   build_grids(m);
   size_t nc = (size_t)m->ncell, nv = (size_t)m->nvel;
-  int np = FL_P_SRC + FL_P_PER_SRC * def->nsource;
+  int np = FL_P_SRC + FL_P_PER_SRC * def->nsource + 4 * def->nsoft;
   m->solid = ds__calloc(nc, 1);
   m->active = ds__calloc(nv, 1);
   m->src_cell = ds__calloc(nc, 1);
@@ -345,6 +373,7 @@ int ds_fluid_data_create(const dsFluidModel* m, int steps, int checkpoint_every,
   FL_A(g1, S);
   FL_A(gf, nc * (size_t)m->dim);
   FL_A(gpar, m->nparam + 1);
+  if (m->def.nsoft) FL_A(spen, S);
 #undef FL_A
   if (!nok) {
     ds_fluid_data_free(d);
@@ -357,7 +386,7 @@ int ds_fluid_data_create(const dsFluidModel* m, int steps, int checkpoint_every,
 void ds_fluid_data_free(dsFluidData* d) {
   if (!d) return;
   double* arr[] = {d->slots, d->seg, d->cur, d->nxt, d->forces, d->hat, d->back, d->ghat, d->gback, d->pi, d->r,
-                   d->z, d->s, d->as, d->blk, d->g0, d->g1, d->gf, d->gpar};
+                   d->z, d->s, d->as, d->blk, d->g0, d->g1, d->gf, d->gpar, d->spen};
   for (size_t i = 0; i < sizeof arr / sizeof arr[0]; i++) ds__free(arr[i]);
   ds__free(d);
 }
@@ -450,6 +479,10 @@ static void sources_forces(const dsFluidModel* m, const double* force, double* u
 /* s1 = step(s0): 0 or DS_ERR_DIVERGED (message on d naming the step) */
 static int fwd_step(const dsFluidModel* m, dsFluidData* d, const double* s0, const double* force, double* s1,
                     int t, const char* what) {
+  if (m->def.nsoft) { /* stage 0 */
+    fl_soft_fwd(m, s0, d->spen);
+    s0 = d->spen;
+  }
   const double* u0 = s0;
   double *u1 = s1, *rho1 = s1 + m->nvel, *T1 = rho1 + m->ncell;
   for (int a = 0; a < m->dim; a++)
@@ -601,10 +634,15 @@ static int bwd_step(const dsFluidModel* m, dsFluidData* d, const double* s0, con
   }
   double* g0 = d->g0;
   memset(g0, 0, sizeof(double) * (size_t)d->ssize);
+  if (m->def.nsoft) { /* the advection read stage 0's state */
+    fl_soft_fwd(m, s0, d->spen);
+    s0 = d->spen;
+  }
   for (int a = 0; a < m->dim; a++)
     advect_bwd(m, d, &m->faceg[a], s0 + m->foff[a], s0, gu + m->foff[a], g0 + m->foff[a], g0);
   advect_bwd(m, d, &m->cellg, s0 + m->nvel, s0, grho, g0 + m->nvel, g0);
   advect_bwd(m, d, &m->cellg, s0 + m->nvel + m->ncell, s0, gT, g0 + m->nvel + m->ncell, g0);
+  if (m->def.nsoft) fl_soft_bwd(m, s0, g0, gpar);
   return 0;
 }
 

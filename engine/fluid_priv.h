@@ -18,6 +18,8 @@ typedef struct FGrid {
 #define FL_PNAME 48
 /* parameter slots: alpha, beta, ambient, gravity xyz, then 5 per source */
 enum { FL_P_ALPHA = 0, FL_P_BETA = 1, FL_P_TAMB = 2, FL_P_GRAV = 3, FL_P_SRC = 6, FL_P_PER_SRC = 5 };
+/* then 4 per soft obstacle: centre x, y, z, damping */
+#define FL_P_SOFT(m, k) (FL_P_SRC + FL_P_PER_SRC * (m)->def.nsource + 4 * (k))
 
 struct dsFluidModel {
   dsFluidDef def;
@@ -49,6 +51,7 @@ struct dsFluidData {
   double *hat, *back, *ghat, *gback; /* advection scratch, max points of a grid */
   double *pi, *r, *z, *s, *as, *blk;  /* pressure solve */
   double *g0, *g1, *gf, *gpar;        /* adjoints */
+  double* spen;                       /* ssize: a state after the soft obstacles' damping (stage 0) */
   int iters;
   double resid;
   dsErrBuf err;

@@ -90,7 +90,7 @@ TESTS += tests/test_implicit
 # MacCormack), buoyancy, forces, sources, projection by MIC(0)-PCG, each with
 # its adjoint; the tape with checkpoints. test_fluid: adjoints against
 # central differences, divergence, checkpoints and threads bitwise, refusals.
-libdsim_core_la_SOURCES += engine/fluid.c engine/fluid_voxel.c engine/fluid_priv.h engine/fluid_advect.h engine/fluid_project.h
+libdsim_core_la_SOURCES += engine/fluid.c engine/fluid_voxel.c engine/fluid_priv.h engine/fluid_advect.h engine/fluid_project.h engine/fluid_soft.h
 dsiminclude_HEADERS += include/dsim/fluid.h
 check_PROGRAMS += tests/test_fluid
 tests_test_fluid_SOURCES = tests/test_fluid.c

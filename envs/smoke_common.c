@@ -133,6 +133,7 @@ double ds__smoke_image_error(const dsReal* img, const dsReal* goal, const dsReal
 void ds__smoke_obstacle_defaults(dsSmokeObstacle* o) {
   memset(o, 0, sizeof *o);
   o->scale = 1;
+  o->soft_width = (dsReal)0.05;
 }
 
 static int has_box(const dsSmokeObstacle* o) {
@@ -140,6 +141,12 @@ static int has_box(const dsSmokeObstacle* o) {
 }
 
 int ds__smoke_check_obstacle(const dsSmokeObstacle* o, int axes, double size, char* err, size_t errlen) {
+  for (int k = 0; k < axes && o->soft_damping > 0; k++)
+    if (!(o->soft_half[k] > 0)) {
+      snprintf(err, errlen, "soft_obstacle.half: %g in %c (expected > 0 on the grid's axes when soft_obstacle.damping > 0)",
+               (double)o->soft_half[k], "xyz"[k]);
+      return DS_ERR_CONFIG;
+    }
   if (!has_box(o)) return 0;
   for (int k = 0; k < axes; k++)
     if (!(o->lo[k] >= 0 && o->lo[k] < o->hi[k] && o->hi[k] <= size)) {
@@ -212,6 +219,15 @@ int ds__smoke_fluid_create(dsFluidDef fd, const dsSmokeObstacle* o, dsFluidModel
     fd.nobstacle = 1;
     fd.obstacle[0] = (dsFluidBox){{o->lo[0], o->lo[1], fd.n[2] > 1 ? o->lo[2] : 0},
                                   {o->hi[0], o->hi[1], fd.n[2] > 1 ? o->hi[2] : 1}};
+  }
+  if (o->soft_damping > 0) {
+    fd.nsoft = 1;
+    for (int a = 0; a < 3; a++) {
+      fd.soft[0].center[a] = o->soft_center[a];
+      fd.soft[0].half[a] = a < 2 || fd.n[2] > 1 ? o->soft_half[a] : 1;
+    }
+    fd.soft[0].width = o->soft_width;
+    fd.soft[0].damping = o->soft_damping;
   }
   if (!o->mesh[0]) return ds_fluid_model_create(&fd, out, err, errlen);
   dsSmokeObstacle only = *o; /* the mesh alone: the box is fd's */

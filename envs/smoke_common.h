@@ -54,6 +54,10 @@ typedef struct dsSmokeObstacle {
   char mesh[DS__SMOKE_MESH_PATH];  /* [obstacle.mesh] */
   dsReal position[3];              /* [obstacle.position] */
   dsReal scale;                    /* [obstacle.scale] */
+  dsReal soft_center[3];           /* [soft_obstacle.center] */
+  dsReal soft_half[3];             /* [soft_obstacle.half] */
+  dsReal soft_width;               /* [soft_obstacle.width] */
+  dsReal soft_damping;             /* [soft_obstacle.damping]: 0, none */
 } dsSmokeObstacle;
 
 /* The keys of an env's `obs` member (P: the env's offsetof macro). */
@@ -65,7 +69,15 @@ typedef struct dsSmokeObstacle {
        "voxelised onto the grid (the cells whose centres it encloses are solid)"},                                 \
       {"obstacle.position", DS_KEY_VEC3, P(obs.position), -1e3, 1e3, NULL, 0,                                      \
        "translation of the mesh obstacle, m (after obstacle.scale)"},                                                \
-      {"obstacle.scale", DS_KEY_REAL, P(obs.scale), 1e-6, 1e6, NULL, 0, "uniform scale of the mesh obstacle"}
+      {"obstacle.scale", DS_KEY_REAL, P(obs.scale), 1e-6, 1e6, NULL, 0, "uniform scale of the mesh obstacle"},     \
+      {"soft_obstacle.center", DS_KEY_VEC3, P(obs.soft_center), -1e3, 1e3, NULL, 0,                                 \
+       "soft (penalised, differentiable) obstacle: centre, m (parameters soft.0.position.x/y/z)"},                 \
+      {"soft_obstacle.half", DS_KEY_VEC3, P(obs.soft_half), 0, 1e3, NULL, 0,                                       \
+       "soft obstacle: half sides, m (> 0 on the grid's axes when damping > 0)"},                                   \
+      {"soft_obstacle.width", DS_KEY_REAL, P(obs.soft_width), 1e-6, 1e3, NULL, 0,                                  \
+       "soft obstacle: width of its smooth walls, m"},                                                             \
+      {"soft_obstacle.damping", DS_KEY_REAL, P(obs.soft_damping), 0, 1e9, NULL, 0,                                 \
+       "soft obstacle: damping rate inside, 1/s (0: none; parameter soft.0.damping; docs/fluids.md)"}
 
 /* Defaults: no box, no mesh, scale 1. */
 void ds__smoke_obstacle_defaults(dsSmokeObstacle* o);

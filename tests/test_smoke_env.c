@@ -159,6 +159,29 @@ static void obstacle(void) {
   remove(path);
 }
 
+/* A soft obstacle's position and damping are env parameters with gradients. */
+static void soft_check(void) {
+  static const char* const kv[] = {"soft_obstacle.center", "[0.47, 0.5, 0]", "soft_obstacle.half", "[0.15, 0.08, 0]",
+                                   "soft_obstacle.width",  "0.06",           "soft_obstacle.damping", "30", NULL};
+  dsEnv* env = make_kv(16, 8, 1, kv);
+  if (!env) return;
+  const int na = ds_env_num_steps(env) * ds_env_action_size(env);
+  static dsReal a[NA_MAX], ga[NA_MAX];
+  for (int i = 0; i < na; i++) a[i] = (dsReal)(0.6 * sin(0.9 * i + 0.2));
+  static const EnvParam sp[3] = {{"soft.0.position.x", 0}, {"soft.0.position.y", 0}, {"soft.0.damping", 0}};
+  episode(env, a);
+  dsReal L;
+  CHECK_INT_EQ(ds_env_backward_loss(env, &L, ga), 0);
+  double an[3], fd[NA_MAX + 3];
+  env_param_grads(env, sp, 3, an);
+  env_fd(env, objective, NULL, a, 0, 1e-5, 0, sp, 3, 1e-6, fd);
+  printf("soft obstacle: dL/dx %.6g (fd %.6g), dL/dy %.6g (fd %.6g), dL/dk %.6g (fd %.6g)\n", an[0], fd[0], an[1],
+         fd[1], an[2], fd[2]);
+  CHECK(fabs(an[0]) + fabs(an[1]) > 0);
+  check_grad("soft obstacle parameters", an, fd, 3, 1e-4, 1e-6);
+  ds_env_destroy(env);
+}
+
 /* loss and every gradient of one episode into out */
 static int run_all(dsEnv* env, double* out, int cap) {
   const int S = ds_env_num_steps(env), n = ds_env_action_size(env);
@@ -268,6 +291,7 @@ int main(void) {
   grad_check(NULL);
   grad_check(kBox);
   obstacle();
+  soft_check();
   bitwise();
   metric();
   bad_input();

@@ -77,8 +77,24 @@ typedef struct dsFluidSource {
   double velocity[3]; /* m/s */
 } dsFluidSource;
 
+/* A soft obstacle (Brinkman penalisation, docs/fluids.md "Soft
+ * obstacles"): a box of centre `center` and half sides `half` with
+ * smooth walls of width `width`, inside which velocity, density and
+ * temperature are damped at rate `damping` (implicitly, before each step's
+ * advection); the projection then routes the flow round it. Unlike the
+ * solid boxes it is differentiable in its position: named parameters
+ * soft.K.position.{x,y,z} and soft.K.damping. It leaves every cell fluid,
+ * so the FFT pressure solve stays available. */
+#define DS_FLUID_MAX_SOFT 4
+typedef struct dsFluidSoftObstacle {
+  double center[3]; /* m */
+  double half[3];   /* half sides, m, > 0 on the grid's axes */
+  double width;     /* wall width, m, > 0 (about a cell or two) */
+  double damping;   /* 1/s, >= 0 (some 10 / dt makes it nearly solid) */
+} dsFluidSoftObstacle;
+
 /* Named parameters: buoyancy.alpha, buoyancy.beta, ambient_temperature,
- * gravity.{x,y,z} and the sources'. The buoyant acceleration on the faces
+ * gravity.{x,y,z}, the sources' and the soft obstacles'. The buoyant acceleration on the faces
  * normal to axis up_axis is (alpha * density - beta * (T - ambient)) (cell
  * values averaged onto the face): alpha > 0 lifts smoke, beta < 0 lifts hot
  * gas. Obstacles are cells whose centres lie in a box or are marked in
@@ -108,6 +124,8 @@ typedef struct dsFluidDef {
    * voxelised shape of a mesh (ds_fluid_voxelize_mesh): added to the
    * boxes' cells. Copied at create (the model's def then holds NULL). */
   const unsigned char* solid_cells;
+  int nsoft;
+  dsFluidSoftObstacle soft[DS_FLUID_MAX_SOFT];
 } dsFluidDef;
 
 typedef struct dsFluidModel dsFluidModel;
