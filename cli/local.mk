@@ -21,6 +21,9 @@ check_PROGRAMS += tests/test_export_decode
 tests_test_export_decode_SOURCES = tests/test_export_decode.c
 TESTS += tests/test_cli.sh tests/test_run_cli.sh tests/test_export.sh tests/test_outputs.sh tests/test_sysid_cli.sh tests/test_sysid_views_cli.sh
 EXTRA_DIST += tests/test_cli.sh tests/test_run_cli.sh tests/test_export.sh tests/test_outputs.sh tests/test_sysid_cli.sh tests/test_sysid_views_cli.sh scripts/reproduce-results scripts/reproduce-sysid
+# the Table 3 sysid configs under the implicit integrator (configs/sysid-*-implicit.json)
+TESTS += tests/test_sysid_implicit.sh
+EXTRA_DIST += tests/test_sysid_implicit.sh
 # the table from error codes to exit codes (cli/exit.c)
 check_PROGRAMS += tests/test_exit_codes
 tests_test_exit_codes_SOURCES = tests/test_exit_codes.c cli/exit.c

@@ -22,6 +22,9 @@ dist_configs_DATA += configs/pendulum.json configs/double-pendulum.json configs/
 # sysid on footage from the camera simulator (docs/sysid.md, footage from a different renderer)
 dist_configs_DATA += configs/sysid-mass-camsim.json configs/sysid-beam-mu-camsim.json \
   configs/sysid-beam-lambda-camsim.json configs/sysid-cloth-camsim.json
+# the Table 3 rows under the implicit integrator at 10.7x the step (docs/integrators.md)
+dist_configs_DATA += configs/sysid-mass-implicit.json configs/sysid-beam-mu-implicit.json \
+  configs/sysid-beam-lambda-implicit.json configs/sysid-cloth-implicit.json
 check_PROGRAMS += tests/test_env_grad tests/test_env_config tests/test_env tests/test_env_target tests/test_cloth_view
 tests_test_cloth_view_SOURCES = tests/test_cloth_view.c
 tests_test_env_grad_SOURCES = tests/test_env_grad.c
