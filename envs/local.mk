@@ -13,6 +13,7 @@ dist_configs_DATA += configs/walker.json configs/control-fem.json configs/contro
   configs/sysid-mass.json configs/sysid-beam.json configs/sysid-cloth.json \
   configs/sysid-beam-mu.json configs/sysid-beam-lambda.json \
   configs/sysid-rigid-mass.json configs/sysid-rigid-contact.json configs/sysid-rigid-contact-smooth.json \
+  configs/sysid-rigid-contact-slope.json \
   configs/control-fem-gradsim.json configs/walker-gradsim.json
 dist_configs_DATA += configs/pendulum.json configs/double-pendulum.json configs/sysid-pendulum.json \
   configs/sysid-double-pendulum.json configs/sysid-beam-2mat.json configs/sysid-beam-3mat.json \
