@@ -1026,4 +1026,25 @@ int ds__artic_model_copy(const dsArticModel* src, dsArticModel** out) {
   return 0;
 }
 
+/* Every array of m placed from `base` (backend memory) at 16-byte aligned
+ * offsets: out's array pointers are base + offset and, when img is not
+ * NULL, the arrays' contents are copied to img + offset (the image the
+ * caller uploads to base); returns the bytes of the block. */
+size_t ds__artic_model_layout(const dsArticModel* m, void* base, unsigned char* img, dsArticModel* out) {
+  const int nb1 = m->nbody ? m->nbody : 1, ns1 = m->nsphere ? m->nsphere : 1, na1 = m->nu ? m->nu : 1,
+            np = m->nparam;
+  size_t o = 0;
+  if (out) *out = *m;
+#define DS__L(f, n)                                                                   \
+  {                                                                                   \
+    const size_t b_ = (size_t)(n) * sizeof(*m->f);                                    \
+    if (out) out->f = (void*)((unsigned char*)base + o);                              \
+    if (img) memcpy(img + o, m->f, b_);                                               \
+    o += (b_ + 15) & ~(size_t)15;                                                     \
+  }
+  DS__ARTIC_ARRAYS(DS__L)
+#undef DS__L
+  return o;
+}
+
 double* ds__artic_params(dsArticModel* m) { return m->param; }

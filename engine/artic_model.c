@@ -174,6 +174,79 @@ int ds__artic_scratch_create(const dsModel* m, dsArticScratch** out) {
   return 0;
 }
 
+/* Takes n elements of size sz from the block: their address at base (in
+ * backend memory) and their offset; 16-byte aligned. */
+static void* take(void* base, size_t* o, size_t n, size_t sz, size_t* at) {
+  *at = *o;
+  *o += (n * sz + 15) & ~(size_t)15;
+  return (unsigned char*)base + *at;
+}
+
+/* One scratch (the one ds__artic_scratch_create makes, without the complex
+ * workspace of the tangent sweeps, which the substep never uses) as one
+ * block at base, in backend memory: the structs, with pointers into the
+ * block, are written to the image img (NULL: none; the arrays stay zero)
+ * for the caller to upload; returns the block's bytes. The batched engine
+ * makes its instances' scratch this way on either backend. */
+size_t ds__artic_scratch_layout(const dsModel* m, void* base, unsigned char* img) {
+  const dsArticModel* am = m->artic;
+  const size_t nq = (size_t)am->nq, nv = (size_t)am->nv, nu = (size_t)am->nu, np = (size_t)am->nparam,
+               nb = (size_t)am->nbody, ns = nq + nv, n = nq + nv + nu + np;
+  size_t o = 0, at_s, at_d, at_w, at;
+  dsArticScratch S;
+  dsArticData D;
+  ws_r W;
+  memset(&S, 0, sizeof S);
+  memset(&D, 0, sizeof D);
+  memset(&W, 0, sizeof W);
+  take(base, &o, 1, sizeof S, &at_s);
+  S.ad = (dsArticData*)take(base, &o, 1, sizeof D, &at_d);
+  D.wr = take(base, &o, 1, sizeof W, &at_w);
+  W.b = (body_r*)take(base, &o, nb, sizeof(body_r), &at);
+  double* p = (double*)take(base, &o, n + 4 * nv + 6 * nb + nq + 8, sizeof(double), &at); /* as ws_alloc_r */
+  W.q = p, p += nq;
+  W.qd = p, p += nv;
+  W.u = p, p += nu;
+  W.th = p, p += np;
+  W.tau = p, p += nv;
+  W.id = p, p += nv;
+  W.qdd = p, p += nv;
+  W.qdn = p, p += nv;
+  W.fext = p, p += 6 * nb;
+  W.qn = p;
+  W.cpt = (double*)take(base, &o, 6 * (size_t)am->nsphere + 1, sizeof(double), &at);
+  D.nq = am->nq, D.nv = am->nv, D.nu = am->nu, D.nparam = am->nparam;
+  D.q = (double*)take(base, &o, nq + 1, sizeof(double), &at);
+  D.qd = (double*)take(base, &o, nv + 1, sizeof(double), &at);
+  D.act = (double*)take(base, &o, 1, sizeof(double), &at);
+  D.M = (double*)take(base, &o, nv * nv + 1, sizeof(double), &at);
+  D.vec = (double*)take(base, &o, 6 * n + 2 * nv + nq + 1, sizeof(double), &at);
+  D.qdd = D.vec + 6 * n;
+  D.adj = D.qdd + nv;
+  D.rev = (double*)take(base, &o, 1, sizeof(double) * (nu + np + nv) + sizeof(dsArticAdjBody) * nb, &at);
+  p = (double*)take(base, &o, 4 * ns + 2 * nu + 36 * nb + np + 1, sizeof(double), &at); /* as scratch_create */
+  S.buf = p;
+  S.s = p, p += ns;
+  S.so = p, p += ns;
+  S.aout = p, p += ns;
+  S.ain = p, p += ns;
+  S.u = p, p += nu;
+  S.gu = p, p += nu;
+  S.R = p, p += 9 * nb;
+  S.x = p, p += 3 * nb;
+  S.V = p, p += 6 * nb;
+  S.aR = p, p += 9 * nb;
+  S.ax = p, p += 3 * nb;
+  S.aV = p, p += 6 * nb;
+  S.gth = p;
+  if (img) {
+    memcpy(img + at_s, &S, sizeof S);
+    memcpy(img + at_d, &D, sizeof D);
+    memcpy(img + at_w, &W, sizeof W);
+  }
+  return o;
+}
+
 static dsArticScratch* scratch_of(dsData* d) { return ((dsDataPriv*)d->err_)->art; }
 
 /* ---- finalize, parameters ------------------------------------------------------------------ */

@@ -114,7 +114,7 @@ DS_HD static int artic_substep_model(const dsModel* m, dsArticScratch* sc, const
                                      dsReal* so, dsReal* x, dsReal* v) {
   const int nq = m->artic_nq, ns = nq + m->artic_nv;
   load_state(m, sc, s);
-  for (int a = 0; a < m->artic_nu; a++) sc->u[a] = u[a];
+  for (int a = 0; a < m->artic_nu; a++) sc->u[a] = u ? u[a] : 0;
   int rc = artic_substep(m->artic, sc->ad, sc->s, sc->s + nq, sc->u, sc->so, sc->so + nq);
   if (rc) return rc;
   for (int k = 0; k < ns; k++) so[k] = (dsReal)sc->so[k];
@@ -133,7 +133,7 @@ DS_HD static int artic_bwd_at(const dsModel* m, dsArticScratch* sc, dsReal* adj_
   load_state(m, sc, s1);
   pose_vertices_bwd(m, sc, adj_x, adj_v, adj_artic);
   load_state(m, sc, s);
-  for (int a = 0; a < m->artic_nu; a++) sc->u[a] = u[a];
+  for (int a = 0; a < m->artic_nu; a++) sc->u[a] = u ? u[a] : 0;
   for (int k = 0; k < ns; k++) sc->aout[k] = adj_artic[k];
   int rc = artic_substep_vjp(am, sc->ad, sc->s, sc->s + nq, sc->u, sc->aout, sc->ain, sc->gu, sc->gth);
   if (rc) return rc;

@@ -122,6 +122,10 @@ int ds__artic_backward_tangent(const dsArticModel* m, dsArticData* d, const doub
 /* For the particle engine (engine/artic_model.c): a deep copy of the model
  * (its untaped substep is engine/artic_step.h's). */
 int ds__artic_model_copy(const dsArticModel* src, dsArticModel** out);
+/* m's arrays as one block at base (backend memory; engine/batch_artic.c):
+ * out = m with its array pointers into the block, img (NULL: none) the
+ * block's contents to upload there; returns its bytes. */
+size_t ds__artic_model_layout(const dsArticModel* m, void* base, unsigned char* img, dsArticModel* out);
 /* Bytes ds_artic_data_create(m, 0) allocates (for memory plans). */
 size_t ds__artic_data_bytes(const dsArticModel* m);
 /* The parameter vector itself (ds_artic_param_name order): the particle
