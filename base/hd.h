@@ -6,9 +6,11 @@
 #if defined(__CUDACC__)
 #  define DS_HD __host__ __device__
 #  define DS_INLINE static __forceinline__
+#  define DS_RESTRICT __restrict__
 #else
 #  define DS_HD
 #  define DS_INLINE static inline
+#  define DS_RESTRICT restrict
 #endif
 
 #endif

@@ -1,6 +1,6 @@
 # base/: errors, the replaceable allocator, the log hook, the RNG, version
 # and threads. Every other area may include it; it includes nothing of theirs.
-libdsim_core_la_SOURCES += base/base.c base/threads.c base/internal.h base/hd.h base/rng.h \
+libdsim_core_la_SOURCES += base/base.c base/threads.c base/internal.h base/hd.h base/cplx.h base/rng.h \
   base/backend.h base/backend.c
 # The device layer's one build-time choice (base/backend.h): without CUDA
 # this file says there is no CUDA backend; with it, cuda/batch.cu defines it.

@@ -9,6 +9,11 @@
  * loss) and measured the way the env drives the engine: one control-fem
  * episode of 5,760 substeps with new activations every 32 substeps (an
  * upload) and their adjoints read back every 32 in the backward (a sync).
+ * Then the runner (an articulation: 9 links, slides and hinges with limits,
+ * motors, ground contact; engine/batch_artic_body.h, one thread per
+ * instance on CUDA): instance-substeps per second forward (no tape) and
+ * forward + backward (an episode of --episode substeps), B = 1, 64 and
+ * 1,024 (not 1,024 with --quick).
  * Figures are medians of 3 timed repeats, each at least --seconds
  * (one repeat when the untimed warm-up already took that long).
  *
@@ -181,6 +186,74 @@ static double episode_seconds(const dsModel* m, dsDevice dev, int T, int C, doub
   return median(r, 3);
 }
 
+/* The runner at B instances on dev: instance-substeps per second, forward
+ * (bwd 0: no tape, T substeps a run) or forward + backward (an episode of T
+ * substeps), median of 3. */
+static double runner_rate(const dsModel* m, dsDevice dev, int B, int T, int bwd, double seconds) {
+  dsBatchSimDef def = ds_default_batch_sim_def();
+  def.batch = B;
+  def.device = dev;
+  def.max_substeps = bwd ? T : 0;
+  def.act_records = 1;
+  dsBatchSim* s;
+  char err[512];
+  int rc = ds_bsim_create(m, &def, &s, err, sizeof err);
+  if (rc) die("create (runner)", rc, err);
+  const size_t nu = (size_t)m->artic_nu, ns = (size_t)(m->artic_nq + m->artic_nv);
+  dsReal* a = (dsReal*)malloc(((size_t)B * nu + 1) * sizeof(dsReal));
+  dsReal* st = (dsReal*)malloc((size_t)B * ns * sizeof(dsReal));
+  srand(3);
+  for (size_t k = 0; k < (size_t)B * nu; k++) a[k] = (dsReal)(0.8 * rand() / RAND_MAX - 0.4);
+  double r[3];
+  for (int rep = -1; rep < 3; rep++) {
+    long long n = 0;
+    const double t0 = now();
+    double t;
+    do {
+      rc = ds_bsim_reset(s);
+      if (!rc) rc = ds_bsim_set_act(s, a);
+      if (!rc) rc = ds_bsim_step(s, T, NULL);
+      if (!rc && bwd) rc = ds_bsim_backward_begin(s, NULL, NULL);
+      if (!rc && bwd) rc = ds_bsim_add_adjoint(s, NULL, NULL);
+      if (!rc && bwd) rc = ds_bsim_backward_step(s, T, NULL, NULL);
+      if (!rc && bwd) rc = ds_bsim_backward_finish(s);
+      if (!rc) rc = ds_bsim_get_artic_state(s, st); /* sync */
+      if (rc) die("runner episode", rc, ds_bsim_last_error(s));
+      n += T;
+      t = now() - t0;
+    } while (t < (rep < 0 ? 0.1 * seconds : seconds));
+    r[rep < 0 ? 0 : rep] = (double)n * B / t;
+    if (rep < 0 && t >= seconds) { /* one episode takes longer than --seconds: one measurement */
+      r[1] = r[2] = r[0];
+      break;
+    }
+  }
+  free(a);
+  free(st);
+  ds_bsim_free(s);
+  return median(r, 3);
+}
+
+static void runner_rates(const dsDevice* devs, int ndev, int T, double seconds, int quick) {
+  dsEnvDef def = ds_default_env_def("runner");
+  dsEnv* env = NULL;
+  char err[512], name[32];
+  if (ds_env_create(&def, &env, err, sizeof err)) die("runner", DS_ERR_INVALID, err);
+  const dsModel* m = ds_env_model(env);
+  printf("runner: %d links, %d dof, %d actions, %d vertices; instance-substeps per second\n", m->artic_nbody,
+         m->artic_nv, m->artic_nu, m->nparticle);
+  printf("%-8s %6s %18s %18s\n", "device", "B", "fwd substep/s", "fwd+bwd substep/s");
+  static const int Bs[3] = {1, 64, 1024};
+  for (int k = 0; k < ndev; k++)
+    for (int j = 0; j < (quick ? 2 : 3); j++) {
+      const double f = runner_rate(m, devs[k], Bs[j], T, 0, seconds);
+      const double fb = runner_rate(m, devs[k], Bs[j], T, 1, seconds);
+      printf("%-8s %6d %18.4g %18.4g\n", ds_device_name(devs[k], name, sizeof name), Bs[j], f, fb);
+      fflush(stdout);
+    }
+  ds_env_destroy(env);
+}
+
 int main(int argc, char** argv) {
   dsDevice devs[8];
   int ndev = 0, batches[8], nb = 0, T = 40, quick = 0;
@@ -274,5 +347,6 @@ int main(int argc, char** argv) {
           printf("goal >= 1e9 forward tet-substeps/s at B = 1024 on %s: %s (%.3g)\n",
                  ds_device_name(devs[k], name, sizeof name), fw[k][j] >= 1e9 ? "met" : "NOT met", fw[k][j]);
   ds_env_destroy(env);
+  runner_rates(devs, ndev, T, seconds, quick);
   return 0;
 }

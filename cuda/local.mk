@@ -5,7 +5,7 @@
 # nvcc through scripts/cudalt into libtool objects of the core library. The
 # kernels' bodies are engine/batch_body.h, shared with the CPU backend.
 libdsim_core_la_SOURCES += base/device.c engine/batch_body.h engine/batch_priv.h \
-  engine/batch_sim.c engine/batch_cpu.c engine/batch_artic.c engine/batch_artic.h
+  engine/batch_sim.c engine/batch_cpu.c engine/batch_artic.c engine/batch_artic.h engine/batch_artic_body.h
 dsiminclude_HEADERS += include/dsim/device.h include/dsim/engine_batch.h
 CUDA_SOURCES = cuda/device.cu cuda/batch.cu
 EXTRA_DIST += cuda/cuda_priv.h
@@ -28,7 +28,10 @@ cuda/batch.lo: $(top_srcdir)/base/backend.h $(top_srcdir)/cuda/cuda_priv.h $(top
   $(top_srcdir)/engine/forces.h $(top_srcdir)/engine/step_body.h $(top_srcdir)/engine/rigid.h $(top_srcdir)/engine/force_tet.h \
   $(top_srcdir)/engine/force_tri.h $(top_srcdir)/engine/force_spring.h $(top_srcdir)/engine/force_bend.h \
   $(top_srcdir)/engine/force_aero.h $(top_srcdir)/engine/force_contact.h $(top_srcdir)/engine/dsmath.h \
-  $(top_srcdir)/render/raster_stages.h $(top_srcdir)/render/raster_kernel.h $(top_srcdir)/render/loss_kernel.h
+  $(top_srcdir)/render/raster_stages.h $(top_srcdir)/render/raster_kernel.h $(top_srcdir)/render/loss_kernel.h \
+  $(top_srcdir)/engine/batch_artic_body.h $(top_srcdir)/engine/artic_model_body.h $(top_srcdir)/engine/artic_step.h \
+  $(top_srcdir)/engine/artic_dyn.h $(top_srcdir)/engine/artic_rev.h $(top_srcdir)/engine/artic_priv.h \
+  $(top_srcdir)/engine/artic_model.h $(top_srcdir)/base/cplx.h $(top_srcdir)/base/hd.h
 cuda/device.lo: $(top_srcdir)/cuda/cuda_priv.h $(top_srcdir)/include/dsim/device.h
 check_PROGRAMS += tests/test_cuda_smoke tests/test_device tests/test_batch_sim tests/test_batch_artic tests/test_cuda_parity
 tests_test_cuda_smoke_SOURCES = tests/test_cuda_smoke.c

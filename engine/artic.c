@@ -28,16 +28,10 @@
 
 #include <tgmath.h> /* sqrt, sin, exp, ... on double and double complex */
 
-/* complex-step size: Im(f(x + iH)) = H f'(x) + O(H^3) */
-#define DS__ARTIC_H 1e-20
+/* the real pass, its adjoint, the untaped substep (both backends) */
+#include "engine/artic_step.h"
 
-#define R double
-#define FN(name) name##_r
-#define ARTIC_CPLX 0
-#include "engine/artic_dyn.h"
-#undef R
-#undef FN
-#undef ARTIC_CPLX
+/* the complex copy of the dynamics for the tangent sweeps (host only) */
 #define R double complex
 #define FN(name) name##_c
 #define ARTIC_CPLX 1
@@ -776,153 +770,7 @@ const double* ds_artic_qd(const dsArticData* d, int t) {
   return d && t >= 0 && t <= d->t ? d->qd + (size_t)t * (size_t)d->nv : NULL;
 }
 
-/* ---- mass matrix, factor, solve ------------------------------------------------------ */
-
-/* M = sum over bodies of S_i^T Ic_i S_j (composite-rigid-body algorithm in
- * world coordinates: the composite inertia of a subtree is the plain sum of
- * its bodies' (m, h, Ib), and every S is already in the world frame, so
- * M[l][k] = S_l . (Ic_i S_k) for dof l on the path from body i to the
- * root), plus the armature on the diagonal. */
-static void crba(const dsArticModel* m, ws_r* w, double* M) {
-  const int nv = m->nv;
-  for (int k = 0; k < nv * nv; k++) M[k] = 0;
-  for (int i = 0; i < m->nbody; i++) {
-    body_r* b = &w->b[i];
-    b->cm = b->m;
-    for (int k = 0; k < 3; k++) b->ch[k] = b->h[k];
-    for (int k = 0; k < 9; k++) b->cIb[k] = b->Ib[k];
-  }
-  for (int i = m->nbody - 1; i >= 0; i--) {
-    const int p = m->parent[i];
-    if (p < 0) continue;
-    body_r *b = &w->b[i], *pb = &w->b[p];
-    pb->cm += b->cm;
-    for (int k = 0; k < 3; k++) pb->ch[k] += b->ch[k];
-    for (int k = 0; k < 9; k++) pb->cIb[k] += b->cIb[k];
-  }
-  for (int i = 0; i < m->nbody; i++) {
-    const body_r* b = &w->b[i];
-    const int nd = ndof_r(m->jtype[i]);
-    for (int c = 0; c < nd; c++) {
-      double F[6];
-      imul_r(F, b->cm, b->ch, b->cIb, b->S + 6 * c);
-      const int col = m->vadr[i] + c;
-      for (int j = i; j >= 0; j = m->parent[j]) {
-        const int ndj = ndof_r(m->jtype[j]);
-        if (ndj == 1) { /* hinge, slide: the loop below for one row */
-          const int row = m->vadr[j];
-          if (row > col) continue;
-          const double* Sj = w->b[j].S;
-          double s = 0;
-          for (int k = 0; k < 6; k++) s += Sj[k] * F[k];
-          M[row * nv + col] = s;
-          M[col * nv + row] = s;
-          continue;
-        }
-        for (int l = 0; l < ndj; l++) {
-          const int row = m->vadr[j] + l;
-          if (row > col) continue; /* the lower triangle comes from the symmetric fill */
-          double s = 0;
-          for (int k = 0; k < 6; k++) s += w->b[j].S[6 * l + k] * F[k];
-          M[row * nv + col] = s;
-          M[col * nv + row] = s;
-        }
-      }
-    }
-  }
-  for (int i = 0; i < m->nbody; i++)
-    for (int c = 0; c < ndof_r(m->jtype[i]); c++) {
-      const int v = m->vadr[i] + c;
-      M[v * nv + v] += m->param[m->bp[i].armature];
-    }
-}
-
-/* In-place lower Cholesky M = L L^T; DS_ERR_DIVERGED when not positive definite. */
-static int cholesky(double* M, int n) {
-  for (int j = 0; j < n; j++) {
-    double s = M[j * n + j];
-    for (int k = 0; k < j; k++) s -= M[j * n + k] * M[j * n + k];
-    if (!(s > 0)) return DS_ERR_DIVERGED;
-    const double l = sqrt(s);
-    M[j * n + j] = l;
-    for (int i = j + 1; i < n; i++) {
-      double t = M[i * n + j];
-      for (int k = 0; k < j; k++) t -= M[i * n + k] * M[j * n + k];
-      M[i * n + j] = t / l;
-    }
-  }
-  return 0;
-}
-
-static void chol_solve(const double* L, int n, double* x) { /* x = (L L^T)^-1 x */
-  for (int i = 0; i < n; i++) {
-    double s = x[i];
-    for (int k = 0; k < i; k++) s -= L[i * n + k] * x[k];
-    x[i] = s / L[i * n + i];
-  }
-  for (int i = n - 1; i >= 0; i--) {
-    double s = x[i];
-    for (int k = i + 1; k < n; k++) s -= L[k * n + i] * x[k];
-    x[i] = s / L[i * n + i];
-  }
-}
-
-/* chol_solve with L's lower triangle packed by rows (row i from i (i + 1) / 2),
- * the same operations in the same order, so the same numbers */
-static void chol_solve_packed(const double* L, int n, double* x) {
-  for (int i = 0; i < n; i++) {
-    const double* Li = L + (size_t)i * (size_t)(i + 1) / 2;
-    double s = x[i];
-    for (int k = 0; k < i; k++) s -= Li[k] * x[k];
-    x[i] = s / Li[i];
-  }
-  for (int i = n - 1; i >= 0; i--) {
-    double s = x[i];
-    size_t o = (size_t)(i + 1) * (size_t)(i + 2) / 2 + (size_t)i; /* L[k][i], k = i + 1 */
-    for (int k = i + 1; k < n; o += (size_t)++k) s -= L[o] * x[k];
-    x[i] = s / L[(size_t)i * (size_t)(i + 3) / 2];
-  }
-}
-
-/* x = M^-1 x at the last real pass: the taped factor after a replay, else d->M */
-static void solve_M(const dsArticData* d, int n, double* x) {
-  if (d->Lcur)
-    chol_solve_packed(d->Lcur, n, x);
-  else
-    chol_solve(d->M, n, x);
-}
-
 /* ---- step ------------------------------------------------------------------------------ */
-
-/* The real pass at (q, qd, u): kinematics, contact, forces, bias, M and its
- * factor, qdd, then (q', qd') in w->qn, w->qdn. For the adjoint, RNEA once
- * more at qdd: its per-body A and F0 are what the tangent sweeps reuse for
- * the bodies their seed does not reach. */
-static int forward(const dsArticModel* m, dsArticData* d, const double* q, const double* qd, const double* u,
-                   int for_adjoint) {
-  ws_r* w = d->wr;
-  d->Lcur = NULL;
-  memcpy(w->q, q, sizeof(double) * (size_t)m->nq);
-  memcpy(w->qd, qd, sizeof(double) * (size_t)m->nv);
-  for (int a = 0; a < m->nu; a++) w->u[a] = u ? u[a] : 0;
-  w->th = m->param; /* the real passes only read it */
-  kin_r(m, w, 0, NULL);
-  d->nkin++;
-  contact_r(m, w);
-  applied_r(m, w);
-  for (int v = 0; v < m->nv; v++) w->qdd[v] = 0;
-  rnea_r(m, w, w->qdd, 0, NULL);
-  crba(m, w, d->M);
-  int rc = cholesky(d->M, m->nv);
-  d->nfactor++;
-  if (rc) return rc;
-  for (int v = 0; v < m->nv; v++) w->qdd[v] = w->tau[v] - w->id[v];
-  chol_solve(d->M, m->nv, w->qdd);
-  for (int v = 0; v < m->nv; v++) d->qdd[v] = w->qdd[v];
-  integrate_r(m, w);
-  if (for_adjoint) rnea_r(m, w, w->qdd, 0, NULL);
-  return 0;
-}
 
 int ds_artic_step(const dsArticModel* m, dsArticData* d, const double* action) {
   if (!m || !d || d->nq != m->nq || d->nv != m->nv || d->nu != m->nu || d->nparam != m->nparam) return DS_ERR_INVALID;
@@ -1041,8 +889,6 @@ static double sweep(const dsArticModel* m, dsArticData* d, int col, const double
   return s / DS__ARTIC_H;
 }
 
-#include "engine/artic_rev.h"
-
 /* The backward pass over the tape; reverse: step_vjp (engine/artic_rev.h),
  * else the tangent sweeps above (the same products, column by column: the
  * tests' reference). */
@@ -1154,8 +1000,8 @@ int ds_artic_momentum(const dsArticModel* m, dsArticData* d, const double* q, co
 }
 
 /* ---- for the particle engine (engine/artic_model.c) -------------------------------------
- * One step without the tape, its vector-Jacobian product, the links' world
- * poses and their adjoint, and a deep copy of the model. */
+ * A deep copy of the model (the untaped substep, its adjoint and the poses
+ * are engine/artic_step.h's). */
 
 int ds__artic_model_copy(const dsArticModel* src, dsArticModel** out) {
   *out = NULL;
@@ -1180,60 +1026,25 @@ int ds__artic_model_copy(const dsArticModel* src, dsArticModel** out) {
   return 0;
 }
 
-int ds__artic_substep(const dsArticModel* m, dsArticData* d, const double* q, const double* qd, const double* u,
-                      double* qn, double* qdn) {
-  int rc = forward(m, d, q, qd, u, 0);
-  if (rc) return rc;
-  const ws_r* w = d->wr;
-  memcpy(qn, w->qn, sizeof(double) * (size_t)m->nq);
-  memcpy(qdn, w->qdn, sizeof(double) * (size_t)m->nv);
-  return 0;
-}
-
-int ds__artic_substep_vjp(const dsArticModel* m, dsArticData* d, const double* q, const double* qd, const double* u,
-                          const double* aout, double* ain, double* gu, double* gth) {
-  int rc = forward(m, d, q, qd, u, 1);
-  if (rc) return rc;
-  double* tu = d->rev; /* nu, nparam, nv, then the bodies' adjoints (as backward) */
-  double* tth = tu + m->nu;
-  double* lam = tth + m->nparam;
-  step_vjp(m, d, aout, ain, ain + m->nq, tu, tth, lam, (dsArticAdjBody*)(lam + m->nv));
-  for (int a = 0; a < m->nu; a++) gu[a] = tu[a];
-  for (int p = 0; p < m->nparam; p++) gth[p] += tth[p];
-  return 0;
-}
-
-/* kinematics at (q, qd) with the model's parameters */
-static void kin_at(const dsArticModel* m, dsArticData* d, const double* q, const double* qd) {
-  ws_r* w = d->wr;
-  memcpy(w->q, q, sizeof(double) * (size_t)m->nq);
-  memcpy(w->qd, qd, sizeof(double) * (size_t)m->nv);
-  w->th = m->param; /* the real passes only read it */
-  kin_r(m, w, 0, NULL);
-}
-
-void ds__artic_pose(const dsArticModel* m, dsArticData* d, const double* q, const double* qd, double* R, double* x,
-                    double* V) {
-  kin_at(m, d, q, qd);
-  const ws_r* w = d->wr;
-  for (int i = 0; i < m->nbody; i++) {
-    memcpy(R + 9 * i, w->b[i].Rw, sizeof(double) * 9);
-    memcpy(x + 3 * i, w->b[i].x, sizeof(double) * 3);
-    memcpy(V + 6 * i, w->b[i].V, sizeof(double) * 6);
+/* Every array of m placed from `base` (backend memory) at 16-byte aligned
+ * offsets: out's array pointers are base + offset and, when img is not
+ * NULL, the arrays' contents are copied to img + offset (the image the
+ * caller uploads to base); returns the bytes of the block. */
+size_t ds__artic_model_layout(const dsArticModel* m, void* base, unsigned char* img, dsArticModel* out) {
+  const int nb1 = m->nbody ? m->nbody : 1, ns1 = m->nsphere ? m->nsphere : 1, na1 = m->nu ? m->nu : 1,
+            np = m->nparam;
+  size_t o = 0;
+  if (out) *out = *m;
+#define DS__L(f, n)                                                                   \
+  {                                                                                   \
+    const size_t b_ = (size_t)(n) * sizeof(*m->f);                                    \
+    if (out) out->f = (void*)((unsigned char*)base + o);                              \
+    if (img) memcpy(img + o, m->f, b_);                                               \
+    o += (b_ + 15) & ~(size_t)15;                                                     \
   }
-}
-
-void ds__artic_pose_vjp(const dsArticModel* m, dsArticData* d, const double* q, const double* qd, const double* aR,
-                        const double* ax, const double* aV, double* gq, double* gqd, double* gth) {
-  kin_at(m, d, q, qd);
-  dsArticAdjBody* ab = (dsArticAdjBody*)(d->rev + m->nu + m->nparam + m->nv);
-  memset(ab, 0, sizeof(dsArticAdjBody) * (size_t)m->nbody);
-  for (int i = 0; i < m->nbody; i++) {
-    memcpy(ab[i].Rw, aR + 9 * i, sizeof(double) * 9);
-    memcpy(ab[i].x, ax + 3 * i, sizeof(double) * 3);
-    memcpy(ab[i].V, aV + 6 * i, sizeof(double) * 6);
-  }
-  kin_vjp(m, d->wr, ab, gq, gqd, gth);
+  DS__ARTIC_ARRAYS(DS__L)
+#undef DS__L
+  return o;
 }
 
 double* ds__artic_params(dsArticModel* m) { return m->param; }

@@ -1,7 +1,8 @@
 /* Articulated-body dynamics, written once over a number type R and compiled
- * twice by engine/artic.c: R = double for the step, and R = double complex
- * for exact tangents (the reference adjoint ds__artic_backward_tangent, and
- * the reverse pass's small per-joint Jacobians; complex step: an input carries
+ * twice: R = double for the step (engine/artic_step.h; DS_HD, so the CUDA
+ * backend compiles this copy too), and R = double complex by engine/artic.c
+ * for exact tangents (the reference adjoint ds__artic_backward_tangent,
+ * host only: C99 complex numbers; complex step: an input carries
  * h e_k in its imaginary part, h = DS__ARTIC_H; every operation used here
  * is analytic, so Im(out) = h dout/din exactly up to O(h^2) = 1e-40
  * relative, far below rounding; non-smooth choices read the real values).
@@ -65,34 +66,37 @@ typedef struct FN(ws) {
   double* cpt;  /* 6 per sphere: contact point and its velocity (real pass, read by the complex one) */
 } FN(ws);
 
-static inline void FN(cross)(R res[3], const R a[3], const R b[3]) { /* res = a x b */
+DS_HD DS_INLINE void FN(cross)(R res[3], const R a[3], const R b[3]) { /* res = a x b */
   const R r0 = a[1] * b[2] - a[2] * b[1], r1 = a[2] * b[0] - a[0] * b[2], r2 = a[0] * b[1] - a[1] * b[0];
   res[0] = r0;
   res[1] = r1;
   res[2] = r2;
 }
 
-static inline void FN(mv3)(R* restrict res, const R* restrict M, const R* restrict v) { /* res = M v */
+DS_HD DS_INLINE void FN(mv3)(R* DS_RESTRICT res, const R* DS_RESTRICT M, const R* DS_RESTRICT v) { /* res = M v */
   for (int r = 0; r < 3; r++) res[r] = M[3 * r] * v[0] + M[3 * r + 1] * v[1] + M[3 * r + 2] * v[2];
 }
 
-static inline void FN(mv3d)(R* restrict res, const R* restrict M, const double* restrict v) { /* res = M v, v real */
+/* res = M v, v real */
+DS_HD DS_INLINE void FN(mv3d)(R* DS_RESTRICT res, const R* DS_RESTRICT M, const double* DS_RESTRICT v) {
   for (int r = 0; r < 3; r++) res[r] = M[3 * r] * v[0] + M[3 * r + 1] * v[1] + M[3 * r + 2] * v[2];
 }
 
-static inline void FN(mm3)(R* restrict res, const R* restrict A, const R* restrict B) { /* res = A B, no aliasing */
+/* res = A B, no aliasing */
+DS_HD DS_INLINE void FN(mm3)(R* DS_RESTRICT res, const R* DS_RESTRICT A, const R* DS_RESTRICT B) {
   for (int r = 0; r < 3; r++)
     for (int c = 0; c < 3; c++) res[3 * r + c] = A[3 * r] * B[c] + A[3 * r + 1] * B[3 + c] + A[3 * r + 2] * B[6 + c];
 }
 
-static inline void FN(mm3d)(R* restrict res, const R* restrict A, const double* restrict B) { /* res = A B, B real */
+/* res = A B, B real */
+DS_HD DS_INLINE void FN(mm3d)(R* DS_RESTRICT res, const R* DS_RESTRICT A, const double* DS_RESTRICT B) {
   for (int r = 0; r < 3; r++)
     for (int c = 0; c < 3; c++) res[3 * r + c] = A[3 * r] * B[c] + A[3 * r + 1] * B[3 + c] + A[3 * r + 2] * B[6 + c];
 }
 
 /* Rotation of q / |q| (w, x, y, z): 1 + 2 s (w [v]x + [v]x^2) with s = 1/|q|^2,
  * so a non-unit quaternion is a rotation too (no square root). */
-static inline void FN(quat_mat)(R M[9], const R q[4]) {
+DS_HD DS_INLINE void FN(quat_mat)(R M[9], const R q[4]) {
   const R s = 2 / (q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3]);
   const R w = q[0], x = q[1], y = q[2], z = q[3];
   M[0] = 1 - s * (y * y + z * z);
@@ -108,7 +112,7 @@ static inline void FN(quat_mat)(R M[9], const R q[4]) {
 
 /* Rotation by angle t about the unit axis a: c 1 + s [a]x + (1 - c) a a^T,
  * from c = cos t, s = sin t. */
-static inline void FN(axis_mat_cs)(R M[9], const double a[3], R c, R s) {
+DS_HD DS_INLINE void FN(axis_mat_cs)(R M[9], const double a[3], R c, R s) {
   const R k = 1 - c;
   M[0] = c + k * a[0] * a[0];
   M[1] = k * a[0] * a[1] - s * a[2];
@@ -121,9 +125,9 @@ static inline void FN(axis_mat_cs)(R M[9], const double a[3], R c, R s) {
   M[8] = c + k * a[2] * a[2];
 }
 
-static inline void FN(axis_mat)(R M[9], const double a[3], R t) { FN(axis_mat_cs)(M, a, cos(t), sin(t)); }
+DS_HD DS_INLINE void FN(axis_mat)(R M[9], const double a[3], R t) { FN(axis_mat_cs)(M, a, cos(t), sin(t)); }
 
-static inline void FN(crm)(R res[6], const R V[6], const R M[6]) { /* res += V x M */
+DS_HD DS_INLINE void FN(crm)(R res[6], const R V[6], const R M[6]) { /* res += V x M */
   R t[3], u[3];
   FN(cross)(t, V, M);
   for (int k = 0; k < 3; k++) res[k] += t[k];
@@ -132,7 +136,7 @@ static inline void FN(crm)(R res[6], const R V[6], const R M[6]) { /* res += V x
   for (int k = 0; k < 3; k++) res[3 + k] += t[k] + u[k];
 }
 
-static inline void FN(crf)(R res[6], const R V[6], const R F[6]) { /* res += V x* F */
+DS_HD DS_INLINE void FN(crf)(R res[6], const R V[6], const R F[6]) { /* res += V x* F */
   R t[3], u[3];
   FN(cross)(t, V, F);
   FN(cross)(u, V + 3, F + 3);
@@ -142,7 +146,7 @@ static inline void FN(crf)(R res[6], const R V[6], const R F[6]) { /* res += V x
 }
 
 /* res = I V for the inertia (m, h, Ib). */
-static inline void FN(imul)(R res[6], R m, const R h[3], const R Ib[9], const R V[6]) {
+DS_HD DS_INLINE void FN(imul)(R res[6], R m, const R h[3], const R Ib[9], const R V[6]) {
   R t[3], u[3];
   FN(mv3)(t, Ib, V);
   FN(cross)(u, h, V + 3);
@@ -153,10 +157,10 @@ static inline void FN(imul)(R res[6], R m, const R h[3], const R Ib[9], const R 
 
 /* dof of a joint type: 0 fixed, 1 hinge, 1 slide, 3 ball, 6 free, one nibble
  * each (the loops over the tree ask for it per body and per path entry) */
-static inline int FN(ndof)(int type) { return (0x63110 >> (4 * type)) & 15; }
+DS_HD DS_INLINE int FN(ndof)(int type) { return (0x63110 >> (4 * type)) & 15; }
 
 /* Rotation column k of M as the motion (M e_k, p x M e_k). */
-static inline void FN(rot_col)(R S[6], const R M[9], const R p[3]) {
+DS_HD DS_INLINE void FN(rot_col)(R S[6], const R M[9], const R p[3]) {
   for (int k = 0; k < 3; k++) S[k] = M[3 * k];
   FN(cross)(S + 3, p, S);
 }
@@ -165,7 +169,7 @@ static inline void FN(rot_col)(R S[6], const R M[9], const R p[3]) {
  * from w->q, w->qd, w->th. Bodies before `first` take the real pass's
  * values from ref (complex copy; a seed there has no tangent: parents come
  * first, so no body before first descends from the seeded one). */
-static void FN(kin)(const dsArticModel* m, FN(ws) * w, int first, const void* ref) {
+DS_HD static void FN(kin)(const dsArticModel* m, FN(ws) * w, int first, const void* ref) {
   static const R eye[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
   static const R zero[6] = {0, 0, 0, 0, 0, 0};
   for (int i = 0; i < m->nbody; i++) {
@@ -274,7 +278,7 @@ static void FN(kin)(const dsArticModel* m, FN(ws) * w, int first, const void* re
  * ground normal is z). Each sphere touches at its lowest point pc = c - r z
  * (the height c_z - r against skin 0), moving with the body's velocity at
  * pc; the force acts at pc, so friction also turns the link. */
-static void FN(contact)(const dsArticModel* m, FN(ws) * w) {
+DS_HD static void FN(contact)(const dsArticModel* m, FN(ws) * w) {
   for (int k = 0; k < 6 * m->nbody; k++) w->fext[k] = 0;
   if (!m->ground) return;
   const R* cp = w->th + m->p_contact;
@@ -340,7 +344,7 @@ static void FN(contact)(const dsArticModel* m, FN(ws) * w) {
 }
 
 /* log(1 + e^x) and 1 / (1 + e^-x), each in the form that does not overflow. */
-static inline R FN(softplus)(R x) {
+DS_HD DS_INLINE R FN(softplus)(R x) {
 #if ARTIC_CPLX
   const double xr = creal(x);
 #else
@@ -349,7 +353,7 @@ static inline R FN(softplus)(R x) {
   return xr > 0 ? x + log(1 + exp(-x)) : log(1 + exp(x));
 }
 
-static inline R FN(sigmoid)(R x) {
+DS_HD DS_INLINE R FN(sigmoid)(R x) {
 #if ARTIC_CPLX
   const double xr = creal(x);
 #else
@@ -362,7 +366,7 @@ static inline R FN(sigmoid)(R x) {
 
 /* Applied generalised forces w->tau: joint damping, springs, limits and
  * actuators. */
-static void FN(applied)(const dsArticModel* m, FN(ws) * w) {
+DS_HD static void FN(applied)(const dsArticModel* m, FN(ws) * w) {
   const R* th = w->th;
   for (int i = 0; i < m->nbody; i++) {
     const int nd = FN(ndof)(m->jtype[i]);
@@ -401,7 +405,7 @@ static void FN(applied)(const dsArticModel* m, FN(ws) * w) {
 /* Inverse dynamics w->id = M(q) qdd + C(q, qd) - g terms - J^T fext at
  * qdd (kinematics and contact forces done). Bodies before `first` take A
  * and F0 from ref (complex copy: the real pass at the same qdd). */
-static void FN(rnea)(const dsArticModel* m, FN(ws) * w, const R* qdd, int first, const void* ref) {
+DS_HD static void FN(rnea)(const dsArticModel* m, FN(ws) * w, const R* qdd, int first, const void* ref) {
   const R* g = w->th + m->p_gravity;
   const R a0[6] = {0, 0, 0, -g[0], -g[1], -g[2]};
   for (int i = 0; i < m->nbody; i++) {
@@ -473,7 +477,7 @@ static void FN(rnea)(const dsArticModel* m, FN(ws) * w, const R* qdd, int first,
 /* q' = q (+) dt qd' (qd' = w->qdn): unit quaternions advance by the exact
  * rotation of the body rate w over dt, q' = q (x) (cos(t/2), w^ sin(t/2)),
  * t = dt |w|, then are normalised. */
-static void FN(quat_step)(R out[4], const R q[4], const R om[3], double dt) {
+DS_HD static void FN(quat_step)(R out[4], const R q[4], const R om[3], double dt) {
   const R w2 = om[0] * om[0] + om[1] * om[1] + om[2] * om[2];
 #if ARTIC_CPLX
   const double w2r = creal(w2);
@@ -501,7 +505,7 @@ static void FN(quat_step)(R out[4], const R q[4], const R om[3], double dt) {
 }
 
 /* Semi-implicit Euler: qd' = qd + dt qdd, then q' from qd'. */
-static void FN(integrate)(const dsArticModel* m, FN(ws) * w) {
+DS_HD static void FN(integrate)(const dsArticModel* m, FN(ws) * w) {
   const double dt = m->dt;
   for (int v = 0; v < m->nv; v++) w->qdn[v] = w->qd[v] + dt * w->qdd[v];
   for (int i = 0; i < m->nbody; i++) {

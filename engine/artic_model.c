@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "engine/artic_model.h"
+#include "engine/artic_model_body.h"
 #include "engine/artic_priv.h"
 #include "engine/engine_priv.h"
 
@@ -138,15 +139,6 @@ void ds__artic_counts(const dsBuilderArtic* a, dsModel* counts) {
 
 /* ---- scratch ---------------------------------------------------------------------------- */
 
-struct dsArticScratch {
-  dsArticData* ad;
-  double *s, *u, *so;          /* state (q, qd), actions, next state */
-  double *R, *x, *V;           /* link poses */
-  double *aR, *ax, *aV;        /* their adjoints */
-  double *aout, *ain, *gu, *gth;
-  double* buf;
-};
-
 void ds__artic_scratch_free(dsArticScratch* s) {
   if (!s) return;
   ds_artic_data_free(s->ad);
@@ -182,84 +174,80 @@ int ds__artic_scratch_create(const dsModel* m, dsArticScratch** out) {
   return 0;
 }
 
-static dsArticScratch* scratch_of(dsData* d) { return ((dsDataPriv*)d->err_)->art; }
-
-/* ---- posing the vertices ------------------------------------------------------------------ */
-
-static void load_state(const dsModel* m, dsArticScratch* sc, const dsReal* s) {
-  for (int k = 0; k < m->artic_nq + m->artic_nv; k++) sc->s[k] = s[k];
+/* Takes n elements of size sz from the block: their address at base (in
+ * backend memory) and their offset; 16-byte aligned. */
+static void* take(void* base, size_t* o, size_t n, size_t sz, size_t* at) {
+  *at = *o;
+  *o += (n * sz + 15) & ~(size_t)15;
+  return (unsigned char*)base + *at;
 }
 
-/* r'_k = r_k + s_k ac of vertex i (link frame) */
-static void vertex_local(const dsModel* m, int i, double rl[3]) {
-  const int l = m->artic_link[i];
-  const double* ac = m->artic->param + m->artic->bp[l].anchor_c;
-  for (int c = 0; c < 3; c++) rl[c] = m->artic_r[3 * (size_t)i + c] + m->artic_s[i] * ac[c];
-}
-
-/* the vertices at state sc->s into x, v (world, y up) */
-static void pose_vertices(const dsModel* m, dsArticScratch* sc, dsReal* x, dsReal* v) {
-  ds__artic_pose(m->artic, sc->ad, sc->s, sc->s + m->artic_nq, sc->R, sc->x, sc->V);
-  for (int i = 0; i < m->nparticle; i++) {
-    const int l = m->artic_link[i];
-    const double *R = sc->R + 9 * l, *c = sc->x + 3 * l, *V = sc->V + 6 * l;
-    double rl[3], p[3], u[3];
-    vertex_local(m, i, rl);
-    for (int r = 0; r < 3; r++) p[r] = c[r] + R[3 * r] * rl[0] + R[3 * r + 1] * rl[1] + R[3 * r + 2] * rl[2];
-    u[0] = V[3] + V[1] * p[2] - V[2] * p[1];
-    u[1] = V[4] + V[2] * p[0] - V[0] * p[2];
-    u[2] = V[5] + V[0] * p[1] - V[1] * p[0];
-    dsReal* X = x + 3 * (size_t)i;
-    dsReal* U = v + 3 * (size_t)i;
-    X[0] = p[0], X[1] = p[2], X[2] = -p[1];
-    U[0] = u[0], U[1] = u[2], U[2] = -u[1];
-  }
-}
-
-/* adj_x, adj_v (vertices at state sc->s) into adj_artic and the
- * parameters' gradient (sc->gth), then cleared */
-static void pose_vertices_bwd(const dsModel* m, dsArticScratch* sc, dsReal* adj_x, dsReal* adj_v, dsReal* adj_artic) {
+/* One scratch (the one ds__artic_scratch_create makes, without the complex
+ * workspace of the tangent sweeps, which the substep never uses) as one
+ * block at base, in backend memory: the structs, with pointers into the
+ * block, are written to the image img (NULL: none; the arrays stay zero)
+ * for the caller to upload; returns the block's bytes. The batched engine
+ * makes its instances' scratch this way on either backend. */
+size_t ds__artic_scratch_layout(const dsModel* m, void* base, unsigned char* img) {
   const dsArticModel* am = m->artic;
-  const int nb = am->nbody;
-  ds__artic_pose(am, sc->ad, sc->s, sc->s + m->artic_nq, sc->R, sc->x, sc->V);
-  memset(sc->aR, 0, 18 * (size_t)nb * sizeof(double)); /* aR, ax, aV */
-  int any = 0;
-  for (int i = 0; i < m->nparticle; i++) {
-    dsReal* AX = adj_x + 3 * (size_t)i;
-    dsReal* AU = adj_v + 3 * (size_t)i;
-    const double A[3] = {AX[0], -AX[2], AX[1]}, B[3] = {AU[0], -AU[2], AU[1]};
-    AX[0] = AX[1] = AX[2] = AU[0] = AU[1] = AU[2] = 0;
-    if (A[0] == 0 && A[1] == 0 && A[2] == 0 && B[0] == 0 && B[1] == 0 && B[2] == 0) continue;
-    any = 1;
-    const int l = m->artic_link[i];
-    const double *R = sc->R + 9 * l, *c = sc->x + 3 * l, *V = sc->V + 6 * l;
-    double rl[3], p[3], dp[3];
-    vertex_local(m, i, rl);
-    for (int r = 0; r < 3; r++) p[r] = c[r] + R[3 * r] * rl[0] + R[3 * r + 1] * rl[1] + R[3 * r + 2] * rl[2];
-    double* aV = sc->aV + 6 * l;
-    aV[0] += p[1] * B[2] - p[2] * B[1];
-    aV[1] += p[2] * B[0] - p[0] * B[2];
-    aV[2] += p[0] * B[1] - p[1] * B[0];
-    for (int k = 0; k < 3; k++) aV[3 + k] += B[k];
-    dp[0] = A[0] + B[1] * V[2] - B[2] * V[1];
-    dp[1] = A[1] + B[2] * V[0] - B[0] * V[2];
-    dp[2] = A[2] + B[0] * V[1] - B[1] * V[0];
-    double* aR = sc->aR + 9 * l;
-    for (int r = 0; r < 3; r++) {
-      sc->ax[3 * l + r] += dp[r];
-      for (int k = 0; k < 3; k++) aR[3 * r + k] += dp[r] * rl[k];
-    }
-    const double w = m->artic_s[i];
-    if (w != 0)
-      for (int k = 0; k < 3; k++)
-        sc->gth[am->bp[l].anchor_c + k] += w * (R[k] * dp[0] + R[3 + k] * dp[1] + R[6 + k] * dp[2]);
+  const size_t nq = (size_t)am->nq, nv = (size_t)am->nv, nu = (size_t)am->nu, np = (size_t)am->nparam,
+               nb = (size_t)am->nbody, ns = nq + nv, n = nq + nv + nu + np;
+  size_t o = 0, at_s, at_d, at_w, at;
+  dsArticScratch S;
+  dsArticData D;
+  ws_r W;
+  memset(&S, 0, sizeof S);
+  memset(&D, 0, sizeof D);
+  memset(&W, 0, sizeof W);
+  take(base, &o, 1, sizeof S, &at_s);
+  S.ad = (dsArticData*)take(base, &o, 1, sizeof D, &at_d);
+  D.wr = take(base, &o, 1, sizeof W, &at_w);
+  W.b = (body_r*)take(base, &o, nb, sizeof(body_r), &at);
+  double* p = (double*)take(base, &o, n + 4 * nv + 6 * nb + nq + 8, sizeof(double), &at); /* as ws_alloc_r */
+  W.q = p, p += nq;
+  W.qd = p, p += nv;
+  W.u = p, p += nu;
+  W.th = p, p += np;
+  W.tau = p, p += nv;
+  W.id = p, p += nv;
+  W.qdd = p, p += nv;
+  W.qdn = p, p += nv;
+  W.fext = p, p += 6 * nb;
+  W.qn = p;
+  W.cpt = (double*)take(base, &o, 6 * (size_t)am->nsphere + 1, sizeof(double), &at);
+  D.nq = am->nq, D.nv = am->nv, D.nu = am->nu, D.nparam = am->nparam;
+  D.q = (double*)take(base, &o, nq + 1, sizeof(double), &at);
+  D.qd = (double*)take(base, &o, nv + 1, sizeof(double), &at);
+  D.act = (double*)take(base, &o, 1, sizeof(double), &at);
+  D.M = (double*)take(base, &o, nv * nv + 1, sizeof(double), &at);
+  D.vec = (double*)take(base, &o, 6 * n + 2 * nv + nq + 1, sizeof(double), &at);
+  D.qdd = D.vec + 6 * n;
+  D.adj = D.qdd + nv;
+  D.rev = (double*)take(base, &o, 1, sizeof(double) * (nu + np + nv) + sizeof(dsArticAdjBody) * nb, &at);
+  p = (double*)take(base, &o, 4 * ns + 2 * nu + 36 * nb + np + 1, sizeof(double), &at); /* as scratch_create */
+  S.buf = p;
+  S.s = p, p += ns;
+  S.so = p, p += ns;
+  S.aout = p, p += ns;
+  S.ain = p, p += ns;
+  S.u = p, p += nu;
+  S.gu = p, p += nu;
+  S.R = p, p += 9 * nb;
+  S.x = p, p += 3 * nb;
+  S.V = p, p += 6 * nb;
+  S.aR = p, p += 9 * nb;
+  S.ax = p, p += 3 * nb;
+  S.aV = p, p += 6 * nb;
+  S.gth = p;
+  if (img) {
+    memcpy(img + at_s, &S, sizeof S);
+    memcpy(img + at_d, &D, sizeof D);
+    memcpy(img + at_w, &W, sizeof W);
   }
-  if (!any) return;
-  double* gq = sc->ain; /* scratch: the poses' adjoint of (q, qd) */
-  memset(gq, 0, (size_t)(m->artic_nq + m->artic_nv) * sizeof(double));
-  ds__artic_pose_vjp(am, sc->ad, sc->s, sc->s + m->artic_nq, sc->aR, sc->ax, sc->aV, gq, gq + m->artic_nq, sc->gth);
-  for (int k = 0; k < m->artic_nq + m->artic_nv; k++) adj_artic[k] += gq[k];
+  return o;
 }
+
+static dsArticScratch* scratch_of(dsData* d) { return ((dsDataPriv*)d->err_)->art; }
 
 /* ---- finalize, parameters ------------------------------------------------------------------ */
 
@@ -315,17 +303,7 @@ void ds__artic_reset(const dsModel* m, dsData* d) {
 
 int ds__artic_substep_model(const dsModel* m, dsArticScratch* sc, const dsReal* s, const dsReal* u, dsReal* so,
                             dsReal* x, dsReal* v) {
-  const int nq = m->artic_nq, ns = nq + m->artic_nv;
-  load_state(m, sc, s);
-  for (int a = 0; a < m->artic_nu; a++) sc->u[a] = u[a];
-  int rc = ds__artic_substep(m->artic, sc->ad, sc->s, sc->s + nq, sc->u, sc->so, sc->so + nq);
-  if (rc) return rc;
-  for (int k = 0; k < ns; k++) so[k] = (dsReal)sc->so[k];
-  if (x) {
-    memcpy(sc->s, sc->so, (size_t)ns * sizeof(double));
-    pose_vertices(m, sc, x, v);
-  }
-  return 0;
+  return artic_substep_model(m, sc, s, u, so, x, v);
 }
 
 int ds__artic_bwd(const dsModel* m, dsData* d, dsGrad* g, const dsReal* s, const dsReal* s1, const dsReal* u) {
@@ -335,20 +313,7 @@ int ds__artic_bwd(const dsModel* m, dsData* d, dsGrad* g, const dsReal* s, const
 
 int ds__artic_bwd_at(const dsModel* m, dsArticScratch* sc, dsReal* adj_x, dsReal* adj_v, dsReal* adj_artic,
                      dsReal* adj_act, dsReal* gparam, const dsReal* s, const dsReal* s1, const dsReal* u) {
-  const dsArticModel* am = m->artic;
-  const int nq = m->artic_nq, ns = nq + m->artic_nv;
-  memset(sc->gth, 0, (size_t)am->nparam * sizeof(double));
-  load_state(m, sc, s1);
-  pose_vertices_bwd(m, sc, adj_x, adj_v, adj_artic);
-  load_state(m, sc, s);
-  for (int a = 0; a < m->artic_nu; a++) sc->u[a] = u[a];
-  for (int k = 0; k < ns; k++) sc->aout[k] = adj_artic[k];
-  int rc = ds__artic_substep_vjp(am, sc->ad, sc->s, sc->s + nq, sc->u, sc->aout, sc->ain, sc->gu, sc->gth);
-  if (rc) return rc;
-  for (int k = 0; k < ns; k++) adj_artic[k] = (dsReal)sc->ain[k];
-  for (int a = 0; a < m->artic_nu; a++) adj_act[a] = (dsReal)sc->gu[a];
-  for (int p = 0; p < am->nparam; p++) gparam[p] += (dsReal)sc->gth[p];
-  return 0;
+  return artic_bwd_at(m, sc, adj_x, adj_v, adj_artic, adj_act, gparam, s, s1, u);
 }
 
 void ds__artic_finish(const dsModel* m, dsData* d, dsGrad* g, const dsReal* s0) {
@@ -357,18 +322,11 @@ void ds__artic_finish(const dsModel* m, dsData* d, dsGrad* g, const dsReal* s0) 
 
 void ds__artic_finish_at(const dsModel* m, dsArticScratch* sc, dsReal* adj_x, dsReal* adj_v, dsReal* adj_artic,
                          dsGrad* g, const dsReal* s0) {
-  memset(sc->gth, 0, (size_t)m->artic_nparam * sizeof(double));
-  load_state(m, sc, s0);
-  pose_vertices_bwd(m, sc, adj_x, adj_v, adj_artic);
-  for (int p = 0; p < m->artic_nparam; p++) g->artic_param[p] += (dsReal)sc->gth[p];
-  for (int k = 0; k < m->artic_nq; k++) g->artic_q0[k] += adj_artic[k];
-  for (int k = 0; k < m->artic_nv; k++) g->artic_qd0[k] += adj_artic[m->artic_nq + k];
-  memset(adj_artic, 0, (size_t)(m->artic_nq + m->artic_nv) * sizeof(dsReal));
+  artic_finish_at(m, sc, adj_x, adj_v, adj_artic, g, s0);
 }
 
 void ds__artic_pose_state(const dsModel* m, dsArticScratch* sc, const dsReal* s, dsReal* x, dsReal* v) {
-  load_state(m, sc, s);
-  pose_vertices(m, sc, x, v);
+  artic_pose_state(m, sc, s, x, v);
 }
 
 size_t ds__artic_scratch_bytes(const dsModel* m) {

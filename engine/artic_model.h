@@ -38,7 +38,7 @@ int ds__artic_scratch_create(const dsModel* m, dsArticScratch** out);
 void ds__artic_scratch_free(dsArticScratch* s);
 /* d->artic_state = (initial_q, initial_qd); x, v posed */
 void ds__artic_reset(const dsModel* m, dsData* d);
-/* One substep from state s (nq + nv) with actions u into so (may alias s);
+/* One substep from state s (nq + nv) with actions u (NULL: 0) into so (may alias s);
  * the vertices posed into x, v unless NULL. */
 int ds__artic_substep_model(const dsModel* m, dsArticScratch* sc, const dsReal* s, const dsReal* u, dsReal* so,
                             dsReal* x, dsReal* v);
@@ -60,6 +60,10 @@ void ds__artic_finish_at(const dsModel* m, dsArticScratch* sc, dsReal* adj_x, ds
                          dsGrad* g, const dsReal* s0);
 /* The vertices x, v (may be NULL) posed at state s (nq + nv). */
 void ds__artic_pose_state(const dsModel* m, dsArticScratch* sc, const dsReal* s, dsReal* x, dsReal* v);
+/* One scratch as a block at base (backend memory, engine/batch_artic.c):
+ * its structs written to the image img (NULL: none), pointing into the
+ * block; returns the block's bytes. */
+size_t ds__artic_scratch_layout(const dsModel* m, void* base, unsigned char* img);
 /* Bytes of one scratch (ds__artic_scratch_create), for memory plans. */
 size_t ds__artic_scratch_bytes(const dsModel* m);
 

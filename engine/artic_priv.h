@@ -119,24 +119,15 @@ typedef struct {
 int ds__artic_backward_tangent(const dsArticModel* m, dsArticData* d, const double* dl_dq, const double* dl_dqd,
                                const dsArticGrad* g);
 
-/* For the particle engine (engine/artic_model.c): a deep copy of the model;
- * one step from (q, qd) with actions u (NULL: 0) into (qn, qdn), not taped;
- * its adjoint: ain = (d out/d in)^T aout over (q, qd) (nq + nv), gu = that
- * of u (overwritten), gth += that of the parameters; every link's world
- * rotation R (9), centre of mass x (3) and spatial velocity V (6: angular,
- * then the velocity of the point at the origin), and its adjoint (gq, gqd,
- * gth added to). d is scratch (any tape size). */
+/* For the particle engine (engine/artic_model.c): a deep copy of the model
+ * (its untaped substep is engine/artic_step.h's). */
 int ds__artic_model_copy(const dsArticModel* src, dsArticModel** out);
+/* m's arrays as one block at base (backend memory; engine/batch_artic.c):
+ * out = m with its array pointers into the block, img (NULL: none) the
+ * block's contents to upload there; returns its bytes. */
+size_t ds__artic_model_layout(const dsArticModel* m, void* base, unsigned char* img, dsArticModel* out);
 /* Bytes ds_artic_data_create(m, 0) allocates (for memory plans). */
 size_t ds__artic_data_bytes(const dsArticModel* m);
-int ds__artic_substep(const dsArticModel* m, dsArticData* d, const double* q, const double* qd, const double* u,
-                      double* qn, double* qdn);
-int ds__artic_substep_vjp(const dsArticModel* m, dsArticData* d, const double* q, const double* qd, const double* u,
-                          const double* aout, double* ain, double* gu, double* gth);
-void ds__artic_pose(const dsArticModel* m, dsArticData* d, const double* q, const double* qd, double* R, double* x,
-                    double* V);
-void ds__artic_pose_vjp(const dsArticModel* m, dsArticData* d, const double* q, const double* qd, const double* aR,
-                        const double* ax, const double* aV, double* gq, double* gqd, double* gth);
 /* The parameter vector itself (ds_artic_param_name order): the particle
  * model's "artic.param" is stepped from here after ds_model_set_param
  * checked each value with ds_artic_param_set. */

@@ -1,5 +1,6 @@
-/* Reverse mode of one articulated step (included by engine/artic.c after
- * the two copies of engine/artic_dyn.h): the vector-Jacobian product
+/* Reverse mode of one articulated step (included by engine/artic_step.h
+ * after the real copy of engine/artic_dyn.h; DS_HD, both backends): the
+ * vector-Jacobian product
  * adj_in = (d(q', qd')/d(q, qd, u, theta))^T adj_out, by hand, at the real
  * pass of forward(..., for_adjoint = 1) (kinematics, contact points, RNEA
  * at the solved qdd).
@@ -18,13 +19,13 @@
  * push their adjoints into the parent's). Small per-joint maps with no
  * structure to exploit (a quaternion's rotation matrix and its exp-map
  * step) take their 4 x 9 and 7 x 4 Jacobians by complex step, exact as in
- * engine/artic_dyn.h. Cost O(n_b) + one O(n^2) solve per step. */
+ * engine/artic_dyn.h, over base/cplx.h's dsCplx (which the device has). Cost O(n_b) + one O(n^2) solve per step. */
 
-static inline void cross3(double r[3], const double a[3], const double b[3]) { cross_r(r, a, b); }
+DS_HD DS_INLINE void cross3(double r[3], const double a[3], const double b[3]) { cross_r(r, a, b); }
 
 /* adj of out = I X for the inertia (m, h, Ib), adjoint b = (b1, b2):
  * Ib += b1 xw^T, h += xv x b1 - xw x b2, m += b2 . xv */
-static void imul_vjp(dsArticAdjBody* a, const double b[6], const double X[6]) {
+DS_HD static void imul_vjp(dsArticAdjBody* a, const double b[6], const double X[6]) {
   double t[3];
   for (int r = 0; r < 3; r++)
     for (int c = 0; c < 3; c++) a->Ib[3 * r + c] += b[r] * X[c];
@@ -36,7 +37,7 @@ static void imul_vjp(dsArticAdjBody* a, const double b[6], const double X[6]) {
 }
 
 /* out = V x M = (w x mw, w x mv + v x mw), adjoint a: adds into aV, aM */
-static void crm_vjp(const double V[6], const double M[6], const double a[6], double aV[6], double aM[6]) {
+DS_HD static void crm_vjp(const double V[6], const double M[6], const double a[6], double aV[6], double aM[6]) {
   double t[3];
   cross3(t, M, a); /* d/dw of a1 . (w x mw) = mw x a1 */
   for (int k = 0; k < 3; k++) aV[k] += t[k];
@@ -53,7 +54,7 @@ static void crm_vjp(const double V[6], const double M[6], const double a[6], dou
 }
 
 /* out = V x* P = (w x n + v x f, w x f), adjoint a: adds into aV, aP */
-static void crf_vjp(const double V[6], const double P[6], const double a[6], double aV[6], double aP[6]) {
+DS_HD static void crf_vjp(const double V[6], const double P[6], const double a[6], double aV[6], double aP[6]) {
   double t[3];
   cross3(t, P, a); /* d/dw: n x a1 + f x a2 */
   for (int k = 0; k < 3; k++) aV[k] += t[k];
@@ -69,30 +70,79 @@ static void crf_vjp(const double V[6], const double P[6], const double a[6], dou
   for (int k = 0; k < 3; k++) aP[3 + k] += t[k];
 }
 
+/* engine/artic_dyn.h's quat_mat and quat_step over dsCplx (base/cplx.h):
+ * the same formulas, operation for operation, for the complex steps below,
+ * which run on either backend (C99 complex numbers have no device form). */
+DS_HD DS_INLINE dsCplx quat_dot_z(const dsCplx a[4], const dsCplx b[4]) { /* a0 b0 + a1 b1 + a2 b2 + a3 b3 */
+  dsCplx s = dsu_cmul(a[0], b[0]);
+  for (int k = 1; k < 4; k++) s = dsu_cadd(s, dsu_cmul(a[k], b[k]));
+  return s;
+}
+
+DS_HD static void quat_mat_z(dsCplx M[9], const dsCplx q[4]) {
+  const dsCplx s = dsu_cdiv(dsu_cx(2, 0), quat_dot_z(q, q));
+  const dsCplx w = q[0], x = q[1], y = q[2], z = q[3];
+  const dsCplx xx = dsu_cmul(x, x), yy = dsu_cmul(y, y), zz = dsu_cmul(z, z), xy = dsu_cmul(x, y),
+               xz = dsu_cmul(x, z), yz = dsu_cmul(y, z), wx = dsu_cmul(w, x), wy = dsu_cmul(w, y), wz = dsu_cmul(w, z);
+  M[0] = dsu_crsub(1, dsu_cmul(s, dsu_cadd(yy, zz)));
+  M[1] = dsu_cmul(s, dsu_csub(xy, wz));
+  M[2] = dsu_cmul(s, dsu_cadd(xz, wy));
+  M[3] = dsu_cmul(s, dsu_cadd(xy, wz));
+  M[4] = dsu_crsub(1, dsu_cmul(s, dsu_cadd(xx, zz)));
+  M[5] = dsu_cmul(s, dsu_csub(yz, wx));
+  M[6] = dsu_cmul(s, dsu_csub(xz, wy));
+  M[7] = dsu_cmul(s, dsu_cadd(yz, wx));
+  M[8] = dsu_crsub(1, dsu_cmul(s, dsu_cadd(xx, yy)));
+}
+
+DS_HD static void quat_step_z(dsCplx out[4], const dsCplx q[4], const dsCplx om[3], double dt) {
+  const dsCplx w2 = dsu_cadd(dsu_cadd(dsu_cmul(om[0], om[0]), dsu_cmul(om[1], om[1])), dsu_cmul(om[2], om[2]));
+  dsCplx c, s; /* cos(t/2), sin(t/2)/|w| */
+  if (w2.re * dt * dt < 1e-10) {
+    const dsCplx t2 = dsu_cscale(dt, dsu_cscale(dt, w2));
+    c = dsu_crsub(1, dsu_cdivr(t2, 8));
+    s = dsu_cscale(dt / 2, dsu_crsub(1, dsu_cdivr(t2, 24)));
+  } else {
+    const dsCplx wn = dsu_csqrt(w2), half = dsu_cdivr(dsu_cscale(dt, wn), 2);
+    c = dsu_ccos(half);
+    s = dsu_cdiv(dsu_csin(half), wn);
+  }
+  const dsCplx d[4] = {c, dsu_cmul(s, om[0]), dsu_cmul(s, om[1]), dsu_cmul(s, om[2])};
+  dsCplx r[4];
+  r[0] = dsu_csub(dsu_csub(dsu_csub(dsu_cmul(q[0], d[0]), dsu_cmul(q[1], d[1])), dsu_cmul(q[2], d[2])),
+                  dsu_cmul(q[3], d[3]));
+  r[1] = dsu_csub(dsu_cadd(dsu_cadd(dsu_cmul(q[0], d[1]), dsu_cmul(q[1], d[0])), dsu_cmul(q[2], d[3])),
+                  dsu_cmul(q[3], d[2]));
+  r[2] = dsu_cadd(dsu_cadd(dsu_csub(dsu_cmul(q[0], d[2]), dsu_cmul(q[1], d[3])), dsu_cmul(q[2], d[0])),
+                  dsu_cmul(q[3], d[1]));
+  r[3] = dsu_cadd(dsu_csub(dsu_cadd(dsu_cmul(q[0], d[3]), dsu_cmul(q[1], d[2])), dsu_cmul(q[2], d[1])),
+                  dsu_cmul(q[3], d[0]));
+  const dsCplx n = dsu_cdiv(dsu_cx(1, 0), dsu_csqrt(quat_dot_z(r, r)));
+  for (int k = 0; k < 4; k++) out[k] = dsu_cmul(r[k], n);
+}
+
 /* gq += (d quat_mat(q)/dq)^T G (complex step, 4 columns) */
-static void quat_mat_vjp(const double q[4], const double G[9], double gq[4]) {
+DS_HD static void quat_mat_vjp(const double q[4], const double G[9], double gq[4]) {
   for (int c = 0; c < 4; c++) {
-    double complex qc[4] = {q[0], q[1], q[2], q[3]}, Mc[9];
-    qc[c] += I * DS__ARTIC_H;
-    quat_mat_c(Mc, qc);
+    dsCplx qc[4], Mc[9];
+    for (int k = 0; k < 4; k++) qc[k] = dsu_cx(q[k], k == c ? DS__ARTIC_H : 0);
+    quat_mat_z(Mc, qc);
     double s = 0;
-    for (int k = 0; k < 9; k++) s += G[k] * cimag(Mc[k]);
+    for (int k = 0; k < 9; k++) s += G[k] * Mc[k].im;
     gq[c] += s / DS__ARTIC_H;
   }
 }
 
 /* the exp-map step out = quat_step(q, w, dt): gq += Jq^T a, gw += Jw^T a */
-static void quat_step_vjp(const double q[4], const double om[3], double dt, const double a[4], double gq[4],
-                          double gw[3]) {
+DS_HD static void quat_step_vjp(const double q[4], const double om[3], double dt, const double a[4], double gq[4],
+                                double gw[3]) {
   for (int c = 0; c < 7; c++) {
-    double complex qc[4] = {q[0], q[1], q[2], q[3]}, wc[3] = {om[0], om[1], om[2]}, out[4];
-    if (c < 4)
-      qc[c] += I * DS__ARTIC_H;
-    else
-      wc[c - 4] += I * DS__ARTIC_H;
-    quat_step_c(out, qc, wc, dt);
+    dsCplx qc[4], wc[3], out[4];
+    for (int k = 0; k < 4; k++) qc[k] = dsu_cx(q[k], k == c ? DS__ARTIC_H : 0);
+    for (int k = 0; k < 3; k++) wc[k] = dsu_cx(om[k], k + 4 == c ? DS__ARTIC_H : 0);
+    quat_step_z(out, qc, wc, dt);
     double s = 0;
-    for (int k = 0; k < 4; k++) s += a[k] * cimag(out[k]);
+    for (int k = 0; k < 4; k++) s += a[k] * out[k].im;
     if (c < 4)
       gq[c] += s / DS__ARTIC_H;
     else
@@ -100,11 +150,11 @@ static void quat_step_vjp(const double q[4], const double om[3], double dt, cons
   }
 }
 
-static double sigmoid_d(double x) { return x > 0 ? 1 / (1 + exp(-x)) : exp(x) / (1 + exp(x)); }
+DS_HD static double sigmoid_d(double x) { return x > 0 ? 1 / (1 + exp(-x)) : exp(x) / (1 + exp(x)); }
 
 /* gradient of lambda . tau (the applied forces) */
-static void applied_vjp(const dsArticModel* m, const ws_r* w, const double* lam, double* gq, double* gqd, double* gu,
-                        double* gth) {
+DS_HD static void applied_vjp(const dsArticModel* m, const ws_r* w, const double* lam, double* gq, double* gqd,
+                              double* gu, double* gth) {
   const double* th = w->th;
   for (int i = 0; i < m->nbody; i++) {
     const int nd = ndof_r(m->jtype[i]);
@@ -157,7 +207,7 @@ static void applied_vjp(const dsArticModel* m, const ws_r* w, const double* lam,
 
 /* gradient of mu . ID (RNEA at w->qdd), into the bodies' adjoints, gqd, gth;
  * leaves adj F (= -adj F_ext) per body in ab[i].F */
-static void rnea_vjp(const dsArticModel* m, const ws_r* w, const double* mu, dsArticAdjBody* ab, double* gqd,
+DS_HD static void rnea_vjp(const dsArticModel* m, const ws_r* w, const double* mu, dsArticAdjBody* ab, double* gqd,
                      double* gth) {
   const int n = m->nbody;
   for (int i = 0; i < n; i++) { /* adj F~, root first */
@@ -229,7 +279,7 @@ static void rnea_vjp(const dsArticModel* m, const ws_r* w, const double* mu, dsA
 }
 
 /* contact: F_ext,i += (pc x f, f), adjoint -ab[i].F */
-static void contact_vjp(const dsArticModel* m, const ws_r* w, dsArticAdjBody* ab, double* gth) {
+DS_HD static void contact_vjp(const dsArticModel* m, const ws_r* w, dsArticAdjBody* ab, double* gth) {
   if (!m->ground) return;
   const double* cp = w->th + m->p_contact;
   for (int s = 0; s < m->nsphere; s++) {
@@ -274,7 +324,7 @@ static void contact_vjp(const dsArticModel* m, const ws_r* w, dsArticAdjBody* ab
 }
 
 /* rotation columns (Rw e_c, jp x Rw e_c) of S, c = 0..2 from column c0 */
-static void rot_cols_vjp(const body_r* b, dsArticAdjBody* a, int c0) {
+DS_HD static void rot_cols_vjp(const body_r* b, dsArticAdjBody* a, int c0) {
   for (int c = 0; c < 3; c++) {
     const double* aS = a->S + 6 * (c0 + c);
     const double col[3] = {b->Rw[c], b->Rw[3 + c], b->Rw[6 + c]};
@@ -287,7 +337,8 @@ static void rot_cols_vjp(const body_r* b, dsArticAdjBody* a, int c0) {
 }
 
 /* kinematics backwards, leaves first */
-static void kin_vjp(const dsArticModel* m, const ws_r* w, dsArticAdjBody* ab, double* gq, double* gqd, double* gth) {
+DS_HD static void kin_vjp(const dsArticModel* m, const ws_r* w, dsArticAdjBody* ab, double* gq, double* gqd,
+                          double* gth) {
   static const double eye[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
   for (int i = m->nbody - 1; i >= 0; i--) {
     const body_r* b = &w->b[i];
@@ -426,9 +477,9 @@ static void kin_vjp(const dsArticModel* m, const ws_r* w, dsArticAdjBody* ab, do
 
 /* adj_in of one step at the last forward(..., 1): aout = adj (q', qd')
  * (nq + nv); g* are overwritten. lam: nv scratch, ab: nbody. */
-static void step_vjp(const dsArticModel* m, dsArticData* d, const double* aout, double* gq, double* gqd, double* gu,
-                     double* gth, double* lam, dsArticAdjBody* ab) {
-  const ws_r* w = d->wr;
+DS_HD static void step_vjp(const dsArticModel* m, dsArticData* d, const double* aout, double* gq, double* gqd,
+                           double* gu, double* gth, double* lam, dsArticAdjBody* ab) {
+  const ws_r* w = (ws_r*)d->wr;
   const int nq = m->nq, nv = m->nv;
   const double dt = m->dt;
   for (int k = 0; k < nq; k++) gq[k] = 0;

@@ -88,9 +88,9 @@ enum {
 };
 
 /* The articulation stages run the engine's articulation kernels
- * (engine/artic_model.c over engine/artic.c), host code: one call per
- * instance, in engine/batch_artic.c. The CUDA backend compiles them as
- * no-ops (the batch refuses an articulation on CUDA). */
+ * (engine/batch_artic_body.h over engine/artic_model_body.h and
+ * engine/artic_step.h, DS_HD), one call per instance: the CPU backend's
+ * through engine/batch_artic.c, the CUDA backend's in its kernels. */
 #define DS__BS_IS_ARTIC(stage) ((stage) >= DS__BS_ARTIC_FWD && (stage) <= DS__BS_ARTIC_FINISH)
 /* Work of one articulation pair in units of a particle pair, for the CPU
  * backend's choice of threads: a substep of a small articulation is some
@@ -137,22 +137,20 @@ typedef struct dsBatchArgs {
   /* an articulated model (nas = nq + nv of its state, 0: none); act is then
      B x nact of the articulation's actions (nact = its nu) */
   int nas;
-  const void* art;    /* host: the batch's articulation contexts (engine/batch_artic.h) */
+  struct dsArticScratch* const* ascr; /* B: instance b's articulation scratch (backend memory, engine/batch_artic.h) */
   const dsReal* as;   /* B x nas: state at t */
   dsReal* aso;        /* B x nas: state at t + 1 (forward) */
   dsReal* asc;        /* NULL, or a second copy of it (checkpoint) */
   dsReal* aadj;       /* B x nas: in: adjoint of state t + 1; out: of state t */
 } dsBatchArgs;
 
-#if !defined(__CUDA_ARCH__)
-#  ifdef __cplusplus
-extern "C" {
-#  endif
-/* engine/batch_artic.c: articulation stage `stage` for instance b. */
+#if defined(__CUDACC__)
+/* the articulation stages' bodies, compiled into the CUDA kernels */
+#  include "engine/batch_artic_body.h"
+#else
+/* engine/batch_artic.c: articulation stage `stage` for instance b
+ * (engine/batch_artic_body.h's ds__bs_artic_run, compiled once for the host) */
 void ds__bs_artic(int stage, const dsBatchArgs* a, int b);
-#  ifdef __cplusplus
-}
-#  endif
 #endif
 
 /* One kernel launch: up to DS__BL_PARTS parts that run side by side
@@ -516,7 +514,9 @@ DS_HD DS_INLINE void ds__bstage_run(int stage, const dsBatchArgs* a, int e, int 
     case DS__BS_ADD_ADJ: ds__bs_add_adj(a, e, b); break;
     case DS__BS_ACCUMULATE: ds__bs_accumulate(a, e, b); break;
     case DS__BS_ARTIC_FWD: case DS__BS_ARTIC_BWD: case DS__BS_ARTIC_RESET: case DS__BS_ARTIC_FINISH:
-#if !defined(__CUDA_ARCH__)
+#if defined(__CUDACC__)
+      ds__bs_artic_run(stage, a, b);
+#else
       ds__bs_artic(stage, a, b);
 #endif
       break;

@@ -253,6 +253,7 @@ static void make_grad_view(const dsBatchLayout* L, dsGrad* g, const dsModel* mod
 void ds_bsim_free(dsBatchSim* s) {
   if (!s) return;
   if (s->be) {
+    ds__batch_artic_free(s->art, s->be, s->ctx);
     s->be->release(s->ctx, s->R);
     s->be->release(s->ctx, s->I);
     s->be->release(s->ctx, s->V);
@@ -263,19 +264,12 @@ void ds_bsim_free(dsBatchSim* s) {
   ds__free(s->act_rec);
   ds__free(s->fext_rec);
   ds__free(s->hstatus);
-  ds__batch_artic_free(s->art);
   ds__free(s);
 }
 
 static int be_fail(dsBatchSim* s, int rc, const char* what) {
   return ds__seterr(&s->err, rc ? rc : DS_ERR_CUDA, "batch (%s): %s failed: %s", s->be->name, what,
                     s->be->last_error(s->ctx));
-}
-
-static int artic_on_cuda(char* err, size_t errlen) {
-  return ds__puterr(err, errlen, DS_ERR_UNSUPPORTED,
-                    "batch device cuda: the model has an articulation; the CUDA backend of the batched engine does "
-                    "not run articulations yet (its CPU backend does): use device cpu");
 }
 
 /* instance b's "artic.param" in backend memory (the CPU backend's is host memory) */
@@ -291,7 +285,6 @@ int ds_bsim_create(const dsModel* m, const dsBatchSimDef* def, dsBatchSim** out,
   dsBatchLayout L;
   int rc = ds__bsim_layout(m, &d, &L, err, errlen);
   if (rc) return rc;
-  if (L.nas && d.device.kind == DS_DEVICE_CUDA) return artic_on_cuda(err, errlen);
   rc = ds_device_check("batch device", d.device, err, errlen);
   if (rc) return rc;
   const dsBackend* be = ds__backend(d.device.kind);
@@ -307,7 +300,6 @@ int ds__bsim_create_on(const dsModel* m, const dsBatchSimDef* def, const dsBacke
   dsBatchLayout L;
   int rc = ds__bsim_layout(m, &d, &L, err, errlen);
   if (rc) return rc;
-  if (L.nas && d.device.kind == DS_DEVICE_CUDA) return artic_on_cuda(err, errlen);
   dsBatchSim* s = (dsBatchSim*)ds__calloc(1, sizeof *s);
   if (!s) return ds__puterr(err, errlen, DS_ERR_NOMEM, "batch: out of memory");
   s->m = m;
@@ -345,7 +337,7 @@ int ds__bsim_create_on(const dsModel* m, const dsBatchSimDef* def, const dsBacke
   s->hstatus = (int*)ds__calloc(3 * (size_t)B, sizeof(int));
   dsModel* dv = (dsModel*)ds__calloc((size_t)B, sizeof(dsModel));
   dsGrad* gv = (dsGrad*)ds__calloc((size_t)B, sizeof(dsGrad));
-  if (s->R && m->artic) s->art = ds__batch_artic_create(m, B, artic_param_of, s);
+  if (s->R && m->artic) s->art = ds__batch_artic_create(m, B, artic_param_of, s, be, s->ctx);
   if (!s->R || !s->I || !s->V || !s->hparam || !s->hview || !s->act_rec || !s->fext_rec || !s->hstatus || !dv ||
       !gv || (m->artic && !s->art)) {
     ds__free(dv);
@@ -430,7 +422,7 @@ static dsBatchArgs base_args(const dsBatchSim* s) {
   }
   a.nscr = L->nscr;
   a.nas = L->nas;
-  a.art = s->art;
+  a.ascr = s->art ? s->art->ascr : NULL;
   return a;
 }
 

@@ -10,9 +10,12 @@ libdsim_core_la_SOURCES += engine/dsmath.h engine/force_loop.h engine/force_spri
 libdsim_core_la_SOURCES += engine/batch_api.c
 # Articulated bodies in reduced coordinates (docs/articulated.md): builder,
 # step and adjoint (artic.c) over the dynamics kernels written once for
-# real and complex-step numbers (artic_dyn.h).
-libdsim_core_la_SOURCES += engine/artic.c engine/artic_dyn.h engine/artic_rev.h engine/artic_priv.h
-libdsim_core_la_SOURCES += engine/artic_model.c engine/artic_model.h
+# real and complex-step numbers (artic_dyn.h); the real step and its
+# reverse pass (artic_step.h, artic_rev.h) and the substep of a particle
+# model or batch instance (artic_model_body.h) are DS_HD, for either backend.
+libdsim_core_la_SOURCES += engine/artic.c engine/artic_dyn.h engine/artic_rev.h engine/artic_priv.h \
+  engine/artic_step.h
+libdsim_core_la_SOURCES += engine/artic_model.c engine/artic_model.h engine/artic_model_body.h
 dsiminclude_HEADERS += include/dsim/artic.h
 dsiminclude_HEADERS += include/dsim/engine.h include/dsim/fd.h include/dsim/mesh.h
 
@@ -61,6 +64,10 @@ bench_bench_rigid_SOURCES = bench/bench_rigid.c
 check_PROGRAMS += tests/test_artic
 tests_test_artic_SOURCES = tests/test_artic.c
 TESTS += tests/test_artic
+# base/cplx.h (the articulation's complex steps on either backend) against C99 complex
+check_PROGRAMS += tests/test_cplx
+tests_test_cplx_SOURCES = tests/test_cplx.c
+TESTS += tests/test_cplx
 # Element Jacobians (Kx = -df/dx, Kv = -df/dv) of every model against central
 # differences, their symmetric parts, the small dense eigen-solver and the
 # PSD projection that Newton's method uses (engine/dense_small.h).

@@ -76,6 +76,10 @@ static inline void bt_instance_model(dsModel* mb, const dsModel* m, int b) {
   }
 }
 
+/* Actions per instance of the batched engine: an articulation's (its nu)
+ * for an articulated model, else the activations. */
+static inline size_t bt_nact(const dsModel* m) { return (size_t)(m->artic ? m->artic_nu : m->nact); }
+
 /* One episode's inputs for B instances: C control steps of S substeps. */
 typedef struct btEpisode {
   int B, C, S;
@@ -87,7 +91,7 @@ typedef struct btEpisode {
 } btEpisode;
 
 static inline void bt_episode(btEpisode* e, const dsModel* m, int B, int C, int S, double amp) {
-  const size_t n3 = 3 * (size_t)m->nparticle, na = (size_t)m->nact;
+  const size_t n3 = 3 * (size_t)m->nparticle, na = bt_nact(m);
   e->B = B;
   e->C = C;
   e->S = S;
@@ -116,7 +120,7 @@ static inline void bt_episode_free(btEpisode* e) {
 /* Reals of one instance's result: x_T, v_T, adj_act per control step,
  * adj_fext per control step, every differentiable parameter's gradient. */
 static inline size_t bt_result_len(const dsModel* m, int C) {
-  size_t n = 6 * (size_t)m->nparticle + (size_t)C * ((size_t)m->nact + 3 * (size_t)m->nparticle);
+  size_t n = 6 * (size_t)m->nparticle + (size_t)C * (bt_nact(m) + 3 * (size_t)m->nparticle);
   for (int k = 0; k < ds_param_count(); k++) {
     const dsReal* p;
     int c;
@@ -192,7 +196,7 @@ static inline void bt_run_single(const dsModel* m, const btEpisode* e, int b, in
 /* The batched engine on dev, every instance, into out (B x bt_result_len). */
 static inline int bt_run_batch(const dsModel* m, const btEpisode* e, int K, dsDevice dev, dsReal* out) {
   const int B = e->B, T = e->C * e->S;
-  const size_t n3 = 3 * (size_t)m->nparticle, na = (size_t)m->nact, len = bt_result_len(m, e->C);
+  const size_t n3 = 3 * (size_t)m->nparticle, na = bt_nact(m), len = bt_result_len(m, e->C);
   dsBatchSimDef def = ds_default_batch_sim_def();
   def.batch = B;
   def.max_substeps = T;

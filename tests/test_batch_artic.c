@@ -7,8 +7,9 @@
  * articulation parameters too) are bitwise those of ds_step /
  * ds_backward_step on each instance's own model. Also: one instance's
  * gradient against central differences (an action, a damping), the memory
- * plan, no allocation in an episode, the refusals (CUDA, a state given
- * as vertices), and a state set and read back (ds_bsim_rewind_artic,
+ * plan, no allocation in an episode, the refusals (a state given as
+ * vertices; CUDA refuses only without CUDA or a device, not for the
+ * articulation), and a state set and read back (ds_bsim_rewind_artic,
  * ds_bsim_set_artic_instance). */
 #include "config.h"
 
@@ -451,14 +452,17 @@ static void test_plan_alloc_refusals(const dsModel* m) {
   free(x);
   free(a);
   ds_bsim_free(s);
-  /* CUDA: refused for an articulation (the CUDA backend does not run one) */
+  /* CUDA: an articulation is no reason to refuse (the CUDA backend runs it,
+     tests/test_cuda_parity); only a dsim without CUDA or a missing device is */
   def.device.kind = DS_DEVICE_CUDA;
   def.device.index = 0;
   s = NULL;
-  CHECK_INT_EQ(ds_bsim_create(m, &def, &s, err, sizeof err), DS_ERR_UNSUPPORTED);
-  CHECK(s == NULL);
-  CHECK_STR_CONTAINS(err, "articulation");
-  CHECK_STR_CONTAINS(err, "CUDA");
+  err[0] = 0;
+  const int rc = ds_bsim_create(m, &def, &s, err, sizeof err);
+  CHECK(rc == 0 || strstr(err, "articulation") == NULL);
+  if (!ds_cuda_built()) CHECK_INT_EQ(rc, DS_ERR_UNSUPPORTED);
+  if (rc) fprintf(stderr, "batch on cuda:0: %s (as expected without a GPU)\n", err);
+  ds_bsim_free(s);
 }
 
 /* ds_bsim_rewind_artic and ds_bsim_set_artic_instance: a state set is the
