@@ -6,6 +6,9 @@ EXTRA_PROGRAMS += bench/side_by_side_dsim
 bench_side_by_side_dsim_SOURCES = bench/side_by_side_dsim.c
 CLEANFILES += bench/side_by_side_dsim
 EXTRA_DIST += bench/warp-side-by-side bench/warp_side_by_side.py
+# dsim's implicit integrator against Newton's VBD solver (bench/newton-compare, the
+# same program's --traj form; a private Python environment with newton).
+EXTRA_DIST += bench/newton-compare bench/newton_compare.py
 # Articulated bodies: forward steps/s and the time to a 1,000-step gradient,
 # double pendulum and 16-link chain, one thread.
 BENCH_PROGS += bench/bench_artic
