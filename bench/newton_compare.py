@@ -38,11 +38,11 @@ rounded to float32 (printed). Agreement: the largest vertex distance
 between final frames (dsim against VBD mixes the material difference with
 VBD's unconverged iterations; a VBD run at many iterations separates them).
 
-Timings: the wall time of the frames' steps (Newton: solver.step; dsim: its
-forward run), medians of --reps runs after a warm-up, per frame, with the
-ratio VBD / dsim (> 1: dsim faster). Warp's CPU kernels run on one thread;
-dsim is shown with 1 and 2 threads. VBD has no gradient; dsim's backward
-is not timed here.
+Timings: the time of the frames' steps (Newton: solver.step; dsim: its
+forward run), wall or, with --clock cpu, process CPU time, medians of
+--reps runs after a warm-up, per frame, with the ratio VBD / dsim (> 1:
+dsim faster). Warp's CPU kernels run on one thread; dsim is shown with the
+--threads counts. VBD has no gradient; dsim's backward is not timed here.
 """
 import argparse
 import os
