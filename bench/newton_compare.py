@@ -190,6 +190,7 @@ def dsim_runs(prog, scene, threads, reps, traj):
 
 
 def main():
+    global MU, LAMBDA, DSIM_K_MU, DSIM_K_LAMBDA
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dsim", required=True, help="the side_by_side_dsim program")
     ap.add_argument("--work", required=True, help="folder for scene files, trajectories and Warp's kernel cache")
@@ -204,10 +205,13 @@ def main():
                     help="iterations of a VBD run near convergence (once, untimed; default 0: none)")
     ap.add_argument("--clock", choices=("wall", "cpu"), default="wall",
                     help="cpu: process CPU time (with --threads 1: steadier on a shared machine)")
+    ap.add_argument("--lame", default="%g,%g" % (MU, LAMBDA), help="the Lame parameters mu,lambda in Pa")
     ap.add_argument("--quick", action="store_true", help="5 frames, one repetition (smoke run)")
     args = ap.parse_args()
     if args.quick:
         args.reps, args.frames = 1, 5
+    MU, LAMBDA = (float(v) for v in args.lame.split(","))
+    DSIM_K_MU, DSIM_K_LAMBDA = 4.0 / 3.0 * MU, LAMBDA + 5.0 / 6.0 * MU
     global CLOCK
     if args.clock == "cpu":  # Warp's CPU kernels run in this process's thread
         CLOCK = time.process_time
