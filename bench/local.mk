@@ -1,11 +1,14 @@
-# bench/: the side-by-side comparison with NVIDIA Warp (bench/warp-side-by-side,
-# not part of `make bench` or `make check`: it needs a private Python
-# environment with warp-lang). Its dsim half is built on demand:
-#   make bench/side_by_side_dsim
-EXTRA_PROGRAMS += bench/side_by_side_dsim
+# bench/: the side-by-side comparisons with NVIDIA Warp (bench/warp-side-by-side)
+# and with Newton's VBD solver (bench/newton-compare), not part of `make bench`
+# or `make check`: they need a private Python environment with warp-lang or
+# newton. Their dsim half, built by `make check` for tests/test_bench_newton.sh
+# (and on demand by the scripts: make bench/side_by_side_dsim):
+check_PROGRAMS += bench/side_by_side_dsim
 bench_side_by_side_dsim_SOURCES = bench/side_by_side_dsim.c
-CLEANFILES += bench/side_by_side_dsim
 EXTRA_DIST += bench/warp-side-by-side bench/warp_side_by_side.py
+EXTRA_DIST += bench/newton-compare bench/newton_compare.py
+TESTS += tests/test_bench_newton.sh
+EXTRA_DIST += tests/test_bench_newton.sh
 # Articulated bodies: forward steps/s and the time to a 1,000-step gradient,
 # double pendulum and 16-link chain, one thread.
 BENCH_PROGS += bench/bench_artic

@@ -15,7 +15,17 @@
  *
  *   side_by_side_dsim SCENE THREADS REPS [XT_FILE]
  *   side_by_side_dsim --grid NX NY NZ CELL DENSITY K_MU K_LAMBDA K_DAMP DT SUBSTEPS THREADS REPS
- *     (the second form: dsim's own tet grid builder, timings only) */
+ *     (the second form: dsim's own tet grid builder, timings only)
+ *   side_by_side_dsim --traj SCENE THREADS REPS TRAJ_FILE
+ *     (the third form, for bench/newton-compare: forward only, REPS timed
+ *     runs after a warm-up, then one more run that writes the positions at
+ *     every substep, the start included, to TRAJ_FILE as (SUBSTEPS + 1) x
+ *     particles x 3 doubles in native byte order; "-": no trajectory)
+ *
+ * A scene file may end with a line "integrator implicit NEWTON_TOL
+ * NEWTON_MAX_ITER": backward Euler with those solver settings (the others
+ * at their defaults) instead of the default semi-implicit step. A particle
+ * of mass 0 is fixed. */
 #include "config.h"
 
 #include <math.h>
@@ -110,6 +120,19 @@ static dsModel* read_scene(const char* path, int* T, int* nelem) {
     if (fscanf(f, "%d %d %d %d", &q[0], &q[1], &q[2], &q[3]) != 4) die(path, "bend line");
     if (ds_builder_add_bend(b, q[0], q[1], q[2], q[3], &bm) < 0) die("bend", ds_builder_last_error(b));
   }
+  char word[32];
+  if (fscanf(f, "%31s", word) == 1) { /* optional: the integrator */
+    double tol;
+    int maxit;
+    char kind[32];
+    if (strcmp(word, "integrator") || fscanf(f, "%31s %lf %d", kind, &tol, &maxit) != 3 || strcmp(kind, "implicit"))
+      die(path, "expected \"integrator implicit NEWTON_TOL NEWTON_MAX_ITER\" after the bends");
+    dsSolverSettings s = ds_default_solver_settings();
+    s.newton_tol = (dsReal)tol;
+    s.newton_max_iter = maxit;
+    if (ds_builder_set_integrator(b, DS_INTEGRATOR_IMPLICIT) || ds_builder_set_solver(b, &s))
+      die("integrator", ds_builder_last_error(b));
+  }
   fclose(f);
   ds_builder_set_gravity(b, (dsReal)g[0], (dsReal)g[1], (dsReal)g[2]);
   ds_builder_set_dt(b, (dsReal)dt);
@@ -189,6 +212,42 @@ static void bench(dsModel* m, int T, int nelem, int threads, int reps, const cha
   ds_data_free(d);
 }
 
+/* Forward only (bench/newton-compare): REPS timed runs, then the trajectory. */
+static void traj(const dsModel* m, int T, int threads, int reps, const char* path) {
+  dsDataDef dd = ds_default_data_def();
+  dd.max_substeps = T;
+  dd.act_records = 1;
+  dd.fext_records = 1;
+  dsData* d;
+  if (ds_data_create(m, &dd, &d)) die("data", "cannot create");
+  ds_set_num_threads(threads);
+  double f[MAXREP];
+  for (int r = -1; r < reps; r++) { /* r = -1: warm-up */
+    const double t0 = tick();
+    ds_data_reset(m, d);
+    for (int t = 0; t < T; t++)
+      if (ds_step(m, d)) die("step", ds_data_last_error(d));
+    if (r >= 0) f[r] = tick() - t0;
+  }
+  FILE* o = strcmp(path, "-") ? fopen(path, "wb") : NULL; /* "-": timings only */
+  if (!o && strcmp(path, "-")) die(path, "cannot write");
+  const size_t n3 = 3 * (size_t)m->nparticle;
+  double* row = (double*)malloc(n3 * sizeof(double));
+  if (!row) die("trajectory", "out of memory");
+  ds_data_reset(m, d);
+  for (int t = 0; o && t <= T; t++) {
+    if (t > 0 && ds_step(m, d)) die("step", ds_data_last_error(d));
+    for (size_t i = 0; i < n3; i++) row[i] = (double)d->x[i];
+    if (fwrite(row, sizeof(double), n3, o) != n3) die(path, "write failed");
+  }
+  free(row);
+  if (o && fclose(o)) die(path, "write failed");
+  printf("threads %d\nparticles %d\nsubsteps %d\nforward", threads, m->nparticle, T);
+  for (int r = 0; r < reps; r++) printf(" %.6f", f[r]);
+  printf("\n");
+  ds_data_free(d);
+}
+
 int main(int argc, char** argv) {
   const char* ck = getenv("BENCH_CLOCK");
   g_cpu_clock = ck && !strcmp(ck, "cpu");
@@ -216,7 +275,16 @@ int main(int argc, char** argv) {
     ds_model_free(m);
     return 0;
   }
-  if (argc < 4) die("usage", "SCENE THREADS REPS [XT_FILE]  |  --grid ...");
+  if (argc >= 2 && !strcmp(argv[1], "--traj")) {
+    if (argc != 6) die("usage", "--traj SCENE THREADS REPS TRAJ_FILE");
+    int T = 0, nelem = 0, reps = atoi(argv[4]);
+    dsModel* m = read_scene(argv[2], &T, &nelem);
+    if (reps < 1 || reps > MAXREP) reps = 3;
+    traj(m, T, atoi(argv[3]), reps, argv[5]);
+    ds_model_free(m);
+    return 0;
+  }
+  if (argc < 4) die("usage", "SCENE THREADS REPS [XT_FILE]  |  --grid ...  |  --traj ...");
   int T = 0, nelem = 0;
   dsModel* m = read_scene(argv[1], &T, &nelem);
   int reps = atoi(argv[3]);
