@@ -100,6 +100,86 @@ static inline void check_particle(dsStepCheck* ck, const dsReal* x, const dsReal
   }
 }
 
+/* ds__substep's work, run by every thread of a team (or, for one thread,
+ * called without a parallel region: an OpenMP region of one thread still
+ * costs a futex call at every barrier and at its end, a third of the CPU
+ * time of a small model's single-threaded step). */
+typedef struct SubFwd {
+  const dsModel* m;
+  const dsForceLayout* L;
+  const dsStepFwd* pa;
+  const dsReal *x, *v, *act, *fext, *bs, *bfext;
+  dsReal *ef, *J, *xo, *vo, *bso, *fr;
+  int integrate, np, nab, nfb;
+  dsStepCheck* ck;
+  int *adiff, *fdiff; /* shared: set to 1 by any thread that finds a difference */
+} SubFwd;
+
+static void substep_team(const SubFwd* s) {
+  const dsModel* m = s->m;
+  const dsForceLayout L = *s->L;
+  const dsStepFwd pa = *s->pa;
+  const dsReal *x = s->x, *v = s->v, *act = s->act, *fext = s->fext, *bs = s->bs, *bfext = s->bfext;
+  dsReal *ef = s->ef, *J = s->J, *xo = s->xo, *vo = s->vo, *bso = s->bso, *fr = s->fr;
+  const int integrate = s->integrate, np = s->np, nab = s->nab, nfb = s->nfb;
+  dsStepCheck* ck = s->ck;
+  /* this substep's activations and external forces against their last
+   * records (read only here and by the elements; the results are there
+   * after the region) */
+  if (nab + nfb) {
+    int ad = 0, fd = 0; /* this thread's blocks; any difference sets the shared flag */
+#pragma omp for schedule(static) nowait
+    for (int b = 0; b < nab + nfb; b++) {
+      const int isf = b >= nab, k0 = (isf ? b - nab : b) * DS__CMP_BLOCK, n = isf ? 3 * np : m->nact;
+      const int len = n - k0 < DS__CMP_BLOCK ? n - k0 : DS__CMP_BLOCK;
+      const dsReal *cur = isf ? fext : act, *prev = isf ? ck->fext_prev : ck->act_prev;
+      if (memcmp(cur + k0, prev + k0, (size_t)len * sizeof(dsReal)) != 0) {
+        if (isf)
+          fd = 1;
+        else
+          ad = 1;
+      }
+    }
+    if (ad) {
+#pragma omp atomic write
+      *s->adiff = 1;
+    }
+    if (fd) {
+#pragma omp atomic write
+      *s->fdiff = 1;
+    }
+  }
+  /* element models in list order, each into its own slots */
+  for (int k = 0; k < DS__NFORCE; k++) {
+    const dsForceModel* F = &ds__forces[k];
+    if (!F->fwd || !L.count[k]) continue;
+    const dsForceFwd a = {x, v, act && L.act[k] >= 0 ? act + L.act[k] : NULL, ef + 3 * (size_t)L.slot[k], J,
+                          ck ? &ck->bad_tet : NULL};
+    F->fwd(m, &a);
+  }
+#pragma omp barrier
+  /* gather in a fixed order, per-particle models (contact), integrate;
+   * the region's end is the barrier unless rigid bodies follow (the J
+   * checks ran in the tet loop: dsForceFwd.bad) */
+  if (m->nbody) {
+#pragma omp for schedule(static)
+    for (int i = 0; i < np; i++) {
+      if (ck && ck->tx) tape_particle(ck, x, v, i);
+      ds__gather_fwd_particle(m, &pa, i);
+    }
+    /* rigid bodies: Newton-Euler and the pose of their vertices (engine/rigid.h) */
+#pragma omp for schedule(static) nowait
+    for (int b = 0; b < m->nbody; b++) ds__rigid_fwd(m, b, x, fr, bs, bfext, bso, xo, vo, integrate);
+  } else {
+#pragma omp for schedule(static) nowait
+    for (int i = 0; i < np; i++) {
+      if (ck && ck->tx) tape_particle(ck, x, v, i);
+      ds__gather_fwd_particle(m, &pa, i);
+      if (ck && ck->check) check_particle(ck, xo, vo, i);
+    }
+  }
+}
+
 void ds__substep(const dsModel* m, const dsReal* x, const dsReal* v, const dsReal* act, const dsReal* fext,
                  dsReal* ef, dsReal* J, dsReal* f, dsReal* xo, dsReal* vo, int integrate, const dsReal* bs,
                  const dsReal* bfext, dsReal* bso, dsReal* fr, dsThreadPick* pick, dsStepCheck* ck) {
@@ -114,55 +194,13 @@ void ds__substep(const dsModel* m, const dsReal* x, const dsReal* v, const dsRea
   int adiff = 0, fdiff = 0;
   const int nab = ck && ck->act_prev ? (m->nact + DS__CMP_BLOCK - 1) / DS__CMP_BLOCK : 0;
   const int nfb = ck && ck->fext_prev ? (3 * np + DS__CMP_BLOCK - 1) / DS__CMP_BLOCK : 0;
-#pragma omp parallel num_threads(nt) if (nt > 1)
-  {
-    /* this substep's activations and external forces against their last
-     * records (read only here and by the elements; the results are there
-     * after the region) */
-    if (nab + nfb) {
-#pragma omp for schedule(static) reduction(| : adiff, fdiff) nowait
-      for (int b = 0; b < nab + nfb; b++) {
-        const int isf = b >= nab, k0 = (isf ? b - nab : b) * DS__CMP_BLOCK, n = isf ? 3 * np : m->nact;
-        const int len = n - k0 < DS__CMP_BLOCK ? n - k0 : DS__CMP_BLOCK;
-        const dsReal *cur = isf ? fext : act, *prev = isf ? ck->fext_prev : ck->act_prev;
-        if (memcmp(cur + k0, prev + k0, (size_t)len * sizeof(dsReal)) != 0) {
-          if (isf)
-            fdiff = 1;
-          else
-            adiff = 1;
-        }
-      }
-    }
-    /* element models in list order, each into its own slots */
-    for (int k = 0; k < DS__NFORCE; k++) {
-      const dsForceModel* F = &ds__forces[k];
-      if (!F->fwd || !L.count[k]) continue;
-      const dsForceFwd a = {x, v, act && L.act[k] >= 0 ? act + L.act[k] : NULL, ef + 3 * (size_t)L.slot[k], J,
-                            ck ? &ck->bad_tet : NULL};
-      F->fwd(m, &a);
-    }
-#pragma omp barrier
-    /* gather in a fixed order, per-particle models (contact), integrate;
-     * the region's end is the barrier unless rigid bodies follow (the J
-     * checks ran in the tet loop: dsForceFwd.bad) */
-    if (m->nbody) {
-#pragma omp for schedule(static)
-      for (int i = 0; i < np; i++) {
-        if (ck && ck->tx) tape_particle(ck, x, v, i);
-        ds__gather_fwd_particle(m, &pa, i);
-      }
-      /* rigid bodies: Newton-Euler and the pose of their vertices (engine/rigid.h) */
-#pragma omp for schedule(static) nowait
-      for (int b = 0; b < m->nbody; b++) ds__rigid_fwd(m, b, x, fr, bs, bfext, bso, xo, vo, integrate);
-    } else {
-#pragma omp for schedule(static) nowait
-      for (int i = 0; i < np; i++) {
-        if (ck && ck->tx) tape_particle(ck, x, v, i);
-        ds__gather_fwd_particle(m, &pa, i);
-        if (ck && ck->check) check_particle(ck, xo, vo, i);
-      }
-    }
-  }
+const SubFwd sf = {m,  &L, &pa, x,  v,   act, fext,      bs, bfext, ef,  J,   xo, vo, bso, fr, integrate, np,
+                     nab, nfb, ck, &adiff, &fdiff};
+  if (nt > 1) {
+#pragma omp parallel num_threads(nt)
+    substep_team(&sf);
+  } else
+    substep_team(&sf);
   if (ck) {
     ck->act_diff = adiff;
     ck->fext_diff = fdiff;
@@ -389,6 +427,85 @@ static int load_segment(const dsModel* m, dsData* d, int t) {
   return 0;
 }
 
+/* ds_backward_step's stages A-C and the chained sums, run by every thread
+ * of a team, or called without a region for one thread (see substep_team). */
+typedef struct SubBwd {
+  const dsModel* m;
+  const dsForceLayout* L;
+  const dsStepBwd* pa;
+  const dsReal *xt, *vt, *act;
+  dsReal *af, *aex, *aev;
+  dsGrad* g;
+  dsReal *adj_act, *scr;
+  const dsReal *pre_x, *pre_v;
+  size_t n3;
+  int chain;
+  dsDataPriv* dp;
+  unsigned seq;
+  const dsReal *scr_c, *av;
+  int np;
+  int* nteam;
+} SubBwd;
+
+static void backward_team(const SubBwd* s) {
+  const dsModel* m = s->m;
+  const dsForceLayout L = *s->L;
+  const dsStepBwd pa = *s->pa;
+  const dsReal *xt = s->xt, *vt = s->vt, *act = s->act, *pre_x = s->pre_x, *pre_v = s->pre_v, *scr_c = s->scr_c,
+               *av = s->av;
+  dsReal *af = s->af, *aex = s->aex, *aev = s->aev, *adj_act = s->adj_act, *scr = s->scr;
+  dsGrad* g = s->g;
+  const size_t n3 = s->n3;
+  const int chain = s->chain, np = s->np;
+  dsDataPriv* dp = s->dp;
+  const unsigned seq = s->seq;
+#ifdef _OPENMP
+  const int tid = omp_get_thread_num(), nth = omp_get_num_threads();
+#else
+  const int tid = 0, nth = 1;
+#endif
+  int i0, i1; /* this thread's particles in stages A and C */
+  ds__share(np, nth, tid, &i0, &i1);
+  if (tid == 0) *s->nteam = nth;
+  /* A: through the integrator */
+  for (int i = i0; i < i1; i++) ds__integrate_bwd_particle(m, &pa, i);
+#pragma omp barrier
+  /* B: element adjoints, per element into its own slots, in list order */
+  ds__forces_bwd_all(m, &L, xt, vt, act, af, aex, aev, g, adj_act, scr);
+#pragma omp barrier
+  /* C: gather element adjoints per particle in the forward's order; per-particle models
+   * (the region's end is the barrier) */
+  for (int i = i0; i < i1; i++) ds__gather_bwd_particle(m, &pa, i);
+  /* the next backward step's taped state (full tape: rows t - 1, read
+   * from memory, not from the cache) on its way while this step ends */
+  if (pre_x) {
+#pragma omp for schedule(static) nowait
+    for (size_t o = 0; o < n3; o += 64 / sizeof(dsReal)) {
+      prefetch(pre_x + o);
+      prefetch(pre_v + o);
+    }
+  }
+  /* the chained sums: [gravity 3 | contact 5] */
+  if (chain) {
+    dsReal acc[DS__CHAIN_N] = {0, 0, 0, 0, 0, 0, 0, 0};
+    if (tid > 0) {
+      const dsChainLink* prev = &dp->chain[tid - 1];
+      for (unsigned spin = 1; atomic_load_explicit(&prev->ready, memory_order_acquire) != seq; spin++)
+        ds__spin_wait(spin);
+      memcpy(acc, prev->s, sizeof acc);
+    }
+    for (int i = i0; i < i1; i++) {
+      if (m->inv_mass[i] > 0)
+        for (int c = 0; c < 3; c++) acc[c] += av[3 * (size_t)i + c];
+      if (scr_c)
+        for (int k = 0; k < 5; k++) acc[3 + k] += scr_c[5 * (size_t)i + k];
+    }
+    dsChainLink* mine = &dp->chain[tid];
+    memcpy(mine->s, acc, sizeof acc);
+    atomic_store_explicit(&mine->ready, seq, memory_order_release);
+  }
+}
+
 int ds_backward_step(const dsModel* m, dsData* d, dsGrad* g, dsReal* adj_act, dsReal* adj_fext) {
   if (!m || !d || !g || g->model != m) return DS_ERR_INVALID;
   dsErrBuf* eb = ds__data_err(d);
@@ -482,59 +599,23 @@ int ds_backward_step(const dsModel* m, dsData* d, dsGrad* g, dsReal* adj_act, ds
     const dsReal* fext_t = d->fext_tape + (size_t)d->fext_rec[t] * n3;
     const dsReal* bfext_t = d->bfext_tape + (size_t)d->bfext_rec[t] * nb6;
     memset(agb, 0, 3 * (size_t)m->nbody * r);
-#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
-    for (int b = 0; b < m->nbody; b++)
-      ds__rigid_bwd(m, b, xt, vt, fext_t, bst, bst1, bfext_t, d->adj_x, d->adj_v, d->adj_body, af, av,
-                    d->adj_body_fext, g, agb + 3 * (size_t)b);
+#define DS__RIGID_BWD(b)                                                                                  \
+  ds__rigid_bwd(m, b, xt, vt, fext_t, bst, bst1, bfext_t, d->adj_x, d->adj_v, d->adj_body, af, av, d->adj_body_fext, \
+                g, agb + 3 * (size_t)(b))
+    if (nt > 1) {
+#pragma omp parallel for schedule(static) num_threads(nt)
+      for (int b = 0; b < m->nbody; b++) DS__RIGID_BWD(b);
+    } else /* no region for one thread (see substep_team) */
+      for (int b = 0; b < m->nbody; b++) DS__RIGID_BWD(b);
+#undef DS__RIGID_BWD
   }
-#pragma omp parallel num_threads(nt) if (nt > 1)
-  {
-#ifdef _OPENMP
-    const int tid = omp_get_thread_num(), nth = omp_get_num_threads();
-#else
-    const int tid = 0, nth = 1;
-#endif
-    int i0, i1; /* this thread's particles in stages A and C */
-    ds__share(np, nth, tid, &i0, &i1);
-    if (tid == 0) nteam = nth;
-    /* A: through the integrator */
-    for (int i = i0; i < i1; i++) ds__integrate_bwd_particle(m, &pa, i);
-#pragma omp barrier
-    /* B: element adjoints, per element into its own slots, in list order */
-    ds__forces_bwd_all(m, &L, xt, vt, act, af, aex, aev, g, adj_act, scr);
-#pragma omp barrier
-    /* C: gather element adjoints per particle in the forward's order; per-particle models
-     * (the region's end is the barrier) */
-    for (int i = i0; i < i1; i++) ds__gather_bwd_particle(m, &pa, i);
-    /* the next backward step's taped state (full tape: rows t - 1, read
-     * from memory, not from the cache) on its way while this step ends */
-    if (pre_x) {
-#pragma omp for schedule(static) nowait
-      for (size_t o = 0; o < n3; o += 64 / sizeof(dsReal)) {
-        prefetch(pre_x + o);
-        prefetch(pre_v + o);
-      }
-    }
-    /* the chained sums: [gravity 3 | contact 5] */
-    if (chain) {
-      dsReal acc[DS__CHAIN_N] = {0, 0, 0, 0, 0, 0, 0, 0};
-      if (tid > 0) {
-        const dsChainLink* prev = &dp->chain[tid - 1];
-        for (unsigned spin = 1; atomic_load_explicit(&prev->ready, memory_order_acquire) != seq; spin++)
-          ds__spin_wait(spin);
-        memcpy(acc, prev->s, sizeof acc);
-      }
-      for (int i = i0; i < i1; i++) {
-        if (m->inv_mass[i] > 0)
-          for (int c = 0; c < 3; c++) acc[c] += av[3 * (size_t)i + c];
-        if (scr_c)
-          for (int k = 0; k < 5; k++) acc[3 + k] += scr_c[5 * (size_t)i + k];
-      }
-      dsChainLink* mine = &dp->chain[tid];
-      memcpy(mine->s, acc, sizeof acc);
-      atomic_store_explicit(&mine->ready, seq, memory_order_release);
-    }
-  }
+const SubBwd sb = {m, &L, &pa, xt, vt, act, af, aex, aev, g, adj_act, scr, pre_x, pre_v, n3, chain, dp, seq, scr_c, av,
+                     np, &nteam};
+  if (nt > 1) {
+#pragma omp parallel num_threads(nt)
+    backward_team(&sb);
+  } else
+    backward_team(&sb);
   if (arm >= 0) ds__pick_end(pick, arm, ds__clock() - t0);
   /* shared scalars: sums in element order (the chain's, or serial) */
   dsReal sg[3] = {0, 0, 0};
