@@ -15,7 +15,10 @@
  * tail, whose force-table `reduce` rows are host functions), failure flags
  * and their report (CHECK), the initial state (RESET), the caller's
  * adjoints (ADD_ADJ), the control adjoints summed over substeps
- * (ACCUMULATE) and the initial-state gradient (FINISH).
+ * (ACCUMULATE) and the initial-state gradient (FINISH). Articulated models
+ * and the implicit integrator run host stages instead, one call per
+ * instance into the serial engine's functions (DS__BS_ARTIC_*,
+ * DS__BS_IMPLICIT_*: engine/batch_artic.c, engine/batch_implicit.c).
  *
  * Instance b reads its model through mv[b], a dsModel whose differentiable
  * arrays (and inverse masses) point at b's own parameters and whose other

@@ -9,8 +9,8 @@
  * and every parameter's gradient are bitwise those of ds_step /
  * ds_backward_step on each instance's own model (tests/batchtest.h). Also:
  * one instance's gradient against central differences (an activation and
- * a material parameter), rewinds, the memory plan, no allocation in an
- * episode, a Newton failure reported with the instance, substep and
+ * a material parameter), rewinds, the memory plan, create failing cleanly
+ * at each of its allocations and no allocation in an episode, a Newton failure reported with the instance, substep and
  * residual (the serial engine's words) while the other instances go on
  * exactly, and the CUDA refusal. */
 #include "config.h"
@@ -236,11 +236,33 @@ static void fd_check(const char* name, const dsModel* m, const char* pname, int 
 }
 
 /* ---- rewinds, plan, allocation, refusals ---------------------------------------------- */
-static long g_calls = 0;
-static void* c_malloc(size_t n) { return g_calls++, malloc(n); }
-static void* c_realloc(void* q, size_t n) { return g_calls++, realloc(q, n); }
-static void* c_calloc(size_t c, size_t n) { return g_calls++, calloc(c, n); }
-static void c_free(void* p) { free(p); }
+/* allocations counted, and the one numbered g_fail_at refused */
+static long g_count = 0, g_live = 0, g_fail_at = -1;
+static void* a_malloc(size_t n) {
+  if (g_fail_at >= 0 && g_count == g_fail_at) return g_count++, NULL;
+  g_count++;
+  void* p = malloc(n);
+  if (p) g_live++;
+  return p;
+}
+static void* a_realloc(void* q, size_t n) {
+  if (g_fail_at >= 0 && g_count == g_fail_at) return g_count++, NULL;
+  g_count++;
+  void* p = realloc(q, n);
+  if (p && !q) g_live++;
+  return p;
+}
+static void* a_calloc(size_t c, size_t n) {
+  if (g_fail_at >= 0 && g_count == g_fail_at) return g_count++, NULL;
+  g_count++;
+  void* p = calloc(c, n);
+  if (p) g_live++;
+  return p;
+}
+static void a_free(void* p) {
+  if (p) g_live--;
+  free(p);
+}
 
 /* K: full (1) or checkpointed tape; a rewind to substep 4 (on a checkpoint)
  * and the same substeps again give the same bits */
@@ -274,22 +296,42 @@ static void test_plan_alloc_refusals(const dsModel* m) {
   /* each instance's solver workspace: the Newton vectors (11 x 3 n) at least */
   CHECK(plan.work_bytes >= 11 * 3 * (size_t)m->nparticle * sizeof(dsReal));
   CHECK(plan.device_bytes >= 4 * plan.work_bytes);
-  /* no allocation in an episode (forward, checkpointed backward, reset) */
+  /* create fails cleanly (DS_ERR_NOMEM, nothing left) whichever of its
+     allocations fails; then an episode (forward, checkpointed backward,
+     reset) allocates nothing */
   dsBatchSim* s = NULL;
-  CHECK_INT_EQ(ds_bsim_create(m, &def, &s, err, sizeof err), 0);
-  dsReal* a = (dsReal*)calloc(4 * (size_t)m->nact + 1, sizeof(dsReal));
-  ds_replace_allocator(c_malloc, c_realloc, c_calloc, c_free);
-  g_calls = 0;
-  CHECK_INT_EQ(ds_bsim_set_act(s, a), 0);
-  CHECK_INT_EQ(ds_bsim_step(s, 12, NULL), 0);
-  CHECK_INT_EQ(ds_bsim_backward_begin(s, NULL, NULL), 0);
-  CHECK_INT_EQ(ds_bsim_backward_step(s, 12, a, NULL), 0);
-  CHECK_INT_EQ(ds_bsim_backward_finish(s), 0);
-  CHECK_INT_EQ(ds_bsim_reset(s), 0);
-  ds_replace_allocator(NULL, NULL, NULL, NULL);
-  CHECK_INT_EQ(g_calls, 0);
-  free(a);
-  ds_bsim_free(s);
+  int created = 0;
+  for (long k = 0; k < 400 && !created; k++) {
+    s = NULL;
+    g_count = g_live = 0;
+    g_fail_at = k;
+    ds_replace_allocator(a_malloc, a_realloc, a_calloc, a_free);
+    const int rc = ds_bsim_create(m, &def, &s, err, sizeof err);
+    if (rc == 0) {
+      created = 1;
+      g_fail_at = -1;
+      g_count = 0;
+      const long live = g_live;
+      dsReal* a = (dsReal*)calloc(4 * (size_t)m->nact + 1, sizeof(dsReal));
+      CHECK_INT_EQ(ds_bsim_set_act(s, a), 0);
+      CHECK_INT_EQ(ds_bsim_step(s, 12, NULL), 0);
+      CHECK_INT_EQ(ds_bsim_backward_begin(s, NULL, NULL), 0);
+      CHECK_INT_EQ(ds_bsim_backward_step(s, 12, a, NULL), 0);
+      CHECK_INT_EQ(ds_bsim_backward_finish(s), 0);
+      CHECK_INT_EQ(ds_bsim_reset(s), 0);
+      CHECK_INT_EQ(g_count, 0);
+      CHECK_INT_EQ(g_live, live);
+      free(a);
+      ds_bsim_free(s);
+    } else {
+      CHECK_INT_EQ(rc, DS_ERR_NOMEM);
+      CHECK(s == NULL);
+    }
+    ds_replace_allocator(NULL, NULL, NULL, NULL);
+    if (g_live != 0) DST_FAIL_AT("create failing at allocation %ld: %ld allocations left", k, g_live);
+    dst_checks++;
+  }
+  CHECK(created);
   /* CUDA: refused, saying why and what runs it */
   def.device.kind = DS_DEVICE_CUDA;
   def.device.index = 0;
