@@ -72,7 +72,7 @@ void ds__batch_implicit_clear(dsBatchImplicit* p, int b, int backward) {
   for (int k = b0; k < b1; k++) {
     if (!backward) p->fail[k] = -1;
     p->bfail[k] = -1;
-    ds__clearerr(&p->eb[k]);
+    if (p->fail[k] < 0) ds__clearerr(&p->eb[k]); /* a forward failure's message stays with it */
   }
 }
 

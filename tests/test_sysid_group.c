@@ -235,16 +235,19 @@ int main(void) {
   grid_eval(0);
   grid_eval(1);
   if (ds_cuda_device_count() > 0) grid_eval(2);
-  /* the implicit integrator: a group on one batched engine (its CPU backend) */
-  g_implicit = 1;
-  memset(&ref, 0, sizeof ref);
-  separate(lrs[0], &ref);
-  memset(&got, 0, sizeof got);
-  grouped(lrs[0], 1, &got);
-  compare("one engine, implicit", DS_SINGLE ? 1e-4 : 1e-9);
-  printf("implicit: object %d loss %.6g -> %.6g\n", g_objects[0], ref.loss[0][0], ref.loss[0][ITERS - 1]);
-  CHECK(ref.loss[0][ITERS - 1] < ref.loss[0][0]);
-  g_implicit = 0;
+  /* the implicit integrator: a group on one batched engine (its CPU backend; checked in double,
+     as tests/test_implicit) */
+  g_implicit = !DS_SINGLE;
+  if (g_implicit) {
+    memset(&ref, 0, sizeof ref);
+    separate(lrs[0], &ref);
+    memset(&got, 0, sizeof got);
+    grouped(lrs[0], 1, &got);
+    compare("one engine, implicit", 1e-9);
+    printf("implicit: object %d loss %.6g -> %.6g\n", g_objects[0], ref.loss[0][0], ref.loss[0][ITERS - 1]);
+    CHECK(ref.loss[0][ITERS - 1] < ref.loss[0][0]);
+    g_implicit = 0;
+  }
   /* L-BFGS is refused */
   dsEnvDef ed = small_beam(0);
   dsSysidDef sd = sysid_def(0.5);
