@@ -15,7 +15,8 @@
  * forward and backward across threads; shared: one engine and its tape).
  *
  *   bench_batch [--class NAME] [--envs N]... [--device cpu|cuda[:N]]...
- *               [--calls C] [--reps R] [--rewards] [--backward] [--quick] [--engine]
+ *               [--calls C] [--reps R] [--rewards] [--backward] [--quick]
+ *               [--engine [--substeps K]]
  *
  * Defaults: control-fem, N = 1, 8, 64, the CPU (and cuda:0 when a device is
  * visible), 24 calls, 3 reps. --rewards asks for rewards (each frame in a
@@ -25,11 +26,15 @@
  *
  * --engine: the engines alone, without the env around them (what the
  * articulated classes, pendulum and runner, can run on the batched engine
- * today): the class's model, N instances stepped --calls x 100 substeps
- * forward with a fixed sinusoid of actions (activations, or an
+ * today): the config's model (--class may name a config, e.g.
+ * control-fem-implicit), N instances stepped --calls x --substeps (100)
+ * substeps forward with a fixed sinusoid of actions (activations, or an
  * articulation's actions); substeps x instances per second of a loop over N
  * serial engines (ds_step, one after another) against one batched engine
- * on the CPU backend (ds_bsim_step, OpenMP across instances). */
+ * on the CPU backend (ds_bsim_step, OpenMP across instances). With
+ * --backward, the episode is taped and gone back through (ds_backward_step
+ * / ds_bsim_backward_step from the adjoint of a fixed linear loss on the
+ * final state), and the figure is per forward and backward substep. */
 #include "config.h"
 
 #include <math.h>
@@ -132,21 +137,51 @@ static double rate(const char* cls, const char* text, int mode, const char* devi
   return (double)N * calls / median(t, reps);
 }
 
-/* --engine: instance-substeps per second, serial loop (mode 0) or batched (1) */
-static double engine_rate(const dsModel* m, int mode, int N, int calls, int reps) {
-  const int nsub = 100, art = m->artic != NULL, na = art ? m->artic_nu : m->nact;
+/* --engine --backward: every instance's episode gone back through from
+ * dL/dx_T = w (a fixed pattern), serially or on the batch */
+static void engine_backward(const dsModel* m, dsData** d, dsGrad** g, dsBatchSim* s, int N, const dsReal* w) {
+  if (s) {
+    if (ds_bsim_backward_begin(s, w, NULL) || ds_bsim_backward_step(s, ds_bsim_time(s), NULL, NULL) ||
+        ds_bsim_backward_finish(s) || ds_bsim_zero_grad(s))
+      die("backward", ds_bsim_last_error(s));
+    return;
+  }
+  const size_t n3 = 3 * (size_t)m->nparticle;
+  for (int i = 0; i < N; i++) {
+    if (ds_backward_begin(m, d[i])) die("backward", ds_data_last_error(d[i]));
+    memcpy(d[i]->adj_x, w + (size_t)i * n3, n3 * sizeof(dsReal));
+    while (d[i]->bt > 0)
+      if (ds_backward_step(m, d[i], g[i], NULL, NULL)) die("backward", ds_data_last_error(d[i]));
+    if (ds_backward_finish(m, d[i], g[i])) die("backward", ds_data_last_error(d[i]));
+    ds_grad_zero(g[i]);
+  }
+}
+
+/* --engine: instance-substeps per second, serial loop (mode 0) or batched (1);
+ * backward: taped, and each run goes back through its episode */
+static double engine_rate(const dsModel* m, int mode, int N, int calls, int nsub, int reps, int backward) {
+  const int art = m->artic != NULL, na = art ? m->artic_nu : m->nact, T = backward ? calls * nsub : 0;
+  const size_t n3 = 3 * (size_t)m->nparticle;
   dsReal* act = (dsReal*)calloc((size_t)N * na + 1, sizeof(dsReal));
+  dsReal* w = (dsReal*)calloc((size_t)N * n3 + 1, sizeof(dsReal));
   dsData** d = (dsData**)calloc((size_t)N, sizeof(dsData*));
+  dsGrad** g = (dsGrad**)calloc((size_t)N, sizeof(dsGrad*));
   dsBatchSim* s = NULL;
   char err[512];
-  if (!act || !d) die("bench", "out of memory");
+  if (!act || !w || !d || !g) die("bench", "out of memory");
+  for (size_t k = 0; k < (size_t)N * n3; k++) w[k] = (dsReal)(1e-3 * cos(0.7 * (double)k));
   if (mode == 0) {
-    const dsDataDef dd = ds_default_data_def(); /* no tape */
+    dsDataDef dd = ds_default_data_def(); /* a tape only for the backward */
+    dd.max_substeps = T;
+    dd.act_records = calls;
     for (int i = 0; i < N; i++)
-      if (ds_data_create(m, &dd, &d[i])) die("data", "cannot create");
+      if (ds_data_create(m, &dd, &d[i]) || (backward && ds_grad_create(m, &g[i]))) die("data", "cannot create");
   } else {
     dsBatchSimDef def = ds_default_batch_sim_def();
     def.batch = N;
+    def.max_substeps = T;
+    def.act_records = calls;
+    def.fext_records = 1;
     if (ds_bsim_create(m, &def, &s, err, sizeof err)) die("ds_bsim_create", err);
   }
   double t[16];
@@ -168,26 +203,40 @@ static double engine_rate(const dsModel* m, int mode, int N, int calls, int reps
           if (ds_step(m, d[i])) die("ds_step", ds_data_last_error(d[i]));
       }
     }
+    if (backward) engine_backward(m, d, g, s, N, w);
     if (r > 0) t[r - 1] = now() - t0;
   }
-  for (int i = 0; i < N && !s; i++) ds_data_free(d[i]);
+  for (int i = 0; i < N && !s; i++) {
+    ds_data_free(d[i]);
+    ds_grad_free(g[i]);
+  }
   ds_bsim_free(s);
   free(d);
+  free(g);
+  free(w);
   free(act);
   return (double)N * calls * nsub / median(t, reps);
 }
 
-static void engine_bench(const char* cls, const int* envs, int ne, int calls, int reps) {
-  dsEnvDef def = ds_default_env_def(cls);
-  if (!def.cls) die(cls, "no such env class");
+static void engine_bench(const char* cls, const char* text, const int* envs, int ne, int calls, int nsub, int reps,
+                         int backward) {
+  dsEnvDef def;
+  char err[1024];
+  if (ds_env_def_from_text(cls, text, &def, err, sizeof err)) die(cls, err);
   dsEnv* env = NULL;
-  char err[512];
   if (ds_env_create(&def, &env, err, sizeof err)) die(cls, err);
   const dsModel* m = ds_env_model(env);
-  printf("bench_batch --engine: %s's model, %d x 100 substeps forward, median of %d\n", cls, calls, reps);
+  int threads = 1;
+#ifdef _OPENMP
+  threads = omp_get_max_threads();
+#endif
+  printf("bench_batch --engine: %s's model (%d particles, %s), %d x %d substeps %s, median of %d, %d threads\n",
+         cls, m->nparticle, m->integrator == DS_INTEGRATOR_IMPLICIT ? "implicit" : "semi-implicit", calls, nsub,
+         backward ? "forward and backward" : "forward", reps, threads);
   printf("%6s %16s %16s %8s\n", "N", "serial loop/s", "batched/s", "ratio");
   for (int k = 0; k < ne; k++) {
-    const double a = engine_rate(m, 0, envs[k], calls, reps), b = engine_rate(m, 1, envs[k], calls, reps);
+    const double a = engine_rate(m, 0, envs[k], calls, nsub, reps, backward);
+    const double b = engine_rate(m, 1, envs[k], calls, nsub, reps, backward);
     printf("%6d %16.1f %16.1f %7.2fx\n", envs[k], a, b, b / a);
     fflush(stdout);
   }
@@ -197,7 +246,7 @@ static void engine_bench(const char* cls, const int* envs, int ne, int calls, in
 int main(int argc, char** argv) {
   const char* cls = "control-fem";
   const char* devices[8];
-  int envs[8], nd = 0, ne = 0, calls = 24, reps = 3, rewards = 0, quick = 0, backward = 0, engine = 0;
+  int envs[8], nd = 0, ne = 0, calls = 24, reps = 3, rewards = 0, quick = 0, backward = 0, engine = 0, nsub = 100;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--class") == 0 && i + 1 < argc) cls = argv[++i];
     else if (strcmp(argv[i], "--envs") == 0 && i + 1 < argc && ne < 8) envs[ne++] = atoi(argv[++i]);
@@ -208,10 +257,11 @@ int main(int argc, char** argv) {
     else if (strcmp(argv[i], "--backward") == 0) backward = 1;
     else if (strcmp(argv[i], "--quick") == 0) quick = 1;
     else if (strcmp(argv[i], "--engine") == 0) engine = 1;
+    else if (strcmp(argv[i], "--substeps") == 0 && i + 1 < argc) nsub = atoi(argv[++i]);
     else {
       fprintf(stderr,
               "usage: bench_batch [--class NAME] [--envs N]... [--device cpu|cuda[:N]]... [--calls C] [--reps R] "
-              "[--rewards] [--backward] [--quick] [--engine]\n");
+              "[--rewards] [--backward] [--quick] [--engine [--substeps K]]\n");
       return 2;
     }
   }
@@ -231,15 +281,16 @@ int main(int argc, char** argv) {
     devices[nd++] = "cpu";
     if (ds_cuda_device_count() > 0) devices[nd++] = "cuda:0";
   }
-  if (reps < 1 || reps > 16 || calls < 1) {
-    fprintf(stderr, "bench_batch: --reps 1..16, --calls >= 1\n");
+  if (reps < 1 || reps > 16 || calls < 1 || nsub < 1) {
+    fprintf(stderr, "bench_batch: --reps 1..16, --calls >= 1, --substeps >= 1\n");
     return 2;
   }
+  char* text = config_text(cls);
   if (engine) {
-    engine_bench(cls, envs, ne, calls, reps);
+    engine_bench(cls, text, envs, ne, calls, nsub, reps, backward);
+    free(text);
     return 0;
   }
-  char* text = config_text(cls);
   int threads = 1;
 #ifdef _OPENMP
   threads = omp_get_max_threads();

@@ -5,7 +5,8 @@
 # nvcc through scripts/cudalt into libtool objects of the core library. The
 # kernels' bodies are engine/batch_body.h, shared with the CPU backend.
 libdsim_core_la_SOURCES += base/device.c engine/batch_body.h engine/batch_priv.h \
-  engine/batch_sim.c engine/batch_cpu.c engine/batch_artic.c engine/batch_artic.h engine/batch_artic_body.h
+  engine/batch_sim.c engine/batch_cpu.c engine/batch_artic.c engine/batch_artic.h engine/batch_artic_body.h \
+  engine/batch_implicit.c engine/batch_implicit.h
 dsiminclude_HEADERS += include/dsim/device.h include/dsim/engine_batch.h
 CUDA_SOURCES = cuda/device.cu cuda/batch.cu
 EXTRA_DIST += cuda/cuda_priv.h
@@ -33,13 +34,16 @@ cuda/batch.lo: $(top_srcdir)/base/backend.h $(top_srcdir)/cuda/cuda_priv.h $(top
   $(top_srcdir)/engine/artic_dyn.h $(top_srcdir)/engine/artic_rev.h $(top_srcdir)/engine/artic_priv.h \
   $(top_srcdir)/engine/artic_model.h $(top_srcdir)/base/cplx.h $(top_srcdir)/base/hd.h
 cuda/device.lo: $(top_srcdir)/cuda/cuda_priv.h $(top_srcdir)/include/dsim/device.h
-check_PROGRAMS += tests/test_cuda_smoke tests/test_device tests/test_batch_sim tests/test_batch_artic tests/test_cuda_parity
+check_PROGRAMS += tests/test_cuda_smoke tests/test_device tests/test_batch_sim tests/test_batch_artic tests/test_batch_implicit \
+  tests/test_cuda_parity
 tests_test_cuda_smoke_SOURCES = tests/test_cuda_smoke.c
 tests_test_device_SOURCES = tests/test_device.c
 tests_test_batch_sim_SOURCES = tests/test_batch_sim.c
 tests_test_batch_artic_SOURCES = tests/test_batch_artic.c
+tests_test_batch_implicit_SOURCES = tests/test_batch_implicit.c
 tests_test_cuda_parity_SOURCES = tests/test_cuda_parity.c
 EXTRA_DIST += tests/batchtest.h tests/test_device_cli.sh
-TESTS += tests/test_cuda_smoke tests/test_device tests/test_batch_sim tests/test_batch_artic tests/test_cuda_parity tests/test_device_cli.sh
+TESTS += tests/test_cuda_smoke tests/test_device tests/test_batch_sim tests/test_batch_artic tests/test_batch_implicit \
+  tests/test_cuda_parity tests/test_device_cli.sh
 BENCH_PROGS += bench/bench_cuda
 bench_bench_cuda_SOURCES = bench/bench_cuda.c

@@ -15,7 +15,10 @@
  * tail, whose force-table `reduce` rows are host functions), failure flags
  * and their report (CHECK), the initial state (RESET), the caller's
  * adjoints (ADD_ADJ), the control adjoints summed over substeps
- * (ACCUMULATE) and the initial-state gradient (FINISH).
+ * (ACCUMULATE) and the initial-state gradient (FINISH). Articulated models
+ * and the implicit integrator run host stages instead, one call per
+ * instance into the serial engine's functions (DS__BS_ARTIC_*,
+ * DS__BS_IMPLICIT_*: engine/batch_artic.c, engine/batch_implicit.c).
  *
  * Instance b reads its model through mv[b], a dsModel whose differentiable
  * arrays (and inverse masses) point at b's own parameters and whose other
@@ -84,6 +87,10 @@ enum {
   DS__BS_ARTIC_BWD,
   DS__BS_ARTIC_RESET,
   DS__BS_ARTIC_FINISH,
+  /* a model with the implicit integrator (one pair per instance): its
+     substep (Newton's solve) and the substep's adjoint (one transposed solve) */
+  DS__BS_IMPLICIT_FWD,
+  DS__BS_IMPLICIT_BWD,
   DS__BS_COUNT
 };
 
@@ -96,6 +103,14 @@ enum {
  * backend's choice of threads: a substep of a small articulation is some
  * 10^4 flops against some 10 for a particle. */
 #define DS__BS_ARTIC_WEIGHT 1024
+/* The implicit integrator's stages run the engine's own implicit substep
+ * and adjoint (engine/implicit.c), host code with per-instance solver
+ * workspaces: one call per instance, in engine/batch_implicit.c. The CUDA
+ * backend compiles them as no-ops (the batch refuses the implicit
+ * integrator on CUDA). */
+#define DS__BS_IS_IMPLICIT(stage) ((stage) == DS__BS_IMPLICIT_FWD || (stage) == DS__BS_IMPLICIT_BWD)
+/* Stages that run host code once per instance (the CPU backend only). */
+#define DS__BS_IS_HOST(stage) (DS__BS_IS_ARTIC(stage) || DS__BS_IS_IMPLICIT(stage))
 
 /* Arrays of one stage launch. Sizes per instance: n3 = 3 nparticle,
  * s3 = 3 nslot; the bad-cell array holds ntet + nparticle ints. */
@@ -142,6 +157,9 @@ typedef struct dsBatchArgs {
   dsReal* aso;        /* B x nas: state at t + 1 (forward) */
   dsReal* asc;        /* NULL, or a second copy of it (checkpoint) */
   dsReal* aadj;       /* B x nas: in: adjoint of state t + 1; out: of state t */
+  /* the implicit integrator: the batch's per-instance solver contexts
+     (host, engine/batch_implicit.h), NULL for a semi-implicit model */
+  void* imp;
 } dsBatchArgs;
 
 #if defined(__CUDACC__)
@@ -151,6 +169,9 @@ typedef struct dsBatchArgs {
 /* engine/batch_artic.c: articulation stage `stage` for instance b
  * (engine/batch_artic_body.h's ds__bs_artic_run, compiled once for the host) */
 void ds__bs_artic(int stage, const dsBatchArgs* a, int b);
+/* engine/batch_implicit.c: implicit-integrator stage `stage` for instance b
+ * (host only: the CUDA backend refuses the implicit integrator) */
+void ds__bs_implicit(int stage, const dsBatchArgs* a, int b);
 #endif
 
 /* One kernel launch: up to DS__BL_PARTS parts that run side by side
@@ -204,6 +225,7 @@ DS_HD DS_INLINE int ds__bstage_count(const dsBatchArgs* a, int stage) {
     case DS__BS_REDUCE: return DS__BS_NREDUCE;
     case DS__BS_ARTIC_FWD: case DS__BS_ARTIC_BWD: case DS__BS_ARTIC_RESET: case DS__BS_ARTIC_FINISH:
       return a->nas > 0 ? 1 : 0;
+    case DS__BS_IMPLICIT_FWD: case DS__BS_IMPLICIT_BWD: return a->imp ? 1 : 0;
     default: return 1;
   }
 }
@@ -518,6 +540,11 @@ DS_HD DS_INLINE void ds__bstage_run(int stage, const dsBatchArgs* a, int e, int 
       ds__bs_artic_run(stage, a, b);
 #else
       ds__bs_artic(stage, a, b);
+#endif
+      break;
+    case DS__BS_IMPLICIT_FWD: case DS__BS_IMPLICIT_BWD:
+#if !defined(__CUDACC__)
+      ds__bs_implicit(stage, a, b);
 #endif
       break;
     default: break;

@@ -45,15 +45,28 @@ void ds__host_batch_close(void* ctx) { ds__free(ctx); }
 int ds__host_batch_run(void* ctx, const dsBatchLaunch* l) {
   dsCpuBatch* c = (dsCpuBatch*)ctx;
   long long work = 0;
-  for (int p = 0; p < l->nparts; p++)
+  int imp = 0;
+  for (int p = 0; p < l->nparts; p++) {
     work += (long long)l->part[p].count * l->B * (DS__BS_IS_ARTIC(l->part[p].stage[0]) ? DS__BS_ARTIC_WEIGHT : 1);
+    imp |= DS__BS_IS_IMPLICIT(l->part[p].stage[0]) && l->part[p].count > 0;
+  }
   if (work <= 0) return 0;
+  /* An implicit substep is a Newton solve over the whole instance, whose
+     own loops run on the threads the launch leaves free: over the
+     instances when there are several, within the one instance otherwise */
+  if (imp) work = l->B > 1 ? DS__BATCH_PAR_MIN : 0;
   const int key = l->part[l->nparts - 1].stage[0];
   dsThreadPick* pick = c && key >= 0 && key < DS__BS_COUNT ? &c->pick[key] : NULL;
   int arm;
   const int nt = ds__pick_begin(pick, work, DS__BATCH_PAR_MIN, &arm);
   const double t0 = arm >= 0 ? ds__clock() : 0;
   (void)nt;
+#ifdef _OPENMP
+  /* no nested teams inside a launch on several threads (an instance's
+     solver loops would oversubscribe the cores) */
+  const int levels = omp_get_max_active_levels();
+  if (imp && nt > 1) omp_set_max_active_levels(1);
+#endif
 #pragma omp parallel num_threads(nt) if (nt > 1)
   for (int p = l->nparts - 1; p >= 0; p--) { /* last to first: see dsBatchLaunch */
     const dsBatchPart* q = l->part + p;
@@ -71,6 +84,9 @@ int ds__host_batch_run(void* ctx, const dsBatchLaunch* l) {
         for (int o = 0; o < q->nops; o++) ds__bstage_run(q->stage[o], q->a + o, (int)(k % count), (int)(k / count));
     }
   }
+#ifdef _OPENMP
+  if (imp && nt > 1) omp_set_max_active_levels(levels);
+#endif
   if (arm >= 0) ds__pick_end(pick, arm, ds__clock() - t0);
   return 0;
 }

@@ -64,7 +64,9 @@ typedef struct dsBatchLayout {
   int B, T, K, nstate, nseg, act_cap, fext_cap;
   int np, nact, ntet, nslot, nscr;
   int nas;                       /* an articulation's state (nq + nv; 0: none); nact is then its nu */
-  size_t art_bytes;              /* host bytes per instance of its kernels' scratch (engine/batch_artic.h) */
+  int imp;                       /* 1: the implicit integrator (engine/batch_implicit.h) */
+  size_t art_bytes;              /* host bytes per instance of an articulation's kernel scratch
+                                    (engine/batch_artic.h) or the implicit integrator's workspace */
   size_t n3, s3;                 /* reals per instance of a state array, of the slot arrays */
   int where[DS__MF_COUNT];       /* DS__BL_* */
   size_t off[DS__MF_COUNT];      /* shared: in reals / ints; instance: within a parameter block */

@@ -22,6 +22,7 @@
 
 #include "base/internal.h"
 #include "engine/batch_artic.h"
+#include "engine/batch_implicit.h"
 #include "engine/batch_priv.h"
 #include "engine/engine_priv.h"
 
@@ -42,6 +43,7 @@ struct dsBatchSim {
   int* fext_rec;     /* per substep: external-force record, -1: none (0) */
   int* hstatus;      /* B x 3 */
   dsBatchArtic* art; /* an articulated model's per-instance contexts, or NULL */
+  dsBatchImplicit* imp; /* the implicit integrator's per-instance contexts, or NULL */
   int t, bt, act_n, fext_n, cur_act, cur_fext, seg_start, failed;
   dsErrBuf err, merr;
 };
@@ -84,10 +86,6 @@ int ds__bsim_layout(const dsModel* m, const dsBatchSimDef* def, dsBatchLayout* L
                       "batch: the model has an articulation and %d activations; the batched engine takes the "
                       "articulation's actions as its activations (expected none of its own)",
                       m->nact);
-  if (m->integrator != DS_INTEGRATOR_SEMI_IMPLICIT)
-    return ds__puterr(err, errlen, DS_ERR_UNSUPPORTED,
-                      "batch: the model uses the implicit integrator; the batched engine (CPU and CUDA) runs "
-                      "semi-implicit Euler only: use the single-instance engine");
   dsForceLayout FL;
   ds__force_layout(m, &FL);
   if (FL.nslot > (1 << 29)) return ds__puterr(err, errlen, DS_ERR_RANGE, "batch: %lld element slots", FL.nslot);
@@ -100,7 +98,8 @@ int ds__bsim_layout(const dsModel* m, const dsBatchSimDef* def, dsBatchLayout* L
   L->np = m->nparticle;
   L->nact = m->artic ? m->artic_nu : m->nact; /* an articulation's actions are its activations */
   L->nas = m->artic ? m->artic_nq + m->artic_nv : 0;
-  L->art_bytes = ds__batch_artic_bytes(m);
+  L->imp = m->integrator == DS_INTEGRATOR_IMPLICIT;
+  L->art_bytes = ds__batch_artic_bytes(m) + ds__batch_implicit_bytes(m);
   L->ntet = m->ntet;
   L->nslot = (int)FL.nslot;
   L->nscr = (int)FL.nscratch;
@@ -264,12 +263,24 @@ void ds_bsim_free(dsBatchSim* s) {
   ds__free(s->act_rec);
   ds__free(s->fext_rec);
   ds__free(s->hstatus);
+  ds__batch_implicit_free(s->imp);
   ds__free(s);
 }
 
 static int be_fail(dsBatchSim* s, int rc, const char* what) {
   return ds__seterr(&s->err, rc ? rc : DS_ERR_CUDA, "batch (%s): %s failed: %s", s->be->name, what,
                     s->be->last_error(s->ctx));
+}
+
+/* What the CUDA backend does not run (its CPU backend does): 0 or the refusal. */
+static int host_only(const dsBatchLayout* L, dsDevice dev, char* err, size_t errlen) {
+  if (dev.kind != DS_DEVICE_CUDA) return 0;
+  if (L->imp)
+    return ds__puterr(err, errlen, DS_ERR_UNSUPPORTED,
+                      "batch device cuda: the model uses the implicit integrator (physics.integrator implicit); the "
+                      "CUDA backend of the batched engine does not run it yet (its CPU backend does): use device "
+                      "cpu, or the semi-implicit integrator on cuda");
+  return 0;
 }
 
 /* instance b's "artic.param" in backend memory (the CPU backend's is host memory) */
@@ -285,6 +296,7 @@ int ds_bsim_create(const dsModel* m, const dsBatchSimDef* def, dsBatchSim** out,
   dsBatchLayout L;
   int rc = ds__bsim_layout(m, &d, &L, err, errlen);
   if (rc) return rc;
+  if ((rc = host_only(&L, d.device, err, errlen))) return rc;
   rc = ds_device_check("batch device", d.device, err, errlen);
   if (rc) return rc;
   const dsBackend* be = ds__backend(d.device.kind);
@@ -300,6 +312,7 @@ int ds__bsim_create_on(const dsModel* m, const dsBatchSimDef* def, const dsBacke
   dsBatchLayout L;
   int rc = ds__bsim_layout(m, &d, &L, err, errlen);
   if (rc) return rc;
+  if ((rc = host_only(&L, d.device, err, errlen))) return rc;
   dsBatchSim* s = (dsBatchSim*)ds__calloc(1, sizeof *s);
   if (!s) return ds__puterr(err, errlen, DS_ERR_NOMEM, "batch: out of memory");
   s->m = m;
@@ -338,8 +351,9 @@ int ds__bsim_create_on(const dsModel* m, const dsBatchSimDef* def, const dsBacke
   dsModel* dv = (dsModel*)ds__calloc((size_t)B, sizeof(dsModel));
   dsGrad* gv = (dsGrad*)ds__calloc((size_t)B, sizeof(dsGrad));
   if (s->R && m->artic) s->art = ds__batch_artic_create(m, B, artic_param_of, s, be, s->ctx);
+  if (L.imp) s->imp = ds__batch_implicit_create(m, B);
   if (!s->R || !s->I || !s->V || !s->hparam || !s->hview || !s->act_rec || !s->fext_rec || !s->hstatus || !dv ||
-      !gv || (m->artic && !s->art)) {
+      !gv || (m->artic && !s->art) || (L.imp && !s->imp)) {
     ds__free(dv);
     ds__free(gv);
     rc = ds__puterr(err, errlen, DS_ERR_NOMEM, "batch of %d on %s: cannot allocate %s", B,
@@ -423,6 +437,7 @@ static dsBatchArgs base_args(const dsBatchSim* s) {
   a.nscr = L->nscr;
   a.nas = L->nas;
   a.ascr = s->art ? s->art->ascr : NULL;
+  a.imp = s->imp;
   return a;
 }
 
@@ -507,6 +522,7 @@ static int forward(dsBatchSim* s, dsBatchArgs* a) {
   if (s->L.nas) return run(s, DS__BS_ARTIC_FWD, a); /* a has as, aso (, asc) set too */
   a->ef = s->R + s->L.o_ef[0];
   a->J = s->R + s->L.o_J[0];
+  if (s->L.imp) return run(s, DS__BS_IMPLICIT_FWD, a); /* one Newton solve per instance */
   for (int stage = DS__BS_ELEM_FWD0; stage <= DS__BS_GATHER_FWD; stage++) {
     int rc = run(s, stage, a);
     if (rc) return rc;
@@ -526,6 +542,7 @@ int ds_bsim_reset(dsBatchSim* s) {
   s->seg_start = -1;
   s->failed = 0;
   memset(s->hstatus, 0, 3 * (size_t)L->B * sizeof(int));
+  ds__batch_implicit_clear(s->imp, -1, 0);
   int rc = s->be->zero(s->ctx, s->I + L->o_bad, (L->nint - L->o_bad) * sizeof(int));
   if (rc) return be_fail(s, rc, "clearing the failure flags");
   dsBatchArgs a = base_args(s);
@@ -584,6 +601,7 @@ static int rewind_to(dsBatchSim* s, int t, const dsReal* x, const dsReal* v, con
     s->cur_fext = t > 0 ? s->fext_rec[t - 1] : -1;
   }
   memset(s->hstatus, 0, 3 * (size_t)L->B * sizeof(int));
+  ds__batch_implicit_clear(s->imp, -1, 0);
   rc = s->be->zero(s->ctx, s->I + L->o_bad, (L->nint - L->o_bad) * sizeof(int));
   if (rc) return be_fail(s, rc, "clearing the failure flags");
   dsReal *cx, *cv;
@@ -701,11 +719,21 @@ static int check(dsBatchSim* s, int* status) {
   if (rc) return be_fail(s, rc, "reading the status");
   int first = 0;
   for (int b = 0; b < L->B; b++) {
-    const int* st = s->hstatus + 3 * (size_t)b;
+    int* st = s->hstatus + 3 * (size_t)b;
+    /* a failed Newton solve (host memory: the CPU backend only), unless a
+       flag of an earlier substep came first; no element to name */
+    const int nf = s->imp ? s->imp->fail[b] : -1;
+    if (nf >= 0 && (st[0] == 0 || nf <= st[1])) {
+      st[0] = DS_ERR_DIVERGED;
+      st[1] = nf;
+      st[2] = -1;
+    }
     if (status) status[b] = st[0];
     if (st[0] && !first) {
       first = st[0];
-      if (st[0] == DS_ERR_INVERTED)
+      if (st[2] < 0) /* the solver's own message: substep, iterations, residual */
+        ds__seterr(&s->err, st[0], "instance %d: %s", b, ds__errmsg(&s->imp->eb[b]));
+      else if (st[0] == DS_ERR_INVERTED)
         ds__seterr(&s->err, st[0], "instance %d: substep %d: tet %d inverted (J <= 0)", b, st[1], st[2]);
       else
         ds__seterr(&s->err, st[0], "instance %d: substep %d: particle %d position or velocity is not finite", b,
@@ -855,6 +883,7 @@ int ds_bsim_set_instance(dsBatchSim* s, int b, const dsReal* x, const dsReal* v)
   if (!rc) rc = s->be->zero(s->ctx, s->I + L->o_bad + (size_t)b * nb, nb * sizeof(int));
   if (rc) return be_fail(s, rc, "uploading an instance's state");
   memset(s->hstatus + 3 * (size_t)b, 0, 3 * sizeof(int));
+  ds__batch_implicit_clear(s->imp, b, 0);
   return 0;
 }
 
@@ -1006,6 +1035,7 @@ int ds_bsim_backward_begin(dsBatchSim* s, const dsReal* adj_x, const dsReal* adj
   if (rc) return be_fail(s, rc, "clearing adjoints");
   s->bt = s->t;
   s->seg_start = -1;
+  ds__batch_implicit_clear(s->imp, -1, 1);
   if (adj_x || adj_v) return ds_bsim_add_adjoint(s, adj_x, adj_v);
   return 0;
 }
@@ -1079,6 +1109,30 @@ static dsBatchArgs bwd_args(const dsBatchSim* s, int t) {
   return a;
 }
 
+/* ds_bsim_backward_step of an implicit model: one stage per substep (the
+ * transposed solve and the parameter gradients of engine/implicit.c, which
+ * also adds the control adjoints to the call's sums). A failed adjoint
+ * solve ends the call after its substep with the instance's message; the
+ * others' adjoints stay exact, the instance's are NaN from there on. */
+static int implicit_backward(dsBatchSim* s, int nsub, dsReal* adj_act, dsReal* adj_fext) {
+  const dsBatchLayout* L = &s->L;
+  int rc = 0;
+  for (int j = 0; j < nsub && !rc; j++) {
+    const int t = s->bt - 1;
+    if (L->K > 1 && (rc = load_segment(s, t))) return rc;
+    const dsBatchArgs a = bwd_args(s, t);
+    if ((rc = run(s, DS__BS_IMPLICIT_BWD, &a))) return rc;
+    s->bt = t;
+    for (int b = 0; b < L->B && !rc; b++)
+      if (s->imp->bfail[b] == t)
+        rc = ds__seterr(&s->err, DS_ERR_DIVERGED, "instance %d: backward: %s", b, ds__errmsg(&s->imp->eb[b]));
+  }
+  if (rc) return rc;
+  if (adj_act && L->nact) rc = s->be->get(s->ctx, adj_act, s->R + L->o_aact[0], (size_t)L->B * L->nact * sizeof(dsReal));
+  if (!rc && adj_fext) rc = s->be->get(s->ctx, adj_fext, s->R + L->o_afext[0], bn3(s) * sizeof(dsReal));
+  return rc ? be_fail(s, rc, "reading control adjoints") : 0;
+}
+
 /* The tail of a backward substep (REDUCE and ACCUMULATE read only what the
  * substep wrote; they write gradient scalars and the control adjoints,
  * which no other stage touches) as parts of l. */
@@ -1126,6 +1180,7 @@ int ds_bsim_backward_step(dsBatchSim* s, int nsub, dsReal* adj_act, dsReal* adj_
     if (!rc && adj_fext) rc = s->be->get(s->ctx, adj_fext, s->R + L->o_afext[0], n * sizeof(dsReal)); /* zeros */
     return rc ? be_fail(s, rc, "reading control adjoints") : 0;
   }
+  if (L->imp) return implicit_backward(s, nsub, adj_act, adj_fext);
   dsBatchArgs tail; /* the pending tail's substep */
   int have_tail = 0, integ_done = -1;
   dsBatchLaunch l;

@@ -285,11 +285,6 @@ static int build_sized(dsEnv* e) {
             : def->obs_state == DS_OBS_STATE_JOINTS ? m->artic_nq + m->artic_nv
                                                     : 0;
   const int batched = def->device.kind == DS_DEVICE_CUDA || def->batch_engine;
-  if (batched && m->integrator == DS_INTEGRATOR_IMPLICIT)
-    return ds__seterr(&e->err, DS_ERR_UNSUPPORTED,
-                      "%s: physics.integrator implicit runs on the CPU engine only, not on the batched engine; use "
-                      "device cpu (and physics.batched_engine false)",
-                      e->cls->name);
   /* an articulation's actions are the batched engine's activations (ds__env_bs_act) */
   if (batched && ((!e->cls->act_first && !m->artic) || m->nbody || e->cls->uses_external_force)) {
     char dn[32];

@@ -13,6 +13,8 @@
  *     and close gradients again;
  *   - a checkpointed tape (control-fem, every 7 substeps), both loss kinds
  *     and a parameter change between episodes;
+ *   - control-fem with the implicit integrator at 10x its step (full and
+ *     checkpointed tapes; refused on CUDA);
  *   - refusals, with the class named: control-cloth (velocity impulses) and
  *     rigid-toss (rigid bodies).
  * With a CUDA device visible, every comparison runs again with the envs on
@@ -175,11 +177,24 @@ static void backward_all(const char* name, dsEnv* a, dsEnv* b) {
   free(gb);
 }
 
-static void compare_class(const char* cname, int ckpt, int loss_kind, const char* set_param) {
+/* implicit: physics.integrator implicit at 10x the step, as
+ * configs/control-fem-implicit.json (and 10x fewer substeps), on a small gear */
+static void compare_class(const char* cname, int ckpt, int loss_kind, const char* set_param, int implicit) {
   dsEnvDef def = ds_default_env_def(cname);
   def.control_interval = 16;
   def.render_interval = 24; /* frames inside steps */
   def.substeps = 100;       /* a short last step */
+  if (implicit) {
+    char err[512];
+    CHECK_INT_EQ(ds_env_def_set(&def, "physics.integrator", "implicit", err, sizeof err), 0);
+    CHECK_INT_EQ(ds_env_def_set(&def, "contact.smooth", "0.01", err, sizeof err), 0);
+    CHECK_INT_EQ(ds_env_def_set(&def, "gear.teeth", "6", err, sizeof err), 0); /* a small gear: 120 particles */
+    CHECK_INT_EQ(ds_env_def_set(&def, "gear.layers", "1", err, sizeof err), 0);
+    def.dt *= 10;
+    def.control_interval = 2;
+    def.render_interval = 3;
+    def.substeps = 13;
+  }
   def.render_last = 1;
   def.width = def.height = 32;
   def.supersample = 1;
@@ -188,8 +203,17 @@ static void compare_class(const char* cname, int ckpt, int loss_kind, const char
   if (ckpt) def.checkpoint_every = ckpt;
   if (loss_kind >= 0) def.loss_kind = loss_kind;
   char name[96];
-  snprintf(name, sizeof name, "%s%s%s", cname, ckpt ? " (checkpointed)" : "",
+  snprintf(name, sizeof name, "%s%s%s%s", cname, implicit ? " (implicit)" : "", ckpt ? " (checkpointed)" : "",
            loss_kind == DS_ENV_LOSS_IMAGE_SUM ? " (image sum)" : "");
+  if (implicit && g_cuda) { /* the CUDA backend does not run it */
+    dsEnv* e = NULL;
+    char err[512];
+    def.device = (dsDevice){DS_DEVICE_CUDA, 0};
+    CHECK_INT_EQ(ds_env_create(&def, &e, err, sizeof err), DS_ERR_UNSUPPORTED);
+    CHECK_STR_CONTAINS(err, "implicit integrator");
+    printf("%s: refused on cuda:0\n", name);
+    return;
+  }
   dsEnv* a = make(&def, 0);
   dsEnv* b = make(&def, 1);
   if (!a || !b) {
@@ -311,11 +335,15 @@ int main(void) {
   set_device();
   for (g_cuda = 0; g_cuda <= (ds_cuda_device_count() > 0); g_cuda++) {
     printf("---- batched engine on %s\n", g_cuda ? "cuda:0" : "the CPU");
-    compare_class("walker", 0, -1, "initial_position");
-    compare_class("walker-springs", 0, DS_ENV_LOSS_IMAGE_SUM, "spring.ke");
-    compare_class("control-fem", 0, -1, "tet.k_mu");
-    compare_class("control-fem", 7, DS_ENV_LOSS_IMAGE_SUM, "particle.mass");
-    compare_class("beam", 0, -1, "tet.k_lambda");
+    compare_class("walker", 0, -1, "initial_position", 0);
+    compare_class("walker-springs", 0, DS_ENV_LOSS_IMAGE_SUM, "spring.ke", 0);
+    compare_class("control-fem", 0, -1, "tet.k_mu", 0);
+    compare_class("control-fem", 7, DS_ENV_LOSS_IMAGE_SUM, "particle.mass", 0);
+    compare_class("beam", 0, -1, "tet.k_lambda", 0);
+    if (!DS_SINGLE) { /* the implicit step is checked in double (tests/test_implicit) */
+      compare_class("control-fem", 0, -1, "tet.k_mu", 1);
+      compare_class("control-fem", 3, DS_ENV_LOSS_IMAGE_SUM, "particle.mass", 1);
+    }
     refused("control-cloth", "velocities or external forces");
     refused("rigid-toss", "rigid bodies");
     forward_only();

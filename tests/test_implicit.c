@@ -13,7 +13,8 @@
  * beam at 20x the semi-implicit stable step stays bounded and loses energy
  * under backward Euler, while the semi-implicit step at that size is
  * reported as DS_ERR_DIVERGED; the config keys env.physics.integrator and
- * the solver settings reach the model, and the batched engine refuses it;
+ * the solver settings reach the model, and the batched engine's CUDA
+ * backend refuses it (its CPU backend runs it: tests/test_batch_implicit);
  * the walker at 10x its bundled step: the activations' gradient of a planar
  * model does not change when the loss weights z by 1e10 (the adjoint's
  * row-by-row refinement).
@@ -510,12 +511,18 @@ static void error_checks(void) {
   fprintf(stderr, "non-convergence: %s\n", ds_data_last_error(d));
   CHECK_INT_EQ(ds_step(m, d), DS_ERR_STATE); /* reset first */
   ds_data_free(d);
-  /* the batched engine runs semi-implicit Euler only: refused, not run as such */
+  /* the batched engine (CPU) reports it naming the instance; its CUDA backend refuses the model */
   {
     dsBatchSimDef bd = ds_default_batch_sim_def();
     bd.batch = 2;
     dsBatchSim* bs = NULL;
-    char berr[256];
+    char berr[512];
+    CHECK_INT_EQ(ds_bsim_create(m, &bd, &bs, berr, sizeof berr), 0);
+    CHECK_INT_EQ(ds_bsim_step(bs, 1, NULL), DS_ERR_DIVERGED);
+    CHECK_STR_CONTAINS(ds_bsim_last_error(bs), "instance 0: substep 0: implicit step: Newton did not converge in 1");
+    ds_bsim_free(bs);
+    bs = NULL;
+    bd.device = (dsDevice){DS_DEVICE_CUDA, 0};
     CHECK_INT_EQ(ds_bsim_create(m, &bd, &bs, berr, sizeof berr), DS_ERR_UNSUPPORTED);
     CHECK_STR_CONTAINS(berr, "implicit integrator");
     CHECK(bs == NULL);
@@ -799,10 +806,15 @@ static void config_checks(void) {
   CHECK_INT_EQ(m->solver.cg_max_iter, 77);
   CHECK_CLOSE(m->solver.adjoint_tol, 1e-11, 0, 0);
   ds_env_destroy(env);
-  /* the batched engine has no implicit step */
+  /* the batched engine runs it on the CPU (tests/test_batch_implicit, tests/test_env_device); its
+     CUDA backend refuses it, whether or not this build has CUDA */
   def.batch_engine = 1;
+  CHECK_INT_EQ(ds_env_create(&def, &env, err, sizeof err), 0);
+  ds_env_destroy(env);
+  def.device = (dsDevice){DS_DEVICE_CUDA, 0};
   CHECK_INT_EQ(ds_env_create(&def, &env, err, sizeof err), DS_ERR_UNSUPPORTED);
-  CHECK_STR_CONTAINS(err, "physics.integrator implicit runs on the CPU engine only");
+  CHECK_STR_CONTAINS(err, "implicit integrator");
+  CHECK_STR_CONTAINS(err, "use device cpu");
 }
 
 /* ---- the walker at 10x its bundled step: a planar model's adjoint -------------------

@@ -40,8 +40,16 @@
  * ds_bsim_rewind_artic, ds_bsim_set_artic_instance; the vertices' x, v are
  * posed from it, so they cannot be set themselves).
  *
+ * A model with the implicit integrator (DS_INTEGRATOR_IMPLICIT) runs on
+ * the CPU backend too: each instance's substep is the serial engine's
+ * Newton solve and its backward the serial engine's transposed solve, on
+ * the instance's parameters with a solver workspace of its own made here
+ * (docs/integrators.md). A solve that fails fails its instance only (its
+ * state, or its adjoints, NaN from that substep on; the message is the
+ * serial engine's, after the instance's number).
+ *
  * Not supported (create refuses with a message): rigid bodies; an
- * articulation on CUDA. */
+ * articulation or the implicit integrator on CUDA. */
 #ifndef DSIM_ENGINE_BATCH_H
 #define DSIM_ENGINE_BATCH_H
 
@@ -82,7 +90,8 @@ typedef struct dsBatchPlan {
   size_t shared_bytes;    /* topology and rest shapes, once */
   size_t view_bytes;      /* per-instance model and gradient views (pointer tables) */
   size_t device_bytes;    /* all of it where the instances run */
-  size_t work_bytes;      /* per instance: an articulation's kernel scratch (host, counted in device_bytes) */
+  size_t work_bytes;      /* per instance: an articulation's kernel scratch or the implicit integrator's solver
+                           * workspace (host, a bound; counted in device_bytes) */
 } dsBatchPlan;
 
 DS_API int ds_bsim_plan(const dsModel* m, const dsBatchSimDef* def, dsBatchPlan* plan, char* err, size_t errlen);
@@ -140,7 +149,9 @@ DS_API int ds_bsim_set_fext(dsBatchSim* s, const dsReal* fext);
  * the instance's first DS_ERR_INVERTED / DS_ERR_DIVERGED since the reset;
  * the call returns the first failed instance's code (its message names the
  * instance, the substep and the element) or 0. A failed instance keeps
- * stepping on garbage until the next reset; the others are not affected. */
+ * stepping on garbage until the next reset (with the implicit integrator:
+ * its state stays NaN, no solve is tried again); the others are not
+ * affected. */
 DS_API int ds_bsim_step(dsBatchSim* s, int nsub, int* status);
 /* Instance b's current state (nparticle x 3 each; NULL: kept) and its
  * failure cleared; the other instances and the substep count are untouched.
@@ -148,7 +159,7 @@ DS_API int ds_bsim_step(dsBatchSim* s, int nsub, int* status);
 DS_API int ds_bsim_set_instance(dsBatchSim* s, int b, const dsReal* x, const dsReal* v);
 /* Instance b's failure as the last ds_bsim_step found it: its code (0: none)
  * and the substep and element (tet for DS_ERR_INVERTED, particle for
- * DS_ERR_DIVERGED; -1 when none) it names. */
+ * DS_ERR_DIVERGED; -1 when none, and for an implicit step's failed solve) it names. */
 DS_API int ds_bsim_failure(const dsBatchSim* s, int b, int* substep, int* element);
 /* Current state (B x nparticle x 3 each; either may be NULL). */
 DS_API int ds_bsim_get_state(const dsBatchSim* s, dsReal* x, dsReal* v);
@@ -171,7 +182,10 @@ DS_API int ds_bsim_set_artic_instance(dsBatchSim* s, int b, const dsReal* state)
  * adjoints would). add_adjoint adds dL/d(state at the current backward
  * substep). finish (at substep 0) adds the adjoints to the initial state's
  * gradient. An instance that failed in the episode gets meaningless
- * adjoints and gradients; the others' are exact. */
+ * adjoints and gradients; the others' are exact. With the implicit
+ * integrator, a transposed solve that fails ends backward_step after that
+ * substep with DS_ERR_DIVERGED naming the instance (its adjoints NaN from
+ * there on; the others' exact, and later calls go on). */
 DS_API int ds_bsim_backward_begin(dsBatchSim* s, const dsReal* adj_x, const dsReal* adj_v);
 DS_API int ds_bsim_backward_step(dsBatchSim* s, int nsub, dsReal* adj_act, dsReal* adj_fext);
 DS_API int ds_bsim_add_adjoint(dsBatchSim* s, const dsReal* adj_x, const dsReal* adj_v);
