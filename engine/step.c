@@ -100,6 +100,20 @@ static inline void check_particle(dsStepCheck* ck, const dsReal* x, const dsReal
   }
 }
 
+/* Whether work for nt threads needs its own parallel region: more than one
+ * thread, or (for one) a caller already in an active region (a batch's
+ * loop over instances), whose team the work's orphaned loops and barriers
+ * would otherwise bind to. Else the work is called directly (see
+ * substep_team). */
+static int region_needed(int nt) {
+#ifdef _OPENMP
+  return nt > 1 || omp_in_parallel();
+#else
+  (void)nt;
+  return 0;
+#endif
+}
+
 /* ds__substep's work, run by every thread of a team (or, for one thread,
  * called without a parallel region: an OpenMP region of one thread still
  * costs a futex call at every barrier and at its end, a third of the CPU
@@ -194,10 +208,10 @@ void ds__substep(const dsModel* m, const dsReal* x, const dsReal* v, const dsRea
   int adiff = 0, fdiff = 0;
   const int nab = ck && ck->act_prev ? (m->nact + DS__CMP_BLOCK - 1) / DS__CMP_BLOCK : 0;
   const int nfb = ck && ck->fext_prev ? (3 * np + DS__CMP_BLOCK - 1) / DS__CMP_BLOCK : 0;
-const SubFwd sf = {m,  &L, &pa, x,  v,   act, fext,      bs, bfext, ef,  J,   xo, vo, bso, fr, integrate, np,
+  const SubFwd sf = {m,  &L, &pa, x,  v,   act, fext,      bs, bfext, ef,  J,   xo, vo, bso, fr, integrate, np,
                      nab, nfb, ck, &adiff, &fdiff};
-  if (nt > 1) {
-#pragma omp parallel num_threads(nt)
+  if (region_needed(nt)) {
+#pragma omp parallel num_threads(nt) if (nt > 1)
     substep_team(&sf);
   } else
     substep_team(&sf);
@@ -602,17 +616,17 @@ int ds_backward_step(const dsModel* m, dsData* d, dsGrad* g, dsReal* adj_act, ds
 #define DS__RIGID_BWD(b)                                                                                  \
   ds__rigid_bwd(m, b, xt, vt, fext_t, bst, bst1, bfext_t, d->adj_x, d->adj_v, d->adj_body, af, av, d->adj_body_fext, \
                 g, agb + 3 * (size_t)(b))
-    if (nt > 1) {
-#pragma omp parallel for schedule(static) num_threads(nt)
+    if (region_needed(nt)) {
+#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
       for (int b = 0; b < m->nbody; b++) DS__RIGID_BWD(b);
     } else /* no region for one thread (see substep_team) */
       for (int b = 0; b < m->nbody; b++) DS__RIGID_BWD(b);
 #undef DS__RIGID_BWD
   }
-const SubBwd sb = {m, &L, &pa, xt, vt, act, af, aex, aev, g, adj_act, scr, pre_x, pre_v, n3, chain, dp, seq, scr_c, av,
+  const SubBwd sb = {m, &L, &pa, xt, vt, act, af, aex, aev, g, adj_act, scr, pre_x, pre_v, n3, chain, dp, seq, scr_c, av,
                      np, &nteam};
-  if (nt > 1) {
-#pragma omp parallel num_threads(nt)
+  if (region_needed(nt)) {
+#pragma omp parallel num_threads(nt) if (nt > 1)
     backward_team(&sb);
   } else
     backward_team(&sb);
