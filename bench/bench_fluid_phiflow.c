@@ -3,7 +3,8 @@
  * closed 1 m box, the setup bench/phiflow_compare.py builds in PhiFlow.
  *
  *   bench_fluid_phiflow N ADVECTION TOLERANCE STEPS REPS [DENSITY_FILE]
- *     N x N cells (dx = 1/N m), ADVECTION "sl" (semi-Lagrangian) or "mc"
+ *     N x N cells (dx = 1/N m), or N x N x N with N written "N^3" (the 3-D
+ *     plume: a 1 m cube, y up, the source box [0.4, 0.6] along z too), ADVECTION "sl" (semi-Lagrangian) or "mc"
  *     (MacCormack), the pressure solve's relative tolerance, STEPS steps of
  *     dt = dx s. Prints one line of JSON: forward and forward + backward
  *     time per step (medians of REPS rollouts), the PCG iterations of the
@@ -11,8 +12,8 @@
  *     the gradient of L = sum_c w_c rho_c (w_c = (c mod 7) / 7, on the final
  *     density) with respect to the source's density rate and the norm of its
  *     gradient with respect to the initial face velocities. With
- *     DENSITY_FILE, the final density as N*N little-endian doubles, cell
- *     (i, j) at i + N j (x fastest, y up).
+ *     DENSITY_FILE, the final density as N*N (N*N*N) little-endian doubles,
+ *     cell (i, j, k) at i + N j + N^2 k (x fastest, y up).
  *   bench_fluid_phiflow  (no arguments; `make bench`)
  *     128^2, semi-Lagrangian, tolerance 1e-5, 50 steps, 3 repetitions.
  *
@@ -43,10 +44,10 @@ static void* xmalloc(size_t n) {
   return p;
 }
 
-static dsFluidDef plume(int n, int maccormack, double tol) {
+static dsFluidDef plume(int n, int dim3, int maccormack, double tol) {
   dsFluidDef def = ds_fluid_default_def();
   def.n[0] = def.n[1] = n;
-  def.n[2] = 1;
+  def.n[2] = dim3 ? n : 1;
   def.dx = 1.0 / n;
   def.dt = 1.0 / n; /* dt = dx: CFL 1 at 1 m/s */
   def.advection = maccormack ? DS_FLUID_MACCORMACK : DS_FLUID_SEMI_LAGRANGIAN;
@@ -57,7 +58,7 @@ static dsFluidDef plume(int n, int maccormack, double tol) {
   def.max_iterations = 100000; /* unpreconditioned CG on the other side needs O(n); MIC(0) far fewer */
   def.nsource = 1;
   dsFluidSource* s = &def.source[0];
-  s->box = (dsFluidBox){{0.4, 0.04, 0}, {0.6, 0.12, 1}};
+  s->box = dim3 ? (dsFluidBox){{0.4, 0.04, 0.4}, {0.6, 0.12, 0.6}} : (dsFluidBox){{0.4, 0.04, 0}, {0.6, 0.12, 1}};
   s->density_rate = 5;
   s->set_velocity = 1;
   s->velocity[1] = 0.5;
@@ -73,8 +74,8 @@ static double cfl(const dsFluidModel* m, const dsFluidData* d) {
   return mx * def->dt / def->dx;
 }
 
-static void run(int n, int mc, double tol, int steps, int reps, const char* out) {
-  dsFluidDef def = plume(n, mc, tol);
+static void run(int n, int dim3, int mc, double tol, int steps, int reps, const char* out) {
+  dsFluidDef def = plume(n, dim3, mc, tol);
   char err[512];
   dsFluidModel* m;
   if (ds_fluid_model_create(&def, &m, err, sizeof err)) die("model", err);
@@ -115,10 +116,10 @@ static void run(int n, int mc, double tol, int steps, int reps, const char* out)
     if (!fp || fwrite(rho, sizeof(double), (size_t)nc, fp) != (size_t)nc || fclose(fp)) die(out, "cannot write");
   }
   /* with reps > 1 the first rollout (page faults, cold caches) is one of the medians' samples, as on the other side */
-  printf("{\"n\": %d, \"advection\": \"%s\", \"tolerance\": %g, \"steps\": %d, \"reps\": %d, \"dt\": %.17g, "
+  printf("{\"n\": %d, \"dim\": %d, \"solver\": \"%s\", \"advection\": \"%s\", \"tolerance\": %g, \"steps\": %d, \"reps\": %d, \"dt\": %.17g, "
          "\"forward_ms\": %.4f, \"fwdbwd_ms\": %.4f, \"pcg_iterations_last\": %d, \"max_cfl\": %.4f, "
          "\"loss\": %.17g, \"mass\": %.17g, \"dloss_drate\": %.17g, \"dloss_dvel0_norm\": %.17g}\n",
-         n, mc ? "mc" : "sl", tol, steps, reps, def.dt, 1e3 * median(tf, reps), 1e3 * median(tb, reps), iters, maxcfl,
+         n, dim3 ? 3 : 2, ds_fluid_uses_fft(m) ? "fft" : "pcg", mc ? "mc" : "sl", tol, steps, reps, def.dt, 1e3 * median(tf, reps), 1e3 * median(tb, reps), iters, maxcfl,
          loss, mass, g.param[rate], sqrt(gv));
   free(w);
   free(g.velocity0);
@@ -132,14 +133,15 @@ static void run(int n, int mc, double tol, int steps, int reps, const char* out)
 int main(int argc, char** argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   if (argc == 1) {
-    run(128, 0, 1e-5, 50, 3, NULL);
+    run(128, 0, 0, 1e-5, 50, 3, NULL);
     return 0;
   }
-  if (argc < 6) die("usage", "bench_fluid_phiflow N sl|mc TOLERANCE STEPS REPS [DENSITY_FILE]");
+  if (argc < 6) die("usage", "bench_fluid_phiflow N|N^3 sl|mc TOLERANCE STEPS REPS [DENSITY_FILE]");
+  const char* cube = strstr(argv[1], "^3");
   int n = atoi(argv[1]), steps = atoi(argv[4]), reps = atoi(argv[5]);
   double tol = atof(argv[3]);
   if (n < 2 || steps < 1 || reps < 1 || !(tol > 0 && tol < 1)) die("usage", "N >= 2, STEPS >= 1, REPS >= 1, 0 < TOLERANCE < 1");
   if (strcmp(argv[2], "sl") && strcmp(argv[2], "mc")) die("usage", "ADVECTION is sl or mc");
-  run(n, !strcmp(argv[2], "mc"), tol, steps, reps, argc > 6 ? argv[6] : NULL);
+  run(n, cube != NULL, !strcmp(argv[2], "mc"), tol, steps, reps, argc > 6 ? argv[6] : NULL);
   return 0;
 }

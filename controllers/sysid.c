@@ -17,6 +17,9 @@
 #include "io/cfg.h"
 
 /* ---- definition and config keys --------------------------------------------- */
+/* L-BFGS's default stop on the loss: round-off of its start (sysid.loss_tolerance) */
+#define SYSID_LOSS_TOL 1e-15
+
 dsSysidDef ds_default_sysid_def(void) {
   dsSysidDef d;
   memset(&d, 0, sizeof d);
@@ -30,6 +33,7 @@ dsSysidDef ds_default_sysid_def(void) {
   d.momentum = 0.9;
   d.lbfgs_memory = 8;
   d.iterations = 60;
+  d.loss_tolerance = SYSID_LOSS_TOL;
   d.video = DS_SYSID_SYNTHETIC;
   d.camsim.cam = ds_default_camsim_def();
   d.camsim.fit_gain = 1;
@@ -130,6 +134,9 @@ static const dsConfigKey g_keys[] = {
     {"restarts", DS_KEY_INT, O(restarts), 0, 1000, NULL, 0,
      "lbfgs: when it stops before the iterations run out, start again from a new draw of every init_range (at "
      "most this many times); the estimate is the lowest loss of all starts"},
+    {"loss_tolerance", DS_KEY_DOUBLE, O(loss_tolerance), 0, 1, NULL, 0,
+     "lbfgs: stop once the loss is at most this fraction of its value at the start (of the stage); the default is "
+     "round-off, a larger value stops where the error is already far below what matters"},
     {"action", DS_KEY_REALS, O(action), -1e30, DS_SYSID_MAX_VEC, NULL, O(naction),
      "a known action held at every step (first values; the rest 0), e.g. rigid-toss's impulse, N s"},
     {NULL, DS_KEY_REAL, 0, 0, 0, NULL, 0, NULL}};
@@ -1534,7 +1541,9 @@ static int finish_iteration(dsSysid* s, dsSysidIter* it, int rc, int nev) {
   }
   /* L-BFGS: the loss at round-off of its start, or a gradient (within the
    * bounds) at round-off of its start: nothing left to find */
-  if (s->lb && !s->stop && s->f <= 1e-15 * s->f0) s->stop = "converged: loss at most 1e-15 of its initial value";
+  if (s->lb && !s->stop && s->f <= s->def.loss_tolerance * s->f0)
+    s->stop = s->def.loss_tolerance == SYSID_LOSS_TOL ? "converged: loss at most 1e-15 of its initial value"
+                                                      : "converged: loss at most sysid.loss_tolerance of its initial value";
   if (s->lb && !s->stop && pg <= SYSID_GTOL * s->g0)
     s->stop = "gradient tolerance: projected gradient at most 1e-10 of its initial norm";
   if (s->lb)

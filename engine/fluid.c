@@ -204,6 +204,30 @@ static void build_grids(dsFluidModel* m) {
   }
 }
 
+/* the velocity's axis weights at the node coordinates of every grid
+ * (dsFluidModel.vtab); 0 or DS_ERR_NOMEM */
+static int build_vtab(dsFluidModel* m) {
+  const FGrid* gs[4] = {&m->faceg[0], &m->faceg[1], &m->faceg[2], &m->cellg};
+  size_t n = 0;
+  for (int gi = 0; gi < 4; gi++)
+    if (gs[gi]->np)
+      for (int d = 0; d < m->dim; d++) n += (size_t)m->dim * (size_t)gs[gi]->cnt[d];
+  m->vtab_mem = ds__calloc(n, sizeof(FAxis));
+  if (!m->vtab_mem) return DS_ERR_NOMEM;
+  FAxis* t = m->vtab_mem;
+  for (int gi = 0; gi < 4; gi++) {
+    if (!gs[gi]->np) continue;
+    for (int a = 0; a < m->dim; a++)
+      for (int d = 0; d < m->dim; d++) {
+        m->vtab[gi][a][d] = t;
+        for (int i = 0; i < gs[gi]->cnt[d]; i++)
+          t[i] = axis_weights(&m->faceg[a], d, m->def.dx, (i + gs[gi]->off[d]) * m->def.dx);
+        t += gs[gi]->cnt[d];
+      }
+  }
+  return 0;
+}
+
 /* solid cells, active faces, source masks, the pressure matrix and its factor */
 static void build_masks(dsFluidModel* m) {
   const dsFluidDef* d = &m->def;
@@ -279,6 +303,10 @@ int ds_fluid_model_create(const dsFluidDef* def, dsFluidModel** out, char* err, 
   build_params(m);
   build_masks(m);
   m->def.solid_cells = NULL; /* the caller's array: copied into m->solid */
+  if (build_vtab(m)) {
+    ds_fluid_model_free(m);
+    return ds__puterr(err, errlen, DS_ERR_NOMEM, "fluid model: out of memory for the interpolation tables");
+  }
   if (def->solver == DS_FLUID_SOLVER_AUTO && ds__fluid_fft_build(m)) {
     ds_fluid_model_free(m);
     return ds__puterr(err, errlen, DS_ERR_NOMEM, "fluid model: out of memory for the FFT solve of %d cells", (int)nc);
@@ -300,6 +328,7 @@ void ds_fluid_model_free(dsFluidModel* m) {
   ds__free(m->precon);
   ds__free(m->pname);
   ds__free(m->pptr);
+  ds__free(m->vtab_mem);
   ds__free(m);
 }
 

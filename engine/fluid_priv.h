@@ -15,6 +15,13 @@ typedef struct FGrid {
   int np; /* cnt[0] cnt[1] cnt[2] */
 } FGrid;
 
+/* The linear interpolation along one axis at a coordinate: nodes i0, i1,
+ * weights 1 - f, f; dfdx = df/dx (0 where the coordinate is clamped). */
+typedef struct FAxis {
+  int i0, i1;
+  double f, dfdx;
+} FAxis;
+
 #define FL_PNAME 48
 /* parameter slots: alpha, beta, ambient, gravity xyz, then 5 per source */
 enum { FL_P_ALPHA = 0, FL_P_BETA = 1, FL_P_TAMB = 2, FL_P_GRAV = 3, FL_P_SRC = 6, FL_P_PER_SRC = 5 };
@@ -37,6 +44,11 @@ struct dsFluidModel {
   char (*pname)[FL_PNAME];
   double** pptr; /* nparam pointers into def */
   struct FluidFFT* fft; /* the FFT pressure solve (engine/fluid_fft.c), or NULL: PCG */
+  /* vtab[G][a][d][i]: the axis-d weights of face grid a at the coordinate of
+   * node i along axis d of grid G (G: face grids 0..2, cells 3), a, d < dim;
+   * sampling the velocity at the nodes of G reads them (engine/fluid_advect.h) */
+  FAxis* vtab[4][3][3];
+  FAxis* vtab_mem;
 };
 
 /* A state is one array: velocity (nvel), density (ncell), temperature (ncell). */

@@ -19,7 +19,8 @@ dist_configs_DATA += configs/pendulum.json configs/double-pendulum.json configs/
   configs/sysid-double-pendulum.json configs/sysid-beam-2mat.json configs/sysid-beam-3mat.json \
   configs/sysid-cloth-band.json configs/sysid-tiny-mass.json configs/control-fem-implicit.json configs/runner.json \
   configs/smoke-control.json configs/control-cloth-implicit.json configs/walker-implicit.json \
-  configs/smoke-plume.json configs/sysid-plume.json configs/sysid-plume-obstacle.json
+  configs/smoke-plume.json configs/sysid-plume.json configs/sysid-plume-obstacle.json \
+  configs/sysid-plume-64.json
 # sysid on footage from the camera simulator (docs/sysid.md, footage from a different renderer)
 dist_configs_DATA += configs/sysid-mass-camsim.json configs/sysid-beam-mu-camsim.json \
   configs/sysid-beam-lambda-camsim.json configs/sysid-cloth-camsim.json

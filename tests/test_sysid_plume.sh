@@ -3,6 +3,8 @@
 # filmed over 4 frames at 16 x 16 pixels; buoyancy.alpha and the inflow
 # velocity recovered from the synthetic video to a relative error below
 # 1e-3 each (the loss reads every frame: image adjoints of every step).
+# Then sysid.loss_tolerance: a run told to stop at 1e-6 of the first loss
+# stops on it, earlier than the first, with errors below 1e-2.
 set -u
 : "${DSIM:?DSIM must name the dsim binary}" "${DS_BUILDDIR:?}"
 if "$DSIM" info | grep -q "HDF5:       off"; then echo "SKIP: built without HDF5"; exit 77; fi
@@ -30,5 +32,20 @@ for name in buoyancy.alpha source.0.velocity.y; do
   are=$(awk -F, -v n="$name" '$0 ~ n { print $5 }' "$dir/p.csv")
   echo "$name: ARE $are"
   awk -v a="$are" 'BEGIN { exit !(a != "" && a < 1e-3) }' || { echo "FAIL: $name: relative error '$are', expected < 1e-3"; fail=1; }
+done
+# the loss tolerance: stops there, sooner than the round-off stop above
+"$DSIM" sysid "$dir/p.json" --set sysid.loss_tolerance=1e-6 --out "$dir/q.h5" --csv "$dir/q.csv" >"$dir/q.txt" 2>&1 ||
+  { cat "$dir/q.txt"; echo "FAIL: dsim sysid with sysid.loss_tolerance exited $?"; exit 1; }
+cat "$dir/q.txt"
+stop_at() { sed -n 's/^stopped after iteration \([0-9]*\): .*/\1/p' "$1"; }
+n1=$(stop_at "$dir/out.txt") n2=$(stop_at "$dir/q.txt")
+grep -q "^stopped after iteration [0-9]*: converged: loss at most sysid.loss_tolerance" "$dir/q.txt" ||
+  { echo "FAIL: the run with sysid.loss_tolerance=1e-6 did not stop on it"; fail=1; }
+[ -n "$n1" ] && [ -n "$n2" ] && [ "$n2" -lt "$n1" ] ||
+  { echo "FAIL: stopped after iteration '$n2' with the tolerance, '$n1' without (expected fewer)"; fail=1; }
+for name in buoyancy.alpha source.0.velocity.y; do
+  are=$(awk -F, -v n="$name" '$0 ~ n { print $5 }' "$dir/q.csv")
+  echo "loss_tolerance 1e-6: $name: ARE $are"
+  awk -v a="$are" 'BEGIN { exit !(a != "" && a < 1e-2) }' || { echo "FAIL: $name: relative error '$are', expected < 1e-2"; fail=1; }
 done
 exit $fail

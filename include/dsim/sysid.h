@@ -252,6 +252,7 @@ typedef struct dsSysidDef {
   int nviews;
   int restarts;           /* L-BFGS stopped before the iterations ran out: start again from a new draw of
                              init_range, this many times at most; the best is the lowest loss of all (0) */
+  double loss_tolerance;  /* L-BFGS stops at a loss at most this fraction of its first (1e-15: round-off) */
   uint64_t seed;          /* object draws (init_range, truth_range); object i uses seed + i
                              (not a config key: `dsim sysid` sets it from run.seed) */
 } dsSysidDef;
