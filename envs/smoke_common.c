@@ -150,7 +150,7 @@ int ds__smoke_check_obstacle(const dsSmokeObstacle* o, int axes, double size, ch
   if (!has_box(o)) return 0;
   for (int k = 0; k < axes; k++)
     if (!(o->lo[k] >= 0 && o->lo[k] < o->hi[k] && o->hi[k] <= size)) {
-      snprintf(err, errlen, "obstacle.lo, obstacle.hi: [%g, %g] in %c (expected 0 <= lo < hi <= grid.size %g, or lo = hi: none)",
+      snprintf(err, errlen, "obstacle.box_lo, obstacle.box_hi: [%g, %g] in %c (expected 0 <= lo < hi <= grid.size %g, or lo = hi: none)",
                (double)o->lo[k], (double)o->hi[k], "xyz"[k], size);
       return DS_ERR_CONFIG;
     }

@@ -50,20 +50,20 @@ int ds__smoke_check_kinds(const dsEnvDef* def, const char* cls, char* err, size_
  * given. Embedded in an env's parameters as `obs`. */
 #define DS__SMOKE_MESH_PATH 160
 typedef struct dsSmokeObstacle {
-  dsReal lo[3], hi[3];             /* [obstacle.lo], [obstacle.hi] */
+  dsReal lo[3], hi[3];             /* [obstacle.box_lo], [obstacle.box_hi] */
   char mesh[DS__SMOKE_MESH_PATH];  /* [obstacle.mesh] */
   dsReal position[3];              /* [obstacle.position] */
   dsReal scale;                    /* [obstacle.scale] */
   dsReal soft_center[3];           /* [soft_obstacle.center] */
   dsReal soft_half[3];             /* [soft_obstacle.half] */
-  dsReal soft_width;               /* [soft_obstacle.width] */
+  dsReal soft_width;               /* [soft_obstacle.wall] */
   dsReal soft_damping;             /* [soft_obstacle.damping]: 0, none */
 } dsSmokeObstacle;
 
 /* The keys of an env's `obs` member (P: the env's offsetof macro). */
 #define DS__SMOKE_OBSTACLE_KEYS(P)                                                                                   \
-  {"obstacle.lo", DS_KEY_VEC3, P(obs.lo), -1e3, 1e3, NULL, 0, "box obstacle, low corner, m (lo = hi: no box)"},       \
-      {"obstacle.hi", DS_KEY_VEC3, P(obs.hi), -1e3, 1e3, NULL, 0, "box obstacle, high corner, m"},                    \
+  {"obstacle.box_lo", DS_KEY_VEC3, P(obs.lo), -1e3, 1e3, NULL, 0, "box obstacle, low corner, m (lo = hi: no box)"},       \
+      {"obstacle.box_hi", DS_KEY_VEC3, P(obs.hi), -1e3, 1e3, NULL, 0, "box obstacle, high corner, m"},                    \
       {"obstacle.mesh", DS_KEY_STRING, P(obs.mesh), 0, DS__SMOKE_MESH_PATH, NULL, 0,                                \
        "mesh obstacle: a closed OBJ surface (a path, or a file of the bundled configs/models/; \"\": none), "       \
        "voxelised onto the grid (the cells whose centres it encloses are solid)"},                                 \
@@ -74,7 +74,7 @@ typedef struct dsSmokeObstacle {
        "soft (penalised, differentiable) obstacle: centre, m (parameters soft.0.position.x/y/z)"},                 \
       {"soft_obstacle.half", DS_KEY_VEC3, P(obs.soft_half), 0, 1e3, NULL, 0,                                       \
        "soft obstacle: half sides, m (> 0 on the grid's axes when damping > 0)"},                                   \
-      {"soft_obstacle.width", DS_KEY_REAL, P(obs.soft_width), 1e-6, 1e3, NULL, 0,                                  \
+      {"soft_obstacle.wall", DS_KEY_REAL, P(obs.soft_width), 1e-6, 1e3, NULL, 0,                                  \
        "soft obstacle: width of its smooth walls, m"},                                                             \
       {"soft_obstacle.damping", DS_KEY_REAL, P(obs.soft_damping), 0, 1e9, NULL, 0,                                 \
        "soft obstacle: damping rate inside, 1/s (0: none; parameter soft.0.damping; docs/fluids.md)"}

@@ -243,8 +243,8 @@ static void bad_input(void) {
 static void obstacle(void) {
   dsEnvDef def = small_def(8, 8, 1);
   char err[512] = "";
-  CHECK_INT_EQ(ds_env_def_set(&def, "obstacle.lo", "[0.2, 0.45, 0.2]", err, sizeof err), 0);
-  CHECK_INT_EQ(ds_env_def_set(&def, "obstacle.hi", "[0.8, 0.6, 0.8]", err, sizeof err), 0);
+  CHECK_INT_EQ(ds_env_def_set(&def, "obstacle.box_lo", "[0.2, 0.45, 0.2]", err, sizeof err), 0);
+  CHECK_INT_EQ(ds_env_def_set(&def, "obstacle.box_hi", "[0.8, 0.6, 0.8]", err, sizeof err), 0);
   static dsReal img[NPIX];
   dsEnv* env = NULL;
   CHECK_INT_EQ(ds_env_create(&def, &env, err, sizeof err), 0);

@@ -112,7 +112,7 @@ static void expect_create_error(dsEnvDef* def, int code, const char* key);
 /* An obstacle: the box's cells drawn in the solid colour; the same box as an
  * OBJ mesh (obstacle.mesh) gives the same episode bit for bit; the
  * adjoint around it is grad_check's (main). */
-static const char* const kBox[] = {"obstacle.lo", "[0.3, 0.55, 0]", "obstacle.hi", "[0.7, 0.7, 0]", NULL};
+static const char* const kBox[] = {"obstacle.box_lo", "[0.3, 0.55, 0]", "obstacle.box_hi", "[0.7, 0.7, 0]", NULL};
 
 static void obstacle(void) {
   const char* path = "test_smoke_env_box.obj";
@@ -153,16 +153,16 @@ static void obstacle(void) {
   CHECK_INT_EQ(ds_env_def_set(&def, "obstacle.position", "[5, 0, 0]", err, sizeof err), 0);
   expect_create_error(&def, DS_ERR_CONFIG, "encloses no cell centre");
   def = small_def(16, 8, 1);
-  CHECK_INT_EQ(ds_env_def_set(&def, "obstacle.lo", "[0.5, 0.5, 0]", err, sizeof err), 0);
-  CHECK_INT_EQ(ds_env_def_set(&def, "obstacle.hi", "[1.5, 0.6, 0]", err, sizeof err), 0);
-  expect_create_error(&def, DS_ERR_CONFIG, "obstacle.lo");
+  CHECK_INT_EQ(ds_env_def_set(&def, "obstacle.box_lo", "[0.5, 0.5, 0]", err, sizeof err), 0);
+  CHECK_INT_EQ(ds_env_def_set(&def, "obstacle.box_hi", "[1.5, 0.6, 0]", err, sizeof err), 0);
+  expect_create_error(&def, DS_ERR_CONFIG, "obstacle.box_lo");
   remove(path);
 }
 
 /* A soft obstacle's position and damping are env parameters with gradients. */
 static void soft_check(void) {
   static const char* const kv[] = {"soft_obstacle.center", "[0.47, 0.5, 0]", "soft_obstacle.half", "[0.15, 0.08, 0]",
-                                   "soft_obstacle.width",  "0.06",           "soft_obstacle.damping", "30", NULL};
+                                   "soft_obstacle.wall",  "0.06",           "soft_obstacle.damping", "30", NULL};
   dsEnv* env = make_kv(16, 8, 1, kv);
   if (!env) return;
   const int na = ds_env_num_steps(env) * ds_env_action_size(env);
