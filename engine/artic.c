@@ -648,6 +648,25 @@ static void kin_load(const dsArticModel* m, ws_r* w, const unsigned char* tape) 
   }
 }
 
+/* The RNEA tape of one step: per body A, F, P (at the step's qdd). */
+static void rnea_save(const dsArticModel* m, const ws_r* w, double* tape) {
+  for (int i = 0; i < m->nbody; i++, tape += 18) {
+    const body_r* b = &w->b[i];
+    memcpy(tape, b->A, sizeof b->A);
+    memcpy(tape + 6, b->F, sizeof b->F);
+    memcpy(tape + 12, b->P, sizeof b->P);
+  }
+}
+
+static void rnea_load(const dsArticModel* m, ws_r* w, const double* tape) {
+  for (int i = 0; i < m->nbody; i++, tape += 18) {
+    body_r* b = &w->b[i];
+    memcpy(b->A, tape, sizeof b->A);
+    memcpy(b->F, tape + 6, sizeof b->F);
+    memcpy(b->P, tape + 12, sizeof b->P);
+  }
+}
+
 /* Workspace of one number type: struct, bodies and arrays in one block. */
 #define DS__WS_ALLOC(SUF, T)                                                                                       \
   static ws_##SUF* ws_alloc_##SUF(const dsArticModel* m, double* cpt) {                                            \
@@ -687,6 +706,7 @@ void ds_artic_data_free(dsArticData* d) {
   ds__free(d->Lt);
   ds__free(d->qddt);
   ds__free(d->kt);
+  ds__free(d->rt);
   ds__free(d);
 }
 
@@ -726,6 +746,11 @@ int ds_artic_data_create(const dsArticModel* m, int steps, dsArticData** out) {
     }
     d->kinb = kin_bytes(m);
     if (d->kinb * (size_t)steps <= DS__ARTIC_KIN_TAPE_MAX && !(d->kt = ds__calloc((size_t)steps, d->kinb))) {
+      ds_artic_data_free(d);
+      return DS_ERR_NOMEM;
+    }
+    const size_t rb = 18 * sizeof(double) * (size_t)m->nbody;
+    if (rb * (size_t)steps <= DS__ARTIC_RNEA_TAPE_MAX && !(d->rt = ds__calloc((size_t)steps, rb))) {
       ds_artic_data_free(d);
       return DS_ERR_NOMEM;
     }
@@ -776,7 +801,7 @@ int ds_artic_step(const dsArticModel* m, dsArticData* d, const double* action) {
   if (!m || !d || d->nq != m->nq || d->nv != m->nv || d->nu != m->nu || d->nparam != m->nparam) return DS_ERR_INVALID;
   if (d->t >= d->steps) return DS_ERR_STATE;
   const size_t t = (size_t)d->t;
-  int rc = forward(m, d, d->q + t * (size_t)m->nq, d->qd + t * (size_t)m->nv, action, 0);
+  int rc = forward(m, d, d->q + t * (size_t)m->nq, d->qd + t * (size_t)m->nv, action, d->rt != NULL);
   if (rc) return rc;
   const ws_r* w = d->wr;
   for (int k = 0; k < m->nq; k++)
@@ -794,15 +819,16 @@ int ds_artic_step(const dsArticModel* m, dsArticData* d, const double* action) {
     memcpy(d->qddt + t * (size_t)nv, w->qdd, sizeof(double) * (size_t)nv);
   }
   if (d->kt) kin_save(m, w, d->kt + t * d->kinb);
+  if (d->rt) rnea_save(m, w, d->rt + t * 18 * (size_t)m->nbody);
   d->t++;
   return 0;
 }
 
 /* The real pass of taped step t as the adjoint needs it (what forward(...,
- * 1) leaves: kinematics, contact points, (q', qd'), RNEA at qdd, the factor
- * (d->Lcur)), from the taped factor and qdd: the same numbers, without
- * rebuilding and refactoring M, and from the kinematics tape when there is
- * one; (q', qd') are the step's stored results. */
+ * 1) leaves: kinematics, contact points, (q', qd'), the RNEA's results at
+ * qdd, the factor (d->Lcur)), from the taped factor and qdd: the same
+ * numbers, without rebuilding and refactoring M, and from the kinematics
+ * and RNEA tapes when there are; (q', qd') are the step's stored results. */
 static void replay(const dsArticModel* m, dsArticData* d, int t) {
   ws_r* w = d->wr;
   const int nq = m->nq, nv = m->nv;
@@ -818,12 +844,18 @@ static void replay(const dsArticModel* m, dsArticData* d, int t) {
     d->nkin++;
   }
   contact_r(m, w);
+  if (d->rt) {
+    rnea_load(m, w, d->rt + st * 18 * (size_t)m->nbody);
+  } else { /* as forward(..., 1): the bias pass, then its update at qdd */
+    for (int v = 0; v < nv; v++) w->qdd[v] = 0;
+    rnea_r(m, w, w->qdd, 0, NULL);
+  }
   memcpy(w->qdd, d->qddt + st * nv, sizeof(double) * (size_t)nv);
+  if (!d->rt) rnea_at_qdd(m, w, w->qdd);
   memcpy(d->qdd, w->qdd, sizeof(double) * (size_t)nv);
   d->Lcur = d->Lt + st * (size_t)nv * (size_t)(nv + 1) / 2;
   memcpy(w->qn, d->q + (st + 1) * nq, sizeof(double) * (size_t)nq);
   memcpy(w->qdn, d->qd + (st + 1) * nv, sizeof(double) * (size_t)nv);
-  rnea_r(m, w, w->qdd, 0, NULL);
 }
 
 /* ---- adjoint ------------------------------------------------------------------------------ */

@@ -49,6 +49,7 @@ typedef struct FN(body) {
   R F0[6]; /* the body's own, before the sum */
   R P[6];  /* momentum I V (RNEA) */
   R cm, ch[3], cIb[9]; /* composite inertia of the subtree (crba, real pass only) */
+  R dA[6];             /* A at qdd minus A at qdd = 0 (rnea_at_qdd, real pass only) */
 } FN(body);
 
 typedef struct FN(ws) {
@@ -199,7 +200,10 @@ DS_HD static void FN(kin)(const dsArticModel* m, FN(ws) * w, int first, const vo
     R t[3], Rrel[9];
     FN(mv3)(t, Rp, w->th + bp->anchor_p);
     for (int k = 0; k < 3; k++) b->jp[k] = xp[k] + t[k];
-    FN(mm3d)(b->Rj, Rp, Q0);
+    if (m->quat0[4 * i + 1] == 0 && m->quat0[4 * i + 2] == 0 && m->quat0[4 * i + 3] == 0)
+      for (int k = 0; k < 9; k++) b->Rj[k] = Rp[k]; /* Q0 = 1 exactly: Rp Q0 = Rp */
+    else
+      FN(mm3d)(b->Rj, Rp, Q0);
     const double* ax = m->axis + 3 * i;
     R* S = b->S;
     switch (m->jtype[i]) {
@@ -263,10 +267,10 @@ DS_HD static void FN(kin)(const dsArticModel* m, FN(ws) * w, int first, const vo
     for (int k = 0; k < 3; k++) c2 += b->x[k] * b->x[k];
     R RD[9]; /* Rw diag(I), the left factors of Ic's products, once per entry */
     for (int k = 0; k < 9; k++) RD[k] = b->Rw[k] * I3[k % 3];
-    for (int r = 0; r < 3; r++)
-      for (int c = 0; c < 3; c++) {
+    for (int r = 0; r < 3; r++) /* the upper triangle, mirrored: Ib is exactly symmetric */
+      for (int c = r; c < 3; c++) {
         const R ic = RD[3 * r] * b->Rw[3 * c] + RD[3 * r + 1] * b->Rw[3 * c + 1] + RD[3 * r + 2] * b->Rw[3 * c + 2];
-        b->Ib[3 * r + c] = ic + mass * ((r == c ? c2 : 0) - b->x[r] * b->x[c]);
+        b->Ib[3 * r + c] = b->Ib[3 * c + r] = ic + mass * ((r == c ? c2 : 0) - b->x[r] * b->x[c]);
       }
     b->m = mass;
     for (int k = 0; k < 3; k++) b->h[k] = mass * b->x[k];

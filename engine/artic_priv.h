@@ -20,12 +20,11 @@
  * redoing the kinematics saves (a 17 MB tape made the 16-link chain's
  * gradient 30% slower), so beyond it the backward redoes them. */
 #define DS__ARTIC_KIN_TAPE_MAX ((size_t)8 << 20)
-/* Largest tape of the forward's per-body kinematics and dynamics (struct
- * body_r of engine/artic_dyn.h, ~1 kB a body a step), bytes: within it the
- * step computes them in place on the tape and the backward reads them back;
- * beyond it the backward redoes them, which is cheaper than streaming a tape
- * this large through the caches (it is sized to stay in L2/L3). */
-#define DS__ARTIC_BODY_TAPE_MAX ((size_t)4 << 20)
+/* Largest tape of the RNEA's per-body results at each step's qdd (A, F
+ * and P: 144 bytes a body a step; a 1,000-step rollout of 16 links: 2.3 MB),
+ * bytes: within it the backward reads them back instead of redoing the
+ * RNEA (engine/artic_step.h, rnea_at_qdd). */
+#define DS__ARTIC_RNEA_TAPE_MAX ((size_t)4 << 20)
 
 /* Parameter offsets of one body and its joint into dsArticModel.param;
  * -1 where the joint type has no such parameter. */
@@ -100,9 +99,10 @@ struct dsArticData {
    * step), with the factor tape when within DS__ARTIC_KIN_TAPE_MAX; else NULL. */
   unsigned char* kt;
   size_t kinb;
-  /* Per step, the real pass's bodies (steps x nbody body_r): with the
-   * factor tape, when within DS__ARTIC_BODY_TAPE_MAX; else NULL. */
-  void* bt;
+  /* Per step, each body's RNEA results A, F, P at the step's qdd (18
+   * doubles a body): with the factor tape, when within
+   * DS__ARTIC_RNEA_TAPE_MAX; else NULL. */
+  double* rt;
   long nfactor; /* factorisations of M so far (the tests count them) */
   long nkin;    /* real kinematics passes of steps and backward passes so far (likewise) */
 };

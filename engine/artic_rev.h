@@ -466,11 +466,16 @@ DS_HD static void kin_vjp(const dsArticModel* m, const ws_r* w, dsArticAdjBody* 
     const double* Q0 = m->R0 + 9 * i;
     for (int c = 0; c < 3; c++) gth[bp->anchor_p + c] += Rp[c] * a->jp[0] + Rp[3 + c] * a->jp[1] + Rp[6 + c] * a->jp[2];
     if (p < 0) continue;
+    const double* q0 = m->quat0 + 4 * i;
+    const int id0 = q0[1] == 0 && q0[2] == 0 && q0[3] == 0; /* Q0 = 1 exactly */
     for (int r = 0; r < 3; r++) {
       ab[p].x[r] += a->jp[r];
-      for (int c = 0; c < 3; c++)
-        ab[p].Rw[3 * r + c] +=
-            a->jp[r] * ap[c] + aRj[3 * r] * Q0[3 * c] + aRj[3 * r + 1] * Q0[3 * c + 1] + aRj[3 * r + 2] * Q0[3 * c + 2];
+      if (id0)
+        for (int c = 0; c < 3; c++) ab[p].Rw[3 * r + c] += a->jp[r] * ap[c] + aRj[3 * r + c];
+      else
+        for (int c = 0; c < 3; c++)
+          ab[p].Rw[3 * r + c] += a->jp[r] * ap[c] + aRj[3 * r] * Q0[3 * c] + aRj[3 * r + 1] * Q0[3 * c + 1] +
+                                 aRj[3 * r + 2] * Q0[3 * c + 2];
     }
   }
 }

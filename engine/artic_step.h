@@ -95,33 +95,47 @@ DS_HD static void crba(const dsArticModel* m, ws_r* w, double* M) {
     }
 }
 
+/* The sums below, s - sum_k a_k b_k, run as two interleaved partial sums
+ * (even and odd terms, added at the end) so that each is a dependency
+ * chain half as long: on these small dense systems the chains' latency,
+ * not the arithmetic, bounds the factorisation and the solves. Every
+ * variant uses the same order, so the packed and unpacked solves give the
+ * same numbers. */
+DS_HD DS_INLINE double dot_sub(double s, const double* a, const double* b, int n) { /* s - a . b */
+  double o = 0;
+  int k = 0;
+  for (; k + 1 < n; k += 2) {
+    s -= a[k] * b[k];
+    o -= a[k + 1] * b[k + 1];
+  }
+  if (k < n) s -= a[k] * b[k];
+  return s + o;
+}
+
 /* In-place lower Cholesky M = L L^T; DS_ERR_DIVERGED when not positive definite. */
 DS_HD static int cholesky(double* M, int n) {
   for (int j = 0; j < n; j++) {
-    double s = M[j * n + j];
-    for (int k = 0; k < j; k++) s -= M[j * n + k] * M[j * n + k];
+    const double* Mj = M + (size_t)j * (size_t)n;
+    const double s = dot_sub(Mj[j], Mj, Mj, j);
     if (!(s > 0)) return DS_ERR_DIVERGED;
     const double l = sqrt(s);
     M[j * n + j] = l;
-    for (int i = j + 1; i < n; i++) {
-      double t = M[i * n + j];
-      for (int k = 0; k < j; k++) t -= M[i * n + k] * M[j * n + k];
-      M[i * n + j] = t / l;
-    }
+    for (int i = j + 1; i < n; i++) M[i * n + j] = dot_sub(M[i * n + j], M + (size_t)i * (size_t)n, Mj, j) / l;
   }
   return 0;
 }
 
 DS_HD static void chol_solve(const double* L, int n, double* x) { /* x = (L L^T)^-1 x */
-  for (int i = 0; i < n; i++) {
-    double s = x[i];
-    for (int k = 0; k < i; k++) s -= L[i * n + k] * x[k];
-    x[i] = s / L[i * n + i];
-  }
-  for (int i = n - 1; i >= 0; i--) {
-    double s = x[i];
-    for (int k = i + 1; k < n; k++) s -= L[k * n + i] * x[k];
-    x[i] = s / L[i * n + i];
+  for (int i = 0; i < n; i++) x[i] = dot_sub(x[i], L + (size_t)i * (size_t)n, x, i) / L[i * n + i];
+  for (int i = n - 1; i >= 0; i--) { /* column i of L below the diagonal */
+    double s = x[i], o = 0;
+    int k = i + 1;
+    for (; k + 1 < n; k += 2) {
+      s -= L[k * n + i] * x[k];
+      o -= L[(k + 1) * n + i] * x[k + 1];
+    }
+    if (k < n) s -= L[k * n + i] * x[k];
+    x[i] = (s + o) / L[i * n + i];
   }
 }
 
@@ -130,15 +144,20 @@ DS_HD static void chol_solve(const double* L, int n, double* x) { /* x = (L L^T)
 DS_HD static void chol_solve_packed(const double* L, int n, double* x) {
   for (int i = 0; i < n; i++) {
     const double* Li = L + (size_t)i * (size_t)(i + 1) / 2;
-    double s = x[i];
-    for (int k = 0; k < i; k++) s -= Li[k] * x[k];
-    x[i] = s / Li[i];
+    x[i] = dot_sub(x[i], Li, x, i) / Li[i];
   }
   for (int i = n - 1; i >= 0; i--) {
-    double s = x[i];
-    size_t o = (size_t)(i + 1) * (size_t)(i + 2) / 2 + (size_t)i; /* L[k][i], k = i + 1 */
-    for (int k = i + 1; k < n; o += (size_t)++k) s -= L[o] * x[k];
-    x[i] = s / L[(size_t)i * (size_t)(i + 3) / 2];
+    double s = x[i], o = 0;
+    size_t e = (size_t)(i + 1) * (size_t)(i + 2) / 2 + (size_t)i; /* L[k][i], k = i + 1 */
+    int k = i + 1;
+    for (; k + 1 < n; k += 2) {
+      const size_t e1 = e + (size_t)k + 1; /* L[k + 1][i] */
+      s -= L[e] * x[k];
+      o -= L[e1] * x[k + 1];
+      e = e1 + (size_t)k + 2;
+    }
+    if (k < n) s -= L[e] * x[k];
+    x[i] = (s + o) / L[(size_t)i * (size_t)(i + 3) / 2];
   }
 }
 
@@ -152,10 +171,49 @@ DS_HD static void solve_M(const dsArticData* d, int n, double* x) {
 
 /* ---- step ------------------------------------------------------------------------------ */
 
+/* The RNEA's per-body results at the solved qdd from those of the bias pass
+ * at qdd = 0 (rnea_r with w->qdd = 0 just before, same kinematics and
+ * contact): only A's S qdd term depends on qdd, and linearly, so with
+ *   dA_i = dA_parent + S_i qdd_i   (dA = 0 above the root),
+ *   A_i += dA_i,  F0_i += I_i dA_i,  F_i = F0_i + sum over children F_c,
+ * and P = I V is unchanged. About a third of a second RNEA's work. w->id
+ * keeps the bias pass's values (nothing reads it after the solve). */
+DS_HD static void rnea_at_qdd(const dsArticModel* m, ws_r* w, const double* qdd) {
+  static const double zero[6] = {0, 0, 0, 0, 0, 0};
+  for (int i = 0; i < m->nbody; i++) {
+    body_r* b = &w->b[i];
+    const int p = m->parent[i], nd = ndof_r(m->jtype[i]), va = m->vadr[i];
+    const double* dAp = p >= 0 ? w->b[p].dA : zero;
+    if (nd == 1) { /* hinge, slide */
+      const double dd = qdd[va];
+      for (int k = 0; k < 6; k++) {
+        b->dA[k] = dAp[k] + b->S[k] * dd;
+        b->A[k] += b->dA[k];
+      }
+    } else {
+      for (int k = 0; k < 6; k++) {
+        double s = dAp[k];
+        for (int c = 0; c < nd; c++) s += b->S[6 * c + k] * qdd[va + c];
+        b->dA[k] = s;
+        b->A[k] += s;
+      }
+    }
+    double t[6];
+    imul_r(t, b->m, b->h, b->Ib, b->dA);
+    for (int k = 0; k < 6; k++) b->F[k] = b->F0[k] += t[k];
+  }
+  for (int i = m->nbody - 1; i >= 0; i--) {
+    const int p = m->parent[i];
+    if (p >= 0)
+      for (int k = 0; k < 6; k++) w->b[p].F[k] += w->b[i].F[k];
+  }
+}
+
 /* The real pass at (q, qd, u): kinematics, contact, forces, bias, M and its
- * factor, qdd, then (q', qd') in w->qn, w->qdn. For the adjoint, RNEA once
- * more at qdd: its per-body A and F0 are what the tangent sweeps reuse for
- * the bodies their seed does not reach. */
+ * factor, qdd, then (q', qd') in w->qn, w->qdn. For the adjoint, the RNEA's
+ * per-body results at qdd (rnea_at_qdd): the reverse pass reads A, F and
+ * P, the tangent sweeps reuse A and F0 for the bodies their seed does not
+ * reach. */
 DS_HD static int forward(const dsArticModel* m, dsArticData* d, const double* q, const double* qd, const double* u,
                    int for_adjoint) {
   ws_r* w = (ws_r*)d->wr;
@@ -178,7 +236,7 @@ DS_HD static int forward(const dsArticModel* m, dsArticData* d, const double* q,
   chol_solve(d->M, m->nv, w->qdd);
   for (int v = 0; v < m->nv; v++) d->qdd[v] = w->qdd[v];
   integrate_r(m, w);
-  if (for_adjoint) rnea_r(m, w, w->qdd, 0, NULL);
+  if (for_adjoint) rnea_at_qdd(m, w, w->qdd);
   return 0;
 }
 

@@ -976,12 +976,13 @@ static void test_factor_tape(void) {
   ds_artic_model_free(m);
 }
 
-/* The step keeps a short rollout's kinematics (dsArticData.kt) and the
- * backward reads them back: no kinematics pass during the backward, and the
- * same gradient, bit for bit, as redoing them (kt = NULL), by reverse mode
- * and by the tangent sweeps, in and out of ground contact with every joint
- * type but slide; a rollout whose tape would pass DS__ARTIC_KIN_TAPE_MAX
- * has none. */
+/* The step keeps a short rollout's kinematics (dsArticData.kt) and its
+ * RNEA results at qdd (rt), and the backward reads them back: no kinematics
+ * pass during the backward, and the same gradient, bit for bit, as redoing
+ * them (kt = NULL; rt = NULL: the bias pass and its update at the taped
+ * qdd), by reverse mode and by the tangent sweeps, in and out of ground
+ * contact with every joint type but slide; a rollout whose tape would pass
+ * DS__ARTIC_KIN_TAPE_MAX (DS__ARTIC_RNEA_TAPE_MAX) has none. */
 static void test_kin_tape(void) {
   dsArticModel* m = model_free(-9.81, 1);
   const int T = 150, nq = ds_artic_nq(m), nv = ds_artic_nv(m), nu = ds_artic_nu(m), np = ds_artic_nparam(m);
@@ -990,6 +991,11 @@ static void test_kin_tape(void) {
   CHECK(d->kt != NULL && d->kinb * (size_t)T <= DS__ARTIC_KIN_TAPE_MAX);
   CHECK_INT_EQ(ds_artic_data_create(m, (int)(DS__ARTIC_KIN_TAPE_MAX / d->kinb) + 1, &big), 0);
   CHECK(big->kt == NULL && big->Lt != NULL);
+  ds_artic_data_free(big);
+  const size_t rb = 18 * sizeof(double) * (size_t)ds_artic_nbody(m);
+  CHECK(d->rt != NULL);
+  CHECK_INT_EQ(ds_artic_data_create(m, (int)(DS__ARTIC_RNEA_TAPE_MAX / rb) + 1, &big), 0);
+  CHECK(big->rt == NULL && big->Lt != NULL);
   ds_artic_data_free(big);
   double q0[16] = {0}, qd0[16] = {0};
   q0[2] = 0.3; /* lands within the rollout, as in test_factor_tape */
@@ -1000,8 +1006,8 @@ static void test_kin_tape(void) {
   qd0[4] = 1.5;
   CHECK_INT_EQ(ds_artic_reset(m, d, q0, qd0), 0);
   double* wq = calloc((size_t)(T + 1) * nq, sizeof(double));
-  double* g[2][4];
-  for (int r = 0; r < 2; r++) {
+  double* g[3][4];
+  for (int r = 0; r < 3; r++) {
     g[r][0] = calloc((size_t)nq, sizeof(double));
     g[r][1] = calloc((size_t)nv, sizeof(double));
     g[r][2] = calloc((size_t)T * nu, sizeof(double));
@@ -1018,21 +1024,26 @@ static void test_kin_tape(void) {
   CHECK(ds_artic_qd(d, T)[2] > -2.3); /* the ground stopped it */
   for (int tangent = 0; tangent < 2; tangent++) {
     unsigned char* kt = d->kt;
-    for (int r = 0; r < 2; r++) {
+    double* rt = d->rt;
+    for (int r = 0; r < 3; r++) {
       const long nk = d->nkin;
       dsArticGrad gr = {g[r][0], g[r][1], g[r][2], g[r][3]};
-      d->kt = r ? NULL : kt; /* r = 1: redo the kinematics at every step */
+      d->kt = r == 1 ? NULL : kt; /* r = 1: redo the kinematics at every step */
+      d->rt = r == 2 ? NULL : rt; /* r = 2: redo the RNEA */
       CHECK_INT_EQ(tangent ? ds__artic_backward_tangent(m, d, wq, NULL, &gr) : ds_artic_backward(m, d, wq, NULL, &gr),
                    0);
-      CHECK_INT_EQ((int)(d->nkin - nk), r ? T : 0);
+      CHECK_INT_EQ((int)(d->nkin - nk), r == 1 ? T : 0);
     }
     d->kt = kt;
-    CHECK(!memcmp(g[0][0], g[1][0], sizeof(double) * (size_t)nq));
-    CHECK(!memcmp(g[0][1], g[1][1], sizeof(double) * (size_t)nv));
-    CHECK(!memcmp(g[0][2], g[1][2], sizeof(double) * (size_t)T * nu));
-    CHECK(!memcmp(g[0][3], g[1][3], sizeof(double) * (size_t)np));
+    d->rt = rt;
+    for (int r = 1; r < 3; r++) {
+      CHECK(!memcmp(g[0][0], g[r][0], sizeof(double) * (size_t)nq));
+      CHECK(!memcmp(g[0][1], g[r][1], sizeof(double) * (size_t)nv));
+      CHECK(!memcmp(g[0][2], g[r][2], sizeof(double) * (size_t)T * nu));
+      CHECK(!memcmp(g[0][3], g[r][3], sizeof(double) * (size_t)np));
+    }
   }
-  for (int r = 0; r < 2; r++)
+  for (int r = 0; r < 3; r++)
     for (int k = 0; k < 4; k++) free(g[r][k]);
   free(wq);
   ds_artic_data_free(d);
