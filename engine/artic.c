@@ -932,13 +932,12 @@ static int backward(const dsArticModel* m, dsArticData* d, const double* dl_dq, 
   double* adj = d->adj;         /* nq + nv: dL/d(state k) */
   double* nxt = d->vec + m->nv; /* scratch of ns */
   double* gu = d->rev;          /* nu, then nparam, then nv */
-  double* gth = gu + nu;
-  double* lam = gth + m->nparam;
+  double* gth = g->param ? g->param : gu + nu; /* reverse: the sum over the steps, in place */
+  double* lam = gu + nu + m->nparam;
   dsArticAdjBody* ab = (dsArticAdjBody*)(lam + nv);
   for (int k = 0; k < nq; k++) adj[k] = dl_dq ? dl_dq[(size_t)T * nq + k] : 0;
   for (int k = 0; k < nv; k++) adj[nq + k] = dl_dqd ? dl_dqd[(size_t)T * nv + k] : 0;
-  if (g->param)
-    for (int p = 0; p < m->nparam; p++) g->param[p] = 0;
+  for (int p = 0; p < m->nparam; p++) gth[p] = 0;
   for (int t = T - 1; t >= 0; t--) {
     const size_t st = (size_t)t;
     if (d->Lt) {
@@ -951,8 +950,6 @@ static int backward(const dsArticModel* m, dsArticData* d, const double* dl_dq, 
       step_vjp(m, d, adj, nxt, nxt + nq, gu, gth, lam, ab);
       if (g->action)
         for (int a = 0; a < nu; a++) g->action[st * nu + a] = gu[a];
-      if (g->param)
-        for (int p = 0; p < m->nparam; p++) g->param[p] += gth[p];
     } else {
       /* the state columns (needed to go on, or for q0/qd0 at t = 0) */
       if (t > 0 || g->q0 || g->qd0)

@@ -481,7 +481,9 @@ DS_HD static void kin_vjp(const dsArticModel* m, const ws_r* w, dsArticAdjBody* 
 }
 
 /* adj_in of one step at the last forward(..., 1): aout = adj (q', qd')
- * (nq + nv); g* are overwritten. lam: nv scratch, ab: nbody. */
+ * (nq + nv); gq, gqd, gu are overwritten, the parameters' adjoint is added
+ * into gth (a rollout's sum, without a per-step copy of nparam values).
+ * lam: nv scratch, ab: nbody. */
 DS_HD static void step_vjp(const dsArticModel* m, dsArticData* d, const double* aout, double* gq, double* gqd,
                            double* gu, double* gth, double* lam, dsArticAdjBody* ab) {
   const ws_r* w = (ws_r*)d->wr;
@@ -490,7 +492,6 @@ DS_HD static void step_vjp(const dsArticModel* m, dsArticData* d, const double* 
   for (int k = 0; k < nq; k++) gq[k] = 0;
   for (int k = 0; k < nv; k++) gqd[k] = 0;
   for (int k = 0; k < m->nu; k++) gu[k] = 0;
-  for (int k = 0; k < m->nparam; k++) gth[k] = 0;
   for (int i = 0; i < m->nbody; i++)
     memset(ab + i, 0, offsetof(dsArticAdjBody, S) + sizeof(double) * 6 * (size_t)ndof_r(m->jtype[i]));
   /* integration: lam holds adj qd' first */

@@ -264,12 +264,8 @@ DS_HD DS_INLINE int artic_substep_vjp(const dsArticModel* m, dsArticData* d, con
                                    const double* u, const double* aout, double* ain, double* gu, double* gth) {
   int rc = forward(m, d, q, qd, u, 1);
   if (rc) return rc;
-  double* tu = d->rev; /* nu, nparam, nv, then the bodies' adjoints (as backward) */
-  double* tth = tu + m->nu;
-  double* lam = tth + m->nparam;
-  step_vjp(m, d, aout, ain, ain + m->nq, tu, tth, lam, (dsArticAdjBody*)(lam + m->nv));
-  for (int a = 0; a < m->nu; a++) gu[a] = tu[a];
-  for (int p = 0; p < m->nparam; p++) gth[p] += tth[p];
+  double* lam = d->rev + m->nu + m->nparam; /* as backward: nu, nparam, nv, then the bodies' adjoints */
+  step_vjp(m, d, aout, ain, ain + m->nq, gu, gth, lam, (dsArticAdjBody*)(lam + m->nv));
   return 0;
 }
 
