@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/internal.h"
 #include "engine/dense_small.h"
 #include "engine/forces.h"
 
@@ -32,19 +33,19 @@ const int* ds__bsr_elem_idx(int k, const dsModel* m) {
 
 void ds__bsr_free(dsBlockSparse* A) {
   if (!A) return;
-  free(A->row_start);
-  free(A->col);
-  free(A->diag);
-  free(A->val);
-  free(A->src_start);
-  free(A->src);
-  free(A->src_ld);
-  free(A->jk);
-  free(A->tr);
-  free(A->dinv);
-  free(A->work);
-  free(A->part);
-  free(A);
+  ds__free(A->row_start);
+  ds__free(A->col);
+  ds__free(A->diag);
+  ds__free(A->val);
+  ds__free(A->src_start);
+  ds__free(A->src);
+  ds__free(A->src_ld);
+  ds__free(A->jk);
+  ds__free(A->tr);
+  ds__free(A->dinv);
+  ds__free(A->work);
+  ds__free(A->part);
+  ds__free(A);
 }
 
 static int cmp_ll(const void* a, const void* b) {
@@ -103,10 +104,10 @@ static int build_pattern(dsBlockSparse* A, const dsModel* m) {
   size_t np = (size_t)n;
   for (int k = 0; k < DS__NFORCE; k++)
     if (ds__force_jac[k]) np += (size_t)ds__forces[k].count(m) * (size_t)(ds__bsr_elem_nvert(k) * ds__bsr_elem_nvert(k));
-  long long* key = malloc(sizeof(long long) * np);
-  A->row_start = calloc((size_t)n + 1, sizeof(int));
+  long long* key = ds__malloc(sizeof(long long) * np);
+  A->row_start = ds__calloc((size_t)n + 1, sizeof(int));
   if (!key || !A->row_start) {
-    free(key);
+    ds__free(key);
     return DS_ERR_NOMEM;
   }
   size_t q = 0;
@@ -125,14 +126,14 @@ static int build_pattern(dsBlockSparse* A, const dsModel* m) {
   for (size_t t = 0; t < np; t++)
     if (t == 0 || key[t] != key[u - 1]) key[u++] = key[t];
   if (u > (size_t)INT32_MAX / 9) {
-    free(key);
+    ds__free(key);
     return DS_ERR_RANGE;
   }
   A->nnzb = (int)u;
-  A->col = malloc(sizeof(int) * (u ? u : 1));
-  A->diag = malloc(sizeof(int) * (n ? (size_t)n : 1));
+  A->col = ds__malloc(sizeof(int) * (u ? u : 1));
+  A->diag = ds__malloc(sizeof(int) * (n ? (size_t)n : 1));
   if (!A->col || !A->diag) {
-    free(key);
+    ds__free(key);
     return DS_ERR_NOMEM;
   }
   for (size_t t = 0; t < u; t++) {
@@ -142,14 +143,14 @@ static int build_pattern(dsBlockSparse* A, const dsModel* m) {
     if (i == j) A->diag[i] = (int)t;
   }
   for (int i = 0; i < n; i++) A->row_start[i + 1] += A->row_start[i];
-  free(key);
+  ds__free(key);
   return 0;
 }
 
 int ds__bsr_create(const dsModel* m, dsBlockSparse** out) {
   *out = NULL;
   if ((size_t)m->nparticle > (size_t)INT32_MAX / 3) return DS_ERR_RANGE;
-  dsBlockSparse* A = calloc(1, sizeof *A);
+  dsBlockSparse* A = ds__calloc(1, sizeof *A);
   if (!A) return DS_ERR_NOMEM;
   A->n = m->nparticle;
   int rc = build_pattern(A, m);
@@ -175,16 +176,16 @@ int ds__bsr_create(const dsModel* m, dsBlockSparse** out) {
   }
   A->njac = nj;
   const size_t nb = (size_t)A->nnzb, n3 = 3 * (size_t)A->n;
-  A->val = malloc(sizeof(dsReal) * 9 * (nb ? nb : 1));
-  A->src_start = calloc(nb + 1, sizeof(int));
-  A->jk = malloc(sizeof(dsReal) * (nj ? nj : 1));
-  A->dinv = malloc(sizeof(dsReal) * 9 * (A->n ? (size_t)A->n : 1));
-  A->work = malloc(sizeof(dsReal) * 8 * (n3 ? n3 : 1));
-  A->tr = malloc(sizeof(int) * (nb ? nb : 1));
-  A->part = malloc(sizeof(dsReal) * (n3 / DS__BSR_CHUNK + 1));
-  int* cursor = calloc(nb + 1, sizeof(int));
+  A->val = ds__malloc(sizeof(dsReal) * 9 * (nb ? nb : 1));
+  A->src_start = ds__calloc(nb + 1, sizeof(int));
+  A->jk = ds__malloc(sizeof(dsReal) * (nj ? nj : 1));
+  A->dinv = ds__malloc(sizeof(dsReal) * 9 * (A->n ? (size_t)A->n : 1));
+  A->work = ds__malloc(sizeof(dsReal) * 8 * (n3 ? n3 : 1));
+  A->tr = ds__malloc(sizeof(int) * (nb ? nb : 1));
+  A->part = ds__malloc(sizeof(dsReal) * (n3 / DS__BSR_CHUNK + 1));
+  int* cursor = ds__calloc(nb + 1, sizeof(int));
   if (!A->val || !A->src_start || !A->jk || !A->dinv || !A->work || !A->part || !A->tr || !cursor) {
-    free(cursor);
+    ds__free(cursor);
     ds__bsr_free(A);
     return DS_ERR_NOMEM;
   }
@@ -193,16 +194,16 @@ int ds__bsr_create(const dsModel* m, dsBlockSparse** out) {
   walk_sources(A, m, 0, cursor);
   for (size_t b = 0; b < nb; b++) A->src_start[b + 1] = A->src_start[b] + cursor[b];
   const size_t ns = (size_t)A->src_start[nb];
-  A->src = malloc(sizeof(size_t) * (ns ? ns : 1));
-  A->src_ld = malloc(ns ? ns : 1);
+  A->src = ds__malloc(sizeof(size_t) * (ns ? ns : 1));
+  A->src_ld = ds__malloc(ns ? ns : 1);
   if (!A->src || !A->src_ld) {
-    free(cursor);
+    ds__free(cursor);
     ds__bsr_free(A);
     return DS_ERR_NOMEM;
   }
   memcpy(cursor, A->src_start, sizeof(int) * nb);
   walk_sources(A, m, 1, cursor);
-  free(cursor);
+  ds__free(cursor);
   *out = A;
   return 0;
 }

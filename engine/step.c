@@ -204,7 +204,6 @@ void ds__substep(const dsModel* m, const dsReal* x, const dsReal* v, const dsRea
   int arm;
   const int nt = ds__pick_begin(pick, m->nslot + np, DS__PAR_MIN, &arm);
   const double t0 = arm >= 0 ? ds__clock() : 0;
-  (void)nt;
   int adiff = 0, fdiff = 0;
   const int nab = ck && ck->act_prev ? (m->nact + DS__CMP_BLOCK - 1) / DS__CMP_BLOCK : 0;
   const int nfb = ck && ck->fext_prev ? (3 * np + DS__CMP_BLOCK - 1) / DS__CMP_BLOCK : 0;
