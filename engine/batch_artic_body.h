@@ -19,7 +19,10 @@
 #include "engine/batch_body.h"
 
 /* x, v of instance b after a substep: the first non-finite particle's
- * flag, as the gather of a particle model sets it (ds__bs_check reports it) */
+ * flag, as the gather of a particle model sets it (ds__bs_check reports it);
+ * a step that failed (the mass matrix did not factor) flags the first
+ * particle with DS__BS_ARTIC_FAILED added, which ds__bs_check reports as
+ * the articulation's failure. */
 DS_HD static void artic_check_state(const dsBatchArgs* a, int b, const dsReal* x, const dsReal* v, int failed) {
   if (!a->bad) return;
   int* cell = a->bad + (size_t)b * (a->ntet + a->np) + a->ntet;
@@ -27,7 +30,7 @@ DS_HD static void artic_check_state(const dsBatchArgs* a, int b, const dsReal* x
     int fin = !failed;
     for (int c = 0; c < 3 && fin; c++) fin = (x[3 * i + c] - x[3 * i + c] == 0) && (v[3 * i + c] - v[3 * i + c] == 0);
     if (!fin && cell[i] == 0) {
-      cell[i] = a->t + 1;
+      cell[i] = (a->t + 1) | (failed ? DS__BS_ARTIC_FAILED : 0);
       return;
     }
   }

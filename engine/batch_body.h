@@ -466,6 +466,10 @@ DS_HD DS_INLINE void ds__bs_finish(const dsBatchArgs* a, int i, int b) {
   }
 }
 
+/* A particle's failure flag with this bit: its articulation's step failed
+ * (engine/batch_artic_body.h); status[2] is then -2. */
+#define DS__BS_ARTIC_FAILED (1 << 30)
+
 /* ---- per instance: first failure (earliest substep, then lowest index; tets first) ---- */
 DS_HD DS_INLINE void ds__bs_check(const dsBatchArgs* a, int e, int b) {
   (void)e;
@@ -488,8 +492,8 @@ DS_HD DS_INLINE void ds__bs_check(const dsBatchArgs* a, int e, int b) {
     st[2] = at;
   } else {
     st[0] = DS_ERR_DIVERGED;
-    st[1] = best - 1;
-    st[2] = at - a->ntet;
+    st[1] = (best & ~DS__BS_ARTIC_FAILED) - 1;
+    st[2] = best & DS__BS_ARTIC_FAILED ? -2 : at - a->ntet;
   }
 }
 

@@ -731,7 +731,12 @@ static int check(dsBatchSim* s, int* status) {
     if (status) status[b] = st[0];
     if (st[0] && !first) {
       first = st[0];
-      if (st[2] < 0) /* the solver's own message: substep, iterations, residual */
+      if (st[2] == -2)
+        ds__seterr(&s->err, st[0],
+                   "instance %d: substep %d: the articulation's step failed (its mass matrix is not positive "
+                   "definite)",
+                   b, st[1]);
+      else if (st[2] < 0) /* the solver's own message: substep, iterations, residual */
         ds__seterr(&s->err, st[0], "instance %d: %s", b, ds__errmsg(&s->imp->eb[b]));
       else if (st[0] == DS_ERR_INVERTED)
         ds__seterr(&s->err, st[0], "instance %d: substep %d: tet %d inverted (J <= 0)", b, st[1], st[2]);

@@ -560,6 +560,37 @@ static void test_name_order(const dsModel* cm) {
   ds_bsim_free(s);
 }
 
+/* An instance whose articulation's step fails (its mass matrix does not
+ * factor: here a NaN angle makes it NaN) is reported as the articulation's
+ * failure with its substep, element -2 (not as a particle of its
+ * vertices); the other instances step on. */
+static void test_artic_failure(const dsModel* m) {
+  const size_t ns = (size_t)(m->artic_nq + m->artic_nv);
+  char err[512];
+  dsBatchSimDef def = ds_default_batch_sim_def();
+  def.batch = B;
+  def.max_substeps = 0;
+  dsBatchSim* s = NULL;
+  CHECK_INT_EQ(ds_bsim_create(m, &def, &s, err, sizeof err), 0);
+  if (!s) return;
+  dsReal* st = calloc(B * ns, sizeof(dsReal));
+  int status[B];
+  CHECK_INT_EQ(ds_bsim_step(s, 2, status), 0);
+  CHECK_INT_EQ(ds_bsim_get_artic_state(s, st), 0);
+  st[ns] = (dsReal)NAN; /* instance 1's first angle */
+  CHECK_INT_EQ(ds_bsim_set_artic_instance(s, 1, st + ns), 0); /* taken as given, as particle states are */
+  CHECK_INT_EQ(ds_bsim_step(s, 1, status), DS_ERR_DIVERGED);
+  CHECK_INT_EQ(status[0], 0);
+  CHECK_INT_EQ(status[1], DS_ERR_DIVERGED);
+  int sub = -1, el = 0;
+  CHECK_INT_EQ(ds_bsim_failure(s, 1, &sub, &el), DS_ERR_DIVERGED);
+  CHECK_INT_EQ(sub, 2);
+  CHECK_INT_EQ(el, -2);
+  CHECK(strstr(ds_bsim_last_error(s), "instance 1: substep 2: the articulation's step failed") != NULL);
+  free(st);
+  ds_bsim_free(s);
+}
+
 int main(void) {
   dsModel* pend = env_model("pendulum");
   dsModel* runner = env_model("runner");
@@ -572,6 +603,7 @@ int main(void) {
   fd_check(pend);
   test_plan_alloc_refusals(runner);
   test_set_state(runner);
+  test_artic_failure(pend);
   test_name_order(runner);
   ds_model_free(pend);
   ds_model_free(runner);

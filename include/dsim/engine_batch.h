@@ -159,7 +159,8 @@ DS_API int ds_bsim_step(dsBatchSim* s, int nsub, int* status);
 DS_API int ds_bsim_set_instance(dsBatchSim* s, int b, const dsReal* x, const dsReal* v);
 /* Instance b's failure as the last ds_bsim_step found it: its code (0: none)
  * and the substep and element (tet for DS_ERR_INVERTED, particle for
- * DS_ERR_DIVERGED; -1 when none, and for an implicit step's failed solve) it names. */
+ * DS_ERR_DIVERGED; -1 when none, and for an implicit step's failed solve;
+ * -2 for an articulation whose step failed: its mass matrix did not factor) it names. */
 DS_API int ds_bsim_failure(const dsBatchSim* s, int b, int* substep, int* element);
 /* Current state (B x nparticle x 3 each; either may be NULL). */
 DS_API int ds_bsim_get_state(const dsBatchSim* s, dsReal* x, dsReal* v);
