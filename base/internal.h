@@ -121,6 +121,31 @@ double ds__clock(void);
 void ds__spin_wait(unsigned spin);
 void ds__pick_set_adaptive(int on);
 int ds__pick_adaptive(void);
+/* 1 when a parallel loop whose work warrants threads (cond) should open an
+ * OpenMP region: cond, more than one thread available, and not already
+ * inside a region (a nested one would run on one thread). Otherwise the
+ * loop runs directly: an OpenMP region costs a futex system call even on
+ * one thread or with a false `if` clause, which on the implicit solver's
+ * many short loops was a fifth to a third of its CPU time. */
+int ds__par_open(int cond);
+/* for_statement as a `parallel for schedule(static)` when ds__par_open(cond),
+ * else run directly (the same iterations in the same order). */
+#ifdef _OPENMP
+#  define DS__PAR_FOR(cond, ...)                                  \
+    do {                                                          \
+      if (ds__par_open(cond)) {                                   \
+        _Pragma("omp parallel for schedule(static)") __VA_ARGS__ \
+      } else {                                                    \
+        __VA_ARGS__                                               \
+      }                                                           \
+    } while (0)
+#else
+#  define DS__PAR_FOR(cond, ...) \
+    do {                         \
+      (void)(cond);              \
+      __VA_ARGS__                \
+    } while (0)
+#endif
 
 #ifdef __cplusplus
 }

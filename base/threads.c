@@ -41,6 +41,15 @@ double ds__clock(void) {
 #endif
 }
 
+int ds__par_open(int cond) {
+#ifdef _OPENMP
+  return cond && omp_get_max_threads() > 1 && !omp_in_parallel();
+#else
+  (void)cond;
+  return 0;
+#endif
+}
+
 int ds__pick_begin(dsThreadPick* p, long long work, long long min_work, int* arm) {
   *arm = -1;
 #ifdef _OPENMP

@@ -101,6 +101,7 @@
 #  include <omp.h>
 #endif
 
+#include "base/internal.h"
 #include "engine/forces.h"
 #include "engine/sparse.h"
 
@@ -174,8 +175,9 @@ static dsReal residual(const dsModel* m, dsImplicit* w, const dsReal* x, const d
   const int np = m->nparticle;
   const long n3 = 3 * (long)np;
   const dsReal h = m->dt;
-#pragma omp parallel for schedule(static) if (n3 > 3 * DS__IMP_PAR_MIN)
-  for (long k = 0; k < n3; k++) xk[k] = x[k] + h * vk[k];
+  DS__PAR_FOR(n3 > 3 * DS__IMP_PAR_MIN,
+    for (long k = 0; k < n3; k++) xk[k] = x[k] + h * vk[k];
+  );
   dsStepCheck ck;
   memset(&ck, 0, sizeof ck);
   ck.bad_tet = INT_MAX;
@@ -183,18 +185,19 @@ static dsReal residual(const dsModel* m, dsImplicit* w, const dsReal* x, const d
   ds__substep(m, xk, vk, act, fext, ef, J, w->f, NULL, NULL, 0, NULL, NULL, NULL, NULL, NULL, &ck);
   *bad = ck.bad_tet;
   const dsReal* g = m->gravity;
-#pragma omp parallel for schedule(static) if (np > DS__IMP_PAR_MIN)
-  for (int i = 0; i < np; i++) {
-    const dsReal mi = m->mass[i];
-    for (int c = 0; c < 3; c++) {
-      const size_t k = 3 * (size_t)i + c;
-      r[k] = mi > 0 ? mi * (vk[k] - v[k]) - h * w->f[k] - h * mi * g[c] : vk[k] - v[k];
-      w->mag[k] = mi > 0 ? mi * (dsu_fabs(vk[k]) + dsu_fabs(v[k])) + h * (dsu_fabs(w->f[k]) + mi * dsu_fabs(g[c])) : 0;
+  DS__PAR_FOR(np > DS__IMP_PAR_MIN,
+    for (int i = 0; i < np; i++) {
+      const dsReal mi = m->mass[i];
+      for (int c = 0; c < 3; c++) {
+        const size_t k = 3 * (size_t)i + c;
+        r[k] = mi > 0 ? mi * (vk[k] - v[k]) - h * w->f[k] - h * mi * g[c] : vk[k] - v[k];
+        w->mag[k] = mi > 0 ? mi * (dsu_fabs(vk[k]) + dsu_fabs(v[k])) + h * (dsu_fabs(w->f[k]) + mi * dsu_fabs(g[c])) : 0;
+      }
+      if (mi > 0) /* the element forces that f sums (they may cancel in f, not in its rounding) */
+        for (int s = m->inc_start[i]; s < m->inc_start[i + 1]; s++)
+          for (int c = 0; c < 3; c++) w->mag[3 * (size_t)i + c] += h * dsu_fabs(ef[3 * (size_t)m->inc_slot[s] + c]);
     }
-    if (mi > 0) /* the element forces that f sums (they may cancel in f, not in its rounding) */
-      for (int s = m->inc_start[i]; s < m->inc_start[i + 1]; s++)
-        for (int c = 0; c < 3; c++) w->mag[3 * (size_t)i + c] += h * dsu_fabs(ef[3 * (size_t)m->inc_slot[s] + c]);
-  }
+  );
   w->floor = DS__ROUND_ULPS * DS_REAL_EPS * dsu_sqrt(ds__bsr_dot(w->A, w->mag, w->mag, (size_t)n3));
   return dsu_sqrt(ds__bsr_dot(w->A, r, r, (size_t)n3));
 }
@@ -237,11 +240,12 @@ static int direction(const dsModel* m, dsImplicit* w, const dsReal* xk, const ds
     ds__bsr_assemble(w->A, m, xk, vk, act, m->dt, projected);
     precondition_with(w, !projected);
   }
-#pragma omp parallel for schedule(static) if (nl > 3 * DS__IMP_PAR_MIN)
-  for (long k = 0; k < nl; k++) {
-    w->rhs[k] = -rk[k];
-    w->dv[k] = 0;
-  }
+  DS__PAR_FOR(nl > 3 * DS__IMP_PAR_MIN,
+    for (long k = 0; k < nl; k++) {
+      w->rhs[k] = -rk[k];
+      w->dv[k] = 0;
+    }
+  );
   return projected ? ds__bsr_pcg(w->A, w->rhs, w->dv, eta, S->cg_max_iter, NULL, cres)
                    : ds__bsr_bicgstab(w->A, 0, w->rhs, w->dv, eta, S->cg_max_iter, NULL, cres);
 }
@@ -256,8 +260,9 @@ static int line_search(const dsModel* m, dsImplicit* w, const dsReal* x, const d
   const long nl = 3 * (long)m->nparticle;
   dsReal alpha = 1;
   for (int ls = 0;; ls++) {
-#pragma omp parallel for schedule(static) if (nl > 3 * DS__IMP_PAR_MIN)
-    for (long k = 0; k < nl; k++) w->vt[k] = vk[k] + alpha * w->dv[k];
+    DS__PAR_FOR(nl > 3 * DS__IMP_PAR_MIN,
+      for (long k = 0; k < nl; k++) w->vt[k] = vk[k] + alpha * w->dv[k];
+    );
     *rtn = residual(m, w, x, v, act, fext, w->vt, w->xt, w->rt, ef, J, badt);
     *alpha_out = alpha;
     if (*rtn <= (1 - DS__LS_C * alpha) * rn) return 1;

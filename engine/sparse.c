@@ -267,63 +267,66 @@ void ds__bsr_assemble(dsBlockSparse* A, const dsModel* m, const dsReal* x, const
   element_jacobians(A, m, x, v, act, h, projected);
   const int n = A->n;
   /* phase 2: each block gathers its sources in their fixed order */
-#pragma omp parallel for schedule(static) if (DS__BSR_PAR(A))
-  for (int i = 0; i < n; i++)
-    for (int b = A->row_start[i]; b < A->row_start[i + 1]; b++) {
-      const int j = A->col[b];
-      dsReal* o = A->val + 9 * (size_t)b;
-      if (m->mass[i] == 0 || m->mass[j] == 0) { /* fixed: identity row and column */
-        for (int c = 0; c < 9; c++) o[c] = (i == j && c % 4 == 0) ? 1 : 0;
-        continue;
+  DS__PAR_FOR(DS__BSR_PAR(A),
+    for (int i = 0; i < n; i++)
+      for (int b = A->row_start[i]; b < A->row_start[i + 1]; b++) {
+        const int j = A->col[b];
+        dsReal* o = A->val + 9 * (size_t)b;
+        if (m->mass[i] == 0 || m->mass[j] == 0) { /* fixed: identity row and column */
+          for (int c = 0; c < 9; c++) o[c] = (i == j && c % 4 == 0) ? 1 : 0;
+          continue;
+        }
+        dsReal acc[9];
+        for (int c = 0; c < 9; c++) acc[c] = (i == j && c % 4 == 0) ? m->mass[i] : 0;
+        for (int s = A->src_start[b]; s < A->src_start[b + 1]; s++) {
+          const dsReal* k = A->jk + A->src[s];
+          const int ld = A->src_ld[s];
+          for (int r = 0; r < 3; r++)
+            for (int c = 0; c < 3; c++) acc[3 * r + c] += k[ld * r + c];
+        }
+        for (int c = 0; c < 9; c++) o[c] = acc[c];
       }
-      dsReal acc[9];
-      for (int c = 0; c < 9; c++) acc[c] = (i == j && c % 4 == 0) ? m->mass[i] : 0;
-      for (int s = A->src_start[b]; s < A->src_start[b + 1]; s++) {
-        const dsReal* k = A->jk + A->src[s];
-        const int ld = A->src_ld[s];
-        for (int r = 0; r < 3; r++)
-          for (int c = 0; c < 3; c++) acc[3 * r + c] += k[ld * r + c];
-      }
-      for (int c = 0; c < 9; c++) o[c] = acc[c];
-    }
+  );
 }
 
 void ds__bsr_matvec(const dsBlockSparse* A, const dsReal* x, dsReal* y) {
   const int n = A->n;
-#pragma omp parallel for schedule(static) if (DS__BSR_PAR(A))
-  for (int i = 0; i < n; i++) {
-    dsReal s0 = 0, s1 = 0, s2 = 0;
-    for (int b = A->row_start[i]; b < A->row_start[i + 1]; b++) {
-      const dsReal* a = A->val + 9 * (size_t)b;
-      const dsReal* xj = x + 3 * (size_t)A->col[b];
-      s0 += a[0] * xj[0] + a[1] * xj[1] + a[2] * xj[2];
-      s1 += a[3] * xj[0] + a[4] * xj[1] + a[5] * xj[2];
-      s2 += a[6] * xj[0] + a[7] * xj[1] + a[8] * xj[2];
+  DS__PAR_FOR(DS__BSR_PAR(A),
+    for (int i = 0; i < n; i++) {
+      dsReal s0 = 0, s1 = 0, s2 = 0;
+      for (int b = A->row_start[i]; b < A->row_start[i + 1]; b++) {
+        const dsReal* a = A->val + 9 * (size_t)b;
+        const dsReal* xj = x + 3 * (size_t)A->col[b];
+        s0 += a[0] * xj[0] + a[1] * xj[1] + a[2] * xj[2];
+        s1 += a[3] * xj[0] + a[4] * xj[1] + a[5] * xj[2];
+        s2 += a[6] * xj[0] + a[7] * xj[1] + a[8] * xj[2];
+      }
+      y[3 * (size_t)i] = s0;
+      y[3 * (size_t)i + 1] = s1;
+      y[3 * (size_t)i + 2] = s2;
     }
-    y[3 * (size_t)i] = s0;
-    y[3 * (size_t)i + 1] = s1;
-    y[3 * (size_t)i + 2] = s2;
-  }
+  );
 }
 
 static dsReal dot(const dsBlockSparse* A, const dsReal* a, const dsReal* b, size_t len);
 
 void ds__bsr_matvec_t(const dsBlockSparse* A, const dsReal* x, dsReal* y) {
   const int n = A->n;
-#pragma omp parallel for schedule(static) if (DS__BSR_PAR(A))
-  for (int i = 0; i < n; i++) {
-    dsReal s0 = 0, s1 = 0, s2 = 0;
-    for (int b = A->row_start[i]; b < A->row_start[i + 1]; b++) {
-      const dsReal* a = A->val + 9 * (size_t)A->tr[b]; /* block (j, i), used transposed */
-      const dsReal* xj = x + 3 * (size_t)A->col[b];
-      s0 += a[0] * xj[0] + a[3] * xj[1] + a[6] * xj[2];
-      s1 += a[1] * xj[0] + a[4] * xj[1] + a[7] * xj[2];
-      s2 += a[2] * xj[0] + a[5] * xj[1] + a[8] * xj[2];
+  DS__PAR_FOR(DS__BSR_PAR(A),
+    for (int i = 0; i < n; i++) {
+      dsReal s0 = 0, s1 = 0, s2 = 0;
+      for (int b = A->row_start[i]; b < A->row_start[i + 1]; b++) {
+        const dsReal* a = A->val + 9 * (size_t)A->tr[b]; /* block (j, i), used transposed */
+        const dsReal* xj = x + 3 * (size_t)A->col[b];
+        s0 += a[0] * xj[0] + a[3] * xj[1] + a[6] * xj[2];
+        s1 += a[1] * xj[0] + a[4] * xj[1] + a[7] * xj[2];
+        s2 += a[2] * xj[0] + a[5] * xj[1] + a[8] * xj[2];
+      }
+      y[3 * (size_t)i] = s0;
+      y[3 * (size_t)i + 1] = s1;
+      y[3 * (size_t)i + 2] = s2;
     }
-    y[3 * (size_t)i] = s0;
-    y[3 * (size_t)i + 1] = s1;
-    y[3 * (size_t)i + 2] = s2;
-  }
+  );
 }
 
 dsReal ds__bsr_dot(const dsBlockSparse* A, const dsReal* a, const dsReal* b, size_t len) {
@@ -334,13 +337,14 @@ dsReal ds__bsr_dot(const dsBlockSparse* A, const dsReal* a, const dsReal* b, siz
  * order (the same bits on any thread count) */
 static dsReal dot(const dsBlockSparse* A, const dsReal* a, const dsReal* b, size_t len) {
   const long nch = (long)((len + DS__BSR_CHUNK - 1) / DS__BSR_CHUNK);
-#pragma omp parallel for schedule(static) if (DS__BSR_PAR(A))
-  for (long c = 0; c < nch; c++) {
-    const size_t lo = (size_t)c * DS__BSR_CHUNK, hi = lo + DS__BSR_CHUNK < len ? lo + DS__BSR_CHUNK : len;
-    dsReal s = 0;
-    for (size_t t = lo; t < hi; t++) s += a[t] * b[t];
-    A->part[c] = s;
-  }
+  DS__PAR_FOR(DS__BSR_PAR(A),
+    for (long c = 0; c < nch; c++) {
+      const size_t lo = (size_t)c * DS__BSR_CHUNK, hi = lo + DS__BSR_CHUNK < len ? lo + DS__BSR_CHUNK : len;
+      dsReal s = 0;
+      for (size_t t = lo; t < hi; t++) s += a[t] * b[t];
+      A->part[c] = s;
+    }
+  );
   dsReal s = 0;
   for (long c = 0; c < nch; c++) s += A->part[c];
   return s;
@@ -349,22 +353,24 @@ static dsReal dot(const dsBlockSparse* A, const dsReal* a, const dsReal* b, size
 /* z_i = dinv_i r_i per particle */
 static void precondition(const dsBlockSparse* A, const dsReal* r, dsReal* z) {
   const int n = A->n;
-#pragma omp parallel for schedule(static) if (DS__BSR_PAR(A))
-  for (int i = 0; i < n; i++) {
-    const dsReal* d = A->dinv + 9 * (size_t)i;
-    const dsReal* ri = r + 3 * (size_t)i;
-    dsReal* zi = z + 3 * (size_t)i;
-    zi[0] = d[0] * ri[0] + d[1] * ri[1] + d[2] * ri[2];
-    zi[1] = d[3] * ri[0] + d[4] * ri[1] + d[5] * ri[2];
-    zi[2] = d[6] * ri[0] + d[7] * ri[1] + d[8] * ri[2];
-  }
+  DS__PAR_FOR(DS__BSR_PAR(A),
+    for (int i = 0; i < n; i++) {
+      const dsReal* d = A->dinv + 9 * (size_t)i;
+      const dsReal* ri = r + 3 * (size_t)i;
+      dsReal* zi = z + 3 * (size_t)i;
+      zi[0] = d[0] * ri[0] + d[1] * ri[1] + d[2] * ri[2];
+      zi[1] = d[3] * ri[0] + d[4] * ri[1] + d[5] * ri[2];
+      zi[2] = d[6] * ri[0] + d[7] * ri[1] + d[8] * ri[2];
+    }
+  );
 }
 
 /* y += s x (len reals) */
 static void axpy(dsReal* y, const dsReal* x, dsReal s, size_t len) {
   const long nl = (long)len;
-#pragma omp parallel for schedule(static) if (len >= 3 * DS__BSR_PAR_MIN)
-  for (long t = 0; t < nl; t++) y[t] += s * x[t];
+  DS__PAR_FOR(len >= 3 * DS__BSR_PAR_MIN,
+    for (long t = 0; t < nl; t++) y[t] += s * x[t];
+  );
 }
 
 int ds__bsr_pcg(dsBlockSparse* A, const dsReal* b, dsReal* x, dsReal tol, int maxit, int* iters, dsReal* resid) {
@@ -417,8 +423,9 @@ int ds__bsr_pcg(dsBlockSparse* A, const dsReal* b, dsReal* x, dsReal tol, int ma
     const dsReal beta = rz1 / rz;
     rz = rz1;
     const long nl = (long)len;
-#pragma omp parallel for schedule(static) if (DS__BSR_PAR(A))
-    for (long t = 0; t < nl; t++) p[t] = z[t] + beta * p[t];
+    DS__PAR_FOR(DS__BSR_PAR(A),
+      for (long t = 0; t < nl; t++) p[t] = z[t] + beta * p[t];
+    );
   }
 done:
   if (iters) *iters = it;
@@ -429,15 +436,16 @@ done:
 /* z_i = dinv_i^T r_i: the inverse of A^T's diagonal block (A_ii^T)^-1 = (A_ii^-1)^T */
 static void precondition_t(const dsBlockSparse* A, const dsReal* r, dsReal* z) {
   const int n = A->n;
-#pragma omp parallel for schedule(static) if (DS__BSR_PAR(A))
-  for (int i = 0; i < n; i++) {
-    const dsReal* d = A->dinv + 9 * (size_t)i;
-    const dsReal* ri = r + 3 * (size_t)i;
-    dsReal* zi = z + 3 * (size_t)i;
-    zi[0] = d[0] * ri[0] + d[3] * ri[1] + d[6] * ri[2];
-    zi[1] = d[1] * ri[0] + d[4] * ri[1] + d[7] * ri[2];
-    zi[2] = d[2] * ri[0] + d[5] * ri[1] + d[8] * ri[2];
-  }
+  DS__PAR_FOR(DS__BSR_PAR(A),
+    for (int i = 0; i < n; i++) {
+      const dsReal* d = A->dinv + 9 * (size_t)i;
+      const dsReal* ri = r + 3 * (size_t)i;
+      dsReal* zi = z + 3 * (size_t)i;
+      zi[0] = d[0] * ri[0] + d[3] * ri[1] + d[6] * ri[2];
+      zi[1] = d[1] * ri[0] + d[4] * ri[1] + d[7] * ri[2];
+      zi[2] = d[2] * ri[0] + d[5] * ri[1] + d[8] * ri[2];
+    }
+  );
 }
 
 static int finite_r(dsReal a) { return a - a == 0; }
@@ -502,8 +510,9 @@ restart: /* from the true residual of x (at the start, and when the recurrence's
       break;
     }
     const dsReal beta = (rho1 / rho) * (alpha / omega);
-#pragma omp parallel for schedule(static) if (DS__BSR_PAR(A))
-    for (long k = 0; k < nl; k++) p[k] = r[k] + beta * (p[k] - omega * v[k]);
+    DS__PAR_FOR(DS__BSR_PAR(A),
+      for (long k = 0; k < nl; k++) p[k] = r[k] + beta * (p[k] - omega * v[k]);
+    );
     pc(A, p, y);
     mv(A, y, v);
     const dsReal rv = dot(A, rh, v, len);
@@ -512,17 +521,19 @@ restart: /* from the true residual of x (at the start, and when the recurrence's
       break;
     }
     alpha = rho1 / rv;
-#pragma omp parallel for schedule(static) if (DS__BSR_PAR(A))
-    for (long k = 0; k < nl; k++) s[k] = r[k] - alpha * v[k];
+    DS__PAR_FOR(DS__BSR_PAR(A),
+      for (long k = 0; k < nl; k++) s[k] = r[k] - alpha * v[k];
+    );
     pc(A, s, z);
     mv(A, z, t);
     const dsReal tt = dot(A, t, t, len);
     omega = tt > 0 ? dot(A, t, s, len) / tt : 0;
-#pragma omp parallel for schedule(static) if (DS__BSR_PAR(A))
-    for (long k = 0; k < nl; k++) {
-      x[k] += alpha * y[k] + omega * z[k];
-      r[k] = s[k] - omega * t[k];
-    }
+    DS__PAR_FOR(DS__BSR_PAR(A),
+      for (long k = 0; k < nl; k++) {
+        x[k] += alpha * y[k] + omega * z[k];
+        r[k] = s[k] - omega * t[k];
+      }
+    );
     rho = rho1;
   }
   if (rc == 0 && it > 0) { /* the recurrence's r drifts from b - A^T x: confirm with the true residual */
