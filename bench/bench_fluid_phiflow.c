@@ -14,6 +14,14 @@
  *     gradient with respect to the initial face velocities. With
  *     DENSITY_FILE, the final density as N*N (N*N*N) little-endian doubles,
  *     cell (i, j, k) at i + N j + N^2 k (x fastest, y up).
+ *   bench_fluid_phiflow advect N sl|mc IN_FILE OUT_FILE
+ *     One advection of a given state and nothing else (no sources, forces
+ *     or projection; the one-step comparison of docs/fluids.md, "MacCormack
+ *     against PhiFlow"): IN_FILE holds the face velocities (nvel, x faces
+ *     then y faces, each x fastest; the (N+1) x N x-faces include the
+ *     walls') and the density (N*N) as little-endian doubles, dt = dx =
+ *     1/N; OUT_FILE gets the advected velocity and density, same layout.
+ *     Calls the engine's own advection (engine/fluid_advect.h).
  *   bench_fluid_phiflow  (no arguments; `make bench`)
  *     128^2, semi-Lagrangian, tolerance 1e-5, 50 steps, 3 repetitions.
  *
@@ -32,6 +40,11 @@
 
 #include "bench/bench.h"
 #include "dsim/fluid.h"
+/* the engine's advection, for the advect mode; its adjoints stay unused */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-function"
+#include "engine/fluid_advect.h"
+#pragma GCC diagnostic pop
 
 static void die(const char* what, const char* msg) {
   fprintf(stderr, "bench_fluid_phiflow: %s: %s\n", what, msg);
@@ -130,10 +143,42 @@ static void run(int n, int dim3, int mc, double tol, int steps, int reps, const 
   ds_fluid_model_free(m);
 }
 
+/* advect mode (header): one advection of the file's state by its velocity */
+static void advect_once(int n, int mc, const char* in, const char* out) {
+  dsFluidDef def = plume(n, 0, mc, 1e-5);
+  def.nsource = 0;
+  char err[512];
+  dsFluidModel* m;
+  if (ds_fluid_model_create(&def, &m, err, sizeof err)) die("model", err);
+  const size_t nv = (size_t)m->nvel, nc = (size_t)m->ncell, ns = nv + nc;
+  double *s0 = xmalloc(sizeof(double) * ns), *s1 = xmalloc(sizeof(double) * ns);
+  double *hat = xmalloc(sizeof(double) * ns), *back = xmalloc(sizeof(double) * ns);
+  FILE* fp = fopen(in, "rb");
+  if (!fp || fread(s0, sizeof(double), ns, fp) != ns) die(in, "cannot read nvel + ncell doubles");
+  fclose(fp);
+  for (int a = 0; a < 2; a++) {
+    const FGrid* g = &m->faceg[a];
+    if (mc) mc_fwd(m, g, s0 + m->foff[a], s0, s1 + m->foff[a], hat, back);
+    else sl_fwd(m, g, s0 + m->foff[a], s0, def.dt, s1 + m->foff[a]);
+  }
+  if (mc) mc_fwd(m, &m->cellg, s0 + nv, s0, s1 + nv, hat, back);
+  else sl_fwd(m, &m->cellg, s0 + nv, s0, def.dt, s1 + nv);
+  fp = fopen(out, "wb");
+  if (!fp || fwrite(s1, sizeof(double), ns, fp) != ns || fclose(fp)) die(out, "cannot write");
+  printf("{\"n\": %d, \"advection\": \"%s\", \"nvel\": %zu, \"ncell\": %zu}\n", n, mc ? "mc" : "sl", nv, nc);
+  free(s0), free(s1), free(hat), free(back);
+  ds_fluid_model_free(m);
+}
+
 int main(int argc, char** argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   if (argc == 1) {
     run(128, 0, 0, 1e-5, 50, 3, NULL);
+    return 0;
+  }
+  if (argc == 6 && !strcmp(argv[1], "advect")) {
+    if (atoi(argv[2]) < 2 || (strcmp(argv[3], "sl") && strcmp(argv[3], "mc"))) die("usage", "advect N sl|mc IN OUT");
+    advect_once(atoi(argv[2]), !strcmp(argv[3], "mc"), argv[4], argv[5]);
     return 0;
   }
   if (argc < 6) die("usage", "bench_fluid_phiflow N|N^3 sl|mc TOLERANCE STEPS REPS [DENSITY_FILE]");

@@ -55,6 +55,21 @@ fails with "ValueError: index -2147451136 is out of bounds for array with
 size 4294967296". int64_sparse_indices() below makes that one function keep
 int64 (matrix, solve and gradient are otherwise PhiFlow's own);
 --no-int64-fix shows the failure.
+
+MacCormack (docs/fluids.md, "MacCormack against PhiFlow"): PhiFlow 3.4's
+advect.mac_cormack clamps a StaggeredGrid's components to the wrong nodes.
+Its clamp bounds come from Field.closest_values, which returns the
+centred-grid computation for every field (the staggered branch after it is
+never reached): each face component is clamped to the 2^d nodes of its own
+array around the index x/dx - 1/2 on every axis, where its faces sit at
+index x/dx - 1 along their normal (the stored faces start one cell in from
+the wall): the stencil of a point half a cell further along +normal, which
+can leave out a node the interpolation used. dsim clamps to the nodes the
+interpolation used. Centred fields (the density) agree to roundoff.
+--advect-once compares one advection of given fields (no sources, forces or
+projection; dsim's side is `bench_fluid_phiflow advect`); --mc-face-clamp
+runs the plume with PhiFlow's MacCormack clamped on each component's own
+stencil (mc_face_clamp below: NumPy, eager, 2-D, forward only).
 """
 import argparse
 import json
@@ -66,6 +81,8 @@ import numpy as np
 import torch
 from phi.torch.flow import (Box, CenteredGrid, Solve, StaggeredGrid, ZERO_GRADIENT, advect, extrapolation, fluid,
                             math, resample, vec)
+from phi.field import reduce_sample, sample
+from phi.physics.advect import euler
 import phi
 
 def int64_sparse_indices():
@@ -77,6 +94,37 @@ def int64_sparse_indices():
     def ravel64(self, multi_index, shape, mode='undefined'):
         return orig(self, np.asarray(multi_index).astype(np.int64), shape, mode)
     NumPyBackend.ravel_multi_index = ravel64
+
+
+def mc_face_clamp(field, velocity, dt):
+    """advect.mac_cormack with a staggered field's components clamped to the
+    nodes of their own interpolation stencils (docstring above); 2-D, closed
+    box (ZERO: the wall faces and the tangential ghosts are 0). Centred
+    fields go to PhiFlow's own."""
+    if not field.is_staggered:
+        return advect.mac_cormack(field, velocity, dt)
+    v0 = sample(velocity, field.geometry, at=field.sampled_at, boundary=field.boundary)
+    pts_b = euler(field, velocity, -dt, v0=v0)
+    pts_f = euler(field, velocity, dt, v0=v0)
+    hat = field.with_values(reduce_sample(field, pts_b))
+    back = field.with_values(reduce_sample(hat, pts_f))
+    mc = hat + 0.5 * (field - back)
+    n = field.resolution.get_size('x')
+    dx = 1.0 / n  # the plume's box is 1 m
+    comps = []
+    for comp in 'xy':
+        q = field.values[{'~vector': comp}].numpy('y,x')
+        v = mc.values[{'~vector': comp}].numpy('y,x')
+        p = pts_b[{'~vector': comp}].numpy('y,x,vector')
+        # index coordinates in the stored array: faces along the normal from x = dx, cells from dx / 2
+        ix = p[..., 0] / dx - (1.0 if comp == 'x' else 0.5)
+        iy = p[..., 1] / dx - (1.0 if comp == 'y' else 0.5)
+        i0 = np.clip(np.floor(ix).astype(int), -1, q.shape[1] - 1)
+        j0 = np.clip(np.floor(iy).astype(int), -1, q.shape[0] - 1)
+        qp = np.pad(q, 1)  # ZERO beyond the stored faces
+        nodes = np.stack([qp[j0 + 1 + b, i0 + 1 + a] for b in (0, 1) for a in (0, 1)])
+        comps.append(math.tensor(np.clip(v, nodes.min(0), nodes.max(0)).T.copy(), math.spatial('x,y')))
+    return field.with_values(math.stack(comps, math.dual(vector='x,y')))
 
 
 ALPHA = 2.0
@@ -143,7 +191,7 @@ class Plume:
         return math.sum(self.w * s.values, self.order)
 
 
-def phiflow_side(n, scheme, tol, steps, reps, grad=True, dim=2):
+def phiflow_side(n, scheme, tol, steps, reps, grad=True, dim=2, face_clamp=False):
     """PhiFlow's figures and final density. The step is jit-compiled
     (math.jit_compile: torch.jit traces it once, the rollout then runs the
     traced graph; about 5x faster than eager at 32^2 here, where Python
@@ -153,6 +201,8 @@ def phiflow_side(n, scheme, tol, steps, reps, grad=True, dim=2):
     dL/drate to 16 digits)."""
     p = Plume(n, scheme, tol, dim)
     p.jstep = math.jit_compile(p.step)
+    if face_clamp and scheme == "mc":  # NumPy inside the step: eager, no gradient
+        p.advect, p.jstep, grad = mc_face_clamp, p.step, False
     v0, s0 = p.zero_state()
     rate = math.tensor(RATE)
     grad_fn = math.gradient(p.loss, wrt='v0,rate', get_output=True)
@@ -191,6 +241,82 @@ def dsim_side(args, n, scheme, tol, steps, reps, dim=2):
     return json.loads(r.stdout), np.fromfile(out, dtype='<f8')
 
 
+# --advect-once: one advection of given fields by both (docstring above)
+def once_velocity(kind, x, y):
+    """interior: a Gaussian vortex at the centre (speed 4e-6 of its peak at
+    the walls); walls: one cell filling the box, tangential flow along the
+    walls, none through them. Peak speed 0.6 m/s (CFL 0.6 at dt = dx)."""
+    if kind == "interior":
+        s, a = 0.1, 0.1
+        g = a * np.exp(-((x - .5) ** 2 + (y - .5) ** 2) / (2 * s * s)) / (s * s)
+        return -g * (y - .5), g * (x - .5)
+    return 0.6 * np.sin(np.pi * x) * np.cos(np.pi * y), -0.6 * np.cos(np.pi * x) * np.sin(np.pi * y)
+
+
+def once_density(kind, x, y):
+    """interior: a smoothed disc (radius 0.15 m, edge 0.05 m) off the centre;
+    walls: a field with gradients at every wall."""
+    if kind == "interior":
+        return 0.5 * (1 - np.tanh((np.hypot(x - .45, y - .55) - .15) / .05))
+    return 1 + x + 0.5 * np.sin(2 * np.pi * x) * np.cos(3 * np.pi * y)
+
+
+def once_fields(n, vk, dk):
+    """dsim's layout: x faces [j, i] (N x N+1, the walls' included, 0),
+    y faces (N+1 x N), cells (N x N)"""
+    dx, f, c = 1.0 / n, np.arange(n + 1) / n, (np.arange(n) + .5) / n
+    ux = once_velocity(vk, *np.meshgrid(f, c))[0]
+    uy = once_velocity(vk, *np.meshgrid(c, f))[1]
+    ux[:, [0, -1]] = 0
+    uy[[0, -1], :] = 0
+    return ux, uy, once_density(dk, *np.meshgrid(c, c)), dx
+
+
+def once_dsim(args, n, scheme, ux, uy, rho):
+    fin, fout = os.path.join(args.work, "advect_in.bin"), os.path.join(args.work, "advect_out.bin")
+    np.concatenate([ux.ravel(), uy.ravel(), rho.ravel()]).astype('<f8').tofile(fin)
+    subprocess.run([args.dsim, "advect", str(n), scheme, fin, fout], check=True, capture_output=True)
+    o = np.fromfile(fout, dtype='<f8')
+    a, b = (n + 1) * n, 2 * (n + 1) * n
+    return o[:a].reshape(n, n + 1)[:, 1:-1], o[a:b].reshape(n + 1, n)[1:-1, :], o[b:].reshape(n, n)
+
+
+def once_phiflow(n, how, ux, uy, rho, dx):
+    res = dict(x=n, y=n, bounds=Box(x=1, y=1))
+    t = lambda a: math.tensor(a.T.copy(), math.spatial('x,y'))
+    v = StaggeredGrid(0.0, extrapolation.ZERO, **res)
+    v = v.with_values(math.stack([t(ux[:, 1:-1]), t(uy[1:-1, :])], math.dual(vector='x,y')))
+    s = CenteredGrid(t(rho), ZERO_GRADIENT, **res)
+    adv = dict(sl=advect.semi_lagrangian, mc=advect.mac_cormack, mcf=mc_face_clamp)[how]
+    v1, s1 = adv(v, v, dx), adv(s, v, dx)
+    return (v1.values[{'~vector': 'x'}].numpy('y,x'), v1.values[{'~vector': 'y'}].numpy('y,x'),
+            s1.values.numpy('y,x'))
+
+
+def advect_once(args, n):
+    rel = lambda a, b: float(np.linalg.norm(a - b) / max(np.linalg.norm(b), 1e-300))
+    print(f"one advection at {n}^2, dt = dx, closed box: relative L2 difference dsim - PhiFlow of the advected "
+          f"density and face velocity (interior faces); mc*: PhiFlow's MacCormack with the clamp on each face "
+          f"component's own stencil")
+    print(f"{'velocity':9s} {'density':9s} {'rho sl':>9s} {'rho mc':>9s} {'u sl':>9s} {'u mc':>9s} {'u mc*':>9s}"
+          f"  {'u mc: largest difference':s}")
+    for vk in ("interior", "walls"):
+        for dk in ("interior", "walls"):
+            ux, uy, rho, dx = once_fields(n, vk, dk)
+            r = {}
+            for how in ("sl", "mc", "mcf"):
+                d = once_dsim(args, n, "sl" if how == "sl" else "mc", ux, uy, rho)
+                p = once_phiflow(n, how, ux, uy, rho, dx)
+                r[how] = (rel(d[2], p[2]), rel(np.concatenate([d[0].ravel(), d[1].ravel()]),
+                                                np.concatenate([p[0].ravel(), p[1].ravel()])))
+                if how == "mc":
+                    e = np.abs(d[0] - p[0])
+                    j, i = np.unravel_index(np.argmax(e), e.shape)
+                    at = f"x face ({i + 1}, {j}), {min(i, n - 2 - i, j, n - 1 - j)} cells in from the row beside a wall"
+            print(f"{vk:9s} {dk:9s} {r['sl'][0]:9.2e} {r['mc'][0]:9.2e} {r['sl'][1]:9.2e} {r['mc'][1]:9.2e} "
+                  f"{r['mcf'][1]:9.2e}  {at}", flush=True)
+
+
 def loadavg():
     return " ".join(open('/proc/loadavg').read().split()[:3])
 
@@ -209,11 +335,18 @@ def main():
     ap.add_argument("--json", help="write the figures here too")
     ap.add_argument("--no-int64-fix", action="store_true",
                     help="leave phiml's int32 sparse indices (fails from 256^2 and 64^3 on)")
+    ap.add_argument("--advect-once", type=int, metavar="N",
+                    help="compare one advection of given fields at N^2 instead (docstring) and stop")
+    ap.add_argument("--mc-face-clamp", action="store_true",
+                    help="PhiFlow's MacCormack clamped on each face component's own stencil (2-D, no gradient)")
     args = ap.parse_args()
     if not args.no_int64_fix:
         int64_sparse_indices()
     math.set_global_precision(64)
     torch.set_num_threads(args.threads)
+    if args.advect_once:
+        advect_once(args, args.advect_once)
+        return
     print(f"phiflow {phi.__version__}; torch {torch.__version__} ({torch.get_num_threads()} threads); dsim "
           f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', '(unset)')}; {args.steps} steps, median of {args.reps}, "
           f"relative tolerance {args.tol:g}")
@@ -225,7 +358,8 @@ def main():
             ds, d_dens = dsim_side(args, n, scheme, args.tol, args.steps, args.reps, dim)
             try:
                 pf, p_dens = phiflow_side(n, scheme, args.tol, args.steps, args.reps,
-                                          grad=g not in args.no_grad.split(","), dim=dim)
+                                          grad=g not in args.no_grad.split(","), dim=dim,
+                                          face_clamp=args.mc_face_clamp)
             except Exception as e:  # e.g. PhiFlow's int32 sparse indices with --no-int64-fix
                 print(f"  {n}^{dim} {scheme}: PhiFlow failed: {type(e).__name__}: {e} (dsim: forward "
                       f"{ds['forward_ms']:.2f}, forward + backward {ds['fwdbwd_ms']:.2f} ms/step)", flush=True)

@@ -734,10 +734,85 @@ int ds_fluid_backward_terms(const dsFluidModel* m, dsFluidData* d, const double*
   return 0;
 }
 
-/* ---- 2-D density image ----------------------------------------------------- */
+/* ---- 2-D density image -----------------------------------------------------
+ *
+ * Forward: t = 1 - exp(-scale rho); the colour map's segment k (the last
+ * stop with t[k] <= t, at most n - 2), u = (t - t[k]) / (t[k+1] - t[k]),
+ * colour = rgb[k] + (rgb[k+1] - rgb[k]) u. With the two-stop SMOKE map u = t
+ * exactly, so the image is bit for bit the original bg + (smoke - bg) t.
+ * Backward: dcolour/drho = (rgb[k+1] - rgb[k]) / (t[k+1] - t[k]) scale
+ * exp(-scale rho), in the segment the forward used (the map has a kink at
+ * every inner stop: the derivative from the right is taken there). */
 
 static const double render_bg[3] = DS_FLUID_RENDER_BG, render_smoke[3] = DS_FLUID_RENDER_SMOKE,
                     render_solid[3] = DS_FLUID_RENDER_SOLID;
+
+/* Stock tables (t, r, g, b): viridis and inferno are every 16th entry (and
+ * the last) of the published 256-entry maps of van der Walt and Smith. */
+#define CMAP_STOCK_STOPS 17
+static const double cmap_viridis[CMAP_STOCK_STOPS][3] = {
+    {0.267004, 0.004874, 0.329415}, {0.282327, 0.094955, 0.417331}, {0.278826, 0.175490, 0.483397},
+    {0.258965, 0.251537, 0.524736}, {0.229739, 0.322361, 0.545706}, {0.199430, 0.387607, 0.554642},
+    {0.172719, 0.448791, 0.557885}, {0.149039, 0.508051, 0.557250}, {0.127568, 0.566949, 0.550556},
+    {0.120638, 0.625828, 0.533488}, {0.157851, 0.683765, 0.501686}, {0.246070, 0.738910, 0.452024},
+    {0.369214, 0.788888, 0.382914}, {0.515992, 0.831158, 0.294279}, {0.678489, 0.863742, 0.189503},
+    {0.845561, 0.887322, 0.099702}, {0.993248, 0.906157, 0.143936}};
+static const double cmap_inferno[CMAP_STOCK_STOPS][3] = {
+    {0.001462, 0.000466, 0.013866}, {0.042253, 0.028139, 0.141141}, {0.129285, 0.047293, 0.290788},
+    {0.238273, 0.036621, 0.396353}, {0.341500, 0.062325, 0.429425}, {0.441207, 0.099338, 0.431594},
+    {0.540920, 0.134729, 0.415123}, {0.640135, 0.171438, 0.381065}, {0.735683, 0.215906, 0.330245},
+    {0.822386, 0.275197, 0.266085}, {0.894305, 0.353399, 0.193584}, {0.946965, 0.449191, 0.115272},
+    {0.978422, 0.557937, 0.034931}, {0.987874, 0.675267, 0.065257}, {0.974638, 0.797692, 0.206332},
+    {0.947594, 0.917399, 0.410665}, {0.988362, 0.998364, 0.644924}};
+
+static void cmap_two(dsFluidColormap* map, const double* c0, const double* c1) {
+  map->n = 2;
+  map->t[0] = 0, map->t[1] = 1;
+  memcpy(map->rgb[0], c0, sizeof(double) * 3);
+  memcpy(map->rgb[1], c1, sizeof(double) * 3);
+}
+
+int ds_fluid_colormap(dsFluidColormapName name, dsFluidColormap* map) {
+  static const double black[3] = {0, 0, 0}, white[3] = {1, 1, 1};
+  if (!map) return DS_ERR_INVALID;
+  memset(map, 0, sizeof *map);
+  if (name == DS_FLUID_COLORMAP_SMOKE) cmap_two(map, render_bg, render_smoke);
+  else if (name == DS_FLUID_COLORMAP_GREY) cmap_two(map, black, white);
+  else if (name == DS_FLUID_COLORMAP_VIRIDIS || name == DS_FLUID_COLORMAP_INFERNO) {
+    map->n = CMAP_STOCK_STOPS;
+    for (int k = 0; k < CMAP_STOCK_STOPS; k++) {
+      map->t[k] = k / (double)(CMAP_STOCK_STOPS - 1);
+      memcpy(map->rgb[k], name == DS_FLUID_COLORMAP_VIRIDIS ? cmap_viridis[k] : cmap_inferno[k], sizeof(double) * 3);
+    }
+  } else
+    return DS_ERR_INVALID;
+  return 0;
+}
+
+int ds_fluid_colormap_check(const dsFluidColormap* map, char* err, size_t errlen) {
+  char tmp[8];
+  if (!err || !errlen) err = tmp, errlen = sizeof tmp;
+  if (!map) return snprintf(err, errlen, "colour map: NULL"), DS_ERR_INVALID;
+  if (map->n < 2 || map->n > DS_FLUID_COLORMAP_MAX)
+    return snprintf(err, errlen, "colour map: %d stops (expected 2 to %d)", map->n, DS_FLUID_COLORMAP_MAX),
+           DS_ERR_INVALID;
+  if (map->t[0] != 0 || map->t[map->n - 1] != 1)
+    return snprintf(err, errlen, "colour map: stops at t = %g ... %g (expected the first at 0, the last at 1)",
+                    map->t[0], map->t[map->n - 1]),
+           DS_ERR_INVALID;
+  for (int k = 0; k < map->n; k++) {
+    if (k && !(map->t[k] > map->t[k - 1]))
+      return snprintf(err, errlen, "colour map: stop %d at t = %g after %g (expected t increasing)", k, map->t[k],
+                      map->t[k - 1]),
+             DS_ERR_INVALID;
+    for (int ch = 0; ch < 3; ch++)
+      if (!(map->rgb[k][ch] >= 0 && map->rgb[k][ch] <= 1))
+        return snprintf(err, errlen, "colour map: stop %d, channel %d = %g (expected a colour in [0, 1])", k, ch,
+                        map->rgb[k][ch]),
+               DS_ERR_INVALID;
+  }
+  return 0;
+}
 
 /* the image pixel (row, col) of cell c: y up, row 0 at the top */
 static inline int render_pixel(const dsFluidModel* m, int c) {
@@ -745,29 +820,60 @@ static inline int render_pixel(const dsFluidModel* m, int c) {
   return (ny - 1 - c / nx) * nx + c % nx;
 }
 
-int ds_fluid_render_density(const dsFluidModel* m, const double* density, double scale, dsReal* rgba) {
-  if (!m || !density || !rgba || !(scale > 0)) return DS_ERR_INVALID;
-  if (m->dim != 2) return DS_ERR_UNSUPPORTED;
+/* the segment of t: the last stop k <= n - 2 with t[k] <= t (0 below t[0]) */
+static inline int cmap_segment(const dsFluidColormap* map, double t) {
+  int k = 0;
+  while (k < map->n - 2 && map->t[k + 1] <= t) k++;
+  return k;
+}
+
+static int render_args(const dsFluidModel* m, const double* density, double scale, const dsFluidColormap* map,
+                       const void* out) {
+  if (!m || !density || !out || !(scale > 0) || ds_fluid_colormap_check(map, NULL, 0)) return DS_ERR_INVALID;
+  return m->dim != 2 ? DS_ERR_UNSUPPORTED : 0;
+}
+
+int ds_fluid_render_density_map(const dsFluidModel* m, const double* density, double scale,
+                                const dsFluidColormap* map, dsReal* rgba) {
+  dsFluidColormap smoke;
+  if (!map) ds_fluid_colormap(DS_FLUID_COLORMAP_SMOKE, &smoke), map = &smoke;
+  int rc = render_args(m, density, scale, map, rgba);
+  if (rc) return rc;
   for (int c = 0; c < m->ncell; c++) {
     double t = 1 - exp(-scale * density[c]);
+    int k = cmap_segment(map, t);
+    double u = (t - map->t[k]) / (map->t[k + 1] - map->t[k]);
+    const double *c0 = map->rgb[k], *c1 = map->rgb[k + 1];
     dsReal* px = rgba + 4 * (size_t)render_pixel(m, c);
-    for (int ch = 0; ch < 3; ch++)
-      px[ch] = (dsReal)(m->solid[c] ? render_solid[ch] : render_bg[ch] + (render_smoke[ch] - render_bg[ch]) * t);
+    for (int ch = 0; ch < 3; ch++) px[ch] = (dsReal)(m->solid[c] ? render_solid[ch] : c0[ch] + (c1[ch] - c0[ch]) * u);
     px[3] = 1;
   }
   return 0;
 }
 
-int ds_fluid_render_density_bwd(const dsFluidModel* m, const double* density, double scale, const dsReal* g_rgba,
-                                double* g_density) {
-  if (!m || !density || !g_rgba || !g_density || !(scale > 0)) return DS_ERR_INVALID;
-  if (m->dim != 2) return DS_ERR_UNSUPPORTED;
+int ds_fluid_render_density_map_bwd(const dsFluidModel* m, const double* density, double scale,
+                                    const dsFluidColormap* map, const dsReal* g_rgba, double* g_density) {
+  dsFluidColormap smoke;
+  if (!map) ds_fluid_colormap(DS_FLUID_COLORMAP_SMOKE, &smoke), map = &smoke;
+  int rc = render_args(m, density, scale, map, g_rgba);
+  if (rc || !g_density) return rc ? rc : DS_ERR_INVALID;
   for (int c = 0; c < m->ncell; c++) {
     if (m->solid[c]) continue; /* drawn in a constant colour */
     const dsReal* g = g_rgba + 4 * (size_t)render_pixel(m, c);
-    double dt = scale * exp(-scale * density[c]), s = 0;
-    for (int ch = 0; ch < 3; ch++) s += (double)g[ch] * (render_smoke[ch] - render_bg[ch]);
-    g_density[c] += s * dt;
+    double e = exp(-scale * density[c]);
+    int k = cmap_segment(map, 1 - e);
+    double du = scale * e / (map->t[k + 1] - map->t[k]), s = 0;
+    for (int ch = 0; ch < 3; ch++) s += (double)g[ch] * (map->rgb[k + 1][ch] - map->rgb[k][ch]);
+    g_density[c] += s * du;
   }
   return 0;
+}
+
+int ds_fluid_render_density(const dsFluidModel* m, const double* density, double scale, dsReal* rgba) {
+  return ds_fluid_render_density_map(m, density, scale, NULL, rgba);
+}
+
+int ds_fluid_render_density_bwd(const dsFluidModel* m, const double* density, double scale, const dsReal* g_rgba,
+                                double* g_density) {
+  return ds_fluid_render_density_map_bwd(m, density, scale, NULL, g_rgba, g_density);
 }

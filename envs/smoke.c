@@ -16,8 +16,9 @@
  * a linear map W, so dL/dA = c sum over the step's substeps of W^T dL/dF
  * (dL/dF from the fluid's backward per substep).
  *
- * Frame: ds_fluid_render_density(density, render.opacity): a dark
- * background to white smoke, t = 1 - exp(-opacity rho). Goal: the image of
+ * Frame: ds_fluid_render_density_map(density, render.opacity, the map
+ * render.colormap): t = 1 - exp(-opacity rho) through a colour map, by
+ * default a dark background to white smoke. Goal: the image of
  * the density at the last substep of a rollout under a hidden force
  * sequence, a sideways wind target.push (action units) in x, strongest at
  * mid height (A_x(I, J) = push sin(pi (J + 1/2) / N), A_y = 0), from the
@@ -26,7 +27,7 @@
  * IMAGE_LAST (MSE by default). Metric: the normalised image error
  *   sum_rgb (I - I*)^2 / sum_rgb (I* - bg)^2,
  * over the colour channels (alpha is 1 everywhere), relative to the goal's
- * smoke (I* - bg = (smoke - bg) t*): 1 for an empty box, 0 at the goal.
+ * smoke (bg: the map's colour at t = 0): 1 for an empty box, 0 at the goal.
  *
  * Named parameters: the fluid's (buoyancy.alpha, buoyancy.beta,
  * ambient_temperature, gravity.x, gravity.y, source.0.density_rate, ...)
@@ -59,6 +60,7 @@ typedef struct dsSmokeParams {
   int cells;             /* control grid cells per side [control.cells] */
   dsReal force;          /* m/s^2 per unit action [control.force] */
   dsReal opacity;        /* render scale per unit density [render.opacity] */
+  int colormap;          /* dsFluidColormapName [render.colormap] */
   dsReal push;           /* the target's hidden wind, action units [target.push] */
   dsSmokeObstacle obs;   /* [obstacle.*] */
 } dsSmokeParams;
@@ -88,6 +90,9 @@ static const dsConfigKey keys[] = {
     {"control.force", DS_KEY_REAL, P(force), 1e-9, 1e6, NULL, 0, "force per unit mass per unit action, m/s^2"},
     {"render.opacity", DS_KEY_REAL, P(opacity), 1e-6, 1e6, NULL, 0,
      "smoke opacity per unit density: t = 1 - exp(-opacity rho)"},
+    {"render.colormap", DS_KEY_ENUM, P(colormap), 0, 0, "smoke|viridis|inferno|grey", 0,
+     "colour map of t (smoke: dark blue to white; viridis, inferno: 17 stops of the published tables; grey: black "
+     "to white), linear between stops"},
     {"target.push", DS_KEY_REAL, P(push), -1e3, 1e3, NULL, 0,
      "the target rollout's hidden wind in x at mid height, action units"},
     DS__SMOKE_OBSTACLE_KEYS(P),
@@ -122,6 +127,7 @@ static void defaults(dsEnvDef* d) {
   p->cells = 8;
   p->force = 2;
   p->opacity = 2;
+  p->colormap = DS_FLUID_COLORMAP_SMOKE;
   p->push = 1;
   ds__smoke_obstacle_defaults(&p->obs);
 }
@@ -143,6 +149,7 @@ typedef struct SmokeState {
   dsSmokeCore c;   /* the fluid, its parameters and initial_density */
   int n, ncell, nc, adim, T, C, nframe;
   double opacity, cforce;
+  dsFluidColormap map; /* render.colormap */
   int* wi;         /* ncell x 4: the control cells of a fluid cell's bilinear stencil */
   double* ww;      /* ncell x 4: their weights */
   double* force;   /* ncell x 2: the current step's field */
@@ -210,6 +217,8 @@ static int create(dsEnv* e, void** out) {
   s->C = def->control_interval;
   s->nframe = (def->substeps + def->render_interval - 1) / def->render_interval + (def->render_last ? 1 : 0);
   s->opacity = p->opacity;
+  if ((rc = ds_fluid_colormap((dsFluidColormapName)p->colormap, &s->map)))
+    return ds_env_set_errorf(e, rc, "render.colormap: %d (expected smoke, viridis, inferno or grey)", p->colormap);
   s->cforce = p->force;
   return 0;
 }
@@ -337,18 +346,19 @@ static void keep_frame(dsEnv* e, int f) {
 static int render(dsEnv* e, int f, dsReal* image) {
   SmokeState* s = state_of(e);
   const double* rho = f < 0 ? ds_fluid_density(s->c.fd) : s->frames + (size_t)f * s->ncell;
-  return ds_fluid_render_density(s->c.fm, rho, s->opacity, image);
+  return ds_fluid_render_density_map(s->c.fm, rho, s->opacity, &s->map, image);
 }
 
 static int goal(dsEnv* e, dsReal* image) {
   SmokeState* s = state_of(e);
-  return ds_fluid_render_density(s->c.fm, s->goal, s->opacity, image);
+  return ds_fluid_render_density_map(s->c.fm, s->goal, s->opacity, &s->map, image);
 }
 
 static int backward(dsEnv* e, const dsReal* g_image, dsReal* grad_actions) {
   SmokeState* s = state_of(e);
   memset(s->gdens, 0, sizeof(double) * (size_t)s->ncell);
-  int rc = ds_fluid_render_density_bwd(s->c.fm, ds_fluid_density(s->c.fd), s->opacity, g_image, s->gdens);
+  int rc = ds_fluid_render_density_map_bwd(s->c.fm, ds_fluid_density(s->c.fd), s->opacity, &s->map, g_image,
+                                           s->gdens);
   if (rc) return ds_env_set_errorf(e, rc, "render backward (%s)", ds_strerror(rc));
   const dsFluidGrad g = {NULL, s->c.gdens0, NULL, s->gforce, NULL, s->c.pgrad};
   if ((rc = ds_fluid_backward(s->c.fm, s->c.fd, NULL, s->gdens, NULL, &g))) return fluid_fail(e, rc, "backward");
@@ -372,10 +382,9 @@ static int set_param(dsEnv* e, const char* name, const dsReal* v, int count) {
 static int metric(const dsEnv* e, dsReal* value) {
   SmokeState* s = state_of(e);
   const dsReal* g = ds_env_goal_image(e);
-  int rc = ds_fluid_render_density(s->c.fm, ds_fluid_density(s->c.fd), s->opacity, s->img);
+  int rc = ds_fluid_render_density_map(s->c.fm, ds_fluid_density(s->c.fd), s->opacity, &s->map, s->img);
   if (rc || !g) return rc ? rc : DS_ERR_STATE;
-  const double bg[3] = DS_FLUID_RENDER_BG;
-  *value = (dsReal)ds__smoke_image_error(s->img, g, NULL, bg, (size_t)s->ncell);
+  *value = (dsReal)ds__smoke_image_error(s->img, g, NULL, s->map.rgb[0], (size_t)s->ncell);
   return 0;
 }
 

@@ -165,6 +165,29 @@ static int type_error(Ctx* c, const char* path, const char* expected, const cJSO
                     expected, got);
 }
 
+/* An enum's refusal: the choices, and the nearest one when a string is at
+ * most 2 edits from it and the edits are under half its length. */
+static int enum_error(Ctx* c, const char* path, const dsConfigKey* f, const cJSON* v) {
+  char expected[256], best[64] = "";
+  int bestd = 3;
+  snprintf(expected, sizeof expected, "one of \"%s\"", f->choices);
+  for (char *p = expected + 8, *word = p;; p++) {
+    if (*p && *p != '|' && *p != '"') continue;
+    const char was = *p; /* '|' between choices; '"' or (truncated) 0 after the last */
+    *p = 0;
+    int d = cJSON_IsString(v) ? edit_distance(v->valuestring, word) : 1 << 30;
+    if (d < bestd && 2 * d < (int)strlen(word)) bestd = d, snprintf(best, sizeof best, "%s", word);
+    *p = was == '|' ? ',' : was;
+    if (was != '|') break;
+    word = p + 1;
+  }
+  if (!best[0]) return type_error(c, path, expected, v);
+  char got[96], b1[PATH_MAX_LEN + 64];
+  describe(v, got, sizeof got);
+  return ds__seterr(c->eb, DS_ERR_CONFIG, "%s: %s: expected %s, got %s (did you mean \"%s\"?)", c->file,
+                    shown(c, path, b1, sizeof b1), expected, got, best);
+}
+
 static int apply(Ctx* c, const dsConfigKey* f, const char* path, const cJSON* v) {
   char* dst = c->target + f->offset;
   switch (f->type) {
@@ -228,11 +251,7 @@ static int apply(Ctx* c, const dsConfigKey* f, const char* path, const cJSON* v)
           s = bar ? bar + 1 : s + len;
         }
       }
-      char expected[256];
-      snprintf(expected, sizeof expected, "one of \"%s\"", f->choices);
-      for (char* p = expected; *p; p++)
-        if (*p == '|') *p = ',';
-      return type_error(c, path, expected, v);
+      return enum_error(c, path, f, v);
     }
     case DS_KEY_VEC3:
     case DS_KEY_DVEC3: {

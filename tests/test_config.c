@@ -68,7 +68,8 @@ static const Case bad[] = {
     {"{\"physics\": 3}", DS_ERR_CONFIG, "t.json: physics: expected an object, got 3"},
     {"{\"physics\": {\"dt\": {}}}", DS_ERR_CONFIG, "t.json: physics.dt: expected a number, got an object"},
     {"{\"name\": \"a name that is far too long\"}", DS_ERR_CONFIG, "t.json: name: expected a string of at most 15 characters"},
-    {"{\"method\": \"imag\"}", DS_ERR_CONFIG, "t.json: method: expected one of \"image,state,random\", got \"imag\""},
+    {"{\"method\": \"imag\"}", DS_ERR_CONFIG,
+     "t.json: method: expected one of \"image,state,random\", got \"imag\" (did you mean \"image\"?)"},
     {"{\"start\": [1, 2]}", DS_ERR_CONFIG, "t.json: start: expected an array of 3 numbers, got an array"},
     {"{\"start\": [1, \"2\", 3]}", DS_ERR_CONFIG, "t.json: start[1]: expected a number, got \"2\""},
     {"{\"start\": [1, 2, 300]}", DS_ERR_CONFIG, "t.json: start[2]: expected a number in [-100, 100], got 300"},
@@ -100,7 +101,7 @@ static const Case bad_section[] = {
      "t.json: env.physics.substeps: expected an integer, got 2.5"},
     {"{\"env\": {\"physics\": 3}}", DS_ERR_CONFIG, "t.json: env.physics: expected an object, got 3"},
     {"{\"env\": {\"method\": \"imag\"}}", DS_ERR_CONFIG,
-     "t.json: env.method: expected one of \"image,state,random\", got \"imag\""},
+     "t.json: env.method: expected one of \"image,state,random\", got \"imag\" (did you mean \"image\"?)"},
     {"{\"env\": {\"start\": [1, 2, 300]}}", DS_ERR_CONFIG,
      "t.json: env.start[2]: expected a number in [-100, 100], got 300"},
     {"{\"env\": {\"loss\": {\"weights\": [1, -1]}}}", DS_ERR_CONFIG,
@@ -255,7 +256,8 @@ int main(void) {
     CHECK_INT_EQ(ds__cfg_set("--ground", "env", fields, &c, sizeof c, "physics.ground", "1", &eb), DS_ERR_CONFIG);
     CHECK_STR_EQ(ds__errmsg(&eb), "--ground: env.physics.ground: expected true or false, got 1");
     CHECK_INT_EQ(ds__cfg_set("--method", "env", fields, &c, sizeof c, "method", "imag", &eb), DS_ERR_CONFIG);
-    CHECK_STR_EQ(ds__errmsg(&eb), "--method: env.method: expected one of \"image,state,random\", got \"imag\"");
+    CHECK_STR_EQ(ds__errmsg(&eb),
+                 "--method: env.method: expected one of \"image,state,random\", got \"imag\" (did you mean \"image\"?)");
     CHECK_INT_EQ(ds__cfg_set("--start", "env", fields, &c, sizeof c, "start", "[1, 2]", &eb), DS_ERR_CONFIG);
     CHECK_STR_EQ(ds__errmsg(&eb), "--start: env.start: expected an array of 3 numbers, got an array");
     CHECK_INT_EQ(ds__cfg_set("--name", "env", fields, &c, sizeof c, "name", "a name that is far too long", &eb),

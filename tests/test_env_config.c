@@ -39,7 +39,7 @@ static const Bad bad[] = {
     {"{\"env\": {\"name\": \"control-fem\", \"scene\": {\"start\": [1, 2]}}}", DS_ERR_CONFIG,
      "b.json: env.scene.start: expected an array of 3 numbers, got an array"},
     {"{\"env\": {\"name\": \"control-fem\", \"observation\": {\"state\": \"ful\"}}}", DS_ERR_CONFIG,
-     "b.json: env.observation.state: expected one of \"none,full,com,joints\", got \"ful\""},
+     "b.json: env.observation.state: expected one of \"none,full,com,joints\", got \"ful\" (did you mean \"full\"?)"},
     /* class keys: the gear is control-fem's, not the walker's */
     {"{\"env\": {\"name\": \"control-fem\", \"gear\": {\"teeth\": 2}}}", DS_ERR_CONFIG,
      "b.json: env.gear.teeth: expected an integer in [3, 256], got 2"},

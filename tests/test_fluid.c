@@ -545,6 +545,163 @@ static void test_render(void) {
   free(img), free(w), free(g);
 }
 
+/* CHECK_CLOSE's test without counting a check */
+static int near_eq(double a, double b, double rtol, double atol) {
+  return fabs(a - b) <= atol + rtol * fmax(fabs(a), fabs(b));
+}
+
+/* sum_i w_i img_i of the density image through map */
+static double image_dot(const dsFluidModel* m, const double* rho, double scale, const dsFluidColormap* map,
+                        const dsReal* w, dsReal* img, int np) {
+  double l = 0;
+  CHECK_INT_EQ(ds_fluid_render_density_map(m, rho, scale, map, img), 0);
+  for (int i = 0; i < np; i++) l += (double)w[i] * img[i];
+  return l;
+}
+
+/* densities whose t = 1 - exp(-scale rho) stays margin off every stop of
+ * the map (a central difference across a stop would straddle the kink) */
+static void off_stop_density(const dsFluidColormap* map, double scale, double margin, double* rho, int nc) {
+  for (int c = 0; c < nc; c++) {
+    int near;
+    do {
+      rho[c] = -0.03 + 1.6 * 0.5 * (urand() + 1);
+      double t = 1 - exp(-scale * rho[c]);
+      near = 0;
+      for (int k = 0; k < map->n; k++) near |= fabs(t - map->t[k]) < margin;
+    } while (near);
+  }
+}
+
+/* One map's adjoint against central differences (h = 1e-6, off the stops;
+ * single precision: h = 1e-3 over the image's float roundoff, tolerance 1e-2;
+ * the map is piecewise linear in t, so the difference is exact up to
+ * O(h^2) of the exponential and roundoff): the tolerance, 1e-7 in double,
+ * is far below the 1% by which an adjoint scaled by 1.01 misses (checked
+ * below on every cell with a gradient above 1e-3; flipping the sign of the
+ * backward's slope, or taking the segment below, fails it too). */
+static void colormap_fd(const dsFluidModel* m, const dsFluidColormap* map, const char* name) {
+  const int nc = ds_fluid_ncell(m), np = 4 * nc;
+  const double scale = 1.7;
+  dsReal* img = malloc(sizeof(dsReal) * (size_t)np);
+  dsReal* w = malloc(sizeof(dsReal) * (size_t)np);
+  double* rho = malloc(sizeof(double) * (size_t)nc);
+  double* g = calloc((size_t)nc, sizeof(double));
+  for (int i = 0; i < np; i++) w[i] = (dsReal)urand();
+  const int dbl = sizeof(dsReal) == sizeof(double);
+  const double tol = dbl ? 1e-7 : 1e-2, h = dbl ? 1e-6 : 1e-3;
+  off_stop_density(map, scale, dbl ? 1e-4 : 4e-3, rho, nc); /* scale h well inside */
+  CHECK_INT_EQ(ds_fluid_render_density_map_bwd(m, rho, scale, map, w, g), 0);
+  int caught = 0, big = 0;
+  for (int c = 0; c < nc; c++) {
+    if (ds_fluid_solid(m)[c]) {
+      CHECK(g[c] == 0);
+      continue;
+    }
+    double x0 = rho[c];
+    rho[c] = x0 + h;
+    double lp = image_dot(m, rho, scale, map, w, img, np);
+    rho[c] = x0 - h;
+    double lm = image_dot(m, rho, scale, map, w, img, np);
+    rho[c] = x0;
+    double fd = (lp - lm) / (2 * h);
+    if (!near_eq(g[c], fd, tol, tol)) fprintf(stderr, "%s: cell %d: adjoint %.10g, fd %.10g\n", name, c, g[c], fd);
+    CHECK_CLOSE(g[c], fd, tol, tol);
+    if (fabs(fd) > 1e-3) big++, caught += !near_eq(1.01 * g[c], fd, tol, tol);
+  }
+  CHECK(big > nc / 4);
+  if (dbl) CHECK_INT_EQ(caught, big);
+  free(img), free(w), free(rho), free(g);
+}
+
+/* colour maps: the default's bits, the stock maps' stops, adjoints, refusals */
+static void test_colormap(void) {
+  dsFluidDef def = smoke_2d(12);
+  def.n[0] = 10;
+  def.dx = 1.0 / 12;
+  def.nobstacle = 1;
+  def.obstacle[0] = (dsFluidBox){{0.1, 0.5, 0}, {0.45, 0.8, 0}};
+  dsFluidModel* m;
+  char err[256];
+  CHECK_INT_EQ(ds_fluid_model_create(&def, &m, err, sizeof err), 0);
+  const int nc = ds_fluid_ncell(m), np = 4 * nc;
+  dsReal* img = malloc(sizeof(dsReal) * (size_t)np);
+  dsReal* w = malloc(sizeof(dsReal) * (size_t)np);
+  double* rho = malloc(sizeof(double) * (size_t)nc);
+  double* g = calloc((size_t)nc, sizeof(double));
+  for (int c = 0; c < nc; c++) rho[c] = -0.02 + 1.5 * (c % 11) / 10.0; /* one negative: the first segment extended */
+  for (int i = 0; i < np; i++) w[i] = (dsReal)urand();
+  /* the default map is the original formula, bit for bit, forward and backward */
+  const double bg[3] = DS_FLUID_RENDER_BG, sm[3] = DS_FLUID_RENDER_SMOKE;
+  CHECK_INT_EQ(ds_fluid_render_density(m, rho, 2.0, img), 0);
+  CHECK_INT_EQ(ds_fluid_render_density_bwd(m, rho, 2.0, w, g), 0);
+  int same = 1;
+  for (int c = 0; c < nc; c++) {
+    if (ds_fluid_solid(m)[c]) continue;
+    const dsReal* px = img + 4 * ((size_t)(11 - c / 10) * 10 + c % 10);
+    const double t = 1 - exp(-2.0 * rho[c]), dt = 2.0 * exp(-2.0 * rho[c]);
+    double s = 0;
+    for (int ch = 0; ch < 3; ch++) {
+      same &= px[ch] == (dsReal)(bg[ch] + (sm[ch] - bg[ch]) * t);
+      s += (double)w[4 * ((size_t)(11 - c / 10) * 10 + c % 10) + ch] * (sm[ch] - bg[ch]);
+    }
+    same &= g[c] == s * dt;
+  }
+  CHECK(same);
+  /* stock maps: t = 0 is the first stop, t = 1/2 viridis' and inferno's middle one */
+  dsFluidColormap map;
+  const double half[2][3] = {{0.127568, 0.566949, 0.550556}, {0.735683, 0.215906, 0.330245}};
+  const double first[2][3] = {{0.267004, 0.004874, 0.329415}, {0.001462, 0.000466, 0.013866}};
+  const double ctol = sizeof(dsReal) == sizeof(double) ? 1e-12 : 1e-6;
+  for (int k = 0; k < 2; k++) {
+    CHECK_INT_EQ(ds_fluid_colormap(k ? DS_FLUID_COLORMAP_INFERNO : DS_FLUID_COLORMAP_VIRIDIS, &map), 0);
+    CHECK(map.n == 17 && map.t[8] == 0.5 && ds_fluid_colormap_check(&map, err, sizeof err) == 0);
+    rho[0] = 0, rho[1] = log(2.0) / 2.0;
+    CHECK_INT_EQ(ds_fluid_render_density_map(m, rho, 2.0, &map, img), 0);
+    for (int ch = 0; ch < 3; ch++) {
+      CHECK(img[4 * 110 + ch] == (dsReal)first[k][ch]); /* cell 0: the last row's first pixel */
+      CHECK_CLOSE(img[4 * 111 + ch], half[k][ch], ctol, ctol);
+    }
+    colormap_fd(m, &map, k ? "inferno" : "viridis");
+  }
+  CHECK_INT_EQ(ds_fluid_colormap(DS_FLUID_COLORMAP_GREY, &map), 0);
+  colormap_fd(m, &map, "grey");
+  CHECK_INT_EQ(ds_fluid_colormap(DS_FLUID_COLORMAP_SMOKE, &map), 0);
+  colormap_fd(m, &map, "smoke");
+  /* a custom map: uneven stops */
+  map = (dsFluidColormap){4, {0, 0.2, 0.7, 1}, {{0, 0, 0.3}, {0.9, 0.1, 0.2}, {0.4, 1, 0}, {1, 1, 1}}};
+  CHECK_INT_EQ(ds_fluid_colormap_check(&map, err, sizeof err), 0);
+  colormap_fd(m, &map, "custom");
+  /* refusals, each naming what is wrong */
+  const struct {
+    int stop, ch;
+    double v;
+    const char* msg;
+  } bad[] = {{-1, 0, 1, "1 stops (expected 2 to 32)"},
+             {0, -1, 0.1, "expected the first at 0"},
+             {3, -1, 0.95, "t = 0 ... 0.95 (expected the first at 0, the last at 1)"},
+             {2, -1, 0.1, "stop 2 at t = 0.1 after 0.2"},
+             {2, -1, 0.2, "stop 2 at t = 0.2 after 0.2 (expected t increasing)"},
+             {1, 2, 1.2, "stop 1, channel 2 = 1.2 (expected a colour in [0, 1])"},
+             {2, 0, NAN, "stop 2, channel 0 = nan"}};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    dsFluidColormap b = map;
+    if (bad[i].stop < 0) b.n = 1;
+    else if (bad[i].ch < 0) b.t[bad[i].stop] = bad[i].v;
+    else b.rgb[bad[i].stop][bad[i].ch] = bad[i].v;
+    CHECK_INT_EQ(ds_fluid_colormap_check(&b, err, sizeof err), DS_ERR_INVALID);
+    if (!strstr(err, bad[i].msg)) fprintf(stderr, "colour map refusal %zu: \"%s\"\n", i, err);
+    CHECK(strstr(err, bad[i].msg) != NULL);
+    CHECK_INT_EQ(ds_fluid_render_density_map(m, rho, 2.0, &b, img), DS_ERR_INVALID);
+    CHECK_INT_EQ(ds_fluid_render_density_map_bwd(m, rho, 2.0, &b, w, g), DS_ERR_INVALID);
+  }
+  map.n = DS_FLUID_COLORMAP_MAX + 1;
+  CHECK_INT_EQ(ds_fluid_colormap_check(&map, err, sizeof err), DS_ERR_INVALID);
+  CHECK_INT_EQ(ds_fluid_colormap((dsFluidColormapName)7, &map), DS_ERR_INVALID);
+  ds_fluid_model_free(m);
+  free(img), free(w), free(rho), free(g);
+}
+
 static double clock_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -698,11 +855,11 @@ static void test_mesh_obstacle(void) {
 }
 
 int main(void) {
-  void (*tests[])(void) = {test_bad_input, test_render,  test_divergence,    test_checkpoints, test_fd_2d,
-                           test_fd_3d,     test_threads, test_mesh_obstacle, test_fd_soft};
-  const char* names[] = {"bad input", "render",        "divergence",   "checkpoints", "fd 2-D",
-                         "fd 3-D",    "threads",       "mesh obstacle", "fd soft obstacles"};
-  for (int i = 0; i < 9; i++) {
+  void (*tests[])(void) = {test_bad_input, test_render,  test_colormap,      test_divergence, test_checkpoints,
+                           test_fd_2d,     test_fd_3d,   test_threads,       test_mesh_obstacle, test_fd_soft};
+  const char* names[] = {"bad input", "render", "colour map", "divergence",    "checkpoints",
+                         "fd 2-D",    "fd 3-D", "threads",    "mesh obstacle", "fd soft obstacles"};
+  for (int i = 0; i < 10; i++) {
     double t0 = clock_s();
     tests[i]();
     fprintf(stderr, "%s: %.2f s\n", names[i], clock_s() - t0);

@@ -112,6 +112,7 @@ static void expect_create_error(dsEnvDef* def, int code, const char* key);
 /* An obstacle: the box's cells drawn in the solid colour; the same box as an
  * OBJ mesh (obstacle.mesh) gives the same episode bit for bit; the
  * adjoint around it is grad_check's (main). */
+static const char* const kViridis[] = {"render.colormap", "viridis", NULL};
 static const char* const kBox[] = {"obstacle.box_lo", "[0.3, 0.55, 0]", "obstacle.box_hi", "[0.7, 0.7, 0]", NULL};
 
 static void obstacle(void) {
@@ -245,6 +246,37 @@ static void metric(void) {
   ds_env_destroy(env);
 }
 
+/* render.colormap: the frames and the goal through the same map, the
+ * metric's background its first stop, an unknown name refused by key */
+static void colormap(void) {
+  dsEnv* env = make_kv(16, 8, 1, kViridis);
+  if (!env) return;
+  const int S = ds_env_num_steps(env), n = ds_env_action_size(env);
+  static dsReal a[NA_MAX], img[16 * 16 * 4];
+  const dsReal zero = 0;
+  const double v0[3] = {0.267004, 0.004874, 0.329415}; /* viridis at t = 0 */
+  CHECK_INT_EQ(ds_env_set_param(env, "source.0.density_rate", &zero, 1), 0);
+  for (int i = 0; i < S * n; i++) a[i] = 0;
+  episode(env, a);
+  const dsReal* goal = ds_env_goal_image(env);
+  CHECK(goal != NULL);
+  for (int ch = 0; goal && ch < 3; ch++) CHECK(goal[ch] == (dsReal)v0[ch]); /* the top left corner: no smoke */
+  CHECK_INT_EQ(ds_env_render(env, img), 0);
+  int empty = 1;
+  for (int p = 0; p < 16 * 16; p++)
+    for (int ch = 0; ch < 3; ch++) empty &= img[4 * p + ch] == (dsReal)v0[ch];
+  CHECK(empty);
+  dsReal m;
+  CHECK_INT_EQ(ds_env_metric(env, &m), 0);
+  CHECK_CLOSE(m, 1, 1e-12, 0);
+  ds_env_destroy(env);
+  char err[512] = "";
+  dsEnvDef def = small_def(16, 8, 1);
+  CHECK(ds_env_def_set(&def, "render.colormap", "viridiss", err, sizeof err) != 0);
+  printf("render.colormap viridiss: %s\n", err);
+  CHECK(strstr(err, "render.colormap") != NULL && strstr(err, "(did you mean \"viridis\"?)") != NULL);
+}
+
 static void expect_create_error(dsEnvDef* def, int code, const char* key) {
   dsEnv* env = NULL;
   char err[1024] = "";
@@ -290,6 +322,8 @@ static void bad_input(void) {
 int main(void) {
   grad_check(NULL);
   grad_check(kBox);
+  grad_check(kViridis);
+  colormap();
   obstacle();
   soft_check();
   bitwise();

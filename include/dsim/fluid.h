@@ -239,13 +239,59 @@ DS_API int ds_fluid_divergence(const dsFluidModel* m, const double* velocity, do
  * smoke (DS_FLUID_RENDER_BG, DS_FLUID_RENDER_SMOKE), scale > 0 per unit
  * density; solid cells (obstacles) in DS_FLUID_RENDER_SOLID. The backward
  * adds dL/drho = sum_ch g_rgba (smoke - bg)_ch scale exp(-scale rho) into
- * g_density (ncell; nothing for solid cells). */
+ * g_density (ncell; nothing for solid cells). The same as
+ * ds_fluid_render_density_map with the DS_FLUID_COLORMAP_SMOKE map. */
 #define DS_FLUID_RENDER_BG {0.05, 0.07, 0.12}
 #define DS_FLUID_RENDER_SMOKE {0.95, 0.95, 0.95}
 #define DS_FLUID_RENDER_SOLID {0.45, 0.38, 0.30}
 DS_API int ds_fluid_render_density(const dsFluidModel* m, const double* density, double scale, dsReal* rgba);
 DS_API int ds_fluid_render_density_bwd(const dsFluidModel* m, const double* density, double scale,
                                        const dsReal* g_rgba, double* g_density);
+
+/* A colour map of t = 1 - exp(-scale rho) in [0, 1): n colour stops
+ * (2 <= n <= DS_FLUID_COLORMAP_MAX) with t[0] = 0 < t[1] < ... < t[n-1] = 1
+ * and rgb in [0, 1], linearly interpolated between stops:
+ *   colour(t) = rgb[k] + (rgb[k+1] - rgb[k]) (t - t[k]) / (t[k+1] - t[k]),
+ * k the last stop with t[k] <= t (k <= n - 2; t < 0, from a negative
+ * density, extends the first segment). Piecewise linear in t: the
+ * derivative jumps at the stops, where the backward takes the segment the
+ * forward used (the one starting at the stop). */
+#define DS_FLUID_COLORMAP_MAX 32
+typedef struct dsFluidColormap {
+  int n;                                /* stops */
+  double t[DS_FLUID_COLORMAP_MAX];      /* stop positions, 0 first, 1 last, increasing */
+  double rgb[DS_FLUID_COLORMAP_MAX][3]; /* stop colours, each in [0, 1] */
+} dsFluidColormap;
+
+/* The stock maps: SMOKE, today's default (DS_FLUID_RENDER_BG to
+ * DS_FLUID_RENDER_SMOKE, two stops); VIRIDIS and INFERNO (17 stops of the
+ * published 256-entry tables, every 16th entry and the last); GREY (black
+ * to white). */
+typedef enum dsFluidColormapName {
+  DS_FLUID_COLORMAP_SMOKE,
+  DS_FLUID_COLORMAP_VIRIDIS,
+  DS_FLUID_COLORMAP_INFERNO,
+  DS_FLUID_COLORMAP_GREY
+} dsFluidColormapName;
+
+/* Fills *map with a stock map; DS_ERR_INVALID for an unknown name. */
+DS_API int ds_fluid_colormap(dsFluidColormapName name, dsFluidColormap* map);
+
+/* 0 or DS_ERR_INVALID with a message in err naming the stop and the
+ * expected value (a stop count out of range, t[0] != 0, t[n-1] != 1, t
+ * not increasing, a colour out of [0, 1]). */
+DS_API int ds_fluid_colormap_check(const dsFluidColormap* map, char* err, size_t errlen);
+
+/* The density image through a colour map (NULL: DS_FLUID_COLORMAP_SMOKE),
+ * solid cells in DS_FLUID_RENDER_SOLID. The backward adds
+ *   dL/drho = sum_ch g_rgba_ch (rgb[k+1] - rgb[k])_ch / (t[k+1] - t[k])
+ *             scale exp(-scale rho)
+ * into g_density (nothing for solid cells). DS_ERR_INVALID for a map that
+ * ds_fluid_colormap_check refuses. */
+DS_API int ds_fluid_render_density_map(const dsFluidModel* m, const double* density, double scale,
+                                       const dsFluidColormap* map, dsReal* rgba);
+DS_API int ds_fluid_render_density_map_bwd(const dsFluidModel* m, const double* density, double scale,
+                                           const dsFluidColormap* map, const dsReal* g_rgba, double* g_density);
 
 #ifdef __cplusplus
 }
