@@ -17,8 +17,10 @@
  * dsEnvSim.image_adjoint hook) is L = sum_k L_k(I_k), I_k = R(rho(t_k)), R
  * the renderer, t_k = (k + 1) C the substep ending step k. The hook runs
  * R's adjoint on the kept rho(t_k) into g_k = dL_k/drho(t_k); the backward
- * then gives all g_k to one fluid sweep (ds_fluid_backward_terms), which
- * adds g_k to the running density adjoint when it passes substep t_k.
+ * then gives all g_k to one fluid sweep (ds__smoke_window, the fluid's
+ * ds_fluid_backward_window over the episode), which adds g_k to the
+ * running density adjoint when it passes substep t_k. States and windows:
+ * the fluid's state and window backward (envs/smoke_common.c; no actions).
  * Named parameters: the fluid's and initial_density (envs/smoke_common.h). */
 #include <math.h>
 #include <stddef.h>

@@ -30,7 +30,12 @@
  *
  * Named parameters: the fluid's (buoyancy.alpha, buoyancy.beta,
  * ambient_temperature, gravity.x, gravity.y, source.0.density_rate, ...)
- * and initial_density (ncell, per cell, row-major from the bottom left). */
+ * and initial_density (ncell, per cell, row-major from the bottom left).
+ *
+ * Image adjoints of any step (image_adjoint: I_k = R(rho at step k's end),
+ * R the density image, dL/drho_k = R'^T g_k, a term of the one fluid
+ * sweep), the state and windows (envs/smoke_common.c): a window's sweep
+ * gives dL/dF per substep, and dL/dA as above for the window's steps. */
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
