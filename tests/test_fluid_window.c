@@ -19,7 +19,8 @@
  *  - smoke-plume, 8^3 (3-D, no actions): the window [1, 3) with image and
  *    final-state adjoints against central differences in the start state.
  *  - set_state: a state read back as it was set; a substep ahead of the
- *    episode, off a step boundary, or NaN values are refused. */
+ *    episode, off a step boundary, or NaN values are refused; set_state,
+ *    the steps and the window backward allocate nothing. */
 #include "config.h"
 
 #include <math.h>
@@ -337,6 +338,28 @@ static void plume_gradients(void) {
   ds_env_destroy(env);
 }
 
+/* set_state, steps and the window backward allocate nothing (a counting allocator) */
+static long g_allocs = 0;
+static void* n_malloc(size_t n) { g_allocs++; return malloc(n); }
+static void* n_realloc(void* p, size_t n) { g_allocs++; return realloc(p, n); }
+static void* n_calloc(size_t c, size_t n) { g_allocs++; return calloc(c, n); }
+
+static void no_alloc(void) {
+  dsEnv* env = make(smoke_def(16, 8, 1));
+  if (!env) return;
+  static Win w;
+  setup(&w, env, 1, 3, 0.05);
+  CHECK(isfinite(objective(&w)));
+  ds_replace_allocator(n_malloc, n_realloc, n_calloc, free);
+  g_allocs = 0;
+  const double L = objective(&w); /* set_state, steps with images and rewards, get_state */
+  const int rc = backward(&w, 1, 3, w.adj_fin, w.ga, w.gs);
+  ds_replace_allocator(NULL, NULL, NULL, NULL);
+  CHECK(isfinite(L) && rc == 0);
+  CHECK_INT_EQ(g_allocs, 0);
+  ds_env_destroy(env);
+}
+
 static void set_state_rules(void) {
   dsEnv* env = make(smoke_def(16, 8, 1));
   if (!env) return;
@@ -367,6 +390,7 @@ static void set_state_rules(void) {
 int main(void) {
   ds_set_num_threads(1);
   set_state_rules();
+  no_alloc();
   smoke_gradients();
   smoke_chain();
   smoke_bits();
