@@ -570,8 +570,10 @@ DS_API int ds_env_backward_adjoints_from(dsEnv* env, int first_step, const dsRea
  * ds_env_set_state included (entry 0, the substep, gets 0). Any pointer
  * may be NULL. Dense rewards have adjoints too. DS_ERR_RANGE for a window
  * outside the steps taken, or one whose start is not a multiple of
- * physics.checkpoint_every; DS_ERR_UNSUPPORTED on the batched engine and
- * for state adjoints of rigid bodies. Allocates nothing. docs/learning.md. */
+ * physics.checkpoint_every; DS_ERR_UNSUPPORTED on the batched engine, for
+ * state adjoints of rigid bodies, and for a class with its own physics
+ * without dsEnvSim.backward_window (the fluid envs have it: their state is
+ * the fluid's, docs/fluids.md). Allocates nothing. docs/learning.md. */
 DS_API int ds_env_backward_adjoints_window(dsEnv* env, int first_step, int num_steps, const dsReal* adj_obs,
                                            const dsReal* adj_image, const dsReal* adj_reward,
                                            const dsReal* adj_final_state, dsReal* grad_actions, dsReal* grad_state0);
