@@ -404,6 +404,7 @@ int ds_fluid_data_create(const dsFluidModel* m, int steps, int checkpoint_every,
   FL_A(gpar, m->nparam + 1);
   if (m->def.nsoft) FL_A(spen, S);
 #undef FL_A
+  nok &= (d->setmark = ds__calloc((size_t)steps + 1, 1)) != NULL;
   if (!nok) {
     ds_fluid_data_free(d);
     return DS_ERR_NOMEM;
@@ -417,6 +418,7 @@ void ds_fluid_data_free(dsFluidData* d) {
   double* arr[] = {d->slots, d->seg, d->cur, d->nxt, d->forces, d->hat, d->back, d->ghat, d->gback, d->pi, d->r,
                    d->z, d->s, d->as, d->blk, d->g0, d->g1, d->gf, d->gpar, d->spen};
   for (size_t i = 0; i < sizeof arr / sizeof arr[0]; i++) ds__free(arr[i]);
+  ds__free(d->setmark);
   ds__free(d);
 }
 
@@ -429,23 +431,32 @@ size_t ds_fluid_data_bytes(const dsFluidModel* m, int steps, int checkpoint_ever
   size_t n = nslot * S + (every > 1 ? (every + 1) * S : 0) + 4 * S + 4 * npt + 5 * nc + nc / FL_BLK + 1 +
              nc * dim + (size_t)m->nparam + 1;
   if (m->def.force_field) n += (size_t)steps * nc * dim + 1;
-  return n * sizeof(double) + sizeof(dsFluidData);
+  return n * sizeof(double) + (size_t)steps + 1 + sizeof(dsFluidData);
 }
 
 const char* ds_fluid_last_error(const dsFluidData* d) { return d ? ds__errmsg(&d->err) : ""; }
+
+/* d's message behind a prefix: "what: message" (copied first: the
+ * message is the format's own buffer) */
+static int prefix_err(dsFluidData* d, int rc, const char* what) {
+  char msg[sizeof d->err.msg];
+  snprintf(msg, sizeof msg, "%s", ds__errmsg(&d->err));
+  return ds__seterr(&d->err, rc, "%s: %s", what, msg);
+}
 
 /* NaN or Inf in v[0..n): DS_ERR_INVALID naming field[i] */
 static int check_field(dsFluidData* d, const double* v, int n, const char* field) {
   for (int i = 0; i < n; i++)
     if (!isfinite(v[i]))
-      return ds__seterr(&d->err, DS_ERR_INVALID, "reset: %s[%d] is %g (expected a finite value)", field, i, v[i]);
+      return ds__seterr(&d->err, DS_ERR_INVALID, "%s[%d] is %g (expected a finite value)", field, i, v[i]);
   return 0;
 }
 
-int ds_fluid_reset(const dsFluidModel* m, dsFluidData* d, const double* velocity, const double* density,
-                   const double* temperature) {
-  if (!m || !d) return DS_ERR_INVALID;
-  ds__clearerr(&d->err);
+/* the fields into d->cur as a reset takes them (NULL: zero velocity and
+ * density, ambient temperature; closed and solid faces and solid cells
+ * zeroed), after checking them; 0 or DS_ERR_INVALID naming the element */
+static int load_state(const dsFluidModel* m, dsFluidData* d, const double* velocity, const double* density,
+                      const double* temperature) {
   int rc = 0;
   if (velocity) rc = check_field(d, velocity, m->nvel, "velocity");
   if (!rc && density) rc = check_field(d, density, m->ncell, "density");
@@ -457,11 +468,54 @@ int ds_fluid_reset(const dsFluidModel* m, dsFluidData* d, const double* velocity
     rho[c] = density && !m->solid[c] ? density[c] : 0;
     T[c] = m->solid[c] ? 0 : temperature ? temperature[c] : m->def.ambient_temperature;
   }
+  return 0;
+}
+
+int ds_fluid_reset(const dsFluidModel* m, dsFluidData* d, const double* velocity, const double* density,
+                   const double* temperature) {
+  if (!m || !d) return DS_ERR_INVALID;
+  ds__clearerr(&d->err);
+  int rc = load_state(m, d, velocity, density, temperature);
+  if (rc) return prefix_err(d, rc, "reset");
   memcpy(d->slots, d->cur, sizeof(double) * (size_t)d->ssize);
+  memset(d->setmark, 0, (size_t)d->steps + 1);
   d->t = 0;
   d->seg_start = -1;
   d->iters = 0;
   d->resid = 0;
+  return 0;
+}
+
+/* The tape keeps the states 0, K, 2K, ... and the forces; a backward
+ * recomputes the states between from the checkpoint before them. A state
+ * set at step t therefore becomes the tape's state there when t is a
+ * checkpoint; otherwise a recomputation would start from the checkpoint
+ * before t and miss it, so t is marked and a backward that would
+ * recompute through it is refused. A state equal (bitwise) to the
+ * current one at the current step is no change and leaves no mark. */
+int ds_fluid_set_state(const dsFluidModel* m, dsFluidData* d, int t, const double* velocity, const double* density,
+                       const double* temperature) {
+  if (!m || !d) return DS_ERR_INVALID;
+  ds__clearerr(&d->err);
+  if (t < 0 || t > d->t)
+    return ds__seterr(&d->err, DS_ERR_RANGE, "set_state: step %d (expected a step in [0, %d], the steps taken)", t,
+                      d->t);
+  const size_t S = (size_t)d->ssize;
+  const int here = t == d->t;
+  if (here) memcpy(d->nxt, d->cur, sizeof(double) * S); /* what was there, to compare */
+  int rc = load_state(m, d, velocity, density, temperature);
+  if (rc) { /* the state stays as it was */
+    if (here) memcpy(d->cur, d->nxt, sizeof(double) * S);
+    return prefix_err(d, rc, "set_state");
+  }
+  const int same = here && !memcmp(d->nxt, d->cur, sizeof(double) * S);
+  memset(d->setmark + t, 0, (size_t)(d->steps - t) + 1);
+  if (t % d->every == 0)
+    memcpy(d->slots + (size_t)(t / d->every) * S, d->cur, sizeof(double) * S);
+  else
+    d->setmark[t] = (unsigned char)!same;
+  d->t = t;
+  d->seg_start = -1;
   return 0;
 }
 
@@ -545,7 +599,11 @@ int ds_fluid_step(const dsFluidModel* m, dsFluidData* d, const double* force) {
                       d->t, m->def.dt, umax, m->def.dx, cfl, m->def.cfl_max);
   if (force) {
     int rc = check_field(d, force, m->ncell * m->dim, "force");
-    if (rc) return ds__seterr(&d->err, rc, "step %d: force field: %s", d->t, ds__errmsg(&d->err));
+    if (rc) {
+      char what[48];
+      snprintf(what, sizeof what, "step %d: force field", d->t);
+      return prefix_err(d, rc, what);
+    }
   }
   int rc = fwd_step(m, d, d->cur, force, d->nxt, d->t, "step");
   if (rc) return rc;
@@ -690,26 +748,17 @@ static void add_terms(const dsFluidModel* m, double* g1, int t, int nterm, const
       for (int c = 0; c < m->ncell; c++) g1[m->nvel + c] += dl_ddens_at[k][c];
 }
 
-int ds_fluid_backward_terms(const dsFluidModel* m, dsFluidData* d, const double* dl_dvel, const double* dl_ddens,
-                            const double* dl_dtemp, int nterm, const int* at, const double* const* dl_ddens_at,
-                            const dsFluidGrad* g) {
-  if (!m || !d || !g || nterm < 0 || (nterm && (!at || !dl_ddens_at))) return DS_ERR_INVALID;
-  ds__clearerr(&d->err);
-  for (int k = 0; k < nterm; k++)
-    if (at[k] < 0 || at[k] > d->t || !dl_ddens_at[k])
-      return ds__seterr(&d->err, DS_ERR_INVALID, "backward: term %d: at %d (expected a step in [0, %d] and an array)",
-                        k, at[k], d->t);
-  int nv = m->nvel, nc = m->ncell, nfc = nc * m->dim;
+/* The sweep from the adjoint of state t1 (in d->g1) down to state t0:
+ * rows t0 .. t1 - 1 of g->force, the window's sums into g->force_total and
+ * g->param, the adjoint of state t0 (masked as a reset or set_state
+ * masks) into g's state arrays. */
+static int sweep(const dsFluidModel* m, dsFluidData* d, int t0, int t1, int nterm, const int* at,
+                 const double* const* dl_ddens_at, const dsFluidGrad* g) {
+  const int nv = m->nvel, nc = m->ncell, nfc = nc * m->dim;
   double* g1 = d->g1;
-  for (int i = 0; i < nv; i++) g1[i] = dl_dvel ? dl_dvel[i] : 0;
-  for (int i = 0; i < nc; i++) {
-    g1[nv + i] = dl_ddens ? dl_ddens[i] : 0;
-    g1[nv + nc + i] = dl_dtemp ? dl_dtemp[i] : 0;
-  }
   memset(d->gpar, 0, sizeof(double) * (size_t)m->nparam);
-  if (g->force) memset(g->force, 0, sizeof(double) * (size_t)d->steps * nfc);
   if (g->force_total) memset(g->force_total, 0, sizeof(double) * (size_t)nfc);
-  for (int t = d->t - 1; t >= 0; t--) {
+  for (int t = t1 - 1; t >= t0; t--) {
     double *s0, *s1;
     add_terms(m, g1, t + 1, nterm, at, dl_ddens_at);
     int rc = seg_states(m, d, t, &s0, &s1);
@@ -722,8 +771,8 @@ int ds_fluid_backward_terms(const dsFluidModel* m, dsFluidData* d, const double*
     d->g0 = g1;
     d->g1 = g1 = tmp;
   }
-  add_terms(m, g1, 0, nterm, at, dl_ddens_at);
-  /* the reset zeroes closed and solid faces and solid cells */
+  add_terms(m, g1, t0, nterm, at, dl_ddens_at);
+  /* the reset (and set_state) zero closed and solid faces and solid cells */
   if (g->velocity0)
     for (int f = 0; f < nv; f++) g->velocity0[f] = m->active[f] ? g1[f] : 0;
   for (int c = 0; c < nc; c++) {
@@ -732,6 +781,69 @@ int ds_fluid_backward_terms(const dsFluidModel* m, dsFluidData* d, const double*
   }
   if (g->param) memcpy(g->param, d->gpar, sizeof(double) * (size_t)m->nparam);
   return 0;
+}
+
+/* the seed: dL/d(state t1) into d->g1 */
+static void seed(const dsFluidModel* m, dsFluidData* d, const double* dl_dvel, const double* dl_ddens,
+                 const double* dl_dtemp) {
+  const int nv = m->nvel, nc = m->ncell;
+  double* g1 = d->g1;
+  for (int i = 0; i < nv; i++) g1[i] = dl_dvel ? dl_dvel[i] : 0;
+  for (int i = 0; i < nc; i++) {
+    g1[nv + i] = dl_ddens ? dl_ddens[i] : 0;
+    g1[nv + nc + i] = dl_dtemp ? dl_dtemp[i] : 0;
+  }
+}
+
+/* a set state off a checkpoint in the segments a sweep over [t0, t1) recomputes */
+static int check_marks(dsFluidData* d, int t0, int t1) {
+  for (int t = (t0 / d->every) * d->every; t < t1; t++)
+    if (d->setmark[t])
+      return ds__seterr(&d->err, DS_ERR_RANGE,
+                        "backward: a state was set at step %d, not a checkpoint (checkpoint_every %d): the backward "
+                        "would recompute its segment from the checkpoint before it",
+                        t, d->every);
+  return 0;
+}
+
+static int check_terms(dsFluidData* d, int t0, int t1, int nterm, const int* at, const double* const* dl_ddens_at) {
+  for (int k = 0; k < nterm; k++)
+    if (at[k] < t0 || at[k] > t1 || !dl_ddens_at[k])
+      return ds__seterr(&d->err, DS_ERR_INVALID, "backward: term %d: at %d (expected a step in [%d, %d] and an array)",
+                        k, at[k], t0, t1);
+  return 0;
+}
+
+int ds_fluid_backward_terms(const dsFluidModel* m, dsFluidData* d, const double* dl_dvel, const double* dl_ddens,
+                            const double* dl_dtemp, int nterm, const int* at, const double* const* dl_ddens_at,
+                            const dsFluidGrad* g) {
+  if (!m || !d || !g || nterm < 0 || (nterm && (!at || !dl_ddens_at))) return DS_ERR_INVALID;
+  ds__clearerr(&d->err);
+  int rc = check_marks(d, 0, d->t);
+  if (!rc) rc = check_terms(d, 0, d->t, nterm, at, dl_ddens_at);
+  if (rc) return rc;
+  seed(m, d, dl_dvel, dl_ddens, dl_dtemp);
+  if (g->force) memset(g->force, 0, sizeof(double) * (size_t)d->steps * m->ncell * m->dim);
+  return sweep(m, d, 0, d->t, nterm, at, dl_ddens_at, g);
+}
+
+/* A window's backward is the whole one's sweep started at state t1 and
+ * stopped at state t0: the adjoint recursion g_t = B_t^T g_{t+1} (+ the
+ * terms at t) needs nothing from outside [t0, t1] but the states, which
+ * the tape (or a recomputed segment) gives. */
+int ds_fluid_backward_window(const dsFluidModel* m, dsFluidData* d, int t0, int t1, const double* dl_dvel,
+                             const double* dl_ddens, const double* dl_dtemp, int nterm, const int* at,
+                             const double* const* dl_ddens_at, const dsFluidGrad* g) {
+  if (!m || !d || !g || nterm < 0 || (nterm && (!at || !dl_ddens_at))) return DS_ERR_INVALID;
+  ds__clearerr(&d->err);
+  if (t0 < 0 || t0 > t1 || t1 > d->t)
+    return ds__seterr(&d->err, DS_ERR_RANGE, "backward window: steps [%d, %d) (expected 0 <= t0 <= t1 <= %d, the "
+                      "steps taken)", t0, t1, d->t);
+  int rc = check_marks(d, t0, t1);
+  if (!rc) rc = check_terms(d, t0, t1, nterm, at, dl_ddens_at);
+  if (rc) return rc;
+  seed(m, d, dl_dvel, dl_ddens, dl_dtemp);
+  return sweep(m, d, t0, t1, nterm, at, dl_ddens_at, g);
 }
 
 /* ---- 2-D density image -----------------------------------------------------

@@ -64,6 +64,7 @@ struct dsFluidData {
   double *pi, *r, *z, *s, *as, *blk;  /* pressure solve */
   double *g0, *g1, *gf, *gpar;        /* adjoints */
   double* spen;                       /* ssize: a state after the soft obstacles' damping (stage 0) */
+  unsigned char* setmark;             /* steps + 1: 1 where ds_fluid_set_state put a state off a checkpoint */
   int iters;
   double resid;
   dsErrBuf err;

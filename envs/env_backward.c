@@ -332,12 +332,18 @@ int ds__env_bwd_prepare(dsEnv* e, const dsEnvBwdSpec* sp, int first, dsReal* gra
  * w the frame's weight (built-in loss, minus the sparse reward's adjoint).
  * Image adjoints of earlier steps (sysid's video) go to the class's
  * image_adjoint hook first, or are refused when it has none. */
+static int sim_window(dsEnv* e, const dsEnvBwdSpec* sp, int first, int last, const dsReal* adj_final,
+                      dsReal* grad_actions, dsReal* grad_state0);
+
 static int sim_backward(dsEnv* e, const dsEnvBwdSpec* sp, int first, int last, const dsReal* adj_final,
                         dsReal* grad_actions, dsReal* grad_state0) {
+  if (last >= 0 && e->cls->sim->backward_window)
+    return sim_window(e, sp, first, last, adj_final, grad_actions, grad_state0);
   if (first != 0 || last >= 0 || adj_final || grad_state0)
     return ds__seterr(&e->err, DS_ERR_UNSUPPORTED,
-                      "backward: %s differentiates whole episodes (first step 0; no windows or state adjoints)",
-                      e->cls->name);
+                      "backward: %s differentiates whole episodes or windows (ds_env_backward_adjoints_window), "
+                      "not the rest of an episode from a step (first step 0)%s",
+                      e->cls->name, e->cls->sim->backward_window ? "" : "; it has no window backward either");
   int rc = bwd_prepare(e, sp, first, grad_actions);
   if (rc) return rc;
   const int t = e->d->t, steps = (t + e->C - 1) / e->C, nf = ds__env_frames_done(e, t);
@@ -373,6 +379,76 @@ static int sim_backward(dsEnv* e, const dsEnvBwdSpec* sp, int first, int last, c
   ds__clearerr(&e->err);
   if ((rc = e->cls->sim->backward(e, e->img_grad, grad_actions)))
     return e->err.code ? rc : ds__seterr(&e->err, rc, "backward: %s", ds_strerror(rc));
+  e->did_backward = 1;
+  return 0;
+}
+
+/* A window of a class with its own physics: L = sum over the window's
+ * steps k of adj_image_k.I_k + adj_reward_k r_k, plus adj_final.state at
+ * its end. The images are of the states at step ends, so each step's
+ * image adjoint goes to image_adjoint (the class keeps it for its
+ * sweep); a sparse reward is -(the last frame's image loss), so a window
+ * holding the step whose reward holds that frame adds
+ * -adj_reward_k dl/dI to that step's image adjoint (the frame must lie at
+ * the step's end). The class's backward_window then runs one sweep over
+ * the window's substeps and gives dL/d(state at its start). These classes
+ * have no state observations (obs_size 0) and no dense rewards (their
+ * validate refuses them), so adj_obs has nothing to act on. */
+static int sim_window_image(dsEnv* e, const dsEnvBwdSpec* sp, int first, int k) {
+  const size_t npix = 4 * (size_t)e->def.width * e->def.height;
+  const int se = (k + 1) * e->C < e->T ? (k + 1) * e->C : e->T, fl = e->nframe - 1;
+  const int sf = fl >= 0 ? e->frame_t[fl] : -1;
+  const dsReal w = sf > k * e->C && sf <= se ? ds__env_frame_weight(e, sp, sf, fl, e->nframe) : 0;
+  const dsReal* a = sp->adj_image ? sp->adj_image + (size_t)(k - first) * npix : NULL;
+  size_t p = 0;
+  while (a && p < npix && a[p] == 0) p++;
+  if ((!a || p == npix) && w == 0) return 0;
+  if (w != 0 && sf != se)
+    return ds__seterr(&e->err, DS_ERR_UNSUPPORTED,
+                      "backward: %s: the last frame (substep %d) is not at the end of step %d (%d), whose sparse "
+                      "reward holds it",
+                      e->cls->name, sf, k, se);
+  if (!e->cls->sim->image_adjoint)
+    return ds__seterr(&e->err, DS_ERR_UNSUPPORTED, "backward: %s takes no image adjoints (step %d has one)",
+                      e->cls->name, k);
+  int rc = 0;
+  memset(e->img_grad, 0, npix * sizeof(dsReal));
+  if (w != 0) {
+    dsReal l = 0;
+    if ((rc = e->cls->sim->render(e, fl, e->img)) ||
+        (rc = ds_image_loss_eval(e->il, e->img, e->goal_img, &l, e->img_grad)))
+      return e->err.code ? rc : ds__seterr(&e->err, rc, "backward: frame %d: %s", fl, ds_strerror(rc));
+    for (p = 0; p < npix; p++) e->img_grad[p] *= w;
+  }
+  for (p = 0; a && p < npix; p++) e->img_grad[p] += a[p];
+  ds__clearerr(&e->err);
+  if ((rc = e->cls->sim->image_adjoint(e, k, e->img_grad)))
+    return e->err.code ? rc : ds__seterr(&e->err, rc, "backward: step %d's image: %s", k, ds_strerror(rc));
+  return 0;
+}
+
+static int sim_window(dsEnv* e, const dsEnvBwdSpec* sp, int first, int last, const dsReal* adj_final,
+                      dsReal* grad_actions, dsReal* grad_state0) {
+  int rc = bwd_prepare(e, sp, first, NULL);
+  if (rc) return rc;
+  const int steps_taken = (e->d->t + e->C - 1) / e->C, ckpt = e->d->ckpt;
+  if (last < first || last > steps_taken)
+    return ds__seterr(&e->err, DS_ERR_RANGE, "backward: window [%d, %d) outside the %d steps taken (first <= last)",
+                      first, last, steps_taken);
+  if (ckpt > 1 && ((first * e->C) % ckpt) != 0)
+    return ds__seterr(&e->err, DS_ERR_RANGE,
+                      "backward: window start substep %d is not a multiple of physics.checkpoint_every %d", first * e->C,
+                      ckpt);
+  if ((rc = check_set_points(e, first, last))) return rc;
+  if (grad_actions) memset(grad_actions, 0, (size_t)(last - first) * e->adim * sizeof(dsReal));
+  if (grad_state0) memset(grad_state0, 0, (size_t)ds_env_state_size(e) * sizeof(dsReal));
+  for (int k = first; k < last; k++)
+    if ((rc = sim_window_image(e, sp, first, k))) return rc;
+  const int s1 = last * e->C < e->T ? last * e->C : e->T, s0 = first * e->C < s1 ? first * e->C : s1;
+  ds__clearerr(&e->err);
+  rc = e->cls->sim->backward_window(e, s0, s1, adj_final ? adj_final + 1 : NULL, grad_actions,
+                                    grad_state0 ? grad_state0 + 1 : NULL);
+  if (rc) return e->err.code ? rc : ds__seterr(&e->err, rc, "backward: %s", ds_strerror(rc));
   e->did_backward = 1;
   return 0;
 }

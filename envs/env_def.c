@@ -26,10 +26,13 @@ static const dsEnvClass* g_classes[MAX_CLASSES] = {DS_ENV_CLASSES(CLASS_PTR)};
 static int g_nclass = 0 DS_ENV_CLASSES(CLASS_ONE);
 #undef CLASS_ONE
 
-/* A class's own physics has every hook (dsEnvSim). */
+/* A class's own physics has every hook (dsEnvSim) but the optional ones;
+ * the state hooks come together, and a window backward needs them. */
 static int sim_ok(const dsEnvSim* s) {
+  const int nstate = !!s->state_size + !!s->get_state + !!s->set_state;
   return s->tape_bytes && s->reset && s->step && s->keep_frame && s->render && s->goal && s->backward &&
-         s->param_name && s->param && s->set_param && s->metric;
+         s->param_name && s->param && s->set_param && s->metric && (nstate == 0 || nstate == 3) &&
+         (!s->backward_window || nstate == 3);
 }
 
 int ds_env_register(const dsEnvClass* c) {

@@ -499,7 +499,12 @@ int ds_env_param_grad(const dsEnv* e, const char* name, const dsReal** grad, int
 /* rigid bodies add their states (13 each) after the particles', an
  * articulation its (q, qd) */
 static int artic_ns(const dsModel* m) { return m->artic_nq + m->artic_nv; }
-static int state_size(const dsEnv* e) { return 1 + 2 * e->n3 + 13 * e->m->nbody + artic_ns(e->m); }
+/* a class with its own physics and state hooks: the substep, then its state */
+static int sim_state(const dsEnv* e) { return e->cls->sim && e->cls->sim->state_size; }
+static int state_size(const dsEnv* e) {
+  if (sim_state(e)) return 1 + e->cls->sim->state_size(e);
+  return 1 + 2 * e->n3 + 13 * e->m->nbody + artic_ns(e->m);
+}
 int ds_env_state_size(const dsEnv* e) { return e ? state_size(e) : DS_ERR_INVALID; }
 
 /* ---- state --------------------------------------------------------------------------- */
@@ -507,6 +512,7 @@ int ds_env_get_state(const dsEnv* e, dsReal* state, int n) {
   if (!e || !state) return DS_ERR_INVALID;
   if (n != state_size(e)) return DS_ERR_RANGE;
   state[0] = (dsReal)e->d->t;
+  if (sim_state(e)) return e->cls->sim->get_state(e, state + 1);
   memcpy(state + 1, e->d->x, (size_t)e->n3 * sizeof(dsReal));
   memcpy(state + 1 + e->n3, e->d->v, (size_t)e->n3 * sizeof(dsReal));
   if (e->m->nbody) memcpy(state + 1 + 2 * e->n3, e->d->body, 13 * (size_t)e->m->nbody * sizeof(dsReal));
@@ -535,13 +541,14 @@ static int same_state(const dsEnv* e, int s, const dsReal* state) {
   return !memcmp(x, state + 1, b3) && !memcmp(v, state + 1 + e->n3, b3);
 }
 
-int ds_env_set_state(dsEnv* e, const dsReal* state, int n) {
-  if (!e || !state) return DS_ERR_INVALID;
+/* The checks every set_state makes: 0 and *s_out, the substep of state[0]. */
+static int set_state_check(dsEnv* e, const dsReal* state, int n, int* s_out) {
   if (n != state_size(e))
     return ds__seterr(&e->err, DS_ERR_RANGE, "set_state: %d values, expected %d", n, state_size(e));
   if (!e->have_episode) return ds__seterr(&e->err, DS_ERR_STATE, "set_state: reset the env first");
-  if (e->cls->sim)
-    return ds__seterr(&e->err, DS_ERR_UNSUPPORTED, "set_state: %s keeps its physics' state itself (not a particle state)",
+  if (e->cls->sim && !sim_state(e))
+    return ds__seterr(&e->err, DS_ERR_UNSUPPORTED,
+                      "set_state: %s keeps its physics' state itself and has no state hooks (dsEnvSim.state_size)",
                       e->cls->name);
   const double sv = (double)state[0];
   const int s = (int)sv;
@@ -551,10 +558,38 @@ int ds_env_set_state(dsEnv* e, const dsReal* state, int n) {
     return ds__seterr(&e->err, DS_ERR_RANGE, "set_state: substep %d is ahead of the episode (%d)", s, e->d->t);
   for (int q = 1; q < n; q++)
     if (!isfinite(state[q])) return ds__seterr(&e->err, DS_ERR_RANGE, "set_state: value %d is not finite", q);
+  *s_out = s;
+  return 0;
+}
+
+/* A class's own physics (dsEnvSim.set_state): it rewinds its state and
+ * tape; the env its time, frames and set points. The class cannot say
+ * whether the state is the episode's own, so the set point counts as a
+ * change (a backward with a checkpointed tape then needs s on a
+ * checkpoint, which a window's start is anyway). */
+static int sim_set_state(dsEnv* e, int s, const dsReal* state) {
+  ds__clearerr(&e->err);
+  int rc = e->cls->sim->set_state(e, s, state + 1);
+  if (rc) return e->err.code ? rc : ds__seterr(&e->err, rc, "set_state: %s", ds_strerror(rc));
+  e->d->t = s;
+  e->d->bt = -1;
+  e->failed = 0;
+  e->did_backward = 0;
+  memset(e->set_at + s, 0, (size_t)(e->T - s) + 1);
+  e->set_at[s] = 1;
+  if (e->frame_at[s] >= 0) keep_frame(e, e->frame_at[s], e->d->x);
+  return 0;
+}
+
+int ds_env_set_state(dsEnv* e, const dsReal* state, int n) {
+  if (!e || !state) return DS_ERR_INVALID;
+  int s = 0, rc = set_state_check(e, state, n, &s);
+  if (rc) return rc;
+  if (e->cls->sim) return sim_set_state(e, s, state);
   dsData* d = e->d;
   if (e->bs) {
-    int rc = e->m->artic ? ds_bsim_rewind_artic(e->bs, s, state + 1 + 2 * e->n3)
-                         : ds_bsim_rewind(e->bs, s, state + 1, state + 1 + e->n3);
+    rc = e->m->artic ? ds_bsim_rewind_artic(e->bs, s, state + 1 + 2 * e->n3)
+                     : ds_bsim_rewind(e->bs, s, state + 1, state + 1 + e->n3);
     if (rc) return bs_fail(e, rc, "set_state: batched engine");
   }
   e->bs_dirty = e->bs_member;

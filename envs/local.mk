@@ -108,3 +108,8 @@ check_PROGRAMS += tests/test_plume_env
 tests_test_plume_env_SOURCES = tests/test_plume_env.c
 TESTS += tests/test_plume_env tests/test_sysid_plume.sh
 EXTRA_DIST += tests/test_sysid_plume.sh
+# the fluid envs' states and window adjoints (central differences, chained
+# windows, checkpoints, threads and the batch bitwise, set_state's rules).
+check_PROGRAMS += tests/test_fluid_window
+tests_test_fluid_window_SOURCES = tests/test_fluid_window.c
+TESTS += tests/test_fluid_window

@@ -17,8 +17,10 @@
  * dsEnvSim.image_adjoint hook) is L = sum_k L_k(I_k), I_k = R(rho(t_k)), R
  * the renderer, t_k = (k + 1) C the substep ending step k. The hook runs
  * R's adjoint on the kept rho(t_k) into g_k = dL_k/drho(t_k); the backward
- * then gives all g_k to one fluid sweep (ds_fluid_backward_terms), which
- * adds g_k to the running density adjoint when it passes substep t_k.
+ * then gives all g_k to one fluid sweep (ds__smoke_window, the fluid's
+ * ds_fluid_backward_window over the episode), which adds g_k to the
+ * running density adjoint when it passes substep t_k. States and windows:
+ * the fluid's state and window backward (envs/smoke_common.c; no actions).
  * Named parameters: the fluid's and initial_density (envs/smoke_common.h). */
 #include <math.h>
 #include <stddef.h>
@@ -135,11 +137,6 @@ typedef struct PlumeState {
   int ncell, T, C, nstep, nframe, grads;
   size_t npix;     /* pixels x 4 */
   double* frames;  /* nframe x ncell: kept densities */
-  double* stepd;   /* nstep x ncell: the density at the end of each step (gradients only) */
-  double* gstep;   /* nstep x ncell: dL/d(that density) from image_adjoint */
-  int* has;        /* nstep: 1 when gstep's row holds a term of this backward */
-  int* at;         /* nstep: the terms' substeps */
-  const double** terms; /* nstep: their rows */
   double* gdens;   /* ncell: dL/d(final density) */
   double* goal;    /* ncell: the goal density */
   dsReal* bg;      /* npix: the background image */
@@ -178,8 +175,7 @@ static void destroy(void* st) {
   if (!s) return;
   ds__smoke_core_free(&s->c);
   ds_volume_destroy(s->vol);
-  void* bufs[] = {s->frames, s->stepd, s->gstep, s->has,  s->at,    (void*)s->terms,
-                  s->gdens,  s->goal,  s->bg,    s->depth, s->img};
+  void* bufs[] = {s->frames, s->gdens, s->goal, s->bg, s->depth, s->img};
   for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) ds_free(bufs[i]);
   ds_free(s);
 }
@@ -202,6 +198,7 @@ static int create(dsEnv* e, void** out) {
   s->nframe = (def->substeps + def->render_interval - 1) / def->render_interval + (def->render_last ? 1 : 0);
   s->grads = def->gradients;
   s->npix = 4 * (size_t)def->width * def->height;
+  s->c.T = s->T, s->c.C = s->C, s->c.grads = s->grads;
   return 0;
 }
 
@@ -210,8 +207,8 @@ static int create(dsEnv* e, void** out) {
  * arrays per pixel and, in its backward, up to 16 grids) are not counted. */
 static size_t tape_bytes(const dsEnv* e, int substeps, int every, int gradients) {
   const PlumeState* s = state_of(e);
-  const size_t nc = (size_t)s->ncell, per_step = gradients ? 2 * nc * sizeof(double) + 3 * sizeof(double) : 0;
-  const size_t own = (size_t)s->nframe * nc * sizeof(double) + (size_t)s->nstep * per_step +
+  const size_t nc = (size_t)s->ncell;
+  const size_t own = (size_t)s->nframe * nc * sizeof(double) + ds__smoke_core_bytes(&s->c, 0) +
                      nc * (4 * sizeof(double) + 2 * sizeof(dsReal)) + s->npix * 3 * sizeof(dsReal);
   return own + ds_fluid_data_bytes(s->c.fm, substeps, gradients ? every : substeps);
 }
@@ -292,23 +289,18 @@ static int built(dsEnv* e) {
   PlumeState* s = state_of(e);
   if (s->c.fd) return 0; /* a rebuild keeps the physics */
   const dsEnvDef* def = ds_env_def(e);
-  const size_t nc = (size_t)s->ncell, ns = s->grads ? (size_t)s->nstep : 0;
+  const size_t nc = (size_t)s->ncell;
   int rc = ds_fluid_data_create(s->c.fm, s->T, s->grads ? def->checkpoint_every : s->T, &s->c.fd);
   if (rc) return ds_env_set_errorf(e, rc, "the fluid's tape (%s)", ds_strerror(rc));
 #define PL_A(f, n, T) ok &= (s->f = (T*)ds_calloc((size_t)(n) + 1, sizeof(T))) != NULL
   int ok = 1;
   PL_A(frames, (size_t)s->nframe * nc, double);
-  PL_A(stepd, ns * nc, double);
-  PL_A(gstep, ns * nc, double);
-  PL_A(has, ns, int);
-  PL_A(at, ns, int);
   PL_A(gdens, nc, double);
   PL_A(goal, nc, double);
   PL_A(bg, s->npix, dsReal);
   PL_A(depth, s->npix / 4, dsReal);
   PL_A(img, s->npix, dsReal);
 #undef PL_A
-  ok &= (s->terms = (const double**)ds_calloc(ns + 1, sizeof(double*))) != NULL;
   if (!ok || ds__smoke_core_alloc(&s->c)) return ds_env_set_errorf(e, DS_ERR_NOMEM, "out of memory");
   if ((rc = make_view(e, s, (const dsPlumeParams*)ds_env_params(e)))) return rc;
   return make_goal(e, s);
@@ -328,7 +320,7 @@ static int action_size(const dsEnv* e) {
 
 static int sim_reset(dsEnv* e) {
   PlumeState* s = state_of(e);
-  if (s->grads) memset(s->has, 0, sizeof(int) * (size_t)s->nstep);
+  if (s->grads) memset(s->c.has, 0, sizeof(int) * (size_t)s->nstep);
   int rc = ds_fluid_reset(s->c.fm, s->c.fd, NULL, s->c.dens0, NULL);
   return rc ? fluid_fail(e, rc, "reset") : 0;
 }
@@ -338,8 +330,7 @@ static int sim_step(dsEnv* e, int k, int sub, const dsReal* action) {
   PlumeState* s = state_of(e);
   int rc = ds_fluid_step(s->c.fm, s->c.fd, NULL);
   if (rc) return fluid_fail(e, rc, "fluid");
-  if (s->grads && (sub + 1 == s->T || (sub + 1) % s->C == 0))
-    memcpy(s->stepd + (size_t)k * s->ncell, ds_fluid_density(s->c.fd), sizeof(double) * (size_t)s->ncell);
+  ds__smoke_keep_step(&s->c, k, sub);
   return 0;
 }
 
@@ -359,11 +350,9 @@ static int goal(dsEnv* e, dsReal* image) { return draw(e, state_of(e)->goal, ima
 /* g_k += R'(rho(t_k))^T g_image (header comment) */
 static int image_adjoint(dsEnv* e, int k, const dsReal* g_image) {
   PlumeState* s = state_of(e);
-  if (!s->grads || k < 0 || k >= s->nstep) return ds_env_set_errorf(e, DS_ERR_STATE, "image adjoint of step %d", k);
-  double* g = s->gstep + (size_t)k * s->ncell;
-  if (!s->has[k]) memset(g, 0, sizeof(double) * (size_t)s->ncell);
-  s->has[k] = 1;
-  int rc = draw(e, s->stepd + (size_t)k * s->ncell, s->img);
+  double* g = ds__smoke_step_term(&s->c, k);
+  if (!g) return ds_env_set_errorf(e, DS_ERR_STATE, "image adjoint of step %d", k);
+  int rc = draw(e, s->c.stepd + (size_t)k * s->ncell, s->img);
   if (!rc && (rc = ds_volume_backward(s->vol, g_image, g, NULL, NULL, NULL)))
     return ds_env_set_errorf(e, rc, "render backward: %s", ds_volume_last_error(s->vol));
   return rc;
@@ -377,21 +366,19 @@ static int backward(dsEnv* e, const dsReal* g_image, dsReal* grad_actions) {
   if (!rc && (rc = ds_volume_backward(s->vol, g_image, s->gdens, NULL, NULL, NULL)))
     return ds_env_set_errorf(e, rc, "render backward: %s", ds_volume_last_error(s->vol));
   if (rc) return rc;
-  const int t = ds_fluid_steps(s->c.fd);
-  int nterm = 0;
-  for (int k = 0; k < s->nstep && s->grads; k++)
-    if (s->has[k]) {
-      const int tk = (k + 1) * s->C < s->T ? (k + 1) * s->C : s->T;
-      s->has[k] = 0; /* consumed: the next backward starts afresh */
-      if (tk > t) continue; /* a step not taken in this episode: its image had no state */
-      s->at[nterm] = tk;
-      s->terms[nterm++] = s->gstep + (size_t)k * s->ncell;
-    }
-  const dsFluidGrad g = {NULL, s->c.gdens0, NULL, NULL, NULL, s->c.pgrad};
-  if ((rc = ds_fluid_backward_terms(s->c.fm, s->c.fd, NULL, s->gdens, NULL, nterm, s->at, s->terms, &g)))
-    return fluid_fail(e, rc, "backward");
-  ds__smoke_core_grads(&s->c);
-  return 0;
+  return ds__smoke_window(e, &s->c, 0, ds_fluid_steps(s->c.fd), NULL, s->gdens, NULL);
+}
+
+static int state_size(const dsEnv* e) { return ds__smoke_state_size(&state_of(e)->c); }
+static int get_state(const dsEnv* e, dsReal* state) { return ds__smoke_get_state(&state_of(e)->c, state); }
+static int set_state(dsEnv* e, int sub, const dsReal* state) {
+  return ds__smoke_set_state(e, &state_of(e)->c, sub, state);
+}
+
+static int backward_window(dsEnv* e, int s0, int s1, const dsReal* adj_final, dsReal* grad_actions,
+                           dsReal* grad_state0) {
+  (void)grad_actions; /* no actions */
+  return ds__smoke_window(e, &state_of(e)->c, s0, s1, adj_final, NULL, grad_state0);
 }
 
 static const char* param_name(const dsEnv* e, int i) { return ds__smoke_param_name(&state_of(e)->c, i); }
@@ -426,6 +413,10 @@ static const dsEnvSim plume_sim = {
     .set_param = set_param,
     .metric = metric,
     .image_adjoint = image_adjoint,
+    .state_size = state_size,
+    .get_state = get_state,
+    .set_state = set_state,
+    .backward_window = backward_window,
 };
 
 const dsEnvClass ds__smoke_plume_class = {

@@ -31,7 +31,12 @@
  *
  * Named parameters: the fluid's (buoyancy.alpha, buoyancy.beta,
  * ambient_temperature, gravity.x, gravity.y, source.0.density_rate, ...)
- * and initial_density (ncell, per cell, row-major from the bottom left). */
+ * and initial_density (ncell, per cell, row-major from the bottom left).
+ *
+ * Image adjoints of any step (image_adjoint: I_k = R(rho at step k's end),
+ * R the density image, dL/drho_k = R'^T g_k, a term of the one fluid
+ * sweep), the state and windows (envs/smoke_common.c): a window's sweep
+ * gives dL/dF per substep, and dL/dA as above for the window's steps. */
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -153,7 +158,6 @@ typedef struct SmokeState {
   int* wi;         /* ncell x 4: the control cells of a fluid cell's bilinear stencil */
   double* ww;      /* ncell x 4: their weights */
   double* force;   /* ncell x 2: the current step's field */
-  double* gforce;  /* T x ncell x 2: dL/dF per substep */
   double* gdens;   /* ncell: dL/d(final density) */
   double* frames;  /* nframe x ncell: kept densities */
   double* goal;    /* ncell: the goal density */
@@ -193,7 +197,7 @@ static void destroy(void* st) {
   SmokeState* s = (SmokeState*)st;
   if (!s) return;
   ds__smoke_core_free(&s->c);
-  void* bufs[] = {s->wi, s->ww, s->force, s->gforce, s->gdens, s->frames, s->goal, s->img, s->act};
+  void* bufs[] = {s->wi, s->ww, s->force, s->gdens, s->frames, s->goal, s->img, s->act};
   for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) ds_free(bufs[i]);
   ds_free(s);
 }
@@ -220,13 +224,14 @@ static int create(dsEnv* e, void** out) {
   if ((rc = ds_fluid_colormap((dsFluidColormapName)p->colormap, &s->map)))
     return ds_env_set_errorf(e, rc, "render.colormap: %d (expected smoke, viridis, inferno or grey)", p->colormap);
   s->cforce = p->force;
+  s->c.T = s->T, s->c.C = s->C, s->c.grads = def->gradients;
   return 0;
 }
 
 static size_t tape_bytes(const dsEnv* e, int substeps, int every, int gradients) {
   const SmokeState* s = state_of(e);
   const size_t nc = (size_t)s->ncell;
-  const size_t own = (size_t)substeps * nc * 2 * sizeof(double) + (size_t)s->nframe * nc * sizeof(double) +
+  const size_t own = ds__smoke_core_bytes(&s->c, 1) + (size_t)s->nframe * nc * sizeof(double) +
                      nc * (4 * sizeof(int) + 10 * sizeof(double) + 2 * sizeof(dsReal));
   return own + ds_fluid_data_bytes(s->c.fm, substeps, gradients ? every : substeps);
 }
@@ -299,7 +304,6 @@ static int built(dsEnv* e) {
   SM_A(wi, 4 * nc, int);
   SM_A(ww, 4 * nc, double);
   SM_A(force, 2 * nc, double);
-  SM_A(gforce, (size_t)s->T * 2 * nc, double);
   SM_A(gdens, nc, double);
   SM_A(frames, (size_t)s->nframe * nc, double);
   SM_A(goal, nc, double);
@@ -325,6 +329,7 @@ static int action_size(const dsEnv* e) {
 
 static int sim_reset(dsEnv* e) {
   SmokeState* s = state_of(e);
+  if (s->c.grads) memset(s->c.has, 0, sizeof(int) * (size_t)s->c.nstep);
   int rc = ds_fluid_reset(s->c.fm, s->c.fd, NULL, s->c.dens0, NULL);
   return rc ? fluid_fail(e, rc, "reset") : 0;
 }
@@ -334,7 +339,9 @@ static int sim_step(dsEnv* e, int k, int sub, const dsReal* action) {
   SmokeState* s = state_of(e);
   field_fwd(s, action, s->force);
   int rc = ds_fluid_step(s->c.fm, s->c.fd, s->force);
-  return rc ? fluid_fail(e, rc, "fluid") : 0;
+  if (rc) return fluid_fail(e, rc, "fluid");
+  ds__smoke_keep_step(&s->c, k, sub);
+  return 0;
 }
 
 static void keep_frame(dsEnv* e, int f) {
@@ -354,19 +361,47 @@ static int goal(dsEnv* e, dsReal* image) {
   return ds_fluid_render_density_map(s->c.fm, s->goal, s->opacity, &s->map, image);
 }
 
+/* Substeps s0 .. s1 - 1 back from dL/d(state s1) (adj_final, plus
+ * gdens_final on its density; either may be NULL) and the kept image
+ * terms: dL/dA of the steps into grad_actions (rows from step s0 / C on),
+ * dL/d(state s0). */
+static int window_bwd(dsEnv* e, SmokeState* s, int s0, int s1, const dsReal* adj_final, const double* gdens_final,
+                      dsReal* grad_actions, dsReal* grad_state0) {
+  dsSmokeCore* c = &s->c;
+  int rc = ds__smoke_window(e, c, s0, s1, adj_final, gdens_final, grad_state0);
+  if (rc) return rc;
+  for (int q = s0; q < s1 && grad_actions; q++)
+    field_bwd(s, c->gforce + (size_t)q * 2 * s->ncell, grad_actions + (size_t)(q / s->C - s0 / s->C) * s->adim);
+  return 0;
+}
+
 static int backward(dsEnv* e, const dsReal* g_image, dsReal* grad_actions) {
   SmokeState* s = state_of(e);
   memset(s->gdens, 0, sizeof(double) * (size_t)s->ncell);
   int rc = ds_fluid_render_density_map_bwd(s->c.fm, ds_fluid_density(s->c.fd), s->opacity, &s->map, g_image,
                                            s->gdens);
   if (rc) return ds_env_set_errorf(e, rc, "render backward (%s)", ds_strerror(rc));
-  const dsFluidGrad g = {NULL, s->c.gdens0, NULL, s->gforce, NULL, s->c.pgrad};
-  if ((rc = ds_fluid_backward(s->c.fm, s->c.fd, NULL, s->gdens, NULL, &g))) return fluid_fail(e, rc, "backward");
-  const int t = ds_fluid_steps(s->c.fd);
-  for (int q = 0; q < t && grad_actions; q++)
-    field_bwd(s, s->gforce + (size_t)q * 2 * s->ncell, grad_actions + (size_t)(q / s->C) * s->adim);
-  ds__smoke_core_grads(&s->c);
-  return 0;
+  return window_bwd(e, s, 0, ds_fluid_steps(s->c.fd), NULL, s->gdens, grad_actions, NULL);
+}
+
+/* g_k += dI_k/drho^T g_image, I_k the image of the density at the end of step k */
+static int image_adjoint(dsEnv* e, int k, const dsReal* g_image) {
+  SmokeState* s = state_of(e);
+  double* g = ds__smoke_step_term(&s->c, k);
+  if (!g) return ds_env_set_errorf(e, DS_ERR_STATE, "image adjoint of step %d", k);
+  int rc = ds_fluid_render_density_bwd(s->c.fm, s->c.stepd + (size_t)k * s->ncell, s->opacity, g_image, g);
+  return rc ? ds_env_set_errorf(e, rc, "render backward (%s)", ds_strerror(rc)) : 0;
+}
+
+static int state_size(const dsEnv* e) { return ds__smoke_state_size(&state_of(e)->c); }
+static int get_state(const dsEnv* e, dsReal* state) { return ds__smoke_get_state(&state_of(e)->c, state); }
+static int set_state(dsEnv* e, int sub, const dsReal* state) {
+  return ds__smoke_set_state(e, &state_of(e)->c, sub, state);
+}
+
+static int backward_window(dsEnv* e, int s0, int s1, const dsReal* adj_final, dsReal* grad_actions,
+                           dsReal* grad_state0) {
+  return window_bwd(e, state_of(e), s0, s1, adj_final, NULL, grad_actions, grad_state0);
 }
 
 static const char* param_name(const dsEnv* e, int i) { return ds__smoke_param_name(&state_of(e)->c, i); }
@@ -400,6 +435,11 @@ static const dsEnvSim smoke_sim = {
     .param = param,
     .set_param = set_param,
     .metric = metric,
+    .image_adjoint = image_adjoint,
+    .state_size = state_size,
+    .get_state = get_state,
+    .set_state = set_state,
+    .backward_window = backward_window,
 };
 
 const dsEnvClass ds__smoke_control_class = {

@@ -20,6 +20,22 @@ int ds__smoke_core_alloc(dsSmokeCore* c) {
   c->r_pgrad = (dsReal*)ds_calloc(np, sizeof(dsReal));
   if (!c->dens0 || !c->gdens0 || !c->pgrad || !c->r_dens0 || !c->r_gdens0 || !c->r_param || !c->r_pgrad)
     return DS_ERR_NOMEM;
+  c->nvel = ds_fluid_nvel(c->fm);
+  c->ssize = c->nvel + 2 * c->ncell;
+  c->nstep = c->C > 0 ? (c->T + c->C - 1) / c->C : 0;
+  const size_t ns = c->grads ? (size_t)c->nstep : 0, S = (size_t)c->ssize + 1;
+  c->stepd = (double*)ds_calloc(ns * nc + 1, sizeof(double));
+  c->gstep = (double*)ds_calloc(ns * nc + 1, sizeof(double));
+  c->has = (int*)ds_calloc(ns + 1, sizeof(int));
+  c->at = (int*)ds_calloc(ns + 1, sizeof(int));
+  c->terms = (const double**)ds_calloc(ns + 1, sizeof(double*));
+  c->sbuf = (double*)ds_calloc(S, sizeof(double));
+  c->gstate = (double*)ds_calloc(S, sizeof(double));
+  if (ds_fluid_def(c->fm)->force_field && c->grads)
+    c->gforce = (double*)ds_calloc((size_t)c->T * nc * (size_t)ds_fluid_dim(c->fm) + 1, sizeof(double));
+  if (!c->stepd || !c->gstep || !c->has || !c->at || !c->terms || !c->sbuf || !c->gstate ||
+      (ds_fluid_def(c->fm)->force_field && c->grads && !c->gforce))
+    return DS_ERR_NOMEM;
   for (int i = 0; i < c->nparam; i++) {
     double v = 0;
     ds_fluid_param_get(c->fm, ds_fluid_param_name(c->fm, i), &v);
@@ -31,7 +47,9 @@ int ds__smoke_core_alloc(dsSmokeCore* c) {
 void ds__smoke_core_free(dsSmokeCore* c) {
   ds_fluid_data_free(c->fd);
   ds_fluid_model_free(c->fm);
-  void* bufs[] = {c->dens0, c->gdens0, c->pgrad, c->r_dens0, c->r_gdens0, c->r_param, c->r_pgrad};
+  void* bufs[] = {c->dens0, c->gdens0, c->pgrad,  c->r_dens0, c->r_gdens0, c->r_param,       c->r_pgrad,
+                  c->stepd, c->gstep,  c->has,    c->at,      (void*)c->terms, c->sbuf,
+                  c->gstate, c->gforce};
   for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) ds_free(bufs[i]);
   memset(c, 0, sizeof *c);
 }
@@ -78,6 +96,78 @@ int ds__smoke_set_param(dsEnv* e, dsSmokeCore* c, const char* name, const dsReal
 void ds__smoke_core_grads(dsSmokeCore* c) {
   for (int k = 0; k < c->ncell; k++) c->r_gdens0[k] = (dsReal)c->gdens0[k];
   for (int i = 0; i < c->nparam; i++) c->r_pgrad[i] = (dsReal)c->pgrad[i];
+}
+
+size_t ds__smoke_core_bytes(const dsSmokeCore* c, int force_field) {
+  const size_t nc = (size_t)c->ncell, ns = c->grads ? (size_t)((c->T + c->C - 1) / c->C) : 0;
+  const size_t S = (size_t)ds_fluid_nvel(c->fm) + 2 * nc;
+  size_t n = 2 * ns * nc * sizeof(double) + ns * (2 * sizeof(int) + sizeof(double*)) + 2 * S * sizeof(double);
+  if (force_field && c->grads) n += (size_t)c->T * nc * (size_t)ds_fluid_dim(c->fm) * sizeof(double);
+  return n;
+}
+
+/* ---- states and windows ------------------------------------------------------------ */
+
+int ds__smoke_state_size(const dsSmokeCore* c) { return ds_fluid_nvel(c->fm) + 2 * c->ncell; }
+
+int ds__smoke_get_state(const dsSmokeCore* c, dsReal* state) {
+  const int nv = ds_fluid_nvel(c->fm);
+  const double *u = ds_fluid_velocity(c->fd), *rho = ds_fluid_density(c->fd), *T = ds_fluid_temperature(c->fd);
+  for (int i = 0; i < nv; i++) state[i] = (dsReal)u[i];
+  for (int i = 0; i < c->ncell; i++) state[nv + i] = (dsReal)rho[i], state[nv + c->ncell + i] = (dsReal)T[i];
+  return 0;
+}
+
+int ds__smoke_set_state(dsEnv* e, dsSmokeCore* c, int s, const dsReal* state) {
+  const int n = c->ssize, nv = c->nvel;
+  for (int i = 0; i < n; i++) c->sbuf[i] = (double)state[i];
+  int rc = ds_fluid_set_state(c->fm, c->fd, s, c->sbuf, c->sbuf + nv, c->sbuf + nv + c->ncell);
+  if (rc) return ds__smoke_fail(e, c, rc, "set_state");
+  if (s > 0) ds__smoke_keep_step(c, (s - 1) / c->C, s - 1);
+  return 0;
+}
+
+void ds__smoke_keep_step(dsSmokeCore* c, int k, int s) {
+  if (c->grads && k >= 0 && k < c->nstep && (s + 1 == c->T || (s + 1) % c->C == 0))
+    memcpy(c->stepd + (size_t)k * c->ncell, ds_fluid_density(c->fd), sizeof(double) * (size_t)c->ncell);
+}
+
+double* ds__smoke_step_term(dsSmokeCore* c, int k) {
+  if (!c->grads || k < 0 || k >= c->nstep) return NULL;
+  double* g = c->gstep + (size_t)k * c->ncell;
+  if (!c->has[k]) memset(g, 0, sizeof(double) * (size_t)c->ncell);
+  c->has[k] = 1;
+  return g;
+}
+
+/* the kept terms of steps ending in (s0, s1], all consumed */
+static int window_terms(dsSmokeCore* c, int s0, int s1) {
+  int nterm = 0;
+  for (int k = 0; k < c->nstep && c->grads; k++)
+    if (c->has[k]) {
+      const int tk = (k + 1) * c->C < c->T ? (k + 1) * c->C : c->T;
+      c->has[k] = 0; /* consumed: the next backward starts afresh */
+      if (tk <= s0 || tk > s1) continue; /* outside the window (or a step not taken) */
+      c->at[nterm] = tk;
+      c->terms[nterm++] = c->gstep + (size_t)k * c->ncell;
+    }
+  return nterm;
+}
+
+int ds__smoke_window(dsEnv* e, dsSmokeCore* c, int s0, int s1, const dsReal* adj_final, const double* gdens_final,
+                     dsReal* grad_state0) {
+  const int n = c->ssize, nv = c->nvel, nc = c->ncell;
+  for (int i = 0; i < n; i++) c->sbuf[i] = adj_final ? (double)adj_final[i] : 0;
+  for (int i = 0; i < nc && gdens_final; i++) c->sbuf[nv + i] += gdens_final[i];
+  const int nterm = window_terms(c, s0, s1);
+  const dsFluidGrad g = {c->gstate, c->gstate + nv, c->gstate + nv + nc, c->gforce, NULL, c->pgrad};
+  int rc = ds_fluid_backward_window(c->fm, c->fd, s0, s1, c->sbuf, c->sbuf + nv, c->sbuf + nv + nc, nterm, c->at,
+                                    c->terms, &g);
+  if (rc) return ds__smoke_fail(e, c, rc, "backward window");
+  for (int i = 0; i < n && grad_state0; i++) grad_state0[i] = (dsReal)c->gstate[i];
+  for (int i = 0; i < nc; i++) c->gdens0[i] = s0 == 0 ? c->gstate[nv + i] : 0;
+  ds__smoke_core_grads(c);
+  return 0;
 }
 
 int ds__smoke_fail(dsEnv* e, const dsSmokeCore* c, int rc, const char* what) {

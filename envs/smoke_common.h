@@ -22,6 +22,16 @@ typedef struct dsSmokeCore {
   dsReal* r_gdens0;
   dsReal* r_param;   /* nparam */
   dsReal* r_pgrad;
+  /* states and windows (set before ds__smoke_core_alloc: T, C, grads) */
+  int T, C, nstep, grads, nvel, ssize;
+  double* stepd;     /* nstep x ncell: the density at the end of each step (grads) */
+  double* gstep;     /* nstep x ncell: dL/d(that density), from image_adjoint */
+  int* has;          /* nstep: 1 when gstep's row holds a term of the next backward */
+  int* at;           /* nstep: the terms' substeps */
+  const double** terms; /* nstep: their rows */
+  double* sbuf;      /* ssize: a state in the fluid's layout [velocity | density | temperature] */
+  double* gstate;    /* ssize: dL/d(state at a window's start) */
+  double* gforce;    /* T x ncell x dim: dL/dF per substep (force-field classes; else NULL) */
 } dsSmokeCore;
 
 /* The arrays, once c->fm is made: DS_ERR_NOMEM. */
@@ -33,6 +43,31 @@ int ds__smoke_param(const dsSmokeCore* c, const char* name, const dsReal** value
 int ds__smoke_set_param(dsEnv* e, dsSmokeCore* c, const char* name, const dsReal* v, int count);
 /* After ds_fluid_backward into c->gdens0 and c->pgrad: the dsReal copies. */
 void ds__smoke_core_grads(dsSmokeCore* c);
+/* Bytes of the arrays for states and windows (tape_bytes's share). */
+size_t ds__smoke_core_bytes(const dsSmokeCore* c, int force_field);
+
+/* States and windows (dsEnvSim.state_size, get_state, set_state,
+ * backward_window; docs/fluids.md "Windows and states"). The state is the
+ * fluid's: face velocities (x faces, then y, then z), density, temperature
+ * (ncell each; the fluid always carries a temperature, the ambient one
+ * where nothing heats it). */
+int ds__smoke_state_size(const dsSmokeCore* c);
+int ds__smoke_get_state(const dsSmokeCore* c, dsReal* state);
+/* Rewinds the fluid to substep s and sets state there (ds_fluid_set_state);
+ * with gradients, the density at the end of the step s ends is kept anew. */
+int ds__smoke_set_state(dsEnv* e, dsSmokeCore* c, int s, const dsReal* state);
+/* After substep s (the step k's): the density at a step end kept for image adjoints. */
+void ds__smoke_keep_step(dsSmokeCore* c, int k, int s);
+/* g_k += gd (ncell): a term on the density at the end of step k (image_adjoint). */
+double* ds__smoke_step_term(dsSmokeCore* c, int k);
+/* The fluid's backward of substeps s0 .. s1 - 1 from adj_final (ssize
+ * values or NULL) plus gdens_final (ncell, on the density; or NULL) and the image terms kept for steps ending in (s0, s1]
+ * (every kept term is consumed): grad_state0 (may be NULL), c->gforce
+ * rows s0 .. s1 - 1 (force-field classes), the window's parameter
+ * gradients (initial_density's only when s0 = 0). */
+int ds__smoke_window(dsEnv* e, dsSmokeCore* c, int s0, int s1, const dsReal* adj_final, const double* gdens_final,
+                     dsReal* grad_state0);
+
 /* The message of the fluid data's last error as the env's, after `what`. */
 int ds__smoke_fail(dsEnv* e, const dsSmokeCore* c, int rc, const char* what);
 

@@ -2,7 +2,8 @@
  * differences in double (every parameter kind, SL and MacCormack, 2-D and
  * 3-D, obstacles, closed, open and periodic walls), the divergence after
  * projection, checkpointed backward = full tape bit for bit, 1 vs 2 threads
- * bit for bit, and refused inputs. */
+ * bit for bit, windows chained = the whole backward and set states
+ * (test_windows), and refused inputs. */
 #include "config.h"
 
 #include <math.h>
@@ -854,12 +855,73 @@ static void test_mesh_obstacle(void) {
   free(tri);
 }
 
+/* Windows and set states (ds_fluid_backward_window, ds_fluid_set_state):
+ * three windows chained by the state adjoint equal the whole backward
+ * (the force rows and the initial state's adjoint bit for bit, the
+ * parameters' sums to rounding); a state set off a checkpoint refuses a
+ * backward through its segment, one set on a checkpoint or left unchanged
+ * does not; bad steps and values are refused. */
+static void test_windows(void) {
+  dsFluidDef def = smoke_2d(16);
+  Episode e = make_episode(&def, 12, 0.3);
+  Grads whole = grads_alloc(&e), win = grads_alloc(&e);
+  CHECK_INT_EQ(backward(&e, 4, &whole), 0);
+  dsFluidData* d;
+  CHECK_INT_EQ(ds_fluid_data_create(e.m, e.steps, 4, &d), 0);
+  CHECK(isfinite(rollout(&e, d)));
+  const int nv = e.nv, nc = e.nc, np = ds_fluid_nparam(e.m);
+  double* seed = calloc((size_t)(nv + 2 * nc), sizeof(double));
+  double* psum = calloc((size_t)np + 1, sizeof(double));
+  memcpy(seed, e.wu, sizeof(double) * (size_t)nv);
+  memcpy(seed + nv, e.wr, sizeof(double) * (size_t)nc);
+  memcpy(seed + nv + nc, e.wT, sizeof(double) * (size_t)nc);
+  for (int t1 = 12; t1 > 0; t1 -= 4) {
+    dsFluidGrad g = {win.u0, win.r0, win.T0, win.force, NULL, win.param};
+    CHECK_INT_EQ(ds_fluid_backward_window(e.m, d, t1 - 4, t1, seed, seed + nv, seed + nv + nc, 0, NULL, NULL, &g), 0);
+    memcpy(seed, win.u0, sizeof(double) * (size_t)nv);
+    memcpy(seed + nv, win.r0, sizeof(double) * (size_t)nc);
+    memcpy(seed + nv + nc, win.T0, sizeof(double) * (size_t)nc);
+    for (int i = 0; i < np; i++) psum[i] += win.param[i];
+  }
+  CHECK(!memcmp(win.u0, whole.u0, sizeof(double) * (size_t)nv) && !memcmp(win.r0, whole.r0, sizeof(double) * (size_t)nc));
+  CHECK(!memcmp(win.force, whole.force, sizeof(double) * (size_t)(e.steps * e.nfc)));
+  for (int i = 0; i < np; i++) CHECK_CLOSE(psum[i], whole.param[i], 1e-12, 1e-14);
+  /* set states: the current one unchanged at step 12 (no mark), a changed one at 6 (off a checkpoint) */
+  dsFluidGrad g = {win.u0, win.r0, win.T0, NULL, NULL, NULL};
+  memcpy(seed, ds_fluid_velocity(d), sizeof(double) * (size_t)(nv + 2 * nc));
+  CHECK_INT_EQ(ds_fluid_set_state(e.m, d, 12, seed, seed + nv, seed + nv + nc), 0);
+  CHECK_INT_EQ(ds_fluid_backward_window(e.m, d, 0, 12, NULL, e.wr, NULL, 0, NULL, NULL, &g), 0);
+  CHECK_INT_EQ(ds_fluid_set_state(e.m, d, 13, NULL, NULL, NULL), DS_ERR_RANGE);
+  seed[nv + 3] = NAN;
+  CHECK_INT_EQ(ds_fluid_set_state(e.m, d, 6, seed, seed + nv, seed + nv + nc), DS_ERR_INVALID);
+  printf("set_state NaN: %s\n", ds_fluid_last_error(d));
+  CHECK(strstr(ds_fluid_last_error(d), "density[3]") != NULL);
+  CHECK_INT_EQ(ds_fluid_steps(d), 12); /* refused: nothing changed */
+  seed[nv + 3] = 0.5;
+  CHECK_INT_EQ(ds_fluid_set_state(e.m, d, 6, seed, seed + nv, seed + nv + nc), 0);
+  for (int t = 6; t < 12; t++) CHECK_INT_EQ(ds_fluid_step(e.m, d, e.force + (size_t)t * e.nfc), 0);
+  CHECK_INT_EQ(ds_fluid_backward_window(e.m, d, 4, 12, NULL, e.wr, NULL, 0, NULL, NULL, &g), DS_ERR_RANGE);
+  printf("off a checkpoint: %s\n", ds_fluid_last_error(d));
+  CHECK_INT_EQ(ds_fluid_backward(e.m, d, NULL, e.wr, NULL, &g), DS_ERR_RANGE);
+  CHECK_INT_EQ(ds_fluid_backward_window(e.m, d, 8, 12, NULL, e.wr, NULL, 0, NULL, NULL, &g), 0);
+  CHECK_INT_EQ(ds_fluid_backward_window(e.m, d, 8, 13, NULL, e.wr, NULL, 0, NULL, NULL, &g), DS_ERR_RANGE);
+  /* set again on the checkpoint at 4: the mark at 6 is gone with the tape after 4 */
+  CHECK_INT_EQ(ds_fluid_set_state(e.m, d, 4, seed, seed + nv, seed + nv + nc), 0);
+  for (int t = 4; t < 12; t++) CHECK_INT_EQ(ds_fluid_step(e.m, d, e.force + (size_t)t * e.nfc), 0);
+  CHECK_INT_EQ(ds_fluid_backward_window(e.m, d, 0, 12, NULL, e.wr, NULL, 0, NULL, NULL, &g), 0);
+  free(seed), free(psum);
+  ds_fluid_data_free(d);
+  grads_free(&whole), grads_free(&win);
+  free_episode(&e);
+}
+
 int main(void) {
-  void (*tests[])(void) = {test_bad_input, test_render,  test_colormap,      test_divergence, test_checkpoints,
-                           test_fd_2d,     test_fd_3d,   test_threads,       test_mesh_obstacle, test_fd_soft};
-  const char* names[] = {"bad input", "render", "colour map", "divergence",    "checkpoints",
-                         "fd 2-D",    "fd 3-D", "threads",    "mesh obstacle", "fd soft obstacles"};
-  for (int i = 0; i < 10; i++) {
+  void (*tests[])(void) = {test_bad_input, test_render,        test_colormap, test_divergence,
+                           test_checkpoints, test_fd_2d,       test_fd_3d,    test_threads,
+                           test_mesh_obstacle, test_fd_soft,   test_windows};
+  const char* names[] = {"bad input",     "render", "colour map", "divergence", "checkpoints",      "fd 2-D",
+                         "fd 3-D",        "threads", "mesh obstacle", "fd soft obstacles", "windows"};
+  for (int i = 0; i < (int)(sizeof tests / sizeof tests[0]); i++) {
     double t0 = clock_s();
     tests[i]();
     fprintf(stderr, "%s: %.2f s\n", names[i], clock_s() - t0);

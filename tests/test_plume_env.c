@@ -2,7 +2,7 @@
  *  - The gradient of a video loss as dsim sysid forms it (the mean over
  *    every step's image of the MSE against a target video filmed with other
  *    parameters; image adjoints of every step, so through the
- *    dsEnvSim.image_adjoint hook and ds_fluid_backward_terms) with respect
+ *    dsEnvSim.image_adjoint hook and one fluid sweep) with respect
  *    to buoyancy.alpha, source.0.velocity.y, source.0.density_rate and one
  *    cell of initial_density, through the volume renderer, against central
  *    differences in double: 8^3, 8 substeps in 4 steps, 16 x 16 pixels.

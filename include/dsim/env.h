@@ -253,15 +253,19 @@ typedef struct dsBuilder dsBuilder;
 /* A class whose physics is an engine of its own rather than the particle
  * model (smoke-control: the fluid of dsim/fluid.h) sets dsEnvClass.sim.
  * The env still builds the class's particle model (build: a placeholder
- * particle is enough; the particle queries, state and observations then
- * read it) and keeps the time, frames, actions, goal image, image loss,
- * rewards and memory bound as for any class, but steps, renders,
- * differentiates and names parameters through these hooks, the class
- * holding its own state and tape. Such an env renders its frames from the
- * class's kept frames; its backward starts from the image of the current
- * (final) frame only: the built-in loss IMAGE_LAST and image or reward
- * adjoints of the last step, over the whole episode (first step 0, no
- * windows); set_state, windows and the batched engine are refused. */
+ * particle is enough; the particle queries and observations then read it)
+ * and keeps the time, frames, actions, goal image, image loss, rewards and
+ * memory bound as for any class, but steps, renders, differentiates and
+ * names parameters through these hooks, the class holding its own state
+ * and tape. Such an env renders its frames from the class's kept frames.
+ * Its whole-episode backward starts from the image of the current (final)
+ * frame: the built-in loss IMAGE_LAST and image or reward adjoints of the
+ * last step, earlier steps' image adjoints through image_adjoint. With the
+ * optional state hooks (state_size, get_state, set_state: all three or
+ * none) ds_env_get_state / ds_env_set_state give and take the class's
+ * state; with backward_window too, windows and state adjoints work as for
+ * the particle engine (ds_env_backward_adjoints_window). Without them
+ * set_state and windows are refused; the batched engine always is. */
 typedef struct dsEnvSim {
   /* Bytes the class's physics keeps for an episode of `substeps` substeps
    * (checkpoint_every K <= 1: every state; gradients 0: no tape); the
@@ -297,6 +301,28 @@ typedef struct dsEnvSim {
    * its `backward`, which then runs one sweep for all of them. NULL: such
    * adjoints are refused (DS_ERR_UNSUPPORTED). Must not allocate. */
   int (*image_adjoint)(dsEnv* env, int step, const dsReal* g_image);
+  /* Optional, appended in DS_ENV_ABI_VERSION 7 (a class written for 6
+   * compiles unchanged, these left NULL; its binary must be rebuilt).
+   * The class's state: state_size values (ds_env_get_state puts the
+   * substep before them; smoke-control: the fluid's face velocities,
+   * density, temperature). get_state: the current one. set_state: rewind
+   * the physics and its tape to substep s (a step boundary the episode
+   * has reached; the env checks that and the values' finiteness) and put
+   * state there; steps then go on from s, and a backward through s
+   * differentiates the state set. */
+  int (*state_size)(const dsEnv* env);
+  int (*get_state)(const dsEnv* env, dsReal* state);
+  int (*set_state)(dsEnv* env, int s, const dsReal* state);
+  /* The backward of substeps s0 .. s1 - 1 only (s0 a step boundary, s1 a
+   * step's end, both reached) from adj_final = dL/d(state at s1)
+   * (state_size values; NULL: zero) and the image adjoints image_adjoint
+   * kept for the steps ending in (s0, s1] (all kept ones are consumed):
+   * adds dL/da into grad_actions (rows of the window's steps, from step
+   * s0 / C; may be NULL), writes grad_state0 = dL/d(state at s0) (may be
+   * NULL) and sets the parameter gradients to the window's. Must not
+   * allocate. */
+  int (*backward_window)(dsEnv* env, int s0, int s1, const dsReal* adj_final, dsReal* grad_actions,
+                         dsReal* grad_state0);
 } dsEnvSim;
 
 struct dsEnvClass {
@@ -371,7 +397,7 @@ DS_API void ds_env_artic_action_bwd(dsEnv* env, int step, int s, const dsReal* a
  * so that dsim refuses one built against headers with another layout of the
  * class or definition structs. DS_ENV_ABI_VERSION is raised by hand with any
  * change of their meaning; a change of their size shows by itself. */
-#define DS_ENV_ABI_VERSION 6
+#define DS_ENV_ABI_VERSION 7
 #define DS_PLUGIN_ABI \
   (DS_ENV_ABI_VERSION * 1000000 + (int)sizeof(dsEnvClass) * 1000 + (int)(sizeof(dsEnvDef) % 1000))
 /* The value this library expects (what dsim compares a plugin's with). */
@@ -497,7 +523,8 @@ DS_API void ds_env_image_size(const dsEnv* env, int* width, int* height); /* RGB
 DS_API int ds_env_num_steps(const dsEnv* env);     /* steps per episode */
 DS_API int ds_env_steps_taken(const dsEnv* env);   /* steps since reset */
 DS_API int ds_env_num_particles(const dsEnv* env);
-DS_API int ds_env_state_size(const dsEnv* env);    /* 1 + 6 * nparticle + 13 * nbody + articulation nq + nv */
+DS_API int ds_env_state_size(const dsEnv* env);    /* 1 + 6 * nparticle + 13 * nbody + articulation nq + nv;
+                                                      a class's own physics: 1 + its state_size */
 
 /* ---- episode -------------------------------------------------------------- */
 /* Draws the goal (and cloth size and height) from seed, rebuilds the goal
@@ -543,8 +570,10 @@ DS_API int ds_env_backward_adjoints_from(dsEnv* env, int first_step, const dsRea
  * ds_env_set_state included (entry 0, the substep, gets 0). Any pointer
  * may be NULL. Dense rewards have adjoints too. DS_ERR_RANGE for a window
  * outside the steps taken, or one whose start is not a multiple of
- * physics.checkpoint_every; DS_ERR_UNSUPPORTED on the batched engine and
- * for state adjoints of rigid bodies. Allocates nothing. docs/learning.md. */
+ * physics.checkpoint_every; DS_ERR_UNSUPPORTED on the batched engine, for
+ * state adjoints of rigid bodies, and for a class with its own physics
+ * without dsEnvSim.backward_window (the fluid envs have it: their state is
+ * the fluid's, docs/fluids.md). Allocates nothing. docs/learning.md. */
 DS_API int ds_env_backward_adjoints_window(dsEnv* env, int first_step, int num_steps, const dsReal* adj_obs,
                                            const dsReal* adj_image, const dsReal* adj_reward,
                                            const dsReal* adj_final_state, dsReal* grad_actions, dsReal* grad_state0);

@@ -197,6 +197,18 @@ DS_API const char* ds_fluid_last_error(const dsFluidData* d);
  * DS_ERR_INVALID naming the field and element for NaN or Inf. */
 DS_API int ds_fluid_reset(const dsFluidModel* m, dsFluidData* d, const double* velocity, const double* density,
                           const double* temperature);
+/* Rewinds to step t (0 .. steps taken) and puts the given fields there (as
+ * ds_fluid_reset takes them: NULL zero / ambient, closed and solid faces
+ * and solid cells zeroed); the tape before t is kept, steps go on from t.
+ * A backward through t then differentiates the state set (the adjoint of
+ * state t is that of these fields). With checkpoint_every K > 1, a state
+ * set at a t that is not a multiple of K (and is not the current state
+ * unchanged) cannot be recomputed by a backward, which refuses to go
+ * through that segment (DS_ERR_RANGE). DS_ERR_RANGE for t out of range,
+ * DS_ERR_INVALID naming the field and element for NaN or Inf (the state
+ * is then unchanged). */
+DS_API int ds_fluid_set_state(const dsFluidModel* m, dsFluidData* d, int t, const double* velocity,
+                              const double* density, const double* temperature);
 /* One step with a per-cell force field (ncell x dim accelerations, m/s^2;
  * NULL: none; non-NULL needs def.force_field). DS_ERR_STATE when the tape is
  * full, DS_ERR_RANGE when dt max|u| / dx exceeds cfl_max, DS_ERR_DIVERGED
@@ -229,6 +241,19 @@ DS_API int ds_fluid_backward(const dsFluidModel* m, dsFluidData* d, const double
 DS_API int ds_fluid_backward_terms(const dsFluidModel* m, dsFluidData* d, const double* dl_dvel,
                                    const double* dl_ddens, const double* dl_dtemp, int nterm, const int* at,
                                    const double* const* dl_ddens_at, const dsFluidGrad* g);
+
+/* The backward of steps t0 .. t1 - 1 only (0 <= t0 <= t1 <= steps taken),
+ * for windows of an episode: dl_dvel, dl_ddens, dl_dtemp (NULL: zero) are
+ * dL/d(state after step t1 - 1), the terms (at[k] in [t0, t1]) as in
+ * ds_fluid_backward_terms; g's state arrays (velocity0, density0,
+ * temperature0) get dL/d(state at step t0), g->force rows t0 .. t1 - 1
+ * (other rows untouched), force_total and param the window's sums. The
+ * same recursion as the whole backward, stopped at t0: two windows
+ * [t0, t1), [t1, t2) chained by the later one's state adjoint equal one
+ * window [t0, t2) up to rounding. Nothing is allocated. */
+DS_API int ds_fluid_backward_window(const dsFluidModel* m, dsFluidData* d, int t0, int t1, const double* dl_dvel,
+                                    const double* dl_ddens, const double* dl_dtemp, int nterm, const int* at,
+                                    const double* const* dl_ddens_at, const dsFluidGrad* g);
 
 /* Divergence of a velocity field per cell (ncell, 1/s; 0 in solid cells). */
 DS_API int ds_fluid_divergence(const dsFluidModel* m, const double* velocity, double* div);

@@ -27,8 +27,13 @@ single backward would. With open-loop actions (no policy between steps)
 Rollout.window does the H steps as one node and one C call.
 
 Observations here are state observations (observation.state "full",
-"com" or, for articulated models, "joints"); Rollout.observe(state) is the observation as a differentiable
+"com" or, for articulated models, "joints"), or with images=True the
+rendered frames; Rollout.observe(state) is the observation as a differentiable
 function of a state tensor (used at a window's start set from a tensor).
+The fluid envs (smoke-control; smoke-plume has no actions) have no state
+observation: they learn from their frames (images=True), their state is
+the fluid's (face velocities, density, temperature) and their reward is
+sparse (minus the last frame's image loss).
 Tensors are float64 on the CPU (the library's precision).
 """
 from __future__ import annotations
@@ -95,7 +100,8 @@ class Rollout:
             raise DsimError(self.label, "dsim.learn takes state observations here: set observation.image false, "
                             "or images=True for image observations")
         if self.obs_size == 0:
-            raise DsimError(self.label, "dsim.learn needs a state observation (observation.state full, com or joints)")
+            raise DsimError(self.label, "dsim.learn needs a state observation (observation.state full, com or joints), "
+                            "or images=True (the fluid envs, smoke-control and smoke-plume, observe their frames)")
         self.epoch = 0  # bumped by every reset / set_state: older graphs are stale
         self._status = np.zeros(self.num_envs, np.int32)
 
