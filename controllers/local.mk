@@ -40,3 +40,6 @@ TESTS += tests/test_sysid_fields
 check_PROGRAMS += tests/test_sysid_views
 tests_test_sysid_views_SOURCES = tests/test_sysid_views.c
 TESTS += tests/test_sysid_views
+check_PROGRAMS += tests/test_sysid_light
+tests_test_sysid_light_SOURCES = tests/test_sysid_light.c
+TESTS += tests/test_sysid_light

@@ -436,6 +436,7 @@ static int width_of(const char* name) {
   if (ends_with(name, "orientation")) return 4;
   return (ends_with(name, "initial_position") || ends_with(name, "initial_velocity") ||
           ends_with(name, "angular_velocity") || !strcmp(name, "gravity") || !strcmp(name, "body.com") ||
+          !strcmp(name, "light.direction") ||
           (ds__sysid_is_camera_param(name) && (ends_with(name, ".position") || ends_with(name, ".look_at"))))
              ? 3
              : 1;
@@ -941,6 +942,14 @@ int ds_sysid_create(const dsEnvDef* env_def, const dsSysidDef* def, int object, 
   return sysid_create(env_def, def, object, video, 0, out, err, errlen);
 }
 
+/* 1 when a parameter is one of the env's lights (light.ambient, ...: the
+ * env's renderer's, envs/env_episode.c): nuisance parameters of the image. */
+static int uses_light(const dsSysidDef* def) {
+  for (int k = 0; k < DS_SYSID_MAX_PARAMS && def->params[k].name[0]; k++)
+    if (!strncmp(def->params[k].name, "light.", 6)) return 1;
+  return 0;
+}
+
 /* The identification's env (sysid_env_def; a group's own env is forward
  * only on the CPU), its sizes, reset for the object. */
 static int create_env(dsSysid* s, const dsEnvDef* env_def, int object, const dsSysidVideo* video, int group,
@@ -975,6 +984,10 @@ static int create_env(dsSysid* s, const dsEnvDef* env_def, int object, const dsS
   s->env_seed = s->def.seed + (uint64_t)object;
   rc = ds_env_reset(s->env, s->env_seed, NULL, NULL);
   if (rc) return ds__puterr(err, errlen, rc, "env reset: %s", ds_env_last_error(s->env));
+  if (uses_light(&s->def) && (group || ds__sysid_views_wanted(&s->def, video)))
+    return ds__puterr(err, errlen, DS_ERR_UNSUPPORTED,
+                      "sysid: light parameters (light.ambient, light.directional, light.direction) take the env's own "
+                      "image: not with several views or camera parameters, nor in a group (--group, --device cuda)");
   if (ds__sysid_views_wanted(&s->def, video) && s->def.video == DS_SYSID_CAMSIM)
     return ds__puterr(err, errlen, DS_ERR_UNSUPPORTED,
                       "sysid.video \"camsim\" films the env's first camera only: it does not take sysid.cameras or "
@@ -1007,11 +1020,15 @@ static int param_layout(dsSysid* s, int* maxcount, char* err, size_t errlen) {
         (ends_with(p->name, ".fov") || ends_with(p->name, ".fx") || ends_with(p->name, ".fy")))
       return ds__puterr(err, errlen, DS_ERR_CONFIG, "sysid.param%d.lower: \"%s\" must stay positive: expected lower > 0",
                         k + 1, p->name);
+    if (!strncmp(p->name, "light.", 6) && strcmp(p->name, "light.direction") && !(sp->lower >= 0))
+      return ds__puterr(err, errlen, DS_ERR_CONFIG,
+                        "sysid.param%d.lower: \"%s\" must stay non-negative: expected lower >= 0, got %g", k + 1,
+                        p->name, (double)sp->lower);
     if (param_now(s, p->name, &v, &n))
       return ds__puterr(err, errlen, DS_ERR_CONFIG,
                         "sysid.param%d.name: env \"%s\" has no parameter \"%s\" (engine names: particle.mass, "
                         "tet.k_mu, tet.k_lambda, tri.k_mu, spring.ke, contact.ke, contact.mu, initial_velocity, "
-                        "gravity, ...)",
+                        "gravity, ...; the renderer's light.ambient, light.directional, light.direction)",
                         k + 1, ds_env_name(s->env), p->name);
     if (param_grad(s, s->env, p->name, &g, &ng))
       return ds__puterr(err, errlen, DS_ERR_CONFIG, "sysid.param%d.name: \"%s\" is not a differentiable parameter",

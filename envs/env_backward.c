@@ -148,7 +148,7 @@ static int add_terms(dsEnv* e, const dsEnvBwdSpec* sp, int s, int t, int nf, int
         e->adj_dirty = 1;
         dsRasterMesh rm = ds__env_raster_mesh(e, x);
         rc = ds_raster_render(e->r, &rm, NULL);
-        if (!rc) rc = ds_raster_backward(e->r, &rm, sp->adj_image + (size_t)(k - sp->k0) * npix, d->adj_x, NULL);
+        if (!rc) rc = ds__env_raster_backward(e, e->r, &rm, sp->adj_image + (size_t)(k - sp->k0) * npix, d->adj_x);
         if (rc) return ds__seterr(&e->err, rc, "backward: image of step %d: %s", k, ds_raster_last_error(e->r));
       }
     }
@@ -294,6 +294,18 @@ static int bwd_prepare(dsEnv* e, const dsEnvBwdSpec* sp, int first, dsReal* grad
   if (grad_actions) memset(grad_actions, 0, (size_t)steps * e->adim * sizeof(dsReal));
   ds__env_force_bwd_clear(e);
   ds_grad_zero(e->g);
+  memset(e->light_grad, 0, sizeof e->light_grad);
+  return 0;
+}
+
+int ds__env_raster_backward(dsEnv* e, dsRaster* r, const dsRasterMesh* rm, const dsReal* d_image, dsReal* d_x) {
+  dsRenderSettings dl;
+  memset(&dl, 0, sizeof dl);
+  int rc = ds_raster_backward_light(r, rm, d_image, d_x, NULL, NULL, &dl);
+  if (rc) return rc;
+  e->light_grad[0] += dl.ambient;
+  e->light_grad[1] += dl.directional;
+  for (int k = 0; k < 3; k++) e->light_grad[2 + k] += dl.light_dir[k];
   return 0;
 }
 

@@ -55,7 +55,7 @@ int ds__env_frame_image_loss(dsEnv* e, const dsReal* x, dsReal* loss, dsReal w, 
     sum += l;
     if (w != 0) {
       for (size_t p = 0; p < npix; p++) e->img_grad[p] *= w;
-      rc = ds_raster_backward(rs[v], &rm, e->img_grad, e->d->adj_x, NULL);
+      rc = ds__env_raster_backward(e, rs[v], &rm, e->img_grad, e->d->adj_x);
       if (rc) return ds__seterr(&e->err, rc, "%s%s: frame %d: %s", what, v ? " (camera2)" : "", f, ds_raster_last_error(rs[v]));
     }
   }
@@ -425,8 +425,55 @@ int ds_env_elements(const dsEnv* e, const char* name, const int** idx, int* nele
 }
 
 /* ---- parameters ------------------------------------------------------------------- */
+/* The renderer's lights as parameters (a particle env's, not a class with
+ * its own physics): light.ambient (k_amb), light.directional (k_dir) and
+ * light.direction (3 values: the direction towards the light, normalised by
+ * the renderer; 0, 0, 0 is a headlight, whose direction has no gradient).
+ * One light for the env's views (camera and camera2). Values: the env's
+ * definition (render.ambient, directional, light_dir); gradients: the last
+ * backward's (ds_raster_backward_light; 0 where the batched engine's frame
+ * renderer draws the frames: it has no light adjoint). Offset into the five
+ * values, or -1. */
+static int light_param(const dsEnv* e, const char* name, int* count) {
+  if (e->cls->sim || strncmp(name, "light.", 6)) return -1;
+  *count = 1;
+  if (!strcmp(name + 6, "ambient")) return 0;
+  if (!strcmp(name + 6, "directional")) return 1;
+  *count = 3;
+  return strcmp(name + 6, "direction") ? -1 : 2;
+}
+static dsReal* light_value(dsEnv* e, int off) {
+  return off == 0 ? &e->def.ambient : off == 1 ? &e->def.directional : e->def.light_dir;
+}
+
+static int set_light(dsEnv* e, const char* name, int off, const dsReal* values, int count, int n) {
+  if (count != n)
+    return ds__seterr(&e->err, DS_ERR_RANGE, "set_param %s: expected %d value%s, got %d", name, n, n > 1 ? "s" : "", count);
+  for (int i = 0; i < n; i++)
+    if (!isfinite((double)values[i]) || (off < 2 && values[i] < 0))
+      return ds__seterr(&e->err, DS_ERR_RANGE, "set_param %s: expected %s, got %g", name,
+                        off < 2 ? "a finite number >= 0" : "finite components", (double)values[i]);
+  memcpy(light_value(e, off), values, (size_t)n * sizeof(dsReal));
+  dsRaster* rs[2] = {e->r, e->r2};
+  for (int v = 0; v < 2 && rs[v]; v++) {
+    dsRenderSettings s = *ds_raster_settings(rs[v]);
+    s.ambient = e->def.ambient;
+    s.directional = e->def.directional;
+    for (int k = 0; k < 3; k++) s.light_dir[k] = e->def.light_dir[k];
+    int rc = ds_raster_set_settings(rs[v], &s);
+    if (rc) return ds__seterr(&e->err, rc, "set_param %s: %s", name, ds_raster_last_error(rs[v]));
+  }
+  return 0;
+}
+
 int ds_env_param(const dsEnv* e, const char* name, const dsReal** values, int* count) {
   if (!e || !name) return DS_ERR_INVALID;
+  int n = 0, off = light_param(e, name, &n);
+  if (off >= 0) {
+    if (values) *values = light_value((dsEnv*)e, off);
+    if (count) *count = n;
+    return 0;
+  }
   if (e->cls->sim) return e->cls->sim->param(e, name, values, NULL, count);
   return ds_model_param(e->m, name, values, count);
 }
@@ -435,6 +482,8 @@ int ds_env_set_param(dsEnv* e, const char* name, const dsReal* values, int count
   if (!e || !name || !values) return DS_ERR_INVALID;
   if (e->have_episode && e->d->t > 0)
     return ds__seterr(&e->err, DS_ERR_STATE, "set_param %s: only between episodes (now at substep %d)", name, e->d->t);
+  int nl = 0, off = light_param(e, name, &nl);
+  if (off >= 0) return set_light(e, name, off, values, count, nl);
   if (e->cls->sim) { /* the class's parameters; its message on e */
     ds__clearerr(&e->err);
     int rc = e->cls->sim->set_param(e, name, values, count);
@@ -489,6 +538,12 @@ int ds_env_copy_params(dsEnv* dst, const dsEnv* src) {
 
 int ds_env_param_grad(const dsEnv* e, const char* name, const dsReal** grad, int* count) {
   if (!e || !name) return DS_ERR_INVALID;
+  int nl = 0, off = light_param(e, name, &nl);
+  if (off >= 0) {
+    if (grad) *grad = e->light_grad + off;
+    if (count) *count = nl;
+    return 0;
+  }
   if (e->cls->sim) return e->cls->sim->param(e, name, NULL, grad, count);
   dsReal* p = NULL;
   int rc = ds_grad_param(e->g, name, &p, count);

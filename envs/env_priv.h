@@ -74,6 +74,7 @@ struct dsEnv {
   dsReal* bgrad;        /* scratch: the largest parameter's count */
   dsReal* badj_act;     /* scratch: nact */
   int adj_dirty;        /* add_terms wrote into d->adj_x / d->adj_v since the last upload */
+  dsReal light_grad[5]; /* dL/d(light.ambient, light.directional, light.direction) of the last backward */
   /* a member of a dsBatch that steps its envs on one shared batched engine
      (envs/batch.c): bs is NULL, the physics is instance bs_inst of the
      batch's engine, and d mirrors it as above */
@@ -230,6 +231,9 @@ void ds__env_action_bwd(dsEnv* e, int k, int s, const dsReal* a, dsReal* grad);
 /* The render mesh of positions x (the model's faces, flat face colours);
  * the first view's render of x into image (message on e on failure). */
 dsRasterMesh ds__env_raster_mesh(const dsEnv* e, const dsReal* x);
+/* ds_raster_backward of renderer r (e->r or e->r2) that also adds the
+ * lights' gradient into e->light_grad (ds_raster_backward_light). */
+int ds__env_raster_backward(dsEnv* e, dsRaster* r, const dsRasterMesh* rm, const dsReal* d_image, dsReal* d_x);
 int ds__env_render_x(dsEnv* e, const dsReal* x, dsReal* image);
 /* The state observation of (x, v) into obs (NULL: none). */
 void ds__env_write_obs(const dsEnv* e, const dsReal* x, const dsReal* v, dsReal* obs);

@@ -52,7 +52,8 @@
  *              face's gradient goes to its own slot and slots are summed into
  *              vertices serially in face order. The camera adjoint sums
  *              per-face parts the same way, then runs through the look-at
- *              frame once (camera_adjoint).
+ *              frame once (camera_adjoint); the light adjoint (the
+              lights' factors and direction) likewise (light_adjoint).
  */
 #include "config.h"
 
@@ -237,6 +238,8 @@ struct dsRaster {
   double* fcgrad;     /* per face: colour gradient (max_faces x 9) */
   double* fcam;       /* per face: camera adjoint parts (max_faces x DSR_NCAM) */
   int want_cam;       /* the running backward also wants dL/d(camera) */
+  double* flight;     /* per face: light adjoint parts (max_faces x DSR_NLIGHT) */
+  int want_light;     /* the running backward also wants dL/d(lights) */
   dsThreadPick pk_fwd, pk_bwd; /* thread choice of render and backward (base/internal.h) */
   int rendered;       /* a render's state is held for backward */
   int r_nvert, r_nface, r_mode;
@@ -378,8 +381,9 @@ int ds_raster_create(dsRaster** out, const dsRenderSettings* s, int max_faces, i
   r->fgrad = (double*)ds__malloc(sizeof(double) * 9 * (size_t)(max_faces + 1));
   r->fcgrad = (double*)ds__malloc(sizeof(double) * 9 * (size_t)(max_faces + 1));
   r->fcam = (double*)ds__malloc(sizeof(double) * DSR_NCAM * (size_t)(max_faces + 1));
+  r->flight = (double*)ds__malloc(sizeof(double) * DSR_NLIGHT * (size_t)(max_faces + 1));
   if (!r->vproj || !r->faces || !r->ftile || !r->bin_start || !r->bin_fill || !r->bins || !r->big ||
-      !r->pix || !r->fgrad || !r->fcgrad || !r->fcam) {
+      !r->pix || !r->fgrad || !r->fcgrad || !r->fcam || !r->flight) {
     ds_raster_destroy(r);
     return DS_ERR_NOMEM;
   }
@@ -402,6 +406,7 @@ void ds_raster_destroy(dsRaster* r) {
   ds__free(r->fgrad);
   ds__free(r->fcgrad);
   ds__free(r->fcam);
+  ds__free(r->flight);
   ds__free(r);
 }
 
@@ -613,7 +618,8 @@ static void backward_faces(dsRaster* r, const dsRasterMesh* m, const dsReal* d_i
     memset(&g, 0, sizeof g);
     dsr_face_bwd(&r->v, f, r->pix, d_image, &g);
     dsr_face_finish(&r->v, m->verts, m->faces, m->colors, vc, j, f, &g, r->fgrad + 9 * (size_t)j,
-                    r->fcgrad + 9 * (size_t)j, r->want_cam ? r->fcam + DSR_NCAM * (size_t)j : NULL);
+                    r->fcgrad + 9 * (size_t)j, r->want_cam ? r->fcam + DSR_NCAM * (size_t)j : NULL,
+                    r->want_light ? r->flight + DSR_NLIGHT * (size_t)j : NULL);
   }
 }
 
@@ -689,13 +695,38 @@ static void camera_adjoint(const dsRaster* r, int nface, dsCamera* dc) {
   }
 }
 
+/* Sums the per-face light parts (face order: the same bits for any thread
+ * count) into dl's ambient and directional, and dL/dl for the unit
+ * direction l = d/|d| (d = light_dir) back through the normalisation:
+ * dL/dd = (dL/dl - l (l . dL/dl))/|d|. A headlight (d = 0) gets no
+ * direction gradient. */
+static void light_adjoint(const dsRaster* r, int nface, dsRenderSettings* dl) {
+  double acc[DSR_NLIGHT], dn = 0.0, dot;
+  int j, k;
+  memset(acc, 0, sizeof acc);
+  for (j = 0; j < nface; j++)
+    for (k = 0; k < DSR_NLIGHT; k++) acc[k] += r->flight[DSR_NLIGHT * (size_t)j + k];
+  dl->ambient += (dsReal)acc[0];
+  dl->directional += (dsReal)acc[1];
+  if (r->v.head) return;
+  for (k = 0; k < 3; k++) dn += (double)r->s.light_dir[k] * (double)r->s.light_dir[k];
+  dn = sqrt(dn);
+  dot = dsr_dot3(r->v.light, acc + 2);
+  for (k = 0; k < 3; k++) dl->light_dir[k] += (dsReal)((acc[2 + k] - r->v.light[k] * dot) / dn);
+}
+
 int ds_raster_backward(dsRaster* r, const dsRasterMesh* mesh, const dsReal* d_image, dsReal* d_verts,
                        dsReal* d_colors) {
-  return ds_raster_backward_camera(r, mesh, d_image, d_verts, d_colors, NULL);
+  return ds_raster_backward_light(r, mesh, d_image, d_verts, d_colors, NULL, NULL);
 }
 
 int ds_raster_backward_camera(dsRaster* r, const dsRasterMesh* mesh, const dsReal* d_image,
                               dsReal* d_verts, dsReal* d_colors, dsCamera* d_camera) {
+  return ds_raster_backward_light(r, mesh, d_image, d_verts, d_colors, d_camera, NULL);
+}
+
+int ds_raster_backward_light(dsRaster* r, const dsRasterMesh* mesh, const dsReal* d_image, dsReal* d_verts,
+                             dsReal* d_colors, dsCamera* d_camera, dsRenderSettings* d_light) {
   int rc;
   if (!r) return DS_ERR_INVALID;
   if (!d_image) return ds__seterr(&r->err, DS_ERR_INVALID, "backward: d_image is NULL");
@@ -714,11 +745,14 @@ int ds_raster_backward_camera(dsRaster* r, const dsRasterMesh* mesh, const dsRea
   (void)nt;
   setup_faces(r, mesh, nt);
   r->want_cam = d_camera != NULL;
+  r->want_light = d_light != NULL;
   backward_faces(r, mesh, d_image, nt);
   if (arm >= 0) ds__pick_end(&r->pk_bwd, arm, ds__clock() - t0);
   gather(r, mesh, d_verts, d_colors);
   if (d_camera) camera_adjoint(r, mesh->nface, d_camera);
+  if (d_light) light_adjoint(r, mesh->nface, d_light);
   r->want_cam = 0;
+  r->want_light = 0;
   ds__clearerr(&r->err);
   return DS_OK;
 }

@@ -30,6 +30,9 @@
  * proportional to ax and py - oy to ay), sum_i gpx_i = dL/d(ox) and
  * sum_i gpy_i = dL/d(oy) */
 #define DSR_NCAM 16
+/* per-face light adjoint: dL/dk_amb, dL/dk_dir, then dL/dl (3) for the unit
+ * direction l (before its normalisation; 0 for a headlight) */
+#define DSR_NLIGHT 5
 
 /* The per-pixel functions must inline into their loops (the `full` flag of
  * dsr_eval is then resolved at compile time). */
@@ -781,10 +784,11 @@ DS_HD DSR_INLINE void dsr_face_bwd(const dsrView* vw, const dsrFace* f, const do
 /* Face j's screen-space gradient g -> world-space gradients of its three
  * vertices (out, 9) and colour gradients (cout, 9), including the light
  * factor through the normal; cam (DSR_NCAM, NULL: not wanted) receives the
- * face's part of the camera adjoint. */
+ * face's part of the camera adjoint, lt (DSR_NLIGHT, NULL: not wanted) its
+ * part of the light adjoint (see below). */
 DS_HD DSR_INLINE void dsr_face_finish(const dsrView* vw, const dsReal* verts, const int* faces, const dsReal* colors,
                                       int vertex_color, int j, const dsrFace* f, const dsrFaceGrad* g0, double* out,
-                                      double* cout, double* cam) {
+                                      double* cout, double* cam, double* lt) {
   const dsrFrame* fr = &vw->fr;
   double gL = 0.0, p[3][3], n[3], nn, sg;
   int i, k, lit;
@@ -792,6 +796,8 @@ DS_HD DSR_INLINE void dsr_face_finish(const dsrView* vw, const dsReal* verts, co
   const dsrFaceGrad* g = &gg;
   if (cam)
     for (k = 0; k < DSR_NCAM; k++) cam[k] = 0.0;
+  if (lt)
+    for (k = 0; k < DSR_NLIGHT; k++) lt[k] = 0.0;
   if (f->x0 > f->x1 || f->y0 > f->y1) {
     /* culled or degenerate: no pixel saw it */
     for (k = 0; k < 9; k++) out[k] = cout[k] = 0.0;
@@ -840,6 +846,14 @@ DS_HD DSR_INLINE void dsr_face_finish(const dsrView* vw, const dsReal* verts, co
   }
   if (gL == 0.0) return;
   dsr_face_light(vw, p, n, &nn, &sg, &lit);
+  /* light adjoint (lt), beside dsr_face_light's L = k_amb + k_dir max(0, s n_u . l):
+   *   dL/dk_amb = gL,  dL/dk_dir = gL max(0, s n_u . l),
+   *   dL/dl = gL k_dir s n_u where s n_u . l > 0, else 0
+   * (l unit; raster.c's light_adjoint takes it through the normalisation).
+   * At the kink s n_u . l = 0 the inactive side, as the forward. A
+   * headlight's l follows the camera and the face: its part goes to them
+   * (below), none to light_dir. */
+  if (lt) lt[0] = gL;
   if (!lit) return;
   {
     /* L = k_amb + k_dir s n.l/|n|: dL/dn = k_dir s (l - n_u (n_u.l))/|n|;
@@ -856,6 +870,10 @@ DS_HD DSR_INLINE void dsr_face_finish(const dsrView* vw, const dsReal* verts, co
       for (k = 0; k < 3; k++) l[k] = vw->light[k];
     }
     for (k = 0; k < 3; k++) nl += n[k] / nn * l[k];
+    if (lt) {
+      lt[1] = gL * sg * nl;
+      for (k = 0; k < 3 && !vw->head; k++) lt[2 + k] = gL * kd * sg * n[k] / nn;
+    }
     for (k = 0; k < 3; k++) gn[k] = gL * kd * sg * (l[k] - n[k] / nn * nl) / nn;
     if (vw->head) {
       double gv[3];

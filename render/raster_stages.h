@@ -210,7 +210,7 @@ DS_HD DSR_INLINE void dsr_bs_face_bwd(const dsrBatchArgs* a, int j, int b) {
   dsr_face_bwd(&a->v, f, a->pix + DSR_B(a, b, 6 * (size_t)a->v.Wi * a->v.Hi), a->dimage + DSR_B(a, b, npx), &g);
   dsr_face_finish(&a->v, a->verts + DSR_B(a, b, 3 * a->nvert), a->faces, a->colors, a->vertex_color, j, f, &g,
                   a->fgrad + DSR_B(a, b, 9 * a->nface) + 9 * (size_t)j,
-                  a->fcgrad + DSR_B(a, b, 9 * a->nface) + 9 * (size_t)j, NULL);
+                  a->fcgrad + DSR_B(a, b, 9 * a->nface) + 9 * (size_t)j, NULL, NULL);
 }
 
 /* Vertex v's gradient: its faces' parts in face order (raster.c's gather). */

@@ -338,6 +338,7 @@ int main(void) {
     dsRasterMesh m = {v, NV, f, NF, col, DS_COLOR_FACE};
     dsReal *img1, *img2, *gimg, gv1[NV * 3], gv2[NV * 3], gc1[NF * 3], gc2[NF * 3];
     dsCamera dc1, dc2;
+    dsRenderSettings dl1, dl2;
     size_t n;
     for (i = 0; i < NV * 3; i++) v[i] = (dsReal)(3 * urand() - 1.5);
     for (i = 0; i < NF; i++) {
@@ -353,6 +354,7 @@ int main(void) {
     s.sigma = 3e-4;
     s.gamma = 1e-3;
     ds_camera_look_at(&s.camera, 6, 30, 45);
+    s.light_dir[0] = -0.4, s.light_dir[1] = 1, s.light_dir[2] = -0.5; /* a light of its own: its adjoint too */
     n = (size_t)96 * 96 * 4;
     img1 = (dsReal*)malloc(n * sizeof(dsReal));
     img2 = (dsReal*)malloc(n * sizeof(dsReal));
@@ -365,17 +367,21 @@ int main(void) {
     memset(gv1, 0, sizeof gv1), memset(gc1, 0, sizeof gc1);
     memset(gv2, 0, sizeof gv2), memset(gc2, 0, sizeof gc2);
     memset(&dc1, 0, sizeof dc1), memset(&dc2, 0, sizeof dc2);
+    memset(&dl1, 0, sizeof dl1), memset(&dl2, 0, sizeof dl2);
     CHECK_INT_EQ(ds_raster_render(r, &m, img1), DS_OK);
-    CHECK_INT_EQ(ds_raster_backward_camera(r, &m, gimg, gv1, gc1, &dc1), DS_OK);
+    CHECK_INT_EQ(ds_raster_backward_light(r, &m, gimg, gv1, gc1, &dc1, &dl1), DS_OK);
     ds_set_num_threads(2);
     CHECK_INT_EQ(ds_raster_render(r, &m, img2), DS_OK);
-    CHECK_INT_EQ(ds_raster_backward_camera(r, &m, gimg, gv2, gc2, &dc2), DS_OK);
+    CHECK_INT_EQ(ds_raster_backward_light(r, &m, gimg, gv2, gc2, &dc2, &dl2), DS_OK);
     CHECK_INT_EQ(g_nalloc, 0);
     ds_replace_allocator(NULL, NULL, NULL, NULL);
     CHECK(memcmp(img1, img2, n * sizeof(dsReal)) == 0);
     CHECK(memcmp(gv1, gv2, sizeof gv1) == 0);
     CHECK(memcmp(gc1, gc2, sizeof gc1) == 0);
     CHECK(memcmp(&dc1, &dc2, sizeof dc1) == 0);
+    CHECK(dl1.ambient == dl2.ambient && dl1.directional == dl2.directional);
+    CHECK(memcmp(dl1.light_dir, dl2.light_dir, sizeof dl1.light_dir) == 0);
+    CHECK(dl1.ambient != 0 && dl1.directional != 0 && dl1.light_dir[0] != 0);
     CHECK(dc1.eye[0] != 0 && dc1.fov_deg != 0);
     CHECK(alpha_sum(img1, 96, 96) > 500);
     {

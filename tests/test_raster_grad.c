@@ -3,7 +3,8 @@
  * crossing tile borders, faces partly behind others), perspective and
  * orthographic, flat and per-vertex colours, with supersampling, and the
  * camera (eye, target, up, field of view / orthographic height), and the
- * premultiplied colour output (dsRenderSettings.premultiplied). The loss is
+ * premultiplied colour output (dsRenderSettings.premultiplied), and the
+ * lights (ambient, directional, light_dir; check_light). The loss is
  * L = sum_p R_p image_p with random R, so dL/d(image) = R. Each comparison is
  * also run on a deliberately perturbed adjoint, which must be rejected. */
 #include "config.h"
@@ -265,6 +266,141 @@ static void check_premultiplied(const Case* c) {
   free(big);
 }
 
+/* The light adjoint (ds_raster_backward_light): dL/d ambient, directional
+ * and light_dir (the raw direction, through its normalisation) against
+ * central differences, on a mesh with faces on both sides of the
+ * max(0, s n.l) kink: every face's |s n_u . l| is checked to stay above
+ * 1e-3, so a step of 1e-6 never crosses it. Rejections: the largest
+ * component x1.01, the ambient's sign flipped, and (one at a time) each
+ * light_dir component x1.01. */
+/* Faces lit by direction l (s n_u . l > 0, s turning the normal toward the
+ * camera), faces turned away, and the smallest |s n_u . l|. */
+static void light_split(const Case* c, const dsReal l[3], int* lit, int* unlit, double* mincos) {
+  const dsCamera* cam = &c->s.camera;
+  double ln = sqrt((double)l[0] * l[0] + (double)l[1] * l[1] + (double)l[2] * l[2]);
+  int i, k;
+  *lit = *unlit = 0;
+  *mincos = 1;
+  for (i = 0; i < NF; i++) {
+    const dsReal *p0 = c->verts + 3 * c->faces[3 * i], *p1 = c->verts + 3 * c->faces[3 * i + 1],
+                 *p2 = c->verts + 3 * c->faces[3 * i + 2];
+    double e1[3], e2[3], nv[3], view[3], nn, sv = 0, cl = 0;
+    for (k = 0; k < 3; k++) e1[k] = p1[k] - p0[k], e2[k] = p2[k] - p0[k];
+    nv[0] = e1[1] * e2[2] - e1[2] * e2[1];
+    nv[1] = e1[2] * e2[0] - e1[0] * e2[2];
+    nv[2] = e1[0] * e2[1] - e1[1] * e2[0];
+    nn = sqrt(nv[0] * nv[0] + nv[1] * nv[1] + nv[2] * nv[2]);
+    for (k = 0; k < 3; k++)
+      view[k] = cam->orthographic ? cam->eye[k] - cam->at[k] : cam->eye[k] - (p0[k] + p1[k] + p2[k]) / 3.0;
+    for (k = 0; k < 3; k++) sv += nv[k] * view[k], cl += nv[k] * l[k];
+    cl = (sv >= 0 ? 1 : -1) * cl / (nn * ln);
+    *lit += cl > 0;
+    *unlit += cl < 0;
+    *mincos = fmin(*mincos, fabs(cl));
+  }
+}
+
+/* The light adjoint (ds_raster_backward_light): dL/d ambient, directional
+ * and light_dir (the raw direction, through its normalisation) against
+ * central differences, on a mesh with faces on both sides of the
+ * max(0, s n.l) kink (the case's light_dir, or the first of a few others
+ * that splits the faces so): every face's |s n_u . l| is checked to stay
+ * above 1e-3, so a step of 1e-6 never crosses the kink. Rejections: the
+ * largest component x1.01, the ambient's sign flipped, and (one at a time)
+ * each light_dir component x1.01. */
+static void check_light(Case* c) {
+  static const double cand[5][3] = {{1, 0.2, 0.3}, {-1, 0.3, 0.2}, {0.3, -0.2, 1}, {0.2, 1, -0.1}, {-0.5, -1, 0.4}};
+  const int W = c->s.width, H = c->s.height;
+  const size_t n = (size_t)W * H * 4;
+  const double h = 1e-6;
+  dsRasterMesh m = {c->verts, NV, c->faces, NF, c->colors, c->mode};
+  dsRenderSettings s = c->s, dl;
+  dsRaster* r = NULL;
+  dsReal* img = (dsReal*)malloc(n * sizeof(dsReal));
+  dsReal* fields[5] = {&s.ambient, &s.directional, &s.light_dir[0], &s.light_dir[1], &s.light_dir[2]};
+  double fd[5], an[5], ln = 0, dotl = 0;
+  int i, k, lit = 0, unlit = 0;
+  double mincos = 1;
+  c->R = (dsReal*)malloc(n * sizeof(dsReal));
+  for (i = 0; i < (int)n; i++) c->R[i] = (dsReal)urange(-1, 1);
+  light_split(c, s.light_dir, &lit, &unlit, &mincos);
+  for (i = 0; i < 5 && !(lit >= 2 && unlit >= 2 && mincos > 1e-3); i++) {
+    for (k = 0; k < 3; k++) s.light_dir[k] = (dsReal)cand[i][k];
+    light_split(c, s.light_dir, &lit, &unlit, &mincos);
+  }
+  for (k = 0; k < 3; k++) ln += (double)s.light_dir[k] * s.light_dir[k];
+  ln = sqrt(ln);
+  fprintf(stderr, "%s: light (%g, %g, %g): %d faces lit, %d turned away, min |s n.l| %.3g\n", c->name,
+          (double)s.light_dir[0], (double)s.light_dir[1], (double)s.light_dir[2], lit, unlit, mincos);
+  CHECK(lit >= 2);
+  CHECK(unlit >= 2);
+  CHECK(mincos > 1e-3);
+  CHECK_INT_EQ(ds_raster_create(&r, &s, NF, NV), DS_OK);
+  if (!r) return;
+  memset(&dl, 0, sizeof dl);
+  loss_of(r, c, img);
+  CHECK_INT_EQ(ds_raster_backward_light(r, &m, c->R, NULL, NULL, NULL, &dl), DS_OK);
+  an[0] = dl.ambient, an[1] = dl.directional;
+  for (k = 0; k < 3; k++) an[2 + k] = dl.light_dir[k], dotl += dl.light_dir[k] * s.light_dir[k];
+  /* a scale of the direction changes nothing: its gradient is orthogonal */
+  CHECK(fabs(dotl) <= 1e-12 * (fabs(an[2]) + fabs(an[3]) + fabs(an[4])) * ln);
+  for (i = 0; i < 5; i++) {
+    dsReal v0 = *fields[i];
+    double lp, lm;
+    *fields[i] = v0 + h;
+    ds_raster_set_settings(r, &s);
+    lp = loss_of(r, c, img);
+    *fields[i] = v0 - h;
+    ds_raster_set_settings(r, &s);
+    lm = loss_of(r, c, img);
+    *fields[i] = v0;
+    fd[i] = (lp - lm) / (2 * h);
+  }
+  CHECK_INT_EQ(compare("d_light", fd, an, 5, 1), 0);
+  {
+    int imax = 0;
+    for (i = 0; i < 5; i++)
+      if (fabs(an[i]) > fabs(an[imax])) imax = i;
+    an[imax] *= 1.01;
+    CHECK(compare("perturbed d_light", fd, an, 5, 0) > 0);
+    an[imax] /= 1.01;
+    an[0] = -an[0];
+    CHECK(compare("perturbed d_light", fd, an, 5, 0) > 0);
+    an[0] = -an[0];
+    for (i = 2; i < 5; i++) {
+      if (fabs(an[i]) < 0.05 * fabs(an[imax])) continue;
+      an[i] *= 1.01;
+      CHECK(compare("perturbed d_light", fd, an, 5, 0) > 0);
+      an[i] /= 1.01;
+    }
+  }
+  /* a headlight: the factors still, no direction */
+  for (k = 0; k < 3; k++) s.light_dir[k] = 0;
+  ds_raster_set_settings(r, &s);
+  memset(&dl, 0, sizeof dl);
+  loss_of(r, c, img);
+  CHECK_INT_EQ(ds_raster_backward_light(r, &m, c->R, NULL, NULL, NULL, &dl), DS_OK);
+  CHECK(dl.ambient != 0 && dl.directional != 0);
+  CHECK(dl.light_dir[0] == 0 && dl.light_dir[1] == 0 && dl.light_dir[2] == 0);
+  for (i = 0; i < 2; i++) {
+    dsReal v0 = *fields[i];
+    double lp, lm;
+    *fields[i] = v0 + h;
+    ds_raster_set_settings(r, &s);
+    lp = loss_of(r, c, img);
+    *fields[i] = v0 - h;
+    ds_raster_set_settings(r, &s);
+    lm = loss_of(r, c, img);
+    *fields[i] = v0;
+    fd[i] = (lp - lm) / (2 * h);
+  }
+  an[0] = dl.ambient, an[1] = dl.directional;
+  CHECK_INT_EQ(compare("d_light (headlight)", fd, an, 2, 1), 0);
+  ds_raster_destroy(r);
+  free(img);
+  free(c->R);
+}
+
 /* Two large triangles at different depths overlapping on screen (partial
  * occlusion), then random ones. */
 static void random_mesh(Case* c) {
@@ -417,6 +553,65 @@ int main(void) {
   random_mesh(&c);
   check_premultiplied(&c);
   check_case(&c);
+
+  /* the light adjoint: flat and per-vertex colours, perspective and
+   * orthographic, each with an oblique light that some faces turn from */
+  memset(&c, 0, sizeof c);
+  c.name = "light/perspective/flat/ss2";
+  c.s = ds_default_render_settings();
+  c.s.width = c.s.height = 20;
+  c.s.supersample = 2;
+  c.s.sigma = 2e-3;
+  c.s.gamma = 5e-2;
+  c.s.ambient = 0.3;
+  c.s.directional = 0.8;
+  c.s.light_dir[0] = -0.4;
+  c.s.light_dir[1] = 1;
+  c.s.light_dir[2] = -0.5;
+  c.s.camera.fov_deg = 45;
+  ds_camera_look_at(&c.s.camera, 4, 20, 30);
+  c.mode = DS_COLOR_FACE;
+  random_mesh(&c);
+  check_light(&c);
+
+  memset(&c, 0, sizeof c);
+  c.name = "light/perspective/vertex/premultiplied";
+  c.s = ds_default_render_settings();
+  c.s.width = 24;
+  c.s.height = 18;
+  c.s.supersample = 2;
+  c.s.sigma = 1e-3;
+  c.s.gamma = 2e-2;
+  c.s.ambient = 0.2;
+  c.s.directional = 1.1;
+  c.s.light_dir[0] = 0.5;
+  c.s.light_dir[1] = 0.7;
+  c.s.light_dir[2] = 0.4;
+  c.s.premultiplied = 1;
+  c.s.camera.fov_deg = 50;
+  ds_camera_look_at(&c.s.camera, 3.5, -15, -40);
+  c.mode = DS_COLOR_VERTEX;
+  random_mesh(&c);
+  check_light(&c);
+
+  memset(&c, 0, sizeof c);
+  c.name = "light/ortho/flat";
+  c.s = ds_default_render_settings();
+  c.s.width = c.s.height = 16;
+  c.s.supersample = 2;
+  c.s.sigma = 2e-3;
+  c.s.gamma = 1e-1;
+  c.s.ambient = 0.4;
+  c.s.directional = 0.6;
+  c.s.light_dir[0] = 0.2;
+  c.s.light_dir[1] = -1;
+  c.s.light_dir[2] = 0.3;
+  c.s.camera.orthographic = 1;
+  c.s.camera.ortho_height = 1.4;
+  ds_camera_look_at(&c.s.camera, 5, 60, 120);
+  c.mode = DS_COLOR_FACE;
+  random_mesh(&c);
+  check_light(&c);
 
   return DST_RESULT();
 }

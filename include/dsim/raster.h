@@ -162,6 +162,17 @@ DS_API int ds_raster_backward(dsRaster* r, const dsRasterMesh* mesh, const dsRea
 DS_API int ds_raster_backward_camera(dsRaster* r, const dsRasterMesh* mesh, const dsReal* d_image,
                                      dsReal* d_verts, dsReal* d_colors, dsCamera* d_camera);
 
+/* ds_raster_backward_camera that also ACCUMULATES dL/d(lights) into
+ * d_light (may be NULL): its ambient, directional and light_dir (the raw
+ * direction: through the normalisation l = d/|d|, so the gradient is
+ * orthogonal to d); its other fields are left alone. With a headlight
+ * (light_dir 0, 0, 0) light_dir gets nothing (its light follows the camera
+ * and the faces; their gradients take it). Where a face turns from the
+ * light (n.l = 0) the gradient is that of the unlit side. Summed in face
+ * order: the same bits for any thread count. */
+DS_API int ds_raster_backward_light(dsRaster* r, const dsRasterMesh* mesh, const dsReal* d_image, dsReal* d_verts,
+                                    dsReal* d_colors, dsCamera* d_camera, dsRenderSettings* d_light);
+
 /* The same adjoint without relying on an earlier render: re-renders the mesh
  * first (so nothing need be kept between frames; costs one more forward). */
 DS_API int ds_raster_render_backward(dsRaster* r, const dsRasterMesh* mesh, const dsReal* d_image,
