@@ -1195,42 +1195,156 @@ static double body_value(const dsSysid* s, const char* name, int b, int which) {
   return !ds_env_param(s->env, name, &v, &n) && b < n ? (double)v[b] : 0;
 }
 
-/* Rigid contact's friction and approach damping are explicit (engine/rigid.h):
- * with n vertices in contact, a body of mass m is stable while
- * dt kf n / m < 2 and dt kd n / m < 2. Past that the forward stays bounded
- * (the Coulomb limit clips the friction) but the adjoint grows by
- * |1 - dt kf n / m| a substep and the gradient explodes (a 10 g box with
- * the 1 kg box's contact: 1e26). Checked at the initial guess and the
- * truth with n the body's vertices on its lowest level at reset (a box on
- * the ground: 4). */
+/* Rigid contact's friction and approach damping are explicit (engine/rigid.h).
+ * Friction: while a contact vertex sticks (kf |vt| below the Coulomb cap) it
+ * feels ft = -kf vt, with vt = J q its tangential (x, z) velocity, q = (v, om)
+ * the body's velocities and J = [e; u x e] for e = x, z (u: the vertex's arm
+ * from the centre of mass). A substep maps q to (1 - dt kf M^-1 K) q with
+ * K = sum over the contact vertices of J^T J and M = diag(m, m, m, I_world),
+ * so the body is stable while dt kf lambda < 2, lambda the largest eigenvalue
+ * of M^-1 K. For a box on its n = 4 bottom corners lambda is the largest of
+ * the translation's n/m (the old bound, dt kf n / m < 2), the yaw's
+ * n rho^2 / I_yy (rho the corners' distance from the vertical through the
+ * centre of mass: 3 n / m for a uniform box) and the slide-and-tip pairs'
+ * n (1/m + h^2 / I) (h the centre's height over the corners). Identifying
+ * body.mass does not rescale the inertia (the env's), so for rigid-toss's
+ * box (the inertia of 1 kg) lambda = 12 / (kg) from 0.5 to 3 kg, and the
+ * old bound let kf through up to 3x (at 1 kg) to 9x (3 kg) the stable limit.
+ * Measured on that box at rest, every velocity perturbed by 1e-5 and the
+ * tangential vertex speed after 1 s grown or decayed (bisection on kf,
+ * ke 5e3-2e4, kd 10): the critical kf is 2 / (dt lambda) to 0.1 % at 1, 2
+ * and 3 kg (160 at dt 1/960, 320 at 1/1920, 1280 at 1/7680; with the
+ * inertia scaled to 0.5 and 3 kg: 80 and 480), and lower by 2-8 % for a
+ * 0.5 kg body with the 1 kg inertia at dt 1/960 (the contact spring's tilt
+ * couples in; 1280 exactly at dt 1/7680). So the refusal is at dt kf lambda
+ * >= DS_SYSID_FRICTION_LIMIT = 1.8. A cylinder on its 17-point bottom
+ * (lambda 32.8 /kg at 1 kg): 58.5 = 2 / (dt lambda) with restitution 1, but
+ * 30.5 with e 0.5: the restitution damping kr (explicit too, 2 z sqrt(m ke)
+ * on every vertex, unchecked here) couples in; the box's is small enough
+ * not to. Past the limit the forward stays bounded
+ * (the cap clips the friction) but round-off grows into the unstable mode
+ * and the adjoint by |1 - dt kf lambda| a substep (a 10 g box with the 1 kg
+ * box's contact: a gradient of 1e26). The approach damping kd keeps the
+ * translation's dt kd n / m < 2 (not measured here). Checked at the initial
+ * guess and the truth, n the body's vertices on its lowest level at reset. */
+#define DS_SYSID_FRICTION_LIMIT 1.8
+
+/* K (6 x 6, above) of body b's vertices v0..v1 on their lowest level (x at
+ * reset, p the centre of mass); returns their number. u x e_x = (0, u_z,
+ * -u_y), u x e_z = (u_y, -u_x, 0). */
+static int friction_gram(const dsReal* x, int v0, int v1, const dsReal* p, double K[36]) {
+  double ymin = INFINITY, ymax = -INFINITY;
+  for (int v = v0; v < v1; v++) {
+    ymin = fmin(ymin, (double)x[3 * v + 1]);
+    ymax = fmax(ymax, (double)x[3 * v + 1]);
+  }
+  int n = 0;
+  memset(K, 0, 36 * sizeof(double));
+  for (int v = v0; v < v1; v++) {
+    if (!((double)x[3 * v + 1] <= ymin + 1e-6 * (ymax - ymin))) continue;
+    const double u[3] = {(double)x[3 * v] - p[0], (double)x[3 * v + 1] - p[1], (double)x[3 * v + 2] - p[2]};
+    const double J[2][6] = {{1, 0, 0, 0, u[2], -u[1]}, {0, 0, 1, u[1], -u[0], 0}};
+    for (int e = 0; e < 2; e++)
+      for (int i = 0; i < 36; i++) K[i] += J[e][i / 6] * J[e][i % 6];
+    n++;
+  }
+  return n;
+}
+
+/* The world inertia R I R^T of body b and its inverse (R from the unit
+ * initial orientation q0). */
+static void world_inertia(const dsModel* m, int b, double W[9], double Winv[9]) {
+  const dsReal* q0 = m->body_q0 + 4 * (size_t)b;
+  const double qn = sqrt((double)q0[0] * q0[0] + (double)q0[1] * q0[1] + (double)q0[2] * q0[2] + (double)q0[3] * q0[3]);
+  const double w = q0[0] / qn, x = q0[1] / qn, y = q0[2] / qn, z = q0[3] / qn;
+  const double R[9] = {1 - 2 * (y * y + z * z), 2 * (x * y - w * z),     2 * (x * z + w * y),
+                       2 * (x * y + w * z),     1 - 2 * (x * x + z * z), 2 * (y * z - w * x),
+                       2 * (x * z - w * y),     2 * (y * z + w * x),     1 - 2 * (x * x + y * y)};
+  const dsReal* I = m->body_inertia + 9 * (size_t)b;
+  for (int i = 0; i < 9; i++) {
+    W[i] = 0;
+    for (int k = 0; k < 3; k++)
+      for (int l = 0; l < 3; l++) W[i] += R[3 * (i / 3) + k] * (double)I[3 * k + l] * R[3 * (i % 3) + l];
+  }
+  const double c[9] = {W[4] * W[8] - W[5] * W[7], W[2] * W[7] - W[1] * W[8], W[1] * W[5] - W[2] * W[4],
+                       W[5] * W[6] - W[3] * W[8], W[0] * W[8] - W[2] * W[6], W[2] * W[3] - W[0] * W[5],
+                       W[3] * W[7] - W[4] * W[6], W[1] * W[6] - W[0] * W[7], W[0] * W[4] - W[1] * W[3]};
+  const double det = W[0] * c[0] + W[1] * c[3] + W[2] * c[6];
+  for (int i = 0; i < 9; i++) Winv[i] = det > 0 ? c[i] / det : 0;
+}
+
+/* lambda, the largest eigenvalue of M^-1 K (M = diag(mass, mass, mass, W)):
+ * power iteration, then the Rayleigh quotient q.Kq / q.Mq (M^-1 K is
+ * self-adjoint in M's inner product, its eigenvalues real and >= 0). */
+static double friction_rate(const double K[36], double mass, const double W[9], const double Winv[9]) {
+  double q[6] = {1, 0.9, 0.8, 0.7, 0.6, 0.5}, kq[6], mq[6];
+  for (int it = 0; it < 400; it++) {
+    for (int i = 0; i < 6; i++) {
+      kq[i] = 0;
+      for (int j = 0; j < 6; j++) kq[i] += K[6 * i + j] * q[j];
+    }
+    double z[6], zmax = 0;
+    for (int i = 0; i < 3; i++) z[i] = kq[i] / mass;
+    for (int i = 0; i < 3; i++) z[3 + i] = Winv[3 * i] * kq[3] + Winv[3 * i + 1] * kq[4] + Winv[3 * i + 2] * kq[5];
+    for (int i = 0; i < 6; i++) zmax = fmax(zmax, fabs(z[i]));
+    if (!(zmax > 0)) return 0;
+    for (int i = 0; i < 6; i++) q[i] = z[i] / zmax;
+  }
+  double qkq = 0, qmq = 0;
+  for (int i = 0; i < 6; i++) {
+    kq[i] = 0;
+    for (int j = 0; j < 6; j++) kq[i] += K[6 * i + j] * q[j];
+    mq[i] = i < 3 ? mass * q[i] : W[3 * (i - 3)] * q[3] + W[3 * (i - 3) + 1] * q[4] + W[3 * (i - 3) + 2] * q[5];
+    qkq += q[i] * kq[i];
+    qmq += q[i] * mq[i];
+  }
+  return qkq / qmq;
+}
+
+/* Body b at its initial guess (which 0) or truth (1): the friction's
+ * dt kf lambda at or above DS_SYSID_FRICTION_LIMIT, or kd's dt kd n / m at or
+ * above 2, is refused (above). */
+static int rigid_check_body(dsSysid* s, int b, int which, int n, const double K[36], const double W[9],
+                            const double Winv[9], char* err, size_t errlen) {
+  const double dt = (double)ds_env_def(s->env)->dt;
+  const double mass = body_value(s, "body.mass", b, which);
+  const double kf = body_value(s, "body.contact_kf", b, which);
+  const double kd = body_value(s, "body.contact_kd", b, which);
+  if (!(mass > 0)) return 0;
+  const double lambda = friction_rate(K, mass, W, Winv), rf = dt * kf * lambda, rd = dt * kd * n / mass;
+  const char* at = which ? "true value" : "initial guess";
+  if (rf >= DS_SYSID_FRICTION_LIMIT)
+    return ds__puterr(err, errlen, DS_ERR_CONFIG,
+                      "sysid: body %d at its %s: body.contact_kf %g N s/m is at or above the bound %.4g N s/m "
+                      "(dt kf lambda < %g, lambda = %.4g /kg the fastest mode of the explicit friction on %d "
+                      "contact vertices with mass %g kg and the body's inertia, dt %g s), where round-off "
+                      "and the gradient grow without bound; lower kf (env.contact.kf, or the sysid parameter's "
+                      "ranges) or env.physics.dt",
+                      b, at, kf, DS_SYSID_FRICTION_LIMIT / (dt * lambda), DS_SYSID_FRICTION_LIMIT, lambda, n, mass, dt);
+  if (rd >= 2)
+    return ds__puterr(err, errlen, DS_ERR_CONFIG,
+                      "sysid: body %d at its %s: mass %g kg with contact kd %g N s/m on %d vertices gives dt kd n "
+                      "/ m = %.3g, at or above 2, where the explicit contact makes the gradient grow without "
+                      "bound; scale env.contact.ke, kd and kf with the mass (a 10-100 g body: 1/50 of the "
+                      "1 kg box's) or lower env.physics.dt",
+                      b, at, mass, kd, n, rd);
+  return 0;
+}
+
 static int rigid_check(dsSysid* s, char* err, size_t errlen) {
   const int* range = NULL;
   int nbody = 0, per = 0;
   if (ds_env_elements(s->env, "body.mass", &range, &nbody, &per)) return 0;
   const dsReal* x = ds_env_positions(s->env);
-  const double dt = (double)ds_env_def(s->env)->dt;
-  for (int b = 0; b < nbody && x; b++) {
-    const int v0 = range[2 * b], v1 = range[2 * b + 1];
-    double ymin = INFINITY, ymax = -INFINITY;
-    for (int v = v0; v < v1; v++) {
-      ymin = fmin(ymin, (double)x[3 * v + 1]);
-      ymax = fmax(ymax, (double)x[3 * v + 1]);
-    }
-    int n = 0;
-    for (int v = v0; v < v1; v++) n += (double)x[3 * v + 1] <= ymin + 1e-6 * (ymax - ymin);
+  const dsModel* m = ds_env_model(s->env);
+  for (int b = 0; b < nbody && x && m && b < m->nbody; b++) {
+    double K[36], W[9], Winv[9], p[3];
+    for (int k = 0; k < 3; k++) p[k] = (double)m->body_x0[3 * b + k];
+    const int n = friction_gram(x, range[2 * b], range[2 * b + 1], p, K);
+    world_inertia(m, b, W, Winv);
     for (int which = 0; which < 1 + s->have_truth; which++) {
-      const double mass = body_value(s, "body.mass", b, which);
-      const double kf = body_value(s, "body.contact_kf", b, which);
-      const double kd = body_value(s, "body.contact_kd", b, which);
-      const double rf = dt * kf * n / mass, rd = dt * kd * n / mass;
-      if (mass > 0 && (rf >= 2 || rd >= 2))
-        return ds__puterr(err, errlen, DS_ERR_CONFIG,
-                          "sysid: body %d at its %s: mass %g kg with contact %s %g N s/m on %d vertices gives dt %s n "
-                          "/ m = %.3g, at or above 2, where the explicit contact makes the gradient grow without "
-                          "bound; scale env.contact.ke, kd and kf with the mass (a 10-100 g body: 1/50 of the "
-                          "1 kg box's) or lower env.physics.dt",
-                          b, which ? "true value" : "initial guess", mass, rf >= 2 ? "kf" : "kd", rf >= 2 ? kf : kd, n,
-                          rf >= 2 ? "kf" : "kd", rf >= 2 ? rf : rd);
+      const int rc = rigid_check_body(s, b, which, n, K, W, Winv, err, errlen);
+      if (rc) return rc;
     }
   }
   return 0;
