@@ -266,6 +266,23 @@ static void check_premultiplied(const Case* c) {
   free(big);
 }
 
+/* central differences of the loss in the first n settings fields */
+static void light_fd(dsRaster* r, const Case* c, dsReal* img, dsRenderSettings* s, dsReal* const* fields, int n,
+                     double h, double* fd) {
+  for (int i = 0; i < n; i++) {
+    const dsReal v0 = *fields[i];
+    *fields[i] = v0 + h;
+    ds_raster_set_settings(r, s);
+    const double lp = loss_of(r, c, img);
+    *fields[i] = v0 - h;
+    ds_raster_set_settings(r, s);
+    const double lm = loss_of(r, c, img);
+    *fields[i] = v0;
+    fd[i] = (lp - lm) / (2 * h);
+  }
+  ds_raster_set_settings(r, s);
+}
+
 /* The light adjoint (ds_raster_backward_light): dL/d ambient, directional
  * and light_dir (the raw direction, through its normalisation) against
  * central differences, on a mesh with faces on both sides of the
@@ -344,18 +361,7 @@ static void check_light(Case* c) {
   for (k = 0; k < 3; k++) an[2 + k] = dl.light_dir[k], dotl += dl.light_dir[k] * s.light_dir[k];
   /* a scale of the direction changes nothing: its gradient is orthogonal */
   CHECK(fabs(dotl) <= 1e-12 * (fabs(an[2]) + fabs(an[3]) + fabs(an[4])) * ln);
-  for (i = 0; i < 5; i++) {
-    dsReal v0 = *fields[i];
-    double lp, lm;
-    *fields[i] = v0 + h;
-    ds_raster_set_settings(r, &s);
-    lp = loss_of(r, c, img);
-    *fields[i] = v0 - h;
-    ds_raster_set_settings(r, &s);
-    lm = loss_of(r, c, img);
-    *fields[i] = v0;
-    fd[i] = (lp - lm) / (2 * h);
-  }
+  light_fd(r, c, img, &s, fields, 5, h, fd);
   CHECK_INT_EQ(compare("d_light", fd, an, 5, 1), 0);
   {
     int imax = 0;
@@ -382,18 +388,7 @@ static void check_light(Case* c) {
   CHECK_INT_EQ(ds_raster_backward_light(r, &m, c->R, NULL, NULL, NULL, &dl), DS_OK);
   CHECK(dl.ambient != 0 && dl.directional != 0);
   CHECK(dl.light_dir[0] == 0 && dl.light_dir[1] == 0 && dl.light_dir[2] == 0);
-  for (i = 0; i < 2; i++) {
-    dsReal v0 = *fields[i];
-    double lp, lm;
-    *fields[i] = v0 + h;
-    ds_raster_set_settings(r, &s);
-    lp = loss_of(r, c, img);
-    *fields[i] = v0 - h;
-    ds_raster_set_settings(r, &s);
-    lm = loss_of(r, c, img);
-    *fields[i] = v0;
-    fd[i] = (lp - lm) / (2 * h);
-  }
+  light_fd(r, c, img, &s, fields, 2, h, fd);
   an[0] = dl.ambient, an[1] = dl.directional;
   CHECK_INT_EQ(compare("d_light (headlight)", fd, an, 2, 1), 0);
   ds_raster_destroy(r);
