@@ -162,6 +162,10 @@ typedef struct dsBatchArgs {
   void* imp;
 } dsBatchArgs;
 
+/* A particle's failure flag with this bit: its articulation's step failed
+ * (engine/batch_artic_body.h); status[2] is then -2. */
+#define DS__BS_ARTIC_FAILED (1 << 30)
+
 #if defined(__CUDACC__)
 /* the articulation stages' bodies, compiled into the CUDA kernels */
 #  include "engine/batch_artic_body.h"
@@ -465,10 +469,6 @@ DS_HD DS_INLINE void ds__bs_finish(const dsBatchArgs* a, int i, int b) {
     g->v0[3 * (size_t)i + c] += a->adj_v[o + 3 * (size_t)i + c];
   }
 }
-
-/* A particle's failure flag with this bit: its articulation's step failed
- * (engine/batch_artic_body.h); status[2] is then -2. */
-#define DS__BS_ARTIC_FAILED (1 << 30)
 
 /* ---- per instance: first failure (earliest substep, then lowest index; tets first) ---- */
 DS_HD DS_INLINE void ds__bs_check(const dsBatchArgs* a, int e, int b) {
