@@ -71,7 +71,12 @@ def main():
     ap.add_argument("--out", default="learn_walker")
     ap.add_argument("--set", action="append", default=[], help="config key=value (e.g. physics.substeps=960)")
     ap.add_argument("--plot", nargs="+", metavar=("PNG", "CSV"), help="only plot the runs' OUT_eval.csv into PNG")
+    ap.add_argument("--overwrite", action="store_true", help="replace existing output files")
     a = ap.parse_args()
+    outs = [a.plot[0]] if a.plot else [f"{a.out}.csv", f"{a.out}_eval.csv"]
+    for path in outs:  # before any work: an earlier run's files are never replaced unasked
+        if os.path.exists(path) and not a.overwrite:
+            sys.exit(f"learn_walker.py: {path} exists; refusing to replace it (--overwrite replaces it)")
     if a.plot:
         plot_runs(a.plot[0], a.plot[1:])
         return
@@ -94,7 +99,7 @@ def main():
                 csv.writer(f).writerow([it + 1, env_steps, f"{time.time() - t0:.1f}", f"{ev:.6g}"])
 
     train("walker", num_envs=a.envs, horizon=a.horizon, iterations=a.iterations, lr=a.lr, seed=a.seed,
-          hidden=(128, 128), log_csv=f"{a.out}.csv", progress=True, callback=report, **over)
+          hidden=(128, 128), log_csv=f"{a.out}.csv", progress=True, callback=report, overwrite=a.overwrite, **over)
 
 
 if __name__ == "__main__":
