@@ -736,7 +736,7 @@ int ds_artic_data_create(const dsArticModel* m, int steps, dsArticData** out) {
     ds_artic_data_free(d);
     return DS_ERR_NOMEM;
   }
-  const size_t nl = (size_t)m->nv * (size_t)(m->nv + 1) / 2;
+  const size_t nl = factor_len(m);
   if (steps > 0 && m->nv > 0 && (size_t)steps * (nl + (size_t)m->nv) * sizeof(double) <= DS__ARTIC_FACTOR_TAPE_MAX) {
     d->Lt = ds__calloc((size_t)steps * nl, sizeof(double));
     d->qddt = ds__calloc((size_t)steps * (size_t)m->nv, sizeof(double));
@@ -813,9 +813,15 @@ int ds_artic_step(const dsArticModel* m, dsArticData* d, const double* action) {
   for (int a = 0; a < m->nu; a++) d->act[t * (size_t)m->nu + (size_t)a] = action ? action[a] : 0;
   if (d->Lt) {
     const int nv = m->nv;
-    double* L = d->Lt + t * (size_t)nv * (size_t)(nv + 1) / 2;
-    for (int i = 0; i < nv; i++, L += i)
-      for (int k = 0; k <= i; k++) L[k] = d->M[i * nv + k];
+    double* L = d->Lt + t * factor_len(m);
+    if (aba_model(m)) /* U and D of each body */
+      for (int i = 0; i < m->nbody; i++, L += 7) {
+        memcpy(L, w->b[i].U, sizeof(double) * 6);
+        L[6] = w->b[i].D;
+      }
+    else
+      for (int i = 0; i < nv; i++, L += i)
+        for (int k = 0; k <= i; k++) L[k] = d->M[i * nv + k];
     memcpy(d->qddt + t * (size_t)nv, w->qdd, sizeof(double) * (size_t)nv);
   }
   if (d->kt) kin_save(m, w, d->kt + t * d->kinb);
@@ -844,16 +850,22 @@ static void replay(const dsArticModel* m, dsArticData* d, int t) {
     d->nkin++;
   }
   contact_r(m, w);
+  const int aba = aba_model(m);
   if (d->rt) {
     rnea_load(m, w, d->rt + st * 18 * (size_t)m->nbody);
-  } else { /* as forward(..., 1): the bias pass, then its update at qdd */
+  } else if (!aba) { /* as forward(..., 1): the bias pass, then its update at qdd */
     for (int v = 0; v < nv; v++) w->qdd[v] = 0;
     rnea_r(m, w, w->qdd, 0, NULL);
   }
   memcpy(w->qdd, d->qddt + st * nv, sizeof(double) * (size_t)nv);
-  if (!d->rt) rnea_at_qdd(m, w, w->qdd);
+  if (!d->rt && aba) { /* as forward(..., 1): pass 1, then pass 3 at the taped qdd */
+    aba_bias(m, w, 0);
+    aba_accel(m, w, w->qdd, 0, 1);
+  } else if (!d->rt) {
+    rnea_at_qdd(m, w, w->qdd);
+  }
   memcpy(d->qdd, w->qdd, sizeof(double) * (size_t)nv);
-  d->Lcur = d->Lt + st * (size_t)nv * (size_t)(nv + 1) / 2;
+  d->Lcur = d->Lt + st * factor_len(m);
   memcpy(w->qn, d->q + (st + 1) * nq, sizeof(double) * (size_t)nq);
   memcpy(w->qdn, d->qd + (st + 1) * nv, sizeof(double) * (size_t)nv);
 }
@@ -912,7 +924,7 @@ static double sweep(const dsArticModel* m, dsArticData* d, int col, const double
   rnea_c(m, w, w->qdd, first_dyn, r->b);
   double* y = d->vec;
   for (int v = 0; v < nv; v++) y[v] = cimag(w->tau[v] - w->id[v]);
-  solve_M(d, nv, y);
+  solve_M(m, d, nv, y);
   for (int v = 0; v < nv; v++) w->qdd[v] = r->qdd[v] + I * y[v];
   integrate_c(m, w);
   double s = 0;
@@ -932,12 +944,15 @@ static int backward(const dsArticModel* m, dsArticData* d, const double* dl_dq, 
   double* adj = d->adj;         /* nq + nv: dL/d(state k) */
   double* nxt = d->vec + m->nv; /* scratch of ns */
   double* gu = d->rev;          /* nu, then nparam, then nv */
-  double* gth = g->param ? g->param : gu + nu; /* reverse: the sum over the steps, in place */
+  /* reverse: the sum over the steps, in place; NULL when no one asked for it
+     (step_vjp then skips the parameter-only terms) */
+  double* gth = g->param;
   double* lam = gu + nu + m->nparam;
   dsArticAdjBody* ab = (dsArticAdjBody*)(lam + nv);
   for (int k = 0; k < nq; k++) adj[k] = dl_dq ? dl_dq[(size_t)T * nq + k] : 0;
   for (int k = 0; k < nv; k++) adj[nq + k] = dl_dqd ? dl_dqd[(size_t)T * nv + k] : 0;
-  for (int p = 0; p < m->nparam; p++) gth[p] = 0;
+  if (gth)
+    for (int p = 0; p < m->nparam; p++) gth[p] = 0;
   for (int t = T - 1; t >= 0; t--) {
     const size_t st = (size_t)t;
     if (d->Lt) {

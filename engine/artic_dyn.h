@@ -50,6 +50,10 @@ typedef struct FN(body) {
   R P[6];  /* momentum I V (RNEA) */
   R cm, ch[3], cIb[9]; /* composite inertia of the subtree (crba, real pass only) */
   R dA[6];             /* A at qdd minus A at qdd = 0 (rnea_at_qdd, real pass only) */
+  /* the articulated-body algorithm's (engine/artic_step.h, real pass only):
+   * velocity-product acceleration, bias force, articulated inertia and force,
+   * U = IA S, D = S . U + armature, u = tau - S . pA */
+  R c[6], pb[6], IA[36], pA[6], U[6], D, uu;
 } FN(body);
 
 typedef struct FN(ws) {

@@ -88,10 +88,12 @@ struct dsArticData {
   double* vec; /* scratch: 6 (nq + nv + nu + nparam) + 2 nv + nq */
   double* adj; /* adjoint of the current state: nq + nv */
   double* rev; /* reverse-mode scratch: nu + nparam + nv doubles, then the bodies' adjoints */
-  /* Per step, the factor L of M (rows of the lower triangle, nv (nv + 1) / 2)
-   * and qdd, so the backward does not redo the mass matrix, its factor and
-   * the solve: steps x that, and steps x nv; NULL when over
-   * DS__ARTIC_FACTOR_TAPE_MAX (or steps = 0). */
+  /* Per step, the factorisation of M the backward solves with (a tree of
+   * joints with at most one dof: each body's U and D of the articulated-body
+   * algorithm, 7 a body; else the Cholesky factor L, rows of the lower
+   * triangle, nv (nv + 1) / 2; factor_len in engine/artic_step.h) and qdd,
+   * so the backward does not redo the dynamics: steps x that, and steps x
+   * nv; NULL when over DS__ARTIC_FACTOR_TAPE_MAX (or steps = 0). */
   double* Lt;
   double* qddt;
   const double* Lcur; /* the taped factor of the step replayed last; NULL: d->M */

@@ -161,15 +161,16 @@ DS_HD static void applied_vjp(const dsArticModel* m, const ws_r* w, const double
     if (!nd) continue;
     const dsArticBodyParams* bp = &m->bp[i];
     const int qa = m->qadr[i], va = m->vadr[i];
-    for (int c = 0; c < nd; c++) {
-      gqd[va + c] -= th[bp->damping] * lam[va + c];
-      gth[bp->damping] -= w->qd[va + c] * lam[va + c];
-    }
+    for (int c = 0; c < nd; c++) gqd[va + c] -= th[bp->damping] * lam[va + c];
+    if (gth)
+      for (int c = 0; c < nd; c++) gth[bp->damping] -= w->qd[va + c] * lam[va + c];
     if (nd != 1) continue;
     const double q = w->q[qa], qd = w->qd[va], L = lam[va];
     gq[qa] -= th[bp->stiffness] * L;
-    gth[bp->stiffness] -= (q - th[bp->rest]) * L;
-    gth[bp->rest] += th[bp->stiffness] * L;
+    if (gth) {
+      gth[bp->stiffness] -= (q - th[bp->rest]) * L;
+      gth[bp->rest] += th[bp->stiffness] * L;
+    }
     if (m->limited[i]) {
       const double k = m->limit_k[i], bd = m->limit_b[i], wd = m->limit_w[i];
       const double eu = (q - th[bp->upper]) / wd, el = (th[bp->lower] - q) / wd;
@@ -178,8 +179,10 @@ DS_HD static void applied_vjp(const dsArticModel* m, const ws_r* w, const double
       const double Du = L * (-k * wd * su - bd * qd * su * (1 - su));
       const double Dl = L * (k * wd * sl - bd * qd * sl * (1 - sl));
       gq[qa] += (Du - Dl) / wd;
-      gth[bp->upper] -= Du / wd;
-      gth[bp->lower] += Dl / wd;
+      if (gth) {
+        gth[bp->upper] -= Du / wd;
+        gth[bp->lower] += Dl / wd;
+      }
       gqd[va] -= bd * (su + sl) * L;
     }
   }
@@ -189,15 +192,17 @@ DS_HD static void applied_vjp(const dsArticModel* m, const ws_r* w, const double
     if (m->act_type[a] == DS_ARTIC_MOTOR) {
       const double cl = m->act_ctrl_limit[a], g = th[m->act_gear[a]];
       const double tt = cl > 0 ? tanh(u / cl) : 0;
-      gth[m->act_gear[a]] += L * (cl > 0 ? cl * tt : u);
+      if (gth) gth[m->act_gear[a]] += L * (cl > 0 ? cl * tt : u);
       gu[a] += L * g * (cl > 0 ? 1 - tt * tt : 1);
     } else {
       const double fl = m->act_force_limit[a], kp = th[m->act_kp[a]], kv = th[m->act_kv[a]];
       const double e = kp * (u - q) - kv * qd;
       const double tt = fl > 0 ? tanh(e / fl) : 0;
       const double E = L * (fl > 0 ? 1 - tt * tt : 1);
-      gth[m->act_kp[a]] += E * (u - q);
-      gth[m->act_kv[a]] -= E * qd;
+      if (gth) {
+        gth[m->act_kp[a]] += E * (u - q);
+        gth[m->act_kv[a]] -= E * qd;
+      }
       gu[a] += E * kp;
       gq[qa] -= E * kp;
       gqd[va] -= E * kv;
@@ -221,7 +226,7 @@ DS_HD static void rnea_vjp(const dsArticModel* m, const ws_r* w, const double* m
         a->F[k] += u * b->S[6 * c + k];
         a->S[6 * c + k] += u * b->F[k];
       }
-      gth[m->bp[i].armature] += u * w->qdd[va + c];
+      if (gth) gth[m->bp[i].armature] += u * w->qdd[va + c];
     }
   }
   double a0[6] = {0, 0, 0, 0, 0, 0};
@@ -275,7 +280,8 @@ DS_HD static void rnea_vjp(const dsArticModel* m, const ws_r* w, const double* m
     double* aAp = p >= 0 ? ab[p].A : a0;
     for (int k = 0; k < 6; k++) aAp[k] += a->A[k];
   }
-  for (int k = 0; k < 3; k++) gth[m->p_gravity + k] -= a0[3 + k];
+  if (gth)
+    for (int k = 0; k < 3; k++) gth[m->p_gravity + k] -= a0[3 + k];
 }
 
 /* contact: F_ext,i += (pc x f, f), adjoint -ab[i].F */
@@ -302,10 +308,12 @@ DS_HD static void contact_vjp(const dsArticModel* m, const ws_r* w, dsArticAdjBo
     dsReal afr[3] = {(dsReal)af[0], (dsReal)af[2], (dsReal)af[1]}, gx[3] = {0, 0, 0}, gv[3] = {0, 0, 0};
     dsContactParam gp = {0, 0, 0, 0, 0};
     ds__contact_bwd(xr, ur, &par, afr, gx, gv, &gp);
-    gth[m->p_contact] += gp.ke;
-    gth[m->p_contact + 1] += gp.kd;
-    gth[m->p_contact + 2] += gp.kf;
-    gth[m->p_contact + 3] += gp.mu;
+    if (gth) {
+      gth[m->p_contact] += gp.ke;
+      gth[m->p_contact + 1] += gp.kd;
+      gth[m->p_contact + 2] += gp.kf;
+      gth[m->p_contact + 3] += gp.mu;
+    }
     const double av[3] = {gv[0], gv[2], gv[1]};
     apc[0] += gx[0], apc[1] += gx[2], apc[2] += gx[1];
     /* v = v0 + w x pc */
@@ -348,29 +356,34 @@ DS_HD static void kin_vjp(const dsArticModel* m, const ws_r* w, dsArticAdjBody* 
     const double* I3 = w->th + bp->inertia;
     /* h = m x; Ib = Rw D Rw^T + m (|x|^2 1 - x x^T), G = adj Ib */
     const double* G = a->Ib;
-    double am = a->m, c2 = 0, trG = G[0] + G[4] + G[8];
-    for (int k = 0; k < 3; k++) {
-      am += a->h[k] * b->x[k];
-      a->x[k] += b->m * a->h[k];
-      c2 += b->x[k] * b->x[k];
-    }
+    const double trG = G[0] + G[4] + G[8];
+    for (int k = 0; k < 3; k++) a->x[k] += b->m * a->h[k];
     /* with Gs = G + G^T and H = Gs Rw: adj Rw = H D, adj D_k = Rw_k^T G Rw_k = H_k . Rw_k / 2
      * (Rw_k the column k) */
     double Gs[9], H[9];
     for (int r = 0; r < 3; r++)
-      for (int c = 0; c < 3; c++) {
-        am += G[3 * r + c] * ((r == c ? c2 : 0) - b->x[r] * b->x[c]);
-        Gs[3 * r + c] = G[3 * r + c] + G[3 * c + r];
-      }
+      for (int c = 0; c < 3; c++) Gs[3 * r + c] = G[3 * r + c] + G[3 * c + r];
     mm3_r(H, Gs, b->Rw);
     for (int r = 0; r < 3; r++)
       for (int c = 0; c < 3; c++) a->Rw[3 * r + c] += H[3 * r + c] * I3[c];
     for (int k = 0; k < 3; k++) {
-      gth[bp->inertia + k] += 0.5 * (H[k] * b->Rw[k] + H[3 + k] * b->Rw[3 + k] + H[6 + k] * b->Rw[6 + k]);
       const double gx = Gs[3 * k] * b->x[0] + Gs[3 * k + 1] * b->x[1] + Gs[3 * k + 2] * b->x[2];
       a->x[k] += b->m * (2 * trG * b->x[k] - gx);
     }
-    gth[bp->mass] += am;
+    if (gth) { /* the parameters' adjoint, when asked for: mass, principal moments, anchors */
+      double am = a->m, c2 = 0;
+      for (int k = 0; k < 3; k++) {
+        am += a->h[k] * b->x[k];
+        c2 += b->x[k] * b->x[k];
+      }
+      for (int r = 0; r < 3; r++)
+        for (int c = 0; c < 3; c++) am += G[3 * r + c] * ((r == c ? c2 : 0) - b->x[r] * b->x[c]);
+      for (int k = 0; k < 3; k++)
+        gth[bp->inertia + k] += 0.5 * (H[k] * b->Rw[k] + H[3 + k] * b->Rw[3 + k] + H[6 + k] * b->Rw[6 + k]);
+      gth[bp->mass] += am;
+      for (int r = 0; r < 3; r++) /* x = jp - Rw ac below */
+        for (int c = 0; c < 3; c++) gth[bp->anchor_c + c] -= b->Rw[3 * r + c] * a->x[r];
+    }
     /* V = V_p + S qd */
     if (p >= 0)
       for (int k = 0; k < 6; k++) ab[p].V[k] += a->V[k];
@@ -386,10 +399,7 @@ DS_HD static void kin_vjp(const dsArticModel* m, const ws_r* w, dsArticAdjBody* 
     const double* ac = w->th + bp->anchor_c;
     for (int r = 0; r < 3; r++) {
       a->jp[r] += a->x[r];
-      for (int c = 0; c < 3; c++) {
-        a->Rw[3 * r + c] -= a->x[r] * ac[c];
-        gth[bp->anchor_c + c] -= b->Rw[3 * r + c] * a->x[r];
-      }
+      for (int c = 0; c < 3; c++) a->Rw[3 * r + c] -= a->x[r] * ac[c];
     }
     const double* ax = m->axis + 3 * i;
     const double* q = w->q + qa;
@@ -464,7 +474,9 @@ DS_HD static void kin_vjp(const dsArticModel* m, const ws_r* w, dsArticAdjBody* 
     const double* Rp = p >= 0 ? w->b[p].Rw : eye;
     const double* ap = w->th + bp->anchor_p;
     const double* Q0 = m->R0 + 9 * i;
-    for (int c = 0; c < 3; c++) gth[bp->anchor_p + c] += Rp[c] * a->jp[0] + Rp[3 + c] * a->jp[1] + Rp[6 + c] * a->jp[2];
+    if (gth)
+      for (int c = 0; c < 3; c++)
+        gth[bp->anchor_p + c] += Rp[c] * a->jp[0] + Rp[3 + c] * a->jp[1] + Rp[6 + c] * a->jp[2];
     if (p < 0) continue;
     const double* q0 = m->quat0 + 4 * i;
     const int id0 = q0[1] == 0 && q0[2] == 0 && q0[3] == 0; /* Q0 = 1 exactly */
@@ -482,7 +494,8 @@ DS_HD static void kin_vjp(const dsArticModel* m, const ws_r* w, dsArticAdjBody* 
 
 /* adj_in of one step at the last forward(..., 1): aout = adj (q', qd')
  * (nq + nv); gq, gqd, gu are overwritten, the parameters' adjoint is added
- * into gth (a rollout's sum, without a per-step copy of nparam values).
+ * into gth (a rollout's sum, without a per-step copy of nparam values), or
+ * not computed when gth is NULL (the parameter-only terms are skipped).
  * lam: nv scratch, ab: nbody. */
 DS_HD static void step_vjp(const dsArticModel* m, dsArticData* d, const double* aout, double* gq, double* gqd,
                            double* gu, double* gth, double* lam, dsArticAdjBody* ab) {
@@ -515,7 +528,7 @@ DS_HD static void step_vjp(const dsArticModel* m, dsArticData* d, const double* 
     gqd[k] += lam[k];
     lam[k] *= dt;
   }
-  solve_M(d, nv, lam);
+  solve_M(m, d, nv, lam);
   applied_vjp(m, w, lam, gq, gqd, gu, gth);
   for (int k = 0; k < nv; k++) lam[k] = -lam[k];
   rnea_vjp(m, w, lam, ab, gqd, gth);

@@ -161,9 +161,181 @@ DS_HD static void chol_solve_packed(const double* L, int n, double* x) {
   }
 }
 
+/* ---- articulated-body algorithm (trees of hinges, slides and fixed joints) ------------ *
+ * Featherstone's ABA ("Rigid Body Dynamics Algorithms", ch. 7) in the world
+ * coordinates of engine/artic_dyn.h, for a tree whose joints have at most
+ * one dof (one column S per joint): O(n) where CRBA + Cholesky is O(n^2) to
+ * O(n^3) (a 16-link chain: about a third fewer operations per step). With
+ * the spatial inertia I = [[Ib, [h]x], [-[h]x, m 1]] (6 x 6, I V as imul),
+ *   pass 1, root first:  c_i = V_i x (S_i qd_i),  P_i = I_i V_i,
+ *                        pb_i = V_i x* P_i - F_ext,i,  IA_i = I_i,  pA_i = pb_i
+ *   pass 2, leaves first: U = IA S,  D = S . U + armature,  u = tau - S . pA,
+ *                        IA_p += IA - U U^T / D,  pA_p += pA + (IA - U U^T / D) c + U u / D
+ *   pass 3, root first:  a = A_p + c (A above the root: (0, -g)),
+ *                        qdd = (u - U . a) / D,  A_i = a + S qdd
+ * which solves M qdd = tau - C exactly as the CRBA route does (the same
+ * equations of motion; rounding differs). The backward needs M^-1 x: the
+ * same passes with no velocity, gravity or bias (solve_aba, from the
+ * taped U and D), O(n) again. Then F0_i = I_i A_i + pb_i and F_i the
+ * subtree sums: the RNEA's results at qdd that the reverse pass reads. */
+
+/* every joint has at most one dof (else the CRBA route): hinges, slides and
+ * fixed joints have as many coordinates as dof, a ball or free joint one
+ * more (its quaternion), so this is nq = nv */
+DS_HD DS_INLINE int aba_model(const dsArticModel* m) { return m->nq == m->nv; }
+
+/* per-step doubles of the factor tape: U and D per body (ABA) or L packed */
+DS_HD DS_INLINE size_t factor_len(const dsArticModel* m) {
+  return aba_model(m) ? 7 * (size_t)m->nbody : (size_t)m->nv * (size_t)(m->nv + 1) / 2;
+}
+
+/* IA is symmetric: kept as its upper triangle by rows (21 entries); entry
+ * 6 r + k of this table is where (r, k) is */
+#define DS__ARTIC_SYM6                                                                                          \
+  {                                                                                                           \
+    0, 1, 2, 3, 4, 5, 1, 6, 7, 8, 9, 10, 2, 7, 11, 12, 13, 14, 3, 8, 12, 15, 16, 17, 4, 9, 13, 16, 18, 19, 5, 10, \
+        14, 17, 19, 20                                                                                        \
+  }
+
+/* pass 1 (without IA, pA: replay) */
+DS_HD static void aba_bias(const dsArticModel* m, ws_r* w, int with_ia) {
+  for (int i = 0; i < m->nbody; i++) {
+    body_r* b = &w->b[i];
+    const int nd = ndof_r(m->jtype[i]);
+    double vc[6];
+    for (int k = 0; k < 6; k++) {
+      vc[k] = nd ? b->S[k] * w->qd[m->vadr[i]] : 0;
+      b->c[k] = 0;
+      b->pb[k] = 0;
+    }
+    crm_r(b->c, b->V, vc);
+    imul_r(b->P, b->m, b->h, b->Ib, b->V);
+    crf_r(b->pb, b->V, b->P);
+    for (int k = 0; k < 6; k++) b->pb[k] -= w->fext[6 * i + k];
+    if (!with_ia) continue;
+    for (int k = 0; k < 6; k++) b->pA[k] = b->pb[k];
+    /* [[Ib, [h]x], [-[h]x, m 1]], upper triangle */
+    const double* h = b->h;
+    const double* J = b->Ib;
+    double* IA = b->IA;
+    const double up[21] = {J[0], J[1], J[2], 0,    -h[2], h[1], J[4], J[5], h[2], 0,    -h[0],
+                           J[8], -h[1], h[0], 0,   b->m,  0,    0,    b->m, 0,    b->m};
+    for (int k = 0; k < 21; k++) IA[k] = up[k];
+  }
+}
+
+/* pass 2; DS_ERR_DIVERGED when a D is not positive */
+DS_HD static int aba_inertia(const dsArticModel* m, ws_r* w) {
+  static const int SYM6[36] = DS__ARTIC_SYM6;
+  static const int ROW6[21] = {0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 4, 4, 5};
+  static const int COL6[21] = {0, 1, 2, 3, 4, 5, 1, 2, 3, 4, 5, 2, 3, 4, 5, 3, 4, 5, 4, 5, 5};
+  for (int i = m->nbody - 1; i >= 0; i--) {
+    body_r* b = &w->b[i];
+    double* IA = b->IA;
+    if (ndof_r(m->jtype[i])) {
+      const double* S = b->S;
+      double D = m->param[m->bp[i].armature], sp = 0, Ud[6];
+      for (int r = 0; r < 6; r++) {
+        double s = 0;
+        for (int k = 0; k < 6; k++) s += IA[SYM6[6 * r + k]] * S[k];
+        b->U[r] = s;
+        D += S[r] * s;
+        sp += S[r] * b->pA[r];
+      }
+      if (!(D > 0)) return DS_ERR_DIVERGED;
+      const double u = w->tau[m->vadr[i]] - sp, ud = u / D;
+      b->D = D;
+      b->uu = u;
+      for (int r = 0; r < 6; r++) Ud[r] = b->U[r] / D;
+      for (int e = 0; e < 21; e++) IA[e] -= b->U[ROW6[e]] * Ud[COL6[e]];
+      for (int r = 0; r < 6; r++) {
+        double s = b->pA[r] + b->U[r] * ud;
+        for (int k = 0; k < 6; k++) s += IA[SYM6[6 * r + k]] * b->c[k];
+        b->pA[r] = s;
+      }
+    }
+    const int p = m->parent[i];
+    if (p < 0) continue;
+    body_r* pb = &w->b[p];
+    for (int k = 0; k < 21; k++) pb->IA[k] += IA[k];
+    for (int k = 0; k < 6; k++) pb->pA[k] += b->pA[k];
+  }
+  return 0;
+}
+
+/* pass 3: A of every body; solve = 1: qdd from U, D, u (pass 2), else
+ * the given qdd (a replay); forces = 1: then F0 = I A + pb and F the
+ * subtree sums (for the adjoint) */
+DS_HD static void aba_accel(const dsArticModel* m, ws_r* w, double* qdd, int solve, int forces) {
+  const double* g = m->param + m->p_gravity;
+  const double a0[6] = {0, 0, 0, -g[0], -g[1], -g[2]};
+  for (int i = 0; i < m->nbody; i++) {
+    body_r* b = &w->b[i];
+    const int p = m->parent[i];
+    const double* Ap = p >= 0 ? w->b[p].A : a0;
+    for (int k = 0; k < 6; k++) b->A[k] = Ap[k] + b->c[k];
+    if (ndof_r(m->jtype[i])) {
+      const int v = m->vadr[i];
+      if (solve) {
+        double s = 0;
+        for (int k = 0; k < 6; k++) s += b->U[k] * b->A[k];
+        qdd[v] = (b->uu - s) / b->D;
+      }
+      for (int k = 0; k < 6; k++) b->A[k] += b->S[k] * qdd[v];
+    }
+    if (!forces) continue;
+    double t[6];
+    imul_r(t, b->m, b->h, b->Ib, b->A);
+    for (int k = 0; k < 6; k++) b->F[k] = b->F0[k] = t[k] + b->pb[k];
+  }
+  for (int i = m->nbody - 1; i >= 0 && forces; i--) {
+    const int p = m->parent[i];
+    if (p >= 0)
+      for (int k = 0; k < 6; k++) w->b[p].F[k] += w->b[i].F[k];
+  }
+}
+
+/* x = M^-1 x from each body's U and D (UD: 7 a body, NULL: the bodies'
+ * own from the last pass 2) and S; uses the bodies' pA and dA as scratch */
+DS_HD static void solve_aba(const dsArticModel* m, ws_r* w, const double* UD, double* x) {
+  for (int i = 0; i < m->nbody; i++)
+    for (int k = 0; k < 6; k++) w->b[i].pA[k] = 0;
+  for (int i = m->nbody - 1; i >= 0; i--) {
+    body_r* b = &w->b[i];
+    if (ndof_r(m->jtype[i])) {
+      const double* U = UD ? UD + 7 * i : b->U;
+      const double D = UD ? UD[7 * i + 6] : b->D;
+      const int v = m->vadr[i];
+      double sp = 0;
+      for (int k = 0; k < 6; k++) sp += b->S[k] * b->pA[k];
+      const double u = x[v] - sp, ud = u / D;
+      x[v] = u;
+      for (int k = 0; k < 6; k++) b->pA[k] += U[k] * ud;
+    }
+    const int p = m->parent[i];
+    if (p >= 0)
+      for (int k = 0; k < 6; k++) w->b[p].pA[k] += b->pA[k];
+  }
+  for (int i = 0; i < m->nbody; i++) {
+    body_r* b = &w->b[i];
+    const int p = m->parent[i];
+    for (int k = 0; k < 6; k++) b->dA[k] = p >= 0 ? w->b[p].dA[k] : 0;
+    if (!ndof_r(m->jtype[i])) continue;
+    const double* U = UD ? UD + 7 * i : b->U;
+    const double D = UD ? UD[7 * i + 6] : b->D;
+    const int v = m->vadr[i];
+    double s = 0;
+    for (int k = 0; k < 6; k++) s += U[k] * b->dA[k];
+    x[v] = (x[v] - s) / D;
+    for (int k = 0; k < 6; k++) b->dA[k] += b->S[k] * x[v];
+  }
+}
+
 /* x = M^-1 x at the last real pass: the taped factor after a replay, else d->M */
-DS_HD static void solve_M(const dsArticData* d, int n, double* x) {
-  if (d->Lcur)
+DS_HD static void solve_M(const dsArticModel* m, const dsArticData* d, int n, double* x) {
+  if (aba_model(m))
+    solve_aba(m, (ws_r*)d->wr, d->Lcur, x);
+  else if (d->Lcur)
     chol_solve_packed(d->Lcur, n, x);
   else
     chol_solve(d->M, n, x);
@@ -226,6 +398,16 @@ DS_HD static int forward(const dsArticModel* m, dsArticData* d, const double* q,
   d->nkin++;
   contact_r(m, w);
   applied_r(m, w);
+  if (aba_model(m)) {
+    aba_bias(m, w, 1);
+    int rc = aba_inertia(m, w);
+    d->nfactor++;
+    if (rc) return rc;
+    aba_accel(m, w, w->qdd, 1, for_adjoint);
+    for (int v = 0; v < m->nv; v++) d->qdd[v] = w->qdd[v];
+    integrate_r(m, w);
+    return 0;
+  }
   for (int v = 0; v < m->nv; v++) w->qdd[v] = 0;
   rnea_r(m, w, w->qdd, 0, NULL);
   crba(m, w, d->M);
