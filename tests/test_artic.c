@@ -352,12 +352,17 @@ static void gradcheck(Case* c, double eps, double rtol, int astride) {
     free(ta);
     free(tp);
   }
-  /* NULL arrays skip their sweeps and leave the others unchanged */
+  /* NULL arrays skip their sweeps and leave the others unchanged; without
+   * the parameters' array the reverse pass skips the parameter-only terms,
+   * which must not touch the state and action gradients (bit for bit) */
   double gq2[32];
-  dsArticGrad g2 = {gq2, NULL, NULL, NULL};
+  double* ga2 = malloc(sizeof(double) * (size_t)(T * nu + 1));
+  dsArticGrad g2 = {gq2, NULL, ga2, NULL};
   rollout(c, d);
   CHECK_INT_EQ(ds_artic_backward(m, d, c->wq, dv, &g2), 0);
   CHECK(memcmp(gq2, gq, sizeof(double) * (size_t)nq) == 0);
+  CHECK(memcmp(ga2, ga, sizeof(double) * (size_t)(T * nu)) == 0);
+  free(ga2);
   free(gq);
   free(gv);
   free(ga);
