@@ -153,7 +153,13 @@ def main(argv=None):
     ap.add_argument("--no-plot", action="store_true")
     ap.add_argument("--save", metavar="ZIP", help="save the trained policy (SB3 model.save) to look at its gait")
     ap.add_argument("--plot", nargs="+", metavar=("PNG", "CSV"), help="only plot the runs CSV... into PNG")
+    ap.add_argument("--overwrite", action="store_true", help="replace existing output files")
     args = ap.parse_args(argv)
+    # refuse before any work: a finished run's CSV or picture is not replaced unasked
+    outs = [args.plot[0]] if args.plot else [args.out + ".csv"] + ([] if args.no_plot else [args.out + ".png"])
+    taken = [p for p in outs if os.path.exists(p)]
+    if taken and not args.overwrite:
+        ap.error(f"{', '.join(taken)} exists; choose another --out / PNG or pass --overwrite")
     if args.plot:
         plot_runs(args.plot[0], args.plot[1:])
         return None

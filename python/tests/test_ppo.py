@@ -27,3 +27,6 @@ def test_ppo_short_training(tmp_path):
     for _, _, ret, met in rows:
         assert abs(ret - met) < 1e-4 * max(1.0, abs(met))
     assert os.path.getsize(out + ".png") > 1000
+    # a finished run's CSV and picture are not replaced unasked (refused before any training)
+    with pytest.raises(SystemExit):
+        ppo_walker.main(["--steps", "30", "--out", out])
