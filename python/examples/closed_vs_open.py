@@ -166,7 +166,7 @@ def train_closed(seed, a, base):
                 val_steps=len(curve) * EVAL_ENVS * out["rollout"].num_steps, cpu=time.process_time() - c0)
 
 
-def test_seed(seed, a, base):
+def run_seed(seed, a, base):
     """Train both controllers of one seed and test them under every
     condition: one CSV row per condition."""
     closed = train_closed(seed, a, base)
@@ -259,7 +259,7 @@ def main():
     base = dict(substeps=a.substeps, width=16, height=16, supersample=1, state="full", reward="dense")
     rows, t0 = [], time.time()
     for seed in a.seeds:
-        rows += test_seed(seed, a, base)
+        rows += run_seed(seed, a, base)
         with open(a.out, "w", newline="") as fh:  # after every seed: a stopped run keeps what it finished
             w = csv.DictWriter(fh, fieldnames=list(rows[0]))
             w.writeheader()
