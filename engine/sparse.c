@@ -379,6 +379,14 @@ static void axpy(dsReal* y, const dsReal* x, dsReal s, size_t len) {
   );
 }
 
+/* 1 when x (len reals) is all zeros: the first residual is then b itself,
+ * without the product (Newton's directions and the adjoint start from 0) */
+static int all_zero(const dsReal* x, size_t len) {
+  for (size_t k = 0; k < len; k++)
+    if (x[k] != 0) return 0;
+  return 1;
+}
+
 int ds__bsr_pcg(dsBlockSparse* A, const dsReal* b, dsReal* x, dsReal tol, int maxit, int* iters, dsReal* resid) {
   const size_t len = 3 * (size_t)A->n;
   dsReal *r = A->work, *z = r + len, *p = z + len, *q = p + len;
@@ -399,7 +407,8 @@ int ds__bsr_pcg(dsBlockSparse* A, const dsReal* b, dsReal* x, dsReal tol, int ma
     rc = 0;
     goto done;
   }
-  ds__bsr_matvec(A, x, q);
+  if (all_zero(x, len)) memset(q, 0, sizeof(dsReal) * len);
+  else ds__bsr_matvec(A, x, q);
   for (size_t t = 0; t < len; t++) r[t] = b[t] - q[t];
   precondition(A, r, z);
   memcpy(p, z, sizeof(dsReal) * len);
@@ -491,8 +500,11 @@ int ds__bsr_bicgstab(dsBlockSparse* A, int trans, const dsReal* b, dsReal* x, ds
     goto done;
   }
   dsReal rho, alpha, omega;
+  int x0 = all_zero(x, len);
 restart: /* from the true residual of x (at the start, and when the recurrence's r drifted from it) */
-  mv(A, x, t);
+  if (x0) memset(t, 0, sizeof(dsReal) * len);
+  else mv(A, x, t);
+  x0 = 0;
   for (size_t k = 0; k < len; k++) {
     r[k] = b[k] - t[k];
     rh[k] = r[k];
