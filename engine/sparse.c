@@ -21,6 +21,15 @@
 
 _Static_assert(DS__NFORCE <= 16, "dsBlockSparse.jrow holds a first real per force row");
 
+/* x86-64 with GCC or Clang target attributes: the element Jacobians and
+ * the block products are also compiled for AVX2 and chosen at run time
+ * (the same operations, no FMA, so the same bits) */
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(DS_NO_AVX2) && defined(__has_attribute)
+#  if __has_attribute(target)
+#    define DS__BSR_AVX2 1
+#  endif
+#endif
+
 int ds__bsr_elem_nvert(int k) {
   const dsForceModel* F = &ds__forces[k];
   return F->nvert > 0 ? F->nvert : ds__forces[F->into].nvert;
@@ -225,11 +234,47 @@ static void spring_proj(const dsModel* m, const dsForceFwd* a, int e, dsReal* Kx
  * h kv + h^2 kx did when it read Kx and Kv apart. The tets' exact blocks
  * come combined from their kernel (ds__tet_jac_comb: the same matrix up
  * to rounding, in a fifth of the operations). */
+/* One element's h Kv + h^2 Kx into Kx (its place in jk). The tets' and
+ * the hinges' kernels are called directly (flattened in, so the AVX2 copy
+ * below compiles them for AVX2: their 12-wide rows and 4-lane passes are
+ * vector code; the same operations, so the same bits), the others through
+ * the table. */
+#define DS__BSR_ELEM_JAC_BODY                                                                \
+  {                                                                                          \
+    if (k == DS__F_TET && !projected) { /* h Kv + h^2 Kx in one pass (engine/force_tet.h) */ \
+      ds__tet_jac_comb_elem(m, a, e, h2, h, Kx);                                             \
+      return;                                                                                \
+    }                                                                                        \
+    dsReal Kv[DS__BSR_NNMAX * DS__BSR_NNMAX];                                                \
+    if (k == DS__F_BEND) ds__bend_jac_elem(m, a, e, Kx, Kv);                                 \
+    else ds__force_jac[k](m, a, e, Kx, Kv);                                                  \
+    if (projected) {                                                                         \
+      if (k == DS__F_SPRING) spring_proj(m, a, e, Kx);                                       \
+      else ds__sym_project_psd(nn, Kx);                                                      \
+      ds__sym_project_psd(nn, Kv);                                                           \
+    }                                                                                        \
+    const size_t sz = (size_t)nn * (size_t)nn;                                               \
+    for (size_t q = 0; q < sz; q++) Kx[q] = h * Kv[q] + h2 * Kx[q];                          \
+  }
+typedef void (*dsBsr__ElemJac)(const dsModel* m, const dsForceFwd* a, int k, int e, int nn, dsReal h, dsReal h2,
+                               int projected, dsReal* Kx);
+DS__FLATTEN static void elem_jac_base(const dsModel* m, const dsForceFwd* a, int k, int e, int nn, dsReal h, dsReal h2,
+                          int projected, dsReal* Kx) DS__BSR_ELEM_JAC_BODY
+#if defined(DS__BSR_AVX2)
+__attribute__((target("avx2"))) DS__FLATTEN static void elem_jac_avx2(const dsModel* m, const dsForceFwd* a, int k, int e,
+                                                          int nn, dsReal h, dsReal h2, int projected,
+                                                          dsReal* Kx) DS__BSR_ELEM_JAC_BODY
+#endif
+
 static void element_jacobians(dsBlockSparse* A, const dsModel* m, const dsReal* x, const dsReal* v,
                               const dsReal* act, dsReal h, int projected) {
   const dsReal h2 = h * h;
   dsForceLayout L;
   ds__force_layout(m, &L);
+  dsBsr__ElemJac ej = elem_jac_base;
+#if defined(DS__BSR_AVX2)
+  if (__builtin_cpu_supports("avx2")) ej = elem_jac_avx2;
+#endif
 #pragma omp parallel if (DS__BSR_PAR(A))
   {
     for (int k = 0; k < DS__NFORCE; k++) {
@@ -238,21 +283,7 @@ static void element_jacobians(dsBlockSparse* A, const dsModel* m, const dsReal* 
       const dsForceFwd a = {x, v, act && L.act[k] >= 0 ? act + L.act[k] : NULL, NULL, NULL, NULL};
       const size_t sz = (size_t)nn * (size_t)nn;
 #pragma omp for schedule(static)
-      for (int e = 0; e < cnt; e++) {
-        dsReal* Kx = A->jk + A->jrow[k] + sz * (size_t)e;
-        if (k == DS__F_TET && !projected) { /* h Kv + h^2 Kx in one pass (engine/force_tet.h) */
-          ds__tet_jac_comb_elem(m, &a, e, h2, h, Kx);
-          continue;
-        }
-        dsReal Kv[DS__BSR_NNMAX * DS__BSR_NNMAX];
-        ds__force_jac[k](m, &a, e, Kx, Kv);
-        if (projected) {
-          if (k == DS__F_SPRING) spring_proj(m, &a, e, Kx);
-          else ds__sym_project_psd(nn, Kx);
-          ds__sym_project_psd(nn, Kv);
-        }
-        for (size_t q = 0; q < sz; q++) Kx[q] = h * Kv[q] + h2 * Kx[q];
-      }
+      for (int e = 0; e < cnt; e++) ej(m, &a, k, e, nn, h, h2, projected, A->jk + A->jrow[k] + sz * (size_t)e);
     }
     if (A->jcontact != (size_t)-1) {
 #pragma omp for schedule(static)
@@ -372,12 +403,9 @@ typedef dsReal dsBsr__V __attribute__((vector_size(4 * sizeof(dsReal))));
       );                                                                             \
     }
 static void matvec_vec(const dsBlockSparse* A, const dsReal* x, dsReal* y, int trans) DS__BSR_MV_BODY
-#  if defined(__x86_64__) && !defined(DS_NO_AVX2) && defined(__has_attribute)
-#    if __has_attribute(target)
-#      define DS__BSR_AVX2 1
+#  if defined(DS__BSR_AVX2)
 __attribute__((target("avx2"))) static void matvec_avx2(const dsBlockSparse* A, const dsReal* x, dsReal* y,
                                                         int trans) DS__BSR_MV_BODY
-#    endif
 #  endif
 #endif
 
