@@ -250,8 +250,8 @@ DS_HD DS_INLINE void ds__tet_bwd(const dsReal x[12], const dsReal v[12], const d
  * plus the damping share of s in sd Hd. Kv is symmetric, PSD for
  * kd >= 0. The elastic part is indefinite (sd Hd has eigenvalues of both
  * signs): Newton projects it. (Against forming the 9 x 9 dh/dy and
- * mapping it with S: the same values up to rounding, a fifth of the
- * operations, and Newton's h Kv + h^2 Kx in one pass.) */
+ * mapping it with S: the same values up to rounding, a third of the
+ * instructions on control-fem, and Newton's h Kv + h^2 Kx in one pass.) */
 typedef struct dsTet__Jac {
   dsReal Mt[16];                        /* M~ = S^T M S, row-major 4 x 4 */
   dsReal mt[4][3], gt[4][3], hw[4][3];  /* m~, g~ = grad_x det(Ds), (Hd w)~ */

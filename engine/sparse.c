@@ -229,12 +229,11 @@ static void spring_proj(const dsModel* m, const dsForceFwd* a, int e, dsReal* Kx
   ds__spring_jac_proj(xl, vl, &p, Kx);
 }
 
-/* phase 1: every element's (and particle's contact) h Kv + h^2 Kx into jk:
- * Kx in place, Kv on the stack. The sum rounds as the gather's
- * h kv + h^2 kx did when it read Kx and Kv apart. The tets' exact blocks
- * come combined from their kernel (ds__tet_jac_comb: the same matrix up
- * to rounding, in a fifth of the operations). */
-/* One element's h Kv + h^2 Kx into Kx (its place in jk). The tets' and
+/* One element's h Kv + h^2 Kx into Kx (its place in jk): Kx in place, Kv
+ * on the stack; the sum rounds as the gather's h kv + h^2 kx did when it
+ * read Kx and Kv apart. The tets' exact blocks come combined from their
+ * kernel (ds__tet_jac_comb: the same matrix up to rounding, in a third of
+ * the instructions). The tets' and
  * the hinges' kernels are called directly (flattened in, so the AVX2 copy
  * below compiles them for AVX2: their 12-wide rows and 4-lane passes are
  * vector code; the same operations, so the same bits), the others through
@@ -258,14 +257,15 @@ static void spring_proj(const dsModel* m, const dsForceFwd* a, int e, dsReal* Kx
   }
 typedef void (*dsBsr__ElemJac)(const dsModel* m, const dsForceFwd* a, int k, int e, int nn, dsReal h, dsReal h2,
                                int projected, dsReal* Kx);
-DS__FLATTEN static void elem_jac_base(const dsModel* m, const dsForceFwd* a, int k, int e, int nn, dsReal h, dsReal h2,
-                          int projected, dsReal* Kx) DS__BSR_ELEM_JAC_BODY
+DS__FLATTEN static void elem_jac_base(const dsModel* m, const dsForceFwd* a, int k, int e, int nn, dsReal h,
+                                      dsReal h2, int projected, dsReal* Kx) DS__BSR_ELEM_JAC_BODY
 #if defined(DS__BSR_AVX2)
-__attribute__((target("avx2"))) DS__FLATTEN static void elem_jac_avx2(const dsModel* m, const dsForceFwd* a, int k, int e,
-                                                          int nn, dsReal h, dsReal h2, int projected,
-                                                          dsReal* Kx) DS__BSR_ELEM_JAC_BODY
+__attribute__((target("avx2"))) DS__FLATTEN static void elem_jac_avx2(const dsModel* m, const dsForceFwd* a, int k,
+                                                                      int e, int nn, dsReal h, dsReal h2,
+                                                                      int projected, dsReal* Kx) DS__BSR_ELEM_JAC_BODY
 #endif
 
+/* phase 1: every element's (and particle's contact) h Kv + h^2 Kx into jk */
 static void element_jacobians(dsBlockSparse* A, const dsModel* m, const dsReal* x, const dsReal* v,
                               const dsReal* act, dsReal h, int projected) {
   const dsReal h2 = h * h;
@@ -377,8 +377,8 @@ static void matvec_scalar(const dsBlockSparse* A, const dsReal* x, dsReal* y, in
 typedef dsReal dsBsr__V __attribute__((vector_size(4 * sizeof(dsReal))));
 /* four reals from p (unaligned) */
 #  define DS__BSR_LD4(v, p) memcpy(&(v), (p), sizeof(v))
-/* rows lo .. hi-1 of y = B x: cols the column-major blocks of B, blk the
- * block of each pattern entry (NULL: the entry itself) */
+/* y = B x: cols the column-major blocks of B (valc for A, val for A^T),
+ * blk the block of each pattern entry (tr for A^T; NULL: the entry itself) */
 #  define DS__BSR_MV_BODY                                                            \
     {                                                                                \
       const dsReal* cols = trans ? A->val : A->valc;                                 \
