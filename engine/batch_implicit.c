@@ -94,7 +94,8 @@ size_t ds__batch_implicit_bytes(const dsModel* m) {
     nsrc += np;
     njac += 9 * np;
   }
-  const size_t bsr = sizeof(dsBlockSparse) + nnzb * (9 * R + 3 * sizeof(int)) + (np + 1) * sizeof(int) +
+  const size_t bsr = sizeof(dsBlockSparse) + nnzb * (18 * R + 3 * sizeof(int)) + 2 * DS__BSR_PAD * R +
+                     (np + 1) * sizeof(int) +
                      np * (sizeof(int) + 9 * R) + njac * R + 8 * n3 * R + (n3 / DS__BSR_CHUNK + 1) * R +
                      nsrc * (sizeof(size_t) + 1);
   return bsr + 11 * n3 * R + 256 /* dsImplicit */ + sizeof(dsErrBuf) + 2 * sizeof(int) + sizeof(dsImplicit*);

@@ -257,6 +257,143 @@ DS_HD DS_INLINE void ds__bend_bwd(const dsReal x[12], const dsReal v[12], const 
   ds__bend_bwd_pre(x, v, p, &q, adj_f, adj_x, adj_v, adj_p);
 }
 
+#if defined(__GNUC__) && !defined(__CUDACC__)
+/* ds__bend_bwd_pre's passes for adj_f = e_k on DS__BL rows k at once:
+ * lane l of every vector is row k0 + l, and each statement is the scalar
+ * pass's, one for one and in the same order (GCC vector arithmetic rounds
+ * each lane as the scalar operation would; a product of a lane and a
+ * shared scalar is the scalar product, which commutes), so each row is
+ * the scalar pass's bits (tests/test_force_jac, the cloth run logs).
+ * The parameters' adjoints, which the Jacobian does not read, are left
+ * out. An edit of ds__bend_bwd_pre must be mirrored here. */
+#  define DS__BL 4
+typedef dsReal dsBend__V __attribute__((vector_size(DS__BL * sizeof(dsReal))));
+
+/* *r = a . b for a shared a and lane b (vectors through pointers: a
+ * 32-byte vector by value would change the baseline ABI) */
+static inline void ds__bend_vdot(dsBend__V* r, const dsReal a[3], const dsBend__V b[3]) {
+  *r = b[0] * a[0] + b[1] * a[1] + b[2] * a[2];
+}
+/* r += s a (lane s, shared a) */
+static inline void ds__bend_vadd(dsBend__V r[3], const dsReal a[3], const dsBend__V* s) {
+  for (int c = 0; c < 3; c++) r[c] += *s * a[c];
+}
+/* dsu_cross3_bwd for shared a, b and lane adj_res into lane adj_a, adj_b */
+static inline void ds__bend_vcross_bwd(const dsReal a[3], const dsReal b[3], const dsBend__V g[3],
+                                       dsBend__V adj_a[3], dsBend__V adj_b[3]) {
+  const dsBend__V ta[3] = {g[2] * b[1] - g[1] * b[2], g[0] * b[2] - g[2] * b[0], g[1] * b[0] - g[0] * b[1]};
+  const dsBend__V tb[3] = {g[1] * a[2] - g[2] * a[1], g[2] * a[0] - g[0] * a[2], g[0] * a[1] - g[1] * a[0]};
+  for (int c = 0; c < 3; c++) {
+    adj_a[c] += ta[c];
+    adj_b[c] += tb[c];
+  }
+}
+
+/* rows k0 .. k0 + DS__BL - 1 of -Kx, -Kv (lane l: row k0 + l) */
+static inline void ds__bend_jac_lanes(const dsReal v[12], const dsBendParam* p, const dsBend__Pre* q, int k0,
+                                      dsBend__V ax[12], dsBend__V av[12]) {
+  const dsBend__Geo* g = &q->g;
+  const dsReal* d = q->d;
+  const dsReal s = q->s;
+  const dsBend__V zero = {0};
+  dsBend__V ef[12], as = zero;
+  for (int j = 0; j < 12; j++) {
+    for (int l = 0; l < DS__BL; l++) ef[j][l] = j == k0 + l ? 1 : 0;
+    as += ef[j] * d[j];
+  }
+  const dsBend__V ath = (-g->le * p->ke) * as, add = (-g->le * p->kd) * as;
+  dsBend__V ale = -q->el * as;
+  dsBend__V ad[12];
+  for (int j = 0; j < 12; j++) {
+    ad[j] = ef[j] * s + add * v[j];
+    av[j] = zero;
+    av[j] += add * d[j];
+    ax[j] = zero;
+  }
+  const dsReal *u1 = q->u1, *u2 = q->u2;
+  dsBend__V au1[3], au2[3];
+  for (int c = 0; c < 3; c++) {
+    au1[c] = ad[c] * g->le + ad[6 + c] * q->a13 + ad[9 + c] * q->b14;
+    au2[c] = ad[3 + c] * g->le + ad[6 + c] * q->a23 + ad[9 + c] * q->b24;
+  }
+  dsBend__V d1, d2, aa13, aa23, ab14, ab24, ng;
+  ds__bend_vdot(&d1, u1, ad);
+  ds__bend_vdot(&d2, u2, ad + 3);
+  ale += d1 + d2;
+  ds__bend_vdot(&aa13, u1, ad + 6);
+  ds__bend_vdot(&aa23, u2, ad + 6);
+  ds__bend_vdot(&ab14, u1, ad + 9);
+  ds__bend_vdot(&ab24, u2, ad + 9);
+  dsBend__V aeh[3] = {zero, zero, zero};
+  ds__bend_vadd(aeh, q->t14, &aa13);
+  ds__bend_vadd(ax, g->eh, &aa13);
+  ng = -aa13;
+  ds__bend_vadd(ax + 9, g->eh, &ng);
+  ds__bend_vadd(aeh, q->t24, &aa23);
+  ds__bend_vadd(ax + 3, g->eh, &aa23);
+  ng = -aa23;
+  ds__bend_vadd(ax + 9, g->eh, &ng);
+  ds__bend_vadd(aeh, q->t31, &ab14);
+  ds__bend_vadd(ax + 6, g->eh, &ab14);
+  ng = -ab14;
+  ds__bend_vadd(ax, g->eh, &ng);
+  ds__bend_vadd(aeh, q->t32, &ab24);
+  ds__bend_vadd(ax + 6, g->eh, &ab24);
+  ng = -ab24;
+  ds__bend_vadd(ax + 3, g->eh, &ng);
+  dsBend__V an1[3], an2[3];
+  const dsReal i1 = q->i1, i2 = q->i2;
+  for (int c = 0; c < 3; c++) {
+    an1[c] = au1[c] * i1;
+    an2[c] = au2[c] * i2;
+  }
+  ds__bend_vdot(&d1, g->n1, au1);
+  d1 = d1 * -2 * i1 * i1;
+  ds__bend_vadd(an1, g->n1, &d1);
+  ds__bend_vdot(&d2, g->n2, au2);
+  d2 = d2 * -2 * i2 * i2;
+  ds__bend_vadd(an2, g->n2, &d2);
+  const dsReal r2 = g->X * g->X + g->Y * g->Y;
+  dsBend__V ae[3] = {zero, zero, zero};
+  if (r2 > 0) {
+    const dsBend__V aY = ath * g->X / r2, aX = -ath * g->Y / r2, aXl = aX * g->le;
+    ds__bend_vadd(ae, q->c21, &aY);
+    ds__bend_vadd(an2, q->c1e, &aY);
+    ds__bend_vadd(an1, q->ce2, &aY);
+    ds__bend_vadd(an1, g->n2, &aXl);
+    ds__bend_vadd(an2, g->n1, &aXl);
+    ale += aX * q->n12;
+  }
+  if (g->le > 0) { /* dsu_normalize3_bwd */
+    const dsReal il = 1 / g->le;
+    dsBend__V ud;
+    ds__bend_vdot(&ud, g->eh, aeh);
+    for (int c = 0; c < 3; c++) ae[c] += (aeh[c] - ud * g->eh[c]) * il;
+  }
+  ds__bend_vadd(ae, g->eh, &ale);
+  dsBend__V aa[3] = {zero, zero, zero}, ab[3] = {zero, zero, zero};
+  for (int c = 0; c < 3; c++) {
+    ax[9 + c] += ae[c];
+    ax[6 + c] -= ae[c];
+  }
+  ds__bend_vcross_bwd(g->a1, g->b1, an1, aa, ab);
+  for (int c = 0; c < 3; c++) {
+    ax[6 + c] += aa[c];
+    ax[9 + c] += ab[c];
+    ax[c] -= aa[c];
+    ax[c] -= ab[c];
+    aa[c] = ab[c] = zero;
+  }
+  ds__bend_vcross_bwd(g->a2, g->b2, an2, aa, ab);
+  for (int c = 0; c < 3; c++) {
+    ax[9 + c] += aa[c];
+    ax[6 + c] += ab[c];
+    ax[3 + c] -= aa[c];
+    ax[3 + c] -= ab[c];
+  }
+}
+#endif
+
 /* ---- Jacobians (engine/forces.h "Jacobians") ------------------------------------
  * Kx = -df/dx, Kv = -df/dv (12 x 12, [x1..x4]). With d = grad theta,
  * Ht = Hess theta (symmetric), el = ke (theta - theta0) + kd d.v and
@@ -275,12 +412,29 @@ DS_HD DS_INLINE void ds__bend_bwd(const dsReal x[12], const dsReal v[12], const 
  * closed form (Tamstorf & Grinspun 2013) to keep in step with the force.
  * The passes share the geometry, d and the atan2 (ds__bend_pre: the
  * adjoint is linear in adj_f), which were most of each pass's cost: the
- * bending Jacobians were a third of control-cloth's implicit iteration.
+ * bending Jacobians were a third of control-cloth's implicit iteration;
+ * with GCC vector extensions the 12 passes run DS__BL at a time as lanes
+ * (ds__bend_jac_lanes, the same operations, so the same bits).
  * Degenerate hinge: both zero (as the force). */
 DS_HD DS_INLINE void ds__bend_jac(const dsReal x[12], const dsReal v[12], const dsBendParam* p,
                                  dsReal Kx[144], dsReal Kv[144]) {
   dsBend__Pre q;
   ds__bend_pre(x, v, p, &q);
+#if defined(DS__BL)
+  if (!q.ok) { /* the passes' -0 */
+    for (int k = 0; k < 144; k++) Kx[k] = Kv[k] = -(dsReal)0;
+    return;
+  }
+  for (int k0 = 0; k0 < 12; k0 += DS__BL) {
+    dsBend__V ax[12], av[12];
+    ds__bend_jac_lanes(v, p, &q, k0, ax, av);
+    for (int l = 0; l < DS__BL; l++)
+      for (int j = 0; j < 12; j++) {
+        Kx[12 * (k0 + l) + j] = -ax[j][l];
+        Kv[12 * (k0 + l) + j] = -av[j][l];
+      }
+  }
+#else
   for (int k = 0; k < 12; k++) {
     dsReal ek[12] = {0}, ax[12] = {0}, av[12] = {0};
     dsBendParam ap = {0, 0, 0};
@@ -291,6 +445,7 @@ DS_HD DS_INLINE void ds__bend_jac(const dsReal x[12], const dsReal v[12], const 
       Kv[12 * k + j] = -av[j];
     }
   }
+#endif
 }
 
 /* ---- loop over the model's bending edges ---------------------------------------

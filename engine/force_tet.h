@@ -222,63 +222,160 @@ DS_HD DS_INLINE void ds__tet_bwd(const dsReal x[12], const dsReal v[12], const d
 /* ---- Jacobians (engine/forces.h "Jacobians") ------------------------------------
  * Kx = -df/dx, Kv = -df/dv (12 x 12, [x0..x3]). In the edge variables
  * y = [c1, c2, c3] (w = [w1, w2, w3]) the kernel computes h = [h1, h2, h3]
- * and f = -S^T h, so Kx = S^T (dh/dy) S, Kv = S^T (dh/dw) S
- * (ds__jac_from_edges). With m_j = sum_i M_ij c_i (grad_y Ic = 2 m),
- * G = [g'_1, g'_2, g'_3] = grad_y det(Ds), Hd = Hess_y det(Ds) and
- * b = det B:
+ * and f = -S^T h, so Kx = S^T (dh/dy) S, Kv = S^T (dh/dw) S. With
+ * m_j = sum_i M_ij c_i (grad_y Ic = 2 m), G = [g'_1, g'_2, g'_3] =
+ * grad_y det(Ds), Hd = Hess_y det(Ds) and b = det B:
  *   dh/dy = phi M (x) I + 2 kmu/(Ic+1)^2 m m^T                (deviatoric)
  *         + sd Hd + k_lambda V0 b^2 G G^T + kd b^2 G (Hd w)^T   (volume)
  *   dh/dw = kd M (x) I + kd b^2 G G^T
- *   Hd: block (i, j) = -[c_k]x, block (j, i) = [c_k]x for (i, j, k) cyclic
- *       (det = c1 . (c2 x c3) is trilinear), zero diagonal blocks.
- * The activation enters through s (in sd) only. Symmetric: all but
- * kd b^2 G (Hd w)^T (the volume rate's direction turns with x); the rest
- * is the Hessian of E plus the damping share of s in sd Hd. Kv is
- * symmetric, PSD for kd >= 0. The elastic part is indefinite (sd Hd has
- * eigenvalues of both signs): Newton projects it. */
-DS_HD DS_INLINE void ds__tet_jac(const dsReal x[12], const dsReal v[12], const dsTetRest* r,
-                                const dsTetParam* p, dsReal Kx[144], dsReal Kv[144]) {
+ *   Hd: block (i, j) = [e_ij]x with e_ij = -c_k, e_ji = c_k for (i, j, k)
+ *       cyclic, e_ii = 0 (det = c1 . (c2 x c3) is trilinear), so
+ *   (Hd w)_i = c_j x w_k - c_k x w_j   ((i, j, k) cyclic).
+ * Every term is a Kronecker product with I or a rank-one product of
+ * 3-vectors, and S^T maps both to the same kind: a vector z over the
+ * edges lifts to the vertices as z~ = S^T z (z~_0 = -sum_a z_a,
+ * z~_{a+1} = z_a), M to M~ = S^T M S (4 x 4), [e]x blocks to the
+ * [e~_pq]x of the Hessian of det over the vertices (e~_pq = -e~_qp, the
+ * difference of the other two vertices' edges, up to sign:
+ * e~_01 = c2 - c3, e~_02 = c3 - c1, e~_03 = c1 - c2, e~_12 = -c3,
+ * e~_13 = c2, e~_23 = -c1). So the 4 x 4 grid of 3 x 3 blocks of
+ * wx Kx + wv Kv is assembled directly:
+ *   block (p, q) = al M~_pq I + bm m~_p m~_q^T + gs [e~_pq]x + kg g~_p g~_q^T
+ *                + ka g~_p (Hd w)~_q^T
+ *   al = wx phi + wv kd,  bm = 2 wx kmu/(Ic+1)^2,  gs = wx sd,
+ *   kg = b^2 (wx k_lambda V0 + wv kd),  ka = wx kd b^2,
+ * the symmetric part (all but the ka term) symmetric bit for bit. The activation enters
+ * through s (in sd) only. The ka term is the only unsymmetric one (the
+ * volume rate's direction turns with x); the rest is the Hessian of E
+ * plus the damping share of s in sd Hd. Kv is symmetric, PSD for
+ * kd >= 0. The elastic part is indefinite (sd Hd has eigenvalues of both
+ * signs): Newton projects it. (Against forming the 9 x 9 dh/dy and
+ * mapping it with S: the same values up to rounding, a third of the
+ * instructions on control-fem, and Newton's h Kv + h^2 Kx in one pass.) */
+typedef struct dsTet__Jac {
+  dsReal Mt[16];                        /* M~ = S^T M S, row-major 4 x 4 */
+  dsReal mt[4][3], gt[4][3], hw[4][3];  /* m~, g~ = grad_x det(Ds), (Hd w)~ */
+  dsReal et[6][3];                      /* e~_pq, p < q: 01 02 03 12 13 23 */
+  dsReal phi, cm, sd, kl, kd, b2;       /* cm = 2 kmu/(Ic+1)^2, kl = k_lambda V0 */
+} dsTet__Jac;
+
+/* z~ = S^T z: z~_0 = -(z_0 + z_1 + z_2), z~_{a+1} = z_a */
+DS_HD DS_INLINE void ds__tet_lift(const dsReal z[3][3], dsReal zt[4][3]) {
+  for (int c = 0; c < 3; c++) {
+    zt[0][c] = -(z[0][c] + z[1][c] + z[2][c]);
+    for (int a = 0; a < 3; a++) zt[a + 1][c] = z[a][c];
+  }
+}
+
+DS_HD DS_INLINE void ds__tet_jac_prep(const dsReal x[12], const dsReal v[12], const dsTetRest* r,
+                                     const dsTetParam* p, dsTet__Jac* q) {
   dsTet__Fwd t;
   ds__tet_prep(x, v, r, &t);
   const dsReal* M = r->M;
   const dsReal detB = M[6], V0 = r->vol;
   const dsReal kmu = p->k_mu * V0, kd = p->k_damp * V0;
   const dsReal ip1 = 1 / (t.Ic + 1);
-  const dsReal phi = kmu * (1 - ip1);
-  const dsReal s = p->k_lambda * V0 * (t.J - 1 + p->act) - (dsReal)0.75 * kmu + kd * (t.gw * detB);
-  const dsReal sd = s * detB;
-  dsReal mv[9], G[9], w[9], Hd[81], Hw[9], Ky[81], Kw[81];
-  for (int j = 0; j < 3; j++)
-    for (int c = 0; c < 3; c++) {
-      mv[3 * j + c] = t.c[0][c] * ds__tet_m(M, 0, j) + t.c[1][c] * ds__tet_m(M, 1, j) + t.c[2][c] * ds__tet_m(M, 2, j);
-      G[3 * j + c] = t.g[j][c];
-      w[3 * j + c] = t.w[j][c];
+  q->phi = kmu * (1 - ip1);
+  q->cm = 2 * kmu * ip1 * ip1;
+  q->sd = (p->k_lambda * V0 * (t.J - 1 + p->act) - (dsReal)0.75 * kmu + kd * (t.gw * detB)) * detB;
+  q->kl = p->k_lambda * V0;
+  q->kd = kd;
+  q->b2 = detB * detB;
+  dsReal m[3][3], hw[3][3], u[3], s[3];
+  dsReal rs[3] = {0, 0, 0}, tot = 0;
+  for (int a = 0; a < 3; a++)
+    for (int b = 0; b < 3; b++) {
+      const dsReal mab = ds__tet_m(M, a, b);
+      q->Mt[4 * (a + 1) + b + 1] = mab;
+      rs[a] += mab;
     }
-  for (int k = 0; k < 81; k++) Hd[k] = 0;
-  for (int i = 0; i < 3; i++) {
-    const int j = (i + 1) % 3, k = (i + 2) % 3;
-    const dsReal* u = t.c[k];
-    const dsReal X[9] = {0, -u[2], u[1], u[2], 0, -u[0], -u[1], u[0], 0};
-    for (int a = 0; a < 3; a++)
-      for (int b = 0; b < 3; b++) {
-        Hd[9 * (3 * i + a) + 3 * j + b] = -X[3 * a + b];
-        Hd[9 * (3 * j + a) + 3 * i + b] = X[3 * a + b];
+  for (int a = 0; a < 3; a++) {
+    q->Mt[4 * (a + 1)] = q->Mt[a + 1] = -rs[a];
+    tot += rs[a];
+    const int j = (a + 1) % 3, k = (a + 2) % 3;
+    for (int c = 0; c < 3; c++)
+      m[a][c] = t.c[0][c] * ds__tet_m(M, 0, a) + t.c[1][c] * ds__tet_m(M, 1, a) + t.c[2][c] * ds__tet_m(M, 2, a);
+    dsu_cross3(u, t.c[j], t.w[k]);
+    dsu_cross3(s, t.c[k], t.w[j]);
+    dsu_sub3(hw[a], u, s);
+  }
+  q->Mt[0] = tot;
+  ds__tet_lift(m, q->mt);
+  ds__tet_lift(t.g, q->gt);
+  ds__tet_lift(hw, q->hw);
+  for (int c = 0; c < 3; c++) { /* 0-based edges: c[a] is c_{a+1} above */
+    q->et[0][c] = t.c[1][c] - t.c[2][c];
+    q->et[1][c] = t.c[2][c] - t.c[0][c];
+    q->et[2][c] = t.c[0][c] - t.c[1][c];
+    q->et[3][c] = -t.c[2][c];
+    q->et[4][c] = t.c[1][c];
+    q->et[5][c] = -t.c[0][c];
+  }
+}
+
+/* Row r of vertex p's rows of K (r a constant where inlined, so x[] stays
+ * in registers): entry (o, c) is
+ *   ((bm (m~_pr m~_oc) + kg (g~_pr g~_oc)) + X_c) + ka g~_pr (Hd w)~_oc,
+ * X = row r of al M~_po I + [E_po]x, E_po = gs e~_po: a product of two
+ * entries first and the same sums in the same order on both sides of the
+ * diagonal, so all but the ka term is symmetric bit for bit. */
+DS_HD DS_INLINE void ds__tet_jac_row(const dsReal mf[12], const dsReal gf[12], const dsReal hf[12],
+                                    const dsReal d[4], const dsReal E[4][3], dsReal bm, dsReal kg,
+                                    dsReal ka, int p, int r, dsReal row[12]) {
+  const int r1 = r == 2 ? 0 : r + 1, r2 = r == 0 ? 2 : r - 1;
+  const dsReal a = mf[3 * p + r], g = gf[3 * p + r], kp = ka * g;
+  for (int o = 0; o < 4; o++) { /* row r of [e]x: (r, r1) = -e_r2, (r, r2) = e_r1 */
+    dsReal x[3];
+    x[r] = d[o];
+    x[r1] = -E[o][r2];
+    x[r2] = E[o][r1];
+    for (int c = 0; c < 3; c++)
+      row[3 * o + c] = ((bm * (a * mf[3 * o + c]) + kg * (g * gf[3 * o + c])) + x[c]) + kp * hf[3 * o + c];
+  }
+}
+
+/* K = wx Kx + wv Kv (12 x 12, row-major) from the prepared terms. */
+DS_HD DS_INLINE void ds__tet_jac_blocks(const dsTet__Jac* q, dsReal wx, dsReal wv, dsReal K[144]) {
+  const dsReal al = wx * q->phi + wv * q->kd, bm = wx * q->cm, gs = wx * q->sd;
+  const dsReal kg = q->b2 * (wx * q->kl + wv * q->kd), ka = wx * q->kd * q->b2;
+  dsReal mf[12], gf[12], hf[12]; /* local: K aliases none of them */
+  for (int j = 0; j < 12; j++) {
+    mf[j] = q->mt[j / 3][j % 3];
+    gf[j] = q->gt[j / 3][j % 3];
+    hf[j] = q->hw[j / 3][j % 3];
+  }
+  dsReal E[4][4][3], d[4][4]; /* gs e~_po (antisymmetric in p, o); al M~_po */
+  int pq = 0;
+  for (int p = 0; p < 4; p++) {
+    for (int o = 0; o < 4; o++) d[p][o] = al * q->Mt[4 * p + o];
+    for (int c = 0; c < 3; c++) E[p][p][c] = 0;
+    for (int o = p + 1; o < 4; o++, pq++)
+      for (int c = 0; c < 3; c++) {
+        E[p][o][c] = gs * q->et[pq][c];
+        E[o][p][c] = -E[p][o][c];
       }
   }
-  for (int i = 0; i < 9; i++) {
-    Hw[i] = 0;
-    for (int j = 0; j < 9; j++) Hw[i] += Hd[9 * i + j] * w[j];
+  for (int p = 0; p < 4; p++) {
+    ds__tet_jac_row(mf, gf, hf, d[p], E[p], bm, kg, ka, p, 0, K + 12 * (3 * p));
+    ds__tet_jac_row(mf, gf, hf, d[p], E[p], bm, kg, ka, p, 1, K + 12 * (3 * p + 1));
+    ds__tet_jac_row(mf, gf, hf, d[p], E[p], bm, kg, ka, p, 2, K + 12 * (3 * p + 2));
   }
-  const dsReal cm = 2 * kmu * ip1 * ip1, b2 = detB * detB;
-  for (int i = 0; i < 9; i++)
-    for (int j = 0; j < 9; j++) {
-      const dsReal mij = (i % 3 == j % 3) ? ds__tet_m(M, i / 3, j / 3) : 0;
-      Ky[9 * i + j] = phi * mij + cm * mv[i] * mv[j] + sd * Hd[9 * i + j] +
-                      b2 * G[i] * (p->k_lambda * V0 * G[j] + kd * Hw[j]);
-      Kw[9 * i + j] = kd * mij + kd * b2 * G[i] * G[j];
-    }
-  ds__jac_from_edges(4, Ky, Kx);
-  ds__jac_from_edges(4, Kw, Kv);
+}
+
+DS_HD DS_INLINE void ds__tet_jac(const dsReal x[12], const dsReal v[12], const dsTetRest* r,
+                                const dsTetParam* p, dsReal Kx[144], dsReal Kv[144]) {
+  dsTet__Jac q;
+  ds__tet_jac_prep(x, v, r, p, &q);
+  ds__tet_jac_blocks(&q, 1, 0, Kx);
+  ds__tet_jac_blocks(&q, 0, 1, Kv);
+}
+
+/* K = wx Kx + wv Kv in one pass (Newton's h^2 Kx + h Kv: engine/sparse.c) */
+DS_HD DS_INLINE void ds__tet_jac_comb(const dsReal x[12], const dsReal v[12], const dsTetRest* r,
+                                     const dsTetParam* p, dsReal wx, dsReal wv, dsReal K[144]) {
+  dsTet__Jac q;
+  ds__tet_jac_prep(x, v, r, p, &q);
+  ds__tet_jac_blocks(&q, wx, wv, K);
 }
 
 /* ---- loop over the model's tets --------------------------------------------------
@@ -337,6 +434,19 @@ DS_HD DS_INLINE void ds__tet_jac_elem(const dsModel* m, const dsForceFwd* a, int
   ds__gather3(xl, a->x, idx, 4);
   ds__gather3(vl, a->v, idx, 4);
   ds__tet_jac(xl, vl, &r, &p, Kx, Kv);
+}
+
+/* wx Kx + wv Kv (144) of tet e at a->x, a->v, a->act. */
+DS_HD DS_INLINE void ds__tet_jac_comb_elem(const dsModel* m, const dsForceFwd* a, int e, dsReal wx, dsReal wv,
+                                          dsReal* K) {
+  dsReal xl[12], vl[12];
+  const int* idx = m->tet_idx + 4 * (size_t)e;
+  dsTetRest r;
+  ds__tet_rest_load(m, e, &r);
+  dsTetParam p = {m->tet_k_mu[e], m->tet_k_lambda[e], m->tet_k_damp[e], a->act ? a->act[e] : 0};
+  ds__gather3(xl, a->x, idx, 4);
+  ds__gather3(vl, a->v, idx, 4);
+  ds__tet_jac_comb(xl, vl, &r, &p, wx, wv, K);
 }
 
 #if defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__)

@@ -21,6 +21,15 @@
 
 _Static_assert(DS__NFORCE <= 16, "dsBlockSparse.jrow holds a first real per force row");
 
+/* x86-64 with GCC or Clang target attributes: the element Jacobians and
+ * the block products are also compiled for AVX2 and chosen at run time
+ * (the same operations, no FMA, so the same bits) */
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(DS_NO_AVX2) && defined(__has_attribute)
+#  if __has_attribute(target)
+#    define DS__BSR_AVX2 1
+#  endif
+#endif
+
 int ds__bsr_elem_nvert(int k) {
   const dsForceModel* F = &ds__forces[k];
   return F->nvert > 0 ? F->nvert : ds__forces[F->into].nvert;
@@ -37,6 +46,7 @@ void ds__bsr_free(dsBlockSparse* A) {
   ds__free(A->col);
   ds__free(A->diag);
   ds__free(A->val);
+  ds__free(A->valc);
   ds__free(A->src_start);
   ds__free(A->src);
   ds__free(A->src_ld);
@@ -176,7 +186,8 @@ int ds__bsr_create(const dsModel* m, dsBlockSparse** out) {
   }
   A->njac = nj;
   const size_t nb = (size_t)A->nnzb, n3 = 3 * (size_t)A->n;
-  A->val = ds__malloc(sizeof(dsReal) * 9 * (nb ? nb : 1));
+  A->val = ds__calloc(9 * nb + DS__BSR_PAD, sizeof(dsReal));
+  A->valc = ds__calloc(9 * nb + DS__BSR_PAD, sizeof(dsReal));
   A->src_start = ds__calloc(nb + 1, sizeof(int));
   A->jk = ds__malloc(sizeof(dsReal) * (nj ? nj : 1));
   A->dinv = ds__malloc(sizeof(dsReal) * 9 * (A->n ? (size_t)A->n : 1));
@@ -184,7 +195,7 @@ int ds__bsr_create(const dsModel* m, dsBlockSparse** out) {
   A->tr = ds__malloc(sizeof(int) * (nb ? nb : 1));
   A->part = ds__malloc(sizeof(dsReal) * (n3 / DS__BSR_CHUNK + 1));
   int* cursor = ds__calloc(nb + 1, sizeof(int));
-  if (!A->val || !A->src_start || !A->jk || !A->dinv || !A->work || !A->part || !A->tr || !cursor) {
+  if (!A->val || !A->valc || !A->src_start || !A->jk || !A->dinv || !A->work || !A->part || !A->tr || !cursor) {
     ds__free(cursor);
     ds__bsr_free(A);
     return DS_ERR_NOMEM;
@@ -218,14 +229,52 @@ static void spring_proj(const dsModel* m, const dsForceFwd* a, int e, dsReal* Kx
   ds__spring_jac_proj(xl, vl, &p, Kx);
 }
 
-/* phase 1: every element's (and particle's contact) h Kv + h^2 Kx into jk:
- * Kx in place, Kv on the stack. The sum rounds as the gather's
- * h kv + h^2 kx did when it read Kx and Kv apart. */
+/* One element's h Kv + h^2 Kx into Kx (its place in jk): Kx in place, Kv
+ * on the stack; the sum rounds as the gather's h kv + h^2 kx did when it
+ * read Kx and Kv apart. The tets' exact blocks come combined from their
+ * kernel (ds__tet_jac_comb: the same matrix up to rounding, in a third of
+ * the instructions). The tets' and
+ * the hinges' kernels are called directly (flattened in, so the AVX2 copy
+ * below compiles them for AVX2: their 12-wide rows and 4-lane passes are
+ * vector code; the same operations, so the same bits), the others through
+ * the table. */
+#define DS__BSR_ELEM_JAC_BODY                                                                \
+  {                                                                                          \
+    if (k == DS__F_TET && !projected) { /* h Kv + h^2 Kx in one pass (engine/force_tet.h) */ \
+      ds__tet_jac_comb_elem(m, a, e, h2, h, Kx);                                             \
+      return;                                                                                \
+    }                                                                                        \
+    dsReal Kv[DS__BSR_NNMAX * DS__BSR_NNMAX];                                                \
+    if (k == DS__F_BEND) ds__bend_jac_elem(m, a, e, Kx, Kv);                                 \
+    else ds__force_jac[k](m, a, e, Kx, Kv);                                                  \
+    if (projected) {                                                                         \
+      if (k == DS__F_SPRING) spring_proj(m, a, e, Kx);                                       \
+      else ds__sym_project_psd(nn, Kx);                                                      \
+      ds__sym_project_psd(nn, Kv);                                                           \
+    }                                                                                        \
+    const size_t sz = (size_t)nn * (size_t)nn;                                               \
+    for (size_t q = 0; q < sz; q++) Kx[q] = h * Kv[q] + h2 * Kx[q];                          \
+  }
+typedef void (*dsBsr__ElemJac)(const dsModel* m, const dsForceFwd* a, int k, int e, int nn, dsReal h, dsReal h2,
+                               int projected, dsReal* Kx);
+DS__FLATTEN static void elem_jac_base(const dsModel* m, const dsForceFwd* a, int k, int e, int nn, dsReal h,
+                                      dsReal h2, int projected, dsReal* Kx) DS__BSR_ELEM_JAC_BODY
+#if defined(DS__BSR_AVX2)
+__attribute__((target("avx2"))) DS__FLATTEN static void elem_jac_avx2(const dsModel* m, const dsForceFwd* a, int k,
+                                                                      int e, int nn, dsReal h, dsReal h2,
+                                                                      int projected, dsReal* Kx) DS__BSR_ELEM_JAC_BODY
+#endif
+
+/* phase 1: every element's (and particle's contact) h Kv + h^2 Kx into jk */
 static void element_jacobians(dsBlockSparse* A, const dsModel* m, const dsReal* x, const dsReal* v,
                               const dsReal* act, dsReal h, int projected) {
   const dsReal h2 = h * h;
   dsForceLayout L;
   ds__force_layout(m, &L);
+  dsBsr__ElemJac ej = elem_jac_base;
+#if defined(DS__BSR_AVX2)
+  if (__builtin_cpu_supports("avx2")) ej = elem_jac_avx2;
+#endif
 #pragma omp parallel if (DS__BSR_PAR(A))
   {
     for (int k = 0; k < DS__NFORCE; k++) {
@@ -234,17 +283,7 @@ static void element_jacobians(dsBlockSparse* A, const dsModel* m, const dsReal* 
       const dsForceFwd a = {x, v, act && L.act[k] >= 0 ? act + L.act[k] : NULL, NULL, NULL, NULL};
       const size_t sz = (size_t)nn * (size_t)nn;
 #pragma omp for schedule(static)
-      for (int e = 0; e < cnt; e++) {
-        dsReal* Kx = A->jk + A->jrow[k] + sz * (size_t)e;
-        dsReal Kv[DS__BSR_NNMAX * DS__BSR_NNMAX];
-        ds__force_jac[k](m, &a, e, Kx, Kv);
-        if (projected) {
-          if (k == DS__F_SPRING) spring_proj(m, &a, e, Kx);
-          else ds__sym_project_psd(nn, Kx);
-          ds__sym_project_psd(nn, Kv);
-        }
-        for (size_t q = 0; q < sz; q++) Kx[q] = h * Kv[q] + h2 * Kx[q];
-      }
+      for (int e = 0; e < cnt; e++) ej(m, &a, k, e, nn, h, h2, projected, A->jk + A->jrow[k] + sz * (size_t)e);
     }
     if (A->jcontact != (size_t)-1) {
 #pragma omp for schedule(static)
@@ -271,35 +310,60 @@ void ds__bsr_assemble(dsBlockSparse* A, const dsModel* m, const dsReal* x, const
     for (int i = 0; i < n; i++)
       for (int b = A->row_start[i]; b < A->row_start[i + 1]; b++) {
         const int j = A->col[b];
-        dsReal* o = A->val + 9 * (size_t)b;
-        if (m->mass[i] == 0 || m->mass[j] == 0) { /* fixed: identity row and column */
-          for (int c = 0; c < 9; c++) o[c] = (i == j && c % 4 == 0) ? 1 : 0;
-          continue;
-        }
+        dsReal *o = A->val + 9 * (size_t)b, *oc = A->valc + 9 * (size_t)b;
         dsReal acc[9];
-        for (int c = 0; c < 9; c++) acc[c] = (i == j && c % 4 == 0) ? m->mass[i] : 0;
-        for (int s = A->src_start[b]; s < A->src_start[b + 1]; s++) {
-          const dsReal* k = A->jk + A->src[s];
-          const int ld = A->src_ld[s];
-          for (int r = 0; r < 3; r++)
-            for (int c = 0; c < 3; c++) acc[3 * r + c] += k[ld * r + c];
+        if (m->mass[i] == 0 || m->mass[j] == 0) { /* fixed: identity row and column */
+          for (int c = 0; c < 9; c++) acc[c] = (i == j && c % 4 == 0) ? 1 : 0;
+        } else {
+          for (int c = 0; c < 9; c++) acc[c] = (i == j && c % 4 == 0) ? m->mass[i] : 0;
+          for (int s = A->src_start[b]; s < A->src_start[b + 1]; s++) {
+            const dsReal* k = A->jk + A->src[s];
+            const int ld = A->src_ld[s];
+            for (int r = 0; r < 3; r++)
+              for (int c = 0; c < 3; c++) acc[3 * r + c] += k[ld * r + c];
+          }
         }
-        for (int c = 0; c < 9; c++) o[c] = acc[c];
+        for (int r = 0; r < 3; r++)
+          for (int c = 0; c < 3; c++) {
+            o[3 * r + c] = acc[3 * r + c];
+            oc[3 * c + r] = acc[3 * r + c];
+          }
       }
   );
+  A->valc_ok = 1;
 }
 
-void ds__bsr_matvec(const dsBlockSparse* A, const dsReal* x, dsReal* y) {
+/* The products. Row i of y = A x sums A_(i,j) x_j over its blocks, and of
+ * y = A^T x sums A_(j,i)^T x_j (block tr[b]); each block's contribution
+ * is, per component r,
+ *   (B_r0 x_j0 + B_r1 x_j1) + B_r2 x_j2
+ * added to the row's running sum, in block order. The vector kernel
+ * (GCC vector extensions, four lanes of which three are used) computes
+ * the three components at once as columns times x_j's entries: A's
+ * columns are contiguous in valc, A^T's (the rows of A_(j,i)) in val. The
+ * same operations lane by lane (no FMA: -ffp-contract=off), so the same
+ * bits as the scalar loop, which stays for other compilers and for a val
+ * filled by the caller (valc_ok 0). On x86-64 the vector kernel is also
+ * compiled for AVX2 (one instruction per vector instead of two) and
+ * chosen at run time, as the tets' quads are (engine/force_tet.h). */
+static void matvec_scalar(const dsBlockSparse* A, const dsReal* x, dsReal* y, int trans) {
   const int n = A->n;
   DS__PAR_FOR(DS__BSR_PAR(A),
     for (int i = 0; i < n; i++) {
       dsReal s0 = 0, s1 = 0, s2 = 0;
       for (int b = A->row_start[i]; b < A->row_start[i + 1]; b++) {
-        const dsReal* a = A->val + 9 * (size_t)b;
         const dsReal* xj = x + 3 * (size_t)A->col[b];
-        s0 += a[0] * xj[0] + a[1] * xj[1] + a[2] * xj[2];
-        s1 += a[3] * xj[0] + a[4] * xj[1] + a[5] * xj[2];
-        s2 += a[6] * xj[0] + a[7] * xj[1] + a[8] * xj[2];
+        if (trans) {
+          const dsReal* a = A->val + 9 * (size_t)A->tr[b]; /* block (j, i), used transposed */
+          s0 += a[0] * xj[0] + a[3] * xj[1] + a[6] * xj[2];
+          s1 += a[1] * xj[0] + a[4] * xj[1] + a[7] * xj[2];
+          s2 += a[2] * xj[0] + a[5] * xj[1] + a[8] * xj[2];
+        } else {
+          const dsReal* a = A->val + 9 * (size_t)b;
+          s0 += a[0] * xj[0] + a[1] * xj[1] + a[2] * xj[2];
+          s1 += a[3] * xj[0] + a[4] * xj[1] + a[5] * xj[2];
+          s2 += a[6] * xj[0] + a[7] * xj[1] + a[8] * xj[2];
+        }
       }
       y[3 * (size_t)i] = s0;
       y[3 * (size_t)i + 1] = s1;
@@ -307,27 +371,67 @@ void ds__bsr_matvec(const dsBlockSparse* A, const dsReal* x, dsReal* y) {
     }
   );
 }
+
+#if defined(__GNUC__)
+#  define DS__BSR_VEC 1
+typedef dsReal dsBsr__V __attribute__((vector_size(4 * sizeof(dsReal))));
+/* four reals from p (unaligned) */
+#  define DS__BSR_LD4(v, p) memcpy(&(v), (p), sizeof(v))
+/* y = B x: cols the column-major blocks of B (valc for A, val for A^T),
+ * blk the block of each pattern entry (tr for A^T; NULL: the entry itself) */
+#  define DS__BSR_MV_BODY                                                            \
+    {                                                                                \
+      const dsReal* cols = trans ? A->val : A->valc;                                 \
+      const int* blk = trans ? A->tr : NULL;                                         \
+      const int n = A->n;                                                            \
+      DS__PAR_FOR(DS__BSR_PAR(A),                                                    \
+        for (int i = 0; i < n; i++) {                                                \
+          dsBsr__V s = {0, 0, 0, 0};                                                 \
+          for (int b = A->row_start[i]; b < A->row_start[i + 1]; b++) {              \
+            const dsReal* a = cols + 9 * (size_t)(blk ? blk[b] : b);                 \
+            const dsReal* xj = x + 3 * (size_t)A->col[b];                            \
+            dsBsr__V c0, c1, c2;                                                     \
+            DS__BSR_LD4(c0, a);                                                      \
+            DS__BSR_LD4(c1, a + 3);                                                  \
+            DS__BSR_LD4(c2, a + 6);                                                  \
+            s += (c0 * xj[0] + c1 * xj[1]) + c2 * xj[2];                             \
+          }                                                                          \
+          y[3 * (size_t)i] = s[0];                                                   \
+          y[3 * (size_t)i + 1] = s[1];                                               \
+          y[3 * (size_t)i + 2] = s[2];                                               \
+        }                                                                            \
+      );                                                                             \
+    }
+static void matvec_vec(const dsBlockSparse* A, const dsReal* x, dsReal* y, int trans) DS__BSR_MV_BODY
+#  if defined(DS__BSR_AVX2)
+__attribute__((target("avx2"))) static void matvec_avx2(const dsBlockSparse* A, const dsReal* x, dsReal* y,
+                                                        int trans) DS__BSR_MV_BODY
+#  endif
+#endif
+
+static void matvec_any(const dsBlockSparse* A, const dsReal* x, dsReal* y, int trans) {
+  if (!A->valc_ok) {
+    matvec_scalar(A, x, y, trans);
+    return;
+  }
+#if defined(DS__BSR_AVX2)
+  if (__builtin_cpu_supports("avx2")) {
+    matvec_avx2(A, x, y, trans);
+    return;
+  }
+#endif
+#if defined(DS__BSR_VEC)
+  matvec_vec(A, x, y, trans);
+#else
+  matvec_scalar(A, x, y, trans);
+#endif
+}
+
+void ds__bsr_matvec(const dsBlockSparse* A, const dsReal* x, dsReal* y) { matvec_any(A, x, y, 0); }
 
 static dsReal dot(const dsBlockSparse* A, const dsReal* a, const dsReal* b, size_t len);
 
-void ds__bsr_matvec_t(const dsBlockSparse* A, const dsReal* x, dsReal* y) {
-  const int n = A->n;
-  DS__PAR_FOR(DS__BSR_PAR(A),
-    for (int i = 0; i < n; i++) {
-      dsReal s0 = 0, s1 = 0, s2 = 0;
-      for (int b = A->row_start[i]; b < A->row_start[i + 1]; b++) {
-        const dsReal* a = A->val + 9 * (size_t)A->tr[b]; /* block (j, i), used transposed */
-        const dsReal* xj = x + 3 * (size_t)A->col[b];
-        s0 += a[0] * xj[0] + a[3] * xj[1] + a[6] * xj[2];
-        s1 += a[1] * xj[0] + a[4] * xj[1] + a[7] * xj[2];
-        s2 += a[2] * xj[0] + a[5] * xj[1] + a[8] * xj[2];
-      }
-      y[3 * (size_t)i] = s0;
-      y[3 * (size_t)i + 1] = s1;
-      y[3 * (size_t)i + 2] = s2;
-    }
-  );
-}
+void ds__bsr_matvec_t(const dsBlockSparse* A, const dsReal* x, dsReal* y) { matvec_any(A, x, y, 1); }
 
 dsReal ds__bsr_dot(const dsBlockSparse* A, const dsReal* a, const dsReal* b, size_t len) {
   return dot(A, a, b, len);
@@ -373,6 +477,14 @@ static void axpy(dsReal* y, const dsReal* x, dsReal s, size_t len) {
   );
 }
 
+/* 1 when x (len reals) is all zeros: the first residual is then b itself,
+ * without the product (Newton's directions and the adjoint start from 0) */
+static int all_zero(const dsReal* x, size_t len) {
+  for (size_t k = 0; k < len; k++)
+    if (x[k] != 0) return 0;
+  return 1;
+}
+
 int ds__bsr_pcg(dsBlockSparse* A, const dsReal* b, dsReal* x, dsReal tol, int maxit, int* iters, dsReal* resid) {
   const size_t len = 3 * (size_t)A->n;
   dsReal *r = A->work, *z = r + len, *p = z + len, *q = p + len;
@@ -393,7 +505,8 @@ int ds__bsr_pcg(dsBlockSparse* A, const dsReal* b, dsReal* x, dsReal tol, int ma
     rc = 0;
     goto done;
   }
-  ds__bsr_matvec(A, x, q);
+  if (all_zero(x, len)) memset(q, 0, sizeof(dsReal) * len);
+  else ds__bsr_matvec(A, x, q);
   for (size_t t = 0; t < len; t++) r[t] = b[t] - q[t];
   precondition(A, r, z);
   memcpy(p, z, sizeof(dsReal) * len);
@@ -485,8 +598,11 @@ int ds__bsr_bicgstab(dsBlockSparse* A, int trans, const dsReal* b, dsReal* x, ds
     goto done;
   }
   dsReal rho, alpha, omega;
+  int x0 = all_zero(x, len);
 restart: /* from the true residual of x (at the start, and when the recurrence's r drifted from it) */
-  mv(A, x, t);
+  if (x0) memset(t, 0, sizeof(dsReal) * len);
+  else mv(A, x, t);
+  x0 = 0;
   for (size_t k = 0; k < len; k++) {
     r[k] = b[k] - t[k];
     rh[k] = r[k];

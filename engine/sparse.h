@@ -38,6 +38,9 @@
 
 /* reals per chunk of the solver's fixed-order sums */
 #define DS__BSR_CHUNK 1024
+/* zeros after val's and valc's last block: the products load a block's
+ * rows (columns) four reals at a time */
+#define DS__BSR_PAD 1
 
 typedef struct dsChol dsChol;
 
@@ -47,7 +50,13 @@ typedef struct dsBlockSparse {
   int* row_start; /* n + 1: blocks of row i are row_start[i] .. row_start[i+1]-1 */
   int* col;       /* nnzb: block column, ascending within a row */
   int* diag;      /* n: index of block (i, i) */
-  dsReal* val;    /* nnzb x 9, row-major blocks */
+  dsReal* val;    /* nnzb x 9, row-major blocks (and DS__BSR_PAD zeros) */
+  /* the same blocks column-major (valc[9 b + 3 c + r] = val[9 b + 3 r + c]),
+   * written beside val by ds__bsr_assemble for A x's vector kernel;
+   * valc_ok: valc holds val's values (0 after create: a caller that fills
+   * val itself gets the scalar product) */
+  dsReal* valc;
+  int valc_ok;
   /* assembly sources: block b sums src[src_start[b] .. src_start[b+1]-1],
    * each an offset into jk of the 3 x 3 sub-block's first entry, whose
    * rows are src_ld[s] reals apart (the element's 3 nvert) */

@@ -17,7 +17,8 @@
  * backend refuses it (its CPU backend runs it: tests/test_batch_implicit);
  * the walker at 10x its bundled step: the activations' gradient of a planar
  * model does not change when the loss weights z by 1e10 (the adjoint's
- * row-by-row refinement).
+ * row-by-row refinement); the block products' vector kernel gives the
+ * scalar loop's bits.
  * With the CHOLMOD preconditioner (where the build has it): its factor
  * solves (J + J^T) / 2 to rounding, the gradients equal block-Jacobi's to
  * the solver tolerances, and checkpoints and threads keep the bits. */
@@ -456,6 +457,43 @@ static void bitwise_checks(void) {
   ds_set_num_threads(1);
   CHECK(st[0] == st[1]);
   CHECK(gt[0] == gt[1]);
+  ds_model_free(m);
+}
+
+/* The block products (engine/sparse.c): the vector kernel over the
+ * column-major copy the assembly writes (valc) gives the scalar loop's
+ * bits, A x and A^T x, on an assembled exact Jacobian (tets sliding in
+ * contact: not symmetric, so the two products differ). Deterministic
+ * inputs: the random stream stays the gradient checks'. */
+static void product_checks(void) {
+  dsModel* m = block_model(3, 2, 2, 5e-3);
+  dsBlockSparse* A;
+  CHECK_INT_EQ(ds__bsr_create(m, &A), 0);
+  const size_t n3 = 3 * (size_t)m->nparticle;
+  dsReal *x = malloc(sizeof(dsReal) * n3), *v = malloc(sizeof(dsReal) * n3), *u = malloc(sizeof(dsReal) * n3);
+  dsReal *y[2][2];
+  for (size_t k = 0; k < n3; k++) {
+    x[k] = m->x0[k] + 0.003 * sin(0.7 * (double)k);
+    v[k] = 0.2 * cos(1.3 * (double)k);
+    u[k] = sin((double)k + 1);
+  }
+  ds__bsr_assemble(A, m, x, v, NULL, 5e-3, 0);
+  CHECK(A->valc_ok == 1);
+  for (int t = 0; t < 2; t++)
+    for (int vec = 0; vec < 2; vec++) {
+      y[t][vec] = malloc(sizeof(dsReal) * n3);
+      A->valc_ok = vec;
+      if (t) ds__bsr_matvec_t(A, u, y[t][vec]);
+      else ds__bsr_matvec(A, u, y[t][vec]);
+    }
+  for (int t = 0; t < 2; t++) CHECK(memcmp(y[t][0], y[t][1], sizeof(dsReal) * n3) == 0);
+  CHECK(memcmp(y[0][1], y[1][1], sizeof(dsReal) * n3) != 0);
+  for (int t = 0; t < 2; t++)
+    for (int vec = 0; vec < 2; vec++) free(y[t][vec]);
+  free(x);
+  free(v);
+  free(u);
+  ds__bsr_free(A);
   ds_model_free(m);
 }
 
@@ -999,6 +1037,7 @@ int main(void) {
   gradient_checks();
   aero_bitwise_checks();
   walker_checks();
+  product_checks();
   fprintf(stderr, "worst error / tolerance over all accepted comparisons: %.3g\n", g_worst);
   return DST_RESULT();
 }
