@@ -1232,7 +1232,7 @@ static double body_value(const dsSysid* s, const char* name, int b, int which) {
 /* K (6 x 6, above) of body b's vertices v0..v1 on their lowest level (x at
  * reset, p the centre of mass); returns their number. u x e_x = (0, u_z,
  * -u_y), u x e_z = (u_y, -u_x, 0). */
-static int friction_gram(const dsReal* x, int v0, int v1, const dsReal* p, double K[36]) {
+static int friction_gram(const dsReal* x, int v0, int v1, const double* p, double K[36]) {
   double ymin = INFINITY, ymax = -INFINITY;
   for (int v = v0; v < v1; v++) {
     ymin = fmin(ymin, (double)x[3 * v + 1]);
