@@ -2,7 +2,7 @@
 with the simulator's gradients, for comparison with ppo_walker.py.
 
     python python/examples/learn_walker.py [--method shac] [--envs 8] [--horizon 16]
-        [--iterations 150] [--seed 0] [--lr-schedule linear] [--target-tau 0.2]
+        [--iterations 150] [--seed 0] [--lr-schedule constant] [--target-tau 0.2]
         [--out learn_walker] [--set physics.substeps=960]
 
 The task is ppo_walker.py's: the walker's dense reward (the forward progress
@@ -16,8 +16,8 @@ env_steps, seconds, displacement) (docs/learning.md quotes a run).
 --plot PNG CSV...: one figure of the evaluations of several runs (seeds)
 with their median, beside SB3 PPO's figures of docs/rl.md. --summary
 CSV...: the table of docs/learning.md (first evaluation >= 1 m and >= 6.33 m,
-best, final, and the share of the evaluations after the first >= 6.33 m
-that stay there).
+best, final, mean of the last 10, and the share of the evaluations after the
+first >= 6.33 m that stay there).
 """
 import argparse
 import csv
@@ -75,11 +75,12 @@ def plot_runs(png, csvs, baseline=None, baseline_label="baseline", title="SHAC (
 
 def summarize(csvs, target=6.33):
     """Per run (OUT_eval.csv): env steps of the first evaluation >= 1 m and
-    >= target, best, final, and "holds": the share of the evaluations after
-    the first >= target that are >= target too; then the medians."""
+    >= target, best, final, the mean of the last 10 evaluations, and "holds":
+    the share of the evaluations after the first >= target that are >= target
+    too; then the medians."""
     import numpy as np
-    print(f"| run | first >= 1 m at | first >= {target} m at | best | final | holds |")
-    print("|---|---|---|---|---|---|")
+    print(f"| run | first >= 1 m at | first >= {target} m at | best | final | last 10 (mean) | holds |")
+    print("|---|---|---|---|---|---|---|")
     cols = []
     for path in csvs:
         with open(path) as f:
@@ -89,18 +90,18 @@ def summarize(csvs, target=6.33):
         later = [d for _, d in rows[it + 1:]] if it is not None else []
         held = sum(d >= target for d in later) / len(later) if later else float("nan")
         c = [rows[i1][0] if i1 is not None else np.inf, rows[it][0] if it is not None else np.inf,
-             max(d for _, d in rows), rows[-1][1], held]
+             max(d for _, d in rows), rows[-1][1], float(np.mean([d for _, d in rows[-10:]])), held]
         cols.append(c)
         print("| " + " | ".join([os.path.basename(path).replace("_eval.csv", ""), *cells(c)]) + " |")
     c = np.array(cols)
-    m = [*np.median(c[:, :4], axis=0), np.nanmedian(c[:, 4]) if np.isfinite(c[:, 4]).any() else np.nan]
+    m = [*np.median(c[:, :5], axis=0), np.nanmedian(c[:, 5]) if np.isfinite(c[:, 5]).any() else np.nan]
     print("| median | " + " | ".join(cells(m)) + " |")
 
 
 def cells(c):
     """A summary row's cells: env steps ("never" when not reached), m, %."""
     steps = ["never" if v == float("inf") else f"{v:,.0f}" for v in c[:2]]
-    return [*steps, f"{c[2]:.2f}", f"{c[3]:.2f}", "-" if c[4] != c[4] else f"{100 * c[4]:.0f}%"]
+    return [*steps, f"{c[2]:.2f}", f"{c[3]:.2f}", f"{c[4]:.2f}", "-" if c[5] != c[5] else f"{100 * c[5]:.0f}%"]
 
 
 def main():
@@ -111,8 +112,9 @@ def main():
     ap.add_argument("--iterations", type=int, default=150)
     ap.add_argument("--eval-every", type=int, default=50)
     ap.add_argument("--lr", type=float, default=1e-3)
-    ap.add_argument("--lr-schedule", choices=list(dl.LR_SCHEDULES), default="constant",
-                    help="linear: actor and critic learning rates decay to 0 over the iterations")
+    ap.add_argument("--lr-schedule", choices=list(dl.LR_SCHEDULES), default="linear",
+                    help="linear (default here; the library's is constant): actor and critic learning rates "
+                    "decay to 0 over the iterations")
     ap.add_argument("--target-tau", type=float, default=0.0,
                     help="soft-update fraction of a target critic after each critic fit (0: none)")
     ap.add_argument("--seed", type=int, default=0)
@@ -154,7 +156,8 @@ def main():
                 csv.writer(f).writerow([it + 1, env_steps, f"{time.time() - t0:.1f}", f"{ev:.6g}"])
 
     train("walker", num_envs=a.envs, horizon=a.horizon, iterations=a.iterations, lr=a.lr, seed=a.seed,
-          hidden=(128, 128), lr_schedule=a.lr_schedule, target_tau=a.target_tau or None, log_csv=f"{a.out}.csv", progress=True, callback=report, overwrite=a.overwrite, **over)
+          hidden=(128, 128), lr_schedule=a.lr_schedule, target_tau=a.target_tau or None, log_csv=f"{a.out}.csv",
+          progress=True, callback=report, overwrite=a.overwrite, **over)
 
 
 if __name__ == "__main__":
