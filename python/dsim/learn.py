@@ -50,7 +50,8 @@ from . import _lib
 from ._lib import DsimError, ptr, real_dtype
 from .lockstep import Lockstep
 
-__all__ = ["Rollout", "MLPPolicy", "CNNPolicy", "Critic", "RunningNorm", "train_bptt", "train_shac", "evaluate"]
+__all__ = ["Rollout", "MLPPolicy", "CNNPolicy", "Critic", "RunningNorm", "train_bptt", "train_shac", "evaluate",
+           "lr_factor", "LR_SCHEDULES"]
 
 _TDTYPE = torch.float64 if real_dtype == np.float64 else torch.float32
 
@@ -373,13 +374,18 @@ class Critic(torch.nn.Module):
 
 
 # ---- training ------------------------------------------------------------------------------
-class _Log:
-    """CSV rows (one per update) and a progress line on stderr."""
+LR_SCHEDULES = ("constant", "linear")
 
-    def __init__(self, path: str | None, fields, total: int, progress: bool):
-        self.f = open(path, "w", newline="") if path else None
+
+class _Log:
+    """CSV rows (one per update) and a progress line on stderr; append=True
+    continues an existing log (a resumed run) without a second header."""
+
+    def __init__(self, path: str | None, fields, total: int, progress: bool, append: bool = False):
+        append = append and bool(path) and os.path.exists(path)
+        self.f = open(path, "a" if append else "w", newline="") if path else None
         self.w = csv.DictWriter(self.f, fieldnames=fields) if self.f else None
-        if self.w:
+        if self.w and not append:
             self.w.writeheader()
         self.total, self.progress, self.t0 = total, progress, time.time()
 
@@ -401,11 +407,113 @@ class _Log:
             self.f.close()
 
 
-def _save(path, it, policy, critic, opts, args):
+def lr_factor(schedule: str, it: int, iterations: int) -> float:
+    """The learning rate of update `it` (0-based, of `iterations`) over the
+    initial one: constant 1; linear 1 - it / iterations (SHAC's decay: the
+    last update's is 1 / iterations, the value at the end 0)."""
+    return 1.0 if schedule == "constant" else max(0.0, 1.0 - it / iterations)
+
+
+@torch.no_grad()
+def _polyak(target: torch.nn.Module, critic: torch.nn.Module, tau: float):
+    """Soft update of the target critic's weights: theta' <- (1 - tau) theta' + tau theta
+    (tau = 1 copies the critic)."""
+    for pt, p in zip(target.net.parameters(), critic.net.parameters()):
+        pt.mul_(1.0 - tau).add_(p, alpha=tau)
+
+
+def _td_targets(vals: torch.Tensor, rew: torch.Tensor, gamma: float, lam: float) -> torch.Tensor:
+    """TD(lambda) targets of a window, N x H, from the values at obs_0..obs_H
+    (N x (H + 1)) and the rewards (N x H):
+        G_k = r_k + gamma ((1 - lambda) V(obs_{k+1}) + lambda G_{k+1}),  G_H = V(obs_H)."""
+    H = rew.shape[1]
+    target = torch.empty_like(rew)
+    g = vals[:, -1]
+    for k in reversed(range(H)):
+        g = rew[:, k] + gamma * ((1 - lam) * vals[:, k + 1] + lam * g)
+        target[:, k] = g
+    return target
+
+
+def _fit_critic(s: dict, obs_l, rew: torch.Tensor, ended: bool, a) -> float:
+    """The critic regressed on the window's TD(lambda) targets (computed with
+    the target critic when there is one), critic_iters Adam steps; then the
+    target's soft update. Returns the last step's loss."""
+    critic = s["critic"]
+    vnet = s["target"] if s["target"] is not None else critic
+    with torch.no_grad():
+        vals = torch.stack([vnet(o) for o in obs_l], 1)   # N x (H + 1)
+        if ended:
+            vals[:, -1] = 0                              # nothing after the episode's last step
+        y = _td_targets(vals, rew.detach(), a["gamma"], a["lam"]).reshape(-1)
+    x = torch.stack([o.detach() for o in obs_l[:-1]], 1).flatten(0, 1)  # (N H) x obs (x h x w)
+    closs = 0.0
+    for _ in range(a["critic_iters"]):
+        s["copt"].zero_grad()
+        cl = ((critic(x) - y) ** 2).mean()
+        cl.backward()
+        s["copt"].step()
+        closs = float(cl.detach())
+    if s["target"] is not None:
+        _polyak(s["target"], critic, a["target_tau"])
+    return closs
+
+
+def _check_options(env: str, a: dict, use_critic: bool):
+    if a["lr_schedule"] not in LR_SCHEDULES:
+        raise DsimError(env, f"dsim.learn lr_schedule: {a['lr_schedule']!r}; expected one of {', '.join(LR_SCHEDULES)}")
+    tau = a["target_tau"]
+    if tau and not 0 < tau <= 1:
+        raise DsimError(env, f"dsim.learn target_tau: {tau}; expected a number in (0, 1] (None or 0: no target critic)")
+    if tau and not use_critic:
+        raise DsimError(env, "dsim.learn target_tau: needs a critic (train_shac, or train_bptt with "
+                        "terminal_value=True)")
+
+
+def _build(ro: Rollout, a: dict, use_critic: bool) -> dict:
+    """Policy, critic, its target copy (same normaliser, same weights) and the optimisers."""
+    hidden = a["hidden"]
+    if ro.images:  # pixels in: a CNN encoder, the critic on its (normalised) features
+        policy = CNNPolicy(ro.image_shape, ro.action_size, hidden, ro.action_scale)
+    else:
+        policy = MLPPolicy(ro.obs_size, ro.action_size, hidden, ro.action_scale)
+    csize = policy.features if ro.images else ro.obs_size
+    critic = Critic(csize, policy.norm, hidden) if use_critic else None
+    target = None
+    if critic is not None and a["target_tau"]:
+        target = Critic(csize, policy.norm, hidden)
+        target.net.load_state_dict(critic.net.state_dict())
+        target.net.requires_grad_(False)  # moved by _polyak only
+    opt = torch.optim.Adam(policy.net.parameters(), lr=a["lr"])
+    copt = torch.optim.Adam(critic.net.parameters(), lr=a["critic_lr"]) if critic else None
+    return dict(policy=policy, critic=critic, target=target, opt=opt, copt=copt, it=-1, env_steps=0, episode=0)
+
+
+def _save(path, s: dict, a: dict):
+    """Everything a run needs to go on (resume=path): networks, the target
+    critic, optimisers, the schedule's position (iteration), env steps and
+    episode count, and the arguments."""
     if not path:
         return
-    torch.save({"iteration": it, "policy": policy.state_dict(), "critic": critic.state_dict() if critic else None,
-                "optimizers": [o.state_dict() for o in opts], "args": args}, path)
+    sd = lambda m: m.state_dict() if m is not None else None  # noqa: E731
+    torch.save({"iteration": s["it"], "env_steps": s["env_steps"], "episode": s["episode"],
+                "policy": sd(s["policy"]), "critic": sd(s["critic"]), "target_critic": sd(s["target"]),
+                "optimizers": [o.state_dict() for o in (s["opt"], s["copt"]) if o is not None],
+                "args": {k: v for k, v in a.items() if k != "hidden"} | {"hidden": list(a["hidden"])}}, path)
+
+
+def _restore(path: str, s: dict, a: dict):
+    """A checkpoint of the same method, env and networks into s (in place)."""
+    ck = torch.load(path, weights_only=False)
+    for key in ("method", "env", "num_envs", "target_tau"):
+        if ck["args"].get(key) != a[key]:
+            raise DsimError(path, f"resume: the checkpoint's {key} is {ck['args'].get(key)!r}, this run's {a[key]!r}")
+    for key, mod in (("policy", s["policy"]), ("critic", s["critic"]), ("target_critic", s["target"])):
+        if mod is not None:
+            mod.load_state_dict(ck[key])
+    for o, st in zip([o for o in (s["opt"], s["copt"]) if o is not None], ck["optimizers"]):
+        o.load_state_dict(st)
+    s.update(it=ck["iteration"], env_steps=ck["env_steps"], episode=ck["episode"] + 1)  # envs start a new episode
 
 
 def _rollout_window(ro: Rollout, policy, obs, state, H: int, gamma: float):
@@ -420,119 +528,120 @@ def _rollout_window(ro: Rollout, policy, obs, state, H: int, gamma: float):
     return obs_l, rew_l, state
 
 
-def _train(method: str, env: str, num_envs: int, horizon: int, iterations: int, gamma: float, lam: float,
-           lr: float, critic_lr: float, clip: float, seed: int, hidden, terminal_value: bool, critic_iters: int,
-           log_csv, checkpoint, checkpoint_every: int, progress: bool, callback, config, overrides,
-           overwrite: bool = False):
+def _actor_step(s: dict, obs_l, rew: torch.Tensor, ended: bool, a: dict):
+    """One Adam step of the policy on -mean(sum_k gamma^k r_k + gamma^H V(obs_H)) / H
+    (V: the target critic if any, else the critic, else 0); (loss, grad norm)."""
+    H, n = rew.shape[1], rew.shape[0]
+    disc = a["gamma"] ** torch.arange(H, dtype=_TDTYPE)
+    vnet = s["target"] if s["target"] is not None else s["critic"]
+    last_v = vnet(obs_l[-1]) if vnet is not None and not ended else torch.zeros(n, dtype=_TDTYPE)
+    actor_loss = -((rew * disc).sum(1) + a["gamma"] ** H * last_v).mean() / H
+    s["opt"].zero_grad()
+    actor_loss.backward()
+    params = s["policy"].net.parameters()
+    gn = torch.nn.utils.clip_grad_norm_(params, a["clip"]) if a["clip"] > 0 else torch.tensor(0.0)
+    s["opt"].step()
+    return float(actor_loss.detach()), float(gn)
+
+
+def _train(a: dict, log_csv, checkpoint, checkpoint_every: int, progress: bool, callback, config, overrides,
+           overwrite: bool = False, resume: str | None = None):
+    env, num_envs, iterations = a["env"], a["num_envs"], a["iterations"]
+    use_critic = a["method"] == "shac" or a["terminal_value"]
+    _check_options(env, a, use_critic)
     if not overwrite:  # before any work: a finished run's log or policy is never lost
         for path, what in ((log_csv, "log_csv"), (checkpoint, "checkpoint")):
-            if path and os.path.exists(path):
+            if path and os.path.exists(path) and not (resume and (path == resume or what == "log_csv")):
                 raise DsimError(path, f"{what}: exists; refusing to replace it (overwrite=True replaces it)",
                                 _lib.DS_ERR_IO)
-    torch.manual_seed(seed)
-    np.random.seed(seed)
+    torch.manual_seed(a["seed"])
+    np.random.seed(a["seed"])
     ro = Rollout(env, num_envs, config=config, **overrides)
-    if ro.images:  # pixels in: a CNN encoder, the critic on its (normalised) features
-        policy = CNNPolicy(ro.image_shape, ro.action_size, hidden, ro.action_scale)
-    else:
-        policy = MLPPolicy(ro.obs_size, ro.action_size, hidden, ro.action_scale)
-    use_critic = method == "shac" or terminal_value
-    critic = Critic(policy.features if ro.images else ro.obs_size, policy.norm, hidden) if use_critic else None
-    opt = torch.optim.Adam(policy.net.parameters(), lr=lr)
-    copt = torch.optim.Adam(critic.net.parameters(), lr=critic_lr) if critic else None
-    args = dict(method=method, env=env, num_envs=num_envs, horizon=horizon, gamma=gamma, lam=lam, lr=lr, seed=seed)
+    s = _build(ro, a, use_critic)
+    if resume:
+        _restore(resume, s, a)
+    policy = s["policy"]
     log = _Log(log_csv, ["iteration", "env_steps", "reward_per_step", "actor_loss", "critic_loss", "grad_norm",
-                         "seconds"], iterations, progress)
-    episode = 0
-    obs, state = ro.reset(seed * 100003 + episode * num_envs)
-    env_steps, history, t0 = 0, [], time.time()
-    for it in range(iterations):
+                         "seconds", "lr"], iterations, progress, append=bool(resume))
+    new_episode = lambda: ro.reset(a["seed"] * 100003 + s["episode"] * num_envs)  # noqa: E731
+    obs, state = new_episode()
+    history, t0 = [], time.time()
+    for it in range(s["it"] + 1, iterations):
+        f = lr_factor(a["lr_schedule"], it, iterations)
+        for o, lr0 in ((s["opt"], a["lr"]), (s["copt"], a["critic_lr"])):
+            for g in (o.param_groups if o is not None else ()):
+                g["lr"] = lr0 * f
         if ro.steps_taken >= ro.num_steps:
-            episode += 1
-            obs, state = ro.reset(seed * 100003 + episode * num_envs)
+            s["episode"] += 1
+            obs, state = new_episode()
         try:
-            obs_l, rew_l, state = _rollout_window(ro, policy, obs.detach(), state.detach(), horizon, gamma)
+            obs_l, rew_l, state = _rollout_window(ro, policy, obs.detach(), state.detach(), a["horizon"], a["gamma"])
         except DsimError:  # a diverged or inverted env: start every env over
-            episode += 1
-            obs, state = ro.reset(seed * 100003 + episode * num_envs)
+            s["episode"] += 1
+            obs, state = new_episode()
             continue
-        H = len(rew_l)
-        env_steps += H * num_envs
+        s["env_steps"] += len(rew_l) * num_envs
         rew = torch.stack(rew_l, 1)                               # N x H
-        disc = gamma ** torch.arange(H, dtype=_TDTYPE)
-        ret = (rew * disc).sum(1)
-        last_v = critic(obs_l[-1]) if critic is not None else torch.zeros(num_envs, dtype=_TDTYPE)
-        if ro.steps_taken >= ro.num_steps:
-            last_v = last_v * 0  # the episode ends: nothing after it
-        actor_loss = -(ret + gamma ** H * last_v).mean() / H
-        opt.zero_grad()
-        actor_loss.backward()
-        gn = torch.nn.utils.clip_grad_norm_(policy.net.parameters(), clip) if clip > 0 else torch.tensor(0.0)
-        opt.step()
-        closs = 0.0
-        if critic is not None:  # TD(lambda) targets from the (detached) window
-            with torch.no_grad():
-                vals = torch.stack([critic(o) for o in obs_l], 1)   # N x (H + 1)
-                if ro.steps_taken >= ro.num_steps:
-                    vals[:, -1] = 0
-                target = torch.empty(num_envs, H, dtype=_TDTYPE)
-                g = vals[:, -1]
-                for k in reversed(range(H)):
-                    g = rew[:, k].detach() + gamma * ((1 - lam) * vals[:, k + 1] + lam * g)
-                    target[:, k] = g
-            x = torch.stack([o.detach() for o in obs_l[:-1]], 1).flatten(0, 1)  # (N H) x obs (x h x w)
-            y = target.reshape(-1)
-            for _ in range(critic_iters):
-                copt.zero_grad()
-                cl = ((critic(x) - y) ** 2).mean()
-                cl.backward()
-                copt.step()
-                closs = float(cl.detach())
+        ended = ro.steps_taken >= ro.num_steps
+        actor_loss, gn = _actor_step(s, obs_l, rew, ended, a)
+        closs = _fit_critic(s, obs_l, rew, ended, a) if s["critic"] is not None else 0.0
         obs, state = obs_l[-1].detach(), state.detach()
-        row = dict(iteration=it, env_steps=env_steps, reward_per_step=float(rew.detach().mean()),
-                   actor_loss=float(actor_loss.detach()), critic_loss=closs, grad_norm=float(gn),
-                   seconds=time.time() - t0)
+        s["it"] = it
+        row = dict(iteration=it, env_steps=s["env_steps"], reward_per_step=float(rew.detach().mean()),
+                   actor_loss=actor_loss, critic_loss=closs, grad_norm=gn, seconds=time.time() - t0,
+                   lr=a["lr"] * f)
         history.append(row)
         log.row(row)
         if callback:
-            callback(it, policy, env_steps)
+            callback(it, policy, s["env_steps"])
         if checkpoint and checkpoint_every and (it + 1) % checkpoint_every == 0:
-            _save(checkpoint, it, policy, critic, [opt] + ([copt] if copt else []), args)
-    if checkpoint:
-        _save(checkpoint, iterations - 1, policy, critic, [opt] + ([copt] if copt else []), args)
+            _save(checkpoint, s, a)
+    _save(checkpoint, s, a)
     log.close()
-    return dict(policy=policy, critic=critic, history=history, rollout=ro)
+    return dict(policy=policy, critic=s["critic"], target_critic=s["target"], history=history, rollout=ro)
 
 
 def train_bptt(env: str, num_envs: int = 16, horizon: int = 8, iterations: int = 100, gamma: float = 0.99,
                lr: float = 1e-3, clip: float = 1.0, seed: int = 0, hidden=(64, 64), terminal_value: bool = False,
-               critic_lr: float = 1e-3, lam: float = 0.95, critic_iters: int = 8, log_csv: str | None = None,
-               checkpoint: str | None = None, checkpoint_every: int = 0, progress: bool = False, callback=None,
+               critic_lr: float = 1e-3, lam: float = 0.95, critic_iters: int = 8, lr_schedule: str = "constant",
+               target_tau: float | None = None, log_csv: str | None = None, checkpoint: str | None = None,
+               checkpoint_every: int = 0, resume: str | None = None, progress: bool = False, callback=None,
                config=None, overwrite: bool = False, **overrides):
     """Truncated back-propagation through time: each update rolls the N envs
     `horizon` steps on from where the last window ended (a new episode at
     the end of one), and steps the policy on -mean(sum_k gamma^k r_k +
     gamma^H V(obs_H)) / H, differentiated through policy and physics; V is 0,
-    or a TD(lambda) critic with terminal_value. callback(iteration, policy,
-    env_steps) runs after every update (evaluations). Returns {"policy", "critic",
-    "history" (the CSV rows), "rollout"}. log_csv and checkpoint name files
-    that must not exist unless overwrite=True (DsimError before any work)."""
-    return _train("bptt", env, num_envs, horizon, iterations, gamma, lam, lr, critic_lr, clip, seed, hidden,
-                  terminal_value, critic_iters, log_csv, checkpoint, checkpoint_every, progress, callback, config,
-                  overrides, overwrite)
+    or a TD(lambda) critic with terminal_value. lr_schedule "linear" decays
+    both learning rates linearly to 0 over the iterations; target_tau (with
+    terminal_value) keeps a target critic, soft-updated by that fraction after
+    each critic fit, which gives V in the actor loss and the TD targets.
+    callback(iteration, policy, env_steps) runs after every update
+    (evaluations). Returns {"policy", "critic", "target_critic", "history"
+    (the CSV rows), "rollout"}. log_csv and checkpoint name files that must
+    not exist unless overwrite=True (DsimError before any work); resume=path
+    goes on from a checkpoint of the same method, env and networks up to
+    `iterations` (the envs start a new episode; a log_csv is appended to,
+    the checkpoint may be the resumed file)."""
+    a = dict(method="bptt", env=env, num_envs=num_envs, horizon=horizon, iterations=iterations, gamma=gamma, lam=lam,
+             lr=lr, critic_lr=critic_lr, clip=clip, seed=seed, hidden=tuple(hidden), terminal_value=terminal_value,
+             critic_iters=critic_iters, lr_schedule=lr_schedule, target_tau=target_tau or None)
+    return _train(a, log_csv, checkpoint, checkpoint_every, progress, callback, config, overrides, overwrite, resume)
 
 
 def train_shac(env: str, num_envs: int = 16, horizon: int = 8, iterations: int = 100, gamma: float = 0.99,
                lam: float = 0.95, lr: float = 1e-3, critic_lr: float = 1e-3, clip: float = 1.0, seed: int = 0,
-               hidden=(64, 64), critic_iters: int = 8, log_csv: str | None = None, checkpoint: str | None = None,
-               checkpoint_every: int = 0, progress: bool = False, callback=None, config=None,
-               overwrite: bool = False, **overrides):
+               hidden=(64, 64), critic_iters: int = 8, lr_schedule: str = "constant", target_tau: float | None = None,
+               log_csv: str | None = None, checkpoint: str | None = None, checkpoint_every: int = 0,
+               resume: str | None = None, progress: bool = False, callback=None, config=None, overwrite: bool = False,
+               **overrides):
     """Short-horizon actor-critic (SHAC, Xu et al. 2022): the actor as in
     train_bptt with the critic's value at the horizon's end; the critic
-    regressed on TD(lambda) targets of each window."""
-    return _train("shac", env, num_envs, horizon, iterations, gamma, lam, lr, critic_lr, clip, seed, hidden, True,
-                  critic_iters, log_csv, checkpoint, checkpoint_every, progress, callback, config, overrides,
-                  overwrite)
+    regressed on TD(lambda) targets of each window. lr_schedule, target_tau,
+    resume and the files: as train_bptt."""
+    a = dict(method="shac", env=env, num_envs=num_envs, horizon=horizon, iterations=iterations, gamma=gamma, lam=lam,
+             lr=lr, critic_lr=critic_lr, clip=clip, seed=seed, hidden=tuple(hidden), terminal_value=True,
+             critic_iters=critic_iters, lr_schedule=lr_schedule, target_tau=target_tau or None)
+    return _train(a, log_csv, checkpoint, checkpoint_every, progress, callback, config, overrides, overwrite, resume)
 
 
 @torch.no_grad()

@@ -2,7 +2,8 @@
 with the simulator's gradients, for comparison with ppo_walker.py.
 
     python python/examples/learn_walker.py [--method shac] [--envs 8] [--horizon 16]
-        [--iterations 150] [--seed 0] [--out learn_walker] [--set physics.substeps=960]
+        [--iterations 150] [--seed 0] [--lr-schedule constant] [--target-tau 0.2]
+        [--out learn_walker] [--set physics.substeps=960]
 
 The task is ppo_walker.py's: the walker's dense reward (the forward progress
 of the centre of mass each step; an episode's rewards sum to its
@@ -13,7 +14,10 @@ end, the displacement of whole evaluation episodes (4 envs, seeds 1000..)
 against the env steps trained so far, also written to OUT_eval.csv (updates,
 env_steps, seconds, displacement) (docs/learning.md quotes a run).
 --plot PNG CSV...: one figure of the evaluations of several runs (seeds)
-with their median, beside SB3 PPO's figures of docs/rl.md.
+with their median, beside SB3 PPO's figures of docs/rl.md. --summary
+CSV...: the table of docs/learning.md (first evaluation >= 1 m and >= 6.33 m,
+best, final, mean of the last 10, and the share of the evaluations after the
+first >= 6.33 m that stay there).
 """
 import argparse
 import csv
@@ -28,35 +32,76 @@ import torch  # noqa: E402
 import dsim.learn as dl  # noqa: E402
 
 
-def plot_runs(png, csvs):
-    """Each run's evaluation displacement against env steps and their median,
-    with PPO's figures from docs/rl.md (5 seeds, 150,000 env steps) marked."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+def median_curve(csvs):
+    """(env steps, median displacement) of several runs' OUT_eval.csv on the
+    shortest run's evaluation points."""
     import numpy as np
-    fig, ax = plt.subplots(figsize=(6.4, 3.8), dpi=90)
     curves = []
     for path in csvs:
         with open(path) as f:
             rows = list(csv.DictReader(f))
-        x = np.array([float(r["env_steps"]) for r in rows])
-        y = np.array([float(r["displacement"]) for r in rows])
-        ax.plot(x, y, "-", lw=1, alpha=0.6, label=os.path.basename(path).replace("_eval.csv", ""))
-        curves.append((x, y))
+        curves.append((np.array([float(r["env_steps"]) for r in rows]),
+                       np.array([float(r["displacement"]) for r in rows])))
     grid = min((c[0] for c in curves), key=len)
+    return grid, np.median([np.interp(grid, cx, cy) for cx, cy in curves], axis=0), curves
+
+
+def plot_runs(png, csvs, baseline=None, baseline_label="baseline", title="SHAC (dsim.learn)"):
+    """Each run's evaluation displacement against env steps and their median,
+    with PPO's figures from docs/rl.md (5 seeds, 150,000 env steps) marked;
+    baseline: other runs (OUT_eval.csv) whose median is drawn dashed."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(6.4, 3.8), dpi=90)
+    grid, med, curves = median_curve(csvs)
+    for path, (x, y) in zip(csvs, curves):
+        ax.plot(x, y, "-", lw=1, alpha=0.6, label=os.path.basename(path).replace("_eval.csv", ""))
     if len(curves) > 1:
-        ax.plot(grid, np.median([np.interp(grid, cx, cy) for cx, cy in curves], axis=0), "k-", lw=2.2,
-                label="median")
+        ax.plot(grid, med, "k-", lw=2.2, label="median")
+    if baseline:
+        bx, by, _ = median_curve(baseline)
+        ax.plot(bx, by, "--", color="gray", lw=1.6, label=f"median, {baseline_label}")
     ax.axhline(6.33, color="tab:red", ls="--", lw=1, label="PPO at 151,552 steps (median, 40 episodes)")
     ax.axvline(88800, color="tab:red", ls=":", lw=1, label="PPO's 40-episode mean first >= 1 m (median)")
     ax.axhline(0.0, color="gray", ls="-", lw=0.5)
     ax.set_xlabel("env steps trained (all 8 envs)")
     ax.set_ylabel("evaluation Δx, m (4 episodes)")
-    ax.set_title("SHAC (dsim.learn) on the walker")
+    ax.set_title(f"{title} on the walker")
     ax.legend(fontsize=6.5, ncol=2)
     fig.tight_layout()
     fig.savefig(png)
+
+
+def summarize(csvs, target=6.33):
+    """Per run (OUT_eval.csv): env steps of the first evaluation >= 1 m and
+    >= target, best, final, the mean of the last 10 evaluations, and "holds":
+    the share of the evaluations after the first >= target that are >= target
+    too; then the medians."""
+    import numpy as np
+    print(f"| run | first >= 1 m at | first >= {target} m at | best | final | last 10 (mean) | holds |")
+    print("|---|---|---|---|---|---|---|")
+    cols = []
+    for path in csvs:
+        with open(path) as f:
+            rows = [(int(r["env_steps"]), float(r["displacement"])) for r in csv.DictReader(f)]
+        first = lambda v: next((i for i, (_, d) in enumerate(rows) if d >= v), None)  # noqa: E731
+        i1, it = first(1.0), first(target)
+        later = [d for _, d in rows[it + 1:]] if it is not None else []
+        held = sum(d >= target for d in later) / len(later) if later else float("nan")
+        c = [rows[i1][0] if i1 is not None else np.inf, rows[it][0] if it is not None else np.inf,
+             max(d for _, d in rows), rows[-1][1], float(np.mean([d for _, d in rows[-10:]])), held]
+        cols.append(c)
+        print("| " + " | ".join([os.path.basename(path).replace("_eval.csv", ""), *cells(c)]) + " |")
+    c = np.array(cols)
+    m = [*np.median(c[:, :5], axis=0), np.nanmedian(c[:, 5]) if np.isfinite(c[:, 5]).any() else np.nan]
+    print("| median | " + " | ".join(cells(m)) + " |")
+
+
+def cells(c):
+    """A summary row's cells: env steps ("never" when not reached), m, %."""
+    steps = ["never" if v == float("inf") else f"{v:,.0f}" for v in c[:2]]
+    return [*steps, f"{c[2]:.2f}", f"{c[3]:.2f}", f"{c[4]:.2f}", "-" if c[5] != c[5] else f"{100 * c[5]:.0f}%"]
 
 
 def main():
@@ -67,18 +112,30 @@ def main():
     ap.add_argument("--iterations", type=int, default=150)
     ap.add_argument("--eval-every", type=int, default=50)
     ap.add_argument("--lr", type=float, default=1e-3)
+    ap.add_argument("--lr-schedule", choices=list(dl.LR_SCHEDULES), default="linear",
+                    help="linear (default here; the library's is constant): actor and critic learning rates "
+                    "decay to 0 over the iterations")
+    ap.add_argument("--target-tau", type=float, default=0.0,
+                    help="soft-update fraction of a target critic after each critic fit (0: none)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default="learn_walker")
     ap.add_argument("--set", action="append", default=[], help="config key=value (e.g. physics.substeps=960)")
     ap.add_argument("--plot", nargs="+", metavar=("PNG", "CSV"), help="only plot the runs' OUT_eval.csv into PNG")
+    ap.add_argument("--baseline", nargs="+", metavar="CSV", help="with --plot: runs whose median is drawn dashed")
+    ap.add_argument("--baseline-label", default="baseline", help="with --baseline: its legend entry")
+    ap.add_argument("--title", default="SHAC (dsim.learn)", help="with --plot: the figure's title (+ on the walker)")
+    ap.add_argument("--summary", nargs="+", metavar="CSV", help="only print the table of the runs' OUT_eval.csv")
     ap.add_argument("--overwrite", action="store_true", help="replace existing output files")
     a = ap.parse_args()
+    if a.summary:
+        summarize(a.summary)
+        return
     outs = [a.plot[0]] if a.plot else [f"{a.out}.csv", f"{a.out}_eval.csv"]
     for path in outs:  # before any work: an earlier run's files are never replaced unasked
         if os.path.exists(path) and not a.overwrite:
             sys.exit(f"learn_walker.py: {path} exists; refusing to replace it (--overwrite replaces it)")
     if a.plot:
-        plot_runs(a.plot[0], a.plot[1:])
+        plot_runs(a.plot[0], a.plot[1:], a.baseline, a.baseline_label, a.title)
         return
     torch.set_num_threads(1)
     over = dict(state="full", reward="dense")
@@ -99,7 +156,8 @@ def main():
                 csv.writer(f).writerow([it + 1, env_steps, f"{time.time() - t0:.1f}", f"{ev:.6g}"])
 
     train("walker", num_envs=a.envs, horizon=a.horizon, iterations=a.iterations, lr=a.lr, seed=a.seed,
-          hidden=(128, 128), log_csv=f"{a.out}.csv", progress=True, callback=report, overwrite=a.overwrite, **over)
+          hidden=(128, 128), lr_schedule=a.lr_schedule, target_tau=a.target_tau or None, log_csv=f"{a.out}.csv",
+          progress=True, callback=report, overwrite=a.overwrite, **over)
 
 
 if __name__ == "__main__":
