@@ -391,14 +391,22 @@ DS_HD DS_INLINE void ds__tet_rest_load(const dsModel* m, int e, dsTetRest* r) {
   for (int k = 0; k < DS_TET_NREST; k++) r->M[k] = p[k * DS_TET_LANES];
   r->vol = p[DS_TET_NREST * DS_TET_LANES];
 }
-DS_HD DS_INLINE void ds__tet_fwd_elem(const dsModel* m, const dsForceFwd* a, int e) {
-  dsReal xl[12], vl[12];
+/* Tet e's vertices (x, v at a), rest data and parameters (activation from a). */
+DS_HD DS_INLINE void ds__tet_elem_load(const dsModel* m, const dsForceFwd* a, int e, dsReal xl[12], dsReal vl[12],
+                                       dsTetRest* r, dsTetParam* p) {
   const int* idx = m->tet_idx + 4 * (size_t)e;
-  dsTetRest r;
-  ds__tet_rest_load(m, e, &r);
-  dsTetParam p = {m->tet_k_mu[e], m->tet_k_lambda[e], m->tet_k_damp[e], a->act ? a->act[e] : 0};
+  ds__tet_rest_load(m, e, r);
+  const dsTetParam pe = {m->tet_k_mu[e], m->tet_k_lambda[e], m->tet_k_damp[e], a->act ? a->act[e] : 0};
+  *p = pe;
   ds__gather3(xl, a->x, idx, 4);
   ds__gather3(vl, a->v, idx, 4);
+}
+
+DS_HD DS_INLINE void ds__tet_fwd_elem(const dsModel* m, const dsForceFwd* a, int e) {
+  dsReal xl[12], vl[12];
+  dsTetRest r;
+  dsTetParam p;
+  ds__tet_elem_load(m, a, e, xl, vl, &r, &p);
   ds__tet_fwd(xl, vl, &r, &p, a->ef + 12 * (size_t)e, a->J + e);
 }
 
@@ -427,12 +435,9 @@ DS_HD DS_INLINE void ds__tet_bwd_elem(const dsModel* m, const dsForceBwd* a, int
 /* Kx, Kv (144 each) of tet e at a->x, a->v, a->act (a->J not written). */
 DS_HD DS_INLINE void ds__tet_jac_elem(const dsModel* m, const dsForceFwd* a, int e, dsReal* Kx, dsReal* Kv) {
   dsReal xl[12], vl[12];
-  const int* idx = m->tet_idx + 4 * (size_t)e;
   dsTetRest r;
-  ds__tet_rest_load(m, e, &r);
-  dsTetParam p = {m->tet_k_mu[e], m->tet_k_lambda[e], m->tet_k_damp[e], a->act ? a->act[e] : 0};
-  ds__gather3(xl, a->x, idx, 4);
-  ds__gather3(vl, a->v, idx, 4);
+  dsTetParam p;
+  ds__tet_elem_load(m, a, e, xl, vl, &r, &p);
   ds__tet_jac(xl, vl, &r, &p, Kx, Kv);
 }
 
@@ -440,12 +445,9 @@ DS_HD DS_INLINE void ds__tet_jac_elem(const dsModel* m, const dsForceFwd* a, int
 DS_HD DS_INLINE void ds__tet_jac_comb_elem(const dsModel* m, const dsForceFwd* a, int e, dsReal wx, dsReal wv,
                                           dsReal* K) {
   dsReal xl[12], vl[12];
-  const int* idx = m->tet_idx + 4 * (size_t)e;
   dsTetRest r;
-  ds__tet_rest_load(m, e, &r);
-  dsTetParam p = {m->tet_k_mu[e], m->tet_k_lambda[e], m->tet_k_damp[e], a->act ? a->act[e] : 0};
-  ds__gather3(xl, a->x, idx, 4);
-  ds__gather3(vl, a->v, idx, 4);
+  dsTetParam p;
+  ds__tet_elem_load(m, a, e, xl, vl, &r, &p);
   ds__tet_jac_comb(xl, vl, &r, &p, wx, wv, K);
 }
 
