@@ -801,7 +801,7 @@ const double* ds_artic_qd(const dsArticData* d, int t) {
  * reverse pass are compiled twice, for the baseline (SSE2) and, flattened
  * (every callee inlined), for AVX2, chosen at run time; the same
  * operations either way (no FMA: -ffp-contract=off), so the same bits. On
- * a 16-link chain the AVX2 copy runs 13% fewer instructions. Elsewhere (or
+ * a 16-link chain the AVX2 copy runs 15% fewer instructions. Elsewhere (or
  * with -DDS_NO_AVX2) one copy. */
 #if defined(__x86_64__) && !defined(DS_NO_AVX2) && defined(__has_attribute)
 #  if __has_attribute(target) && __has_attribute(flatten)
@@ -964,17 +964,23 @@ static double sweep(const dsArticModel* m, dsArticData* d, int col, const double
   return s / DS__ARTIC_H;
 }
 
-/* One step t of the reverse pass: its real pass back (replay or forward),
- * then step_vjp from adj into nxt (state), gu (actions) and gth. */
-static inline int reverse_step_body(const dsArticModel* m, dsArticData* d, int t, const double* adj, double* nxt,
-                                    double* gu, double* gth) {
+/* The real pass of taped step t back, as the adjoint needs it: from the
+ * tapes (replay), else redone (forward). */
+static inline int real_pass_at(const dsArticModel* m, dsArticData* d, int t) {
   const size_t st = (size_t)t;
   if (d->Lt) {
     replay(m, d, t);
-  } else {
-    int rc = forward(m, d, d->q + st * m->nq, d->qd + st * m->nv, d->act + st * m->nu, 1);
-    if (rc) return rc;
+    return 0;
   }
+  return forward(m, d, d->q + st * m->nq, d->qd + st * m->nv, d->act + st * m->nu, 1);
+}
+
+/* One step t of the reverse pass: its real pass back, then step_vjp from
+ * adj into nxt (state), gu (actions) and gth. */
+static inline int reverse_step_body(const dsArticModel* m, dsArticData* d, int t, const double* adj, double* nxt,
+                                    double* gu, double* gth) {
+  int rc = real_pass_at(m, d, t);
+  if (rc) return rc;
   double* lam = d->rev + m->nu + m->nparam;
   step_vjp(m, d, adj, nxt, nxt + m->nq, gu, gth, lam, (dsArticAdjBody*)(lam + m->nv));
   return 0;
@@ -1010,12 +1016,8 @@ static int backward(const dsArticModel* m, dsArticData* d, const double* dl_dq, 
       if (g->action)
         for (int a = 0; a < nu; a++) g->action[st * nu + a] = gu[a];
     } else {
-      if (d->Lt) {
-        replay(m, d, t);
-      } else {
-        int rc = forward(m, d, d->q + st * nq, d->qd + st * nv, d->act + st * nu, 1);
-        if (rc) return rc;
-      }
+      int rc = real_pass_at(m, d, t);
+      if (rc) return rc;
       /* the state columns (needed to go on, or for q0/qd0 at t = 0) */
       if (t > 0 || g->q0 || g->qd0)
         for (int c = 0; c < ns; c++) nxt[c] = sweep(m, d, c, adj);

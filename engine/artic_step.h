@@ -398,27 +398,27 @@ DS_HD static int forward(const dsArticModel* m, dsArticData* d, const double* q,
   d->nkin++;
   contact_r(m, w);
   applied_r(m, w);
-  if (aba_model(m)) {
+  const int aba = aba_model(m);
+  int rc;
+  if (aba) { /* qdd, and with for_adjoint the RNEA's results at it, in one pass */
     aba_bias(m, w, 1);
-    int rc = aba_inertia(m, w);
+    rc = aba_inertia(m, w);
     d->nfactor++;
     if (rc) return rc;
     aba_accel(m, w, w->qdd, 1, for_adjoint);
-    for (int v = 0; v < m->nv; v++) d->qdd[v] = w->qdd[v];
-    integrate_r(m, w);
-    return 0;
+  } else {
+    for (int v = 0; v < m->nv; v++) w->qdd[v] = 0;
+    rnea_r(m, w, w->qdd, 0, NULL);
+    crba(m, w, d->M);
+    rc = cholesky(d->M, m->nv);
+    d->nfactor++;
+    if (rc) return rc;
+    for (int v = 0; v < m->nv; v++) w->qdd[v] = w->tau[v] - w->id[v];
+    chol_solve(d->M, m->nv, w->qdd);
   }
-  for (int v = 0; v < m->nv; v++) w->qdd[v] = 0;
-  rnea_r(m, w, w->qdd, 0, NULL);
-  crba(m, w, d->M);
-  int rc = cholesky(d->M, m->nv);
-  d->nfactor++;
-  if (rc) return rc;
-  for (int v = 0; v < m->nv; v++) w->qdd[v] = w->tau[v] - w->id[v];
-  chol_solve(d->M, m->nv, w->qdd);
   for (int v = 0; v < m->nv; v++) d->qdd[v] = w->qdd[v];
   integrate_r(m, w);
-  if (for_adjoint) rnea_at_qdd(m, w, w->qdd);
+  if (for_adjoint && !aba) rnea_at_qdd(m, w, w->qdd);
   return 0;
 }
 
