@@ -51,7 +51,7 @@ from ._lib import DsimError, ptr, real_dtype
 from .lockstep import Lockstep
 
 __all__ = ["Rollout", "MLPPolicy", "CNNPolicy", "Critic", "RunningNorm", "train_bptt", "train_shac", "evaluate",
-           "lr_factor", "LR_SCHEDULES"]
+           "lr_factor", "LR_SCHEDULES", "episode_rng"]
 
 _TDTYPE = torch.float64 if real_dtype == np.float64 else torch.float32
 
@@ -516,11 +516,14 @@ def _restore(path: str, s: dict, a: dict):
     s.update(it=ck["iteration"], env_steps=ck["env_steps"], episode=ck["episode"] + 1)  # envs start a new episode
 
 
-def _rollout_window(ro: Rollout, policy, obs, state, H: int, gamma: float):
+def _rollout_window(ro: Rollout, policy, obs, state, H: int, gamma: float, perturb=None, rng=None):
     """H closed-loop steps (fewer at the episode's end): (obs list, reward
-    list, final state); obs[0] is the start observation."""
+    list, final state); obs[0] is the start observation. perturb(ro, k, rng)
+    runs before step k (the episode's step index)."""
     obs_l, rew_l = [obs], []
     for _ in range(min(H, ro.num_steps - ro.steps_taken)):
+        if perturb is not None:
+            perturb(ro, ro.steps_taken, rng)
         policy.norm.update(obs.detach())
         obs, r, state = ro.step(policy(obs), state)
         obs_l.append(obs)
@@ -544,8 +547,15 @@ def _actor_step(s: dict, obs_l, rew: torch.Tensor, ended: bool, a: dict):
     return float(actor_loss.detach()), float(gn)
 
 
+def episode_rng(seed: int, episode: int) -> np.random.Generator:
+    """The generator the trainers hand to randomize and perturb for an
+    episode: a function of (seed, episode) alone, so a run, and a resumed
+    run, draws the same perturbations."""
+    return np.random.default_rng([int(seed) & 0xFFFFFFFF, int(episode)])
+
+
 def _train(a: dict, log_csv, checkpoint, checkpoint_every: int, progress: bool, callback, config, overrides,
-           overwrite: bool = False, resume: str | None = None):
+           overwrite: bool = False, resume: str | None = None, randomize=None, perturb=None):
     env, num_envs, iterations = a["env"], a["num_envs"], a["iterations"]
     use_critic = a["method"] == "shac" or a["terminal_value"]
     _check_options(env, a, use_critic)
@@ -563,7 +573,21 @@ def _train(a: dict, log_csv, checkpoint, checkpoint_every: int, progress: bool, 
     policy = s["policy"]
     log = _Log(log_csv, ["iteration", "env_steps", "reward_per_step", "actor_loss", "critic_loss", "grad_norm",
                          "seconds", "lr"], iterations, progress, append=bool(resume))
-    new_episode = lambda: ro.reset(a["seed"] * 100003 + s["episode"] * num_envs)  # noqa: E731
+    for f, what in ((randomize, "randomize"), (perturb, "perturb")):
+        if f is not None and not callable(f):
+            raise DsimError(env, f"{what}: {f!r}; expected a function or None", _lib.DS_ERR_INVALID)
+
+    def new_episode():
+        s["rng"] = episode_rng(a["seed"], s["episode"])
+        seed = a["seed"] * 100003 + s["episode"] * num_envs
+        out = ro.reset(seed)
+        if randomize is None:
+            return out
+        # parameters may be set between episodes only (at substep 0); the
+        # second reset starts the episode from them (initial_position too)
+        randomize(ro, s["episode"], s["rng"])
+        return ro.reset(seed)
+
     obs, state = new_episode()
     history, t0 = [], time.time()
     for it in range(s["it"] + 1, iterations):
@@ -575,7 +599,8 @@ def _train(a: dict, log_csv, checkpoint, checkpoint_every: int, progress: bool, 
             s["episode"] += 1
             obs, state = new_episode()
         try:
-            obs_l, rew_l, state = _rollout_window(ro, policy, obs.detach(), state.detach(), a["horizon"], a["gamma"])
+            obs_l, rew_l, state = _rollout_window(ro, policy, obs.detach(), state.detach(), a["horizon"], a["gamma"],
+                                                  perturb, s["rng"])
         except DsimError:  # a diverged or inverted env: start every env over
             s["episode"] += 1
             obs, state = new_episode()
@@ -606,7 +631,7 @@ def train_bptt(env: str, num_envs: int = 16, horizon: int = 8, iterations: int =
                critic_lr: float = 1e-3, lam: float = 0.95, critic_iters: int = 8, lr_schedule: str = "constant",
                target_tau: float | None = None, log_csv: str | None = None, checkpoint: str | None = None,
                checkpoint_every: int = 0, resume: str | None = None, progress: bool = False, callback=None,
-               config=None, overwrite: bool = False, **overrides):
+               config=None, overwrite: bool = False, randomize=None, perturb=None, **overrides):
     """Truncated back-propagation through time: each update rolls the N envs
     `horizon` steps on from where the last window ended (a new episode at
     the end of one), and steps the policy on -mean(sum_k gamma^k r_k +
@@ -616,7 +641,14 @@ def train_bptt(env: str, num_envs: int = 16, horizon: int = 8, iterations: int =
     terminal_value) keeps a target critic, soft-updated by that fraction after
     each critic fit, which gives V in the actor loss and the TD targets.
     callback(iteration, policy, env_steps) runs after every update
-    (evaluations). Returns {"policy", "critic", "target_critic", "history"
+    (evaluations). Domain randomisation: randomize(rollout, episode, rng)
+    runs at the start of every episode, after a reset, and the episode is
+    reset again after it, so per-env parameters it sets hold for the
+    episode (e.g. rollout.batch.set_param(i, "contact.mu", [mu]), or
+    "initial_position" and "initial_velocity" for the start);
+    perturb(rollout, k, rng) before each step k of an episode (e.g. external
+    forces through dsim.residual.set_forces(rollout.batch, ...)); rng is
+    episode_rng(seed, episode), the same for both within an episode. Returns {"policy", "critic", "target_critic", "history"
     (the CSV rows), "rollout"}. log_csv and checkpoint name files that must
     not exist unless overwrite=True (DsimError before any work); resume=path
     goes on from a checkpoint of the same method, env and networks up to
@@ -625,7 +657,8 @@ def train_bptt(env: str, num_envs: int = 16, horizon: int = 8, iterations: int =
     a = dict(method="bptt", env=env, num_envs=num_envs, horizon=horizon, iterations=iterations, gamma=gamma, lam=lam,
              lr=lr, critic_lr=critic_lr, clip=clip, seed=seed, hidden=tuple(hidden), terminal_value=terminal_value,
              critic_iters=critic_iters, lr_schedule=lr_schedule, target_tau=target_tau or None)
-    return _train(a, log_csv, checkpoint, checkpoint_every, progress, callback, config, overrides, overwrite, resume)
+    return _train(a, log_csv, checkpoint, checkpoint_every, progress, callback, config, overrides, overwrite, resume,
+                  randomize, perturb)
 
 
 def train_shac(env: str, num_envs: int = 16, horizon: int = 8, iterations: int = 100, gamma: float = 0.99,
@@ -633,15 +666,16 @@ def train_shac(env: str, num_envs: int = 16, horizon: int = 8, iterations: int =
                hidden=(64, 64), critic_iters: int = 8, lr_schedule: str = "constant", target_tau: float | None = None,
                log_csv: str | None = None, checkpoint: str | None = None, checkpoint_every: int = 0,
                resume: str | None = None, progress: bool = False, callback=None, config=None, overwrite: bool = False,
-               **overrides):
+               randomize=None, perturb=None, **overrides):
     """Short-horizon actor-critic (SHAC, Xu et al. 2022): the actor as in
     train_bptt with the critic's value at the horizon's end; the critic
     regressed on TD(lambda) targets of each window. lr_schedule, target_tau,
-    resume and the files: as train_bptt."""
+    resume, the files, randomize and perturb: as train_bptt."""
     a = dict(method="shac", env=env, num_envs=num_envs, horizon=horizon, iterations=iterations, gamma=gamma, lam=lam,
              lr=lr, critic_lr=critic_lr, clip=clip, seed=seed, hidden=tuple(hidden), terminal_value=True,
              critic_iters=critic_iters, lr_schedule=lr_schedule, target_tau=target_tau or None)
-    return _train(a, log_csv, checkpoint, checkpoint_every, progress, callback, config, overrides, overwrite, resume)
+    return _train(a, log_csv, checkpoint, checkpoint_every, progress, callback, config, overrides, overwrite, resume,
+                  randomize, perturb)
 
 
 @torch.no_grad()

@@ -3,7 +3,7 @@ controller saw in training.
 
     python python/examples/closed_vs_open.py [--seeds 0 1 2] [--substeps 4800]
         [--closed-iterations 800] [--val-every 20] [--open-iterations N]
-        [--out closed_vs_open.csv]
+        [--randomize] [--out closed_vs_open.csv]
     python python/examples/closed_vs_open.py --table A.csv B.csv ...
 
 Task: forward progress of the walker's centre of mass (m) in an episode of
@@ -18,6 +18,9 @@ Task: forward progress of the walker's centre of mass (m) in an episode of
               by default as many as make the closed loop's training env
               steps (whole episodes, rounded up), so both get the same number
               of simulated steps.
+With --randomize the closed loop trains under domain randomisation
+(friction, start and pushes drawn per env and episode, in ranges short of
+the test conditions: see domain_randomisation); the open loop is unchanged.
 Which controller is kept (the same rule for both: the best one on the
 unperturbed episode, chosen during training):
   open loop   its lowest-loss iteration (the loss of its training episode),
@@ -135,6 +138,45 @@ def policy_fn(policy):
     return lambda k, o: policy(torch.from_numpy(o)).numpy()
 
 
+def domain_randomisation(a):
+    """randomize and perturb hooks of dsim.learn for --randomize: every
+    training episode, per env, a friction coefficient mu ~ U(a.mu_range), a
+    start raised by U(0, a.lift_max) m and thrown back at U(0, a.throw_max)
+    m/s (initial_position, initial_velocity), and with probability 1/2 a
+    push of U(0, a.push_max) m/s^2 in a random x-y direction for 2 steps at
+    a random step of the middle half of the episode. The ranges stop short
+    of the test conditions (mu 0.2 and 1.0, 0.2 m and 0.5 m/s, 30 m/s^2),
+    so those stay unseen."""
+    plan = {}
+
+    def randomize(ro, episode, rng):
+        b, n, T = ro.batch, ro.num_envs, ro.num_steps
+        if "x0" not in plan:  # the env's own start, before any change
+            plan["x0"] = [b.param(i, "initial_position").reshape(-1, 3) for i in range(n)]
+            plan["mass"] = np.stack([b.param(i, "particle.mass") for i in range(n)])
+        mu = rng.uniform(a.mu_range[0], a.mu_range[1], n)
+        lift, throw = rng.uniform(0, a.lift_max, n), rng.uniform(0, a.throw_max, n)
+        pushed = rng.uniform(size=n) < 0.5
+        at = rng.integers(T // 4, 3 * T // 4, n)
+        ang, acc = rng.uniform(0, 2 * np.pi, n), rng.uniform(0, a.push_max, n) * pushed
+        for i in range(n):
+            b.set_param(i, "contact.mu", [mu[i]])
+            x = plan["x0"][i].copy()
+            x[:, 1] += lift[i]
+            v = np.zeros_like(x)
+            v[:, 0] = -throw[i]
+            b.set_param(i, "initial_position", x.ravel())
+            b.set_param(i, "initial_velocity", v.ravel())
+        plan.update(at=at, dirs=np.stack([np.cos(ang), np.sin(ang), np.zeros(n)], 1) * acc[:, None])
+
+    def perturb(ro, k, rng):
+        on = (k >= plan["at"]) & (k < plan["at"] + 2)  # held from step k on: set (or cleared) every step
+        f = plan["mass"][:, :, None] * (plan["dirs"] * on[:, None])[:, None, :]
+        dr.set_forces(ro, f.reshape(ro.num_envs, -1))
+
+    return dict(randomize=randomize, perturb=perturb)
+
+
 def train_closed(seed, a, base):
     """SHAC for a.closed_iterations updates, validated every a.val_every
     updates and after the last (VAL_SEED.., no perturbation). Returns the
@@ -155,8 +197,9 @@ def train_closed(seed, a, base):
             best.update(val=v, update=it + 1, env_steps=env_steps,
                         state={k: t.detach().clone() for k, t in policy.state_dict().items()})
 
+    hooks = domain_randomisation(a) if a.randomize else {}
     out = dl.train_shac("walker", num_envs=a.envs, horizon=a.horizon, iterations=a.closed_iterations,
-                        seed=seed, hidden=(128, 128), callback=validate, **base)
+                        seed=seed, hidden=(128, 128), callback=validate, **hooks, **base)
     last = out["policy"]
     chosen = copy.deepcopy(last)
     chosen.load_state_dict(best["state"])
@@ -184,7 +227,7 @@ def run_seed(seed, a, base):
     cost = dict(open_iterations=n_open, open_kept=opn["best_iteration"], open_env_steps=opn["env_steps"],
                 open_cpu=f"{opn['cpu']:.1f}", closed_updates=a.closed_iterations, closed_kept=closed["best_update"],
                 closed_env_steps=closed["env_steps"], closed_val_steps=closed["val_steps"],
-                closed_cpu=f"{closed['cpu']:.1f}")
+                closed_cpu=f"{closed['cpu']:.1f}", randomized=int(a.randomize))
     for name, extra in CONDITIONS:
         over = dict(base, **extra)
         push = a.push if name == "push" else 0.0
@@ -241,6 +284,12 @@ def main():
     ap.add_argument("--envs", type=int, default=8)
     ap.add_argument("--horizon", type=int, default=16)
     ap.add_argument("--push", type=float, default=30.0, help="push acceleration, m/s^2, for 2 steps")
+    ap.add_argument("--randomize", action="store_true",
+                    help="train the closed loop with domain randomisation (friction, start, pushes; ranges below)")
+    ap.add_argument("--mu-range", type=float, nargs=2, default=[0.3, 0.8], help="--randomize: friction range")
+    ap.add_argument("--lift-max", type=float, default=0.1, help="--randomize: start raised by up to this, m")
+    ap.add_argument("--throw-max", type=float, default=0.25, help="--randomize: thrown back at up to this, m/s")
+    ap.add_argument("--push-max", type=float, default=20.0, help="--randomize: push up to this, m/s^2, 2 steps")
     ap.add_argument("--out", default="closed_vs_open.csv")
     ap.add_argument("--overwrite", action="store_true", help="replace --out if it exists")
     ap.add_argument("--table", nargs="+", metavar="CSV", help="only print the table of these CSVs")

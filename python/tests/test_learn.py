@@ -376,3 +376,53 @@ def test_smoke_bptt_update_lowers_loss():
     opt.step()
     l1 = float(window_loss().detach())
     assert l1 < float(l0.detach()), (float(l0.detach()), l1)
+
+
+def test_randomize_and_perturb_hooks():
+    """Domain randomisation: randomize(ro, episode, rng) runs before every
+    episode's reset and its per-env parameters hold through the episode;
+    perturb(ro, k, rng) runs before every step k in order, with the same
+    generator as that episode's randomize (episode_rng(seed, episode));
+    forces it sets reach the physics (the rewards change); the same seed
+    gives the same draws and the same updates; a non-function is refused."""
+    import dsim.residual as dr
+
+    def run(push):
+        log = []
+
+        def randomize(ro, ep, rng):
+            mus = rng.uniform(0.2, 1.0, ro.num_envs)
+            for i in range(ro.num_envs):
+                ro.batch.set_param(i, "contact.mu", [mus[i]])
+            log.append(("ep", ep, tuple(mus)))
+
+        def perturb(ro, k, rng):
+            mus = tuple(float(ro.batch.param(i, "contact.mu")[0]) for i in range(ro.num_envs))
+            drawn = [e for e in log if e[0] == "ep"][-1][2]
+            assert mus == drawn, (k, mus, drawn)
+            log.append(("k", k, float(rng.uniform())))
+            if push and k == 4:
+                m = np.stack([ro.batch.param(i, "particle.mass") for i in range(ro.num_envs)])
+                f = np.zeros((ro.num_envs, m.shape[1], 3))
+                f[:, :, 0] = 50.0 * m
+                dr.set_forces(ro, f.reshape(ro.num_envs, -1))
+
+        out = dl.train_bptt("walker-springs", num_envs=2, horizon=4, iterations=4, seed=5, hidden=(8,),
+                            randomize=randomize, perturb=perturb, **SMALL)
+        return log, [h["reward_per_step"] for h in out["history"]], [h["actor_loss"] for h in out["history"]]
+
+    log, rew, loss = run(False)
+    steps = SMALL["substeps"] // SMALL["control_interval"]  # 6 steps an episode: windows of 4, 2, 4, 2
+    eps = [e for e in log if e[0] == "ep"]
+    assert [e[1] for e in eps] == [0, 1]
+    ks = [e[1] for e in log if e[0] == "k"]
+    assert ks == list(range(steps)) * 2, ks
+    rng = dl.episode_rng(5, 1)
+    assert eps[1][2] == tuple(rng.uniform(0.2, 1.0, 2))
+    assert eps[0][2] != eps[1][2]
+    log2, rew2, loss2 = run(False)
+    assert log2 == log and rew2 == rew and loss2 == loss
+    _, rew3, _ = run(True)
+    assert rew3[0] == rew[0] and abs(rew3[1] - rew[1]) > 1e-3, (rew, rew3)  # the push acts from step 4 on
+    with pytest.raises(dl.DsimError, match="randomize: 3; expected a function or None"):
+        dl.train_shac("walker-springs", num_envs=1, iterations=1, randomize=3, **SMALL)
