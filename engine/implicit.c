@@ -25,7 +25,11 @@
  * to 1e-12: ~11 iterations per step and 158 s for its gradient checks with
  * the projected step first, 6 s with the exact step first).
  * Cost (issue 31, item 5). Assembling J (the tets' 12 x 12 element
- * Jacobians above all) costs as much as ~20 block products, so:
+ * Jacobians above all) cost as much as ~20 block products when this was
+ * first measured; since then the tets' Jacobians take a third of their
+ * instructions and the block products less than half (block-wise tet
+ * blocks, vector products: docs/integrators.md, "Cheaper Jacobians and
+ * products"), so an assembly is still worth many products:
  * - a chord step: after a step that cut |r| by DS__CHORD_RATE or more
  *   with alpha = 1, the next direction is solved with the same matrix (the
  *   exact J of an earlier iterate of this step), reassembled when that
