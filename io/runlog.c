@@ -61,7 +61,7 @@ dsRunLogDef ds_default_runlog_def(void) {
   d.method = "";
   d.threads = 1;
   d.substep_stride = 1;
-  d.compression = 4;
+  d.compression = 1;
   return d;
 }
 

@@ -27,7 +27,8 @@ typedef struct dsRunLogDef {
   int threads;               /* OpenMP threads used */
   int nparams;               /* length of the per-iteration parameter vector (0: none) */
   int substep_stride;        /* store every k-th substep of trajectories (>= 1; the last is always stored) */
-  int compression;           /* gzip level 0..9 for frames and trajectories */
+  int compression;           /* gzip level 0..9 for frames and trajectories (default 1: level 4 cost 8% more
+                                instructions per control-fem iteration for a 4% smaller file) */
   int overwrite;             /* 0 (default): refuse a path that exists; 1: replace it */
   int has_metric_goal;       /* 1: metric_goal is stored (/meta "metric_goal") */
   double metric_goal;        /* the metric's target (stored in /meta; the best iteration is the lowest loss) */
