@@ -3,7 +3,7 @@ controller saw in training.
 
     python python/examples/closed_vs_open.py [--seeds 0 1 2] [--substeps 4800]
         [--closed-iterations 800] [--val-every 20] [--open-iterations N]
-        [--randomize] [--out closed_vs_open.csv]
+        [--randomize [--val-randomized]] [--out closed_vs_open.csv]
     python python/examples/closed_vs_open.py --table A.csv B.csv ...
 
 Task: forward progress of the walker's centre of mass (m) in an episode of
@@ -21,6 +21,8 @@ Task: forward progress of the walker's centre of mass (m) in an episode of
 With --randomize the closed loop trains under domain randomisation
 (friction, start and pushes drawn per env and episode, in ranges short of
 the test conditions: see domain_randomisation); the open loop is unchanged.
+--val-randomized validates the closed loop on 4 episodes drawn from that
+distribution (the same draws every time) instead of the nominal episode.
 Which controller is kept (the same rule for both: the best one on the
 unperturbed episode, chosen during training):
   open loop   its lowest-loss iteration (the loss of its training episode),
@@ -134,6 +136,31 @@ def evaluate(act_fn, over, push, rng, label, seed=EVAL_SEED):
     return float(total.mean())
 
 
+class _Lockstep:
+    """A dsim.Lockstep seen as the hooks of domain_randomisation see a
+    dsim.learn.Rollout (batch, num_envs, num_steps)."""
+
+    def __init__(self, ls):
+        self.batch, self.num_envs, self.num_steps = ls, ls.num_envs, ls.num_steps
+
+
+def evaluate_randomized(act_fn, over, a, seed):
+    """Progress (m) of EVAL_ENVS episodes drawn from the training
+    distribution of --randomize (its hooks, generator episode_rng(seed, 0))."""
+    ls = dsim.Lockstep("walker", EVAL_ENVS, label="val", gradients=False, **over)
+    hooks, view, rng = domain_randomisation(a), _Lockstep(ls), dl.episode_rng(seed, 0)
+    ls.reset(seed)
+    hooks["randomize"](view, 0, rng)
+    obs = ls.reset(seed)
+    total = np.zeros(EVAL_ENVS)
+    for k in range(ls.num_steps):
+        hooks["perturb"](view, k, rng)
+        obs, r = ls.step(act_fn(k, obs))
+        total += r
+    ls.close()
+    return float(total.mean())
+
+
 def policy_fn(policy):
     return lambda k, o: policy(torch.from_numpy(o)).numpy()
 
@@ -191,7 +218,10 @@ def train_closed(seed, a, base):
         if (it + 1) % a.val_every and it + 1 != a.closed_iterations:
             return
         with torch.no_grad():
-            v = evaluate(policy_fn(policy), base, 0.0, None, "val", seed=VAL_SEED)
+            if a.val_randomized:
+                v = evaluate_randomized(policy_fn(policy), base, a, VAL_SEED)
+            else:
+                v = evaluate(policy_fn(policy), base, 0.0, None, "val", seed=VAL_SEED)
         curve.append((it + 1, env_steps, v))
         if v > best["val"]:
             best.update(val=v, update=it + 1, env_steps=env_steps,
@@ -227,7 +257,8 @@ def run_seed(seed, a, base):
     cost = dict(open_iterations=n_open, open_kept=opn["best_iteration"], open_env_steps=opn["env_steps"],
                 open_cpu=f"{opn['cpu']:.1f}", closed_updates=a.closed_iterations, closed_kept=closed["best_update"],
                 closed_env_steps=closed["env_steps"], closed_val_steps=closed["val_steps"],
-                closed_cpu=f"{closed['cpu']:.1f}", randomized=int(a.randomize))
+                closed_cpu=f"{closed['cpu']:.1f}", randomized=int(a.randomize),
+                val_randomized=int(a.val_randomized))
     for name, extra in CONDITIONS:
         over = dict(base, **extra)
         push = a.push if name == "push" else 0.0
@@ -290,6 +321,9 @@ def main():
     ap.add_argument("--lift-max", type=float, default=0.1, help="--randomize: start raised by up to this, m")
     ap.add_argument("--throw-max", type=float, default=0.25, help="--randomize: thrown back at up to this, m/s")
     ap.add_argument("--push-max", type=float, default=20.0, help="--randomize: push up to this, m/s^2, 2 steps")
+    ap.add_argument("--val-randomized", action="store_true",
+                    help="validate the closed loop on episodes of the --randomize distribution (fixed draws) "
+                    "instead of the nominal one")
     ap.add_argument("--out", default="closed_vs_open.csv")
     ap.add_argument("--overwrite", action="store_true", help="replace --out if it exists")
     ap.add_argument("--table", nargs="+", metavar="CSV", help="only print the table of these CSVs")
