@@ -431,9 +431,9 @@ int ds_env_elements(const dsEnv* e, const char* name, const int** idx, int* nele
  * the renderer; 0, 0, 0 is a headlight, whose direction has no gradient).
  * One light for the env's views (camera and camera2). Values: the env's
  * definition (render.ambient, directional, light_dir); gradients: the last
- * backward's (ds_raster_backward_light; 0 where the batched engine's frame
- * renderer draws the frames: it has no light adjoint). Offset into the five
- * values, or -1. */
+ * backward's (ds_raster_backward_light, or ds_batch_raster_light_grad where
+ * the batched engine's frame renderer draws the frames: the same bits).
+ * Offset into the five values, or -1. */
 static int light_param(const dsEnv* e, const char* name, int* count) {
   if (e->cls->sim || strncmp(name, "light.", 6)) return -1;
   *count = 1;

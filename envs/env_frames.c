@@ -24,6 +24,7 @@ struct dsEnvGroupRender {
   dsReal* w;        /* B frame weights */
   dsReal* loss;     /* B */
   dsReal* lsum;     /* B: summed over the views */
+  dsRenderSettings* dl; /* B: a backward's light gradients */
 };
 
 static int batched_frames = 1;
@@ -39,6 +40,7 @@ void ds__env_group_render_free(dsEnvGroupRender* gr) {
   ds__free(gr->w);
   ds__free(gr->loss);
   ds__free(gr->lsum);
+  ds__free(gr->dl);
   ds__free(gr);
 }
 
@@ -65,7 +67,9 @@ static int group_render_make(dsEnvGroupRender** out, dsEnv* e0, dsBatchSim* bs, 
     gr->w = (dsReal*)ds__calloc((size_t)B, sizeof(dsReal));
     gr->loss = (dsReal*)ds__calloc((size_t)B, sizeof(dsReal));
     gr->lsum = (dsReal*)ds__calloc((size_t)B, sizeof(dsReal));
-    if (!gr->serial || !gr->goals || !gr->w || !gr->loss || !gr->lsum) rc = ds__puterr(err, errlen, DS_ERR_NOMEM, "out of memory");
+    gr->dl = (dsRenderSettings*)ds__calloc((size_t)B, sizeof(dsRenderSettings));
+    if (!gr->serial || !gr->goals || !gr->w || !gr->loss || !gr->lsum || !gr->dl)
+      rc = ds__puterr(err, errlen, DS_ERR_NOMEM, "out of memory");
   }
   for (int v = 0; v < (gr ? gr->nview : 0) && !rc; v++)
     rc = ds_batch_raster_create(&gr->r[v], ds_bsim_device(bs).kind, ds_bsim_context(bs),
@@ -133,6 +137,20 @@ int ds__env_group_render_now(dsEnv** envs, int n, dsBatchSim* bs, dsEnvGroupRend
  * adjoint scratch of the engine, then added to its adjoints: the frame
  * terms (frame f of all of them: they are at one substep of one schedule)
  * and, at a step's end, the image observation's adjoints. */
+/* The light's gradient of renderer r's last backward added to each env's
+ * (as ds__env_raster_backward adds the single renderer's). */
+static int add_light_grad(dsEnvGroupRender* gr, dsBatchRaster* r, dsEnv** envs, int n, const unsigned char* skip) {
+  memset(gr->dl, 0, sizeof(dsRenderSettings) * (size_t)n);
+  const int rc = ds_batch_raster_light_grad(r, gr->dl);
+  for (int i = 0; i < n && !rc; i++) {
+    if (skip && skip[i]) continue;
+    envs[i]->light_grad[0] += gr->dl[i].ambient;
+    envs[i]->light_grad[1] += gr->dl[i].directional;
+    for (int k = 0; k < 3; k++) envs[i]->light_grad[2 + k] += gr->dl[i].light_dir[k];
+  }
+  return rc;
+}
+
 int ds__env_group_rendered(dsEnv** envs, int n, dsBatchSim* bs, dsEnvGroupRender** grp, const dsEnvBwdSpec* sp,
                           const unsigned char* skip, int ref, int s, int t, int nf) {
   dsEnv* e0 = envs[ref];
@@ -162,6 +180,7 @@ int ds__env_group_rendered(dsEnv** envs, int n, dsBatchSim* bs, dsEnvGroupRender
     if (!rc) rc = ds_batch_raster_render(gr->r[v], x, NULL);
     if (!rc) rc = ds_batch_raster_loss(gr->r[v], &e0->ldef, gr->w, gr->loss);
     if (!rc) rc = ds_batch_raster_backward(gr->r[v], NULL, ax);
+    if (!rc) rc = add_light_grad(gr, gr->r[v], envs, n, skip);
     for (int i = 0; i < n && !rc; i++) gr->lsum[i] = v ? gr->lsum[i] + gr->loss[i] : gr->loss[i];
     if (rc) {
       for (int i = 0; i < n; i++)
@@ -185,6 +204,7 @@ int ds__env_group_rendered(dsEnv** envs, int n, dsBatchSim* bs, dsEnvGroupRender
     }
     if (!any_frame) rc = ds_batch_raster_render(gr->r[0], x, NULL); /* else view 0 rendered x above */
     if (!rc) rc = ds_batch_raster_backward(gr->r[0], gr->goals, ax);
+    if (!rc) rc = add_light_grad(gr, gr->r[0], envs, n, skip);
     if (rc) {
       for (int i = 0; i < n; i++)
         ds__seterr(&envs[i]->err, rc, "backward: image of step %d: %s", k, ds_batch_raster_last_error(gr->r[0]));

@@ -700,19 +700,24 @@ static void camera_adjoint(const dsRaster* r, int nface, dsCamera* dc) {
  * direction l = d/|d| (d = light_dir) back through the normalisation:
  * dL/dd = (dL/dl - l (l . dL/dl))/|d|. A headlight (d = 0) gets no
  * direction gradient. */
-static void light_adjoint(const dsRaster* r, int nface, dsRenderSettings* dl) {
-  double acc[DSR_NLIGHT], dn = 0.0, dot;
-  int j, k;
-  memset(acc, 0, sizeof acc);
-  for (j = 0; j < nface; j++)
-    for (k = 0; k < DSR_NLIGHT; k++) acc[k] += r->flight[DSR_NLIGHT * (size_t)j + k];
+void ds__raster_light_finish(const dsrView* v, const dsReal light_dir[3], const double acc[DSR_NLIGHT],
+                             dsRenderSettings* dl) {
+  double dn = 0.0, dot;
+  int k;
   dl->ambient += (dsReal)acc[0];
   dl->directional += (dsReal)acc[1];
-  if (r->v.head) return;
-  for (k = 0; k < 3; k++) dn += (double)r->s.light_dir[k] * (double)r->s.light_dir[k];
+  if (v->head) return;
+  for (k = 0; k < 3; k++) dn += (double)light_dir[k] * (double)light_dir[k];
   dn = sqrt(dn);
-  dot = dsr_dot3(r->v.light, acc + 2);
-  for (k = 0; k < 3; k++) dl->light_dir[k] += (dsReal)((acc[2 + k] - r->v.light[k] * dot) / dn);
+  dot = dsr_dot3(v->light, acc + 2);
+  for (k = 0; k < 3; k++) dl->light_dir[k] += (dsReal)((acc[2 + k] - v->light[k] * dot) / dn);
+}
+
+static void light_adjoint(const dsRaster* r, int nface, dsRenderSettings* dl) {
+  double acc[DSR_NLIGHT];
+  memset(acc, 0, sizeof acc);
+  dsr_light_sum(r->flight, nface, acc);
+  ds__raster_light_finish(&r->v, r->s.light_dir, acc, dl);
 }
 
 int ds_raster_backward(dsRaster* r, const dsRasterMesh* mesh, const dsReal* d_image, dsReal* d_verts,

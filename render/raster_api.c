@@ -41,3 +41,7 @@ int ds_batch_raster_loss(dsBatchRaster* r, const dsLossDef* def, const dsReal* w
 int ds_batch_raster_backward(dsBatchRaster* r, const dsReal* d_images, dsReal* dverts) {
   return r && dverts ? ds__braster_backward(r, d_images, dverts) : DS_ERR_INVALID;
 }
+
+int ds_batch_raster_light_grad(dsBatchRaster* r, dsRenderSettings* d_light) {
+  return r && d_light ? ds__braster_light_grad(r, d_light) : DS_ERR_INVALID;
+}

@@ -38,8 +38,10 @@ struct dsBatchRaster {
   dsReal* verts;            /* B x 3 nvert: the last render's vertices */
   dsReal* goal;             /* B x npx (per instance) or npx */
   dsReal* wbuf;             /* B: the weights of the last loss call */
-  int have_goal, rendered, have_grad;
+  int have_goal, rendered, have_grad, have_light;
   int goal_per_instance;
+  dsReal light_dir[3];      /* the settings' (the light gradient's normalisation) */
+  double* hlsum;            /* host, B x DSR_NLIGHT: the last backward's light sums */
   dsErrBuf err;
 };
 
@@ -55,6 +57,7 @@ static void* take(dsBatchRaster* r, size_t bytes) {
 void ds__braster_destroy(dsBatchRaster* r) {
   if (!r) return;
   for (int i = 0; i < r->nblk; i++) r->be->release(r->ctx, r->blk[i]);
+  ds__free(r->hlsum);
   ds__free(r);
 }
 
@@ -143,13 +146,18 @@ int ds__braster_create(dsBatchRaster** out, const dsBackend* be, void* ctx, cons
   a->dimage = (dsReal*)take(r, sizeof(dsReal) * nb * r->npx);
   a->fgrad = (double*)take(r, sizeof(double) * (nb * 9 * (size_t)nface + 1));
   a->fcgrad = (double*)take(r, sizeof(double) * (nb * 9 * (size_t)nface + 1));
+  a->flight = (double*)take(r, sizeof(double) * (nb * DSR_NLIGHT * (size_t)nface + 1));
+  a->lsum = (double*)take(r, sizeof(double) * nb * DSR_NLIGHT);
+  r->hlsum = (double*)ds__calloc(nb * DSR_NLIGHT, sizeof(double));
+  for (int k = 0; k < 3; k++) r->light_dir[k] = s->light_dir[k];
   a->loss = (dsReal*)take(r, sizeof(dsReal) * nb);
   a->lstat = (double*)take(r, sizeof(double) * nb * DSR_LSTAT);
   dsReal* w_d = (dsReal*)take(r, sizeof(dsReal) * nb);
   r->goal = (dsReal*)take(r, sizeof(dsReal) * nb * r->npx); /* one goal per instance at most */
   a->weight = NULL;
   if (!rc && (!f_d || !c_d || !vs_d || !vi_d || !a->verts || !a->vproj || !a->face || !a->ftile || !a->bin_start ||
-              !a->bins || !a->big || !a->pix || !a->image || !a->dimage || !a->fgrad || !a->fcgrad || !a->loss ||
+              !a->bins || !a->big || !a->pix || !a->image || !a->dimage || !a->fgrad || !a->fcgrad || !a->flight ||
+              !a->lsum || !r->hlsum || !a->loss ||
               !a->lstat || !w_d || !r->goal))
     rc = DS_ERR_NOMEM;
   if (!rc) rc = be->put(ctx, f_d, faces, sizeof(int) * 3 * (size_t)nface);
@@ -177,7 +185,7 @@ int ds__braster_render(dsBatchRaster* r, const dsReal* verts, dsReal* images) {
   if (!r || !verts) return DS_ERR_INVALID;
   static const int stages[] = {DSR_BS_PROJECT, DSR_BS_FACES, DSR_BS_BIN_COUNT, DSR_BS_BIN_SCAN,
                                DSR_BS_BIN_FILL, DSR_BS_ROW, DSR_BS_DOWN};
-  r->rendered = r->have_grad = 0;
+  r->rendered = r->have_grad = r->have_light = 0;
   int rc = r->be->copy(r->ctx, r->verts, verts, sizeof(dsReal) * (size_t)r->a.B * 3 * r->a.nvert);
   if (rc) return be_fail(r, rc, "copying the vertices");
   for (size_t i = 0; i < sizeof stages / sizeof stages[0]; i++)
@@ -529,8 +537,22 @@ int ds__braster_backward(dsBatchRaster* r, const dsReal* d_images, dsReal* dvert
     r->have_grad = 0; /* the loss's gradient was replaced */
   }
   r->a.dverts = dverts;
+  r->have_light = 0;
   rc = run(r, DSR_BS_FACE_BWD);
   if (!rc) rc = run(r, DSR_BS_GATHER);
+  if (!rc) rc = run(r, DSR_BS_LIGHT_SUM);
   r->a.dverts = NULL;
+  if (!rc) r->have_light = 1;
   return rc;
+}
+
+int ds__braster_light_grad(dsBatchRaster* r, dsRenderSettings* d_light) {
+  if (!r || !d_light) return DS_ERR_INVALID;
+  if (!r->have_light)
+    return ds__seterr(&r->err, DS_ERR_STATE, "batched render: light gradient: no backward of the last render yet");
+  const int B = r->a.B;
+  int rc = r->be->get(r->ctx, r->hlsum, r->a.lsum, sizeof(double) * (size_t)B * DSR_NLIGHT);
+  if (rc) return be_fail(r, rc, "reading the light gradients");
+  for (int b = 0; b < B; b++) ds__raster_light_finish(&r->a.v, r->light_dir, r->hlsum + DSR_NLIGHT * (size_t)b, &d_light[b]);
+  return 0;
 }

@@ -17,6 +17,11 @@ extern "C" {
 
 /* render/raster.c: the view of settings s (DS_ERR_INVALID for bad settings) */
 int ds__raster_view(const dsRenderSettings* s, dsrView* v);
+/* render/raster.c: dl += the light's gradient from the faces' parts summed
+ * (dsr_light_sum): ambient and directional as they are, the direction's
+ * through its normalisation (nothing for a headlight) */
+void ds__raster_light_finish(const dsrView* v, const dsReal light_dir[3], const double acc[DSR_NLIGHT],
+                             dsRenderSettings* dl);
 
 typedef struct dsBatchRaster dsBatchRaster;
 
@@ -47,6 +52,9 @@ int ds__braster_loss(dsBatchRaster* r, const dsLossDef* def, const dsReal* weigh
  * B x nvert x 3): d_images (host, B x H x W x 4) is dL/d(image), NULL: the
  * gradient the last ds__braster_loss kept (of this render). */
 int ds__braster_backward(dsBatchRaster* r, const dsReal* d_images, dsReal* dverts);
+/* d_light[b] += dL/d(light settings) of instance b from the last backward
+ * (ambient, directional, light_dir; as ds_raster_backward_light's). */
+int ds__braster_light_grad(dsBatchRaster* r, dsRenderSettings* d_light);
 
 #ifdef __cplusplus
 }

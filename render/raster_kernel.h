@@ -903,4 +903,14 @@ DS_HD DSR_INLINE void dsr_face_finish(const dsrView* vw, const dsReal* verts, co
   }
 }
 
+/* The light adjoint's per-face parts (flight, nface x DSR_NLIGHT, as
+ * dsr_face_finish's lt) summed in face order into acc (DSR_NLIGHT): the
+ * single renderer's and the batched one's, so their sums are the same bits;
+ * ds__raster_light_finish (render/raster.c) turns acc into the settings'
+ * gradient. */
+DS_HD DSR_INLINE void dsr_light_sum(const double* flight, int nface, double* acc) {
+  for (int j = 0; j < nface; j++)
+    for (int k = 0; k < DSR_NLIGHT; k++) acc[k] += flight[DSR_NLIGHT * (size_t)j + k];
+}
+
 #endif

@@ -27,6 +27,7 @@
  *   LOSS_GRAD (value)   dL/d(image), times the instance's weight
  *   FACE_BWD  (face)    the face's adjoint over its pixels, then to world
  *   GATHER    (vertex)  the vertex's faces' gradients, in face order
+ *   LIGHT_SUM (1)       per instance: the faces' light adjoints, in face order
  * No stage sums across threads. */
 #ifndef DSIM_RENDER_RASTER_STAGES_H
 #define DSIM_RENDER_RASTER_STAGES_H
@@ -48,6 +49,7 @@
   X(DSR_BS_LOSS_GRAD)    \
   X(DSR_BS_FACE_BWD)     \
   X(DSR_BS_GATHER)       \
+  X(DSR_BS_LIGHT_SUM)    \
   X(DSR_BS_IMG)
 
 enum {
@@ -119,6 +121,8 @@ typedef struct dsrBatchArgs {
   dsReal* dimage;        /* B x 4 W H: dL/d(image) */
   double* fgrad;         /* B x 9 nface */
   double* fcgrad;        /* B x 9 nface */
+  double* flight;        /* B x DSR_NLIGHT nface: the faces' light adjoints */
+  double* lsum;          /* B x DSR_NLIGHT: their sums */
   dsReal* dverts;        /* B x 3 nvert, += the gradient */
   /* multi-scale and D-SSIM losses */
   double* ws;            /* B x wsz */
@@ -210,7 +214,16 @@ DS_HD DSR_INLINE void dsr_bs_face_bwd(const dsrBatchArgs* a, int j, int b) {
   dsr_face_bwd(&a->v, f, a->pix + DSR_B(a, b, 6 * (size_t)a->v.Wi * a->v.Hi), a->dimage + DSR_B(a, b, npx), &g);
   dsr_face_finish(&a->v, a->verts + DSR_B(a, b, 3 * a->nvert), a->faces, a->colors, a->vertex_color, j, f, &g,
                   a->fgrad + DSR_B(a, b, 9 * a->nface) + 9 * (size_t)j,
-                  a->fcgrad + DSR_B(a, b, 9 * a->nface) + 9 * (size_t)j, NULL, NULL);
+                  a->fcgrad + DSR_B(a, b, 9 * a->nface) + 9 * (size_t)j, NULL,
+                  a->flight + DSR_B(a, b, DSR_NLIGHT * a->nface) + DSR_NLIGHT * (size_t)j);
+}
+
+/* Instance b's light adjoint: its faces' parts summed in face order
+ * (raster.c's light_adjoint), before the direction's normalisation. */
+DS_HD DSR_INLINE void dsr_bs_light_sum(const dsrBatchArgs* a, int b) {
+  double* acc = a->lsum + DSR_B(a, b, DSR_NLIGHT);
+  for (int k = 0; k < DSR_NLIGHT; k++) acc[k] = 0.0;
+  dsr_light_sum(a->flight + DSR_B(a, b, DSR_NLIGHT * a->nface), a->nface, acc);
 }
 
 /* Vertex v's gradient: its faces' parts in face order (raster.c's gather). */
@@ -339,6 +352,7 @@ DS_HD DSR_INLINE void dsr_bstage_run(int stage, const dsrBatchArgs* a, int e, in
     }
     case DSR_BS_FACE_BWD: dsr_bs_face_bwd(a, e, b); break;
     case DSR_BS_GATHER: dsr_bs_gather(a, e, b); break;
+    case DSR_BS_LIGHT_SUM: dsr_bs_light_sum(a, b); break;
     case DSR_BS_IMG: dsr_bs_img(a, e, b); break;
     default: break;
   }

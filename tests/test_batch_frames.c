@@ -11,7 +11,10 @@
  *     pyramid (the batched loss's image operations);
  *   - a second camera; a checkpointed tape (frames between checkpoints);
  *   - adjoints of image observations at step ends (with frames at the same
- *     substeps: one scratch for both).
+ *     substeps: one scratch for both);
+ *   - the lights' gradients (light.ambient, light.directional and, with a
+ *     directional light in the camera2 variants, light.direction), which
+ *     the batched renderer's light adjoint gives (nonzero: checked).
  * A mutation check: a lockstep batch whose envs got each other's goals
  * (seeds swapped for the second run only) gives other gradients. With a
  * CUDA device the shared runs also go to cuda:0 and are compared within
@@ -60,6 +63,11 @@ static dsEnvDef def_of(const Variant* v) {
   def.checkpoint_every = v->checkpoint;
   if (g_cuda) def.device = (dsDevice){DS_DEVICE_CUDA, 0};
   def.obs_image = v->adj_image;
+  if (v->cam2) { /* a directional light (the others: the headlight) */
+    def.light_dir[0] = (dsReal)0.3;
+    def.light_dir[1] = (dsReal)1.0;
+    def.light_dir[2] = (dsReal)-0.4;
+  }
   return def;
 }
 
@@ -73,6 +81,17 @@ static int grads_of(dsEnv* e, dsReal* out) {
     const dsReal* g;
     int c;
     if (ds_env_param_grad(e, ds_param_name(k), &g, &c) || c == 0 || n + c > MAXG / 2) continue;
+    memcpy(out + n, g, (size_t)c * sizeof(dsReal));
+    n += c;
+  }
+  static const char* const lights[] = {"light.ambient", "light.directional", "light.direction"};
+  for (int k = 0; k < 3; k++) {
+    const dsReal* g;
+    int c;
+    CHECK_INT_EQ(ds_env_param_grad(e, lights[k], &g, &c), 0);
+    double size = 0;
+    for (int i = 0; i < c; i++) size += fabs((double)g[i]);
+    if (k < 2) CHECK(size > 0); /* the ambient and directional terms light every frame */
     memcpy(out + n, g, (size_t)c * sizeof(dsReal));
     n += c;
   }

@@ -74,6 +74,22 @@ static void make_mesh(Mesh* m) {
 
 static int same(const dsReal* a, const dsReal* b, size_t n) { return memcmp(a, b, n * sizeof(dsReal)) == 0; }
 
+/* The light gradient's fields (ambient, directional, light_dir) bit for bit. */
+static int same_light(const dsRenderSettings* a, const dsRenderSettings* b) {
+  return same(&a->ambient, &b->ambient, 1) && same(&a->directional, &b->directional, 1) &&
+         same(a->light_dir, b->light_dir, 3);
+}
+
+/* A light gradient to add to: values no gradient has, so "+=" shows. */
+static dsRenderSettings light_start(int b) {
+  dsRenderSettings s;
+  memset(&s, 0, sizeof s);
+  s.ambient = (dsReal)(0.25 + b);
+  s.directional = (dsReal)(-0.5 * b);
+  for (int k = 0; k < 3; k++) s.light_dir[k] = (dsReal)(0.125 * (k + 1));
+  return s;
+}
+
 /* The loss kinds compared: single-scale MSE, L1, MSE with the moments term
  * (two stages on the backend), then the image operations: D-SSIM on two
  * levels, three-level MSE with the moments term, two-level L1, one-level
@@ -190,17 +206,34 @@ static void run_setup(const Setup* su, const Mesh* m, int threads) {
       }
       ds_image_loss_destroy(il);
     }
-  /* given image gradients, added to what is there */
+  /* given image gradients, added to what is there; the light's gradient
+     (ds_batch_raster_light_grad) as the single renderer's, added too */
   for (int b = 0; b < B; b++)
     for (int i = 0; i < 3 * NV; i++) dv[b][i] = (dsReal)(0.5 * i);
   CHECK_INT_EQ(ds__braster_backward(br, dimg, &dv[0][0]), 0);
+  dsRenderSettings bl[B];
+  for (int b = 0; b < B; b++) bl[b] = light_start(b);
+  CHECK_INT_EQ(ds__braster_light_grad(br, bl), 0);
   for (int b = 0; b < B; b++) {
     dsRasterMesh rm = {m->verts[b], NV, m->faces, nf, m->colors, su->mode};
     for (int i = 0; i < 3 * NV; i++) rdv[i] = (dsReal)(0.5 * i);
+    dsRenderSettings rl = light_start(b);
     CHECK_INT_EQ(ds_raster_render(r, &rm, NULL), DS_OK);
-    CHECK_INT_EQ(ds_raster_backward(r, &rm, dimg + b * npx, rdv, NULL), DS_OK);
+    CHECK_INT_EQ(ds_raster_backward_light(r, &rm, dimg + b * npx, rdv, NULL, NULL, &rl), DS_OK);
     if (!same(dv[b], rdv, 3 * NV)) DST_FAIL_AT("%s (%d threads): instance %d: given d_image: gradient differs", su->name, threads, b);
+    if (!same_light(&bl[b], &rl))
+      DST_FAIL_AT("%s (%d threads): instance %d: light gradient %.17g %.17g (%.17g %.17g %.17g), single %.17g %.17g "
+                  "(%.17g %.17g %.17g)", su->name, threads, b, (double)bl[b].ambient, (double)bl[b].directional,
+                  (double)bl[b].light_dir[0], (double)bl[b].light_dir[1], (double)bl[b].light_dir[2],
+                  (double)rl.ambient, (double)rl.directional, (double)rl.light_dir[0], (double)rl.light_dir[1],
+                  (double)rl.light_dir[2]);
+    const dsRenderSettings l0 = light_start(b);
+    if (su->light && same_light(&bl[b], &l0)) DST_FAIL_AT("%s: instance %d: light gradient is zero", su->name, b);
   }
+  /* a render clears it: refused until the next backward */
+  CHECK_INT_EQ(ds__braster_render(br, &m->verts[0][0], NULL), 0);
+  CHECK_INT_EQ(ds__braster_light_grad(br, bl), DS_ERR_STATE);
+  CHECK_STR_CONTAINS(ds__braster_last_error(br), "no backward");
   /* a given gradient replaced the loss's: backward(NULL) is refused */
   CHECK_INT_EQ(ds__braster_backward(br, NULL, &dv[0][0]), DS_ERR_STATE);
   CHECK_STR_CONTAINS(ds__braster_last_error(br), "no image gradient");

@@ -337,6 +337,11 @@ DS_API int ds_batch_raster_loss(dsBatchRaster* r, const dsLossDef* def, const ds
  * render, from d_images (host, B x h x w x 4), or NULL: the gradient the last
  * ds_batch_raster_loss kept. */
 DS_API int ds_batch_raster_backward(dsBatchRaster* r, const dsReal* d_images, dsReal* dverts);
+/* d_light[b] (host, B settings) += dL/d(light) of instance b from the last
+ * ds_batch_raster_backward: ambient, directional and light_dir, as
+ * ds_raster_backward_light gives them (bit for bit); other fields are not
+ * touched. DS_ERR_STATE before a backward of the last render. */
+DS_API int ds_batch_raster_light_grad(dsBatchRaster* r, dsRenderSettings* d_light);
 
 #ifdef __cplusplus
 }
