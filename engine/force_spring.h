@@ -145,16 +145,16 @@ DS_HD DS_INLINE void ds__spring_jac_proj(const dsReal x[6], const dsReal v[6], c
   const dsReal r = dsu_sqrt(hd * hd + b * b), mid = (p->ke + sig) / 2;
   dsReal al, be, ga; /* S+ = al d^ d^T + be (d^ u^T + u^ d^T) + ga u^ u^T on the plane */
   if (r > 0) {
-    const dsReal lp = dsu_fmax(mid + r, 0), lm = dsu_fmax(mid - r, 0);
+    const dsReal lp = dsu_fmax(mid + r, (dsReal)0), lm = dsu_fmax(mid - r, (dsReal)0);
     const dsReal c2 = hd / r, s2 = b / r;
     al = (lp * (1 + c2) + lm * (1 - c2)) / 2;
     be = (lp - lm) * s2 / 2;
     ga = (lp * (1 - c2) + lm * (1 + c2)) / 2;
   } else {
-    al = ga = dsu_fmax(mid, 0);
+    al = ga = dsu_fmax(mid, (dsReal)0);
     be = 0;
   }
-  const dsReal sp = dsu_fmax(sig, 0);
+  const dsReal sp = dsu_fmax(sig, (dsReal)0);
   for (int i = 0; i < 3; i++)
     for (int j = 0; j < 3; j++) {
       const dsReal dd = dh[i] * dh[j], uu = uh[i] * uh[j];
