@@ -1,6 +1,6 @@
 # render/: the soft rasterizer and the image losses. Takes vertices, faces
 # and a camera; knows nothing of the engine's model.
-libdsim_core_la_SOURCES += render/raster.c render/raster_kernel.h render/loss.c render/loss_kernel.h \
+libdsim_core_la_SOURCES += render/raster.c render/raster_kernel.h render/raster_lanes.h render/loss.c render/loss_kernel.h \
   render/raster_stages.h render/raster_batch.h render/raster_batch.c
 libdsim_core_la_SOURCES += render/raster_api.c render/overlay.c render/overlay.h render/footage.c
 dsiminclude_HEADERS += include/dsim/raster.h include/dsim/image.h

@@ -64,6 +64,7 @@
 #include "base/internal.h"
 #include "render/raster_batch.h"
 #include "render/camera_frame.h"
+#include "render/raster_lanes.h"
 
 #define DSR_TILE 32
 /* below this many internal pixels + faces a render runs on one thread */
@@ -509,9 +510,41 @@ static void bin_faces(dsRaster* r, int nf) {
 }
 
 /* Adds face f to the pixels of rectangle [x0,x1] x [y0,y1] (already
- * intersected with its bounding box). */
-static void raster_face_rect(const dsRaster* r, const dsrFace* f, int x0, int x1, int y0, int y1) {
+ * intersected with its bounding box): four columns at a time where the
+ * build has the lanes (render/raster_lanes.h: the same bits), on x86-64
+ * also compiled for AVX2 and chosen at run time; else column by column. */
+typedef void (*dsrRectFn)(const dsRaster* r, const dsrFace* f, int x0, int x1, int y0, int y1);
+static void raster_face_rect_scalar(const dsRaster* r, const dsrFace* f, int x0, int x1, int y0, int y1) {
   for (int row = y0; row <= y1; row++) dsr_face_row(&r->v, f, row, x0, x1, r->pix + 6 * ((size_t)row * r->v.Wi));
+}
+#if defined(DSR_LANES)
+static void raster_face_rect_lanes(const dsRaster* r, const dsrFace* f, int x0, int x1, int y0, int y1) {
+  for (int row = y0; row <= y1; row++) dsr_face_row4(&r->v, f, row, x0, x1, r->pix + 6 * ((size_t)row * r->v.Wi));
+}
+#  if defined(__x86_64__) && !defined(DS_NO_AVX2) && defined(__has_attribute)
+#    if __has_attribute(target)
+#      define DSR_LANES_AVX2 1
+__attribute__((target("avx2"))) static void raster_face_rect_avx2(const dsRaster* r, const dsrFace* f, int x0,
+                                                                   int x1, int y0, int y1) {
+  for (int row = y0; row <= y1; row++) dsr_face_row4(&r->v, f, row, x0, x1, r->pix + 6 * ((size_t)row * r->v.Wi));
+}
+#    endif
+#  endif
+#endif
+
+/* Which of the above the renders use (tests compare them: ds__raster_set_lanes). */
+static int g_raster_lanes = 1;
+void ds__raster_set_lanes(int on) { g_raster_lanes = on != 0; }
+static dsrRectFn rect_fn(void) {
+#if defined(DSR_LANES)
+  if (!g_raster_lanes) return raster_face_rect_scalar;
+#  if defined(DSR_LANES_AVX2)
+  if (__builtin_cpu_supports("avx2")) return raster_face_rect_avx2;
+#  endif
+  return raster_face_rect_lanes;
+#else
+  return raster_face_rect_scalar;
+#endif
 }
 
 /* Renders every tile; each tile then turns its numerators into colours and,
@@ -522,6 +555,7 @@ static void render_tiles(dsRaster* r, dsReal* image, int nt) {
   const double abg = r->s.background[3];
   const int k = r->v.k;
   const double ik2 = 1.0 / ((double)k * k);
+  const dsrRectFn raster_face_rect = rect_fn();
 #ifdef _OPENMP
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (nt > 1 && r->v.ntiles > 1)
 #endif

@@ -15,6 +15,10 @@
 extern "C" {
 #endif
 
+/* render/raster.c: the single renderer's forward rows four columns at a
+ * time (1, the default) or column by column (0), the same bits either way;
+ * for tests that compare the two. */
+void ds__raster_set_lanes(int on);
 /* render/raster.c: the view of settings s (DS_ERR_INVALID for bad settings) */
 int ds__raster_view(const dsRenderSettings* s, dsrView* v);
 /* render/raster.c: dl += the light's gradient from the faces' parts summed

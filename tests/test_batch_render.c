@@ -172,8 +172,15 @@ static void run_setup(const Setup* su, const Mesh* m, int threads) {
   CHECK_INT_EQ(ds__braster_render(br, &m->verts[0][0], img), 0);
   for (int b = 0; b < B; b++) {
     dsRasterMesh rm = {m->verts[b], NV, m->faces, nf, m->colors, su->mode};
-    CHECK_INT_EQ(ds_raster_render(r, &rm, ref), DS_OK);
-    if (!same(img + b * npx, ref, npx)) DST_FAIL_AT("%s (%d threads): instance %d: image differs", su->name, threads, b);
+    /* the single renderer's rows column by column, then four columns at a
+       time (render/raster_lanes.h, the default): both the batch's bits */
+    for (int lanes = 0; lanes < 2; lanes++) {
+      ds__raster_set_lanes(lanes);
+      CHECK_INT_EQ(ds_raster_render(r, &rm, ref), DS_OK);
+      if (!same(img + b * npx, ref, npx))
+        DST_FAIL_AT("%s (%d threads): instance %d: image differs (%s)", su->name, threads, b,
+                    lanes ? "four columns at a time" : "column by column");
+    }
   }
 
   /* losses: backend kinds and host kinds, shared and per-instance goals */
