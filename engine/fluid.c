@@ -678,65 +678,24 @@ static int seg_states(const dsFluidModel* m, dsFluidData* d, int t, double** s0,
  * d->gf (of the force field), added to d->gpar */
 static int bwd_step(const dsFluidModel* m, dsFluidData* d, const double* s0, const double* s1, double* g1, int t) {
   const dsFluidDef* def = &m->def;
-  double dt = def->dt, *gpar = d->gpar, *gf = d->gf;
-  double *gu = g1, *grho = g1 + m->nvel, *gT = grho + m->ncell;
-  const double *rho1 = s1 + m->nvel, *T1 = rho1 + m->ncell;
-  if (fl_project(m, d, gu))
+  double *gpar = d->gpar, *gf = d->gf;
+  if (fl_project(m, d, g1))
     return ds__seterr(&d->err, DS_ERR_DIVERGED,
                       "backward step %d: adjoint pressure solve did not converge in %d iterations (max|residual| / "
                       "max|rhs| = %.3g, tolerance %.3g)",
                       t, d->iters, d->resid, def->tolerance);
-  memset(gf, 0, sizeof(double) * (size_t)m->ncell * m->dim);
-  for (int a = 0; a < m->dim; a++)
-    for (int f = 0; f < m->nf[a]; f++) {
-      int F = m->foff[a] + f, lo, hi;
-      double w = gu[F], wlo, whi;
-      if (m->src_face[F] >= 0) {
-        gpar[FL_P_SRC + FL_P_PER_SRC * m->src_face[F] + 2 + a] += w;
-        gu[F] = 0;
-        continue;
-      }
-      if (w == 0) continue;
-      face_cells(&m->view, a, f, &lo, &hi);
-      face_weights(lo, hi, &wlo, &whi);
-      gpar[FL_P_GRAV + a] += dt * w;
-      if (a == def->up_axis) {
-        double rf = (lo >= 0 ? wlo * rho1[lo] : 0) + (hi >= 0 ? whi * rho1[hi] : 0);
-        double tf = (lo >= 0 ? wlo * T1[lo] : 0) + (hi >= 0 ? whi * T1[hi] : 0);
-        gpar[FL_P_ALPHA] += dt * w * rf;
-        gpar[FL_P_BETA] -= dt * w * (tf - def->ambient_temperature);
-        gpar[FL_P_TAMB] += dt * def->beta * w;
-        if (lo >= 0) grho[lo] += dt * def->alpha * w * wlo, gT[lo] -= dt * def->beta * w * wlo;
-        if (hi >= 0) grho[hi] += dt * def->alpha * w * whi, gT[hi] -= dt * def->beta * w * whi;
-      }
-      if (lo >= 0) gf[lo * m->dim + a] += dt * w * wlo;
-      if (hi >= 0) gf[hi * m->dim + a] += dt * w * whi;
-    }
-  for (int c = 0; c < m->ncell; c++) {
-    if (m->solid[c]) {
-      grho[c] = gT[c] = 0;
-      continue;
-    }
-    for (int s = 0; s < def->nsource; s++)
-      if (m->src_cell[c] & (1u << s)) {
-        gpar[FL_P_SRC + FL_P_PER_SRC * s] += dt * grho[c];
-        gpar[FL_P_SRC + FL_P_PER_SRC * s + 1] += dt * gT[c];
-      }
-  }
-  double* g0 = d->g0;
-  memset(g0, 0, sizeof(double) * (size_t)d->ssize);
   double par[FL_P_MAX];
   dsFluidView v;
   ds__fluid_view(m, par, &v);
+  fl_bwd_sources(&v, s1, g1, gf, gpar);
+  double* g0 = d->g0;
+  memset(g0, 0, sizeof(double) * (size_t)d->ssize);
   if (m->def.nsoft) { /* the advection read stage 0's state */
     fl_soft_fwd(&v, s0, d->spen);
     s0 = d->spen;
   }
-  for (int a = 0; a < m->dim; a++)
-    advect_bwd(m, d, &m->faceg[a], s0 + m->foff[a], s0, gu + m->foff[a], g0 + m->foff[a], g0);
-  advect_bwd(m, d, &m->cellg, s0 + m->nvel, s0, grho, g0 + m->nvel, g0);
-  advect_bwd(m, d, &m->cellg, s0 + m->nvel + m->ncell, s0, gT, g0 + m->nvel + m->ncell, g0);
-  if (m->def.nsoft) fl_soft_bwd(m, &v, s0, g0, gpar);
+  for (int k = 0; k < m->dim + 2; k++) advect_bwd(m, d, k, s0, g1, g0);
+  if (m->def.nsoft) fl_soft_bwd_all(&v, s0, g0, gpar);
   return 0;
 }
 

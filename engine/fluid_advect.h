@@ -88,27 +88,6 @@ static void sl_fwd(const dsFluidModel* m, const FGrid* g, const double* q, const
   });
 }
 
-/* adjoint of out = SL(q, h): gq += , gu += (from gout) */
-static void sl_bwd(const dsFluidModel* m, const FGrid* g, const double* q, const double* u, double h,
-                   const double* gout, double* gq, double* gu) {
-  for (int p = 0; p < g->np; p++) {
-    double gp = gout[p];
-    if (gp == 0) continue;
-    Stencil sv[3], sq;
-    depart(m, g, u, h, p, sv, &sq, 1);
-    double gy[3] = {0, 0, 0};
-    for (int c = 0; c < sq.n; c++) {
-      gq[sq.idx[c]] += gp * sq.w[c];
-      for (int d = 0; d < m->dim; d++) gy[d] += gp * sq.dw[c][d] * q[sq.idx[c]];
-    }
-    for (int a = 0; a < m->dim; a++) {
-      double gv = -h * gy[a];
-      double* ga = gu + m->foff[a];
-      for (int c = 0; c < sv[a].n; c++) ga[sv[a].idx[c]] += gv * sv[a].w[c];
-    }
-  }
-}
-
 /* MacCormack's clamped value at node p (fluid_body.h, fl_mc_value) */
 static inline double mc_value(const dsFluidModel* m, const FGrid* g, const double* q, const double* u,
                               const double* hat, const double* back, int p, int* branch) {
@@ -125,26 +104,6 @@ static void mc_fwd(const dsFluidModel* m, const FGrid* g, const double* q, const
   });
 }
 
-static void mc_bwd(const dsFluidModel* m, const FGrid* g, const double* q, const double* u, const double* gout,
-                   double* gq, double* gu, dsFluidData* d) {
-  sl_fwd(m, g, q, u, m->def.dt, d->hat);
-  sl_fwd(m, g, d->hat, u, -m->def.dt, d->back);
-  for (int p = 0; p < g->np; p++) {
-    int br;
-    d->ghat[p] = d->gback[p] = 0;
-    (void)mc_value(m, g, q, u, d->hat, d->back, p, &br);
-    if (br) {
-      gq[br - 1] += gout[p];
-    } else {
-      d->ghat[p] = gout[p];
-      gq[p] += 0.5 * gout[p];
-      d->gback[p] = -0.5 * gout[p];
-    }
-  }
-  sl_bwd(m, g, d->hat, u, -m->def.dt, d->gback, d->ghat, gu);
-  sl_bwd(m, g, q, u, m->def.dt, d->ghat, gq, gu);
-}
-
 /* advect field q (on G) by u with the model's scheme */
 static void advect_fwd(const dsFluidModel* m, dsFluidData* d, const FGrid* g, const double* q, const double* u,
                        double* out) {
@@ -156,12 +115,19 @@ static void advect_fwd(const dsFluidModel* m, dsFluidData* d, const FGrid* g, co
     sl_fwd(m, g, q, u, m->def.dt, out);
 }
 
-static void advect_bwd(const dsFluidModel* m, dsFluidData* d, const FGrid* g, const double* q, const double* u,
-                       const double* gout, double* gq, double* gu) {
-  if (m->def.advection == DS_FLUID_MACCORMACK)
-    mc_bwd(m, g, q, u, gout, gq, gu, d);
-  else
-    sl_bwd(m, g, q, u, m->def.dt, gout, gq, gu);
+/* adjoint of field k's advection from the state s0 (fluid_body.h,
+ * fl_advect_bwd_field); MacCormack's hat and back recomputed first, on
+ * threads */
+static void advect_bwd(const dsFluidModel* m, dsFluidData* d, int k, const double* s0, const double* g1,
+                       double* g0) {
+  const dsFluidView* v = &m->view;
+  const FGrid* g = k < m->dim ? &m->faceg[k] : &m->cellg;
+  const double* q = s0 + (k < m->dim ? m->foff[k] : m->nvel + (k - m->dim) * m->ncell);
+  if (m->def.advection == DS_FLUID_MACCORMACK) {
+    sl_fwd(m, g, q, s0, m->def.dt, d->hat);
+    sl_fwd(m, g, d->hat, s0, -m->def.dt, d->back);
+  }
+  fl_advect_bwd_field(v, k, s0, g1, g0, d->hat, d->back, d->ghat, d->gback);
 }
 
 #endif

@@ -467,4 +467,133 @@ DS_HD DS_INLINE void fl_grad_face(const dsFluidView* v, int a, int f, const doub
   ua[f] -= (phi - plo) / v->dx;
 }
 
+/* ---- adjoints (per instance, serial: the scatters race) -------------------
+ * The math is in the driving headers' comments: fluid_advect.h (SL and
+ * MacCormack), fluid_soft.h (stage 0), fluid.c (steps 2-4). */
+
+/* adjoint of out = SL(q, h) on grid gi: gq += , gu += (from gout) */
+DS_HD DS_INLINE void fl_sl_bwd(const dsFluidView* v, int gi, const double* q, const double* u, double h,
+                               const double* gout, double* gq, double* gu) {
+  const FGrid* g = fl_grid(v, gi);
+  for (int p = 0; p < g->np; p++) {
+    double gp = gout[p];
+    if (gp == 0) continue;
+    Stencil sv[3], sq;
+    fl_depart(v, gi, u, h, p, sv, &sq, 1);
+    double gy[3] = {0, 0, 0};
+    for (int c = 0; c < sq.n; c++) {
+      gq[sq.idx[c]] += gp * sq.w[c];
+      for (int d = 0; d < v->dim; d++) gy[d] += gp * sq.dw[c][d] * q[sq.idx[c]];
+    }
+    for (int a = 0; a < v->dim; a++) {
+      double gv = -h * gy[a];
+      double* ga = gu + v->foff[a];
+      for (int c = 0; c < sv[a].n; c++) ga[sv[a].idx[c]] += gv * sv[a].w[c];
+    }
+  }
+}
+
+/* adjoint of MacCormack on grid gi, with hat = SL(q, dt), back =
+ * SL(hat, -dt) recomputed by the caller; ghat, gback: scratch (np) */
+DS_HD DS_INLINE void fl_mc_bwd(const dsFluidView* v, int gi, const double* q, const double* u, const double* hat,
+                               const double* back, const double* gout, double* gq, double* gu, double* ghat,
+                               double* gback) {
+  const FGrid* g = fl_grid(v, gi);
+  for (int p = 0; p < g->np; p++) {
+    int br;
+    ghat[p] = gback[p] = 0;
+    (void)fl_mc_value(v, gi, q, u, hat, back, p, &br);
+    if (br) {
+      gq[br - 1] += gout[p];
+    } else {
+      ghat[p] = gout[p];
+      gq[p] += 0.5 * gout[p];
+      gback[p] = -0.5 * gout[p];
+    }
+  }
+  fl_sl_bwd(v, gi, hat, u, -v->dt, gback, ghat, gu);
+  fl_sl_bwd(v, gi, q, u, v->dt, ghat, gq, gu);
+}
+
+/* adjoint of stage 0: g (of s0p on entry, of s0 on return), gpar += the
+ * soft obstacles' (centre, damping), serially in array order */
+DS_HD DS_INLINE void fl_soft_bwd_all(const dsFluidView* v, const double* s0p, double* g, double* gpar) {
+  const int n = v->nvel + 2 * v->ncell, ns = v->nsoft;
+  const double dt = v->dt;
+  for (int i = 0; i < n; i++) {
+    if (g[i] == 0) continue;
+    double x[3], dc[3];
+    fl_soft_pos(v, i, x);
+    const double D = fl_soft_D(v, x), w = -g[i] * s0p[i] * dt / D;
+    for (int k = 0; k < ns; k++) {
+      const double* p = v->par + fl_p_soft(v, k);
+      const double chi = fl_soft_chi(p, v->soft_half[k], v->soft_width[k], v->dim, x, dc);
+      double* gp = gpar + fl_p_soft(v, k);
+      for (int a = 0; a < v->dim; a++) gp[a] += w * p[3] * dc[a];
+      gp[3] += w * chi;
+    }
+    g[i] /= D;
+  }
+}
+
+/* adjoint of steps 2-4 (after the projection's): g1 = (gu, grho, gT) of the
+ * state s1 after the step; gf (ncell x dim) = the force field's, gpar +=
+ * the parameters'; the faces in order, then the cells */
+DS_HD DS_INLINE void fl_bwd_sources(const dsFluidView* v, const double* s1, double* g1, double* gf, double* gpar) {
+  const double dt = v->dt, *par = v->par;
+  double *gu = g1, *grho = g1 + v->nvel, *gT = grho + v->ncell;
+  const double *rho1 = s1 + v->nvel, *T1 = rho1 + v->ncell;
+  for (int i = 0; i < v->ncell * v->dim; i++) gf[i] = 0;
+  for (int a = 0; a < v->dim; a++)
+    for (int f = 0; f < v->nf[a]; f++) {
+      int F = v->foff[a] + f, lo, hi;
+      double w = gu[F], wlo, whi;
+      if (v->src_face[F] >= 0) {
+        gpar[FL_P_SRC + FL_P_PER_SRC * v->src_face[F] + 2 + a] += w;
+        gu[F] = 0;
+        continue;
+      }
+      if (w == 0) continue;
+      face_cells(v, a, f, &lo, &hi);
+      face_weights(lo, hi, &wlo, &whi);
+      gpar[FL_P_GRAV + a] += dt * w;
+      if (a == v->up_axis) {
+        double rf = (lo >= 0 ? wlo * rho1[lo] : 0) + (hi >= 0 ? whi * rho1[hi] : 0);
+        double tf = (lo >= 0 ? wlo * T1[lo] : 0) + (hi >= 0 ? whi * T1[hi] : 0);
+        gpar[FL_P_ALPHA] += dt * w * rf;
+        gpar[FL_P_BETA] -= dt * w * (tf - par[FL_P_TAMB]);
+        gpar[FL_P_TAMB] += dt * par[FL_P_BETA] * w;
+        if (lo >= 0) grho[lo] += dt * par[FL_P_ALPHA] * w * wlo, gT[lo] -= dt * par[FL_P_BETA] * w * wlo;
+        if (hi >= 0) grho[hi] += dt * par[FL_P_ALPHA] * w * whi, gT[hi] -= dt * par[FL_P_BETA] * w * whi;
+      }
+      if (lo >= 0) gf[lo * v->dim + a] += dt * w * wlo;
+      if (hi >= 0) gf[hi * v->dim + a] += dt * w * whi;
+    }
+  for (int c = 0; c < v->ncell; c++) {
+    if (v->solid[c]) {
+      grho[c] = gT[c] = 0;
+      continue;
+    }
+    for (int s = 0; s < v->nsource; s++)
+      if (v->src_cell[c] & (1u << s)) {
+        gpar[FL_P_SRC + FL_P_PER_SRC * s] += dt * grho[c];
+        gpar[FL_P_SRC + FL_P_PER_SRC * s + 1] += dt * gT[c];
+      }
+  }
+}
+
+/* adjoint of field k's advection (k < dim: face grid k; dim, dim + 1: the
+ * density, the temperature) from the state s (stage 0's) with g1 of the
+ * advected state into g0; hat, back: MacCormack's of the field (NULL
+ * for SL); ghat, gback: scratch */
+DS_HD DS_INLINE void fl_advect_bwd_field(const dsFluidView* v, int k, const double* s, const double* g1, double* g0,
+                                         const double* hat, const double* back, double* ghat, double* gback) {
+  const int gi = k < v->dim ? k : 3;
+  const int base = k < v->dim ? v->foff[k] : v->nvel + (k - v->dim) * v->ncell;
+  if (v->advection == DS_FLUID_MACCORMACK)
+    fl_mc_bwd(v, gi, s + base, s, hat, back, g1 + base, g0 + base, g0, ghat, gback);
+  else
+    fl_sl_bwd(v, gi, s + base, s, v->dt, g1 + base, g0 + base, g0);
+}
+
 #endif

@@ -26,7 +26,7 @@
  *   sig1 = sig((h_a + d) / w), sig2 = sig((h_a - d) / w),
  * using dq'/dtheta = -q dt d(k chi)/dtheta / D^2 = -q' dt d(k chi)/dtheta / D.
  * The parameter sums run serially in the array order (bitwise the same for
- * any thread count). */
+ * any thread count): fl_soft_bwd_all in engine/fluid_body.h. */
 #ifndef DSIM_ENGINE_FLUID_SOFT_H
 #define DSIM_ENGINE_FLUID_SOFT_H
 
@@ -39,27 +39,6 @@
 static void fl_soft_fwd(const dsFluidView* v, const double* s0, double* s0p) {
   const int n = v->nvel + 2 * v->ncell;
   FL_PFOR(n > FL_PAR_MIN, i, n, { s0p[i] = fl_soft_point(v, s0, i); });
-}
-
-/* g: the adjoint of s0p on entry, of s0 on return; gpar += the soft
- * obstacles' parameters' (FL_P_SOFT(m, K) + 0..2 the centre, + 3 damping) */
-static void fl_soft_bwd(const dsFluidModel* m, const dsFluidView* v, const double* s0p, double* g, double* gpar) {
-  const int n = m->nvel + 2 * m->ncell, ns = m->def.nsoft;
-  const double dt = m->def.dt;
-  for (int i = 0; i < n; i++) { /* serial: the parameter sums in array order */
-    if (g[i] == 0) continue;
-    double x[3], dc[3];
-    fl_soft_pos(v, i, x);
-    const double D = fl_soft_D(v, x), w = -g[i] * s0p[i] * dt / D;
-    for (int k = 0; k < ns; k++) {
-      const dsFluidSoftObstacle* o = &m->def.soft[k];
-      const double chi = fl_soft_chi(o->center, o->half, o->width, m->dim, x, dc);
-      double* gp = gpar + FL_P_SOFT(m, k);
-      for (int a = 0; a < m->dim; a++) gp[a] += w * o->damping * dc[a];
-      gp[3] += w * chi;
-    }
-    g[i] /= D;
-  }
 }
 
 #endif
