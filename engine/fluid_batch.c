@@ -21,15 +21,17 @@
 #include "engine/fluid_priv.h"
 
 /* ---- the host backend's launches (base/backend.h) ---------------------- */
-/* Below this many pairs a stage runs on one thread; a stage of one pair per
- * instance (a serial sweep over the grid) runs its instances in parallel. */
+/* Below this much work a stage runs on one thread (entering a team costs
+ * more than a small stage): the pairs, or for a stage of one pair per
+ * instance (a serial sweep over the grid) B times the cells. */
 #define DSF_PAR_MIN 2048
 
 /* Every pair writes only its own cells: any schedule gives the same bits. */
 int ds__host_fluid_run(void* ctx, int stage, const dsFluidBatchArgs* a, int count, int B) {
   (void)ctx;
   const long long n = (long long)count * B;
-  const int par = n >= DSF_PAR_MIN || (count == 1 && B > 1);
+  const long long work = count == 1 ? (long long)B * a->v.ncell : n;
+  const int par = work >= DSF_PAR_MIN && B * (long long)count > 1;
   (void)par;
 #ifdef _OPENMP
 #pragma omp parallel for schedule(static) if (par)
@@ -49,6 +51,10 @@ struct dsFluidBatch {
   int B, S, np, steps, every, nslot, t;
   double* slots;  /* nslot x B x S: states 0, K, 2K, ... */
   double* forces; /* steps x B x ncell x dim (def.force_field) */
+  double* seg;    /* (K + 1) x B x S: a recomputed segment (K > 1) */
+  int seg_start;
+  double* g1;     /* B x S: the backward's running adjoint */
+  double* gf_h;   /* B x ncell x dim: a step's force adjoint on the host */
   double* par_d;  /* B x np on the backend (a.par) */
   double* par_h;  /* B x np: the parameter values */
   double* sc_h;   /* B x DSF_NSC: the last step's scalars */
@@ -85,6 +91,7 @@ void ds_fluid_batch_free(dsFluidBatch* fb) {
   ds__free(fb->par_h);
   ds__free(fb->sc_h);
   ds__free(fb->stage_h);
+  ds__free(fb->gf_h);
   ds__free(fb);
 }
 
@@ -153,12 +160,20 @@ static int alloc_instances(dsFluidBatch* fb) {
   a->par = fb->par_d = par;
   fb->slots = (double*)take(fb, (size_t)fb->nslot * B * S * sizeof(double));
   if (m->def.force_field) fb->forces = (double*)take(fb, (size_t)fb->steps * B * nc * (size_t)m->dim * sizeof(double));
+  const size_t nfc = nc * (size_t)m->dim;
+  double** gs[] = {&a->g0, &fb->g1, &a->ghat, &a->gback};
+  for (size_t i = 0; i < sizeof gs / sizeof gs[0]; i++) *gs[i] = (double*)take(fb, B * S * sizeof(double));
+  a->gf = (double*)take(fb, B * nfc * sizeof(double));
+  a->gpar = (double*)take(fb, B * (size_t)fb->np * sizeof(double));
+  if (fb->every > 1) fb->seg = (double*)take(fb, (size_t)(fb->every + 1) * B * S * sizeof(double));
+  fb->gf_h = (double*)ds__calloc(B * nfc + 1, sizeof(double));
   fb->par_h = (double*)ds__calloc(B * (size_t)fb->np + 1, sizeof(double));
   fb->sc_h = (double*)ds__calloc(B * DSF_NSC, sizeof(double));
   fb->stage_h = (double*)ds__calloc(S, sizeof(double));
   if (!a->cur || !a->nxt || !a->spen || !a->hat || !a->back || !a->pi || !a->r || !a->z || !a->s || !a->as ||
       !a->blk || !a->sc || !par || !fb->slots || (m->def.force_field && !fb->forces) || !fb->par_h || !fb->sc_h ||
-      !fb->stage_h)
+      !fb->stage_h || !a->g0 || !fb->g1 || !a->ghat || !a->gback || !a->gf || !a->gpar ||
+      (fb->every > 1 && !fb->seg) || !fb->gf_h)
     return DS_ERR_NOMEM;
   for (int b = 0; b < fb->B; b++)
     for (int i = 0; i < fb->np; i++) fb->par_h[(size_t)b * fb->np + i] = *m->pptr[i];
@@ -291,6 +306,7 @@ int ds_fluid_batch_reset(dsFluidBatch* fb, const double* velocity, const double*
   if (rc) return be_fail(fb, rc, "the copy of a state");
   memset(fb->sc_h, 0, sizeof(double) * (size_t)fb->B * DSF_NSC);
   fb->t = 0;
+  fb->seg_start = -1;
   return 0;
 }
 
@@ -365,6 +381,7 @@ static int advect(dsFluidBatch* fb) {
   const double* src = a->cur;
   int rc = 0;
   if (fb->m->def.nsoft) {
+    a->soft_in = a->cur;
     rc = run(fb, DSF_SOFT);
     src = a->spen;
   }
@@ -398,25 +415,39 @@ static int solve(dsFluidBatch* fb) {
   return rc;
 }
 
-/* the first instance whose solve failed or whose state has a NaN */
-static int post_checks(dsFluidBatch* fb) {
+/* the first instance whose solve failed or whose state has a NaN ("what
+ * t, instance b: ...") */
+static int post_checks(dsFluidBatch* fb, const char* what, int t) {
   const double tol = fb->m->def.tolerance;
   for (int b = 0; b < fb->B; b++) {
     const double* sc = fb->sc_h + (size_t)b * DSF_NSC;
     if (sc[DSF_STATE] != DSF_DONE)
       return ds__seterr(&fb->err, DS_ERR_DIVERGED,
-                        "step %d, instance %d: pressure solve did not converge in %d iterations (max|residual| / "
+                        "%s %d, instance %d: pressure solve did not converge in %d iterations (max|residual| / "
                         "max|rhs| = %.3g, tolerance %.3g)",
-                        fb->t, b, (int)sc[DSF_ITERS], sc[DSF_RESID], tol);
-    if (sc[DSF_BADI] >= 0) {
+                        what, t, b, (int)sc[DSF_ITERS], sc[DSF_RESID], tol);
+    if (what[0] == 's' && sc[DSF_BADI] >= 0) { /* a forward step's */
       const int i = (int)sc[DSF_BADI];
       double x = 0;
       int rc = fb->be->get(fb->ctx, &x, fb->a.nxt + (size_t)b * fb->S + i, sizeof x);
       if (rc) return be_fail(fb, rc, "reading a state back");
-      return ds__seterr(&fb->err, DS_ERR_DIVERGED, "step %d, instance %d: state[%d] is %g", fb->t, b, i, x);
+      return ds__seterr(&fb->err, DS_ERR_DIVERGED, "%s %d, instance %d: state[%d] is %g", what, t, b, i, x);
     }
   }
   return 0;
+}
+
+/* nxt = the step of cur (the forces in a.force) */
+static int step_core(dsFluidBatch* fb, int t, const char* what) {
+  static const int mid[] = {DSF_SRC, DSF_FORCE, DSF_MASK, DSF_RHS};
+  static const int end[] = {DSF_GRAD, DSF_BAD_BLK, DSF_BAD};
+  fb->a.pu = fb->a.nxt;
+  int rc = advect(fb);
+  if (!rc) rc = run_list(fb, mid, 4);
+  if (!rc) rc = solve(fb);
+  if (!rc) rc = run_list(fb, end, 3);
+  if (!rc) rc = get_scalars(fb);
+  return rc ? rc : post_checks(fb, what, t);
 }
 
 /* the force fields into the tape's row t (force_field), the stages' a.force */
@@ -443,23 +474,153 @@ int ds_fluid_batch_step(dsFluidBatch* fb, const double* force) {
   }
   rc = pre_checks(fb, force);
   if (!rc) rc = put_forces(fb, force);
-  if (!rc) rc = advect(fb);
-  static const int mid[] = {DSF_SRC, DSF_FORCE, DSF_MASK, DSF_RHS};
-  static const int end[] = {DSF_GRAD, DSF_BAD_BLK, DSF_BAD};
-  if (!rc) rc = run_list(fb, mid, 4);
-  if (!rc) rc = solve(fb);
-  if (!rc) rc = run_list(fb, end, 3);
-  if (!rc) rc = get_scalars(fb);
-  if (!rc) rc = post_checks(fb);
+  if (!rc) rc = step_core(fb, fb->t, "step");
   if (rc) return rc;
   double* tmp = fb->a.cur;
   fb->a.cur = fb->a.nxt;
   fb->a.nxt = tmp;
   fb->t++;
+  fb->seg_start = -1;
   if (fb->t % fb->every == 0) {
     const size_t n = (size_t)fb->B * fb->S;
     rc = fb->be->copy(fb->ctx, fb->slots + (size_t)(fb->t / fb->every) * n, fb->a.cur, n * sizeof(double));
     if (rc) return be_fail(fb, rc, "the copy of a state to the tape");
   }
   return 0;
+}
+
+/* ---- the backward ---------------------------------------------------------- */
+
+/* states t and t + 1 (B x S each): the tape's, or the segment from the
+ * checkpoint at or before t, recomputed as the serial engine does (the
+ * tape's force rows, zero where a step had none) */
+static int seg_states(dsFluidBatch* fb, int t, const double** s0, const double** s1) {
+  const size_t n = (size_t)fb->B * fb->S, nf = (size_t)fb->B * fb->m->ncell * fb->m->dim;
+  const int K = fb->every, start = (t / K) * K;
+  if (K == 1) {
+    *s0 = fb->slots + (size_t)t * n;
+    *s1 = *s0 + n;
+    return 0;
+  }
+  if (fb->seg_start != start) {
+    double *cur = fb->a.cur, *nxt = fb->a.nxt;
+    int rc = fb->be->copy(fb->ctx, fb->seg, fb->slots + (size_t)(start / K) * n, n * sizeof(double));
+    if (rc) return be_fail(fb, rc, "the copy of a checkpoint");
+    const int len = fb->t - start < K ? fb->t - start : K;
+    for (int j = 0; !rc && j < len; j++) {
+      fb->a.cur = fb->seg + (size_t)j * n, fb->a.nxt = fb->seg + (size_t)(j + 1) * n;
+      fb->a.force = fb->forces ? fb->forces + (size_t)(start + j) * nf : NULL;
+      rc = step_core(fb, start + j, "recomputed step");
+    }
+    fb->a.cur = cur, fb->a.nxt = nxt;
+    if (rc) return rc;
+    fb->seg_start = start;
+  }
+  *s0 = fb->seg + (size_t)(t - start) * n;
+  *s1 = *s0 + n;
+  return 0;
+}
+
+/* the adjoint of step t: a.g0 from g1 (consumed), a.gf, a.gpar += */
+static int bwd_step(dsFluidBatch* fb, int t) {
+  dsFluidBatchArgs* a = &fb->a;
+  const double *s0 = NULL, *s1 = NULL;
+  int rc = seg_states(fb, t, &s0, &s1);
+  if (rc) return rc;
+  static const int pre[] = {DSF_MASK, DSF_RHS};
+  static const int post[] = {DSF_GRAD};
+  a->pu = fb->g1;
+  rc = run_list(fb, pre, 1 + 1);
+  if (!rc) rc = solve(fb);
+  if (!rc) rc = run_list(fb, post, 1);
+  if (!rc) rc = get_scalars(fb);
+  if (!rc) rc = post_checks(fb, "backward step", t);
+  a->bs1 = s1;
+  if (!rc) rc = run(fb, DSF_BWD_SRC);
+  const double* src = s0;
+  a->soft_in = s0;
+  if (!rc && fb->m->def.nsoft) rc = run(fb, DSF_SOFT), src = a->spen;
+  if (!rc && fb->m->def.advection == DS_FLUID_MACCORMACK) {
+    a->sl_q = src, a->sl_u = src, a->sl_h = fb->m->def.dt, a->sl_out = a->hat;
+    rc = run(fb, DSF_SL);
+    a->sl_q = a->hat, a->sl_h = -fb->m->def.dt, a->sl_out = a->back;
+    if (!rc) rc = run(fb, DSF_SL);
+  }
+  a->bs0 = src;
+  return rc ? rc : run(fb, DSF_BWD_ADV);
+}
+
+/* a step's force adjoint into g->force (B x steps x nfc) and force_total */
+static int take_gf(dsFluidBatch* fb, int t, const dsFluidGrad* g) {
+  const size_t nfc = (size_t)fb->m->ncell * fb->m->dim;
+  if (!g->force && !g->force_total) return 0;
+  int rc = fb->be->get(fb->ctx, fb->gf_h, fb->a.gf, sizeof(double) * (size_t)fb->B * nfc);
+  if (rc) return be_fail(fb, rc, "reading the force adjoint back");
+  for (int b = 0; b < fb->B; b++) {
+    const double* gf = fb->gf_h + (size_t)b * nfc;
+    if (g->force) memcpy(g->force + ((size_t)b * fb->steps + t) * nfc, gf, sizeof(double) * nfc);
+    if (g->force_total)
+      for (size_t i = 0; i < nfc; i++) g->force_total[(size_t)b * nfc + i] += gf[i];
+  }
+  return 0;
+}
+
+/* the seed dL/d(final state) of every instance into g1 */
+static int seed(dsFluidBatch* fb, const double* dl_dvel, const double* dl_ddens, const double* dl_dtemp) {
+  const int nv = fb->m->nvel, nc = fb->m->ncell;
+  for (int b = 0; b < fb->B; b++) {
+    double* s = fb->stage_h;
+    for (int i = 0; i < nv; i++) s[i] = dl_dvel ? dl_dvel[(size_t)b * nv + i] : 0;
+    for (int i = 0; i < nc; i++) {
+      s[nv + i] = dl_ddens ? dl_ddens[(size_t)b * nc + i] : 0;
+      s[nv + nc + i] = dl_dtemp ? dl_dtemp[(size_t)b * nc + i] : 0;
+    }
+    int rc = fb->be->put(fb->ctx, fb->g1 + (size_t)b * fb->S, s, sizeof(double) * (size_t)fb->S);
+    if (rc) return be_fail(fb, rc, "the copy of the seed");
+  }
+  return 0;
+}
+
+/* the adjoint of the initial states (masked as a reset masks) and the parameters' into g */
+static int finish(dsFluidBatch* fb, const dsFluidGrad* g) {
+  const dsFluidModel* m = fb->m;
+  const int nv = m->nvel, nc = m->ncell;
+  for (int b = 0; b < fb->B; b++) {
+    int rc = fb->be->get(fb->ctx, fb->stage_h, fb->g1 + (size_t)b * fb->S, sizeof(double) * (size_t)fb->S);
+    if (rc) return be_fail(fb, rc, "reading the adjoint back");
+    const double* s = fb->stage_h;
+    if (g->velocity0)
+      for (int f = 0; f < nv; f++) g->velocity0[(size_t)b * nv + f] = m->active[f] ? s[f] : 0;
+    for (int c = 0; c < nc; c++) {
+      if (g->density0) g->density0[(size_t)b * nc + c] = m->solid[c] ? 0 : s[nv + c];
+      if (g->temperature0) g->temperature0[(size_t)b * nc + c] = m->solid[c] ? 0 : s[nv + nc + c];
+    }
+  }
+  int rc = g->param ? fb->be->get(fb->ctx, g->param, fb->a.gpar, sizeof(double) * (size_t)fb->B * fb->np) : 0;
+  return rc ? be_fail(fb, rc, "reading the parameters' adjoint back") : 0;
+}
+
+int ds_fluid_batch_backward(dsFluidBatch* fb, const double* dl_dvel, const double* dl_ddens, const double* dl_dtemp,
+                            const dsFluidGrad* g) {
+  if (!fb || !g) return DS_ERR_INVALID;
+  ds__clearerr(&fb->err);
+  const size_t nfc = (size_t)fb->m->ncell * fb->m->dim;
+  int rc = 0;
+  if (fb->par_dirty) {
+    rc = fb->be->put(fb->ctx, fb->par_d, fb->par_h, sizeof(double) * (size_t)fb->B * fb->np);
+    if (rc) return be_fail(fb, rc, "the copy of the parameters");
+    fb->par_dirty = 0;
+  }
+  if (g->force) memset(g->force, 0, sizeof(double) * (size_t)fb->B * fb->steps * nfc);
+  if (g->force_total) memset(g->force_total, 0, sizeof(double) * (size_t)fb->B * nfc);
+  rc = seed(fb, dl_dvel, dl_ddens, dl_dtemp);
+  if (!rc) rc = fb->be->zero(fb->ctx, fb->a.gpar, sizeof(double) * (size_t)fb->B * fb->np);
+  for (int t = fb->t - 1; !rc && t >= 0; t--) {
+    rc = bwd_step(fb, t);
+    if (!rc) rc = take_gf(fb, t, g);
+    double* tmp = fb->a.g0; /* the adjoint of state t is the next step's g1 */
+    fb->a.g0 = fb->g1;
+    fb->g1 = tmp;
+  }
+  return rc ? rc : finish(fb, g);
 }

@@ -9,7 +9,7 @@
  *
  * A step (count: the pairs per instance; S = nvel + 2 ncell):
  *   UMAX_BLK (nbv), UMAX (1)    max|u| of the current state (the CFL check)
- *   SOFT (S)                    stage 0: spen = cur / D
+ *   SOFT (S)                    stage 0: spen = soft_in / D (soft_in = cur)
  *   SL (S)                      out = SL(q, h) of every field (advection, or
  *                               MacCormack's hat and back)
  *   MC (S)                      MacCormack's clamp
@@ -23,6 +23,13 @@
  *              UPD_S (ncell)   (an instance that converged or failed skips)
  *   GRAD (nvel)                 u' = u - G pi
  *   BAD_BLK (nbs), BAD (1)      the first non-finite entry of the new state
+ * The backward of a step (ds_fluid_batch_backward), from g1 = the adjoint
+ * of the state after it: the projection's stages on g1 (P is
+ * self-adjoint), then per instance, serially as the serial engine's
+ * scatters run: BWD_SRC (1) steps 4-2's adjoint and the parameters'
+ * sums; SOFT and SL (MacCormack's hat and back) recompute the forward's
+ * intermediates in parallel; BWD_ADV (1) the advection's and stage 0's
+ * adjoints into g0.
  * Blocks are the serial engine's FL_BLK blocks: a dot product is the
  * blocks' partial sums added in order, as fl_dot does. */
 #ifndef DSIM_ENGINE_FLUID_BATCH_BODY_H
@@ -36,7 +43,7 @@
   X(DSF_UMAX_BLK) X(DSF_UMAX) X(DSF_SOFT) X(DSF_SL) X(DSF_MC) X(DSF_SRC) X(DSF_FORCE) X(DSF_MASK) X(DSF_RHS) \
   X(DSF_MAX_B) X(DSF_MAX_R) X(DSF_INIT) X(DSF_MIC_L) X(DSF_MIC_U) X(DSF_COPY_S) X(DSF_DOT_ZR) X(DSF_SIGMA) X(DSF_MATVEC)  \
   X(DSF_DOT_SAS) X(DSF_ALPHA) X(DSF_UPD_XR) X(DSF_CHECK) X(DSF_BETA) X(DSF_UPD_S) X(DSF_GRAD)              \
-  X(DSF_BAD_BLK) X(DSF_BAD)
+  X(DSF_BAD_BLK) X(DSF_BAD) X(DSF_BWD_SRC) X(DSF_BWD_ADV)
 #define DSF_BS_ENUM(S) S,
 enum { DSF_BS_STAGES(DSF_BS_ENUM) DSF_BS_COUNT };
 #undef DSF_BS_ENUM
@@ -61,6 +68,15 @@ typedef struct dsFluidBatchArgs {
   double *pi, *r, *z, *s, *as; /* B x ncell */
   double* blk;            /* B x nbk */
   double* sc;             /* B x DSF_NSC */
+  double* pu;             /* B x S: what MASK, RHS and GRAD project (nxt, or the adjoint g1) */
+  /* the backward: g0 (B x S) the adjoint of the state before the step,
+   * ghat, gback (B x S) scratch, gf (B x ncell x dim) the force field's,
+   * gpar (B x nparam) the parameters' (summed over the steps); bs0 the
+   * state the advection read (after stage 0), bs1 the state after the
+   * step (both B x S) */
+  double *g0, *ghat, *gback, *gf, *gpar;
+  const double *bs0, *bs1;
+  const double* soft_in; /* B x S: what SOFT damps into spen (cur, or a taped state) */
   /* SL: out = SL(q, h) with the velocities of u (all B x S) */
   const double *sl_q, *sl_u;
   double* sl_out;
@@ -173,6 +189,22 @@ DS_HD DS_INLINE double dsf_bad_blk(const dsFluidBatchArgs* a, int k, int b) {
   return -1;
 }
 
+/* instance b's advection and stage 0 adjoints: g0 from g1 (pu) */
+DS_HD DS_INLINE void dsf_bwd_adv(const dsFluidBatchArgs* a, int b) {
+  dsFluidView w = a->v;
+  w.par = a->par + (size_t)b * w.nparam;
+  const size_t oS = (size_t)b * a->S;
+  double* g0 = a->g0 + oS;
+  const double* s = a->bs0 + oS;
+  for (int i = 0; i < a->S; i++) g0[i] = 0;
+  for (int k = 0; k < w.dim + 2; k++) {
+    const size_t base = (size_t)(k < w.dim ? w.foff[k] : w.nvel + (k - w.dim) * w.ncell);
+    fl_advect_bwd_field(&w, k, s, a->pu + oS, g0, a->hat + oS + base, a->back + oS + base, a->ghat + oS,
+                        a->gback + oS);
+  }
+  if (w.nsoft) fl_soft_bwd_all(&w, s, g0, a->gpar + (size_t)b * w.nparam);
+}
+
 DS_HD DS_INLINE void dsf_bstage_run(int stage, const dsFluidBatchArgs* a, int e, int b) {
   const dsFluidView* v = &a->v;
   const int nc = v->ncell;
@@ -193,7 +225,7 @@ DS_HD DS_INLINE void dsf_bstage_run(int stage, const dsFluidBatchArgs* a, int e,
     case DSF_SOFT: {
       dsFluidView w = *v;
       w.par = a->par + (size_t)b * v->nparam;
-      a->spen[oS + e] = fl_soft_point(&w, a->cur + oS, e);
+      a->spen[oS + e] = fl_soft_point(&w, a->soft_in + oS, e);
     } break;
     case DSF_SL: dsf_sl(a, e, b); break;
     case DSF_MC: dsf_mc(a, e, b); break;
@@ -204,10 +236,10 @@ DS_HD DS_INLINE void dsf_bstage_run(int stage, const dsFluidBatchArgs* a, int e,
     } break;
     case DSF_FORCE: dsf_force(a, e, b); break;
     case DSF_MASK:
-      if (!v->active[e]) a->nxt[oS + e] = 0;
+      if (!v->active[e]) a->pu[oS + e] = 0;
       break;
     case DSF_RHS:
-      a->r[oc + e] = fl_rhs_cell(v, e, a->nxt + oS);
+      a->r[oc + e] = fl_rhs_cell(v, e, a->pu + oS);
       a->pi[oc + e] = 0;
       break;
     case DSF_MAX_B: {
@@ -262,7 +294,7 @@ DS_HD DS_INLINE void dsf_bstage_run(int stage, const dsFluidBatchArgs* a, int e,
       break;
     case DSF_GRAD: {
       const int ax = fl_face_axis(v, e);
-      fl_grad_face(v, ax, e - v->foff[ax], a->pi + oc, a->nxt + oS + v->foff[ax]);
+      fl_grad_face(v, ax, e - v->foff[ax], a->pi + oc, a->pu + oS + v->foff[ax]);
     } break;
     case DSF_BAD_BLK: blk[e] = dsf_bad_blk(a, e, b); break;
     case DSF_BAD: {
@@ -270,6 +302,12 @@ DS_HD DS_INLINE void dsf_bstage_run(int stage, const dsFluidBatchArgs* a, int e,
       for (int k = 0; k < a->nbs && first < 0; k++) first = blk[k];
       sc[DSF_BADI] = first;
     } break;
+    case DSF_BWD_SRC: {
+      dsFluidView w = *v;
+      w.par = a->par + (size_t)b * v->nparam;
+      fl_bwd_sources(&w, a->bs1 + oS, a->pu + oS, a->gf + (size_t)b * nc * v->dim, a->gpar + (size_t)b * v->nparam);
+    } break;
+    case DSF_BWD_ADV: dsf_bwd_adv(a, b); break;
     default: break;
   }
 }

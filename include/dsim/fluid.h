@@ -369,7 +369,19 @@ DS_API int ds_fluid_batch_reset(dsFluidBatch* fb, const double* velocity, const 
 DS_API int ds_fluid_batch_step(dsFluidBatch* fb, const double* force);
 /* Instance b's current state into the non-NULL arrays (nvel, ncell, ncell). */
 DS_API int ds_fluid_batch_state(dsFluidBatch* fb, int b, double* velocity, double* density, double* temperature);
-/* Instance b's last pressure solve: iterations, max|residual| / max|rhs|. */
+/* The backward of every instance's episode (the steps taken) from the
+ * adjoints of its final state: dl_dvel (B x nvel), dl_ddens, dl_dtemp
+ * (B x ncell), NULL for zero. Writes g's non-NULL arrays, each B times
+ * ds_fluid_backward's, instance after instance: velocity0 (B x nvel),
+ * density0, temperature0 (B x ncell), force (B x steps x ncell x dim),
+ * force_total (B x ncell x dim), param (B x nparam). Each instance's are
+ * ds_fluid_backward's with its parameters, bit for bit; with checkpoints
+ * the segments are recomputed as there. DS_ERR_DIVERGED naming the step
+ * and instance when an adjoint pressure solve does not converge. */
+DS_API int ds_fluid_batch_backward(dsFluidBatch* fb, const double* dl_dvel, const double* dl_ddens,
+                                   const double* dl_dtemp, const dsFluidGrad* g);
+/* Instance b's last pressure solve (a step's, or a backward's):
+ * iterations, max|residual| / max|rhs|. */
 DS_API void ds_fluid_batch_solver_stats(const dsFluidBatch* fb, int b, int* iterations, double* residual);
 
 #ifdef __cplusplus
