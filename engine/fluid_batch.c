@@ -26,17 +26,32 @@
  * instance (a serial sweep over the grid) B times the cells. */
 #define DSF_PAR_MIN 2048
 
-/* Every pair writes only its own cells: any schedule gives the same bits. */
+/* Every pair writes only its own cells: any schedule gives the same bits.
+ * One loop per stage, so the stage's switch folds away inside it (as the
+ * CUDA backend's template kernels do), over (instance, index) without a
+ * division per pair. */
+#ifdef _OPENMP
+#define DSF_HOST_FOR _Pragma("omp parallel for collapse(2) schedule(static) if (par)")
+#else
+#define DSF_HOST_FOR
+#endif
+#define DSF_HOST_CASE(S)                                                                    \
+  case S: {                                                                                 \
+    DSF_HOST_FOR                                                                            \
+    for (int b = 0; b < B; b++)                                                             \
+      for (int e = 0; e < count; e++) dsf_bstage_run(S, a, e, b);                           \
+  } break;
+
 int ds__host_fluid_run(void* ctx, int stage, const dsFluidBatchArgs* a, int count, int B) {
   (void)ctx;
   const long long n = (long long)count * B;
   const long long work = count == 1 ? (long long)B * a->v.ncell : n;
   const int par = work >= DSF_PAR_MIN && B * (long long)count > 1;
   (void)par;
-#ifdef _OPENMP
-#pragma omp parallel for schedule(static) if (par)
-#endif
-  for (long long k = 0; k < n; k++) dsf_bstage_run(stage, a, (int)(k % count), (int)(k / count));
+  switch (stage) {
+    DSF_BS_STAGES(DSF_HOST_CASE)
+    default: return DS_ERR_INVALID;
+  }
   return 0;
 }
 

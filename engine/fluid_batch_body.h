@@ -44,6 +44,16 @@
   X(DSF_MAX_B) X(DSF_MAX_R) X(DSF_INIT) X(DSF_MIC_L) X(DSF_MIC_U) X(DSF_COPY_S) X(DSF_DOT_ZR) X(DSF_SIGMA) X(DSF_MATVEC)  \
   X(DSF_DOT_SAS) X(DSF_ALPHA) X(DSF_UPD_XR) X(DSF_CHECK) X(DSF_BETA) X(DSF_UPD_S) X(DSF_GRAD)              \
   X(DSF_BAD_BLK) X(DSF_BAD) X(DSF_BWD_SRC) X(DSF_BWD_ADV)
+/* The stage dispatch is inlined into each stage's loop (the host backend's
+ * and the CUDA kernels'), where the constant stage folds its switch away. */
+#if defined(__CUDACC__)
+#define DSF_INLINE static __forceinline__
+#elif defined(__GNUC__)
+#define DSF_INLINE static inline __attribute__((always_inline))
+#else
+#define DSF_INLINE static inline
+#endif
+
 #define DSF_BS_ENUM(S) S,
 enum { DSF_BS_STAGES(DSF_BS_ENUM) DSF_BS_COUNT };
 #undef DSF_BS_ENUM
@@ -205,7 +215,7 @@ DS_HD DS_INLINE void dsf_bwd_adv(const dsFluidBatchArgs* a, int b) {
   if (w.nsoft) fl_soft_bwd_all(&w, s, g0, a->gpar + (size_t)b * w.nparam);
 }
 
-DS_HD DS_INLINE void dsf_bstage_run(int stage, const dsFluidBatchArgs* a, int e, int b) {
+DS_HD DSF_INLINE void dsf_bstage_run(int stage, const dsFluidBatchArgs* a, int e, int b) {
   const dsFluidView* v = &a->v;
   const int nc = v->ncell;
   const size_t oS = (size_t)b * a->S, oc = (size_t)b * nc;
