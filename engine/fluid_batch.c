@@ -266,8 +266,9 @@ int ds_fluid_batch_set_param(dsFluidBatch* fb, int b, const char* name, double v
 
 int ds_fluid_batch_get_param(const dsFluidBatch* fb, int b, const char* name, double* value) {
   if (!fb || !value) return DS_ERR_INVALID;
+  if (b < 0 || b >= fb->B) return DS_ERR_RANGE;
   dsErrBuf eb;
-  int i = 0, rc = param_slot(fb, b < 0 ? fb->B : b, name, &i, &eb); /* b = -1 is no instance here */
+  int i = 0, rc = param_slot(fb, b, name, &i, &eb);
   if (rc) return rc;
   *value = fb->par_h[(size_t)b * fb->np + i];
   return 0;

@@ -130,11 +130,14 @@ static void serial_states(Run* r, int b, double* out, int* iters) {
   for (int k = 0; k < NNAMES; k++) ds_fluid_param_set(r->m, kNames[k], save[k]); /* the model as it was */
 }
 
+/* the device of batch_states (test_cuda) */
+static dsDevice g_dev = {DS_DEVICE_CPU, 0};
+
 /* the batch's states of every instance after every step: NSTEP x B x S */
 static int batch_states(Run* r, double* out, int* iters) {
   dsFluidBatch* fb;
   char err[512];
-  int rc = ds_fluid_batch_create(r->m, NB, NSTEP, 4, ds_device_cpu(), &fb, err, sizeof err);
+  int rc = ds_fluid_batch_create(r->m, NB, NSTEP, 4, g_dev, &fb, err, sizeof err);
   CHECK_INT_EQ(rc, 0);
   if (rc) return fprintf(stderr, "batch: %s\n", err), rc;
   for (int b = 0; b < NB; b++)
@@ -244,7 +247,7 @@ static int bgrad_same(const Run* r, const BGrad* bat, int b, const BGrad* ser) {
 static int batch_episode(Run* r, int every, const double* w, BGrad* g, double* loss) {
   dsFluidBatch* fb;
   char err[512];
-  int rc = ds_fluid_batch_create(r->m, NB, NSTEP_B, every, ds_device_cpu(), &fb, err, sizeof err);
+  int rc = ds_fluid_batch_create(r->m, NB, NSTEP_B, every, g_dev, &fb, err, sizeof err);
   CHECK_INT_EQ(rc, 0);
   if (rc) return fprintf(stderr, "batch: %s\n", err), rc;
   for (int b = 0; b < NB; b++)
@@ -467,10 +470,38 @@ static void test_refused(void) {
   ds_fluid_model_free(m);
 }
 
+/* With a CUDA device (a build with --enable-cuda on a GPU machine): the
+ * same comparisons on it, every instance's states and gradients bitwise
+ * the serial engine's (the kernels are built with -fmad=false). Without one, the refusal. */
+static void test_cuda(void) {
+  dsFluidDef def = base_def(16, 1);
+  def.advection = DS_FLUID_MACCORMACK;
+  Run r = make_run(&def);
+  dsFluidBatch* fb = NULL;
+  char err[512] = "";
+  const dsDevice cu = {DS_DEVICE_CUDA, 0};
+  int rc = ds_fluid_batch_create(r.m, 2, 2, 0, cu, &fb, err, sizeof err);
+  ds_fluid_batch_free(fb);
+  free_run(&r);
+  if (rc) {
+    CHECK_INT_EQ(rc, DS_ERR_UNSUPPORTED);
+    fprintf(stderr, "cuda: %s (not run)\n", err);
+    return;
+  }
+  g_dev = cu;
+  check_equal("CUDA 2-D MacCormack", &def);
+  def = base_def(8, 8);
+  def.dx = 1.0 / 8;
+  check_equal("CUDA 3-D SL", &def);
+  check_backward("CUDA 3-D SL backward", &def);
+  g_dev = ds_device_cpu();
+}
+
 int main(void) {
   test_equal();
   test_backward();
   test_threads();
   test_refused();
+  test_cuda();
   return DST_RESULT();
 }

@@ -352,6 +352,7 @@ DS_API int ds_fluid_batch_steps(const dsFluidBatch* fb); /* steps taken */
  * takes effect from the next step (the ambient temperature also at the
  * next reset). */
 DS_API int ds_fluid_batch_set_param(dsFluidBatch* fb, int b, const char* name, double value);
+/* Instance b's value (b in 0 .. B - 1; DS_ERR_RANGE, DS_ERR_NOTFOUND). */
 DS_API int ds_fluid_batch_get_param(const dsFluidBatch* fb, int b, const char* name, double* value);
 /* Rewinds every instance to step 0 with the given fields, as ds_fluid_reset
  * takes them (NULL: zero velocity and density, the instance's ambient
