@@ -431,9 +431,9 @@ static int solve(dsFluidBatch* fb) {
   return rc;
 }
 
-/* the first instance whose solve failed or whose state has a NaN ("what
- * t, instance b: ...") */
-static int post_checks(dsFluidBatch* fb, const char* what, int t) {
+/* the first instance whose solve failed or (nan: a forward step's BAD
+ * stages ran) whose new state has a NaN ("what t, instance b: ...") */
+static int post_checks(dsFluidBatch* fb, const char* what, int t, int nan) {
   const double tol = fb->m->def.tolerance;
   for (int b = 0; b < fb->B; b++) {
     const double* sc = fb->sc_h + (size_t)b * DSF_NSC;
@@ -442,7 +442,7 @@ static int post_checks(dsFluidBatch* fb, const char* what, int t) {
                         "%s %d, instance %d: pressure solve did not converge in %d iterations (max|residual| / "
                         "max|rhs| = %.3g, tolerance %.3g)",
                         what, t, b, (int)sc[DSF_ITERS], sc[DSF_RESID], tol);
-    if (what[0] == 's' && sc[DSF_BADI] >= 0) { /* a forward step's */
+    if (nan && sc[DSF_BADI] >= 0) {
       const int i = (int)sc[DSF_BADI];
       double x = 0;
       int rc = fb->be->get(fb->ctx, &x, fb->a.nxt + (size_t)b * fb->S + i, sizeof x);
@@ -463,7 +463,7 @@ static int step_core(dsFluidBatch* fb, int t, const char* what) {
   if (!rc) rc = solve(fb);
   if (!rc) rc = run_list(fb, end, 3);
   if (!rc) rc = get_scalars(fb);
-  return rc ? rc : post_checks(fb, what, t);
+  return rc ? rc : post_checks(fb, what, t, 1);
 }
 
 /* the force fields into the tape's row t (force_field), the stages' a.force */
@@ -550,7 +550,7 @@ static int bwd_step(dsFluidBatch* fb, int t) {
   if (!rc) rc = solve(fb);
   if (!rc) rc = run_list(fb, post, 1);
   if (!rc) rc = get_scalars(fb);
-  if (!rc) rc = post_checks(fb, "backward step", t);
+  if (!rc) rc = post_checks(fb, "backward step", t, 0);
   a->bs1 = s1;
   if (!rc) rc = run(fb, DSF_BWD_SRC);
   const double* src = s0;

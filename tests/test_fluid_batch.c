@@ -8,7 +8,8 @@
  * serial ds_fluid_backward's bit for bit, full tape and checkpointed, and
  * central differences through the batch API (check_fd); 1 vs 2 threads
  * bit for bit, forward and backward; refused inputs (B <= 0, the FFT solve, an instance
- * out of range, an unknown parameter, a NaN, the CFL limit, a full tape)
+ * out of range, an unknown parameter, a NaN, the CFL limit, a solve that
+ * does not converge, a full tape)
  * with messages naming them. The CUDA backend runs the same stage bodies;
  * it compiles but is not run here. */
 #include "config.h"
@@ -458,6 +459,19 @@ static void test_refused(void) {
   CHECK_STR_CONTAINS(ds_fluid_batch_last_error(fb), "tape holds 2 steps");
   ds_fluid_batch_free(fb);
   free_run(&r);
+  /* a solve that cannot meet its tolerance in 2 iterations */
+  def.max_iterations = 2;
+  def.tolerance = 1e-14;
+  r = make_run(&def);
+  CHECK_INT_EQ(ds_fluid_batch_create(r.m, 2, 2, 0, ds_device_cpu(), &fb, err, sizeof err), 0);
+  CHECK_INT_EQ(ds_fluid_batch_reset(fb, r.u0, r.r0, NULL, 1), 0);
+  CHECK_INT_EQ(ds_fluid_batch_step(fb, NULL), DS_ERR_DIVERGED);
+  CHECK_STR_CONTAINS(ds_fluid_batch_last_error(fb), "step 0, instance 0: pressure solve did not converge in 2 iterations");
+  CHECK_INT_EQ(ds_fluid_batch_steps(fb), 0);
+  ds_fluid_batch_free(fb);
+  free_run(&r);
+  def.max_iterations = 2000;
+  def.tolerance = 1e-10;
   /* a model whose solves go through the FFT (no solids, solver auto) */
   def.nobstacle = 0;
   def.solver = DS_FLUID_SOLVER_AUTO;
