@@ -7,11 +7,11 @@
  * backward's gradients (initial state, forces, parameters) equal the
  * serial ds_fluid_backward's bit for bit, full tape and checkpointed, and
  * central differences through the batch API (check_fd); 1 vs 2 threads
- * bit for bit, forward and backward; refused inputs (B <= 0, the FFT solve, an instance
- * out of range, an unknown parameter, a NaN, the CFL limit, a solve that
- * does not converge, a full tape)
- * with messages naming them. The CUDA backend runs the same stage bodies;
- * it compiles but is not run here. */
+ * bit for bit, forward and backward; refused inputs (B <= 0, the FFT
+ * solve, an instance out of range, an unknown parameter, a NaN, the CFL
+ * limit, a solve that does not converge, a full tape) with messages naming
+ * them. The CUDA backend runs the same stage bodies: test_cuda repeats the
+ * comparisons on a CUDA device when the build and machine have one. */
 #include "config.h"
 
 #include <math.h>
