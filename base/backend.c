@@ -43,6 +43,7 @@ static const dsBackend kHost = {
     .zero = ds__host_zero,
     .run_batch = ds__host_batch_run,
     .run_raster = ds__host_raster_run,
+    .run_fluid = ds__host_fluid_run,
     .sync = host_sync,
     .last_error = host_last_error,
 };

@@ -12,11 +12,13 @@
  *
  * Launches carry the stage arguments of the area that owns the stages
  * (engine/batch_body.h: dsBatchLaunch; render/raster_stages.h:
- * dsrBatchArgs); the table names them as incomplete types, so base/
- * includes nothing of those areas. The host's launchers are defined by the
- * areas whose stage bodies they loop over (ds__host_batch_* in
- * engine/batch_cpu.c, ds__host_raster_run in render/raster_batch.c) and
- * only gathered into a table here (base/backend.c). Not installed. */
+ * dsrBatchArgs; engine/fluid_batch_body.h: dsFluidBatchArgs); the table
+ * names them as incomplete types, so base/ includes nothing of those
+ * areas. The host's launchers are defined by the areas whose stage bodies
+ * they loop over (ds__host_batch_* in engine/batch_cpu.c,
+ * ds__host_raster_run in render/raster_batch.c, ds__host_fluid_run in
+ * engine/fluid_batch.c) and only gathered into a table here
+ * (base/backend.c). Not installed. */
 #ifndef DSIM_BASE_BACKEND_H
 #define DSIM_BASE_BACKEND_H
 
@@ -30,6 +32,7 @@ extern "C" {
 
 struct dsBatchLaunch; /* engine/batch_body.h */
 struct dsrBatchArgs;  /* render/raster_stages.h */
+struct dsFluidBatchArgs; /* engine/fluid_batch_body.h */
 
 /* Functions return 0 or a negative DS_ERR_*; last_error(ctx) has the
  * backend's own words for the last failure. */
@@ -53,6 +56,7 @@ typedef struct dsBackend {
   /* launches, in order after every launch before them */
   int (*run_batch)(void* ctx, const struct dsBatchLaunch* l); /* batched engine stages */
   int (*run_raster)(void* ctx, int stage, const struct dsrBatchArgs* a, int count, int B); /* renderer stages */
+  int (*run_fluid)(void* ctx, int stage, const struct dsFluidBatchArgs* a, int count, int B); /* fluid stages */
   /* sync: wait for every launch and copy before it */
   int (*sync)(void* ctx);
   const char* (*last_error)(void* ctx);
@@ -70,6 +74,7 @@ int ds__host_batch_open(int device, void** ctx, char* err, size_t errlen);
 void ds__host_batch_close(void* ctx);
 int ds__host_batch_run(void* ctx, const struct dsBatchLaunch* l);
 int ds__host_raster_run(void* ctx, int stage, const struct dsrBatchArgs* a, int count, int B);
+int ds__host_fluid_run(void* ctx, int stage, const struct dsFluidBatchArgs* a, int count, int B);
 
 #ifdef __cplusplus
 }

@@ -1,7 +1,8 @@
 // The CUDA backend: the device layer's table (base/backend.h) for CUDA
 // devices. Device memory, transfers on one stream per context, and one
-// kernel launch per stage of engine/batch_body.h (the batched engine) and
-// render/raster_stages.h (the batched renderer), one thread per
+// kernel launch per stage of engine/batch_body.h (the batched engine),
+// render/raster_stages.h (the batched renderer) and
+// engine/fluid_batch_body.h (the batched fluid), one thread per
 // (instance, index) pair,
 // instance-major as the CPU backend's loop. The bodies are the CPU's, so
 // nothing of the physics lives here; stage order, tape and offsets are
@@ -27,6 +28,7 @@
 #include "base/backend.h"
 #include "cuda/cuda_priv.h"
 #include "engine/batch_body.h"
+#include "engine/fluid_batch_body.h"
 #include "render/raster_stages.h"
 
 namespace {
@@ -310,6 +312,33 @@ int cu_run_render(void* ctx, int stage, const dsrBatchArgs* a, int count, int B)
   return e == cudaSuccess ? 0 : fail(c, e, "render kernel launch");
 }
 
+/* ---- the batched fluid's stages (engine/fluid_batch_body.h) --------------
+ * One thread per (index, instance) pair, a kernel per stage. The stages of
+ * one pair per instance (MIC(0)'s substitutions, the sums of the blocks)
+ * run one thread per instance for now: each sweeps its grid serially. */
+template <int S>
+__global__ void __launch_bounds__(THREADS) fstage_kernel(const dsFluidBatchArgs a, int count, long long n) {
+  const long long k = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (k < n) dsf_bstage_run(S, &a, (int)(k % count), (int)(k / count));
+}
+
+int cu_run_fluid(void* ctx, int stage, const dsFluidBatchArgs* a, int count, int B) {
+  Ctx* c = use(ctx);
+  const long long n = (long long)count * B;
+  if (n <= 0) return 0;
+  const unsigned blocks = (unsigned)((n + THREADS - 1) / THREADS);
+#define DS__FLAUNCH(S) \
+  case S: fstage_kernel<S><<<blocks, THREADS, 0, c->stream>>>(*a, count, n); break;
+  switch (stage) {
+    DSF_BS_STAGES(DS__FLAUNCH)
+    default:
+      snprintf(c->msg, sizeof c->msg, "unknown fluid stage %d", stage);
+      return DS_ERR_INVALID;
+  }
+#undef DS__FLAUNCH
+  cudaError_t e = cudaGetLastError();
+  return e == cudaSuccess ? 0 : fail(c, e, "fluid kernel launch");
+}
 
 int cu_sync(void* ctx) {
   Ctx* c = use(ctx);
@@ -320,8 +349,8 @@ int cu_sync(void* ctx) {
 /* The device layer's table (base/backend.h) for CUDA. */
 const dsBackend cuda_backend = {"cuda",        ds__cuda_count, ds__cuda_props, cu_open,      cu_close,
                                 cu_free_bytes, cu_alloc,       cu_release,     cu_put,       cu_get,
-                                cu_copy,       cu_zero,        cu_run,         cu_run_render, cu_sync,
-                                cu_last_error};
+                                cu_copy,       cu_zero,        cu_run,         cu_run_render, cu_run_fluid,
+                                cu_sync,       cu_last_error};
 
 }  // namespace
 

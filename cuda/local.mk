@@ -32,7 +32,8 @@ cuda/batch.lo: $(top_srcdir)/base/backend.h $(top_srcdir)/cuda/cuda_priv.h $(top
   $(top_srcdir)/render/raster_stages.h $(top_srcdir)/render/raster_kernel.h $(top_srcdir)/render/loss_kernel.h \
   $(top_srcdir)/engine/batch_artic_body.h $(top_srcdir)/engine/artic_model_body.h $(top_srcdir)/engine/artic_step.h \
   $(top_srcdir)/engine/artic_dyn.h $(top_srcdir)/engine/artic_rev.h $(top_srcdir)/engine/artic_priv.h \
-  $(top_srcdir)/engine/artic_model.h $(top_srcdir)/base/cplx.h $(top_srcdir)/base/hd.h
+  $(top_srcdir)/engine/artic_model.h $(top_srcdir)/base/cplx.h $(top_srcdir)/base/hd.h \
+  $(top_srcdir)/engine/fluid_batch_body.h $(top_srcdir)/engine/fluid_body.h $(top_srcdir)/include/dsim/fluid.h
 cuda/device.lo: $(top_srcdir)/cuda/cuda_priv.h $(top_srcdir)/include/dsim/device.h
 check_PROGRAMS += tests/test_cuda_smoke tests/test_device tests/test_batch_sim tests/test_batch_artic tests/test_batch_implicit \
   tests/test_cuda_parity

@@ -215,17 +215,44 @@ static int build_vtab(dsFluidModel* m) {
   m->vtab_mem = ds__calloc(n, sizeof(FAxis));
   if (!m->vtab_mem) return DS_ERR_NOMEM;
   FAxis* t = m->vtab_mem;
+  m->view.vtab = m->vtab_mem;
   for (int gi = 0; gi < 4; gi++) {
     if (!gs[gi]->np) continue;
     for (int a = 0; a < m->dim; a++)
       for (int d = 0; d < m->dim; d++) {
-        m->vtab[gi][a][d] = t;
+        m->view.vtoff[gi][a][d] = (int)(t - m->vtab_mem);
         for (int i = 0; i < gs[gi]->cnt[d]; i++)
           t[i] = axis_weights(&m->faceg[a], d, m->def.dx, (i + gs[gi]->off[d]) * m->def.dx);
         t += gs[gi]->cnt[d];
       }
   }
   return 0;
+}
+
+/* the view of the bodies (engine/fluid_body.h) on the model's arrays; the
+ * interpolation tables' offsets come from build_vtab */
+static void fill_view(dsFluidModel* m) {
+  const dsFluidDef* d = &m->def;
+  dsFluidView* v = &m->view;
+  v->dim = m->dim, v->ncell = m->ncell, v->nvel = m->nvel;
+  for (int a = 0; a < 3; a++) v->nf[a] = m->nf[a], v->foff[a] = m->foff[a], v->n[a] = d->n[a], v->faceg[a] = m->faceg[a];
+  v->cellg = m->cellg;
+  v->dx = d->dx, v->dt = d->dt, v->tolerance = d->tolerance;
+  v->advection = (int)d->advection, v->up_axis = d->up_axis, v->nsource = d->nsource, v->nsoft = d->nsoft;
+  v->nparam = m->nparam, v->max_iterations = d->max_iterations;
+  for (int k = 0; k < d->nsoft; k++) {
+    for (int a = 0; a < 3; a++) v->soft_half[k][a] = d->soft[k].half[a];
+    v->soft_width[k] = d->soft[k].width;
+  }
+  v->solid = m->solid, v->active = m->active, v->src_cell = m->src_cell, v->insys = m->insys;
+  v->src_face = m->src_face, v->nbr = m->nbr, v->diag = m->diag, v->precon = m->precon;
+  v->par = NULL;
+}
+
+void ds__fluid_view(const dsFluidModel* m, double* par, dsFluidView* v) {
+  for (int i = 0; i < m->nparam; i++) par[i] = *m->pptr[i];
+  *v = m->view;
+  v->par = par;
 }
 
 /* solid cells, active faces, source masks, the pressure matrix and its factor */
@@ -243,7 +270,7 @@ static void build_masks(dsFluidModel* m) {
   for (int a = 0; a < m->dim; a++)
     for (int f = 0; f < m->nf[a]; f++) {
       int lo, hi, F = m->foff[a] + f;
-      face_cells(m, a, f, &lo, &hi);
+      face_cells(&m->view, a, f, &lo, &hi);
       if (lo >= 0 && hi >= 0)
         m->active[F] = !m->solid[lo] && !m->solid[hi];
       else
@@ -257,12 +284,12 @@ static void build_masks(dsFluidModel* m) {
     for (int k = 0; k < 6; k++) m->nbr[6 * c + k] = -1;
     for (int a = 0; a < m->dim; a++) {
       int fl[2];
-      cell_faces(m, a, c, &fl[0], &fl[1]);
+      cell_faces(&m->view, a, c, &fl[0], &fl[1]);
       for (int side = 0; side < 2; side++) {
         if (!m->active[m->foff[a] + fl[side]]) continue;
         m->diag[c]++;
         int lo, hi;
-        face_cells(m, a, fl[side], &lo, &hi);
+        face_cells(&m->view, a, fl[side], &lo, &hi);
         int other = side ? hi : lo;
         if (other >= 0) m->nbr[6 * c + 2 * a + side] = other;
       }
@@ -301,6 +328,7 @@ int ds_fluid_model_create(const dsFluidDef* def, dsFluidModel** out, char* err, 
     return ds__puterr(err, errlen, DS_ERR_NOMEM, "fluid model: out of memory for %d cells", m->ncell);
   }
   build_params(m);
+  fill_view(m);
   build_masks(m);
   m->def.solid_cells = NULL; /* the caller's array: copied into m->solid */
   if (build_vtab(m)) {
@@ -521,49 +549,25 @@ int ds_fluid_set_state(const dsFluidModel* m, dsFluidData* d, int t, const doubl
 
 /* ---- step ------------------------------------------------------------------ */
 
-/* the weights of face f's two cells in a face average (0 for a missing one) */
-static inline void face_weights(int lo, int hi, double* wlo, double* whi) {
-  *wlo = lo >= 0 ? (hi >= 0 ? 0.5 : 1) : 0;
-  *whi = hi >= 0 ? (lo >= 0 ? 0.5 : 1) : 0;
-}
-
-/* steps 2-4 on (u, rho, T) in place (u advected, scalars advected) */
-static void sources_forces(const dsFluidModel* m, const double* force, double* u, double* rho, double* T) {
-  const dsFluidDef* def = &m->def;
-  double dt = def->dt;
-  for (int c = 0; c < m->ncell; c++) {
-    for (int s = 0; s < def->nsource; s++)
-      if (m->src_cell[c] & (1u << s)) {
-        rho[c] += dt * def->source[s].density_rate;
-        T[c] += dt * def->source[s].temperature_rate;
-      }
-    if (m->solid[c]) rho[c] = T[c] = 0;
-  }
+/* steps 2-4 on (u, rho, T) in place (u advected, scalars advected), with
+ * the parameter values of v (engine/fluid_body.h) */
+static void sources_forces(const dsFluidModel* m, const dsFluidView* v, const double* force, double* u, double* rho,
+                           double* T) {
+  for (int c = 0; c < m->ncell; c++) fl_source_cell(v, c, rho, T);
   for (int a = 0; a < m->dim; a++) {
     double* ua = u + m->foff[a];
-    const signed char* sf = m->src_face + m->foff[a];
-    FL_PFOR(m->nf[a] > FL_PAR_MIN, f, m->nf[a], {
-      int lo, hi;
-      double wlo, whi, acc = def->gravity[a];
-      face_cells(m, a, f, &lo, &hi);
-      face_weights(lo, hi, &wlo, &whi);
-      if (a == def->up_axis) {
-        double rf = (lo >= 0 ? wlo * rho[lo] : 0) + (hi >= 0 ? whi * rho[hi] : 0);
-        double tf = (lo >= 0 ? wlo * T[lo] : 0) + (hi >= 0 ? whi * T[hi] : 0);
-        acc += def->alpha * rf - def->beta * (tf - def->ambient_temperature);
-      }
-      if (force) acc += (lo >= 0 ? wlo * force[lo * m->dim + a] : 0) + (hi >= 0 ? whi * force[hi * m->dim + a] : 0);
-      ua[f] += dt * acc;
-      if (sf[f] >= 0) ua[f] = def->source[(int)sf[f]].velocity[a];
-    });
+    FL_PFOR(m->nf[a] > FL_PAR_MIN, f, m->nf[a], { fl_force_face(v, a, f, force, ua, rho, T); });
   }
 }
 
 /* s1 = step(s0): 0 or DS_ERR_DIVERGED (message on d naming the step) */
 static int fwd_step(const dsFluidModel* m, dsFluidData* d, const double* s0, const double* force, double* s1,
                     int t, const char* what) {
+  double par[FL_P_MAX];
+  dsFluidView v;
+  ds__fluid_view(m, par, &v);
   if (m->def.nsoft) { /* stage 0 */
-    fl_soft_fwd(m, s0, d->spen);
+    fl_soft_fwd(&v, s0, d->spen);
     s0 = d->spen;
   }
   const double* u0 = s0;
@@ -572,7 +576,7 @@ static int fwd_step(const dsFluidModel* m, dsFluidData* d, const double* s0, con
     advect_fwd(m, d, &m->faceg[a], u0 + m->foff[a], u0, u1 + m->foff[a]);
   advect_fwd(m, d, &m->cellg, s0 + m->nvel, u0, rho1);
   advect_fwd(m, d, &m->cellg, s0 + m->nvel + m->ncell, u0, T1);
-  sources_forces(m, force, u1, rho1, T1);
+  sources_forces(m, &v, force, u1, rho1, T1);
   if (fl_project(m, d, u1))
     return ds__seterr(&d->err, DS_ERR_DIVERGED,
                       "%s %d: pressure solve did not converge in %d iterations (max|residual| / max|rhs| = %.3g, "
@@ -635,7 +639,7 @@ int ds_fluid_divergence(const dsFluidModel* m, const double* velocity, double* d
     double v = 0;
     for (int a = 0; a < m->dim; a++) {
       int flo, fhi;
-      cell_faces(m, a, c, &flo, &fhi);
+      cell_faces(&m->view, a, c, &flo, &fhi);
       v += velocity[m->foff[a] + fhi] - velocity[m->foff[a] + flo];
     }
     div[c] = m->solid[c] ? 0 : v / m->def.dx;
@@ -674,62 +678,24 @@ static int seg_states(const dsFluidModel* m, dsFluidData* d, int t, double** s0,
  * d->gf (of the force field), added to d->gpar */
 static int bwd_step(const dsFluidModel* m, dsFluidData* d, const double* s0, const double* s1, double* g1, int t) {
   const dsFluidDef* def = &m->def;
-  double dt = def->dt, *gpar = d->gpar, *gf = d->gf;
-  double *gu = g1, *grho = g1 + m->nvel, *gT = grho + m->ncell;
-  const double *rho1 = s1 + m->nvel, *T1 = rho1 + m->ncell;
-  if (fl_project(m, d, gu))
+  double *gpar = d->gpar, *gf = d->gf;
+  if (fl_project(m, d, g1))
     return ds__seterr(&d->err, DS_ERR_DIVERGED,
                       "backward step %d: adjoint pressure solve did not converge in %d iterations (max|residual| / "
                       "max|rhs| = %.3g, tolerance %.3g)",
                       t, d->iters, d->resid, def->tolerance);
-  memset(gf, 0, sizeof(double) * (size_t)m->ncell * m->dim);
-  for (int a = 0; a < m->dim; a++)
-    for (int f = 0; f < m->nf[a]; f++) {
-      int F = m->foff[a] + f, lo, hi;
-      double w = gu[F], wlo, whi;
-      if (m->src_face[F] >= 0) {
-        gpar[FL_P_SRC + FL_P_PER_SRC * m->src_face[F] + 2 + a] += w;
-        gu[F] = 0;
-        continue;
-      }
-      if (w == 0) continue;
-      face_cells(m, a, f, &lo, &hi);
-      face_weights(lo, hi, &wlo, &whi);
-      gpar[FL_P_GRAV + a] += dt * w;
-      if (a == def->up_axis) {
-        double rf = (lo >= 0 ? wlo * rho1[lo] : 0) + (hi >= 0 ? whi * rho1[hi] : 0);
-        double tf = (lo >= 0 ? wlo * T1[lo] : 0) + (hi >= 0 ? whi * T1[hi] : 0);
-        gpar[FL_P_ALPHA] += dt * w * rf;
-        gpar[FL_P_BETA] -= dt * w * (tf - def->ambient_temperature);
-        gpar[FL_P_TAMB] += dt * def->beta * w;
-        if (lo >= 0) grho[lo] += dt * def->alpha * w * wlo, gT[lo] -= dt * def->beta * w * wlo;
-        if (hi >= 0) grho[hi] += dt * def->alpha * w * whi, gT[hi] -= dt * def->beta * w * whi;
-      }
-      if (lo >= 0) gf[lo * m->dim + a] += dt * w * wlo;
-      if (hi >= 0) gf[hi * m->dim + a] += dt * w * whi;
-    }
-  for (int c = 0; c < m->ncell; c++) {
-    if (m->solid[c]) {
-      grho[c] = gT[c] = 0;
-      continue;
-    }
-    for (int s = 0; s < def->nsource; s++)
-      if (m->src_cell[c] & (1u << s)) {
-        gpar[FL_P_SRC + FL_P_PER_SRC * s] += dt * grho[c];
-        gpar[FL_P_SRC + FL_P_PER_SRC * s + 1] += dt * gT[c];
-      }
-  }
+  double par[FL_P_MAX];
+  dsFluidView v;
+  ds__fluid_view(m, par, &v);
+  fl_bwd_sources(&v, s1, g1, gf, gpar);
   double* g0 = d->g0;
   memset(g0, 0, sizeof(double) * (size_t)d->ssize);
   if (m->def.nsoft) { /* the advection read stage 0's state */
-    fl_soft_fwd(m, s0, d->spen);
+    fl_soft_fwd(&v, s0, d->spen);
     s0 = d->spen;
   }
-  for (int a = 0; a < m->dim; a++)
-    advect_bwd(m, d, &m->faceg[a], s0 + m->foff[a], s0, gu + m->foff[a], g0 + m->foff[a], g0);
-  advect_bwd(m, d, &m->cellg, s0 + m->nvel, s0, grho, g0 + m->nvel, g0);
-  advect_bwd(m, d, &m->cellg, s0 + m->nvel + m->ncell, s0, gT, g0 + m->nvel + m->ncell, g0);
-  if (m->def.nsoft) fl_soft_bwd(m, s0, g0, gpar);
+  for (int k = 0; k < m->dim + 2; k++) advect_bwd(m, d, k, s0, g1, g0);
+  if (m->def.nsoft) fl_soft_bwd_all(&v, s0, g0, gpar);
   return 0;
 }
 

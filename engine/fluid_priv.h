@@ -4,28 +4,10 @@
 
 #include "base/internal.h"
 #include "dsim/fluid.h"
-
-/* A sampled grid: cnt[d] nodes along axis d, node i at (i + off[d]) dx;
- * per[d]: the axis wraps (node cnt[d] is node 0). Cells have off = 1/2 on
- * every axis; the faces normal to axis a have off[a] = 0. */
-typedef struct FGrid {
-  int cnt[3];
-  double off[3];
-  int per[3];
-  int np; /* cnt[0] cnt[1] cnt[2] */
-} FGrid;
-
-/* The linear interpolation along one axis at a coordinate: nodes i0, i1,
- * weights 1 - f, f; dfdx = df/dx (0 where the coordinate is clamped). */
-typedef struct FAxis {
-  int i0, i1;
-  double f, dfdx;
-} FAxis;
+#include "engine/fluid_body.h"
 
 #define FL_PNAME 48
-/* parameter slots: alpha, beta, ambient, gravity xyz, then 5 per source */
-enum { FL_P_ALPHA = 0, FL_P_BETA = 1, FL_P_TAMB = 2, FL_P_GRAV = 3, FL_P_SRC = 6, FL_P_PER_SRC = 5 };
-/* then 4 per soft obstacle: centre x, y, z, damping */
+/* the parameter slots (FL_P_*, engine/fluid_body.h) of soft obstacle k */
 #define FL_P_SOFT(m, k) (FL_P_SRC + FL_P_PER_SRC * (m)->def.nsource + 4 * (k))
 
 struct dsFluidModel {
@@ -44,11 +26,15 @@ struct dsFluidModel {
   char (*pname)[FL_PNAME];
   double** pptr; /* nparam pointers into def */
   struct FluidFFT* fft; /* the FFT pressure solve (engine/fluid_fft.c), or NULL: PCG */
-  /* vtab[G][a][d][i]: the axis-d weights of face grid a at the coordinate of
-   * node i along axis d of grid G (G: face grids 0..2, cells 3), a, d < dim;
-   * sampling the velocity at the nodes of G reads them (engine/fluid_advect.h) */
-  FAxis* vtab[4][3][3];
+  /* the axis-d weights of face grid a at the coordinate of node i along
+   * axis d of grid G (G: face grids 0..2, cells 3), a, d < dim, at
+   * vtab_mem + view.vtoff[G][a][d] + i; sampling the velocity at the nodes
+   * of G reads them (engine/fluid_advect.h) */
   FAxis* vtab_mem;
+  /* the model's arrays and sizes as the operator bodies read them
+   * (engine/fluid_body.h); view.par is NULL: a step gives it the values
+   * (ds__fluid_view) */
+  dsFluidView view;
 };
 
 /* A state is one array: velocity (nvel), density (ncell), temperature (ncell). */
@@ -69,6 +55,9 @@ struct dsFluidData {
   double resid;
   dsErrBuf err;
 };
+
+/* v = m's view with the parameter values in par (FL_P_MAX) */
+void ds__fluid_view(const dsFluidModel* m, double* par, dsFluidView* v);
 
 /* engine/fluid_fft.c. Build: sets m->fft when the build has FFTW and the
  * domain allows the FFT solve (no solid cell, closed or periodic walls),

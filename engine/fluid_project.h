@@ -35,78 +35,23 @@
 #include "engine/fluid_advect.h"
 #include "engine/fluid_priv.h"
 
-#define FL_BLK 1024
 #define FL_MIC_TAU 0.97
 #define FL_MIC_SIGMA 0.25
 
-/* the cells on either side of face f (index within axis a): -1 beyond a
- * non-periodic boundary */
-static inline void face_cells(const dsFluidModel* m, int a, int f, int* lo, int* hi) {
-  const FGrid* g = &m->faceg[a];
-  int id[3] = {f % g->cnt[0], (f / g->cnt[0]) % g->cnt[1], f / (g->cnt[0] * g->cnt[1])};
-  int n = m->def.n[a], i = id[a];
-  int stride = a == 0 ? 1 : a == 1 ? m->def.n[0] : m->def.n[0] * m->def.n[1];
-  int base = id[0] + m->def.n[0] * (id[1] + m->def.n[1] * id[2]) - i * stride;
-  if (g->per[a]) {
-    *lo = base + ((i + n - 1) % n) * stride;
-    *hi = base + i * stride;
-  } else {
-    *lo = i >= 1 ? base + (i - 1) * stride : -1;
-    *hi = i <= n - 1 ? base + i * stride : -1;
-  }
-}
-
-/* the low and high faces of cell c along axis a (indices within axis a) */
-static inline void cell_faces(const dsFluidModel* m, int a, int c, int* flo, int* fhi) {
-  int n0 = m->def.n[0], n1 = m->def.n[1];
-  int id[3] = {c % n0, (c / n0) % n1, c / (n0 * n1)};
-  const FGrid* g = &m->faceg[a];
-  int i = id[a];
-  id[a] = 0;
-  int stride = a == 0 ? 1 : a == 1 ? g->cnt[0] : g->cnt[0] * g->cnt[1];
-  int base = id[0] + g->cnt[0] * (id[1] + g->cnt[1] * id[2]);
-  *flo = base + i * stride;
-  *fhi = base + (g->per[a] ? (i + 1) % m->def.n[a] : i + 1) * stride;
-}
-
 static double fl_dot(const double* x, const double* y, int n, double* blk) {
   int nb = (n + FL_BLK - 1) / FL_BLK;
-  FL_PFOR(nb > 4, b, nb, {
-    int e = (b + 1) * FL_BLK < n ? (b + 1) * FL_BLK : n;
-    double s = 0;
-    for (int i = b * FL_BLK; i < e; i++) s += x[i] * y[i];
-    blk[b] = s;
-  });
+  FL_PFOR(nb > 4, b, nb, { blk[b] = fl_dot_block(x, y, n, b); });
   double s = 0;
   for (int b = 0; b < nb; b++) s += blk[b];
   return s;
 }
 
-static double fl_maxabs(const double* x, int n) {
-  double v = 0;
-  for (int i = 0; i < n; i++)
-    if (fabs(x[i]) > v) v = fabs(x[i]);
-  return v;
-}
+static double fl_maxabs(const double* x, int n) { return fl_maxabs_range(x, 0, n); }
 
 /* as = A' s (identity rows outside the system) */
 static void fl_matvec(const dsFluidModel* m, const double* s, double* as) {
-  FL_PFOR(m->ncell > FL_PAR_MIN, c, m->ncell, {
-    if (!m->insys[c]) {
-      as[c] = s[c];
-      continue;
-    }
-    double v = m->diag[c] * s[c];
-    for (int k = 0; k < 2 * m->dim; k++)
-      if (m->nbr[6 * c + k] >= 0) v -= s[m->nbr[6 * c + k]];
-    as[c] = v;
-  });
-}
-
-/* the upper-triangle coefficient of cell c along axis a (-1 or 0) */
-static inline double mic_up(const dsFluidModel* m, int c, int a) {
-  int u = m->nbr[6 * c + 2 * a + 1];
-  return u > c ? -1.0 : 0.0;
+  const dsFluidView* v = &m->view;
+  FL_PFOR(m->ncell > FL_PAR_MIN, c, m->ncell, { as[c] = fl_matvec_cell(v, c, s); });
 }
 
 static void mic_build(dsFluidModel* m) {
@@ -119,9 +64,9 @@ static void mic_build(dsFluidModel* m) {
     for (int a = 0; a < m->dim; a++) {
       int l = m->nbr[6 * c + 2 * a];
       if (l < 0 || l >= c) continue;
-      double al = mic_up(m, l, a), other = 0, pl = m->precon[l];
+      double al = mic_up(&m->view, l, a), other = 0, pl = m->precon[l];
       for (int b = 0; b < m->dim; b++)
-        if (b != a) other += mic_up(m, l, b);
+        if (b != a) other += mic_up(&m->view, l, b);
       e -= al * pl * (al * pl);
       e -= FL_MIC_TAU * al * other * pl * pl;
     }
@@ -132,22 +77,8 @@ static void mic_build(dsFluidModel* m) {
 
 /* z = (L L^T)^-1 r with the MIC(0) factor; q is scratch */
 static void mic_apply(const dsFluidModel* m, const double* r, double* q, double* z) {
-  for (int c = 0; c < m->ncell; c++) {
-    double t = r[c];
-    for (int a = 0; a < m->dim; a++) {
-      int l = m->nbr[6 * c + 2 * a];
-      if (l >= 0 && l < c) t -= mic_up(m, l, a) * m->precon[l] * q[l];
-    }
-    q[c] = t * m->precon[c];
-  }
-  for (int c = m->ncell - 1; c >= 0; c--) {
-    double t = q[c];
-    for (int a = 0; a < m->dim; a++) {
-      int u = m->nbr[6 * c + 2 * a + 1];
-      if (u > c) t -= mic_up(m, c, a) * m->precon[c] * z[u];
-    }
-    z[c] = t * m->precon[c];
-  }
+  for (int c = 0; c < m->ncell; c++) fl_mic_lower(&m->view, c, r, q);
+  for (int c = m->ncell - 1; c >= 0; c--) fl_mic_upper(&m->view, c, q, z);
 }
 
 /* The FFT solve of a box without solids (engine/fluid_fft.c): exact up to
@@ -188,10 +119,7 @@ static int fl_pcg(const dsFluidModel* m, dsFluidData* d) {
     fl_matvec(m, s, as);
     double sas = fl_dot(s, as, n, d->blk);
     double alpha = sas != 0 ? sigma / sas : 0;
-    FL_PFOR(n > FL_PAR_MIN, c, n, {
-      x[c] += alpha * s[c];
-      r[c] -= alpha * as[c];
-    });
+    FL_PFOR(n > FL_PAR_MIN, c, n, { fl_pcg_xr(c, alpha, s, as, x, r); });
     double rmax = fl_maxabs(r, n);
     d->iters = it;
     d->resid = rmax / bmax;
@@ -201,7 +129,7 @@ static int fl_pcg(const dsFluidModel* m, dsFluidData* d) {
     double sn = fl_dot(z, r, n, d->blk);
     double beta = sigma != 0 ? sn / sigma : 0;
     sigma = sn;
-    FL_PFOR(n > FL_PAR_MIN, c, n, { s[c] = z[c] + beta * s[c]; });
+    FL_PFOR(n > FL_PAR_MIN, c, n, { fl_pcg_s(c, beta, z, s); });
   }
   return 1;
 }
@@ -209,30 +137,14 @@ static int fl_pcg(const dsFluidModel* m, dsFluidData* d) {
 /* u = P u in place (forward, and the adjoint of itself): 0 or 1 when the
  * solve did not converge */
 static int fl_project(const dsFluidModel* m, dsFluidData* d, double* u) {
-  double dx = m->def.dx;
+  const dsFluidView* v = &m->view;
   for (int f = 0; f < m->nvel; f++)
     if (!m->active[f]) u[f] = 0;
-  FL_PFOR(m->ncell > FL_PAR_MIN, c, m->ncell, {
-    double b = 0;
-    if (m->insys[c])
-      for (int a = 0; a < m->dim; a++) {
-        int flo, fhi;
-        cell_faces(m, a, c, &flo, &fhi);
-        b += u[m->foff[a] + flo] - u[m->foff[a] + fhi];
-      }
-    d->r[c] = dx * b;
-  });
+  FL_PFOR(m->ncell > FL_PAR_MIN, c, m->ncell, { d->r[c] = fl_rhs_cell(v, c, u); });
   int rc = fl_pcg(m, d);
   for (int a = 0; a < m->dim; a++) {
     double* ua = u + m->foff[a];
-    const unsigned char* act = m->active + m->foff[a];
-    FL_PFOR(m->nf[a] > FL_PAR_MIN, f, m->nf[a], {
-      if (!act[f]) continue;
-      int lo, hi;
-      face_cells(m, a, f, &lo, &hi);
-      double plo = lo >= 0 ? d->pi[lo] : 0, phi = hi >= 0 ? d->pi[hi] : 0;
-      ua[f] -= (phi - plo) / dx;
-    });
+    FL_PFOR(m->nf[a] > FL_PAR_MIN, f, m->nf[a], { fl_grad_face(v, a, f, d->pi, ua); });
   }
   return rc;
 }

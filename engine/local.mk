@@ -98,6 +98,16 @@ TESTS += tests/test_implicit
 # its adjoint; the tape with checkpoints. test_fluid: adjoints against
 # central differences, divergence, checkpoints and threads bitwise, refusals.
 libdsim_core_la_SOURCES += engine/fluid.c engine/fluid_voxel.c engine/fluid_priv.h engine/fluid_advect.h engine/fluid_project.h engine/fluid_soft.h
+# The forward operators as DS_HD bodies (fluid_body.h) for the serial
+# engine, the batch's host backend and CUDA; the batch's stages and driver
+# (fluid_batch_body.h, fluid_batch.c). test_fluid_batch: every instance
+# equals the serial engine bit for bit.
+libdsim_core_la_SOURCES += engine/fluid_body.h engine/fluid_batch_body.h engine/fluid_batch.c
+check_PROGRAMS += tests/test_fluid_batch
+tests_test_fluid_batch_SOURCES = tests/test_fluid_batch.c
+TESTS += tests/test_fluid_batch
+BENCH_PROGS += bench/bench_fluid_batch
+bench_bench_fluid_batch_SOURCES = bench/bench_fluid_batch.c
 dsiminclude_HEADERS += include/dsim/fluid.h
 check_PROGRAMS += tests/test_fluid
 tests_test_fluid_SOURCES = tests/test_fluid.c

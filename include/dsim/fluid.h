@@ -29,6 +29,7 @@
 #define DSIM_FLUID_H
 
 #include "dsim/base.h"
+#include "dsim/device.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -317,6 +318,72 @@ DS_API int ds_fluid_render_density_map(const dsFluidModel* m, const double* dens
                                        const dsFluidColormap* map, dsReal* rgba);
 DS_API int ds_fluid_render_density_map_bwd(const dsFluidModel* m, const double* density, double scale,
                                            const dsFluidColormap* map, const dsReal* g_rgba, double* g_density);
+
+
+/* ---- batches: B instances of one model on a device ------------------------
+ *
+ * The same step as ds_fluid_step for B instances that share the model's
+ * grid, solids, sources, soft obstacles' shapes and solver settings, each
+ * with its own parameter values (every name of ds_fluid_param_name:
+ * buoyancy, ambient temperature, gravity, source rates and velocities,
+ * soft obstacles' centres and damping; copied from the model at create)
+ * and its own force field. Each instance's states are those of the serial
+ * engine with that instance's parameters, bit for bit, on the CPU device
+ * for any thread count (docs/fluids.md "In the batched engine and on
+ * CUDA"). The pressure solve is PCG: a model whose solves would go
+ * through the FFT (ds_fluid_uses_fft) is refused. Everything is allocated
+ * at create; the model must outlive the batch and is not written. */
+typedef struct dsFluidBatch dsFluidBatch;
+
+/* B >= 1 instances with a tape of `steps` steps (checkpoint_every as
+ * ds_fluid_data_create: states 0, K, 2K, ... kept) on `device`
+ * (ds_device_cpu(), or a CUDA device). DS_ERR_INVALID naming the argument
+ * (B <= 0, steps < 0, the FFT solve), DS_ERR_UNSUPPORTED for a device this
+ * build or machine lacks, DS_ERR_NOMEM (the message gives the bytes). */
+DS_API int ds_fluid_batch_create(const dsFluidModel* m, int B, int steps, int checkpoint_every, dsDevice device,
+                                 dsFluidBatch** out, char* err, size_t errlen);
+DS_API void ds_fluid_batch_free(dsFluidBatch* fb);
+/* The last error's message ("" when none). */
+DS_API const char* ds_fluid_batch_last_error(const dsFluidBatch* fb);
+DS_API int ds_fluid_batch_size(const dsFluidBatch* fb);
+DS_API int ds_fluid_batch_steps(const dsFluidBatch* fb); /* steps taken */
+/* Instance b's parameter (b = -1: every instance): DS_ERR_RANGE for b out
+ * of range or a value NaN or Inf, DS_ERR_NOTFOUND for an unknown name. It
+ * takes effect from the next step (the ambient temperature also at the
+ * next reset). */
+DS_API int ds_fluid_batch_set_param(dsFluidBatch* fb, int b, const char* name, double value);
+/* Instance b's value (b in 0 .. B - 1; DS_ERR_RANGE, DS_ERR_NOTFOUND). */
+DS_API int ds_fluid_batch_get_param(const dsFluidBatch* fb, int b, const char* name, double* value);
+/* Rewinds every instance to step 0 with the given fields, as ds_fluid_reset
+ * takes them (NULL: zero velocity and density, the instance's ambient
+ * temperature): per_instance 0, one field for all (nvel, ncell, ncell);
+ * 1, B of them one after another (B x nvel, B x ncell, B x ncell).
+ * DS_ERR_INVALID naming the field, instance and element for NaN or Inf. */
+DS_API int ds_fluid_batch_reset(dsFluidBatch* fb, const double* velocity, const double* density,
+                                const double* temperature, int per_instance);
+/* One step of every instance with force fields (B x ncell x dim, instance
+ * after instance; NULL: none; non-NULL needs def.force_field).
+ * DS_ERR_STATE when the tape is full, DS_ERR_RANGE when an instance's CFL
+ * number exceeds cfl_max, DS_ERR_DIVERGED when an instance's pressure solve
+ * does not converge or its state has a NaN: the message names the step and
+ * the first such instance, and the step is not taken (no instance moves). */
+DS_API int ds_fluid_batch_step(dsFluidBatch* fb, const double* force);
+/* Instance b's current state into the non-NULL arrays (nvel, ncell, ncell). */
+DS_API int ds_fluid_batch_state(dsFluidBatch* fb, int b, double* velocity, double* density, double* temperature);
+/* The backward of every instance's episode (the steps taken) from the
+ * adjoints of its final state: dl_dvel (B x nvel), dl_ddens, dl_dtemp
+ * (B x ncell), NULL for zero. Writes g's non-NULL arrays, each B times
+ * ds_fluid_backward's, instance after instance: velocity0 (B x nvel),
+ * density0, temperature0 (B x ncell), force (B x steps x ncell x dim),
+ * force_total (B x ncell x dim), param (B x nparam). Each instance's are
+ * ds_fluid_backward's with its parameters, bit for bit; with checkpoints
+ * the segments are recomputed as there. DS_ERR_DIVERGED naming the step
+ * and instance when an adjoint pressure solve does not converge. */
+DS_API int ds_fluid_batch_backward(dsFluidBatch* fb, const double* dl_dvel, const double* dl_ddens,
+                                   const double* dl_dtemp, const dsFluidGrad* g);
+/* Instance b's last pressure solve (a step's, or a backward's):
+ * iterations, max|residual| / max|rhs|. */
+DS_API void ds_fluid_batch_solver_stats(const dsFluidBatch* fb, int b, int* iterations, double* residual);
 
 #ifdef __cplusplus
 }
