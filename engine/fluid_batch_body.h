@@ -147,13 +147,19 @@ DS_HD DS_INLINE void dsf_force(const dsFluidBatchArgs* a, int i, int b) {
   fl_force_face(&v, ax, i - v.foff[ax], F, u + v.foff[ax], u + v.nvel, u + v.nvel + v.ncell);
 }
 
+/* the largest of instance b's blocks (blocks of max-abs values) */
+DS_HD DS_INLINE double dsf_blocks_max(const dsFluidBatchArgs* a, int b) {
+  const double* blk = a->blk + (size_t)b * a->nbk;
+  double mx = 0;
+  for (int k = 0; k < a->nb; k++)
+    if (blk[k] > mx) mx = blk[k];
+  return mx;
+}
+
 /* the solve's scalars after b' is in r: max|b'| over the blocks */
 DS_HD DS_INLINE void dsf_init(const dsFluidBatchArgs* a, int b) {
   double* sc = a->sc + (size_t)b * DSF_NSC;
-  const double* blk = a->blk + (size_t)b * a->nbk;
-  double bmax = 0;
-  for (int k = 0; k < a->nb; k++)
-    if (blk[k] > bmax) bmax = blk[k];
+  const double bmax = dsf_blocks_max(a, b);
   sc[DSF_BMAX] = bmax, sc[DSF_TOL] = a->v.tolerance * bmax;
   sc[DSF_ITERS] = 0, sc[DSF_RESID] = 0;
   sc[DSF_STATE] = bmax == 0 ? DSF_DONE : DSF_RUN;
@@ -170,10 +176,7 @@ DS_HD DS_INLINE double dsf_blocks(const dsFluidBatchArgs* a, int b) {
 /* fl_pcg's test after an update: rmax over the blocks of MAX_R */
 DS_HD DS_INLINE void dsf_check(const dsFluidBatchArgs* a, int b) {
   double* sc = a->sc + (size_t)b * DSF_NSC;
-  const double* blk = a->blk + (size_t)b * a->nbk;
-  double rmax = 0;
-  for (int k = 0; k < a->nb; k++)
-    if (blk[k] > rmax) rmax = blk[k];
+  const double rmax = dsf_blocks_max(a, b);
   sc[DSF_ITERS] = a->it;
   sc[DSF_RESID] = rmax / sc[DSF_BMAX];
   if (rmax <= sc[DSF_TOL])
