@@ -207,7 +207,8 @@ def mc_clamp_torch(field, velocity, dt, centred_too=True):
             nodes.append(qp[idx])
         hi, low = _first_extreme(nodes, torch.gt), _first_extreme(nodes, torch.lt)
         r = torch.where(v > hi, hi, torch.where(v < low, low, v))
-        out.append(math.tensor(r.permute(*reversed(range(r.dim()))), math.spatial(','.join(axes))))  # x first, as PhiFlow's
+        # x first, as PhiFlow's
+        out.append(math.tensor(r.permute(*reversed(range(r.dim()))), math.spatial(','.join(axes))))
     if not field.is_staggered:
         return field.with_values(out[0])
     return field.with_values(math.stack(out, math.dual(vector=','.join(axes))))
@@ -514,6 +515,39 @@ def advect_once(args, n):
           f"on the density, PhiFlow's own: largest difference {torch_vs_numpy:.1e}")
 
 
+def libdsim_path(args):
+    return args.libdsim or os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(args.dsim))), ".libs",
+                                        "libdsim.so")
+
+
+def grad_spread(args):
+    """--spread: how far dL/dv0 (entry by entry) and dL/drate move on each
+    side when only the pressure solve changes (docs/fluids.md, "MacCormack
+    gradients"): dsim's MIC(0)-PCG at --tol and at 1e-9 against its FFT
+    solve at --tol; with --spread-phiflow also PhiFlow's CG at 1e-9 against
+    --tol (MacCormack with --mc-face-clamp as in the plume run)."""
+    flat = lambda r: np.concatenate([c.ravel() for c in r["dv0"]])
+    rel = lambda a, b: float(np.linalg.norm(a - b) / np.linalg.norm(b))
+    lib = libdsim_path(args)
+    print(f"{args.steps} steps: relative L2 of the change of dL/dv0; relative change of dL/drate")
+    for g in args.grids.split(","):
+        n, dim = int(g.split("^")[0]), (3 if g.endswith("^3") else 2)
+        for scheme in args.schemes.split(","):
+            ref = dsim_grad_entries(lib, n, scheme, args.tol, args.steps, dim, solver=0)
+            if ref is None:
+                raise SystemExit(f"phiflow-compare: cannot load {lib} (--libdsim)")
+            for tol in (args.tol, 1e-9):
+                r = dsim_grad_entries(lib, n, scheme, tol, args.steps, dim, solver=1)
+                print(f"  {g} {scheme}: dsim, PCG to {tol:g} against FFT to {args.tol:g}: dL/dv0 "
+                      f"{rel(flat(r), flat(ref)):.2e}, dL/drate {abs(r['dloss_drate'] / ref['dloss_drate'] - 1):.1e}",
+                      flush=True)
+            if args.spread_phiflow:
+                a, b = (phiflow_side(n, scheme, tol, args.steps, 1, dim=dim, face_clamp=args.mc_face_clamp)[0]
+                        for tol in (args.tol, 1e-9))
+                print(f"  {g} {scheme}: PhiFlow, CG to 1e-9 against {args.tol:g}: dL/dv0 {rel(flat(b), flat(a)):.2e}, "
+                      f"dL/drate {abs(b['dloss_drate'] / a['dloss_drate'] - 1):.1e}", flush=True)
+
+
 def loadavg():
     return " ".join(open('/proc/loadavg').read().split()[:3])
 
@@ -536,6 +570,9 @@ def main():
                     help="compare one advection of given fields at N^2 instead (docstring) and stop")
     ap.add_argument("--mc-face-clamp", action="store_true",
                     help="PhiFlow's MacCormack clamped on each face component's own stencil (torch: with gradient)")
+    ap.add_argument("--spread", action="store_true",
+                    help="how far dL/dv0 moves when only the pressure solve changes (dsim: PCG against FFT), and stop")
+    ap.add_argument("--spread-phiflow", action="store_true", help="with --spread: PhiFlow's too (tolerance 1e-9)")
     ap.add_argument("--libdsim", help="libdsim's shared library, for dL/dv0 entry by entry (default: .libs/libdsim.so "
                     "in the build folder of --dsim; absent: the column reads nan)")
     args = ap.parse_args()
@@ -545,6 +582,9 @@ def main():
     torch.set_num_threads(args.threads)
     if args.advect_once:
         advect_once(args, args.advect_once)
+        return
+    if args.spread:
+        grad_spread(args)
         return
     print(f"phiflow {phi.__version__}; torch {torch.__version__} ({torch.get_num_threads()} threads); dsim "
           f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', '(unset)')}; {args.steps} steps, median of {args.reps}, "
@@ -567,9 +607,7 @@ def main():
             rel = float(np.linalg.norm(d_dens - p_dens) / np.linalg.norm(p_dens))
             ds["dv0_rel"], pv = float('nan'), pf.pop("dv0", None)
             if pv is not None:
-                lib = args.libdsim or os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(args.dsim))),
-                                                   ".libs", "libdsim.so")
-                de = dsim_grad_entries(lib, n, scheme, args.tol, args.steps, dim)
+                de = dsim_grad_entries(libdsim_path(args), n, scheme, args.tol, args.steps, dim)
                 if de is not None:
                     a, b = (np.concatenate([c.ravel() for c in x]) for x in (de["dv0"], pv))
                     ds["dv0_rel"] = float(np.linalg.norm(a - b) / np.linalg.norm(b))
