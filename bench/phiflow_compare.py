@@ -84,7 +84,7 @@ lies within roundoff of a bound, and a flipped branch changes that output's
 derivative by O(1); dsim against itself with its PCG in place of the FFT
 solve moves dL/dv0 by 26% entry by entry at 32^2 after 20 steps
 (semi-Lagrangian: 2.5e-5), PhiFlow against itself at tolerance 1e-9
-instead of 1e-5 by 27% (docs/fluids.md, "MacCormack gradients").
+instead of 1e-5 by 27% (--spread; docs/fluids.md, "MacCormack gradients").
 """
 import argparse
 import ctypes
