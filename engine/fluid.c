@@ -520,7 +520,9 @@ int ds_fluid_reset(const dsFluidModel* m, dsFluidData* d, const double* velocity
  * checkpoint; otherwise a recomputation would start from the checkpoint
  * before t and miss it, so t is marked and a backward that would
  * recompute through it is refused. A state equal (bitwise) to the
- * current one at the current step is no change and leaves no mark. */
+ * current one at the current step is no change and leaves no new mark
+ * (a mark already there stays: setting a set state again does not make
+ * it recomputable). */
 int ds_fluid_set_state(const dsFluidModel* m, dsFluidData* d, int t, const double* velocity, const double* density,
                        const double* temperature) {
   if (!m || !d) return DS_ERR_INVALID;
@@ -537,11 +539,12 @@ int ds_fluid_set_state(const dsFluidModel* m, dsFluidData* d, int t, const doubl
     return prefix_err(d, rc, "set_state");
   }
   const int same = here && !memcmp(d->nxt, d->cur, sizeof(double) * S);
+  const unsigned char was = d->setmark[t];
   memset(d->setmark + t, 0, (size_t)(d->steps - t) + 1);
   if (t % d->every == 0)
     memcpy(d->slots + (size_t)(t / d->every) * S, d->cur, sizeof(double) * S);
   else
-    d->setmark[t] = (unsigned char)!same;
+    d->setmark[t] = (unsigned char)(was || !same);
   d->t = t;
   d->seg_start = -1;
   return 0;

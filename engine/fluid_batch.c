@@ -9,7 +9,10 @@
  * every instance has met its tolerance or failed; an instance that is done
  * skips the rest, so each runs exactly the iterations the serial solve
  * runs. The driver reads B x DSF_NSC scalars back once per iteration (a
- * sync on CUDA) to know when to stop. */
+ * sync on CUDA) to know when to stop.
+ *
+ * The backward is the serial sweep (terms, windows) and set_state the
+ * serial rule for checkpoints (engine/fluid.c), on the batch's one tape. */
 #include "config.h"
 
 #include <math.h>
@@ -74,6 +77,9 @@ struct dsFluidBatch {
   double* par_h;  /* B x np: the parameter values */
   double* sc_h;   /* B x DSF_NSC: the last step's scalars */
   double* stage_h; /* S: a state on its way to the backend */
+  double* cmp_h;   /* S: a state read back (set_state's comparison) */
+  double* term_d;  /* B x ncell on the backend: a loss term on its way to g1 */
+  unsigned char* setmark; /* steps + 1: states set off a checkpoint (ds_fluid_set_state's rule) */
   int par_dirty;
   size_t bytes;
   void* blk[DSF_MAXBLK];
@@ -106,6 +112,8 @@ void ds_fluid_batch_free(dsFluidBatch* fb) {
   ds__free(fb->par_h);
   ds__free(fb->sc_h);
   ds__free(fb->stage_h);
+  ds__free(fb->cmp_h);
+  ds__free(fb->setmark);
   ds__free(fb->gf_h);
   ds__free(fb);
 }
@@ -180,15 +188,18 @@ static int alloc_instances(dsFluidBatch* fb) {
   for (size_t i = 0; i < sizeof gs / sizeof gs[0]; i++) *gs[i] = (double*)take(fb, B * S * sizeof(double));
   a->gf = (double*)take(fb, B * nfc * sizeof(double));
   a->gpar = (double*)take(fb, B * (size_t)fb->np * sizeof(double));
+  a->term = fb->term_d = (double*)take(fb, B * nc * sizeof(double));
   if (fb->every > 1) fb->seg = (double*)take(fb, (size_t)(fb->every + 1) * B * S * sizeof(double));
   fb->gf_h = (double*)ds__calloc(B * nfc + 1, sizeof(double));
   fb->par_h = (double*)ds__calloc(B * (size_t)fb->np + 1, sizeof(double));
   fb->sc_h = (double*)ds__calloc(B * DSF_NSC, sizeof(double));
   fb->stage_h = (double*)ds__calloc(S, sizeof(double));
+  fb->cmp_h = (double*)ds__calloc(S, sizeof(double));
+  fb->setmark = (unsigned char*)ds__calloc((size_t)fb->steps + 1, 1);
   if (!a->cur || !a->nxt || !a->spen || !a->hat || !a->back || !a->pi || !a->r || !a->z || !a->s || !a->as ||
       !a->blk || !a->sc || !par || !fb->slots || (m->def.force_field && !fb->forces) || !fb->par_h || !fb->sc_h ||
       !fb->stage_h || !a->g0 || !fb->g1 || !a->ghat || !a->gback || !a->gf || !a->gpar ||
-      (fb->every > 1 && !fb->seg) || !fb->gf_h)
+      (fb->every > 1 && !fb->seg) || !fb->gf_h || !fb->term_d || !fb->cmp_h || !fb->setmark)
     return DS_ERR_NOMEM;
   for (int b = 0; b < fb->B; b++)
     for (int i = 0; i < fb->np; i++) fb->par_h[(size_t)b * fb->np + i] = *m->pptr[i];
@@ -299,31 +310,75 @@ static void load_state(dsFluidBatch* fb, int b, const double* vel, const double*
   }
 }
 
+/* every instance's fields (per_instance: B of each, else one for all)
+ * finite, else DS_ERR_INVALID naming the field, instance and element */
+static int check_fields(dsFluidBatch* fb, const char* what, const double* velocity, const double* density,
+                        const double* temperature, int per_instance) {
+  const int nv = fb->m->nvel, nc = fb->m->ncell;
+  for (int b = 0; b < (per_instance ? fb->B : 1); b++) {
+    const size_t k = per_instance ? (size_t)b : 0;
+    int rc = check_field(fb, velocity ? velocity + k * nv : NULL, nv, b, what, "velocity");
+    if (!rc) rc = check_field(fb, density ? density + k * nc : NULL, nc, b, what, "density");
+    if (!rc) rc = check_field(fb, temperature ? temperature + k * nc : NULL, nc, b, what, "temperature");
+    if (rc) return rc;
+  }
+  return 0;
+}
+
+/* The serial set_state's rule (engine/fluid.c) on the batch's one tape: a
+ * state set at a checkpoint t becomes the tape's state there; off a
+ * checkpoint t is marked, and a backward that would recompute through it
+ * is refused. Setting the current state to itself (bitwise, every
+ * instance) leaves no new mark; a mark already at t stays (the state
+ * there is still not the one a recomputation gives). The fields are
+ * checked before anything moves. */
+static int put_state(dsFluidBatch* fb, const char* what, int t, const double* velocity, const double* density,
+                     const double* temperature, int per_instance) {
+  int rc = check_fields(fb, what, velocity, density, temperature, per_instance);
+  if (rc) return rc;
+  const int nv = fb->m->nvel, nc = fb->m->ncell, K = fb->every;
+  const size_t S = (size_t)fb->S;
+  int same = t == fb->t && t % K != 0; /* compared only where it decides a mark */
+  for (int b = 0; !rc && b < fb->B; b++) {
+    const size_t k = per_instance ? (size_t)b : 0;
+    load_state(fb, b, velocity ? velocity + k * nv : NULL, density ? density + k * nc : NULL,
+               temperature ? temperature + k * nc : NULL);
+    double* cur = fb->a.cur + (size_t)b * S;
+    if (same) {
+      rc = fb->be->get(fb->ctx, fb->cmp_h, cur, sizeof(double) * S);
+      same = !rc && !memcmp(fb->cmp_h, fb->stage_h, sizeof(double) * S);
+    }
+    if (!rc) rc = fb->be->put(fb->ctx, cur, fb->stage_h, sizeof(double) * S);
+  }
+  if (!rc && t % K == 0)
+    rc = fb->be->copy(fb->ctx, fb->slots + (size_t)(t / K) * fb->B * S, fb->a.cur, sizeof(double) * fb->B * S);
+  if (rc) return be_fail(fb, rc, "the copy of a state");
+  const unsigned char was = fb->setmark[t];
+  memset(fb->setmark + t, 0, (size_t)(fb->steps - t) + 1);
+  if (t % K) fb->setmark[t] = (unsigned char)(was || !same);
+  fb->t = t;
+  fb->seg_start = -1;
+  return 0;
+}
+
 int ds_fluid_batch_reset(dsFluidBatch* fb, const double* velocity, const double* density, const double* temperature,
                          int per_instance) {
   if (!fb) return DS_ERR_INVALID;
   ds__clearerr(&fb->err);
-  const int nv = fb->m->nvel, nc = fb->m->ncell;
-  for (int b = 0; b < (per_instance ? fb->B : 1); b++) {
-    const size_t k = per_instance ? (size_t)b : 0;
-    int rc = check_field(fb, velocity ? velocity + k * nv : NULL, nv, b, "reset", "velocity");
-    if (!rc) rc = check_field(fb, density ? density + k * nc : NULL, nc, b, "reset", "density");
-    if (!rc) rc = check_field(fb, temperature ? temperature + k * nc : NULL, nc, b, "reset", "temperature");
-    if (rc) return rc;
-  }
-  for (int b = 0; b < fb->B; b++) {
-    const size_t k = per_instance ? (size_t)b : 0;
-    load_state(fb, b, velocity ? velocity + k * nv : NULL, density ? density + k * nc : NULL,
-               temperature ? temperature + k * nc : NULL);
-    int rc = fb->be->put(fb->ctx, fb->a.cur + (size_t)b * fb->S, fb->stage_h, sizeof(double) * (size_t)fb->S);
-    if (rc) return be_fail(fb, rc, "the copy of a state");
-  }
-  int rc = fb->be->copy(fb->ctx, fb->slots, fb->a.cur, sizeof(double) * (size_t)fb->B * fb->S);
-  if (rc) return be_fail(fb, rc, "the copy of a state");
+  int rc = put_state(fb, "reset", 0, velocity, density, temperature, per_instance);
+  if (rc) return rc;
   memset(fb->sc_h, 0, sizeof(double) * (size_t)fb->B * DSF_NSC);
-  fb->t = 0;
-  fb->seg_start = -1;
   return 0;
+}
+
+int ds_fluid_batch_set_state(dsFluidBatch* fb, int t, const double* velocity, const double* density,
+                             const double* temperature, int per_instance) {
+  if (!fb) return DS_ERR_INVALID;
+  ds__clearerr(&fb->err);
+  if (t < 0 || t > fb->t)
+    return ds__seterr(&fb->err, DS_ERR_RANGE, "set_state: step %d (expected a step in [0, %d], the steps taken)", t,
+                      fb->t);
+  return put_state(fb, "set_state", t, velocity, density, temperature, per_instance);
 }
 
 int ds_fluid_batch_state(dsFluidBatch* fb, int b, double* velocity, double* density, double* temperature) {
@@ -581,7 +636,7 @@ static int take_gf(dsFluidBatch* fb, int t, const dsFluidGrad* g) {
   return 0;
 }
 
-/* the seed dL/d(final state) of every instance into g1 */
+/* the seed dL/d(state t1) of every instance into g1 */
 static int seed(dsFluidBatch* fb, const double* dl_dvel, const double* dl_ddens, const double* dl_dtemp) {
   const int nv = fb->m->nvel, nc = fb->m->ncell;
   for (int b = 0; b < fb->B; b++) {
@@ -597,7 +652,7 @@ static int seed(dsFluidBatch* fb, const double* dl_dvel, const double* dl_ddens,
   return 0;
 }
 
-/* the adjoint of the initial states (masked as a reset masks) and the parameters' into g */
+/* the adjoint of state t0 (masked as a reset or set_state masks) and the parameters' into g */
 static int finish(dsFluidBatch* fb, const dsFluidGrad* g) {
   const dsFluidModel* m = fb->m;
   const int nv = m->nvel, nc = m->ncell;
@@ -616,10 +671,30 @@ static int finish(dsFluidBatch* fb, const dsFluidGrad* g) {
   return rc ? be_fail(fb, rc, "reading the parameters' adjoint back") : 0;
 }
 
-int ds_fluid_batch_backward(dsFluidBatch* fb, const double* dl_dvel, const double* dl_ddens, const double* dl_dtemp,
-                            const dsFluidGrad* g) {
-  if (!fb || !g) return DS_ERR_INVALID;
-  ds__clearerr(&fb->err);
+/* The terms at step t added to g1's densities one after another in k
+ * order, as the serial add_terms adds them (the same bits): the backward
+ * is linear in its seed, so each term joins the running adjoint when the
+ * sweep reaches its state. */
+static int add_terms(dsFluidBatch* fb, int t, int nterm, const int* at, const double* const* dl_ddens_at) {
+  const size_t n = (size_t)fb->B * fb->m->ncell;
+  for (int k = 0; k < nterm; k++) {
+    if (at[k] != t) continue;
+    int rc = fb->be->put(fb->ctx, fb->term_d, dl_ddens_at[k], n * sizeof(double));
+    if (rc) return be_fail(fb, rc, "the copy of a loss term");
+    fb->a.pu = fb->g1;
+    rc = run(fb, DSF_ADD_TERM);
+    if (rc) return rc;
+  }
+  return 0;
+}
+
+/* The serial sweep (engine/fluid.c) for every instance: from g1 =
+ * dL/d(state t1) down to state t0, g_t = B_t^T g_{t+1} + the terms at t;
+ * rows t0 .. t1 - 1 of g->force, the window's sums into force_total and
+ * param, the adjoint of state t0 into g's state arrays. */
+static int sweep(dsFluidBatch* fb, int t0, int t1, const double* dl_dvel, const double* dl_ddens,
+                 const double* dl_dtemp, int nterm, const int* at, const double* const* dl_ddens_at,
+                 const dsFluidGrad* g) {
   const size_t nfc = (size_t)fb->m->ncell * fb->m->dim;
   int rc = 0;
   if (fb->par_dirty) {
@@ -627,16 +702,70 @@ int ds_fluid_batch_backward(dsFluidBatch* fb, const double* dl_dvel, const doubl
     if (rc) return be_fail(fb, rc, "the copy of the parameters");
     fb->par_dirty = 0;
   }
-  if (g->force) memset(g->force, 0, sizeof(double) * (size_t)fb->B * fb->steps * nfc);
   if (g->force_total) memset(g->force_total, 0, sizeof(double) * (size_t)fb->B * nfc);
   rc = seed(fb, dl_dvel, dl_ddens, dl_dtemp);
   if (!rc) rc = fb->be->zero(fb->ctx, fb->a.gpar, sizeof(double) * (size_t)fb->B * fb->np);
-  for (int t = fb->t - 1; !rc && t >= 0; t--) {
-    rc = bwd_step(fb, t);
+  for (int t = t1 - 1; !rc && t >= t0; t--) {
+    rc = add_terms(fb, t + 1, nterm, at, dl_ddens_at);
+    if (!rc) rc = bwd_step(fb, t);
     if (!rc) rc = take_gf(fb, t, g);
     double* tmp = fb->a.g0; /* the adjoint of state t is the next step's g1 */
     fb->a.g0 = fb->g1;
     fb->g1 = tmp;
   }
+  if (!rc) rc = add_terms(fb, t0, nterm, at, dl_ddens_at);
   return rc ? rc : finish(fb, g);
+}
+
+/* a set state off a checkpoint in the segments a sweep over [t0, t1) recomputes */
+static int check_marks(dsFluidBatch* fb, int t0, int t1) {
+  for (int t = (t0 / fb->every) * fb->every; t < t1; t++)
+    if (fb->setmark[t])
+      return ds__seterr(&fb->err, DS_ERR_RANGE,
+                        "backward: a state was set at step %d, not a checkpoint (checkpoint_every %d): the backward "
+                        "would recompute its segment from the checkpoint before it",
+                        t, fb->every);
+  return 0;
+}
+
+static int check_terms(dsFluidBatch* fb, int t0, int t1, int nterm, const int* at, const double* const* dl_ddens_at) {
+  for (int k = 0; k < nterm; k++)
+    if (at[k] < t0 || at[k] > t1 || !dl_ddens_at[k])
+      return ds__seterr(&fb->err, DS_ERR_INVALID, "backward: term %d: at %d (expected a step in [%d, %d] and an array)",
+                        k, at[k], t0, t1);
+  return 0;
+}
+
+int ds_fluid_batch_backward(dsFluidBatch* fb, const double* dl_dvel, const double* dl_ddens, const double* dl_dtemp,
+                            const dsFluidGrad* g) {
+  return ds_fluid_batch_backward_terms(fb, dl_dvel, dl_ddens, dl_dtemp, 0, NULL, NULL, g);
+}
+
+int ds_fluid_batch_backward_terms(dsFluidBatch* fb, const double* dl_dvel, const double* dl_ddens,
+                                  const double* dl_dtemp, int nterm, const int* at, const double* const* dl_ddens_at,
+                                  const dsFluidGrad* g) {
+  if (!fb || !g || nterm < 0 || (nterm && (!at || !dl_ddens_at))) return DS_ERR_INVALID;
+  ds__clearerr(&fb->err);
+  int rc = check_marks(fb, 0, fb->t);
+  if (!rc) rc = check_terms(fb, 0, fb->t, nterm, at, dl_ddens_at);
+  if (rc) return rc;
+  if (g->force) memset(g->force, 0, sizeof(double) * (size_t)fb->B * fb->steps * fb->m->ncell * fb->m->dim);
+  return sweep(fb, 0, fb->t, dl_dvel, dl_ddens, dl_dtemp, nterm, at, dl_ddens_at, g);
+}
+
+/* A window is the whole sweep started at state t1 and stopped at t0: the
+ * recursion needs nothing from outside [t0, t1] but the states. */
+int ds_fluid_batch_backward_window(dsFluidBatch* fb, int t0, int t1, const double* dl_dvel, const double* dl_ddens,
+                                   const double* dl_dtemp, int nterm, const int* at,
+                                   const double* const* dl_ddens_at, const dsFluidGrad* g) {
+  if (!fb || !g || nterm < 0 || (nterm && (!at || !dl_ddens_at))) return DS_ERR_INVALID;
+  ds__clearerr(&fb->err);
+  if (t0 < 0 || t0 > t1 || t1 > fb->t)
+    return ds__seterr(&fb->err, DS_ERR_RANGE,
+                      "backward window: steps [%d, %d) (expected 0 <= t0 <= t1 <= %d, the steps taken)", t0, t1,
+                      fb->t);
+  int rc = check_marks(fb, t0, t1);
+  if (!rc) rc = check_terms(fb, t0, t1, nterm, at, dl_ddens_at);
+  if (rc) return rc;
+  return sweep(fb, t0, t1, dl_dvel, dl_ddens, dl_dtemp, nterm, at, dl_ddens_at, g);
 }

@@ -29,7 +29,10 @@
  * scatters run: BWD_SRC (1) steps 4-2's adjoint and the parameters'
  * sums; SOFT and SL (MacCormack's hat and back) recompute the forward's
  * intermediates in parallel; BWD_ADV (1) the advection's and stage 0's
- * adjoints into g0.
+ * adjoints into g0. A loss term on an earlier state's density
+ * (ds_fluid_batch_backward_terms, _window): ADD_TERM (ncell) adds `term`
+ * to the densities of pu (= g1), once per term, in the serial add_terms'
+ * order.
  * Blocks are the serial engine's FL_BLK blocks: a dot product is the
  * blocks' partial sums added in order, as fl_dot does. */
 #ifndef DSIM_ENGINE_FLUID_BATCH_BODY_H
@@ -43,7 +46,7 @@
   X(DSF_UMAX_BLK) X(DSF_UMAX) X(DSF_SOFT) X(DSF_SL) X(DSF_MC) X(DSF_SRC) X(DSF_FORCE) X(DSF_MASK) X(DSF_RHS) \
   X(DSF_MAX_B) X(DSF_MAX_R) X(DSF_INIT) X(DSF_MIC_L) X(DSF_MIC_U) X(DSF_COPY_S) X(DSF_DOT_ZR) X(DSF_SIGMA) X(DSF_MATVEC)  \
   X(DSF_DOT_SAS) X(DSF_ALPHA) X(DSF_UPD_XR) X(DSF_CHECK) X(DSF_BETA) X(DSF_UPD_S) X(DSF_GRAD)              \
-  X(DSF_BAD_BLK) X(DSF_BAD) X(DSF_BWD_SRC) X(DSF_BWD_ADV)
+  X(DSF_BAD_BLK) X(DSF_BAD) X(DSF_BWD_SRC) X(DSF_BWD_ADV) X(DSF_ADD_TERM)
 /* The stage dispatch is inlined into each stage's loop (the host backend's
  * and the CUDA kernels'), where the constant stage folds its switch away. */
 #if defined(__CUDACC__)
@@ -87,6 +90,7 @@ typedef struct dsFluidBatchArgs {
   double *g0, *ghat, *gback, *gf, *gpar;
   const double *bs0, *bs1;
   const double* soft_in; /* B x S: what SOFT damps into spen (cur, or a taped state) */
+  const double* term;    /* B x ncell: what ADD_TERM adds to pu's densities */
   /* SL: out = SL(q, h) with the velocities of u (all B x S) */
   const double *sl_q, *sl_u;
   double* sl_out;
@@ -100,7 +104,8 @@ DS_HD DS_INLINE int dsf_bstage_count(const dsFluidBatchArgs* a, int stage) {
   switch (stage) {
     case DSF_UMAX_BLK: return a->nbv;
     case DSF_SOFT: case DSF_SL: case DSF_MC: return a->S;
-    case DSF_SRC: case DSF_RHS: case DSF_COPY_S: case DSF_MATVEC: case DSF_UPD_XR: case DSF_UPD_S: return v->ncell;
+    case DSF_SRC: case DSF_RHS: case DSF_COPY_S: case DSF_MATVEC: case DSF_UPD_XR: case DSF_UPD_S:
+    case DSF_ADD_TERM: return v->ncell;
     case DSF_FORCE: case DSF_MASK: case DSF_GRAD: return v->nvel;
     case DSF_MAX_B: case DSF_MAX_R: case DSF_DOT_ZR: case DSF_DOT_SAS: return a->nb;
     case DSF_BAD_BLK: return a->nbs;
@@ -321,6 +326,7 @@ DS_HD DSF_INLINE void dsf_bstage_run(int stage, const dsFluidBatchArgs* a, int e
       fl_bwd_sources(&w, a->bs1 + oS, a->pu + oS, a->gf + (size_t)b * nc * v->dim, a->gpar + (size_t)b * v->nparam);
     } break;
     case DSF_BWD_ADV: dsf_bwd_adv(a, b); break;
+    case DSF_ADD_TERM: a->pu[oS + v->nvel + e] += a->term[oc + e]; break;
     default: break;
   }
 }

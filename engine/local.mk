@@ -106,6 +106,12 @@ libdsim_core_la_SOURCES += engine/fluid_body.h engine/fluid_batch_body.h engine/
 check_PROGRAMS += tests/test_fluid_batch
 tests_test_fluid_batch_SOURCES = tests/test_fluid_batch.c
 TESTS += tests/test_fluid_batch
+# test_fluid_batch_window: the batch's set_state, loss terms on earlier
+# states and windows bit for bit the serial engine's, refusals, and the
+# window's state adjoint against central differences.
+check_PROGRAMS += tests/test_fluid_batch_window
+tests_test_fluid_batch_window_SOURCES = tests/test_fluid_batch_window.c
+TESTS += tests/test_fluid_batch_window
 BENCH_PROGS += bench/bench_fluid_batch
 bench_bench_fluid_batch_SOURCES = bench/bench_fluid_batch.c
 dsiminclude_HEADERS += include/dsim/fluid.h

@@ -361,6 +361,15 @@ DS_API int ds_fluid_batch_get_param(const dsFluidBatch* fb, int b, const char* n
  * DS_ERR_INVALID naming the field, instance and element for NaN or Inf. */
 DS_API int ds_fluid_batch_reset(dsFluidBatch* fb, const double* velocity, const double* density,
                                 const double* temperature, int per_instance);
+/* ds_fluid_set_state for every instance: rewind to step t (0 .. steps taken) and put the fields
+   there (per_instance as in ds_fluid_batch_reset; NULL: zero / the instance's ambient
+   temperature; closed and solid faces and solid cells zeroed); same checkpoint rules and errors
+   as ds_fluid_set_state (a set state off a checkpoint marks t, a backward recomputing through it
+   is refused, a bitwise-unchanged current state leaves no mark). The batch has one tape, so the
+   state counts as unchanged only when every instance's is. DS_ERR_RANGE for t out of range,
+   DS_ERR_INVALID naming the field, instance and element for NaN or Inf (nothing then moves). */
+DS_API int ds_fluid_batch_set_state(dsFluidBatch* fb, int t, const double* velocity,
+                                    const double* density, const double* temperature, int per_instance);
 /* One step of every instance with force fields (B x ncell x dim, instance
  * after instance; NULL: none; non-NULL needs def.force_field).
  * DS_ERR_STATE when the tape is full, DS_ERR_RANGE when an instance's CFL
@@ -381,6 +390,24 @@ DS_API int ds_fluid_batch_state(dsFluidBatch* fb, int b, double* velocity, doubl
  * and instance when an adjoint pressure solve does not converge. */
 DS_API int ds_fluid_batch_backward(dsFluidBatch* fb, const double* dl_dvel, const double* dl_ddens,
                                    const double* dl_dtemp, const dsFluidGrad* g);
+/* ds_fluid_backward_terms per instance: term k is dL/d(density after step at[k]) of every
+   instance, dl_ddens_at[k] holding B x ncell values (instance after instance). Each instance's
+   results are ds_fluid_backward_terms' bit for bit (the terms join the running adjoint on the
+   device in the serial order: per step, terms in k order). DS_ERR_INVALID naming the term for a
+   step out of [0, steps taken] or a NULL array; DS_ERR_RANGE for a state set off a checkpoint
+   in a segment the backward would recompute. */
+DS_API int ds_fluid_batch_backward_terms(dsFluidBatch* fb, const double* dl_dvel, const double* dl_ddens,
+                                         const double* dl_dtemp, int nterm, const int* at,
+                                         const double* const* dl_ddens_at, const dsFluidGrad* g);
+/* ds_fluid_backward_window per instance: steps t0 .. t1 - 1, seeds dL/d(state t1) (B x ...),
+   terms as above with at[k] in [t0, t1]; g's state arrays get dL/d(state t0) (B x ...),
+   g->force rows t0 .. t1 - 1 of each instance (layout B x steps x ncell x dim as the whole
+   backward's; other rows untouched), force_total and param the window's sums (B x ...).
+   DS_ERR_RANGE for 0 <= t0 <= t1 <= steps taken not holding, or a set mark (as above). */
+DS_API int ds_fluid_batch_backward_window(dsFluidBatch* fb, int t0, int t1, const double* dl_dvel,
+                                          const double* dl_ddens, const double* dl_dtemp, int nterm,
+                                          const int* at, const double* const* dl_ddens_at,
+                                          const dsFluidGrad* g);
 /* Instance b's last pressure solve (a step's, or a backward's):
  * iterations, max|residual| / max|rhs|. */
 DS_API void ds_fluid_batch_solver_stats(const dsFluidBatch* fb, int b, int* iterations, double* residual);
