@@ -101,7 +101,10 @@ static int batch_create(const dsEnvDef* def, const char* name, const char* text,
     on.device = dev;
     def = &on;
   }
-  const int shared = (def->device.kind == DS_DEVICE_CUDA || def->batch_engine) && (!def->gradients || lockstep);
+  /* a class with its own batched physics (dsEnvSim.batched) runs one per env */
+  const int own = def->cls && def->cls->sim && def->cls->sim->batched;
+  const int shared =
+      (def->device.kind == DS_DEVICE_CUDA || def->batch_engine) && (!def->gradients || lockstep) && !own;
   for (int i = 0; i < n; i++) {
     int rc = ds__env_create(def, name, text, shared, &b->envs[i], err, errlen);
     if (!rc && shared) b->envs[i]->bs_inst = i;

@@ -284,7 +284,10 @@ static int build_sized(dsEnv* e) {
             : def->obs_state == DS_OBS_STATE_COM    ? 6
             : def->obs_state == DS_OBS_STATE_JOINTS ? m->artic_nq + m->artic_nv
                                                     : 0;
-  const int batched = def->device.kind == DS_DEVICE_CUDA || def->batch_engine;
+  /* a class with its own physics on the batched engine (dsEnvSim.batched)
+     runs it there itself: the particle model then stays on the CPU engine */
+  const int own = e->cls->sim && e->cls->sim->batched;
+  const int batched = (def->device.kind == DS_DEVICE_CUDA || def->batch_engine) && !own;
   /* an articulation's actions are the batched engine's activations (ds__env_bs_act) */
   if (batched && ((!e->cls->act_first && !m->artic) || m->nbody || e->cls->uses_external_force)) {
     char dn[32];

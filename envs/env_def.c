@@ -476,6 +476,8 @@ static void put_section(Out* o, const dsConfigKey* keys, const void* src, int in
   char group[64] = "";
   int first = 1, first_in_group = 1;
   for (const dsConfigKey* f = keys; f->path; f++) {
+    /* an empty list is written as absent (a list key takes 1 or more values) */
+    if (f->type == DS_KEY_REALS && *(const int*)((const char*)src + f->aux_offset) == 0) continue;
     const int gl = group_len(f->path);
     char g[64];
     snprintf(g, sizeof g, "%.*s", gl, f->path);

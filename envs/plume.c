@@ -68,7 +68,8 @@ static const dsConfigKey keys[] = {
     {"fluid.max_speed", DS_KEY_REAL, P(max_speed), 1e-6, 1e6, NULL, 0,
      "the largest flow speed the config expects, m/s (for the CFL check of physics.dt)"},
     {"fluid.solver", DS_KEY_ENUM, P(pcg), 0, 0, "auto|pcg", 0,
-     "pressure solve: auto (the FFT solve when the build has FFTW) or pcg"},
+     "pressure solve: auto, the FFT where the build has FFTW and the domain allows it (no solid cells), else and on "
+     "the batched engine MIC(0)-PCG; pcg, always PCG"},
     {"source.lo", DS_KEY_VEC3, P(source_lo), -1e3, 1e3, NULL, 0, "inflow box, low corner, m"},
     {"source.hi", DS_KEY_VEC3, P(source_hi), -1e3, 1e3, NULL, 0, "inflow box, high corner, m"},
     {"source.rate", DS_KEY_REAL, P(source_rate), 0, 1e6, NULL, 0, "density added per s inside the inflow box"},
@@ -188,9 +189,8 @@ static int create(dsEnv* e, void** out) {
   if (!s) return DS_ERR_NOMEM;
   *out = s;
   const dsFluidDef fd = fluid_def(def, p);
-  char err[512] = "";
-  int rc = ds__smoke_fluid_create(fd, &p->obs, &s->c.fm, err, sizeof err);
-  if (rc) return ds_env_set_errorf(e, rc, "%s%s", strncmp(err, "obstacle", 8) ? "fluid: " : "", err);
+  int rc = ds__smoke_core_model(e, &s->c, &fd, &p->obs);
+  if (rc) return rc;
   s->ncell = s->c.ncell = ds_fluid_ncell(s->c.fm);
   s->T = def->substeps;
   s->C = def->control_interval;
@@ -210,7 +210,7 @@ static size_t tape_bytes(const dsEnv* e, int substeps, int every, int gradients)
   const size_t nc = (size_t)s->ncell;
   const size_t own = (size_t)s->nframe * nc * sizeof(double) + ds__smoke_core_bytes(&s->c, 0) +
                      nc * (4 * sizeof(double) + 2 * sizeof(dsReal)) + s->npix * 3 * sizeof(dsReal);
-  return own + ds_fluid_data_bytes(s->c.fm, substeps, gradients ? every : substeps);
+  return own + ds__smoke_engine_bytes(&s->c, substeps, gradients ? every : substeps);
 }
 
 /* The obstacle in the picture: where its surface is nearer than the ground,
@@ -268,8 +268,6 @@ static int make_view(dsEnv* e, PlumeState* s, const dsPlumeParams* p) {
   return obstacle_view(e, s, p);
 }
 
-static int fluid_fail(dsEnv* e, int rc, const char* what) { return ds__smoke_fail(e, &state_of(e)->c, rc, what); }
-
 static int draw(dsEnv* e, const double* rho, dsReal* image) {
   PlumeState* s = state_of(e);
   int rc = ds_volume_render(s->vol, rho, s->bg, s->depth, image);
@@ -278,20 +276,22 @@ static int draw(dsEnv* e, const double* rho, dsReal* image) {
 
 /* The goal: the plume with the definition's parameters, from rest. */
 static int make_goal(dsEnv* e, PlumeState* s) {
-  int rc = ds_fluid_reset(s->c.fm, s->c.fd, NULL, NULL, NULL);
-  for (int t = 0; t < s->T && !rc; t++) rc = ds_fluid_step(s->c.fm, s->c.fd, NULL);
-  if (rc) return fluid_fail(e, rc, "the goal rollout");
-  memcpy(s->goal, ds_fluid_density(s->c.fd), sizeof(double) * (size_t)s->ncell);
-  return ds_fluid_reset(s->c.fm, s->c.fd, NULL, s->c.dens0, NULL);
+  int rc = ds__smoke_reset(e, &s->c, NULL, "the goal rollout");
+  for (int t = 0; t < s->T && !rc; t++) rc = ds__smoke_advance(e, &s->c, NULL, "the goal rollout");
+  if (rc) return rc;
+  memcpy(s->goal, ds__smoke_density(&s->c), sizeof(double) * (size_t)s->ncell);
+  return ds__smoke_reset(e, &s->c, s->c.dens0, "reset");
 }
 
+/* The engine (made, or remade for another device: the goal and the view
+ * made once, at the first), then the arrays, the view and the goal. */
 static int built(dsEnv* e) {
   PlumeState* s = state_of(e);
-  if (s->c.fd) return 0; /* a rebuild keeps the physics */
   const dsEnvDef* def = ds_env_def(e);
   const size_t nc = (size_t)s->ncell;
-  int rc = ds_fluid_data_create(s->c.fm, s->T, s->grads ? def->checkpoint_every : s->T, &s->c.fd);
-  if (rc) return ds_env_set_errorf(e, rc, "the fluid's tape (%s)", ds_strerror(rc));
+  int fresh = 0, rc = ds__smoke_engine(e, &s->c, s->grads ? def->checkpoint_every : s->T, &fresh);
+  if (rc || !fresh) return rc;
+  if (s->goal) return ds__smoke_reset(e, &s->c, s->c.dens0, "reset");
 #define PL_A(f, n, T) ok &= (s->f = (T*)ds_calloc((size_t)(n) + 1, sizeof(T))) != NULL
   int ok = 1;
   PL_A(frames, (size_t)s->nframe * nc, double);
@@ -321,15 +321,14 @@ static int action_size(const dsEnv* e) {
 static int sim_reset(dsEnv* e) {
   PlumeState* s = state_of(e);
   if (s->grads) memset(s->c.has, 0, sizeof(int) * (size_t)s->nstep);
-  int rc = ds_fluid_reset(s->c.fm, s->c.fd, NULL, s->c.dens0, NULL);
-  return rc ? fluid_fail(e, rc, "reset") : 0;
+  return ds__smoke_reset(e, &s->c, s->c.dens0, "reset");
 }
 
 static int sim_step(dsEnv* e, int k, int sub, const dsReal* action) {
   (void)action;
   PlumeState* s = state_of(e);
-  int rc = ds_fluid_step(s->c.fm, s->c.fd, NULL);
-  if (rc) return fluid_fail(e, rc, "fluid");
+  int rc = ds__smoke_advance(e, &s->c, NULL, "fluid");
+  if (rc) return rc;
   ds__smoke_keep_step(&s->c, k, sub);
   return 0;
 }
@@ -337,12 +336,12 @@ static int sim_step(dsEnv* e, int k, int sub, const dsReal* action) {
 static void keep_frame(dsEnv* e, int f) {
   PlumeState* s = state_of(e);
   if (f >= 0 && f < s->nframe)
-    memcpy(s->frames + (size_t)f * s->ncell, ds_fluid_density(s->c.fd), sizeof(double) * (size_t)s->ncell);
+    memcpy(s->frames + (size_t)f * s->ncell, ds__smoke_density(&s->c), sizeof(double) * (size_t)s->ncell);
 }
 
 static int render(dsEnv* e, int f, dsReal* image) {
   PlumeState* s = state_of(e);
-  return draw(e, f < 0 ? ds_fluid_density(s->c.fd) : s->frames + (size_t)f * s->ncell, image);
+  return draw(e, f < 0 ? ds__smoke_density(&s->c) : s->frames + (size_t)f * s->ncell, image);
 }
 
 static int goal(dsEnv* e, dsReal* image) { return draw(e, state_of(e)->goal, image); }
@@ -362,11 +361,11 @@ static int backward(dsEnv* e, const dsReal* g_image, dsReal* grad_actions) {
   (void)grad_actions; /* no actions */
   PlumeState* s = state_of(e);
   memset(s->gdens, 0, sizeof(double) * (size_t)s->ncell);
-  int rc = draw(e, ds_fluid_density(s->c.fd), s->img);
+  int rc = draw(e, ds__smoke_density(&s->c), s->img);
   if (!rc && (rc = ds_volume_backward(s->vol, g_image, s->gdens, NULL, NULL, NULL)))
     return ds_env_set_errorf(e, rc, "render backward: %s", ds_volume_last_error(s->vol));
   if (rc) return rc;
-  return ds__smoke_window(e, &s->c, 0, ds_fluid_steps(s->c.fd), NULL, s->gdens, NULL);
+  return ds__smoke_window(e, &s->c, 0, ds__smoke_steps(&s->c), NULL, s->gdens, NULL);
 }
 
 static int state_size(const dsEnv* e) { return ds__smoke_state_size(&state_of(e)->c); }
@@ -394,7 +393,7 @@ static int set_param(dsEnv* e, const char* name, const dsReal* v, int count) {
 static int metric(const dsEnv* e, dsReal* value) {
   PlumeState* s = state_of(e);
   const dsReal* g = ds_env_goal_image(e);
-  int rc = draw((dsEnv*)e, ds_fluid_density(s->c.fd), s->img);
+  int rc = draw((dsEnv*)e, ds__smoke_density(&s->c), s->img);
   if (rc || !g) return rc ? rc : DS_ERR_STATE;
   *value = (dsReal)ds__smoke_image_error(s->img, g, s->bg, NULL, s->npix / 4);
   return 0;
@@ -417,6 +416,7 @@ static const dsEnvSim plume_sim = {
     .get_state = get_state,
     .set_state = set_state,
     .backward_window = backward_window,
+    .batched = 1,
 };
 
 const dsEnvClass ds__smoke_plume_class = {

@@ -17,8 +17,9 @@
  * (dL/dF from the fluid's backward per substep).
  *
  * Frame: ds_fluid_render_density_map(density, render.opacity, the map
- * render.colormap): t = 1 - exp(-opacity rho) through a colour map, by
- * default a dark background to white smoke. Goal: the image of
+ * render.colormap, or render.colormap_stops when given): t = 1 -
+ * exp(-opacity rho) through a colour map, by default a dark background to
+ * white smoke. Goal: the image of
  * the density at the last substep of a rollout under a hidden force
  * sequence, a sideways wind target.push (action units) in x, strongest at
  * mid height (A_x(I, J) = push sin(pi (J + 1/2) / N), A_y = 0), from the
@@ -56,6 +57,7 @@ typedef struct dsSmokeParams {
   dsReal alpha;          /* buoyancy per unit density, m/s^2 [fluid.buoyancy] */
   dsReal tolerance;      /* pressure solve [fluid.tolerance] */
   int max_iterations;    /* pressure solve [fluid.max_iterations] */
+  int pcg;               /* 1: always PCG; 0: the FFT solve where the build and engine have it [fluid.solver] */
   dsReal cfl_max;        /* [fluid.cfl_max] */
   dsReal max_speed;      /* the speed the config expects, m/s: dt max_speed / dx <= cfl_max [fluid.max_speed] */
   dsReal source_lo[3];   /* inflow box corners, m (z unused) [source.lo] */
@@ -66,6 +68,8 @@ typedef struct dsSmokeParams {
   dsReal force;          /* m/s^2 per unit action [control.force] */
   dsReal opacity;        /* render scale per unit density [render.opacity] */
   int colormap;          /* dsFluidColormapName [render.colormap] */
+  dsReal stops[4 * DS_FLUID_COLORMAP_MAX]; /* t, r, g, b of each stop: a map of one's own [render.colormap_stops] */
+  int nstops;            /* values given (0: none) */
   dsReal push;           /* the target's hidden wind, action units [target.push] */
   dsSmokeObstacle obs;   /* [obstacle.*] */
 } dsSmokeParams;
@@ -82,6 +86,9 @@ static const dsConfigKey keys[] = {
      "buoyant acceleration per unit density, m/s^2 (parameter buoyancy.alpha)"},
     {"fluid.tolerance", DS_KEY_REAL, P(tolerance), 1e-15, 0.5, NULL, 0, "pressure solve: relative residual"},
     {"fluid.max_iterations", DS_KEY_INT, P(max_iterations), 1, 1000000, NULL, 0, "pressure solve iterations"},
+    {"fluid.solver", DS_KEY_ENUM, P(pcg), 0, 0, "auto|pcg", 0,
+     "pressure solve: auto, the FFT where the build has FFTW and the domain allows it (no solid cells), else and on "
+     "the batched engine MIC(0)-PCG; pcg, always PCG"},
     {"fluid.cfl_max", DS_KEY_REAL, P(cfl_max), 1e-3, 100, NULL, 0,
      "largest CFL number dt max|u| / dx: a step above it fails, and physics.dt must keep dt max_speed / dx below it"},
     {"fluid.max_speed", DS_KEY_REAL, P(max_speed), 1e-6, 1e6, NULL, 0,
@@ -98,6 +105,9 @@ static const dsConfigKey keys[] = {
     {"render.colormap", DS_KEY_ENUM, P(colormap), 0, 0, "smoke|viridis|inferno|grey", 0,
      "colour map of t (smoke: dark blue to white; viridis, inferno: 17 stops of the published tables; grey: black "
      "to white), linear between stops"},
+    {"render.colormap_stops", DS_KEY_REALS, P(stops), 0, 4 * DS_FLUID_COLORMAP_MAX, NULL, P(nstops),
+     "a colour map of one's own, in place of render.colormap: t, r, g, b of each of 2 to 32 stops in turn (t from 0 "
+     "up to 1, increasing; colours in [0, 1]), linear between stops"},
     {"target.push", DS_KEY_REAL, P(push), -1e3, 1e3, NULL, 0,
      "the target rollout's hidden wind in x at mid height, action units"},
     DS__SMOKE_OBSTACLE_KEYS(P),
@@ -137,6 +147,26 @@ static void defaults(dsEnvDef* d) {
   ds__smoke_obstacle_defaults(&p->obs);
 }
 
+/* The map of render.colormap_stops; DS_ERR_CONFIG naming the key. */
+static int own_colormap(const dsSmokeParams* p, dsFluidColormap* map, char* err, size_t errlen) {
+  if (p->nstops % 4 || p->nstops < 8) {
+    snprintf(err, errlen,
+             "render.colormap_stops: %d numbers (expected t, r, g, b for each of 2 to %d stops: a multiple of 4 from "
+             "8 to %d)",
+             p->nstops, DS_FLUID_COLORMAP_MAX, 4 * DS_FLUID_COLORMAP_MAX);
+    return DS_ERR_CONFIG;
+  }
+  map->n = p->nstops / 4;
+  for (int k = 0; k < map->n; k++) {
+    map->t[k] = p->stops[4 * k];
+    for (int c = 0; c < 3; c++) map->rgb[k][c] = p->stops[4 * k + 1 + c];
+  }
+  char why[256] = "";
+  if (!ds_fluid_colormap_check(map, why, sizeof why)) return 0;
+  snprintf(err, errlen, "render.colormap_stops: %s", why);
+  return DS_ERR_CONFIG;
+}
+
 static int validate(const dsEnvDef* def, char* err, size_t errlen) {
   const dsSmokeParams* p = (const dsSmokeParams*)def->params.bytes;
   if (def->width != p->n || def->height != p->n) {
@@ -147,6 +177,8 @@ static int validate(const dsEnvDef* def, char* err, size_t errlen) {
   int rc = ds__smoke_check_cfl(def, (double)p->size / p->n, p->max_speed, p->cfl_max, err, errlen);
   if (!rc) rc = ds__smoke_check_source(p->source_lo, p->source_hi, 2, p->size, err, errlen);
   if (!rc) rc = ds__smoke_check_obstacle(&p->obs, 2, p->size, err, errlen);
+  dsFluidColormap map;
+  if (!rc && p->nstops) rc = own_colormap(p, &map, err, errlen);
   return rc ? rc : ds__smoke_check_kinds(def, "smoke-control", err, errlen);
 }
 
@@ -183,6 +215,7 @@ static dsFluidDef fluid_def(const dsEnvDef* def, const dsSmokeParams* p) {
   fd.cfl_max = p->cfl_max;
   fd.tolerance = p->tolerance;
   fd.max_iterations = p->max_iterations;
+  fd.solver = p->pcg ? DS_FLUID_SOLVER_PCG : DS_FLUID_SOLVER_AUTO;
   fd.nsource = 1;
   dsFluidSource* s = &fd.source[0];
   s->box = (dsFluidBox){{p->source_lo[0], p->source_lo[1], 0}, {p->source_hi[0], p->source_hi[1], 1}};
@@ -210,9 +243,8 @@ static int create(dsEnv* e, void** out) {
   if (!s) return DS_ERR_NOMEM;
   *out = s;
   const dsFluidDef fd = fluid_def(def, p);
-  char err[512] = "";
-  int rc = ds__smoke_fluid_create(fd, &p->obs, &s->c.fm, err, sizeof err);
-  if (rc) return ds_env_set_errorf(e, rc, "%s%s", strncmp(err, "obstacle", 8) ? "fluid: " : "", err);
+  int rc = ds__smoke_core_model(e, &s->c, &fd, &p->obs);
+  if (rc) return rc;
   s->n = p->n;
   s->ncell = s->c.ncell = p->n * p->n;
   s->nc = p->cells;
@@ -221,7 +253,9 @@ static int create(dsEnv* e, void** out) {
   s->C = def->control_interval;
   s->nframe = (def->substeps + def->render_interval - 1) / def->render_interval + (def->render_last ? 1 : 0);
   s->opacity = p->opacity;
-  if ((rc = ds_fluid_colormap((dsFluidColormapName)p->colormap, &s->map)))
+  char err[512] = "";
+  if (p->nstops && (rc = own_colormap(p, &s->map, err, sizeof err))) return ds_env_set_errorf(e, rc, "%s", err);
+  if (!p->nstops && (rc = ds_fluid_colormap((dsFluidColormapName)p->colormap, &s->map)))
     return ds_env_set_errorf(e, rc, "render.colormap: %d (expected smoke, viridis, inferno or grey)", p->colormap);
   s->cforce = p->force;
   s->c.T = s->T, s->c.C = s->C, s->c.grads = def->gradients;
@@ -233,7 +267,7 @@ static size_t tape_bytes(const dsEnv* e, int substeps, int every, int gradients)
   const size_t nc = (size_t)s->ncell;
   const size_t own = ds__smoke_core_bytes(&s->c, 1) + (size_t)s->nframe * nc * sizeof(double) +
                      nc * (4 * sizeof(int) + 10 * sizeof(double) + 2 * sizeof(dsReal));
-  return own + ds_fluid_data_bytes(s->c.fm, substeps, gradients ? every : substeps);
+  return own + ds__smoke_engine_bytes(&s->c, substeps, gradients ? every : substeps);
 }
 
 /* dL/dA_step += c W^T dL/dF (header comment) */
@@ -274,8 +308,6 @@ static void make_stencil(SmokeState* s) {
     }
 }
 
-static int fluid_fail(dsEnv* e, int rc, const char* what) { return ds__smoke_fail(e, &state_of(e)->c, rc, what); }
-
 /* The goal: the hidden wind's rollout from rest (header comment). */
 static int make_goal(dsEnv* e, SmokeState* s, double push) {
   dsReal* a = s->act;
@@ -285,20 +317,22 @@ static int make_goal(dsEnv* e, SmokeState* s, double push) {
       a[2 * (I + s->nc * J) + 1] = 0;
     }
   field_fwd(s, a, s->force);
-  int rc = ds_fluid_reset(s->c.fm, s->c.fd, NULL, NULL, NULL);
-  for (int t = 0; t < s->T && !rc; t++) rc = ds_fluid_step(s->c.fm, s->c.fd, s->force);
-  if (rc) return fluid_fail(e, rc, "the goal rollout");
-  memcpy(s->goal, ds_fluid_density(s->c.fd), sizeof(double) * (size_t)s->ncell);
-  return ds_fluid_reset(s->c.fm, s->c.fd, NULL, s->c.dens0, NULL);
+  int rc = ds__smoke_reset(e, &s->c, NULL, "the goal rollout");
+  for (int t = 0; t < s->T && !rc; t++) rc = ds__smoke_advance(e, &s->c, s->force, "the goal rollout");
+  if (rc) return rc;
+  memcpy(s->goal, ds__smoke_density(&s->c), sizeof(double) * (size_t)s->ncell);
+  return ds__smoke_reset(e, &s->c, s->c.dens0, "reset");
 }
 
+/* The engine (made, or remade for another device: the goal made once, at
+ * the first), then the arrays and the goal. */
 static int built(dsEnv* e) {
   SmokeState* s = state_of(e);
-  if (s->c.fd) return 0; /* a rebuild keeps the physics */
   const dsEnvDef* def = ds_env_def(e);
   const size_t nc = (size_t)s->ncell;
-  int rc = ds_fluid_data_create(s->c.fm, s->T, def->gradients ? def->checkpoint_every : s->T, &s->c.fd);
-  if (rc) return ds_env_set_errorf(e, rc, "the fluid's tape (%s)", ds_strerror(rc));
+  int fresh = 0, rc = ds__smoke_engine(e, &s->c, def->gradients ? def->checkpoint_every : s->T, &fresh);
+  if (rc || !fresh) return rc;
+  if (s->goal) return ds__smoke_reset(e, &s->c, s->c.dens0, "reset");
 #define SM_A(f, n, T) ok &= (s->f = (T*)ds_calloc((size_t)(n) + 1, sizeof(T))) != NULL
   int ok = 1;
   SM_A(wi, 4 * nc, int);
@@ -330,16 +364,15 @@ static int action_size(const dsEnv* e) {
 static int sim_reset(dsEnv* e) {
   SmokeState* s = state_of(e);
   if (s->c.grads) memset(s->c.has, 0, sizeof(int) * (size_t)s->c.nstep);
-  int rc = ds_fluid_reset(s->c.fm, s->c.fd, NULL, s->c.dens0, NULL);
-  return rc ? fluid_fail(e, rc, "reset") : 0;
+  return ds__smoke_reset(e, &s->c, s->c.dens0, "reset");
 }
 
 static int sim_step(dsEnv* e, int k, int sub, const dsReal* action) {
   (void)k, (void)sub;
   SmokeState* s = state_of(e);
   field_fwd(s, action, s->force);
-  int rc = ds_fluid_step(s->c.fm, s->c.fd, s->force);
-  if (rc) return fluid_fail(e, rc, "fluid");
+  int rc = ds__smoke_advance(e, &s->c, s->force, "fluid");
+  if (rc) return rc;
   ds__smoke_keep_step(&s->c, k, sub);
   return 0;
 }
@@ -347,12 +380,12 @@ static int sim_step(dsEnv* e, int k, int sub, const dsReal* action) {
 static void keep_frame(dsEnv* e, int f) {
   SmokeState* s = state_of(e);
   if (f >= 0 && f < s->nframe)
-    memcpy(s->frames + (size_t)f * s->ncell, ds_fluid_density(s->c.fd), sizeof(double) * (size_t)s->ncell);
+    memcpy(s->frames + (size_t)f * s->ncell, ds__smoke_density(&s->c), sizeof(double) * (size_t)s->ncell);
 }
 
 static int render(dsEnv* e, int f, dsReal* image) {
   SmokeState* s = state_of(e);
-  const double* rho = f < 0 ? ds_fluid_density(s->c.fd) : s->frames + (size_t)f * s->ncell;
+  const double* rho = f < 0 ? ds__smoke_density(&s->c) : s->frames + (size_t)f * s->ncell;
   return ds_fluid_render_density_map(s->c.fm, rho, s->opacity, &s->map, image);
 }
 
@@ -378,10 +411,10 @@ static int window_bwd(dsEnv* e, SmokeState* s, int s0, int s1, const dsReal* adj
 static int backward(dsEnv* e, const dsReal* g_image, dsReal* grad_actions) {
   SmokeState* s = state_of(e);
   memset(s->gdens, 0, sizeof(double) * (size_t)s->ncell);
-  int rc = ds_fluid_render_density_map_bwd(s->c.fm, ds_fluid_density(s->c.fd), s->opacity, &s->map, g_image,
+  int rc = ds_fluid_render_density_map_bwd(s->c.fm, ds__smoke_density(&s->c), s->opacity, &s->map, g_image,
                                            s->gdens);
   if (rc) return ds_env_set_errorf(e, rc, "render backward (%s)", ds_strerror(rc));
-  return window_bwd(e, s, 0, ds_fluid_steps(s->c.fd), NULL, s->gdens, grad_actions, NULL);
+  return window_bwd(e, s, 0, ds__smoke_steps(&s->c), NULL, s->gdens, grad_actions, NULL);
 }
 
 /* g_k += dI_k/drho^T g_image, I_k the image of the density at the end of step k */
@@ -417,7 +450,7 @@ static int set_param(dsEnv* e, const char* name, const dsReal* v, int count) {
 static int metric(const dsEnv* e, dsReal* value) {
   SmokeState* s = state_of(e);
   const dsReal* g = ds_env_goal_image(e);
-  int rc = ds_fluid_render_density_map(s->c.fm, ds_fluid_density(s->c.fd), s->opacity, &s->map, s->img);
+  int rc = ds_fluid_render_density_map(s->c.fm, ds__smoke_density(&s->c), s->opacity, &s->map, s->img);
   if (rc || !g) return rc ? rc : DS_ERR_STATE;
   *value = (dsReal)ds__smoke_image_error(s->img, g, NULL, s->map.rgb[0], (size_t)s->ncell);
   return 0;
@@ -440,6 +473,7 @@ static const dsEnvSim smoke_sim = {
     .get_state = get_state,
     .set_state = set_state,
     .backward_window = backward_window,
+    .batched = 1,
 };
 
 const dsEnvClass ds__smoke_control_class = {

@@ -7,6 +7,114 @@
 #include <stdio.h>
 #include <string.h>
 
+/* ---- the engine: serial data or a batch of one ------------------------------------- */
+
+int ds__smoke_batched(const dsEnvDef* def) { return def->batch_engine || def->device.kind == DS_DEVICE_CUDA; }
+
+/* the model of c->fdef and c->obs with solver `solver` */
+static int make_model(dsEnv* e, dsSmokeCore* c, int solver, dsFluidModel** out) {
+  dsFluidDef fd = c->fdef;
+  fd.solver = solver;
+  char err[512] = "";
+  int rc = ds__smoke_fluid_create(fd, &c->obs, out, err, sizeof err);
+  return rc ? ds_env_set_errorf(e, rc, "%s%s", strncmp(err, "obstacle", 8) ? "fluid: " : "", err) : 0;
+}
+
+/* the solver the engine takes: the batch solves with PCG only */
+static int engine_solver(const dsSmokeCore* c, int batched) {
+  return batched ? DS_FLUID_SOLVER_PCG : c->fdef.solver;
+}
+
+int ds__smoke_core_model(dsEnv* e, dsSmokeCore* c, const dsFluidDef* fd, const dsSmokeObstacle* o) {
+  c->fdef = *fd;
+  c->obs = *o;
+  return make_model(e, c, engine_solver(c, ds__smoke_batched(ds_env_def(e))), &c->fm);
+}
+
+/* A model with the other solver, the parameter values carried over (the
+ * same definition: the same names in the same order). */
+static int remake_model(dsEnv* e, dsSmokeCore* c, int solver) {
+  dsFluidModel* m = NULL;
+  int rc = make_model(e, c, solver, &m);
+  for (int i = 0; i < c->nparam && !rc; i++) {
+    double v = 0;
+    const char* name = ds_fluid_param_name(c->fm, i);
+    ds_fluid_param_get(c->fm, name, &v);
+    rc = ds_fluid_param_set(m, name, v);
+  }
+  if (rc) {
+    const int made = m != NULL; /* else make_model has set the message */
+    ds_fluid_model_free(m);
+    return made ? ds_env_set_errorf(e, rc, "fluid: carrying the parameters over (%s)", ds_strerror(rc)) : rc;
+  }
+  ds_fluid_model_free(c->fm);
+  c->fm = m;
+  return 0;
+}
+
+static void engine_free(dsSmokeCore* c) {
+  ds_fluid_data_free(c->fd);
+  ds_fluid_batch_free(c->fb);
+  c->fd = NULL;
+  c->fb = NULL;
+  c->dens_ok = 0;
+}
+
+int ds__smoke_engine(dsEnv* e, dsSmokeCore* c, int every, int* fresh) {
+  const dsEnvDef* def = ds_env_def(e);
+  const int batched = ds__smoke_batched(def);
+  *fresh = 0;
+  if (batched ? c->fb && c->fb_dev.kind == def->device.kind && c->fb_dev.index == def->device.index : c->fd != NULL)
+    return 0; /* a rebuild keeps the physics */
+  engine_free(c);
+  const int solver = engine_solver(c, batched);
+  int rc = ds_fluid_def(c->fm)->solver != solver ? remake_model(e, c, solver) : 0;
+  if (rc) return rc;
+  if (!batched) {
+    rc = ds_fluid_data_create(c->fm, c->T, every, &c->fd);
+    if (rc) return ds_env_set_errorf(e, rc, "the fluid's tape (%s)", ds_strerror(rc));
+  } else {
+    char err[512] = "", dn[32];
+    rc = ds_fluid_batch_create(c->fm, 1, c->T, every, def->device, &c->fb, err, sizeof err);
+    if (rc)
+      return ds_env_set_errorf(e, rc, "the fluid on the batched engine (%s): %s",
+                               ds_device_name(def->device, dn, sizeof dn), err);
+    c->fb_dev = def->device;
+    if (!c->cur_dens && !(c->cur_dens = (double*)ds_calloc((size_t)c->ncell + 1, sizeof(double))))
+      return ds_env_set_errorf(e, DS_ERR_NOMEM, "out of memory");
+  }
+  *fresh = 1;
+  return 0;
+}
+
+size_t ds__smoke_engine_bytes(const dsSmokeCore* c, int substeps, int every) {
+  /* the batch keeps what the serial data keeps, on its device, plus the
+     solve's vectors: the serial figure is the host's share either way */
+  return ds_fluid_data_bytes(c->fm, substeps, every) + (size_t)c->ncell * sizeof(double);
+}
+
+int ds__smoke_reset(dsEnv* e, dsSmokeCore* c, const double* dens, const char* what) {
+  c->dens_ok = 0;
+  int rc = c->fb ? ds_fluid_batch_reset(c->fb, NULL, dens, NULL, 0) : ds_fluid_reset(c->fm, c->fd, NULL, dens, NULL);
+  return rc ? ds__smoke_fail(e, c, rc, what) : 0;
+}
+
+int ds__smoke_advance(dsEnv* e, dsSmokeCore* c, const double* force, const char* what) {
+  c->dens_ok = 0;
+  int rc = c->fb ? ds_fluid_batch_step(c->fb, force) : ds_fluid_step(c->fm, c->fd, force);
+  return rc ? ds__smoke_fail(e, c, rc, what) : 0;
+}
+
+const double* ds__smoke_density(dsSmokeCore* c) {
+  if (!c->fb) return ds_fluid_density(c->fd);
+  if (!c->dens_ok) c->dens_ok = !ds_fluid_batch_state(c->fb, 0, NULL, c->cur_dens, NULL);
+  return c->cur_dens; /* a failed read back leaves the last one (the batch's message says why) */
+}
+
+int ds__smoke_steps(const dsSmokeCore* c) { return c->fb ? ds_fluid_batch_steps(c->fb) : ds_fluid_steps(c->fd); }
+
+/* ---- parameters and arrays --------------------------------------------------------- */
+
 int ds__smoke_core_alloc(dsSmokeCore* c) {
   const size_t nc = (size_t)c->ncell;
   c->nparam = ds_fluid_nparam(c->fm);
@@ -45,8 +153,9 @@ int ds__smoke_core_alloc(dsSmokeCore* c) {
 }
 
 void ds__smoke_core_free(dsSmokeCore* c) {
-  ds_fluid_data_free(c->fd);
+  engine_free(c);
   ds_fluid_model_free(c->fm);
+  ds_free(c->cur_dens);
   void* bufs[] = {c->dens0, c->gdens0, c->pgrad,  c->r_dens0, c->r_gdens0, c->r_param,       c->r_pgrad,
                   c->stepd, c->gstep,  c->has,    c->at,      (void*)c->terms, c->sbuf,
                   c->gstate, c->gforce};
@@ -88,6 +197,7 @@ int ds__smoke_set_param(dsEnv* e, dsSmokeCore* c, const char* name, const dsReal
     return 0;
   }
   int rc = ds_fluid_param_set(c->fm, name, (double)v[0]);
+  if (!rc && c->fb) rc = ds_fluid_batch_set_param(c->fb, -1, name, (double)v[0]);
   if (rc) return ds_env_set_errorf(e, rc, "set_param %s: %s", name, ds_strerror(rc));
   c->r_param[i] = v[0];
   return 0;
@@ -110,9 +220,16 @@ size_t ds__smoke_core_bytes(const dsSmokeCore* c, int force_field) {
 
 int ds__smoke_state_size(const dsSmokeCore* c) { return ds_fluid_nvel(c->fm) + 2 * c->ncell; }
 
-int ds__smoke_get_state(const dsSmokeCore* c, dsReal* state) {
+int ds__smoke_get_state(dsSmokeCore* c, dsReal* state) {
   const int nv = ds_fluid_nvel(c->fm);
-  const double *u = ds_fluid_velocity(c->fd), *rho = ds_fluid_density(c->fd), *T = ds_fluid_temperature(c->fd);
+  const double *u, *rho, *T;
+  if (c->fb) { /* read back into the scratch state */
+    int rc = ds_fluid_batch_state(c->fb, 0, c->sbuf, c->sbuf + nv, c->sbuf + nv + c->ncell);
+    if (rc) return rc;
+    u = c->sbuf, rho = u + nv, T = rho + c->ncell;
+  } else {
+    u = ds_fluid_velocity(c->fd), rho = ds_fluid_density(c->fd), T = ds_fluid_temperature(c->fd);
+  }
   for (int i = 0; i < nv; i++) state[i] = (dsReal)u[i];
   for (int i = 0; i < c->ncell; i++) state[nv + i] = (dsReal)rho[i], state[nv + c->ncell + i] = (dsReal)T[i];
   return 0;
@@ -121,7 +238,9 @@ int ds__smoke_get_state(const dsSmokeCore* c, dsReal* state) {
 int ds__smoke_set_state(dsEnv* e, dsSmokeCore* c, int s, const dsReal* state) {
   const int n = c->ssize, nv = c->nvel;
   for (int i = 0; i < n; i++) c->sbuf[i] = (double)state[i];
-  int rc = ds_fluid_set_state(c->fm, c->fd, s, c->sbuf, c->sbuf + nv, c->sbuf + nv + c->ncell);
+  c->dens_ok = 0;
+  int rc = c->fb ? ds_fluid_batch_set_state(c->fb, s, c->sbuf, c->sbuf + nv, c->sbuf + nv + c->ncell, 0)
+                 : ds_fluid_set_state(c->fm, c->fd, s, c->sbuf, c->sbuf + nv, c->sbuf + nv + c->ncell);
   if (rc) return ds__smoke_fail(e, c, rc, "set_state");
   if (s > 0) ds__smoke_keep_step(c, (s - 1) / c->C, s - 1);
   return 0;
@@ -129,7 +248,7 @@ int ds__smoke_set_state(dsEnv* e, dsSmokeCore* c, int s, const dsReal* state) {
 
 void ds__smoke_keep_step(dsSmokeCore* c, int k, int s) {
   if (c->grads && k >= 0 && k < c->nstep && (s + 1 == c->T || (s + 1) % c->C == 0))
-    memcpy(c->stepd + (size_t)k * c->ncell, ds_fluid_density(c->fd), sizeof(double) * (size_t)c->ncell);
+    memcpy(c->stepd + (size_t)k * c->ncell, ds__smoke_density(c), sizeof(double) * (size_t)c->ncell);
 }
 
 double* ds__smoke_step_term(dsSmokeCore* c, int k) {
@@ -161,8 +280,10 @@ int ds__smoke_window(dsEnv* e, dsSmokeCore* c, int s0, int s1, const dsReal* adj
   for (int i = 0; i < nc && gdens_final; i++) c->sbuf[nv + i] += gdens_final[i];
   const int nterm = window_terms(c, s0, s1);
   const dsFluidGrad g = {c->gstate, c->gstate + nv, c->gstate + nv + nc, c->gforce, NULL, c->pgrad};
-  int rc = ds_fluid_backward_window(c->fm, c->fd, s0, s1, c->sbuf, c->sbuf + nv, c->sbuf + nv + nc, nterm, c->at,
-                                    c->terms, &g);
+  int rc = c->fb ? ds_fluid_batch_backward_window(c->fb, s0, s1, c->sbuf, c->sbuf + nv, c->sbuf + nv + nc, nterm,
+                                                  c->at, c->terms, &g)
+                 : ds_fluid_backward_window(c->fm, c->fd, s0, s1, c->sbuf, c->sbuf + nv, c->sbuf + nv + nc, nterm,
+                                            c->at, c->terms, &g);
   if (rc) return ds__smoke_fail(e, c, rc, "backward window");
   for (int i = 0; i < n && grad_state0; i++) grad_state0[i] = (dsReal)c->gstate[i];
   for (int i = 0; i < nc; i++) c->gdens0[i] = s0 == 0 ? c->gstate[nv + i] : 0;
@@ -171,7 +292,7 @@ int ds__smoke_window(dsEnv* e, dsSmokeCore* c, int s0, int s1, const dsReal* adj
 }
 
 int ds__smoke_fail(dsEnv* e, const dsSmokeCore* c, int rc, const char* what) {
-  return ds_env_set_errorf(e, rc, "%s: %s", what, ds_fluid_last_error(c->fd));
+  return ds_env_set_errorf(e, rc, "%s: %s", what, c->fb ? ds_fluid_batch_last_error(c->fb) : ds_fluid_last_error(c->fd));
 }
 
 int ds__smoke_check_cfl(const dsEnvDef* def, double dx, double max_speed, double cfl_max, char* err, size_t errlen) {

@@ -653,12 +653,12 @@ static int cfg_walk_list(const cJSON* arr, dsCfgListFn fn, void* user) {
       continue;
     }
     for (const cJSON* f = o->child; f && !rc; f = f->next) {
-      dsCfgItem items[DS_KEY_MAX_REALS];
+      dsCfgItem items[DS_CFG_MAX_ITEMS];
       int n = 0;
       if (cJSON_IsArray(f)) {
         for (const cJSON* v = f->child; v; v = v->next, n++)
-          if (n < DS_KEY_MAX_REALS) cfg_item(v, &items[n]);
-        if (n > DS_KEY_MAX_REALS) n = -1;
+          if (n < DS_CFG_MAX_ITEMS) cfg_item(v, &items[n]);
+        if (n > DS_CFG_MAX_ITEMS) n = -1;
       } else {
         cfg_item(f, &items[0]);
         n = 1;

@@ -20,7 +20,8 @@
 extern "C" {
 #endif
 
-#define DS_KEY_MAX_REALS 16
+#define DS_KEY_MAX_REALS 128 /* the longest DS_KEY_REALS array */
+#define DS_CFG_MAX_ITEMS 16  /* the longest array a list's fields hand over (ds__cfg_walk_list) */
 
 /* Parse `text` (NUL-terminated) as the config named `file` (used only in
  * messages) into `target` according to `fields`. With section NULL the
@@ -58,7 +59,7 @@ int ds__cfg_check(const char* source, const char* section, const dsConfigKey* fi
  * (DS_ERR_NOTFOUND; also for invalid JSON, which the table parse then
  * reports); *count the list's length. fn(user, i, field, items, nitems):
  * field NULL when element i is not an object; items the field's value, or
- * an array's first DS_KEY_MAX_REALS values (nitems -1 when it holds more;
+ * an array's first DS_CFG_MAX_ITEMS values (nitems -1 when it holds more;
  * 0 for an empty array; a value that is neither a number nor a string is
  * kind DS_CFG_OTHER). A value of another type at section.key: DS_ERR_CONFIG
  * with *count -1. fn's nonzero return ends the walk and is returned. */

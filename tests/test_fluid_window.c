@@ -20,7 +20,12 @@
  *    final-state adjoints against central differences in the start state.
  *  - set_state: a state read back as it was set; a substep ahead of the
  *    episode, off a step boundary, or NaN values are refused; set_state,
- *    the steps and the window backward allocate nothing. */
+ *    the steps and the window backward allocate nothing.
+ *  - The batched engine (physics.batched_engine: the env's fluid as a
+ *    fluid batch of one, what a CUDA device runs): windows, whole
+ *    episodes and parameter gradients equal the serial engine's (with
+ *    PCG) bit for bit, 2-D and 3-D, SL and MacCormack, full and
+ *    checkpointed, 1 and 2 threads; it allocates nothing either. */
 #include "config.h"
 
 #include <math.h>
@@ -387,8 +392,109 @@ static void set_state_rules(void) {
   ds_env_destroy(env);
 }
 
+/* ---- the batched engine (physics.batched_engine: a fluid batch of one) ----
+ * The env on the batched engine (solver auto, which is PCG there) against
+ * the serial engine with fluid.solver pcg: bit for bit, windows, whole
+ * episodes, parameter gradients, full and checkpointed tapes, 1 and 2
+ * threads; nothing allocated in its steps and backward. */
+
+static dsEnvDef on_engine(dsEnvDef def, int batched) {
+  char err[512] = "";
+  if (batched)
+    def.batch_engine = 1;
+  else
+    CHECK_INT_EQ(ds_env_def_set(&def, "fluid.solver", "pcg", err, sizeof err), 0);
+  return def;
+}
+
+static const char* const kFluidParams[] = {"buoyancy.alpha", "source.0.density_rate", "source.0.velocity.y",
+                                           "initial_density"};
+
+static int fail_at(dsEnv* env, const char* what) {
+  fprintf(stderr, "%s: %s\n", what, ds_env_last_error(env));
+  return 0;
+}
+
+/* window_bits, then a whole episode's loss and its backward with a changed
+ * buoyancy, and the parameter gradients */
+static int engine_bits(dsEnv* env, double* out, int cap) {
+  int n = window_bits(env, out, cap);
+  const int S = ds_env_num_steps(env), A = ds_env_action_size(env);
+  static dsReal a[16 * MAXA], ga[16 * MAXA];
+  const dsReal alpha = (dsReal)1.3;
+  if (!n || S * A > 16 * MAXA) return fail_at(env, "window");
+  if (ds_env_reset(env, 0, NULL, NULL) || ds_env_set_param(env, "buoyancy.alpha", &alpha, 1))
+    return fail_at(env, "reset");
+  for (int k = 0; k < S; k++) {
+    for (int i = 0; i < A; i++) a[k * A + i] = (dsReal)(0.4 * sin(0.3 * i + k));
+    if (ds_env_step(env, A ? a + k * A : NULL, NULL, NULL, NULL, NULL)) return fail_at(env, "step");
+  }
+  dsReal L = 0;
+  if (ds_env_backward_loss(env, &L, ga)) return fail_at(env, "backward");
+  out[n++] = L;
+  for (int i = 0; i < S * A && n < cap; i++) out[n++] = ga[i];
+  for (size_t q = 0; q < sizeof kFluidParams / sizeof *kFluidParams; q++) {
+    const dsReal* g;
+    int c;
+    if (ds_env_param_grad(env, kFluidParams[q], &g, &c)) return fail_at(env, kFluidParams[q]);
+    for (int i = 0; i < c && n < cap; i++) out[n++] = g[i];
+  }
+  return n;
+}
+
+static void same_engines(dsEnvDef def, int threads, const char* what) {
+  enum { CAP = 2 * MAXS + 16 * MAXA };
+  static double r1[CAP], r2[CAP];
+  dsEnv* serial = make(on_engine(def, 0));
+  dsEnv* batched = make(on_engine(def, 1));
+  if (!serial || !batched) return;
+  ds_set_num_threads(1);
+  const int n1 = engine_bits(serial, r1, CAP);
+  ds_set_num_threads(threads);
+  const int n2 = engine_bits(batched, r2, CAP);
+  ds_set_num_threads(1);
+  int same = n1 == n2;
+  for (int i = 0; i < n1 && same; i++) same = r1[i] == r2[i] || (isnan(r1[i]) && isnan(r2[i]));
+  printf("%s: %d values, batched engine %s the serial one\n", what, n1, same ? "bit for bit" : "DIFFERS from");
+  CHECK(n1 > 1000 && same);
+  ds_env_destroy(serial);
+  ds_env_destroy(batched);
+}
+
+static void batched_engine(void) {
+  same_engines(smoke_def(16, 8, 1), 1, "smoke-control 16^2");
+  same_engines(smoke_def(16, 8, 2), 1, "smoke-control 16^2, checkpoint_every 2");
+  dsEnvDef mc = smoke_def(16, 8, 1);
+  char err[512] = "";
+  CHECK_INT_EQ(ds_env_def_set(&mc, "fluid.advection", "maccormack", err, sizeof err), 0);
+  same_engines(mc, 1, "smoke-control 16^2, MacCormack");
+  same_engines(smoke_def(64, 6, 1), 2, "smoke-control 64^2, 2 threads");
+  dsEnvDef pd = plume_def();
+  pd.render_last = 1; /* the whole episode's loss is on the last frame */
+  same_engines(pd, 1, "smoke-plume 8^3");
+  /* nothing allocated in set_state, steps and the window backward */
+  dsEnv* env = make(on_engine(smoke_def(16, 8, 1), 1));
+  if (!env) return;
+  static Win w;
+  setup(&w, env, 1, 3, 0.05);
+  CHECK(isfinite(objective(&w)));
+  ds_replace_allocator(n_malloc, n_realloc, n_calloc, free);
+  g_allocs = 0;
+  const double L = objective(&w);
+  const int rc = backward(&w, 1, 3, w.adj_fin, w.ga, w.gs);
+  ds_replace_allocator(NULL, NULL, NULL, NULL);
+  CHECK(isfinite(L) && rc == 0);
+  CHECK_INT_EQ(g_allocs, 0);
+  /* the device switch keeps the engine (cpu: the batched engine stays, as the definition says) */
+  CHECK_INT_EQ(ds_env_set_device(env, "cpu"), 0);
+  setup(&w, env, 1, 3, 0.05);
+  CHECK(isfinite(objective(&w)) && objective(&w) == L);
+  ds_env_destroy(env);
+}
+
 int main(void) {
   ds_set_num_threads(1);
+  batched_engine();
   set_state_rules();
   no_alloc();
   smoke_gradients();

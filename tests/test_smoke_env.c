@@ -8,6 +8,9 @@
  *    gradients, bit for bit; one thread = two threads, bit for bit, at 64^2
  *    (where the fluid's parallel loops run).
  *  - The metric is 1 for an empty box against the goal, 0 at the goal.
+ *  - render.colormap_stops: the grey map as stops renders as
+ *    render.colormap grey, bit for bit; a three-stop map's gradients
+ *    against central differences; bad stops refused naming the key.
  *  - Bad input names the key: grid.n 0, a dt above the stated CFL limit, a
  *    render size other than the grid, NaN in the initial density, a grid
  *    whose tape does not fit the memory bound. */
@@ -277,6 +280,51 @@ static void colormap(void) {
   CHECK(strstr(err, "render.colormap") != NULL && strstr(err, "(did you mean \"viridis\"?)") != NULL);
 }
 
+/* render.colormap_stops: a map of one's own; the grey map's two stops
+ * given as stops render what render.colormap grey does, bit for bit, and
+ * the gradient through a three-stop map matches central differences; bad
+ * stops are refused naming the key */
+static void colormap_stops(void) {
+  static const char* const kGrey[] = {"render.colormap", "grey", NULL};
+  static const char* const kGreyStops[] = {"render.colormap_stops", "[0, 0, 0, 0, 1, 1, 1, 1]", NULL};
+  static const char* const kThree[] = {"render.colormap_stops", "[0, 0, 0, 0.2, 0.4, 0.9, 0.3, 0.1, 1, 1, 1, 0.8]",
+                                       NULL};
+  dsEnv* a = make_kv(16, 8, 1, kGrey);
+  dsEnv* b = make_kv(16, 8, 1, kGreyStops);
+  if (!a || !b) return;
+  const int S = ds_env_num_steps(a), n = ds_env_action_size(a);
+  static dsReal act[NA_MAX], ia[16 * 16 * 4], ib[16 * 16 * 4];
+  for (int i = 0; i < S * n; i++) act[i] = (dsReal)(0.5 * sin(0.7 * i));
+  episode(a, act);
+  episode(b, act);
+  CHECK_INT_EQ(ds_env_render(a, ia), 0);
+  CHECK_INT_EQ(ds_env_render(b, ib), 0);
+  CHECK(!memcmp(ia, ib, sizeof ia));
+  CHECK(!memcmp(ds_env_goal_image(a), ds_env_goal_image(b), sizeof ia));
+  ds_env_destroy(a);
+  ds_env_destroy(b);
+  grad_check(kThree);
+  static const struct {
+    const char* stops;
+    const char* says;
+  } bad[] = {{"[0, 0, 0, 0, 1, 1, 1]", "7 numbers"},
+             {"[0, 0, 0, 0]", "4 numbers"},
+             {"[0, 0, 0, 0, 0.5, 1, 1, 1, 0.4, 1, 1, 1, 1, 1, 1, 1]", "render.colormap_stops: "},
+             {"[0, 0, 0, 0, 1, 1, 1.5, 1]", "render.colormap_stops: "},
+             {"[0.1, 0, 0, 0, 1, 1, 1, 1]", "render.colormap_stops: "}};
+  for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+    dsEnvDef def = small_def(16, 8, 1);
+    char err[512] = "";
+    dsEnv* env = NULL;
+    int rc = ds_env_def_set(&def, "render.colormap_stops", bad[k].stops, err, sizeof err);
+    if (!rc) rc = ds_env_create(&def, &env, err, sizeof err);
+    printf("render.colormap_stops %s: %s\n", bad[k].stops, err);
+    CHECK_INT_EQ(rc, DS_ERR_CONFIG);
+    CHECK(strstr(err, bad[k].says) != NULL);
+    ds_env_destroy(env);
+  }
+}
+
 static void expect_create_error(dsEnvDef* def, int code, const char* key) {
   dsEnv* env = NULL;
   char err[1024] = "";
@@ -324,6 +372,7 @@ int main(void) {
   grad_check(kBox);
   grad_check(kViridis);
   colormap();
+  colormap_stops();
   obstacle();
   soft_check();
   bitwise();

@@ -162,7 +162,7 @@ typedef enum dsConfigType {
   DS_KEY_STRING, /* JSON string -> char[max] (max: buffer size), must fit */
   DS_KEY_ENUM,   /* JSON string, one of `choices` ("a|b|c") -> int index */
   DS_KEY_VEC3,   /* array of 3 numbers -> dsReal[3], each within [min, max] */
-  DS_KEY_REALS,  /* array of 1..max numbers (max <= 16) -> dsReal[16], count in the int at aux_offset */
+  DS_KEY_REALS,  /* array of 1..max numbers (max <= 128) -> dsReal[max], count in the int at aux_offset */
   DS_KEY_DOUBLE, /* JSON number -> double, within [min, max] */
   DS_KEY_DVEC3,  /* array of 3 numbers -> double[3], each within [min, max] */
   DS_KEY_U64     /* JSON integer -> uint64_t, within [min, max] */

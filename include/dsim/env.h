@@ -149,7 +149,7 @@ typedef enum dsEnvRewardKind {
 /* Image loss applied to frames: dsLossKind of dsim/raster.h (MSE, L1, DSSIM). */
 
 /* Bytes a class's own parameter struct may take inside a dsEnvDef. */
-#define DS_ENV_PARAMS_MAX 512
+#define DS_ENV_PARAMS_MAX 2048
 
 /* Definition of an environment: the fields every environment shares (time,
  * contact, placement, goal, rendering, observation, loss) and the class's own
@@ -265,7 +265,8 @@ typedef struct dsBuilder dsBuilder;
  * none) ds_env_get_state / ds_env_set_state give and take the class's
  * state; with backward_window too, windows and state adjoints work as for
  * the particle engine (ds_env_backward_adjoints_window). Without them
- * set_state and windows are refused; the batched engine always is. */
+ * set_state and windows are refused; the batched engine is unless the
+ * class sets `batched`. */
 typedef struct dsEnvSim {
   /* Bytes the class's physics keeps for an episode of `substeps` substeps
    * (checkpoint_every K <= 1: every state; gradients 0: no tape); the
@@ -323,6 +324,13 @@ typedef struct dsEnvSim {
    * allocate. */
   int (*backward_window)(dsEnv* env, int s0, int s1, const dsReal* adj_final, dsReal* grad_actions,
                          dsReal* grad_state0);
+  /* Appended in DS_ENV_ABI_VERSION 8. 1: the class runs its physics on
+   * the batched engine itself when the definition asks for it
+   * (physics.batched_engine, or a CUDA device: dsEnvDef.device), reading
+   * them in its hooks (smoke-control, smoke-plume: a fluid batch of one);
+   * the env then keeps its placeholder particle model on the CPU engine.
+   * 0: such a definition is refused. */
+  int batched;
 } dsEnvSim;
 
 struct dsEnvClass {
@@ -397,7 +405,7 @@ DS_API void ds_env_artic_action_bwd(dsEnv* env, int step, int s, const dsReal* a
  * so that dsim refuses one built against headers with another layout of the
  * class or definition structs. DS_ENV_ABI_VERSION is raised by hand with any
  * change of their meaning; a change of their size shows by itself. */
-#define DS_ENV_ABI_VERSION 7
+#define DS_ENV_ABI_VERSION 8
 #define DS_PLUGIN_ABI \
   (DS_ENV_ABI_VERSION * 1000000 + (int)sizeof(dsEnvClass) * 1000 + (int)(sizeof(dsEnvDef) % 1000))
 /* The value this library expects (what dsim compares a plugin's with). */
