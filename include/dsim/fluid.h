@@ -204,7 +204,7 @@ DS_API int ds_fluid_reset(const dsFluidModel* m, dsFluidData* d, const double* v
  * A backward through t then differentiates the state set (the adjoint of
  * state t is that of these fields). With checkpoint_every K > 1, a state
  * set at a t that is not a multiple of K (and is not the current state
- * unchanged) cannot be recomputed by a backward, which refuses to go
+ * unchanged, unless t was marked already) cannot be recomputed by a backward, which refuses to go
  * through that segment (DS_ERR_RANGE). DS_ERR_RANGE for t out of range,
  * DS_ERR_INVALID naming the field and element for NaN or Inf (the state
  * is then unchanged). */
