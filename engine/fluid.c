@@ -412,7 +412,7 @@ int ds_fluid_data_create(const dsFluidModel* m, int steps, int checkpoint_every,
   int nok = 1;
 #define FL_A(f, n) nok &= (d->f = ds__calloc((size_t)(n), sizeof(double))) != NULL
   FL_A(slots, (size_t)d->nslot * S);
-  if (d->every > 1) FL_A(seg, (size_t)(d->every + 1) * S);
+  FL_A(seg, (size_t)(d->every + 1) * S);
   FL_A(cur, S);
   FL_A(nxt, S);
   if (m->def.force_field) FL_A(forces, (size_t)steps * nc * (size_t)m->dim + 1);
@@ -433,6 +433,7 @@ int ds_fluid_data_create(const dsFluidModel* m, int steps, int checkpoint_every,
   if (m->def.nsoft) FL_A(spen, S);
 #undef FL_A
   nok &= (d->setmark = ds__calloc((size_t)steps + 1, 1)) != NULL;
+  nok &= (d->setat = ds__calloc((size_t)steps + 1, 1)) != NULL;
   if (!nok) {
     ds_fluid_data_free(d);
     return DS_ERR_NOMEM;
@@ -447,6 +448,7 @@ void ds_fluid_data_free(dsFluidData* d) {
                    d->z, d->s, d->as, d->blk, d->g0, d->g1, d->gf, d->gpar, d->spen};
   for (size_t i = 0; i < sizeof arr / sizeof arr[0]; i++) ds__free(arr[i]);
   ds__free(d->setmark);
+  ds__free(d->setat);
   ds__free(d);
 }
 
@@ -456,10 +458,10 @@ size_t ds_fluid_data_bytes(const dsFluidModel* m, int steps, int checkpoint_ever
   const size_t every = checkpoint_every > 1 ? (size_t)checkpoint_every : 1, nslot = (size_t)steps / every + 1;
   const size_t S = (size_t)m->nvel + 2 * (size_t)m->ncell, nc = (size_t)m->ncell, dim = (size_t)m->dim;
   const size_t npt = (size_t)(m->ncell > m->nvel ? m->ncell : m->nvel);
-  size_t n = nslot * S + (every > 1 ? (every + 1) * S : 0) + 4 * S + 4 * npt + 5 * nc + nc / FL_BLK + 1 +
+  size_t n = nslot * S + (every + 1) * S + 4 * S + 4 * npt + 5 * nc + nc / FL_BLK + 1 +
              nc * dim + (size_t)m->nparam + 1;
   if (m->def.force_field) n += (size_t)steps * nc * dim + 1;
-  return n * sizeof(double) + (size_t)steps + 1 + sizeof(dsFluidData);
+  return n * sizeof(double) + 2 * ((size_t)steps + 1) + sizeof(dsFluidData);
 }
 
 const char* ds_fluid_last_error(const dsFluidData* d) { return d ? ds__errmsg(&d->err) : ""; }
@@ -507,6 +509,7 @@ int ds_fluid_reset(const dsFluidModel* m, dsFluidData* d, const double* velocity
   if (rc) return prefix_err(d, rc, "reset");
   memcpy(d->slots, d->cur, sizeof(double) * (size_t)d->ssize);
   memset(d->setmark, 0, (size_t)d->steps + 1);
+  memset(d->setat, 0, (size_t)d->steps + 1);
   d->t = 0;
   d->seg_start = -1;
   d->iters = 0;
@@ -541,6 +544,8 @@ int ds_fluid_set_state(const dsFluidModel* m, dsFluidData* d, int t, const doubl
   const int same = here && !memcmp(d->nxt, d->cur, sizeof(double) * S);
   const unsigned char was = d->setmark[t];
   memset(d->setmark + t, 0, (size_t)(d->steps - t) + 1);
+  memset(d->setat + t, 0, (size_t)(d->steps - t) + 1);
+  d->setat[t] = t > 0;
   if (t % d->every == 0)
     memcpy(d->slots + (size_t)(t / d->every) * S, d->cur, sizeof(double) * S);
   else
@@ -653,10 +658,14 @@ int ds_fluid_divergence(const dsFluidModel* m, const double* velocity, double* d
 /* ---- backward -------------------------------------------------------------- */
 
 /* states t and t + 1 for the backward pass: the tape's, or (checkpoints)
- * the segment from the checkpoint at or before t, recomputed when needed */
+ * the segment from the checkpoint at or before t, recomputed when needed.
+ * Where set_state put a state at t + 1, the tape there is not step t's
+ * output, which step t's adjoint reads (the set state acts as that output
+ * plus a constant): then step t is recomputed from state t (a segment of
+ * one), as a checkpointed tape recomputes it, so both give the same bits. */
 static int seg_states(const dsFluidModel* m, dsFluidData* d, int t, double** s0, double** s1) {
   size_t S = (size_t)d->ssize;
-  if (d->every == 1) {
+  if (d->every == 1 && !d->setat[t + 1]) {
     *s0 = d->slots + (size_t)t * S;
     *s1 = d->slots + (size_t)(t + 1) * S;
     return 0;

@@ -80,6 +80,7 @@ struct dsFluidBatch {
   double* cmp_h;   /* S: a state read back (set_state's comparison) */
   double* term_d;  /* B x ncell on the backend: a loss term on its way to g1 */
   unsigned char* setmark; /* steps + 1: states set off a checkpoint (ds_fluid_set_state's rule) */
+  unsigned char* setat;   /* steps + 1: states set at all (the step before is recomputed in a backward) */
   int par_dirty;
   size_t bytes;
   void* blk[DSF_MAXBLK];
@@ -114,6 +115,7 @@ void ds_fluid_batch_free(dsFluidBatch* fb) {
   ds__free(fb->stage_h);
   ds__free(fb->cmp_h);
   ds__free(fb->setmark);
+  ds__free(fb->setat);
   ds__free(fb->gf_h);
   ds__free(fb);
 }
@@ -189,17 +191,18 @@ static int alloc_instances(dsFluidBatch* fb) {
   a->gf = (double*)take(fb, B * nfc * sizeof(double));
   a->gpar = (double*)take(fb, B * (size_t)fb->np * sizeof(double));
   a->term = fb->term_d = (double*)take(fb, B * nc * sizeof(double));
-  if (fb->every > 1) fb->seg = (double*)take(fb, (size_t)(fb->every + 1) * B * S * sizeof(double));
+  fb->seg = (double*)take(fb, (size_t)(fb->every + 1) * B * S * sizeof(double));
   fb->gf_h = (double*)ds__calloc(B * nfc + 1, sizeof(double));
   fb->par_h = (double*)ds__calloc(B * (size_t)fb->np + 1, sizeof(double));
   fb->sc_h = (double*)ds__calloc(B * DSF_NSC, sizeof(double));
   fb->stage_h = (double*)ds__calloc(S, sizeof(double));
   fb->cmp_h = (double*)ds__calloc(S, sizeof(double));
   fb->setmark = (unsigned char*)ds__calloc((size_t)fb->steps + 1, 1);
+  fb->setat = (unsigned char*)ds__calloc((size_t)fb->steps + 1, 1);
   if (!a->cur || !a->nxt || !a->spen || !a->hat || !a->back || !a->pi || !a->r || !a->z || !a->s || !a->as ||
       !a->blk || !a->sc || !par || !fb->slots || (m->def.force_field && !fb->forces) || !fb->par_h || !fb->sc_h ||
       !fb->stage_h || !a->g0 || !fb->g1 || !a->ghat || !a->gback || !a->gf || !a->gpar ||
-      (fb->every > 1 && !fb->seg) || !fb->gf_h || !fb->term_d || !fb->cmp_h || !fb->setmark)
+      !fb->seg || !fb->gf_h || !fb->term_d || !fb->cmp_h || !fb->setmark || !fb->setat)
     return DS_ERR_NOMEM;
   for (int b = 0; b < fb->B; b++)
     for (int i = 0; i < fb->np; i++) fb->par_h[(size_t)b * fb->np + i] = *m->pptr[i];
@@ -355,7 +358,9 @@ static int put_state(dsFluidBatch* fb, const char* what, int t, const double* ve
   if (rc) return be_fail(fb, rc, "the copy of a state");
   const unsigned char was = fb->setmark[t];
   memset(fb->setmark + t, 0, (size_t)(fb->steps - t) + 1);
+  memset(fb->setat + t, 0, (size_t)(fb->steps - t) + 1);
   if (t % K) fb->setmark[t] = (unsigned char)(was || !same);
+  fb->setat[t] = t > 0;
   fb->t = t;
   fb->seg_start = -1;
   return 0;
@@ -564,11 +569,12 @@ int ds_fluid_batch_step(dsFluidBatch* fb, const double* force) {
 
 /* states t and t + 1 (B x S each): the tape's, or the segment from the
  * checkpoint at or before t, recomputed as the serial engine does (the
- * tape's force rows, zero where a step had none) */
+ * tape's force rows, zero where a step had none); with a state set at
+ * t + 1, step t recomputed from state t (engine/fluid.c seg_states) */
 static int seg_states(dsFluidBatch* fb, int t, const double** s0, const double** s1) {
   const size_t n = (size_t)fb->B * fb->S, nf = (size_t)fb->B * fb->m->ncell * fb->m->dim;
   const int K = fb->every, start = (t / K) * K;
-  if (K == 1) {
+  if (K == 1 && !fb->setat[t + 1]) {
     *s0 = fb->slots + (size_t)t * n;
     *s1 = *s0 + n;
     return 0;

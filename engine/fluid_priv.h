@@ -42,7 +42,7 @@ struct dsFluidData {
   int steps, every, t, nslot, ssize, seg_start;
   int nvel, ncell, dim;
   double* slots; /* nslot x ssize: states 0, K, 2K, ... */
-  double* seg;   /* (K + 1) x ssize: a recomputed segment (K > 1) */
+  double* seg;   /* (K + 1) x ssize: a recomputed segment */
   double* cur;   /* ssize */
   double* nxt;   /* ssize */
   double* forces; /* steps x ncell x dim (def.force_field) */
@@ -51,6 +51,8 @@ struct dsFluidData {
   double *g0, *g1, *gf, *gpar;        /* adjoints */
   double* spen;                       /* ssize: a state after the soft obstacles' damping (stage 0) */
   unsigned char* setmark;             /* steps + 1: 1 where ds_fluid_set_state put a state off a checkpoint */
+  unsigned char* setat;               /* steps + 1: 1 where it put one at all (the tape there is not the
+                                         output of the step before, which a backward then recomputes) */
   int iters;
   double resid;
   dsErrBuf err;

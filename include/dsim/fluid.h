@@ -202,7 +202,10 @@ DS_API int ds_fluid_reset(const dsFluidModel* m, dsFluidData* d, const double* v
  * ds_fluid_reset takes them: NULL zero / ambient, closed and solid faces
  * and solid cells zeroed); the tape before t is kept, steps go on from t.
  * A backward through t then differentiates the state set (the adjoint of
- * state t is that of these fields). With checkpoint_every K > 1, a state
+ * state t is that of these fields); one that goes on below t takes the
+ * set state as step t - 1's output plus a constant (dsim/env.h's rule):
+ * step t - 1's adjoint is evaluated at its own output, recomputed from
+ * state t - 1, so full and checkpointed tapes agree bit for bit. With checkpoint_every K > 1, a state
  * set at a t that is not a multiple of K (and is not the current state
  * unchanged, unless t was marked already) cannot be recomputed by a backward, which refuses to go
  * through that segment (DS_ERR_RANGE). DS_ERR_RANGE for t out of range,
