@@ -25,7 +25,9 @@
  *    fluid batch of one, what a CUDA device runs): windows, whole
  *    episodes and parameter gradients equal the serial engine's (with
  *    PCG) bit for bit, 2-D and 3-D, SL and MacCormack, full and
- *    checkpointed, 1 and 2 threads; it allocates nothing either. */
+ *    checkpointed, 1 and 2 threads; it allocates nothing either. On a
+ *    machine with a CUDA device, smoke-control and smoke-plume on cuda:0
+ *    against the serial engine, bit for bit. */
 #include "config.h"
 
 #include <math.h>
@@ -398,9 +400,13 @@ static void set_state_rules(void) {
  * episodes, parameter gradients, full and checkpointed tapes, 1 and 2
  * threads; nothing allocated in its steps and backward. */
 
+static int g_cuda = 0; /* the batched side on cuda:0 (on_cuda) */
+
 static dsEnvDef on_engine(dsEnvDef def, int batched) {
   char err[512] = "";
-  if (batched)
+  if (batched && g_cuda)
+    def.device = (dsDevice){DS_DEVICE_CUDA, 0};
+  else if (batched)
     def.batch_engine = 1;
   else
     CHECK_INT_EQ(ds_env_def_set(&def, "fluid.solver", "pcg", err, sizeof err), 0);
@@ -492,8 +498,33 @@ static void batched_engine(void) {
   ds_env_destroy(env);
 }
 
+/* With a CUDA device (a build with --enable-cuda on a GPU machine): the
+ * fluid envs on cuda:0 against the serial engine, bit for bit (the kernels
+ * are built with -fmad=false, as test_fluid_batch's comparisons assume).
+ * Without one, the refusal. */
+static void on_cuda(void) {
+  dsEnvDef def = smoke_def(16, 8, 1);
+  def.device = (dsDevice){DS_DEVICE_CUDA, 0};
+  dsEnv* env = NULL;
+  char err[1024] = "";
+  const int rc = ds_env_create(&def, &env, err, sizeof err);
+  ds_env_destroy(env);
+  if (rc) {
+    printf("cuda: %s (not run)\n", err);
+    CHECK(strstr(err, "cuda") != NULL);
+    return;
+  }
+  g_cuda = 1;
+  same_engines(smoke_def(16, 8, 1), 1, "CUDA smoke-control 16^2");
+  dsEnvDef pd = plume_def();
+  pd.render_last = 1;
+  same_engines(pd, 1, "CUDA smoke-plume 8^3");
+  g_cuda = 0;
+}
+
 int main(void) {
   ds_set_num_threads(1);
+  on_cuda();
   batched_engine();
   set_state_rules();
   no_alloc();
