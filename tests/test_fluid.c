@@ -18,14 +18,9 @@
 
 #include "dsim/fluid.h"
 #include "tests/dstest.h"
+#define FLUIDCHECK_SEED 0x9e3779b97f4a7c15ull
+#include "tests/fluidcheck.h"
 
-static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-static double urand(void) { /* [-1, 1) */
-  rng_state ^= rng_state << 13;
-  rng_state ^= rng_state >> 7;
-  rng_state ^= rng_state << 17;
-  return (double)(rng_state >> 11) / 9007199254740992.0 * 2 - 1;
-}
 
 /* An episode: the model, its inputs and a random linear loss on the final
  * state, L = wu . u_T + wr . rho_T + wT . T_T. */

@@ -25,45 +25,12 @@
 
 #include "dsim/fluid.h"
 #include "tests/dstest.h"
+#define FLUIDCHECK_SEED 0x2545f4914f6cdd1dull
+#include "tests/fluidcheck.h"
 
 #define NB 3
 #define NSTEP 24
 
-static uint64_t rng_state = 0x2545f4914f6cdd1dull;
-static double urand(void) { /* [-1, 1) */
-  rng_state ^= rng_state << 13;
-  rng_state ^= rng_state >> 7;
-  rng_state ^= rng_state << 17;
-  return (double)(rng_state >> 11) / 9007199254740992.0 * 2 - 1;
-}
-
-static double* rnd(size_t n, double scale) {
-  double* a = malloc(sizeof(double) * (n + 1));
-  for (size_t i = 0; i < n; i++) a[i] = scale * urand();
-  return a;
-}
-
-static dsFluidDef base_def(int n, int n3) {
-  dsFluidDef def = ds_fluid_default_def();
-  def.n[0] = def.n[1] = n;
-  def.n[2] = n3;
-  def.dx = 1.0 / n;
-  def.dt = 0.02;
-  def.alpha = 0.7;
-  def.beta = -0.4;
-  def.ambient_temperature = 0.3;
-  def.gravity[1] = -0.1;
-  def.force_field = 1;
-  def.tolerance = 1e-10;
-  def.solver = DS_FLUID_SOLVER_PCG;
-  def.nsource = 1;
-  def.source[0] = (dsFluidSource){{{0.35, 0.05, 0.3}, {0.65, 0.2, 0.7}}, 0.8, 0.5, 1, {0.1, 0.6, 0.05}};
-  def.nobstacle = 1;
-  def.obstacle[0] = (dsFluidBox){{0.4, 0.5, 0.35}, {0.6, 0.65, 0.6}};
-  def.nsoft = 1;
-  def.soft[0] = (dsFluidSoftObstacle){{0.3, 0.75, 0.5}, {0.1, 0.08, 0.12}, 0.05, 20};
-  return def;
-}
 
 /* instance b's parameter values: each name moved by its own amount */
 static const char* const kNames[] = {"buoyancy.alpha", "buoyancy.beta", "ambient_temperature", "gravity.x",

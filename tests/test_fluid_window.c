@@ -351,9 +351,7 @@ static void* n_malloc(size_t n) { g_allocs++; return malloc(n); }
 static void* n_realloc(void* p, size_t n) { g_allocs++; return realloc(p, n); }
 static void* n_calloc(size_t c, size_t n) { g_allocs++; return calloc(c, n); }
 
-static void no_alloc(void) {
-  dsEnv* env = make(smoke_def(16, 8, 1));
-  if (!env) return;
+static double no_alloc_on(dsEnv* env) {
   static Win w;
   setup(&w, env, 1, 3, 0.05);
   CHECK(isfinite(objective(&w)));
@@ -364,6 +362,13 @@ static void no_alloc(void) {
   ds_replace_allocator(NULL, NULL, NULL, NULL);
   CHECK(isfinite(L) && rc == 0);
   CHECK_INT_EQ(g_allocs, 0);
+  return L;
+}
+
+static void no_alloc(void) {
+  dsEnv* env = make(smoke_def(16, 8, 1));
+  if (!env) return;
+  no_alloc_on(env);
   ds_env_destroy(env);
 }
 
@@ -482,15 +487,7 @@ static void batched_engine(void) {
   dsEnv* env = make(on_engine(smoke_def(16, 8, 1), 1));
   if (!env) return;
   static Win w;
-  setup(&w, env, 1, 3, 0.05);
-  CHECK(isfinite(objective(&w)));
-  ds_replace_allocator(n_malloc, n_realloc, n_calloc, free);
-  g_allocs = 0;
-  const double L = objective(&w);
-  const int rc = backward(&w, 1, 3, w.adj_fin, w.ga, w.gs);
-  ds_replace_allocator(NULL, NULL, NULL, NULL);
-  CHECK(isfinite(L) && rc == 0);
-  CHECK_INT_EQ(g_allocs, 0);
+  const double L = no_alloc_on(env);
   /* the device switch keeps the engine (cpu: the batched engine stays, as the definition says) */
   CHECK_INT_EQ(ds_env_set_device(env, "cpu"), 0);
   setup(&w, env, 1, 3, 0.05);
