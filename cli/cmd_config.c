@@ -70,7 +70,10 @@ static void key_texts(const dsConfigKey* k, const void* src, size_t offset, char
   shifted.offset += offset;
   if (shifted.type == DS_KEY_REALS) shifted.aux_offset += offset;
   describe_type(k, type, tn);
-  value_text(&shifted, src, val, vn);
+  if (shifted.type == DS_KEY_REALS && *(const int*)((const char*)src + shifted.aux_offset) == 0)
+    snprintf(val, vn, "none"); /* an empty list: the key left out */
+  else
+    value_text(&shifted, src, val, vn);
 }
 
 static void list_keys(const char* section, const dsConfigKey* keys, const void* src, size_t offset) {
