@@ -57,7 +57,6 @@ static void engine_free(dsSmokeCore* c) {
   ds_fluid_batch_free(c->fb);
   c->fd = NULL;
   c->fb = NULL;
-  c->dens_ok = 0;
 }
 
 int ds__smoke_engine(dsEnv* e, dsSmokeCore* c, int every, int* fresh) {
@@ -93,23 +92,22 @@ size_t ds__smoke_engine_bytes(const dsSmokeCore* c, int substeps, int every) {
   return ds_fluid_data_bytes(c->fm, substeps, every) + (size_t)c->ncell * sizeof(double);
 }
 
+/* the batch's current density into cur_dens (its read-back errors are the step's) */
+static int read_density(dsSmokeCore* c) { return c->fb ? ds_fluid_batch_state(c->fb, 0, NULL, c->cur_dens, NULL) : 0; }
+
 int ds__smoke_reset(dsEnv* e, dsSmokeCore* c, const double* dens, const char* what) {
-  c->dens_ok = 0;
   int rc = c->fb ? ds_fluid_batch_reset(c->fb, NULL, dens, NULL, 0) : ds_fluid_reset(c->fm, c->fd, NULL, dens, NULL);
+  if (!rc) rc = read_density(c);
   return rc ? ds__smoke_fail(e, c, rc, what) : 0;
 }
 
 int ds__smoke_advance(dsEnv* e, dsSmokeCore* c, const double* force, const char* what) {
-  c->dens_ok = 0;
   int rc = c->fb ? ds_fluid_batch_step(c->fb, force) : ds_fluid_step(c->fm, c->fd, force);
+  if (!rc) rc = read_density(c);
   return rc ? ds__smoke_fail(e, c, rc, what) : 0;
 }
 
-const double* ds__smoke_density(dsSmokeCore* c) {
-  if (!c->fb) return ds_fluid_density(c->fd);
-  if (!c->dens_ok) c->dens_ok = !ds_fluid_batch_state(c->fb, 0, NULL, c->cur_dens, NULL);
-  return c->cur_dens; /* a failed read back leaves the last one (the batch's message says why) */
-}
+const double* ds__smoke_density(const dsSmokeCore* c) { return c->fb ? c->cur_dens : ds_fluid_density(c->fd); }
 
 int ds__smoke_steps(const dsSmokeCore* c) { return c->fb ? ds_fluid_batch_steps(c->fb) : ds_fluid_steps(c->fd); }
 
@@ -238,9 +236,9 @@ int ds__smoke_get_state(dsSmokeCore* c, dsReal* state) {
 int ds__smoke_set_state(dsEnv* e, dsSmokeCore* c, int s, const dsReal* state) {
   const int n = c->ssize, nv = c->nvel;
   for (int i = 0; i < n; i++) c->sbuf[i] = (double)state[i];
-  c->dens_ok = 0;
   int rc = c->fb ? ds_fluid_batch_set_state(c->fb, s, c->sbuf, c->sbuf + nv, c->sbuf + nv + c->ncell, 0)
                  : ds_fluid_set_state(c->fm, c->fd, s, c->sbuf, c->sbuf + nv, c->sbuf + nv + c->ncell);
+  if (!rc) rc = read_density(c);
   if (rc) return ds__smoke_fail(e, c, rc, "set_state");
   if (s > 0) ds__smoke_keep_step(c, (s - 1) / c->C, s - 1);
   return 0;

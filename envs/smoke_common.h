@@ -52,8 +52,7 @@ typedef struct dsSmokeCore {
   dsDevice fb_dev;   /* fb's device */
   dsFluidDef fdef;   /* the model's definition as the class made it (its solver: the config's) */
   dsSmokeObstacle obs; /* and its obstacle */
-  double* cur_dens;  /* ncell: fb's current density read back (fb only) */
-  int dens_ok;       /* cur_dens holds it */
+  double* cur_dens;  /* ncell: fb's current density, read back after every change (fb only) */
   int ncell, nparam;
   double* dens0;     /* ncell: the initial density (parameter initial_density) */
   double* gdens0;    /* ncell: its gradient */
@@ -95,7 +94,7 @@ int ds__smoke_engine(dsEnv* e, dsSmokeCore* c, int every, int* fresh);
  * message after `what`. */
 int ds__smoke_reset(dsEnv* e, dsSmokeCore* c, const double* dens, const char* what);
 int ds__smoke_advance(dsEnv* e, dsSmokeCore* c, const double* force, const char* what);
-const double* ds__smoke_density(dsSmokeCore* c);
+const double* ds__smoke_density(const dsSmokeCore* c);
 int ds__smoke_steps(const dsSmokeCore* c);
 /* The tape's bytes for substeps and checkpoint_every K on either engine. */
 size_t ds__smoke_engine_bytes(const dsSmokeCore* c, int substeps, int every);
