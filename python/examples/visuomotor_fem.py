@@ -3,7 +3,8 @@ and the physics (dsim.learn with images=True), against the same trainer
 with state observations, on control-fem's goal task.
 
     python python/examples/visuomotor_fem.py [--method shac] [--envs 4] [--horizon 8]
-        [--iterations 60] [--size 64] [--seeds 0 1 2] [--out visuomotor] [--goal]
+        [--iterations 60] [--size 64] [--seeds 0 1 2] [--out visuomotor]
+        [--goal [--goal-range 1 5] [--relative] [--kinds ...]] [--eval-envs 4]
 
 Task: control-fem with the dense reward (each step's decrease of the gear's
 distance to its goal: an episode's rewards sum to how much closer it got).
@@ -17,7 +18,8 @@ evaluation), and writes OUT-KIND-sSEED.csv (one row per update).
 
 Without --goal the goal is fixed at x = 3 m so that both policies face the
 same task without seeing it. With --goal every episode draws each env's goal
-x from [1, 5) m (goal.x_min, goal.x_max) and four policies are compared:
+x from [1, 5) m (--goal-range; with --relative: metres ahead of the start
+centre of mass, at its height) and four policies are compared:
 pixels + goal image (the CNN on 8 channels: frame RGBA, goal RGBA; goal=True),
 state + goal position (the MLP with the target centre appended), state
 alone (the control: the same MLP that does not see the goal) and zero
@@ -80,15 +82,21 @@ def main():
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--eval-envs", type=int, default=4, help="evaluation envs (held-out goals: seeds 1000..)")
-    ap.add_argument("--goal", action="store_true", help="goals drawn per episode from [1, 5) m; goal-conditioned "
+    ap.add_argument("--goal", action="store_true", help="goals drawn per episode (--goal-range); goal-conditioned "
                     "policies against state alone and zero actions")
+    ap.add_argument("--goal-range", type=float, nargs=2, default=[1.0, 5.0], metavar=("LO", "HI"),
+                    help="--goal: goal x ~ U[LO, HI) m (goal.x_min, goal.x_max)")
+    ap.add_argument("--relative", action="store_true", help="--goal: the goal relative to the start centre of mass "
+                    "(goal.relative; its height that of the start: goal.y 0)")
     ap.add_argument("--kinds", nargs="+", help="a subset of the kinds to run (default: all of the mode's)")
     ap.add_argument("--out", default="visuomotor")
     ap.add_argument("--overwrite", action="store_true", help="replace the OUT-*.csv logs if they exist")
     a = ap.parse_args()
     torch.set_num_threads(1)
-    xr = (1.0, 5.0) if a.goal else (3.0, 3.0)
+    xr = a.goal_range if a.goal else (3.0, 3.0)
     task = dict(reward="dense", goal__x_min=xr[0], goal__x_max=xr[1], width=a.size, height=a.size, supersample=1)
+    if a.goal and a.relative:
+        task.update(goal__relative=True, goal__y=0.0)
     kinds = GOAL_KINDS if a.goal else KINDS
     names = a.kinds or list(kinds)
     rows = []
