@@ -45,7 +45,6 @@ Tensors are float64 on the CPU (the library's precision).
 from __future__ import annotations
 
 import csv
-import ctypes
 import os
 import sys
 import time
@@ -69,9 +68,6 @@ def _np(t) -> np.ndarray:
     return np.ascontiguousarray(t, dtype=real_dtype)
 
 
-_goal_image = _lib._fn("ds_env_goal_image", ctypes.POINTER(_lib.REAL), _lib.P)
-
-
 def goal_of(batch: Lockstep, images: bool, image_shape=None) -> torch.Tensor:
     """The current episode's goal of every env of a Lockstep (after a reset),
     a constant: images, its goal image channels first (N x 4 x h x w, RGBA,
@@ -82,7 +78,7 @@ def goal_of(batch: Lockstep, images: bool, image_shape=None) -> torch.Tensor:
         e = batch.env(i)
         if images:
             c, h, w = image_shape
-            p = _goal_image(e)
+            p = _lib.env_goal_image(e)
             if not p:
                 raise DsimError(batch.label, f"env {i}: no goal image (reset first)")
             rows.append(np.ctypeslib.as_array(p, shape=(h, w, c)).transpose(2, 0, 1).copy())
