@@ -443,7 +443,8 @@ def test_goal_observations_follow_reset_seed():
     env's goal image on channels 4..7 (images) or its target centre
     (state), constant over the episode and redrawn by a reset with other
     seeds; the goal image's coverage lies further right for a goal further
-    along x (a check of the channels independent of how they are read)."""
+    along x (a check of the channels independent of how they are read);
+    an open-loop window's frames carry it too."""
     ro = dl.Rollout("control-fem", 3, images=True, goal=True, **GOAL)
     rs = dl.Rollout("control-fem", 3, goal=True, **GOAL)
     assert ro.obs_shape == (8, 12, 12) and ro.obs_size == 8 * 12 * 12 and rs.obs_size == 6 + 3
@@ -460,6 +461,8 @@ def test_goal_observations_follow_reset_seed():
         assert bool((cx[order].diff() > 0).all()), (tgt[:, 0], cx)
         o1, _, _ = ro.step(torch.zeros(3, ro.action_size, dtype=torch.float64), st)
         assert torch.equal(o1[:, 4:], obs[:, 4:]) and not torch.equal(o1[:, :4], obs[:, :4])
+        ow, _, _ = ro.window(st, torch.zeros(3, 2, ro.action_size, dtype=torch.float64))  # N x H x 8 x h x w
+        assert ow.shape == (3, 2, 8, 12, 12) and torch.equal(ow[:, 1, 4:], obs[:, 4:])
         goals.append(obs[:, 4:])
     assert not torch.equal(goals[0], goals[1])
 
