@@ -287,6 +287,7 @@ env_get_state = _fn("ds_env_get_state", I, P, P, I)
 env_set_state = _fn("ds_env_set_state", I, P, P, I)
 env_render = _fn("ds_env_render", I, P, P)
 env_target = _fn("ds_env_target", I, P, P)
+env_goal_image = _fn("ds_env_goal_image", ctypes.POINTER(REAL), P)  # NULL before the first reset
 env_metric = _fn("ds_env_metric", I, P, RP)
 env_metric_goal = _fn("ds_env_metric_goal", ctypes.c_double, P)
 # dsim/batch.h

@@ -30,6 +30,12 @@ Observations here are state observations (observation.state "full",
 "com" or, for articulated models, "joints"), or with images=True the
 rendered frames; Rollout.observe(state) is the observation as a differentiable
 function of a state tensor (used at a window's start set from a tensor).
+goal=True conditions the policy on the episode's goal, which every reset
+draws per env from its seed (control-fem: x ~ U[goal.x_min, goal.x_max)):
+with images the env's goal image is stacked on every frame (N x 8 x h x w:
+frame RGBA, then goal RGBA); with state observations the goal's centre
+(ds_env_target, 3 values, m) is appended. The goal is a constant of the
+episode: no gradient flows into it.
 The fluid envs (smoke-control; smoke-plume has no actions) have no state
 observation: they learn from their frames (images=True), their state is
 the fluid's (face velocities, density, temperature) and their reward is
@@ -51,7 +57,7 @@ from ._lib import DsimError, ptr, real_dtype
 from .lockstep import Lockstep
 
 __all__ = ["Rollout", "MLPPolicy", "CNNPolicy", "Critic", "RunningNorm", "train_bptt", "train_shac", "evaluate",
-           "lr_factor", "LR_SCHEDULES", "episode_rng"]
+           "lr_factor", "LR_SCHEDULES", "episode_rng", "goal_of"]
 
 _TDTYPE = torch.float64 if real_dtype == np.float64 else torch.float32
 
@@ -62,15 +68,39 @@ def _np(t) -> np.ndarray:
     return np.ascontiguousarray(t, dtype=real_dtype)
 
 
+def goal_of(batch: Lockstep, images: bool, image_shape=None) -> torch.Tensor:
+    """The current episode's goal of every env of a Lockstep (after a reset),
+    a constant: images, its goal image channels first (N x 4 x h x w, RGBA,
+    image_shape (4, h, w)); otherwise the target centre (N x 3, m,
+    ds_env_target)."""
+    rows = []
+    for i in range(batch.num_envs):
+        e = batch.env(i)
+        if images:
+            c, h, w = image_shape
+            p = _lib.env_goal_image(e)
+            if not p:
+                raise DsimError(batch.label, f"env {i}: no goal image (reset first)")
+            rows.append(np.ctypeslib.as_array(p, shape=(h, w, c)).transpose(2, 0, 1).copy())
+        else:
+            t = np.empty(3, real_dtype)
+            rc = _lib.env_target(e, ptr(t))
+            if rc:
+                _lib.raise_env(e, batch.label, f"env {i}: target", rc)
+            rows.append(t)
+    return torch.from_numpy(np.stack(rows))
+
+
 class Rollout:
     """N envs of one class with gradients (a dsim.Lockstep on the CPU
     engine), stepped with torch tensors whose graph reaches the physics.
     images=True: the observation is the rendered frame of every step
     (N x 4 x h x w, RGBA in [0, 1]; observation.image on), differentiable
-    through the rasterizer; otherwise the state observation."""
+    through the rasterizer; otherwise the state observation. goal=True: the
+    episode's goal is part of the observation (the module's docstring)."""
 
     def __init__(self, name: str, num_envs: int, config=None, label: str | None = None, images: bool = False,
-                 **overrides):
+                 goal: bool = False, **overrides):
         overrides.setdefault("gradients", True)
         if images:
             overrides.setdefault("observation__image", True)
@@ -103,6 +133,13 @@ class Rollout:
         if self.obs_size == 0:
             raise DsimError(self.label, "dsim.learn needs a state observation (observation.state full, com or joints), "
                             "or images=True (the fluid envs, smoke-control and smoke-plume, observe their frames)")
+        self.goal = bool(goal)
+        self._env_obs_size = b.obs_size  # what the library's observation adjoint takes
+        self._goal = None                # the episode's goal per env (N x 4 x h x w, or N x 3)
+        if self.goal:
+            self.obs_size += self.obs_size if self.images else 3
+        c, h, w = self.image_shape
+        self.obs_shape = (c * (2 if self.goal else 1), h, w) if self.images else (self.obs_size,)
         self.epoch = 0  # bumped by every reset / set_state: older graphs are stale
         self._status = np.zeros(self.num_envs, np.int32)
 
@@ -117,7 +154,20 @@ class Rollout:
         img = self._image_buffer()
         obs = self.batch.reset(seed, image=img)
         self.epoch += 1
-        return self._obs_tensor(obs, img), self.state()
+        if self.goal:
+            self._goal = goal_of(self.batch, self.images, self.image_shape)
+        return self.with_goal(self._obs_tensor(obs, img)), self.state()
+
+    def with_goal(self, obs: torch.Tensor) -> torch.Tensor:
+        """obs (N x ... or N x H x ...) with the episode's goal appended
+        (images: stacked on the channels), a constant; obs as it is
+        without goal=True."""
+        if not self.goal:
+            return obs
+        g = self._goal
+        if obs.dim() > g.dim():  # a window's N x H x ...
+            g = g.unsqueeze(1).expand(-1, obs.shape[1], *g.shape[1:])
+        return torch.cat([obs, g.to(obs.dtype)], dim=obs.dim() - (3 if self.images else 1))
 
     def _image_buffer(self):
         c, h, w = self.image_shape
@@ -166,26 +216,28 @@ class Rollout:
         n3 = 3 * _lib.env_num_particles(self.batch.env(0))
         x, v = state[:, 1:1 + n3], state[:, 1 + n3:1 + 2 * n3]
         if self.obs_kind == "joints":
-            return state[:, state.shape[1] - self.obs_size:]
+            return self.with_goal(state[:, state.shape[1] - self._env_obs_size:])
         if self.obs_kind == "full":
-            return torch.cat([x, v], dim=1)
+            return self.with_goal(torch.cat([x, v], dim=1))
         m = torch.from_numpy(np.stack([self.batch.param(i, "particle.mass") for i in range(self.num_envs)]))
         w = (m / m.sum(dim=1, keepdim=True)).to(state.dtype)
         com = (x.reshape(len(x), -1, 3) * w[:, :, None]).sum(1)
         vel = (v.reshape(len(v), -1, 3) * w[:, :, None]).sum(1)
-        return torch.cat([com, vel], dim=1)
+        return self.with_goal(torch.cat([com, vel], dim=1))
 
     def step(self, actions: torch.Tensor, state: torch.Tensor):
         """One step of every env from state (the current one: what reset,
         set_state or the last step returned) with actions (N x action_size,
         physical units): (obs N x obs_size, reward N, next state)."""
-        return _StepFn.apply(self, self.epoch, actions, state)
+        obs, rew, nxt = _StepFn.apply(self, self.epoch, actions, state)
+        return self.with_goal(obs), rew, nxt
 
     def window(self, state0: torch.Tensor, actions: torch.Tensor):
         """Open loop: set state0 (N x state_size) and step actions (N x H x
         action_size): (obs N x H x obs_size, rewards N x H, final state); its
         backward is one C call for the H steps."""
-        return _WindowFn.apply(self, state0, actions)
+        obs, rew, fin = _WindowFn.apply(self, state0, actions)
+        return self.with_goal(obs), rew, fin
 
     # -- the C window backward ---------------------------------------------------------
     def backward_window(self, first: int, num_steps: int, adj_obs=None, adj_reward=None, adj_final=None):
@@ -195,7 +247,7 @@ class Rollout:
         ai = self._adj_image(adj_obs, H)
         if self.images:
             adj_obs = None
-        ao = _np(adj_obs).reshape(n, H, self.obs_size) if adj_obs is not None else None
+        ao = _np(adj_obs).reshape(n, H, self._env_obs_size) if adj_obs is not None else None
         ar = _np(adj_reward).reshape(n, H) if adj_reward is not None else None
         af = _np(adj_final).reshape(n, self.state_size) if adj_final is not None else None
         ga = np.zeros((n, H, self.action_size), real_dtype)
@@ -474,9 +526,10 @@ def _build(ro: Rollout, a: dict, use_critic: bool) -> dict:
     """Policy, critic, its target copy (same normaliser, same weights) and the optimisers."""
     hidden = a["hidden"]
     if ro.images:  # pixels in: a CNN encoder, the critic on its (normalised) features
-        policy = CNNPolicy(ro.image_shape, ro.action_size, hidden, ro.action_scale)
+        policy = CNNPolicy(ro.obs_shape, ro.action_size, hidden, ro.action_scale)  # 8 channels with the goal
     else:
         policy = MLPPolicy(ro.obs_size, ro.action_size, hidden, ro.action_scale)
+    policy.goal = ro.goal  # evaluate() gives it the goal too
     csize = policy.features if ro.images else ro.obs_size
     critic = Critic(csize, policy.norm, hidden) if use_critic else None
     target = None
@@ -505,9 +558,10 @@ def _save(path, s: dict, a: dict):
 def _restore(path: str, s: dict, a: dict):
     """A checkpoint of the same method, env and networks into s (in place)."""
     ck = torch.load(path, weights_only=False)
-    for key in ("method", "env", "num_envs", "target_tau"):
-        if ck["args"].get(key) != a[key]:
-            raise DsimError(path, f"resume: the checkpoint's {key} is {ck['args'].get(key)!r}, this run's {a[key]!r}")
+    for key in ("method", "env", "num_envs", "target_tau", "goal"):
+        old = ck["args"].get(key, False if key == "goal" else None)  # checkpoints before goal=: without it
+        if old != a[key]:
+            raise DsimError(path, f"resume: the checkpoint's {key} is {old!r}, this run's {a[key]!r}")
     for key, mod in (("policy", s["policy"]), ("critic", s["critic"]), ("target_critic", s["target"])):
         if mod is not None:
             mod.load_state_dict(ck[key])
@@ -566,7 +620,7 @@ def _train(a: dict, log_csv, checkpoint, checkpoint_every: int, progress: bool, 
                                 _lib.DS_ERR_IO)
     torch.manual_seed(a["seed"])
     np.random.seed(a["seed"])
-    ro = Rollout(env, num_envs, config=config, **overrides)
+    ro = Rollout(env, num_envs, config=config, goal=a["goal"], **overrides)
     s = _build(ro, a, use_critic)
     if resume:
         _restore(resume, s, a)
@@ -631,7 +685,7 @@ def train_bptt(env: str, num_envs: int = 16, horizon: int = 8, iterations: int =
                critic_lr: float = 1e-3, lam: float = 0.95, critic_iters: int = 8, lr_schedule: str = "constant",
                target_tau: float | None = None, log_csv: str | None = None, checkpoint: str | None = None,
                checkpoint_every: int = 0, resume: str | None = None, progress: bool = False, callback=None,
-               config=None, overwrite: bool = False, randomize=None, perturb=None, **overrides):
+               config=None, overwrite: bool = False, randomize=None, perturb=None, goal: bool = False, **overrides):
     """Truncated back-propagation through time: each update rolls the N envs
     `horizon` steps on from where the last window ended (a new episode at
     the end of one), and steps the policy on -mean(sum_k gamma^k r_k +
@@ -648,7 +702,10 @@ def train_bptt(env: str, num_envs: int = 16, horizon: int = 8, iterations: int =
     "initial_position" and "initial_velocity" for the start);
     perturb(rollout, k, rng) before each step k of an episode (e.g. external
     forces through dsim.residual.set_forces(rollout.batch, ...)); rng is
-    episode_rng(seed, episode), the same for both within an episode. Returns {"policy", "critic", "target_critic", "history"
+    episode_rng(seed, episode), the same for both within an episode.
+    goal=True: the policy sees the episode's goal (Rollout's goal=; each env
+    its own, drawn at every reset; with images the CNN takes 8 channels).
+    Returns {"policy", "critic", "target_critic", "history"
     (the CSV rows), "rollout"}. log_csv and checkpoint name files that must
     not exist unless overwrite=True (DsimError before any work); resume=path
     goes on from a checkpoint of the same method, env and networks up to
@@ -656,7 +713,7 @@ def train_bptt(env: str, num_envs: int = 16, horizon: int = 8, iterations: int =
     the checkpoint may be the resumed file)."""
     a = dict(method="bptt", env=env, num_envs=num_envs, horizon=horizon, iterations=iterations, gamma=gamma, lam=lam,
              lr=lr, critic_lr=critic_lr, clip=clip, seed=seed, hidden=tuple(hidden), terminal_value=terminal_value,
-             critic_iters=critic_iters, lr_schedule=lr_schedule, target_tau=target_tau or None)
+             critic_iters=critic_iters, lr_schedule=lr_schedule, target_tau=target_tau or None, goal=bool(goal))
     return _train(a, log_csv, checkpoint, checkpoint_every, progress, callback, config, overrides, overwrite, resume,
                   randomize, perturb)
 
@@ -666,35 +723,44 @@ def train_shac(env: str, num_envs: int = 16, horizon: int = 8, iterations: int =
                hidden=(64, 64), critic_iters: int = 8, lr_schedule: str = "constant", target_tau: float | None = None,
                log_csv: str | None = None, checkpoint: str | None = None, checkpoint_every: int = 0,
                resume: str | None = None, progress: bool = False, callback=None, config=None, overwrite: bool = False,
-               randomize=None, perturb=None, **overrides):
+               randomize=None, perturb=None, goal: bool = False, **overrides):
     """Short-horizon actor-critic (SHAC, Xu et al. 2022): the actor as in
     train_bptt with the critic's value at the horizon's end; the critic
     regressed on TD(lambda) targets of each window. lr_schedule, target_tau,
-    resume, the files, randomize and perturb: as train_bptt."""
+    resume, the files, randomize, perturb and goal: as train_bptt."""
     a = dict(method="shac", env=env, num_envs=num_envs, horizon=horizon, iterations=iterations, gamma=gamma, lam=lam,
              lr=lr, critic_lr=critic_lr, clip=clip, seed=seed, hidden=tuple(hidden), terminal_value=True,
-             critic_iters=critic_iters, lr_schedule=lr_schedule, target_tau=target_tau or None)
+             critic_iters=critic_iters, lr_schedule=lr_schedule, target_tau=target_tau or None, goal=bool(goal))
     return _train(a, log_csv, checkpoint, checkpoint_every, progress, callback, config, overrides, overwrite, resume,
                   randomize, perturb)
 
 
 @torch.no_grad()
-def evaluate(policy, env: str, num_envs: int = 4, seed: int = 1000, config=None, **overrides) -> float:
+def evaluate(policy, env: str, num_envs: int = 4, seed: int = 1000, config=None, goal: bool | None = None,
+             **overrides) -> float:
     """Mean over envs of the undiscounted return of one whole episode (a
-    CNNPolicy sees the rendered frames)."""
+    CNNPolicy sees the rendered frames). goal: give the policy the
+    episode's goal as Rollout(goal=True) does (None: as it was trained,
+    its .goal); env i is reset with seed + i."""
     overrides.setdefault("gradients", False)
     images = isinstance(policy, CNNPolicy)
     if images:
         overrides.setdefault("observation__image", True)
+    goal = bool(getattr(policy, "goal", False)) if goal is None else bool(goal)
     ls = Lockstep(env, num_envs, config=config, **overrides)
     render = ls.config.get("render", {})
     shape = (num_envs, int(render.get("height", 0)), int(render.get("width", 0)), 4)
+    g = None
 
     def as_obs(o, img):
-        return torch.from_numpy(img).permute(0, 3, 1, 2).contiguous() if images else torch.from_numpy(o)
+        o = torch.from_numpy(img).permute(0, 3, 1, 2).contiguous() if images else torch.from_numpy(o)
+        return torch.cat([o, g], dim=1) if g is not None else o
 
     img = np.empty(shape, real_dtype) if images else None
-    obs = as_obs(ls.reset(seed, image=img), img)
+    o0 = ls.reset(seed, image=img)
+    if goal:
+        g = goal_of(ls, images, (4, shape[1], shape[2]))
+    obs = as_obs(o0, img)
     total = np.zeros(num_envs)
     for _ in range(ls.num_steps):
         img = np.empty(shape, real_dtype) if images else None

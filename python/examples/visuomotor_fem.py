@@ -4,16 +4,26 @@ with state observations, on control-fem's goal task.
 
     python python/examples/visuomotor_fem.py [--method shac] [--envs 4] [--horizon 8]
         [--iterations 60] [--size 64] [--seeds 0 1 2] [--out visuomotor]
+        [--goal [--goal-range 1 5] [--relative] [--kinds ...]] [--eval-envs 4]
 
 Task: control-fem with the dense reward (each step's decrease of the gear's
-distance to its goal: an episode's rewards sum to how much closer it got),
-the goal fixed at x = 3 m so that both policies face the same task without
-seeing it. The pixel policy is dsim.learn.CNNPolicy (three stride-2
-convolutions, then an MLP) on the SIZE x SIZE RGBA frame of every step; the
-state policy an MLP on the centre of mass and its velocity. For each seed,
-both are trained with the same method, horizon, envs and iterations; the
-script prints the evaluation return (4 envs, seeds 1000..) and the wall
-time of each, and writes OUT-{state,pixels}-sSEED.csv (one row per update).
+distance to its goal: an episode's rewards sum to how much closer it got).
+The pixel policy is dsim.learn.CNNPolicy (three stride-2 convolutions, then
+an MLP) on the SIZE x SIZE RGBA frame of every step; the state policy an
+MLP on the centre of mass and its velocity. For each seed, every policy is
+trained with the same method, horizon, envs and iterations; the script
+prints the evaluation return (--eval-envs envs, seeds 1000..: goals no
+training episode drew), env steps, and the CPU seconds of each (training and
+evaluation), and writes OUT-KIND-sSEED.csv (one row per update).
+
+Without --goal the goal is fixed at x = 3 m so that both policies face the
+same task without seeing it. With --goal every episode draws each env's goal
+x from [1, 5) m (--goal-range; with --relative: metres ahead of the start
+centre of mass, at its height) and four policies are compared:
+pixels + goal image (the CNN on 8 channels: frame RGBA, goal RGBA; goal=True),
+state + goal position (the MLP with the target centre appended), state
+alone (the control: the same MLP that does not see the goal) and zero
+actions (the gear rolling by itself).
 """
 import argparse
 import os
@@ -27,6 +37,40 @@ import torch  # noqa: E402
 
 import dsim.learn as dl  # noqa: E402
 
+# kind: (images, goal); None: zero actions, nothing trained
+KINDS = {"state": (False, False), "pixels": (True, False)}
+GOAL_KINDS = {"pixels+goal": (True, True), "state+goal": (False, True), "state": (False, False), "zero": None}
+
+
+class Zero(torch.nn.Module):
+    """Zero actions whatever the observation."""
+
+    def __init__(self, action_size: int):
+        super().__init__()
+        self.action_size = action_size
+
+    def forward(self, obs):
+        return torch.zeros(obs.shape[0], self.action_size, dtype=torch.float64)
+
+
+def run_kind(a, seed: int, kind: str, spec, task: dict):
+    """(evaluation return, env steps, CPU seconds of training, of evaluation)."""
+    t0 = time.process_time()
+    steps = 0
+    if spec is None:
+        policy = Zero(dl.Rollout("control-fem", 1, **task).action_size)
+    else:
+        images, goal = spec
+        train = dl.train_shac if a.method == "shac" else dl.train_bptt
+        out = train("control-fem", num_envs=a.envs, horizon=a.horizon, iterations=a.iterations, lr=a.lr,
+                    seed=seed, hidden=(64,), images=images, goal=goal, log_csv=f"{a.out}-{kind}-s{seed}.csv",
+                    overwrite=a.overwrite, **task)
+        policy = out["policy"]
+        steps = out["history"][-1]["env_steps"] if out["history"] else 0
+    t1 = time.process_time()
+    ev = dl.evaluate(policy, "control-fem", num_envs=a.eval_envs, seed=1000, **task)
+    return ev, steps, t1 - t0, time.process_time() - t1
+
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -37,30 +81,36 @@ def main():
     ap.add_argument("--size", type=int, default=64)
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    ap.add_argument("--eval-envs", type=int, default=4, help="evaluation envs (held-out goals: seeds 1000..)")
+    ap.add_argument("--goal", action="store_true", help="goals drawn per episode (--goal-range); goal-conditioned "
+                    "policies against state alone and zero actions")
+    ap.add_argument("--goal-range", type=float, nargs=2, default=[1.0, 5.0], metavar=("LO", "HI"),
+                    help="--goal: goal x ~ U[LO, HI) m (goal.x_min, goal.x_max)")
+    ap.add_argument("--relative", action="store_true", help="--goal: the goal relative to the start centre of mass "
+                    "(goal.relative; its height that of the start: goal.y 0)")
+    ap.add_argument("--kinds", nargs="+", help="a subset of the kinds to run (default: all of the mode's)")
     ap.add_argument("--out", default="visuomotor")
     ap.add_argument("--overwrite", action="store_true", help="replace the OUT-*.csv logs if they exist")
     a = ap.parse_args()
     torch.set_num_threads(1)
-    task = dict(reward="dense", goal__x_min=3.0, goal__x_max=3.0, width=a.size, height=a.size, supersample=1)
-    train = dl.train_shac if a.method == "shac" else dl.train_bptt
+    xr = a.goal_range if a.goal else (3.0, 3.0)
+    task = dict(reward="dense", goal__x_min=xr[0], goal__x_max=xr[1], width=a.size, height=a.size, supersample=1)
+    if a.goal and a.relative:
+        task.update(goal__relative=True, goal__y=0.0)
+    kinds = GOAL_KINDS if a.goal else KINDS
+    names = a.kinds or list(kinds)
     rows = []
     for seed in a.seeds:
-        for kind in ("state", "pixels"):
-            t0 = time.time()
-            out = train("control-fem", num_envs=a.envs, horizon=a.horizon, iterations=a.iterations, lr=a.lr,
-                        seed=seed, hidden=(64,), images=kind == "pixels", log_csv=f"{a.out}-{kind}-s{seed}.csv",
-                        overwrite=a.overwrite, **task)
-            wall = time.time() - t0
-            ev = dl.evaluate(out["policy"], "control-fem", num_envs=4, seed=1000, **task)
-            steps = out["history"][-1]["env_steps"] if out["history"] else 0
-            rows.append((seed, kind, ev, steps, wall))
-            print(f"seed {seed} {kind:6s}: evaluation return {ev:.4f} m closer, {steps} env steps, {wall:.0f} s",
-                  flush=True)
-    for kind in ("state", "pixels"):
+        for kind in names:
+            ev, steps, cpu, cpu_ev = run_kind(a, seed, kind, kinds[kind], task)
+            rows.append((seed, kind, ev, steps, cpu))
+            print(f"seed {seed} {kind:11s}: evaluation return {ev:.4f} m closer, {steps} env steps, "
+                  f"CPU {cpu:.0f} s training + {cpu_ev:.0f} s evaluation", flush=True)
+    for kind in names:
         ev = [r[2] for r in rows if r[1] == kind]
-        wall = [r[4] for r in rows if r[1] == kind]
-        print(f"{kind:6s}: median return {np.median(ev):.4f} (min {min(ev):.4f}, max {max(ev):.4f}), "
-              f"median wall {np.median(wall):.0f} s over seeds {a.seeds}")
+        cpu = [r[4] for r in rows if r[1] == kind]
+        print(f"{kind:11s}: median return {np.median(ev):.4f} (min {min(ev):.4f}, max {max(ev):.4f}), "
+              f"median training CPU {np.median(cpu):.0f} s over seeds {a.seeds}")
 
 
 if __name__ == "__main__":

@@ -426,3 +426,87 @@ def test_randomize_and_perturb_hooks():
     assert rew3[0] == rew[0] and abs(rew3[1] - rew[1]) > 1e-3, (rew, rew3)  # the push acts from step 4 on
     with pytest.raises(dl.DsimError, match="randomize: 3; expected a function or None"):
         dl.train_shac("walker-springs", num_envs=1, iterations=1, randomize=3, **SMALL)
+
+
+# ---- goal-conditioned observations (goal=True) ------------------------------------------------
+GOAL = {**IMG, "goal__x_min": 1.0, "goal__x_max": 5.0}
+
+
+def _alpha_column_centroid(alpha: torch.Tensor) -> torch.Tensor:
+    """N x h x w alpha -> the mean column of each image's coverage."""
+    cols = torch.arange(alpha.shape[-1], dtype=alpha.dtype)
+    return (alpha.sum(1) * cols).sum(1) / alpha.sum((1, 2))
+
+
+def test_goal_observations_follow_reset_seed():
+    """goal=True: each env's observation carries its own episode's goal, the
+    env's goal image on channels 4..7 (images) or its target centre
+    (state), constant over the episode and redrawn by a reset with other
+    seeds; the goal image's coverage lies further right for a goal further
+    along x (a check of the channels independent of how they are read);
+    an open-loop window's frames carry it too."""
+    ro = dl.Rollout("control-fem", 3, images=True, goal=True, **GOAL)
+    rs = dl.Rollout("control-fem", 3, goal=True, **GOAL)
+    assert ro.obs_shape == (8, 12, 12) and ro.obs_size == 8 * 12 * 12 and rs.obs_size == 6 + 3
+    goals = []
+    for seed in (0, 40):
+        obs, st = ro.reset(seed)
+        sobs, _ = rs.reset(seed)
+        tgt = dl.goal_of(ro.batch, False)
+        assert torch.equal(obs[:, 4:], dl.goal_of(ro.batch, True, ro.image_shape))
+        assert torch.equal(sobs[:, 6:], tgt) and bool(((tgt[:, 0] >= 1) & (tgt[:, 0] < 5)).all())
+        assert len(set(tgt[:, 0].tolist())) == 3                       # every env its own goal
+        order = torch.argsort(tgt[:, 0])
+        cx = _alpha_column_centroid(obs[:, 7])
+        assert bool((cx[order].diff() > 0).all()), (tgt[:, 0], cx)
+        o1, _, _ = ro.step(torch.zeros(3, ro.action_size, dtype=torch.float64), st)
+        assert torch.equal(o1[:, 4:], obs[:, 4:]) and not torch.equal(o1[:, :4], obs[:, :4])
+        ow, _, _ = ro.window(st, torch.zeros(3, 2, ro.action_size, dtype=torch.float64))  # N x H x 8 x h x w
+        assert ow.shape == (3, 2, 8, 12, 12) and torch.equal(ow[:, 1, 4:], obs[:, 4:])
+        goals.append(obs[:, 4:])
+    assert not torch.equal(goals[0], goals[1])
+
+
+def test_goal_step_gradient_reaches_frames_only():
+    """The goal channels are constants: a loss on the goal-stacked frame has
+    the gradient (with respect to the action) of its frame part alone, the
+    step function's image adjoint, checked by central differences."""
+    ro = dl.Rollout("control-fem", 2, images=True, goal=True, **GOAL)
+    torch.manual_seed(2)
+    w = torch.randn(2, 8, 12, 12, dtype=torch.float64)
+
+    def J(a):
+        _, st = ro.reset(5)
+        o, _, _ = ro.step(a, st)
+        assert o.shape == (2, 8, 12, 12)
+        return (o * w).sum()
+
+    a0 = 0.1 * torch.randn(2, ro.action_size, dtype=torch.float64)
+    g = _image_fd_check(J, a0)
+    plain = dl.Rollout("control-fem", 2, images=True, **GOAL)
+    a = a0.clone().requires_grad_()
+    _, st = plain.reset(5)
+    o, _, _ = plain.step(a, st)
+    (o * w[:, :4]).sum().backward()
+    assert torch.allclose(g, a.grad.flatten(), rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("images", [True, False])
+def test_train_with_goal(images, tmp_path):
+    """The trainers with goal=True: a CNN on 8 channels or an MLP on the
+    state and goal, finite first updates, a checkpoint that resumes only a
+    goal run, and evaluate() handing the policy its goal."""
+    ck = tmp_path / "ck.pt"
+    kw = dict(num_envs=2, horizon=2, seed=0, hidden=(8,), images=images, **GOAL)
+    out = dl.train_shac("control-fem", iterations=3, goal=True, checkpoint=str(ck), **kw)
+    pol = out["policy"]
+    if images:
+        assert isinstance(pol, dl.CNNPolicy) and pol.cnn[0].in_channels == 8
+    else:
+        assert pol.net[0].in_features == 9 and pol.norm.mean.numel() == 9
+    assert pol.goal and all(np.isfinite(h["actor_loss"]) and np.isfinite(h["critic_loss"]) for h in out["history"])
+    assert np.isfinite(dl.evaluate(pol, "control-fem", num_envs=2, **GOAL))
+    again = dl.train_shac("control-fem", iterations=4, goal=True, resume=str(ck), **kw)
+    assert [h["iteration"] for h in again["history"]] == [3]
+    with pytest.raises(dl.DsimError, match="resume: the checkpoint's goal is True, this run's False"):
+        dl.train_shac("control-fem", iterations=4, resume=str(ck), **kw)
