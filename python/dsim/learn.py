@@ -45,6 +45,7 @@ Tensors are float64 on the CPU (the library's precision).
 from __future__ import annotations
 
 import csv
+import math
 import os
 import sys
 import time
@@ -341,39 +342,76 @@ class RunningNorm(torch.nn.Module):
         return ((x - self.mean) / torch.sqrt(self.var + self.eps)).clamp(-self.clip, self.clip)
 
 
-def _mlp(sizes, act=torch.nn.ELU):
+def _mlp(sizes, act=torch.nn.ELU, layer_norm: bool = False):
+    """Linear layers with `act` between them (and a LayerNorm before each
+    activation with layer_norm)."""
     layers = []
     for i in range(len(sizes) - 1):
         layers.append(torch.nn.Linear(sizes[i], sizes[i + 1]))
         if i < len(sizes) - 2:
+            if layer_norm:
+                layers.append(torch.nn.LayerNorm(sizes[i + 1]))
             layers.append(act())
     return torch.nn.Sequential(*layers).to(_TDTYPE)
 
 
-class MLPPolicy(torch.nn.Module):
-    """Deterministic policy a = scale tanh(MLP(norm(obs))) (physical units)."""
+LOGSTD_RANGE = (-5.0, 2.0)  # the exploration noise's log standard deviation is clamped to this
 
-    def __init__(self, obs_size: int, action_size: int, hidden=(64, 64), action_scale: float = 1.0):
+
+class _Policy(torch.nn.Module):
+    """a = scale tanh(u): forward() is the deterministic policy (u = the
+    network's output, what evaluate() and deployment use); sample() is the
+    training policy, u + sigma eps with eps ~ N(0, I) from a given generator
+    and sigma = exp(logstd) a learned, state-independent vector (with
+    noise_std; reparameterised, so the simulator's gradient reaches mean and
+    sigma alike), or forward() when the policy has no noise."""
+
+    def _init_noise(self, action_size: int, noise_std: float | None):
+        self.logstd = None
+        if noise_std:
+            if not noise_std > 0:
+                raise ValueError(f"noise_std: {noise_std}; expected a number > 0 (None or 0: no noise)")
+            self.logstd = torch.nn.Parameter(torch.full((action_size,), math.log(noise_std), dtype=_TDTYPE))
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.action_scale * torch.tanh(self.pre(obs))
+
+    def sample(self, obs: torch.Tensor, gen: torch.Generator | None) -> torch.Tensor:
+        u = self.pre(obs)
+        if self.logstd is not None:
+            eps = torch.randn(u.shape, generator=gen, dtype=u.dtype)
+            u = u + torch.exp(self.logstd.clamp(*LOGSTD_RANGE)) * eps
+        return self.action_scale * torch.tanh(u)
+
+
+class MLPPolicy(_Policy):
+    """Policy a = scale tanh(MLP(norm(obs))) (physical units); noise_std: the
+    training policy's initial exploration noise (see _Policy)."""
+
+    def __init__(self, obs_size: int, action_size: int, hidden=(64, 64), action_scale: float = 1.0,
+                 noise_std: float | None = None, layer_norm: bool = False):
         super().__init__()
         self.norm = RunningNorm(obs_size)
-        self.net = _mlp([obs_size, *hidden, action_size])
+        self.net = _mlp([obs_size, *hidden, action_size], layer_norm=layer_norm)
         with torch.no_grad():  # start near the zero action: small last layer
             self.net[-1].weight.mul_(0.1)
             self.net[-1].bias.zero_()
         self.action_scale = float(action_scale)
+        self._init_noise(action_size, noise_std)
 
-    def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        return self.action_scale * torch.tanh(self.net(self.norm(obs)))
+    def pre(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.net(self.norm(obs))
 
 
-class CNNPolicy(torch.nn.Module):
+class CNNPolicy(_Policy):
     """Deterministic policy from pixels: a = scale tanh(MLP(CNN(image))) with
     the image N x 4 x h x w (RGBA in [0, 1], as Rollout(images=True) gives
     it): three stride-2 convolutions (ELU), then the MLP. `norm` is a
     RunningNorm of the CNN's features (so trainers that update a policy's
     norm from observations work on the features)."""
 
-    def __init__(self, image_shape, action_size: int, hidden=(64,), action_scale: float = 1.0, channels=(16, 32, 32)):
+    def __init__(self, image_shape, action_size: int, hidden=(64,), action_scale: float = 1.0, channels=(16, 32, 32),
+                 noise_std: float | None = None, layer_norm: bool = False):
         super().__init__()
         c, h, w = image_shape
         layers, cin = [], c
@@ -385,15 +423,16 @@ class CNNPolicy(torch.nn.Module):
             nfeat = self.cnn(torch.zeros(1, c, h, w, dtype=_TDTYPE)).shape[1]
         self.features = nfeat
         self.norm = _FeatureNorm(self.cnn, nfeat)
-        self.head = _mlp([nfeat, *hidden, action_size])
+        self.head = _mlp([nfeat, *hidden, action_size], layer_norm=layer_norm)
         with torch.no_grad():
             self.head[-1].weight.mul_(0.1)
             self.head[-1].bias.zero_()
-        self.net = torch.nn.ModuleList([self.cnn, self.head])  # the trainers' optimisers take net.parameters()
+        self.net = torch.nn.ModuleList([self.cnn, self.head])
         self.action_scale = float(action_scale)
+        self._init_noise(action_size, noise_std)
 
-    def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        return self.action_scale * torch.tanh(self.head(self.norm(obs)))
+    def pre(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.head(self.norm(obs))
 
 
 class _FeatureNorm(torch.nn.Module):
@@ -416,10 +455,10 @@ class _FeatureNorm(torch.nn.Module):
 class Critic(torch.nn.Module):
     """State value V(obs), sharing the policy's observation normaliser."""
 
-    def __init__(self, obs_size: int, norm: RunningNorm, hidden=(64, 64)):
+    def __init__(self, obs_size: int, norm: RunningNorm, hidden=(64, 64), layer_norm: bool = False):
         super().__init__()
         self.norm = norm
-        self.net = _mlp([obs_size, *hidden, 1])
+        self.net = _mlp([obs_size, *hidden, 1], layer_norm=layer_norm)
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         return self.net(self.norm(obs)).squeeze(-1)
@@ -520,25 +559,32 @@ def _check_options(env: str, a: dict, use_critic: bool):
     if tau and not use_critic:
         raise DsimError(env, "dsim.learn target_tau: needs a critic (train_shac, or train_bptt with "
                         "terminal_value=True)")
+    noise = a["noise_std"]
+    if noise is not None and not (isinstance(noise, (int, float)) and math.isfinite(noise) and noise > 0):
+        raise DsimError(env, f"dsim.learn noise_std: {noise!r}; expected a number > 0 (None or 0: no noise)")
+    b = a["betas"]
+    if len(b) != 2 or not all(isinstance(x, (int, float)) and 0 <= x < 1 for x in b):
+        raise DsimError(env, f"dsim.learn betas: {b!r}; expected two numbers in [0, 1)")
 
 
 def _build(ro: Rollout, a: dict, use_critic: bool) -> dict:
     """Policy, critic, its target copy (same normaliser, same weights) and the optimisers."""
-    hidden = a["hidden"]
+    hidden, ln, noise = a["hidden"], a["layer_norm"], a["noise_std"]
     if ro.images:  # pixels in: a CNN encoder, the critic on its (normalised) features
-        policy = CNNPolicy(ro.obs_shape, ro.action_size, hidden, ro.action_scale)  # 8 channels with the goal
+        policy = CNNPolicy(ro.obs_shape, ro.action_size, hidden, ro.action_scale, noise_std=noise,
+                           layer_norm=ln)  # 8 channels with the goal
     else:
-        policy = MLPPolicy(ro.obs_size, ro.action_size, hidden, ro.action_scale)
+        policy = MLPPolicy(ro.obs_size, ro.action_size, hidden, ro.action_scale, noise_std=noise, layer_norm=ln)
     policy.goal = ro.goal  # evaluate() gives it the goal too
     csize = policy.features if ro.images else ro.obs_size
-    critic = Critic(csize, policy.norm, hidden) if use_critic else None
+    critic = Critic(csize, policy.norm, hidden, ln) if use_critic else None
     target = None
     if critic is not None and a["target_tau"]:
-        target = Critic(csize, policy.norm, hidden)
+        target = Critic(csize, policy.norm, hidden, ln)
         target.net.load_state_dict(critic.net.state_dict())
         target.net.requires_grad_(False)  # moved by _polyak only
-    opt = torch.optim.Adam(policy.net.parameters(), lr=a["lr"])
-    copt = torch.optim.Adam(critic.net.parameters(), lr=a["critic_lr"]) if critic else None
+    opt = torch.optim.Adam(policy.parameters(), lr=a["lr"], betas=a["betas"])  # the networks and logstd
+    copt = torch.optim.Adam(critic.net.parameters(), lr=a["critic_lr"], betas=a["betas"]) if critic else None
     return dict(policy=policy, critic=critic, target=target, opt=opt, copt=copt, it=-1, env_steps=0, episode=0)
 
 
@@ -552,14 +598,15 @@ def _save(path, s: dict, a: dict):
     torch.save({"iteration": s["it"], "env_steps": s["env_steps"], "episode": s["episode"],
                 "policy": sd(s["policy"]), "critic": sd(s["critic"]), "target_critic": sd(s["target"]),
                 "optimizers": [o.state_dict() for o in (s["opt"], s["copt"]) if o is not None],
-                "args": {k: v for k, v in a.items() if k != "hidden"} | {"hidden": list(a["hidden"])}}, path)
+                "args": {k: (list(v) if isinstance(v, tuple) else v) for k, v in a.items()}}, path)
 
 
 def _restore(path: str, s: dict, a: dict):
     """A checkpoint of the same method, env and networks into s (in place)."""
     ck = torch.load(path, weights_only=False)
-    for key in ("method", "env", "num_envs", "target_tau", "goal"):
-        old = ck["args"].get(key, False if key == "goal" else None)  # checkpoints before goal=: without it
+    before = dict(goal=False, noise_std=None, layer_norm=False)  # checkpoints written before these options
+    for key in ("method", "env", "num_envs", "target_tau", "goal", "noise_std", "layer_norm"):
+        old = ck["args"].get(key, before.get(key))
         if old != a[key]:
             raise DsimError(path, f"resume: the checkpoint's {key} is {old!r}, this run's {a[key]!r}")
     for key, mod in (("policy", s["policy"]), ("critic", s["critic"]), ("target_critic", s["target"])):
@@ -570,16 +617,17 @@ def _restore(path: str, s: dict, a: dict):
     s.update(it=ck["iteration"], env_steps=ck["env_steps"], episode=ck["episode"] + 1)  # envs start a new episode
 
 
-def _rollout_window(ro: Rollout, policy, obs, state, H: int, gamma: float, perturb=None, rng=None):
-    """H closed-loop steps (fewer at the episode's end): (obs list, reward
-    list, final state); obs[0] is the start observation. perturb(ro, k, rng)
-    runs before step k (the episode's step index)."""
+def _rollout_window(ro: Rollout, policy, obs, state, H: int, gamma: float, perturb=None, rng=None, gen=None):
+    """H closed-loop steps (fewer at the episode's end) of the training
+    policy (policy.sample: with its exploration noise, drawn from gen):
+    (obs list, reward list, final state); obs[0] is the start observation.
+    perturb(ro, k, rng) runs before step k (the episode's step index)."""
     obs_l, rew_l = [obs], []
     for _ in range(min(H, ro.num_steps - ro.steps_taken)):
         if perturb is not None:
             perturb(ro, ro.steps_taken, rng)
         policy.norm.update(obs.detach())
-        obs, r, state = ro.step(policy(obs), state)
+        obs, r, state = ro.step(policy.sample(obs, gen), state)
         obs_l.append(obs)
         rew_l.append(r)
     return obs_l, rew_l, state
@@ -595,10 +643,17 @@ def _actor_step(s: dict, obs_l, rew: torch.Tensor, ended: bool, a: dict):
     actor_loss = -((rew * disc).sum(1) + a["gamma"] ** H * last_v).mean() / H
     s["opt"].zero_grad()
     actor_loss.backward()
-    params = s["policy"].net.parameters()
+    params = s["policy"].parameters()
     gn = torch.nn.utils.clip_grad_norm_(params, a["clip"]) if a["clip"] > 0 else torch.tensor(0.0)
     s["opt"].step()
     return float(actor_loss.detach()), float(gn)
+
+
+def _noise_of(policy) -> float:
+    """The mean standard deviation of the training policy's noise (0: none)."""
+    if policy.logstd is None:
+        return 0.0
+    return float(torch.exp(policy.logstd.detach().clamp(*LOGSTD_RANGE)).mean())
 
 
 def episode_rng(seed: int, episode: int) -> np.random.Generator:
@@ -626,7 +681,7 @@ def _train(a: dict, log_csv, checkpoint, checkpoint_every: int, progress: bool, 
         _restore(resume, s, a)
     policy = s["policy"]
     log = _Log(log_csv, ["iteration", "env_steps", "reward_per_step", "actor_loss", "critic_loss", "grad_norm",
-                         "seconds", "lr"], iterations, progress, append=bool(resume))
+                         "seconds", "lr", "noise_std"], iterations, progress, append=bool(resume))
     for f, what in ((randomize, "randomize"), (perturb, "perturb")):
         if f is not None and not callable(f):
             raise DsimError(env, f"{what}: {f!r}; expected a function or None", _lib.DS_ERR_INVALID)
@@ -653,8 +708,9 @@ def _train(a: dict, log_csv, checkpoint, checkpoint_every: int, progress: bool, 
             s["episode"] += 1
             obs, state = new_episode()
         try:
+            gen = torch.Generator().manual_seed((int(a["seed"]) & 0xFFFFFFFF) * 1000003 + it)  # resumes draw alike
             obs_l, rew_l, state = _rollout_window(ro, policy, obs.detach(), state.detach(), a["horizon"], a["gamma"],
-                                                  perturb, s["rng"])
+                                                  perturb, s["rng"], gen)
         except DsimError:  # a diverged or inverted env: start every env over
             s["episode"] += 1
             obs, state = new_episode()
@@ -668,7 +724,7 @@ def _train(a: dict, log_csv, checkpoint, checkpoint_every: int, progress: bool, 
         s["it"] = it
         row = dict(iteration=it, env_steps=s["env_steps"], reward_per_step=float(rew.detach().mean()),
                    actor_loss=actor_loss, critic_loss=closs, grad_norm=gn, seconds=time.time() - t0,
-                   lr=a["lr"] * f)
+                   lr=a["lr"] * f, noise_std=_noise_of(policy))
         history.append(row)
         log.row(row)
         if callback:
@@ -683,7 +739,8 @@ def _train(a: dict, log_csv, checkpoint, checkpoint_every: int, progress: bool, 
 def train_bptt(env: str, num_envs: int = 16, horizon: int = 8, iterations: int = 100, gamma: float = 0.99,
                lr: float = 1e-3, clip: float = 1.0, seed: int = 0, hidden=(64, 64), terminal_value: bool = False,
                critic_lr: float = 1e-3, lam: float = 0.95, critic_iters: int = 8, lr_schedule: str = "constant",
-               target_tau: float | None = None, log_csv: str | None = None, checkpoint: str | None = None,
+               target_tau: float | None = None, noise_std: float | None = None, betas=(0.9, 0.999),
+               layer_norm: bool = False, log_csv: str | None = None, checkpoint: str | None = None,
                checkpoint_every: int = 0, resume: str | None = None, progress: bool = False, callback=None,
                config=None, overwrite: bool = False, randomize=None, perturb=None, goal: bool = False, **overrides):
     """Truncated back-propagation through time: each update rolls the N envs
@@ -705,6 +762,13 @@ def train_bptt(env: str, num_envs: int = 16, horizon: int = 8, iterations: int =
     episode_rng(seed, episode), the same for both within an episode.
     goal=True: the policy sees the episode's goal (Rollout's goal=; each env
     its own, drawn at every reset; with images the CNN takes 8 channels).
+    noise_std: train a stochastic policy, scale tanh(u + sigma eps) with
+    sigma a learned per-action vector starting at noise_std (clamped to
+    exp(LOGSTD_RANGE)), eps drawn from a generator seeded by (seed,
+    iteration); the returned policy's forward() is the noise-free one (None:
+    deterministic training, the default). betas: Adam's (beta1, beta2) for
+    actor and critic (SHAC's paper used (0.7, 0.95)). layer_norm: a LayerNorm
+    before each hidden activation of policy and critic.
     Returns {"policy", "critic", "target_critic", "history"
     (the CSV rows), "rollout"}. log_csv and checkpoint name files that must
     not exist unless overwrite=True (DsimError before any work); resume=path
@@ -713,7 +777,8 @@ def train_bptt(env: str, num_envs: int = 16, horizon: int = 8, iterations: int =
     the checkpoint may be the resumed file)."""
     a = dict(method="bptt", env=env, num_envs=num_envs, horizon=horizon, iterations=iterations, gamma=gamma, lam=lam,
              lr=lr, critic_lr=critic_lr, clip=clip, seed=seed, hidden=tuple(hidden), terminal_value=terminal_value,
-             critic_iters=critic_iters, lr_schedule=lr_schedule, target_tau=target_tau or None, goal=bool(goal))
+             critic_iters=critic_iters, lr_schedule=lr_schedule, target_tau=target_tau or None, goal=bool(goal),
+             noise_std=noise_std or None, betas=tuple(betas), layer_norm=bool(layer_norm))
     return _train(a, log_csv, checkpoint, checkpoint_every, progress, callback, config, overrides, overwrite, resume,
                   randomize, perturb)
 
@@ -721,16 +786,18 @@ def train_bptt(env: str, num_envs: int = 16, horizon: int = 8, iterations: int =
 def train_shac(env: str, num_envs: int = 16, horizon: int = 8, iterations: int = 100, gamma: float = 0.99,
                lam: float = 0.95, lr: float = 1e-3, critic_lr: float = 1e-3, clip: float = 1.0, seed: int = 0,
                hidden=(64, 64), critic_iters: int = 8, lr_schedule: str = "constant", target_tau: float | None = None,
-               log_csv: str | None = None, checkpoint: str | None = None, checkpoint_every: int = 0,
+               noise_std: float | None = None, betas=(0.9, 0.999), layer_norm: bool = False, log_csv: str | None = None, checkpoint: str | None = None, checkpoint_every: int = 0,
                resume: str | None = None, progress: bool = False, callback=None, config=None, overwrite: bool = False,
                randomize=None, perturb=None, goal: bool = False, **overrides):
     """Short-horizon actor-critic (SHAC, Xu et al. 2022): the actor as in
     train_bptt with the critic's value at the horizon's end; the critic
     regressed on TD(lambda) targets of each window. lr_schedule, target_tau,
-    resume, the files, randomize, perturb and goal: as train_bptt."""
+    noise_std, betas, layer_norm, resume, the files, randomize, perturb and
+    goal: as train_bptt."""
     a = dict(method="shac", env=env, num_envs=num_envs, horizon=horizon, iterations=iterations, gamma=gamma, lam=lam,
              lr=lr, critic_lr=critic_lr, clip=clip, seed=seed, hidden=tuple(hidden), terminal_value=True,
-             critic_iters=critic_iters, lr_schedule=lr_schedule, target_tau=target_tau or None, goal=bool(goal))
+             critic_iters=critic_iters, lr_schedule=lr_schedule, target_tau=target_tau or None, goal=bool(goal),
+             noise_std=noise_std or None, betas=tuple(betas), layer_norm=bool(layer_norm))
     return _train(a, log_csv, checkpoint, checkpoint_every, progress, callback, config, overrides, overwrite, resume,
                   randomize, perturb)
 

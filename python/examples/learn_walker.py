@@ -3,6 +3,7 @@ with the simulator's gradients, for comparison with ppo_walker.py.
 
     python python/examples/learn_walker.py [--method shac] [--envs 8] [--horizon 16]
         [--iterations 150] [--seed 0] [--lr-schedule constant] [--target-tau 0.2]
+        [--noise-std 0.3] [--betas 0.7 0.95] [--layer-norm] [--hidden 128 128]
         [--out learn_walker] [--set physics.substeps=960]
 
 The task is ppo_walker.py's: the walker's dense reward (the forward progress
@@ -117,6 +118,12 @@ def main():
                     "decay to 0 over the iterations")
     ap.add_argument("--target-tau", type=float, default=0.0,
                     help="soft-update fraction of a target critic after each critic fit (0: none)")
+    ap.add_argument("--noise-std", type=float, default=0.0,
+                    help="train a stochastic policy with this initial exploration noise (std of the pre-tanh "
+                    "Gaussian, learned; 0: deterministic); evaluations use the noise-free policy")
+    ap.add_argument("--betas", type=float, nargs=2, default=(0.9, 0.999), help="Adam's beta1 beta2")
+    ap.add_argument("--layer-norm", action="store_true", help="LayerNorm before each hidden activation")
+    ap.add_argument("--hidden", type=int, nargs="+", default=[128, 128], help="hidden layer sizes")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default="learn_walker")
     ap.add_argument("--set", action="append", default=[], help="config key=value (e.g. physics.substeps=960)")
@@ -156,7 +163,8 @@ def main():
                 csv.writer(f).writerow([it + 1, env_steps, f"{time.time() - t0:.1f}", f"{ev:.6g}"])
 
     train("walker", num_envs=a.envs, horizon=a.horizon, iterations=a.iterations, lr=a.lr, seed=a.seed,
-          hidden=(128, 128), lr_schedule=a.lr_schedule, target_tau=a.target_tau or None, log_csv=f"{a.out}.csv",
+          hidden=tuple(a.hidden), lr_schedule=a.lr_schedule, target_tau=a.target_tau or None,
+          noise_std=a.noise_std or None, betas=tuple(a.betas), layer_norm=a.layer_norm, log_csv=f"{a.out}.csv",
           progress=True, callback=report, overwrite=a.overwrite, **over)
 
 

@@ -223,6 +223,86 @@ def test_first_updates_decrease_loss_with_options():
     assert l1 < l0 - 1e-3, (l0, l1)
 
 
+def test_stochastic_policy_noise_gradient_and_determinism():
+    """noise_std trains a stochastic policy: sample() draws scale tanh(u +
+    sigma eps) from the given generator (the same generator state gives the
+    same actions), forward() is the noise-free policy, and the simulator's
+    gradient reaches logstd (reparameterised) as torch's central differences
+    of the same rollout say; a run is the same numbers twice (the noise is
+    seeded by (seed, iteration)), and differs from the noise-free run."""
+    ro = _rollout()
+    pol = dl.MLPPolicy(ro.obs_size, ro.action_size, (8,), ro.action_scale, noise_std=0.3)
+    with torch.no_grad():
+        pol.net[-1].weight.normal_(0, 0.3)  # a policy whose actions depend on the observation
+        pol.logstd.copy_(torch.linspace(-1.5, -0.5, ro.action_size, dtype=torch.float64))
+    obs, state = ro.reset(3)
+    a1 = pol.sample(obs, torch.Generator().manual_seed(5))
+    a2 = pol.sample(obs, torch.Generator().manual_seed(5))
+    assert torch.equal(a1, a2) and not torch.equal(a1, pol(obs))
+    assert torch.all(a1.abs() <= ro.action_scale)
+
+    def ret(logstd):
+        """The return of 3 closed-loop steps with noise drawn alike each call."""
+        with torch.no_grad():
+            pol.logstd.copy_(logstd)
+        pol.zero_grad()
+        gen = torch.Generator().manual_seed(11)
+        o, st = ro.reset(3)
+        total = 0
+        for _ in range(3):
+            o, r, st = ro.step(pol.sample(o, gen), st)
+            total = total + r.sum()
+        return total
+
+    l0 = pol.logstd.detach().clone()
+    total = ret(l0)
+    total.backward()
+    g = pol.logstd.grad.clone()
+    assert g.abs().max() > 0
+    h = 1e-6
+    for j in range(ro.action_size):
+        e = torch.zeros_like(l0)
+        e[j] = h
+        with torch.no_grad():
+            fd = (float(ret(l0 + e)) - float(ret(l0 - e))) / (2 * h)
+        assert abs(float(g[j]) - fd) <= 1e-5 * g.abs().max() + 1e-9, (j, float(g[j]), fd)
+
+    kw = dict(num_envs=2, horizon=3, iterations=3, lr=1e-3, seed=0, hidden=(8,), **SMALL)
+    r1 = dl.train_shac("walker-springs", noise_std=0.2, betas=(0.7, 0.95), layer_norm=True, **kw)
+    r2 = dl.train_shac("walker-springs", noise_std=0.2, betas=(0.7, 0.95), layer_norm=True, **kw)
+    r0 = dl.train_shac("walker-springs", **kw)
+    assert [h["reward_per_step"] for h in r1["history"]] == [h["reward_per_step"] for h in r2["history"]]
+    assert [h["reward_per_step"] for h in r1["history"]] != [h["reward_per_step"] for h in r0["history"]]
+    assert r1["history"][-1]["noise_std"] != pytest.approx(0.2, abs=1e-12)  # sigma is learned
+    assert r0["history"][-1]["noise_std"] == 0.0
+    assert any(isinstance(m, torch.nn.LayerNorm) for m in r1["policy"].net)
+    for bad in (dict(noise_std=-0.1), dict(noise_std=float("nan")), dict(betas=(0.9,)), dict(betas=(1.0, 0.9))):
+        with pytest.raises(dl.DsimError, match="expected"):
+            dl.train_shac("walker-springs", **{**kw, **bad})
+
+
+def test_stochastic_shac_first_updates_decrease_loss():
+    """SHAC with exploration noise, SHAC's Adam betas and LayerNorm: its first
+    updates lower the noise-free policy's loss on a fixed episode, as
+    test_first_updates_decrease_loss_with_options checks without them."""
+    kw = dict(num_envs=2, horizon=6, lr=3e-3, seed=0, hidden=(16,), lr_schedule="linear", noise_std=0.1,
+              betas=(0.7, 0.95), layer_norm=True, **SMALL)
+
+    def episode_loss(out):
+        pol, ro = out["policy"], out["rollout"]
+        with torch.no_grad():
+            obs, st = ro.reset(7)
+            total = 0
+            for _ in range(ro.num_steps):
+                obs, r, st = ro.step(pol(obs), st)
+                total = total + r.mean()
+        return -float(total)
+
+    l0 = episode_loss(dl.train_shac("walker-springs", iterations=0, **kw))
+    l1 = episode_loss(dl.train_shac("walker-springs", iterations=4, **kw))
+    assert l1 < l0 - 1e-3, (l0, l1)
+
+
 def test_checkpoint_round_trip(tmp_path):
     """A checkpoint holds the target critic and the schedule's position:
     resumed with nothing left to do it gives back the saved networks
@@ -246,6 +326,8 @@ def test_checkpoint_round_trip(tmp_path):
     assert torch.load(ck, weights_only=False)["iteration"] == 3
     with pytest.raises(dl.DsimError, match="resume: the checkpoint's target_tau is 0.5, this run's None"):
         dl.train_shac("walker-springs", iterations=4, resume=str(ck), **{**kw, "target_tau": None})
+    with pytest.raises(dl.DsimError, match="resume: the checkpoint's noise_std is None, this run's 0.2"):
+        dl.train_shac("walker-springs", iterations=4, resume=str(ck), **{**kw, "noise_std": 0.2})
 
 
 # ---- image observations (visuomotor): gradients through the rasterizer ----------------------
