@@ -3,7 +3,7 @@ with the simulator's gradients, for comparison with ppo_walker.py.
 
     python python/examples/learn_walker.py [--method shac] [--envs 8] [--horizon 16]
         [--iterations 150] [--seed 0] [--lr-schedule constant] [--target-tau 0.2]
-        [--noise-std 0.3] [--betas 0.7 0.95] [--layer-norm] [--hidden 128 128]
+        [--noise-std 0.35] [--betas 0.7 0.95] [--no-layer-norm] [--hidden 128 128]
         [--out learn_walker] [--set physics.substeps=960]
 
 The task is ppo_walker.py's: the walker's dense reward (the forward progress
@@ -11,9 +11,14 @@ of the centre of mass each step; an episode's rewards sum to its
 displacement) with the full state observation (normalised by the policy's
 running statistics). Writes OUT.csv (one row per update: env steps, mean
 reward per step, losses) and prints, every --eval-every updates and at the
-end, the displacement of whole evaluation episodes (4 envs, seeds 1000..)
+end, the displacement of whole evaluation episodes (the noise-free policy) (4 envs, seeds 1000..)
 against the env steps trained so far, also written to OUT_eval.csv (updates,
 env_steps, seconds, displacement) (docs/learning.md quotes a run).
+--env control-fem: the same on control-fem's goal task as ppo_walker.py
+--env control-fem --obs com --set goal.x_min=3 --set goal.x_max=3 runs it
+(dense reward: each step's decrease of the gear's distance to a goal at
+x = 3 m; the observation the env's centre of mass and velocity); the
+"displacement" column is then the episode's return, metres closer.
 --plot PNG CSV...: one figure of the evaluations of several runs (seeds)
 with their median, beside SB3 PPO's figures of docs/rl.md. --summary
 CSV...: the table of docs/learning.md (first evaluation >= 1 m and >= 6.33 m,
@@ -31,6 +36,11 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import torch  # noqa: E402
 
 import dsim.learn as dl  # noqa: E402
+
+
+# the task of each env: config overrides (dsim.learn keyword form)
+TASKS = {"walker": dict(state="full", reward="dense"),
+         "control-fem": dict(reward="dense", goal__x_min=3.0, goal__x_max=3.0)}
 
 
 def median_curve(csvs):
@@ -63,6 +73,7 @@ def plot_runs(png, csvs, baseline=None, baseline_label="baseline", title="SHAC (
     if baseline:
         bx, by, _ = median_curve(baseline)
         ax.plot(bx, by, "--", color="gray", lw=1.6, label=f"median, {baseline_label}")
+    ax.axhline(21.67, color="tab:purple", ls="--", lw=1, label="PPO at 1 M steps (median of 3, 40 episodes)")
     ax.axhline(6.33, color="tab:red", ls="--", lw=1, label="PPO at 151,552 steps (median, 40 episodes)")
     ax.axvline(88800, color="tab:red", ls=":", lw=1, label="PPO's 40-episode mean first >= 1 m (median)")
     ax.axhline(0.0, color="gray", ls="-", lw=0.5)
@@ -108,6 +119,8 @@ def cells(c):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--method", choices=["bptt", "shac"], default="shac")
+    ap.add_argument("--env", choices=sorted(TASKS), default="walker",
+                    help="walker (the default) or control-fem (roll the gear towards a goal fixed at x = 3 m)")
     ap.add_argument("--envs", type=int, default=8)
     ap.add_argument("--horizon", type=int, default=16)
     ap.add_argument("--iterations", type=int, default=150)
@@ -118,11 +131,14 @@ def main():
                     "decay to 0 over the iterations")
     ap.add_argument("--target-tau", type=float, default=0.0,
                     help="soft-update fraction of a target critic after each critic fit (0: none)")
-    ap.add_argument("--noise-std", type=float, default=0.0,
+    ap.add_argument("--noise-std", type=float, default=0.35,
                     help="train a stochastic policy with this initial exploration noise (std of the pre-tanh "
-                    "Gaussian, learned; 0: deterministic); evaluations use the noise-free policy")
-    ap.add_argument("--betas", type=float, nargs=2, default=(0.9, 0.999), help="Adam's beta1 beta2")
-    ap.add_argument("--layer-norm", action="store_true", help="LayerNorm before each hidden activation")
+                    "Gaussian, learned; default 0.35; 0: deterministic, the library's default); evaluations use "
+                    "the noise-free policy")
+    ap.add_argument("--betas", type=float, nargs=2, default=(0.7, 0.95),
+                    help="Adam's beta1 beta2 (default SHAC's 0.7 0.95; torch's and the library's: 0.9 0.999)")
+    ap.add_argument("--layer-norm", action=argparse.BooleanOptionalAction, default=True,
+                    help="LayerNorm before each hidden activation (default on here, off in the library)")
     ap.add_argument("--hidden", type=int, nargs="+", default=[128, 128], help="hidden layer sizes")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default="learn_walker")
@@ -132,10 +148,13 @@ def main():
     ap.add_argument("--baseline-label", default="baseline", help="with --baseline: its legend entry")
     ap.add_argument("--title", default="SHAC (dsim.learn)", help="with --plot: the figure's title (+ on the walker)")
     ap.add_argument("--summary", nargs="+", metavar="CSV", help="only print the table of the runs' OUT_eval.csv")
+    ap.add_argument("--summary-target", type=float, default=6.33,
+                    help="with --summary: the return of the 'first >=' and 'holds' columns (6.33: PPO at 151,552 "
+                    "env steps; 21.67: PPO at 1 M)")
     ap.add_argument("--overwrite", action="store_true", help="replace existing output files")
     a = ap.parse_args()
     if a.summary:
-        summarize(a.summary)
+        summarize(a.summary, a.summary_target)
         return
     outs = [a.plot[0]] if a.plot else [f"{a.out}.csv", f"{a.out}_eval.csv"]
     for path in outs:  # before any work: an earlier run's files are never replaced unasked
@@ -145,7 +164,7 @@ def main():
         plot_runs(a.plot[0], a.plot[1:], a.baseline, a.baseline_label, a.title)
         return
     torch.set_num_threads(1)
-    over = dict(state="full", reward="dense")
+    over = dict(TASKS[a.env])
     for kv in a.set:
         k, v = kv.split("=", 1)
         over[k.replace(".", "__")] = float(v) if v.replace(".", "", 1).lstrip("-").isdigit() else v
@@ -156,13 +175,13 @@ def main():
 
     def report(it, policy, env_steps):
         if (it + 1) % a.eval_every == 0 or it + 1 == a.iterations:
-            ev = dl.evaluate(policy, "walker", num_envs=4, seed=1000, **over)
+            ev = dl.evaluate(policy, a.env, num_envs=4, seed=1000, **over)
             print(f"\n{a.method}: {it + 1} updates, {env_steps} env steps, {time.time() - t0:.0f} s: "
                   f"evaluation displacement {ev:.3f} m", flush=True)
             with open(f"{a.out}_eval.csv", "a", newline="") as f:
                 csv.writer(f).writerow([it + 1, env_steps, f"{time.time() - t0:.1f}", f"{ev:.6g}"])
 
-    train("walker", num_envs=a.envs, horizon=a.horizon, iterations=a.iterations, lr=a.lr, seed=a.seed,
+    train(a.env, num_envs=a.envs, horizon=a.horizon, iterations=a.iterations, lr=a.lr, seed=a.seed,
           hidden=tuple(a.hidden), lr_schedule=a.lr_schedule, target_tau=a.target_tau or None,
           noise_std=a.noise_std or None, betas=tuple(a.betas), layer_norm=a.layer_norm, log_csv=f"{a.out}.csv",
           progress=True, callback=report, overwrite=a.overwrite, **over)

@@ -5,6 +5,7 @@ with state observations, on control-fem's goal task.
     python python/examples/visuomotor_fem.py [--method shac] [--envs 4] [--horizon 8]
         [--iterations 60] [--size 64] [--seeds 0 1 2] [--out visuomotor]
         [--goal [--goal-range 1 5] [--relative] [--kinds ...]] [--eval-envs 4]
+        [--noise-std 0.35 --betas 0.7 0.95 --layer-norm --lr-schedule linear]
 
 Task: control-fem with the dense reward (each step's decrease of the gear's
 distance to its goal: an episode's rewards sum to how much closer it got).
@@ -64,7 +65,8 @@ def run_kind(a, seed: int, kind: str, spec, task: dict):
         train = dl.train_shac if a.method == "shac" else dl.train_bptt
         out = train("control-fem", num_envs=a.envs, horizon=a.horizon, iterations=a.iterations, lr=a.lr,
                     seed=seed, hidden=(64,), images=images, goal=goal, log_csv=f"{a.out}-{kind}-s{seed}.csv",
-                    overwrite=a.overwrite, **task)
+                    overwrite=a.overwrite, noise_std=a.noise_std or None, betas=tuple(a.betas),
+                    layer_norm=a.layer_norm, lr_schedule=a.lr_schedule, **task)
         policy = out["policy"]
         steps = out["history"][-1]["env_steps"] if out["history"] else 0
     t1 = time.process_time()
@@ -80,6 +82,11 @@ def main():
     ap.add_argument("--iterations", type=int, default=60)
     ap.add_argument("--size", type=int, default=64)
     ap.add_argument("--lr", type=float, default=1e-3)
+    ap.add_argument("--lr-schedule", choices=list(dl.LR_SCHEDULES), default="constant")
+    ap.add_argument("--noise-std", type=float, default=0.0,
+                    help="exploration noise of the training policy (dsim.learn noise_std; 0: none, the default)")
+    ap.add_argument("--betas", type=float, nargs=2, default=(0.9, 0.999), help="Adam's beta1 beta2")
+    ap.add_argument("--layer-norm", action="store_true", help="LayerNorm before each hidden activation")
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--eval-envs", type=int, default=4, help="evaluation envs (held-out goals: seeds 1000..)")
     ap.add_argument("--goal", action="store_true", help="goals drawn per episode (--goal-range); goal-conditioned "
