@@ -474,8 +474,11 @@ class _Log:
 
     def __init__(self, path: str | None, fields, total: int, progress: bool, append: bool = False):
         append = append and bool(path) and os.path.exists(path)
+        if append:  # a log from an older version keeps its columns (new ones are left out)
+            with open(path, newline="") as f:
+                fields = next(csv.reader(f), None) or fields
         self.f = open(path, "a" if append else "w", newline="") if path else None
-        self.w = csv.DictWriter(self.f, fieldnames=fields) if self.f else None
+        self.w = csv.DictWriter(self.f, fieldnames=fields, extrasaction="ignore") if self.f else None
         if self.w and not append:
             self.w.writeheader()
         self.total, self.progress, self.t0 = total, progress, time.time()
@@ -681,12 +684,13 @@ def _train(a: dict, log_csv, checkpoint, checkpoint_every: int, progress: bool, 
         _restore(resume, s, a)
     policy = s["policy"]
     log = _Log(log_csv, ["iteration", "env_steps", "reward_per_step", "actor_loss", "critic_loss", "grad_norm",
-                         "seconds", "lr", "noise_std"], iterations, progress, append=bool(resume))
+                         "seconds", "lr", "noise_std", "episode_return"], iterations, progress, append=bool(resume))
     for f, what in ((randomize, "randomize"), (perturb, "perturb")):
         if f is not None and not callable(f):
             raise DsimError(env, f"{what}: {f!r}; expected a function or None", _lib.DS_ERR_INVALID)
 
     def new_episode():
+        s["ep_return"] = torch.zeros(num_envs, dtype=_TDTYPE)  # each env's rewards so far this episode
         s["rng"] = episode_rng(a["seed"], s["episode"])
         seed = a["seed"] * 100003 + s["episode"] * num_envs
         out = ro.reset(seed)
@@ -718,13 +722,15 @@ def _train(a: dict, log_csv, checkpoint, checkpoint_every: int, progress: bool, 
         s["env_steps"] += len(rew_l) * num_envs
         rew = torch.stack(rew_l, 1)                               # N x H
         ended = ro.steps_taken >= ro.num_steps
+        s["ep_return"] += rew.detach().sum(1)
         actor_loss, gn = _actor_step(s, obs_l, rew, ended, a)
         closs = _fit_critic(s, obs_l, rew, ended, a) if s["critic"] is not None else 0.0
         obs, state = obs_l[-1].detach(), state.detach()
         s["it"] = it
         row = dict(iteration=it, env_steps=s["env_steps"], reward_per_step=float(rew.detach().mean()),
                    actor_loss=actor_loss, critic_loss=closs, grad_norm=gn, seconds=time.time() - t0,
-                   lr=a["lr"] * f, noise_std=_noise_of(policy))
+                   lr=a["lr"] * f, noise_std=_noise_of(policy),
+                   episode_return=float(s["ep_return"].mean()) if ended else None)
         history.append(row)
         log.row(row)
         if callback:

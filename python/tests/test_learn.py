@@ -276,6 +276,12 @@ def test_stochastic_policy_noise_gradient_and_determinism():
     assert r1["history"][-1]["noise_std"] != pytest.approx(0.2, abs=1e-12)  # sigma is learned
     assert r0["history"][-1]["noise_std"] == 0.0
     assert any(isinstance(m, torch.nn.LayerNorm) for m in r1["policy"].net)
+    # the update that ends the 6-step episode logs its return: the sum of that episode's rewards
+    ends = [h for h in r1["history"] if h["episode_return"] is not None]
+    assert [h["iteration"] for h in ends] == [1]
+    assert r1["rollout"].num_steps == 6  # two windows of 3 steps
+    assert ends[0]["episode_return"] == pytest.approx(
+        sum(h["reward_per_step"] for h in r1["history"][:2]) * 3, rel=1e-12)
     for bad in (dict(noise_std=-0.1), dict(noise_std=float("nan")), dict(betas=(0.9,)), dict(betas=(1.0, 0.9))):
         with pytest.raises(dl.DsimError, match="expected"):
             dl.train_shac("walker-springs", **{**kw, **bad})
