@@ -41,6 +41,7 @@ import dsim.learn as dl  # noqa: E402
 # the task of each env: config overrides (dsim.learn keyword form)
 TASKS = {"walker": dict(state="full", reward="dense"),
          "control-fem": dict(reward="dense", goal__x_min=3.0, goal__x_max=3.0)}
+EPISODE_STEPS = {"walker": 300, "control-fem": 180}  # steps of an episode (--summary of logs without episode_return)
 
 
 def median_curve(csvs):
@@ -85,15 +86,38 @@ def plot_runs(png, csvs, baseline=None, baseline_label="baseline", title="SHAC (
     fig.savefig(png)
 
 
-def summarize(csvs, target=6.33):
+def training_episodes(path, num_envs, episode_steps):
+    """(env steps at its end, the envs' mean return) of every training
+    episode in a run's OUT.csv: its episode_return column, or for logs
+    without one the sums of reward_per_step over each episode's windows."""
+    with open(path) as f:
+        rows = list(csv.DictReader(f))
+    if rows and "episode_return" in rows[0]:
+        return [(int(r["env_steps"]), float(r["episode_return"])) for r in rows if r["episode_return"]]
+    eps, ret, steps, prev = [], 0.0, 0, 0
+    for r in rows:
+        k = (int(r["env_steps"]) - prev) // num_envs  # the window's steps
+        prev = int(r["env_steps"])
+        ret, steps = ret + float(r["reward_per_step"]) * k, steps + k
+        if steps >= episode_steps:
+            eps.append((prev, ret))
+            ret, steps = 0.0, 0
+    return eps
+
+
+def summarize(csvs, target=6.33, num_envs=8, episode_steps=300):
     """Per run (OUT_eval.csv): env steps of the first evaluation >= 1 m and
     >= target, best, final, the mean of the last 10 evaluations, and "holds":
     the share of the evaluations after the first >= target that are >= target
-    too; then the medians."""
+    too; from the run's OUT.csv, PPO's measure: the mean return of its last 40
+    training episodes and the env steps at which that mean of 40 consecutive
+    episodes first reaches target; then the medians."""
     import numpy as np
-    print(f"| run | first >= 1 m at | first >= {target} m at | best | final | last 10 (mean) | holds |")
-    print("|---|---|---|---|---|---|---|")
+    print(f"| run | first >= 1 m at | first >= {target} m at | best | final | last 10 (mean) | holds "
+          f"| training, last 40 | first training-40 >= {target} at |")
+    print("|---|---|---|---|---|---|---|---|---|")
     cols = []
+    k = max(1, round(40 / num_envs))  # episodes rows (each the mean of num_envs) in 40 episodes
     for path in csvs:
         with open(path) as f:
             rows = [(int(r["env_steps"]), float(r["displacement"])) for r in csv.DictReader(f)]
@@ -101,19 +125,27 @@ def summarize(csvs, target=6.33):
         i1, it = first(1.0), first(target)
         later = [d for _, d in rows[it + 1:]] if it is not None else []
         held = sum(d >= target for d in later) / len(later) if later else float("nan")
+        eps = training_episodes(path.replace("_eval.csv", ".csv"), num_envs, episode_steps)
+        m40 = [float(np.mean([v for _, v in eps[i - k + 1:i + 1]])) for i in range(k - 1, len(eps))]
         c = [rows[i1][0] if i1 is not None else np.inf, rows[it][0] if it is not None else np.inf,
-             max(d for _, d in rows), rows[-1][1], float(np.mean([d for _, d in rows[-10:]])), held]
+             max(d for _, d in rows), rows[-1][1], float(np.mean([d for _, d in rows[-10:]])), held,
+             m40[-1] if m40 else np.nan,
+             next((eps[i + k - 1][0] for i, v in enumerate(m40) if v >= target), np.inf)]
         cols.append(c)
         print("| " + " | ".join([os.path.basename(path).replace("_eval.csv", ""), *cells(c)]) + " |")
     c = np.array(cols)
-    m = [*np.median(c[:, :5], axis=0), np.nanmedian(c[:, 5]) if np.isfinite(c[:, 5]).any() else np.nan]
+    m = [*np.median(c[:, :5], axis=0), np.nanmedian(c[:, 5]) if np.isfinite(c[:, 5]).any() else np.nan,
+         np.nanmedian(c[:, 6]), np.median(c[:, 7])]
     print("| median | " + " | ".join(cells(m)) + " |")
 
 
 def cells(c):
     """A summary row's cells: env steps ("never" when not reached), m, %."""
     steps = ["never" if v == float("inf") else f"{v:,.0f}" for v in c[:2]]
-    return [*steps, f"{c[2]:.2f}", f"{c[3]:.2f}", f"{c[4]:.2f}", "-" if c[5] != c[5] else f"{100 * c[5]:.0f}%"]
+    out = [*steps, f"{c[2]:.2f}", f"{c[3]:.2f}", f"{c[4]:.2f}", "-" if c[5] != c[5] else f"{100 * c[5]:.0f}%"]
+    if len(c) > 6:  # the training episodes' columns
+        out += ["-" if c[6] != c[6] else f"{c[6]:.2f}", "never" if c[7] == float("inf") else f"{c[7]:,.0f}"]
+    return out
 
 
 def main():
@@ -154,7 +186,7 @@ def main():
     ap.add_argument("--overwrite", action="store_true", help="replace existing output files")
     a = ap.parse_args()
     if a.summary:
-        summarize(a.summary, a.summary_target)
+        summarize(a.summary, a.summary_target, a.envs, EPISODE_STEPS[a.env])
         return
     outs = [a.plot[0]] if a.plot else [f"{a.out}.csv", f"{a.out}_eval.csv"]
     for path in outs:  # before any work: an earlier run's files are never replaced unasked
