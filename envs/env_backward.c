@@ -465,6 +465,38 @@ static int sim_window(dsEnv* e, const dsEnvBwdSpec* sp, int first, int last, con
   return 0;
 }
 
+/* A window's end and start states in ds_env_get_state's layout
+ * [substep | x | v | (q, qd) of an articulation]; the substep is not
+ * differentiable. With an articulation the vertices x, v are posed from
+ * (q, qd) at every substep (engine/artic_model.c), so at the window's end
+ *   dL/d(q, qd) = adj_final_(q,qd) + P^T adj_final_(x,v),
+ * P the pose's Jacobian: the seed goes to d->adj_x / d->adj_v (the vertices
+ * at the end substep, which the engine's pop of the substep before carries
+ * through P) and to d->adj_artic. At the window's start, after the pop of
+ * its first substep, d->adj_artic holds dL/d(q, qd) there and d->adj_x /
+ * d->adj_v the terms that read the vertices kept at that substep (a dense
+ * reward's centre of mass, frames): those read the state's x, v as
+ * ds_env_set_state put them, which the physics does not (it poses from
+ * (q, qd)), so they are the adjoints of the x, v entries themselves. */
+static void state_adjoint_seed(dsEnv* e, const dsReal* adj_final) {
+  dsData* d = e->d;
+  const size_t n3 = (size_t)e->n3, nas = (size_t)(e->m->artic_nq + e->m->artic_nv);
+  for (size_t q = 0; q < n3; q++) {
+    d->adj_x[q] += adj_final[1 + q];
+    d->adj_v[q] += adj_final[1 + n3 + q];
+  }
+  if (e->m->artic)
+    for (size_t q = 0; q < nas; q++) d->adj_artic[q] += adj_final[1 + 2 * n3 + q];
+}
+
+static void state_adjoint_read(const dsEnv* e, dsReal* grad_state0) {
+  const dsData* d = e->d;
+  const size_t n3 = (size_t)e->n3, nas = (size_t)(e->m->artic_nq + e->m->artic_nv);
+  memcpy(grad_state0 + 1, d->adj_x, n3 * sizeof(dsReal));
+  memcpy(grad_state0 + 1 + n3, d->adj_v, n3 * sizeof(dsReal));
+  if (e->m->artic) memcpy(grad_state0 + 1 + 2 * n3, d->adj_artic, nas * sizeof(dsReal));
+}
+
 /* Backward down to the start of step first (0: the whole episode), from
  * the end of step last - 1 (last < 0: from the episode's current substep).
  * A window (last >= 0) writes window rows of grad_actions and may take the
@@ -491,10 +523,9 @@ static int env_backward(dsEnv* e, const dsEnvBwdSpec* sp, int first, int last, c
     if (e->bs)
       return ds__seterr(&e->err, DS_ERR_UNSUPPORTED,
                         "backward: windows are not available on the batched engine (physics.batched_engine, CUDA)");
-    if ((m->nbody || m->artic) && (adj_final || grad_state0))
+    if (m->nbody && (adj_final || grad_state0))
       return ds__seterr(&e->err, DS_ERR_UNSUPPORTED,
-                        "backward: state adjoints of a window with %s (%s) are not available",
-                        m->nbody ? "rigid bodies" : "an articulation", e->cls->name);
+                        "backward: state adjoints of a window with rigid bodies (%s) are not available", e->cls->name);
     if (d->ckpt > 1 && ((first * e->C) % d->ckpt) != 0)
       return ds__seterr(&e->err, DS_ERR_RANGE,
                         "backward: window start substep %d is not a multiple of physics.checkpoint_every %d (the "
@@ -513,13 +544,7 @@ static int env_backward(dsEnv* e, const dsEnvBwdSpec* sp, int first, int last, c
   rc = ds_backward_begin(m, d);
   if (rc) return ds__seterr(&e->err, rc, "backward: %s", ds_data_last_error(d));
   d->bt = t;
-  if (adj_final) {
-    const size_t n3 = (size_t)e->n3;
-    for (size_t q = 0; q < n3; q++) {
-      d->adj_x[q] += adj_final[1 + q];
-      d->adj_v[q] += adj_final[1 + n3 + q];
-    }
-  }
+  if (adj_final) state_adjoint_seed(e, adj_final);
   rc = add_terms(e, sp, t, t, nf, 1);
   if (rc) return rc;
   for (int s = t - 1; s >= s_stop; s--) {
@@ -533,11 +558,7 @@ static int env_backward(dsEnv* e, const dsEnvBwdSpec* sp, int first, int last, c
     rc = add_terms(e, sp, s, t, nf, 1);
     if (rc) return rc;
   }
-  if (grad_state0) { /* [substep | x | v]: the substep is not differentiable */
-    const size_t n3 = (size_t)e->n3;
-    memcpy(grad_state0 + 1, d->adj_x, n3 * sizeof(dsReal));
-    memcpy(grad_state0 + 1 + n3, d->adj_v, n3 * sizeof(dsReal));
-  }
+  if (grad_state0) state_adjoint_read(e, grad_state0);
   if (s_stop == 0) { /* the initial state's adjoints: parameter gradients */
     rc = ds_backward_finish(m, d, e->g);
     if (rc) return ds__seterr(&e->err, rc, "backward: %s", ds_data_last_error(d));

@@ -55,6 +55,10 @@ TESTS += tests/test_batch
 check_PROGRAMS += tests/test_learn_window
 tests_test_learn_window_SOURCES = tests/test_learn_window.c
 TESTS += tests/test_learn_window
+# The same for articulated envs (runner, double-pendulum), and chained windows.
+check_PROGRAMS += tests/test_artic_window
+tests_test_artic_window_SOURCES = tests/test_artic_window.c
+TESTS += tests/test_artic_window
 
 # A batch on the batched engine without gradients shares one engine (env i:
 # instance i): bitwise what separate serial envs give, envs out of step.
