@@ -810,11 +810,20 @@ def train_shac(env: str, num_envs: int = 16, horizon: int = 8, iterations: int =
 
 @torch.no_grad()
 def evaluate(policy, env: str, num_envs: int = 4, seed: int = 1000, config=None, goal: bool | None = None,
-             **overrides) -> float:
+             on_error: str = "raise", details: bool = False, **overrides):
     """Mean over envs of the undiscounted return of one whole episode (a
     CNNPolicy sees the rendered frames). goal: give the policy the
     episode's goal as Rollout(goal=True) does (None: as it was trained,
-    its .goal); env i is reset with seed + i."""
+    its .goal); env i is reset with seed + i.
+
+    on_error: "raise" (a step that fails, e.g. an inverted tet or a
+    non-finite state, raises DsimError naming the env and step) or "end"
+    (that env's episode ends at the failed step: its return is the sum of
+    the rewards before it, the other envs run on). details=True returns
+    {"mean", "returns" (N), "failed_step" (N; -1 for an env that finished),
+    "errors" (the failed envs' messages)} instead of the mean."""
+    if on_error not in ("raise", "end"):
+        raise DsimError(env, f"on_error: {on_error!r}; expected 'raise' or 'end'", _lib.DS_ERR_INVALID)
     overrides.setdefault("gradients", False)
     images = isinstance(policy, CNNPolicy)
     if images:
@@ -835,9 +844,26 @@ def evaluate(policy, env: str, num_envs: int = 4, seed: int = 1000, config=None,
         g = goal_of(ls, images, (4, shape[1], shape[2]))
     obs = as_obs(o0, img)
     total = np.zeros(num_envs)
-    for _ in range(ls.num_steps):
-        img = np.empty(shape, real_dtype) if images else None
-        o, r = ls.step(_np(policy(obs)), image=img)
+    failed_step = np.full(num_envs, -1)
+    errors = []
+    for k in range(ls.num_steps):
+        img = np.zeros(shape, real_dtype) if images else None
+        act = _np(policy(obs)).copy()
+        act[failed_step >= 0] = 0  # an ended env's row: finite, and refused by its env anyway
+        o, r, status = ls.step_each(act, image=img)
+        new = (status < 0) & (failed_step < 0)
+        if new.any():
+            if on_error == "raise":
+                i = int(np.flatnonzero(new)[0])
+                raise DsimError(ls.label, f"evaluate: env {i}", int(status[i]), ls.error(i))
+            for i in np.flatnonzero(new):
+                failed_step[i] = k
+                errors.append(f"env {i}: {ls.error(i)}")
+        live = failed_step < 0
+        o[~live] = 0  # rows the failed envs did not write
         obs = as_obs(o, img)
-        total += r
-    return float(total.mean())
+        total[live] += r[live]
+        if not live.any():
+            break
+    mean = float(total.mean())
+    return dict(mean=mean, returns=total, failed_step=failed_step, errors=errors) if details else mean

@@ -87,17 +87,35 @@ class Lockstep(Owned):
     def step(self, actions, image: np.ndarray | None = None):
         """One step of every env: (obs N x obs_size, rewards N). image: an
         N x h x w x 4 array to receive the image observations (the config's
-        observation.image on)."""
+        observation.image on). A failed env raises DsimError naming it (the
+        other envs have stepped); step_each reports failures instead."""
+        obs, rew, status = self.step_each(actions, image)
+        if status.any():
+            self._fail("step failed", int(status[np.flatnonzero(status)[0]]))
+        return obs, rew
+
+    def step_each(self, actions, image: np.ndarray | None = None):
+        """step() that does not raise when envs fail: (obs, rewards, status),
+        status[i] 0 or env i's negative error code (e.g. DS_ERR_INVERTED, its
+        message in error(i)); a failed env's reward is 0 and its obs row is
+        not written, and it refuses further steps (DS_ERR_STATE) until reset.
+        Bad arguments still raise."""
         a = check_array(self.label, "actions", np.ascontiguousarray(actions, dtype=real_dtype),
                         (self.num_envs, self.action_size))
         obs = np.empty((self.num_envs, self.obs_size), real_dtype)
         if image is not None and not (image.flags.c_contiguous and image.dtype == real_dtype):
             raise DsimError(self.label, "step: image must be a C-contiguous array of the library's reals")
+        self._status[:] = 0
         rc = _lib.batch_step(self.handle, ptr(a), ptr(obs), ptr(image) if image is not None else None,
                              ptr(self._rew), None, ptr(self._status), 0)
-        if rc:
+        status = np.minimum(self._status, 0)  # positive codes say "stepped" or "reset"
+        if rc and not status.any():  # a failure of the whole call, not of an env
             self._fail("step failed", rc)
-        return obs, self._rew.copy()
+        return obs, self._rew.copy(), status
+
+    def error(self, i: int) -> str:
+        """Env i's last error message ("" when none)."""
+        return _lib.env_error(self.env(i))
 
     @property
     def steps_taken(self) -> int:

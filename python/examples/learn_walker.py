@@ -13,7 +13,10 @@ running statistics). Writes OUT.csv (one row per update: env steps, mean
 reward per step, losses) and prints, every --eval-every updates and at the
 end, the displacement of whole evaluation episodes (the noise-free policy) (4 envs, seeds 1000..)
 against the env steps trained so far, also written to OUT_eval.csv (updates,
-env_steps, seconds, displacement) (docs/learning.md quotes a run).
+env_steps, seconds, displacement, failed_envs) (docs/learning.md quotes a
+run). An evaluation episode that fails (e.g. an inverted tet on control-fem)
+ends there with the rewards before it (dsim.learn.evaluate on_error="end"),
+is counted in failed_envs and its message printed.
 --env control-fem: the same on control-fem's goal task as ppo_walker.py
 --env control-fem --obs com --set goal.x_min=3 --set goal.x_max=3 runs it
 (dense reward: each step's decrease of the gear's distance to a goal at
@@ -203,15 +206,19 @@ def main():
     train = dl.train_shac if a.method == "shac" else dl.train_bptt
     t0 = time.time()
     with open(f"{a.out}_eval.csv", "w", newline="") as f:
-        csv.writer(f).writerow(["updates", "env_steps", "seconds", "displacement"])
+        csv.writer(f).writerow(["updates", "env_steps", "seconds", "displacement", "failed_envs"])
 
     def report(it, policy, env_steps):
         if (it + 1) % a.eval_every == 0 or it + 1 == a.iterations:
-            ev = dl.evaluate(policy, a.env, num_envs=4, seed=1000, **over)
+            r = dl.evaluate(policy, a.env, num_envs=4, seed=1000, on_error="end", details=True, **over)
+            ev = r["mean"]
             print(f"\n{a.method}: {it + 1} updates, {env_steps} env steps, {time.time() - t0:.0f} s: "
                   f"evaluation displacement {ev:.3f} m", flush=True)
+            for msg in r["errors"]:
+                print(f"  evaluation episode ended early: {msg}", flush=True)
             with open(f"{a.out}_eval.csv", "a", newline="") as f:
-                csv.writer(f).writerow([it + 1, env_steps, f"{time.time() - t0:.1f}", f"{ev:.6g}"])
+                csv.writer(f).writerow([it + 1, env_steps, f"{time.time() - t0:.1f}", f"{ev:.6g}",
+                                        len(r["errors"])])
 
     train(a.env, num_envs=a.envs, horizon=a.horizon, iterations=a.iterations, lr=a.lr, seed=a.seed,
           hidden=tuple(a.hidden), lr_schedule=a.lr_schedule, target_tau=a.target_tau or None,

@@ -70,7 +70,10 @@ def run_kind(a, seed: int, kind: str, spec, task: dict):
         policy = out["policy"]
         steps = out["history"][-1]["env_steps"] if out["history"] else 0
     t1 = time.process_time()
-    ev = dl.evaluate(policy, "control-fem", num_envs=a.eval_envs, seed=1000, **task)
+    r = dl.evaluate(policy, "control-fem", num_envs=a.eval_envs, seed=1000, on_error="end", details=True, **task)
+    ev = r["mean"]
+    for msg in r["errors"]:  # an inverted tet ends that episode with the rewards before it
+        print(f"seed {seed} {kind}: evaluation episode ended early: {msg}", flush=True)
     return ev, steps, t1 - t0, time.process_time() - t1
 
 

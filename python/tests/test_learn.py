@@ -161,6 +161,40 @@ def test_first_updates_decrease_loss(method, tmp_path):
     assert len(csv_path.read_text().splitlines()) == 3
 
 
+def test_evaluate_ends_a_failed_episode():
+    """evaluate(on_error="end"): an env whose step fails (a tet inverted by
+    a huge activation from step 2 on) ends its episode there with the
+    rewards before the failed step; the other envs' returns are those of a
+    run without the failure; on_error="raise" raises naming env and code."""
+    ls = dl.Lockstep("control-fem", 3, gradients=False, **SMALL)
+    ls.reset(1000)
+    A, S = ls.action_size, ls.num_steps
+    rew = np.array([ls.step(np.zeros((3, A)))[1] for _ in range(S)])  # S x 3, zero actions
+
+    def crusher(from_step):
+        calls = [0]
+
+        def pol(obs):
+            a = torch.zeros(obs.shape[0], A, dtype=torch.float64)
+            if calls[0] >= from_step:
+                a[1] = 50.0
+            calls[0] += 1
+            return a
+        return pol
+
+    r = dl.evaluate(crusher(2), "control-fem", num_envs=3, on_error="end", details=True, **SMALL)
+    assert list(r["failed_step"]) == [-1, 2, -1]
+    assert len(r["errors"]) == 1 and r["errors"][0].startswith("env 1: step 2: ") and "inverted" in r["errors"][0]
+    np.testing.assert_array_equal(r["returns"], [rew[:, 0].sum(), rew[:2, 1].sum(), rew[:, 2].sum()])
+    assert r["mean"] == r["returns"].mean()
+    assert dl.evaluate(crusher(S), "control-fem", num_envs=3, on_error="end", **SMALL) == rew.sum(0).mean()
+    with pytest.raises(dl.DsimError, match="evaluate: env 1") as e:
+        dl.evaluate(crusher(1), "control-fem", num_envs=3, **SMALL)
+    assert e.value.code == dl._lib.DS_ERR_INVERTED and "inverted" in str(e.value)
+    with pytest.raises(dl.DsimError, match="on_error: 'skip'; expected 'raise' or 'end'"):
+        dl.evaluate(crusher(S), "control-fem", num_envs=3, on_error="skip", **SMALL)
+
+
 # ---- the trainers' options: learning-rate schedule, target critic, resuming ------------------
 def test_lr_schedule_reaches_zero():
     """linear: 1 at the first update, 1/iterations at the last, 0 at the end;
