@@ -44,6 +44,7 @@ Tensors are float64 on the CPU (the library's precision).
 """
 from __future__ import annotations
 
+import copy
 import csv
 import math
 import os
@@ -568,6 +569,9 @@ def _check_options(env: str, a: dict, use_critic: bool):
     b = a["betas"]
     if len(b) != 2 or not all(isinstance(x, (int, float)) and 0 <= x < 1 for x in b):
         raise DsimError(env, f"dsim.learn betas: {b!r}; expected two numbers in [0, 1)")
+    kb = a["keep_best"]
+    if isinstance(kb, bool) or not isinstance(kb, int) or kb < 0:
+        raise DsimError(env, f"dsim.learn keep_best: {kb!r}; expected a whole number of episodes >= 0 (0: off)")
 
 
 def _build(ro: Rollout, a: dict, use_critic: bool) -> dict:
@@ -588,7 +592,24 @@ def _build(ro: Rollout, a: dict, use_critic: bool) -> dict:
         target.net.requires_grad_(False)  # moved by _polyak only
     opt = torch.optim.Adam(policy.parameters(), lr=a["lr"], betas=a["betas"])  # the networks and logstd
     copt = torch.optim.Adam(critic.net.parameters(), lr=a["critic_lr"], betas=a["betas"]) if critic else None
-    return dict(policy=policy, critic=critic, target=target, opt=opt, copt=copt, it=-1, env_steps=0, episode=0)
+    return dict(policy=policy, critic=critic, target=target, opt=opt, copt=copt, it=-1, env_steps=0, episode=0,
+                best=None, recent=[])
+
+
+def _track_best(s: dict, a: dict, it: int):
+    """keep_best: after a training episode ends, the mean return of the
+    last ceil(keep_best / num_envs) episode batches (keep_best episodes or
+    a few more); when it is the highest so far, a copy of the policy as it
+    is now (weights, observation statistics, noise), the policy those
+    episodes' updates led to."""
+    k = -(-a["keep_best"] // a["num_envs"])
+    s["recent"] = (s["recent"] + [float(s["ep_return"].mean())])[-k:]
+    if len(s["recent"]) < k:
+        return
+    m = sum(s["recent"]) / k
+    if s["best"] is None or m > s["best"]["return"]:
+        s["best"] = dict(policy=copy.deepcopy(s["policy"].state_dict()), iteration=it, env_steps=s["env_steps"],
+                         episodes=k * a["num_envs"], **{"return": m})
 
 
 def _save(path, s: dict, a: dict):
@@ -599,7 +620,7 @@ def _save(path, s: dict, a: dict):
         return
     sd = lambda m: m.state_dict() if m is not None else None  # noqa: E731
     torch.save({"iteration": s["it"], "env_steps": s["env_steps"], "episode": s["episode"],
-                "policy": sd(s["policy"]), "critic": sd(s["critic"]), "target_critic": sd(s["target"]),
+                "best": s["best"], "recent": s["recent"], "policy": sd(s["policy"]), "critic": sd(s["critic"]), "target_critic": sd(s["target"]),
                 "optimizers": [o.state_dict() for o in (s["opt"], s["copt"]) if o is not None],
                 "args": {k: (list(v) if isinstance(v, tuple) else v) for k, v in a.items()}}, path)
 
@@ -617,7 +638,8 @@ def _restore(path: str, s: dict, a: dict):
             mod.load_state_dict(ck[key])
     for o, st in zip([o for o in (s["opt"], s["copt"]) if o is not None], ck["optimizers"]):
         o.load_state_dict(st)
-    s.update(it=ck["iteration"], env_steps=ck["env_steps"], episode=ck["episode"] + 1)  # envs start a new episode
+    s.update(it=ck["iteration"], env_steps=ck["env_steps"], episode=ck["episode"] + 1,  # envs start a new episode
+             best=ck.get("best"), recent=list(ck.get("recent", [])))
 
 
 def _rollout_window(ro: Rollout, policy, obs, state, H: int, gamma: float, perturb=None, rng=None, gen=None):
@@ -727,6 +749,8 @@ def _train(a: dict, log_csv, checkpoint, checkpoint_every: int, progress: bool, 
         closs = _fit_critic(s, obs_l, rew, ended, a) if s["critic"] is not None else 0.0
         obs, state = obs_l[-1].detach(), state.detach()
         s["it"] = it
+        if ended and a["keep_best"]:
+            _track_best(s, a, it)
         row = dict(iteration=it, env_steps=s["env_steps"], reward_per_step=float(rew.detach().mean()),
                    actor_loss=actor_loss, critic_loss=closs, grad_norm=gn, seconds=time.time() - t0,
                    lr=a["lr"] * f, noise_std=_noise_of(policy),
@@ -739,14 +763,19 @@ def _train(a: dict, log_csv, checkpoint, checkpoint_every: int, progress: bool, 
             _save(checkpoint, s, a)
     _save(checkpoint, s, a)
     log.close()
-    return dict(policy=policy, critic=s["critic"], target_critic=s["target"], history=history, rollout=ro)
+    best, best_policy = s["best"], None
+    if best is not None:
+        best_policy = copy.deepcopy(policy)
+        best_policy.load_state_dict(best["policy"])
+    return dict(policy=policy, critic=s["critic"], target_critic=s["target"], history=history, rollout=ro,
+                best_policy=best_policy, best=None if best is None else {k: v for k, v in best.items() if k != "policy"})
 
 
 def train_bptt(env: str, num_envs: int = 16, horizon: int = 8, iterations: int = 100, gamma: float = 0.99,
                lr: float = 1e-3, clip: float = 1.0, seed: int = 0, hidden=(64, 64), terminal_value: bool = False,
                critic_lr: float = 1e-3, lam: float = 0.95, critic_iters: int = 8, lr_schedule: str = "constant",
                target_tau: float | None = None, noise_std: float | None = None, betas=(0.9, 0.999),
-               layer_norm: bool = False, log_csv: str | None = None, checkpoint: str | None = None,
+               layer_norm: bool = False, keep_best: int = 0, log_csv: str | None = None, checkpoint: str | None = None,
                checkpoint_every: int = 0, resume: str | None = None, progress: bool = False, callback=None,
                config=None, overwrite: bool = False, randomize=None, perturb=None, goal: bool = False, **overrides):
     """Truncated back-propagation through time: each update rolls the N envs
@@ -774,9 +803,14 @@ def train_bptt(env: str, num_envs: int = 16, horizon: int = 8, iterations: int =
     iteration); the returned policy's forward() is the noise-free one (None:
     deterministic training, the default). betas: Adam's (beta1, beta2) for
     actor and critic (SHAC's paper used (0.7, 0.95)). layer_norm: a LayerNorm
-    before each hidden activation of policy and critic.
+    before each hidden activation of policy and critic. keep_best=K (0:
+    off): keep a copy of the policy whenever the mean return of the last K
+    training episodes (rounded up to whole batches of num_envs; PPO's
+    measure, exploration noise included) is the highest so far; returned
+    as "best_policy" with "best" = {"return", "iteration", "env_steps",
+    "episodes"}, None until K episodes have ended (checkpoints carry it).
     Returns {"policy", "critic", "target_critic", "history"
-    (the CSV rows), "rollout"}. log_csv and checkpoint name files that must
+    (the CSV rows), "rollout", "best_policy", "best"}. log_csv and checkpoint name files that must
     not exist unless overwrite=True (DsimError before any work); resume=path
     goes on from a checkpoint of the same method, env and networks up to
     `iterations` (the envs start a new episode; a log_csv is appended to,
@@ -784,7 +818,7 @@ def train_bptt(env: str, num_envs: int = 16, horizon: int = 8, iterations: int =
     a = dict(method="bptt", env=env, num_envs=num_envs, horizon=horizon, iterations=iterations, gamma=gamma, lam=lam,
              lr=lr, critic_lr=critic_lr, clip=clip, seed=seed, hidden=tuple(hidden), terminal_value=terminal_value,
              critic_iters=critic_iters, lr_schedule=lr_schedule, target_tau=target_tau or None, goal=bool(goal),
-             noise_std=noise_std or None, betas=tuple(betas), layer_norm=bool(layer_norm))
+             noise_std=noise_std or None, betas=tuple(betas), layer_norm=bool(layer_norm), keep_best=keep_best)
     return _train(a, log_csv, checkpoint, checkpoint_every, progress, callback, config, overrides, overwrite, resume,
                   randomize, perturb)
 
@@ -792,18 +826,19 @@ def train_bptt(env: str, num_envs: int = 16, horizon: int = 8, iterations: int =
 def train_shac(env: str, num_envs: int = 16, horizon: int = 8, iterations: int = 100, gamma: float = 0.99,
                lam: float = 0.95, lr: float = 1e-3, critic_lr: float = 1e-3, clip: float = 1.0, seed: int = 0,
                hidden=(64, 64), critic_iters: int = 8, lr_schedule: str = "constant", target_tau: float | None = None,
-               noise_std: float | None = None, betas=(0.9, 0.999), layer_norm: bool = False, log_csv: str | None = None, checkpoint: str | None = None, checkpoint_every: int = 0,
+               noise_std: float | None = None, betas=(0.9, 0.999), layer_norm: bool = False, keep_best: int = 0,
+               log_csv: str | None = None, checkpoint: str | None = None, checkpoint_every: int = 0,
                resume: str | None = None, progress: bool = False, callback=None, config=None, overwrite: bool = False,
                randomize=None, perturb=None, goal: bool = False, **overrides):
     """Short-horizon actor-critic (SHAC, Xu et al. 2022): the actor as in
     train_bptt with the critic's value at the horizon's end; the critic
     regressed on TD(lambda) targets of each window. lr_schedule, target_tau,
-    noise_std, betas, layer_norm, resume, the files, randomize, perturb and
-    goal: as train_bptt."""
+    noise_std, betas, layer_norm, keep_best, resume, the files, randomize,
+    perturb and goal: as train_bptt."""
     a = dict(method="shac", env=env, num_envs=num_envs, horizon=horizon, iterations=iterations, gamma=gamma, lam=lam,
              lr=lr, critic_lr=critic_lr, clip=clip, seed=seed, hidden=tuple(hidden), terminal_value=True,
              critic_iters=critic_iters, lr_schedule=lr_schedule, target_tau=target_tau or None, goal=bool(goal),
-             noise_std=noise_std or None, betas=tuple(betas), layer_norm=bool(layer_norm))
+             noise_std=noise_std or None, betas=tuple(betas), layer_norm=bool(layer_norm), keep_best=keep_best)
     return _train(a, log_csv, checkpoint, checkpoint_every, progress, callback, config, overrides, overwrite, resume,
                   randomize, perturb)
 

@@ -175,6 +175,9 @@ def main():
     ap.add_argument("--layer-norm", action=argparse.BooleanOptionalAction, default=True,
                     help="LayerNorm before each hidden activation (default on here, off in the library)")
     ap.add_argument("--hidden", type=int, nargs="+", default=[128, 128], help="hidden layer sizes")
+    ap.add_argument("--keep-best", type=int, default=40,
+                    help="keep the policy after the K training episodes of highest mean return (dsim.learn "
+                    "keep_best; default 40, PPO's measure; 0: off) and evaluate it at the end into OUT_best.csv")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default="learn_walker")
     ap.add_argument("--set", action="append", default=[], help="config key=value (e.g. physics.substeps=960)")
@@ -191,7 +194,7 @@ def main():
     if a.summary:
         summarize(a.summary, a.summary_target, a.envs, EPISODE_STEPS[a.env])
         return
-    outs = [a.plot[0]] if a.plot else [f"{a.out}.csv", f"{a.out}_eval.csv"]
+    outs = [a.plot[0]] if a.plot else [f"{a.out}.csv", f"{a.out}_eval.csv", f"{a.out}_best.csv"]
     for path in outs:  # before any work: an earlier run's files are never replaced unasked
         if os.path.exists(path) and not a.overwrite:
             sys.exit(f"learn_walker.py: {path} exists; refusing to replace it (--overwrite replaces it)")
@@ -208,22 +211,36 @@ def main():
     with open(f"{a.out}_eval.csv", "w", newline="") as f:
         csv.writer(f).writerow(["updates", "env_steps", "seconds", "displacement", "failed_envs"])
 
+    def evaluation(policy):
+        r = dl.evaluate(policy, a.env, num_envs=4, seed=1000, on_error="end", details=True, **over)
+        for msg in r["errors"]:
+            print(f"  evaluation episode ended early: {msg}", flush=True)
+        return r
+
     def report(it, policy, env_steps):
         if (it + 1) % a.eval_every == 0 or it + 1 == a.iterations:
-            r = dl.evaluate(policy, a.env, num_envs=4, seed=1000, on_error="end", details=True, **over)
+            r = evaluation(policy)
             ev = r["mean"]
             print(f"\n{a.method}: {it + 1} updates, {env_steps} env steps, {time.time() - t0:.0f} s: "
                   f"evaluation displacement {ev:.3f} m", flush=True)
-            for msg in r["errors"]:
-                print(f"  evaluation episode ended early: {msg}", flush=True)
             with open(f"{a.out}_eval.csv", "a", newline="") as f:
                 csv.writer(f).writerow([it + 1, env_steps, f"{time.time() - t0:.1f}", f"{ev:.6g}",
                                         len(r["errors"])])
 
-    train(a.env, num_envs=a.envs, horizon=a.horizon, iterations=a.iterations, lr=a.lr, seed=a.seed,
-          hidden=tuple(a.hidden), lr_schedule=a.lr_schedule, target_tau=a.target_tau or None,
-          noise_std=a.noise_std or None, betas=tuple(a.betas), layer_norm=a.layer_norm, log_csv=f"{a.out}.csv",
-          progress=True, callback=report, overwrite=a.overwrite, **over)
+    out = train(a.env, num_envs=a.envs, horizon=a.horizon, iterations=a.iterations, lr=a.lr, seed=a.seed,
+                hidden=tuple(a.hidden), lr_schedule=a.lr_schedule, target_tau=a.target_tau or None,
+                noise_std=a.noise_std or None, betas=tuple(a.betas), layer_norm=a.layer_norm,
+                log_csv=f"{a.out}.csv", progress=True, callback=report, overwrite=a.overwrite,
+                keep_best=a.keep_best, **over)
+    if out["best_policy"] is not None:
+        b, r = out["best"], evaluation(out["best_policy"])
+        print(f"kept policy (update {b['iteration'] + 1}, {b['env_steps']} env steps, mean return of its "
+              f"{b['episodes']} training episodes {b['return']:.3f}): evaluation displacement {r['mean']:.3f} m")
+        with open(f"{a.out}_best.csv", "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["updates", "env_steps", "training_return", "displacement", "failed_envs"])
+            w.writerow([b["iteration"] + 1, b["env_steps"], f"{b['return']:.6g}", f"{r['mean']:.6g}",
+                        len(r["errors"])])
 
 
 if __name__ == "__main__":

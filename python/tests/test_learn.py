@@ -2,6 +2,8 @@
 closed-loop step function against the open-loop window and a finite
 difference through a policy, and the first updates of the BPTT and SHAC
 trainers on a small walker-springs task."""
+import copy
+
 import numpy as np
 import pytest
 
@@ -76,34 +78,46 @@ def test_steps_equal_window():
 
 def test_closed_loop_policy_gradient():
     """d(return)/d(a policy weight) through obs -> policy -> actions -> physics
-    over 3 steps against a central difference."""
+    over 4 steps after 2 zero steps (on the ground: in the air the springs
+    cannot move the centre of mass, and the gradient is 0) against central
+    differences."""
     ro = _rollout()
     torch.manual_seed(0)
     pol = dl.MLPPolicy(ro.obs_size, ro.action_size, hidden=(8,), action_scale=0.3)
     with torch.no_grad():
         pol.net[-1].weight.mul_(10)
+    zero = torch.zeros(ro.num_envs, ro.action_size, dtype=torch.float64)
 
     def ret():
         obs, st = ro.reset(5)
+        for _ in range(2):
+            obs, _, st = ro.step(zero, st)
         total = 0
-        for _ in range(3):
+        for _ in range(4):
             obs, r, st = ro.step(pol(obs), st)
             total = total + r.sum()
         return total
 
-    p = pol.net[0].weight
-    loss = ret()
-    loss.backward()
-    an = p.grad[0, :3].clone()
+    _check_first_row_gradient(ret, pol.net[0].weight, [0, 1, 3, 4])  # 2 and 5: constant inputs
+
+
+def _check_first_row_gradient(ret, p, cols, h=1e-6):
+    """d ret() / d p[0, j] for j in cols by autograd against central
+    differences (rtol 1e-4 and 1e-4 of the largest); the analytic ones
+    finite and not all zero."""
+    p.grad = None
+    ret().backward()
+    an = p.grad[0, cols].clone()
+    assert torch.all(torch.isfinite(an)) and torch.any(an != 0)
     fd = []
-    for j in range(3):
+    for j in cols:
         with torch.no_grad():
-            p[0, j] += 1e-6
+            p[0, j] += h
             jp = float(ret())
-            p[0, j] -= 2e-6
+            p[0, j] -= 2 * h
             jm = float(ret())
-            p[0, j] += 1e-6
-        fd.append((jp - jm) / 2e-6)
+            p[0, j] += h
+        fd.append((jp - jm) / (2 * h))
     np.testing.assert_allclose(an, fd, rtol=1e-4, atol=1e-9 + 1e-4 * max(abs(v) for v in fd))
 
 
@@ -196,6 +210,32 @@ def test_evaluate_ends_a_failed_episode():
 
 
 # ---- the trainers' options: learning-rate schedule, target critic, resuming ------------------
+def test_keep_best(tmp_path):
+    """keep_best=K: the policy kept is the one after the update that ended
+    the K episodes of highest mean return (rounded up to whole batches),
+    bit for bit; None before K episodes; a checkpoint carries it; bad
+    values refused naming the key."""
+    kw = dict(num_envs=2, horizon=3, lr=3e-3, seed=0, hidden=(8,), noise_std=0.2, **SMALL)
+    seen = {}
+    out = dl.train_shac("walker-springs", iterations=12, keep_best=3,  # 2 batches of 2 episodes
+                        callback=lambda it, pol, steps: seen.__setitem__(it, copy.deepcopy(pol.state_dict())),
+                        checkpoint=str(tmp_path / "ck.pt"), **kw)
+    eps = [(h["iteration"], h["episode_return"]) for h in out["history"] if h["episode_return"] is not None]
+    assert len(eps) == 6  # 6 steps an episode, 3 a window
+    means = [((eps[i][1] + eps[i - 1][1]) / 2, eps[i][0]) for i in range(1, len(eps))]
+    best_ret, best_it = max(means, key=lambda m: m[0])  # the first of equal maxima
+    assert out["best"]["return"] == pytest.approx(best_ret, abs=0, rel=1e-15) and out["best"]["iteration"] == best_it
+    assert out["best"]["episodes"] == 4 and out["best"]["env_steps"] == (best_it + 1) * 6
+    for key, v in out["best_policy"].state_dict().items():
+        assert torch.equal(v, seen[best_it][key]), key
+    again = dl.train_shac("walker-springs", iterations=12, keep_best=3, resume=str(tmp_path / "ck.pt"), **kw)
+    assert again["best"] == out["best"] and not again["history"]
+    assert dl.train_shac("walker-springs", iterations=2, keep_best=13, **kw)["best_policy"] is None
+    for bad in (-1, 2.5, True):
+        with pytest.raises(dl.DsimError, match="keep_best: .*expected a whole number of episodes"):
+            dl.train_bptt("walker-springs", num_envs=1, iterations=1, keep_best=bad, **SMALL)
+
+
 def test_lr_schedule_reaches_zero():
     """linear: 1 at the first update, 1/iterations at the last, 0 at the end;
     the trainer logs each update's rate; a wrong name is refused."""
@@ -658,21 +698,7 @@ def test_runner_closed_loop_step_gradient():
             total = total + r.sum()
         return total
 
-    p = pol.net[0].weight
-    ret().backward()
-    cols = [0, 3, 9, 14]
-    an = p.grad[0, cols].clone()
-    assert torch.all(torch.isfinite(an)) and torch.any(an != 0)
-    fd = []
-    for j in cols:
-        with torch.no_grad():
-            p[0, j] += 1e-6
-            jp = float(ret())
-            p[0, j] -= 2e-6
-            jm = float(ret())
-            p[0, j] += 1e-6
-        fd.append((jp - jm) / 2e-6)
-    np.testing.assert_allclose(an, fd, rtol=1e-4, atol=1e-9 + 1e-4 * max(abs(v) for v in fd))
+    _check_first_row_gradient(ret, pol.net[0].weight, [0, 3, 9, 14])
 
 
 def test_runner_shac_runs():
