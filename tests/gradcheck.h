@@ -9,6 +9,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* out = (J(x + h) - J(x - h)) / 2h, J an expression that runs the whole
+ * objective reading *x (a real of any type); *x is restored exactly. */
+#define CENTRAL_DIFF(out, x, h, J)         \
+  do {                                     \
+    const double cd_x0_ = (double)*(x);    \
+    *(x) = cd_x0_ + (h);                   \
+    const double cd_jp_ = (J);             \
+    *(x) = cd_x0_ - (h);                   \
+    const double cd_jm_ = (J);             \
+    *(x) = cd_x0_;                         \
+    (out) = (cd_jp_ - cd_jm_) / (2 * (h)); \
+  } while (0)
+
 /* A gradient passes when every component satisfies
  * |a - f| <= rtol |f| + atol * max_j |f_j| (and f is not all zero). */
 static inline int grad_ok(const double* a, const double* f, int n, double rtol, double atol, double* worst) {

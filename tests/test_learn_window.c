@@ -95,13 +95,9 @@ static double objective(Prob* p) {
 }
 
 static double fd(Prob* p, dsReal* x, double h) {
-  const dsReal x0 = *x;
-  *x = x0 + h;
-  const double jp = objective(p);
-  *x = x0 - h;
-  const double jm = objective(p);
-  *x = x0;
-  return (jp - jm) / (2 * h);
+  double d;
+  CENTRAL_DIFF(d, x, h, objective(p));
+  return d;
 }
 
 /* Analytic gradients of J (the batch's backward window), then central
