@@ -3,14 +3,20 @@ controller saw in training.
 
     python python/examples/closed_vs_open.py [--seeds 0 1 2] [--substeps 4800]
         [--closed-iterations 800] [--val-every 20] [--open-iterations N]
-        [--randomize [--val-randomized]] [--out closed_vs_open.csv]
+        [--randomize [--val-randomized]] [--noise-std 0.35] [--betas 0.7 0.95]
+        [--no-layer-norm] [--lr-schedule linear] [--out closed_vs_open.csv]
     python python/examples/closed_vs_open.py --table A.csv B.csv ...
 
 Task: forward progress of the walker's centre of mass (m) in an episode of
 --substeps substeps (32 per control step: 150 steps at 4800). Per seed S:
   closed loop an MLP policy of the full state (dsim.learn.train_shac on the
               dense reward, whose episode sum is the progress), trained for
-              --closed-iterations updates of 8 envs x 16-step windows;
+              --closed-iterations updates of 8 envs x 16-step windows,
+              with learn_walker.py's settings (exploration noise 0.35,
+              Adam betas 0.7 0.95, LayerNorm, linear decay; docs/learning.md
+              quotes tables of the earlier deterministic settings too:
+              --noise-std 0 --betas 0.9 0.999 --no-layer-norm
+              --lr-schedule constant);
   open loop   the built-in sinusoid controller of `dsim run` (dsim.Run,
               method state: the centre-of-mass loss to a goal --goal m ahead,
               far enough that the optimiser pushes for progress), one
@@ -229,7 +235,8 @@ def train_closed(seed, a, base):
 
     hooks = domain_randomisation(a) if a.randomize else {}
     out = dl.train_shac("walker", num_envs=a.envs, horizon=a.horizon, iterations=a.closed_iterations,
-                        seed=seed, hidden=(128, 128), callback=validate, **hooks, **base)
+                        seed=seed, hidden=(128, 128), callback=validate, noise_std=a.noise_std or None,
+                        betas=tuple(a.betas), layer_norm=a.layer_norm, lr_schedule=a.lr_schedule, **hooks, **base)
     last = out["policy"]
     chosen = copy.deepcopy(last)
     chosen.load_state_dict(best["state"])
@@ -237,6 +244,12 @@ def train_closed(seed, a, base):
                 best_env_steps=best["env_steps"], last_val=curve[-1][2], curve=curve,
                 env_steps=out["history"][-1]["env_steps"], episode_steps=out["rollout"].num_steps,
                 val_steps=len(curve) * EVAL_ENVS * out["rollout"].num_steps, cpu=time.process_time() - c0)
+
+
+def shac_settings(a) -> str:
+    """The closed loop's trainer settings, as a CSV cell."""
+    return (f"noise {a.noise_std:g} betas {a.betas[0]:g} {a.betas[1]:g} "
+            f"{'layer-norm' if a.layer_norm else 'no-layer-norm'} lr {a.lr_schedule}")
 
 
 def run_seed(seed, a, base):
@@ -258,7 +271,7 @@ def run_seed(seed, a, base):
                 open_cpu=f"{opn['cpu']:.1f}", closed_updates=a.closed_iterations, closed_kept=closed["best_update"],
                 closed_env_steps=closed["env_steps"], closed_val_steps=closed["val_steps"],
                 closed_cpu=f"{closed['cpu']:.1f}", randomized=int(a.randomize),
-                val_randomized=int(a.val_randomized))
+                val_randomized=int(a.val_randomized), shac=shac_settings(a))
     for name, extra in CONDITIONS:
         over = dict(base, **extra)
         push = a.push if name == "push" else 0.0
@@ -324,6 +337,13 @@ def main():
     ap.add_argument("--val-randomized", action="store_true",
                     help="validate the closed loop on episodes of the --randomize distribution (fixed draws) "
                     "instead of the nominal one")
+    ap.add_argument("--noise-std", type=float, default=0.35,
+                    help="the closed loop's exploration noise (dsim.learn noise_std; 0: deterministic)")
+    ap.add_argument("--betas", type=float, nargs=2, default=(0.7, 0.95), help="Adam's beta1 beta2 of the closed loop")
+    ap.add_argument("--layer-norm", action=argparse.BooleanOptionalAction, default=True,
+                    help="LayerNorm in the closed loop's networks")
+    ap.add_argument("--lr-schedule", choices=list(dl.LR_SCHEDULES), default="linear",
+                    help="the closed loop's learning-rate schedule")
     ap.add_argument("--out", default="closed_vs_open.csv")
     ap.add_argument("--overwrite", action="store_true", help="replace --out if it exists")
     ap.add_argument("--table", nargs="+", metavar="CSV", help="only print the table of these CSVs")

@@ -22,6 +22,9 @@ is counted in failed_envs and its message printed.
 (dense reward: each step's decrease of the gear's distance to a goal at
 x = 3 m; the observation the env's centre of mass and velocity); the
 "displacement" column is then the episode's return, metres closer.
+--env runner: the articulated runner's forward progress (dense reward, its
+Δx over 100 steps, 2 s) observing its joints (q, qd: 18 values), as
+ppo_walker.py --env runner --obs com.
 --plot PNG CSV...: one figure of the evaluations of several runs (seeds)
 with their median, beside SB3 PPO's figures of docs/rl.md. --summary
 CSV...: the table of docs/learning.md (first evaluation >= 1 m and >= 6.33 m,
@@ -43,8 +46,9 @@ import dsim.learn as dl  # noqa: E402
 
 # the task of each env: config overrides (dsim.learn keyword form)
 TASKS = {"walker": dict(state="full", reward="dense"),
-         "control-fem": dict(reward="dense", goal__x_min=3.0, goal__x_max=3.0)}
-EPISODE_STEPS = {"walker": 300, "control-fem": 180}  # steps of an episode (--summary of logs without episode_return)
+         "control-fem": dict(reward="dense", goal__x_min=3.0, goal__x_max=3.0),
+         "runner": dict(reward="dense")}  # the runner's default observation: its joints (q, qd)
+EPISODE_STEPS = {"walker": 300, "control-fem": 180, "runner": 100}  # (--summary of logs without episode_return)
 
 
 def median_curve(csvs):
@@ -155,7 +159,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--method", choices=["bptt", "shac"], default="shac")
     ap.add_argument("--env", choices=sorted(TASKS), default="walker",
-                    help="walker (the default) or control-fem (roll the gear towards a goal fixed at x = 3 m)")
+                    help="walker (the default), control-fem (roll the gear towards a goal fixed at x = 3 m) or runner")
     ap.add_argument("--envs", type=int, default=8)
     ap.add_argument("--horizon", type=int, default=16)
     ap.add_argument("--iterations", type=int, default=150)
