@@ -156,6 +156,15 @@ class Rollout:
         img = self._image_buffer()
         obs = self.batch.reset(seed, image=img)
         self.epoch += 1
+        # a class may rebuild its model at a reset (control-cloth draws its
+        # size D per episode): the state's size is the episode's, one for all
+        sizes = [_lib.env_state_size(self.batch.env(i)) for i in range(self.num_envs)]
+        if any(n != sizes[0] for n in sizes):
+            i = next(i for i, n in enumerate(sizes) if n != sizes[0])
+            raise DsimError(self.label, f"dsim.learn: env {i}'s state has {sizes[i]} values this episode, env 0's "
+                            f"{sizes[0]}: the envs' models differ (control-cloth draws its size per episode: set "
+                            "scene.size_min = scene.size_max)", _lib.DS_ERR_STATE)
+        self.state_size = sizes[0]
         if self.goal:
             self._goal = goal_of(self.batch, self.images, self.image_shape)
         return self.with_goal(self._obs_tensor(obs, img)), self.state()

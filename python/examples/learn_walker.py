@@ -24,7 +24,13 @@ x = 3 m; the observation the env's centre of mass and velocity); the
 "displacement" column is then the episode's return, metres closer.
 --env runner: the articulated runner's forward progress (dense reward, its
 Δx over 100 steps, 2 s) observing its joints (q, qd: 18 values), as
-ppo_walker.py --env runner --obs com.
+ppo_walker.py --env runner --obs com. --env control-cloth: throw the
+cloth (a 16 x 16 sheet; the action is its initial velocity, only step 0's
+counts) towards a goal fixed at x = 1.5 m (dense reward, the decrease of
+its distance each step, 24 steps; observation the centre of mass and its
+velocity), as ppo_walker.py --env control-cloth --obs com --set
+goal.x_min=1.5 --set goal.x_max=1.5 --set scene.size_min=16 --set
+scene.size_max=16.
 --plot PNG CSV...: one figure of the evaluations of several runs (seeds)
 with their median, beside SB3 PPO's figures of docs/rl.md. --summary
 CSV...: the table of docs/learning.md (first evaluation >= 1 m and >= 6.33 m,
@@ -47,8 +53,12 @@ import dsim.learn as dl  # noqa: E402
 # the task of each env: config overrides (dsim.learn keyword form)
 TASKS = {"walker": dict(state="full", reward="dense"),
          "control-fem": dict(reward="dense", goal__x_min=3.0, goal__x_max=3.0),
-         "runner": dict(reward="dense")}  # the runner's default observation: its joints (q, qd)
-EPISODE_STEPS = {"walker": 300, "control-fem": 180, "runner": 100}  # (--summary of logs without episode_return)
+         "runner": dict(reward="dense"),  # the runner's default observation: its joints (q, qd)
+         # its action is an initial velocity (only step 0's counts); a sheet of one size (D = 16) for all
+         "control-cloth": dict(reward="dense", goal__x_min=1.5, goal__x_max=1.5, scene__size_min=16,
+                               scene__size_max=16)}
+EPISODE_STEPS = {"walker": 300, "control-fem": 180, "runner": 100,
+                 "control-cloth": 24}  # (--summary of logs without episode_return)
 
 
 def median_curve(csvs):
@@ -159,7 +169,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--method", choices=["bptt", "shac"], default="shac")
     ap.add_argument("--env", choices=sorted(TASKS), default="walker",
-                    help="walker (the default), control-fem (roll the gear towards a goal fixed at x = 3 m) or runner")
+                    help="walker (the default), control-fem (roll the gear towards a goal fixed at x = 3 m), runner or "
+                    "control-cloth (towards x = 1.5 m)")
     ap.add_argument("--envs", type=int, default=8)
     ap.add_argument("--horizon", type=int, default=16)
     ap.add_argument("--iterations", type=int, default=150)

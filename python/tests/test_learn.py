@@ -209,6 +209,44 @@ def test_evaluate_ends_a_failed_episode():
         dl.evaluate(crusher(S), "control-fem", num_envs=3, on_error="skip", **SMALL)
 
 
+def test_cloth_state_size_follows_reset():
+    """control-cloth rebuilds its sheet at a reset (size D drawn per
+    episode): the rollout's state takes the episode's size, the 2-step
+    return's gradient with respect to the initial velocity action matches
+    central differences, and envs drawn with different sizes are refused
+    with a message that says what to set."""
+    cloth = dict(substeps=120, control_interval=60, render_interval=60, width=16, height=16, supersample=1,
+                 reward="dense")
+    one = dl.Rollout("control-cloth", 1, scene__size_min=4, scene__size_max=6, **cloth)
+    sizes = {one.reset(seed)[1].shape[1] for seed in range(6)}  # each episode's state as its D makes it
+    assert sizes <= {1 + 6 * 25, 1 + 6 * 36, 1 + 6 * 49} and len(sizes) > 1
+    ro = dl.Rollout("control-cloth", 2, scene__size_min=4, scene__size_max=4, **cloth)
+
+    def ret(a):
+        obs, st = ro.reset(0)
+        total = 0
+        for _ in range(2):
+            obs, r, st = ro.step(a, st)
+            total = total + r.sum()
+        return total, st
+
+    a = torch.tensor([[0.3, -0.2, 0.1], [-0.1, 0.4, 0.2]], dtype=torch.float64, requires_grad=True)
+    total, st = ret(a)
+    assert st.shape == (2, 1 + 6 * 25)
+    total.backward()
+    fd = torch.zeros_like(a)
+    for i in range(2):
+        for j in range(3):
+            e = torch.zeros_like(a)
+            e[i, j] = 1e-6
+            with torch.no_grad():
+                fd[i, j] = (ret(a + e)[0] - ret(a - e)[0]) / 2e-6
+    np.testing.assert_allclose(a.grad, fd, rtol=1e-5, atol=1e-6 * float(fd.abs().max()))
+    ro = dl.Rollout("control-cloth", 3, scene__size_min=4, scene__size_max=6, **cloth)
+    with pytest.raises(dl.DsimError, match="the envs' models differ .*set scene.size_min = scene.size_max"):
+        ro.reset(0)
+
+
 # ---- the trainers' options: learning-rate schedule, target critic, resuming ------------------
 def test_keep_best(tmp_path):
     """keep_best=K: the policy kept is the one after the update that ended
