@@ -128,11 +128,12 @@ def summarize(csvs, target=6.33, num_envs=8, episode_steps=300):
     the share of the evaluations after the first >= target that are >= target
     too; from the run's OUT.csv, PPO's measure: the mean return of its last 40
     training episodes and the env steps at which that mean of 40 consecutive
-    episodes first reaches target; then the medians."""
+    episodes first reaches target; "kept": the evaluation of the policy
+    --keep-best kept (OUT_best.csv; "-" without one); then the medians."""
     import numpy as np
     print(f"| run | first >= 1 m at | first >= {target} m at | best | final | last 10 (mean) | holds "
-          f"| training, last 40 | first training-40 >= {target} at |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          f"| training, last 40 | first training-40 >= {target} at | kept |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     cols = []
     k = max(1, round(40 / num_envs))  # episodes rows (each the mean of num_envs) in 40 episodes
     for path in csvs:
@@ -147,13 +148,24 @@ def summarize(csvs, target=6.33, num_envs=8, episode_steps=300):
         c = [rows[i1][0] if i1 is not None else np.inf, rows[it][0] if it is not None else np.inf,
              max(d for _, d in rows), rows[-1][1], float(np.mean([d for _, d in rows[-10:]])), held,
              m40[-1] if m40 else np.nan,
-             next((eps[i + k - 1][0] for i, v in enumerate(m40) if v >= target), np.inf)]
+             next((eps[i + k - 1][0] for i, v in enumerate(m40) if v >= target), np.inf), kept_evaluation(path)]
         cols.append(c)
         print("| " + " | ".join([os.path.basename(path).replace("_eval.csv", ""), *cells(c)]) + " |")
     c = np.array(cols)
     m = [*np.median(c[:, :5], axis=0), np.nanmedian(c[:, 5]) if np.isfinite(c[:, 5]).any() else np.nan,
-         np.nanmedian(c[:, 6]), np.median(c[:, 7])]
+         np.nanmedian(c[:, 6]), np.median(c[:, 7]),
+         np.nanmedian(c[:, 8]) if np.isfinite(c[:, 8]).any() else np.nan]
     print("| median | " + " | ".join(cells(m)) + " |")
+
+
+def kept_evaluation(eval_csv):
+    """The evaluation of the policy keep_best kept (OUT_best.csv beside
+    OUT_eval.csv), or nan."""
+    path = eval_csv.replace("_eval.csv", "_best.csv")
+    if not os.path.exists(path):
+        return float("nan")
+    with open(path) as f:
+        return float(next(csv.DictReader(f))["displacement"])
 
 
 def cells(c):
@@ -161,7 +173,8 @@ def cells(c):
     steps = ["never" if v == float("inf") else f"{v:,.0f}" for v in c[:2]]
     out = [*steps, f"{c[2]:.2f}", f"{c[3]:.2f}", f"{c[4]:.2f}", "-" if c[5] != c[5] else f"{100 * c[5]:.0f}%"]
     if len(c) > 6:  # the training episodes' columns
-        out += ["-" if c[6] != c[6] else f"{c[6]:.2f}", "never" if c[7] == float("inf") else f"{c[7]:,.0f}"]
+        out += ["-" if c[6] != c[6] else f"{c[6]:.2f}", "never" if c[7] == float("inf") else f"{c[7]:,.0f}",
+                "-" if c[8] != c[8] else f"{c[8]:.2f}"]
     return out
 
 
