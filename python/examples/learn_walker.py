@@ -31,7 +31,7 @@ its distance each step, 24 steps; observation the centre of mass and its
 velocity), as ppo_walker.py --env control-cloth --obs com --set
 goal.x_min=1.5 --set goal.x_max=1.5 --set scene.size_min=16 --set
 scene.size_max=16.
---plot PNG CSV...: one figure of the evaluations of several runs (seeds)
+--plot PNG CSV... [--ppo CSV...]: one figure of the evaluations of several runs (seeds)
 with their median, beside SB3 PPO's figures of docs/rl.md. --summary
 CSV...: the table of docs/learning.md (first evaluation >= 1 m and >= 6.33 m,
 best, final, mean of the last 10, and the share of the evaluations after the
@@ -75,10 +75,30 @@ def median_curve(csvs):
     return grid, np.median([np.interp(grid, cx, cy) for cx, cy in curves], axis=0), curves
 
 
-def plot_runs(png, csvs, baseline=None, baseline_label="baseline", title="SHAC (dsim.learn)"):
-    """Each run's evaluation displacement against env steps and their median,
-    with PPO's figures from docs/rl.md (5 seeds, 150,000 env steps) marked;
-    baseline: other runs (OUT_eval.csv) whose median is drawn dashed."""
+def ppo_curves(csvs, k=40):
+    """Each PPO run's (env steps, mean return of its last k episodes) from
+    ppo_walker.py's OUT.csv (its return column: the env's rewards before
+    VecNormalize), and their median on the shortest run's steps."""
+    import numpy as np
+    curves = []
+    for path in csvs:
+        with open(path) as f:
+            rows = list(csv.DictReader(f))
+        x = np.array([float(r["env_steps"]) for r in rows])
+        m = np.array([float(r["return"]) for r in rows])
+        k1 = min(k, len(m))
+        curves.append((x[k1 - 1:], np.convolve(m, np.ones(k1) / k1, mode="valid")))
+    grid = min((c[0] for c in curves), key=len)
+    return grid, np.median([np.interp(grid, cx, cy) for cx, cy in curves], axis=0), curves
+
+
+def plot_runs(png, csvs, baseline=None, baseline_label="baseline", title="SHAC (dsim.learn)", env="walker",
+              ppo=None):
+    """Each run's evaluation return against env steps and their median;
+    baseline: other runs (OUT_eval.csv) whose median is drawn dashed; ppo:
+    ppo_walker.py runs (OUT.csv) drawn as the mean of 40 episodes, each and
+    their median, on a logarithmic axis of env steps. Without ppo on the
+    walker, PPO's figures of docs/rl.md and docs/learning.md are marked."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -91,13 +111,20 @@ def plot_runs(png, csvs, baseline=None, baseline_label="baseline", title="SHAC (
     if baseline:
         bx, by, _ = median_curve(baseline)
         ax.plot(bx, by, "--", color="gray", lw=1.6, label=f"median, {baseline_label}")
-    ax.axhline(21.67, color="tab:purple", ls="--", lw=1, label="PPO at 1 M steps (median of 3, 40 episodes)")
-    ax.axhline(6.33, color="tab:red", ls="--", lw=1, label="PPO at 151,552 steps (median, 40 episodes)")
-    ax.axvline(88800, color="tab:red", ls=":", lw=1, label="PPO's 40-episode mean first >= 1 m (median)")
+    if ppo:
+        px, py, pcs = ppo_curves(ppo)
+        for i, (x, y) in enumerate(pcs):
+            ax.plot(x, y, ":", color="tab:red", lw=0.8, alpha=0.6, label="PPO runs (40 episodes)" if i == 0 else None)
+        ax.plot(px, py, "--", color="tab:red", lw=2, label=f"PPO, median of {len(pcs)}")
+        ax.set_xscale("log")
+    elif env == "walker":
+        ax.axhline(21.67, color="tab:purple", ls="--", lw=1, label="PPO at 1 M steps (median of 3, 40 episodes)")
+        ax.axhline(6.33, color="tab:red", ls="--", lw=1, label="PPO at 151,552 steps (median, 40 episodes)")
+        ax.axvline(88800, color="tab:red", ls=":", lw=1, label="PPO's 40-episode mean first >= 1 m (median)")
     ax.axhline(0.0, color="gray", ls="-", lw=0.5)
     ax.set_xlabel("env steps trained (all 8 envs)")
-    ax.set_ylabel("evaluation Δx, m (4 episodes)")
-    ax.set_title(f"{title} on the walker")
+    ax.set_ylabel("return, m (SHAC: evaluations)")
+    ax.set_title(f"{title} on the {env}")
     ax.legend(fontsize=6.5, ncol=2)
     fig.tight_layout()
     fig.savefig(png)
@@ -211,6 +238,7 @@ def main():
     ap.add_argument("--set", action="append", default=[], help="config key=value (e.g. physics.substeps=960)")
     ap.add_argument("--plot", nargs="+", metavar=("PNG", "CSV"), help="only plot the runs' OUT_eval.csv into PNG")
     ap.add_argument("--baseline", nargs="+", metavar="CSV", help="with --plot: runs whose median is drawn dashed")
+    ap.add_argument("--ppo", nargs="+", metavar="CSV", help="with --plot: ppo_walker.py runs (OUT.csv) beside them")
     ap.add_argument("--baseline-label", default="baseline", help="with --baseline: its legend entry")
     ap.add_argument("--title", default="SHAC (dsim.learn)", help="with --plot: the figure's title (+ on the walker)")
     ap.add_argument("--summary", nargs="+", metavar="CSV", help="only print the table of the runs' OUT_eval.csv")
@@ -227,7 +255,7 @@ def main():
         if os.path.exists(path) and not a.overwrite:
             sys.exit(f"learn_walker.py: {path} exists; refusing to replace it (--overwrite replaces it)")
     if a.plot:
-        plot_runs(a.plot[0], a.plot[1:], a.baseline, a.baseline_label, a.title)
+        plot_runs(a.plot[0], a.plot[1:], a.baseline, a.baseline_label, a.title, a.env, a.ppo)
         return
     torch.set_num_threads(1)
     over = dict(TASKS[a.env])
