@@ -109,6 +109,10 @@ def train_open(seed, substeps, goal, iterations, width):
     # dsim.Run.step keeps the iteration's report to itself; its actions come
     # from ds_run_step's dsTrainerIter directly
     with dsim.Run("walker", ov, log=False) as run:
+        if not run.config_path:  # the class's defaults are not the bundled controller settings
+            raise dsim.DsimError("walker", "the bundled configs/walker.json was not found (the library finds it "
+                                 "beside itself or in DSIM_CONFIG_DIR); the open loop runs its controller settings",
+                                 dsim._lib.DS_ERR_NOTFOUND)
         it = _TrainerIter()
         while not run.done:
             rc = dsim._lib.run_step_c(run._p, ctypes.byref(it))
