@@ -159,8 +159,8 @@ class Rollout:
         # a class may rebuild its model at a reset (control-cloth draws its
         # size D per episode): the state's size is the episode's, one for all
         sizes = [_lib.env_state_size(self.batch.env(i)) for i in range(self.num_envs)]
-        if any(n != sizes[0] for n in sizes):
-            i = next(i for i, n in enumerate(sizes) if n != sizes[0])
+        i = next((i for i, n in enumerate(sizes) if n != sizes[0]), None)
+        if i is not None:
             raise DsimError(self.label, f"dsim.learn: env {i}'s state has {sizes[i]} values this episode, env 0's "
                             f"{sizes[0]}: the envs' models differ (control-cloth draws its size per episode: set "
                             "scene.size_min = scene.size_max)", _lib.DS_ERR_STATE)
@@ -629,7 +629,8 @@ def _save(path, s: dict, a: dict):
         return
     sd = lambda m: m.state_dict() if m is not None else None  # noqa: E731
     torch.save({"iteration": s["it"], "env_steps": s["env_steps"], "episode": s["episode"],
-                "best": s["best"], "recent": s["recent"], "policy": sd(s["policy"]), "critic": sd(s["critic"]), "target_critic": sd(s["target"]),
+                "best": s["best"], "recent": s["recent"],
+                "policy": sd(s["policy"]), "critic": sd(s["critic"]), "target_critic": sd(s["target"]),
                 "optimizers": [o.state_dict() for o in (s["opt"], s["copt"]) if o is not None],
                 "args": {k: (list(v) if isinstance(v, tuple) else v) for k, v in a.items()}}, path)
 
