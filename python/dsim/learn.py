@@ -58,7 +58,7 @@ from . import _lib
 from ._lib import DsimError, ptr, real_dtype
 from .lockstep import Lockstep
 
-__all__ = ["Rollout", "MLPPolicy", "CNNPolicy", "Critic", "RunningNorm", "train_bptt", "train_shac", "evaluate",
+__all__ = ["Rollout", "MLPPolicy", "CNNPolicy", "Critic", "CNNCritic", "CRITIC_OBS", "RunningNorm", "train_bptt", "train_shac", "evaluate",
            "lr_factor", "LR_SCHEDULES", "episode_rng", "goal_of"]
 
 _TDTYPE = torch.float64 if real_dtype == np.float64 else torch.float32
@@ -138,6 +138,9 @@ class Rollout:
         self.goal = bool(goal)
         self._env_obs_size = b.obs_size  # what the library's observation adjoint takes
         self._goal = None                # the episode's goal per env (N x 4 x h x w, or N x 3)
+        self._goal_pos = None            # images and goal: its centre too (N x 3)
+        # the state observation's size (observe(); with images, what a critic on the state sees)
+        self.state_obs_size = self._env_obs_size + (3 if self.goal else 0) if self._env_obs_size else 0
         if self.goal:
             self.obs_size += self.obs_size if self.images else 3
         c, h, w = self.image_shape
@@ -167,6 +170,8 @@ class Rollout:
         self.state_size = sizes[0]
         if self.goal:
             self._goal = goal_of(self.batch, self.images, self.image_shape)
+            if self.images:  # the goal's centre too: the state observation's (observe) goal
+                self._goal_pos = goal_of(self.batch, False)
         return self.with_goal(self._obs_tensor(obs, img)), self.state()
 
     def with_goal(self, obs: torch.Tensor) -> torch.Tensor:
@@ -220,21 +225,30 @@ class Rollout:
         return state
 
     def observe(self, state: torch.Tensor) -> torch.Tensor:
-        """The observation of state (N x obs_size), differentiable: full:
-        positions then velocities; com: the mass-weighted means of both;
-        joints: an articulation's q then qd (the state's last obs_size
-        entries)."""
+        """The state observation of state (N x state_obs_size), differentiable:
+        full: positions then velocities; com: the mass-weighted means of both;
+        joints: an articulation's q then qd (the state's last entries); with
+        goal=True the goal's centre appended. Without images it is the
+        observation the policy sees; with images=True it is what a critic on
+        the state sees (critic_obs="state"), not the frame."""
+        if not self.state_obs_size:
+            raise DsimError(self.label, f"dsim.learn: {self.name} has no state observation (observation.state "
+                            f"{self.obs_kind!r}); its frames are its observation", _lib.DS_ERR_INVALID)
         n3 = 3 * _lib.env_num_particles(self.batch.env(0))
         x, v = state[:, 1:1 + n3], state[:, 1 + n3:1 + 2 * n3]
         if self.obs_kind == "joints":
-            return self.with_goal(state[:, state.shape[1] - self._env_obs_size:])
-        if self.obs_kind == "full":
-            return self.with_goal(torch.cat([x, v], dim=1))
-        m = torch.from_numpy(np.stack([self.batch.param(i, "particle.mass") for i in range(self.num_envs)]))
-        w = (m / m.sum(dim=1, keepdim=True)).to(state.dtype)
-        com = (x.reshape(len(x), -1, 3) * w[:, :, None]).sum(1)
-        vel = (v.reshape(len(v), -1, 3) * w[:, :, None]).sum(1)
-        return self.with_goal(torch.cat([com, vel], dim=1))
+            o = state[:, state.shape[1] - self._env_obs_size:]
+        elif self.obs_kind == "full":
+            o = torch.cat([x, v], dim=1)
+        else:
+            m = torch.from_numpy(np.stack([self.batch.param(i, "particle.mass") for i in range(self.num_envs)]))
+            w = (m / m.sum(dim=1, keepdim=True)).to(state.dtype)
+            com = (x.reshape(len(x), -1, 3) * w[:, :, None]).sum(1)
+            vel = (v.reshape(len(v), -1, 3) * w[:, :, None]).sum(1)
+            o = torch.cat([com, vel], dim=1)
+        if self.images:
+            return torch.cat([o, self._goal_pos.to(o.dtype)], dim=1) if self.goal else o
+        return self.with_goal(o)
 
     def step(self, actions: torch.Tensor, state: torch.Tensor):
         """One step of every env from state (the current one: what reset,
@@ -413,6 +427,18 @@ class MLPPolicy(_Policy):
         return self.net(self.norm(obs))
 
 
+def _cnn(c: int, h: int, w: int, channels) -> tuple[torch.nn.Module, int]:
+    """Stride-2 4 x 4 convolutions (ELU) flattened: (the module, its feature count)."""
+    layers, cin = [], c
+    for cout in channels:
+        layers += [torch.nn.Conv2d(cin, cout, 4, stride=2, padding=1), torch.nn.ELU()]
+        cin = cout
+    cnn = torch.nn.Sequential(*layers, torch.nn.Flatten()).to(_TDTYPE)
+    with torch.no_grad():
+        nfeat = cnn(torch.zeros(1, c, h, w, dtype=_TDTYPE)).shape[1]
+    return cnn, nfeat
+
+
 class CNNPolicy(_Policy):
     """Deterministic policy from pixels: a = scale tanh(MLP(CNN(image))) with
     the image N x 4 x h x w (RGBA in [0, 1], as Rollout(images=True) gives
@@ -423,14 +449,7 @@ class CNNPolicy(_Policy):
     def __init__(self, image_shape, action_size: int, hidden=(64,), action_scale: float = 1.0, channels=(16, 32, 32),
                  noise_std: float | None = None, layer_norm: bool = False):
         super().__init__()
-        c, h, w = image_shape
-        layers, cin = [], c
-        for cout in channels:
-            layers += [torch.nn.Conv2d(cin, cout, 4, stride=2, padding=1), torch.nn.ELU()]
-            cin = cout
-        self.cnn = torch.nn.Sequential(*layers, torch.nn.Flatten()).to(_TDTYPE)
-        with torch.no_grad():
-            nfeat = self.cnn(torch.zeros(1, c, h, w, dtype=_TDTYPE)).shape[1]
+        self.cnn, nfeat = _cnn(*image_shape, channels)
         self.features = nfeat
         self.norm = _FeatureNorm(self.cnn, nfeat)
         self.head = _mlp([nfeat, *hidden, action_size], layer_norm=layer_norm)
@@ -473,6 +492,33 @@ class Critic(torch.nn.Module):
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         return self.net(self.norm(obs)).squeeze(-1)
 
+
+class CNNCritic(torch.nn.Module):
+    """State value V(image) from frames with an encoder of its own (the
+    policy's convolutions, not shared: an actor step must not move the
+    features the critic reads), for envs whose only observation is their
+    frames (critic_obs="pixels"). Its features are not normalised; `norm`
+    does nothing (the trainers update a critic's norm from its inputs)."""
+
+    def __init__(self, image_shape, hidden=(64, 64), layer_norm: bool = False, channels=(16, 32, 32)):
+        super().__init__()
+        cnn, nfeat = _cnn(*image_shape, channels)
+        self.net = torch.nn.Sequential(cnn, *_mlp([nfeat, *hidden, 1], layer_norm=layer_norm))
+        self.norm = _NoNorm()
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.net(obs).squeeze(-1)
+
+
+class _NoNorm(torch.nn.Module):
+    def update(self, x):
+        pass
+
+    def forward(self, x):
+        return x
+
+
+CRITIC_OBS = ("auto", "state", "pixels")
 
 # ---- training ------------------------------------------------------------------------------
 LR_SCHEDULES = ("constant", "linear")
@@ -542,15 +588,20 @@ def _td_targets(vals: torch.Tensor, rew: torch.Tensor, gamma: float, lam: float)
 def _fit_critic(s: dict, obs_l, rew: torch.Tensor, ended: bool, a) -> float:
     """The critic regressed on the window's TD(lambda) targets (computed with
     the target critic when there is one), critic_iters Adam steps; then the
-    target's soft update. Returns the last step's loss."""
+    target's soft update. obs_l: the critic's inputs, H + 1 of them (the
+    window's observations, or their states' observations for critic_obs
+    "state"). Returns the last step's loss."""
     critic = s["critic"]
     vnet = s["target"] if s["target"] is not None else critic
+    xs = [o.detach() for o in obs_l]
+    if critic.norm is not s["policy"].norm:  # its own statistics (the policy's moved in the rollout)
+        critic.norm.update(torch.stack(xs[:-1], 1).flatten(0, 1))
     with torch.no_grad():
-        vals = torch.stack([vnet(o) for o in obs_l], 1)   # N x (H + 1)
+        vals = torch.stack([vnet(o) for o in xs], 1)     # N x (H + 1)
         if ended:
             vals[:, -1] = 0                              # nothing after the episode's last step
         y = _td_targets(vals, rew.detach(), a["gamma"], a["lam"]).reshape(-1)
-    x = torch.stack([o.detach() for o in obs_l[:-1]], 1).flatten(0, 1)  # (N H) x obs (x h x w)
+    x = torch.stack(xs[:-1], 1).flatten(0, 1)            # (N H) x obs (x h x w)
     closs = 0.0
     for _ in range(a["critic_iters"]):
         s["copt"].zero_grad()
@@ -578,27 +629,54 @@ def _check_options(env: str, a: dict, use_critic: bool):
     b = a["betas"]
     if len(b) != 2 or not all(isinstance(x, (int, float)) and 0 <= x < 1 for x in b):
         raise DsimError(env, f"dsim.learn betas: {b!r}; expected two numbers in [0, 1)")
+    if a["critic_obs"] not in CRITIC_OBS:
+        raise DsimError(env, f"dsim.learn critic_obs: {a['critic_obs']!r}; expected one of {', '.join(CRITIC_OBS)}")
     kb = a["keep_best"]
     if isinstance(kb, bool) or not isinstance(kb, int) or kb < 0:
         raise DsimError(env, f"dsim.learn keep_best: {kb!r}; expected a whole number of episodes >= 0 (0: off)")
 
 
+def _critic_kind(ro: Rollout, asked: str) -> str:
+    """What the critic reads: "obs" (state observations: the policy's own
+    input), "state" (an image policy: the state observation, Rollout.observe)
+    or "pixels" (the frames, through a CNNCritic); "auto": "obs" without
+    images, else "state" where the env has a state observation."""
+    if not ro.images:
+        if asked == "pixels":
+            raise DsimError(ro.label, "dsim.learn critic_obs: 'pixels' needs images=True (the policy sees the state)")
+        return "obs"
+    if asked == "auto":
+        return "state" if ro.state_obs_size else "pixels"
+    if asked == "state" and not ro.state_obs_size:
+        raise DsimError(ro.label, f"dsim.learn critic_obs: 'state', but {ro.name} has no state observation "
+                        f"(observation.state {ro.obs_kind!r}); use 'pixels' or 'auto'")
+    return asked
+
+
 def _build(ro: Rollout, a: dict, use_critic: bool) -> dict:
     """Policy, critic, its target copy (same normaliser, same weights) and the optimisers."""
     hidden, ln, noise = a["hidden"], a["layer_norm"], a["noise_std"]
-    if ro.images:  # pixels in: a CNN encoder, the critic on its (normalised) features
+    if ro.images:  # pixels in: a CNN encoder
         policy = CNNPolicy(ro.obs_shape, ro.action_size, hidden, ro.action_scale, noise_std=noise,
                            layer_norm=ln)  # 8 channels with the goal
     else:
         policy = MLPPolicy(ro.obs_size, ro.action_size, hidden, ro.action_scale, noise_std=noise, layer_norm=ln)
     policy.goal = ro.goal  # evaluate() gives it the goal too
-    csize = policy.features if ro.images else ro.obs_size
-    critic = Critic(csize, policy.norm, hidden, ln) if use_critic else None
-    target = None
-    if critic is not None and a["target_tau"]:
-        target = Critic(csize, policy.norm, hidden, ln)
-        target.net.load_state_dict(critic.net.state_dict())
-        target.net.requires_grad_(False)  # moved by _polyak only
+    critic = target = None
+    if use_critic:
+        kind = a["critic_obs"]
+
+        def make(norm):
+            if kind == "obs":      # state observations: the policy's input and normaliser
+                return Critic(ro.obs_size, policy.norm, hidden, ln)
+            if kind == "state":    # an image policy's critic on the state observation (asymmetric)
+                return Critic(ro.state_obs_size, norm, hidden, ln)
+            return CNNCritic(ro.obs_shape, hidden, ln)
+        critic = make(RunningNorm(ro.state_obs_size) if kind == "state" else None)
+        if a["target_tau"]:
+            target = make(critic.norm)  # the same statistics
+            target.net.load_state_dict(critic.net.state_dict())
+            target.net.requires_grad_(False)  # moved by _polyak only
     opt = torch.optim.Adam(policy.parameters(), lr=a["lr"], betas=a["betas"])  # the networks and logstd
     copt = torch.optim.Adam(critic.net.parameters(), lr=a["critic_lr"], betas=a["betas"]) if critic else None
     return dict(policy=policy, critic=critic, target=target, opt=opt, copt=copt, it=-1, env_steps=0, episode=0,
@@ -638,8 +716,9 @@ def _save(path, s: dict, a: dict):
 def _restore(path: str, s: dict, a: dict):
     """A checkpoint of the same method, env and networks into s (in place)."""
     ck = torch.load(path, weights_only=False)
-    before = dict(goal=False, noise_std=None, layer_norm=False)  # checkpoints written before these options
-    for key in ("method", "env", "num_envs", "target_tau", "goal", "noise_std", "layer_norm"):
+    # checkpoints written before these options (critic_obs: an image policy's critic read its CNN's features)
+    before = dict(goal=False, noise_std=None, layer_norm=False, critic_obs="obs")
+    for key in ("method", "env", "num_envs", "target_tau", "goal", "noise_std", "layer_norm", "critic_obs"):
         old = ck["args"].get(key, before.get(key))
         if old != a[key]:
             raise DsimError(path, f"resume: the checkpoint's {key} is {old!r}, this run's {a[key]!r}")
@@ -655,9 +734,10 @@ def _restore(path: str, s: dict, a: dict):
 def _rollout_window(ro: Rollout, policy, obs, state, H: int, gamma: float, perturb=None, rng=None, gen=None):
     """H closed-loop steps (fewer at the episode's end) of the training
     policy (policy.sample: with its exploration noise, drawn from gen):
-    (obs list, reward list, final state); obs[0] is the start observation.
-    perturb(ro, k, rng) runs before step k (the episode's step index)."""
-    obs_l, rew_l = [obs], []
+    (obs list, reward list, state list); obs[0] and states[0] are the
+    start's. perturb(ro, k, rng) runs before step k (the episode's step
+    index)."""
+    obs_l, rew_l, st_l = [obs], [], [state]
     for _ in range(min(H, ro.num_steps - ro.steps_taken)):
         if perturb is not None:
             perturb(ro, ro.steps_taken, rng)
@@ -665,12 +745,16 @@ def _rollout_window(ro: Rollout, policy, obs, state, H: int, gamma: float, pertu
         obs, r, state = ro.step(policy.sample(obs, gen), state)
         obs_l.append(obs)
         rew_l.append(r)
-    return obs_l, rew_l, state
+        st_l.append(state)
+    return obs_l, rew_l, st_l
 
 
 def _actor_step(s: dict, obs_l, rew: torch.Tensor, ended: bool, a: dict):
     """One Adam step of the policy on -mean(sum_k gamma^k r_k + gamma^H V(obs_H)) / H
-    (V: the target critic if any, else the critic, else 0); (loss, grad norm)."""
+    (V: the target critic if any, else the critic, else 0; obs_l: the
+    critic's inputs, differentiable in the window's actions); (loss, grad
+    norm). Only the policy's parameters move: the critic's encoder is never
+    the policy's, so the actor cannot raise V by changing what V reads."""
     H, n = rew.shape[1], rew.shape[0]
     disc = a["gamma"] ** torch.arange(H, dtype=_TDTYPE)
     vnet = s["target"] if s["target"] is not None else s["critic"]
@@ -711,6 +795,7 @@ def _train(a: dict, log_csv, checkpoint, checkpoint_every: int, progress: bool, 
     torch.manual_seed(a["seed"])
     np.random.seed(a["seed"])
     ro = Rollout(env, num_envs, config=config, goal=a["goal"], **overrides)
+    a["critic_obs"] = _critic_kind(ro, a["critic_obs"])
     s = _build(ro, a, use_critic)
     if resume:
         _restore(resume, s, a)
@@ -745,8 +830,8 @@ def _train(a: dict, log_csv, checkpoint, checkpoint_every: int, progress: bool, 
             obs, state = new_episode()
         try:
             gen = torch.Generator().manual_seed((int(a["seed"]) & 0xFFFFFFFF) * 1000003 + it)  # resumes draw alike
-            obs_l, rew_l, state = _rollout_window(ro, policy, obs.detach(), state.detach(), a["horizon"], a["gamma"],
-                                                  perturb, s["rng"], gen)
+            obs_l, rew_l, st_l = _rollout_window(ro, policy, obs.detach(), state.detach(), a["horizon"], a["gamma"],
+                                                 perturb, s["rng"], gen)
         except DsimError:  # a diverged or inverted env: start every env over
             s["episode"] += 1
             obs, state = new_episode()
@@ -755,9 +840,11 @@ def _train(a: dict, log_csv, checkpoint, checkpoint_every: int, progress: bool, 
         rew = torch.stack(rew_l, 1)                               # N x H
         ended = ro.steps_taken >= ro.num_steps
         s["ep_return"] += rew.detach().sum(1)
-        actor_loss, gn = _actor_step(s, obs_l, rew, ended, a)
-        closs = _fit_critic(s, obs_l, rew, ended, a) if s["critic"] is not None else 0.0
-        obs, state = obs_l[-1].detach(), state.detach()
+        # the critic's inputs: the observations, or (critic_obs "state") their states' observations
+        cobs_l = [ro.observe(st) for st in st_l] if a["critic_obs"] == "state" else obs_l
+        actor_loss, gn = _actor_step(s, cobs_l, rew, ended, a)
+        closs = _fit_critic(s, cobs_l, rew, ended, a) if s["critic"] is not None else 0.0
+        obs, state = obs_l[-1].detach(), st_l[-1].detach()
         s["it"] = it
         if ended and a["keep_best"]:
             _track_best(s, a, it)
@@ -787,7 +874,8 @@ def train_bptt(env: str, num_envs: int = 16, horizon: int = 8, iterations: int =
                target_tau: float | None = None, noise_std: float | None = None, betas=(0.9, 0.999),
                layer_norm: bool = False, keep_best: int = 0, log_csv: str | None = None, checkpoint: str | None = None,
                checkpoint_every: int = 0, resume: str | None = None, progress: bool = False, callback=None,
-               config=None, overwrite: bool = False, randomize=None, perturb=None, goal: bool = False, **overrides):
+               config=None, overwrite: bool = False, randomize=None, perturb=None, goal: bool = False,
+               critic_obs: str = "auto", **overrides):
     """Truncated back-propagation through time: each update rolls the N envs
     `horizon` steps on from where the last window ended (a new episode at
     the end of one), and steps the policy on -mean(sum_k gamma^k r_k +
@@ -807,6 +895,13 @@ def train_bptt(env: str, num_envs: int = 16, horizon: int = 8, iterations: int =
     episode_rng(seed, episode), the same for both within an episode.
     goal=True: the policy sees the episode's goal (Rollout's goal=; each env
     its own, drawn at every reset; with images the CNN takes 8 channels).
+    critic_obs (with a critic; images=True): what the critic reads, "state"
+    (the state observation, Rollout.observe, with the goal's centre under
+    goal=True: an asymmetric actor-critic, the policy alone sees pixels),
+    "pixels" (the frames, through a CNNCritic with an encoder of its own)
+    or "auto" (the default: "state" where the env has a state observation,
+    the fluid envs "pixels"); without images the critic reads the policy's
+    observation.
     noise_std: train a stochastic policy, scale tanh(u + sigma eps) with
     sigma a learned per-action vector starting at noise_std (clamped to
     exp(LOGSTD_RANGE)), eps drawn from a generator seeded by (seed,
@@ -828,7 +923,8 @@ def train_bptt(env: str, num_envs: int = 16, horizon: int = 8, iterations: int =
     a = dict(method="bptt", env=env, num_envs=num_envs, horizon=horizon, iterations=iterations, gamma=gamma, lam=lam,
              lr=lr, critic_lr=critic_lr, clip=clip, seed=seed, hidden=tuple(hidden), terminal_value=terminal_value,
              critic_iters=critic_iters, lr_schedule=lr_schedule, target_tau=target_tau or None, goal=bool(goal),
-             noise_std=noise_std or None, betas=tuple(betas), layer_norm=bool(layer_norm), keep_best=keep_best)
+             noise_std=noise_std or None, betas=tuple(betas), layer_norm=bool(layer_norm), keep_best=keep_best,
+             critic_obs=critic_obs)
     return _train(a, log_csv, checkpoint, checkpoint_every, progress, callback, config, overrides, overwrite, resume,
                   randomize, perturb)
 
@@ -839,16 +935,17 @@ def train_shac(env: str, num_envs: int = 16, horizon: int = 8, iterations: int =
                noise_std: float | None = None, betas=(0.9, 0.999), layer_norm: bool = False, keep_best: int = 0,
                log_csv: str | None = None, checkpoint: str | None = None, checkpoint_every: int = 0,
                resume: str | None = None, progress: bool = False, callback=None, config=None, overwrite: bool = False,
-               randomize=None, perturb=None, goal: bool = False, **overrides):
+               randomize=None, perturb=None, goal: bool = False, critic_obs: str = "auto", **overrides):
     """Short-horizon actor-critic (SHAC, Xu et al. 2022): the actor as in
     train_bptt with the critic's value at the horizon's end; the critic
     regressed on TD(lambda) targets of each window. lr_schedule, target_tau,
     noise_std, betas, layer_norm, keep_best, resume, the files, randomize,
-    perturb and goal: as train_bptt."""
+    perturb, goal and critic_obs: as train_bptt."""
     a = dict(method="shac", env=env, num_envs=num_envs, horizon=horizon, iterations=iterations, gamma=gamma, lam=lam,
              lr=lr, critic_lr=critic_lr, clip=clip, seed=seed, hidden=tuple(hidden), terminal_value=True,
              critic_iters=critic_iters, lr_schedule=lr_schedule, target_tau=target_tau or None, goal=bool(goal),
-             noise_std=noise_std or None, betas=tuple(betas), layer_norm=bool(layer_norm), keep_best=keep_best)
+             noise_std=noise_std or None, betas=tuple(betas), layer_norm=bool(layer_norm), keep_best=keep_best,
+             critic_obs=critic_obs)
     return _train(a, log_csv, checkpoint, checkpoint_every, progress, callback, config, overrides, overwrite, resume,
                   randomize, perturb)
 

@@ -706,6 +706,72 @@ def test_train_with_goal(images, tmp_path):
         dl.train_shac("control-fem", iterations=4, resume=str(ck), **kw)
 
 
+def test_image_policy_critic_reads_the_state(tmp_path):
+    """An image policy's critic (critic_obs "auto" = "state"): Rollout.observe
+    gives an images rollout the state observation (centre of mass and
+    velocity, then the goal's centre), the same values as a state rollout's
+    observation; its gradient with respect to an action reaches the physics
+    (central differences). The trainer's critic reads it with statistics of
+    its own and shares no parameter with the policy; "pixels" gives a
+    CNNCritic with an encoder of its own; bad values are refused; a
+    checkpoint resumes only with the same critic input."""
+    ro = dl.Rollout("control-fem", 2, images=True, goal=True, **GOAL)
+    rs = dl.Rollout("control-fem", 2, goal=True, **GOAL)
+    assert ro.state_obs_size == 9 and rs.state_obs_size == 9
+    _, st = ro.reset(3)
+    sobs, _ = rs.reset(3)
+    assert torch.allclose(ro.observe(st), sobs, rtol=0, atol=1e-12)  # torch's sums against the library's
+    a1 = 0.1 * torch.ones(2, ro.action_size, dtype=torch.float64)
+    o1, _, st1 = ro.step(a1, st)
+    s1, _, _ = rs.step(a1, rs.state())
+    assert o1.shape == (2, 8, 12, 12) and torch.allclose(ro.observe(st1), s1, rtol=0, atol=1e-12)
+    # in the air the muscles cannot move the centre of mass: start with the teeth in the ground
+    rg = dl.Rollout("control-fem", 2, images=True, goal=True, scene__start=[-4.0, 1.82, 0.0], **GOAL)
+    w = torch.tensor([0.3, -1.0, 0.2, 2.0, 0.7, -0.4, 5.0, 5.0, 5.0], dtype=torch.float64)
+
+    def J(a):
+        _, s0 = rg.reset(3)
+        _, _, s1 = rg.step(a, s0)
+        return (rg.observe(s1) * w).sum()
+
+    g = _image_fd_check(J, 0.1 * torch.randn(2, ro.action_size, dtype=torch.float64, generator=torch.Generator().manual_seed(4)))
+    assert float(g.abs().max()) > 0
+
+    ck = tmp_path / "ck.pt"
+    kw = dict(num_envs=2, horizon=2, seed=0, hidden=(8,), images=True, **IMG)
+    out = dl.train_shac("control-fem", iterations=3, checkpoint=str(ck), **kw)
+    pol, cr = out["policy"], out["critic"]
+    assert isinstance(cr, dl.Critic) and cr.net[0].in_features == 6
+    assert cr.norm is not pol.norm and float(cr.norm.count) >= 2 * 2 * 3  # the windows' states
+    assert not {id(p) for p in cr.parameters()} & {id(p) for p in pol.parameters()}
+    assert all(np.isfinite(h["critic_loss"]) and h["critic_loss"] > 0 for h in out["history"])
+    again = dl.train_shac("control-fem", iterations=4, resume=str(ck), **kw)
+    assert [h["iteration"] for h in again["history"]] == [3]
+    with pytest.raises(dl.DsimError, match="resume: the checkpoint's critic_obs is 'state', this run's 'pixels'"):
+        dl.train_shac("control-fem", iterations=4, resume=str(ck), critic_obs="pixels", **kw)
+    px = dl.train_shac("control-fem", iterations=2, critic_obs="pixels", target_tau=0.2, **kw)
+    cr = px["critic"]
+    assert isinstance(cr, dl.CNNCritic) and isinstance(px["target_critic"], dl.CNNCritic)
+    assert not {id(p) for p in cr.parameters()} & {id(p) for p in px["policy"].parameters()}
+    assert all(np.isfinite(h["critic_loss"]) for h in px["history"])
+    with pytest.raises(dl.DsimError, match="critic_obs: 'frames'; expected one of auto, state, pixels"):
+        dl.train_shac("control-fem", iterations=1, critic_obs="frames", **kw)
+    with pytest.raises(dl.DsimError, match="critic_obs: 'pixels' needs images=True"):
+        dl.train_shac("control-fem", iterations=1, critic_obs="pixels", **{**kw, "images": False})
+    with pytest.raises(dl.DsimError, match="critic_obs: 'state', but smoke-control has no state observation"):
+        dl.train_shac("smoke-control", num_envs=2, horizon=2, iterations=1, hidden=(8,), images=True,
+                      critic_obs="state", **SMOKE)
+
+
+def test_smoke_shac_critic_on_frames():
+    """smoke-control has frames only: "auto" gives its critic a CNN of its
+    own; the first updates are finite."""
+    out = dl.train_shac("smoke-control", num_envs=2, horizon=2, iterations=2, seed=0, hidden=(8,), images=True,
+                        **SMOKE)
+    assert isinstance(out["critic"], dl.CNNCritic)
+    assert all(np.isfinite(h["actor_loss"]) and np.isfinite(h["critic_loss"]) for h in out["history"])
+
+
 # The runner (an articulation with ground contact): short steps, landed after
 # the first five (its start is 1 cm above the ground), small frames.
 RUNNER = dict(substeps=120, control_interval=10, render_interval=10, width=16, height=16, supersample=1,
