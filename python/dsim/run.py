@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 
 from . import _lib
 from ._lib import DsimError
@@ -45,6 +46,10 @@ def _config(config) -> tuple[str, str, str]:
     if not os.path.isfile(path) and path in _lib.class_names():
         found = bundled_config(path)
         if not found:
+            warnings.warn(f"dsim.Run({path!r}): no bundled {path}.json found (searched: "
+                          f"{', '.join(_lib.config_dirs())}; set DSIM_CONFIG_DIR to the configs folder); running "
+                          "on the env class's and controller's built-in defaults, which may differ from it",
+                          stacklevel=3)
             return path, json.dumps({"env": {"name": path}}), ""
         path = found
     if os.path.isfile(path):

@@ -77,3 +77,13 @@ def test_class_name_takes_its_bundled_config():
     with dsim.Run("control-fem", {"run.iterations": 1}) as r:
         assert r.config_path == f
     assert cfg["env"]["name"] == "control-fem"
+
+
+def test_class_name_without_bundled_config_warns(monkeypatch):
+    """A class name whose bundled config is not found falls back to the
+    built-in defaults with a warning naming the folders searched."""
+    import dsim.run
+    monkeypatch.setattr(dsim.run, "bundled_config", lambda name: None)
+    with pytest.warns(UserWarning, match=r"no bundled walker.json found \(searched: .*DSIM_CONFIG_DIR"):
+        label, text, path = dsim.run._config("walker")
+    assert label == "walker" and path == "" and '"walker"' in text
