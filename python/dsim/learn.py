@@ -58,8 +58,8 @@ from . import _lib
 from ._lib import DsimError, ptr, real_dtype
 from .lockstep import Lockstep
 
-__all__ = ["Rollout", "MLPPolicy", "CNNPolicy", "Critic", "CNNCritic", "CRITIC_OBS", "RunningNorm", "train_bptt", "train_shac", "evaluate",
-           "lr_factor", "LR_SCHEDULES", "episode_rng", "goal_of"]
+__all__ = ["Rollout", "MLPPolicy", "CNNPolicy", "Critic", "CNNCritic", "CRITIC_OBS", "RunningNorm", "train_bptt",
+           "train_shac", "evaluate", "lr_factor", "LR_SCHEDULES", "episode_rng", "goal_of"]
 
 _TDTYPE = torch.float64 if real_dtype == np.float64 else torch.float32
 
@@ -442,16 +442,22 @@ def _cnn(c: int, h: int, w: int, channels) -> tuple[torch.nn.Module, int]:
 class CNNPolicy(_Policy):
     """Deterministic policy from pixels: a = scale tanh(MLP(CNN(image))) with
     the image N x 4 x h x w (RGBA in [0, 1], as Rollout(images=True) gives
-    it): three stride-2 convolutions (ELU), then the MLP. `norm` is a
-    RunningNorm of the CNN's features (so trainers that update a policy's
-    norm from observations work on the features)."""
+    it): three stride-2 convolutions (ELU), then the MLP. `norm` normalises
+    the CNN's features by running statistics (so trainers that update a
+    policy's norm from observations work on the features): one mean and
+    variance per channel over all positions (feature_norm "channel", the
+    default), or per feature ("feature": a position that sees only the
+    background has a variance near 0, and the gear entering it gives
+    features of +-clip)."""
 
     def __init__(self, image_shape, action_size: int, hidden=(64,), action_scale: float = 1.0, channels=(16, 32, 32),
-                 noise_std: float | None = None, layer_norm: bool = False):
+                 noise_std: float | None = None, layer_norm: bool = False, feature_norm: str = "channel"):
         super().__init__()
+        if feature_norm not in ("channel", "feature"):
+            raise ValueError(f"CNNPolicy feature_norm: {feature_norm!r}; expected 'channel' or 'feature'")
         self.cnn, nfeat = _cnn(*image_shape, channels)
         self.features = nfeat
-        self.norm = _FeatureNorm(self.cnn, nfeat)
+        self.norm = _FeatureNorm(self.cnn, channels[-1] if feature_norm == "channel" else nfeat)
         self.head = _mlp([nfeat, *hidden, action_size], layer_norm=layer_norm)
         with torch.no_grad():
             self.head[-1].weight.mul_(0.1)
@@ -468,17 +474,25 @@ class _FeatureNorm(torch.nn.Module):
     """The CNN's features, normalised by a RunningNorm; update() takes images
     (what the trainers pass) and updates the statistics of their features."""
 
-    def __init__(self, cnn: torch.nn.Module, nfeat: int):
+    def __init__(self, cnn: torch.nn.Module, size: int):
         super().__init__()
         self.cnn = [cnn]  # not a submodule twice: CNNPolicy owns it
-        self.rn = RunningNorm(nfeat)
+        self.rn = RunningNorm(size)
+
+    def _split(self, f: torch.Tensor) -> torch.Tensor:
+        """Features N x F as N x size x (F / size): one statistic per channel
+        (size = channels) or per feature (size = F)."""
+        return f.reshape(f.shape[0], self.rn.mean.numel(), -1)
 
     @torch.no_grad()
     def update(self, x: torch.Tensor):
-        self.rn.update(self.cnn[0](x))
+        f = self._split(self.cnn[0](x))
+        self.rn.update(f.transpose(1, 2).reshape(-1, f.shape[1]))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.rn(self.cnn[0](x))
+        f = self._split(self.cnn[0](x))
+        m, v = self.rn.mean[:, None], self.rn.var[:, None]
+        return ((f - m) / torch.sqrt(v + self.rn.eps)).clamp(-self.rn.clip, self.rn.clip).flatten(1)
 
 
 class Critic(torch.nn.Module):

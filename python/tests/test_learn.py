@@ -734,7 +734,8 @@ def test_image_policy_critic_reads_the_state(tmp_path):
         _, _, s1 = rg.step(a, s0)
         return (rg.observe(s1) * w).sum()
 
-    g = _image_fd_check(J, 0.1 * torch.randn(2, ro.action_size, dtype=torch.float64, generator=torch.Generator().manual_seed(4)))
+    gen = torch.Generator().manual_seed(4)
+    g = _image_fd_check(J, 0.1 * torch.randn(2, ro.action_size, dtype=torch.float64, generator=gen))
     assert float(g.abs().max()) > 0
 
     ck = tmp_path / "ck.pt"
@@ -761,6 +762,30 @@ def test_image_policy_critic_reads_the_state(tmp_path):
     with pytest.raises(dl.DsimError, match="critic_obs: 'state', but smoke-control has no state observation"):
         dl.train_shac("smoke-control", num_envs=2, horizon=2, iterations=1, hidden=(8,), images=True,
                       critic_obs="state", **SMOKE)
+
+
+def test_cnn_feature_norm_per_channel():
+    """CNNPolicy's feature statistics: per channel over all positions (the
+    default: after one update from frames, each feature is normalised by
+    its channel's mean and deviation over the frames and the 2 x 2
+    positions), or per feature; bad values refused."""
+    torch.manual_seed(0)
+    pol = dl.CNNPolicy((4, 16, 16), 3)
+    per = dl.CNNPolicy((4, 16, 16), 3, feature_norm="feature")
+    assert pol.features == 32 * 2 * 2 and pol.norm.rn.mean.numel() == 32 and per.norm.rn.mean.numel() == 128
+    x = torch.rand(6, 4, 16, 16, dtype=torch.float64)
+    with torch.no_grad():
+        pol.norm.update(x)
+        raw = pol.cnn(x).reshape(6, 32, 4)
+        m, sd = raw.mean(dim=(0, 2), keepdim=True), raw.std(dim=(0, 2), unbiased=False, keepdim=True)
+        want = ((raw - m) / sd).flatten(1)
+        # the statistics' prior (count 1e-4, mean 0, variance 1) moves the smallest variances by 0.5%
+        assert torch.allclose(pol.norm(x), want, rtol=0, atol=2e-2)
+        per.load_state_dict({**per.state_dict(), **{k: v for k, v in pol.state_dict().items() if "norm" not in k}})
+        per.norm.update(x)
+        assert float((per.norm(x) - want).abs().max()) > 0.5
+    with pytest.raises(ValueError, match="feature_norm: 'pixel'"):
+        dl.CNNPolicy((4, 16, 16), 3, feature_norm="pixel")
 
 
 def test_smoke_shac_critic_on_frames():
