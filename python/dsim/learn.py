@@ -28,8 +28,9 @@ Rollout.window does the H steps as one node and one C call.
 
 Observations here are state observations (observation.state "full",
 "com" or, for articulated models, "joints"), or with images=True the
-rendered frames; Rollout.observe(state) is the observation as a differentiable
-function of a state tensor (used at a window's start set from a tensor).
+rendered frames; Rollout.observe(state) is the state observation as a
+differentiable function of a state tensor (used at a window's start set from
+a tensor, and by an image policy's critic, which reads the state).
 goal=True conditions the policy on the episode's goal, which every reset
 draws per env from its seed (control-fem: x ~ U[goal.x_min, goal.x_max)):
 with images the env's goal image is stacked on every frame (N x 8 x h x w:
