@@ -6,6 +6,7 @@ with state observations, on control-fem's goal task.
         [--iterations 60] [--size 64] [--seeds 0 1 2] [--out visuomotor]
         [--goal [--goal-range 1 5] [--relative] [--kinds ...]] [--eval-envs 4]
         [--noise-std 0.35 --betas 0.7 0.95 --layer-norm --lr-schedule linear]
+    python python/examples/visuomotor_fem.py --plot PNG OUT-KIND-sSEED.csv ...
 
 Task: control-fem with the dense reward (each step's decrease of the gear's
 distance to its goal: an episode's rewards sum to how much closer it got).
@@ -25,6 +26,11 @@ pixels + goal image (the CNN on 8 channels: frame RGBA, goal RGBA; goal=True),
 state + goal position (the MLP with the target centre appended), state
 alone (the control: the same MLP that does not see the goal) and zero
 actions (the gear rolling by itself).
+
+--plot draws the runs' training curves into PNG: per kind (from each CSV's
+name), the median over seeds of the reward per step (the mean of 20
+updates) with the seeds' range shaded, and zero actions' reward per step
+on the same task (one evaluation episode).
 """
 import argparse
 import os
@@ -77,6 +83,45 @@ def run_kind(a, seed: int, kind: str, spec, task: dict):
     return ev, steps, t1 - t0, time.process_time() - t1
 
 
+def plot(png: str, csvs, task: dict, window: int = 20):
+    """The training curves of the runs in csvs (OUT-KIND-sSEED.csv), grouped
+    by KIND: median over seeds of the moving mean of reward_per_step."""
+    import csv
+    import re
+
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    runs = {}
+    for path in csvs:
+        m = re.search(r"-([a-z+_]+)-s(\d+)\.csv$", os.path.basename(path))  # KIND: "_" shown as " "
+        if not m:
+            sys.exit(f"{path}: expected a name OUT-KIND-sSEED.csv")
+        with open(path) as f:
+            rows = list(csv.DictReader(f))
+        steps = np.array([int(r["env_steps"]) for r in rows])
+        rew = np.array([float(r["reward_per_step"]) for r in rows])
+        smooth = np.convolve(rew, np.ones(window) / window, mode="valid")
+        runs.setdefault(m.group(1).replace("_", " "), []).append((steps[window - 1:], smooth))
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    for kind, rs in sorted(runs.items()):
+        n = min(len(r[1]) for r in rs)
+        y = np.stack([r[1][:n] for r in rs])
+        x = rs[0][0][:n]
+        line, = ax.plot(x, np.median(y, 0), label=f"{kind} (median of {len(rs)} seeds)")
+        ax.fill_between(x, y.min(0), y.max(0), color=line.get_color(), alpha=0.15)
+    ro = dl.Rollout("control-fem", 1, **task)
+    zero = dl.evaluate(Zero(ro.action_size), "control-fem", num_envs=1, seed=1000, **task) / ro.num_steps
+    ax.axhline(zero, color="gray", ls="--", lw=1, label="zero actions")
+    ax.set_xlabel("env steps trained (all envs)")
+    ax.set_ylabel(f"training reward per step (m; mean of {window} updates)")
+    ax.set_title("control-fem from pixels and from the state (SHAC, dsim.learn)")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(png)
+    print(f"wrote {png}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--method", choices=["bptt", "shac"], default="shac")
@@ -103,12 +148,19 @@ def main():
     ap.add_argument("--kinds", nargs="+", help="a subset of the kinds to run (default: all of the mode's)")
     ap.add_argument("--out", default="visuomotor")
     ap.add_argument("--overwrite", action="store_true", help="replace the OUT-*.csv logs if they exist")
+    ap.add_argument("--plot", nargs="+", metavar=("PNG", "CSV"), help="only plot the runs' OUT-KIND-sSEED.csv "
+                    "training logs into PNG (the task's options as they were trained)")
     a = ap.parse_args()
     torch.set_num_threads(1)
     xr = a.goal_range if a.goal else (3.0, 3.0)
     task = dict(reward="dense", goal__x_min=xr[0], goal__x_max=xr[1], width=a.size, height=a.size, supersample=1)
     if a.goal and a.relative:
         task.update(goal__relative=True, goal__y=0.0)
+    if a.plot:
+        if len(a.plot) < 2:
+            sys.exit("--plot PNG CSV [CSV ...]")
+        plot(a.plot[0], a.plot[1:], task)
+        return
     kinds = GOAL_KINDS if a.goal else KINDS
     names = a.kinds or list(kinds)
     rows = []
