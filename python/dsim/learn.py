@@ -644,6 +644,9 @@ def _check_options(env: str, a: dict, use_critic: bool):
     b = a["betas"]
     if len(b) != 2 or not all(isinstance(x, (int, float)) and 0 <= x < 1 for x in b):
         raise DsimError(env, f"dsim.learn betas: {b!r}; expected two numbers in [0, 1)")
+    e = a["encoder_lr"]
+    if e is not None and not (isinstance(e, (int, float)) and math.isfinite(e) and e > 0):
+        raise DsimError(env, f"dsim.learn encoder_lr: {e!r}; expected a number > 0 (None: lr)")
     if a["critic_obs"] not in CRITIC_OBS:
         raise DsimError(env, f"dsim.learn critic_obs: {a['critic_obs']!r}; expected one of {', '.join(CRITIC_OBS)}")
     kb = a["keep_best"]
@@ -692,7 +695,14 @@ def _build(ro: Rollout, a: dict, use_critic: bool) -> dict:
             target = make(critic.norm)  # the same statistics
             target.net.load_state_dict(critic.net.state_dict())
             target.net.requires_grad_(False)  # moved by _polyak only
-    opt = torch.optim.Adam(policy.parameters(), lr=a["lr"], betas=a["betas"])  # the networks and logstd
+    # the networks and logstd; a CNN's own group when encoder_lr sets its rate ("base_lr": the
+    # rate before the schedule's factor)
+    groups = [dict(params=list(policy.parameters()), lr=a["lr"], base_lr=a["lr"])]
+    if ro.images and a["encoder_lr"]:
+        enc = {id(p) for p in policy.cnn.parameters()}
+        groups = [dict(params=list(policy.cnn.parameters()), lr=a["encoder_lr"], base_lr=a["encoder_lr"]),
+                  dict(params=[p for p in policy.parameters() if id(p) not in enc], lr=a["lr"], base_lr=a["lr"])]
+    opt = torch.optim.Adam(groups, betas=a["betas"])
     copt = torch.optim.Adam(critic.net.parameters(), lr=a["critic_lr"], betas=a["betas"]) if critic else None
     return dict(policy=policy, critic=critic, target=target, opt=opt, copt=copt, it=-1, env_steps=0, episode=0,
                 best=None, recent=[])
@@ -732,8 +742,9 @@ def _restore(path: str, s: dict, a: dict):
     """A checkpoint of the same method, env and networks into s (in place)."""
     ck = torch.load(path, weights_only=False)
     # checkpoints written before these options (critic_obs: an image policy's critic read its CNN's features)
-    before = dict(goal=False, noise_std=None, layer_norm=False, critic_obs="obs")
-    for key in ("method", "env", "num_envs", "target_tau", "goal", "noise_std", "layer_norm", "critic_obs"):
+    before = dict(goal=False, noise_std=None, layer_norm=False, critic_obs="obs", encoder_lr=None)
+    for key in ("method", "env", "num_envs", "target_tau", "goal", "noise_std", "layer_norm", "critic_obs",
+                "encoder_lr"):
         old = ck["args"].get(key, before.get(key))
         if old != a[key]:
             raise DsimError(path, f"resume: the checkpoint's {key} is {old!r}, this run's {a[key]!r}")
@@ -811,6 +822,8 @@ def _train(a: dict, log_csv, checkpoint, checkpoint_every: int, progress: bool, 
     np.random.seed(a["seed"])
     ro = Rollout(env, num_envs, config=config, goal=a["goal"], **overrides)
     a["critic_obs"] = _critic_kind(ro, a["critic_obs"])
+    if a["encoder_lr"] is not None and not ro.images:
+        raise DsimError(env, "dsim.learn encoder_lr: needs images=True (the CNN's learning rate)")
     s = _build(ro, a, use_critic)
     if resume:
         _restore(resume, s, a)
@@ -839,7 +852,7 @@ def _train(a: dict, log_csv, checkpoint, checkpoint_every: int, progress: bool, 
         f = lr_factor(a["lr_schedule"], it, iterations)
         for o, lr0 in ((s["opt"], a["lr"]), (s["copt"], a["critic_lr"])):
             for g in (o.param_groups if o is not None else ()):
-                g["lr"] = lr0 * f
+                g["lr"] = g.get("base_lr", lr0) * f
         if ro.steps_taken >= ro.num_steps:
             s["episode"] += 1
             obs, state = new_episode()
@@ -890,7 +903,7 @@ def train_bptt(env: str, num_envs: int = 16, horizon: int = 8, iterations: int =
                layer_norm: bool = False, keep_best: int = 0, log_csv: str | None = None, checkpoint: str | None = None,
                checkpoint_every: int = 0, resume: str | None = None, progress: bool = False, callback=None,
                config=None, overwrite: bool = False, randomize=None, perturb=None, goal: bool = False,
-               critic_obs: str = "auto", **overrides):
+               critic_obs: str = "auto", encoder_lr: float | None = None, **overrides):
     """Truncated back-propagation through time: each update rolls the N envs
     `horizon` steps on from where the last window ended (a new episode at
     the end of one), and steps the policy on -mean(sum_k gamma^k r_k +
@@ -916,7 +929,9 @@ def train_bptt(env: str, num_envs: int = 16, horizon: int = 8, iterations: int =
     "pixels" (the frames, through a CNNCritic with an encoder of its own)
     or "auto" (the default: "state" where the env has a state observation,
     the fluid envs "pixels"); without images the critic reads the policy's
-    observation.
+    observation. encoder_lr (images=True): the learning rate of the CNN's
+    convolutions (None: lr, as the rest of the policy), decayed by the same
+    schedule.
     noise_std: train a stochastic policy, scale tanh(u + sigma eps) with
     sigma a learned per-action vector starting at noise_std (clamped to
     exp(LOGSTD_RANGE)), eps drawn from a generator seeded by (seed,
@@ -939,7 +954,7 @@ def train_bptt(env: str, num_envs: int = 16, horizon: int = 8, iterations: int =
              lr=lr, critic_lr=critic_lr, clip=clip, seed=seed, hidden=tuple(hidden), terminal_value=terminal_value,
              critic_iters=critic_iters, lr_schedule=lr_schedule, target_tau=target_tau or None, goal=bool(goal),
              noise_std=noise_std or None, betas=tuple(betas), layer_norm=bool(layer_norm), keep_best=keep_best,
-             critic_obs=critic_obs)
+             critic_obs=critic_obs, encoder_lr=encoder_lr)
     return _train(a, log_csv, checkpoint, checkpoint_every, progress, callback, config, overrides, overwrite, resume,
                   randomize, perturb)
 
@@ -950,17 +965,18 @@ def train_shac(env: str, num_envs: int = 16, horizon: int = 8, iterations: int =
                noise_std: float | None = None, betas=(0.9, 0.999), layer_norm: bool = False, keep_best: int = 0,
                log_csv: str | None = None, checkpoint: str | None = None, checkpoint_every: int = 0,
                resume: str | None = None, progress: bool = False, callback=None, config=None, overwrite: bool = False,
-               randomize=None, perturb=None, goal: bool = False, critic_obs: str = "auto", **overrides):
+               randomize=None, perturb=None, goal: bool = False, critic_obs: str = "auto",
+               encoder_lr: float | None = None, **overrides):
     """Short-horizon actor-critic (SHAC, Xu et al. 2022): the actor as in
     train_bptt with the critic's value at the horizon's end; the critic
     regressed on TD(lambda) targets of each window. lr_schedule, target_tau,
     noise_std, betas, layer_norm, keep_best, resume, the files, randomize,
-    perturb, goal and critic_obs: as train_bptt."""
+    perturb, goal, critic_obs and encoder_lr: as train_bptt."""
     a = dict(method="shac", env=env, num_envs=num_envs, horizon=horizon, iterations=iterations, gamma=gamma, lam=lam,
              lr=lr, critic_lr=critic_lr, clip=clip, seed=seed, hidden=tuple(hidden), terminal_value=True,
              critic_iters=critic_iters, lr_schedule=lr_schedule, target_tau=target_tau or None, goal=bool(goal),
              noise_std=noise_std or None, betas=tuple(betas), layer_norm=bool(layer_norm), keep_best=keep_best,
-             critic_obs=critic_obs)
+             critic_obs=critic_obs, encoder_lr=encoder_lr)
     return _train(a, log_csv, checkpoint, checkpoint_every, progress, callback, config, overrides, overwrite, resume,
                   randomize, perturb)
 

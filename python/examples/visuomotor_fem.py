@@ -72,7 +72,8 @@ def run_kind(a, seed: int, kind: str, spec, task: dict):
         out = train("control-fem", num_envs=a.envs, horizon=a.horizon, iterations=a.iterations, lr=a.lr,
                     seed=seed, hidden=(64,), images=images, goal=goal, log_csv=f"{a.out}-{kind}-s{seed}.csv",
                     overwrite=a.overwrite, noise_std=a.noise_std or None, betas=tuple(a.betas),
-                    layer_norm=a.layer_norm, lr_schedule=a.lr_schedule, critic_obs=a.critic_obs, **task)
+                    layer_norm=a.layer_norm, lr_schedule=a.lr_schedule, critic_obs=a.critic_obs,
+                    encoder_lr=a.encoder_lr if images else None, **task)
         policy = out["policy"]
         steps = out["history"][-1]["env_steps"] if out["history"] else 0
     t1 = time.process_time()
@@ -137,6 +138,8 @@ def main():
     ap.add_argument("--layer-norm", action="store_true", help="LayerNorm before each hidden activation")
     ap.add_argument("--critic-obs", choices=list(dl.CRITIC_OBS), default="auto",
                     help="what the pixel policy's critic reads (dsim.learn critic_obs; auto: the state)")
+    ap.add_argument("--encoder-lr", type=float, default=None,
+                    help="the pixel policy's CNN learning rate (dsim.learn encoder_lr; default: --lr)")
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--eval-envs", type=int, default=4, help="evaluation envs (held-out goals: seeds 1000..)")
     ap.add_argument("--goal", action="store_true", help="goals drawn per episode (--goal-range); goal-conditioned "

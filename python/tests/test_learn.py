@@ -788,6 +788,31 @@ def test_cnn_feature_norm_per_channel():
         dl.CNNPolicy((4, 16, 16), 3, feature_norm="pixel")
 
 
+def test_encoder_lr():
+    """encoder_lr: the CNN's convolutions learn at their own rate (a tiny
+    one leaves them where the first update put them while the head moves);
+    a bad value and a state policy refused."""
+    snap = {}
+
+    def cb(it, policy, steps):
+        if it == 0:
+            snap.update({k: v.detach().clone() for k, v in policy.state_dict().items()})
+
+    # on the ground, where the actions move the centre of mass (the dense reward's gradient)
+    kw = dict(num_envs=2, horizon=2, seed=0, hidden=(8,), images=True, scene__start=[-4.0, 1.82, 0.0], **IMG)
+    out = dl.train_shac("control-fem", iterations=4, encoder_lr=1e-12, callback=cb, **kw)
+    after = out["policy"].state_dict()
+    conv = [k for k in after if k.startswith("cnn.") and k.endswith("weight")]
+    head = [k for k in after if k.startswith("head.") and k.endswith("weight")]
+    assert conv and head
+    assert max(float((after[k] - snap[k]).abs().max()) for k in conv) < 1e-9
+    assert max(float((after[k] - snap[k]).abs().max()) for k in head) > 1e-6
+    with pytest.raises(dl.DsimError, match="encoder_lr: 0; expected a number > 0"):
+        dl.train_shac("control-fem", iterations=1, encoder_lr=0, **kw)
+    with pytest.raises(dl.DsimError, match="encoder_lr: needs images=True"):
+        dl.train_shac("control-fem", iterations=1, encoder_lr=1e-4, **{**kw, "images": False})
+
+
 def test_smoke_shac_critic_on_frames():
     """smoke-control has frames only: "auto" gives its critic a CNN of its
     own; the first updates are finite."""
