@@ -480,20 +480,18 @@ class _FeatureNorm(torch.nn.Module):
         self.cnn = [cnn]  # not a submodule twice: CNNPolicy owns it
         self.rn = RunningNorm(size)
 
-    def _split(self, f: torch.Tensor) -> torch.Tensor:
-        """Features N x F as N x size x (F / size): one statistic per channel
-        (size = channels) or per feature (size = F)."""
-        return f.reshape(f.shape[0], self.rn.mean.numel(), -1)
+    def _split(self, x: torch.Tensor) -> torch.Tensor:
+        """The features of images x as N x (F / size) x size, the statistics'
+        index last: one per channel (size = channels) or per feature (size = F)."""
+        f = self.cnn[0](x)
+        return f.reshape(f.shape[0], self.rn.mean.numel(), -1).transpose(1, 2)
 
     @torch.no_grad()
     def update(self, x: torch.Tensor):
-        f = self._split(self.cnn[0](x))
-        self.rn.update(f.transpose(1, 2).reshape(-1, f.shape[1]))
+        self.rn.update(self._split(x))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        f = self._split(self.cnn[0](x))
-        m, v = self.rn.mean[:, None], self.rn.var[:, None]
-        return ((f - m) / torch.sqrt(v + self.rn.eps)).clamp(-self.rn.clip, self.rn.clip).flatten(1)
+        return self.rn(self._split(x)).transpose(1, 2).flatten(1)
 
 
 class Critic(torch.nn.Module):
