@@ -647,6 +647,9 @@ def _check_options(env: str, a: dict, use_critic: bool):
         raise DsimError(env, f"dsim.learn encoder_lr: {e!r}; expected a number > 0 (None: lr)")
     if a["critic_obs"] not in CRITIC_OBS:
         raise DsimError(env, f"dsim.learn critic_obs: {a['critic_obs']!r}; expected one of {', '.join(CRITIC_OBS)}")
+    c = a["action_cost"]
+    if isinstance(c, bool) or not (isinstance(c, (int, float)) and math.isfinite(c) and c >= 0):
+        raise DsimError(env, f"dsim.learn action_cost: {c!r}; expected a number >= 0 (0: no action penalty)")
     kb = a["keep_best"]
     if isinstance(kb, bool) or not isinstance(kb, int) or kb < 0:
         raise DsimError(env, f"dsim.learn keep_best: {kb!r}; expected a whole number of episodes >= 0 (0: off)")
@@ -740,9 +743,9 @@ def _restore(path: str, s: dict, a: dict):
     """A checkpoint of the same method, env and networks into s (in place)."""
     ck = torch.load(path, weights_only=False)
     # checkpoints written before these options (critic_obs: an image policy's critic read its CNN's features)
-    before = dict(goal=False, noise_std=None, layer_norm=False, critic_obs="obs", encoder_lr=None)
+    before = dict(goal=False, noise_std=None, layer_norm=False, critic_obs="obs", encoder_lr=None, action_cost=0.0)
     for key in ("method", "env", "num_envs", "target_tau", "goal", "noise_std", "layer_norm", "critic_obs",
-                "encoder_lr"):
+                "encoder_lr", "action_cost"):
         old = ck["args"].get(key, before.get(key))
         if old != a[key]:
             raise DsimError(path, f"resume: the checkpoint's {key} is {old!r}, this run's {a[key]!r}")
@@ -758,19 +761,30 @@ def _restore(path: str, s: dict, a: dict):
 def _rollout_window(ro: Rollout, policy, obs, state, H: int, gamma: float, perturb=None, rng=None, gen=None):
     """H closed-loop steps (fewer at the episode's end) of the training
     policy (policy.sample: with its exploration noise, drawn from gen):
-    (obs list, reward list, state list); obs[0] and states[0] are the
-    start's. perturb(ro, k, rng) runs before step k (the episode's step
-    index)."""
-    obs_l, rew_l, st_l = [obs], [], [state]
+    (obs list, reward list, state list, action list); obs[0] and states[0]
+    are the start's. perturb(ro, k, rng) runs before step k (the episode's
+    step index)."""
+    obs_l, rew_l, st_l, act_l = [obs], [], [state], []
     for _ in range(min(H, ro.num_steps - ro.steps_taken)):
         if perturb is not None:
             perturb(ro, ro.steps_taken, rng)
         policy.norm.update(obs.detach())
-        obs, r, state = ro.step(policy.sample(obs, gen), state)
+        act = policy.sample(obs, gen)
+        obs, r, state = ro.step(act, state)
         obs_l.append(obs)
         rew_l.append(r)
         st_l.append(state)
-    return obs_l, rew_l, st_l
+        act_l.append(act)
+    return obs_l, rew_l, st_l, act_l
+
+
+def _action_costs(act_l, scale: float, cost: float) -> torch.Tensor:
+    """The action penalty of each env and step of a window (N x H):
+    cost * mean_j (a_j / scale)^2, the actions a (physical units, |a_j| <=
+    scale) relative to the policy's bound, so cost is dimensionless: at
+    cost c a step at full actuation on every action costs c reward units."""
+    a = torch.stack(act_l, 1) / scale                            # N x H x A
+    return cost * (a * a).mean(2)
 
 
 def _actor_step(s: dict, obs_l, rew: torch.Tensor, ended: bool, a: dict):
@@ -856,8 +870,8 @@ def _train(a: dict, log_csv, checkpoint, checkpoint_every: int, progress: bool, 
             obs, state = new_episode()
         try:
             gen = torch.Generator().manual_seed((int(a["seed"]) & 0xFFFFFFFF) * 1000003 + it)  # resumes draw alike
-            obs_l, rew_l, st_l = _rollout_window(ro, policy, obs.detach(), state.detach(), a["horizon"], a["gamma"],
-                                                 perturb, s["rng"], gen)
+            obs_l, rew_l, st_l, act_l = _rollout_window(ro, policy, obs.detach(), state.detach(), a["horizon"],
+                                                        a["gamma"], perturb, s["rng"], gen)
         except DsimError:  # a diverged or inverted env: start every env over
             s["episode"] += 1
             obs, state = new_episode()
@@ -865,7 +879,10 @@ def _train(a: dict, log_csv, checkpoint, checkpoint_every: int, progress: bool, 
         s["env_steps"] += len(rew_l) * num_envs
         rew = torch.stack(rew_l, 1)                               # N x H
         ended = ro.steps_taken >= ro.num_steps
-        s["ep_return"] += rew.detach().sum(1)
+        s["ep_return"] += rew.detach().sum(1)                    # the task's return (logs, keep_best)
+        task_reward = float(rew.detach().mean())
+        if a["action_cost"]:  # the objective of actor and critic: the reward less the action penalty
+            rew = rew - _action_costs(act_l, policy.action_scale, a["action_cost"])
         # the critic's inputs: the observations, or (critic_obs "state") their states' observations
         cobs_l = [ro.observe(st) for st in st_l] if a["critic_obs"] == "state" else obs_l
         actor_loss, gn = _actor_step(s, cobs_l, rew, ended, a)
@@ -874,7 +891,7 @@ def _train(a: dict, log_csv, checkpoint, checkpoint_every: int, progress: bool, 
         s["it"] = it
         if ended and a["keep_best"]:
             _track_best(s, a, it)
-        row = dict(iteration=it, env_steps=s["env_steps"], reward_per_step=float(rew.detach().mean()),
+        row = dict(iteration=it, env_steps=s["env_steps"], reward_per_step=task_reward,
                    actor_loss=actor_loss, critic_loss=closs, grad_norm=gn, seconds=time.time() - t0,
                    lr=a["lr"] * f, noise_std=_noise_of(policy),
                    episode_return=float(s["ep_return"].mean()) if ended else None)
@@ -901,7 +918,7 @@ def train_bptt(env: str, num_envs: int = 16, horizon: int = 8, iterations: int =
                layer_norm: bool = False, keep_best: int = 0, log_csv: str | None = None, checkpoint: str | None = None,
                checkpoint_every: int = 0, resume: str | None = None, progress: bool = False, callback=None,
                config=None, overwrite: bool = False, randomize=None, perturb=None, goal: bool = False,
-               critic_obs: str = "auto", encoder_lr: float | None = None, **overrides):
+               critic_obs: str = "auto", encoder_lr: float | None = None, action_cost: float = 0.0, **overrides):
     """Truncated back-propagation through time: each update rolls the N envs
     `horizon` steps on from where the last window ended (a new episode at
     the end of one), and steps the policy on -mean(sum_k gamma^k r_k +
@@ -929,7 +946,10 @@ def train_bptt(env: str, num_envs: int = 16, horizon: int = 8, iterations: int =
     the fluid envs "pixels"); without images the critic reads the policy's
     observation. encoder_lr (images=True): the learning rate of the CNN's
     convolutions (None: lr, as the rest of the policy), decayed by the same
-    schedule.
+    schedule. action_cost=c (0: off): actor and critic learn the reward
+    less c * mean_j (a_j / action_scale)^2 each step (a control penalty, as
+    in Gym's locomotion tasks; differentiated like the reward); the logged
+    rewards, episode returns and keep_best stay the task's own.
     noise_std: train a stochastic policy, scale tanh(u + sigma eps) with
     sigma a learned per-action vector starting at noise_std (clamped to
     exp(LOGSTD_RANGE)), eps drawn from a generator seeded by (seed,
@@ -952,7 +972,7 @@ def train_bptt(env: str, num_envs: int = 16, horizon: int = 8, iterations: int =
              lr=lr, critic_lr=critic_lr, clip=clip, seed=seed, hidden=tuple(hidden), terminal_value=terminal_value,
              critic_iters=critic_iters, lr_schedule=lr_schedule, target_tau=target_tau or None, goal=bool(goal),
              noise_std=noise_std or None, betas=tuple(betas), layer_norm=bool(layer_norm), keep_best=keep_best,
-             critic_obs=critic_obs, encoder_lr=encoder_lr)
+             critic_obs=critic_obs, encoder_lr=encoder_lr, action_cost=action_cost)
     return _train(a, log_csv, checkpoint, checkpoint_every, progress, callback, config, overrides, overwrite, resume,
                   randomize, perturb)
 
@@ -964,17 +984,17 @@ def train_shac(env: str, num_envs: int = 16, horizon: int = 8, iterations: int =
                log_csv: str | None = None, checkpoint: str | None = None, checkpoint_every: int = 0,
                resume: str | None = None, progress: bool = False, callback=None, config=None, overwrite: bool = False,
                randomize=None, perturb=None, goal: bool = False, critic_obs: str = "auto",
-               encoder_lr: float | None = None, **overrides):
+               encoder_lr: float | None = None, action_cost: float = 0.0, **overrides):
     """Short-horizon actor-critic (SHAC, Xu et al. 2022): the actor as in
     train_bptt with the critic's value at the horizon's end; the critic
     regressed on TD(lambda) targets of each window. lr_schedule, target_tau,
     noise_std, betas, layer_norm, keep_best, resume, the files, randomize,
-    perturb, goal, critic_obs and encoder_lr: as train_bptt."""
+    perturb, goal, critic_obs, encoder_lr and action_cost: as train_bptt."""
     a = dict(method="shac", env=env, num_envs=num_envs, horizon=horizon, iterations=iterations, gamma=gamma, lam=lam,
              lr=lr, critic_lr=critic_lr, clip=clip, seed=seed, hidden=tuple(hidden), terminal_value=True,
              critic_iters=critic_iters, lr_schedule=lr_schedule, target_tau=target_tau or None, goal=bool(goal),
              noise_std=noise_std or None, betas=tuple(betas), layer_norm=bool(layer_norm), keep_best=keep_best,
-             critic_obs=critic_obs, encoder_lr=encoder_lr)
+             critic_obs=critic_obs, encoder_lr=encoder_lr, action_cost=action_cost)
     return _train(a, log_csv, checkpoint, checkpoint_every, progress, callback, config, overrides, overwrite, resume,
                   randomize, perturb)
 

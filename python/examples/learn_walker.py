@@ -4,6 +4,7 @@ with the simulator's gradients, for comparison with ppo_walker.py.
     python python/examples/learn_walker.py [--method shac] [--envs 8] [--horizon 16]
         [--iterations 150] [--seed 0] [--lr-schedule constant] [--target-tau 0.2]
         [--noise-std 0.35] [--betas 0.7 0.95] [--no-layer-norm] [--hidden 128 128]
+        [--critic-iters 8] [--action-cost 0]
         [--out learn_walker] [--set physics.substeps=960]
 
 The task is ppo_walker.py's: the walker's dense reward (the forward progress
@@ -229,6 +230,9 @@ def main():
                     help="Adam's beta1 beta2 (default SHAC's 0.7 0.95; torch's and the library's: 0.9 0.999)")
     ap.add_argument("--layer-norm", action=argparse.BooleanOptionalAction, default=True,
                     help="LayerNorm before each hidden activation (default on here, off in the library)")
+    ap.add_argument("--critic-iters", type=int, default=8, help="critic regression passes per update")
+    ap.add_argument("--action-cost", type=float, default=0.0,
+                    help="train on the reward less this times the mean squared action (relative to its bound)")
     ap.add_argument("--hidden", type=int, nargs="+", default=[128, 128], help="hidden layer sizes")
     ap.add_argument("--keep-best", type=int, default=40,
                     help="keep the policy after the K training episodes of highest mean return (dsim.learn "
@@ -287,7 +291,7 @@ def main():
                 hidden=tuple(a.hidden), lr_schedule=a.lr_schedule, target_tau=a.target_tau or None,
                 noise_std=a.noise_std or None, betas=tuple(a.betas), layer_norm=a.layer_norm,
                 log_csv=f"{a.out}.csv", progress=True, callback=report, overwrite=a.overwrite,
-                keep_best=a.keep_best, **over)
+                keep_best=a.keep_best, critic_iters=a.critic_iters, action_cost=a.action_cost, **over)
     if out["best_policy"] is not None:
         b, r = out["best"], evaluation(out["best_policy"])
         print(f"kept policy (update {b['iteration'] + 1}, {b['env_steps']} env steps, mean return of its "

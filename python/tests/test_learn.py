@@ -861,3 +861,52 @@ def test_runner_shac_runs():
     assert len(out["history"]) == 2
     assert all(np.isfinite(h["actor_loss"]) and np.isfinite(h["grad_norm"]) and h["grad_norm"] > 0
                for h in out["history"])
+
+
+def test_action_cost(tmp_path):
+    """action_cost=c: the objective's penalty is c * mean_j (a_j / scale)^2
+    (checked by hand); from a policy at 3/4 of full actuation, six updates
+    with a large c shrink the noise-free policy's actions to under half of
+    where they started and of where c = 0 takes them, the logged rewards stay the
+    task's (the first window's actions are the same draws), and bad values
+    and a resume with another cost are refused."""
+    acts = [torch.tensor([[0.5, -1.0], [0.0, 0.25]], dtype=torch.float64),
+            torch.tensor([[2.0, 0.0], [-2.0, 2.0]], dtype=torch.float64)]
+    got = dl._action_costs(acts, 2.0, 0.3)
+    want = 0.3 * torch.tensor([[(0.0625 + 0.25) / 2, (1.0 + 0.0) / 2],
+                               [(0.0 + 0.015625) / 2, (1.0 + 1.0) / 2]], dtype=torch.float64)
+    torch.testing.assert_close(got, want, rtol=1e-15, atol=0)
+    kw = dict(num_envs=2, horizon=6, lr=0.1, seed=0, hidden=(16,), noise_std=0.3, **SMALL)  # Adam: ~lr a step
+
+    def mean_sq_action(out):
+        pol, ro = out["policy"], out["rollout"]
+        with torch.no_grad():
+            obs, st = ro.reset(7)
+            total = 0.0
+            for _ in range(ro.num_steps):
+                a = pol(obs)
+                total += float(((a / pol.action_scale) ** 2).mean())
+                obs, _, st = ro.step(a, st)
+        return total / ro.num_steps
+
+    # start from a policy at 3/4 of full actuation (the last layer's bias), both costs from the same checkpoint
+    ck0 = tmp_path / "start.pt"
+    dl.train_shac("walker-springs", iterations=0, checkpoint=str(ck0), **kw)
+    ck = torch.load(ck0, weights_only=False)
+    ck["policy"]["net.2.bias"].fill_(1.0)
+    for cost in (0.0, 50.0):
+        ck["args"]["action_cost"] = cost
+        torch.save(ck, tmp_path / f"start{cost}.pt")
+    run = {c: dl.train_shac("walker-springs", iterations=7, action_cost=c, resume=str(tmp_path / f"start{c}.pt"),
+                            **kw) for c in (0.0, 50.0)}
+    start = 0.75 ** 2
+    free, paid = mean_sq_action(run[0.0]), mean_sq_action(run[50.0])
+    assert paid < 0.5 * start and paid < 0.5 * free, (start, paid, free)
+    h0, h1 = run[0.0]["history"][0], run[50.0]["history"][0]
+    assert h1["reward_per_step"] == h0["reward_per_step"]          # the same draws, the task's reward logged
+    assert h1["actor_loss"] > h0["actor_loss"] + 10                 # the penalty (~50 * 0.56) is in the objective
+    with pytest.raises(dl.DsimError, match="resume: the checkpoint's action_cost is 0.0, this run's 1.0"):
+        dl.train_shac("walker-springs", iterations=8, action_cost=1.0, resume=str(tmp_path / "start0.0.pt"), **kw)
+    for bad in (-1.0, float("nan"), True, "0.1"):
+        with pytest.raises(dl.DsimError, match="action_cost: .*expected a number >= 0"):
+            dl.train_bptt("walker-springs", num_envs=1, iterations=1, action_cost=bad, **SMALL)
