@@ -706,7 +706,7 @@ def _build(ro: Rollout, a: dict, use_critic: bool) -> dict:
     opt = torch.optim.Adam(groups, betas=a["betas"])
     copt = torch.optim.Adam(critic.net.parameters(), lr=a["critic_lr"], betas=a["betas"]) if critic else None
     return dict(policy=policy, critic=critic, target=target, opt=opt, copt=copt, it=-1, env_steps=0, episode=0,
-                best=None, recent=[])
+                best=None, recent=[], failures=[])
 
 
 def _track_best(s: dict, a: dict, it: int):
@@ -733,7 +733,7 @@ def _save(path, s: dict, a: dict):
         return
     sd = lambda m: m.state_dict() if m is not None else None  # noqa: E731
     torch.save({"iteration": s["it"], "env_steps": s["env_steps"], "episode": s["episode"],
-                "best": s["best"], "recent": s["recent"],
+                "best": s["best"], "recent": s["recent"], "failures": s["failures"],
                 "policy": sd(s["policy"]), "critic": sd(s["critic"]), "target_critic": sd(s["target"]),
                 "optimizers": [o.state_dict() for o in (s["opt"], s["copt"]) if o is not None],
                 "args": {k: (list(v) if isinstance(v, tuple) else v) for k, v in a.items()}}, path)
@@ -755,7 +755,7 @@ def _restore(path: str, s: dict, a: dict):
     for o, st in zip([o for o in (s["opt"], s["copt"]) if o is not None], ck["optimizers"]):
         o.load_state_dict(st)
     s.update(it=ck["iteration"], env_steps=ck["env_steps"], episode=ck["episode"] + 1,  # envs start a new episode
-             best=ck.get("best"), recent=list(ck.get("recent", [])))
+             best=ck.get("best"), recent=list(ck.get("recent", [])), failures=list(ck.get("failures", [])))
 
 
 def _rollout_window(ro: Rollout, policy, obs, state, H: int, gamma: float, perturb=None, rng=None, gen=None):
@@ -841,7 +841,8 @@ def _train(a: dict, log_csv, checkpoint, checkpoint_every: int, progress: bool, 
         _restore(resume, s, a)
     policy = s["policy"]
     log = _Log(log_csv, ["iteration", "env_steps", "reward_per_step", "actor_loss", "critic_loss", "grad_norm",
-                         "seconds", "lr", "noise_std", "episode_return"], iterations, progress, append=bool(resume))
+                         "seconds", "lr", "noise_std", "episode_return", "failures"], iterations, progress,
+               append=bool(resume))
     for f, what in ((randomize, "randomize"), (perturb, "perturb")):
         if f is not None and not callable(f):
             raise DsimError(env, f"{what}: {f!r}; expected a function or None", _lib.DS_ERR_INVALID)
@@ -868,11 +869,14 @@ def _train(a: dict, log_csv, checkpoint, checkpoint_every: int, progress: bool, 
         if ro.steps_taken >= ro.num_steps:
             s["episode"] += 1
             obs, state = new_episode()
+        k0 = ro.steps_taken
         try:
             gen = torch.Generator().manual_seed((int(a["seed"]) & 0xFFFFFFFF) * 1000003 + it)  # resumes draw alike
             obs_l, rew_l, st_l, act_l = _rollout_window(ro, policy, obs.detach(), state.detach(), a["horizon"],
                                                         a["gamma"], perturb, s["rng"], gen)
-        except DsimError:  # a diverged or inverted env: start every env over
+        except DsimError as e:  # a diverged or inverted env: no update; every env starts over
+            s["env_steps"] += (ro.steps_taken - k0) * num_envs  # the steps simulated, the failed one included
+            s["failures"].append(dict(iteration=it, env_steps=s["env_steps"], error=str(e)))
             s["episode"] += 1
             obs, state = new_episode()
             continue
@@ -893,7 +897,7 @@ def _train(a: dict, log_csv, checkpoint, checkpoint_every: int, progress: bool, 
             _track_best(s, a, it)
         row = dict(iteration=it, env_steps=s["env_steps"], reward_per_step=task_reward,
                    actor_loss=actor_loss, critic_loss=closs, grad_norm=gn, seconds=time.time() - t0,
-                   lr=a["lr"] * f, noise_std=_noise_of(policy),
+                   lr=a["lr"] * f, noise_std=_noise_of(policy), failures=len(s["failures"]),
                    episode_return=float(s["ep_return"].mean()) if ended else None)
         history.append(row)
         log.row(row)
@@ -908,6 +912,7 @@ def _train(a: dict, log_csv, checkpoint, checkpoint_every: int, progress: bool, 
         best_policy = copy.deepcopy(policy)
         best_policy.load_state_dict(best["policy"])
     return dict(policy=policy, critic=s["critic"], target_critic=s["target"], history=history, rollout=ro,
+                failures=s["failures"],
                 best_policy=best_policy, best=None if best is None else {k: v for k, v in best.items() if k != "policy"})
 
 

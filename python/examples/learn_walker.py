@@ -292,6 +292,10 @@ def main():
                 noise_std=a.noise_std or None, betas=tuple(a.betas), layer_norm=a.layer_norm,
                 log_csv=f"{a.out}.csv", progress=True, callback=report, overwrite=a.overwrite,
                 keep_best=a.keep_best, critic_iters=a.critic_iters, action_cost=a.action_cost, **over)
+    if out["failures"]:
+        print(f"{len(out['failures'])} training windows ended by a failed env (no update, every env started "
+              f"over; the log's failures column), the first at update {out['failures'][0]['iteration'] + 1}: "
+              f"{out['failures'][0]['error']}")
     if out["best_policy"] is not None:
         b, r = out["best"], evaluation(out["best_policy"])
         print(f"kept policy (update {b['iteration'] + 1}, {b['env_steps']} env steps, mean return of its "

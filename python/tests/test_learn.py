@@ -910,3 +910,35 @@ def test_action_cost(tmp_path):
     for bad in (-1.0, float("nan"), True, "0.1"):
         with pytest.raises(dl.DsimError, match="action_cost: .*expected a number >= 0"):
             dl.train_bptt("walker-springs", num_envs=1, iterations=1, action_cost=bad, **SMALL)
+
+
+def test_training_failures_counted(tmp_path):
+    """A window in which an env fails (a tet inverted by a push at step 2 of
+    the first episode) makes no update and starts every env over; the
+    trainer records it (iteration, env steps, the error naming env, step
+    and tet), counts the simulated steps (the failed one included) and logs
+    the running count; a checkpoint carries the records to a resumed run."""
+    import dsim.residual as dr
+    fired = []
+
+    def perturb(ro, k, rng):
+        if k == 2 and not fired:
+            fired.append(k)
+            f = np.zeros((ro.num_envs, 3 * dl._lib.env_num_particles(ro.batch.env(0))))
+            f[1, :30] = 1e6
+            dr.set_forces(ro, f)
+
+    log, ck = tmp_path / "log.csv", tmp_path / "ck.pt"
+    out = dl.train_shac("control-fem", num_envs=2, horizon=3, iterations=4, seed=0, hidden=(8,), perturb=perturb,
+                        log_csv=str(log), checkpoint=str(ck), **SMALL)
+    assert len(out["failures"]) == 1
+    f = out["failures"][0]
+    assert f["iteration"] == 0 and f["env_steps"] == 3 * 2
+    assert "env 1: step 2: " in f["error"] and "inverted" in f["error"]
+    assert [(h["iteration"], h["env_steps"], h["failures"]) for h in out["history"]] == [(1, 12, 1), (2, 18, 1),
+                                                                                         (3, 24, 1)]
+    rows = log.read_text().splitlines()
+    assert rows[0].endswith(",failures") and all(r.endswith(",1") for r in rows[1:])
+    more = dl.train_shac("control-fem", num_envs=2, horizon=3, iterations=5, seed=0, hidden=(8,), resume=str(ck),
+                         **SMALL)
+    assert more["failures"] == out["failures"] and more["history"][0]["failures"] == 1
