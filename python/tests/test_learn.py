@@ -312,18 +312,25 @@ def test_target_critic_lags():
         dl.train_shac("walker-springs", target_tau=1.5, **kw)
 
 
+def _fixed_episode_sum(out, f):
+    """The sum over the steps of a fixed episode (from reset(7)) of the
+    trained noise-free policy of f(action, reward)."""
+    pol, ro = out["policy"], out["rollout"]
+    with torch.no_grad():
+        obs, st = ro.reset(7)
+        total = 0
+        for _ in range(ro.num_steps):
+            a = pol(obs)
+            obs, r, st = ro.step(a, st)
+            total = total + f(a, r)
+    return total
+
+
 def _assert_first_updates_lower_loss(kw):
     """SHAC's first 4 updates with options kw lower the noise-free policy's
     loss on a fixed episode (from reset(7)) below the untrained one's."""
     def episode_loss(out):
-        pol, ro = out["policy"], out["rollout"]
-        with torch.no_grad():
-            obs, st = ro.reset(7)
-            total = 0
-            for _ in range(ro.num_steps):
-                obs, r, st = ro.step(pol(obs), st)
-                total = total + r.mean()
-        return -float(total)
+        return -float(_fixed_episode_sum(out, lambda a, r: r.mean()))
 
     l0 = episode_loss(dl.train_shac("walker-springs", iterations=0, **kw))
     l1 = episode_loss(dl.train_shac("walker-springs", iterations=4, **kw))
@@ -879,15 +886,8 @@ def test_action_cost(tmp_path):
     kw = dict(num_envs=2, horizon=6, lr=0.1, seed=0, hidden=(16,), noise_std=0.3, **SMALL)  # Adam: ~lr a step
 
     def mean_sq_action(out):
-        pol, ro = out["policy"], out["rollout"]
-        with torch.no_grad():
-            obs, st = ro.reset(7)
-            total = 0.0
-            for _ in range(ro.num_steps):
-                a = pol(obs)
-                total += float(((a / pol.action_scale) ** 2).mean())
-                obs, _, st = ro.step(a, st)
-        return total / ro.num_steps
+        scale = out["policy"].action_scale
+        return _fixed_episode_sum(out, lambda a, r: float(((a / scale) ** 2).mean())) / out["rollout"].num_steps
 
     # start from a policy at 3/4 of full actuation (the last layer's bias), both costs from the same checkpoint
     ck0 = tmp_path / "start.pt"
