@@ -39,5 +39,5 @@ tests_hang_plugin_la_CPPFLAGS = -I$(top_srcdir)/include -I$(top_builddir)/includ
 distclean-local:
 	-test ! -L configs || rm -f configs
 # Self-describing footage and the landscape's outputs (issue 32)
-TESTS += tests/test_export_footage.sh tests/test_landscape_plot.sh
-EXTRA_DIST += tests/test_export_footage.sh tests/test_landscape_plot.sh
+TESTS += tests/test_export_footage.sh tests/test_landscape_plot.sh tests/test_fuzz_triage.sh
+EXTRA_DIST += tests/test_export_footage.sh tests/test_landscape_plot.sh tests/test_fuzz_triage.sh

@@ -48,7 +48,7 @@ TESTS += tests/test_model_xml
 modelsdir = $(configsdir)/models
 dist_models_DATA = configs/models/pendulum.xml configs/models/double_pendulum.xml configs/models/double_pendulum.urdf
 dist_models_DATA += configs/models/runner.xml configs/models/chain16.xml
-EXTRA_DIST += scripts/fuzz-video tests/fuzz/fuzz_video.c scripts/fuzz-mesh tests/fuzz/fuzz_mesh.c
+EXTRA_DIST += scripts/fuzz-video tests/fuzz/fuzz_video.c scripts/fuzz-mesh tests/fuzz/fuzz_mesh.c scripts/fuzz-triage
 EXTRA_DIST += scripts/fuzz-model-xml tests/fuzz/fuzz_model_xml.c tests/data/models/pendulum.xml \
   tests/data/models/pendulum.urdf tests/data/models/double_pendulum.xml tests/data/models/double_pendulum.urdf \
   tests/data/models/chain3d.xml tests/data/models/defaults.xml tests/data/models/degrees.xml \
