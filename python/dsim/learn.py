@@ -627,7 +627,35 @@ def _fit_critic(s: dict, obs_l, rew: torch.Tensor, ended: bool, a) -> float:
     return closs
 
 
+def _is_int(x) -> bool:
+    return isinstance(x, (int, np.integer)) and not isinstance(x, bool)
+
+
+def _is_num(x) -> bool:
+    return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _check_numbers(env: str, a: dict):
+    """The trainers' counts and rates: refused with the key and the range
+    rather than failing later inside torch (horizon 0 stacks nothing) or
+    silently doing nothing (critic_iters 0 fits no critic)."""
+    ints = (("iterations", 0, "a whole number >= 0"), ("horizon", 1, "a whole number of steps >= 1"),
+            ("critic_iters", 1, "a whole number of critic passes >= 1"))
+    for key, lo, what in ints:
+        v = a[key]
+        if not _is_int(v) or v < lo:
+            raise DsimError(env, f"dsim.learn {key}: {v!r}; expected {what}")
+    nums = (("gamma", lambda x: 0 < x <= 1, "a number in (0, 1]"), ("lam", lambda x: 0 <= x <= 1, "a number in [0, 1]"),
+            ("lr", lambda x: x > 0, "a number > 0"), ("critic_lr", lambda x: x > 0, "a number > 0"),
+            ("clip", lambda x: x >= 0, "a number >= 0 (0: no clipping)"))
+    for key, ok, what in nums:
+        v = a[key]
+        if not _is_num(v) or not ok(v):
+            raise DsimError(env, f"dsim.learn {key}: {v!r}; expected {what}")
+
+
 def _check_options(env: str, a: dict, use_critic: bool):
+    _check_numbers(env, a)
     if a["lr_schedule"] not in LR_SCHEDULES:
         raise DsimError(env, f"dsim.learn lr_schedule: {a['lr_schedule']!r}; expected one of {', '.join(LR_SCHEDULES)}")
     tau = a["target_tau"]

@@ -912,6 +912,22 @@ def test_action_cost(tmp_path):
             dl.train_bptt("walker-springs", num_envs=1, iterations=1, action_cost=bad, **SMALL)
 
 
+@pytest.mark.parametrize("key,bad,want", [
+    ("critic_iters", 0, "a whole number of critic passes >= 1"), ("critic_iters", -2, "critic passes >= 1"),
+    ("critic_iters", 2.5, "critic passes >= 1"), ("critic_iters", True, "critic passes >= 1"),
+    ("horizon", 0, "a whole number of steps >= 1"), ("iterations", -1, "a whole number >= 0"),
+    ("gamma", 0.0, r"a number in \(0, 1\]"), ("gamma", 1.5, r"\(0, 1\]"), ("lam", -0.1, r"a number in \[0, 1\]"),
+    ("lr", 0.0, "a number > 0"), ("critic_lr", float("nan"), "a number > 0"), ("clip", -1.0, "a number >= 0"),
+    ("lr", "1e-3", "a number > 0")])
+def test_numbers_refused(key, bad, want):
+    """Counts and rates a trainer cannot use are refused with the key and
+    the range, before any env is made (critic_iters 0 used to fit no critic
+    silently; horizon 0 failed inside torch)."""
+    for train in (dl.train_shac, dl.train_bptt):
+        with pytest.raises(dl.DsimError, match=f"dsim.learn {key}: .*expected .*{want}"):
+            train("walker-springs", num_envs=1, **{"iterations": 1, key: bad}, **SMALL)
+
+
 def test_training_failures_counted(tmp_path):
     """A window in which an env fails (a tet inverted by a push at step 2 of
     the first episode) makes no update and starts every env over; the
