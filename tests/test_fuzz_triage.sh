@@ -48,8 +48,11 @@ check "two library findings (one re-run without the RSS watchdog), one in dsim" 
   'echo "$out" | grep -q "t: findings inside libhdf5: 2; in dsim: 1"'
 check "the one in dsim is named" 'echo "$out" | grep -q "FINDING in dsim: f/crash-ours"'
 rm "$dir/f/crash-ours"
-out=$(cd "$dir" && sh "$DS_SRCDIR/scripts/fuzz-triage" t ./h f 'libhdf5' 'libhdf5')
+# a fork-mode log (-fork=1): one progress line per job
+printf '#2: cov: 5 ft: 4 corp: 1 exec/s 0\n#4096: cov: 9 ft: 12 corp: 3 exec/s 900\n#8191: cov: 9 ft: 13 corp: 3 exec/s 950 time: 9s\n' >"$dir/fuzz.log"
+out=$(cd "$dir" && sh "$DS_SRCDIR/scripts/fuzz-triage" t ./h f 'libhdf5' 'libhdf5' fuzz.log)
 check "library findings alone pass" '[ $? -eq 0 ] && echo "$out" | grep -q "in dsim: 0"'
+check "the run's log gives the inputs tried" 'echo "$out" | grep -q "^t: 8191 inputs" && echo "$out" | grep -q "^#8191: .*time: 9s"'
 out=$(cd "$dir" && sh "$DS_SRCDIR/scripts/fuzz-triage" t ./h f '' '')
 check "without a library pattern every finding is dsim's" '[ $? -ne 0 ] && echo "$out" | grep -q "t: findings: 2"'
 exit $fail

@@ -659,27 +659,29 @@ def _check_options(env: str, a: dict, use_critic: bool):
     if a["lr_schedule"] not in LR_SCHEDULES:
         raise DsimError(env, f"dsim.learn lr_schedule: {a['lr_schedule']!r}; expected one of {', '.join(LR_SCHEDULES)}")
     tau = a["target_tau"]
-    if tau and not 0 < tau <= 1:
+    if tau is not None and not (_is_num(tau) and 0 <= tau <= 1):
         raise DsimError(env, f"dsim.learn target_tau: {tau}; expected a number in (0, 1] (None or 0: no target critic)")
     if tau and not use_critic:
         raise DsimError(env, "dsim.learn target_tau: needs a critic (train_shac, or train_bptt with "
                         "terminal_value=True)")
     noise = a["noise_std"]
-    if noise is not None and not (isinstance(noise, (int, float)) and math.isfinite(noise) and noise > 0):
+    if noise is not None and not (_is_num(noise) and noise >= 0):
         raise DsimError(env, f"dsim.learn noise_std: {noise!r}; expected a number > 0 (None or 0: no noise)")
+    if noise == 0:
+        a["noise_std"] = None  # the same run as None (a checkpoint records None)
     b = a["betas"]
-    if len(b) != 2 or not all(isinstance(x, (int, float)) and 0 <= x < 1 for x in b):
+    if len(b) != 2 or not all(_is_num(x) and 0 <= x < 1 for x in b):
         raise DsimError(env, f"dsim.learn betas: {b!r}; expected two numbers in [0, 1)")
     e = a["encoder_lr"]
-    if e is not None and not (isinstance(e, (int, float)) and math.isfinite(e) and e > 0):
+    if e is not None and not (_is_num(e) and e > 0):
         raise DsimError(env, f"dsim.learn encoder_lr: {e!r}; expected a number > 0 (None: lr)")
     if a["critic_obs"] not in CRITIC_OBS:
         raise DsimError(env, f"dsim.learn critic_obs: {a['critic_obs']!r}; expected one of {', '.join(CRITIC_OBS)}")
     c = a["action_cost"]
-    if isinstance(c, bool) or not (isinstance(c, (int, float)) and math.isfinite(c) and c >= 0):
+    if not (_is_num(c) and c >= 0):
         raise DsimError(env, f"dsim.learn action_cost: {c!r}; expected a number >= 0 (0: no action penalty)")
     kb = a["keep_best"]
-    if isinstance(kb, bool) or not isinstance(kb, int) or kb < 0:
+    if not (_is_int(kb) and kb >= 0):
         raise DsimError(env, f"dsim.learn keep_best: {kb!r}; expected a whole number of episodes >= 0 (0: off)")
 
 

@@ -400,6 +400,8 @@ def test_stochastic_policy_noise_gradient_and_determinism():
     assert [h["reward_per_step"] for h in r1["history"]] != [h["reward_per_step"] for h in r0["history"]]
     assert r1["history"][-1]["noise_std"] != pytest.approx(0.2, abs=1e-12)  # sigma is learned
     assert r0["history"][-1]["noise_std"] == 0.0
+    r00 = dl.train_shac("walker-springs", noise_std=0, **kw)  # 0: no noise, the same run as None
+    assert [h["reward_per_step"] for h in r00["history"]] == [h["reward_per_step"] for h in r0["history"]]
     assert any(isinstance(m, torch.nn.LayerNorm) for m in r1["policy"].net)
     # the update that ends the 6-step episode logs its return: the sum of that episode's rewards
     ends = [h for h in r1["history"] if h["episode_return"] is not None]
@@ -407,7 +409,9 @@ def test_stochastic_policy_noise_gradient_and_determinism():
     assert r1["rollout"].num_steps == 6  # two windows of 3 steps
     assert ends[0]["episode_return"] == pytest.approx(
         sum(h["reward_per_step"] for h in r1["history"][:2]) * 3, rel=1e-12)
-    for bad in (dict(noise_std=-0.1), dict(noise_std=float("nan")), dict(betas=(0.9,)), dict(betas=(1.0, 0.9))):
+    for bad in (dict(noise_std=-0.1), dict(noise_std=float("nan")), dict(noise_std="0.2"), dict(betas=(0.9,)),
+                dict(betas=(1.0, 0.9)), dict(betas=(0.9, True)), dict(target_tau="0.5"), dict(target_tau=1.5),
+                dict(action_cost=True), dict(keep_best=2.5)):
         with pytest.raises(dl.DsimError, match="expected"):
             dl.train_shac("walker-springs", **{**kw, **bad})
 
