@@ -21,6 +21,6 @@ PY_FILES += python/tests/test_batch_artic.py python/tests/test_batch_implicit.py
 # binding it serves.
 libdsim_core_la_SOURCES += controllers/abi.c
 dsiminclude_HEADERS += include/dsim/abi.h
-EXTRA_DIST += $(PY_FILES) tests/test_python.sh bench/bench_python.sh docs/ppo_walker.png docs/shac_walker.png docs/shac_walker_noise.png docs/shac_walker_1600.png docs/shac_runner.png docs/shac_cloth.png docs/shac_control_fem.png docs/visuomotor_fem.png docs/visuomotor_fem_400.png
+EXTRA_DIST += $(PY_FILES) tests/test_python.sh bench/bench_python.sh docs/ppo_walker.png docs/shac_walker.png docs/shac_walker_noise.png docs/shac_walker_1600.png docs/shac_walker_8x8.png docs/shac_runner.png docs/shac_cloth.png docs/shac_control_fem.png docs/visuomotor_fem.png docs/visuomotor_fem_400.png
 TESTS += tests/test_python.sh
 BENCH_SHELLS += bench/bench_python.sh
