@@ -365,9 +365,19 @@ int ds_compute_forces(const dsModel* m, dsData* d) {
 /* ---- backward -----------------------------------------------------------------*/
 int ds_backward_begin(const dsModel* m, dsData* d) {
   if (!m || !d) return DS_ERR_INVALID;
+  if (d->failed) return ds__seterr(ds__data_err(d), DS_ERR_STATE, "backward: the episode diverged");
+  return ds_backward_begin_at(m, d, d->t);
+}
+
+/* A failed substep left d->t at itself and wrote nothing to the tape that a
+ * backward from t <= d->t reads: the substeps below it completed, and a
+ * checkpointed segment is recomputed only up to d->t. */
+int ds_backward_begin_at(const dsModel* m, dsData* d, int t) {
+  if (!m || !d) return DS_ERR_INVALID;
   dsErrBuf* eb = ds__data_err(d);
   if (d->max_substeps == 0) return ds__seterr(eb, DS_ERR_STATE, "backward: the data has no tape (max_substeps 0)");
-  if (d->failed) return ds__seterr(eb, DS_ERR_STATE, "backward: the episode diverged");
+  if (t < 0 || t > d->t)
+    return ds__seterr(eb, DS_ERR_RANGE, "backward: start substep %d outside [0, %d] (the substeps taken)", t, d->t);
   size_t n3 = 3 * (size_t)m->nparticle;
   memset(d->adj_x, 0, n3 * sizeof(dsReal));
   memset(d->adj_v, 0, n3 * sizeof(dsReal));
@@ -379,7 +389,7 @@ int ds_backward_begin(const dsModel* m, dsData* d) {
     memset(d->adj_artic, 0, (size_t)(m->artic_nq + m->artic_nv) * sizeof(dsReal));
     memset(d->adj_artic_act, 0, (size_t)m->artic_nu * sizeof(dsReal));
   }
-  d->bt = d->t;
+  d->bt = t;
   d->seg_start = -1;
   return 0;
 }

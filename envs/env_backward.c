@@ -278,14 +278,26 @@ int ds__env_group_backward(dsEnv** envs, int n, dsBatchSim* bs, dsEnvGroupRender
   return 0;
 }
 
-/* The checks before a backward of e down to step first, and its outputs cleared. */
-static int bwd_prepare(dsEnv* e, const dsEnvBwdSpec* sp, int first, dsReal* grad_actions) {
+/* The steps of e that completed before its failed one (a failed substep
+ * leaves d->t at itself). */
+static int steps_before_failure(const dsEnv* e) { return e->d->t / e->C; }
+
+/* The checks before a backward of e down to step first, and its outputs
+ * cleared. After a failed step (an inverted tet, a divergence) only a window
+ * (last >= 0) that ends at or before it can be gone back through: its
+ * substeps completed and their tape is intact (ds_backward_begin_at), which
+ * a trainer uses to learn from the steps before a failure. */
+static int bwd_prepare(dsEnv* e, const dsEnvBwdSpec* sp, int first, int last, dsReal* grad_actions) {
   if (!e->def.gradients)
     return ds__seterr(&e->err, DS_ERR_STATE,
                       "backward: %s was created forward only (env.physics.gradients false): no tape to go back on",
                       e->cls->name);
   if (!e->have_episode) return ds__seterr(&e->err, DS_ERR_STATE, "backward: reset the env first");
-  if (e->failed) return ds__seterr(&e->err, DS_ERR_STATE, "backward: the episode diverged");
+  if (e->failed && (last < 0 || e->cls->sim)) return ds__seterr(&e->err, DS_ERR_STATE, "backward: the episode diverged");
+  if (e->failed && last > steps_before_failure(e))
+    return ds__seterr(&e->err, DS_ERR_STATE,
+                      "backward: the episode diverged in step %d; a window must end at or before it (window end %d)",
+                      steps_before_failure(e), last);
   if (sp->adj_image && !e->def.obs_image)
     return ds__seterr(&e->err, DS_ERR_INVALID, "backward: image adjoints need observation.image");
   const int t = e->d->t, steps = (t + e->C - 1) / e->C;
@@ -333,7 +345,7 @@ static int check_set_points(dsEnv* e, int first, int last) {
 }
 
 int ds__env_bwd_prepare(dsEnv* e, const dsEnvBwdSpec* sp, int first, dsReal* grad_actions) {
-  int rc = bwd_prepare(e, sp, first, grad_actions);
+  int rc = bwd_prepare(e, sp, first, -1, grad_actions);
   return rc ? rc : check_set_points(e, first, -1);
 }
 
@@ -356,7 +368,7 @@ static int sim_backward(dsEnv* e, const dsEnvBwdSpec* sp, int first, int last, c
                       "backward: %s differentiates whole episodes or windows (ds_env_backward_adjoints_window), "
                       "not the rest of an episode from a step (first step 0)%s",
                       e->cls->name, e->cls->sim->backward_window ? "" : "; it has no window backward either");
-  int rc = bwd_prepare(e, sp, first, grad_actions);
+  int rc = bwd_prepare(e, sp, first, -1, grad_actions);
   if (rc) return rc;
   const int t = e->d->t, steps = (t + e->C - 1) / e->C, nf = ds__env_frames_done(e, t);
   const size_t npix = 4 * (size_t)e->def.width * e->def.height;
@@ -441,7 +453,7 @@ static int sim_window_image(dsEnv* e, const dsEnvBwdSpec* sp, int first, int k) 
 
 static int sim_window(dsEnv* e, const dsEnvBwdSpec* sp, int first, int last, const dsReal* adj_final,
                       dsReal* grad_actions, dsReal* grad_state0) {
-  int rc = bwd_prepare(e, sp, first, NULL);
+  int rc = bwd_prepare(e, sp, first, last, NULL);
   if (rc) return rc;
   const int steps_taken = (e->d->t + e->C - 1) / e->C, ckpt = e->d->ckpt;
   if (last < first || last > steps_taken)
@@ -510,7 +522,7 @@ static int env_backward(dsEnv* e, const dsEnvBwdSpec* sp, int first, int last, c
   if (e->bs_member && e->def.gradients) return ds__env_refuse_member(e, "backward (use ds_batch_backward_loss or _adjoints)");
   if (e->cls->sim) return sim_backward(e, sp, first, last, adj_final, grad_actions, grad_state0);
   const int window = last >= 0;
-  int rc = bwd_prepare(e, sp, first, window ? NULL : grad_actions);
+  int rc = bwd_prepare(e, sp, first, last, window ? NULL : grad_actions);
   if (rc) return rc;
   const dsModel* m = e->m;
   dsData* d = e->d;
@@ -541,9 +553,8 @@ static int env_backward(dsEnv* e, const dsEnvBwdSpec* sp, int first, int last, c
   const int t = window ? (last * e->C < e->T ? last * e->C : e->T) : d->t;
   const int nf = ds__env_frames_done(e, t), row0 = window ? first : 0;
   const int s_stop = first * e->C < t ? first * e->C : t;
-  rc = ds_backward_begin(m, d);
+  rc = ds_backward_begin_at(m, d, t); /* t <= d->t; after a failure, t <= its substep */
   if (rc) return ds__seterr(&e->err, rc, "backward: %s", ds_data_last_error(d));
-  d->bt = t;
   if (adj_final) state_adjoint_seed(e, adj_final);
   rc = add_terms(e, sp, t, t, nf, 1);
   if (rc) return rc;

@@ -492,8 +492,14 @@ DS_API int ds_grad_param(const dsGrad* g, const char* name, dsReal** ptr, int* c
 
 /* ---- backward --------------------------------------------------------------
  * Reverse mode through the taped episode. Gradients accumulate (+=) into g. */
-/* bt = t; adj_x = adj_v = 0. */
+/* bt = t; adj_x = adj_v = 0. DS_ERR_STATE after a failed substep
+ * (DS_ERR_DIVERGED, DS_ERR_INVERTED) until the data is reset. */
 DS_API int ds_backward_begin(const dsModel* m, dsData* d);
+/* The same from substep t (0 <= t <= d->t): a backward of the substeps
+ * below t only. Allowed after a failed substep: that substep left d->t at
+ * itself and the substeps below it are on the tape, so a backward of what
+ * came before the failure is the one a run without it would give. */
+DS_API int ds_backward_begin_at(const dsModel* m, dsData* d, int t);
 /* Pops substep bt-1: turns the adjoints of state bt into those of state
  * bt-1 (implicit integrator: one BiCGSTAB solve with the transposed exact
  * Jacobian, DS_ERR_DIVERGED naming the substep when it does not reach
