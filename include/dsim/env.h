@@ -581,7 +581,12 @@ DS_API int ds_env_backward_adjoints_from(dsEnv* env, int first_step, const dsRea
  * physics.checkpoint_every; DS_ERR_UNSUPPORTED on the batched engine, for
  * state adjoints of rigid bodies, and for a class with its own physics
  * without dsEnvSim.backward_window (the fluid envs have it: their state is
- * the fluid's, docs/fluids.md). Allocates nothing. docs/learning.md. */
+ * the fluid's, docs/fluids.md). After a failed step k (DS_ERR_INVERTED,
+ * DS_ERR_DIVERGED) a window that ends at or before it (first_step +
+ * num_steps <= k) still goes back, through the steps that completed, and
+ * gives what a run without the failure would (bit for bit); one that reaches
+ * into step k, a class with its own physics, and every other backward are
+ * DS_ERR_STATE until the reset. Allocates nothing. docs/learning.md. */
 DS_API int ds_env_backward_adjoints_window(dsEnv* env, int first_step, int num_steps, const dsReal* adj_obs,
                                            const dsReal* adj_image, const dsReal* adj_reward,
                                            const dsReal* adj_final_state, dsReal* grad_actions, dsReal* grad_state0);

@@ -60,7 +60,7 @@ from ._lib import DsimError, ptr, real_dtype
 from .lockstep import Lockstep
 
 __all__ = ["Rollout", "MLPPolicy", "CNNPolicy", "Critic", "CNNCritic", "CRITIC_OBS", "RunningNorm", "train_bptt",
-           "train_shac", "evaluate", "lr_factor", "LR_SCHEDULES", "episode_rng", "goal_of"]
+           "train_shac", "evaluate", "lr_factor", "LR_SCHEDULES", "ON_FAILURE", "episode_rng", "goal_of"]
 
 _TDTYPE = torch.float64 if real_dtype == np.float64 else torch.float32
 
@@ -535,6 +535,7 @@ CRITIC_OBS = ("auto", "state", "pixels")
 
 # ---- training ------------------------------------------------------------------------------
 LR_SCHEDULES = ("constant", "linear")
+ON_FAILURE = ("restart", "end")  # what a window in which an env fails does (train_bptt)
 
 
 class _Log:
@@ -598,12 +599,14 @@ def _td_targets(vals: torch.Tensor, rew: torch.Tensor, gamma: float, lam: float)
     return target
 
 
-def _fit_critic(s: dict, obs_l, rew: torch.Tensor, ended: bool, a) -> float:
+def _fit_critic(s: dict, obs_l, rew: torch.Tensor, ended: bool, a, failed=None) -> float:
     """The critic regressed on the window's TD(lambda) targets (computed with
     the target critic when there is one), critic_iters Adam steps; then the
     target's soft update. obs_l: the critic's inputs, H + 1 of them (the
     window's observations, or their states' observations for critic_obs
-    "state"). Returns the last step's loss."""
+    "state"). failed: a mask of envs whose next step failed: their value
+    at obs_H is failure_value (the targets bootstrap from it, and obs_H is
+    regressed on it). Returns the last step's loss."""
     critic = s["critic"]
     vnet = s["target"] if s["target"] is not None else critic
     xs = [o.detach() for o in obs_l]
@@ -613,8 +616,13 @@ def _fit_critic(s: dict, obs_l, rew: torch.Tensor, ended: bool, a) -> float:
         vals = torch.stack([vnet(o) for o in xs], 1)     # N x (H + 1)
         if ended:
             vals[:, -1] = 0                              # nothing after the episode's last step
+        if failed is not None:
+            vals[failed, -1] = a["failure_value"]
         y = _td_targets(vals, rew.detach(), a["gamma"], a["lam"]).reshape(-1)
     x = torch.stack(xs[:-1], 1).flatten(0, 1)            # (N H) x obs (x h x w)
+    if failed is not None:  # the last states before a failure, whose value is known
+        x = torch.cat([x, xs[-1][failed]])
+        y = torch.cat([y, torch.full((int(failed.sum()),), float(a["failure_value"]), dtype=y.dtype)])
     closs = 0.0
     for _ in range(a["critic_iters"]):
         s["copt"].zero_grad()
@@ -665,10 +673,8 @@ def _check_options(env: str, a: dict, use_critic: bool):
         raise DsimError(env, "dsim.learn target_tau: needs a critic (train_shac, or train_bptt with "
                         "terminal_value=True)")
     noise = a["noise_std"]
-    if noise is not None and not (_is_num(noise) and noise >= 0):
+    if noise is not None and not (_is_num(noise) and noise > 0):  # (train_* pass 0 as None)
         raise DsimError(env, f"dsim.learn noise_std: {noise!r}; expected a number > 0 (None or 0: no noise)")
-    if noise == 0:
-        a["noise_std"] = None  # the same run as None (a checkpoint records None)
     b = a["betas"]
     if len(b) != 2 or not all(_is_num(x) and 0 <= x < 1 for x in b):
         raise DsimError(env, f"dsim.learn betas: {b!r}; expected two numbers in [0, 1)")
@@ -680,6 +686,15 @@ def _check_options(env: str, a: dict, use_critic: bool):
     c = a["action_cost"]
     if not (_is_num(c) and c >= 0):
         raise DsimError(env, f"dsim.learn action_cost: {c!r}; expected a number >= 0 (0: no action penalty)")
+    if a["on_failure"] not in ON_FAILURE:
+        raise DsimError(env, f"dsim.learn on_failure: {a['on_failure']!r}; expected one of {', '.join(ON_FAILURE)}")
+    fv = a["failure_value"]
+    if not _is_num(fv):
+        raise DsimError(env, f"dsim.learn failure_value: {fv!r}; expected a finite number (the value of a failed "
+                        "env's last state)")
+    if fv != 0 and a["on_failure"] != "end":
+        raise DsimError(env, "dsim.learn failure_value: needs on_failure='end' (under 'restart' a failed window "
+                        "makes no update)")
     kb = a["keep_best"]
     if not (_is_int(kb) and kb >= 0):
         raise DsimError(env, f"dsim.learn keep_best: {kb!r}; expected a whole number of episodes >= 0 (0: off)")
@@ -788,24 +803,35 @@ def _restore(path: str, s: dict, a: dict):
              best=ck.get("best"), recent=list(ck.get("recent", [])), failures=list(ck.get("failures", [])))
 
 
-def _rollout_window(ro: Rollout, policy, obs, state, H: int, gamma: float, perturb=None, rng=None, gen=None):
+def _rollout_window(ro: Rollout, policy, obs, state, H: int, gamma: float, perturb=None, rng=None, gen=None,
+                    keep_before_failure: bool = False):
     """H closed-loop steps (fewer at the episode's end) of the training
     policy (policy.sample: with its exploration noise, drawn from gen):
-    (obs list, reward list, state list, action list); obs[0] and states[0]
-    are the start's. perturb(ro, k, rng) runs before step k (the episode's
-    step index)."""
+    (obs list, reward list, state list, action list, failure); obs[0] and
+    states[0] are the start's. perturb(ro, k, rng) runs before step k (the
+    episode's step index). A step in which an env fails raises DsimError,
+    unless keep_before_failure and steps before it completed: the window
+    then ends before that step (every env's lists stop there; their tape is
+    intact, so the window can still be differentiated) and failure is
+    (bool mask of the failed envs, the error); otherwise failure is None."""
     obs_l, rew_l, st_l, act_l = [obs], [], [state], []
     for _ in range(min(H, ro.num_steps - ro.steps_taken)):
         if perturb is not None:
             perturb(ro, ro.steps_taken, rng)
         policy.norm.update(obs.detach())
         act = policy.sample(obs, gen)
-        obs, r, state = ro.step(act, state)
+        try:
+            obs, r, state = ro.step(act, state)
+        except DsimError as e:
+            failed = ro.batch.failed()
+            if not (keep_before_failure and rew_l and failed.any()):
+                raise
+            return obs_l, rew_l, st_l, act_l, (torch.from_numpy(failed), e)
         obs_l.append(obs)
         rew_l.append(r)
         st_l.append(state)
         act_l.append(act)
-    return obs_l, rew_l, st_l, act_l
+    return obs_l, rew_l, st_l, act_l, None
 
 
 def _action_costs(act_l, scale: float, cost: float) -> torch.Tensor:
@@ -817,16 +843,20 @@ def _action_costs(act_l, scale: float, cost: float) -> torch.Tensor:
     return cost * (a * a).mean(2)
 
 
-def _actor_step(s: dict, obs_l, rew: torch.Tensor, ended: bool, a: dict):
+def _actor_step(s: dict, obs_l, rew: torch.Tensor, ended: bool, a: dict, failed=None):
     """One Adam step of the policy on -mean(sum_k gamma^k r_k + gamma^H V(obs_H)) / H
     (V: the target critic if any, else the critic, else 0; obs_l: the
-    critic's inputs, differentiable in the window's actions); (loss, grad
-    norm). Only the policy's parameters move: the critic's encoder is never
-    the policy's, so the actor cannot raise V by changing what V reads."""
+    critic's inputs, differentiable in the window's actions; failed: a mask
+    of envs whose next step failed, whose V(obs_H) is the constant
+    failure_value); (loss, grad norm). Only the policy's parameters move:
+    the critic's encoder is never the policy's, so the actor cannot raise V
+    by changing what V reads."""
     H, n = rew.shape[1], rew.shape[0]
     disc = a["gamma"] ** torch.arange(H, dtype=_TDTYPE)
     vnet = s["target"] if s["target"] is not None else s["critic"]
     last_v = vnet(obs_l[-1]) if vnet is not None and not ended else torch.zeros(n, dtype=_TDTYPE)
+    if failed is not None:
+        last_v = torch.where(failed, torch.full_like(last_v, a["failure_value"]), last_v)
     actor_loss = -((rew * disc).sum(1) + a["gamma"] ** H * last_v).mean() / H
     s["opt"].zero_grad()
     actor_loss.backward()
@@ -902,27 +932,37 @@ def _train(a: dict, log_csv, checkpoint, checkpoint_every: int, progress: bool, 
         k0 = ro.steps_taken
         try:
             gen = torch.Generator().manual_seed((int(a["seed"]) & 0xFFFFFFFF) * 1000003 + it)  # resumes draw alike
-            obs_l, rew_l, st_l, act_l = _rollout_window(ro, policy, obs.detach(), state.detach(), a["horizon"],
-                                                        a["gamma"], perturb, s["rng"], gen)
+            obs_l, rew_l, st_l, act_l, fail = _rollout_window(ro, policy, obs.detach(), state.detach(),
+                                                              a["horizon"], a["gamma"], perturb, s["rng"], gen,
+                                                              a["on_failure"] == "end")
         except DsimError as e:  # a diverged or inverted env: no update; every env starts over
             s["env_steps"] += (ro.steps_taken - k0) * num_envs  # the steps simulated, the failed one included
-            s["failures"].append(dict(iteration=it, env_steps=s["env_steps"], error=str(e)))
+            s["failures"].append(dict(iteration=it, env_steps=s["env_steps"], error=str(e), steps_kept=0))
             s["episode"] += 1
             obs, state = new_episode()
             continue
         s["env_steps"] += len(rew_l) * num_envs
+        failed = None
+        if fail is not None:  # on_failure "end": the update learns from the steps before the failed one
+            failed = fail[0]
+            s["env_steps"] += num_envs  # the failed step, simulated
+            s["failures"].append(dict(iteration=it, env_steps=s["env_steps"], error=str(fail[1]),
+                                      steps_kept=len(rew_l)))
         rew = torch.stack(rew_l, 1)                               # N x H
-        ended = ro.steps_taken >= ro.num_steps
+        ended = fail is None and ro.steps_taken >= ro.num_steps   # (a cut window bootstraps)
         s["ep_return"] += rew.detach().sum(1)                    # the task's return (logs, keep_best)
         task_reward = float(rew.detach().mean())
         if a["action_cost"]:  # the objective of actor and critic: the reward less the action penalty
             rew = rew - _action_costs(act_l, policy.action_scale, a["action_cost"])
         # the critic's inputs: the observations, or (critic_obs "state") their states' observations
         cobs_l = [ro.observe(st) for st in st_l] if a["critic_obs"] == "state" else obs_l
-        actor_loss, gn = _actor_step(s, cobs_l, rew, ended, a)
-        closs = _fit_critic(s, cobs_l, rew, ended, a) if s["critic"] is not None else 0.0
+        actor_loss, gn = _actor_step(s, cobs_l, rew, ended, a, failed)
+        closs = _fit_critic(s, cobs_l, rew, ended, a, failed) if s["critic"] is not None else 0.0
         obs, state = obs_l[-1].detach(), st_l[-1].detach()
         s["it"] = it
+        if failed is not None:  # the failed envs need a reset, and a lockstep batch resets together
+            s["episode"] += 1
+            obs, state = new_episode()
         if ended and a["keep_best"]:
             _track_best(s, a, it)
         row = dict(iteration=it, env_steps=s["env_steps"], reward_per_step=task_reward,
@@ -953,7 +993,8 @@ def train_bptt(env: str, num_envs: int = 16, horizon: int = 8, iterations: int =
                layer_norm: bool = False, keep_best: int = 0, log_csv: str | None = None, checkpoint: str | None = None,
                checkpoint_every: int = 0, resume: str | None = None, progress: bool = False, callback=None,
                config=None, overwrite: bool = False, randomize=None, perturb=None, goal: bool = False,
-               critic_obs: str = "auto", encoder_lr: float | None = None, action_cost: float = 0.0, **overrides):
+               critic_obs: str = "auto", encoder_lr: float | None = None, action_cost: float = 0.0,
+               on_failure: str = "restart", failure_value: float = 0.0, **overrides):
     """Truncated back-propagation through time: each update rolls the N envs
     `horizon` steps on from where the last window ended (a new episode at
     the end of one), and steps the policy on -mean(sum_k gamma^k r_k +
@@ -985,6 +1026,18 @@ def train_bptt(env: str, num_envs: int = 16, horizon: int = 8, iterations: int =
     less c * mean_j (a_j / action_scale)^2 each step (a control penalty, as
     in Gym's locomotion tasks; differentiated like the reward); the logged
     rewards, episode returns and keep_best stay the task's own.
+    on_failure: what a window in which an env fails (an inverted tet, a
+    divergence) does. "restart" (the default): no update, every env starts
+    a new episode. "end": the failed envs' episodes end at the state before
+    the failed step, whose value is failure_value (a constant, e.g. a
+    negative number to penalise failures; the actor's terminal value and
+    the critic's bootstrap target there, and the critic is regressed on it
+    at that state); the window is cut there for every env (the others
+    bootstrap from the critic as at any window's end), the update is made
+    on the steps before the failed one (their gradient is intact), and
+    then every env starts over. A failure in a window's first step makes no
+    update under either. Each failure is recorded in "failures" (iteration,
+    env_steps, error, steps_kept: the window steps learned from).
     noise_std: train a stochastic policy, scale tanh(u + sigma eps) with
     sigma a learned per-action vector starting at noise_std (clamped to
     exp(LOGSTD_RANGE)), eps drawn from a generator seeded by (seed,
@@ -1007,7 +1060,8 @@ def train_bptt(env: str, num_envs: int = 16, horizon: int = 8, iterations: int =
              lr=lr, critic_lr=critic_lr, clip=clip, seed=seed, hidden=tuple(hidden), terminal_value=terminal_value,
              critic_iters=critic_iters, lr_schedule=lr_schedule, target_tau=target_tau or None, goal=bool(goal),
              noise_std=noise_std or None, betas=tuple(betas), layer_norm=bool(layer_norm), keep_best=keep_best,
-             critic_obs=critic_obs, encoder_lr=encoder_lr, action_cost=action_cost)
+             critic_obs=critic_obs, encoder_lr=encoder_lr, action_cost=action_cost, on_failure=on_failure,
+             failure_value=failure_value)
     return _train(a, log_csv, checkpoint, checkpoint_every, progress, callback, config, overrides, overwrite, resume,
                   randomize, perturb)
 
@@ -1019,17 +1073,20 @@ def train_shac(env: str, num_envs: int = 16, horizon: int = 8, iterations: int =
                log_csv: str | None = None, checkpoint: str | None = None, checkpoint_every: int = 0,
                resume: str | None = None, progress: bool = False, callback=None, config=None, overwrite: bool = False,
                randomize=None, perturb=None, goal: bool = False, critic_obs: str = "auto",
-               encoder_lr: float | None = None, action_cost: float = 0.0, **overrides):
+               encoder_lr: float | None = None, action_cost: float = 0.0, on_failure: str = "restart",
+               failure_value: float = 0.0, **overrides):
     """Short-horizon actor-critic (SHAC, Xu et al. 2022): the actor as in
     train_bptt with the critic's value at the horizon's end; the critic
     regressed on TD(lambda) targets of each window. lr_schedule, target_tau,
     noise_std, betas, layer_norm, keep_best, resume, the files, randomize,
-    perturb, goal, critic_obs, encoder_lr and action_cost: as train_bptt."""
+    perturb, goal, critic_obs, encoder_lr, action_cost, on_failure and
+    failure_value: as train_bptt."""
     a = dict(method="shac", env=env, num_envs=num_envs, horizon=horizon, iterations=iterations, gamma=gamma, lam=lam,
              lr=lr, critic_lr=critic_lr, clip=clip, seed=seed, hidden=tuple(hidden), terminal_value=True,
              critic_iters=critic_iters, lr_schedule=lr_schedule, target_tau=target_tau or None, goal=bool(goal),
              noise_std=noise_std or None, betas=tuple(betas), layer_norm=bool(layer_norm), keep_best=keep_best,
-             critic_obs=critic_obs, encoder_lr=encoder_lr, action_cost=action_cost)
+             critic_obs=critic_obs, encoder_lr=encoder_lr, action_cost=action_cost, on_failure=on_failure,
+             failure_value=failure_value)
     return _train(a, log_csv, checkpoint, checkpoint_every, progress, callback, config, overrides, overwrite, resume,
                   randomize, perturb)
 

@@ -53,6 +53,7 @@ class Lockstep(Owned):
         self.config = json.loads(_lib.resolved_config(e0))["env"]
         n = self.num_envs
         self._status = np.zeros(n, np.int32)
+        self._step_status = np.zeros(n, np.int32)  # the last step's (failed())
         self._rew = np.zeros(n, real_dtype)
 
     def env(self, i: int):
@@ -82,6 +83,7 @@ class Lockstep(Owned):
                               ptr(self._status))
         if rc:
             self._fail("reset failed", rc)
+        self._step_status[:] = 0
         return obs
 
     def step(self, actions, image: np.ndarray | None = None):
@@ -109,9 +111,16 @@ class Lockstep(Owned):
         rc = _lib.batch_step(self.handle, ptr(a), ptr(obs), ptr(image) if image is not None else None,
                              ptr(self._rew), None, ptr(self._status), 0)
         status = np.minimum(self._status, 0)  # positive codes say "stepped" or "reset"
+        self._step_status = status
         if rc and not status.any():  # a failure of the whole call, not of an env
             self._fail("step failed", rc)
         return obs, self._rew.copy(), status
+
+    def failed(self) -> np.ndarray:
+        """Per env, whether its last step (step or step_each) since the last
+        reset failed: a bool array of N, True where that step's status was
+        an error code (the env needs a reset)."""
+        return self._step_status < 0
 
     def error(self, i: int) -> str:
         """Env i's last error message ("" when none)."""

@@ -4,7 +4,7 @@ with the simulator's gradients, for comparison with ppo_walker.py.
     python python/examples/learn_walker.py [--method shac] [--envs 8] [--horizon 16]
         [--iterations 150] [--seed 0] [--lr-schedule constant] [--target-tau 0.2]
         [--noise-std 0.35] [--betas 0.7 0.95] [--no-layer-norm] [--hidden 128 128]
-        [--critic-iters 8] [--action-cost 0]
+        [--critic-iters 8] [--action-cost 0] [--on-failure restart] [--failure-value 0]
         [--out learn_walker] [--set physics.substeps=960]
 
 The task is ppo_walker.py's: the walker's dense reward (the forward progress
@@ -232,6 +232,11 @@ def main():
     ap.add_argument("--layer-norm", action=argparse.BooleanOptionalAction, default=True,
                     help="LayerNorm before each hidden activation (default on here, off in the library)")
     ap.add_argument("--critic-iters", type=int, default=8, help="critic regression passes per update")
+    ap.add_argument("--on-failure", choices=list(dl.ON_FAILURE), default="restart",
+                    help="a training window in which an env fails: no update (restart) or learn from the steps "
+                         "before it, the failed env's episode ending there with --failure-value (end)")
+    ap.add_argument("--failure-value", type=float, default=0.0,
+                    help="with --on-failure end: the value of a failed env's last state (e.g. -2 penalises failures)")
     ap.add_argument("--action-cost", type=float, default=0.0,
                     help="train on the reward less this times the mean squared action (relative to its bound)")
     ap.add_argument("--hidden", type=int, nargs="+", default=[128, 128], help="hidden layer sizes")
@@ -292,11 +297,13 @@ def main():
                 hidden=tuple(a.hidden), lr_schedule=a.lr_schedule, target_tau=a.target_tau or None,
                 noise_std=a.noise_std or None, betas=tuple(a.betas), layer_norm=a.layer_norm,
                 log_csv=f"{a.out}.csv", progress=True, callback=report, overwrite=a.overwrite,
-                keep_best=a.keep_best, critic_iters=a.critic_iters, action_cost=a.action_cost, **over)
+                keep_best=a.keep_best, critic_iters=a.critic_iters, action_cost=a.action_cost,
+                on_failure=a.on_failure, failure_value=a.failure_value, **over)
     if out["failures"]:
-        print(f"{len(out['failures'])} training windows ended by a failed env (no update, every env started "
-              f"over; the log's failures column), the first at update {out['failures'][0]['iteration'] + 1}: "
-              f"{out['failures'][0]['error']}")
+        what = ("learned from the steps before it" if a.on_failure == "end" else "no update") + \
+            ", every env started over"
+        print(f"{len(out['failures'])} training windows ended by a failed env ({what}; the log's failures "
+              f"column), the first at update {out['failures'][0]['iteration'] + 1}: {out['failures'][0]['error']}")
     if out["best_policy"] is not None:
         b, r = out["best"], evaluation(out["best_policy"])
         print(f"kept policy (update {b['iteration'] + 1}, {b['env_steps']} env steps, mean return of its "

@@ -932,6 +932,61 @@ def test_numbers_refused(key, bad, want):
             train("walker-springs", num_envs=1, **{"iterations": 1, key: bad}, **SMALL)
 
 
+def _crush_at(step):
+    """A perturb that inverts a tet of env 1 at the given step of the first
+    episode (a huge force on its first particles)."""
+    import dsim.residual as dr
+    fired = []
+
+    def perturb(ro, k, rng):
+        if k == step and not fired:
+            fired.append(k)
+            f = np.zeros((ro.num_envs, 3 * dl._lib.env_num_particles(ro.batch.env(0))))
+            f[1, :30] = 1e6
+            dr.set_forces(ro, f)
+    return perturb
+
+
+def test_failure_ends_the_window():
+    """on_failure="end": a window whose step 2 fails (env 1's tet inverted)
+    is cut before it and learned from: BPTT's update from the 2 steps kept
+    equals, parameter for parameter, the update of a 2-step window that
+    never failed (the tape before the failure is intact); the failure is
+    recorded with the steps kept and its step counted. With SHAC the
+    failed env's terminal value failure_value is a constant to the actor
+    (the policy's first update does not depend on it) and a target to the
+    critic (whose first fit does); every env then starts over. Unusable
+    settings are refused by name."""
+    kw = dict(num_envs=2, iterations=1, seed=0, hidden=(8,), **SMALL)
+    cut = dl.train_bptt("control-fem", horizon=3, perturb=_crush_at(2), on_failure="end", **kw)
+    ref = dl.train_bptt("control-fem", horizon=2, **kw)
+    assert [h["iteration"] for h in cut["history"]] == [0]
+    f = cut["failures"]
+    assert len(f) == 1 and f[0]["steps_kept"] == 2 and f[0]["env_steps"] == 3 * 2
+    assert "env 1: step 2: " in f[0]["error"] and "inverted" in f[0]["error"]
+    assert cut["history"][0]["env_steps"] == 6 and cut["history"][0]["failures"] == 1
+    for (n1, p1), (n2, p2) in zip(cut["policy"].named_parameters(), ref["policy"].named_parameters()):
+        assert n1 == n2 and torch.equal(p1, p2), n1
+    assert not torch.equal(next(cut["policy"].parameters()), next(dl.train_bptt(
+        "control-fem", horizon=2, **{**kw, "iterations": 0})["policy"].parameters()))  # an update was made
+    # the default: no update from that window
+    rs = dl.train_bptt("control-fem", horizon=3, perturb=_crush_at(2), **kw)
+    assert rs["history"] == [] and rs["failures"][0]["steps_kept"] == 0
+
+    runs = [dl.train_shac("control-fem", horizon=3, perturb=_crush_at(2), on_failure="end", failure_value=v, **kw)
+            for v in (0.0, -5.0)]
+    for p1, p2 in zip(runs[0]["policy"].parameters(), runs[1]["policy"].parameters()):
+        assert torch.equal(p1, p2)
+    assert any(not torch.equal(p1, p2) for p1, p2 in zip(runs[0]["critic"].parameters(),
+                                                           runs[1]["critic"].parameters()))
+    assert runs[1]["history"][0]["critic_loss"] != runs[0]["history"][0]["critic_loss"]
+    for bad, want in ((dict(on_failure="skip"), "on_failure: 'skip'; expected one of restart, end"),
+                      (dict(failure_value=-1.0), "failure_value: needs on_failure='end'"),
+                      (dict(on_failure="end", failure_value="-1"), "failure_value: '-1'; expected a finite number")):
+        with pytest.raises(dl.DsimError, match=want):
+            dl.train_shac("control-fem", horizon=3, **{**kw, **bad})
+
+
 def test_training_failures_counted(tmp_path):
     """A window in which an env fails (a tet inverted by a push at step 2 of
     the first episode) makes no update and starts every env over; the
