@@ -293,7 +293,8 @@ static int bwd_prepare(dsEnv* e, const dsEnvBwdSpec* sp, int first, int last, ds
                       "backward: %s was created forward only (env.physics.gradients false): no tape to go back on",
                       e->cls->name);
   if (!e->have_episode) return ds__seterr(&e->err, DS_ERR_STATE, "backward: reset the env first");
-  if (e->failed && (last < 0 || e->cls->sim)) return ds__seterr(&e->err, DS_ERR_STATE, "backward: the episode diverged");
+  if (e->failed && (last < 0 || e->cls->sim))
+    return ds__seterr(&e->err, DS_ERR_STATE, "backward: the episode diverged");
   if (e->failed && last > steps_before_failure(e))
     return ds__seterr(&e->err, DS_ERR_STATE,
                       "backward: the episode diverged in step %d; a window must end at or before it (window end %d)",

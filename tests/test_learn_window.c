@@ -197,18 +197,25 @@ static void problem(const char* config) {
  * segment through it would be recomputed from the state the set replaced);
  * restoring the episode's own state there is no set point (K = 5 runs and
  * equals the full tape). The loss is the centroid's (it sees the state). */
-static int set_point_grad(int ckpt, double perturb, dsReal* g, int cap, int* n) {
+/* A small control-fem (6 steps of 8 substeps) with a checkpoint every ckpt
+ * substeps and the config's tail (loss, observation); NULL on failure. */
+static dsEnv* small_fem(const char* label, int ckpt, const char* tail) {
   char cfg[512], err[512];
   snprintf(cfg, sizeof cfg,
            "{\"env\": {\"name\": \"control-fem\", \"physics\": {\"substeps\": 48, \"control_interval\": 8, "
-           "\"checkpoint_every\": %d}, \"render\": {\"width\": 16, \"height\": 16, \"supersample\": 1}, "
-           "\"loss\": {\"kind\": \"com\"}}}",
-           ckpt);
+           "\"checkpoint_every\": %d}, \"render\": {\"width\": 16, \"height\": 16, \"supersample\": 1}, %s}}",
+           ckpt, tail);
   dsEnv* e = NULL;
-  int rc = ds_env_create_from_text("set-points", cfg, &e, err, sizeof err);
+  int rc = ds_env_create_from_text(label, cfg, &e, err, sizeof err);
   if (rc) printf("create: %s\n", err);
   CHECK_INT_EQ(rc, 0);
-  if (rc) return rc;
+  return rc ? NULL : e;
+}
+
+static int set_point_grad(int ckpt, double perturb, dsReal* g, int cap, int* n) {
+  dsEnv* e = small_fem("set-points", ckpt, "\"loss\": {\"kind\": \"com\"}");
+  if (!e) return DS_ERR_INVALID;
+  int rc = 0;
   const int A = ds_env_action_size(e), S = ds_env_state_size(e), steps = ds_env_num_steps(e);
   dsReal* a = (dsReal*)malloc(sizeof(dsReal) * (size_t)A);
   dsReal* st = (dsReal*)malloc(sizeof(dsReal) * (size_t)S);
@@ -268,17 +275,10 @@ static void set_points(void) {
  * (a checkpoint per step, two per step). A window that reaches into the
  * failed step, and the whole episode's backward, are refused. */
 static int failed_window(int ckpt, int crush, dsReal* ga, dsReal* gs, int A, int S) {
-  char cfg[512], err[512];
-  snprintf(cfg, sizeof cfg,
-           "{\"env\": {\"name\": \"control-fem\", \"physics\": {\"substeps\": 48, \"control_interval\": 8, "
-           "\"checkpoint_every\": %d}, \"render\": {\"width\": 16, \"height\": 16, \"supersample\": 1}, "
-           "\"observation\": {\"state\": \"com\"}, \"loss\": {\"reward\": \"dense\"}}}",
-           ckpt);
-  dsEnv* e = NULL;
-  int rc = ds_env_create_from_text("failed-window", cfg, &e, err, sizeof err);
-  if (rc) printf("create: %s\n", err);
-  CHECK_INT_EQ(rc, 0);
-  if (rc) return rc;
+  dsEnv* e =
+      small_fem("failed-window", ckpt, "\"observation\": {\"state\": \"com\"}, \"loss\": {\"reward\": \"dense\"}");
+  if (!e) return DS_ERR_INVALID;
+  int rc = 0;
   CHECK_INT_EQ(ds_env_action_size(e), A);
   CHECK_INT_EQ(ds_env_state_size(e), S);
   const int O = ds_env_obs_size(e);
