@@ -51,6 +51,7 @@ import math
 import os
 import sys
 import time
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -803,17 +804,32 @@ def _restore(path: str, s: dict, a: dict):
              best=ck.get("best"), recent=list(ck.get("recent", [])), failures=list(ck.get("failures", [])))
 
 
-def _rollout_window(ro: Rollout, policy, obs, state, H: int, gamma: float, perturb=None, rng=None, gen=None,
-                    keep_before_failure: bool = False):
+class _Window(NamedTuple):
+    """What _rollout_window simulated: obs[0] and states[0] are the start's,
+    then one entry per completed step (rew and act: one per completed step).
+    error: the DsimError of the step that failed (None: every step
+    completed); failed: with keep_before_failure, the bool mask of the envs
+    whose step failed when steps before it completed (the window can be
+    learned from), else None; attempted: the steps simulated, the failed
+    one included."""
+    obs: list
+    rew: list
+    states: list
+    act: list
+    error: Exception | None
+    failed: torch.Tensor | None
+    attempted: int
+
+
+def _rollout_window(ro: Rollout, policy, obs, state, H: int, perturb=None, rng=None, gen=None,
+                    keep_before_failure: bool = False) -> _Window:
     """H closed-loop steps (fewer at the episode's end) of the training
-    policy (policy.sample: with its exploration noise, drawn from gen):
-    (obs list, reward list, state list, action list, failure); obs[0] and
-    states[0] are the start's. perturb(ro, k, rng) runs before step k (the
-    episode's step index). A step in which an env fails raises DsimError,
-    unless keep_before_failure and steps before it completed: the window
-    then ends before that step (every env's lists stop there; their tape is
-    intact, so the window can still be differentiated) and failure is
-    (bool mask of the failed envs, the error); otherwise failure is None."""
+    policy (policy.sample: with its exploration noise, drawn from gen).
+    perturb(ro, k, rng) runs before step k (the episode's step index). A
+    step that fails (DsimError) ends the window before it: every env's
+    lists stop there (their tape is intact, so the window can still be
+    differentiated) and the error is returned, with the failed envs' mask
+    under keep_before_failure when steps before it completed."""
     obs_l, rew_l, st_l, act_l = [obs], [], [state], []
     for _ in range(min(H, ro.num_steps - ro.steps_taken)):
         if perturb is not None:
@@ -823,15 +839,14 @@ def _rollout_window(ro: Rollout, policy, obs, state, H: int, gamma: float, pertu
         try:
             obs, r, state = ro.step(act, state)
         except DsimError as e:
-            failed = ro.batch.failed()
-            if not (keep_before_failure and rew_l and failed.any()):
-                raise
-            return obs_l, rew_l, st_l, act_l, (torch.from_numpy(failed), e)
+            failed = torch.from_numpy(ro.batch.failed()) if keep_before_failure and rew_l else None
+            return _Window(obs_l, rew_l, st_l, act_l, e, failed if failed is not None and failed.any() else None,
+                           len(rew_l) + 1)
         obs_l.append(obs)
         rew_l.append(r)
         st_l.append(state)
         act_l.append(act)
-    return obs_l, rew_l, st_l, act_l, None
+    return _Window(obs_l, rew_l, st_l, act_l, None, None, len(rew_l))
 
 
 def _action_costs(act_l, scale: float, cost: float) -> torch.Tensor:
@@ -929,27 +944,21 @@ def _train(a: dict, log_csv, checkpoint, checkpoint_every: int, progress: bool, 
         if ro.steps_taken >= ro.num_steps:
             s["episode"] += 1
             obs, state = new_episode()
-        k0 = ro.steps_taken
-        try:
-            gen = torch.Generator().manual_seed((int(a["seed"]) & 0xFFFFFFFF) * 1000003 + it)  # resumes draw alike
-            obs_l, rew_l, st_l, act_l, fail = _rollout_window(ro, policy, obs.detach(), state.detach(),
-                                                              a["horizon"], a["gamma"], perturb, s["rng"], gen,
-                                                              a["on_failure"] == "end")
-        except DsimError as e:  # a diverged or inverted env: no update; every env starts over
-            s["env_steps"] += (ro.steps_taken - k0) * num_envs  # the steps simulated, the failed one included
-            s["failures"].append(dict(iteration=it, env_steps=s["env_steps"], error=str(e), steps_kept=0))
-            s["episode"] += 1
-            obs, state = new_episode()
-            continue
-        s["env_steps"] += len(rew_l) * num_envs
-        failed = None
-        if fail is not None:  # on_failure "end": the update learns from the steps before the failed one
-            failed = fail[0]
-            s["env_steps"] += num_envs  # the failed step, simulated
-            s["failures"].append(dict(iteration=it, env_steps=s["env_steps"], error=str(fail[1]),
-                                      steps_kept=len(rew_l)))
+        gen = torch.Generator().manual_seed((int(a["seed"]) & 0xFFFFFFFF) * 1000003 + it)  # resumes draw alike
+        w = _rollout_window(ro, policy, obs.detach(), state.detach(), a["horizon"], perturb, s["rng"], gen,
+                            a["on_failure"] == "end")
+        s["env_steps"] += w.attempted * num_envs  # the steps simulated, a failed one included
+        failed = w.failed  # on_failure "end": the update learns from the steps before the failed one
+        if w.error is not None:
+            s["failures"].append(dict(iteration=it, env_steps=s["env_steps"], error=str(w.error),
+                                      steps_kept=len(w.rew) if failed is not None else 0))
+            if failed is None:  # a diverged or inverted env and nothing to learn from: every env starts over
+                s["episode"] += 1
+                obs, state = new_episode()
+                continue
+        obs_l, rew_l, st_l, act_l = w.obs, w.rew, w.states, w.act
         rew = torch.stack(rew_l, 1)                               # N x H
-        ended = fail is None and ro.steps_taken >= ro.num_steps   # (a cut window bootstraps)
+        ended = failed is None and ro.steps_taken >= ro.num_steps  # (a cut window bootstraps)
         s["ep_return"] += rew.detach().sum(1)                    # the task's return (logs, keep_best)
         task_reward = float(rew.detach().mean())
         if a["action_cost"]:  # the objective of actor and critic: the reward less the action penalty
@@ -984,6 +993,22 @@ def _train(a: dict, log_csv, checkpoint, checkpoint_every: int, progress: bool, 
     return dict(policy=policy, critic=s["critic"], target_critic=s["target"], history=history, rollout=ro,
                 failures=s["failures"],
                 best_policy=best_policy, best=None if best is None else {k: v for k, v in best.items() if k != "policy"})
+
+
+_COMMON_ARGS = ("env", "num_envs", "horizon", "iterations", "gamma", "lam", "lr", "critic_lr", "clip", "seed",
+                "critic_iters", "lr_schedule", "keep_best", "critic_obs", "encoder_lr", "action_cost", "on_failure",
+                "failure_value")
+
+
+def _run(method: str, terminal_value: bool, kw: dict):
+    """train_bptt's and train_shac's common body: their arguments (kw, the
+    caller's locals) as _train's settings dict and files."""
+    a = {k: kw[k] for k in _COMMON_ARGS}
+    a.update(method=method, terminal_value=terminal_value, hidden=tuple(kw["hidden"]),
+             target_tau=kw["target_tau"] or None, goal=bool(kw["goal"]), noise_std=kw["noise_std"] or None,
+             betas=tuple(kw["betas"]), layer_norm=bool(kw["layer_norm"]))
+    return _train(a, kw["log_csv"], kw["checkpoint"], kw["checkpoint_every"], kw["progress"], kw["callback"],
+                  kw["config"], kw["overrides"], kw["overwrite"], kw["resume"], kw["randomize"], kw["perturb"])
 
 
 def train_bptt(env: str, num_envs: int = 16, horizon: int = 8, iterations: int = 100, gamma: float = 0.99,
@@ -1056,14 +1081,7 @@ def train_bptt(env: str, num_envs: int = 16, horizon: int = 8, iterations: int =
     goes on from a checkpoint of the same method, env and networks up to
     `iterations` (the envs start a new episode; a log_csv is appended to,
     the checkpoint may be the resumed file)."""
-    a = dict(method="bptt", env=env, num_envs=num_envs, horizon=horizon, iterations=iterations, gamma=gamma, lam=lam,
-             lr=lr, critic_lr=critic_lr, clip=clip, seed=seed, hidden=tuple(hidden), terminal_value=terminal_value,
-             critic_iters=critic_iters, lr_schedule=lr_schedule, target_tau=target_tau or None, goal=bool(goal),
-             noise_std=noise_std or None, betas=tuple(betas), layer_norm=bool(layer_norm), keep_best=keep_best,
-             critic_obs=critic_obs, encoder_lr=encoder_lr, action_cost=action_cost, on_failure=on_failure,
-             failure_value=failure_value)
-    return _train(a, log_csv, checkpoint, checkpoint_every, progress, callback, config, overrides, overwrite, resume,
-                  randomize, perturb)
+    return _run("bptt", terminal_value, locals())
 
 
 def train_shac(env: str, num_envs: int = 16, horizon: int = 8, iterations: int = 100, gamma: float = 0.99,
@@ -1081,14 +1099,7 @@ def train_shac(env: str, num_envs: int = 16, horizon: int = 8, iterations: int =
     noise_std, betas, layer_norm, keep_best, resume, the files, randomize,
     perturb, goal, critic_obs, encoder_lr, action_cost, on_failure and
     failure_value: as train_bptt."""
-    a = dict(method="shac", env=env, num_envs=num_envs, horizon=horizon, iterations=iterations, gamma=gamma, lam=lam,
-             lr=lr, critic_lr=critic_lr, clip=clip, seed=seed, hidden=tuple(hidden), terminal_value=True,
-             critic_iters=critic_iters, lr_schedule=lr_schedule, target_tau=target_tau or None, goal=bool(goal),
-             noise_std=noise_std or None, betas=tuple(betas), layer_norm=bool(layer_norm), keep_best=keep_best,
-             critic_obs=critic_obs, encoder_lr=encoder_lr, action_cost=action_cost, on_failure=on_failure,
-             failure_value=failure_value)
-    return _train(a, log_csv, checkpoint, checkpoint_every, progress, callback, config, overrides, overwrite, resume,
-                  randomize, perturb)
+    return _run("shac", True, locals())
 
 
 @torch.no_grad()

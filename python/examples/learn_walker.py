@@ -300,10 +300,12 @@ def main():
                 keep_best=a.keep_best, critic_iters=a.critic_iters, action_cost=a.action_cost,
                 on_failure=a.on_failure, failure_value=a.failure_value, **over)
     if out["failures"]:
-        what = ("learned from the steps before it" if a.on_failure == "end" else "no update") + \
-            ", every env started over"
-        print(f"{len(out['failures'])} training windows ended by a failed env ({what}; the log's failures "
-              f"column), the first at update {out['failures'][0]['iteration'] + 1}: {out['failures'][0]['error']}")
+        kept = sum(1 for f in out["failures"] if f["steps_kept"] > 0)
+        what = f"{kept} learned from the steps before it, the others no update" if a.on_failure == "end" \
+            else "no update"
+        print(f"{len(out['failures'])} training windows ended by a failed env ({what}; every env started over; "
+              f"the log's failures column), the first at update {out['failures'][0]['iteration'] + 1}: "
+              f"{out['failures'][0]['error']}")
     if out["best_policy"] is not None:
         b, r = out["best"], evaluation(out["best_policy"])
         print(f"kept policy (update {b['iteration'] + 1}, {b['env_steps']} env steps, mean return of its "
