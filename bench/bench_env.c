@@ -24,7 +24,9 @@
  * substeps (the backward recomputes each segment), the iteration (forward +
  * loss + backward) with each, and what checkpointing costs in time.
  *
- *   bench_env [reps] [name ...]      (default 3 reps, every environment class)
+ *   bench_env [reps] [name ...]      (default 3 reps, every environment class;
+ *                                     a name is a class or a bundled config,
+ *                                     e.g. control-cloth-implicit)
  *   environment: BENCH_THREADS=N (N threads instead of 2), BENCH_CLOCK=cpu
  *   (process CPU time instead of wall time), BENCH_ONLY=split|tape */
 #include "config.h"
@@ -295,8 +297,10 @@ int main(int argc, char** argv) {
   int fail = 0;
   if (argc > 2) {
     for (int a = 2; a < argc; a++) {
-      if (!ds_env_class_find(argv[a])) {
-        printf("%s: unknown environment\n", argv[a]);
+      const char* from = NULL;
+      const dsEnvDef def = env_def(argv[a], &from); /* a class, or a bundled config's name */
+      if (!ds_env_class_find(argv[a]) && !def.cls) {
+        printf("%s: unknown environment (neither a class nor configs/%s.json)\n", argv[a], argv[a]);
         fail = 1;
         continue;
       }

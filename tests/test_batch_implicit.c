@@ -466,7 +466,8 @@ int main(void) {
   /* control-fem-implicit's and control-cloth-implicit's keys (configs/), at a small size */
   static const char* const fem_keys[] = {"physics.integrator", "implicit", "physics.dt", "0.005208333333333333",
                                          "contact.smooth", "0.01", "gear.teeth", "6", "gear.layers", "1", NULL};
-  static const char* const cloth_keys[] = {"physics.integrator", "implicit", "physics.dt", "0.010416666666666666",
+  static const char* const cloth_keys[] = {"physics.integrator", "implicit", "physics.dt", "0.0625",
+                                           "physics.newton_tol", "0.001", "physics.adjoint_tol", "0.001",
                                            "scene.size_min", "3", "scene.size_max", "3", NULL};
   dsModel* gear = env_model("control-fem", fem_keys);
   dsModel* cloth_env = env_model("control-cloth", cloth_keys);
