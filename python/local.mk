@@ -14,7 +14,7 @@ PY_FILES = python/pyproject.toml python/setup.py python/README.md python/dsim/__
   python/dsim/learn.py python/tests/test_learn.py python/examples/learn_walker.py python/examples/visuomotor_fem.py \
   python/tests/test_artic.py python/dsim/residual.py python/tests/test_residual.py python/examples/residual_drag.py \
   python/examples/closed_vs_open.py python/examples/ppo_runner.py
-PY_FILES += python/tests/test_batch_artic.py python/tests/test_batch_implicit.py
+PY_FILES += python/tests/test_batch_artic.py python/tests/test_batch_implicit.py python/tests/test_implicit_tolerance.py
 # The ABI table the bindings check their copies of structs and constants
 # against (include/dsim/abi.h). Its source sits in controllers/ by the include
 # order (it reaches env.h, batch.h and run.h); it is listed here, with the
