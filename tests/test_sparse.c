@@ -258,20 +258,24 @@ static void test_assembly(dsModel* m, const char* name, double push) {
   free(y);
 }
 
-/* assembly and PCG: the same bits on 1, 2 and 3 threads */
-static void test_threads(void) {
+/* assembly, PCG and BiCGSTAB (A and A^T): the same bits on 1, 2 and 3
+ * threads, on an n x n x n tet grid: n = 3 (64 particles, below every
+ * parallel threshold of engine/sparse.c) and n = 16 (4,913 particles, above
+ * them all: the products, the assembly and the solvers' vector operations
+ * run in parallel regions with their fixed-order sums) */
+static void test_threads(int n) {
 #ifdef _OPENMP
-  dsModel* m = et_soft_model(3, 1e-3);
+  dsModel* m = et_soft_model(n, 1e-3);
   const int n3 = 3 * m->nparticle;
   dsReal* x = malloc(sizeof(dsReal) * (size_t)n3);
   dsReal* v = malloc(sizeof(dsReal) * (size_t)n3);
   dsReal* act = malloc(sizeof(dsReal) * (size_t)(m->nact + 1));
   dsReal* b = malloc(sizeof(dsReal) * (size_t)n3);
-  dsReal *val[3], *sol[3];
+  dsReal *val[3], *sol[3][3];
   state(m, x, v, act, 0.02);
   for (int i = 0; i < n3; i++) b[i] = unif(-1, 1);
   const int saved = omp_get_max_threads();
-  int its[3];
+  int its[3][3];
   for (int t = 0; t < 3; t++) {
     dsBlockSparse* A;
     omp_set_num_threads(t + 1);
@@ -279,25 +283,31 @@ static void test_threads(void) {
     ds__bsr_assemble(A, m, x, v, act, 1e-2, 1);
     val[t] = malloc(sizeof(dsReal) * 9 * (size_t)A->nnzb);
     memcpy(val[t], A->val, sizeof(dsReal) * 9 * (size_t)A->nnzb);
-    sol[t] = calloc((size_t)n3, sizeof(dsReal));
-    CHECK_INT_EQ(ds__bsr_pcg(A, b, sol[t], 1e-12, 1000, &its[t], NULL), 0);
+    for (int s = 0; s < 3; s++) sol[t][s] = calloc((size_t)n3, sizeof(dsReal));
+    CHECK_INT_EQ(ds__bsr_pcg(A, b, sol[t][0], 1e-12, 2000, &its[t][0], NULL), 0);
+    CHECK_INT_EQ(ds__bsr_bicgstab(A, 0, b, sol[t][1], 1e-12, 2000, &its[t][1], NULL), 0);
+    CHECK_INT_EQ(ds__bsr_bicgstab(A, 1, b, sol[t][2], 1e-12, 2000, &its[t][2], NULL), 0);
     if (t > 0) {
       CHECK(memcmp(val[t], val[0], sizeof(dsReal) * 9 * (size_t)A->nnzb) == 0);
-      CHECK(memcmp(sol[t], sol[0], sizeof(dsReal) * (size_t)n3) == 0);
-      CHECK_INT_EQ(its[t], its[0]);
+      for (int s = 0; s < 3; s++) {
+        CHECK(memcmp(sol[t][s], sol[0][s], sizeof(dsReal) * (size_t)n3) == 0);
+        CHECK_INT_EQ(its[t][s], its[0][s]);
+      }
     }
     ds__bsr_free(A);
   }
   omp_set_num_threads(saved);
   for (int t = 0; t < 3; t++) {
     free(val[t]);
-    free(sol[t]);
+    for (int s = 0; s < 3; s++) free(sol[t][s]);
   }
   free(x);
   free(v);
   free(act);
   free(b);
   ds_model_free(m);
+#else
+  (void)n;
 #endif
 }
 
@@ -309,7 +319,8 @@ int main(void) {
   dsModel* box = et_soft_model(2, 1e-3);
   test_assembly(box, "tet box in contact", 0.02);
   ds_model_free(box);
-  test_threads();
+  test_threads(3);
+  test_threads(16);
   return DST_RESULT();
 }
 #endif
