@@ -24,9 +24,10 @@
  * substeps (the backward recomputes each segment), the iteration (forward +
  * loss + backward) with each, and what checkpointing costs in time.
  *
- *   bench_env [reps] [name ...]      (default 3 reps, every environment class;
- *                                     a name is a class or a bundled config,
- *                                     e.g. control-cloth-implicit)
+ *   bench_env [reps] [name ...]      (default 3 reps, every environment class
+ *                                     and the bundled control-fem-implicit and
+ *                                     control-cloth-implicit; a name is a class
+ *                                     or a bundled config)
  *   environment: BENCH_THREADS=N (N threads instead of 2), BENCH_CLOCK=cpu
  *   (process CPU time instead of wall time), BENCH_ONLY=split|tape */
 #include "config.h"
@@ -308,6 +309,14 @@ int main(int argc, char** argv) {
     }
   } else {
     for (int k = 0; k < ds_env_class_count(); k++) fail |= run(ds_env_class_at(k)->name, reps);
+    /* and the implicit variants beside their classes' bundled configs (issue
+     * 31's comparison: a training iteration at the large step against the
+     * semi-implicit one above), when configs/ is found */
+    static const char* const implicit_configs[] = {"control-fem-implicit", "control-cloth-implicit"};
+    for (size_t k = 0; k < sizeof implicit_configs / sizeof *implicit_configs; k++) {
+      const char* from = NULL;
+      if (env_def(implicit_configs[k], &from).cls) fail |= run(implicit_configs[k], reps);
+    }
   }
   return fail;
 }
