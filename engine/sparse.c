@@ -394,7 +394,7 @@ typedef dsReal dsBsr__V __attribute__((vector_size(4 * sizeof(dsReal))));
       const dsReal* cols = trans ? A->val : A->valc;                                 \
       const int* blk = trans ? A->tr : NULL;                                         \
       const int n = A->n;                                                            \
-      DS__PAR_FOR(DS__BSR_PAR(A),                                                   \
+      DS__PAR_FOR(DS__BSR_PAR(A),                                                    \
         for (int i = 0; i < n; i++) {                                                \
           dsBsr__V s = {0, 0, 0, 0};                                                 \
           for (int b = A->row_start[i]; b < A->row_start[i + 1]; b++) {              \
