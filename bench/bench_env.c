@@ -200,9 +200,8 @@ static int tape(const char* name, const dsEnvDef* def, int reps) {
   return rc ? 1 : 0;
 }
 
-static int run(const char* name, int reps) {
-  const char* from = NULL;
-  dsEnvDef def = env_def(name, &from);
+/* def: name's definition, from env_def ("config" or "defaults" in from) */
+static int run(const char* name, dsEnvDef def, const char* from, int reps) {
   if (!g_split) return tape(name, &def, reps);
   dsEnvDef all = def; /* every frame rendered as it is taken */
   if (!(def.cls && def.cls->sim)) /* a class with its own physics differentiates its last frame only */
@@ -305,17 +304,21 @@ int main(int argc, char** argv) {
         fail = 1;
         continue;
       }
-      fail |= run(argv[a], reps);
+      fail |= run(argv[a], def, from, reps);
     }
   } else {
-    for (int k = 0; k < ds_env_class_count(); k++) fail |= run(ds_env_class_at(k)->name, reps);
+    for (int k = 0; k < ds_env_class_count(); k++) {
+      const char *name = ds_env_class_at(k)->name, *from = NULL;
+      fail |= run(name, env_def(name, &from), from, reps);
+    }
     /* and the implicit variants beside their classes' bundled configs (issue
      * 31's comparison: a training iteration at the large step against the
      * semi-implicit one above), when configs/ is found */
     static const char* const implicit_configs[] = {"control-fem-implicit", "control-cloth-implicit"};
     for (size_t k = 0; k < sizeof implicit_configs / sizeof *implicit_configs; k++) {
       const char* from = NULL;
-      if (env_def(implicit_configs[k], &from).cls) fail |= run(implicit_configs[k], reps);
+      const dsEnvDef def = env_def(implicit_configs[k], &from);
+      if (def.cls) fail |= run(implicit_configs[k], def, from, reps);
     }
   }
   return fail;

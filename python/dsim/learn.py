@@ -839,9 +839,9 @@ def _rollout_window(ro: Rollout, policy, obs, state, H: int, perturb=None, rng=N
         try:
             obs, r, state = ro.step(act, state)
         except DsimError as e:
-            failed = torch.from_numpy(ro.batch.failed()) if keep_before_failure and rew_l else None
-            return _Window(obs_l, rew_l, st_l, act_l, e, failed if failed is not None and failed.any() else None,
-                           len(rew_l) + 1)
+            mask = ro.batch.failed() if keep_before_failure and rew_l else None
+            failed = torch.from_numpy(mask) if mask is not None and mask.any() else None
+            return _Window(obs_l, rew_l, st_l, act_l, e, failed, len(rew_l) + 1)
         obs_l.append(obs)
         rew_l.append(r)
         st_l.append(state)
