@@ -257,143 +257,6 @@ DS_HD DS_INLINE void ds__bend_bwd(const dsReal x[12], const dsReal v[12], const 
   ds__bend_bwd_pre(x, v, p, &q, adj_f, adj_x, adj_v, adj_p);
 }
 
-#if defined(__GNUC__) && !defined(__CUDACC__)
-/* ds__bend_bwd_pre's passes for adj_f = e_k on DS__BL rows k at once:
- * lane l of every vector is row k0 + l, and each statement is the scalar
- * pass's, one for one and in the same order (GCC vector arithmetic rounds
- * each lane as the scalar operation would; a product of a lane and a
- * shared scalar is the scalar product, which commutes), so each row is
- * the scalar pass's bits (tests/test_force_jac, the cloth run logs).
- * The parameters' adjoints, which the Jacobian does not read, are left
- * out. An edit of ds__bend_bwd_pre must be mirrored here. */
-#  define DS__BL 4
-typedef dsReal dsBend__V __attribute__((vector_size(DS__BL * sizeof(dsReal))));
-
-/* *r = a . b for a shared a and lane b (vectors through pointers: a
- * 32-byte vector by value would change the baseline ABI) */
-static inline void ds__bend_vdot(dsBend__V* r, const dsReal a[3], const dsBend__V b[3]) {
-  *r = b[0] * a[0] + b[1] * a[1] + b[2] * a[2];
-}
-/* r += s a (lane s, shared a) */
-static inline void ds__bend_vadd(dsBend__V r[3], const dsReal a[3], const dsBend__V* s) {
-  for (int c = 0; c < 3; c++) r[c] += *s * a[c];
-}
-/* dsu_cross3_bwd for shared a, b and lane adj_res into lane adj_a, adj_b */
-static inline void ds__bend_vcross_bwd(const dsReal a[3], const dsReal b[3], const dsBend__V g[3],
-                                       dsBend__V adj_a[3], dsBend__V adj_b[3]) {
-  const dsBend__V ta[3] = {g[2] * b[1] - g[1] * b[2], g[0] * b[2] - g[2] * b[0], g[1] * b[0] - g[0] * b[1]};
-  const dsBend__V tb[3] = {g[1] * a[2] - g[2] * a[1], g[2] * a[0] - g[0] * a[2], g[0] * a[1] - g[1] * a[0]};
-  for (int c = 0; c < 3; c++) {
-    adj_a[c] += ta[c];
-    adj_b[c] += tb[c];
-  }
-}
-
-/* rows k0 .. k0 + DS__BL - 1 of -Kx, -Kv (lane l: row k0 + l) */
-static inline void ds__bend_jac_lanes(const dsReal v[12], const dsBendParam* p, const dsBend__Pre* q, int k0,
-                                      dsBend__V ax[12], dsBend__V av[12]) {
-  const dsBend__Geo* g = &q->g;
-  const dsReal* d = q->d;
-  const dsReal s = q->s;
-  const dsBend__V zero = {0};
-  dsBend__V ef[12], as = zero;
-  for (int j = 0; j < 12; j++) {
-    for (int l = 0; l < DS__BL; l++) ef[j][l] = j == k0 + l ? 1 : 0;
-    as += ef[j] * d[j];
-  }
-  const dsBend__V ath = (-g->le * p->ke) * as, add = (-g->le * p->kd) * as;
-  dsBend__V ale = -q->el * as;
-  dsBend__V ad[12];
-  for (int j = 0; j < 12; j++) {
-    ad[j] = ef[j] * s + add * v[j];
-    av[j] = zero;
-    av[j] += add * d[j];
-    ax[j] = zero;
-  }
-  const dsReal *u1 = q->u1, *u2 = q->u2;
-  dsBend__V au1[3], au2[3];
-  for (int c = 0; c < 3; c++) {
-    au1[c] = ad[c] * g->le + ad[6 + c] * q->a13 + ad[9 + c] * q->b14;
-    au2[c] = ad[3 + c] * g->le + ad[6 + c] * q->a23 + ad[9 + c] * q->b24;
-  }
-  dsBend__V d1, d2, aa13, aa23, ab14, ab24, ng;
-  ds__bend_vdot(&d1, u1, ad);
-  ds__bend_vdot(&d2, u2, ad + 3);
-  ale += d1 + d2;
-  ds__bend_vdot(&aa13, u1, ad + 6);
-  ds__bend_vdot(&aa23, u2, ad + 6);
-  ds__bend_vdot(&ab14, u1, ad + 9);
-  ds__bend_vdot(&ab24, u2, ad + 9);
-  dsBend__V aeh[3] = {zero, zero, zero};
-  ds__bend_vadd(aeh, q->t14, &aa13);
-  ds__bend_vadd(ax, g->eh, &aa13);
-  ng = -aa13;
-  ds__bend_vadd(ax + 9, g->eh, &ng);
-  ds__bend_vadd(aeh, q->t24, &aa23);
-  ds__bend_vadd(ax + 3, g->eh, &aa23);
-  ng = -aa23;
-  ds__bend_vadd(ax + 9, g->eh, &ng);
-  ds__bend_vadd(aeh, q->t31, &ab14);
-  ds__bend_vadd(ax + 6, g->eh, &ab14);
-  ng = -ab14;
-  ds__bend_vadd(ax, g->eh, &ng);
-  ds__bend_vadd(aeh, q->t32, &ab24);
-  ds__bend_vadd(ax + 6, g->eh, &ab24);
-  ng = -ab24;
-  ds__bend_vadd(ax + 3, g->eh, &ng);
-  dsBend__V an1[3], an2[3];
-  const dsReal i1 = q->i1, i2 = q->i2;
-  for (int c = 0; c < 3; c++) {
-    an1[c] = au1[c] * i1;
-    an2[c] = au2[c] * i2;
-  }
-  ds__bend_vdot(&d1, g->n1, au1);
-  d1 = d1 * -2 * i1 * i1;
-  ds__bend_vadd(an1, g->n1, &d1);
-  ds__bend_vdot(&d2, g->n2, au2);
-  d2 = d2 * -2 * i2 * i2;
-  ds__bend_vadd(an2, g->n2, &d2);
-  const dsReal r2 = g->X * g->X + g->Y * g->Y;
-  dsBend__V ae[3] = {zero, zero, zero};
-  if (r2 > 0) {
-    const dsBend__V aY = ath * g->X / r2, aX = -ath * g->Y / r2, aXl = aX * g->le;
-    ds__bend_vadd(ae, q->c21, &aY);
-    ds__bend_vadd(an2, q->c1e, &aY);
-    ds__bend_vadd(an1, q->ce2, &aY);
-    ds__bend_vadd(an1, g->n2, &aXl);
-    ds__bend_vadd(an2, g->n1, &aXl);
-    ale += aX * q->n12;
-  }
-  if (g->le > 0) { /* dsu_normalize3_bwd */
-    const dsReal il = 1 / g->le;
-    dsBend__V ud;
-    ds__bend_vdot(&ud, g->eh, aeh);
-    for (int c = 0; c < 3; c++) ae[c] += (aeh[c] - ud * g->eh[c]) * il;
-  }
-  ds__bend_vadd(ae, g->eh, &ale);
-  dsBend__V aa[3] = {zero, zero, zero}, ab[3] = {zero, zero, zero};
-  for (int c = 0; c < 3; c++) {
-    ax[9 + c] += ae[c];
-    ax[6 + c] -= ae[c];
-  }
-  ds__bend_vcross_bwd(g->a1, g->b1, an1, aa, ab);
-  for (int c = 0; c < 3; c++) {
-    ax[6 + c] += aa[c];
-    ax[9 + c] += ab[c];
-    ax[c] -= aa[c];
-    ax[c] -= ab[c];
-    aa[c] = ab[c] = zero;
-  }
-  ds__bend_vcross_bwd(g->a2, g->b2, an2, aa, ab);
-  for (int c = 0; c < 3; c++) {
-    ax[9 + c] += aa[c];
-    ax[6 + c] += ab[c];
-    ax[3 + c] -= aa[c];
-    ax[3 + c] -= ab[c];
-  }
-}
-#endif
-
 /* ---- Jacobians (engine/forces.h "Jacobians") ------------------------------------
  * Kx = -df/dx, Kv = -df/dv (12 x 12, [x1..x4]). With d = grad theta,
  * Ht = Hess theta (symmetric), el = ke (theta - theta0) + kd d.v and
@@ -405,47 +268,129 @@ static inline void ds__bend_jac_lanes(const dsReal v[12], const dsBendParam* p, 
  * damping share of s in -s Ht); not symmetric: d grad|e|^T el (|e| is not
  * frozen in the force's own derivative) and |e| kd d (Ht v)^T. Kv is
  * symmetric, PSD for kd >= 0.
- * Computed by reverse mode: row k of -df/dx and of -df/dv is minus
- * ds__bend_bwd's adjoint for adj_f = e_k, which is exact (the derivative of
- * the force as computed, to rounding) and shares the backward's atan2 and
- * degeneracy handling; 12 backward passes, no second copy of Ht's long
- * closed form (Tamstorf & Grinspun 2013) to keep in step with the force.
- * The passes share the geometry, d and the atan2 (ds__bend_pre: the
- * adjoint is linear in adj_f), which were most of each pass's cost: the
- * bending Jacobians were a third of control-cloth's implicit iteration;
- * with GCC vector extensions the 12 passes run DS__BL at a time as lanes
- * (ds__bend_jac_lanes, the same operations, so the same bits).
- * Degenerate hinge: both zero (as the force). */
+ *
+ * Ht in closed form, from d_i = sum_w c_iw u_w (w = 1, 2 the wings,
+ * u_w = n_w/|n_w|^2; c_11 = c_22 = |e|, c_12 = c_21 = 0, c_31 = a13,
+ * c_32 = a23, c_41 = b14, c_42 = b24, the projections onto e^ above):
+ *   Ht_ij = d d_i/d x_j = sum_w [ u_w (grad_j c_iw)^T + c_iw Q_w N_wj ]
+ * where Q_w = d u_w/d n_w = (I - 2 n_w n_w^T/|n_w|^2)/|n_w|^2 and
+ * N_wj = d n_w/d x_j, the cross-product matrices [.]x of
+ *   n1 = (x3-x1) x (x4-x1):  N_11 = [e]x,  N_13 = -[x4-x1]x,  N_14 = [x3-x1]x
+ *   n2 = (x4-x2) x (x3-x2):  N_22 = -[e]x, N_23 = [x4-x2]x,   N_24 = -[x3-x2]x
+ * (N_12 = N_21 = 0), and, with P = (I - e^ e^T)/|e| = d e^/d e and
+ * p(t) = P t:
+ *   grad |e|:  x3 -e^,  x4 e^
+ *   grad a13 = grad (x1-x4).e^:  x1 e^,  x3 -p(x1-x4),  x4 -e^ + p(x1-x4)
+ *   grad a23 = grad (x2-x4).e^:  x2 e^,  x3 -p(x2-x4),  x4 -e^ + p(x2-x4)
+ *   grad b14 = grad (x3-x1).e^:  x1 -e^, x3 e^ - p(x3-x1), x4 p(x3-x1)
+ *   grad b24 = grad (x3-x2).e^:  x2 -e^, x3 e^ - p(x3-x2), x4 p(x3-x2).
+ * (Tamstorf & Grinspun 2013 derive the same Hessian in another
+ * parameterisation.) Row r of Q [w]x is q_r x w, so
+ *   Q [w]x = (1/|n|^2) [e_r x w]_r - (2/|n|^4) n (n x w)^T.
+ * This replaced twelve reverse passes of ds__bend_bwd_pre (one per row,
+ * adj_f = e_k), about 7,000 instructions a hinge, which were a sixth of
+ * control-cloth-implicit's training iteration (issue 31, item 5);
+ * tests/test_force_jac checks it against those passes to 1e-12 and
+ * against central differences. Degenerate hinge: both zero (as the
+ * force). */
+DS_HD DS_INLINE void ds__bend_qcross(const dsReal n[3], dsReal i, const dsReal w[3], dsReal M[9]) {
+  dsReal nw[3];
+  dsu_cross3(nw, n, w);
+  const dsReal i2 = -2 * i * i;
+  const dsReal ew[9] = {0, -w[2], w[1], w[2], 0, -w[0], -w[1], w[0], 0}; /* rows e_r x w */
+  for (int r = 0; r < 3; r++)
+    for (int c = 0; c < 3; c++) M[3 * r + c] = i * ew[3 * r + c] + i2 * n[r] * nw[c];
+}
+
 DS_HD DS_INLINE void ds__bend_jac(const dsReal x[12], const dsReal v[12], const dsBendParam* p,
                                  dsReal Kx[144], dsReal Kv[144]) {
   dsBend__Pre q;
   ds__bend_pre(x, v, p, &q);
-#if defined(DS__BL)
-  if (!q.ok) { /* the passes' -0 */
-    for (int k = 0; k < 144; k++) Kx[k] = Kv[k] = -(dsReal)0;
+  if (!q.ok) {
+    for (int k = 0; k < 144; k++) Kx[k] = Kv[k] = 0;
     return;
   }
-  for (int k0 = 0; k0 < 12; k0 += DS__BL) {
-    dsBend__V ax[12], av[12];
-    ds__bend_jac_lanes(v, p, &q, k0, ax, av);
-    for (int l = 0; l < DS__BL; l++)
-      for (int j = 0; j < 12; j++) {
-        Kx[12 * (k0 + l) + j] = -ax[j][l];
-        Kv[12 * (k0 + l) + j] = -av[j][l];
-      }
+  const dsBend__Geo* g = &q.g;
+  const dsReal le = g->le, il = 1 / le, *eh = g->eh;
+  /* M[w][j] = Q_w N_wj (zero for w = 1, j = 2 and w = 2, j = 1) */
+  dsReal M[2][4][9], w3[3];
+  ds__bend_qcross(g->n1, q.i1, g->e, M[0][0]);
+  dsu_scl3(w3, g->b1, -1);
+  ds__bend_qcross(g->n1, q.i1, w3, M[0][2]);
+  ds__bend_qcross(g->n1, q.i1, g->a1, M[0][3]);
+  dsu_scl3(w3, g->e, -1);
+  ds__bend_qcross(g->n2, q.i2, w3, M[1][1]);
+  ds__bend_qcross(g->n2, q.i2, g->a2, M[1][2]);
+  dsu_scl3(w3, g->b2, -1);
+  ds__bend_qcross(g->n2, q.i2, w3, M[1][3]);
+  for (int k = 0; k < 9; k++) M[0][1][k] = M[1][0][k] = 0;
+  /* p(t) for the four projections */
+  dsReal p14[3], p24[3], p31[3], p32[3];
+  for (int c = 0; c < 3; c++) {
+    p14[c] = (q.t14[c] - q.a13 * eh[c]) * il;
+    p24[c] = (q.t24[c] - q.a23 * eh[c]) * il;
+    p31[c] = (q.t31[c] - q.b14 * eh[c]) * il;
+    p32[c] = (q.t32[c] - q.b24 * eh[c]) * il;
   }
-#else
+  /* G[i][w][j]: grad_j c_iw */
+  dsReal G[4][2][4][3];
+  for (int i = 0; i < 4; i++)
+    for (int w = 0; w < 2; w++)
+      for (int j = 0; j < 4; j++) dsu_zero3(G[i][w][j]);
+  for (int c = 0; c < 3; c++) {
+    G[0][0][2][c] = G[1][1][2][c] = -eh[c];
+    G[0][0][3][c] = G[1][1][3][c] = eh[c];
+    G[2][0][0][c] = eh[c];
+    G[2][0][2][c] = -p14[c];
+    G[2][0][3][c] = p14[c] - eh[c];
+    G[2][1][1][c] = eh[c];
+    G[2][1][2][c] = -p24[c];
+    G[2][1][3][c] = p24[c] - eh[c];
+    G[3][0][0][c] = -eh[c];
+    G[3][0][2][c] = eh[c] - p31[c];
+    G[3][0][3][c] = p31[c];
+    G[3][1][1][c] = -eh[c];
+    G[3][1][2][c] = eh[c] - p32[c];
+    G[3][1][3][c] = p32[c];
+  }
+  const dsReal cf[4][2] = {{le, 0}, {0, le}, {q.a13, q.a23}, {q.b14, q.b24}};
+  const dsReal* u[2] = {q.u1, q.u2};
+  /* the blocks i <= j; Ht_ji = Ht_ij^T */
+  dsReal H[144];
+  for (int i = 0; i < 4; i++)
+    for (int j = i; j < 4; j++) {
+      const dsReal *g0 = G[i][0][j], *g1 = G[i][1][j], *m0 = M[0][j], *m1 = M[1][j];
+      const dsReal c0 = cf[i][0], c1 = cf[i][1];
+      for (int r = 0; r < 3; r++)
+        for (int c = 0; c < 3; c++) {
+          const dsReal h = u[0][r] * g0[c] + u[1][r] * g1[c] + c0 * m0[3 * r + c] + c1 * m1[3 * r + c];
+          H[12 * (3 * i + r) + 3 * j + c] = h;
+          H[12 * (3 * j + c) + 3 * i + r] = h;
+        }
+    }
+  /* gs = el grad|e| + |e| ke d + |e| kd Ht v: the gradient of -s */
+  dsReal gs[12];
+  const dsReal kv = le * p->kd;
+  for (int k = 0; k < 12; k++) gs[k] = le * p->ke * q.d[k];
+  if (kv != 0)
+    for (int k = 0; k < 12; k++) {
+      dsReal hv = 0;
+      for (int j = 0; j < 12; j++) hv += H[12 * k + j] * v[j];
+      gs[k] += kv * hv;
+    }
+  for (int c = 0; c < 3; c++) {
+    gs[6 + c] -= q.el * eh[c];
+    gs[9 + c] += q.el * eh[c];
+  }
+  /* Kx = d gs^T - s Ht, Kv = |e| kd d d^T */
+  const dsReal s = q.s;
   for (int k = 0; k < 12; k++) {
-    dsReal ek[12] = {0}, ax[12] = {0}, av[12] = {0};
-    dsBendParam ap = {0, 0, 0};
-    ek[k] = 1;
-    ds__bend_bwd_pre(x, v, p, &q, ek, ax, av, &ap);
+    const dsReal dk = q.d[k], vk = kv * q.d[k];
     for (int j = 0; j < 12; j++) {
-      Kx[12 * k + j] = -ax[j];
-      Kv[12 * k + j] = -av[j];
+      Kx[12 * k + j] = dk * gs[j] - s * H[12 * k + j];
+      Kv[12 * k + j] = vk * q.d[j];
     }
   }
-#endif
 }
 
 /* ---- loop over the model's bending edges ---------------------------------------

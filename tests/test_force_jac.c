@@ -281,6 +281,32 @@ static void bend_sym_check(const double* x, const double* v, const dsBendParam* 
   if (!(asym(12, Kx) < 1e-12)) DST_FAIL_AT("%s: elastic bend Jacobian asymmetric (%.3g)", label, asym(12, Kx));
 }
 
+/* the closed-form Jacobian against the one the backward defines: row k of
+ * -Kx, -Kv is ds__bend_bwd's adjoint for adj_f = e_k (the derivative of the
+ * force as computed), to rounding */
+static void bend_rows_check(const double* x, const double* v, const dsBendParam* p, const char* label) {
+  double Kx[144], Kv[144], Rx[144], Rv[144];
+  ds__bend_jac(x, v, p, Kx, Kv);
+  for (int k = 0; k < 12; k++) {
+    double ek[12] = {0}, ax[12] = {0}, av[12] = {0};
+    dsBendParam ap = {0, 0, 0};
+    ek[k] = 1;
+    ds__bend_bwd(x, v, p, ek, ax, av, &ap);
+    for (int j = 0; j < 12; j++) {
+      Rx[12 * k + j] = -ax[j];
+      Rv[12 * k + j] = -av[j];
+    }
+  }
+  dst_checks += 2;
+  int worst = -1;
+  if (jac_differ(12, Kx, Rx, 1e-12, &worst))
+    DST_FAIL_AT("%s: bend Kx[%d][%d] = %.17g, the backward's row %.17g", label, worst / 12, worst % 12, Kx[worst],
+                Rx[worst]);
+  if (jac_differ(12, Kv, Rv, 1e-12, &worst))
+    DST_FAIL_AT("%s: bend Kv[%d][%d] = %.17g, the backward's row %.17g", label, worst / 12, worst % 12, Kv[worst],
+                Rv[worst]);
+}
+
 static void test_bend(void) {
   char label[64];
   double x[12], v[12];
@@ -296,6 +322,7 @@ static void test_bend(void) {
     dsBendParam p = {fc_unif(0.01, 1), t < 3 ? 0 : fc_unif(0, 0.05), fc_unif(-1, 1)};
     snprintf(label, sizeof label, "bend random %d", t);
     check_jac(label, 4, bend_f, bend_j, &p, x, v, 1e-6);
+    bend_rows_check(x, v, &p, label);
     dsBendParam pe = p;
     pe.kd = 0;
     bend_sym_check(x, v, &pe, label);
@@ -306,10 +333,30 @@ static void test_bend(void) {
     rand_vec(v, 12, -1, 1);
     dsBendParam p = {0.5, 0.02, 0};
     check_jac("bend flat", 4, bend_f, bend_j, &p, xf, v, 1e-6);
+    bend_rows_check(xf, v, &p, "bend flat");
     p.rest = 0.4;
     check_jac("bend flat, rest 0.4", 4, bend_f, bend_j, &p, xf, v, 1e-6);
     p.kd = 0;
     bend_sym_check(xf, v, &p, "bend flat");
+  }
+  /* nearly folded (theta ~ 2.9 rad: the wings 0.24 rad apart), short edge,
+   * unequal wings */
+  {
+    const double a = 0.12;
+    double xk[12] = {0.8 * cos(a), 0.8 * sin(a), 0.03, 0.2 * cos(-a), 0.2 * sin(-a), 0.05, 0, 0, 0, 0, 0, 0.06};
+    rand_vec(v, 12, -1, 1);
+    dsBendParam p = {0.7, 0.03, -0.5};
+    check_jac("bend folded", 4, bend_f, bend_j, &p, xk, v, 1e-7);
+    bend_rows_check(xk, v, &p, "bend folded");
+  }
+  /* collapsed wing (x1 on the edge's line): no angle, both Jacobians zero */
+  {
+    double xc[12] = {0, 0, 0.4, 1, -0.1, 0.6, 0, 0, 0, 0, 0, 1}, Kx[144], Kv[144];
+    rand_vec(v, 12, -1, 1);
+    dsBendParam p = {0.5, 0.02, 0.1};
+    ds__bend_jac(xc, v, &p, Kx, Kv);
+    dst_checks++;
+    if (!(fro(12, Kx) == 0 && fro(12, Kv) == 0)) DST_FAIL_AT("bend collapsed wing: Jacobian not zero");
   }
 }
 
