@@ -302,35 +302,33 @@ DS_HD DS_INLINE void ds__bend_qcross(const dsReal n[3], dsReal i, const dsReal w
     for (int c = 0; c < 3; c++) M[3 * r + c] = i * ew[3 * r + c] + i2 * n[r] * nw[c];
 }
 
-DS_HD DS_INLINE void ds__bend_jac(const dsReal x[12], const dsReal v[12], const dsBendParam* p,
-                                 dsReal Kx[144], dsReal Kv[144]) {
-  dsBend__Pre q;
-  ds__bend_pre(x, v, p, &q);
-  if (!q.ok) {
-    for (int k = 0; k < 144; k++) Kx[k] = Kv[k] = 0;
-    return;
-  }
-  const dsBend__Geo* g = &q.g;
+/* What both forms below share: Ht (H) and gs = el grad|e| + |e| ke d +
+ * |e| kd Ht v, the gradient of -s, with q; 0 for a degenerate hinge. */
+DS_HD DS_INLINE int ds__bend_jac_parts(const dsReal x[12], const dsReal v[12], const dsBendParam* p, dsBend__Pre* q,
+                                      dsReal H[144], dsReal gs[12]) {
+  ds__bend_pre(x, v, p, q);
+  if (!q->ok) return 0;
+  const dsBend__Geo* g = &q->g;
   const dsReal le = g->le, il = 1 / le, *eh = g->eh;
   /* M[w][j] = Q_w N_wj (zero for w = 1, j = 2 and w = 2, j = 1) */
   dsReal M[2][4][9], w3[3];
-  ds__bend_qcross(g->n1, q.i1, g->e, M[0][0]);
+  ds__bend_qcross(g->n1, q->i1, g->e, M[0][0]);
   dsu_scl3(w3, g->b1, -1);
-  ds__bend_qcross(g->n1, q.i1, w3, M[0][2]);
-  ds__bend_qcross(g->n1, q.i1, g->a1, M[0][3]);
+  ds__bend_qcross(g->n1, q->i1, w3, M[0][2]);
+  ds__bend_qcross(g->n1, q->i1, g->a1, M[0][3]);
   dsu_scl3(w3, g->e, -1);
-  ds__bend_qcross(g->n2, q.i2, w3, M[1][1]);
-  ds__bend_qcross(g->n2, q.i2, g->a2, M[1][2]);
+  ds__bend_qcross(g->n2, q->i2, w3, M[1][1]);
+  ds__bend_qcross(g->n2, q->i2, g->a2, M[1][2]);
   dsu_scl3(w3, g->b2, -1);
-  ds__bend_qcross(g->n2, q.i2, w3, M[1][3]);
+  ds__bend_qcross(g->n2, q->i2, w3, M[1][3]);
   for (int k = 0; k < 9; k++) M[0][1][k] = M[1][0][k] = 0;
   /* p(t) for the four projections */
   dsReal p14[3], p24[3], p31[3], p32[3];
   for (int c = 0; c < 3; c++) {
-    p14[c] = (q.t14[c] - q.a13 * eh[c]) * il;
-    p24[c] = (q.t24[c] - q.a23 * eh[c]) * il;
-    p31[c] = (q.t31[c] - q.b14 * eh[c]) * il;
-    p32[c] = (q.t32[c] - q.b24 * eh[c]) * il;
+    p14[c] = (q->t14[c] - q->a13 * eh[c]) * il;
+    p24[c] = (q->t24[c] - q->a23 * eh[c]) * il;
+    p31[c] = (q->t31[c] - q->b14 * eh[c]) * il;
+    p32[c] = (q->t32[c] - q->b24 * eh[c]) * il;
   }
   /* G[i][w][j]: grad_j c_iw */
   dsReal G[4][2][4][3];
@@ -353,10 +351,9 @@ DS_HD DS_INLINE void ds__bend_jac(const dsReal x[12], const dsReal v[12], const 
     G[3][1][2][c] = eh[c] - p32[c];
     G[3][1][3][c] = p32[c];
   }
-  const dsReal cf[4][2] = {{le, 0}, {0, le}, {q.a13, q.a23}, {q.b14, q.b24}};
-  const dsReal* u[2] = {q.u1, q.u2};
+  const dsReal cf[4][2] = {{le, 0}, {0, le}, {q->a13, q->a23}, {q->b14, q->b24}};
+  const dsReal* u[2] = {q->u1, q->u2};
   /* the blocks i <= j; Ht_ji = Ht_ij^T */
-  dsReal H[144];
   for (int i = 0; i < 4; i++)
     for (int j = i; j < 4; j++) {
       const dsReal *g0 = G[i][0][j], *g1 = G[i][1][j], *m0 = M[0][j], *m1 = M[1][j];
@@ -368,28 +365,63 @@ DS_HD DS_INLINE void ds__bend_jac(const dsReal x[12], const dsReal v[12], const 
           H[12 * (3 * j + c) + 3 * i + r] = h;
         }
     }
-  /* gs = el grad|e| + |e| ke d + |e| kd Ht v: the gradient of -s */
-  dsReal gs[12];
   const dsReal kv = le * p->kd;
-  for (int k = 0; k < 12; k++) gs[k] = le * p->ke * q.d[k];
+  for (int k = 0; k < 12; k++) gs[k] = le * p->ke * q->d[k];
   if (kv != 0)
     for (int k = 0; k < 12; k++) {
       dsReal hv = 0;
-      for (int j = 0; j < 12; j++) hv += H[12 * k + j] * v[j];
+      for (int j = 0; j < 12; j++) hv += H[12 * k + j] * v[j]; /* Ht v, row by row (Ht = Ht^T) */
       gs[k] += kv * hv;
     }
   for (int c = 0; c < 3; c++) {
-    gs[6 + c] -= q.el * eh[c];
-    gs[9 + c] += q.el * eh[c];
+    gs[6 + c] -= q->el * eh[c];
+    gs[9 + c] += q->el * eh[c];
   }
-  /* Kx = d gs^T - s Ht, Kv = |e| kd d d^T */
-  const dsReal s = q.s;
+  return 1;
+}
+
+/* Kx = d gs^T - s Ht, Kv = |e| kd d d^T */
+DS_HD DS_INLINE void ds__bend_jac(const dsReal x[12], const dsReal v[12], const dsBendParam* p,
+                                 dsReal Kx[144], dsReal Kv[144]) {
+  dsBend__Pre q;
+  dsReal H[144], gs[12];
+  if (!ds__bend_jac_parts(x, v, p, &q, H, gs)) {
+    for (int k = 0; k < 144; k++) Kx[k] = Kv[k] = 0;
+    return;
+  }
+  const dsReal kv = q.g.le * p->kd, s = q.s;
   for (int k = 0; k < 12; k++) {
     const dsReal dk = q.d[k], vk = kv * q.d[k];
     for (int j = 0; j < 12; j++) {
       Kx[12 * k + j] = dk * gs[j] - s * H[12 * k + j];
       Kv[12 * k + j] = vk * q.d[j];
     }
+  }
+}
+
+/* wv Kv + wx Kx into K (the implicit step's h Kv + h^2 Kx, engine/sparse.c)
+ * in one pass: the same operations as ds__bend_jac and the sum, so the same
+ * bits; without damping (kd = 0: Kv = 0) wx Kx alone, which is that sum's
+ * value too. */
+DS_HD DS_INLINE void ds__bend_jac_comb(const dsReal x[12], const dsReal v[12], const dsBendParam* p, dsReal wx,
+                                      dsReal wv, dsReal K[144]) {
+  dsBend__Pre q;
+  dsReal H[144], gs[12];
+  if (!ds__bend_jac_parts(x, v, p, &q, H, gs)) {
+    for (int k = 0; k < 144; k++) K[k] = 0;
+    return;
+  }
+  const dsReal kv = q.g.le * p->kd, s = q.s;
+  if (kv == 0) {
+    for (int k = 0; k < 12; k++) {
+      const dsReal dk = q.d[k];
+      for (int j = 0; j < 12; j++) K[12 * k + j] = wx * (dk * gs[j] - s * H[12 * k + j]);
+    }
+    return;
+  }
+  for (int k = 0; k < 12; k++) {
+    const dsReal dk = q.d[k], vk = kv * q.d[k];
+    for (int j = 0; j < 12; j++) K[12 * k + j] = wv * (vk * q.d[j]) + wx * (dk * gs[j] - s * H[12 * k + j]);
   }
 }
 
@@ -434,6 +466,17 @@ DS_HD DS_INLINE void ds__bend_jac_elem(const dsModel* m, const dsForceFwd* a, in
   ds__gather3(xl, a->x, idx, 4);
   ds__gather3(vl, a->v, idx, 4);
   ds__bend_jac(xl, vl, &p, Kx, Kv);
+}
+
+/* wv Kv + wx Kx of hinge e into K (ds__bend_jac_comb) */
+DS_HD DS_INLINE void ds__bend_jac_comb_elem(const dsModel* m, const dsForceFwd* a, int e, dsReal wx, dsReal wv,
+                                           dsReal* K) {
+  dsReal xl[12], vl[12];
+  const int* idx = m->bend_idx + 4 * (size_t)e;
+  dsBendParam p = {m->bend_ke[e], m->bend_kd[e], m->bend_rest[e]};
+  ds__gather3(xl, a->x, idx, 4);
+  ds__gather3(vl, a->v, idx, 4);
+  ds__bend_jac_comb(xl, vl, &p, wx, wv, K);
 }
 
 DS__FLATTEN static inline void ds__bend_fwd_loop(const dsModel* m, const dsForceFwd* a) {

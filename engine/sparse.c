@@ -241,22 +241,24 @@ static void spring_proj(const dsModel* m, const dsForceFwd* a, int e, dsReal* Kx
 
 /* One element's h Kv + h^2 Kx into Kx (its place in jk): Kx in place, Kv
  * on the stack; the sum rounds as the gather's h kv + h^2 kx did when it
- * read Kx and Kv apart. The tets' exact blocks come combined from their
- * kernel (ds__tet_jac_comb: the same matrix up to rounding, in a third of
- * the instructions). The tets' and
- * the hinges' kernels are called directly (flattened in, so the AVX2 copy
- * below compiles them for AVX2: their 12-wide rows and 4-lane passes are
- * vector code; the same operations, so the same bits), the others through
- * the table. */
+ * read Kx and Kv apart. The tets' and the hinges' exact blocks come
+ * combined from their kernels (ds__tet_jac_comb: the same matrix up to
+ * rounding, in a third of the instructions; ds__bend_jac_comb: the same
+ * bits, one pass and no Kv without damping), called directly (flattened
+ * in, so the AVX2 copy below compiles them for AVX2: the same operations,
+ * so the same bits); the others go through the table. */
 #define DS__BSR_ELEM_JAC_BODY                                                                \
   {                                                                                          \
     if (k == DS__F_TET && !projected) { /* h Kv + h^2 Kx in one pass (engine/force_tet.h) */ \
       ds__tet_jac_comb_elem(m, a, e, h2, h, Kx);                                             \
       return;                                                                                \
     }                                                                                        \
+    if (k == DS__F_BEND && !projected) { /* the same (engine/force_bend.h) */                \
+      ds__bend_jac_comb_elem(m, a, e, h2, h, Kx);                                            \
+      return;                                                                                \
+    }                                                                                        \
     dsReal Kv[DS__BSR_NNMAX * DS__BSR_NNMAX];                                                \
-    if (k == DS__F_BEND) ds__bend_jac_elem(m, a, e, Kx, Kv);                                 \
-    else ds__force_jac[k](m, a, e, Kx, Kv);                                                  \
+    ds__force_jac[k](m, a, e, Kx, Kv);                                                       \
     if (projected) {                                                                         \
       if (k == DS__F_SPRING) spring_proj(m, a, e, Kx);                                       \
       else ds__sym_project_psd(nn, Kx);                                                      \
