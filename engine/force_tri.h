@@ -213,14 +213,15 @@ DS_HD DS_INLINE void ds__tri_bwd(const dsReal x[9], const dsReal v[9], const dsT
  * (the area rate's direction turns with x). Kv is symmetric, PSD for
  * kd >= 0. Collapsed triangle: the area terms are zero, as in the force.
  * The activation enters through s only. */
-DS_HD DS_INLINE void ds__tri_jac(const dsReal x[9], const dsReal v[9], const dsTriRest* r,
-                                const dsTriParam* p, dsReal Kx[81], dsReal Kv[81]) {
+/* dg/dy (Ky) and dg/dw (Kw), 6 x 6 each, in the edge variables */
+DS_HD DS_INLINE void ds__tri_jac_edges(const dsReal x[9], const dsReal v[9], const dsTriRest* r, const dsTriParam* p,
+                                      dsReal Ky[36], dsReal Kw[36]) {
   const dsReal* Dm = r->Dm;
   const dsReal A0 = r->area;
   const dsReal kmu = p->k_mu * A0, kd = p->k_damp * A0;
   const dsReal Q[4] = {Dm[0] * Dm[0] + Dm[1] * Dm[1], Dm[0] * Dm[2] + Dm[1] * Dm[3],
                        Dm[0] * Dm[2] + Dm[1] * Dm[3], Dm[2] * Dm[2] + Dm[3] * Dm[3]};
-  dsReal eq[3], er[3], w[6], Ky[36], Kw[36];
+  dsReal eq[3], er[3], w[6];
   dsu_sub3(eq, x + 3, x);
   dsu_sub3(er, x + 6, x);
   dsu_sub3(w, v + 3, v);
@@ -235,7 +236,7 @@ DS_HD DS_INLINE void ds__tri_jac(const dsReal x[9], const dsReal v[9], const dsT
   dsu_cross3(n, eq, er);
   const dsReal ln = dsu_normalize3(nh, n);
   if (ln > 0) {
-    const dsReal i2A0 = 1 / (2 * A0);
+    const dsReal i2A0 = 1 / (2 * A0), iln = 1 / ln;
     dsReal a[6], Jn[18], T[18], Ha[36], Hw[6];
     dsu_cross3(a, er, nh);
     dsu_scl3(a, a, i2A0);
@@ -259,7 +260,7 @@ DS_HD DS_INLINE void ds__tri_jac(const dsReal x[9], const dsReal v[9], const dsT
     const dsReal NX[9] = {0, -nh[2], nh[1], nh[2], 0, -nh[0], -nh[1], nh[0], 0};
     for (int i = 0; i < 6; i++)
       for (int j = 0; j < 6; j++) {
-        dsReal h = (Jn[i] * T[j] + Jn[6 + i] * T[6 + j] + Jn[12 + i] * T[12 + j]) / ln;
+        dsReal h = (Jn[i] * T[j] + Jn[6 + i] * T[6 + j] + Jn[12 + i] * T[12 + j]) * iln;
         if (i < 3 && j >= 3) h -= NX[3 * i + j - 3];
         if (i >= 3 && j < 3) h += NX[3 * (i - 3) + j];
         Ha[6 * i + j] = h * i2A0;
@@ -277,8 +278,26 @@ DS_HD DS_INLINE void ds__tri_jac(const dsReal x[9], const dsReal v[9], const dsT
         Kw[6 * i + j] += kd * a[i] * a[j];
       }
   }
+}
+
+DS_HD DS_INLINE void ds__tri_jac(const dsReal x[9], const dsReal v[9], const dsTriRest* r,
+                                const dsTriParam* p, dsReal Kx[81], dsReal Kv[81]) {
+  dsReal Ky[36], Kw[36];
+  ds__tri_jac_edges(x, v, r, p, Ky, Kw);
   ds__jac_from_edges(3, Ky, Kx);
   ds__jac_from_edges(3, Kw, Kv);
+}
+
+/* wx Kx + wv Kv (the implicit step's h^2 Kx + h Kv, engine/sparse.c) in
+ * one pass: combined in the edge variables (S^T (wx Ky + wv Kw) S), the
+ * same matrix up to rounding with one expansion to 9 x 9 instead of two
+ * and no 81-entry sum. */
+DS_HD DS_INLINE void ds__tri_jac_comb(const dsReal x[9], const dsReal v[9], const dsTriRest* r, const dsTriParam* p,
+                                     dsReal wx, dsReal wv, dsReal K[81]) {
+  dsReal Ky[36], Kw[36];
+  ds__tri_jac_edges(x, v, r, p, Ky, Kw);
+  for (int k = 0; k < 36; k++) Ky[k] = wx * Ky[k] + wv * Kw[k];
+  ds__jac_from_edges(3, Ky, K);
 }
 
 /* ---- loop over the model's triangles ------------------------------------------
@@ -287,30 +306,36 @@ DS_HD DS_INLINE void ds__tri_jac(const dsReal x[9], const dsReal v[9], const dsT
 static inline int ds__tri_count(const dsModel* m) { return m->ntri; }
 static inline const int* ds__tri_idx(const dsModel* m) { return m->tri_idx; }
 
+/* triangle e's positions and velocities (from x, v), rest shape and
+ * parameters (its activation from act, 0 without) */
+DS_HD DS_INLINE void ds__tri_elem_load(const dsModel* m, const dsReal* x, const dsReal* v, const dsReal* act, int e,
+                                      dsReal xl[9], dsReal vl[9], dsTriRest* r, dsTriParam* p) {
+  const int* idx = m->tri_idx + 3 * (size_t)e;
+  for (int k = 0; k < 4; k++) r->Dm[k] = m->tri_Dm[4 * (size_t)e + k];
+  r->area = m->tri_area[e];
+  p->k_mu = m->tri_k_mu[e];
+  p->k_lambda = m->tri_k_lambda[e];
+  p->k_damp = m->tri_k_damp[e];
+  p->act = act ? act[e] : 0;
+  ds__gather3(xl, x, idx, 3);
+  ds__gather3(vl, v, idx, 3);
+}
+
 /* Element bodies (one triangle; engine/force_loop.h "Bodies"). */
 DS_HD DS_INLINE void ds__tri_fwd_elem(const dsModel* m, const dsForceFwd* a, int e) {
   dsReal xl[9], vl[9];
-  const int* idx = m->tri_idx + 3 * (size_t)e;
   dsTriRest r;
-  for (int k = 0; k < 4; k++) r.Dm[k] = m->tri_Dm[4 * (size_t)e + k];
-  r.area = m->tri_area[e];
-  dsTriParam p = {m->tri_k_mu[e], m->tri_k_lambda[e], m->tri_k_damp[e], a->act ? a->act[e] : 0};
-  ds__gather3(xl, a->x, idx, 3);
-  ds__gather3(vl, a->v, idx, 3);
+  dsTriParam p;
+  ds__tri_elem_load(m, a->x, a->v, a->act, e, xl, vl, &r, &p);
   ds__tri_fwd(xl, vl, &r, &p, a->ef + 9 * (size_t)e);
 }
 
 DS_HD DS_INLINE void ds__tri_bwd_elem(const dsModel* m, const dsForceBwd* a, int e) {
   dsReal xl[9], vl[9], al[9], ax[9] = {0}, avl[9] = {0};
-  const int* idx = m->tri_idx + 3 * (size_t)e;
   dsTriRest r;
-  for (int k = 0; k < 4; k++) r.Dm[k] = m->tri_Dm[4 * (size_t)e + k];
-  r.area = m->tri_area[e];
-  dsTriParam p = {m->tri_k_mu[e], m->tri_k_lambda[e], m->tri_k_damp[e], a->act ? a->act[e] : 0};
-  dsTriParam ap = {0, 0, 0, 0};
-  ds__gather3(xl, a->x, idx, 3);
-  ds__gather3(vl, a->v, idx, 3);
-  ds__gather3(al, a->af, idx, 3);
+  dsTriParam p, ap = {0, 0, 0, 0};
+  ds__tri_elem_load(m, a->x, a->v, a->act, e, xl, vl, &r, &p);
+  ds__gather3(al, a->af, m->tri_idx + 3 * (size_t)e, 3);
   ds__tri_bwd(xl, vl, &r, &p, al, ax, avl, &ap);
   for (int k = 0; k < 9; k++) {
     a->aex[9 * (size_t)e + k] = ax[k];
@@ -326,14 +351,20 @@ DS_HD DS_INLINE void ds__tri_bwd_elem(const dsModel* m, const dsForceBwd* a, int
 /* Kx, Kv (81 each) of triangle e at a->x, a->v, a->act. */
 DS_HD DS_INLINE void ds__tri_jac_elem(const dsModel* m, const dsForceFwd* a, int e, dsReal* Kx, dsReal* Kv) {
   dsReal xl[9], vl[9];
-  const int* idx = m->tri_idx + 3 * (size_t)e;
   dsTriRest r;
-  for (int k = 0; k < 4; k++) r.Dm[k] = m->tri_Dm[4 * (size_t)e + k];
-  r.area = m->tri_area[e];
-  dsTriParam p = {m->tri_k_mu[e], m->tri_k_lambda[e], m->tri_k_damp[e], a->act ? a->act[e] : 0};
-  ds__gather3(xl, a->x, idx, 3);
-  ds__gather3(vl, a->v, idx, 3);
+  dsTriParam p;
+  ds__tri_elem_load(m, a->x, a->v, a->act, e, xl, vl, &r, &p);
   ds__tri_jac(xl, vl, &r, &p, Kx, Kv);
+}
+
+/* wx Kx + wv Kv (81) of triangle e (ds__tri_jac_comb) */
+DS_HD DS_INLINE void ds__tri_jac_comb_elem(const dsModel* m, const dsForceFwd* a, int e, dsReal wx, dsReal wv,
+                                         dsReal* K) {
+  dsReal xl[9], vl[9];
+  dsTriRest r;
+  dsTriParam p;
+  ds__tri_elem_load(m, a->x, a->v, a->act, e, xl, vl, &r, &p);
+  ds__tri_jac_comb(xl, vl, &r, &p, wx, wv, K);
 }
 
 DS__FLATTEN static inline void ds__tri_fwd_loop(const dsModel* m, const dsForceFwd* a) {

@@ -241,10 +241,12 @@ static void spring_proj(const dsModel* m, const dsForceFwd* a, int e, dsReal* Kx
 
 /* One element's h Kv + h^2 Kx into Kx (its place in jk): Kx in place, Kv
  * on the stack; the sum rounds as the gather's h kv + h^2 kx did when it
- * read Kx and Kv apart. The tets' and the hinges' exact blocks come
- * combined from their kernels (ds__tet_jac_comb: the same matrix up to
- * rounding, in a third of the instructions; ds__bend_jac_comb: the same
- * bits, one pass and no Kv without damping), called directly (flattened
+ * read Kx and Kv apart. The tets', triangles' and hinges' exact blocks
+ * come combined from their kernels (ds__tet_jac_comb: the same matrix up
+ * to rounding, in a third of the instructions; ds__tri_jac_comb: combined
+ * in its edge variables, the same matrix up to rounding;
+ * ds__bend_jac_comb: the same bits, one pass and no Kv without damping),
+ * called directly (flattened
  * in, so the AVX2 copy below compiles them for AVX2: the same operations,
  * so the same bits); the others go through the table. */
 #define DS__BSR_ELEM_JAC_BODY                                                                \
@@ -255,6 +257,10 @@ static void spring_proj(const dsModel* m, const dsForceFwd* a, int e, dsReal* Kx
     }                                                                                        \
     if (k == DS__F_BEND && !projected) { /* the same (engine/force_bend.h) */                \
       ds__bend_jac_comb_elem(m, a, e, h2, h, Kx);                                            \
+      return;                                                                                \
+    }                                                                                        \
+    if (k == DS__F_TRI && !projected) { /* the same (engine/force_tri.h) */                  \
+      ds__tri_jac_comb_elem(m, a, e, h2, h, Kx);                                             \
       return;                                                                                \
     }                                                                                        \
     dsReal Kv[DS__BSR_NNMAX * DS__BSR_NNMAX];                                                \

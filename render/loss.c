@@ -286,10 +286,7 @@ static double dssim_level(dsImageLoss* l, const double* a, const double* b, int 
   return 0.5 * (1.0 - acc / (double)n);
 }
 
-static double base_level(dsImageLoss* l, int lv, double wgt, int want_grad) {
-  const double* a = l->pa + l->off[lv];
-  const double* b = l->pb + l->off[lv];
-  double* g = want_grad ? l->pg + l->off[lv] : NULL;
+static double base_level(dsImageLoss* l, int lv, const double* a, const double* b, double* g, double wgt) {
   int w = l->lw[lv], h = l->lh[lv];
   size_t n = (size_t)w * h * NC, i;
   double acc = 0;
@@ -343,6 +340,15 @@ int ds_image_loss_eval(dsImageLoss* l, const dsReal* img, const dsReal* goal, ds
   int lv;
   if (!l || !img || !goal || !loss) return DS_ERR_INVALID;
   n = (size_t)l->w * l->h * NC;
+#if !DS_SINGLE
+  if (l->levels == 1) { /* the images as they are, the gradient in place: no copies (the same values) */
+    if (grad) memset(grad, 0, sizeof(double) * n);
+    if (l->def.weights[0] != 0) total += l->def.weights[0] * base_level(l, 0, img, goal, grad, l->def.weights[0]);
+    if (l->def.moments_weight > 0) total += moments_term(l, img, goal, grad);
+    *loss = (dsReal)total;
+    return DS_OK;
+  }
+#endif
   for (i = 0; i < n; i++) {
     l->pa[i] = img[i];
     l->pb[i] = goal[i];
@@ -356,7 +362,7 @@ int ds_image_loss_eval(dsImageLoss* l, const dsReal* img, const dsReal* goal, ds
   for (lv = 0; lv < l->levels; lv++) {
     double wgt = l->def.weights[lv];
     if (wgt == 0) continue;
-    total += wgt * base_level(l, lv, wgt, grad != NULL);
+    total += wgt * base_level(l, lv, l->pa + l->off[lv], l->pb + l->off[lv], grad ? l->pg + l->off[lv] : NULL, wgt);
   }
   if (grad)
     for (lv = l->levels - 2; lv >= 0; lv--) pyr_down_T(l, lv, l->pg);

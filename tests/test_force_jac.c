@@ -227,6 +227,18 @@ static int tri_setup(TriCtx* c, const double* x0) {
   return 1;
 }
 
+/* the implicit step's combined kernels: K = wx Kx + wv Kv from the same
+ * Kx, Kv, to rounding (bitwise = 1: exactly) */
+static void comb_check(const char* label, int n, const double* Kx, const double* Kv, const double* K, double wx,
+                       double wv, int bitwise) {
+  double S[144];
+  for (int k = 0; k < n * n; k++) S[k] = wv * Kv[k] + wx * Kx[k];
+  dst_checks++;
+  int worst = -1;
+  if (bitwise ? memcmp(S, K, sizeof(double) * (size_t)(n * n)) != 0 : jac_differ(n, K, S, 1e-13, &worst))
+    DST_FAIL_AT("%s: combined Jacobian differs from wx Kx + wv Kv (entry %d)", label, worst);
+}
+
 static void test_tri(void) {
   char label[64];
   double x0[9], x[9], v[9], Kx[81], Kv[81];
@@ -246,6 +258,9 @@ static void test_tri(void) {
     CHECK(asym(9, Kx) < 1e-13);
     ds__tri_jac(x, v, &c.r, &c.p, Kx, Kv);
     CHECK(asym(9, Kv) < 1e-13);
+    double K[81];
+    ds__tri_jac_comb(x, v, &c.r, &c.p, 0.01, 0.1, K);
+    comb_check(label, 9, Kx, Kv, K, 0.01, 0.1, 0);
   }
   /* sliver: r 1e-3 off the line pq (|n| small, Ha ~ 1/|n|) */
   {
@@ -323,6 +338,12 @@ static void test_bend(void) {
     snprintf(label, sizeof label, "bend random %d", t);
     check_jac(label, 4, bend_f, bend_j, &p, x, v, 1e-6);
     bend_rows_check(x, v, &p, label);
+    {
+      double Kx[144], Kv[144], K[144];
+      ds__bend_jac(x, v, &p, Kx, Kv);
+      ds__bend_jac_comb(x, v, &p, 0.01, 0.1, K);
+      comb_check(label, 12, Kx, Kv, K, 0.01, 0.1, p.kd != 0);
+    }
     dsBendParam pe = p;
     pe.kd = 0;
     bend_sym_check(x, v, &pe, label);
@@ -388,6 +409,9 @@ static void test_tet(void) {
     CHECK(asym(12, Kx) < 1e-13);
     ds__tet_jac(x, v, &c.r, &c.p, Kx, Kv);
     CHECK(asym(12, Kv) < 1e-13);
+    double K[144];
+    ds__tet_jac_comb(x, v, &c.r, &c.p, 0.01, 0.1, K);
+    comb_check(label, 12, Kx, Kv, K, 0.01, 0.1, 0);
   }
   /* near inversion: F = diag(1.1, 0.9, 0.1 / 0.99) on the rest edges, J = 0.1 */
   {
