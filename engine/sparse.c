@@ -203,7 +203,7 @@ int ds__bsr_create(const dsModel* m, dsBlockSparse** out) {
   A->dinv = ds__malloc(sizeof(dsReal) * 9 * (A->n ? (size_t)A->n : 1));
   A->work = ds__malloc(sizeof(dsReal) * 8 * (n3 ? n3 : 1));
   A->tr = ds__malloc(sizeof(int) * (nb ? nb : 1));
-  A->part = ds__malloc(sizeof(dsReal) * (n3 / DS__BSR_CHUNK + 1));
+  A->part = ds__malloc(sizeof(dsReal) * 2 * (n3 / DS__BSR_CHUNK + 1)); /* two dots' chunk sums (dot2) */
   int* cursor = ds__calloc(nb + 1, sizeof(int));
   if (!A->val || !A->valc || !A->src_start || !A->jk || !A->dinv || !A->work || !A->part || !A->tr || !cursor) {
     ds__free(cursor);
@@ -472,6 +472,31 @@ static dsReal dot(const dsBlockSparse* A, const dsReal* a, const dsReal* b, size
   return s;
 }
 
+/* *ab = a . b and *cd = c . d in one pass, each summed as dot() sums it
+ * (the same bits as two calls) */
+static void dot2(const dsBlockSparse* A, const dsReal* a, const dsReal* b, const dsReal* c, const dsReal* d, size_t len,
+                 dsReal* ab, dsReal* cd) {
+  const long nch = (long)((len + DS__BSR_CHUNK - 1) / DS__BSR_CHUNK);
+  dsReal* p2 = A->part + nch;
+  DS__PAR_FOR(DS__BSR_VPAR(A),
+    for (long ch = 0; ch < nch; ch++) {
+      const size_t lo = (size_t)ch * DS__BSR_CHUNK, hi = lo + DS__BSR_CHUNK < len ? lo + DS__BSR_CHUNK : len;
+      dsReal s1 = 0, s2 = 0;
+      for (size_t t = lo; t < hi; t++) {
+        s1 += a[t] * b[t];
+        s2 += c[t] * d[t];
+      }
+      A->part[ch] = s1;
+      p2[ch] = s2;
+    }
+  );
+  dsReal s1 = 0, s2 = 0;
+  for (long ch = 0; ch < nch; ch++) s1 += A->part[ch];
+  for (long ch = 0; ch < nch; ch++) s2 += p2[ch];
+  *ab = s1;
+  *cd = s2;
+}
+
 /* z_i = dinv_i r_i per particle */
 static void precondition(const dsBlockSparse* A, const dsReal* r, dsReal* z) {
   const int n = A->n;
@@ -564,21 +589,6 @@ done:
   return rc;
 }
 
-/* z_i = dinv_i^T r_i: the inverse of A^T's diagonal block (A_ii^T)^-1 = (A_ii^-1)^T */
-static void precondition_t(const dsBlockSparse* A, const dsReal* r, dsReal* z) {
-  const int n = A->n;
-  DS__PAR_FOR(DS__BSR_VPAR(A),
-    for (int i = 0; i < n; i++) {
-      const dsReal* d = A->dinv + 9 * (size_t)i;
-      const dsReal* ri = r + 3 * (size_t)i;
-      dsReal* zi = z + 3 * (size_t)i;
-      zi[0] = d[0] * ri[0] + d[3] * ri[1] + d[6] * ri[2];
-      zi[1] = d[1] * ri[0] + d[4] * ri[1] + d[7] * ri[2];
-      zi[2] = d[2] * ri[0] + d[5] * ri[1] + d[8] * ri[2];
-    }
-  );
-}
-
 static int finite_r(dsReal a) { return a - a == 0; }
 
 /* Right-preconditioned BiCGSTAB on B x = b, B = A or A^T (K = block-Jacobi of B):
@@ -589,17 +599,56 @@ static int finite_r(dsReal a) { return a - a == 0; }
 /* y = S^{-1} x with S = (A + A^T) / 2 factorised (A->chol) */
 static void precondition_chol(const dsBlockSparse* A, const dsReal* x, dsReal* y) { ds__chol_solve(A->chol, x, y); }
 
+/* BiCGSTAB's two updates with their preconditioning in one pass per
+ * particle: u = r + beta (u - omega v), z = K u (omega = 0: u = r + beta v,
+ * the s update with beta = -alpha; the same operations as the separate
+ * loops, so the same bits). K is block-Jacobi of A (z_i = dinv_i u_i) or
+ * of A^T (z_i = dinv_i^T u_i: (A_ii^T)^-1 = (A_ii^-1)^T); with the CHOLMOD
+ * preconditioner the update and K u are two passes. */
+static void update_pc(const dsBlockSparse* A, int trans, dsReal* u, const dsReal* r, const dsReal* v, dsReal beta,
+                      dsReal omega, dsReal* z) {
+  const int n = A->n;
+  const long nl = 3 * (long)n;
+  if (A->chol) {
+    if (omega != 0)
+      DS__PAR_FOR(DS__BSR_VPAR(A),
+        for (long k = 0; k < nl; k++) u[k] = r[k] + beta * (u[k] - omega * v[k]);
+      );
+    else
+      DS__PAR_FOR(DS__BSR_VPAR(A),
+        for (long k = 0; k < nl; k++) u[k] = r[k] + beta * v[k];
+      );
+    precondition_chol(A, u, z);
+    return;
+  }
+  DS__PAR_FOR(DS__BSR_VPAR(A),
+    for (int i = 0; i < n; i++) {
+      dsReal* ui = u + 3 * (size_t)i;
+      const dsReal *ri = r + 3 * (size_t)i, *vi = v + 3 * (size_t)i, *d = A->dinv + 9 * (size_t)i;
+      for (int c = 0; c < 3; c++) ui[c] = omega != 0 ? ri[c] + beta * (ui[c] - omega * vi[c]) : ri[c] + beta * vi[c];
+      dsReal* zi = z + 3 * (size_t)i;
+      if (trans) {
+        zi[0] = d[0] * ui[0] + d[3] * ui[1] + d[6] * ui[2];
+        zi[1] = d[1] * ui[0] + d[4] * ui[1] + d[7] * ui[2];
+        zi[2] = d[2] * ui[0] + d[5] * ui[1] + d[8] * ui[2];
+      } else {
+        zi[0] = d[0] * ui[0] + d[1] * ui[1] + d[2] * ui[2];
+        zi[1] = d[3] * ui[0] + d[4] * ui[1] + d[5] * ui[2];
+        zi[2] = d[6] * ui[0] + d[7] * ui[1] + d[8] * ui[2];
+      }
+    }
+  );
+}
+
 int ds__bsr_bicgstab(dsBlockSparse* A, int trans, const dsReal* b, dsReal* x, dsReal tol, int maxit, int* iters,
                      dsReal* resid) {
   void (*mv)(const dsBlockSparse*, const dsReal*, dsReal*) = trans ? ds__bsr_matvec_t : ds__bsr_matvec;
-  void (*pc)(const dsBlockSparse*, const dsReal*, dsReal*) = trans ? precondition_t : precondition;
   const size_t len = 3 * (size_t)A->n;
   const long nl = (long)len;
   dsReal *r = A->work, *rh = r + len, *p = rh + len, *v = p + len, *s = v + len, *t = s + len, *y = t + len,
          *z = y + len;
   int it = 0, rc = 1;
   dsReal rel = 0;
-  if (A->chol) pc = precondition_chol;
   for (int i = 0; i < A->n && !A->chol; i++)
     if (dsu_mat3_inv(A->dinv + 9 * (size_t)i, A->val + 9 * (size_t)A->diag[i]) == 0) {
       rc = DS_ERR_DIVERGED;
@@ -628,7 +677,9 @@ restart: /* from the true residual of x (at the start, and when the recurrence's
   }
   rho = alpha = omega = 1;
   for (;; it++) {
-    rel = dsu_sqrt(dot(A, r, r, len)) / bn;
+    dsReal rr, rho1; /* r.r and rhat.r in one pass (rho1 read only past the tests) */
+    dot2(A, r, r, rh, r, len, &rr, &rho1);
+    rel = dsu_sqrt(rr) / bn;
     if (!finite_r(rel)) {
       rc = DS_ERR_DIVERGED;
       break;
@@ -638,16 +689,12 @@ restart: /* from the true residual of x (at the start, and when the recurrence's
       break;
     }
     if (it >= maxit) break;
-    const dsReal rho1 = dot(A, rh, r, len);
     if (rho1 == 0 || omega == 0) {
       rc = DS_ERR_DIVERGED;
       break;
     }
     const dsReal beta = (rho1 / rho) * (alpha / omega);
-    DS__PAR_FOR(DS__BSR_VPAR(A),
-      for (long k = 0; k < nl; k++) p[k] = r[k] + beta * (p[k] - omega * v[k]);
-    );
-    pc(A, p, y);
+    update_pc(A, trans, p, r, v, beta, omega, y);
     mv(A, y, v);
     const dsReal rv = dot(A, rh, v, len);
     if (rv == 0) {
@@ -655,13 +702,11 @@ restart: /* from the true residual of x (at the start, and when the recurrence's
       break;
     }
     alpha = rho1 / rv;
-    DS__PAR_FOR(DS__BSR_VPAR(A),
-      for (long k = 0; k < nl; k++) s[k] = r[k] - alpha * v[k];
-    );
-    pc(A, s, z);
+    update_pc(A, trans, s, r, v, -alpha, 0, z);
     mv(A, z, t);
-    const dsReal tt = dot(A, t, t, len);
-    omega = tt > 0 ? dot(A, t, s, len) / tt : 0;
+    dsReal tt, ts;
+    dot2(A, t, t, t, s, len, &tt, &ts);
+    omega = tt > 0 ? ts / tt : 0;
     DS__PAR_FOR(DS__BSR_VPAR(A),
       for (long k = 0; k < nl; k++) {
         x[k] += alpha * y[k] + omega * z[k];
