@@ -299,17 +299,44 @@ static double base_level(dsImageLoss* l, int lv, const double* a, const double* 
     }
     return DS_LOSS_MIX_L2 * acc / (double)n + DS_LOSS_MIX_DSSIM * dssim_level(l, a, b, w, h, DS_LOSS_MIX_DSSIM * wgt, g);
   }
-  for (i = 0; i < n; i++) {
-    double d = a[i] - b[i];
-    if (l->def.kind == DS_LOSS_MSE) {
-      acc += d * d;
-      if (g) g[i] += wgt * 2.0 * d / (double)n;
-    } else {
-      acc += fabs(d);
-      if (g) g[i] += wgt * (d > 0 ? 1.0 : d < 0 ? -1.0 : 0.0) / (double)n;
+  /* the gradient in parallel, the sum in value order (as dsr_loss_sum) */
+  const int mse = l->def.kind == DS_LOSS_MSE;
+  if (g) {
+    const long nl = (long)n;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) if (nl >= 4 * 16384)
+#endif
+    for (long k = 0; k < nl; k++) {
+      const double d = a[k] - b[k];
+      g[k] += mse ? wgt * 2.0 * d / (double)n : wgt * (d > 0 ? 1.0 : d < 0 ? -1.0 : 0.0) / (double)n;
     }
   }
+  for (i = 0; i < n; i++) {
+    const double d = a[i] - b[i];
+    acc += mse ? d * d : fabs(d);
+  }
   return acc / (double)n;
+}
+
+/* dsr_alpha_centroid with its rows summed in parallel (t0 holds the row
+ * sums), added in row order: the same bits */
+static void alpha_centroid(const dsImageLoss* l, const dsReal* img, double* m, double c[2]) {
+  const int w = l->w, h = l->h;
+  double *rs = l->t0, *rx = l->t0 + h;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) if ((size_t)w * h >= 16384)
+#endif
+  for (int r = 0; r < h; r++) dsr_alpha_row(img, w, r, rs + r, rx + r);
+  double s = 0, sx = 0, sy = 0;
+  for (int r = 0; r < h; r++) {
+    const double y = (double)(2 * (h - 1 - r) + 1 - h) / h;
+    s += rs[r];
+    sx += rx[r];
+    sy += rs[r] * y;
+  }
+  *m = s + DSR_MOMENTS_EPS;
+  c[0] = sx / *m;
+  c[1] = sy / *m;
 }
 
 /* the moments term; its gradient is added into g (full resolution) */
@@ -317,11 +344,14 @@ static double moments_term(const dsImageLoss* l, const dsReal* img, const dsReal
   const int w = l->w, h = l->h;
   const double wt = (double)l->def.moments_weight, q = (double)l->def.moments_size;
   double m, mg, c[2], cg[2];
-  dsr_alpha_centroid(img, w, h, &m, c);
-  dsr_alpha_centroid(goal, w, h, &mg, cg);
+  alpha_centroid(l, img, &m, c);
+  alpha_centroid(l, goal, &mg, cg);
   const double dx = c[0] - cg[0], dy = c[1] - cg[1], lr = 0.5 * log(m / mg);
   if (g) {
     const double sx = 2 * wt * dx / m, sy = 2 * wt * dy / m, s0 = wt * q * lr / m;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) if ((size_t)w * h >= 16384)
+#endif
     for (int r = 0; r < h; r++) {
       const double y = (double)(2 * (h - 1 - r) + 1 - h) / h;
       for (int k = 0; k < w; k++) {

@@ -36,16 +36,25 @@ typedef struct dsrLossConst {
 
 /* Alpha mass m (with eps) and centroid c of an RGBA image; pixel centres in
  * normalised device coordinates, row 0 at the top. */
+/* Row r's alpha mass *rs and its x moment *rx (dsr_alpha_centroid's per-row
+ * sums; render/loss.c sums rows in parallel with it). */
+DS_HD DSL_INLINE void dsr_alpha_row(const dsReal* img, int w, int r, double* rs, double* rx) {
+  double s = 0, x = 0;
+  for (int k = 0; k < w; k++) {
+    const double a = img[((size_t)r * w + k) * 4 + 3];
+    s += a;
+    x += a * ((double)(2 * k + 1 - w) / w);
+  }
+  *rs = s;
+  *rx = x;
+}
+
 DS_HD DSL_INLINE void dsr_alpha_centroid(const dsReal* img, int w, int h, double* m, double c[2]) {
   double s = 0, sx = 0, sy = 0;
   for (int r = 0; r < h; r++) {
     const double y = (double)(2 * (h - 1 - r) + 1 - h) / h;
-    double rs = 0, rx = 0;
-    for (int k = 0; k < w; k++) {
-      const double a = img[((size_t)r * w + k) * 4 + 3];
-      rs += a;
-      rx += a * ((double)(2 * k + 1 - w) / w);
-    }
+    double rs, rx;
+    dsr_alpha_row(img, w, r, &rs, &rx);
     s += rs;
     sx += rx;
     sy += rs * y;

@@ -300,7 +300,8 @@ typedef struct dsImageLoss dsImageLoss;
 DS_API int ds_image_loss_create(dsImageLoss** out, const dsLossDef* def, int w, int h);
 DS_API int ds_image_loss_check(const dsLossDef* def, int w, int h, char* err, size_t errlen);
 DS_API void ds_image_loss_destroy(dsImageLoss* l);
-/* Allocation-free evaluation; grad may be NULL. */
+/* Allocation-free evaluation; grad may be NULL, and must not overlap img or
+ * goal (at one level it is written while they are read). */
 DS_API int ds_image_loss_eval(dsImageLoss* l, const dsReal* img, const dsReal* goal, dsReal* loss,
                               dsReal* grad);
 
