@@ -29,7 +29,13 @@
  *                                     control-cloth-implicit; a name is a class
  *                                     or a bundled config)
  *   environment: BENCH_THREADS=N (N threads instead of 2), BENCH_CLOCK=cpu
- *   (process CPU time instead of wall time), BENCH_ONLY=split|tape */
+ *   (process CPU time instead of wall time), BENCH_ONLY=split|tape|pair
+ *
+ * BENCH_ONLY=pair with two names: their training iterations (forward +
+ * loss + backward) alternated in one process, reps pairs (the order
+ * swapped every pair), and the median of the per-pair ratios first /
+ * second: on a shared machine whose speed drifts between runs, the two
+ * halves of a pair see the same machine (issue 31, item 5). */
 #include "config.h"
 
 #include <math.h>
@@ -48,7 +54,7 @@
 #  define DS_BENCH_SRCDIR "."
 #endif
 
-#define MAXREP 16
+#define MAXREP 64
 #define LOG_ITERS 40
 
 /* CPU seconds of the process (all threads): steadier than wall time on a
@@ -281,6 +287,53 @@ static int run(const char* name, dsEnvDef def, const char* from, int reps) {
   return g_tape ? tape(name, &def, reps) : 0;
 }
 
+/* BENCH_ONLY=pair: a's and b's iterations alternated; per-pair ratios */
+static int pair(const char* na, const char* nb, int reps) {
+  const char *fa = NULL, *fb = NULL;
+  const dsEnvDef da = env_def(na, &fa), db = env_def(nb, &fb);
+  dsEnv *ea = NULL, *eb = NULL;
+  char err[512];
+  int rc = da.cls && db.cls ? 0 : 1;
+  if (rc) snprintf(err, sizeof err, "unknown environment");
+  if (!rc) rc = ds_env_create(&da, &ea, err, sizeof err);
+  if (!rc) rc = ds_env_create(&db, &eb, err, sizeof err);
+  const size_t na_ = ea ? (size_t)ds_env_num_steps(ea) * ds_env_action_size(ea) + 1 : 1;
+  const size_t nb_ = eb ? (size_t)ds_env_num_steps(eb) * ds_env_action_size(eb) + 1 : 1;
+  dsReal *acta = (dsReal*)calloc(na_, sizeof(dsReal)), *ga = (dsReal*)calloc(na_, sizeof(dsReal));
+  dsReal *actb = (dsReal*)calloc(nb_, sizeof(dsReal)), *gb = (dsReal*)calloc(nb_, sizeof(dsReal));
+  double ta[MAXREP], tb[MAXREP], q[MAXREP], cpu;
+  if (!rc) { /* one of each first: caches, the models' first reset */
+    iteration(ea, &da, acta, ga, &rc, &cpu);
+    if (!rc) iteration(eb, &db, actb, gb, &rc, &cpu);
+  }
+  for (int r = 0; !rc && r < reps; r++) {
+    for (int h = 0; h < 2 && !rc; h++) { /* a then b; b then a on odd pairs */
+      const int is_a = (h == 0) == (r % 2 == 0);
+      const double w = is_a ? iteration(ea, &da, acta, ga, &rc, &cpu) : iteration(eb, &db, actb, gb, &rc, &cpu);
+      (is_a ? ta : tb)[r] = g_cpu_clock ? cpu : w;
+    }
+    q[r] = ta[r] / tb[r];
+  }
+  if (rc) {
+    printf("pair %s / %s: failed: %s\n", na, nb, ea && eb ? ds_env_last_error(ea) : err);
+  } else {
+    double lo = q[0], hi = q[0];
+    for (int r = 1; r < reps; r++) {
+      lo = q[r] < lo ? q[r] : lo;
+      hi = q[r] > hi ? q[r] : hi;
+    }
+    printf("pair  %s %.3f s  %s %.3f s  (medians of %d, %s time) | ratio per pair: median %.2fx (%.2f to %.2f)\n",
+           na, median(ta, reps), nb, median(tb, reps), reps, g_cpu_clock ? "CPU" : "wall", median(q, reps), lo, hi);
+  }
+  free(acta);
+  free(ga);
+  free(actb);
+  free(gb);
+  ds_env_destroy(ea);
+  ds_env_destroy(eb);
+  return rc ? 1 : 0;
+}
+
 int main(int argc, char** argv) {
   int reps = argc > 1 ? atoi(argv[1]) : 3;
   if (reps < 1) reps = 1;
@@ -289,7 +342,16 @@ int main(int argc, char** argv) {
   ds_set_num_threads(th && atoi(th) > 0 ? atoi(th) : 2);
   const char* ck = getenv("BENCH_CLOCK");
   g_cpu_clock = ck && !strcmp(ck, "cpu");
-  const char* only = getenv("BENCH_ONLY"); /* "split" or "tape" */
+  const char* only = getenv("BENCH_ONLY"); /* "split", "tape" or "pair" */
+  if (only && !strcmp(only, "pair")) {
+    if (argc != 4) {
+      printf("bench_env: BENCH_ONLY=pair takes two names\n");
+      return 1;
+    }
+    printf("bench_env: %d threads, %s precision; training iterations alternated\n", ds_get_max_threads(),
+           sizeof(dsReal) == 8 ? "double" : "single");
+    return pair(argv[2], argv[3], reps);
+  }
   g_split = !only || strcmp(only, "tape");
   g_tape = !only || strcmp(only, "split");
   printf("bench_env: %d threads, %s precision, median of %d, %s time; seconds per training iteration, split\n",
