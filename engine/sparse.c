@@ -65,6 +65,7 @@ void ds__bsr_free(dsBlockSparse* A) {
   ds__free(A->dinv);
   ds__free(A->work);
   ds__free(A->part);
+  ds__free(A->tpart);
   ds__free(A);
 }
 
@@ -203,9 +204,11 @@ int ds__bsr_create(const dsModel* m, dsBlockSparse** out) {
   A->dinv = ds__malloc(sizeof(dsReal) * 9 * (A->n ? (size_t)A->n : 1));
   A->work = ds__malloc(sizeof(dsReal) * 8 * (n3 ? n3 : 1));
   A->tr = ds__malloc(sizeof(int) * (nb ? nb : 1));
-  A->part = ds__malloc(sizeof(dsReal) * 2 * (n3 / DS__BSR_CHUNK + 1)); /* two dots' chunk sums (dot2) */
+  A->part = ds__malloc(sizeof(dsReal) * (n3 / DS__BSR_CHUNK + 1));
+  A->tpart = ds__malloc(sizeof(dsReal) * 4 * ((size_t)A->n / DS__BSR_TROWS + 1));
   int* cursor = ds__calloc(nb + 1, sizeof(int));
-  if (!A->val || !A->valc || !A->src_start || !A->jk || !A->dinv || !A->work || !A->part || !A->tr || !cursor) {
+  if (!A->val || !A->valc || !A->src_start || !A->jk || !A->dinv || !A->work || !A->part || !A->tpart || !A->tr ||
+      !cursor) {
     ds__free(cursor);
     ds__bsr_free(A);
     return DS_ERR_NOMEM;
@@ -364,30 +367,35 @@ void ds__bsr_assemble(dsBlockSparse* A, const dsModel* m, const dsReal* x, const
  * filled by the caller (valc_ok 0). On x86-64 the vector kernel is also
  * compiled for AVX2 (one instruction per vector instead of two) and
  * chosen at run time, as the tets' quads are (engine/force_tet.h). */
+static inline void mv_row_scalar(const dsBlockSparse* A, const dsReal* x, dsReal* y, int trans, int i) {
+  dsReal s0 = 0, s1 = 0, s2 = 0;
+  for (int b = A->row_start[i]; b < A->row_start[i + 1]; b++) {
+    const dsReal* xj = x + 3 * (size_t)A->col[b];
+    if (trans) {
+      const dsReal* a = A->val + 9 * (size_t)A->tr[b]; /* block (j, i), used transposed */
+      s0 += a[0] * xj[0] + a[3] * xj[1] + a[6] * xj[2];
+      s1 += a[1] * xj[0] + a[4] * xj[1] + a[7] * xj[2];
+      s2 += a[2] * xj[0] + a[5] * xj[1] + a[8] * xj[2];
+    } else {
+      const dsReal* a = A->val + 9 * (size_t)b;
+      s0 += a[0] * xj[0] + a[1] * xj[1] + a[2] * xj[2];
+      s1 += a[3] * xj[0] + a[4] * xj[1] + a[5] * xj[2];
+      s2 += a[6] * xj[0] + a[7] * xj[1] + a[8] * xj[2];
+    }
+  }
+  y[3 * (size_t)i] = s0;
+  y[3 * (size_t)i + 1] = s1;
+  y[3 * (size_t)i + 2] = s2;
+}
 static void matvec_scalar(const dsBlockSparse* A, const dsReal* x, dsReal* y, int trans) {
   const int n = A->n;
   DS__PAR_FOR(DS__BSR_PAR(A),
-    for (int i = 0; i < n; i++) {
-      dsReal s0 = 0, s1 = 0, s2 = 0;
-      for (int b = A->row_start[i]; b < A->row_start[i + 1]; b++) {
-        const dsReal* xj = x + 3 * (size_t)A->col[b];
-        if (trans) {
-          const dsReal* a = A->val + 9 * (size_t)A->tr[b]; /* block (j, i), used transposed */
-          s0 += a[0] * xj[0] + a[3] * xj[1] + a[6] * xj[2];
-          s1 += a[1] * xj[0] + a[4] * xj[1] + a[7] * xj[2];
-          s2 += a[2] * xj[0] + a[5] * xj[1] + a[8] * xj[2];
-        } else {
-          const dsReal* a = A->val + 9 * (size_t)b;
-          s0 += a[0] * xj[0] + a[1] * xj[1] + a[2] * xj[2];
-          s1 += a[3] * xj[0] + a[4] * xj[1] + a[5] * xj[2];
-          s2 += a[6] * xj[0] + a[7] * xj[1] + a[8] * xj[2];
-        }
-      }
-      y[3 * (size_t)i] = s0;
-      y[3 * (size_t)i + 1] = s1;
-      y[3 * (size_t)i + 2] = s2;
-    }
+    for (int i = 0; i < n; i++) mv_row_scalar(A, x, y, trans, i);
   );
+}
+/* rows [i0, i1) of the product (BiCGSTAB's chunks) */
+static void rows_scalar(const dsBlockSparse* A, const dsReal* x, dsReal* y, int trans, int i0, int i1) {
+  for (int i = i0; i < i1; i++) mv_row_scalar(A, x, y, trans, i);
 }
 
 #if defined(__GNUC__)
@@ -395,37 +403,64 @@ static void matvec_scalar(const dsBlockSparse* A, const dsReal* x, dsReal* y, in
 typedef dsReal dsBsr__V __attribute__((vector_size(4 * sizeof(dsReal))));
 /* four reals from p (unaligned) */
 #  define DS__BSR_LD4(v, p) memcpy(&(v), (p), sizeof(v))
-/* y = B x: cols the column-major blocks of B (valc for A, val for A^T),
- * blk the block of each pattern entry (tr for A^T; NULL: the entry itself) */
-#  define DS__BSR_MV_BODY                                                            \
-    {                                                                                \
-      const dsReal* cols = trans ? A->val : A->valc;                                 \
-      const int* blk = trans ? A->tr : NULL;                                         \
-      const int n = A->n;                                                            \
-      DS__PAR_FOR(DS__BSR_PAR(A),                                                    \
-        for (int i = 0; i < n; i++) {                                                \
-          dsBsr__V s = {0, 0, 0, 0};                                                 \
-          for (int b = A->row_start[i]; b < A->row_start[i + 1]; b++) {              \
-            const dsReal* a = cols + 9 * (size_t)(blk ? blk[b] : b);                 \
-            const dsReal* xj = x + 3 * (size_t)A->col[b];                            \
-            dsBsr__V c0, c1, c2;                                                     \
-            DS__BSR_LD4(c0, a);                                                      \
-            DS__BSR_LD4(c1, a + 3);                                                  \
-            DS__BSR_LD4(c2, a + 6);                                                  \
-            s += (c0 * xj[0] + c1 * xj[1]) + c2 * xj[2];                             \
-          }                                                                          \
-          y[3 * (size_t)i] = s[0];                                                   \
-          y[3 * (size_t)i + 1] = s[1];                                               \
-          y[3 * (size_t)i + 2] = s[2];                                               \
-        }                                                                            \
-      );                                                                             \
+/* row i of y = B x: cols the column-major blocks of B (valc for A, val
+ * for A^T), blk the block of each pattern entry (tr for A^T; NULL: the
+ * entry itself) */
+#  define DS__BSR_MV_ROW(i)                                                  \
+    {                                                                        \
+      dsBsr__V s = {0, 0, 0, 0};                                             \
+      for (int b = A->row_start[i]; b < A->row_start[i + 1]; b++) {          \
+        const dsReal* a = cols + 9 * (size_t)(blk ? blk[b] : b);             \
+        const dsReal* xj = x + 3 * (size_t)A->col[b];                        \
+        dsBsr__V c0, c1, c2;                                                 \
+        DS__BSR_LD4(c0, a);                                                  \
+        DS__BSR_LD4(c1, a + 3);                                              \
+        DS__BSR_LD4(c2, a + 6);                                              \
+        s += (c0 * xj[0] + c1 * xj[1]) + c2 * xj[2];                         \
+      }                                                                      \
+      y[3 * (size_t)i] = s[0];                                               \
+      y[3 * (size_t)i + 1] = s[1];                                           \
+      y[3 * (size_t)i + 2] = s[2];                                           \
+    }
+#  define DS__BSR_MV_BODY                                                    \
+    {                                                                        \
+      const dsReal* cols = trans ? A->val : A->valc;                         \
+      const int* blk = trans ? A->tr : NULL;                                 \
+      const int n = A->n;                                                    \
+      DS__PAR_FOR(DS__BSR_PAR(A),                                            \
+        for (int i = 0; i < n; i++) DS__BSR_MV_ROW(i)                        \
+      );                                                                     \
+    }
+#  define DS__BSR_ROWS_BODY                                                  \
+    {                                                                        \
+      const dsReal* cols = trans ? A->val : A->valc;                         \
+      const int* blk = trans ? A->tr : NULL;                                 \
+      for (int i = i0; i < i1; i++) DS__BSR_MV_ROW(i)                        \
     }
 static void matvec_vec(const dsBlockSparse* A, const dsReal* x, dsReal* y, int trans) DS__BSR_MV_BODY
+static void rows_vec(const dsBlockSparse* A, const dsReal* x, dsReal* y, int trans, int i0, int i1)
+    DS__BSR_ROWS_BODY
 #  if defined(DS__BSR_AVX2)
 __attribute__((target("avx2"))) static void matvec_avx2(const dsBlockSparse* A, const dsReal* x, dsReal* y,
                                                         int trans) DS__BSR_MV_BODY
+__attribute__((target("avx2"))) static void rows_avx2(const dsBlockSparse* A, const dsReal* x, dsReal* y, int trans,
+                                                      int i0, int i1) DS__BSR_ROWS_BODY
 #  endif
 #endif
+
+/* the row-range product matvec_any would use */
+typedef void (*dsBsr__Rows)(const dsBlockSparse* A, const dsReal* x, dsReal* y, int trans, int i0, int i1);
+static dsBsr__Rows rows_kernel(const dsBlockSparse* A) {
+  if (!A->valc_ok) return rows_scalar;
+#if defined(DS__BSR_AVX2)
+  if (__builtin_cpu_supports("avx2")) return rows_avx2;
+#endif
+#if defined(DS__BSR_VEC)
+  return rows_vec;
+#else
+  return rows_scalar;
+#endif
+}
 
 static void matvec_any(const dsBlockSparse* A, const dsReal* x, dsReal* y, int trans) {
   if (!A->valc_ok) {
@@ -470,31 +505,6 @@ static dsReal dot(const dsBlockSparse* A, const dsReal* a, const dsReal* b, size
   dsReal s = 0;
   for (long c = 0; c < nch; c++) s += A->part[c];
   return s;
-}
-
-/* *ab = a . b and *cd = c . d in one pass, each summed as dot() sums it
- * (the same bits as two calls) */
-static void dot2(const dsBlockSparse* A, const dsReal* a, const dsReal* b, const dsReal* c, const dsReal* d, size_t len,
-                 dsReal* ab, dsReal* cd) {
-  const long nch = (long)((len + DS__BSR_CHUNK - 1) / DS__BSR_CHUNK);
-  dsReal* p2 = A->part + nch;
-  DS__PAR_FOR(DS__BSR_VPAR(A),
-    for (long ch = 0; ch < nch; ch++) {
-      const size_t lo = (size_t)ch * DS__BSR_CHUNK, hi = lo + DS__BSR_CHUNK < len ? lo + DS__BSR_CHUNK : len;
-      dsReal s1 = 0, s2 = 0;
-      for (size_t t = lo; t < hi; t++) {
-        s1 += a[t] * b[t];
-        s2 += c[t] * d[t];
-      }
-      A->part[ch] = s1;
-      p2[ch] = s2;
-    }
-  );
-  dsReal s1 = 0, s2 = 0;
-  for (long ch = 0; ch < nch; ch++) s1 += A->part[ch];
-  for (long ch = 0; ch < nch; ch++) s2 += p2[ch];
-  *ab = s1;
-  *cd = s2;
 }
 
 /* z_i = dinv_i r_i per particle */
@@ -599,54 +609,179 @@ static int finite_r(dsReal a) { return a - a == 0; }
 /* y = S^{-1} x with S = (A + A^T) / 2 factorised (A->chol) */
 static void precondition_chol(const dsBlockSparse* A, const dsReal* x, dsReal* y) { ds__chol_solve(A->chol, x, y); }
 
-/* BiCGSTAB's two updates with their preconditioning in one pass per
- * particle: u = r + beta (u - omega v), z = K u (omega = 0: u = r + beta v,
- * the s update with beta = -alpha; the same operations as the separate
- * loops, so the same bits). K is block-Jacobi of A (z_i = dinv_i u_i) or
- * of A^T (z_i = dinv_i^T u_i: (A_ii^T)^-1 = (A_ii^-1)^T); with the CHOLMOD
- * preconditioner the update and K u are two passes. */
-static void update_pc(const dsBlockSparse* A, int trans, dsReal* u, const dsReal* r, const dsReal* v, dsReal beta,
-                      dsReal omega, dsReal* z) {
-  const int n = A->n;
-  const long nl = 3 * (long)n;
-  if (A->chol) {
-    if (omega != 0)
-      DS__PAR_FOR(DS__BSR_VPAR(A),
-        for (long k = 0; k < nl; k++) u[k] = r[k] + beta * (u[k] - omega * v[k]);
-      );
-    else
-      DS__PAR_FOR(DS__BSR_VPAR(A),
-        for (long k = 0; k < nl; k++) u[k] = r[k] + beta * v[k];
-      );
-    precondition_chol(A, u, z);
-    return;
-  }
-  DS__PAR_FOR(DS__BSR_VPAR(A),
-    for (int i = 0; i < n; i++) {
-      dsReal* ui = u + 3 * (size_t)i;
-      const dsReal *ri = r + 3 * (size_t)i, *vi = v + 3 * (size_t)i, *d = A->dinv + 9 * (size_t)i;
-      for (int c = 0; c < 3; c++) ui[c] = omega != 0 ? ri[c] + beta * (ui[c] - omega * vi[c]) : ri[c] + beta * vi[c];
-      dsReal* zi = z + 3 * (size_t)i;
-      if (trans) {
-        zi[0] = d[0] * ui[0] + d[3] * ui[1] + d[6] * ui[2];
-        zi[1] = d[1] * ui[0] + d[4] * ui[1] + d[7] * ui[2];
-        zi[2] = d[2] * ui[0] + d[5] * ui[1] + d[8] * ui[2];
-      } else {
-        zi[0] = d[0] * ui[0] + d[1] * ui[1] + d[2] * ui[2];
-        zi[1] = d[3] * ui[0] + d[4] * ui[1] + d[5] * ui[2];
-        zi[2] = d[6] * ui[0] + d[7] * ui[1] + d[8] * ui[2];
-      }
+/* z_i = K u_i for particles [i0, i1): K block-Jacobi of A (dinv_i) or of
+ * A^T (dinv_i^T: (A_ii^T)^-1 = (A_ii^-1)^T) */
+static void block_jacobi(const dsBlockSparse* A, int trans, const dsReal* u, dsReal* z, int i0, int i1) {
+  for (int i = i0; i < i1; i++) {
+    const dsReal *d = A->dinv + 9 * (size_t)i, *ui = u + 3 * (size_t)i;
+    dsReal* zi = z + 3 * (size_t)i;
+    if (trans) {
+      zi[0] = d[0] * ui[0] + d[3] * ui[1] + d[6] * ui[2];
+      zi[1] = d[1] * ui[0] + d[4] * ui[1] + d[7] * ui[2];
+      zi[2] = d[2] * ui[0] + d[5] * ui[1] + d[8] * ui[2];
+    } else {
+      zi[0] = d[0] * ui[0] + d[1] * ui[1] + d[2] * ui[2];
+      zi[1] = d[3] * ui[0] + d[4] * ui[1] + d[5] * ui[2];
+      zi[2] = d[6] * ui[0] + d[7] * ui[1] + d[8] * ui[2];
     }
-  );
+  }
+}
+
+/* The iterations of ds__bsr_bicgstab from r, rhat, p = v = 0 (rho = alpha
+ * = omega = 1) on one team of threads: the vectors in chunks of
+ * DS__BSR_TROWS particles, each thread the same chunks in every phase
+ * (static schedule), five barriers an iteration:
+ *   A  p = r + beta (p - omega v), y = K p
+ *   B  v = B y, and the chunks' sums of rhat . v          -> alpha
+ *   C  s = r - alpha v, z = K s
+ *   D  t = B z, and the chunks' sums of t . t and t . s   -> omega
+ *   E  x += alpha y + omega z, r = s - omega t, and the chunks' sums of
+ *      r . r and rhat . r                                -> rel, rho'
+ * Every thread adds the chunk sums in chunk order itself, so all hold the
+ * same scalars and take the same branches, and the bits are those of one
+ * thread. K is block-Jacobi of A (z_i = dinv_i u_i) or of A^T (z_i =
+ * dinv_i^T u_i: (A_ii^T)^-1 = (A_ii^-1)^T), or CHOLMOD's factor (one
+ * thread solves). The sums of B and D go to P1, P2 and those of E to
+ * P3, P4: a phase's sums are read before the next barrier and not
+ * rewritten until two barriers later. Returns as ds__bsr_bicgstab, with
+ * *it advanced and *rel the last relative residual of the recurrence. */
+static int bicgstab_team(dsBlockSparse* A, int trans, dsReal* x, dsReal tol, int maxit, dsReal bn, int* it_io,
+                         dsReal* rel_out) {
+  const int n = A->n, nch = (n + DS__BSR_TROWS - 1) / DS__BSR_TROWS;
+  const size_t len = 3 * (size_t)n;
+  dsReal *r = A->work, *rh = r + len, *p = rh + len, *v = p + len, *s = v + len, *t = s + len, *y = t + len,
+         *z = y + len;
+  dsReal *P1 = A->tpart, *P2 = P1 + nch, *P3 = P2 + nch, *P4 = P3 + nch;
+  const dsBsr__Rows rows = rows_kernel(A);
+  const int chol = A->chol != NULL;
+  int rc_out = 1, it_out = *it_io;
+  dsReal rel_last = 0;
+#pragma omp parallel if (ds__par_open(DS__BSR_PAR(A)))
+  {
+    dsReal rho = 1, alpha = 1, omega = 1, rel = 0;
+    int it = *it_io, rc = 1;
+#define DS__TCHUNK_RANGE                                                                       \
+  const int i0 = c * DS__BSR_TROWS, i1 = i0 + DS__BSR_TROWS < n ? i0 + DS__BSR_TROWS : n;     \
+  const size_t k0 = 3 * (size_t)i0, k1 = 3 * (size_t)i1
+#pragma omp for schedule(static)
+    for (int c = 0; c < nch; c++) {
+      DS__TCHUNK_RANGE;
+      dsReal a1 = 0, a2 = 0;
+      for (size_t k = k0; k < k1; k++) {
+        a1 += r[k] * r[k];
+        a2 += rh[k] * r[k];
+      }
+      P3[c] = a1;
+      P4[c] = a2;
+    }
+    for (;; it++) {
+      dsReal rr = 0, rho1 = 0;
+      for (int c = 0; c < nch; c++) rr += P3[c];
+      for (int c = 0; c < nch; c++) rho1 += P4[c];
+      rel = dsu_sqrt(rr) / bn;
+      if (!finite_r(rel)) {
+        rc = DS_ERR_DIVERGED;
+        break;
+      }
+      if (rel <= tol) {
+        rc = 0;
+        break;
+      }
+      if (it >= maxit) break;
+      if (rho1 == 0 || omega == 0) {
+        rc = DS_ERR_DIVERGED;
+        break;
+      }
+      const dsReal beta = (rho1 / rho) * (alpha / omega);
+      /* A */
+#pragma omp for schedule(static)
+      for (int c = 0; c < nch; c++) {
+        DS__TCHUNK_RANGE;
+        for (size_t k = k0; k < k1; k++) p[k] = r[k] + beta * (p[k] - omega * v[k]);
+        if (!chol) block_jacobi(A, trans, p, y, i0, i1);
+      }
+      if (chol) {
+#pragma omp single
+        precondition_chol(A, p, y);
+      }
+      /* B */
+#pragma omp for schedule(static)
+      for (int c = 0; c < nch; c++) {
+        DS__TCHUNK_RANGE;
+        rows(A, y, v, trans, i0, i1);
+        dsReal a1 = 0;
+        for (size_t k = k0; k < k1; k++) a1 += rh[k] * v[k];
+        P1[c] = a1;
+      }
+      dsReal rv = 0;
+      for (int c = 0; c < nch; c++) rv += P1[c];
+      if (rv == 0) {
+        rc = DS_ERR_DIVERGED;
+        break;
+      }
+      alpha = rho1 / rv;
+      /* C */
+#pragma omp for schedule(static)
+      for (int c = 0; c < nch; c++) {
+        DS__TCHUNK_RANGE;
+        for (size_t k = k0; k < k1; k++) s[k] = r[k] - alpha * v[k];
+        if (!chol) block_jacobi(A, trans, s, z, i0, i1);
+      }
+      if (chol) {
+#pragma omp single
+        precondition_chol(A, s, z);
+      }
+      /* D */
+#pragma omp for schedule(static)
+      for (int c = 0; c < nch; c++) {
+        DS__TCHUNK_RANGE;
+        rows(A, z, t, trans, i0, i1);
+        dsReal a1 = 0, a2 = 0;
+        for (size_t k = k0; k < k1; k++) {
+          a1 += t[k] * t[k];
+          a2 += t[k] * s[k];
+        }
+        P1[c] = a1;
+        P2[c] = a2;
+      }
+      dsReal tt = 0, ts = 0;
+      for (int c = 0; c < nch; c++) tt += P1[c];
+      for (int c = 0; c < nch; c++) ts += P2[c];
+      omega = tt > 0 ? ts / tt : 0;
+      /* E */
+#pragma omp for schedule(static)
+      for (int c = 0; c < nch; c++) {
+        DS__TCHUNK_RANGE;
+        dsReal a1 = 0, a2 = 0;
+        for (size_t k = k0; k < k1; k++) {
+          x[k] += alpha * y[k] + omega * z[k];
+          r[k] = s[k] - omega * t[k];
+          a1 += r[k] * r[k];
+          a2 += rh[k] * r[k];
+        }
+        P3[c] = a1;
+        P4[c] = a2;
+      }
+      rho = rho1;
+    }
+#undef DS__TCHUNK_RANGE
+#pragma omp master
+    {
+      rc_out = rc;
+      it_out = it;
+      rel_last = rel;
+    }
+  }
+  *it_io = it_out;
+  *rel_out = rel_last;
+  return rc_out;
 }
 
 int ds__bsr_bicgstab(dsBlockSparse* A, int trans, const dsReal* b, dsReal* x, dsReal tol, int maxit, int* iters,
                      dsReal* resid) {
   void (*mv)(const dsBlockSparse*, const dsReal*, dsReal*) = trans ? ds__bsr_matvec_t : ds__bsr_matvec;
   const size_t len = 3 * (size_t)A->n;
-  const long nl = (long)len;
-  dsReal *r = A->work, *rh = r + len, *p = rh + len, *v = p + len, *s = v + len, *t = s + len, *y = t + len,
-         *z = y + len;
+  dsReal *r = A->work, *rh = r + len, *p = rh + len, *v = p + len, *t = v + len + len;
   int it = 0, rc = 1;
   dsReal rel = 0;
   for (int i = 0; i < A->n && !A->chol; i++)
@@ -664,7 +799,6 @@ int ds__bsr_bicgstab(dsBlockSparse* A, int trans, const dsReal* b, dsReal* x, ds
     rc = 0;
     goto done;
   }
-  dsReal rho, alpha, omega;
   int x0 = all_zero(x, len);
 restart: /* from the true residual of x (at the start, and when the recurrence's r drifted from it) */
   if (x0) memset(t, 0, sizeof(dsReal) * len);
@@ -675,46 +809,7 @@ restart: /* from the true residual of x (at the start, and when the recurrence's
     rh[k] = r[k];
     p[k] = v[k] = 0;
   }
-  rho = alpha = omega = 1;
-  for (;; it++) {
-    dsReal rr, rho1; /* r.r and rhat.r in one pass (rho1 read only past the tests) */
-    dot2(A, r, r, rh, r, len, &rr, &rho1);
-    rel = dsu_sqrt(rr) / bn;
-    if (!finite_r(rel)) {
-      rc = DS_ERR_DIVERGED;
-      break;
-    }
-    if (rel <= tol) {
-      rc = 0;
-      break;
-    }
-    if (it >= maxit) break;
-    if (rho1 == 0 || omega == 0) {
-      rc = DS_ERR_DIVERGED;
-      break;
-    }
-    const dsReal beta = (rho1 / rho) * (alpha / omega);
-    update_pc(A, trans, p, r, v, beta, omega, y);
-    mv(A, y, v);
-    const dsReal rv = dot(A, rh, v, len);
-    if (rv == 0) {
-      rc = DS_ERR_DIVERGED;
-      break;
-    }
-    alpha = rho1 / rv;
-    update_pc(A, trans, s, r, v, -alpha, 0, z);
-    mv(A, z, t);
-    dsReal tt, ts;
-    dot2(A, t, t, t, s, len, &tt, &ts);
-    omega = tt > 0 ? ts / tt : 0;
-    DS__PAR_FOR(DS__BSR_VPAR(A),
-      for (long k = 0; k < nl; k++) {
-        x[k] += alpha * y[k] + omega * z[k];
-        r[k] = s[k] - omega * t[k];
-      }
-    );
-    rho = rho1;
-  }
+  rc = bicgstab_team(A, trans, x, tol, maxit, bn, &it, &rel);
   if (rc == 0 && it > 0) { /* the recurrence's r drifts from b - A^T x: confirm with the true residual */
     mv(A, x, t);
     for (size_t k = 0; k < len; k++) r[k] = b[k] - t[k];

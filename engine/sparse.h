@@ -18,8 +18,9 @@
  * builder listed them: the mass, then the elements in list order (rows of
  * DS_FORCE_MODELS, elements ascending, vertex pairs in element order),
  * then contact. Dot products in the solver sum fixed chunks of
- * DS__BSR_CHUNK reals in parallel and the chunk sums serially, so the
- * solve is bitwise the same on any number of threads.
+ * DS__BSR_CHUNK reals (BiCGSTAB's: DS__BSR_TROWS particles) in parallel
+ * and the chunk sums serially, so the solve is bitwise the same on any
+ * number of threads.
  *
  * Fixed particles (mass 0) get identity rows and columns (their blocks
  * (i, j), (j, i) for j != i are zero): a Dirichlet condition that keeps A
@@ -38,6 +39,8 @@
 
 /* reals per chunk of the solver's fixed-order sums */
 #define DS__BSR_CHUNK 1024
+/* particles per chunk of BiCGSTAB's sums (and of its threads' shares) */
+#define DS__BSR_TROWS 16
 /* zeros after val's and valc's last block: the products load a block's
  * rows (columns) four reals at a time */
 #define DS__BSR_PAD 1
@@ -71,6 +74,7 @@ typedef struct dsBlockSparse {
   dsReal* dinv;   /* n x 9: inverses of the diagonal blocks (preconditioner) */
   dsReal* work;   /* 8 x 3n: PCG's r, z, p, q; BiCGSTAB's r, rhat, p, v, s, t, y, z */
   dsReal* part;   /* chunk sums */
+  dsReal* tpart;  /* BiCGSTAB's chunk sums: 4 x its chunks of DS__BSR_TROWS particles */
   /* BiCGSTAB's preconditioner: when chol is not NULL, the LDL^T of
    * (A + A^T) / 2 (ds__chol_factor of the current values) in place of the
    * inverses of the diagonal blocks; not owned */
