@@ -302,6 +302,24 @@ DS_HD DS_INLINE void ds__bend_qcross(const dsReal n[3], dsReal i, const dsReal w
     for (int c = 0; c < 3; c++) M[3 * r + c] = i * ew[3 * r + c] + i2 * n[r] * nw[c];
 }
 
+/* Block (i, j) of Ht and its mirror (j, i):
+ *   u1 g1^T + u2 g2^T + c1 M1 + c2 M2
+ * a NULL pair left out (every call passes constants, so the compiler
+ * drops the absent terms). */
+DS_HD DS_INLINE void ds__bend_hblock(dsReal H[144], int i, int j, const dsReal* u1, const dsReal* g1, const dsReal* u2,
+                                    const dsReal* g2, dsReal c1, const dsReal* M1, dsReal c2, const dsReal* M2) {
+  for (int r = 0; r < 3; r++)
+    for (int c = 0; c < 3; c++) {
+      dsReal h = 0;
+      if (u1) h += u1[r] * g1[c];
+      if (u2) h += u2[r] * g2[c];
+      if (M1) h += c1 * M1[3 * r + c];
+      if (M2) h += c2 * M2[3 * r + c];
+      H[12 * (3 * i + r) + 3 * j + c] = h;
+      H[12 * (3 * j + c) + 3 * i + r] = h;
+    }
+}
+
 /* What both forms below share: Ht (H) and gs = el grad|e| + |e| ke d +
  * |e| kd Ht v, the gradient of -s, with q; 0 for a degenerate hinge. */
 DS_HD DS_INLINE int ds__bend_jac_parts(const dsReal x[12], const dsReal v[12], const dsBendParam* p, dsBend__Pre* q,
@@ -310,61 +328,44 @@ DS_HD DS_INLINE int ds__bend_jac_parts(const dsReal x[12], const dsReal v[12], c
   if (!q->ok) return 0;
   const dsBend__Geo* g = &q->g;
   const dsReal le = g->le, il = 1 / le, *eh = g->eh;
-  /* M[w][j] = Q_w N_wj (zero for w = 1, j = 2 and w = 2, j = 1) */
-  dsReal M[2][4][9], w3[3];
-  ds__bend_qcross(g->n1, q->i1, g->e, M[0][0]);
+  /* M1j = Q_1 N_1j (j = 1, 3, 4), M2j = Q_2 N_2j (j = 2, 3, 4) */
+  dsReal M11[9], M13[9], M14[9], M22[9], M23[9], M24[9], w3[3];
+  ds__bend_qcross(g->n1, q->i1, g->e, M11);
   dsu_scl3(w3, g->b1, -1);
-  ds__bend_qcross(g->n1, q->i1, w3, M[0][2]);
-  ds__bend_qcross(g->n1, q->i1, g->a1, M[0][3]);
+  ds__bend_qcross(g->n1, q->i1, w3, M13);
+  ds__bend_qcross(g->n1, q->i1, g->a1, M14);
   dsu_scl3(w3, g->e, -1);
-  ds__bend_qcross(g->n2, q->i2, w3, M[1][1]);
-  ds__bend_qcross(g->n2, q->i2, g->a2, M[1][2]);
+  ds__bend_qcross(g->n2, q->i2, w3, M22);
+  ds__bend_qcross(g->n2, q->i2, g->a2, M23);
   dsu_scl3(w3, g->b2, -1);
-  ds__bend_qcross(g->n2, q->i2, w3, M[1][3]);
-  for (int k = 0; k < 9; k++) M[0][1][k] = M[1][0][k] = 0;
-  /* p(t) for the four projections */
-  dsReal p14[3], p24[3], p31[3], p32[3];
+  ds__bend_qcross(g->n2, q->i2, w3, M24);
+  /* p(t) for the four projections, and the gradients' other vectors */
+  dsReal p14[3], p24[3], p31[3], p32[3], meh[3], q14[3], q24[3];
   for (int c = 0; c < 3; c++) {
     p14[c] = (q->t14[c] - q->a13 * eh[c]) * il;
     p24[c] = (q->t24[c] - q->a23 * eh[c]) * il;
     p31[c] = (q->t31[c] - q->b14 * eh[c]) * il;
     p32[c] = (q->t32[c] - q->b24 * eh[c]) * il;
+    meh[c] = -eh[c];
+    q14[c] = -p14[c];
+    q24[c] = -p24[c];
+    w3[c] = p14[c] - eh[c]; /* p14 - e^ */
   }
-  /* G[i][w][j]: grad_j c_iw */
-  dsReal G[4][2][4][3];
-  for (int i = 0; i < 4; i++)
-    for (int w = 0; w < 2; w++)
-      for (int j = 0; j < 4; j++) dsu_zero3(G[i][w][j]);
-  for (int c = 0; c < 3; c++) {
-    G[0][0][2][c] = G[1][1][2][c] = -eh[c];
-    G[0][0][3][c] = G[1][1][3][c] = eh[c];
-    G[2][0][0][c] = eh[c];
-    G[2][0][2][c] = -p14[c];
-    G[2][0][3][c] = p14[c] - eh[c];
-    G[2][1][1][c] = eh[c];
-    G[2][1][2][c] = -p24[c];
-    G[2][1][3][c] = p24[c] - eh[c];
-    G[3][0][0][c] = -eh[c];
-    G[3][0][2][c] = eh[c] - p31[c];
-    G[3][0][3][c] = p31[c];
-    G[3][1][1][c] = -eh[c];
-    G[3][1][2][c] = eh[c] - p32[c];
-    G[3][1][3][c] = p32[c];
-  }
-  const dsReal cf[4][2] = {{le, 0}, {0, le}, {q->a13, q->a23}, {q->b14, q->b24}};
-  const dsReal* u[2] = {q->u1, q->u2};
-  /* the blocks i <= j; Ht_ji = Ht_ij^T */
-  for (int i = 0; i < 4; i++)
-    for (int j = i; j < 4; j++) {
-      const dsReal *g0 = G[i][0][j], *g1 = G[i][1][j], *m0 = M[0][j], *m1 = M[1][j];
-      const dsReal c0 = cf[i][0], c1 = cf[i][1];
-      for (int r = 0; r < 3; r++)
-        for (int c = 0; c < 3; c++) {
-          const dsReal h = u[0][r] * g0[c] + u[1][r] * g1[c] + c0 * m0[3 * r + c] + c1 * m1[3 * r + c];
-          H[12 * (3 * i + r) + 3 * j + c] = h;
-          H[12 * (3 * j + c) + 3 * i + r] = h;
-        }
-    }
+  dsReal w4[3];
+  dsu_sub3(w4, p24, eh);
+  const dsReal *u1 = q->u1, *u2 = q->u2;
+  /* the blocks i <= j (Ht_ji = Ht_ij^T) with their nonzero terms only
+   * (grad_j c_iw and N_wj above; hinge vertices 1..4 are blocks 0..3) */
+  ds__bend_hblock(H, 0, 0, NULL, NULL, NULL, NULL, le, M11, 0, NULL);
+  ds__bend_hblock(H, 0, 1, NULL, NULL, NULL, NULL, 0, NULL, 0, NULL);
+  ds__bend_hblock(H, 0, 2, u1, meh, NULL, NULL, le, M13, 0, NULL);
+  ds__bend_hblock(H, 0, 3, u1, eh, NULL, NULL, le, M14, 0, NULL);
+  ds__bend_hblock(H, 1, 1, NULL, NULL, NULL, NULL, 0, NULL, le, M22);
+  ds__bend_hblock(H, 1, 2, NULL, NULL, u2, meh, 0, NULL, le, M23);
+  ds__bend_hblock(H, 1, 3, NULL, NULL, u2, eh, 0, NULL, le, M24);
+  ds__bend_hblock(H, 2, 2, u1, q14, u2, q24, q->a13, M13, q->a23, M23);
+  ds__bend_hblock(H, 2, 3, u1, w3, u2, w4, q->a13, M14, q->a23, M24);
+  ds__bend_hblock(H, 3, 3, u1, p31, u2, p32, q->b14, M14, q->b24, M24);
   const dsReal kv = le * p->kd;
   for (int k = 0; k < 12; k++) gs[k] = le * p->ke * q->d[k];
   if (kv != 0)

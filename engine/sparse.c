@@ -611,20 +611,23 @@ static void precondition_chol(const dsBlockSparse* A, const dsReal* x, dsReal* y
 
 /* z_i = K u_i for particles [i0, i1): K block-Jacobi of A (dinv_i) or of
  * A^T (dinv_i^T: (A_ii^T)^-1 = (A_ii^-1)^T) */
-static void block_jacobi(const dsBlockSparse* A, int trans, const dsReal* u, dsReal* z, int i0, int i1) {
-  for (int i = i0; i < i1; i++) {
-    const dsReal *d = A->dinv + 9 * (size_t)i, *ui = u + 3 * (size_t)i;
-    dsReal* zi = z + 3 * (size_t)i;
-    if (trans) {
+static inline void block_jacobi(const dsBlockSparse* A, int trans, const dsReal* u, dsReal* z, int i0, int i1) {
+  if (trans)
+    for (int i = i0; i < i1; i++) {
+      const dsReal *d = A->dinv + 9 * (size_t)i, *ui = u + 3 * (size_t)i;
+      dsReal* zi = z + 3 * (size_t)i;
       zi[0] = d[0] * ui[0] + d[3] * ui[1] + d[6] * ui[2];
       zi[1] = d[1] * ui[0] + d[4] * ui[1] + d[7] * ui[2];
       zi[2] = d[2] * ui[0] + d[5] * ui[1] + d[8] * ui[2];
-    } else {
+    }
+  else
+    for (int i = i0; i < i1; i++) {
+      const dsReal *d = A->dinv + 9 * (size_t)i, *ui = u + 3 * (size_t)i;
+      dsReal* zi = z + 3 * (size_t)i;
       zi[0] = d[0] * ui[0] + d[1] * ui[1] + d[2] * ui[2];
       zi[1] = d[3] * ui[0] + d[4] * ui[1] + d[5] * ui[2];
       zi[2] = d[6] * ui[0] + d[7] * ui[1] + d[8] * ui[2];
     }
-  }
 }
 
 /* The iterations of ds__bsr_bicgstab from r, rhat, p = v = 0 (rho = alpha
