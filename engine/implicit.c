@@ -51,7 +51,7 @@
  * -2 |r|^2), and, when none of DS__LS_MAX halvings of the projected step
  * decreases |r|, the last (smallest) step, leaving it to the iteration cap
  * to report a stall. Convergence:
- *   |r(v'_k)| <= newton_tol * max(|r(v)|, |M v|, h |M g|)
+ *   |r(v'_k)| <= newton_tol * max(|r(v'_0)|, |M v|, h |M g|)
  * (a residual relative to the step's own momentum scale: the first
  * residual, the momentum, gravity's impulse; |r| / |M v| ~ the relative
  * error of v'), or |r| at DS__ROUND_ULPS roundings of the magnitudes of
@@ -206,7 +206,8 @@ static dsReal residual(const dsModel* m, dsImplicit* w, const dsReal* x, const d
   return dsu_sqrt(ds__bsr_dot(w->A, r, r, (size_t)n3));
 }
 
-/* max(|r(v)|, |M v|, h |M g|): the scale of newton_tol */
+/* max(|r(v'_0)|, |M v|, h |M g|) (r0 the first iterate's residual): the
+ * scale of newton_tol */
 static dsReal residual_scale(const dsModel* m, dsImplicit* w, const dsReal* v, dsReal r0) {
   const int np = m->nparticle;
   dsReal* mv = w->rhs; /* free until the first solve */
@@ -301,13 +302,21 @@ int ds__implicit_substep(const dsModel* m, dsImplicit* w, const dsReal* x, const
   const dsSolverSettings* S = &m->solver;
   const size_t n3 = 3 * (size_t)m->nparticle;
   dsReal *vk = w->vk, *xk = w->xk, *rk = w->rk;
-  /* first iterate v: measured against v + h g (free fall exact) on
-   * control-fem at 10x its step, v takes fewer Newton iterations (3.6 per
-   * substep against 4.1; most of the gear rests on or rolls along the
-   * ground). A warm start from the last step's acceleration would make the
-   * step depend on more than its state, and a checkpointed backward's
-   * recomputed segments would no longer be the forward's bits. */
+  /* first iterate: with ground contact v, without it v + h g (the free
+   * fall, exact without other forces), particles with mass. Measured: on
+   * control-fem at 10x its step, v takes fewer Newton iterations than
+   * v + h g (3.6 per substep against 4.1; most of the gear rests on or
+   * rolls along the ground); on control-cloth-implicit (no ground) v + h g
+   * takes a fifth fewer BiCGSTAB products in the forward (932 against 1,162
+   * an episode) and 3% fewer instructions per training iteration. A warm
+   * start from the last step's acceleration would make the step depend on
+   * more than its state, and a checkpointed backward's recomputed segments
+   * would no longer be the forward's bits. */
   memcpy(vk, v, n3 * sizeof(dsReal));
+  if (!m->ground)
+    for (int i = 0; i < m->nparticle; i++)
+      if (m->mass[i] > 0)
+        for (int c = 0; c < 3; c++) vk[3 * (size_t)i + c] += m->dt * m->gravity[c];
   int bad;
   dsReal rn = residual(m, w, x, v, act, fext, vk, xk, rk, ef, J, &bad);
   dsReal fl = w->floor;
