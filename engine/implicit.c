@@ -112,6 +112,11 @@
 /* Below this many slots + particles the adjoint's element stage runs on
  * one thread (as ds_step's DS__PAR_MIN). */
 #define DS__IMP_PAR_MIN 1024
+/* Below this many particles the residual's per-particle loop and the
+ * adjoint's componentwise check (each a gather over a particle's slots or
+ * blocks, as heavy per particle as a product's row) run on one thread (as
+ * the products, engine/sparse.c's DS__BSR_PAR_MIN) */
+#define DS__IMP_ROW_PAR_MIN 256
 /* halvings of the line search: along the exact Jacobian's step; along the
  * projected step before trying the exact one */
 #define DS__LS_MAX 12
@@ -189,7 +194,7 @@ static dsReal residual(const dsModel* m, dsImplicit* w, const dsReal* x, const d
   ds__substep(m, xk, vk, act, fext, ef, J, w->f, NULL, NULL, 0, NULL, NULL, NULL, NULL, NULL, &ck);
   *bad = ck.bad_tet;
   const dsReal* g = m->gravity;
-  DS__PAR_FOR(np > DS__IMP_PAR_MIN,
+  DS__PAR_FOR(np >= DS__IMP_ROW_PAR_MIN,
     for (int i = 0; i < np; i++) {
       const dsReal mi = m->mass[i];
       for (int c = 0; c < 3; c++) {
@@ -403,7 +408,7 @@ int ds__implicit_step(const dsModel* m, dsData* d, dsReal* ef, dsReal* J, dsStep
 static dsReal adjoint_componentwise(const dsBlockSparse* A, const dsReal* a, const dsReal* lam, dsReal* r) {
   ds__bsr_matvec_t(A, lam, r);
   dsReal worst = 0;
-#pragma omp parallel for schedule(static) reduction(max : worst) if (A->n > DS__IMP_PAR_MIN)
+#pragma omp parallel for schedule(static) reduction(max : worst) if (ds__par_open(A->n >= DS__IMP_ROW_PAR_MIN))
   for (int i = 0; i < A->n; i++) {
     dsReal den[3];
     for (int c = 0; c < 3; c++) den[c] = dsu_fabs(a[3 * (size_t)i + c]);
