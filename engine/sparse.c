@@ -538,6 +538,21 @@ static int all_zero(const dsReal* x, size_t len) {
   return 1;
 }
 
+/* The Krylov loops' test before an iteration: 1 to stop, *rc set to
+ * DS_ERR_DIVERGED (rel not finite) or 0 (converged), or left as it is at
+ * the iteration cap */
+static int krylov_stop(dsReal rel, dsReal tol, int it, int maxit, int* rc) {
+  if (!(rel - rel == 0)) {
+    *rc = DS_ERR_DIVERGED;
+    return 1;
+  }
+  if (rel <= tol) {
+    *rc = 0;
+    return 1;
+  }
+  return it >= maxit;
+}
+
 int ds__bsr_pcg(dsBlockSparse* A, const dsReal* b, dsReal* x, dsReal tol, int maxit, int* iters, dsReal* resid) {
   const size_t len = 3 * (size_t)A->n;
   dsReal *r = A->work, *z = r + len, *p = z + len, *q = p + len;
@@ -566,15 +581,7 @@ int ds__bsr_pcg(dsBlockSparse* A, const dsReal* b, dsReal* x, dsReal tol, int ma
   dsReal rz = dot(A, r, z, len);
   for (;; it++) {
     rel = dsu_sqrt(dot(A, r, r, len)) / bn;
-    if (!(rel - rel == 0)) {
-      rc = DS_ERR_DIVERGED;
-      break;
-    }
-    if (rel <= tol) {
-      rc = 0;
-      break;
-    }
-    if (it >= maxit) break;
+    if (krylov_stop(rel, tol, it, maxit, &rc)) break;
     ds__bsr_matvec(A, p, q);
     const dsReal pq = dot(A, p, q, len);
     if (!(pq > 0)) {
@@ -630,6 +637,59 @@ static inline void block_jacobi(const dsBlockSparse* A, int trans, const dsReal*
     }
 }
 
+/* BiCGSTAB's team phases (bicgstab_team; called inside its parallel
+ * region, the loops shared by the team over chunks of DS__BSR_TROWS
+ * particles, each thread the same chunks every time) */
+#define DS__TCHUNK_RANGE                                                                   \
+  const int i0 = c * DS__BSR_TROWS, i1 = i0 + DS__BSR_TROWS < A->n ? i0 + DS__BSR_TROWS : A->n; \
+  const size_t k0 = 3 * (size_t)i0, k1 = 3 * (size_t)i1
+
+static int team_chunks(const dsBlockSparse* A) { return (A->n + DS__BSR_TROWS - 1) / DS__BSR_TROWS; }
+
+/* the chunks' sums in chunk order (every thread adds them itself) */
+static dsReal chunk_sum(const dsReal* P, int nch) {
+  dsReal s = 0;
+  for (int c = 0; c < nch; c++) s += P[c];
+  return s;
+}
+
+/* u = r + beta (u - omega v) (omega = 0: u = r + beta v), then z = K u */
+static void team_update_pc(const dsBlockSparse* A, int trans, dsReal* u, const dsReal* r, const dsReal* v, dsReal beta,
+                           dsReal omega, dsReal* z) {
+  const int nch = team_chunks(A), chol = A->chol != NULL;
+#pragma omp for schedule(static)
+  for (int c = 0; c < nch; c++) {
+    DS__TCHUNK_RANGE;
+    if (omega != 0)
+      for (size_t k = k0; k < k1; k++) u[k] = r[k] + beta * (u[k] - omega * v[k]);
+    else
+      for (size_t k = k0; k < k1; k++) u[k] = r[k] + beta * v[k];
+    if (!chol) block_jacobi(A, trans, u, z, i0, i1);
+  }
+  if (chol) {
+#pragma omp single
+    precondition_chol(A, u, z);
+  }
+}
+
+/* y = B x, and per chunk P1 = a . b and (P2 non-NULL) P2 = c . d over it */
+static void team_product(const dsBlockSparse* A, int trans, dsBsr__Rows rows, const dsReal* x, dsReal* y,
+                         const dsReal* a, const dsReal* b, const dsReal* cv, const dsReal* d, dsReal* P1, dsReal* P2) {
+  const int nch = team_chunks(A);
+#pragma omp for schedule(static)
+  for (int c = 0; c < nch; c++) {
+    DS__TCHUNK_RANGE;
+    rows(A, x, y, trans, i0, i1);
+    dsReal a1 = 0, a2 = 0;
+    for (size_t k = k0; k < k1; k++) {
+      a1 += a[k] * b[k];
+      if (P2) a2 += cv[k] * d[k];
+    }
+    P1[c] = a1;
+    if (P2) P2[c] = a2;
+  }
+}
+
 /* The iterations of ds__bsr_bicgstab from r, rhat, p = v = 0 (rho = alpha
  * = omega = 1) on one team of threads: the vectors in chunks of
  * DS__BSR_TROWS particles, each thread the same chunks in every phase
@@ -650,22 +710,18 @@ static inline void block_jacobi(const dsBlockSparse* A, int trans, const dsReal*
  * *it advanced and *rel the last relative residual of the recurrence. */
 static int bicgstab_team(dsBlockSparse* A, int trans, dsReal* x, dsReal tol, int maxit, dsReal bn, int* it_io,
                          dsReal* rel_out) {
-  const int n = A->n, nch = (n + DS__BSR_TROWS - 1) / DS__BSR_TROWS;
-  const size_t len = 3 * (size_t)n;
+  const int nch = team_chunks(A);
+  const size_t len = 3 * (size_t)A->n;
   dsReal *r = A->work, *rh = r + len, *p = rh + len, *v = p + len, *s = v + len, *t = s + len, *y = t + len,
          *z = y + len;
   dsReal *P1 = A->tpart, *P2 = P1 + nch, *P3 = P2 + nch, *P4 = P3 + nch;
   const dsBsr__Rows rows = rows_kernel(A);
-  const int chol = A->chol != NULL;
   int rc_out = 1, it_out = *it_io;
   dsReal rel_last = 0;
 #pragma omp parallel if (ds__par_open(DS__BSR_PAR(A)))
   {
     dsReal rho = 1, alpha = 1, omega = 1, rel = 0;
     int it = *it_io, rc = 1;
-#define DS__TCHUNK_RANGE                                                                       \
-  const int i0 = c * DS__BSR_TROWS, i1 = i0 + DS__BSR_TROWS < n ? i0 + DS__BSR_TROWS : n;     \
-  const size_t k0 = 3 * (size_t)i0, k1 = 3 * (size_t)i1
 #pragma omp for schedule(static)
     for (int c = 0; c < nch; c++) {
       DS__TCHUNK_RANGE;
@@ -678,78 +734,29 @@ static int bicgstab_team(dsBlockSparse* A, int trans, dsReal* x, dsReal tol, int
       P4[c] = a2;
     }
     for (;; it++) {
-      dsReal rr = 0, rho1 = 0;
-      for (int c = 0; c < nch; c++) rr += P3[c];
-      for (int c = 0; c < nch; c++) rho1 += P4[c];
+      const dsReal rr = chunk_sum(P3, nch), rho1 = chunk_sum(P4, nch);
       rel = dsu_sqrt(rr) / bn;
-      if (!finite_r(rel)) {
-        rc = DS_ERR_DIVERGED;
-        break;
-      }
-      if (rel <= tol) {
-        rc = 0;
-        break;
-      }
-      if (it >= maxit) break;
+      if (krylov_stop(rel, tol, it, maxit, &rc)) break;
       if (rho1 == 0 || omega == 0) {
         rc = DS_ERR_DIVERGED;
         break;
       }
       const dsReal beta = (rho1 / rho) * (alpha / omega);
       /* A */
-#pragma omp for schedule(static)
-      for (int c = 0; c < nch; c++) {
-        DS__TCHUNK_RANGE;
-        for (size_t k = k0; k < k1; k++) p[k] = r[k] + beta * (p[k] - omega * v[k]);
-        if (!chol) block_jacobi(A, trans, p, y, i0, i1);
-      }
-      if (chol) {
-#pragma omp single
-        precondition_chol(A, p, y);
-      }
+      team_update_pc(A, trans, p, r, v, beta, omega, y);
       /* B */
-#pragma omp for schedule(static)
-      for (int c = 0; c < nch; c++) {
-        DS__TCHUNK_RANGE;
-        rows(A, y, v, trans, i0, i1);
-        dsReal a1 = 0;
-        for (size_t k = k0; k < k1; k++) a1 += rh[k] * v[k];
-        P1[c] = a1;
-      }
-      dsReal rv = 0;
-      for (int c = 0; c < nch; c++) rv += P1[c];
+      team_product(A, trans, rows, y, v, rh, v, NULL, NULL, P1, NULL);
+      const dsReal rv = chunk_sum(P1, nch);
       if (rv == 0) {
         rc = DS_ERR_DIVERGED;
         break;
       }
       alpha = rho1 / rv;
-      /* C */
-#pragma omp for schedule(static)
-      for (int c = 0; c < nch; c++) {
-        DS__TCHUNK_RANGE;
-        for (size_t k = k0; k < k1; k++) s[k] = r[k] - alpha * v[k];
-        if (!chol) block_jacobi(A, trans, s, z, i0, i1);
-      }
-      if (chol) {
-#pragma omp single
-        precondition_chol(A, s, z);
-      }
+      /* C (omega = 0: s = r + (-alpha) v, the bits of r - alpha v) */
+      team_update_pc(A, trans, s, r, v, -alpha, 0, z);
       /* D */
-#pragma omp for schedule(static)
-      for (int c = 0; c < nch; c++) {
-        DS__TCHUNK_RANGE;
-        rows(A, z, t, trans, i0, i1);
-        dsReal a1 = 0, a2 = 0;
-        for (size_t k = k0; k < k1; k++) {
-          a1 += t[k] * t[k];
-          a2 += t[k] * s[k];
-        }
-        P1[c] = a1;
-        P2[c] = a2;
-      }
-      dsReal tt = 0, ts = 0;
-      for (int c = 0; c < nch; c++) tt += P1[c];
-      for (int c = 0; c < nch; c++) ts += P2[c];
+      team_product(A, trans, rows, z, t, t, t, t, s, P1, P2);
+      const dsReal tt = chunk_sum(P1, nch), ts = chunk_sum(P2, nch);
       omega = tt > 0 ? ts / tt : 0;
       /* E */
 #pragma omp for schedule(static)
@@ -767,7 +774,6 @@ static int bicgstab_team(dsBlockSparse* A, int trans, dsReal* x, dsReal tol, int
       }
       rho = rho1;
     }
-#undef DS__TCHUNK_RANGE
 #pragma omp master
     {
       rc_out = rc;
