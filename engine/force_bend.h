@@ -114,9 +114,8 @@ DS_HD DS_INLINE void ds__bend_fwd(const dsReal x[12], const dsReal v[12], const 
 }
 
 /* What ds__bend_bwd computes before it reads adj_f: the hinge's geometry,
- * d, theta and the scalars the adjoint is linear in. The adjoint is linear
- * in adj_f for fixed (x, v), so the Jacobian's 12 passes share one of
- * these (ds__bend_jac). */
+ * d, theta and the scalars the adjoint is linear in (the Jacobian below
+ * starts from it too). */
 typedef struct dsBend__Pre {
   dsBend__Geo g;
   dsReal d[12], dd, th, el, s;
