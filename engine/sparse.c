@@ -14,10 +14,11 @@
 
 /* Below this many particles the loops run on one thread: a parallel region
  * costs more than the work (the results are the same bits either way).
- * DS__BSR_PAR: the element Jacobians, the assembly and the products (about
- * 20 blocks a row); DS__BSR_VPAR: the Krylov solvers' vector operations
- * (dot products, preconditioner, updates: a few operations per entry),
- * whose regions cost more than their work far above DS__BSR_PAR_MIN. Measured
+ * DS__BSR_PAR: the element Jacobians, the assembly, the products (about
+ * 20 blocks a row) and BiCGSTAB's team (bicgstab_team, one region a
+ * solve); DS__BSR_VPAR: PCG's and dot()'s vector operations (a few
+ * operations per entry, a region each), whose regions cost more than their
+ * work far above DS__BSR_PAR_MIN. Measured
  * on control-cloth-implicit (256 particles, 2 threads): with those on one
  * thread a training iteration took 0.063 s against 0.068 s (medians of five
  * bench_env runs of five), and with OMP_WAIT_POLICY=passive, where each
@@ -507,18 +508,13 @@ static dsReal dot(const dsBlockSparse* A, const dsReal* a, const dsReal* b, size
   return s;
 }
 
+static void block_jacobi(const dsBlockSparse* A, int trans, const dsReal* u, dsReal* z, int i0, int i1);
+
 /* z_i = dinv_i r_i per particle */
 static void precondition(const dsBlockSparse* A, const dsReal* r, dsReal* z) {
   const int n = A->n;
   DS__PAR_FOR(DS__BSR_VPAR(A),
-    for (int i = 0; i < n; i++) {
-      const dsReal* d = A->dinv + 9 * (size_t)i;
-      const dsReal* ri = r + 3 * (size_t)i;
-      dsReal* zi = z + 3 * (size_t)i;
-      zi[0] = d[0] * ri[0] + d[1] * ri[1] + d[2] * ri[2];
-      zi[1] = d[3] * ri[0] + d[4] * ri[1] + d[5] * ri[2];
-      zi[2] = d[6] * ri[0] + d[7] * ri[1] + d[8] * ri[2];
-    }
+    for (int i = 0; i < n; i++) block_jacobi(A, 0, r, z, i, i + 1);
   );
 }
 
@@ -618,7 +614,7 @@ static void precondition_chol(const dsBlockSparse* A, const dsReal* x, dsReal* y
 
 /* z_i = K u_i for particles [i0, i1): K block-Jacobi of A (dinv_i) or of
  * A^T (dinv_i^T: (A_ii^T)^-1 = (A_ii^-1)^T) */
-static inline void block_jacobi(const dsBlockSparse* A, int trans, const dsReal* u, dsReal* z, int i0, int i1) {
+static void block_jacobi(const dsBlockSparse* A, int trans, const dsReal* u, dsReal* z, int i0, int i1) {
   if (trans)
     for (int i = i0; i < i1; i++) {
       const dsReal *d = A->dinv + 9 * (size_t)i, *ui = u + 3 * (size_t)i;
