@@ -440,6 +440,12 @@ static int setup(const RunArgs* a, Run* r) {
     fprintf(stderr, "dsim run: %s\n", err);
     return ds__cli_exit_code(rc, DS_CLI_INPUT);
   }
+  if (ed.integrator == DS_INTEGRATOR_IMPLICIT && ed.ground && ed.contact_kd > 0 && ed.contact_smooth == 0)
+    fprintf(stderr,
+            "dsim run: warning: env.physics.integrator implicit with contact.kd %g > 0 and contact.smooth 0: the "
+            "ground's damping force jumps at the contact skin and Newton can stall where a particle crosses it; "
+            "contact.smooth > 0 (e.g. the skin, %g m) avoids that (docs/integrators.md)\n",
+            (double)ed.contact_kd, (double)ed.contact_skin);
   if ((rc = choose_output(a, r))) return rc;
   rc = ds_run_open_log(r->run, r->out, a->force && rd.out[0]);
   if (rc == DS_ERR_UNSUPPORTED) {

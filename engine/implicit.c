@@ -99,6 +99,7 @@
 #include "engine/implicit.h"
 
 #include <limits.h>
+#include <stdio.h>
 #include <math.h>
 #include <string.h>
 #ifdef _OPENMP
@@ -301,6 +302,37 @@ static dsReal forcing(const dsSolverSettings* S, int it, dsReal rn, dsReal rprev
   return eta > S->cg_tol ? eta : S->cg_tol;
 }
 
+/* Where a Newton iteration stalled, for its error message: the particle
+ * with the largest residual, and, where the ground's approach damping is a
+ * step at the skin (contact.kd > 0, contact.smooth = 0) and that particle is
+ * within one step's travel of the skin, the discontinuity that stalls
+ * Newton there and the two ways out ("Ground contact and approach damping"
+ * in docs/integrators.md). Empty for a model without particles. */
+static void stall_where(const dsModel* m, const dsReal* xk, const dsReal* vk, const dsReal* rk, char* out,
+                        size_t cap) {
+  out[0] = 0;
+  int worst = -1;
+  dsReal wr = -1;
+  for (int i = 0; i < m->nparticle; i++) {
+    const dsReal* r = rk + 3 * (size_t)i;
+    const dsReal n2 = r[0] * r[0] + r[1] * r[1] + r[2] * r[2];
+    if (n2 > wr) wr = n2, worst = i;
+  }
+  if (worst < 0) return;
+  const dsReal* xi = xk + 3 * (size_t)worst;
+  const dsReal gap = xi[1] - m->contact_skin[0], reach = m->dt * dsu_fabs(vk[3 * (size_t)worst + 1]);
+  const int n = m->ground ? snprintf(out, cap, "; largest residual at particle %d (|r| %g, %g m above the contact skin)",
+                                     worst, (double)dsu_sqrt(wr), (double)gap)
+                          : snprintf(out, cap, "; largest residual at particle %d (|r| %g, at (%g, %g, %g) m)", worst,
+                                     (double)dsu_sqrt(wr), (double)xi[0], (double)xi[1], (double)xi[2]);
+  if (n < 0 || (size_t)n >= cap || !m->ground || !(m->contact_kd[0] > 0) || m->contact_smooth > 0) return;
+  if (dsu_fabs(gap) > reach + m->contact_skin[0]) return;
+  snprintf(out + n, cap - (size_t)n,
+           ": contact.kd > 0 with contact.smooth 0 makes the ground's damping jump at the skin, where Newton can "
+           "stall; set contact.smooth > 0 (e.g. %g, the skin) or contact.kd 0",
+           (double)m->contact_skin[0]);
+}
+
 int ds__implicit_substep(const dsModel* m, dsImplicit* w, const dsReal* x, const dsReal* v, const dsReal* act,
                          const dsReal* fext, dsReal* xo, dsReal* vo, dsReal* ef, dsReal* J, int* bad_tet,
                          dsErrBuf* eb, int t) {
@@ -335,11 +367,14 @@ int ds__implicit_substep(const dsModel* m, dsImplicit* w, const dsReal* x, const
       return ds__seterr(eb, DS_ERR_DIVERGED, "substep %d: implicit step: the residual is %s at Newton iteration %d", t,
                         isnan(rn) ? "NaN" : "Inf", it);
     if (rn <= target || rn <= fl) break; /* converged, or at the rounding level of r's terms */
-    if (it >= S->newton_max_iter)
+    if (it >= S->newton_max_iter) {
+      char where[320];
+      stall_where(m, xk, vk, rk, where, sizeof where);
       return ds__seterr(eb, DS_ERR_DIVERGED,
                         "substep %d: implicit step: Newton did not converge in %d iterations (relative residual %g > "
-                        "newton_tol %g)",
-                        t, it, (double)(rn * S->newton_tol / target), (double)S->newton_tol);
+                        "newton_tol %g)%s",
+                        t, it, (double)(rn * S->newton_tol / target), (double)S->newton_tol, where);
+    }
     eta = forcing(S, it, rn, rprev, eta, target);
     /* Directions (top comment, "Newton"): the exact Jacobian of an earlier
      * iterate (a chord step) while it converges fast; the exact Jacobian

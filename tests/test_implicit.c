@@ -546,6 +546,8 @@ static void error_checks(void) {
   CHECK_INT_EQ(rc, DS_ERR_DIVERGED);
   CHECK_STR_CONTAINS(ds_data_last_error(d), "substep 0");
   CHECK_STR_CONTAINS(ds_data_last_error(d), "Newton did not converge in 1 iterations (relative residual");
+  CHECK_STR_CONTAINS(ds_data_last_error(d), "); largest residual at particle ");
+  CHECK(strstr(ds_data_last_error(d), "contact.smooth") == NULL); /* its ground has no damping: no hint */
   fprintf(stderr, "non-convergence: %s\n", ds_data_last_error(d));
   CHECK_INT_EQ(ds_step(m, d), DS_ERR_STATE); /* reset first */
   ds_data_free(d);
@@ -796,6 +798,10 @@ static void smooth_contact_checks(void) {
   char err[512];
   CHECK_INT_EQ(sc_drop(0, err, sizeof err), DS_ERR_DIVERGED);
   CHECK_STR_CONTAINS(err, "Newton did not converge");
+  /* the message names the particle and the way out */
+  CHECK_STR_CONTAINS(err, "largest residual at particle 0 (|r| ");
+  CHECK_STR_CONTAINS(err, "m above the contact skin): contact.kd > 0 with contact.smooth 0");
+  CHECK_STR_CONTAINS(err, "set contact.smooth > 0 (e.g. 0.01, the skin) or contact.kd 0");
   fprintf(stderr, "smooth contact: without the switch: %s\n", err);
   CHECK_INT_EQ(sc_drop(0.02, err, sizeof err), 0);
   /* the config key reaches the model */

@@ -36,6 +36,15 @@ check "bad lr" 2 "$DSIM" run "$W" --lr=-1;                 expect "bad lr" "--lr
 check "no actions" 3 "$DSIM" run smoke-plume --set env.grid.n=8 --out "$dir/noact.h5"
 expect "no actions" "smoke-plume has no actions"
 [ ! -e "$dir/noact.h5" ] || { echo "FAIL: no actions: a log was written"; fail=1; }
+# the implicit switch alone on a scene with a damping step at the contact skin:
+# warned before the run, and the stall names the particle and the way out
+check "implicit stall" 1 "$DSIM" run "$W" --iterations 1 --out "$dir/imp.h5" --set env.physics.integrator=implicit
+expect "implicit stall: warning" "warning: env.physics.integrator implicit with contact.kd 1000 > 0 and contact.smooth 0"
+expect "implicit stall: particle" "Newton did not converge in 50 iterations"
+expect "implicit stall: way out" "set contact.smooth > 0 (e.g. 0.01, the skin) or contact.kd 0"
+check "implicit smooth" 0 "$DSIM" run "$W" --iterations 1 --out "$dir/imp2.h5" --set env.physics.integrator=implicit \
+  --set env.contact.smooth=0.01
+case $LAST in *warning*) echo "FAIL: implicit smooth: a warning"; echo "$LAST" | sed 's/^/  | /'; fail=1 ;; esac
 check "bad method" 2 "$DSIM" run "$W" --method foo;        expect "bad method" "--method: run.method: expected one of \"image,state,random,cem\", got \"foo\""
 check "mpc with cem" 2 "$DSIM" run "$W" --mpc --method cem; expect "mpc with cem" "controller.mpc: MPC needs a gradient method (image or state), not cem"
 check "missing value" 2 "$DSIM" run "$W" --out;            expect "missing value" "option '--out' needs a value"
