@@ -551,6 +551,32 @@ static void error_checks(void) {
   fprintf(stderr, "non-convergence: %s\n", ds_data_last_error(d));
   CHECK_INT_EQ(ds_step(m, d), DS_ERR_STATE); /* reset first */
   ds_data_free(d);
+  /* a residual that is not finite, or whose norm overflows, names the substep and the particle */
+  for (int inf = 0; inf < 2; inf++) {
+    dsBuilder* b2;
+    if (ds_builder_create(&b2)) et_fail("builder", DS_ERR_NOMEM, "");
+    /* into the ground at 1e305 m/s: its contact force overflows; at 1e300 m/s the residual's norm does */
+    const dsReal x0[3] = {0, 1, 0}, v0[3] = {0, 0, 0}, x1[3] = {1, 1e-3, 0}, v1[3] = {0, inf ? -1e305 : -1e300, 0};
+    ds_builder_add_particle(b2, x0, v0, 1);
+    ds_builder_add_particle(b2, x1, v1, 1);
+    const dsGroundDef gd = {inf ? 1e10 : 1e4, 0, 0, 0, 0.01};
+    ds_builder_set_ground(b2, &gd);
+    dsModel* m2 = finish(b2, 0.01);
+    dsData* d2;
+    CHECK_INT_EQ(ds_data_create(m2, NULL, &d2), 0);
+    CHECK_INT_EQ(ds_step(m2, d2), DS_ERR_DIVERGED);
+    if (inf) {
+      CHECK_STR_CONTAINS(ds_data_last_error(d2), "substep 0: implicit step: the residual is Inf at Newton iteration 0, "
+                                                 "first at particle 1 (its force is not finite)");
+    } else {
+      CHECK_STR_CONTAINS(ds_data_last_error(d2), "substep 0: implicit step: the residual's norm overflows at Newton "
+                                                 "iteration 0 (its largest entry ");
+      CHECK_STR_CONTAINS(ds_data_last_error(d2), " at particle 1)");
+    }
+    fprintf(stderr, "not finite: %s\n", ds_data_last_error(d2));
+    ds_data_free(d2);
+    ds_model_free(m2);
+  }
   /* the batched engine (CPU) reports it naming the instance; its CUDA backend refuses the model */
   {
     dsBatchSimDef bd = ds_default_batch_sim_def();
