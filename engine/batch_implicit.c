@@ -82,18 +82,8 @@ void ds__batch_implicit_clear(dsBatchImplicit* p, int b, int backward) {
 size_t ds__batch_implicit_bytes(const dsModel* m) {
   if (m->integrator != DS_INTEGRATOR_IMPLICIT) return 0;
   const size_t np = (size_t)m->nparticle, n3 = 3 * np, R = sizeof(dsReal);
-  size_t nnzb = np, nsrc = np, njac = 0;
-  for (int k = 0; k < DS__NFORCE; k++) {
-    if (!ds__force_jac[k]) continue;
-    const size_t cnt = (size_t)ds__forces[k].count(m), nv = (size_t)ds__bsr_elem_nvert(k);
-    nnzb += cnt * nv * (nv - 1);
-    nsrc += cnt * nv * nv;
-    njac += cnt * 9 * nv * nv;
-  }
-  if (ds__contact_count(m) > 0) {
-    nsrc += np;
-    njac += 9 * np;
-  }
+  size_t nnzb, nsrc, njac;
+  ds__bsr_bounds(m, &nnzb, &nsrc, &njac);
   const size_t bsr = sizeof(dsBlockSparse) + nnzb * (18 * R + 3 * sizeof(int)) + 2 * DS__BSR_PAD * R +
                      (np + 1) * sizeof(int) +
                      np * (sizeof(int) + 9 * R) + njac * R + 8 * n3 * R + (n3 / DS__BSR_CHUNK + 1) * R +

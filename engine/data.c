@@ -17,6 +17,7 @@
 #include "dsim/engine.h"
 #include "engine/engine_priv.h"
 #include "engine/implicit.h"
+#include "engine/sparse.h"
 #include "engine/forces.h"
 #include "engine/artic_model.h"
 #include "engine/rigid.h"
@@ -28,6 +29,7 @@ dsDataDef ds_default_data_def(void) {
   memset(&def, 0, sizeof def);
   def.max_substeps = 0;
   def.checkpoint_every = 1;
+  def.jacobian_mib = 64;
   return def;
 }
 
@@ -98,11 +100,32 @@ static int data_layout(const dsModel* m, const dsDataDef* def, dsData* d) {
   return DS_OK;
 }
 
+/* The implicit integrator's kept Jacobians for def: slots for every
+ * substep of a full tape, or for a checkpoint segment and the state after
+ * it (what a backward replays), as many as fit in def's jacobian_mib. */
+static int jacobian_slots(const dsModel* m, const dsData* lay, const dsDataDef* def, size_t slot_bytes) {
+  const dsDataDef dd = def ? *def : ds_default_data_def();
+  if (!ds__implicit_keeps(m) || lay->max_substeps == 0 || dd.jacobian_mib <= 0 || !slot_bytes) return 0;
+  const size_t need = lay->ckpt == 1 ? (size_t)lay->max_substeps : (size_t)lay->ckpt + 1;
+  const size_t fit = ((size_t)dd.jacobian_mib << 20) / slot_bytes;
+  return (int)(need < fit ? need : fit);
+}
+
 size_t ds_data_bytes_needed(const dsModel* m, const dsDataDef* def) {
   dsData d;
   memset(&d, 0, sizeof d);
   if (!m || data_layout(m, def, &d)) return 0;
-  return ds_data_bytes(m, &d);
+  /* the kept Jacobians: every slot at a bound of the matrix's pattern, at
+   * most their budget (the slots that fit hold at most that) */
+  const dsDataDef dd = def ? *def : ds_default_data_def();
+  size_t nnzb, nsrc, njac, jac = 0;
+  ds__bsr_bounds(m, &nnzb, &nsrc, &njac);
+  const size_t slot = sizeof(dsReal) * (9 * nnzb + 6 * (size_t)m->nparticle + (size_t)m->nact) + 1;
+  if (jacobian_slots(m, &d, def, 1) > 0) {
+    const size_t all = (size_t)jacobian_slots(m, &d, def, 1) * slot, cap = (size_t)dd.jacobian_mib << 20;
+    jac = all < cap ? all : cap;
+  }
+  return ds_data_bytes(m, &d) + jac;
 }
 
 int ds_data_create(const dsModel* m, const dsDataDef* def, dsData** out) {
@@ -150,7 +173,9 @@ int ds_data_create(const dsModel* m, const dsDataDef* def, dsData** out) {
   (void)d_;
   (void)m_;
   if (m->integrator == DS_INTEGRATOR_IMPLICIT) {
-    const int rc = ds__implicit_create(m, &((dsDataPriv*)d->err_)->imp);
+    dsImplicit** imp = &((dsDataPriv*)d->err_)->imp;
+    int rc = ds__implicit_create(m, imp);
+    if (!rc) rc = ds__implicit_keep(m, *imp, jacobian_slots(m, d, def, ds__implicit_slot_bytes(m, *imp)));
     if (rc) {
       ds_data_free(d);
       return rc;
@@ -173,6 +198,7 @@ size_t ds_data_bytes(const dsModel* m, const dsData* d) {
 #define DS__BYTES(field, type, count, name) total += (size_t)(count) * sizeof(type);
   DS_DATA_ARRAYS(DS__BYTES)
 #undef DS__BYTES
+  if (d->err_ && ((const dsDataPriv*)d->err_)->imp) total += ds__implicit_kept_bytes(((const dsDataPriv*)d->err_)->imp);
   return total;
 }
 

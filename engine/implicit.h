@@ -17,6 +17,24 @@ typedef struct dsImplicit dsImplicit;
 
 int ds__implicit_create(const dsModel* m, dsImplicit** out);
 void ds__implicit_free(dsImplicit* w);
+/* Kept Jacobians: nslot slots (0: none), allocated here (at data creation,
+ * never in a step). Each substep t whose Newton iterates keeps the matrix
+ * it starts from, J at its start state (x_t, v_t, act_t), in slot
+ * t % nslot with that state and act; the adjoint of substep t - 1 needs J
+ * at (x_t, v_t, act_{t-1}) and takes it from the slot when the state and
+ * act there are its own bit for bit, else assembles it (the same bits).
+ * ds__implicit_slot_bytes: one slot's bytes; ds__implicit_kept_bytes: all
+ * of them. */
+int ds__implicit_keep(const dsModel* m, dsImplicit* w, int nslot);
+/* 1 when m's substeps start Newton from the start state's Jacobian, which
+ * they keep: an implicit model without ground contact (with it, the first
+ * iterate's matrix, whose contact set is the step's, converges faster:
+ * docs/integrators.md) */
+int ds__implicit_keeps(const dsModel* m);
+size_t ds__implicit_slot_bytes(const dsModel* m, const dsImplicit* w);
+size_t ds__implicit_kept_bytes(const dsImplicit* w);
+/* How many adjoints took their J from a slot (for tests). */
+long ds__implicit_reused(const dsImplicit* w);
 
 /* One backward-Euler substep from (x, v) with activations act and external
  * forces fext into (xo, vo) (which may alias x, v: they are written only

@@ -169,6 +169,24 @@ static int build_pattern(dsBlockSparse* A, const dsModel* m) {
   return 0;
 }
 
+void ds__bsr_bounds(const dsModel* m, size_t* nnzb, size_t* nsrc, size_t* njac) {
+  const size_t np = (size_t)m->nparticle;
+  *nnzb = np;
+  *nsrc = np;
+  *njac = 0;
+  for (int k = 0; k < DS__NFORCE; k++) {
+    if (!ds__force_jac[k]) continue;
+    const size_t cnt = (size_t)ds__forces[k].count(m), nv = (size_t)ds__bsr_elem_nvert(k);
+    *nnzb += cnt * nv * (nv - 1);
+    *nsrc += cnt * nv * nv;
+    *njac += cnt * 9 * nv * nv;
+  }
+  if (ds__contact_count(m) > 0) {
+    *nsrc += np;
+    *njac += 9 * np;
+  }
+}
+
 int ds__bsr_create(const dsModel* m, dsBlockSparse** out) {
   *out = NULL;
   if ((size_t)m->nparticle > (size_t)INT32_MAX / 3) return DS_ERR_RANGE;
@@ -364,8 +382,9 @@ void ds__bsr_assemble(dsBlockSparse* A, const dsModel* m, const dsReal* x, const
  * the three components at once as columns times x_j's entries: A's
  * columns are contiguous in valc, A^T's (the rows of A_(j,i)) in val. The
  * same operations lane by lane (no FMA: -ffp-contract=off), so the same
- * bits as the scalar loop, which stays for other compilers and for a val
- * filled by the caller (valc_ok 0). On x86-64 the vector kernel is also
+ * bits as the scalar loop, which stays for other compilers and for A x
+ * with a val filled by the caller (valc_ok 0: the kept Jacobians of
+ * engine/implicit.c; A^T x reads val only). On x86-64 the vector kernel is also
  * compiled for AVX2 (one instruction per vector instead of two) and
  * chosen at run time, as the tets' quads are (engine/force_tet.h). */
 static inline void mv_row_scalar(const dsBlockSparse* A, const dsReal* x, dsReal* y, int trans, int i) {
@@ -449,10 +468,11 @@ __attribute__((target("avx2"))) static void rows_avx2(const dsBlockSparse* A, co
 #  endif
 #endif
 
-/* the row-range product matvec_any would use */
+/* the row-range product matvec_any would use (A^T's vector kernel reads
+ * val only, so it needs no valc) */
 typedef void (*dsBsr__Rows)(const dsBlockSparse* A, const dsReal* x, dsReal* y, int trans, int i0, int i1);
-static dsBsr__Rows rows_kernel(const dsBlockSparse* A) {
-  if (!A->valc_ok) return rows_scalar;
+static dsBsr__Rows rows_kernel(const dsBlockSparse* A, int trans) {
+  if (!A->valc_ok && !trans) return rows_scalar;
 #if defined(DS__BSR_AVX2)
   if (__builtin_cpu_supports("avx2")) return rows_avx2;
 #endif
@@ -464,7 +484,7 @@ static dsBsr__Rows rows_kernel(const dsBlockSparse* A) {
 }
 
 static void matvec_any(const dsBlockSparse* A, const dsReal* x, dsReal* y, int trans) {
-  if (!A->valc_ok) {
+  if (!A->valc_ok && !trans) {
     matvec_scalar(A, x, y, trans);
     return;
   }
@@ -711,7 +731,7 @@ static int bicgstab_team(dsBlockSparse* A, int trans, dsReal* x, dsReal tol, int
   dsReal *r = A->work, *rh = r + len, *p = rh + len, *v = p + len, *s = v + len, *t = s + len, *y = t + len,
          *z = y + len;
   dsReal *P1 = A->tpart, *P2 = P1 + nch, *P3 = P2 + nch, *P4 = P3 + nch;
-  const dsBsr__Rows rows = rows_kernel(A);
+  const dsBsr__Rows rows = rows_kernel(A, trans);
   int rc_out = 1, it_out = *it_io;
   dsReal rel_last = 0;
 #pragma omp parallel if (ds__par_open(DS__BSR_PAR(A)))

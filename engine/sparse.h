@@ -86,6 +86,10 @@ typedef struct dsBlockSparse {
  * `into` row, which owns no slots (aero), those of the row it adds into
  * (aero's element e is triangle e). */
 int ds__bsr_elem_nvert(int k);
+/* Upper bounds of m's pattern (blocks), the assembly's sources and its
+ * element Jacobians' reals, without building them: the element pairs as if
+ * no two elements shared a vertex pair. */
+void ds__bsr_bounds(const dsModel* m, size_t* nnzb, size_t* nsrc, size_t* njac);
 const int* ds__bsr_elem_idx(int k, const dsModel* m);
 
 /* Pattern of m (its element rows that have a Jacobian, and the diagonal)

@@ -301,6 +301,7 @@ static int build_sized(dsEnv* e) {
   dsDataDef dd = ds_default_data_def();
   dd.max_substeps = def->gradients && !batched ? e->T : 0; /* forward only, or a mirror: no tape */
   dd.checkpoint_every = def->checkpoint_every;
+  dd.jacobian_mib = def->jacobian_mib;
   dd.act_records = e->nstep + 1;
   /* one record per step for forces set with ds_env_set_external_force (a
      record is kept only when the field changes: nothing more while unset) */

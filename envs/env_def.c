@@ -89,6 +89,10 @@ static const dsConfigKey g_common[] = {
      "implicit: iteration cap of every linear solve"},
     {"physics.adjoint_tol", DS_KEY_REAL, O(solver.adjoint_tol), 1e-300, 1, NULL, 0,
      "implicit: relative residual of the adjoint's transposed solve (BiCGSTAB)"},
+    {"physics.jacobian_memory", DS_KEY_INT, O(jacobian_mib), 0, 1048576, NULL, 0,
+     "implicit: MiB for the Jacobians the forward keeps for the backward (each substep's matrix at its start "
+     "state, which the adjoint of the substep before solves with; the backward assembles those not kept, the "
+     "same bits either way); 0: none"},
     {"physics.gradients", DS_KEY_BOOL, O(gradients), 0, 1, NULL, 0,
      "keep the tape for gradients (false: forward only, no tape; the backward is refused)"},
     {"physics.batched_engine", DS_KEY_BOOL, O(batch_engine), 0, 1, NULL, 0,
@@ -173,6 +177,7 @@ static void common_defaults(dsEnvDef* d) {
   d->gravity[1] = (dsReal)-9.8;
   d->ground = 1;
   d->checkpoint_every = 1;
+  d->jacobian_mib = 64;
   d->gradients = 1;
   d->contact_ke = 1e4;
   d->contact_kd = 1e3;

@@ -369,6 +369,10 @@ typedef struct dsDataDef {
   int act_records;      /* distinct activation vectors the tape holds; 0: max_substeps */
   int fext_records;     /* distinct external-force fields the tape holds; 0: max_substeps */
   size_t arena_bytes;   /* scratch arena; 0: what step and backward need */
+  int jacobian_mib;     /* implicit integrator with a tape: MiB for the Jacobians the forward keeps for the
+                         * backward (each substep's at its start state, the matrix the adjoint of the substep
+                         * before solves with; the backward assembles the ones not kept; the same bits either
+                         * way); 0: none. ds_default_data_def: 64 */
 } dsDataDef;
 DS_API dsDataDef ds_default_data_def(void);
 

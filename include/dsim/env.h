@@ -171,6 +171,8 @@ typedef struct dsEnvDef {
   int checkpoint_every;    /* engine tape: 1 = every state, K > 1 = every K-th (O(sqrt T) memory) */
   int integrator;          /* dsIntegrator (dsim/engine.h): semi-implicit (default) or implicit */
   dsSolverSettings solver; /* the implicit integrator's Newton and linear-solver settings */
+  int jacobian_mib;        /* implicit, with a tape: MiB for the Jacobians the forward keeps for the backward
+                              (dsDataDef.jacobian_mib; 0: none) */
   int gradients;           /* 1: keep the tape for the backward; 0: forward only (no tape: RL
                               rollouts, many batched envs), the backward refused */
   /* contact with the ground */
