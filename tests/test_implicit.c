@@ -427,20 +427,9 @@ static uint64_t grad_hash(const etScene* s) {
   return et_hash(h, s->gfext, (size_t)s->T * 3 * m->nparticle * sizeof(dsReal));
 }
 
-static uint64_t run_hash(dsModel* m, int T, int ckpt, uint64_t* state) {
-  etScene s;
-  et_rng = 12345;
-  et_scene_init(&s, m, T, ckpt, 0.1, 0.5);
-  et_rollout(&s);
-  *state = et_hash(et_hash(0, s.d->x, 3 * (size_t)m->nparticle * sizeof(dsReal)), s.d->v,
-                   3 * (size_t)m->nparticle * sizeof(dsReal));
-  et_backward(&s);
-  const uint64_t h = grad_hash(&s);
-  et_scene_free(&s);
-  return h;
-}
-
-/* run_hash with the data's kept Jacobians set to mib MiB; *reused: the
+/* A rollout and its backward (et_scene_init's schedules, seeded): the hash
+ * of the gradients, *state the final state's; the data's kept Jacobians
+ * set to mib MiB (nslot >= 0: that many slots instead); *reused: the
  * adjoints that took their matrix from a slot, *bytes: ds_data_bytes */
 static uint64_t run_hash_kept(dsModel* m, int T, int ckpt, int mib, int nslot, uint64_t* state, long* reused,
                               size_t* bytes) {
@@ -464,6 +453,12 @@ static uint64_t run_hash_kept(dsModel* m, int T, int ckpt, int mib, int nslot, u
   *reused = ds__implicit_reused(((dsDataPriv*)s.d->err_)->imp);
   et_scene_free(&s);
   return h;
+}
+
+static uint64_t run_hash(dsModel* m, int T, int ckpt, uint64_t* state) {
+  long reused;
+  size_t bytes;
+  return run_hash_kept(m, T, ckpt, ds_default_data_def().jacobian_mib, -1, state, &reused, &bytes);
 }
 
 /* Kept Jacobians (engine/implicit.h): the adjoint takes the matrix from
