@@ -223,6 +223,7 @@ int ds_data_reset(const dsModel* m, dsData* d) {
   d->bfext_n = 0;
   d->t = 0;
   d->bt = -1;
+  if (d->err_ && ((dsDataPriv*)d->err_)->imp) ds__implicit_new_episode(((dsDataPriv*)d->err_)->imp);
   d->act_n = 0;
   d->fext_n = 0;
   d->seg_start = -1;

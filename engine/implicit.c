@@ -52,7 +52,7 @@
  *   1.12 G. With ground contact the first iterate's matrix (its contact
  *   set is the step's) stays: from the start state's, control-fem at 10x
  *   took 14.5 G instructions per iteration against 13.7 G (13.6 G with
- *   every substep's matrix kept, 170 MiB).
+ *   every substep's matrix kept).
  * Measured on control-fem at 10x its step (96 substeps, forward and
  * backward of one iteration): 1.1 assemblies per substep instead of 2.2,
  * 4.5 BiCGSTAB iterations per solve instead of 11.7.
@@ -114,8 +114,8 @@
 #include "engine/implicit.h"
 
 #include <limits.h>
-#include <stdio.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 #ifdef _OPENMP
 #  include <omp.h>
@@ -164,11 +164,13 @@ struct dsImplicit {
   dsReal floor; /* DS__ROUND_ULPS eps |mag| of the last residual */
   /* Kept Jacobians (ds__implicit_keep): nslot slots, substep t's in slot
    * t % nslot, each the matrix J(x, v, act) at the substep's start state
-   * (val only) and that state and act, for the backward of substep t - 1 */
+   * (val only) and that state and act, for the backward of substep t - 1,
+   * and the episode it was kept in (slot_gen; 0: none) */
   int nslot;
   size_t slot_len; /* reals a slot holds: 9 nnzb + 2 (3 n) + nact */
   dsReal* slots;
-  unsigned char* slot_ok;
+  unsigned* slot_gen;
+  unsigned gen; /* this episode's (ds__implicit_new_episode), never 0 */
   long reused; /* adjoints whose J came from a slot (tests) */
 };
 
@@ -199,12 +201,12 @@ void ds__implicit_free(dsImplicit* w) {
   ds__bsr_free(w->A);
   ds__free(w->mem);
   ds__free(w->slots);
-  ds__free(w->slot_ok);
+  ds__free(w->slot_gen);
   ds__free(w);
 }
 
 size_t ds__implicit_slot_bytes(const dsModel* m, const dsImplicit* w) {
-  return sizeof(dsReal) * (9 * (size_t)w->A->nnzb + 6 * (size_t)m->nparticle + (size_t)m->nact) + 1;
+  return sizeof(dsReal) * (9 * (size_t)w->A->nnzb + 6 * (size_t)m->nparticle + (size_t)m->nact) + sizeof(unsigned);
 }
 
 long ds__implicit_reused(const dsImplicit* w) { return w->reused; }
@@ -212,20 +214,28 @@ long ds__implicit_reused(const dsImplicit* w) { return w->reused; }
 int ds__implicit_keeps(const dsModel* m) { return m->integrator == DS_INTEGRATOR_IMPLICIT && !m->ground; }
 
 size_t ds__implicit_kept_bytes(const dsImplicit* w) {
-  return w->nslot > 0 ? (sizeof(dsReal) * w->slot_len + 1) * (size_t)w->nslot : 0;
+  return w->nslot > 0 ? (sizeof(dsReal) * w->slot_len + sizeof(unsigned)) * (size_t)w->nslot : 0;
+}
+
+void ds__implicit_new_episode(dsImplicit* w) {
+  if (++w->gen == 0) { /* wrapped: no slot may look current */
+    w->gen = 1;
+    if (w->slot_gen) memset(w->slot_gen, 0, (size_t)w->nslot * sizeof(unsigned));
+  }
 }
 
 int ds__implicit_keep(const dsModel* m, dsImplicit* w, int nslot) {
   ds__free(w->slots);
-  ds__free(w->slot_ok);
+  ds__free(w->slot_gen);
   w->slots = NULL;
-  w->slot_ok = NULL;
+  w->slot_gen = NULL;
   w->nslot = 0;
+  if (w->gen == 0) w->gen = 1;
   if (nslot <= 0) return 0;
   w->slot_len = 9 * (size_t)w->A->nnzb + 6 * (size_t)m->nparticle + (size_t)m->nact;
   w->slots = (dsReal*)ds__malloc(sizeof(dsReal) * w->slot_len * (size_t)nslot);
-  w->slot_ok = (unsigned char*)ds__calloc((size_t)nslot, 1);
-  if (!w->slots || !w->slot_ok) {
+  w->slot_gen = (unsigned*)ds__calloc((size_t)nslot, sizeof(unsigned));
+  if (!w->slots || !w->slot_gen) {
     ds__implicit_keep(m, w, 0);
     return DS_ERR_NOMEM;
   }
@@ -245,19 +255,20 @@ static void keep_jacobian(const dsModel* m, dsImplicit* w, const dsReal* x, cons
   memcpy(sl + nv, x, n3 * sizeof(dsReal));
   memcpy(sl + nv + n3, v, n3 * sizeof(dsReal));
   if (m->nact) memcpy(sl + nv + 2 * n3, act, (size_t)m->nact * sizeof(dsReal));
-  w->slot_ok[k] = 1;
+  w->slot_gen[k] = w->gen;
 }
 
 /* The adjoint's J at (x', v', act) into w->A: from the slot of substep t + 1
- * when it holds that state and act bit for bit (the same function of the
- * same inputs: the same bits as an assembly), else assembled. Returns 1
- * when it came from a slot. */
+ * when it was kept in this episode at that state and act bit for bit (the
+ * same function of the same inputs and the same model parameters: the same
+ * bits as an assembly), else assembled. Returns 1 when it came from a
+ * slot. */
 static int jacobian_at(const dsModel* m, dsImplicit* w, const dsReal* x1, const dsReal* v1, const dsReal* act, int t) {
   if (w->nslot > 0) {
     const int k = (t + 1) % w->nslot;
     const size_t nv = 9 * (size_t)w->A->nnzb, n3 = 3 * (size_t)m->nparticle;
     const dsReal* sl = w->slots + (size_t)k * w->slot_len;
-    if (w->slot_ok[k] && memcmp(sl + nv, x1, n3 * sizeof(dsReal)) == 0 &&
+    if (w->slot_gen[k] == w->gen && memcmp(sl + nv, x1, n3 * sizeof(dsReal)) == 0 &&
         memcmp(sl + nv + n3, v1, n3 * sizeof(dsReal)) == 0 &&
         (!m->nact || memcmp(sl + nv + 2 * n3, act, (size_t)m->nact * sizeof(dsReal)) == 0)) {
       memcpy(w->A->val, sl, nv * sizeof(dsReal));

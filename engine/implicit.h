@@ -21,8 +21,9 @@ void ds__implicit_free(dsImplicit* w);
  * never in a step). Each substep t whose Newton iterates keeps the matrix
  * it starts from, J at its start state (x_t, v_t, act_t), in slot
  * t % nslot with that state and act; the adjoint of substep t - 1 needs J
- * at (x_t, v_t, act_{t-1}) and takes it from the slot when the state and
- * act there are its own bit for bit, else assembles it (the same bits).
+ * at (x_t, v_t, act_{t-1}) and takes it from the slot when it was kept in
+ * the same episode and the state and act there are its own bit for bit,
+ * else assembles it (the same bits).
  * ds__implicit_slot_bytes: one slot's bytes; ds__implicit_kept_bytes: all
  * of them. */
 int ds__implicit_keep(const dsModel* m, dsImplicit* w, int nslot);
@@ -33,6 +34,9 @@ int ds__implicit_keep(const dsModel* m, dsImplicit* w, int nslot);
 int ds__implicit_keeps(const dsModel* m);
 size_t ds__implicit_slot_bytes(const dsModel* m, const dsImplicit* w);
 size_t ds__implicit_kept_bytes(const dsImplicit* w);
+/* A new episode (ds_data_reset): the slots kept before it are not used
+ * (the model's parameters may have changed since). */
+void ds__implicit_new_episode(dsImplicit* w);
 /* How many adjoints took their J from a slot (for tests). */
 long ds__implicit_reused(const dsImplicit* w);
 
