@@ -115,14 +115,15 @@ size_t ds_data_bytes_needed(const dsModel* m, const dsDataDef* def) {
   dsData d;
   memset(&d, 0, sizeof d);
   if (!m || data_layout(m, def, &d)) return 0;
-  /* the kept Jacobians: every slot at a bound of the matrix's pattern, at
-   * most their budget (the slots that fit hold at most that) */
+  /* the kept Jacobians: every slot a substep needs at a bound of the
+   * matrix's pattern, at most their budget (the slots that fit in it hold
+   * no more) */
   const dsDataDef dd = def ? *def : ds_default_data_def();
+  const size_t need = (size_t)jacobian_slots(m, &d, def, 1); /* 1 byte a slot: every slot fits */
   size_t nnzb, nsrc, njac, jac = 0;
-  ds__bsr_bounds(m, &nnzb, &nsrc, &njac);
-  const size_t slot = sizeof(dsReal) * (9 * nnzb + 6 * (size_t)m->nparticle + (size_t)m->nact) + 1;
-  if (jacobian_slots(m, &d, def, 1) > 0) {
-    const size_t all = (size_t)jacobian_slots(m, &d, def, 1) * slot, cap = (size_t)dd.jacobian_mib << 20;
+  if (need > 0) {
+    ds__bsr_bounds(m, &nnzb, &nsrc, &njac);
+    const size_t all = need * ds__implicit_slot_size(m, nnzb), cap = (size_t)dd.jacobian_mib << 20;
     jac = all < cap ? all : cap;
   }
   return ds_data_bytes(m, &d) + jac;

@@ -205,8 +205,12 @@ void ds__implicit_free(dsImplicit* w) {
   ds__free(w);
 }
 
+size_t ds__implicit_slot_size(const dsModel* m, size_t nnzb) {
+  return sizeof(dsReal) * (9 * nnzb + 6 * (size_t)m->nparticle + (size_t)m->nact) + sizeof(unsigned);
+}
+
 size_t ds__implicit_slot_bytes(const dsModel* m, const dsImplicit* w) {
-  return sizeof(dsReal) * (9 * (size_t)w->A->nnzb + 6 * (size_t)m->nparticle + (size_t)m->nact) + sizeof(unsigned);
+  return ds__implicit_slot_size(m, (size_t)w->A->nnzb);
 }
 
 long ds__implicit_reused(const dsImplicit* w) { return w->reused; }

@@ -25,7 +25,7 @@ void ds__implicit_free(dsImplicit* w);
  * the same episode and the state and act there are its own bit for bit,
  * else assembles it (the same bits).
  * ds__implicit_slot_bytes: one slot's bytes; ds__implicit_kept_bytes: all
- * of them. */
+ * of them (engine/data.c's ds_data_bytes counts them). */
 int ds__implicit_keep(const dsModel* m, dsImplicit* w, int nslot);
 /* 1 when m's substeps start Newton from the start state's Jacobian, which
  * they keep: an implicit model without ground contact (with it, the first
@@ -33,6 +33,8 @@ int ds__implicit_keep(const dsModel* m, dsImplicit* w, int nslot);
  * docs/integrators.md) */
 int ds__implicit_keeps(const dsModel* m);
 size_t ds__implicit_slot_bytes(const dsModel* m, const dsImplicit* w);
+/* a slot's bytes for a matrix of nnzb blocks */
+size_t ds__implicit_slot_size(const dsModel* m, size_t nnzb);
 size_t ds__implicit_kept_bytes(const dsImplicit* w);
 /* A new episode (ds_data_reset): the slots kept before it are not used
  * (the model's parameters may have changed since). */

@@ -449,7 +449,8 @@ DS_API int ds_data_set_body_state(const dsModel* m, dsData* d, const dsReal* bod
 DS_API int ds_body_set_impulse(const dsModel* m, dsData* d, int b, const dsReal J[3], const dsReal point[3]);
 /* "substep 123: tet 45 inverted (J = -0.02)", or "" when none. */
 DS_API const char* ds_data_last_error(const dsData* d);
-/* Bytes held by the data (arrays, tape, arena). */
+/* Bytes held by the data (arrays, tape, arena, the implicit integrator's
+ * kept Jacobians). */
 DS_API size_t ds_data_bytes(const dsModel* m, const dsData* d);
 /* Bytes ds_data_create(m, def) would allocate (0 for a bad def), without
  * allocating: the check before a large tape. */
