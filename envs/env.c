@@ -288,15 +288,18 @@ static int build_sized(dsEnv* e) {
      runs it there itself: the particle model then stays on the CPU engine */
   const int own = e->cls->sim && e->cls->sim->batched;
   const int batched = (def->device.kind == DS_DEVICE_CUDA || def->batch_engine) && !own;
-  /* an articulation's actions are the batched engine's activations (ds__env_bs_act) */
-  if (batched && ((!e->cls->act_first && !m->artic) || m->nbody || e->cls->uses_external_force)) {
+  /* an articulation's actions are the batched engine's activations
+     (ds__env_bs_act); an initial action set by the class's hook goes up as
+     the substep-0 state (ds__env_initial_hook) */
+  if (batched && ((!e->cls->act_first && !m->artic && !ds__env_initial_hook(e)) || m->nbody ||
+                  e->cls->uses_external_force)) {
     char dn[32];
     return ds__seterr(&e->err, DS_ERR_UNSUPPORTED,
                       "%s: runs on the CPU engine only, not on %s%s: its actions enter the physics through %s, and "
-                      "the batched engine takes actions as activations only; use device cpu",
+                      "the batched engine takes actions as activations or an initial state only; use device cpu",
                       e->cls->name, ds_device_name(def->device, dn, sizeof dn),
                       def->device.kind == DS_DEVICE_CUDA ? "" : " (the batched engine)",
-                      m->nbody ? "rigid bodies" : "the class's own hook (velocities or external forces)");
+                      m->nbody ? "rigid bodies" : "the class's own hook at every step (external forces or state changes)");
   }
   dsDataDef dd = ds_default_data_def();
   dd.max_substeps = def->gradients && !batched ? e->T : 0; /* forward only, or a mirror: no tape */
@@ -379,7 +382,13 @@ int ds__env_refuse_member(dsEnv* e, const char* what) {
 
 int ds_env_rebuild(dsEnv* e) {
   if (!e) return DS_ERR_INVALID;
-  return e->bs_member ? ds__env_refuse_member(e, "rebuild") : build_sized(e);
+  if (!e->bs_member) return build_sized(e);
+  /* the class's reset drew a new model size (control-cloth's sheet) */
+  return ds__seterr(&e->err, DS_ERR_STATE,
+                    "%s: the episode needs a model of another size (a rebuild), but this env is instance %d of a "
+                    "batch that steps its envs together on one batched engine, made for one size: give the class "
+                    "one size (control-cloth: scene.size_min = scene.size_max) or use separate engines",
+                    e->cls->name, e->bs_inst);
 }
 
 int ds_env_set_device(dsEnv* e, const char* device) {

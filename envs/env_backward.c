@@ -216,6 +216,37 @@ static int group_terms(dsEnv** envs, int n, dsBatchSim* bs, dsEnvGroupRender** g
   return rc ? ds__env_group_fail(envs, n, bs, rc, "backward: batched engine: adding adjoints") : 0;
 }
 
+/* An initial action's adjoint (ds__env_initial_hook), after the pop of
+ * substep 0: the engine's state adjoints at substep 0 into each env's
+ * scratch (n == 1: read there directly; else through bx, bv, n x n3), the
+ * class's hook for step 0 with them (the serial engine's order: before the
+ * terms at substep 0 are added), the scratch cleared again for those terms. */
+static int initial_bwd(dsEnv** envs, int n, dsBatchSim* bs, const unsigned char* skip, dsReal* const* grad_actions,
+                       dsReal* bx, dsReal* bv) {
+  const size_t n3 = (size_t)envs[0]->n3;
+  int rc = n == 1 ? ds_bsim_get_adjoint(bs, envs[0]->d->adj_x, envs[0]->d->adj_v) : ds_bsim_get_adjoint(bs, bx, bv);
+  if (rc) return rc;
+  for (int i = 0; i < n; i++) {
+    dsEnv* e = envs[i];
+    dsData* d = e->d;
+    if (n > 1) {
+      memcpy(d->adj_x, bx + (size_t)i * n3, n3 * sizeof(dsReal));
+      memcpy(d->adj_v, bv + (size_t)i * n3, n3 * sizeof(dsReal));
+    }
+    if (!(skip && skip[i])) {
+      const int A = e->adim;
+      dsReal* ga = grad_actions[i] ? grad_actions[i] : e->sink; /* step 0's row */
+      if (!grad_actions[i]) memset(e->sink, 0, (size_t)A * sizeof(dsReal));
+      memset(e->adj_act, 0, (size_t)e->m->nact * sizeof(dsReal)); /* the engine keeps those */
+      memset(e->adj_fext, 0, n3 * sizeof(dsReal));
+      ds__env_action_bwd(e, 0, 0, e->actions, ga);
+    }
+    memset(d->adj_x, 0, n3 * sizeof(dsReal));
+    memset(d->adj_v, 0, n3 * sizeof(dsReal));
+  }
+  return 0;
+}
+
 int ds__env_group_backward(dsEnv** envs, int n, dsBatchSim* bs, dsEnvGroupRender** gr, const dsEnvBwdSpec* sp,
                            const unsigned char* skip, int first, dsReal* const* grad_actions, dsReal* bx, dsReal* bv,
                            dsReal* badj, int* rcs) {
@@ -227,6 +258,7 @@ int ds__env_group_backward(dsEnv** envs, int n, dsBatchSim* bs, dsEnvGroupRender
   const int first_act = e0->cls->act_first ? e0->cls->act_first(e0) : 0; /* an articulation's: its actions */
   const int s_stop = first * e0->C < t ? first * e0->C : t;
   const size_t nact = (size_t)ds__env_bs_nact(m);
+  const int initial = ds__env_initial_hook(e0);
   for (int i = 0; i < n; i++) {
     memset(envs[i]->d->adj_x, 0, (size_t)e0->n3 * sizeof(dsReal));
     memset(envs[i]->d->adj_v, 0, (size_t)e0->n3 * sizeof(dsReal));
@@ -250,12 +282,17 @@ int ds__env_group_backward(dsEnv** envs, int n, dsBatchSim* bs, dsEnvGroupRender
       }
     rc = ds_bsim_backward_step(bs, s - lo, nact ? badj : NULL, NULL);
     if (rc) return ds__env_group_fail(envs, n, bs, rc, "backward: batched engine");
-    for (int i = 0; i < n; i++) {
-      dsEnv* e = envs[i];
-      if (skip && skip[i]) continue;
-      dsReal* ga = grad_actions[i] ? grad_actions[i] + (size_t)k * A : e->sink;
-      if (!grad_actions[i]) memset(e->sink, 0, (size_t)A * sizeof(dsReal)); /* dL/da nobody asked for */
-      for (int j = 0; j < A; j++) ga[j] += badj[(size_t)i * nact + (size_t)first_act + (size_t)j];
+    if (initial && lo == 0) {
+      if ((rc = initial_bwd(envs, n, bs, skip, grad_actions, bx, bv)))
+        return ds__env_group_fail(envs, n, bs, rc, "backward: batched engine: the initial state's adjoints");
+    } else if (!initial) {
+      for (int i = 0; i < n; i++) {
+        dsEnv* e = envs[i];
+        if (skip && skip[i]) continue;
+        dsReal* ga = grad_actions[i] ? grad_actions[i] + (size_t)k * A : e->sink;
+        if (!grad_actions[i]) memset(e->sink, 0, (size_t)A * sizeof(dsReal)); /* dL/da nobody asked for */
+        for (int j = 0; j < A; j++) ga[j] += badj[(size_t)i * nact + (size_t)first_act + (size_t)j];
+      }
     }
     s = lo;
     if ((rc = group_terms(envs, n, bs, grp, sp, skip, ref, s, t, nf, bx, bv, rcs))) return rc;

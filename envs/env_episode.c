@@ -255,8 +255,17 @@ int ds__env_step_begin(dsEnv* e, const dsReal* action, int* s0_out, int* s1_out)
       return ds__seterr(&e->err, DS_ERR_RANGE, "step %d: action[%d] is not finite", k, i);
   if (e->adim) memcpy(e->actions + (size_t)k * e->adim, action, (size_t)e->adim * sizeof(dsReal)); /* none: may be NULL */
   e->did_backward = 0;
-  /* the batched engine holds the activations over the step (act_first classes only) */
-  if (e->bs || e->bs_member) ds__env_action_fwd(e, k, s0, action);
+  /* the batched engine holds the activations over the step (act_first
+     classes); an initial action's hook changes the mirror's substep-0
+     state, which goes up as the instance's (a group's member: at its
+     batch's next upload) */
+  if ((e->bs || e->bs_member) && !ds__env_initial_hook(e)) ds__env_action_fwd(e, k, s0, action);
+  if ((e->bs || e->bs_member) && ds__env_initial_hook(e) && s0 == 0) {
+    ds__env_action_fwd(e, k, 0, action);
+    e->bs_dirty = e->bs_member;
+    const int rc = e->bs ? ds_bsim_set_state(e->bs, e->d->x, e->d->v) : 0;
+    if (rc) return bs_fail(e, rc, "step 0: batched engine: the initial state");
+  }
   *s0_out = s0;
   *s1_out = step_end(e, k);
   return 0;

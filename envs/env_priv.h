@@ -127,6 +127,15 @@ int ds__env_step_failed(dsEnv* e, int k, int rc, const char* msg);
  * (d->artic_act, nu of them) or the model's activations. */
 static inline int ds__env_bs_nact(const dsModel* m) { return m->artic ? m->artic_nu : m->nact; }
 static inline dsReal* ds__env_bs_act(const dsModel* m, dsData* d) { return m->artic ? d->artic_act : d->act; }
+/* A class whose action is an initial condition set by its own hook
+ * (DS_ACTION_INITIAL without act_first, as control-cloth's velocity): on
+ * the batched engine the hook runs on the host mirror before substep 0 and
+ * the state it leaves goes up as the instance's substep-0 state; in the
+ * backward the hook reads the state adjoints at substep 0 read back from
+ * the engine (ds__env_initial_bwd). */
+static inline int ds__env_initial_hook(const dsEnv* e) {
+  return !e->cls->act_first && !e->m->artic && e->cls->action_kind == DS_ACTION_INITIAL && !e->cls->uses_external_force;
+}
 
 /* Threads across n envs (OpenMP, nested regions made inactive for the loop:
  * each env runs single-threaded inside); one thread when n is 1 or OpenMP

@@ -1,6 +1,8 @@
 /* Lockstep batches (ds_batch_create_lockstep) with gradients: N envs reset,
  * stepped and gone back through together. For every class the batched
- * engine runs (walker, walker-springs, control-fem, beam), three envs with
+ * engine runs (walker, walker-springs, control-fem, beam, and control-cloth,
+ * whose action is an initial velocity: its adjoint is read back from the
+ * engine at substep 0), three envs with
  * their own seeds, one heavier, image observations and frames inside steps,
  * against three separate envs on the serial engine:
  *   - on one shared engine with its tape (def.batch_engine; a GPU runs the
@@ -48,6 +50,11 @@ static dsEnvDef small_def(const char* name, int shared) {
   def.gradients = 1;
   def.batch_engine = shared;
   if (shared && g_cuda) def.device = (dsDevice){DS_DEVICE_CUDA, 0};
+  if (!strcmp(name, "control-cloth")) { /* one sheet size for every seed: one topology for the engine */
+    char err[256];
+    CHECK_INT_EQ(ds_env_def_set(&def, "scene.size_min", "5", err, sizeof err), 0);
+    CHECK_INT_EQ(ds_env_def_set(&def, "scene.size_max", "5", err, sizeof err), 0);
+  }
   return def;
 }
 
@@ -294,8 +301,8 @@ int main(void) {
   for (size_t k = 0; k < sizeof adj_obs / sizeof adj_obs[0]; k++) adj_obs[k] = (dsReal)unif(-1, 1);
   for (size_t k = 0; k < sizeof adj_img / sizeof adj_img[0]; k++) adj_img[k] = (dsReal)unif(-1, 1);
   for (size_t k = 0; k < sizeof adj_rew / sizeof adj_rew[0]; k++) adj_rew[k] = (dsReal)unif(-1, 1);
-  const char* names[] = {"walker", "walker-springs", "control-fem", "beam"};
-  for (int c = 0; c < 4; c++) {
+  const char* names[] = {"walker", "walker-springs", "control-fem", "beam", "control-cloth"};
+  for (int c = 0; c < 5; c++) {
     dsEnvDef def = small_def(names[c], 0);
     dsEnv* e = NULL;
     char err[512];
@@ -317,6 +324,21 @@ int main(void) {
     g_cuda = 0;
     if (c == 2) crushed(); /* ref holds control-fem's separate envs */
     if (c == 0) refused_action();
+  }
+  /* control-cloth drawing its sheet size per episode: one engine holds one
+     size, so a reset to another is refused, saying how to give it one */
+  dsEnvDef def = ds_default_env_def("control-cloth");
+  def.batch_engine = 1;
+  dsBatch* b = NULL;
+  char err[512];
+  CHECK_INT_EQ(ds_batch_create_lockstep(&def, NB, &b, err, sizeof err), 0);
+  if (b) {
+    uint64_t seeds[NB] = {1, 2, 3};
+    int status[NB];
+    CHECK(ds_batch_reset(b, seeds, NULL, NULL, NULL, status) == DS_ERR_STATE);
+    CHECK_STR_CONTAINS(ds_batch_last_error(b), "another size");
+    CHECK_STR_CONTAINS(ds_batch_last_error(b), "scene.size_min = scene.size_max");
+    ds_batch_destroy(b);
   }
   return DST_RESULT();
 }

@@ -30,7 +30,7 @@ else
   n=$("$DSIM" info | sed -n 's/^CUDA: *on, \([0-9]*\) visible.*/\1/p')
   check "cuda device past the last" 2 "$DSIM" run walker --device "cuda:$n"
   expect "cuda device past the last" "CUDA device"
-  check "cuda for cloth" 3 "$DSIM" run control-cloth --device cuda:0 --iterations 1
-  expect "cuda for cloth" "control-cloth: runs on the CPU engine only, not on cuda:0"
+  check "cuda for rigid bodies" 3 "$DSIM" run rigid-toss --device cuda:0 --iterations 1
+  expect "cuda for rigid bodies" "rigid-toss: runs on the CPU engine only, not on cuda:0"
 fi
 exit $fail

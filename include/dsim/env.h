@@ -218,9 +218,15 @@ typedef struct dsEnvDef {
      on the batched engine (dsim/engine_batch.h, B = 1): state, tape and
      adjoints stay on the device for the episode; activations go up once a
      step, states come back at frames and step ends, frame adjoints go up
-     in the backward; rendering, losses and observations stay on the host.
-     Classes whose actions enter the physics other than as activations
-     (control-cloth, rigid-toss) are refused there with a message. */
+     in the backward; the frames the loss counts and image observations are
+     rendered there too (render/raster_batch.h). An initial action set by
+     the class's hook (DS_ACTION_INITIAL without act_first: control-cloth's
+     velocity) changes the host's substep-0 state, which goes up as the
+     instance's; its adjoint is read back at substep 0. Classes whose
+     actions enter the physics otherwise (external forces, rigid bodies:
+     rigid-toss) are refused there with a message; in a batch of envs on
+     one engine (dsim/batch.h) every env keeps one model size (a reset that
+     would rebuild it is refused). */
   dsDevice device;         /* cpu (default) or cuda:N */
   int batch_engine;        /* 1: the batched engine on the CPU too (what a CUDA device runs; tests) */
   /* the class's own parameters */

@@ -159,8 +159,8 @@ def test_device():
         with pytest.raises(DsimError, match=r"walker: device cuda.*(without CUDA|no CUDA device is visible)"):
             dsim.Env("walker", device="cuda", **SMALL["walker"])
     else:
-        with pytest.raises(DsimError, match=r"control-cloth: runs on the CPU engine only"):
-            dsim.Env("control-cloth", device="cuda:0")
+        with pytest.raises(DsimError, match=r"rigid-toss: runs on the CPU engine only"):
+            dsim.Env("rigid-toss", device="cuda:0")
         env = dsim.Env("walker", device="cuda:0", **SMALL["walker"])
         env.reset(0)
         env.step(np.zeros(env.action_size, dsim.real_dtype))
