@@ -9,7 +9,9 @@
  * loss) and measured the way the env drives the engine: one control-fem
  * episode of 5,760 substeps with new activations every 32 substeps (an
  * upload) and their adjoints read back every 32 in the backward (a sync).
- * Then the runner (an articulation: 9 links, slides and hinges with limits,
+ * Then control-cloth's sheet (triangle FEM, bending, lift and drag):
+ * triangle-substeps per second, forward and forward + backward, at the same
+ * B values, and CUDA / CPU. Then the runner (an articulation: 9 links, slides and hinges with limits,
  * motors, ground contact; engine/batch_artic_body.h, one thread per
  * instance on CUDA): instance-substeps per second forward (no tape) and
  * forward + backward (an episode of --episode substeps), B = 1, 64 and
@@ -59,6 +61,9 @@ static dsReal* random_act(const dsModel* m, int B) {
   return a;
 }
 
+/* The elements a rate counts: tets, else triangles (the cloth). */
+static int nelem(const dsModel* m) { return m->ntet ? m->ntet : m->ntri; }
+
 /* element-substeps per second, forward only */
 static double rate_forward(const dsModel* m, dsDevice dev, int B, double seconds) {
   dsBatchSimDef def = ds_default_batch_sim_def();
@@ -84,9 +89,9 @@ static double rate_forward(const dsModel* m, dsDevice dev, int B, double seconds
       n += chunk;
       t = now() - t0;
     } while (t < (rep < 0 ? 0.1 * seconds : seconds));
-    if (rep >= 0) r[rep] = (double)n * B * m->ntet / t;
+    if (rep >= 0) r[rep] = (double)n * B * nelem(m) / t;
     if (rep < 0 && t >= seconds) { /* slow: the warm-up is the measurement */
-      r[0] = r[1] = r[2] = (double)n * B * m->ntet / t;
+      r[0] = r[1] = r[2] = (double)n * B * nelem(m) / t;
       break;
     }
   }
@@ -108,7 +113,7 @@ static double rate_fwd_bwd(const dsModel* m, dsDevice dev, int B, int T, double 
   int rc = ds_bsim_create(m, &def, &s, err, sizeof err);
   if (rc) die("create", rc, err);
   dsReal* a = random_act(m, B);
-  dsReal* g = (dsReal*)malloc((size_t)B * m->ntet * sizeof(dsReal));
+  dsReal* g = (dsReal*)malloc((size_t)nelem(m) * sizeof(dsReal));
   double r[3];
   for (int rep = -1; rep < 3; rep++) {
     long long n = 0;
@@ -122,14 +127,14 @@ static double rate_fwd_bwd(const dsModel* m, dsDevice dev, int B, int T, double 
       if (!rc) rc = ds_bsim_add_adjoint(s, NULL, NULL);
       if (!rc) rc = ds_bsim_backward_step(s, T, NULL, NULL);
       if (!rc) rc = ds_bsim_backward_finish(s);
-      if (!rc) rc = ds_bsim_get_grad(s, 0, "tet.k_mu", g, m->ntet); /* sync */
+      if (!rc) rc = ds_bsim_get_grad(s, 0, m->ntet ? "tet.k_mu" : "tri.k_mu", g, nelem(m)); /* sync */
       if (rc) die("episode", rc, ds_bsim_last_error(s));
       n += T;
       t = now() - t0;
     } while (t < (rep < 0 ? 0.1 * seconds : seconds));
-    if (rep >= 0) r[rep] = (double)n * B * m->ntet / t;
+    if (rep >= 0) r[rep] = (double)n * B * nelem(m) / t;
     if (rep < 0 && t >= seconds) { /* slow (an episode takes longer than --seconds): one measurement */
-      r[0] = r[1] = r[2] = (double)n * B * m->ntet / t;
+      r[0] = r[1] = r[2] = (double)n * B * nelem(m) / t;
       break;
     }
   }
@@ -232,6 +237,38 @@ static double runner_rate(const dsModel* m, dsDevice dev, int B, int T, int bwd,
   free(st);
   ds_bsim_free(s);
   return median(r, 3);
+}
+
+/* control-cloth's sheet (the bundled size range's first draw; triangle FEM,
+ * bending, lift and drag, no ground): triangle-substeps per second forward
+ * and forward + backward on every device at each B, and CUDA / CPU. */
+static void cloth_rates(const dsDevice* devs, int ndev, const int* batches, int nb, int T, double seconds) {
+  dsEnvDef def = ds_default_env_def("control-cloth");
+  dsEnv* env = NULL;
+  char err[512], name[32];
+  if (ds_env_create(&def, &env, err, sizeof err) || ds_env_reset(env, 0, NULL, NULL))
+    die("control-cloth", DS_ERR_INVALID, env ? ds_env_last_error(env) : err);
+  const dsModel* m = ds_env_model(env);
+  printf("cloth: control-cloth's sheet, %d particles, %d triangles, %d bending edges; triangle-substeps per second\n",
+         m->nparticle, m->ntri, m->nbend);
+  printf("%-8s %6s %18s %18s\n", "device", "B", "fwd tri-substep/s", "fwd+bwd tri-sub/s");
+  double fw[8][8], fb[8][8];
+  int cpu = -1;
+  for (int k = 0; k < ndev; k++) {
+    if (devs[k].kind == DS_DEVICE_CPU) cpu = k;
+    for (int j = 0; j < nb; j++) {
+      fw[k][j] = rate_forward(m, devs[k], batches[j], seconds);
+      fb[k][j] = rate_fwd_bwd(m, devs[k], batches[j], T, seconds);
+      printf("%-8s %6d %18.4g %18.4g\n", ds_device_name(devs[k], name, sizeof name), batches[j], fw[k][j], fb[k][j]);
+      fflush(stdout);
+    }
+  }
+  for (int k = 0; k < ndev && cpu >= 0; k++)
+    if (devs[k].kind == DS_DEVICE_CUDA)
+      for (int j = 0; j < nb; j++)
+        printf("cloth ratio %s / cpu, B %5d: forward %.3gx, forward+backward %.3gx\n",
+               ds_device_name(devs[k], name, sizeof name), batches[j], fw[k][j] / fw[cpu][j], fb[k][j] / fb[cpu][j]);
+  ds_env_destroy(env);
 }
 
 static void runner_rates(const dsDevice* devs, int ndev, int T, double seconds, int quick) {
@@ -347,6 +384,7 @@ int main(int argc, char** argv) {
           printf("goal >= 1e9 forward tet-substeps/s at B = 1024 on %s: %s (%.3g)\n",
                  ds_device_name(devs[k], name, sizeof name), fw[k][j] >= 1e9 ? "met" : "NOT met", fw[k][j]);
   ds_env_destroy(env);
+  cloth_rates(devs, ndev, batches, nb, T, seconds);
   runner_rates(devs, ndev, T, seconds, quick);
   return 0;
 }

@@ -1,5 +1,5 @@
 /* Engine benchmark (figures, not a test). The cases of issue 14, each at 1
- * and 2 threads, runs interleaved (1, 2, 1, 2, ...) so that both see the
+ * and 2 threads (--threads: other counts), runs interleaved (1, 2, 1, 2, ...) so that both see the
  * same machine, medians of 5 runs (3 for the long ones), and the ratio
  * t(1 thread) / t(2 threads) from the medians:
  *   - soft grid 40x40x4 cells (38,400 tets, ground contact, 192 substeps): ns per
@@ -18,6 +18,9 @@
  *   --only CASE:  just that case (grid40, grid15, gear, cloth);
  *   --fixed:      the adaptive thread choice off (every parallel stage runs
  *                 on all threads asked for): the raw 2-thread figures;
+ *   --threads L:  the thread counts to measure, a list (default 1,2; e.g.
+ *                 1,2,4,8,16 on a bigger machine): each case's speed-up over
+ *                 1 thread and its efficiency (speed-up / threads);
  *   --profile:    one forward + backward of CASE (grid40, grid15, gear,
  *                 cloth) over SUBSTEPS (default 64) on the current threads,
  *                 nothing else: a run for valgrind --tool=callgrind, whose
@@ -136,8 +139,14 @@ static dsModel* gear_model(void) {
   return m;
 }
 
-/* One case: T substeps, `reps` interleaved runs per thread count; prints
- * seconds, ns per element-substep and the 1/2-thread ratios. */
+/* The thread counts measured (--threads: a list; default 1 and 2). */
+static int g_threads[16] = {1, 2};
+static int g_nthreads = 2;
+
+/* One case: T substeps, `reps` interleaved runs per thread count (the
+ * counts of g_threads; a checkpointed case those above 1 only); prints
+ * seconds, ns per element-substep and the speed-up over one thread (with
+ * --threads, a table of speed-ups and efficiencies, speed-up / threads). */
 static void bench_case(const char* label, dsModel* m, int nelem, const char* elem, int T, int reps, int ckpt,
                        int hold) {
   dsDataDef dd = ds_default_data_def();
@@ -151,31 +160,39 @@ static void bench_case(const char* label, dsModel* m, int nelem, const char* ele
   if (rc) die("data", rc, ds_data_last_error(d));
   if ((rc = ds_grad_create(m, &g))) die("grad", rc, "");
   prepare_acts(m, T, hold);
-  const int th0 = ckpt > 1 ? 2 : 1;
-  double f[3][9], fb[3][9];
-  for (int th = th0; th <= 2; th++) { /* warm up */
-    ds_set_num_threads(th);
+  int ths[16], nth = 0;
+  for (int k = 0; k < g_nthreads; k++)
+    if (ckpt <= 1 || g_threads[k] > 1) ths[nth++] = g_threads[k];
+  if (!nth) ths[nth++] = 2;
+  double f[16][9], fb[16][9];
+  for (int k = 0; k < nth; k++) { /* warm up */
+    ds_set_num_threads(ths[k]);
     run(m, d, g, T / 4 + 1, 1, hold);
   }
   for (int r = 0; r < reps; r++)
-    for (int th = th0; th <= 2; th++) {
-      ds_set_num_threads(th);
-      f[th][r] = run(m, d, g, T, 0, hold);
-      fb[th][r] = run(m, d, g, T, 1, hold);
+    for (int k = 0; k < nth; k++) {
+      ds_set_num_threads(ths[k]);
+      f[k][r] = run(m, d, g, T, 0, hold);
+      fb[k][r] = run(m, d, g, T, 1, hold);
     }
-  double mf[3] = {0, 0, 0}, mfb[3] = {0, 0, 0};
+  double mf[16], mfb[16];
   const double scale = 1e9 / ((double)nelem * T);
-  for (int th = th0; th <= 2; th++) {
-    mf[th] = median(f[th], reps);
-    mfb[th] = median(fb[th], reps);
+  for (int k = 0; k < nth; k++) {
+    mf[k] = median(f[k], reps);
+    mfb[k] = median(fb[k], reps);
     printf("%-34s threads %d  forward %7.3f s %7.1f ns  forward+backward %7.3f s %7.1f ns  (ns per %s-substep)\n",
-           label, th, mf[th], mf[th] * scale, mfb[th], mfb[th] * scale, elem);
+           label, ths[k], mf[k], mf[k] * scale, mfb[k], mfb[k] * scale, elem);
   }
-  if (th0 == 1)
-    printf("%-34s speed-up 2 threads / 1 thread: forward %.2fx  forward+backward %.2fx\n", label, mf[1] / mf[2],
-           mfb[1] / mfb[2]);
-  else
-    printf("%-34s (data %.0f MB)\n", label, ds_data_bytes(m, d) / 1e6);
+  if (ths[0] == 1 && nth == 2 && ths[1] == 2)
+    printf("%-34s speed-up 2 threads / 1 thread: forward %.2fx  forward+backward %.2fx\n", label, mf[0] / mf[1],
+           mfb[0] / mfb[1]);
+  else if (ths[0] == 1)
+    for (int k = 1; k < nth; k++)
+      printf("%-34s scaling %2d threads: speed-up forward %5.2fx (efficiency %3.0f%%)  forward+backward %5.2fx "
+             "(%3.0f%%)\n",
+             label, ths[k], mf[0] / mf[k], 100 * mf[0] / mf[k] / ths[k], mfb[0] / mfb[k],
+             100 * mfb[0] / mfb[k] / ths[k]);
+  if (ckpt > 1) printf("%-34s (data %.0f MB)\n", label, ds_data_bytes(m, d) / 1e6);
   fflush(stdout);
   ds_grad_free(g);
   ds_data_free(d);
@@ -236,10 +253,27 @@ int main(int argc, char** argv) {
       only = argv[++i];
     else if (strcmp(argv[i], "--fixed") == 0)
       ds_set_adaptive_threads(0);
+    else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
+      g_nthreads = 0;
+      for (char* p = argv[++i]; *p && g_nthreads < 16;) {
+        char* end;
+        const long v = strtol(p, &end, 10);
+        if (end == p || v < 1 || v > 1024) {
+          fprintf(stderr, "bench_engine: --threads %s: expected a list of counts, e.g. 1,2,4,8,16\n", argv[i]);
+          return 2;
+        }
+        g_threads[g_nthreads++] = (int)v;
+        p = *end == ',' ? end + 1 : end;
+        if (*end && *end != ',') {
+          fprintf(stderr, "bench_engine: --threads %s: expected a list of counts, e.g. 1,2,4,8,16\n", argv[i]);
+          return 2;
+        }
+      }
+    }
     else if (strcmp(argv[i], "--profile") == 0 && i + 1 < argc)
       return profile(argv[i + 1], i + 2 < argc ? atoi(argv[i + 2]) : 64);
     else {
-      fprintf(stderr, "usage: bench_engine [quick] [--with-load] [--fixed] [--only CASE] [--profile CASE [SUBSTEPS]]\n");
+      fprintf(stderr, "usage: bench_engine [quick] [--with-load] [--fixed] [--threads 1,2,...] [--only CASE] [--profile CASE [SUBSTEPS]]\n");
       return 2;
     }
   }
