@@ -102,11 +102,18 @@ static int data_layout(const dsModel* m, const dsDataDef* def, dsData* d) {
 
 /* The implicit integrator's kept Jacobians for def: slots for every
  * substep of a full tape, or for a checkpoint segment and the state after
- * it (what a backward replays), as many as fit in def's jacobian_mib. */
+ * it (what a backward replays; slots_wanted), as many as fit in def's
+ * jacobian_mib (jacobian_slots). */
+static size_t slots_wanted(const dsModel* m, const dsData* lay, const dsDataDef* def) {
+  const dsDataDef dd = def ? *def : ds_default_data_def();
+  if (!ds__implicit_keeps(m) || lay->max_substeps == 0 || dd.jacobian_mib <= 0) return 0;
+  return lay->ckpt == 1 ? (size_t)lay->max_substeps : (size_t)lay->ckpt + 1;
+}
+
 static int jacobian_slots(const dsModel* m, const dsData* lay, const dsDataDef* def, size_t slot_bytes) {
   const dsDataDef dd = def ? *def : ds_default_data_def();
-  if (!ds__implicit_keeps(m) || lay->max_substeps == 0 || dd.jacobian_mib <= 0 || !slot_bytes) return 0;
-  const size_t need = lay->ckpt == 1 ? (size_t)lay->max_substeps : (size_t)lay->ckpt + 1;
+  const size_t need = slots_wanted(m, lay, def);
+  if (!need || !slot_bytes) return 0;
   const size_t fit = ((size_t)dd.jacobian_mib << 20) / slot_bytes;
   return (int)(need < fit ? need : fit);
 }
@@ -119,7 +126,7 @@ size_t ds_data_bytes_needed(const dsModel* m, const dsDataDef* def) {
    * matrix's pattern, at most their budget (the slots that fit in it hold
    * no more) */
   const dsDataDef dd = def ? *def : ds_default_data_def();
-  const size_t need = (size_t)jacobian_slots(m, &d, def, 1); /* 1 byte a slot: every slot fits */
+  const size_t need = slots_wanted(m, &d, def);
   size_t nnzb, nsrc, njac, jac = 0;
   if (need > 0) {
     ds__bsr_bounds(m, &nnzb, &nsrc, &njac);

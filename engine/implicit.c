@@ -440,6 +440,34 @@ static void stall_where(const dsModel* m, const dsReal* xk, const dsReal* vk, co
            (double)m->contact_skin[0]);
 }
 
+/* The error of a residual norm that is not finite at Newton iteration it:
+ * the first particle whose residual is not finite and whether its iterate
+ * or its force is, or, when every entry is finite and only the norm's sum
+ * overflowed, the largest entry's particle. */
+static int not_finite(const dsModel* m, const dsReal* xk, const dsReal* vk, const dsReal* rk, dsErrBuf* eb, int t,
+                      int it) {
+  const size_t n3 = 3 * (size_t)m->nparticle;
+  size_t q = 0;
+  while (q < n3 && rk[q] - rk[q] == 0) q++;
+  if (q == n3) {
+    size_t big = 0;
+    for (size_t k = 1; k < n3; k++)
+      if (dsu_fabs(rk[k]) > dsu_fabs(rk[big])) big = k;
+    return ds__seterr(eb, DS_ERR_DIVERGED,
+                      "substep %d: implicit step: the residual's norm overflows at Newton iteration %d (its largest "
+                      "entry %g at particle %d)",
+                      t, it, (double)rk[big], (int)(big / 3));
+  }
+  const size_t i = q / 3;
+  int in = 0;
+  for (int c = 0; c < 3; c++) in |= !isfinite(xk[3 * i + c]) || !isfinite(vk[3 * i + c]);
+  return ds__seterr(eb, DS_ERR_DIVERGED,
+                    "substep %d: implicit step: the residual is %s at Newton iteration %d, first at particle %d (its "
+                    "%s)",
+                    t, isnan(rk[q]) ? "NaN" : "Inf", it, (int)i,
+                    in ? "iterate's position or velocity is not finite" : "force is not finite");
+}
+
 int ds__implicit_substep(const dsModel* m, dsImplicit* w, const dsReal* x, const dsReal* v, const dsReal* act,
                          const dsReal* fext, dsReal* xo, dsReal* vo, dsReal* ef, dsReal* J, int* bad_tet,
                          dsErrBuf* eb, int t) {
@@ -476,28 +504,7 @@ int ds__implicit_substep(const dsModel* m, dsImplicit* w, const dsReal* x, const
   }
   dsReal rprev = rn, eta = DS__EW_MAX;
   for (int it = 0;; it++) {
-    if (!(rn - rn == 0)) {
-      size_t q = 0; /* the first entry of r that is not finite (rn's sum may overflow with all of them finite) */
-      while (q < n3 && rk[q] - rk[q] == 0) q++;
-      if (q == n3) {
-        size_t big = 0;
-        for (size_t k = 1; k < n3; k++)
-          if (dsu_fabs(rk[k]) > dsu_fabs(rk[big])) big = k;
-        return ds__seterr(eb, DS_ERR_DIVERGED,
-                          "substep %d: implicit step: the residual's norm overflows at Newton iteration %d (its "
-                          "largest entry %g at particle %d)",
-                          t, it, (double)rk[big], (int)(big / 3));
-      }
-      const int i = (int)(q / 3);
-      const int in = !isfinite(xk[3 * (size_t)i]) || !isfinite(xk[3 * (size_t)i + 1]) ||
-                     !isfinite(xk[3 * (size_t)i + 2]) || !isfinite(vk[3 * (size_t)i]) ||
-                     !isfinite(vk[3 * (size_t)i + 1]) || !isfinite(vk[3 * (size_t)i + 2]);
-      return ds__seterr(eb, DS_ERR_DIVERGED,
-                        "substep %d: implicit step: the residual is %s at Newton iteration %d, first at particle %d "
-                        "(its %s)",
-                        t, isnan(rk[q]) ? "NaN" : "Inf", it, i,
-                        in ? "iterate's position or velocity is not finite" : "force is not finite");
-    }
+    if (!(rn - rn == 0)) return not_finite(m, xk, vk, rk, eb, t, it);
     if (rn <= target || rn <= fl) break; /* converged, or at the rounding level of r's terms */
     if (it >= S->newton_max_iter) {
       char where[320];
