@@ -8,7 +8,8 @@
  * bodies (engine/batch_body.h); the CUDA objects are built with -fmad=false,
  * so differences come from the device's libm (atan2, log, ...) only.
  * Exit 77 (skip) without a CUDA device. DSIM_PARITY_SELFTEST=1 compares the
- * CPU backend with itself instead (the test's own logic, without a GPU).
+ * CPU backend with itself instead (the test's own logic, without a GPU);
+ * DSIM_PARITY_SHORT=1 runs short episodes (for compute-sanitizer).
  *
  * The device run is also repeated three times on one batch (gradients
  * zeroed between): the last must give the first run's bits (no state left
@@ -112,7 +113,17 @@ static void parity_run(const char* name, const dsModel* m, int B, int C, int S, 
   bt_episode_free(&e);
 }
 
-static void parity_env(const char* name, const dsModel* m, int K) { parity_run(name, m, 2, 10, 100, K, 1e-10); }
+/* DSIM_PARITY_SHORT=1: 2 control steps of 20 substeps, articulations at B
+ * = 1 and 3 only (what a run under compute-sanitizer, tens of times
+ * slower, can afford: the same stages and launches, fewer of them) */
+static int g_short = 0;
+
+static void parity_env(const char* name, const dsModel* m, int K) {
+  if (g_short)
+    parity_run(name, m, 2, 2, 20, K > 1 ? 8 : 1, 1e-10);
+  else
+    parity_run(name, m, 2, 10, 100, K, 1e-10);
+}
 
 /* A 4-link chain over the ground: hinge (limited), ball, hinge (limited),
  * slide (limited), a sphere on each link, servos on the hinges and a motor
@@ -198,9 +209,9 @@ static int parity_artic(void) {
       continue;
     }
     static const int Bs[3] = {1, 3, 64};
-    for (int bi = 0; bi < 3; bi++) {
-      parity_run(name, m, Bs[bi], 4, 50, 1, 1e-8);
-      parity_run(name, m, Bs[bi], 4, 50, 8, 1e-8);
+    for (int bi = 0; bi < (g_short ? 2 : 3); bi++) {
+      parity_run(name, m, Bs[bi], g_short ? 2 : 4, g_short ? 20 : 50, 1, 1e-8);
+      parity_run(name, m, Bs[bi], g_short ? 2 : 4, g_short ? 20 : 50, 8, 1e-8);
     }
     ds_model_free(m);
     n++;
@@ -210,6 +221,8 @@ static int parity_artic(void) {
 
 int main(void) {
   const char* self = getenv("DSIM_PARITY_SELFTEST");
+  const char* shrt = getenv("DSIM_PARITY_SHORT");
+  g_short = shrt && shrt[0] == '1';
   if (self && self[0] == '1') {
     g_dev = ds_device_cpu();
     printf("test_cuda_parity: DSIM_PARITY_SELFTEST: the CPU backend against itself\n");
