@@ -84,6 +84,10 @@ static double rate_forward(const dsModel* m, dsDevice dev, int B, double seconds
     const double t0 = now();
     double t;
     do {
+      /* an episode's length at most, then from the start again (a sheet
+         with no ground falls, and flies apart, on its own after seconds) */
+      if (n > 0 && n % 1000 == 0 && ((rc = ds_bsim_reset(s)) || (rc = ds_bsim_set_act(s, a))))
+        die("reset", rc, ds_bsim_last_error(s));
       rc = ds_bsim_step(s, chunk, NULL); /* ends with a device sync (the status read) */
       if (rc) die("step", rc, ds_bsim_last_error(s));
       n += chunk;
