@@ -132,7 +132,7 @@ static inline dsReal* ds__env_bs_act(const dsModel* m, dsData* d) { return m->ar
  * the batched engine the hook runs on the host mirror before substep 0 and
  * the state it leaves goes up as the instance's substep-0 state; in the
  * backward the hook reads the state adjoints at substep 0 read back from
- * the engine (ds__env_initial_bwd). */
+ * the engine (initial_bwd in envs/env_backward.c). */
 static inline int ds__env_initial_hook(const dsEnv* e) {
   return !e->cls->act_first && !e->m->artic && e->cls->action_kind == DS_ACTION_INITIAL && !e->cls->uses_external_force;
 }
