@@ -3,7 +3,10 @@
 # of `dsim info`: cpu is accepted; a bad name, CUDA in a build without it, a
 # device that is not there are refused (exit 2) with a message saying which
 # and what to do; with a GPU, an env class that cannot run on one
-# (control-cloth) is refused when the env is built (exit 3). Runs nothing long.
+# (rigid-toss) is refused when the env is built (exit 3). Also the scripts
+# that run where a GPU is (scripts/gpu-check, and the experiments of
+# scripts/reproduce-results it calls): they parse, print their usage and
+# refuse what they do not know. Runs nothing long.
 set -u
 : "${DSIM:?DSIM must name the dsim binary}"
 fail=0
@@ -33,4 +36,17 @@ else
   check "cuda for rigid bodies" 3 "$DSIM" run rigid-toss --device cuda:0 --iterations 1
   expect "cuda for rigid bodies" "rigid-toss: runs on the CPU engine only, not on cuda:0"
 fi
+gc="$DS_SRCDIR/scripts/gpu-check"
+check "gpu-check parses" 0 sh -n "$gc"
+check "gpu-check help" 0 sh "$gc" --help
+expect "gpu-check help" "scripts/reproduce-results"
+expect "gpu-check help" "usage: scripts/gpu-check"
+check "gpu-check bad option" 2 sh "$gc" --bogus
+expect "gpu-check bad option" "unknown option '--bogus'"
+rr="$DS_SRCDIR/scripts/reproduce-results"
+check "reproduce-results parses" 0 sh -n "$rr"
+tmp=$(mktemp -d) || exit 1
+check "reproduce-results unknown" 2 env DSIM="$DSIM" OUT="$tmp" sh "$rr" nosuch
+expect "reproduce-results unknown" "unknown experiment 'nosuch'"
+rm -rf "$tmp"
 exit $fail
