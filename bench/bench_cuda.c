@@ -243,20 +243,15 @@ static double runner_rate(const dsModel* m, dsDevice dev, int B, int T, int bwd,
   return median(r, 3);
 }
 
-/* control-cloth's sheet (the bundled size range's first draw; triangle FEM,
- * bending, lift and drag, no ground): triangle-substeps per second forward
- * and forward + backward on every device at each B, and CUDA / CPU. */
-static void cloth_rates(const dsDevice* devs, int ndev, const int* batches, int nb, int T, double seconds) {
-  dsEnvDef def = ds_default_env_def("control-cloth");
-  dsEnv* env = NULL;
-  char err[512], name[32];
-  if (ds_env_create(&def, &env, err, sizeof err) || ds_env_reset(env, 0, NULL, NULL))
-    die("control-cloth", DS_ERR_INVALID, env ? ds_env_last_error(env) : err);
-  const dsModel* m = ds_env_model(env);
-  printf("cloth: control-cloth's sheet, %d particles, %d triangles, %d bending edges; triangle-substeps per second\n",
-         m->nparticle, m->ntri, m->nbend);
-  printf("%-8s %6s %18s %18s\n", "device", "B", "fwd tri-substep/s", "fwd+bwd tri-sub/s");
-  double fw[8][8], fb[8][8];
+/* m's element-substeps per second on every device at every B, forward
+ * (fw) and forward + backward (fb), a row each, then CUDA / CPU per B (the
+ * lines start with `what`, "" or "cloth "); elem names the element. */
+static void rate_table(const dsModel* m, const dsDevice* devs, int ndev, const int* batches, int nb, int T,
+                       double seconds, const char* elem, const char* what, double fw[8][8], double fb[8][8]) {
+  char name[32], hf[32], hb[32];
+  snprintf(hf, sizeof hf, "fwd %s-substep/s", elem);
+  snprintf(hb, sizeof hb, "fwd+bwd %s-sub/s", elem);
+  printf("%-8s %6s %18s %18s\n", "device", "B", hf, hb);
   int cpu = -1;
   for (int k = 0; k < ndev; k++) {
     if (devs[k].kind == DS_DEVICE_CPU) cpu = k;
@@ -270,8 +265,24 @@ static void cloth_rates(const dsDevice* devs, int ndev, const int* batches, int 
   for (int k = 0; k < ndev && cpu >= 0; k++)
     if (devs[k].kind == DS_DEVICE_CUDA)
       for (int j = 0; j < nb; j++)
-        printf("cloth ratio %s / cpu, B %5d: forward %.3gx, forward+backward %.3gx\n",
+        printf("%sratio %s / cpu, B %5d: forward %.3gx, forward+backward %.3gx\n", what,
                ds_device_name(devs[k], name, sizeof name), batches[j], fw[k][j] / fw[cpu][j], fb[k][j] / fb[cpu][j]);
+}
+
+/* control-cloth's sheet (the bundled size range's first draw; triangle FEM,
+ * bending, lift and drag, no ground): triangle-substeps per second forward
+ * and forward + backward on every device at each B, and CUDA / CPU. */
+static void cloth_rates(const dsDevice* devs, int ndev, const int* batches, int nb, int T, double seconds) {
+  dsEnvDef def = ds_default_env_def("control-cloth");
+  dsEnv* env = NULL;
+  char err[512];
+  if (ds_env_create(&def, &env, err, sizeof err) || ds_env_reset(env, 0, NULL, NULL))
+    die("control-cloth", DS_ERR_INVALID, env ? ds_env_last_error(env) : err);
+  const dsModel* m = ds_env_model(env);
+  printf("cloth: control-cloth's sheet, %d particles, %d triangles, %d bending edges; triangle-substeps per second\n",
+         m->nparticle, m->ntri, m->nbend);
+  double fw[8][8], fb[8][8];
+  rate_table(m, devs, ndev, batches, nb, T, seconds, "tri", "cloth ", fw, fb);
   ds_env_destroy(env);
 }
 
@@ -345,26 +356,8 @@ int main(int argc, char** argv) {
         printf("cuda:%d: %s, %.1f GiB, compute capability %d.%d, %d SMs\n", devs[k].index, info.name,
                (double)info.total_memory / (1 << 30), info.cc_major, info.cc_minor, info.multiprocessors);
     }
-  printf("%-8s %6s %18s %18s\n", "device", "B", "fwd tet-substep/s", "fwd+bwd tet-sub/s");
   double fw[8][8], fb[8][8];
-  for (int k = 0; k < ndev; k++)
-    for (int j = 0; j < nb; j++) {
-      fw[k][j] = rate_forward(m, devs[k], batches[j], seconds);
-      fb[k][j] = rate_fwd_bwd(m, devs[k], batches[j], T, seconds);
-      printf("%-8s %6d %18.4g %18.4g\n", ds_device_name(devs[k], name, sizeof name), batches[j], fw[k][j], fb[k][j]);
-      fflush(stdout);
-    }
-  int cpu = -1;
-  for (int k = 0; k < ndev; k++)
-    if (devs[k].kind == DS_DEVICE_CPU) cpu = k;
-  for (int k = 0; k < ndev; k++) {
-    if (devs[k].kind != DS_DEVICE_CUDA) continue;
-    ds_device_name(devs[k], name, sizeof name);
-    if (cpu >= 0)
-      for (int j = 0; j < nb; j++)
-        printf("ratio %s / cpu, B %5d: forward %.3gx, forward+backward %.3gx\n", name, batches[j],
-               fw[k][j] / fw[cpu][j], fb[k][j] / fb[cpu][j]);
-  }
+  rate_table(m, devs, ndev, batches, nb, T, seconds, "tet", "", fw, fb);
   for (int k = 0; k < ndev; k++) {
     ds_device_name(devs[k], name, sizeof name);
     for (int j = 0; j < nb; j++)

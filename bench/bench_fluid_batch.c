@@ -157,10 +157,9 @@ static void bench(const char* name, int n, int nz, int B, int steps) {
   double tf, tb;
   int it = 0;
   run_batch(&def, ds_device_cpu(), B, steps, cpu, &tf, &tb, &it);
-  const double t0 = 0, t1 = tf, t2 = tf + tb;
   printf("%-5s B = %2d: forward %8.1f instance-steps/s, forward + backward %8.1f (CPU s: %.2f + %.2f, %d steps; "
          "last solve %d iterations)\n",
-         name, B, B * steps / (t1 - t0), B * steps / (t2 - t0), t1 - t0, t2 - t1, steps, it);
+         name, B, B * steps / tf, B * steps / (tf + tb), tf, tb, steps, it);
   fflush(stdout);
 }
 

@@ -205,8 +205,13 @@ void ds__implicit_free(dsImplicit* w) {
   ds__free(w);
 }
 
+/* the reals of a slot for a matrix of nnzb blocks: the matrix, x, v, act */
+static size_t slot_reals(const dsModel* m, size_t nnzb) {
+  return 9 * nnzb + 6 * (size_t)m->nparticle + (size_t)m->nact;
+}
+
 size_t ds__implicit_slot_size(const dsModel* m, size_t nnzb) {
-  return sizeof(dsReal) * (9 * nnzb + 6 * (size_t)m->nparticle + (size_t)m->nact) + sizeof(unsigned);
+  return sizeof(dsReal) * slot_reals(m, nnzb) + sizeof(unsigned);
 }
 
 size_t ds__implicit_slot_bytes(const dsModel* m, const dsImplicit* w) {
@@ -236,7 +241,7 @@ int ds__implicit_keep(const dsModel* m, dsImplicit* w, int nslot) {
   w->nslot = 0;
   if (w->gen == 0) w->gen = 1;
   if (nslot <= 0) return 0;
-  w->slot_len = 9 * (size_t)w->A->nnzb + 6 * (size_t)m->nparticle + (size_t)m->nact;
+  w->slot_len = slot_reals(m, (size_t)w->A->nnzb);
   w->slots = (dsReal*)ds__malloc(sizeof(dsReal) * w->slot_len * (size_t)nslot);
   w->slot_gen = (unsigned*)ds__calloc((size_t)nslot, sizeof(unsigned));
   if (!w->slots || !w->slot_gen) {

@@ -259,8 +259,9 @@ int ds__env_step_begin(dsEnv* e, const dsReal* action, int* s0_out, int* s1_out)
      classes); an initial action's hook changes the mirror's substep-0
      state, which goes up as the instance's (a group's member: at its
      batch's next upload) */
-  if ((e->bs || e->bs_member) && !ds__env_initial_hook(e)) ds__env_action_fwd(e, k, s0, action);
-  if ((e->bs || e->bs_member) && ds__env_initial_hook(e) && s0 == 0) {
+  if ((e->bs || e->bs_member) && !ds__env_initial_hook(e)) {
+    ds__env_action_fwd(e, k, s0, action);
+  } else if ((e->bs || e->bs_member) && s0 == 0) {
     ds__env_action_fwd(e, k, 0, action);
     e->bs_dirty = e->bs_member;
     const int rc = e->bs ? ds_bsim_set_state(e->bs, e->d->x, e->d->v) : 0;
